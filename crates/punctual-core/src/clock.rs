@@ -1,0 +1,95 @@
+//! The one source of time. Everything that reads "now" or sleeps goes through a
+//! [`Clock`], so tests drive time by hand ([`ManualClock`]) instead of sleeping.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
+
+use tokio::sync::watch;
+
+use crate::time::Timestamp;
+
+/// A boxed future that sleeps.
+pub type Sleep<'a> = Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
+
+/// Wall-clock time and sleeping.
+pub trait Clock: Send + Sync + fmt::Debug + 'static {
+    /// The current instant.
+    fn now(&self) -> Timestamp;
+    /// Completes at or after `deadline` (at once if it has passed).
+    fn sleep_until(&self, deadline: Timestamp) -> Sleep<'_>;
+}
+
+/// The system clock; sleeps on tokio's timer (1 ms resolution).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    #[allow(clippy::disallowed_methods, reason = "this is the clock")]
+    fn now(&self) -> Timestamp {
+        let since_epoch = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        Timestamp::from_millis(i64::try_from(since_epoch.as_millis()).unwrap_or(i64::MAX))
+    }
+
+    fn sleep_until(&self, deadline: Timestamp) -> Sleep<'_> {
+        Box::pin(async move {
+            // Re-check after waking: the wall clock may have been stepped meanwhile.
+            loop {
+                let now = self.now();
+                if now >= deadline {
+                    return;
+                }
+                tokio::time::sleep(deadline.saturating_since(now)).await;
+            }
+        })
+    }
+}
+
+/// A clock that moves only when told to. Sleepers wake when [`ManualClock::advance`]
+/// or [`ManualClock::set`] passes their deadline.
+#[derive(Debug, Clone)]
+pub struct ManualClock {
+    now: Arc<AtomicI64>,
+    changed: Arc<watch::Sender<i64>>,
+}
+
+impl ManualClock {
+    /// A clock standing at `start`.
+    pub fn new(start: Timestamp) -> ManualClock {
+        let (changed, _) = watch::channel(start.as_millis());
+        ManualClock { now: Arc::new(AtomicI64::new(start.as_millis())), changed: Arc::new(changed) }
+    }
+
+    /// Moves the clock forward by `by`.
+    pub fn advance(&self, by: std::time::Duration) {
+        let next = Timestamp::from_millis(self.now.load(Ordering::SeqCst)).saturating_add(by);
+        self.set(next);
+    }
+
+    /// Sets the clock (forward or back).
+    pub fn set(&self, to: Timestamp) {
+        self.now.store(to.as_millis(), Ordering::SeqCst);
+        self.changed.send_replace(to.as_millis());
+    }
+}
+
+impl Clock for ManualClock {
+    fn now(&self) -> Timestamp {
+        Timestamp::from_millis(self.now.load(Ordering::SeqCst))
+    }
+
+    fn sleep_until(&self, deadline: Timestamp) -> Sleep<'_> {
+        let mut changes = self.changed.subscribe();
+        Box::pin(async move {
+            while self.now() < deadline {
+                if changes.changed().await.is_err() {
+                    std::future::pending::<()>().await;
+                }
+            }
+        })
+    }
+}

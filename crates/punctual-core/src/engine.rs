@@ -1,0 +1,616 @@
+//! The engine: validation and policies in front of a [`Store`], wake-ups for
+//! consumers, and the reaper of expired leases.
+//!
+//! The engine owns no task state; the store does. It keeps per queue a [`WakeAt`]
+//! (the earliest instant a task of that queue may be due), lowered by every write it
+//! makes, so a consumer sleeps exactly until the next due time and is woken at once
+//! when an earlier task arrives. The reaper sleeps until the earliest lease expiry
+//! the same way. Both are lower bounds, never later than the truth (see `wake`).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::clock::{Clock, SystemClock};
+use crate::error::{Error, Result};
+use crate::model::{NewTask, QueueName, Tag, Task, TaskKey, TaskSpec, TaskState, When};
+use crate::policy::{Backoff, DEFAULT_MAX_ATTEMPTS};
+use crate::store::{
+    CompleteRequest, Completion, Lease, LeaseRequest, LeaseToken, ListRequest, Page, QueueStats, Scheduled, Store,
+};
+use crate::time::Timestamp;
+use crate::wake::WakeAt;
+use crate::worker::Outcome;
+
+/// Size limits on input, enforced before anything reaches the store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Limits {
+    /// A task's payload, serialized as JSON, in bytes (default 64 KiB).
+    pub max_payload_bytes: usize,
+    /// Tasks in one batch (default 10,000).
+    pub max_batch: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits { max_payload_bytes: 64 * 1024, max_batch: 10_000 }
+    }
+}
+
+/// Policies a queue's tasks get when the task does not set them.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct QueueDefaults {
+    pub max_attempts: u32,
+    pub backoff: Backoff,
+}
+
+impl Default for QueueDefaults {
+    /// 20 attempts; backoff 1 s doubling up to 1 h.
+    fn default() -> QueueDefaults {
+        QueueDefaults { max_attempts: DEFAULT_MAX_ATTEMPTS, backoff: Backoff::default() }
+    }
+}
+
+/// How an engine behaves. Start from `EngineConfig::default()` and set fields.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct EngineConfig {
+    pub limits: Limits,
+    /// Defaults for queues not listed in `queues`.
+    pub defaults: QueueDefaults,
+    /// Per-queue defaults.
+    pub queues: HashMap<QueueName, QueueDefaults>,
+    /// Expired leases ended per reaper pass.
+    pub reap_batch: u32,
+    /// The clock; the system clock unless a test sets another.
+    pub clock: Arc<dyn Clock>,
+}
+
+impl Default for EngineConfig {
+    fn default() -> EngineConfig {
+        EngineConfig {
+            limits: Limits::default(),
+            defaults: QueueDefaults::default(),
+            queues: HashMap::new(),
+            reap_batch: 1_000,
+            clock: Arc::new(SystemClock),
+        }
+    }
+}
+
+impl EngineConfig {
+    /// Sets a queue's default policies.
+    pub fn queue(mut self, queue: QueueName, defaults: QueueDefaults) -> EngineConfig {
+        self.queues.insert(queue, defaults);
+        self
+    }
+    /// Uses `clock` instead of the system clock.
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> EngineConfig {
+        self.clock = clock;
+        self
+    }
+}
+
+/// Options of [`Engine::lease`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LeaseOptions {
+    /// At most this many tasks, 1–1,000 (default 1).
+    pub max: u32,
+    /// Each lease lasts this long, 1 s–12 h (default 30 s).
+    pub lease_for: Duration,
+    /// Wait up to this long (0–60 s, default 0) for a task to fall due.
+    pub wait: Duration,
+}
+
+impl Default for LeaseOptions {
+    fn default() -> LeaseOptions {
+        LeaseOptions { max: 1, lease_for: Duration::from_secs(30), wait: Duration::ZERO }
+    }
+}
+
+impl LeaseOptions {
+    /// Up to `max` tasks.
+    pub fn max(mut self, max: u32) -> LeaseOptions {
+        self.max = max;
+        self
+    }
+    /// Leases of this length.
+    pub fn lease_for(mut self, d: Duration) -> LeaseOptions {
+        self.lease_for = d;
+        self
+    }
+    /// Long-poll up to `d`.
+    pub fn wait(mut self, d: Duration) -> LeaseOptions {
+        self.wait = d;
+        self
+    }
+
+    fn validate(&self) -> Result<()> {
+        if !(1..=1000).contains(&self.max) {
+            return Err(Error::invalid("max", format!("{} is outside 1 to 1000", self.max)));
+        }
+        if self.lease_for < Duration::from_secs(1) || self.lease_for > Duration::from_secs(12 * 3600) {
+            return Err(Error::invalid("lease", "a lease lasts from 1s to 12h"));
+        }
+        if self.wait > Duration::from_secs(60) {
+            return Err(Error::invalid("wait", "wait is at most 60s"));
+        }
+        Ok(())
+    }
+}
+
+/// Schedules, cancels and hands out tasks of one store. Cheap to clone; clones share
+/// everything. Create with [`Engine::start`] inside a tokio runtime; end with
+/// [`Engine::shutdown`].
+#[derive(Debug)]
+pub struct Engine<S: Store> {
+    inner: Arc<Inner<S>>,
+}
+
+impl<S: Store> Clone for Engine<S> {
+    fn clone(&self) -> Self {
+        Engine { inner: Arc::clone(&self.inner) }
+    }
+}
+
+#[derive(Debug)]
+struct Inner<S> {
+    store: S,
+    config: EngineConfig,
+    wakers: Mutex<HashMap<QueueName, Arc<WakeAt>>>,
+    reaper_wake: WakeAt,
+    stopping: CancellationToken,
+    reaper: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl<S: Store> Engine<S> {
+    /// Starts an engine on `store`, with its reaper running on the current tokio
+    /// runtime.
+    pub fn start(store: S, config: EngineConfig) -> Engine<S> {
+        let engine = Engine {
+            inner: Arc::new(Inner {
+                store,
+                config,
+                wakers: Mutex::new(HashMap::new()),
+                reaper_wake: WakeAt::default(),
+                stopping: CancellationToken::new(),
+                reaper: Mutex::new(None),
+            }),
+        };
+        let reaper = tokio::spawn(engine.clone().run_reaper());
+        *engine.inner.reaper.lock().expect("reaper lock poisoned") = Some(reaper);
+        engine
+    }
+
+    /// The store underneath.
+    pub fn store(&self) -> &S {
+        &self.inner.store
+    }
+
+    /// The engine's clock.
+    pub fn clock(&self) -> &dyn Clock {
+        self.inner.config.clock.as_ref()
+    }
+
+    /// The engine's limits.
+    pub fn limits(&self) -> Limits {
+        self.inner.config.limits
+    }
+
+    fn now(&self) -> Timestamp {
+        self.inner.config.clock.now()
+    }
+
+    fn check_running(&self) -> Result<()> {
+        if self.inner.stopping.is_cancelled() { Err(Error::ShuttingDown) } else { Ok(()) }
+    }
+
+    /// The wake-up of a queue, created on first use.
+    pub(crate) fn waker(&self, queue: &QueueName) -> Arc<WakeAt> {
+        let mut wakers = self.inner.wakers.lock().expect("wakers lock poisoned");
+        Arc::clone(wakers.entry(queue.clone()).or_default())
+    }
+
+    fn defaults(&self, queue: &QueueName) -> &QueueDefaults {
+        self.inner.config.queues.get(queue).unwrap_or(&self.inner.config.defaults)
+    }
+
+    /// Creates or updates one task. See [`Store::schedule`] for `if_exists`.
+    pub async fn schedule(&self, queue: &str, key: &str, spec: TaskSpec) -> Result<Scheduled> {
+        let queue = QueueName::new(queue)?;
+        let now = self.now();
+        let task = self.prepare(&queue, key, spec, now)?;
+        let mut results = self.write(vec![task], now).await?;
+        results.pop().ok_or_else(|| Error::Internal("store answered an empty batch".into()))?
+    }
+
+    /// Creates or updates many tasks of one queue. Each item succeeds or fails on its
+    /// own (invalid items are refused, valid ones stored); more than
+    /// [`Limits::max_batch`] items is an error of the whole call, field `tasks`.
+    pub async fn schedule_many(&self, queue: &str, items: Vec<(String, TaskSpec)>) -> Result<Vec<Result<Scheduled>>> {
+        let queue = QueueName::new(queue)?;
+        let limit = self.inner.config.limits.max_batch;
+        if items.len() > limit {
+            return Err(Error::invalid("tasks", format!("{} tasks is over the batch limit of {limit}", items.len())));
+        }
+        let now = self.now();
+        let mut results: Vec<Option<Result<Scheduled>>> = Vec::with_capacity(items.len());
+        let mut valid = Vec::with_capacity(items.len());
+        for (key, spec) in items {
+            match self.prepare(&queue, &key, spec, now) {
+                Ok(task) => {
+                    valid.push(task);
+                    results.push(None);
+                }
+                Err(e) => results.push(Some(Err(e))),
+            }
+        }
+        let mut written = self.write(valid, now).await?.into_iter();
+        Ok(results
+            .into_iter()
+            .map(|slot| slot.unwrap_or_else(|| written.next().unwrap_or_else(|| Err(Error::Internal("store answered too few results".into())))))
+            .collect())
+    }
+
+    async fn write(&self, tasks: Vec<NewTask>, now: Timestamp) -> Result<Vec<Result<Scheduled>>> {
+        self.check_running()?;
+        if tasks.is_empty() {
+            return Ok(Vec::new());
+        }
+        let results = self.inner.store.schedule(tasks, now).await?;
+        for scheduled in results.iter().flatten() {
+            if scheduled.task.state == TaskState::Scheduled {
+                self.waker(&scheduled.task.queue).offer(Some(scheduled.task.due_at));
+            }
+        }
+        Ok(results)
+    }
+
+    /// Validates one task and applies the queue's defaults.
+    fn prepare(&self, queue: &QueueName, key: &str, spec: TaskSpec, now: Timestamp) -> Result<NewTask> {
+        let key = TaskKey::new(key)?;
+        let limit = self.inner.config.limits.max_payload_bytes;
+        let size = payload_size(&spec.payload);
+        if size > limit {
+            return Err(Error::PayloadTooLarge { size, limit });
+        }
+        let defaults = self.defaults(queue);
+        let max_attempts = spec.max_attempts.unwrap_or(defaults.max_attempts);
+        if max_attempts == 0 {
+            return Err(Error::invalid("max_attempts", "max_attempts must be at least 1"));
+        }
+        if spec.tags.len() > Tag::MAX_PER_TASK {
+            return Err(Error::invalid("tags", format!("{} tags is over the limit of {}", spec.tags.len(), Tag::MAX_PER_TASK)));
+        }
+        let mut tags = spec.tags.into_iter().map(Tag::new).collect::<Result<Vec<_>>>()?;
+        tags.sort();
+        tags.dedup();
+        let due_at = match spec.when {
+            When::Now => spec.repeat.as_ref().map_or(now, |r| r.first_at(now)),
+            When::After(delay) => now.saturating_add(delay),
+            When::At(at) => at.max(now),
+        };
+        let mut task = NewTask::new(queue.clone(), key, due_at);
+        task.payload = spec.payload;
+        task.max_attempts = max_attempts;
+        task.backoff = spec.backoff.unwrap_or(defaults.backoff);
+        task.repeat = spec.repeat;
+        task.tags = tags;
+        task.if_exists = spec.if_exists;
+        Ok(task)
+    }
+
+    /// The task, in any state.
+    pub async fn get(&self, queue: &str, key: &str) -> Result<Option<Task>> {
+        let (queue, key) = (QueueName::new(queue)?, TaskKey::new(key)?);
+        self.inner.store.get(&queue, &key).await
+    }
+
+    /// Cancels the task in any state; a leased task neither retries nor repeats.
+    /// `false` when there was no such task.
+    pub async fn cancel(&self, queue: &str, key: &str) -> Result<bool> {
+        self.check_running()?;
+        let (queue, key) = (QueueName::new(queue)?, TaskKey::new(key)?);
+        self.inner.store.cancel(&queue, &key).await
+    }
+
+    /// Cancels every task of the queue carrying `tag`; how many.
+    pub async fn cancel_tag(&self, queue: &str, tag: &str) -> Result<u64> {
+        self.check_running()?;
+        let (queue, tag) = (QueueName::new(queue)?, Tag::new(tag)?);
+        self.inner.store.cancel_tag(&queue, &tag).await
+    }
+
+    /// A page of the queue's tasks in due order (`limit` 1–1,000).
+    pub async fn list(&self, queue: &str, state: Option<TaskState>, limit: u32, cursor: Option<String>) -> Result<Page> {
+        let queue = QueueName::new(queue)?;
+        if !(1..=1000).contains(&limit) {
+            return Err(Error::invalid("limit", format!("{limit} is outside 1 to 1000")));
+        }
+        self.inner.store.list(ListRequest::new(queue, state, limit, cursor)).await
+    }
+
+    /// Counts for one queue (zero counts when unknown), or for every queue.
+    pub async fn stats(&self, queue: Option<&str>) -> Result<Vec<QueueStats>> {
+        let queue = queue.map(QueueName::new).transpose()?;
+        self.inner.store.stats(queue.as_ref()).await
+    }
+
+    /// Puts a dead task back to work, due now with attempts reset.
+    pub async fn retry_dead(&self, queue: &str, key: &str) -> Result<Task> {
+        self.check_running()?;
+        let (queue, key) = (QueueName::new(queue)?, TaskKey::new(key)?);
+        let task = self.inner.store.retry_dead(&queue, &key, self.now()).await?;
+        let task = task.ok_or_else(|| Error::NotFound(format!("dead task '{key}' in queue '{queue}'")))?;
+        self.waker(&queue).offer(Some(task.due_at));
+        Ok(task)
+    }
+
+    /// Deletes a dead task.
+    pub async fn delete_dead(&self, queue: &str, key: &str) -> Result<()> {
+        self.check_running()?;
+        let (queue, key) = (QueueName::new(queue)?, TaskKey::new(key)?);
+        if self.inner.store.delete_dead(&queue, &key).await? {
+            Ok(())
+        } else {
+            Err(Error::NotFound(format!("dead task '{key}' in queue '{queue}'")))
+        }
+    }
+
+    /// Leases due tasks of `queue`. With `wait`, holds on until a task falls due or
+    /// `wait` passes (then answers an empty list); woken by the engine, never polling.
+    pub async fn lease(&self, queue: &str, options: LeaseOptions) -> Result<Vec<Lease>> {
+        let queue = QueueName::new(queue)?;
+        options.validate()?;
+        let deadline = self.now().saturating_add(options.wait);
+        self.lease_until(&queue, options.max, options.lease_for, deadline, None).await
+    }
+
+    /// The heart of every consumer: lease when the queue's wake time has come, else
+    /// sleep until it, an earlier offer, `deadline`, or `cancel`.
+    pub(crate) async fn lease_until(
+        &self,
+        queue: &QueueName,
+        max: u32,
+        lease_for: Duration,
+        deadline: Timestamp,
+        cancel: Option<&CancellationToken>,
+    ) -> Result<Vec<Lease>> {
+        let waker = self.waker(queue);
+        loop {
+            self.check_running()?;
+            let changed = waker.changed();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            let now = self.now();
+            let wake_at = waker.get();
+            if wake_at.is_some_and(|at| at <= now) {
+                waker.take();
+                match self.inner.store.lease(LeaseRequest::new(queue.clone(), max, lease_for, now)).await {
+                    Ok(batch) => {
+                        waker.offer(batch.next_due);
+                        if let Some(first) = batch.leases.first() {
+                            self.inner.reaper_wake.offer(Some(first.expires_at));
+                            return Ok(batch.leases);
+                        }
+                    }
+                    Err(e) => {
+                        waker.offer(Some(now.saturating_add(Duration::from_secs(1))));
+                        return Err(e);
+                    }
+                }
+                continue;
+            }
+            if now >= deadline {
+                return Ok(Vec::new());
+            }
+            let until = wake_at.map_or(deadline, |at| at.min(deadline));
+            let stopping = self.inner.stopping.cancelled();
+            let cancelled = async {
+                match cancel {
+                    Some(token) => token.cancelled().await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                _ = self.clock().sleep_until(until) => {}
+                _ = &mut changed => {}
+                _ = stopping => return Err(Error::ShuttingDown),
+                _ = cancelled => return Ok(Vec::new()),
+            }
+        }
+    }
+
+    /// Acknowledges a lease by token (pull workers): reads the task, turns `outcome`
+    /// into a completion by its policies, and applies it if the lease is still live.
+    pub async fn ack(&self, token: &LeaseToken, outcome: Outcome) -> Result<()> {
+        let task = self.inner.store.get(&token.queue, &token.key).await?;
+        let now = self.now();
+        match task {
+            Some(task) if token.is_live_for(&task, now) => self.complete(token, &task, outcome).await,
+            _ => Err(Error::LeaseLost),
+        }
+    }
+
+    /// Completes `lease` with `outcome` using the task as it was leased: repeats are
+    /// re-armed, failures retried with backoff or sent to `dead`, atomically with the
+    /// ack. [`Error::LeaseLost`] if the lease is no longer live.
+    pub async fn complete(&self, token: &LeaseToken, task: &Task, outcome: Outcome) -> Result<()> {
+        let now = self.now();
+        let completion = completion_for(task, outcome, now, rand::random::<f64>());
+        let next_due = match &completion {
+            Completion::Retry { at, .. } | Completion::Reschedule { at } => Some(*at),
+            _ => None,
+        };
+        self.inner.store.complete(CompleteRequest::new(token.clone(), completion, now)).await?;
+        self.waker(&token.queue).offer(next_due);
+        Ok(())
+    }
+
+    /// Many acks by token, each applied or refused on its own.
+    pub async fn ack_many(&self, acks: Vec<(LeaseToken, Outcome)>) -> Result<Vec<Result<()>>> {
+        let mut results: Vec<Option<Result<()>>> = Vec::with_capacity(acks.len());
+        let mut requests = Vec::with_capacity(acks.len());
+        let mut offers = Vec::with_capacity(acks.len());
+        for (token, outcome) in acks {
+            let task = self.inner.store.get(&token.queue, &token.key).await?;
+            let now = self.now();
+            match task {
+                Some(task) if token.is_live_for(&task, now) => {
+                    let completion = completion_for(&task, outcome, now, rand::random::<f64>());
+                    if let Completion::Retry { at, .. } | Completion::Reschedule { at } = &completion {
+                        offers.push((token.queue.clone(), *at));
+                    }
+                    requests.push(CompleteRequest::new(token, completion, now));
+                    results.push(None);
+                }
+                _ => results.push(Some(Err(Error::LeaseLost))),
+            }
+        }
+        let mut applied = self.inner.store.complete_many(requests).await?.into_iter();
+        for (queue, at) in offers {
+            self.waker(&queue).offer(Some(at));
+        }
+        Ok(results
+            .into_iter()
+            .map(|slot| slot.unwrap_or_else(|| applied.next().unwrap_or(Err(Error::LeaseLost))))
+            .collect())
+    }
+
+    /// Extends a live lease to `lease_for` from now; the new expiry.
+    pub async fn extend(&self, token: &LeaseToken, lease_for: Duration) -> Result<Timestamp> {
+        if lease_for < Duration::from_secs(1) || lease_for > Duration::from_secs(12 * 3600) {
+            return Err(Error::invalid("lease", "a lease lasts from 1s to 12h"));
+        }
+        self.inner.store.extend(token, lease_for, self.now()).await
+    }
+
+    /// Gives a live lease back untried; the task is due again at once.
+    pub async fn release(&self, token: &LeaseToken) -> Result<()> {
+        self.inner.store.release(token, self.now()).await?;
+        self.waker(&token.queue).offer(Some(Timestamp::EPOCH));
+        Ok(())
+    }
+
+    /// Ends expired leases whenever the earliest one expires.
+    async fn run_reaper(self) {
+        let mut failures = 0u32;
+        loop {
+            let wake = &self.inner.reaper_wake;
+            let changed = wake.changed();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            let now = self.now();
+            if wake.get().is_some_and(|at| at <= now) {
+                wake.take();
+                match self.inner.store.reap(now, self.inner.config.reap_batch).await {
+                    Ok(result) => {
+                        failures = 0;
+                        for reaped in &result.reaped {
+                            tracing::info!(queue = %reaped.queue, key = %reaped.key, state = %reaped.state, "lease expired");
+                            if reaped.state == TaskState::Scheduled {
+                                self.waker(&reaped.queue).offer(Some(now));
+                            }
+                        }
+                        let more = result.reaped.len() >= self.inner.config.reap_batch as usize;
+                        wake.offer(if more { Some(now) } else { result.next_expiry });
+                    }
+                    Err(e) => {
+                        failures += 1;
+                        if failures == 1 {
+                            tracing::warn!(error = %e, "reaper cannot reach the store; retrying");
+                        }
+                        let backoff = Duration::from_millis(100u64 << failures.min(6));
+                        wake.offer(Some(now.saturating_add(backoff)));
+                    }
+                }
+                continue;
+            }
+            let sleep = async {
+                match wake.get() {
+                    Some(at) => self.clock().sleep_until(at).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                _ = sleep => {}
+                _ = &mut changed => {}
+                _ = self.inner.stopping.cancelled() => return,
+            }
+        }
+    }
+
+    /// Wakes the reaper: a lease may expire at `at`.
+    pub(crate) fn lease_expires(&self, at: Timestamp) {
+        self.inner.reaper_wake.offer(Some(at));
+    }
+
+    /// Whether [`Engine::shutdown`] has begun.
+    pub fn is_stopping(&self) -> bool {
+        self.inner.stopping.is_cancelled()
+    }
+
+    /// Stops the reaper and consumers waiting in [`Engine::lease`], then closes the
+    /// store, making every write durable. Stop workers first
+    /// ([`RunningWorker::shutdown`](crate::RunningWorker::shutdown)).
+    pub async fn shutdown(&self) -> Result<()> {
+        self.inner.stopping.cancel();
+        let reaper = self.inner.reaper.lock().expect("reaper lock poisoned").take();
+        if let Some(reaper) = reaper {
+            let _ = reaper.await;
+        }
+        self.inner.store.close().await
+    }
+}
+
+/// The size of a payload as JSON text.
+fn payload_size(payload: &Value) -> usize {
+    struct Counter(usize);
+    impl std::io::Write for Counter {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut counter = Counter(0);
+    let _ = serde_json::to_writer(&mut counter, payload);
+    counter.0
+}
+
+/// Turns a handler's outcome into what the store applies, by the task's policies.
+/// `jitter` ∈ [0, 1) shortens backoff waits (see [`Backoff::delay`]).
+pub fn completion_for(task: &Task, outcome: Outcome, now: Timestamp, jitter: f64) -> Completion {
+    match outcome {
+        Outcome::Done => match task.repeat.as_ref().and_then(|r| r.next_after(task.meta.occurrence, task.meta.anchor, now)) {
+            Some(at) => Completion::Reschedule { at },
+            None => Completion::Done,
+        },
+        Outcome::Retry { after, error } => {
+            let failures = task.attempts + 1;
+            if failures >= task.max_attempts {
+                Completion::Dead { error }
+            } else {
+                let wait = after.unwrap_or_else(|| task.backoff.delay(failures, jitter));
+                Completion::Retry { at: now.saturating_add(wait), error }
+            }
+        }
+        Outcome::Reschedule(when) => Completion::Reschedule {
+            at: match when {
+                When::Now => now,
+                When::After(delay) => now.saturating_add(delay),
+                When::At(at) => at.max(now),
+            },
+        },
+        Outcome::Fail(error) => Completion::Dead { error },
+    }
+}

@@ -1,0 +1,27 @@
+//! punctual's core: the task model, policies, the [`Store`] seam and the [`Engine`]
+//! that fires tasks on time. No disk or network I/O happens here; stores live in their
+//! own crates (`punctual-sqlite`, later `punctual-redis`).
+//!
+//! Guarantees (see `docs/state-machine.md`): a task whose schedule call returned fires
+//! at least once at or after its due time unless cancelled before it was leased; at
+//! most one lease of a task is live at a time; a replaced or cancelled task's old lease
+//! cannot complete; bad input is refused with [`Error::Invalid`] and changes nothing.
+
+pub mod clock;
+pub mod engine;
+mod error;
+mod model;
+pub mod policy;
+pub mod store;
+pub mod time;
+mod wake;
+mod worker;
+
+pub use clock::{Clock, ManualClock, SystemClock};
+pub use engine::{Engine, EngineConfig, LeaseOptions, Limits, QueueDefaults};
+pub use error::{Error, Result};
+pub use model::{IfExists, NewTask, QueueName, Tag, Task, TaskKey, TaskMeta, TaskSpec, TaskState, When};
+pub use policy::{Backoff, Repeat};
+pub use store::{Lease, LeaseToken, Scheduled, ScheduleOutcome, Store};
+pub use time::{Timestamp, parse_duration};
+pub use worker::{BoxError, Delivery, Handler, Outcome, RunningWorker, Worker};

@@ -1,0 +1,421 @@
+//! The task model: names that validate themselves, the task record, and what a caller
+//! asks for when scheduling.
+//!
+//! Invariants: a [`QueueName`], [`TaskKey`] or [`Tag`] that exists is valid (the only
+//! constructors check the rules of DESIGN.md), so stores never re-validate them. A
+//! [`NewTask`] carries effective values only (queue defaults already applied).
+
+use std::fmt;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+use crate::policy::{Backoff, Repeat};
+use crate::time::Timestamp;
+
+macro_rules! string_newtype {
+    ($name:ident) => {
+        impl $name {
+            /// The validated text.
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+        }
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+        impl AsRef<str> for $name {
+            fn as_ref(&self) -> &str {
+                &self.0
+            }
+        }
+        impl Serialize for $name {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+                s.serialize_str(&self.0)
+            }
+        }
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+                let text = String::deserialize(d)?;
+                $name::new(text).map_err(serde::de::Error::custom)
+            }
+        }
+        impl TryFrom<&str> for $name {
+            type Error = Error;
+            fn try_from(text: &str) -> Result<Self> {
+                $name::new(text)
+            }
+        }
+        impl TryFrom<String> for $name {
+            type Error = Error;
+            fn try_from(text: String) -> Result<Self> {
+                $name::new(text)
+            }
+        }
+    };
+}
+
+/// A queue name: 1–128 characters from `A-Z a-z 0-9 . _ : -`. It selects the handler.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct QueueName(String);
+
+impl QueueName {
+    /// The longest queue name, in characters.
+    pub const MAX_LEN: usize = 128;
+
+    /// Validates `name`.
+    pub fn new(name: impl Into<String>) -> Result<QueueName> {
+        let name = name.into();
+        if name.is_empty() || name.len() > Self::MAX_LEN {
+            return Err(Error::invalid("queue", format!(
+                "a queue name is 1 to {} characters, this one has {}", Self::MAX_LEN, name.chars().count()
+            )));
+        }
+        if let Some(bad) = name.chars().find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | ':' | '-'))) {
+            return Err(Error::invalid("queue", format!(
+                "'{}' is not allowed in a queue name: use letters, digits and . _ : -", bad.escape_default()
+            )));
+        }
+        Ok(QueueName(name))
+    }
+}
+string_newtype!(QueueName);
+
+/// A task's identity inside its queue, chosen by the caller: 1–512 bytes of UTF-8
+/// without control characters.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct TaskKey(String);
+
+impl TaskKey {
+    /// The longest key, in bytes of UTF-8.
+    pub const MAX_BYTES: usize = 512;
+
+    /// Validates `key`.
+    pub fn new(key: impl Into<String>) -> Result<TaskKey> {
+        let key = key.into();
+        check_text("key", &key, Self::MAX_BYTES)?;
+        Ok(TaskKey(key))
+    }
+}
+string_newtype!(TaskKey);
+
+/// A label such as a workflow instance id; cancelling a tag cancels every task of the
+/// queue carrying it. 1–256 bytes of UTF-8 without control characters.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Tag(String);
+
+impl Tag {
+    /// The longest tag, in bytes of UTF-8.
+    pub const MAX_BYTES: usize = 256;
+    /// The most tags one task may carry.
+    pub const MAX_PER_TASK: usize = 32;
+
+    /// Validates `tag`.
+    pub fn new(tag: impl Into<String>) -> Result<Tag> {
+        let tag = tag.into();
+        check_text("tag", &tag, Self::MAX_BYTES)?;
+        Ok(Tag(tag))
+    }
+}
+string_newtype!(Tag);
+
+fn check_text(field: &str, text: &str, max_bytes: usize) -> Result<()> {
+    if text.is_empty() || text.len() > max_bytes {
+        return Err(Error::invalid(field, format!(
+            "a {field} is 1 to {max_bytes} bytes of UTF-8, this one has {} bytes", text.len()
+        )));
+    }
+    if let Some(bad) = text.chars().find(|c| c.is_control()) {
+        return Err(Error::invalid(field, format!(
+            "a {field} cannot contain control characters, found '{}'", bad.escape_default()
+        )));
+    }
+    Ok(())
+}
+
+/// Where a task is in its life. Done and cancelled tasks are deleted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum TaskState {
+    /// Waiting for `due_at` (or due and waiting for a handler).
+    Scheduled,
+    /// Handed to a handler until `lease_expires_at`.
+    Leased,
+    /// Gave up after `max_attempts`, or a handler said `fail`; kept for inspection.
+    Dead,
+}
+
+impl TaskState {
+    /// The lowercase name used in the API.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskState::Scheduled => "scheduled",
+            TaskState::Leased => "leased",
+            TaskState::Dead => "dead",
+        }
+    }
+
+    /// Parses the lowercase name.
+    pub fn parse(text: &str) -> Result<TaskState> {
+        match text {
+            "scheduled" => Ok(TaskState::Scheduled),
+            "leased" => Ok(TaskState::Leased),
+            "dead" => Ok(TaskState::Dead),
+            other => Err(Error::invalid("state", format!(
+                "'{other}' is not a state: use scheduled, leased or dead"
+            ))),
+        }
+    }
+}
+
+impl fmt::Display for TaskState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A stored task, as the store returns it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct Task {
+    pub queue: QueueName,
+    pub key: TaskKey,
+    pub state: TaskState,
+    /// When the current occurrence (or its next try) is due.
+    pub due_at: Timestamp,
+    pub payload: Value,
+    /// Tries of the current occurrence that failed or whose lease expired.
+    pub attempts: u32,
+    pub max_attempts: u32,
+    pub backoff: Backoff,
+    pub repeat: Option<Repeat>,
+    pub tags: Vec<Tag>,
+    /// Bumped each time the task is written by a caller (created = 1, each replace +1).
+    pub version: u64,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+    pub lease_expires_at: Option<Timestamp>,
+    pub last_error: Option<String>,
+    /// Store bookkeeping, not part of the API's task object.
+    #[serde(skip)]
+    pub meta: TaskMeta,
+}
+
+/// Bookkeeping every store keeps per task, so leases can be fenced and deliveries
+/// identified.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct TaskMeta {
+    /// Unique per creation of (queue, key) for the life of the store: a task that is
+    /// deleted and created again gets a new id.
+    pub id: u64,
+    /// Counts leases of this task; a lease is live only while it holds the newest.
+    pub fence: u64,
+    /// The current occurrence, from 1: bumped by a reschedule or a repeat, reset by a
+    /// replace.
+    pub occurrence: u32,
+    /// The due time of the first occurrence: repeats are fixed-rate from here.
+    pub anchor: Timestamp,
+}
+
+impl TaskMeta {
+    /// Bookkeeping from its parts (for stores).
+    pub fn new(id: u64, fence: u64, occurrence: u32, anchor: Timestamp) -> TaskMeta {
+        TaskMeta { id, fence, occurrence, anchor }
+    }
+}
+
+impl Task {
+    /// The id handlers use for idempotency: the same for every try of one occurrence,
+    /// different for every other occurrence, replace or re-creation.
+    pub fn delivery_id(&self) -> String {
+        format!("{:x}-{}-{}", self.meta.id, self.version, self.meta.occurrence)
+    }
+}
+
+/// What `schedule` does when the (queue, key) already exists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum IfExists {
+    /// New due time, payload and policies; version bumped. A live lease of the old
+    /// version can no longer be acknowledged.
+    #[default]
+    Replace,
+    /// Leave the existing task untouched (idempotent create).
+    Keep,
+    /// Refuse with [`Error::Conflict`].
+    Error,
+}
+
+/// When a task is due, as a caller says it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum When {
+    /// Due at once.
+    #[default]
+    Now,
+    /// Due this long after the schedule call.
+    After(Duration),
+    /// Due at this instant (in the past means now).
+    At(Timestamp),
+}
+
+/// What a caller asks for when scheduling one task. Policies left unset take the
+/// queue's defaults. Build with [`TaskSpec::after`], [`TaskSpec::at`] or
+/// [`TaskSpec::now`] and the setters.
+#[derive(Debug, Clone, PartialEq, Default)]
+#[non_exhaustive]
+pub struct TaskSpec {
+    pub when: When,
+    pub payload: Value,
+    pub max_attempts: Option<u32>,
+    pub backoff: Option<Backoff>,
+    pub repeat: Option<Repeat>,
+    pub tags: Vec<String>,
+    pub if_exists: IfExists,
+}
+
+impl TaskSpec {
+    /// Due at once.
+    pub fn now() -> TaskSpec {
+        TaskSpec { payload: Value::Null, ..TaskSpec::default() }
+    }
+    /// Due `delay` from now.
+    pub fn after(delay: Duration) -> TaskSpec {
+        TaskSpec { when: When::After(delay), ..TaskSpec::now() }
+    }
+    /// Due at `at`.
+    pub fn at(at: Timestamp) -> TaskSpec {
+        TaskSpec { when: When::At(at), ..TaskSpec::now() }
+    }
+    /// The JSON the handler receives.
+    pub fn payload(mut self, payload: Value) -> TaskSpec {
+        self.payload = payload;
+        self
+    }
+    /// Give up (dead) after this many failed tries of one occurrence.
+    pub fn max_attempts(mut self, n: u32) -> TaskSpec {
+        self.max_attempts = Some(n);
+        self
+    }
+    /// How long to wait between tries.
+    pub fn backoff(mut self, backoff: Backoff) -> TaskSpec {
+        self.backoff = Some(backoff);
+        self
+    }
+    /// Fire again after each successful occurrence.
+    pub fn repeat(mut self, repeat: Repeat) -> TaskSpec {
+        self.repeat = Some(repeat);
+        self
+    }
+    /// Adds a tag (see [`Tag`]).
+    pub fn tag(mut self, tag: impl Into<String>) -> TaskSpec {
+        self.tags.push(tag.into());
+        self
+    }
+    /// What to do when the task already exists.
+    pub fn if_exists(mut self, mode: IfExists) -> TaskSpec {
+        self.if_exists = mode;
+        self
+    }
+}
+
+/// A validated task to write, with effective policies, as the engine hands it to the
+/// store.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct NewTask {
+    pub queue: QueueName,
+    pub key: TaskKey,
+    pub due_at: Timestamp,
+    pub payload: Value,
+    pub max_attempts: u32,
+    pub backoff: Backoff,
+    pub repeat: Option<Repeat>,
+    pub tags: Vec<Tag>,
+    pub if_exists: IfExists,
+}
+
+impl NewTask {
+    /// A task with the built-in default policies (for stores' tests and tools).
+    pub fn new(queue: QueueName, key: TaskKey, due_at: Timestamp) -> NewTask {
+        NewTask {
+            queue,
+            key,
+            due_at,
+            payload: Value::Null,
+            max_attempts: crate::policy::DEFAULT_MAX_ATTEMPTS,
+            backoff: Backoff::default(),
+            repeat: None,
+            tags: Vec::new(),
+            if_exists: IfExists::Replace,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn queue_names_follow_the_rules() {
+        for ok in ["order.cancel", "flow.express-return.chief-reminder", "a:b_c", "x"] {
+            assert!(QueueName::new(ok).is_ok(), "{ok}");
+        }
+        assert!(QueueName::new("a".repeat(128)).is_ok());
+        let too_long = QueueName::new("a".repeat(129)).unwrap_err();
+        assert_eq!(too_long.field(), Some("queue"));
+        assert!(QueueName::new("").is_err());
+        let slash = QueueName::new("a/b").unwrap_err().to_string();
+        assert!(slash.contains("'/'"), "{slash}");
+        assert!(QueueName::new("ä").is_err());
+    }
+
+    #[test]
+    fn keys_are_utf8_without_control_characters() {
+        assert!(TaskKey::new("task-77@pi-9@zhang.wei").is_ok());
+        assert!(TaskKey::new("订单/1234 with spaces").is_ok());
+        assert!(TaskKey::new("é".repeat(256)).is_ok()); // 512 bytes
+        assert!(TaskKey::new("é".repeat(257)).is_err());
+        assert!(TaskKey::new("").is_err());
+        let e = TaskKey::new("a\nb").unwrap_err();
+        assert_eq!(e.field(), Some("key"));
+        assert!(e.to_string().contains("\\n"), "{e}");
+    }
+
+    #[test]
+    fn delivery_ids_change_with_occurrence_and_version_but_not_attempts() {
+        let q = QueueName::new("q").unwrap();
+        let k = TaskKey::new("k").unwrap();
+        let mut task = Task {
+            queue: q,
+            key: k,
+            state: TaskState::Scheduled,
+            due_at: Timestamp::EPOCH,
+            payload: Value::Null,
+            attempts: 0,
+            max_attempts: 3,
+            backoff: Backoff::default(),
+            repeat: None,
+            tags: vec![],
+            version: 1,
+            created_at: Timestamp::EPOCH,
+            updated_at: Timestamp::EPOCH,
+            lease_expires_at: None,
+            last_error: None,
+            meta: TaskMeta::new(7, 0, 1, Timestamp::EPOCH),
+        };
+        let first = task.delivery_id();
+        task.attempts = 2;
+        task.meta.fence = 9;
+        assert_eq!(task.delivery_id(), first);
+        task.meta.occurrence = 2;
+        assert_ne!(task.delivery_id(), first);
+    }
+}

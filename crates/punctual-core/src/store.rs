@@ -1,0 +1,330 @@
+//! The storage seam. Every backend implements [`Store`]; the conformance suite in
+//! `punctual-testkit` checks each method's contract as written here.
+//!
+//! Rules for every backend:
+//! - Each method is atomic: it happens entirely or not at all, and a method that
+//!   returned `Ok` is durable (it survives a crash of the process).
+//! - Stores never read a clock: `now` comes in the request. Policy decisions (how long
+//!   to back off, when a repeat fires next, whether a failure is the last) are made by
+//!   the engine and arrive as a [`Completion`]; the store applies them.
+//! - A lease is live while the task is `leased`, its id, version and fence equal the
+//!   token's, and `now < lease_expires_at`. Only a live lease may be completed, extended
+//!   or released; anything else is [`Error::LeaseLost`] and changes nothing.
+//! - Ordering "in due order" is by `due_at`, ties broken by a stable store-defined
+//!   order.
+
+use std::future::Future;
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+use crate::model::{NewTask, QueueName, Tag, Task, TaskKey, TaskState};
+use crate::time::Timestamp;
+
+/// What a schedule call did to one task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum ScheduleOutcome {
+    Created,
+    Replaced,
+    Kept,
+}
+
+/// One task written (or kept) by [`Store::schedule`], as stored afterwards.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct Scheduled {
+    pub outcome: ScheduleOutcome,
+    pub task: Task,
+}
+
+impl Scheduled {
+    /// For stores.
+    pub fn new(outcome: ScheduleOutcome, task: Task) -> Scheduled {
+        Scheduled { outcome, task }
+    }
+}
+
+/// The right to run one try of one occurrence; [`Lease::token`] identifies it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct LeaseToken {
+    pub queue: QueueName,
+    pub key: TaskKey,
+    /// [`TaskMeta::id`](crate::TaskMeta) of the task when leased.
+    pub task_id: u64,
+    pub version: u64,
+    pub fence: u64,
+}
+
+impl LeaseToken {
+    /// For stores and for decoding tokens.
+    pub fn new(queue: QueueName, key: TaskKey, task_id: u64, version: u64, fence: u64) -> LeaseToken {
+        LeaseToken { queue, key, task_id, version, fence }
+    }
+
+    /// Whether this token names the live lease of `task` at `now`.
+    pub fn is_live_for(&self, task: &Task, now: Timestamp) -> bool {
+        task.state == TaskState::Leased
+            && task.meta.id == self.task_id
+            && task.version == self.version
+            && task.meta.fence == self.fence
+            && task.lease_expires_at.is_some_and(|expiry| now < expiry)
+    }
+}
+
+/// A leased task, as handed to a handler.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct Lease {
+    pub token: LeaseToken,
+    pub expires_at: Timestamp,
+    /// This try's ordinal within the occurrence: `task.attempts + 1`.
+    pub attempt: u32,
+    /// Stable across tries of one occurrence ([`Task::delivery_id`]).
+    pub delivery_id: String,
+    /// The task as leased (state `leased`).
+    pub task: Task,
+}
+
+impl Lease {
+    /// Builds the lease for a task the store has just leased.
+    pub fn of(task: Task) -> Lease {
+        let expires_at = task.lease_expires_at.unwrap_or(task.updated_at);
+        Lease {
+            token: LeaseToken::new(task.queue.clone(), task.key.clone(), task.meta.id, task.version, task.meta.fence),
+            expires_at,
+            attempt: task.attempts + 1,
+            delivery_id: task.delivery_id(),
+            task,
+        }
+    }
+}
+
+/// Ask for due tasks of one queue.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LeaseRequest {
+    pub queue: QueueName,
+    /// At most this many leases (≥ 1).
+    pub max: u32,
+    /// Each lease expires this long after `now`.
+    pub lease_for: Duration,
+    pub now: Timestamp,
+}
+
+impl LeaseRequest {
+    pub fn new(queue: QueueName, max: u32, lease_for: Duration, now: Timestamp) -> LeaseRequest {
+        LeaseRequest { queue, max, lease_for, now }
+    }
+}
+
+/// What [`Store::lease`] handed out, and when the queue has work next.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct LeaseBatch {
+    /// In due order.
+    pub leases: Vec<Lease>,
+    /// The earliest `due_at` among the queue's tasks still `scheduled` after this call
+    /// (may be ≤ `now` when more were due than `max`); `None` when there are none.
+    pub next_due: Option<Timestamp>,
+}
+
+impl LeaseBatch {
+    pub fn new(leases: Vec<Lease>, next_due: Option<Timestamp>) -> LeaseBatch {
+        LeaseBatch { leases, next_due }
+    }
+}
+
+/// How a leased try ended, as decided by the engine.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Completion {
+    /// The occurrence succeeded and nothing follows: delete the task.
+    Done,
+    /// The try failed: `attempts + 1`, `last_error = error`, scheduled again at `at`.
+    Retry { at: Timestamp, error: String },
+    /// Start a new occurrence at `at` (a repeat, or a handler's "again later"):
+    /// occurrence + 1, `attempts = 0`, `last_error` cleared, scheduled at `at`.
+    Reschedule { at: Timestamp },
+    /// Give up: `attempts + 1`, `last_error = error`, state `dead`.
+    Dead { error: String },
+}
+
+/// Complete a live lease.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CompleteRequest {
+    pub token: LeaseToken,
+    pub completion: Completion,
+    pub now: Timestamp,
+}
+
+impl CompleteRequest {
+    pub fn new(token: LeaseToken, completion: Completion, now: Timestamp) -> CompleteRequest {
+        CompleteRequest { token, completion, now }
+    }
+}
+
+/// One page of tasks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ListRequest {
+    pub queue: QueueName,
+    /// Only tasks in this state; all states when `None`.
+    pub state: Option<TaskState>,
+    /// At most this many tasks (≥ 1).
+    pub limit: u32,
+    /// From a previous page's `next_cursor`; the first page when `None`.
+    pub cursor: Option<String>,
+}
+
+impl ListRequest {
+    pub fn new(queue: QueueName, state: Option<TaskState>, limit: u32, cursor: Option<String>) -> ListRequest {
+        ListRequest { queue, state, limit, cursor }
+    }
+}
+
+/// A page of tasks in due order.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct Page {
+    pub tasks: Vec<Task>,
+    /// Pass back for the next page; `None` at the end.
+    pub next_cursor: Option<String>,
+}
+
+impl Page {
+    pub fn new(tasks: Vec<Task>, next_cursor: Option<String>) -> Page {
+        Page { tasks, next_cursor }
+    }
+}
+
+/// A task whose lease expired, as [`Store::reap`] left it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Reaped {
+    pub queue: QueueName,
+    pub key: TaskKey,
+    /// `scheduled` (due again at once) or `dead` (that was its last attempt).
+    pub state: TaskState,
+}
+
+impl Reaped {
+    pub fn new(queue: QueueName, key: TaskKey, state: TaskState) -> Reaped {
+        Reaped { queue, key, state }
+    }
+}
+
+/// What [`Store::reap`] did.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct ReapResult {
+    pub reaped: Vec<Reaped>,
+    /// The earliest `lease_expires_at` among leases still live after this call.
+    pub next_expiry: Option<Timestamp>,
+}
+
+impl ReapResult {
+    pub fn new(reaped: Vec<Reaped>, next_expiry: Option<Timestamp>) -> ReapResult {
+        ReapResult { reaped, next_expiry }
+    }
+}
+
+/// Counts for one queue.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[non_exhaustive]
+pub struct QueueStats {
+    pub name: QueueName,
+    pub scheduled: u64,
+    pub leased: u64,
+    pub dead: u64,
+    /// Earliest `due_at` of a `scheduled` task.
+    pub next_due_at: Option<Timestamp>,
+}
+
+impl QueueStats {
+    pub fn new(name: QueueName, scheduled: u64, leased: u64, dead: u64, next_due_at: Option<Timestamp>) -> QueueStats {
+        QueueStats { name, scheduled, leased, dead, next_due_at }
+    }
+}
+
+/// Durable storage of tasks. See the module docs for the rules every method keeps.
+pub trait Store: Send + Sync + 'static {
+    /// Creates or updates each task, independently, in order, in one atomic write.
+    ///
+    /// For each task: absent → created (`version` 1, `attempts` 0, occurrence 1, a new
+    /// id, anchor = `due_at`, state `scheduled`). Present (any state) and
+    /// `if_exists = replace` → due time, payload, policies and tags replaced, `version`
+    /// + 1, `attempts` 0, occurrence 1, anchor = `due_at`, `last_error` cleared, state
+    /// `scheduled` (a live lease of the old version is thereby lost); the id and
+    /// `created_at` stay. `keep` → untouched, outcome `kept`. `error` →
+    /// `Err(Error::Conflict)` for that task only. The same key twice in one call is
+    /// applied in order. `Err` of the whole call means nothing was written.
+    fn schedule(&self, tasks: Vec<NewTask>, now: Timestamp)
+    -> impl Future<Output = Result<Vec<Result<Scheduled>>>> + Send;
+
+    /// The task in any state, or `None`.
+    fn get(&self, queue: &QueueName, key: &TaskKey) -> impl Future<Output = Result<Option<Task>>> + Send;
+
+    /// Deletes the task in any state. A leased task is thereby cancelled for good: its
+    /// lease can no longer complete, so it neither retries nor repeats. `false` when
+    /// there was no such task.
+    fn cancel(&self, queue: &QueueName, key: &TaskKey) -> impl Future<Output = Result<bool>> + Send;
+
+    /// Deletes every task of the queue carrying `tag`, in any state; the count deleted.
+    fn cancel_tag(&self, queue: &QueueName, tag: &Tag) -> impl Future<Output = Result<u64>> + Send;
+
+    /// One page of the queue's tasks in due order. Paging through with `next_cursor`
+    /// visits every task that stays in place exactly once.
+    fn list(&self, req: ListRequest) -> impl Future<Output = Result<Page>> + Send;
+
+    /// Atomically leases up to `max` `scheduled` tasks of the queue with
+    /// `due_at ≤ now`, earliest first: each becomes `leased` with `lease_expires_at =
+    /// now + lease_for` and its fence incremented. No task is ever in two live leases.
+    fn lease(&self, req: LeaseRequest) -> impl Future<Output = Result<LeaseBatch>> + Send;
+
+    /// Applies `completion` to the task of a live lease; [`Error::LeaseLost`] when the
+    /// lease is not live (and nothing changes).
+    fn complete(&self, req: CompleteRequest) -> impl Future<Output = Result<()>> + Send;
+
+    /// Many completions, each applied or refused on its own exactly as
+    /// [`Store::complete`] would, in one atomic write.
+    fn complete_many(&self, reqs: Vec<CompleteRequest>) -> impl Future<Output = Result<Vec<Result<()>>>> + Send;
+
+    /// Moves a live lease's expiry to `now + lease_for`; the new expiry.
+    fn extend(&self, token: &LeaseToken, lease_for: Duration, now: Timestamp)
+    -> impl Future<Output = Result<Timestamp>> + Send;
+
+    /// Gives a live lease back unused: the task is `scheduled` again with its `due_at`
+    /// and `attempts` unchanged (the try did not happen).
+    fn release(&self, token: &LeaseToken, now: Timestamp) -> impl Future<Output = Result<()>> + Send;
+
+    /// Ends up to `limit` leases with `lease_expires_at ≤ now`, earliest first. Each
+    /// counts as a failed try: `attempts + 1`, `last_error` says the lease expired;
+    /// then `dead` if `attempts` reached `max_attempts`, else `scheduled` with
+    /// `due_at = now` (due again at once, no backoff).
+    fn reap(&self, now: Timestamp, limit: u32) -> impl Future<Output = Result<ReapResult>> + Send;
+
+    /// Moves a `dead` task back to `scheduled`, due `now`, `attempts` 0, `last_error`
+    /// kept for reference; the task, or `None` when there is no such dead task.
+    fn retry_dead(&self, queue: &QueueName, key: &TaskKey, now: Timestamp)
+    -> impl Future<Output = Result<Option<Task>>> + Send;
+
+    /// Deletes a `dead` task; `false` when there is no such dead task (a task in
+    /// another state is left alone).
+    fn delete_dead(&self, queue: &QueueName, key: &TaskKey) -> impl Future<Output = Result<bool>> + Send;
+
+    /// Counts per queue, sorted by name: one queue, or every queue holding a task when
+    /// `queue` is `None`. An unknown queue has zero counts.
+    fn stats(&self, queue: Option<&QueueName>) -> impl Future<Output = Result<Vec<QueueStats>>> + Send;
+
+    /// Makes every write durable and stops background work. Later calls fail with
+    /// [`Error::Unavailable`].
+    fn close(&self) -> impl Future<Output = Result<()>> + Send;
+}
+
+/// Builds the `Internal` error for a stored row that cannot be decoded.
+pub fn corrupt(what: impl std::fmt::Display) -> Error {
+    Error::Internal(format!("stored data cannot be read: {what}"))
+}

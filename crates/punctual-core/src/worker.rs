@@ -1,0 +1,383 @@
+//! Handlers and the worker that runs them: the strategy pattern of the seeds, where the
+//! queue selects the handler.
+//!
+//! A [`Worker`] runs one dispatcher per handled queue. A dispatcher sleeps until the
+//! queue's next due time (woken early by earlier tasks), leases as many tasks as the
+//! queue has free handler slots, and runs each handler in its own tokio task while a
+//! heartbeat renews the lease. Whatever a handler does — return an outcome, return an
+//! error, panic — ends in exactly one completion; a handler never takes a dispatcher
+//! down. On shutdown, dispatchers stop leasing, running handlers get a grace period,
+//! and leases of handlers still running after it are released so the tasks fire again.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use crate::engine::Engine;
+use crate::error::{Error, Result};
+use crate::model::{QueueName, Task, When};
+use crate::store::{Lease, Store};
+use crate::time::Timestamp;
+
+/// An error a handler returns; it becomes a retry.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// What a handler decided.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Outcome {
+    /// Finished. A repeating task is re-armed at its next occurrence; otherwise the task
+    /// is deleted.
+    Done,
+    /// Failed: try again after `after` (or the task's backoff); dead once the attempts
+    /// are spent.
+    Retry { after: Option<Duration>, error: String },
+    /// Fire again later as a new occurrence (e.g. "still pending: remind again in 24 h").
+    Reschedule(When),
+    /// Give up now: the task goes to `dead`.
+    Fail(String),
+}
+
+impl Outcome {
+    /// Retry after the task's backoff.
+    pub fn retry(error: impl fmt::Display) -> Outcome {
+        Outcome::Retry { after: None, error: error.to_string() }
+    }
+    /// Retry after `after`.
+    pub fn retry_in(after: Duration, error: impl fmt::Display) -> Outcome {
+        Outcome::Retry { after: Some(after), error: error.to_string() }
+    }
+    /// Fire again `after` from now.
+    pub fn reschedule_in(after: Duration) -> Outcome {
+        Outcome::Reschedule(When::After(after))
+    }
+    /// Fire again at `at`.
+    pub fn reschedule_at(at: Timestamp) -> Outcome {
+        Outcome::Reschedule(When::At(at))
+    }
+    /// Send the task to `dead` now.
+    pub fn fail(error: impl fmt::Display) -> Outcome {
+        Outcome::Fail(error.to_string())
+    }
+}
+
+/// One try of one occurrence of a task, handed to a handler.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Delivery {
+    /// The task as leased.
+    pub task: Task,
+    /// This try's ordinal, 1 for the first.
+    pub attempt: u32,
+    /// The same for every try of this occurrence: use it to make the handler
+    /// idempotent.
+    pub delivery_id: String,
+    /// When the lease ends unless renewed (the worker renews it while the handler runs).
+    pub lease_expires_at: Timestamp,
+}
+
+impl Delivery {
+    fn of(lease: &Lease) -> Delivery {
+        Delivery {
+            task: lease.task.clone(),
+            attempt: lease.attempt,
+            delivery_id: lease.delivery_id.clone(),
+            lease_expires_at: lease.expires_at,
+        }
+    }
+}
+
+/// Runs tasks of a queue. Implemented by async closures
+/// `|delivery: Delivery| async move { Ok::<_, E>(Outcome::Done) }` (any `E` that
+/// converts into [`BoxError`], e.g. `anyhow::Error`) and by your own types.
+pub trait Handler: Send + Sync + 'static {
+    /// Handles one try; an `Err` becomes [`Outcome::retry`].
+    fn handle(&self, delivery: Delivery) -> impl Future<Output = Result<Outcome, BoxError>> + Send;
+}
+
+impl<F, Fut, E> Handler for F
+where
+    F: Fn(Delivery) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Outcome, E>> + Send + 'static,
+    E: Into<BoxError>,
+{
+    fn handle(&self, delivery: Delivery) -> impl Future<Output = Result<Outcome, BoxError>> + Send {
+        let fut = self(delivery);
+        async move { fut.await.map_err(Into::into) }
+    }
+}
+
+type BoxFuture = Pin<Box<dyn Future<Output = Result<Outcome, BoxError>> + Send>>;
+
+/// Object-safe form of [`Handler`] so one worker can hold many handler types.
+trait ErasedHandler: Send + Sync {
+    fn call(self: Arc<Self>, delivery: Delivery) -> BoxFuture;
+}
+
+struct Erased<H>(H);
+
+impl<H: Handler> ErasedHandler for Erased<H> {
+    fn call(self: Arc<Self>, delivery: Delivery) -> BoxFuture {
+        Box::pin(async move { self.0.handle(delivery).await })
+    }
+}
+
+struct Route {
+    handler: Arc<dyn ErasedHandler>,
+    concurrency: usize,
+}
+
+/// Routes queues to handlers. Build with [`Worker::new`], [`Worker::handle`] and the
+/// setters, then [`Worker::start`].
+pub struct Worker<S: Store> {
+    engine: Engine<S>,
+    routes: HashMap<String, Route>,
+    default_concurrency: usize,
+    lease_for: Duration,
+    grace: Duration,
+}
+
+impl<S: Store> fmt::Debug for Worker<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Worker").field("queues", &self.routes.keys().collect::<Vec<_>>()).finish()
+    }
+}
+
+impl<S: Store> Worker<S> {
+    /// A worker with no handlers: 16 concurrent handlers per queue, 15 s leases renewed
+    /// every 5 s, a 30 s shutdown grace period.
+    pub fn new(engine: Engine<S>) -> Worker<S> {
+        Worker {
+            engine,
+            routes: HashMap::new(),
+            default_concurrency: 16,
+            lease_for: Duration::from_secs(15),
+            grace: Duration::from_secs(30),
+        }
+    }
+
+    /// Runs `handler` for tasks of `queue` (replacing an earlier one for that queue).
+    pub fn handle(mut self, queue: &str, handler: impl Handler) -> Worker<S> {
+        let concurrency = self.routes.get(queue).map_or(self.default_concurrency, |r| r.concurrency);
+        let route = Route { handler: Arc::new(Erased(handler)), concurrency };
+        self.routes.insert(queue.to_owned(), route);
+        self
+    }
+
+    /// At most `n` handlers of `queue` at once (call after [`Worker::handle`]).
+    pub fn concurrency(mut self, queue: &str, n: usize) -> Worker<S> {
+        if let Some(route) = self.routes.get_mut(queue) {
+            route.concurrency = n;
+        }
+        self
+    }
+
+    /// How long each lease lasts; it is renewed every third of that while the handler
+    /// runs, so a crashed process's tasks come back within this time.
+    pub fn lease_for(mut self, d: Duration) -> Worker<S> {
+        self.lease_for = d;
+        self
+    }
+
+    /// How long shutdown waits for running handlers before releasing their leases.
+    pub fn grace(mut self, d: Duration) -> Worker<S> {
+        self.grace = d;
+        self
+    }
+
+    /// Starts a dispatcher per queue on the current tokio runtime.
+    pub fn start(self) -> Result<RunningWorker> {
+        if self.lease_for < Duration::from_secs(1) {
+            return Err(Error::invalid("lease_for", "a lease lasts at least 1s"));
+        }
+        let stop_leasing = CancellationToken::new();
+        let abort_handlers = CancellationToken::new();
+        let mut dispatchers = JoinSet::new();
+        for (queue, route) in self.routes {
+            let queue = QueueName::new(queue)?;
+            if route.concurrency == 0 {
+                return Err(Error::invalid("concurrency", format!("queue '{queue}' needs a concurrency of at least 1")));
+            }
+            let dispatcher = Dispatcher {
+                engine: self.engine.clone(),
+                queue,
+                handler: route.handler,
+                slots: Arc::new(Semaphore::new(route.concurrency)),
+                concurrency: route.concurrency,
+                lease_for: self.lease_for,
+                stop_leasing: stop_leasing.clone(),
+                abort_handlers: abort_handlers.clone(),
+            };
+            dispatchers.spawn(dispatcher.run());
+        }
+        Ok(RunningWorker { stop_leasing, abort_handlers, dispatchers, grace: self.grace })
+    }
+}
+
+/// A started [`Worker`]. Dropping it without [`RunningWorker::shutdown`] stops nothing.
+#[derive(Debug)]
+pub struct RunningWorker {
+    stop_leasing: CancellationToken,
+    abort_handlers: CancellationToken,
+    dispatchers: JoinSet<()>,
+    grace: Duration,
+}
+
+impl RunningWorker {
+    /// Stops leasing, waits up to the grace period for running handlers to finish and
+    /// acknowledge, then releases the leases of those still running (their tasks fire
+    /// again, attempts not counted).
+    pub async fn shutdown(mut self) {
+        self.stop_leasing.cancel();
+        let all_done = async { while self.dispatchers.join_next().await.is_some() {} };
+        if tokio::time::timeout(self.grace, all_done).await.is_err() {
+            tracing::warn!(grace = ?self.grace, "handlers still running after the grace period; releasing their leases");
+            self.abort_handlers.cancel();
+            while self.dispatchers.join_next().await.is_some() {}
+        }
+    }
+}
+
+struct Dispatcher<S: Store> {
+    engine: Engine<S>,
+    queue: QueueName,
+    handler: Arc<dyn ErasedHandler>,
+    slots: Arc<Semaphore>,
+    concurrency: usize,
+    lease_for: Duration,
+    stop_leasing: CancellationToken,
+    abort_handlers: CancellationToken,
+}
+
+impl<S: Store> Dispatcher<S> {
+    /// Leases while there are free slots; returns once leasing stopped and every
+    /// handler it started has completed.
+    async fn run(self) {
+        let mut running = JoinSet::new();
+        let mut failures = 0u32;
+        loop {
+            // Wait for a free slot (or stop).
+            let first = tokio::select! {
+                permit = Arc::clone(&self.slots).acquire_owned() => permit.expect("semaphore never closed"),
+                _ = self.stop_leasing.cancelled() => break,
+            };
+            let free = 1 + self.slots.available_permits().min(self.concurrency);
+            let leased = self
+                .engine
+                .lease_until(&self.queue, free.min(1000) as u32, self.lease_for, Timestamp::from_millis(i64::MAX), Some(&self.stop_leasing))
+                .await;
+            let leases = match leased {
+                Ok(leases) => {
+                    failures = 0;
+                    leases
+                }
+                Err(Error::ShuttingDown) => break,
+                Err(e) => {
+                    failures += 1;
+                    if failures == 1 {
+                        tracing::warn!(queue = %self.queue, error = %e, "cannot lease; retrying with backoff");
+                    }
+                    let pause = Duration::from_millis(50u64 << failures.min(7));
+                    tokio::select! {
+                        _ = tokio::time::sleep(pause) => {}
+                        _ = self.stop_leasing.cancelled() => break,
+                    }
+                    continue;
+                }
+            };
+            let mut first = Some(first);
+            for lease in leases {
+                let permit = match first.take() {
+                    Some(permit) => permit,
+                    None => Arc::clone(&self.slots).acquire_owned().await.expect("semaphore never closed"),
+                };
+                let run = RunOne {
+                    engine: self.engine.clone(),
+                    handler: Arc::clone(&self.handler),
+                    lease,
+                    lease_for: self.lease_for,
+                    abort: self.abort_handlers.clone(),
+                };
+                running.spawn(async move {
+                    run.run().await;
+                    drop(permit);
+                });
+            }
+            // Reap finished handler tasks so the set stays small.
+            while running.try_join_next().is_some() {}
+        }
+        while running.join_next().await.is_some() {}
+    }
+}
+
+struct RunOne<S: Store> {
+    engine: Engine<S>,
+    handler: Arc<dyn ErasedHandler>,
+    lease: Lease,
+    lease_for: Duration,
+    abort: CancellationToken,
+}
+
+impl<S: Store> RunOne<S> {
+    async fn run(self) {
+        let token = &self.lease.token;
+        let delivery = Delivery::of(&self.lease);
+        let span = tracing::debug_span!("handler", queue = %token.queue, key = %token.key, attempt = delivery.attempt, delivery_id = %delivery.delivery_id);
+        let _ = span.enter();
+        let mut handler = tokio::spawn(Arc::clone(&self.handler).call(delivery));
+        let heartbeat = self.lease_for / 3;
+        let mut renewing = true;
+        let joined = loop {
+            tokio::select! {
+                joined = &mut handler => break joined,
+                _ = tokio::time::sleep(heartbeat), if renewing => {
+                    match self.engine.extend(token, self.lease_for).await {
+                        Ok(expiry) => self.engine.lease_expires(expiry),
+                        Err(Error::LeaseLost) => {
+                            tracing::info!(queue = %token.queue, key = %token.key, "task was cancelled or replaced while its handler ran");
+                            renewing = false;
+                        }
+                        Err(e) => tracing::warn!(queue = %token.queue, key = %token.key, error = %e, "cannot renew lease"),
+                    }
+                }
+                _ = self.abort.cancelled() => {
+                    handler.abort();
+                    if let Err(e) = self.engine.release(token).await {
+                        tracing::warn!(queue = %token.queue, key = %token.key, error = %e, "cannot release lease at shutdown; it will expire");
+                    }
+                    return;
+                }
+            }
+        };
+        let outcome = match joined {
+            Ok(Ok(outcome)) => outcome,
+            Ok(Err(error)) => Outcome::retry(error),
+            Err(join) if join.is_panic() => Outcome::retry(format!("handler panicked: {}", panic_message(join.into_panic()))),
+            Err(_) => Outcome::retry("handler was cancelled"),
+        };
+        match self.engine.complete(token, &self.lease.task, outcome).await {
+            Ok(()) => {}
+            Err(Error::LeaseLost) => {
+                tracing::info!(queue = %token.queue, key = %token.key, "ack refused: the lease expired or the task was replaced or cancelled")
+            }
+            Err(e) => tracing::warn!(queue = %token.queue, key = %token.key, error = %e, "cannot acknowledge; the lease will expire and the task fire again"),
+        }
+    }
+}
+
+fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
+    if let Some(text) = payload.downcast_ref::<&str>() {
+        (*text).to_owned()
+    } else if let Some(text) = payload.downcast_ref::<String>() {
+        text.clone()
+    } else {
+        "(no message)".to_owned()
+    }
+}
