@@ -138,7 +138,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         let number: u64 = rest[..digits]
             .parse()
             .map_err(|_| format!("'{}' in '{trimmed}' is too large", &rest[..digits]))?;
-        rest = &rest[digits..];
+        rest = rest[digits..].trim_start();
         let unit_len = rest.bytes().take_while(u8::is_ascii_alphabetic).count();
         let unit = &rest[..unit_len];
         let unit_ms: u64 = match unit {
