@@ -29,9 +29,7 @@ pub struct SystemClock;
 impl Clock for SystemClock {
     #[allow(clippy::disallowed_methods, reason = "this is the clock")]
     fn now(&self) -> Timestamp {
-        let since_epoch = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap_or_default();
+        let since_epoch = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
         Timestamp::from_millis(i64::try_from(since_epoch.as_millis()).unwrap_or(i64::MAX))
     }
 

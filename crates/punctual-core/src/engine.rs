@@ -255,7 +255,11 @@ impl<S: Store> Engine<S> {
         let mut written = self.write(valid, now).await?.into_iter();
         Ok(results
             .into_iter()
-            .map(|slot| slot.unwrap_or_else(|| written.next().unwrap_or_else(|| Err(Error::Internal("store answered too few results".into())))))
+            .map(|slot| {
+                slot.unwrap_or_else(|| {
+                    written.next().unwrap_or_else(|| Err(Error::Internal("store answered too few results".into())))
+                })
+            })
             .collect())
     }
 
@@ -287,7 +291,10 @@ impl<S: Store> Engine<S> {
             return Err(Error::invalid("max_attempts", "max_attempts must be at least 1"));
         }
         if spec.tags.len() > Tag::MAX_PER_TASK {
-            return Err(Error::invalid("tags", format!("{} tags is over the limit of {}", spec.tags.len(), Tag::MAX_PER_TASK)));
+            return Err(Error::invalid(
+                "tags",
+                format!("{} tags is over the limit of {}", spec.tags.len(), Tag::MAX_PER_TASK),
+            ));
         }
         let mut tags = spec.tags.into_iter().map(Tag::new).collect::<Result<Vec<_>>>()?;
         tags.sort();
@@ -329,7 +336,13 @@ impl<S: Store> Engine<S> {
     }
 
     /// A page of the queue's tasks in due order (`limit` 1–1,000).
-    pub async fn list(&self, queue: &str, state: Option<TaskState>, limit: u32, cursor: Option<String>) -> Result<Page> {
+    pub async fn list(
+        &self,
+        queue: &str,
+        state: Option<TaskState>,
+        limit: u32,
+        cursor: Option<String>,
+    ) -> Result<Page> {
         let queue = QueueName::new(queue)?;
         if !(1..=1000).contains(&limit) {
             return Err(Error::invalid("limit", format!("{limit} is outside 1 to 1000")));
@@ -591,10 +604,12 @@ fn payload_size(payload: &Value) -> usize {
 /// `jitter` ∈ [0, 1) shortens backoff waits (see [`Backoff::delay`]).
 pub fn completion_for(task: &Task, outcome: Outcome, now: Timestamp, jitter: f64) -> Completion {
     match outcome {
-        Outcome::Done => match task.repeat.as_ref().and_then(|r| r.next_after(task.meta.occurrence, task.meta.anchor, now)) {
-            Some(at) => Completion::Reschedule { at },
-            None => Completion::Done,
-        },
+        Outcome::Done => {
+            match task.repeat.as_ref().and_then(|r| r.next_after(task.meta.occurrence, task.meta.anchor, now)) {
+                Some(at) => Completion::Reschedule { at },
+                None => Completion::Done,
+            }
+        }
         Outcome::Retry { after, error } => {
             let failures = task.attempts + 1;
             if failures >= task.max_attempts {

@@ -54,7 +54,6 @@ impl Error {
             _ => None,
         }
     }
-
 }
 
 /// Result with the core [`Error`].

@@ -22,6 +22,6 @@ pub use engine::{Engine, EngineConfig, LeaseOptions, Limits, QueueDefaults};
 pub use error::{Error, Result};
 pub use model::{IfExists, NewTask, QueueName, Tag, Task, TaskKey, TaskMeta, TaskSpec, TaskState, When};
 pub use policy::{Backoff, Repeat};
-pub use store::{Lease, LeaseToken, Scheduled, ScheduleOutcome, Store};
+pub use store::{Lease, LeaseToken, ScheduleOutcome, Scheduled, Store};
 pub use time::{Timestamp, parse_duration};
 pub use worker::{BoxError, Delivery, Handler, Outcome, RunningWorker, Worker};

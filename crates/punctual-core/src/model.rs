@@ -71,14 +71,16 @@ impl QueueName {
     pub fn new(name: impl Into<String>) -> Result<QueueName> {
         let name = name.into();
         if name.is_empty() || name.len() > Self::MAX_LEN {
-            return Err(Error::invalid("queue", format!(
-                "a queue name is 1 to {} characters, this one has {}", Self::MAX_LEN, name.chars().count()
-            )));
+            return Err(Error::invalid(
+                "queue",
+                format!("a queue name is 1 to {} characters, this one has {}", Self::MAX_LEN, name.chars().count()),
+            ));
         }
         if let Some(bad) = name.chars().find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | ':' | '-'))) {
-            return Err(Error::invalid("queue", format!(
-                "'{}' is not allowed in a queue name: use letters, digits and . _ : -", bad.escape_default()
-            )));
+            return Err(Error::invalid(
+                "queue",
+                format!("'{}' is not allowed in a queue name: use letters, digits and . _ : -", bad.escape_default()),
+            ));
         }
         Ok(QueueName(name))
     }
@@ -125,14 +127,16 @@ string_newtype!(Tag);
 
 fn check_text(field: &str, text: &str, max_bytes: usize) -> Result<()> {
     if text.is_empty() || text.len() > max_bytes {
-        return Err(Error::invalid(field, format!(
-            "a {field} is 1 to {max_bytes} bytes of UTF-8, this one has {} bytes", text.len()
-        )));
+        return Err(Error::invalid(
+            field,
+            format!("a {field} is 1 to {max_bytes} bytes of UTF-8, this one has {} bytes", text.len()),
+        ));
     }
     if let Some(bad) = text.chars().find(|c| c.is_control()) {
-        return Err(Error::invalid(field, format!(
-            "a {field} cannot contain control characters, found '{}'", bad.escape_default()
-        )));
+        return Err(Error::invalid(
+            field,
+            format!("a {field} cannot contain control characters, found '{}'", bad.escape_default()),
+        ));
     }
     Ok(())
 }
@@ -166,9 +170,7 @@ impl TaskState {
             "scheduled" => Ok(TaskState::Scheduled),
             "leased" => Ok(TaskState::Leased),
             "dead" => Ok(TaskState::Dead),
-            other => Err(Error::invalid("state", format!(
-                "'{other}' is not a state: use scheduled, leased or dead"
-            ))),
+            other => Err(Error::invalid("state", format!("'{other}' is not a state: use scheduled, leased or dead"))),
         }
     }
 }

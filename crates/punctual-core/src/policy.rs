@@ -60,12 +60,16 @@ impl Backoff {
     /// Validates: `factor` is finite and at least 1, `max` at least `initial`.
     pub fn new(initial: Duration, factor: f64, max: Duration) -> Result<Backoff> {
         if !factor.is_finite() || factor < 1.0 {
-            return Err(Error::invalid("backoff.factor", format!("{factor} is not a factor: use a number of at least 1.0")));
+            return Err(Error::invalid(
+                "backoff.factor",
+                format!("{factor} is not a factor: use a number of at least 1.0"),
+            ));
         }
         if max < initial {
-            return Err(Error::invalid("backoff.max", format!(
-                "{} is less than initial {}", format_duration(max), format_duration(initial)
-            )));
+            return Err(Error::invalid(
+                "backoff.max",
+                format!("{} is less than initial {}", format_duration(max), format_duration(initial)),
+            ));
         }
         Ok(Backoff { initial, factor, max })
     }
@@ -139,9 +143,7 @@ impl CronRule {
     /// expression, Vixie-cron semantics (weekday 0 or 7 is Sunday, names allowed), in
     /// the IANA zone `tz` (e.g. `Asia/Shanghai`; `UTC`).
     pub fn new(expr: &str, tz: &str) -> Result<CronRule> {
-        let parser = croner::parser::CronParser::builder()
-            .seconds(croner::parser::Seconds::Optional)
-            .build();
+        let parser = croner::parser::CronParser::builder().seconds(croner::parser::Seconds::Optional).build();
         let cron = parser
             .parse(expr)
             .map_err(|e| Error::invalid("repeat.cron", format!("'{expr}' is not a cron expression: {e}")))?;
@@ -275,7 +277,9 @@ impl TryFrom<RawRepeat> for Repeat {
             }
             (None, Some(cron)) => Repeat::cron(&cron, raw.tz.as_deref().unwrap_or("UTC"))?,
             (Some(_), Some(_)) => return Err(Error::invalid("repeat", "give either every or cron, not both")),
-            (None, None) => return Err(Error::invalid("repeat", "give every (e.g. \"24h\") or cron (e.g. \"0 9 * * MON-FRI\")")),
+            (None, None) => {
+                return Err(Error::invalid("repeat", "give every (e.g. \"24h\") or cron (e.g. \"0 9 * * MON-FRI\")"));
+            }
         };
         if let Some(n) = raw.times {
             repeat = repeat.times(n)?;
@@ -344,7 +348,10 @@ mod tests {
     #[test]
     fn backoff_refuses_nonsense() {
         assert_eq!(Backoff::new(Duration::ZERO, 0.5, Duration::ZERO).unwrap_err().field(), Some("backoff.factor"));
-        assert_eq!(Backoff::new(Duration::from_secs(2), 2.0, Duration::from_secs(1)).unwrap_err().field(), Some("backoff.max"));
+        assert_eq!(
+            Backoff::new(Duration::from_secs(2), 2.0, Duration::from_secs(1)).unwrap_err().field(),
+            Some("backoff.max")
+        );
         let b: Backoff = serde_json::from_str(r#"{"initial":"500ms","factor":3.0,"max":"1m"}"#).unwrap();
         assert_eq!(b.delay(2, 0.0), Duration::from_millis(1500));
         assert_eq!(serde_json::to_string(&b).unwrap(), r#"{"initial":"500ms","factor":3.0,"max":"1m"}"#);

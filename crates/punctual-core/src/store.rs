@@ -261,8 +261,11 @@ pub trait Store: Send + Sync + 'static {
     /// `created_at` stay. `keep` → untouched, outcome `kept`. `error` →
     /// `Err(Error::Conflict)` for that task only. The same key twice in one call is
     /// applied in order. `Err` of the whole call means nothing was written.
-    fn schedule(&self, tasks: Vec<NewTask>, now: Timestamp)
-    -> impl Future<Output = Result<Vec<Result<Scheduled>>>> + Send;
+    fn schedule(
+        &self,
+        tasks: Vec<NewTask>,
+        now: Timestamp,
+    ) -> impl Future<Output = Result<Vec<Result<Scheduled>>>> + Send;
 
     /// The task in any state, or `None`.
     fn get(&self, queue: &QueueName, key: &TaskKey) -> impl Future<Output = Result<Option<Task>>> + Send;
@@ -293,8 +296,12 @@ pub trait Store: Send + Sync + 'static {
     fn complete_many(&self, reqs: Vec<CompleteRequest>) -> impl Future<Output = Result<Vec<Result<()>>>> + Send;
 
     /// Moves a live lease's expiry to `now + lease_for`; the new expiry.
-    fn extend(&self, token: &LeaseToken, lease_for: Duration, now: Timestamp)
-    -> impl Future<Output = Result<Timestamp>> + Send;
+    fn extend(
+        &self,
+        token: &LeaseToken,
+        lease_for: Duration,
+        now: Timestamp,
+    ) -> impl Future<Output = Result<Timestamp>> + Send;
 
     /// Gives a live lease back unused: the task is `scheduled` again with its `due_at`
     /// and `attempts` unchanged (the try did not happen).
@@ -308,8 +315,12 @@ pub trait Store: Send + Sync + 'static {
 
     /// Moves a `dead` task back to `scheduled`, due `now`, `attempts` 0, `last_error`
     /// kept for reference; the task, or `None` when there is no such dead task.
-    fn retry_dead(&self, queue: &QueueName, key: &TaskKey, now: Timestamp)
-    -> impl Future<Output = Result<Option<Task>>> + Send;
+    fn retry_dead(
+        &self,
+        queue: &QueueName,
+        key: &TaskKey,
+        now: Timestamp,
+    ) -> impl Future<Output = Result<Option<Task>>> + Send;
 
     /// Deletes a `dead` task; `false` when there is no such dead task (a task in
     /// another state is left alone).

@@ -104,9 +104,7 @@ impl<'de> Deserialize<'de> for Timestamp {
         }
         match Raw::deserialize(d)? {
             Raw::Millis(ms) if (0..=MAX_MS).contains(&ms) => Ok(Timestamp(ms)),
-            Raw::Millis(ms) => Err(serde::de::Error::custom(format!(
-                "epoch milliseconds {ms} are outside 1970..9999"
-            ))),
+            Raw::Millis(ms) => Err(serde::de::Error::custom(format!("epoch milliseconds {ms} are outside 1970..9999"))),
             Raw::Text(text) => Timestamp::parse(&text).map_err(serde::de::Error::custom),
         }
     }
@@ -135,9 +133,8 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
                  (write e.g. \"1500ms\", \"30s\", \"1h 30m\", \"7d\")"
             ));
         }
-        let number: u64 = rest[..digits]
-            .parse()
-            .map_err(|_| format!("'{}' in '{trimmed}' is too large", &rest[..digits]))?;
+        let number: u64 =
+            rest[..digits].parse().map_err(|_| format!("'{}' in '{trimmed}' is too large", &rest[..digits]))?;
         rest = rest[digits..].trim_start();
         let unit_len = rest.bytes().take_while(u8::is_ascii_alphabetic).count();
         let unit = &rest[..unit_len];
@@ -153,14 +150,10 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
                 ));
             }
             "" => {
-                return Err(format!(
-                    "'{trimmed}' is missing a unit after {number}: use ms, s, m, h or d"
-                ));
+                return Err(format!("'{trimmed}' is missing a unit after {number}: use ms, s, m, h or d"));
             }
             other => {
-                return Err(format!(
-                    "'{other}' in '{trimmed}' is not a unit: use ms, s, m, h or d"
-                ));
+                return Err(format!("'{other}' in '{trimmed}' is not a unit: use ms, s, m, h or d"));
             }
         };
         total = number

@@ -203,7 +203,10 @@ impl<S: Store> Worker<S> {
         for (queue, route) in self.routes {
             let queue = QueueName::new(queue)?;
             if route.concurrency == 0 {
-                return Err(Error::invalid("concurrency", format!("queue '{queue}' needs a concurrency of at least 1")));
+                return Err(Error::invalid(
+                    "concurrency",
+                    format!("queue '{queue}' needs a concurrency of at least 1"),
+                ));
             }
             let dispatcher = Dispatcher {
                 engine: self.engine.clone(),
@@ -271,7 +274,13 @@ impl<S: Store> Dispatcher<S> {
             let free = 1 + self.slots.available_permits().min(self.concurrency);
             let leased = self
                 .engine
-                .lease_until(&self.queue, free.min(1000) as u32, self.lease_for, Timestamp::from_millis(i64::MAX), Some(&self.stop_leasing))
+                .lease_until(
+                    &self.queue,
+                    free.min(1000) as u32,
+                    self.lease_for,
+                    Timestamp::from_millis(i64::MAX),
+                    Some(&self.stop_leasing),
+                )
                 .await;
             let leases = match leased {
                 Ok(leases) => {
@@ -359,7 +368,9 @@ impl<S: Store> RunOne<S> {
         let outcome = match joined {
             Ok(Ok(outcome)) => outcome,
             Ok(Err(error)) => Outcome::retry(error),
-            Err(join) if join.is_panic() => Outcome::retry(format!("handler panicked: {}", panic_message(join.into_panic()))),
+            Err(join) if join.is_panic() => {
+                Outcome::retry(format!("handler panicked: {}", panic_message(join.into_panic())))
+            }
             Err(_) => Outcome::retry("handler was cancelled"),
         };
         match self.engine.complete(token, &self.lease.task, outcome).await {
@@ -367,7 +378,9 @@ impl<S: Store> RunOne<S> {
             Err(Error::LeaseLost) => {
                 tracing::info!(queue = %token.queue, key = %token.key, "ack refused: the lease expired or the task was replaced or cancelled")
             }
-            Err(e) => tracing::warn!(queue = %token.queue, key = %token.key, error = %e, "cannot acknowledge; the lease will expire and the task fire again"),
+            Err(e) => {
+                tracing::warn!(queue = %token.queue, key = %token.key, error = %e, "cannot acknowledge; the lease will expire and the task fire again")
+            }
         }
     }
 }

@@ -1,14 +1,31 @@
-pub fn add(left: u64, right: u64) -> u64 {
-    left + right
-}
+//! punctual: durable delayed tasks that fire on time, never get lost, and never fire
+//! twice by accident.
+//!
+//! Open a store, start an [`Engine`] on it, schedule tasks, and run a [`Worker`] that
+//! routes each queue to its handler:
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use punctual::{Engine, EngineConfig, Outcome, SqliteStore, TaskSpec, Worker};
+//!
+//! # async fn demo() -> Result<(), punctual::Error> {
+//! let store = SqliteStore::open("./punctual-data")?;
+//! let engine = Engine::start(store, EngineConfig::default());
+//! engine
+//!     .schedule("order.cancel", "order-1234",
+//!         TaskSpec::after(Duration::from_secs(30 * 60)).payload(serde_json::json!({"order_id": 1234})))
+//!     .await?;
+//! let worker = Worker::new(engine.clone())
+//!     .handle("order.cancel", |delivery: punctual::Delivery| async move {
+//!         println!("cancelling {}", delivery.task.key);
+//!         Ok::<_, punctual::BoxError>(Outcome::Done)
+//!     })
+//!     .start()?;
+//! // … later
+//! worker.shutdown().await;
+//! engine.shutdown().await?;
+//! # Ok(()) }
+//! ```
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn it_works() {
-        let result = add(2, 2);
-        assert_eq!(result, 4);
-    }
-}
+pub use punctual_core::*;
+pub use punctual_sqlite::SqliteStore;
