@@ -233,6 +233,29 @@ impl TaskMeta {
 }
 
 impl Task {
+    /// A task as first stored from `new`: `scheduled`, version 1, no attempts, created
+    /// and updated at `now`. Stores build tasks with this and then set fields.
+    pub fn from_new(new: NewTask, meta: TaskMeta, now: Timestamp) -> Task {
+        Task {
+            queue: new.queue,
+            key: new.key,
+            state: TaskState::Scheduled,
+            due_at: new.due_at,
+            payload: new.payload,
+            attempts: 0,
+            max_attempts: new.max_attempts,
+            backoff: new.backoff,
+            repeat: new.repeat,
+            tags: new.tags,
+            version: 1,
+            created_at: now,
+            updated_at: now,
+            lease_expires_at: None,
+            last_error: None,
+            meta,
+        }
+    }
+
     /// The id handlers use for idempotency: the same for every try of one occurrence,
     /// different for every other occurrence, replace or re-creation.
     pub fn delivery_id(&self) -> String {

@@ -1,1 +1,270 @@
-//! placeholder
+//! The embedded store: SQLite in WAL mode (rusqlite, bundled), one directory, one
+//! process at a time.
+//!
+//! - **Durable when a call returns**: `synchronous = FULL`, and a write is answered
+//!   only after its transaction committed.
+//! - **Group commit**: one writer thread commits every write that queued up meanwhile
+//!   in one transaction and one fsync (see `writer`).
+//! - **Reads never wait for writes**: they run on reader connections (WAL snapshots)
+//!   in tokio's blocking pool.
+//! - **Memory bounded**: nothing per task is held in memory; SQLite's page cache is
+//!   capped per connection ([`CACHE_KIB`]), however many tasks wait on disk.
+//! - **One owner**: the directory is locked (`LOCK`) while open, so two processes can
+//!   never hand out the same task. Leases survive a restart and end like any other
+//!   lease: when they expire, the engine's reaper makes their tasks due again.
+
+mod ops;
+mod schema;
+mod writer;
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use punctual_core::store::{
+    CompleteRequest, LeaseBatch, LeaseRequest, LeaseToken, ListRequest, Page, QueueStats, ReapResult, Scheduled,
+};
+use punctual_core::{Error, NewTask, QueueName, Result, Store, Tag, Task, TaskKey, Timestamp};
+use rusqlite::{Connection, OpenFlags};
+
+/// SQLite page cache per connection, in KiB.
+pub const CACHE_KIB: i64 = 8 * 1024;
+/// The most reader connections kept open.
+const MAX_IDLE_READERS: usize = 4;
+/// The database file inside the store's directory.
+pub const DB_FILE: &str = "punctual.db";
+
+/// The embedded store. Cheap to clone; clones share the database.
+#[derive(Clone, Debug)]
+pub struct SqliteStore {
+    shared: Arc<Shared>,
+}
+
+#[derive(Debug)]
+struct Shared {
+    path: PathBuf,
+    writer: Mutex<Option<std::sync::mpsc::Sender<writer::Message>>>,
+    writer_thread: Mutex<Option<JoinHandle<()>>>,
+    readers: Mutex<Vec<Connection>>,
+    /// Held for the store's life: the directory's single-owner lock.
+    _lock: File,
+}
+
+impl SqliteStore {
+    /// Opens the store in directory `dir`, creating it if missing, and recovers every
+    /// task written before (a crash loses nothing that was answered).
+    pub fn open(dir: impl AsRef<Path>) -> Result<SqliteStore> {
+        let dir = dir.as_ref();
+        std::fs::create_dir_all(dir)
+            .map_err(|e| Error::Unavailable(format!("cannot create the data directory {}: {e}", dir.display())))?;
+        let lock = File::create(dir.join("LOCK"))
+            .map_err(|e| Error::Unavailable(format!("cannot create {}: {e}", dir.join("LOCK").display())))?;
+        lock.try_lock().map_err(|_| {
+            Error::Unavailable(format!(
+                "{} is in use by another punctual process; stop it or choose another --data directory",
+                dir.display()
+            ))
+        })?;
+        let path = dir.join(DB_FILE);
+        let conn = Connection::open(&path).map_err(map_err)?;
+        configure(&conn)?;
+        conn.execute_batch(schema::CREATE).map_err(map_err)?;
+        check_version(&conn)?;
+        let (sender, handle) =
+            writer::spawn(conn).map_err(|e| Error::Unavailable(format!("cannot start the writer thread: {e}")))?;
+        Ok(SqliteStore {
+            shared: Arc::new(Shared {
+                path,
+                writer: Mutex::new(Some(sender)),
+                writer_thread: Mutex::new(Some(handle)),
+                readers: Mutex::new(Vec::new()),
+                _lock: lock,
+            }),
+        })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.shared.path
+    }
+
+    /// Runs `work` in the next group commit.
+    async fn write<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&Connection) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        {
+            let writer = self.shared.writer.lock().expect("writer lock poisoned");
+            let sender = writer.as_ref().ok_or_else(writer::closed)?;
+            sender.send(writer::Message::Job(writer::job(work, reply))).map_err(|_| writer::closed())?;
+        }
+        answer.await.map_err(|_| writer::closed())?
+    }
+
+    /// Runs `work` on a reader connection in the blocking pool.
+    async fn read<T: Send + 'static>(&self, work: impl FnOnce(&Connection) -> Result<T> + Send + 'static) -> Result<T> {
+        if self.shared.writer.lock().expect("writer lock poisoned").is_none() {
+            return Err(writer::closed());
+        }
+        let shared = Arc::clone(&self.shared);
+        tokio::task::spawn_blocking(move || {
+            let pooled = shared.readers.lock().expect("readers lock poisoned").pop();
+            let conn = match pooled {
+                Some(conn) => conn,
+                None => open_reader(&shared.path)?,
+            };
+            let result = work(&conn);
+            let mut readers = shared.readers.lock().expect("readers lock poisoned");
+            if readers.len() < MAX_IDLE_READERS {
+                readers.push(conn);
+            }
+            result
+        })
+        .await
+        .map_err(|e| Error::Internal(format!("reader task failed: {e}")))?
+    }
+}
+
+fn configure(conn: &Connection) -> Result<()> {
+    conn.busy_timeout(Duration::from_secs(5)).map_err(map_err)?;
+    conn.execute_batch(&format!(
+        "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA cache_size = -{CACHE_KIB}; \
+         PRAGMA temp_store = MEMORY;"
+    ))
+    .map_err(map_err)
+}
+
+fn open_reader(path: &Path) -> Result<Connection> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = Connection::open_with_flags(path, flags).map_err(map_err)?;
+    conn.busy_timeout(Duration::from_secs(5)).map_err(map_err)?;
+    conn.execute_batch(&format!("PRAGMA cache_size = -{CACHE_KIB};")).map_err(map_err)?;
+    Ok(conn)
+}
+
+fn check_version(conn: &Connection) -> Result<()> {
+    conn.execute("INSERT OR IGNORE INTO meta (name, value) VALUES ('schema_version', ?1)", [schema::VERSION])
+        .map_err(map_err)?;
+    let found: i64 = conn
+        .query_row("SELECT value FROM meta WHERE name = 'schema_version'", [], |row| row.get(0))
+        .map_err(map_err)?;
+    if found > schema::VERSION {
+        return Err(Error::Unavailable(format!(
+            "the store was written by a newer punctual (layout {found}, this one reads {}); upgrade punctual",
+            schema::VERSION
+        )));
+    }
+    Ok(())
+}
+
+/// Maps SQLite errors: the disk or file failing is `Unavailable` (retry later, nothing
+/// was written); anything else is `Internal`.
+pub(crate) fn map_err(e: rusqlite::Error) -> Error {
+    use rusqlite::ErrorCode::*;
+    match e.sqlite_error_code() {
+        Some(DiskFull) => Error::Unavailable("the disk is full; free space and retry (nothing was written)".into()),
+        Some(SystemIoFailure | CannotOpen | ReadOnly | DatabaseBusy | DatabaseLocked | PermissionDenied) => {
+            Error::Unavailable(format!("the database cannot be written: {e}"))
+        }
+        _ => Error::Internal(format!("sqlite: {e}")),
+    }
+}
+
+impl Store for SqliteStore {
+    async fn schedule(&self, tasks: Vec<NewTask>, now: Timestamp) -> Result<Vec<Result<Scheduled>>> {
+        self.write(move |conn| ops::schedule(conn, tasks, now)).await
+    }
+
+    async fn get(&self, queue: &QueueName, key: &TaskKey) -> Result<Option<Task>> {
+        let (queue, key) = (queue.clone(), key.clone());
+        self.read(move |conn| ops::get(conn, &queue, &key)).await
+    }
+
+    async fn cancel(&self, queue: &QueueName, key: &TaskKey) -> Result<bool> {
+        let (queue, key) = (queue.clone(), key.clone());
+        self.write(move |conn| ops::cancel(conn, &queue, &key)).await
+    }
+
+    async fn cancel_tag(&self, queue: &QueueName, tag: &Tag) -> Result<u64> {
+        let (queue, tag) = (queue.clone(), tag.clone());
+        self.write(move |conn| ops::cancel_tag(conn, &queue, &tag)).await
+    }
+
+    async fn list(&self, req: ListRequest) -> Result<Page> {
+        self.read(move |conn| ops::list(conn, &req)).await
+    }
+
+    async fn lease(&self, req: LeaseRequest) -> Result<LeaseBatch> {
+        self.write(move |conn| ops::lease(conn, &req)).await
+    }
+
+    async fn complete(&self, req: CompleteRequest) -> Result<()> {
+        self.write(move |conn| ops::complete(conn, &req)).await
+    }
+
+    async fn complete_many(&self, reqs: Vec<CompleteRequest>) -> Result<Vec<Result<()>>> {
+        self.write(move |conn| {
+            Ok(reqs
+                .iter()
+                .map(|req| {
+                    conn.execute_batch("SAVEPOINT ack").map_err(map_err)?;
+                    let result = ops::complete(conn, req);
+                    let end = if result.is_ok() { "RELEASE ack" } else { "ROLLBACK TO ack; RELEASE ack" };
+                    conn.execute_batch(end).map_err(map_err)?;
+                    result
+                })
+                .collect())
+        })
+        .await
+    }
+
+    async fn extend(&self, token: &LeaseToken, lease_for: Duration, now: Timestamp) -> Result<Timestamp> {
+        let token = token.clone();
+        self.write(move |conn| ops::extend(conn, &token, lease_for, now)).await
+    }
+
+    async fn release(&self, token: &LeaseToken, now: Timestamp) -> Result<()> {
+        let token = token.clone();
+        self.write(move |conn| ops::release(conn, &token, now)).await
+    }
+
+    async fn reap(&self, now: Timestamp, limit: u32) -> Result<ReapResult> {
+        self.write(move |conn| ops::reap(conn, now, limit)).await
+    }
+
+    async fn retry_dead(&self, queue: &QueueName, key: &TaskKey, now: Timestamp) -> Result<Option<Task>> {
+        let (queue, key) = (queue.clone(), key.clone());
+        self.write(move |conn| ops::retry_dead(conn, &queue, &key, now)).await
+    }
+
+    async fn delete_dead(&self, queue: &QueueName, key: &TaskKey) -> Result<bool> {
+        let (queue, key) = (queue.clone(), key.clone());
+        self.write(move |conn| ops::delete_dead(conn, &queue, &key)).await
+    }
+
+    async fn stats(&self, queue: Option<&QueueName>) -> Result<Vec<QueueStats>> {
+        let queue = queue.cloned();
+        self.read(move |conn| ops::stats(conn, queue.as_ref())).await
+    }
+
+    async fn close(&self) -> Result<()> {
+        let sender = self.shared.writer.lock().expect("writer lock poisoned").take();
+        let Some(sender) = sender else { return Ok(()) };
+        let (done, closed) = tokio::sync::oneshot::channel();
+        if sender.send(writer::Message::Close(done)).is_ok() {
+            let _ = closed.await;
+        }
+        let handle = self.shared.writer_thread.lock().expect("writer thread lock poisoned").take();
+        if let Some(handle) = handle {
+            tokio::task::spawn_blocking(move || handle.join())
+                .await
+                .map_err(|e| Error::Internal(e.to_string()))?
+                .map_err(|_| Error::Internal("the writer thread panicked".into()))?;
+        }
+        self.shared.readers.lock().expect("readers lock poisoned").clear();
+        Ok(())
+    }
+}

@@ -1,0 +1,504 @@
+//! Each store operation as a plain function on a connection. Writes run inside the
+//! writer's transaction (see `writer`), reads on a reader connection; none of them
+//! commits or reads the clock.
+
+use std::time::Duration;
+
+use punctual_core::store::{
+    CompleteRequest, Completion, Lease, LeaseBatch, LeaseRequest, LeaseToken, ListRequest, Page, QueueStats,
+    ReapResult, Reaped, ScheduleOutcome, Scheduled, corrupt,
+};
+use punctual_core::{
+    Backoff, Error, IfExists, NewTask, QueueName, Repeat, Result, Tag, Task, TaskKey, TaskMeta, TaskState, Timestamp,
+};
+use rusqlite::{Connection, OptionalExtension, Row, params};
+
+use crate::map_err;
+use crate::schema::{DEAD, LEASED, SCHEDULED, TASK_COLUMNS};
+
+fn state_code(state: TaskState) -> i64 {
+    match state {
+        TaskState::Scheduled => SCHEDULED,
+        TaskState::Leased => LEASED,
+        _ => DEAD,
+    }
+}
+
+fn state_of(code: i64) -> Result<TaskState> {
+    match code {
+        SCHEDULED => Ok(TaskState::Scheduled),
+        LEASED => Ok(TaskState::Leased),
+        DEAD => Ok(TaskState::Dead),
+        other => Err(corrupt(format!("unknown state {other}"))),
+    }
+}
+
+fn ms(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// The raw columns of one task row, decoded outside rusqlite's error type.
+struct RawTask {
+    id: i64,
+    key: String,
+    state: i64,
+    due_at: i64,
+    lease_expires_at: Option<i64>,
+    fence: i64,
+    version: i64,
+    attempts: i64,
+    max_attempts: i64,
+    occurrence: i64,
+    anchor: i64,
+    backoff: (i64, f64, i64),
+    repeat: Option<String>,
+    tags: Option<String>,
+    payload: String,
+    created_at: i64,
+    updated_at: i64,
+    last_error: Option<String>,
+}
+
+fn raw(row: &Row<'_>) -> rusqlite::Result<RawTask> {
+    Ok(RawTask {
+        id: row.get(0)?,
+        key: row.get(1)?,
+        state: row.get(2)?,
+        due_at: row.get(3)?,
+        lease_expires_at: row.get(4)?,
+        fence: row.get(5)?,
+        version: row.get(6)?,
+        attempts: row.get(7)?,
+        max_attempts: row.get(8)?,
+        occurrence: row.get(9)?,
+        anchor: row.get(10)?,
+        backoff: (row.get(11)?, row.get(12)?, row.get(13)?),
+        repeat: row.get(14)?,
+        tags: row.get(15)?,
+        payload: row.get(16)?,
+        created_at: row.get(17)?,
+        updated_at: row.get(18)?,
+        last_error: row.get(19)?,
+    })
+}
+
+fn decode(queue: &QueueName, raw: RawTask) -> Result<Task> {
+    let count = |n: i64| u32::try_from(n).map_err(|_| corrupt(format!("count {n} out of range")));
+    let backoff = Backoff::new(
+        Duration::from_millis(u64::try_from(raw.backoff.0).unwrap_or(0)),
+        raw.backoff.1,
+        Duration::from_millis(u64::try_from(raw.backoff.2).unwrap_or(0)),
+    )
+    .map_err(corrupt)?;
+    let repeat = raw.repeat.map(|json| serde_json::from_str::<Repeat>(&json)).transpose().map_err(corrupt)?;
+    let tags = match raw.tags {
+        Some(json) => serde_json::from_str::<Vec<Tag>>(&json).map_err(corrupt)?,
+        None => Vec::new(),
+    };
+    let meta = TaskMeta::new(
+        u64::try_from(raw.id).map_err(corrupt)?,
+        u64::try_from(raw.fence).map_err(corrupt)?,
+        count(raw.occurrence)?,
+        Timestamp::from_millis(raw.anchor),
+    );
+    let mut task = blank_task(queue.clone(), TaskKey::new(raw.key).map_err(corrupt)?, meta);
+    task.state = state_of(raw.state)?;
+    task.due_at = Timestamp::from_millis(raw.due_at);
+    task.payload = serde_json::from_str(&raw.payload).map_err(corrupt)?;
+    task.attempts = count(raw.attempts)?;
+    task.max_attempts = count(raw.max_attempts)?;
+    task.backoff = backoff;
+    task.repeat = repeat;
+    task.tags = tags;
+    task.version = u64::try_from(raw.version).map_err(corrupt)?;
+    task.created_at = Timestamp::from_millis(raw.created_at);
+    task.updated_at = Timestamp::from_millis(raw.updated_at);
+    task.lease_expires_at = raw.lease_expires_at.map(Timestamp::from_millis);
+    task.last_error = raw.last_error;
+    Ok(task)
+}
+
+/// A task value to fill in field by field (the struct is non-exhaustive).
+fn blank_task(queue: QueueName, key: TaskKey, meta: TaskMeta) -> Task {
+    Task::from_new(NewTask::new(queue, key, Timestamp::EPOCH), meta, Timestamp::EPOCH)
+}
+
+/// The id of a queue, if it has ever held a task.
+pub(crate) fn queue_id(conn: &Connection, queue: &QueueName) -> Result<Option<i64>> {
+    conn.prepare_cached("SELECT id FROM queues WHERE name = ?1")
+        .and_then(|mut stmt| stmt.query_row([queue.as_str()], |row| row.get(0)).optional())
+        .map_err(map_err)
+}
+
+fn queue_id_or_create(conn: &Connection, queue: &QueueName) -> Result<i64> {
+    if let Some(id) = queue_id(conn, queue)? {
+        return Ok(id);
+    }
+    conn.prepare_cached("INSERT INTO queues (name) VALUES (?1)")
+        .and_then(|mut stmt| stmt.insert([queue.as_str()]))
+        .map_err(map_err)
+}
+
+fn load(conn: &Connection, queue_id: i64, queue: &QueueName, key: &str) -> Result<Option<Task>> {
+    let sql = format!("SELECT {TASK_COLUMNS} FROM tasks WHERE queue_id = ?1 AND key = ?2");
+    let raw = conn
+        .prepare_cached(&sql)
+        .and_then(|mut stmt| stmt.query_row(params![queue_id, key], raw).optional())
+        .map_err(map_err)?;
+    raw.map(|raw| decode(queue, raw)).transpose()
+}
+
+fn load_by_id(conn: &Connection, id: i64, queue: &QueueName) -> Result<Task> {
+    let sql = format!("SELECT {TASK_COLUMNS} FROM tasks WHERE id = ?1");
+    let raw = conn.prepare_cached(&sql).and_then(|mut stmt| stmt.query_row([id], raw)).map_err(map_err)?;
+    decode(queue, raw)
+}
+
+fn tags_json(tags: &[Tag]) -> Result<Option<String>> {
+    if tags.is_empty() {
+        return Ok(None);
+    }
+    serde_json::to_string(tags).map(Some).map_err(|e| Error::Internal(e.to_string()))
+}
+
+fn write_tags(conn: &Connection, queue_id: i64, task_id: i64, tags: &[Tag]) -> Result<()> {
+    let mut stmt = conn
+        .prepare_cached("INSERT OR IGNORE INTO tags (queue_id, tag, task_id) VALUES (?1, ?2, ?3)")
+        .map_err(map_err)?;
+    for tag in tags {
+        stmt.execute(params![queue_id, tag.as_str(), task_id]).map_err(map_err)?;
+    }
+    Ok(())
+}
+
+fn delete_tags(conn: &Connection, queue_id: i64, task_id: i64, tags: &[Tag]) -> Result<()> {
+    let mut stmt =
+        conn.prepare_cached("DELETE FROM tags WHERE queue_id = ?1 AND tag = ?2 AND task_id = ?3").map_err(map_err)?;
+    for tag in tags {
+        stmt.execute(params![queue_id, tag.as_str(), task_id]).map_err(map_err)?;
+    }
+    Ok(())
+}
+
+fn delete_task(conn: &Connection, queue_id: i64, task: &Task) -> Result<()> {
+    let id = i64::try_from(task.meta.id).map_err(corrupt)?;
+    delete_tags(conn, queue_id, id, &task.tags)?;
+    conn.prepare_cached("DELETE FROM tasks WHERE id = ?1").and_then(|mut stmt| stmt.execute([id])).map_err(map_err)?;
+    Ok(())
+}
+
+pub(crate) fn schedule(conn: &Connection, tasks: Vec<NewTask>, now: Timestamp) -> Result<Vec<Result<Scheduled>>> {
+    let mut results = Vec::with_capacity(tasks.len());
+    for task in tasks {
+        results.push(schedule_one(conn, task, now)?);
+    }
+    Ok(results)
+}
+
+/// The outer `Result` fails the whole batch (the store cannot write); the inner one is
+/// this task's own answer.
+fn schedule_one(conn: &Connection, task: NewTask, now: Timestamp) -> Result<Result<Scheduled>> {
+    let queue_id = queue_id_or_create(conn, &task.queue)?;
+    let existing = load(conn, queue_id, &task.queue, task.key.as_str())?;
+    let repeat =
+        task.repeat.as_ref().map(serde_json::to_string).transpose().map_err(|e| Error::Internal(e.to_string()))?;
+    let payload = serde_json::to_string(&task.payload).map_err(|e| Error::Internal(e.to_string()))?;
+    let tags = tags_json(&task.tags)?;
+    let (initial, factor, max) = (ms(task.backoff.initial()), task.backoff.factor(), ms(task.backoff.max()));
+    let due = task.due_at.as_millis();
+    match existing {
+        None => {
+            let sql = "INSERT INTO tasks (queue_id, key, state, due_at, lease_expires_at, fence, version, attempts, \
+                       max_attempts, occurrence, anchor, backoff_initial_ms, backoff_factor, backoff_max_ms, repeat, tags, \
+                       payload, created_at, updated_at, last_error) \
+                       VALUES (?1, ?2, 0, ?3, NULL, 0, 1, 0, ?4, 1, ?3, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11, NULL)";
+            let id = conn
+                .prepare_cached(sql)
+                .and_then(|mut stmt| {
+                    stmt.insert(params![
+                        queue_id,
+                        task.key.as_str(),
+                        due,
+                        task.max_attempts,
+                        initial,
+                        factor,
+                        max,
+                        repeat,
+                        tags,
+                        payload,
+                        now.as_millis()
+                    ])
+                })
+                .map_err(map_err)?;
+            write_tags(conn, queue_id, id, &task.tags)?;
+            Ok(Ok(Scheduled::new(ScheduleOutcome::Created, load_by_id(conn, id, &task.queue)?)))
+        }
+        Some(old) => match task.if_exists {
+            IfExists::Keep => Ok(Ok(Scheduled::new(ScheduleOutcome::Kept, old))),
+            IfExists::Error => Ok(Err(Error::Conflict(format!(
+                "task '{}' already exists in queue '{}' (if_exists is error)",
+                task.key, task.queue
+            )))),
+            _ => {
+                let id = i64::try_from(old.meta.id).map_err(corrupt)?;
+                delete_tags(conn, queue_id, id, &old.tags)?;
+                let sql = "UPDATE tasks SET state = 0, due_at = ?2, lease_expires_at = NULL, version = version + 1, \
+                           attempts = 0, max_attempts = ?3, occurrence = 1, anchor = ?2, backoff_initial_ms = ?4, \
+                           backoff_factor = ?5, backoff_max_ms = ?6, repeat = ?7, tags = ?8, payload = ?9, \
+                           updated_at = ?10, last_error = NULL WHERE id = ?1";
+                conn.prepare_cached(sql)
+                    .and_then(|mut stmt| {
+                        stmt.execute(params![
+                            id,
+                            due,
+                            task.max_attempts,
+                            initial,
+                            factor,
+                            max,
+                            repeat,
+                            tags,
+                            payload,
+                            now.as_millis()
+                        ])
+                    })
+                    .map_err(map_err)?;
+                write_tags(conn, queue_id, id, &task.tags)?;
+                Ok(Ok(Scheduled::new(ScheduleOutcome::Replaced, load_by_id(conn, id, &task.queue)?)))
+            }
+        },
+    }
+}
+
+pub(crate) fn get(conn: &Connection, queue: &QueueName, key: &TaskKey) -> Result<Option<Task>> {
+    match queue_id(conn, queue)? {
+        Some(queue_id) => load(conn, queue_id, queue, key.as_str()),
+        None => Ok(None),
+    }
+}
+
+pub(crate) fn cancel(conn: &Connection, queue: &QueueName, key: &TaskKey) -> Result<bool> {
+    let Some(queue_id) = queue_id(conn, queue)? else { return Ok(false) };
+    match load(conn, queue_id, queue, key.as_str())? {
+        Some(task) => delete_task(conn, queue_id, &task).map(|()| true),
+        None => Ok(false),
+    }
+}
+
+pub(crate) fn cancel_tag(conn: &Connection, queue: &QueueName, tag: &Tag) -> Result<u64> {
+    let Some(queue_id) = queue_id(conn, queue)? else { return Ok(0) };
+    let ids: Vec<i64> = conn
+        .prepare_cached("SELECT task_id FROM tags WHERE queue_id = ?1 AND tag = ?2")
+        .and_then(|mut stmt| stmt.query_map(params![queue_id, tag.as_str()], |row| row.get(0))?.collect())
+        .map_err(map_err)?;
+    for &id in &ids {
+        let task = load_by_id(conn, id, queue)?;
+        delete_task(conn, queue_id, &task)?;
+    }
+    Ok(ids.len() as u64)
+}
+
+/// Cursors are `<due_at>.<id>` of the last task of the page.
+fn parse_cursor(cursor: &str) -> Result<(i64, i64)> {
+    let bad = || Error::invalid("cursor", "this cursor was not issued by this store; start again without one");
+    let (due, id) = cursor.split_once('.').ok_or_else(bad)?;
+    Ok((due.parse().map_err(|_| bad())?, id.parse().map_err(|_| bad())?))
+}
+
+pub(crate) fn list(conn: &Connection, req: &ListRequest) -> Result<Page> {
+    let (after_due, after_id) = match &req.cursor {
+        Some(cursor) => parse_cursor(cursor)?,
+        None => (i64::MIN, i64::MIN),
+    };
+    let Some(queue_id) = queue_id(conn, &req.queue)? else { return Ok(Page::new(Vec::new(), None)) };
+    let limit = i64::from(req.limit.max(1));
+    let (state_filter, state) = match req.state {
+        Some(state) => ("AND state = ?5", state_code(state)),
+        None => ("AND ?5 = ?5", 0),
+    };
+    let sql = format!(
+        "SELECT {TASK_COLUMNS} FROM tasks WHERE queue_id = ?1 {state_filter} AND (due_at, id) > (?2, ?3) \
+         ORDER BY due_at, id LIMIT ?4"
+    );
+    let raws: Vec<RawTask> = conn
+        .prepare_cached(&sql)
+        .and_then(|mut stmt| stmt.query_map(params![queue_id, after_due, after_id, limit + 1, state], raw)?.collect())
+        .map_err(map_err)?;
+    let more = raws.len() as i64 > limit;
+    let tasks = raws.into_iter().take(limit as usize).map(|raw| decode(&req.queue, raw)).collect::<Result<Vec<_>>>()?;
+    let next_cursor = match tasks.last() {
+        Some(last) if more => Some(format!("{}.{}", last.due_at.as_millis(), last.meta.id)),
+        _ => None,
+    };
+    Ok(Page::new(tasks, next_cursor))
+}
+
+fn next_due(conn: &Connection, queue_id: i64) -> Result<Option<Timestamp>> {
+    let due: Option<i64> = conn
+        .prepare_cached("SELECT MIN(due_at) FROM tasks WHERE queue_id = ?1 AND state = 0")
+        .and_then(|mut stmt| stmt.query_row([queue_id], |row| row.get(0)))
+        .map_err(map_err)?;
+    Ok(due.map(Timestamp::from_millis))
+}
+
+pub(crate) fn lease(conn: &Connection, req: &LeaseRequest) -> Result<LeaseBatch> {
+    let Some(queue_id) = queue_id(conn, &req.queue)? else { return Ok(LeaseBatch::new(Vec::new(), None)) };
+    let now = req.now.as_millis();
+    let expires = req.now.saturating_add(req.lease_for).as_millis();
+    let ids: Vec<i64> = conn
+        .prepare_cached(
+            "SELECT id FROM tasks WHERE queue_id = ?1 AND state = 0 AND due_at <= ?2 ORDER BY due_at, id LIMIT ?3",
+        )
+        .and_then(|mut stmt| stmt.query_map(params![queue_id, now, req.max.max(1)], |row| row.get(0))?.collect())
+        .map_err(map_err)?;
+    let sql = format!(
+        "UPDATE tasks SET state = 1, lease_expires_at = ?2, fence = fence + 1, updated_at = ?3 WHERE id = ?1 \
+         RETURNING {TASK_COLUMNS}"
+    );
+    let mut stmt = conn.prepare_cached(&sql).map_err(map_err)?;
+    let mut leases = Vec::with_capacity(ids.len());
+    for id in ids {
+        let raw = stmt.query_row(params![id, expires, now], raw).map_err(map_err)?;
+        leases.push(Lease::of(decode(&req.queue, raw)?));
+    }
+    Ok(LeaseBatch::new(leases, next_due(conn, queue_id)?))
+}
+
+/// The task of a live lease, or `LeaseLost`.
+fn live(conn: &Connection, token: &LeaseToken, now: Timestamp) -> Result<(i64, Task)> {
+    let queue_id = queue_id(conn, &token.queue)?.ok_or(Error::LeaseLost)?;
+    let task = load(conn, queue_id, &token.queue, token.key.as_str())?.ok_or(Error::LeaseLost)?;
+    if token.is_live_for(&task, now) { Ok((queue_id, task)) } else { Err(Error::LeaseLost) }
+}
+
+pub(crate) fn complete(conn: &Connection, req: &CompleteRequest) -> Result<()> {
+    let (queue_id, task) = live(conn, &req.token, req.now)?;
+    let id = i64::try_from(task.meta.id).map_err(corrupt)?;
+    let now = req.now.as_millis();
+    let result = match &req.completion {
+        Completion::Done => return delete_task(conn, queue_id, &task),
+        Completion::Retry { at, error } => conn.execute(
+            "UPDATE tasks SET state = 0, due_at = ?2, lease_expires_at = NULL, attempts = attempts + 1, \
+             last_error = ?3, updated_at = ?4 WHERE id = ?1",
+            params![id, at.as_millis(), error, now],
+        ),
+        Completion::Reschedule { at } => conn.execute(
+            "UPDATE tasks SET state = 0, due_at = ?2, lease_expires_at = NULL, attempts = 0, \
+             occurrence = occurrence + 1, last_error = NULL, updated_at = ?3 WHERE id = ?1",
+            params![id, at.as_millis(), now],
+        ),
+        Completion::Dead { error } => conn.execute(
+            "UPDATE tasks SET state = 2, lease_expires_at = NULL, attempts = attempts + 1, last_error = ?2, \
+             updated_at = ?3 WHERE id = ?1",
+            params![id, error, now],
+        ),
+        other => return Err(Error::Internal(format!("completion {other:?} is not supported by this store"))),
+    };
+    result.map(|_| ()).map_err(map_err)
+}
+
+pub(crate) fn extend(conn: &Connection, token: &LeaseToken, lease_for: Duration, now: Timestamp) -> Result<Timestamp> {
+    let (_, task) = live(conn, token, now)?;
+    let expires = now.saturating_add(lease_for);
+    conn.prepare_cached("UPDATE tasks SET lease_expires_at = ?2, updated_at = ?3 WHERE id = ?1")
+        .and_then(|mut stmt| stmt.execute(params![task.meta.id as i64, expires.as_millis(), now.as_millis()]))
+        .map_err(map_err)?;
+    Ok(expires)
+}
+
+pub(crate) fn release(conn: &Connection, token: &LeaseToken, now: Timestamp) -> Result<()> {
+    let (_, task) = live(conn, token, now)?;
+    conn.prepare_cached("UPDATE tasks SET state = 0, lease_expires_at = NULL, updated_at = ?2 WHERE id = ?1")
+        .and_then(|mut stmt| stmt.execute(params![task.meta.id as i64, now.as_millis()]))
+        .map_err(map_err)?;
+    Ok(())
+}
+
+pub(crate) fn reap(conn: &Connection, now: Timestamp, limit: u32) -> Result<ReapResult> {
+    let expired: Vec<(i64, String, String, i64, i64, i64)> = conn
+        .prepare_cached(
+            "SELECT t.id, q.name, t.key, t.attempts, t.max_attempts, t.lease_expires_at FROM tasks t \
+             JOIN queues q ON q.id = t.queue_id \
+             WHERE t.state = 1 AND t.lease_expires_at <= ?1 ORDER BY t.lease_expires_at LIMIT ?2",
+        )
+        .and_then(|mut stmt| {
+            stmt.query_map(params![now.as_millis(), limit.max(1)], |row| {
+                Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?, row.get(4)?, row.get(5)?))
+            })?
+            .collect()
+        })
+        .map_err(map_err)?;
+    let mut reaped = Vec::with_capacity(expired.len());
+    for (id, queue, key, attempts, max_attempts, expired_at) in expired {
+        let error = format!("lease expired at {} before the handler finished", Timestamp::from_millis(expired_at));
+        let state = if attempts + 1 >= max_attempts { TaskState::Dead } else { TaskState::Scheduled };
+        conn.prepare_cached(
+            "UPDATE tasks SET state = ?2, due_at = CASE WHEN ?2 = 0 THEN ?3 ELSE due_at END, lease_expires_at = NULL, \
+             attempts = attempts + 1, last_error = ?4, updated_at = ?3 WHERE id = ?1",
+        )
+        .and_then(|mut stmt| stmt.execute(params![id, state_code(state), now.as_millis(), error]))
+        .map_err(map_err)?;
+        reaped.push(Reaped::new(QueueName::new(queue).map_err(corrupt)?, TaskKey::new(key).map_err(corrupt)?, state));
+    }
+    let next_expiry: Option<i64> = conn
+        .prepare_cached("SELECT MIN(lease_expires_at) FROM tasks WHERE state = 1")
+        .and_then(|mut stmt| stmt.query_row([], |row| row.get(0)))
+        .map_err(map_err)?;
+    Ok(ReapResult::new(reaped, next_expiry.map(Timestamp::from_millis)))
+}
+
+pub(crate) fn retry_dead(conn: &Connection, queue: &QueueName, key: &TaskKey, now: Timestamp) -> Result<Option<Task>> {
+    let Some(queue_id) = queue_id(conn, queue)? else { return Ok(None) };
+    match load(conn, queue_id, queue, key.as_str())? {
+        Some(task) if task.state == TaskState::Dead => {
+            let id = i64::try_from(task.meta.id).map_err(corrupt)?;
+            conn.prepare_cached("UPDATE tasks SET state = 0, due_at = ?2, attempts = 0, updated_at = ?2 WHERE id = ?1")
+                .and_then(|mut stmt| stmt.execute(params![id, now.as_millis()]))
+                .map_err(map_err)?;
+            load_by_id(conn, id, queue).map(Some)
+        }
+        _ => Ok(None),
+    }
+}
+
+pub(crate) fn delete_dead(conn: &Connection, queue: &QueueName, key: &TaskKey) -> Result<bool> {
+    let Some(queue_id) = queue_id(conn, queue)? else { return Ok(false) };
+    match load(conn, queue_id, queue, key.as_str())? {
+        Some(task) if task.state == TaskState::Dead => delete_task(conn, queue_id, &task).map(|()| true),
+        _ => Ok(false),
+    }
+}
+
+fn stats_of(conn: &Connection, queue_id: i64, name: QueueName) -> Result<QueueStats> {
+    let mut counts = [0u64; 3];
+    let rows: Vec<(i64, i64)> = conn
+        .prepare_cached("SELECT state, COUNT(*) FROM tasks WHERE queue_id = ?1 GROUP BY state")
+        .and_then(|mut stmt| stmt.query_map([queue_id], |row| Ok((row.get(0)?, row.get(1)?)))?.collect())
+        .map_err(map_err)?;
+    for (state, count) in rows {
+        if let Some(slot) = usize::try_from(state).ok().and_then(|s| counts.get_mut(s)) {
+            *slot = u64::try_from(count).unwrap_or(0);
+        }
+    }
+    Ok(QueueStats::new(name, counts[0], counts[1], counts[2], next_due(conn, queue_id)?))
+}
+
+pub(crate) fn stats(conn: &Connection, queue: Option<&QueueName>) -> Result<Vec<QueueStats>> {
+    if let Some(queue) = queue {
+        return match queue_id(conn, queue)? {
+            Some(id) => Ok(vec![stats_of(conn, id, queue.clone())?]),
+            None => Ok(vec![QueueStats::new(queue.clone(), 0, 0, 0, None)]),
+        };
+    }
+    let queues: Vec<(i64, String)> = conn
+        .prepare_cached("SELECT id, name FROM queues ORDER BY name")
+        .and_then(|mut stmt| stmt.query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?.collect())
+        .map_err(map_err)?;
+    let mut all = Vec::with_capacity(queues.len());
+    for (id, name) in queues {
+        let stats = stats_of(conn, id, QueueName::new(name).map_err(corrupt)?)?;
+        if stats.scheduled + stats.leased + stats.dead > 0 {
+            all.push(stats);
+        }
+    }
+    Ok(all)
+}
