@@ -114,7 +114,7 @@ pub enum RepeatRule {
     /// Fixed rate: the first occurrence's due time plus whole multiples of this.
     Every(Duration),
     /// Wall-clock times matching a cron expression in an IANA time zone.
-    Cron(CronRule),
+    Cron(Box<CronRule>),
 }
 
 /// A parsed cron expression with its zone.
@@ -186,7 +186,7 @@ impl Repeat {
 
     /// At the times matching `expr` in zone `tz` (see [`CronRule::new`]).
     pub fn cron(expr: &str, tz: &str) -> Result<Repeat> {
-        Ok(Repeat { rule: RepeatRule::Cron(CronRule::new(expr, tz)?), times: None, until: None })
+        Ok(Repeat { rule: RepeatRule::Cron(Box::new(CronRule::new(expr, tz)?)), times: None, until: None })
     }
 
     /// At most `n` occurrences in all (`n` ≥ 1).

@@ -253,14 +253,18 @@ impl QueueStats {
 pub trait Store: Send + Sync + 'static {
     /// Creates or updates each task, independently, in order, in one atomic write.
     ///
-    /// For each task: absent → created (`version` 1, `attempts` 0, occurrence 1, a new
-    /// id, anchor = `due_at`, state `scheduled`). Present (any state) and
-    /// `if_exists = replace` → due time, payload, policies and tags replaced, `version`
-    /// + 1, `attempts` 0, occurrence 1, anchor = `due_at`, `last_error` cleared, state
-    /// `scheduled` (a live lease of the old version is thereby lost); the id and
-    /// `created_at` stay. `keep` → untouched, outcome `kept`. `error` →
-    /// `Err(Error::Conflict)` for that task only. The same key twice in one call is
-    /// applied in order. `Err` of the whole call means nothing was written.
+    /// For each task:
+    /// - absent: created with `version` 1, `attempts` 0, occurrence 1, a new id,
+    ///   anchor = `due_at`, state `scheduled`, outcome `created`;
+    /// - present (any state) and `if_exists = replace`: due time, payload, policies and
+    ///   tags replaced, `version` incremented, `attempts` 0, occurrence 1, anchor =
+    ///   `due_at`, `last_error` cleared, state `scheduled` (a live lease of the old
+    ///   version is thereby lost); the id and `created_at` stay; outcome `replaced`;
+    /// - present and `keep`: untouched, outcome `kept`;
+    /// - present and `error`: `Err(Error::Conflict)` for that task only.
+    ///
+    /// The same key twice in one call is applied in order. `Err` of the whole call
+    /// means nothing was written.
     fn schedule(
         &self,
         tasks: Vec<NewTask>,

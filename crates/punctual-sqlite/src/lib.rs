@@ -1,8 +1,15 @@
 //! The embedded store: SQLite in WAL mode (rusqlite, bundled), one directory, one
 //! process at a time.
 //!
-//! - **Durable when a call returns**: `synchronous = FULL`, and a write is answered
-//!   only after its transaction committed.
+//! - **Durable when a call returns**: a write is answered only after its transaction
+//!   committed. Writes whose loss would lose a task or revive a cancelled one
+//!   (schedule, cancel, dead retry and delete) are fsynced first (`synchronous =
+//!   FULL`); writes whose loss can only make a task fire again (lease, ack, extend,
+//!   release, reap) survive any crash of the process and are fsynced with the next
+//!   group that is, so power loss can at worst re-fire a task — never lose one.
+//! - **Fences never repeat**: each open bumps a durable epoch and every lease's fence
+//!   is at least `epoch << 32`, so a lease lost in a power failure cannot make a
+//!   stale token look live after restart.
 //! - **Group commit**: one writer thread commits every write that queued up meanwhile
 //!   in one transaction and one fsync (see `writer`).
 //! - **Reads never wait for writes**: they run on reader connections (WAL snapshots)
@@ -28,6 +35,7 @@ use punctual_core::store::{
 };
 use punctual_core::{Error, NewTask, QueueName, Result, Store, Tag, Task, TaskKey, Timestamp};
 use rusqlite::{Connection, OpenFlags};
+use writer::Durability;
 
 /// SQLite page cache per connection, in KiB.
 pub const CACHE_KIB: i64 = 8 * 1024;
@@ -48,6 +56,8 @@ struct Shared {
     writer: Mutex<Option<std::sync::mpsc::Sender<writer::Message>>>,
     writer_thread: Mutex<Option<JoinHandle<()>>>,
     readers: Mutex<Vec<Connection>>,
+    /// Fences handed out by this open are at least this (the epoch, shifted).
+    fence_floor: i64,
     /// Held for the store's life: the directory's single-owner lock.
     _lock: File,
 }
@@ -72,14 +82,16 @@ impl SqliteStore {
         configure(&conn)?;
         conn.execute_batch(schema::CREATE).map_err(map_err)?;
         check_version(&conn)?;
-        let (sender, handle) =
-            writer::spawn(conn).map_err(|e| Error::Unavailable(format!("cannot start the writer thread: {e}")))?;
+        let fence_floor = next_epoch(&conn)? << 32;
+        let (sender, handle) = writer::spawn(conn, &path)
+            .map_err(|e| Error::Unavailable(format!("cannot start the writer thread: {e}")))?;
         Ok(SqliteStore {
             shared: Arc::new(Shared {
                 path,
                 writer: Mutex::new(Some(sender)),
                 writer_thread: Mutex::new(Some(handle)),
                 readers: Mutex::new(Vec::new()),
+                fence_floor,
                 _lock: lock,
             }),
         })
@@ -90,16 +102,32 @@ impl SqliteStore {
         &self.shared.path
     }
 
-    /// Runs `work` in the next group commit.
+    /// Runs `work` in the next group commit, fsynced.
     async fn write<T: Send + 'static>(
         &self,
+        work: impl FnOnce(&Connection) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
+        self.write_with(Durability::Fsync, work).await
+    }
+
+    /// Runs `work` in the next group commit, durable against process crashes.
+    async fn write_soft<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&Connection) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
+        self.write_with(Durability::Process, work).await
+    }
+
+    async fn write_with<T: Send + 'static>(
+        &self,
+        durability: Durability,
         work: impl FnOnce(&Connection) -> Result<T> + Send + 'static,
     ) -> Result<T> {
         let (reply, answer) = tokio::sync::oneshot::channel();
         {
             let writer = self.shared.writer.lock().expect("writer lock poisoned");
             let sender = writer.as_ref().ok_or_else(writer::closed)?;
-            sender.send(writer::Message::Job(writer::job(work, reply))).map_err(|_| writer::closed())?;
+            sender.send(writer::Message::Job(writer::job(durability, work, reply))).map_err(|_| writer::closed())?;
         }
         answer.await.map_err(|_| writer::closed())?
     }
@@ -132,7 +160,7 @@ fn configure(conn: &Connection) -> Result<()> {
     conn.busy_timeout(Duration::from_secs(5)).map_err(map_err)?;
     conn.execute_batch(&format!(
         "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA cache_size = -{CACHE_KIB}; \
-         PRAGMA temp_store = MEMORY;"
+         PRAGMA temp_store = MEMORY; PRAGMA wal_autocheckpoint = 0;"
     ))
     .map_err(map_err)
 }
@@ -143,6 +171,16 @@ fn open_reader(path: &Path) -> Result<Connection> {
     conn.busy_timeout(Duration::from_secs(5)).map_err(map_err)?;
     conn.execute_batch(&format!("PRAGMA cache_size = -{CACHE_KIB};")).map_err(map_err)?;
     Ok(conn)
+}
+
+/// Bumps and returns the durable open counter.
+fn next_epoch(conn: &Connection) -> Result<i64> {
+    conn.execute(
+        "INSERT INTO meta (name, value) VALUES ('epoch', 1) ON CONFLICT (name) DO UPDATE SET value = value + 1",
+        [],
+    )
+    .map_err(map_err)?;
+    conn.query_row("SELECT value FROM meta WHERE name = 'epoch'", [], |row| row.get(0)).map_err(map_err)
 }
 
 fn check_version(conn: &Connection) -> Result<()> {
@@ -198,15 +236,16 @@ impl Store for SqliteStore {
     }
 
     async fn lease(&self, req: LeaseRequest) -> Result<LeaseBatch> {
-        self.write(move |conn| ops::lease(conn, &req)).await
+        let fence_floor = self.shared.fence_floor;
+        self.write_soft(move |conn| ops::lease(conn, &req, fence_floor)).await
     }
 
     async fn complete(&self, req: CompleteRequest) -> Result<()> {
-        self.write(move |conn| ops::complete(conn, &req)).await
+        self.write_soft(move |conn| ops::complete(conn, &req)).await
     }
 
     async fn complete_many(&self, reqs: Vec<CompleteRequest>) -> Result<Vec<Result<()>>> {
-        self.write(move |conn| {
+        self.write_soft(move |conn| {
             Ok(reqs
                 .iter()
                 .map(|req| {
@@ -223,16 +262,16 @@ impl Store for SqliteStore {
 
     async fn extend(&self, token: &LeaseToken, lease_for: Duration, now: Timestamp) -> Result<Timestamp> {
         let token = token.clone();
-        self.write(move |conn| ops::extend(conn, &token, lease_for, now)).await
+        self.write_soft(move |conn| ops::extend(conn, &token, lease_for, now)).await
     }
 
     async fn release(&self, token: &LeaseToken, now: Timestamp) -> Result<()> {
         let token = token.clone();
-        self.write(move |conn| ops::release(conn, &token, now)).await
+        self.write_soft(move |conn| ops::release(conn, &token, now)).await
     }
 
     async fn reap(&self, now: Timestamp, limit: u32) -> Result<ReapResult> {
-        self.write(move |conn| ops::reap(conn, now, limit)).await
+        self.write_soft(move |conn| ops::reap(conn, now, limit)).await
     }
 
     async fn retry_dead(&self, queue: &QueueName, key: &TaskKey, now: Timestamp) -> Result<Option<Task>> {

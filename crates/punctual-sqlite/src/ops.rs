@@ -340,7 +340,8 @@ fn next_due(conn: &Connection, queue_id: i64) -> Result<Option<Timestamp>> {
     Ok(due.map(Timestamp::from_millis))
 }
 
-pub(crate) fn lease(conn: &Connection, req: &LeaseRequest) -> Result<LeaseBatch> {
+/// `fence_floor`: every fence handed out is at least this (see the crate docs).
+pub(crate) fn lease(conn: &Connection, req: &LeaseRequest, fence_floor: i64) -> Result<LeaseBatch> {
     let Some(queue_id) = queue_id(conn, &req.queue)? else { return Ok(LeaseBatch::new(Vec::new(), None)) };
     let now = req.now.as_millis();
     let expires = req.now.saturating_add(req.lease_for).as_millis();
@@ -351,13 +352,13 @@ pub(crate) fn lease(conn: &Connection, req: &LeaseRequest) -> Result<LeaseBatch>
         .and_then(|mut stmt| stmt.query_map(params![queue_id, now, req.max.max(1)], |row| row.get(0))?.collect())
         .map_err(map_err)?;
     let sql = format!(
-        "UPDATE tasks SET state = 1, lease_expires_at = ?2, fence = fence + 1, updated_at = ?3 WHERE id = ?1 \
-         RETURNING {TASK_COLUMNS}"
+        "UPDATE tasks SET state = 1, lease_expires_at = ?2, fence = MAX(fence + 1, ?4), updated_at = ?3 \
+         WHERE id = ?1 RETURNING {TASK_COLUMNS}"
     );
     let mut stmt = conn.prepare_cached(&sql).map_err(map_err)?;
     let mut leases = Vec::with_capacity(ids.len());
     for id in ids {
-        let raw = stmt.query_row(params![id, expires, now], raw).map_err(map_err)?;
+        let raw = stmt.query_row(params![id, expires, now, fence_floor], raw).map_err(map_err)?;
         leases.push(Lease::of(decode(&req.queue, raw)?));
     }
     Ok(LeaseBatch::new(leases, next_due(conn, queue_id)?))

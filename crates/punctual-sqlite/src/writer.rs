@@ -6,7 +6,13 @@
 //! fsync for the whole group. Only after the commit returns does any job's caller get
 //! its answer, so an answer always means durable. If the commit fails, every job of the
 //! group gets the error and nothing of the group was written.
+//!
+//! Checkpoints (folding the WAL back into the database file, with an fsync) never run
+//! inside a commit: the writer turns SQLite's automatic checkpoints off and, when the
+//! WAL has grown past [`CHECKPOINT_BYTES`], asks a checkpointer thread with its own
+//! connection to run a passive checkpoint, which does not block the writer.
 
+use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::thread;
 
@@ -17,6 +23,10 @@ use crate::map_err;
 
 /// The most jobs committed together.
 const MAX_GROUP: usize = 4096;
+/// WAL size that triggers a background checkpoint.
+const CHECKPOINT_BYTES: u64 = 8 * 1024 * 1024;
+/// Groups between two looks at the WAL's size.
+const CHECK_WAL_EVERY: u32 = 32;
 
 /// Delivers a job's answer once its group is committed (or failed).
 type Reply = Box<dyn FnOnce(Result<()>) + Send>;
@@ -24,6 +34,9 @@ type Reply = Box<dyn FnOnce(Result<()>) + Send>;
 /// A write: runs inside the group's transaction and returns how to answer its caller,
 /// or is answered with an error without running.
 pub(crate) trait WriteJob: Send {
+    /// Whether losing this write in a power failure could lose a task or revive a
+    /// cancelled one (then its group is fsynced before anyone is answered).
+    fn needs_fsync(&self) -> bool;
     fn run(self: Box<Self>, conn: &Connection) -> Reply;
     fn fail(self: Box<Self>, error: Error);
 }
@@ -37,6 +50,7 @@ pub(crate) enum Message {
 }
 
 struct Work<W, T> {
+    durability: Durability,
     work: W,
     reply: tokio::sync::oneshot::Sender<Result<T>>,
 }
@@ -46,8 +60,12 @@ where
     W: FnOnce(&Connection) -> Result<T> + Send + 'static,
     T: Send + 'static,
 {
+    fn needs_fsync(&self) -> bool {
+        self.durability == Durability::Fsync
+    }
+
     fn run(self: Box<Self>, conn: &Connection) -> Reply {
-        let Work { work, reply } = *self;
+        let Work { work, reply, .. } = *self;
         let outcome = in_savepoint(conn, work);
         Box::new(move |commit: Result<()>| {
             let _ = reply.send(commit.and(outcome));
@@ -59,12 +77,25 @@ where
     }
 }
 
+/// How durable a write must be before its caller is answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Durability {
+    /// Survives power loss: the group's commit is fsynced (`synchronous = FULL`).
+    /// For writes whose loss would lose a task or revive a cancelled one.
+    Fsync,
+    /// Survives any crash of the process (the WAL is written before answering), and
+    /// power loss once the next fsynced group commits. For writes whose loss can only
+    /// make a task fire again: leases, acks, extends, releases, reaping.
+    Process,
+}
+
 /// Wraps `work` into a [`Job`] that answers on `reply` after the commit.
 pub(crate) fn job<T: Send + 'static>(
+    durability: Durability,
     work: impl FnOnce(&Connection) -> Result<T> + Send + 'static,
     reply: tokio::sync::oneshot::Sender<Result<T>>,
 ) -> Job {
-    Box::new(Work { work, reply })
+    Box::new(Work { durability, work, reply })
 }
 
 fn in_savepoint<T>(conn: &Connection, work: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
@@ -81,14 +112,41 @@ fn in_savepoint<T>(conn: &Connection, work: impl FnOnce(&Connection) -> Result<T
     }
 }
 
-/// Starts the writer thread on `conn`.
-pub(crate) fn spawn(conn: Connection) -> std::io::Result<(mpsc::Sender<Message>, thread::JoinHandle<()>)> {
+/// Starts the writer thread on `conn` (the database at `path`), with its checkpointer.
+pub(crate) fn spawn(conn: Connection, path: &Path) -> std::io::Result<(mpsc::Sender<Message>, thread::JoinHandle<()>)> {
     let (sender, receiver) = mpsc::channel::<Message>();
-    let handle = thread::Builder::new().name("punctual-sqlite-writer".into()).spawn(move || run(conn, receiver))?;
+    let (checkpoint, wanted) = mpsc::sync_channel::<()>(1);
+    let checkpointer_path = path.to_owned();
+    let checkpointer = thread::Builder::new()
+        .name("punctual-sqlite-checkpoint".into())
+        .spawn(move || checkpoint_when_asked(&checkpointer_path, wanted))?;
+    let wal = PathBuf::from(format!("{}-wal", path.display()));
+    let handle = thread::Builder::new().name("punctual-sqlite-writer".into()).spawn(move || {
+        run(conn, receiver, &wal, checkpoint);
+        let _ = checkpointer.join();
+    })?;
     Ok((sender, handle))
 }
 
-fn run(conn: Connection, receiver: mpsc::Receiver<Message>) {
+/// Runs a passive checkpoint each time it is asked, until the asking side is dropped.
+fn checkpoint_when_asked(path: &Path, wanted: mpsc::Receiver<()>) {
+    let conn = match Connection::open(path) {
+        Ok(conn) => conn,
+        Err(e) => {
+            tracing::error!(error = %e, "cannot open the checkpoint connection; the WAL will grow until close");
+            return;
+        }
+    };
+    while wanted.recv().is_ok() {
+        if let Err(e) = conn.execute_batch("PRAGMA wal_checkpoint(PASSIVE)") {
+            tracing::warn!(error = %e, "background checkpoint failed; will retry when the WAL grows");
+        }
+    }
+}
+
+fn run(conn: Connection, receiver: mpsc::Receiver<Message>, wal: &Path, checkpoint: mpsc::SyncSender<()>) {
+    let mut synchronous = Synchronous { full: true };
+    let mut groups_since_look = 0u32;
     let mut closing = None;
     while closing.is_none() {
         let Ok(first) = receiver.recv() else { break };
@@ -105,13 +163,22 @@ fn run(conn: Connection, receiver: mpsc::Receiver<Message>) {
             }
         }
         if !group.is_empty() {
-            commit_group(&conn, group);
+            commit_group(&conn, &mut synchronous, group);
+            groups_since_look += 1;
+            if groups_since_look >= CHECK_WAL_EVERY {
+                groups_since_look = 0;
+                if std::fs::metadata(wal).is_ok_and(|m| m.len() > CHECKPOINT_BYTES) {
+                    // Full means one is already pending: nothing to add.
+                    let _ = checkpoint.try_send(());
+                }
+            }
         }
     }
+    drop(checkpoint);
     // Answer anything that raced with close, then checkpoint so the WAL is folded in.
     while let Ok(message) = receiver.try_recv() {
         match message {
-            Message::Job(job) => commit_group(&conn, vec![job]),
+            Message::Job(job) => commit_group(&conn, &mut synchronous, vec![job]),
             Message::Close(done) => {
                 let _ = done.send(());
             }
@@ -126,7 +193,25 @@ fn run(conn: Connection, receiver: mpsc::Receiver<Message>) {
     }
 }
 
-fn commit_group(conn: &Connection, group: Vec<Job>) {
+/// The connection's current `synchronous` setting, changed only between transactions.
+struct Synchronous {
+    full: bool,
+}
+
+fn commit_group(conn: &Connection, synchronous: &mut Synchronous, group: Vec<Job>) {
+    let full = group.iter().any(|job| job.needs_fsync());
+    if full != synchronous.full {
+        let pragma = if full { "PRAGMA synchronous = FULL" } else { "PRAGMA synchronous = NORMAL" };
+        if let Err(e) = conn.execute_batch(pragma) {
+            let error = map_err(e);
+            tracing::error!(error = %error, "cannot set the durability of a write");
+            for job in group {
+                job.fail(error.clone());
+            }
+            return;
+        }
+        synchronous.full = full;
+    }
     if let Err(e) = conn.execute_batch("BEGIN IMMEDIATE") {
         let error = map_err(e);
         tracing::error!(error = %error, "cannot begin a write transaction");
