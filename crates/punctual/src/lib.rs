@@ -29,3 +29,8 @@
 
 pub use punctual_core::*;
 pub use punctual_sqlite::SqliteStore;
+
+/// The README's examples, compiled as doctests so they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+struct ReadmeDoctests;
