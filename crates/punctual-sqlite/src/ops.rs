@@ -231,7 +231,8 @@ fn schedule_one(conn: &Connection, task: NewTask, now: Timestamp) -> Result<Resu
                 })
                 .map_err(map_err)?;
             write_tags(conn, queue_id, id, &task.tags)?;
-            Ok(Ok(Scheduled::new(ScheduleOutcome::Created, load_by_id(conn, id, &task.queue)?)))
+            let meta = TaskMeta::new(u64::try_from(id).map_err(corrupt)?, 0, 1, task.due_at);
+            Ok(Ok(Scheduled::new(ScheduleOutcome::Created, Task::from_new(task, meta, now))))
         }
         Some(old) => match task.if_exists {
             IfExists::Keep => Ok(Ok(Scheduled::new(ScheduleOutcome::Kept, old))),
@@ -263,7 +264,11 @@ fn schedule_one(conn: &Connection, task: NewTask, now: Timestamp) -> Result<Resu
                     })
                     .map_err(map_err)?;
                 write_tags(conn, queue_id, id, &task.tags)?;
-                Ok(Ok(Scheduled::new(ScheduleOutcome::Replaced, load_by_id(conn, id, &task.queue)?)))
+                let meta = TaskMeta::new(old.meta.id, old.meta.fence, 1, task.due_at);
+                let mut replaced = Task::from_new(task, meta, now);
+                replaced.version = old.version + 1;
+                replaced.created_at = old.created_at;
+                Ok(Ok(Scheduled::new(ScheduleOutcome::Replaced, replaced)))
             }
         },
     }
