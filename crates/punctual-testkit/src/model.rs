@@ -21,8 +21,9 @@
 //!
 //! What the model cannot know is still checked strictly:
 //! - `meta.id` and the first fence are learned from the store's answer when a task is
-//!   created; an id must never repeat for the life of the store, and after that the
-//!   fence must grow by exactly one per lease.
+//!   created; an id must never repeat for the life of the store. Each lease must raise
+//!   the fence (by one, or further: a store may start fences at an epoch), and nothing
+//!   else may change it.
 //! - The text `reap` writes to `last_error` is learned on first sight; it must say the
 //!   lease expired, and stays exact from then on (`retry_dead` keeps it).
 //! - The tie order among equal due times is store-defined: the order of the full listing
@@ -79,8 +80,9 @@ const START: Timestamp = Timestamp::from_millis(1_767_225_600_000);
 
 const DEFAULT_CASES: u32 = 64;
 const MAX_OPS: usize = 40;
+const MAX_SHRINK_ITERS: u32 = 4096;
 /// Page size of the full listings done after each step; small, so paging is exercised.
-const OBSERVE_PAGE_LIMIT: u32 = 4;
+const OBSERVE_PAGE_LIMIT: u32 = 2;
 /// A paging session longer than this does not end.
 const MAX_PAGES: usize = 64;
 /// A case taking longer than this means the store hangs.
@@ -92,14 +94,8 @@ const CASE_TIMEOUT: Duration = Duration::from_secs(120);
 pub enum Op {
     /// One `schedule` call writing 1–3 tasks.
     Schedule(Vec<ScheduleItem>),
-    Get {
-        queue: usize,
-        key: usize,
-    },
-    Cancel {
-        queue: usize,
-        key: usize,
-    },
+    Get(TaskPick),
+    Cancel(TaskPick),
     CancelTag {
         queue: usize,
         tag: usize,
@@ -125,14 +121,8 @@ pub enum Op {
     Reap {
         limit: u32,
     },
-    RetryDead {
-        queue: usize,
-        key: usize,
-    },
-    DeleteDead {
-        queue: usize,
-        key: usize,
-    },
+    RetryDead(TaskPick),
+    DeleteDead(TaskPick),
     /// The next page of the open paging session, or the first page of a new one with
     /// these parameters when none is open. Sessions interleave with other operations.
     ListPage {
@@ -183,6 +173,17 @@ pub enum RepeatSpec {
     WeekdayMornings,
 }
 
+/// Which (queue, key) an operation names.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TaskPick {
+    /// One of the tasks the model holds (any slot when there are none).
+    Existing(usize),
+    /// One of the dead tasks (an existing one when none is dead).
+    DeadOne(usize),
+    /// Queue and key by index, whether or not a task is there.
+    Slot { queue: usize, key: usize },
+}
+
 /// Which lease token an operation uses.
 #[derive(Debug, Clone, PartialEq)]
 pub enum TokenPick {
@@ -230,6 +231,7 @@ pub mod ops {
     pub use super::Op::*;
     pub use super::RepeatSpec::*;
     pub use super::StateFilter::*;
+    pub use super::TaskPick::*;
     pub use super::TokenPick::*;
     pub use super::{Op, ScheduleItem};
 }
@@ -253,11 +255,10 @@ pub fn operations() -> impl Strategy<Value = Vec<Op>> {
 
 fn operation() -> impl Strategy<Value = Op> {
     let queue = 0..QUEUES.len();
-    let key = 0..KEYS.len();
     prop_oneof![
         7 => proptest::collection::vec(schedule_item(), 1..=3).prop_map(Op::Schedule),
-        1 => (queue.clone(), key.clone()).prop_map(|(queue, key)| Op::Get { queue, key }),
-        1 => (queue.clone(), key.clone()).prop_map(|(queue, key)| Op::Cancel { queue, key }),
+        1 => task_pick().prop_map(Op::Get),
+        1 => task_pick().prop_map(Op::Cancel),
         1 => (queue.clone(), 0..TAGS.len()).prop_map(|(queue, tag)| Op::CancelTag { queue, tag }),
         5 => (queue.clone(), 1u32..=3, 1u64..=5).prop_map(|(queue, max, lease_secs)| Op::Lease { queue, max, lease_secs }),
         5 => (token_pick(), completion_spec()).prop_map(|(token, completion)| Op::Complete { token, completion }),
@@ -265,8 +266,8 @@ fn operation() -> impl Strategy<Value = Op> {
         2 => (token_pick(), 1u64..=5).prop_map(|(token, lease_secs)| Op::Extend { token, lease_secs }),
         1 => token_pick().prop_map(|token| Op::Release { token }),
         2 => (1u32..=3).prop_map(|limit| Op::Reap { limit }),
-        2 => (queue.clone(), key.clone()).prop_map(|(queue, key)| Op::RetryDead { queue, key }),
-        1 => (queue.clone(), key).prop_map(|(queue, key)| Op::DeleteDead { queue, key }),
+        2 => task_pick().prop_map(Op::RetryDead),
+        1 => task_pick().prop_map(Op::DeleteDead),
         2 => (queue, state_filter(), 1u32..=3).prop_map(|(queue, state, limit)| Op::ListPage { queue, state, limit }),
         1 => proptest::option::of(0..=QUEUES.len()).prop_map(|queue| Op::Stats { queue }),
         5 => (0u64..=20).prop_map(|halves| Op::Advance { ms: halves * 500 }),
@@ -278,7 +279,7 @@ fn schedule_item() -> impl Strategy<Value = ScheduleItem> {
     (
         0..QUEUES.len(),
         0..KEYS.len(),
-        -10i64..=30,
+        due_offset(),
         0usize..5,
         1u32..=3,
         0u8..(1 << TAGS.len()),
@@ -286,19 +287,18 @@ fn schedule_item() -> impl Strategy<Value = ScheduleItem> {
         if_exists,
         proptest::bool::weighted(0.2),
     )
-        .prop_map(|(queue, key, halves, payload, max_attempts, tags, repeat, if_exists, custom_backoff)| {
-            ScheduleItem {
-                queue,
-                key,
-                due_ms: halves * 500,
-                payload,
-                max_attempts,
-                tags,
-                repeat,
-                if_exists,
-                custom_backoff,
-            }
+        .prop_map(|(queue, key, due_ms, payload, max_attempts, tags, repeat, if_exists, custom_backoff)| {
+            ScheduleItem { queue, key, due_ms, payload, max_attempts, tags, repeat, if_exists, custom_backoff }
         })
+}
+
+/// Due offsets from now in ms: few distinct values, so equal due times are common.
+fn due_offset() -> impl Strategy<Value = i64> {
+    prop_oneof![
+        2 => (-4i64..=-1).prop_map(|halves| halves * 500),
+        3 => Just(0),
+        3 => (1i64..=6).prop_map(|secs| secs * 1000),
+    ]
 }
 
 fn repeat_spec() -> impl Strategy<Value = RepeatSpec> {
@@ -311,6 +311,14 @@ fn repeat_spec() -> impl Strategy<Value = RepeatSpec> {
             }
         ),
         1 => Just(RepeatSpec::WeekdayMornings),
+    ]
+}
+
+fn task_pick() -> impl Strategy<Value = TaskPick> {
+    prop_oneof![
+        2 => any::<usize>().prop_map(TaskPick::Existing),
+        2 => any::<usize>().prop_map(TaskPick::DeadOne),
+        1 => (0..QUEUES.len(), 0..KEYS.len()).prop_map(|(queue, key)| TaskPick::Slot { queue, key }),
     ]
 }
 
@@ -351,9 +359,15 @@ where
     Fut: Future<Output = (S, G)>,
     S: Store,
 {
-    let cases = std::env::var("PROPTEST_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(DEFAULT_CASES);
-    // Failures are kept as plain regression tests calling `replay`, not in files.
-    let config = Config { cases, failure_persistence: None, ..Config::default() };
+    let from_env = |name: &str| std::env::var(name).ok().and_then(|n| n.parse().ok());
+    let config = Config {
+        cases: from_env("PROPTEST_CASES").unwrap_or(DEFAULT_CASES),
+        // Enough to shrink a 40-step failure to the few steps that matter.
+        max_shrink_iters: from_env("PROPTEST_MAX_SHRINK_ITERS").unwrap_or(MAX_SHRINK_ITERS),
+        // Failures are kept as plain regression tests calling `replay`, not in files.
+        failure_persistence: None,
+        ..Config::default()
+    };
     let mut runner = TestRunner::new(config);
     let result = runner.run(&operations(), |ops| run_case(&factory, &ops).map_err(TestCaseError::fail));
     match result {
@@ -519,8 +533,8 @@ impl<'s, S: Store> Checker<'s, S> {
     async fn apply(&mut self, op: &Op) -> Result<(), String> {
         match op {
             Op::Schedule(items) => self.schedule(items).await,
-            Op::Get { queue, key } => self.get(&(queue_name(*queue), task_key(*key))).await,
-            Op::Cancel { queue, key } => self.cancel(&(queue_name(*queue), task_key(*key))).await,
+            Op::Get(pick) => self.get(&self.pick_task(pick)).await,
+            Op::Cancel(pick) => self.cancel(&self.pick_task(pick)).await,
             Op::CancelTag { queue, tag: index } => self.cancel_tag(queue_name(*queue), tag(*index)).await,
             Op::Lease { queue, max, lease_secs } => {
                 self.lease(queue_name(*queue), *max, Duration::from_secs(*lease_secs)).await
@@ -530,8 +544,8 @@ impl<'s, S: Store> Checker<'s, S> {
             Op::Extend { token, lease_secs } => self.extend(token, Duration::from_secs(*lease_secs)).await,
             Op::Release { token } => self.release(token).await,
             Op::Reap { limit } => self.reap(*limit).await,
-            Op::RetryDead { queue, key } => self.retry_dead(&(queue_name(*queue), task_key(*key))).await,
-            Op::DeleteDead { queue, key } => self.delete_dead(&(queue_name(*queue), task_key(*key))).await,
+            Op::RetryDead(pick) => self.retry_dead(&self.pick_task(pick)).await,
+            Op::DeleteDead(pick) => self.delete_dead(&self.pick_task(pick)).await,
             Op::ListPage { queue, state, limit } => self.list_page(queue_name(*queue), *state, *limit).await,
             Op::Stats { queue } => self.stats(queue.map(queue_name)).await,
             Op::Advance { ms } => {
@@ -810,9 +824,17 @@ impl<'s, S: Store> Checker<'s, S> {
             }
             self.touch(&slot);
             let task = self.task_mut(&slot);
+            // "Fence incremented": it must grow, so no earlier token can match again;
+            // a store may jump further (the embedded one starts each open at an epoch).
+            if lease.task.meta.fence <= task.meta.fence {
+                return Err(format!(
+                    "leasing {} moved its fence from {} to {}: it must grow with every lease",
+                    slot.1, task.meta.fence, lease.task.meta.fence
+                ));
+            }
+            task.meta.fence = lease.task.meta.fence;
             task.state = TaskState::Leased;
             task.lease_expires_at = Some(now.saturating_add(lease_for));
-            task.meta.fence += 1;
             task.updated_at = now;
             self.check_lease(lease)?;
             self.tokens.push(lease.token.clone());
@@ -850,6 +872,27 @@ impl<'s, S: Store> Checker<'s, S> {
             .filter(|(slot, expected)| &slot.0 == queue && expected.task.state == TaskState::Scheduled)
             .map(|(_, expected)| expected.task.due_at)
             .min()
+    }
+
+    /// The (queue, key) an operation names.
+    fn pick_task(&self, pick: &TaskPick) -> Slot {
+        let nth = |index: usize, dead_only: bool| {
+            let slots: Vec<&Slot> = self
+                .tasks
+                .iter()
+                .filter(|(_, expected)| !dead_only || expected.task.state == TaskState::Dead)
+                .map(|(slot, _)| slot)
+                .collect();
+            slots.get(index % slots.len().max(1)).map(|slot| (*slot).clone())
+        };
+        let by_index = |queue: usize, key: usize| (queue_name(queue % QUEUES.len()), task_key(key));
+        match pick {
+            TaskPick::Existing(index) => nth(*index, false).unwrap_or_else(|| by_index(*index, *index)),
+            TaskPick::DeadOne(index) => {
+                nth(*index, true).or_else(|| nth(*index, false)).unwrap_or_else(|| by_index(*index, *index))
+            }
+            TaskPick::Slot { queue, key } => by_index(*queue, *key),
+        }
     }
 
     /// The token an operation uses; `None` when no lease was ever issued.
