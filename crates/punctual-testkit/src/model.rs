@@ -18,6 +18,9 @@
 //!   task; `lease_expires_at` is set exactly while the task is `leased`.
 //! - After each step every (queue, key) is read with `get`, `stats` is asked for every
 //!   queue and for all, and each queue is listed page by page.
+//! - [`Op::ListPage`] pages through a queue one page per step, with other operations in
+//!   between: every task nobody wrote or deleted meanwhile must be visited exactly once.
+//! - At the end the store is closed; a later call must fail with `Unavailable`.
 //!
 //! What the model cannot know is still checked strictly:
 //! - `meta.id` and the first fence are learned from the store's answer when a task is
