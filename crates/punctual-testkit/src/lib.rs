@@ -1,4 +1,5 @@
 //! Test helpers shared by every backend: the store conformance suite (each guarantee of
 //! DESIGN.md and each `Store` method's contract) and the proptest model test.
 
+pub mod conformance;
 pub mod model;

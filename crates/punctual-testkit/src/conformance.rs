@@ -1,0 +1,145 @@
+//! The store conformance suite: one set of checks, generic over [`Store`](punctual_core::Store), that every
+//! backend runs unchanged. A backend is done when the whole suite passes on it.
+//!
+//! It guards against the bugs that make delayed-task systems lose or duplicate work:
+//! a task handed out before its due time, a cancelled task that fires anyway, two live
+//! leases of one task, an expired or superseded lease whose late ack deletes or
+//! re-arms a task that moved on, a replace that an old ack silently undoes, retries and
+//! repeats that go missing or run forever, paging that skips or repeats tasks, counts
+//! that lie, and bad input that half-writes. Each check's doc comment names the
+//! guarantee of DESIGN.md or the clause of a `Store` method's contract it guards.
+//!
+//! Three levels, all deterministic and free of wall-clock sleeps:
+//! - **store checks** call the trait directly with explicit `now` values;
+//! - **engine checks** run [`Engine`](punctual_core::Engine) on a
+//!   [`ManualClock`](punctual_core::ManualClock) and move time by hand;
+//! - **worker checks** run [`Worker`](punctual_core::Worker) handlers that report over
+//!   channels, and wait on those channels (and on the store's own signals, see
+//!   `support::Signalling`) with a time limit; a limit that expires fails the check with
+//!   what it was waiting for.
+//!
+//! Run it with [`store_conformance!`](crate::store_conformance) in a backend's `tests/`.
+
+mod completion;
+mod consumers;
+mod expiry;
+mod inspection;
+mod leasing;
+mod repeat;
+mod support;
+mod upsert;
+mod validation;
+
+pub use completion::*;
+pub use consumers::*;
+pub use expiry::*;
+pub use inspection::*;
+pub use leasing::*;
+pub use repeat::*;
+pub use upsert::*;
+pub use validation::*;
+
+/// Expands to one `#[tokio::test]` per conformance check, each on a fresh store.
+///
+/// `factory` is an expression callable as `factory()` that returns a future resolving
+/// to `(store, guard)`: a new, empty store and a value kept alive until the check ends
+/// (a temp dir, a Redis server). The calling crate needs `tokio` (features `macros`,
+/// `rt-multi-thread`) among its dev-dependencies.
+///
+/// ```ignore
+/// punctual_testkit::store_conformance!(|| async {
+///     let dir = tempfile::tempdir().expect("temp dir");
+///     let store = punctual_sqlite::SqliteStore::open(dir.path()).expect("open store");
+///     (store, dir)
+/// });
+/// ```
+#[macro_export]
+macro_rules! store_conformance {
+    ($factory:expr $(,)?) => {
+        $crate::__conformance_checks! {
+            $factory;
+            // leasing
+            lease_hands_out_a_task_only_once_it_is_due,
+            lease_hands_out_due_tasks_earliest_first_up_to_max,
+            lease_reports_when_the_queue_has_work_next,
+            two_leases_at_the_same_instant_never_share_a_task,
+            concurrent_leases_hand_out_each_due_task_exactly_once,
+            concurrent_acks_of_one_lease_succeed_once,
+            concurrent_schedules_of_one_key_keep_one_task,
+            // upsert
+            schedule_creates_a_task_as_documented,
+            replace_updates_the_task_and_keeps_its_identity,
+            replace_revives_a_dead_task,
+            keep_leaves_an_existing_task_untouched,
+            error_mode_refuses_only_the_conflicting_item,
+            same_key_twice_in_one_batch_is_applied_in_order,
+            replace_while_leased_keeps_the_new_version,
+            // lease expiry and stale tokens
+            lease_is_not_live_at_or_after_its_expiry,
+            stale_lease_after_reap_and_re_lease_changes_nothing,
+            tokens_not_matching_the_live_lease_are_refused,
+            re_created_task_gets_a_new_id_and_delivery_id,
+            reap_ends_an_expired_lease_as_a_failed_try_due_at_once,
+            reaping_the_last_attempt_makes_the_task_dead,
+            reap_takes_the_earliest_expiries_first_and_reports_the_next,
+            extend_moves_the_expiry_and_the_task_is_not_reaped_before_it,
+            release_gives_the_task_back_untried,
+            // completion, retries and dead tasks
+            complete_applies_each_completion_as_documented,
+            complete_many_applies_or_refuses_each_on_its_own,
+            engine_retries_with_backoff_then_the_task_dies,
+            outcome_fail_sends_the_task_to_dead_at_once,
+            outcome_reschedule_starts_a_new_occurrence,
+            dead_tasks_are_listed_and_can_be_retried,
+            delete_dead_removes_only_dead_tasks,
+            // repeat
+            every_repeats_at_a_fixed_rate_and_skips_missed_occurrences,
+            times_fires_exactly_n_times_then_the_task_is_gone,
+            until_ends_the_repeat_after_its_last_instant,
+            cron_is_re_armed_with_the_ack_across_a_daylight_saving_change,
+            // cancel, list, stats, close
+            cancel_removes_a_scheduled_task_so_it_never_fires,
+            cancel_of_a_leased_task_refuses_its_ack_and_stops_retries_and_repeats,
+            cancel_tag_removes_only_that_queues_tasks_with_the_tag,
+            list_pages_visit_every_task_once_in_due_order,
+            list_filters_by_state,
+            stats_count_tasks_per_state_and_queue,
+            closed_store_refuses_further_calls,
+            // bad input at the library boundary
+            schedule_refuses_invalid_names_and_changes_nothing,
+            schedule_refuses_bad_policies_and_changes_nothing,
+            schedule_refuses_an_oversized_payload_and_changes_nothing,
+            schedule_many_refuses_an_oversized_batch_and_changes_nothing,
+            schedule_many_refuses_bad_items_alone,
+            lease_refuses_bad_options_and_leases_nothing,
+            other_engine_calls_refuse_invalid_input_and_change_nothing,
+            // engine and worker
+            engine_lease_hands_out_a_task_only_once_it_is_due,
+            an_earlier_task_wakes_a_waiting_consumer_at_once,
+            a_waiting_consumer_gets_a_task_as_it_falls_due_and_nothing_after_wait,
+            engine_reaper_refires_a_task_whose_lease_expired,
+            worker_fires_a_task_at_its_due_time_never_before,
+            worker_never_fires_a_task_cancelled_before_it_is_due,
+            worker_cannot_retry_or_repeat_a_task_cancelled_while_its_handler_runs,
+            worker_retries_a_failed_handler_under_the_same_delivery_id,
+        }
+    };
+}
+
+/// One test per check name; see [`store_conformance!`](crate::store_conformance).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __conformance_checks {
+    ($factory:expr; $($check:ident),+ $(,)?) => {
+        $(
+            // Multi-threaded, so concurrent store calls really run at the same time.
+            #[::tokio::test(flavor = "multi_thread", worker_threads = 4)]
+            async fn $check() {
+                let factory = $factory;
+                let (store, guard) = factory().await;
+                $crate::conformance::$check(store).await;
+                drop(guard);
+            }
+        )+
+    };
+}
