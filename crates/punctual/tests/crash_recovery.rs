@@ -17,7 +17,8 @@
 //! - `batches`: 4 loops call `engine.schedule_many` with 1,000 tasks each; every
 //!   acknowledged batch is wholly present, the batch in flight is all or nothing.
 //! - `handlers`: a worker runs tasks due now and is killed mid-run; after restart the
-//!   parent's worker fires the rest. No task is lost, the store ends empty, and tasks
+//!   parent's worker fires the rest. Every task's handler runs to completion at least
+//!   once (one cut short by the kill runs again), the store ends empty, and tasks
 //!   fired by both processes number at most the child's concurrency.
 //!
 //! Run: `cargo test -p punctual --test crash_recovery`.
@@ -196,6 +197,7 @@ async fn child_handlers(engine: Engine<SqliteStore>) -> Result<()> {
         .handle(HANDLERS_QUEUE, |delivery: Delivery| async move {
             println!("fired {}", delivery.task.key);
             tokio::time::sleep(HANDLER_WORK).await;
+            println!("done {}", delivery.task.key);
             Ok::<_, BoxError>(Outcome::Done)
         })
         .concurrency(HANDLERS_QUEUE, HANDLER_CONCURRENCY)
@@ -500,12 +502,20 @@ fn parent_handlers() -> Result<()> {
         })?;
 
         let (lines, ran) = run_child_until_killed("handlers", dir.path())?;
-        let child_fired = acknowledged(&lines, "fired ")?;
+        // "fired <key>" when a handler starts, "done <key>" when it finished its work
+        // (its ack follows).
         let mut child_counts: HashMap<&str, usize> = HashMap::new();
-        for key in &child_fired {
-            *child_counts.entry(key).or_insert(0) += 1;
+        let mut child_done: HashSet<&str> = HashSet::new();
+        for line in &lines {
+            if let Some(key) = line.strip_prefix("fired ") {
+                *child_counts.entry(key).or_insert(0) += 1;
+            } else if let Some(key) = line.strip_prefix("done ") {
+                child_done.insert(key);
+            } else {
+                bail!("unexpected line from the child: '{line}'");
+            }
         }
-        let child_refired = child_fired.len() - child_counts.len();
+        let child_refired = child_counts.values().sum::<usize>() - child_counts.len();
 
         let (left, parent_counts, end_counts) = runtime.block_on(async {
             let store = reopen(dir.path())?;
@@ -546,14 +556,17 @@ fn parent_handlers() -> Result<()> {
             anyhow::Ok((left, parent_counts, end_counts))
         })?;
 
+        // Lost: no handler of the task ran to completion, in either process (never
+        // fired, or cut short by the kill and never run again).
         let lost: Vec<String> = all_keys
             .iter()
-            .filter(|key| !child_counts.contains_key(key.as_str()) && !parent_counts.contains_key(*key))
+            .filter(|key| !child_done.contains(key.as_str()) && !parent_counts.contains_key(*key))
             .cloned()
             .collect();
+        // Gone from the store after the kill although its handler never finished.
         let vanished: Vec<String> = all_keys
             .iter()
-            .filter(|key| !child_counts.contains_key(key.as_str()) && !left.contains_key(*key))
+            .filter(|key| !child_done.contains(key.as_str()) && !left.contains_key(*key))
             .cloned()
             .collect();
         let duplicates = child_counts.keys().filter(|key| parent_counts.contains_key(**key)).count();
@@ -561,18 +574,24 @@ fn parent_handlers() -> Result<()> {
         let parent_fires: usize = parent_counts.values().sum();
         println!(
             "crash_recovery handlers round {round}: killed after {:.2} s; {HANDLER_TASKS} tasks, child fired {} \
-             ({child_refired} again within the child), left after the kill {} ({leased_at_reopen} leased by the \
-             dead child), parent fired {parent_fires}; lost {}, duplicates (fired in both) {duplicates} \
-             (bound {HANDLER_CONCURRENCY})",
+             ({child_refired} again within the child) and finished {}, left after the kill {} ({leased_at_reopen} \
+             leased by the dead child), parent fired {parent_fires}; lost {}, duplicates (fired in both) \
+             {duplicates} (bound {HANDLER_CONCURRENCY})",
             ran.as_secs_f64(),
             child_counts.len(),
+            child_done.len(),
             left.len(),
             lost.len()
         );
-        ensure!(lost.is_empty(), "round {round}: {} task(s) never fired, e.g. {:?}", lost.len(), sample(&lost));
+        ensure!(
+            lost.is_empty(),
+            "round {round}: {} task(s) never had a handler run to completion, e.g. {:?}",
+            lost.len(),
+            sample(&lost)
+        );
         ensure!(
             vanished.is_empty(),
-            "round {round}: {} task(s) left the store without their handler running, e.g. {:?}",
+            "round {round}: {} task(s) left the store before a handler of theirs finished, e.g. {:?}",
             vanished.len(),
             sample(&vanished)
         );
