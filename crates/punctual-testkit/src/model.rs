@@ -84,6 +84,7 @@ const START: Timestamp = Timestamp::from_millis(1_767_225_600_000);
 const DEFAULT_CASES: u32 = 64;
 const MAX_OPS: usize = 40;
 const MAX_SHRINK_ITERS: u32 = 4096;
+const MAX_SHRINK_MILLIS: u32 = 30_000;
 /// Page size of the full listings done after each step; small, so paging is exercised.
 const OBSERVE_PAGE_LIMIT: u32 = 2;
 /// A paging session longer than this does not end.
@@ -365,8 +366,10 @@ where
     let from_env = |name: &str| std::env::var(name).ok().and_then(|n| n.parse().ok());
     let config = Config {
         cases: from_env("PROPTEST_CASES").unwrap_or(DEFAULT_CASES),
-        // Enough to shrink a 40-step failure to the few steps that matter.
+        // Enough to shrink a 40-step failure to the few steps that matter, within a time
+        // a failing CI run can afford (each shrink step runs a case on a fresh store).
         max_shrink_iters: from_env("PROPTEST_MAX_SHRINK_ITERS").unwrap_or(MAX_SHRINK_ITERS),
+        max_shrink_time: from_env("PROPTEST_MAX_SHRINK_TIME").unwrap_or(MAX_SHRINK_MILLIS),
         // Failures are kept as plain regression tests calling `replay`, not in files.
         failure_persistence: None,
         ..Config::default()
