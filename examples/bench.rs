@@ -11,6 +11,7 @@
 //! Run: `cargo run --release --example bench -- [--tasks 10000] [--window-secs 10]`
 
 #![allow(clippy::disallowed_methods, reason = "a benchmark reads the wall clock")]
+#![allow(clippy::unwrap_used, reason = "a benchmark stops at the first failure")]
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};

@@ -10,7 +10,11 @@
 //! Checkpoints (folding the WAL back into the database file, with an fsync) never run
 //! inside a commit: the writer turns SQLite's automatic checkpoints off and, when the
 //! WAL has grown past [`CHECKPOINT_BYTES`], asks a checkpointer thread with its own
-//! connection to run a passive checkpoint, which does not block the writer.
+//! connection to run a passive checkpoint, which does not block the writer. Under
+//! writes that never pause a passive checkpoint cannot reset the WAL (new frames keep
+//! arriving), so past [`WAL_LIMIT_BYTES`] the writer itself truncates it between two
+//! groups — cheap, since the passive checkpoints already copied almost everything.
+//! The WAL therefore stays below about `WAL_LIMIT_BYTES` plus one group.
 
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
@@ -25,8 +29,10 @@ use crate::map_err;
 const MAX_GROUP: usize = 4096;
 /// WAL size that triggers a background checkpoint.
 const CHECKPOINT_BYTES: u64 = 8 * 1024 * 1024;
+/// WAL size at which the writer truncates it itself.
+const WAL_LIMIT_BYTES: u64 = 64 * 1024 * 1024;
 /// Groups between two looks at the WAL's size.
-const CHECK_WAL_EVERY: u32 = 32;
+const CHECK_WAL_EVERY: u32 = 8;
 
 /// Delivers a job's answer once its group is committed (or failed).
 type Reply = Box<dyn FnOnce(Result<()>) + Send>;
@@ -167,7 +173,12 @@ fn run(conn: Connection, receiver: mpsc::Receiver<Message>, wal: &Path, checkpoi
             groups_since_look += 1;
             if groups_since_look >= CHECK_WAL_EVERY {
                 groups_since_look = 0;
-                if std::fs::metadata(wal).is_ok_and(|m| m.len() > CHECKPOINT_BYTES) {
+                let wal_bytes = std::fs::metadata(wal).map_or(0, |m| m.len());
+                if wal_bytes > WAL_LIMIT_BYTES {
+                    if let Err(e) = conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)") {
+                        tracing::warn!(error = %e, wal_bytes, "cannot truncate the WAL; will retry");
+                    }
+                } else if wal_bytes > CHECKPOINT_BYTES {
                     // Full means one is already pending: nothing to add.
                     let _ = checkpoint.try_send(());
                 }

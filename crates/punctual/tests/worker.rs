@@ -75,10 +75,10 @@ async fn handler_errors_exhaust_attempts_and_leave_the_task_dead() {
     // The third failure is the last: wait until the store shows it dead.
     let dead = timeout(PATIENCE, async {
         loop {
-            if let Some(task) = engine.get("q", "k").await.unwrap() {
-                if task.state == TaskState::Dead {
-                    return task;
-                }
+            if let Some(task) = engine.get("q", "k").await.unwrap()
+                && task.state == TaskState::Dead
+            {
+                return task;
             }
             tokio::task::yield_now().await;
         }
