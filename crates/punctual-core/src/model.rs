@@ -216,7 +216,8 @@ pub struct TaskMeta {
     /// Unique per creation of (queue, key) for the life of the store: a task that is
     /// deleted and created again gets a new id.
     pub id: u64,
-    /// Counts leases of this task; a lease is live only while it holds the newest.
+    /// Raised at each lease of this task (never repeats, even across restarts); a lease
+    /// is live only while it holds the newest.
     pub fence: u64,
     /// The current occurrence, from 1: bumped by a reschedule or a repeat, reset by a
     /// replace.

@@ -288,7 +288,8 @@ pub trait Store: Send + Sync + 'static {
 
     /// Atomically leases up to `max` `scheduled` tasks of the queue with
     /// `due_at ≤ now`, earliest first: each becomes `leased` with `lease_expires_at =
-    /// now + lease_for` and its fence incremented. No task is ever in two live leases.
+    /// now + lease_for` and its fence raised above every fence it had before. No task
+    /// is ever in two live leases.
     fn lease(&self, req: LeaseRequest) -> impl Future<Output = Result<LeaseBatch>> + Send;
 
     /// Applies `completion` to the task of a live lease; [`Error::LeaseLost`] when the

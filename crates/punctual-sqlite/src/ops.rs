@@ -446,8 +446,8 @@ pub(crate) fn reap(conn: &Connection, now: Timestamp, limit: u32) -> Result<Reap
         reaped.push(Reaped::new(QueueName::new(queue).map_err(corrupt)?, TaskKey::new(key).map_err(corrupt)?, state));
     }
     let next_expiry: Option<i64> = conn
-        .prepare_cached("SELECT MIN(lease_expires_at) FROM tasks WHERE state = 1")
-        .and_then(|mut stmt| stmt.query_row([], |row| row.get(0)))
+        .prepare_cached("SELECT MIN(lease_expires_at) FROM tasks WHERE state = 1 AND lease_expires_at > ?1")
+        .and_then(|mut stmt| stmt.query_row([now.as_millis()], |row| row.get(0)))
         .map_err(map_err)?;
     Ok(ReapResult::new(reaped, next_expiry.map(Timestamp::from_millis)))
 }
