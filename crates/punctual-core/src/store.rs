@@ -335,6 +335,10 @@ pub trait Store: Send + Sync + 'static {
     /// `queue` is `None`. An unknown queue has zero counts.
     fn stats(&self, queue: Option<&QueueName>) -> impl Future<Output = Result<Vec<QueueStats>>> + Send;
 
+    /// 32 random bytes created on first use and the same for every process using this
+    /// store ever after (it signs lease tokens, so any node can check any token).
+    fn secret(&self) -> impl Future<Output = Result<[u8; 32]>> + Send;
+
     /// Makes every write durable and stops background work. Later calls fail with
     /// [`Error::Unavailable`].
     fn close(&self) -> impl Future<Output = Result<()>> + Send;

@@ -289,6 +289,11 @@ impl Store for SqliteStore {
         self.read(move |conn| ops::stats(conn, queue.as_ref())).await
     }
 
+    async fn secret(&self) -> Result<[u8; 32]> {
+        let fresh: [u8; 32] = rand::random();
+        self.write(move |conn| ops::secret(conn, fresh)).await
+    }
+
     async fn close(&self) -> Result<()> {
         let sender = self.shared.writer.lock().expect("writer lock poisoned").take();
         let Some(sender) = sender else { return Ok(()) };

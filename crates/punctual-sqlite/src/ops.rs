@@ -508,3 +508,11 @@ pub(crate) fn stats(conn: &Connection, queue: Option<&QueueName>) -> Result<Vec<
     }
     Ok(all)
 }
+
+/// The store's secret: `fresh` if none was stored yet, else the stored one.
+pub(crate) fn secret(conn: &Connection, fresh: [u8; 32]) -> Result<[u8; 32]> {
+    conn.execute("INSERT OR IGNORE INTO secrets (name, value) VALUES ('lease', ?1)", [&fresh[..]]).map_err(map_err)?;
+    let stored: Vec<u8> =
+        conn.query_row("SELECT value FROM secrets WHERE name = 'lease'", [], |row| row.get(0)).map_err(map_err)?;
+    stored.try_into().map_err(|_| corrupt("the lease secret is not 32 bytes"))
+}

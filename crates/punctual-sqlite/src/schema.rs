@@ -1,6 +1,8 @@
 //! The on-disk layout, in one place. Inspect a live store with
 //! `sqlite3 punctual-data/punctual.db` (read-only while the server runs is safe: WAL).
 //!
+//! - `meta`: the layout version and the open counter (`epoch`); `secrets`: the store's
+//!   signing secret.
 //! - `queues`: one row per queue name; tasks refer to it by `id` to keep rows small.
 //! - `tasks`: one row per (queue, key); `state` 0 scheduled, 1 leased, 2 dead. Done
 //!   and cancelled tasks are deleted. `id` is AUTOINCREMENT so it is never reused: it
@@ -17,6 +19,10 @@ pub(crate) const CREATE: &str = "
 CREATE TABLE IF NOT EXISTS meta (
     name  TEXT PRIMARY KEY,
     value INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS secrets (
+    name  TEXT PRIMARY KEY,
+    value BLOB NOT NULL
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS queues (
     id   INTEGER PRIMARY KEY,
