@@ -164,7 +164,7 @@ impl<S: Store> Clone for Engine<S> {
 struct Inner<S> {
     store: S,
     config: EngineConfig,
-    wakers: Mutex<HashMap<QueueName, Arc<WakeAt>>>,
+    queues: Mutex<HashMap<QueueName, Arc<QueueState>>>,
     reaper_wake: WakeAt,
     stopping: CancellationToken,
     reaper: Mutex<Option<JoinHandle<()>>>,
@@ -178,7 +178,7 @@ impl<S: Store> Engine<S> {
             inner: Arc::new(Inner {
                 store,
                 config,
-                wakers: Mutex::new(HashMap::new()),
+                queues: Mutex::new(HashMap::new()),
                 reaper_wake: WakeAt::default(),
                 stopping: CancellationToken::new(),
                 reaper: Mutex::new(None),
@@ -212,10 +212,22 @@ impl<S: Store> Engine<S> {
         if self.inner.stopping.is_cancelled() { Err(Error::ShuttingDown) } else { Ok(()) }
     }
 
-    /// The wake-up of a queue, created on first use.
-    pub(crate) fn waker(&self, queue: &QueueName) -> Arc<WakeAt> {
-        let mut wakers = self.inner.wakers.lock().expect("wakers lock poisoned");
-        Arc::clone(wakers.entry(queue.clone()).or_default())
+    /// What the engine keeps per queue, created on first use.
+    fn queue_state(&self, queue: &QueueName) -> Arc<QueueState> {
+        let mut queues = self.inner.queues.lock().expect("queues lock poisoned");
+        Arc::clone(queues.entry(queue.clone()).or_default())
+    }
+
+    /// The wake-up of a queue.
+    pub(crate) fn waker(&self, queue: &QueueName) -> Arc<QueueState> {
+        self.queue_state(queue)
+    }
+
+    /// Fire lag (lease time − due time) of the queue's most recent leases, or `None`
+    /// when this engine has leased none yet.
+    pub fn recent_lag(&self, queue: &str) -> Result<Option<LagSummary>> {
+        let queue = QueueName::new(queue)?;
+        Ok(self.queue_state(&queue).lags.lock().expect("lag lock poisoned").summary())
     }
 
     fn defaults(&self, queue: &QueueName) -> &QueueDefaults {
@@ -409,6 +421,7 @@ impl<S: Store> Engine<S> {
                 match self.inner.store.lease(LeaseRequest::new(queue.clone(), max, lease_for, now)).await {
                     Ok(batch) => {
                         waker.offer(batch.next_due);
+                        waker.record_lags(now, &batch.leases);
                         if let Some(first) = batch.leases.first() {
                             self.inner.reaper_wake.offer(Some(first.expires_at));
                             return Ok(batch.leases);
@@ -583,6 +596,69 @@ impl<S: Store> Engine<S> {
     }
 }
 
+/// Per-queue state: its wake-up and a window of recent fire lags.
+#[derive(Debug, Default)]
+pub(crate) struct QueueState {
+    wake: WakeAt,
+    lags: Mutex<LagWindow>,
+}
+
+impl std::ops::Deref for QueueState {
+    type Target = WakeAt;
+    fn deref(&self) -> &WakeAt {
+        &self.wake
+    }
+}
+
+impl QueueState {
+    fn record_lags(&self, now: Timestamp, leases: &[Lease]) {
+        if leases.is_empty() {
+            return;
+        }
+        let mut lags = self.lags.lock().expect("lag lock poisoned");
+        for lease in leases {
+            lags.push(now.saturating_since(lease.task.due_at));
+        }
+    }
+}
+
+/// The last [`LagWindow::SIZE`] fire lags, in milliseconds.
+#[derive(Debug, Default)]
+struct LagWindow {
+    samples: std::collections::VecDeque<u64>,
+}
+
+impl LagWindow {
+    const SIZE: usize = 1024;
+
+    fn push(&mut self, lag: Duration) {
+        if self.samples.len() == Self::SIZE {
+            self.samples.pop_front();
+        }
+        self.samples.push_back(u64::try_from(lag.as_millis()).unwrap_or(u64::MAX));
+    }
+
+    fn summary(&self) -> Option<LagSummary> {
+        if self.samples.is_empty() {
+            return None;
+        }
+        let mut sorted: Vec<u64> = self.samples.iter().copied().collect();
+        sorted.sort_unstable();
+        let at = |p: usize| sorted[(sorted.len() - 1) * p / 100];
+        Some(LagSummary { p50_ms: at(50), p99_ms: at(99), samples: sorted.len() })
+    }
+}
+
+/// Percentiles of recent fire lag (lease time − due time).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LagSummary {
+    pub p50_ms: u64,
+    pub p99_ms: u64,
+    /// How many leases the figures cover (at most 1,024, the most recent).
+    pub samples: usize,
+}
+
 /// The size of a payload as JSON text.
 fn payload_size(payload: &Value) -> usize {
     struct Counter(usize);
@@ -627,5 +703,24 @@ pub fn completion_for(task: &Task, outcome: Outcome, now: Timestamp, jitter: f64
             },
         },
         Outcome::Fail(error) => Completion::Dead { error },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lag_window_keeps_the_most_recent_samples_and_reports_percentiles() {
+        let mut window = LagWindow::default();
+        assert_eq!(window.summary(), None);
+        for ms in 0..2000u64 {
+            window.push(Duration::from_millis(ms));
+        }
+        let summary = window.summary().unwrap();
+        assert_eq!(summary.samples, LagWindow::SIZE);
+        // The window holds 976..=1999: the oldest samples were dropped.
+        assert_eq!(summary.p50_ms, 976 + 1023 / 2);
+        assert_eq!(summary.p99_ms, 976 + 1023 * 99 / 100);
     }
 }

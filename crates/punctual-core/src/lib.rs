@@ -14,14 +14,16 @@ mod model;
 pub mod policy;
 pub mod store;
 pub mod time;
+pub mod token;
 mod wake;
 mod worker;
 
 pub use clock::{Clock, ManualClock, SystemClock};
-pub use engine::{Engine, EngineConfig, LeaseOptions, Limits, QueueDefaults};
+pub use engine::{Engine, EngineConfig, LagSummary, LeaseOptions, Limits, QueueDefaults};
 pub use error::{Error, Result};
 pub use model::{IfExists, NewTask, QueueName, Tag, Task, TaskKey, TaskMeta, TaskSpec, TaskState, When};
 pub use policy::{Backoff, Repeat};
 pub use store::{Lease, LeaseToken, ScheduleOutcome, Scheduled, Store};
 pub use time::{Timestamp, parse_duration};
+pub use token::TokenCodec;
 pub use worker::{BoxError, Delivery, Handler, Outcome, RunningWorker, Worker};
