@@ -28,9 +28,8 @@
 #![allow(clippy::disallowed_methods)]
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
-use std::process::{Child, ChildStdin, Command, ExitCode, Stdio};
+use std::process::ExitCode;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -39,6 +38,7 @@ use punctual::store::ListRequest;
 use punctual::{
     BoxError, Delivery, Engine, EngineConfig, Outcome, QueueName, SqliteStore, Store, Task, TaskSpec, Worker,
 };
+use punctual_testkit::child::{self, ChildProcess};
 use serde_json::{Value, json};
 
 /// Set (to the scenario's name) in the environment of a child process.
@@ -76,17 +76,8 @@ const HOUR: Duration = Duration::from_secs(3600);
 type Scenario = fn() -> Result<()>;
 
 fn main() -> ExitCode {
-    if std::env::args().any(|arg| arg == "--list") {
-        return ExitCode::SUCCESS;
-    }
-    if let Ok(scenario) = std::env::var(CHILD_ENV) {
-        return match child_main(&scenario) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("crash_recovery child '{scenario}' failed: {e:#}");
-                ExitCode::from(2)
-            }
-        };
+    if let Some(code) = child::run_unless_parent("crash_recovery", CHILD_ENV, child_main) {
+        return code;
     }
     let started = Instant::now();
     let scenarios: [(&str, Scenario); 3] =
@@ -115,20 +106,11 @@ fn main() -> ExitCode {
 // ---------------------------------------------------------------------------------
 
 fn child_main(scenario: &str) -> Result<()> {
-    // If the parent dies, our stdin closes: exit rather than outlive it.
-    std::thread::spawn(|| {
-        let mut buf = [0u8; 64];
-        loop {
-            match std::io::stdin().read(&mut buf) {
-                Ok(0) | Err(_) => std::process::exit(3),
-                Ok(_) => {}
-            }
-        }
-    });
-    let dir = std::env::args().nth(1).context("the child needs the data directory as its argument")?;
+    child::exit_when_stdin_closes();
+    let dir = child::dir_argument()?;
     let runtime = tokio::runtime::Runtime::new()?;
     runtime.block_on(async {
-        let store = SqliteStore::open(&dir).with_context(|| format!("opening {dir}"))?;
+        let store = SqliteStore::open(&dir).with_context(|| format!("opening {}", dir.display()))?;
         let engine = Engine::start(store, EngineConfig::default());
         match scenario {
             "singles" => child_singles(engine).await,
@@ -218,112 +200,44 @@ fn payload_for(key: &str) -> Value {
 // The parent side: spawn, kill at a random moment, reopen, check.
 // ---------------------------------------------------------------------------------
 
-/// A child process running one scenario. Killed (SIGKILL) and reaped on drop, so no
-/// child outlives the test, whatever path the parent takes out.
-struct ChildProcess {
-    child: Child,
-    /// Held open: the child exits when it sees EOF here (the parent died).
-    _stdin: ChildStdin,
-    /// Complete stdout lines, from a reader thread; disconnected at EOF.
-    lines: mpsc::Receiver<String>,
-}
-
-impl ChildProcess {
-    fn spawn(scenario: &str, dir: &Path) -> Result<ChildProcess> {
-        let exe = std::env::current_exe().context("finding the test binary")?;
-        let mut child = Command::new(exe)
-            .arg(dir)
-            .env(CHILD_ENV, scenario)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .context("spawning the child")?;
-        let stdin = child.stdin.take().context("child stdin")?;
-        let stdout = child.stdout.take().context("child stdout")?;
-        let (sender, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            let mut reader = BufReader::new(stdout);
-            let mut line = String::new();
-            loop {
-                line.clear();
-                match reader.read_line(&mut line) {
-                    // A line cut short by the kill was never acknowledged: drop it.
-                    Ok(0) | Err(_) => return,
-                    Ok(_) if !line.ends_with('\n') => return,
-                    Ok(_) => {
-                        if sender.send(line.trim_end().to_owned()).is_err() {
-                            return;
-                        }
-                    }
-                }
-            }
-        });
-        Ok(ChildProcess { child, _stdin: stdin, lines })
-    }
-
-    /// Waits for the first line, then keeps reading for a random 100–800 ms, sends
-    /// SIGKILL, and returns every complete line the child wrote before it died
-    /// (including those still in the pipe).
-    fn run_and_kill(&mut self) -> Result<Vec<String>> {
-        let first = match self.lines.recv_timeout(FIRST_LINE_TIMEOUT) {
-            Ok(line) => line,
-            Err(_) => bail!("the child printed nothing within {FIRST_LINE_TIMEOUT:?}: {}", self.status()),
-        };
-        let mut lines = vec![first];
-        let kill_at = Instant::now() + Duration::from_millis(rand::random_range(KILL_AFTER_MS));
-        loop {
-            let left = kill_at.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                break;
-            }
-            match self.lines.recv_timeout(left) {
-                Ok(line) => lines.push(line),
-                Err(mpsc::RecvTimeoutError::Timeout) => break,
-                Err(mpsc::RecvTimeoutError::Disconnected) => {
-                    bail!("the child closed its stdout before the kill: {}", self.status())
-                }
+/// Waits for the child's first line, then keeps reading for a random 100–800 ms, sends
+/// SIGKILL, and returns every complete line the child wrote before it died (including
+/// those still in the pipe).
+fn run_and_kill(child: &mut ChildProcess) -> Result<Vec<String>> {
+    let first = match child.recv_line(FIRST_LINE_TIMEOUT) {
+        Ok(line) => line,
+        Err(_) => bail!("the child printed nothing within {FIRST_LINE_TIMEOUT:?}: {}", child.status()),
+    };
+    let mut lines = vec![first];
+    let kill_at = Instant::now() + Duration::from_millis(rand::random_range(KILL_AFTER_MS));
+    loop {
+        let left = kill_at.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            break;
+        }
+        match child.recv_line(left) {
+            Ok(line) => lines.push(line),
+            Err(mpsc::RecvTimeoutError::Timeout) => break,
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                bail!("the child closed its stdout before the kill: {}", child.status())
             }
         }
-        if let Some(status) = self.child.try_wait()? {
-            bail!("the child exited before the kill with {status}");
-        }
-        self.child.kill().context("sending SIGKILL")?;
-        self.child.wait().context("reaping the killed child")?;
-        // The pipe may still hold lines written just before the kill: they were
-        // acknowledged too. EOF follows at once since the child is gone.
-        loop {
-            match self.lines.recv_timeout(Duration::from_secs(10)) {
-                Ok(line) => lines.push(line),
-                Err(mpsc::RecvTimeoutError::Disconnected) => break,
-                Err(mpsc::RecvTimeoutError::Timeout) => bail!("the killed child's stdout did not close"),
-            }
-        }
-        Ok(lines)
     }
-
-    fn status(&mut self) -> String {
-        match self.child.try_wait() {
-            Ok(Some(status)) => format!("it exited with {status}"),
-            Ok(None) => "it is still running".to_owned(),
-            Err(e) => format!("its status is unknown ({e})"),
-        }
+    if let Some(status) = child.try_wait()? {
+        bail!("the child exited before the kill with {status}");
     }
-}
-
-impl Drop for ChildProcess {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+    // The pipe may still hold lines written just before the kill: they were
+    // acknowledged too.
+    lines.extend(child.kill()?);
+    Ok(lines)
 }
 
 /// Spawns `scenario` on `dir`, kills it at a random moment, returns its lines and how
 /// long it ran.
 fn run_child_until_killed(scenario: &str, dir: &Path) -> Result<(Vec<String>, Duration)> {
     let started = Instant::now();
-    let mut child = ChildProcess::spawn(scenario, dir)?;
-    let lines = child.run_and_kill()?;
+    let mut child = ChildProcess::spawn(CHILD_ENV, scenario, dir)?;
+    let lines = run_and_kill(&mut child)?;
     Ok((lines, started.elapsed()))
 }
 

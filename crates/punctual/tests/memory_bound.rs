@@ -30,14 +30,13 @@
 #![allow(clippy::disallowed_methods)]
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
-use std::process::{Child, ChildStdin, Command, ExitCode, Stdio};
-use std::sync::mpsc;
+use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail, ensure};
 use punctual::{BoxError, Delivery, Engine, EngineConfig, Outcome, SqliteStore, Store, TaskSpec, Worker};
+use punctual_testkit::child::{self, ChildProcess};
 use serde_json::json;
 
 /// Set (to the child's role) in the environment of a child process.
@@ -81,17 +80,8 @@ const FIRE_TIMEOUT: Duration = Duration::from_secs(30);
 const SETTLE: Duration = Duration::from_millis(200);
 
 fn main() -> ExitCode {
-    if std::env::args().any(|arg| arg == "--list") {
-        return ExitCode::SUCCESS;
-    }
-    if let Ok(role) = std::env::var(CHILD_ENV) {
-        return match child_main(&role) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("memory_bound child '{role}' failed: {e:#}");
-                ExitCode::from(2)
-            }
-        };
+    if let Some(code) = child::run_unless_parent("memory_bound", CHILD_ENV, child_main) {
+        return code;
     }
     match parent() {
         Ok(()) => ExitCode::SUCCESS,
@@ -108,22 +98,13 @@ fn main() -> ExitCode {
 
 fn child_main(role: &str) -> Result<()> {
     let started = Instant::now();
-    // If the parent dies, our stdin closes: exit rather than outlive it.
-    std::thread::spawn(|| {
-        let mut buf = [0u8; 64];
-        loop {
-            match std::io::stdin().read(&mut buf) {
-                Ok(0) | Err(_) => std::process::exit(3),
-                Ok(_) => {}
-            }
-        }
-    });
-    let dir = std::env::args().nth(1).context("the child needs the data directory as its argument")?;
+    child::exit_when_stdin_closes();
+    let dir = child::dir_argument()?;
     let runtime = tokio::runtime::Runtime::new()?;
     runtime.block_on(async {
         match role {
-            "fill" => child_fill(Path::new(&dir)).await,
-            "reopen" => child_reopen(Path::new(&dir), started).await,
+            "fill" => child_fill(&dir).await,
+            "reopen" => child_reopen(&dir, started).await,
             other => bail!("unknown role '{other}'"),
         }
     })
@@ -225,88 +206,20 @@ impl Memory {
 // The parent.
 // ---------------------------------------------------------------------------------
 
-/// A child process; killed (SIGKILL) and reaped on drop, so no child outlives the
-/// test, whatever path the parent takes out.
-struct ChildProcess {
-    child: Child,
-    /// Held open: the child exits when it sees EOF here (the parent died).
-    _stdin: ChildStdin,
-    /// Complete stdout lines, from a reader thread; disconnected at EOF.
-    lines: mpsc::Receiver<String>,
-}
-
-impl ChildProcess {
-    fn spawn(role: &str, dir: &Path) -> Result<ChildProcess> {
-        let exe = std::env::current_exe().context("finding the test binary")?;
-        let mut child = Command::new(exe)
-            .arg(dir)
-            .env(CHILD_ENV, role)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .context("spawning the child")?;
-        let stdin = child.stdin.take().context("child stdin")?;
-        let stdout = child.stdout.take().context("child stdout")?;
-        let (sender, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { return };
-                if sender.send(line).is_err() {
-                    return;
-                }
-            }
-        });
-        Ok(ChildProcess { child, _stdin: stdin, lines })
-    }
-
-    /// The child's report: the `key=value` pairs of its first line starting with
-    /// `role`.
-    fn report(&mut self, role: &str, timeout: Duration) -> Result<HashMap<String, u64>> {
-        let line = match self.lines.recv_timeout(timeout) {
-            Ok(line) => line,
-            Err(_) => {
-                let status = match self.child.try_wait() {
-                    Ok(Some(status)) => format!("it exited with {status}"),
-                    _ => "it is still running".to_owned(),
-                };
-                bail!("the {role} child did not report within {timeout:?}: {status}");
-            }
-        };
-        let fields = line.strip_prefix(role).with_context(|| format!("unexpected line from the child: '{line}'"))?;
-        fields
-            .split_whitespace()
-            .map(|pair| {
-                let (name, value) = pair.split_once('=').with_context(|| format!("bad field '{pair}'"))?;
-                Ok((name.to_owned(), value.parse().with_context(|| format!("bad value in '{pair}'"))?))
-            })
-            .collect()
-    }
-
-    /// Waits for the child to exit by itself (its stdout closes first).
-    fn wait_exit(&mut self, timeout: Duration) -> Result<()> {
-        match self.lines.recv_timeout(timeout) {
-            Err(mpsc::RecvTimeoutError::Disconnected) => {}
-            Ok(line) => bail!("unexpected line from the child: '{line}'"),
-            Err(mpsc::RecvTimeoutError::Timeout) => bail!("the child did not exit within {timeout:?}"),
-        }
-        let status = self.child.wait()?;
-        ensure!(status.success(), "the child exited with {status}");
-        Ok(())
-    }
-
-    fn kill(&mut self) -> Result<()> {
-        self.child.kill().context("sending SIGKILL")?;
-        self.child.wait().context("reaping the killed child")?;
-        Ok(())
-    }
-}
-
-impl Drop for ChildProcess {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// The child's report: the `key=value` pairs of its first line starting with `role`.
+fn report(child: &mut ChildProcess, role: &str, timeout: Duration) -> Result<HashMap<String, u64>> {
+    let line = match child.recv_line(timeout) {
+        Ok(line) => line,
+        Err(_) => bail!("the {role} child did not report within {timeout:?}: {}", child.status()),
+    };
+    let fields = line.strip_prefix(role).with_context(|| format!("unexpected line from the child: '{line}'"))?;
+    fields
+        .split_whitespace()
+        .map(|pair| {
+            let (name, value) = pair.split_once('=').with_context(|| format!("bad field '{pair}'"))?;
+            Ok((name.to_owned(), value.parse().with_context(|| format!("bad value in '{pair}'"))?))
+        })
+        .collect()
 }
 
 fn field(report: &HashMap<String, u64>, name: &str) -> Result<u64> {
@@ -341,16 +254,16 @@ fn parent() -> Result<()> {
     let started = Instant::now();
     let dir = tempfile::tempdir()?;
 
-    let mut fill = ChildProcess::spawn("fill", dir.path())?;
-    let filled = fill.report("fill", FILL_TIMEOUT)?;
+    let mut fill = ChildProcess::spawn(CHILD_ENV, "fill", dir.path())?;
+    let filled = report(&mut fill, "fill", FILL_TIMEOUT)?;
     fill.kill()?;
     drop(fill);
     let disk_at_kill = dir_bytes(dir.path())?;
     let wal_at_kill = wal_bytes(dir.path())?;
 
     let spawned = Instant::now();
-    let mut reopen = ChildProcess::spawn("reopen", dir.path())?;
-    let reopened = reopen.report("reopen", REOPEN_TIMEOUT)?;
+    let mut reopen = ChildProcess::spawn(CHILD_ENV, "reopen", dir.path())?;
+    let reopened = report(&mut reopen, "reopen", REOPEN_TIMEOUT)?;
     let fire_seen_by_parent = spawned.elapsed();
     reopen.wait_exit(REOPEN_TIMEOUT)?;
     drop(reopen);
