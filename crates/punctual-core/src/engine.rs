@@ -398,6 +398,23 @@ impl<S: Store> Engine<S> {
         self.lease_until(&queue, options.max, options.lease_for, deadline, None).await
     }
 
+    /// [`Engine::lease`] that also stops waiting when `cancel` fires, answering an
+    /// empty list. Cancelling never loses leases: a store call already under way
+    /// completes and its leases are returned, whereas dropping the future of
+    /// [`Engine::lease`] mid-call would leave them to expire. For servers whose client
+    /// may go away during a long poll.
+    pub async fn lease_cancellable(
+        &self,
+        queue: &str,
+        options: LeaseOptions,
+        cancel: &CancellationToken,
+    ) -> Result<Vec<Lease>> {
+        let queue = QueueName::new(queue)?;
+        options.validate()?;
+        let deadline = self.now().saturating_add(options.wait);
+        self.lease_until(&queue, options.max, options.lease_for, deadline, Some(cancel)).await
+    }
+
     /// The heart of every consumer: lease when the queue's wake time has come, else
     /// sleep until it, an earlier offer, `deadline`, or `cancel`.
     pub(crate) async fn lease_until(

@@ -1,0 +1,130 @@
+//! The router: every route of API.md plus the operations endpoints, behind the
+//! middleware every request passes.
+//!
+//! Order of the middleware, outermost first: a panic in a handler becomes a 500 (the
+//! connection and the server live on); auth, which runs for every path, matched or not
+//! ("before routing": an unknown `/v1` path without a token is 401, not 404); the
+//! request timeout (a lease gets the longest `wait` on top); the body size limit
+//! (batches get their own, larger one).
+
+use std::panic::AssertUnwindSafe;
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::{DefaultBodyLimit, MatchedPath, Request, State};
+use axum::http::{Method, Uri, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{delete, get, post, put};
+use futures_util::FutureExt;
+use punctual_core::Store;
+
+use crate::error::ApiError;
+use crate::ops;
+use crate::routes;
+use crate::state::AppState;
+
+/// The longest `wait` of a lease (API.md).
+const MAX_WAIT: Duration = Duration::from_secs(60);
+/// The route of long polls.
+const LEASE_ROUTE: &str = "/v1/queues/{queue}/lease";
+/// Room for the JSON around a payload in a single-task request.
+const ENVELOPE_BYTES: usize = 64 * 1024;
+
+/// Paths that never need a token.
+fn is_open(path: &str) -> bool {
+    matches!(path, "/healthz" | "/readyz")
+}
+
+/// The whole HTTP API over `state`. Serve it with [`serve_on`](crate::serve_on), or
+/// call it directly in tests (`tower::ServiceExt::oneshot`).
+pub fn app<S: Store>(state: AppState<S>) -> Router {
+    let payload = state.inner.engine.limits().max_payload_bytes;
+    // A payload at the limit, pretty-printed, plus the rest of the task object.
+    let single_body = payload.saturating_mul(2).saturating_add(ENVELOPE_BYTES);
+    let batch_body = DefaultBodyLimit::max(state.inner.options.max_body_bytes);
+    Router::new()
+        .route("/v1/queues", get(routes::list_queues::<S>))
+        .route("/v1/queues/{queue}", get(routes::get_queue::<S>))
+        .route(
+            "/v1/queues/{queue}/tasks",
+            get(routes::list_tasks::<S>).merge(post(routes::post_tasks::<S>).layer(batch_body)),
+        )
+        .route(
+            "/v1/queues/{queue}/tasks/{key}",
+            put(routes::put_task::<S>).get(routes::get_task::<S>).delete(routes::delete_task::<S>),
+        )
+        .route("/v1/queues/{queue}/tags/{tag}", delete(routes::cancel_tag::<S>))
+        .route(LEASE_ROUTE, post(routes::lease::<S>))
+        .route("/v1/leases/{lease_id}/ack", post(routes::ack::<S>))
+        .route("/v1/leases/{lease_id}/extend", post(routes::extend::<S>))
+        .route("/v1/acks", post(routes::acks::<S>).layer(batch_body))
+        .route("/v1/queues/{queue}/dead", get(routes::list_dead::<S>))
+        .route("/v1/queues/{queue}/dead/{key}", delete(routes::delete_dead::<S>))
+        .route("/v1/queues/{queue}/dead/{key}/retry", post(routes::retry_dead::<S>))
+        .route("/healthz", get(ops::healthz))
+        .route("/readyz", get(ops::readyz::<S>))
+        .route("/metrics", get(ops::metrics::<S>))
+        .route("/openapi.json", get(ops::openapi_json))
+        .route("/", get(ops::index))
+        .fallback(no_route)
+        .method_not_allowed_fallback(no_method)
+        .layer(DefaultBodyLimit::max(single_body))
+        .layer(middleware::from_fn_with_state(state.clone(), timeout::<S>))
+        .layer(middleware::from_fn_with_state(state.clone(), auth::<S>))
+        .layer(middleware::from_fn(catch_panic))
+        .with_state(state)
+}
+
+async fn no_route(method: Method, uri: Uri) -> ApiError {
+    ApiError::NotFound(format!("there is no route {method} {}; see /openapi.json", uri.path()))
+}
+
+/// A known path with another method: answered as an unknown route (404), since the
+/// API's error codes have no 405.
+async fn no_method(method: Method, uri: Uri) -> ApiError {
+    ApiError::NotFound(format!("{} does not take {method}; see /openapi.json", uri.path()))
+}
+
+async fn auth<S: Store>(State(state): State<AppState<S>>, req: Request, next: Next) -> Response {
+    let auth = &state.inner.auth;
+    if !auth.required() || is_open(req.uri().path()) {
+        return next.run(req).await;
+    }
+    let presented = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|value| {
+            let bytes = value.as_bytes();
+            let space = bytes.iter().position(|b| *b == b' ')?;
+            let (scheme, rest) = bytes.split_at(space);
+            scheme.eq_ignore_ascii_case(b"bearer").then(|| rest.trim_ascii())
+        })
+        .is_some_and(|token| auth.accepts(token));
+    if presented { next.run(req).await } else { ApiError::Unauthorized.into_response() }
+}
+
+async fn timeout<S: Store>(State(state): State<AppState<S>>, req: Request, next: Next) -> Response {
+    let base = state.inner.options.request_timeout;
+    let long_poll = req.extensions().get::<MatchedPath>().is_some_and(|p| p.as_str() == LEASE_ROUTE);
+    let limit = if long_poll { base.saturating_add(MAX_WAIT) } else { base };
+    match tokio::time::timeout(limit, next.run(req)).await {
+        Ok(response) => response,
+        Err(_) => ApiError::TimedOut { after: limit }.into_response(),
+    }
+}
+
+async fn catch_panic(req: Request, next: Next) -> Response {
+    let route = format!("{} {}", req.method(), req.uri().path());
+    match AssertUnwindSafe(next.run(req)).catch_unwind().await {
+        Ok(response) => response,
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            ApiError::internal(format!("handler of {route} panicked: {what}")).into_response()
+        }
+    }
+}

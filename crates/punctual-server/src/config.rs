@@ -1,0 +1,558 @@
+//! The server's settings: flags of `punctual serve`, the TOML file of API.md's "Server
+//! configuration", and built-in defaults, in that order of precedence.
+//!
+//! The file is read in two stages (STYLE.md): serde reads it into raw structs that
+//! mirror the file (`deny_unknown_fields`: an unknown key is an error, not ignored),
+//! keeping each value's position; validation then builds [`Settings`] with defaults
+//! applied. Every error names the file and the line at fault.
+//!
+//! Push actions (`[queues."name".action]`) are read and checked for shape, then refused:
+//! they are not implemented yet, and a queue that silently did nothing would be worse.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use clap::{Args, ValueEnum};
+use punctual_core::time::parse_duration;
+use punctual_core::{Backoff, EngineConfig, QueueDefaults, QueueName};
+use serde::Deserialize;
+use toml::Spanned;
+
+use crate::extract::ApiDuration;
+use crate::state::HttpOptions;
+
+const EXAMPLES: &str = "\
+Examples:
+  punctual serve                                   # embedded store in ./punctual-data, 127.0.0.1:7575
+  punctual serve --data /var/lib/punctual --listen 0.0.0.0:7575
+  punctual serve --config punctual.toml            # flags override the file
+  punctual serve --token s3cret --token other      # or PUNCTUAL_TOKENS=s3cret,other
+
+Configuration file (TOML; every key optional; unknown keys are an error):
+  listen = \"127.0.0.1:7575\"
+  data = \"./punctual-data\"            # or: store = \"redis://127.0.0.1:6379\"
+  tokens = [\"s3cret\"]
+  log_format = \"text\"                 # or \"json\"
+  grace_period = \"10s\"
+  request_timeout = \"30s\"
+  max_payload_bytes = 65536
+  max_batch = 10000
+  max_body_bytes = 33554432
+
+  [queues.\"order.cancel\"]             # defaults for tasks of this queue
+  max_attempts = 10
+  backoff = { initial = \"1s\", factor = 2.0, max = \"1h\" }
+
+Durations are written \"1500ms\", \"30s\", \"1h 30m\", \"7d\" or as integer milliseconds.
+Push actions ([queues.\"…\".action]) and the Redis store (--store) are not implemented yet:
+queues are drained by pull workers (POST /v1/queues/{queue}/lease).
+Logs go to stderr; RUST_LOG filters them (default: info).
+SIGTERM or SIGINT: stop accepting, let running requests finish within the grace period
+(long polls answer at once with no leases), make every write durable, exit 0.";
+
+/// The flags of `punctual serve`.
+#[derive(Debug, Clone, Default, Args)]
+#[command(after_long_help = EXAMPLES)]
+pub struct ServeArgs {
+    /// TOML configuration file; flags override its values.
+    #[arg(long, short = 'c', value_name = "FILE", env = "PUNCTUAL_CONFIG")]
+    pub(crate) config: Option<PathBuf>,
+    /// Address to listen on [default: 127.0.0.1:7575].
+    #[arg(long, value_name = "HOST:PORT")]
+    pub(crate) listen: Option<String>,
+    /// Directory of the embedded store, created if missing [default: ./punctual-data].
+    #[arg(long, value_name = "DIR", conflicts_with = "store")]
+    pub(crate) data: Option<PathBuf>,
+    /// A shared store instead of the embedded one: redis://HOST:PORT or
+    /// redis-cluster://HOST:PORT,HOST:PORT,… (not supported yet).
+    #[arg(long, value_name = "URL")]
+    pub(crate) store: Option<String>,
+    /// A bearer token clients must send (Authorization: Bearer TOKEN); repeatable, or
+    /// comma-separated in PUNCTUAL_TOKENS. Without tokens the API is open.
+    #[arg(
+        long = "token",
+        value_name = "TOKEN",
+        env = "PUNCTUAL_TOKENS",
+        value_delimiter = ',',
+        hide_env_values = true
+    )]
+    pub(crate) tokens: Vec<String>,
+    /// Log format on stderr [default: text].
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub(crate) log_format: Option<LogFormat>,
+    /// On SIGTERM/SIGINT, how long running requests may take to finish [default: 10s].
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub(crate) grace_period: Option<Duration>,
+    /// The longest a request may take, reading its body included; a lease request gets
+    /// its wait (up to 60s) on top [default: 30s].
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub(crate) request_timeout: Option<Duration>,
+    /// The largest task payload, serialized as JSON, in bytes [default: 65536].
+    #[arg(long, value_name = "BYTES")]
+    pub(crate) max_payload_bytes: Option<usize>,
+    /// The most tasks or acks in one batch request [default: 10000].
+    #[arg(long, value_name = "N")]
+    pub(crate) max_batch: Option<usize>,
+    /// The largest body of a batch request, in bytes [default: 33554432 (32 MiB)].
+    #[arg(long, value_name = "BYTES")]
+    pub(crate) max_body_bytes: Option<usize>,
+}
+
+/// How logs are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum LogFormat {
+    /// Human-readable lines.
+    #[default]
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// Where tasks are stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Backend {
+    /// The embedded store in this directory.
+    Embedded(PathBuf),
+    /// A Redis or Redis Cluster URL (not supported yet).
+    Redis(String),
+}
+
+/// Everything the server runs with, validated, defaults applied.
+#[derive(Debug, Clone)]
+pub(crate) struct Settings {
+    pub(crate) listen: String,
+    pub(crate) backend: Backend,
+    pub(crate) tokens: Vec<String>,
+    pub(crate) log_format: LogFormat,
+    pub(crate) grace_period: Duration,
+    pub(crate) request_timeout: Duration,
+    pub(crate) max_payload_bytes: usize,
+    pub(crate) max_batch: usize,
+    pub(crate) max_body_bytes: usize,
+    pub(crate) queues: HashMap<QueueName, QueueDefaults>,
+}
+
+impl Settings {
+    pub(crate) fn engine_config(&self) -> EngineConfig {
+        let mut config = EngineConfig::default();
+        config.limits.max_payload_bytes = self.max_payload_bytes;
+        config.limits.max_batch = self.max_batch;
+        for (name, defaults) in &self.queues {
+            config = config.queue(name.clone(), defaults.clone());
+        }
+        config
+    }
+
+    pub(crate) fn http_options(&self) -> HttpOptions {
+        let mut options = HttpOptions::default();
+        options.tokens = self.tokens.clone();
+        options.request_timeout = self.request_timeout;
+        options.max_body_bytes = self.max_body_bytes;
+        options
+    }
+}
+
+/// A configuration that cannot be used: the file, the line if known, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError {
+    source: String,
+    line: Option<usize>,
+    message: String,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.line {
+            Some(line) => write!(f, "{}, line {line}: {}", self.source, self.message),
+            None => write!(f, "{}: {}", self.source, self.message),
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+impl ConfigError {
+    fn flag(message: impl Into<String>) -> ConfigError {
+        ConfigError { source: "command line".into(), line: None, message: message.into() }
+    }
+}
+
+/// The file as written.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    listen: Option<Spanned<String>>,
+    data: Option<Spanned<String>>,
+    store: Option<Spanned<String>>,
+    tokens: Option<Vec<Spanned<String>>>,
+    log_format: Option<Spanned<LogFormat>>,
+    grace_period: Option<Spanned<ApiDuration>>,
+    request_timeout: Option<Spanned<ApiDuration>>,
+    max_payload_bytes: Option<Spanned<i64>>,
+    max_batch: Option<Spanned<i64>>,
+    max_body_bytes: Option<Spanned<i64>>,
+    #[serde(default)]
+    queues: BTreeMap<Spanned<String>, RawQueue>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawQueue {
+    max_attempts: Option<Spanned<i64>>,
+    backoff: Option<Spanned<RawBackoff>>,
+    action: Option<Spanned<RawAction>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawBackoff {
+    initial: ApiDuration,
+    factor: f64,
+    max: ApiDuration,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawAction {
+    kind: Spanned<ActionKind>,
+    url: Option<Spanned<String>>,
+    #[allow(dead_code, reason = "checked for shape; actions are not implemented yet")]
+    secret: Option<String>,
+    #[allow(dead_code, reason = "checked for shape; actions are not implemented yet")]
+    timeout: Option<ApiDuration>,
+    concurrency: Option<Spanned<i64>>,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum ActionKind {
+    Webhook,
+    Email,
+    Wecom,
+    Dingtalk,
+    Feishu,
+    Slack,
+}
+
+/// Reads the file named by `--config`, if any, and merges the flags over it.
+pub(crate) fn load(args: &ServeArgs) -> Result<Settings, ConfigError> {
+    match &args.config {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+                source: path.display().to_string(),
+                line: None,
+                message: format!("cannot read the configuration file: {e}"),
+            })?;
+            settings(args, Some((path, &text)))
+        }
+        None => settings(args, None),
+    }
+}
+
+/// Validates the file (if any) and the flags into settings.
+pub(crate) fn settings(args: &ServeArgs, file: Option<(&Path, &str)>) -> Result<Settings, ConfigError> {
+    let (raw, source, text) = match file {
+        Some((path, text)) => {
+            let source = path.display().to_string();
+            let raw: RawConfig = toml::from_str(text).map_err(|e| ConfigError {
+                source: source.clone(),
+                line: e.span().map(|span| line_of(text, &span)),
+                message: e.message().trim().to_owned(),
+            })?;
+            (raw, source, text)
+        }
+        None => (RawConfig::default(), String::new(), ""),
+    };
+    let at = |span: Range<usize>, message: String| ConfigError {
+        source: source.clone(),
+        line: Some(line_of(text, &span)),
+        message,
+    };
+
+    let listen = match (&args.listen, &raw.listen) {
+        (Some(flag), _) => check_listen(flag).map_err(ConfigError::flag)?,
+        (None, Some(value)) => check_listen(value.get_ref()).map_err(|m| at(value.span(), m))?,
+        (None, None) => "127.0.0.1:7575".to_owned(),
+    };
+
+    let backend = match (&args.data, &args.store) {
+        (Some(dir), _) => Backend::Embedded(dir.clone()),
+        (None, Some(url)) => backend_of(url).map_err(ConfigError::flag)?,
+        (None, None) => match (&raw.data, &raw.store) {
+            (Some(_), Some(store)) => {
+                return Err(at(store.span(), "give data (the embedded store) or store (a URL), not both".into()));
+            }
+            (Some(dir), None) => {
+                if dir.get_ref().is_empty() {
+                    return Err(at(dir.span(), "data names a directory and cannot be empty".into()));
+                }
+                Backend::Embedded(PathBuf::from(dir.get_ref()))
+            }
+            (None, Some(url)) => backend_of(url.get_ref()).map_err(|m| at(url.span(), m))?,
+            (None, None) => Backend::Embedded(PathBuf::from("./punctual-data")),
+        },
+    };
+
+    let tokens = if args.tokens.is_empty() {
+        let mut tokens = Vec::new();
+        for token in raw.tokens.iter().flatten() {
+            check_token(token.get_ref()).map_err(|m| at(token.span(), m))?;
+            tokens.push(token.get_ref().clone());
+        }
+        tokens
+    } else {
+        for token in &args.tokens {
+            check_token(token).map_err(ConfigError::flag)?;
+        }
+        args.tokens.clone()
+    };
+
+    let duration = |flag: Option<Duration>, value: &Option<Spanned<ApiDuration>>, name: &str, default: Duration| {
+        let (d, span) = match (flag, value) {
+            (Some(d), _) => (d, None),
+            (None, Some(v)) => (v.get_ref().0, Some(v.span())),
+            (None, None) => return Ok(default),
+        };
+        if d.is_zero() {
+            let message = format!("{name} must be longer than 0");
+            return Err(span.map_or_else(|| ConfigError::flag(message.clone()), |s| at(s, message.clone())));
+        }
+        Ok(d)
+    };
+    let count = |flag: Option<usize>, value: &Option<Spanned<i64>>, name: &str, default: usize| {
+        let (n, span) = match (flag, value) {
+            (Some(n), _) => (i64::try_from(n).unwrap_or(i64::MAX), None),
+            (None, Some(v)) => (*v.get_ref(), Some(v.span())),
+            (None, None) => return Ok(default),
+        };
+        match usize::try_from(n) {
+            Ok(n) if n >= 1 => Ok(n),
+            _ => {
+                let message = format!("{name} must be at least 1, not {n}");
+                Err(span.map_or_else(|| ConfigError::flag(message.clone()), |s| at(s, message.clone())))
+            }
+        }
+    };
+
+    let mut queues = HashMap::new();
+    for (name, queue) in &raw.queues {
+        let queue_name = QueueName::new(name.get_ref().as_str()).map_err(|e| at(name.span(), e.to_string()))?;
+        let mut defaults = QueueDefaults::default();
+        if let Some(n) = &queue.max_attempts {
+            defaults.max_attempts = u32::try_from(*n.get_ref()).ok().filter(|n| *n >= 1).ok_or_else(|| {
+                at(n.span(), format!("max_attempts must be from 1 to {}, not {}", u32::MAX, n.get_ref()))
+            })?;
+        }
+        if let Some(b) = &queue.backoff {
+            let raw = b.get_ref();
+            defaults.backoff =
+                Backoff::new(raw.initial.0, raw.factor, raw.max.0).map_err(|e| at(b.span(), e.to_string()))?;
+        }
+        if let Some(action) = &queue.action {
+            check_action(action.get_ref()).map_err(|(span, m)| at(span.unwrap_or(action.span()), m))?;
+            return Err(at(
+                name.span(),
+                format!(
+                    "queue '{queue_name}' has an action, but push actions are not implemented yet; remove its \
+                     [queues.\"{queue_name}\".action] table and drain the queue with pull workers \
+                     (POST /v1/queues/{queue_name}/lease)"
+                ),
+            ));
+        }
+        queues.insert(queue_name, defaults);
+    }
+
+    Ok(Settings {
+        listen,
+        backend,
+        tokens,
+        log_format: args.log_format.or(raw.log_format.as_ref().map(|f| *f.get_ref())).unwrap_or_default(),
+        grace_period: duration(args.grace_period, &raw.grace_period, "grace_period", Duration::from_secs(10))?,
+        request_timeout: duration(
+            args.request_timeout,
+            &raw.request_timeout,
+            "request_timeout",
+            Duration::from_secs(30),
+        )?,
+        max_payload_bytes: count(args.max_payload_bytes, &raw.max_payload_bytes, "max_payload_bytes", 64 * 1024)?,
+        max_batch: count(args.max_batch, &raw.max_batch, "max_batch", 10_000)?,
+        max_body_bytes: count(args.max_body_bytes, &raw.max_body_bytes, "max_body_bytes", 32 * 1024 * 1024)?,
+        queues,
+    })
+}
+
+/// The 1-based line of the byte offset where `span` starts.
+fn line_of(text: &str, span: &Range<usize>) -> usize {
+    let end = span.start.min(text.len());
+    text.as_bytes()[..end].iter().filter(|b| **b == b'\n').count() + 1
+}
+
+fn check_listen(addr: &str) -> Result<String, String> {
+    let valid = addr.rsplit_once(':').is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok());
+    if valid {
+        Ok(addr.to_owned())
+    } else {
+        Err(format!("'{addr}' is not an address to listen on: write HOST:PORT, e.g. 127.0.0.1:7575"))
+    }
+}
+
+fn backend_of(url: &str) -> Result<Backend, String> {
+    if ["redis://", "rediss://", "redis-cluster://"].iter().any(|scheme| url.starts_with(scheme)) {
+        Ok(Backend::Redis(url.to_owned()))
+    } else {
+        Err(format!(
+            "'{url}' is not a store URL: use redis://HOST:PORT or redis-cluster://HOST:PORT,…, \
+             or data (--data DIR) for the embedded store"
+        ))
+    }
+}
+
+fn check_token(token: &str) -> Result<(), String> {
+    if token.is_empty() {
+        return Err("a token cannot be empty".into());
+    }
+    if token.bytes().any(|b| !b.is_ascii_graphic()) {
+        return Err("a token is printable ASCII without spaces (it travels in an HTTP header)".into());
+    }
+    Ok(())
+}
+
+/// Checks an action table's values; the span is of the value at fault.
+fn check_action(action: &RawAction) -> Result<(), (Option<Range<usize>>, String)> {
+    let needs_url = !matches!(action.kind.get_ref(), ActionKind::Email);
+    match &action.url {
+        Some(url) => {
+            let text = url.get_ref();
+            if !(text.starts_with("http://") || text.starts_with("https://")) {
+                return Err((Some(url.span()), format!("url '{text}' must start with http:// or https://")));
+            }
+        }
+        None if needs_url => return Err((Some(action.kind.span()), "this kind of action needs a url".into())),
+        None => {}
+    }
+    if let Some(c) = &action.concurrency {
+        if !(1..=10_000).contains(c.get_ref()) {
+            return Err((Some(c.span()), format!("concurrency must be from 1 to 10000, not {}", c.get_ref())));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(text: &str) -> Result<Settings, ConfigError> {
+        settings(&ServeArgs::default(), Some((Path::new("punctual.toml"), text)))
+    }
+
+    fn error_line(text: &str) -> (Option<usize>, String) {
+        let e = file(text).unwrap_err();
+        assert_eq!(e.source, "punctual.toml");
+        (e.line, e.message)
+    }
+
+    #[test]
+    fn defaults_without_a_file() {
+        let s = settings(&ServeArgs::default(), None).unwrap();
+        assert_eq!(s.listen, "127.0.0.1:7575");
+        assert_eq!(s.backend, Backend::Embedded(PathBuf::from("./punctual-data")));
+        assert!(s.tokens.is_empty());
+        assert_eq!(s.log_format, LogFormat::Text);
+        assert_eq!((s.max_payload_bytes, s.max_batch), (65_536, 10_000));
+        assert_eq!(s.grace_period, Duration::from_secs(10));
+    }
+
+    #[test]
+    fn the_example_of_api_md_without_its_action_is_read() {
+        let s = file(
+            r#"
+listen = "127.0.0.1:7575"
+data = "./punctual-data"            # or: store = "redis://127.0.0.1:6379"
+tokens = ["s3cret"]
+
+[queues."order.cancel"]             # defaults for tasks of this queue
+max_attempts = 10
+backoff = { initial = "1s", factor = 2.0, max = "1h" }
+"#,
+        )
+        .unwrap();
+        assert_eq!(s.tokens, vec!["s3cret".to_owned()]);
+        let q = &s.queues[&QueueName::new("order.cancel").unwrap()];
+        assert_eq!(q.max_attempts, 10);
+        assert_eq!(q.backoff, Backoff::default());
+    }
+
+    #[test]
+    fn actions_are_checked_then_refused_as_not_implemented() {
+        let text = r#"
+[queues."order.cancel"]
+max_attempts = 10
+
+[queues."order.cancel".action]      # push: the server runs the handler
+kind = "webhook"                    # webhook | email | wecom | dingtalk | feishu | slack
+url = "http://127.0.0.1:8080/hooks/order-cancel"
+secret = "whsec-x"
+timeout = "10s"
+concurrency = 32
+"#;
+        let (line, message) = error_line(text);
+        assert_eq!(line, Some(2));
+        assert!(message.contains("not implemented yet") && message.contains("order.cancel"), "{message}");
+        let (line, message) = error_line(&text.replace("webhook\"", "pigeon\""));
+        assert_eq!(line, Some(6), "{message}");
+        let (line, message) =
+            error_line(&text.replace("colour", "x").replace("concurrency = 32", "concurrency = 32\ncolour = 1"));
+        assert_eq!(line, Some(11), "{message}");
+        let (line, message) = error_line(&text.replace("http://127", "ftp://127"));
+        assert_eq!(line, Some(7), "{message}");
+    }
+
+    #[test]
+    fn errors_name_their_line() {
+        let cases: &[(&str, usize, &str)] = &[
+            ("listen = \"127.0.0.1:7575\"\nlisten_port = 1\n", 2, "listen_port"),
+            ("\n\nlisten = \"nowhere\"\n", 3, "HOST:PORT"),
+            ("data = \"d\"\nstore = \"redis://x:1\"\n", 2, "not both"),
+            ("store = \"mysql://x\"\n", 1, "not a store URL"),
+            ("tokens = [\"ok\",\n  \"has space\"]\n", 2, "printable"),
+            ("grace_period = \"soon\"\n", 1, "soon"),
+            ("request_timeout = 0\n", 1, "longer than 0"),
+            ("max_batch = 0\n", 1, "at least 1"),
+            ("log_format = \"xml\"\n", 1, "xml"),
+            ("[queues.\"bad/name\"]\nmax_attempts = 1\n", 1, "queue"),
+            ("[queues.q]\nmax_attempts = 0\n", 2, "max_attempts"),
+            ("[queues.q]\n\nbackoff = { initial = \"1s\", factor = 0.5, max = \"1h\" }\n", 3, "factor"),
+            ("[queues.q]\nbackoff = { initial = \"1s\", factor = 2.0 }\n", 2, "max"),
+            ("[queues.q]\nretries = 3\n", 2, "retries"),
+            ("listen = \n", 1, ""),
+        ];
+        for (text, line, needle) in cases {
+            let (found, message) = error_line(text);
+            assert_eq!(found, Some(*line), "{text:?}: {message}");
+            assert!(message.contains(needle), "{text:?}: {message}");
+        }
+    }
+
+    #[test]
+    fn flags_override_the_file() {
+        let text = "listen = \"127.0.0.1:1\"\ndata = \"from-file\"\ntokens = [\"a\"]\nmax_batch = 5\n";
+        let args = ServeArgs {
+            listen: Some("0.0.0.0:2".into()),
+            store: Some("redis://127.0.0.1:6379".into()),
+            tokens: vec!["b".into()],
+            ..ServeArgs::default()
+        };
+        let s = settings(&args, Some((Path::new("f.toml"), text))).unwrap();
+        assert_eq!(s.listen, "0.0.0.0:2");
+        assert_eq!(s.backend, Backend::Redis("redis://127.0.0.1:6379".into()));
+        assert_eq!(s.tokens, vec!["b".to_owned()]);
+        assert_eq!(s.max_batch, 5);
+        let e = settings(&ServeArgs { max_batch: Some(0), ..ServeArgs::default() }, None).unwrap_err();
+        assert_eq!(e.to_string(), "command line: max_batch must be at least 1, not 0");
+    }
+}

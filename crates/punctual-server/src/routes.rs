@@ -1,0 +1,345 @@
+//! The handlers of the `/v1` API, one per route of API.md. Each reads its request
+//! through [`crate::extract`], validates it through [`crate::api`], calls the engine,
+//! and answers the object API.md gives, or an [`ApiError`].
+
+use axum::Json;
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use punctual_core::store::ScheduleOutcome;
+use punctual_core::{QueueName, Store, TaskState};
+use serde_json::Value;
+
+use crate::api::*;
+use crate::delivery::{DeliveryBody, Undelivered};
+use crate::error::{ApiError, ErrorBody};
+use crate::extract::{JsonBody, Params, QueryParams, from_value};
+use crate::state::AppState;
+
+type Answer = Result<Response, ApiError>;
+
+#[utoipa::path(put, path = "/v1/queues/{queue}/tasks/{key}", tag = "tasks",
+    summary = "Create or update one task",
+    params(("queue" = String, Path, description = "Queue name, [A-Za-z0-9._:-]{1,128}"),
+           ("key" = String, Path, description = "Task key, 1–512 bytes of UTF-8; percent-encode '/' as %2F")),
+    request_body = TaskBody,
+    responses(
+        (status = 201, description = "Created", body = ScheduleResponse),
+        (status = 200, description = "Replaced or kept", body = ScheduleResponse),
+        (status = 400, description = "Invalid input", body = ErrorBody),
+        (status = 409, description = "Exists and if_exists is error", body = ErrorBody),
+        (status = 413, description = "Payload too large", body = ErrorBody)))]
+pub(crate) async fn put_task<S: Store>(
+    State(state): State<AppState<S>>,
+    params: Params,
+    JsonBody(body): JsonBody<TaskBody>,
+) -> Answer {
+    let (queue, key) = (params.get("queue"), params.get("key"));
+    if body.key.as_deref().is_some_and(|k| k != key) {
+        return Err(ApiError::invalid("key", "the body's key differs from the key in the path; leave it out"));
+    }
+    let spec = body.into_spec()?;
+    let scheduled = state.inner.engine.schedule(queue, key, spec).await?;
+    let status = if scheduled.outcome == ScheduleOutcome::Created { StatusCode::CREATED } else { StatusCode::OK };
+    Ok((status, Json(ScheduleResponse { outcome: scheduled.outcome, task: scheduled.task })).into_response())
+}
+
+#[utoipa::path(post, path = "/v1/queues/{queue}/tasks", tag = "tasks",
+    summary = "Create or update many tasks; each item succeeds or fails on its own",
+    params(("queue" = String, Path, description = "Queue name")),
+    request_body = BatchBody,
+    responses(
+        (status = 200, description = "One result per item, in order", body = BatchResponse),
+        (status = 400, description = "Not a batch, or more items than the limit (field tasks)", body = ErrorBody),
+        (status = 413, description = "Request body too large", body = ErrorBody)))]
+pub(crate) async fn post_tasks<S: Store>(
+    State(state): State<AppState<S>>,
+    params: Params,
+    JsonBody(body): JsonBody<BatchBody>,
+) -> Answer {
+    let queue = params.get("queue");
+    QueueName::new(queue)?;
+    let limit = state.inner.engine.limits().max_batch;
+    if body.tasks.len() > limit {
+        return Err(ApiError::invalid(
+            "tasks",
+            format!("{} tasks is over the batch limit of {limit}", body.tasks.len()),
+        ));
+    }
+    let mut results: Vec<BatchResult> = Vec::with_capacity(body.tasks.len());
+    let mut valid = Vec::with_capacity(body.tasks.len());
+    let mut positions = Vec::with_capacity(body.tasks.len());
+    for (i, value) in body.tasks.into_iter().enumerate() {
+        let key = value.get("key").cloned().unwrap_or(Value::Null);
+        let parsed = from_value::<TaskBody>(value).and_then(|item| {
+            let key = item.key.clone().ok_or_else(|| ApiError::invalid("key", "each task of a batch needs its key"))?;
+            Ok((key, item.into_spec()?))
+        });
+        match parsed {
+            Ok(item) => {
+                valid.push(item);
+                positions.push(i);
+                results.push(BatchResult { key, outcome: None, error: None });
+            }
+            Err(e) => {
+                let error = Some(e.within(&format!("tasks[{i}]")).detail());
+                results.push(BatchResult { key, outcome: None, error });
+            }
+        }
+    }
+    let written = state.inner.engine.schedule_many(queue, valid).await?;
+    for (i, result) in positions.into_iter().zip(written) {
+        match result {
+            Ok(scheduled) => results[i].outcome = Some(scheduled.outcome),
+            Err(e) => results[i].error = Some(ApiError::from(e).within(&format!("tasks[{i}]")).detail()),
+        }
+    }
+    Ok(Json(BatchResponse { results }).into_response())
+}
+
+#[utoipa::path(get, path = "/v1/queues/{queue}/tasks/{key}", tag = "tasks", summary = "One task",
+    params(("queue" = String, Path), ("key" = String, Path)),
+    responses((status = 200, body = crate::schema::Task), (status = 404, body = ErrorBody)))]
+pub(crate) async fn get_task<S: Store>(State(state): State<AppState<S>>, params: Params) -> Answer {
+    let (queue, key) = (params.get("queue"), params.get("key"));
+    match state.inner.engine.get(queue, key).await? {
+        Some(task) => Ok(Json(task).into_response()),
+        None => Err(ApiError::NotFound(format!("no task '{key}' in queue '{queue}'"))),
+    }
+}
+
+#[utoipa::path(delete, path = "/v1/queues/{queue}/tasks/{key}", tag = "tasks",
+    summary = "Cancel a task in any state (a leased one neither retries nor repeats)",
+    params(("queue" = String, Path), ("key" = String, Path)),
+    responses((status = 204, description = "Cancelled"), (status = 404, body = ErrorBody)))]
+pub(crate) async fn delete_task<S: Store>(State(state): State<AppState<S>>, params: Params) -> Answer {
+    let (queue, key) = (params.get("queue"), params.get("key"));
+    if state.inner.engine.cancel(queue, key).await? {
+        Ok(StatusCode::NO_CONTENT.into_response())
+    } else {
+        Err(ApiError::NotFound(format!("no task '{key}' in queue '{queue}'")))
+    }
+}
+
+#[utoipa::path(delete, path = "/v1/queues/{queue}/tags/{tag}", tag = "tasks",
+    summary = "Cancel every task of the queue carrying the tag",
+    params(("queue" = String, Path), ("tag" = String, Path)),
+    responses((status = 200, body = CancelledResponse), (status = 400, body = ErrorBody)))]
+pub(crate) async fn cancel_tag<S: Store>(State(state): State<AppState<S>>, params: Params) -> Answer {
+    let cancelled = state.inner.engine.cancel_tag(params.get("queue"), params.get("tag")).await?;
+    Ok(Json(CancelledResponse { cancelled }).into_response())
+}
+
+#[utoipa::path(get, path = "/v1/queues/{queue}/tasks", tag = "tasks", summary = "Tasks in due order",
+    params(("queue" = String, Path),
+           ("state" = Option<String>, Query, description = "scheduled, leased or dead"),
+           ("limit" = Option<u32>, Query, description = "1–1,000, default 100"),
+           ("cursor" = Option<String>, Query, description = "next_cursor of the previous page")),
+    responses((status = 200, body = TaskList), (status = 400, body = ErrorBody)))]
+pub(crate) async fn list_tasks<S: Store>(
+    State(state): State<AppState<S>>,
+    params: Params,
+    QueryParams(query): QueryParams<ListQuery>,
+) -> Answer {
+    let task_state = query.state.as_deref().filter(|s| !s.is_empty()).map(TaskState::parse).transpose()?;
+    list(&state, params.get("queue"), task_state, &query).await
+}
+
+async fn list<S: Store>(state: &AppState<S>, queue: &str, task_state: Option<TaskState>, query: &ListQuery) -> Answer {
+    let page = state.inner.engine.list(queue, task_state, query.limit()?, query.cursor()).await?;
+    Ok(Json(TaskList { tasks: page.tasks, next_cursor: page.next_cursor }).into_response())
+}
+
+#[utoipa::path(get, path = "/v1/queues", tag = "queues", summary = "Every queue holding a task, with counts",
+    responses((status = 200, body = QueueListResponse)))]
+pub(crate) async fn list_queues<S: Store>(State(state): State<AppState<S>>) -> Answer {
+    let stats = state.inner.engine.stats(None).await?;
+    Ok(Json(QueueListResponse { queues: stats.into_iter().map(QueueSummary::from).collect() }).into_response())
+}
+
+#[utoipa::path(get, path = "/v1/queues/{queue}", tag = "queues",
+    summary = "One queue's counts, overdue time and recent fire lag (zero counts when unknown)",
+    params(("queue" = String, Path)),
+    responses((status = 200, body = QueueDetail), (status = 400, body = ErrorBody)))]
+pub(crate) async fn get_queue<S: Store>(State(state): State<AppState<S>>, params: Params) -> Answer {
+    let name = params.get("queue");
+    let engine = &state.inner.engine;
+    let stats = engine.stats(Some(name)).await?;
+    let summary = match stats.into_iter().next() {
+        Some(stats) => QueueSummary::from(stats),
+        None => QueueSummary { name: name.to_owned(), scheduled: 0, leased: 0, dead: 0, next_due_at: None },
+    };
+    let now = engine.clock().now();
+    let oldest_overdue_ms = summary
+        .next_due_at
+        .filter(|due| *due <= now)
+        .map_or(0, |due| u64::try_from(now.saturating_since(due).as_millis()).unwrap_or(u64::MAX));
+    let lag = engine.recent_lag(name)?;
+    let lag_ms = LagMs { p50: lag.map(|l| l.p50_ms), p99: lag.map(|l| l.p99_ms) };
+    Ok(Json(QueueDetail { summary, oldest_overdue_ms, lag_ms }).into_response())
+}
+
+#[utoipa::path(post, path = "/v1/queues/{queue}/lease", tag = "workers",
+    summary = "Lease due tasks; with wait, hold the request open until one falls due (long poll)",
+    params(("queue" = String, Path)),
+    request_body = LeaseBody,
+    responses((status = 200, description = "Leases (an empty list after wait)", body = LeaseResponse),
+               (status = 400, body = ErrorBody)))]
+pub(crate) async fn lease<S: Store>(
+    State(state): State<AppState<S>>,
+    params: Params,
+    JsonBody(body): JsonBody<LeaseBody>,
+) -> Answer {
+    let queue = params.get("queue").to_owned();
+    let options = body.into_options();
+    let engine = state.inner.engine.clone();
+    // Cancelled when this handler is dropped (the client went away, or the request
+    // timed out) or the server stops: the wait then ends at once.
+    let cancel = state.inner.shutdown.child_token();
+    let _stop_waiting = cancel.clone().drop_guard();
+    let (answer, answered) = tokio::sync::oneshot::channel();
+    tokio::spawn(async move {
+        let result = if cancel.is_cancelled() {
+            Ok(Vec::new())
+        } else {
+            engine.lease_cancellable(&queue, options, &cancel).await
+        };
+        let held = result.map(|leases| {
+            let tokens = leases.iter().map(|l| l.token.clone()).collect();
+            (leases, Undelivered::new(engine, tokens))
+        });
+        // If the handler is gone, the leases drop here and are released.
+        let _ = answer.send(held);
+    });
+    let (leases, undelivered) =
+        answered.await.map_err(|_| ApiError::internal("the lease task ended without an answer"))??;
+    let items: Vec<LeaseItem> = leases
+        .into_iter()
+        .map(|lease| LeaseItem {
+            lease_id: state.inner.codec.encode(&lease.token),
+            expires_at: lease.expires_at,
+            attempt: lease.attempt,
+            delivery_id: lease.delivery_id,
+            task: lease.task,
+        })
+        .collect();
+    let json = serde_json::to_vec(&LeaseResponse { leases: items }).map_err(ApiError::internal)?;
+    let body = DeliveryBody::new(json.into(), undelivered);
+    Ok(([(header::CONTENT_TYPE, "application/json")], Body::new(body)).into_response())
+}
+
+fn decode_lease<S: Store>(state: &AppState<S>, lease_id: &str) -> Result<punctual_core::LeaseToken, ApiError> {
+    state
+        .inner
+        .codec
+        .decode(lease_id)
+        .map_err(|_| ApiError::NotFound("no such lease: the lease id is unknown or malformed".into()))
+}
+
+#[utoipa::path(post, path = "/v1/leases/{lease_id}/ack", tag = "workers", summary = "Report how a leased try ended",
+    params(("lease_id" = String, Path, description = "As given by lease")),
+    request_body = AckBody,
+    responses((status = 204, description = "Applied"),
+               (status = 400, body = ErrorBody),
+               (status = 404, description = "Unknown or malformed lease id", body = ErrorBody),
+               (status = 409, description = "The lease expired, was superseded, or its task was replaced or cancelled; nothing changed", body = ErrorBody)))]
+pub(crate) async fn ack<S: Store>(
+    State(state): State<AppState<S>>,
+    params: Params,
+    JsonBody(body): JsonBody<AckBody>,
+) -> Answer {
+    let token = decode_lease(&state, params.get("lease_id"))?;
+    let outcome = body.into_outcome()?;
+    state.inner.engine.ack(&token, outcome).await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+#[utoipa::path(post, path = "/v1/acks", tag = "workers", summary = "Many acks, each applied or refused on its own",
+    request_body = AcksBody,
+    responses((status = 200, body = AcksResponse), (status = 400, body = ErrorBody), (status = 413, body = ErrorBody)))]
+pub(crate) async fn acks<S: Store>(State(state): State<AppState<S>>, JsonBody(body): JsonBody<AcksBody>) -> Answer {
+    let limit = state.inner.engine.limits().max_batch;
+    if body.acks.len() > limit {
+        return Err(ApiError::invalid("acks", format!("{} acks is over the batch limit of {limit}", body.acks.len())));
+    }
+    let mut results = Vec::with_capacity(body.acks.len());
+    let mut valid = Vec::with_capacity(body.acks.len());
+    let mut positions = Vec::with_capacity(body.acks.len());
+    for (i, value) in body.acks.into_iter().enumerate() {
+        let lease_id = value.get("lease_id").cloned().unwrap_or(Value::Null);
+        let checked = from_value::<AckItem>(value).and_then(|item| {
+            let token = decode_lease(&state, &item.lease_id)?;
+            Ok((token, item.ack.into_outcome()?))
+        });
+        match checked {
+            Ok(ack) => {
+                valid.push(ack);
+                positions.push(i);
+                results.push(AckResult { lease_id, status: 204, error: None });
+            }
+            Err(e) => {
+                let e = e.within(&format!("acks[{i}]"));
+                results.push(AckResult { lease_id, status: e.status().as_u16(), error: Some(e.detail()) });
+            }
+        }
+    }
+    let applied = state.inner.engine.ack_many(valid).await?;
+    for (i, result) in positions.into_iter().zip(applied) {
+        if let Err(e) = result {
+            let e = ApiError::from(e);
+            results[i].status = e.status().as_u16();
+            results[i].error = Some(e.detail());
+        }
+    }
+    Ok(Json(AcksResponse { results }).into_response())
+}
+
+#[utoipa::path(post, path = "/v1/leases/{lease_id}/extend", tag = "workers", summary = "Extend a live lease from now",
+    params(("lease_id" = String, Path)),
+    request_body = ExtendBody,
+    responses((status = 200, body = ExtendResponse), (status = 400, body = ErrorBody),
+               (status = 404, body = ErrorBody), (status = 409, description = "The lease is no longer live", body = ErrorBody)))]
+pub(crate) async fn extend<S: Store>(
+    State(state): State<AppState<S>>,
+    params: Params,
+    JsonBody(body): JsonBody<ExtendBody>,
+) -> Answer {
+    let lease_id = params.get("lease_id");
+    let token = decode_lease(&state, lease_id)?;
+    let expires_at = state.inner.engine.extend(&token, body.lease_for()).await?;
+    Ok(Json(ExtendResponse { lease_id: lease_id.to_owned(), expires_at }).into_response())
+}
+
+#[utoipa::path(get, path = "/v1/queues/{queue}/dead", tag = "dead", summary = "Dead tasks",
+    params(("queue" = String, Path),
+           ("limit" = Option<u32>, Query, description = "1–1,000, default 100"),
+           ("cursor" = Option<String>, Query)),
+    responses((status = 200, body = TaskList), (status = 400, body = ErrorBody)))]
+pub(crate) async fn list_dead<S: Store>(
+    State(state): State<AppState<S>>,
+    params: Params,
+    QueryParams(query): QueryParams<ListQuery>,
+) -> Answer {
+    if query.state.is_some() {
+        return Err(ApiError::invalid("state", "the dead list takes no state"));
+    }
+    list(&state, params.get("queue"), Some(TaskState::Dead), &query).await
+}
+
+#[utoipa::path(post, path = "/v1/queues/{queue}/dead/{key}/retry", tag = "dead",
+    summary = "Back to scheduled, due now, attempts reset",
+    params(("queue" = String, Path), ("key" = String, Path)),
+    responses((status = 200, body = crate::schema::Task), (status = 404, body = ErrorBody)))]
+pub(crate) async fn retry_dead<S: Store>(State(state): State<AppState<S>>, params: Params) -> Answer {
+    let task = state.inner.engine.retry_dead(params.get("queue"), params.get("key")).await?;
+    Ok(Json(task).into_response())
+}
+
+#[utoipa::path(delete, path = "/v1/queues/{queue}/dead/{key}", tag = "dead", summary = "Delete a dead task",
+    params(("queue" = String, Path), ("key" = String, Path)),
+    responses((status = 204, description = "Deleted"), (status = 404, body = ErrorBody)))]
+pub(crate) async fn delete_dead<S: Store>(State(state): State<AppState<S>>, params: Params) -> Answer {
+    state.inner.engine.delete_dead(params.get("queue"), params.get("key")).await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}

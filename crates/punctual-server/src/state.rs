@@ -1,0 +1,133 @@
+//! What every handler shares: the engine, the lease-id codec, the tokens, the HTTP
+//! limits, and the shutdown signal.
+//!
+//! Invariant: tokens are kept only as SHA-256 digests and compared in constant time,
+//! every configured token checked on every request, so neither the timing nor the
+//! order of a mismatch tells anything about a token.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use punctual_core::{Engine, Store, TokenCodec};
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+use tokio_util::sync::CancellationToken;
+
+/// HTTP-level settings of the app (the engine's own limits live in its config).
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct HttpOptions {
+    /// Bearer tokens; when empty, no request needs one.
+    pub tokens: Vec<String>,
+    /// The longest a request may take (reading its body included); a lease request
+    /// gets this on top of the longest `wait` (60 s).
+    pub request_timeout: Duration,
+    /// The largest request body of a batch (`POST …/tasks`, `POST /v1/acks`).
+    pub max_body_bytes: usize,
+}
+
+impl Default for HttpOptions {
+    fn default() -> HttpOptions {
+        HttpOptions { tokens: Vec::new(), request_timeout: Duration::from_secs(30), max_body_bytes: 32 * 1024 * 1024 }
+    }
+}
+
+/// The state of [`app`](crate::app). Cheap to clone.
+#[derive(Debug)]
+pub struct AppState<S: Store> {
+    pub(crate) inner: Arc<Inner<S>>,
+}
+
+impl<S: Store> Clone for AppState<S> {
+    fn clone(&self) -> Self {
+        AppState { inner: Arc::clone(&self.inner) }
+    }
+}
+
+#[derive(Debug)]
+pub(crate) struct Inner<S: Store> {
+    pub(crate) engine: Engine<S>,
+    pub(crate) codec: TokenCodec,
+    pub(crate) auth: Auth,
+    pub(crate) options: HttpOptions,
+    pub(crate) shutdown: CancellationToken,
+}
+
+impl<S: Store> AppState<S> {
+    /// State over a started engine; reads the store's signing secret for lease ids.
+    pub async fn new(engine: Engine<S>, options: HttpOptions) -> Result<AppState<S>, punctual_core::Error> {
+        let codec = TokenCodec::new(engine.store().secret().await?);
+        Ok(AppState {
+            inner: Arc::new(Inner {
+                engine,
+                codec,
+                auth: Auth::new(&options.tokens),
+                options,
+                shutdown: CancellationToken::new(),
+            }),
+        })
+    }
+
+    /// The engine underneath.
+    pub fn engine(&self) -> &Engine<S> {
+        &self.inner.engine
+    }
+
+    /// Cancelled when the server begins to stop: long polls then answer at once with
+    /// an empty list.
+    pub fn shutdown_token(&self) -> &CancellationToken {
+        &self.inner.shutdown
+    }
+
+    /// The lease-id codec (tests forge and alter ids with it).
+    pub fn codec(&self) -> &TokenCodec {
+        &self.inner.codec
+    }
+}
+
+/// The configured bearer tokens, as digests.
+#[derive(Debug)]
+pub(crate) struct Auth {
+    digests: Vec<[u8; 32]>,
+}
+
+impl Auth {
+    pub(crate) fn new(tokens: &[String]) -> Auth {
+        Auth { digests: tokens.iter().map(|t| digest(t.as_bytes())).collect() }
+    }
+
+    pub(crate) fn required(&self) -> bool {
+        !self.digests.is_empty()
+    }
+
+    /// Whether `presented` is one of the tokens. Every token is compared, in constant
+    /// time, whatever matches.
+    pub(crate) fn accepts(&self, presented: &[u8]) -> bool {
+        let presented = digest(presented);
+        let mut found = subtle::Choice::from(0u8);
+        for d in &self.digests {
+            found |= d.ct_eq(&presented);
+        }
+        found.into()
+    }
+}
+
+fn digest(bytes: &[u8]) -> [u8; 32] {
+    Sha256::digest(bytes).into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_match_exactly() {
+        let auth = Auth::new(&["s3cret".into(), "other".into()]);
+        assert!(auth.required());
+        assert!(auth.accepts(b"s3cret") && auth.accepts(b"other"));
+        for bad in [&b""[..], b"s3cre", b"s3cret ", b"S3CRET"] {
+            assert!(!auth.accepts(bad));
+        }
+        assert!(!Auth::new(&[]).required());
+    }
+}
