@@ -97,13 +97,14 @@ macro_rules! store_conformance {
             times_fires_exactly_n_times_then_the_task_is_gone,
             until_ends_the_repeat_after_its_last_instant,
             cron_is_re_armed_with_the_ack_across_a_daylight_saving_change,
-            // cancel, list, stats, close
+            // cancel, list, stats, secret, close
             cancel_removes_a_scheduled_task_so_it_never_fires,
             cancel_of_a_leased_task_refuses_its_ack_and_stops_retries_and_repeats,
             cancel_tag_removes_only_that_queues_tasks_with_the_tag,
             list_pages_visit_every_task_once_in_due_order,
             list_filters_by_state,
             stats_count_tasks_per_state_and_queue,
+            secret_is_random_and_stays_the_same,
             closed_store_refuses_further_calls,
             // bad input at the library boundary
             schedule_refuses_invalid_names_and_changes_nothing,

@@ -117,8 +117,7 @@ pub async fn worker_fires_a_task_at_its_due_time_never_before<S: Store>(store: S
     let on_time = next_fired(&mut fired, "the task due at 10 s").await;
     assert_eq!(on_time.key, "on-time");
     assert!(on_time.at >= at_secs(10), "ran at {} before its due time", on_time.at);
-    worker.shutdown().await;
-    engine.shutdown().await.expect("shutdown");
+    stop(worker, engine).await;
 }
 
 /// Guarantee 4 through a `Worker`: a task cancelled before it was due never runs, even
@@ -140,8 +139,7 @@ pub async fn worker_never_fires_a_task_cancelled_before_it_is_due<S: Store>(stor
     assert_eq!(signals.completion_of("later").await, Ok(()));
     assert!(fired.try_recv().is_err(), "the cancelled task ran");
     assert!(list_all(engine.store(), "orders", None).await.is_empty());
-    worker.shutdown().await;
-    engine.shutdown().await.expect("shutdown");
+    stop(worker, engine).await;
 }
 
 /// Guarantee 4 ("cancelling a leased task stops its retries and repeats") through a
@@ -187,8 +185,7 @@ pub async fn worker_cannot_retry_or_repeat_a_task_cancelled_while_its_handler_ru
     assert!(list_all(engine.store(), "orders", None).await.is_empty(), "a cancelled task came back");
     clock.advance(secs(3600));
     assert!(engine_lease(&engine, "orders", 10, secs(30)).await.is_empty());
-    worker.shutdown().await;
-    engine.shutdown().await.expect("shutdown");
+    stop(worker, engine).await;
 }
 
 /// DESIGN.md retry rules and guarantee 3 through a `Worker`: a handler error becomes a
@@ -227,6 +224,5 @@ pub async fn worker_retries_a_failed_handler_under_the_same_delivery_id<S: Store
     assert_eq!(second.delivery_id, first.delivery_id, "a retry keeps the delivery id");
     assert_eq!(signals.completion_of("flaky").await, Ok(()));
     assert_eq!(get(engine.store(), "orders", "flaky").await, None);
-    worker.shutdown().await;
-    engine.shutdown().await.expect("shutdown");
+    stop(worker, engine).await;
 }

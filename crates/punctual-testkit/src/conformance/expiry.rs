@@ -176,7 +176,8 @@ pub async fn reaping_the_last_attempt_makes_the_task_dead<S: Store>(store: S) {
 }
 
 /// `reap` contract: up to `limit` expired leases, earliest expiry first, across queues;
-/// `next_expiry` is the earliest expiry of the leases still live.
+/// `next_expiry` is the earliest expiry of the leases still live (an expired lease the
+/// limit left behind is not live).
 pub async fn reap_takes_the_earliest_expiries_first_and_reports_the_next<S: Store>(store: S) {
     create(&store, new_task("orders", "first", T0), T0).await;
     create(&store, new_task("mail", "second", T0), T0).await;
@@ -188,6 +189,7 @@ pub async fn reap_takes_the_earliest_expiries_first_and_reports_the_next<S: Stor
     let one = reap(&store, at_secs(25), 1).await;
     assert_eq!(one.reaped, [Reaped::new(queue("orders"), key("first"), TaskState::Scheduled)], "earliest first");
     assert_eq!(stored(&store, "mail", "second").await.state, TaskState::Leased, "the limit was 1");
+    assert_eq!(one.next_expiry, Some(at_secs(60)), "the expired lease the limit left is not live");
     let rest = reap(&store, at_secs(25), 10).await;
     assert_eq!(rest.reaped, [Reaped::new(queue("mail"), key("second"), TaskState::Scheduled)]);
     assert_eq!(rest.next_expiry, Some(at_secs(60)));

@@ -1,5 +1,5 @@
 //! Cancelling (one task, or every task of a queue carrying a tag), listing in due order
-//! with cursors, per-queue counts, and closing the store.
+//! with cursors, per-queue counts, the store's secret, and closing the store.
 
 use std::collections::BTreeSet;
 
@@ -219,6 +219,17 @@ pub async fn stats_count_tasks_per_state_and_queue<S: Store>(store: S) {
     complete_ok(&store, &leased.token, Completion::Done, at_secs(1)).await;
     let after = stats(&store, Some("zeta")).await;
     assert_eq!(after, [QueueStats::new(queue("zeta"), 2, 0, 1, Some(at_secs(5)))]);
+}
+
+/// `secret` contract: 32 random bytes, created on first use and the same ever after —
+/// the same answer every time, unchanged by writes, and not a constant such as zeros.
+pub async fn secret_is_random_and_stays_the_same<S: Store>(store: S) {
+    let first = store.secret().await.expect("secret");
+    assert_ne!(first, [0u8; 32], "the secret must be random, not zeros");
+    assert!(first.iter().any(|b| *b != first[0]), "the secret must be random, not one repeated byte");
+    create(&store, new_task("orders", "order-1", T0), T0).await;
+    lease_one(&store, "orders", secs(30), T0).await;
+    assert_eq!(store.secret().await.expect("secret"), first, "the secret changed");
 }
 
 /// `close` contract: writes made before are kept until then, and later calls fail with

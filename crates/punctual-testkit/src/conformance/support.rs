@@ -13,7 +13,7 @@ use punctual_core::store::{
 };
 use punctual_core::{
     BoxError, Delivery, Engine, EngineConfig, Error, Handler, Lease, LeaseOptions, LeaseToken, ManualClock, NewTask,
-    Outcome, QueueName, Result, ScheduleOutcome, Store, Tag, Task, TaskKey, TaskState, Timestamp,
+    Outcome, QueueName, Result, RunningWorker, ScheduleOutcome, Store, Tag, Task, TaskKey, TaskState, Timestamp,
 };
 use tokio::sync::mpsc;
 
@@ -234,10 +234,18 @@ pub(crate) async fn engine_lease<S: Store>(
     max: u32,
     lease_for: Duration,
 ) -> Vec<Lease> {
-    engine
-        .lease(queue_name, LeaseOptions::default().max(max).lease_for(lease_for))
+    // Bounded: a store whose `next_due` says work is due when none is leasable would
+    // keep the engine asking forever.
+    let options = LeaseOptions::default().max(max).lease_for(lease_for);
+    within(&format!("Engine::lease of {queue_name}"), engine.lease(queue_name, options))
         .await
         .unwrap_or_else(|e| panic!("Engine::lease of {queue_name} failed: {e}"))
+}
+
+/// Shuts down `worker`, then `engine` (closing the store), each within the time limit.
+pub(crate) async fn stop<S: Store>(worker: RunningWorker, engine: Engine<S>) {
+    within("the worker to shut down", worker.shutdown()).await;
+    within("the engine to shut down", engine.shutdown()).await.expect("engine shutdown");
 }
 
 /// `Engine::lease` that must hand out exactly one task.
@@ -406,6 +414,10 @@ impl<S: Store> Store for Signalling<S> {
 
     async fn stats(&self, queue: Option<&QueueName>) -> Result<Vec<QueueStats>> {
         self.inner.stats(queue).await
+    }
+
+    async fn secret(&self) -> Result<[u8; 32]> {
+        self.inner.secret().await
     }
 
     async fn close(&self) -> Result<()> {

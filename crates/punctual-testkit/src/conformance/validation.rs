@@ -148,10 +148,11 @@ pub async fn lease_refuses_bad_options_and_leases_nothing<S: Store>(store: S) {
     ];
     for (queue_name, options, field) in cases {
         let what = format!("lease {queue_name:?} with {options:?}");
-        assert_refused(engine.lease(queue_name, options).await, field, &what);
+        assert_refused(within(&what, engine.lease(queue_name, options)).await, field, &what);
         assert_eq!(contents(engine.store(), &["orders"]).await, before, "{what} changed the store");
     }
-    let leased = engine.lease("orders", ok.max(1000).lease_for(secs(12 * 3600))).await.expect("the widest options");
+    let widest = ok.max(1000).lease_for(secs(12 * 3600));
+    let leased = within("the widest lease", engine.lease("orders", widest)).await.expect("the widest options");
     assert_eq!(keys_of(&leased), ["order-1"]);
 }
 
