@@ -4,3 +4,4 @@
 pub mod child;
 pub mod conformance;
 pub mod model;
+pub mod server;

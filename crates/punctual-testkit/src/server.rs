@@ -1,0 +1,413 @@
+//! The real `punctual` binary as a server on a free port, for end-to-end tests.
+//!
+//! [`ServerProcess::builder`] takes the path of the binary (an integration test of the
+//! package that builds it passes `env!("CARGO_BIN_EXE_punctual")`), any extra flags and
+//! environment variables, and [`ServerBuilder::start`] runs
+//! `punctual serve --listen 127.0.0.1:<free port> --data <temp dir>/data [extra args]`.
+//!
+//! The contract:
+//!
+//! - **Started means healthy.** `start` returns once `GET /healthz` answers `200` from the
+//!   process it started, or fails within [`STARTUP_TIMEOUT`] with an error that quotes the
+//!   server's output (stdout and stderr), so a failed start-up explains itself.
+//! - **A free port, retried.** The port is found by binding port 0 and releasing it;
+//!   another process may take it in between, so a start-up that fails because the address
+//!   is in use is retried on a new port (a few times).
+//! - **Isolated.** Each server has its own temporary directory, removed on drop: the data
+//!   directory `data/` inside it (created by the server, as API.md promises) and the
+//!   server's working directory. `PUNCTUAL_*` variables of the test's environment are not
+//!   passed on; only those given to the builder are.
+//! - **No server outlives its test.** The process is killed (SIGKILL) and reaped on drop,
+//!   whatever path the test takes out (a failed assertion unwinds through the drop). A
+//!   test process that is itself killed runs no drop; the server is then left to the
+//!   test runner's process group.
+//! - **Stopping and starting again.** [`ServerProcess::kill`] sends SIGKILL (a crash),
+//!   [`ServerProcess::terminate`] sends SIGTERM and returns the exit status, and
+//!   [`ServerProcess::restart`] starts the same binary with the same flags on the same
+//!   data directory, on the same port when it is still free ([`ServerProcess::url`] tells
+//!   which).
+//!
+//! Errors are `std::io::Error`s whose message says which step failed; tests print them
+//! with `Display` (`unwrap_or_else(|e| panic!("{e}"))`) to keep the quoted output
+//! readable.
+
+use std::ffi::{OsStr, OsString};
+use std::io::{self, Read, Write};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// How long a server may take from spawn to a healthy `/healthz`.
+pub const STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long a server may take to exit after SIGTERM before it is killed.
+pub const TERMINATE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Start-up attempts on a fresh port when the port turned out to be taken.
+const PORT_ATTEMPTS: usize = 5;
+
+/// Pause between two `/healthz` probes while the server starts.
+const PROBE_INTERVAL: Duration = Duration::from_millis(10);
+
+/// The server's output kept for error messages; older output is dropped past this.
+const LOG_LIMIT: usize = 1 << 20;
+
+/// What to start: the binary, extra flags and environment. See [`ServerProcess::builder`].
+#[derive(Debug, Clone)]
+pub struct ServerBuilder {
+    exe: PathBuf,
+    args: Vec<OsString>,
+    envs: Vec<(OsString, OsString)>,
+}
+
+impl ServerBuilder {
+    /// Adds a flag after `serve --listen … --data …`.
+    pub fn arg(mut self, arg: impl AsRef<OsStr>) -> Self {
+        self.args.push(arg.as_ref().to_owned());
+        self
+    }
+
+    /// Adds flags after `serve --listen … --data …`.
+    pub fn args<I, A>(mut self, args: I) -> Self
+    where
+        I: IntoIterator<Item = A>,
+        A: AsRef<OsStr>,
+    {
+        self.args.extend(args.into_iter().map(|a| a.as_ref().to_owned()));
+        self
+    }
+
+    /// Sets an environment variable of the server process.
+    pub fn env(mut self, name: impl AsRef<OsStr>, value: impl AsRef<OsStr>) -> Self {
+        self.envs.push((name.as_ref().to_owned(), value.as_ref().to_owned()));
+        self
+    }
+
+    /// Starts the server in a new temporary directory and waits until it is healthy.
+    pub fn start(self) -> io::Result<ServerProcess> {
+        let dir = tempfile::Builder::new()
+            .prefix("punctual-e2e-")
+            .tempdir()
+            .map_err(failed("creating the server's temporary directory"))?;
+        let mut server = ServerProcess { config: self, dir, port: 0, running: None, history: String::new() };
+        server.start_on(None)?;
+        Ok(server)
+    }
+}
+
+/// A running `punctual serve`. Killed (SIGKILL) and reaped on drop.
+#[derive(Debug)]
+pub struct ServerProcess {
+    config: ServerBuilder,
+    dir: tempfile::TempDir,
+    port: u16,
+    running: Option<Running>,
+    /// Output of the runs before the current one.
+    history: String,
+}
+
+/// One run of the server process and the threads that collect its output.
+#[derive(Debug)]
+struct Running {
+    child: Child,
+    log: Arc<Mutex<Vec<u8>>>,
+    readers: Vec<JoinHandle<()>>,
+}
+
+impl ServerProcess {
+    /// A builder for a server run by the binary at `exe`.
+    pub fn builder(exe: impl AsRef<Path>) -> ServerBuilder {
+        ServerBuilder { exe: exe.as_ref().to_owned(), args: Vec::new(), envs: Vec::new() }
+    }
+
+    /// Starts a server with no extra flags; see [`ServerBuilder::start`].
+    pub fn start(exe: impl AsRef<Path>) -> io::Result<ServerProcess> {
+        ServerProcess::builder(exe).start()
+    }
+
+    /// The base URL, `http://127.0.0.1:<port>`, without a trailing slash.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr())
+    }
+
+    /// The address the server listens on.
+    pub fn addr(&self) -> SocketAddr {
+        SocketAddr::from((Ipv4Addr::LOCALHOST, self.port))
+    }
+
+    /// The data directory passed as `--data`; it survives [`ServerProcess::restart`].
+    pub fn data_dir(&self) -> PathBuf {
+        self.dir.path().join("data")
+    }
+
+    /// The process id of the running server, if it is running.
+    pub fn pid(&self) -> Option<u32> {
+        self.running.as_ref().map(|r| r.child.id())
+    }
+
+    /// Everything the server wrote to stdout and stderr so far, over every run.
+    pub fn logs(&self) -> String {
+        let mut text = self.history.clone();
+        if let Some(running) = &self.running {
+            text.push_str(&String::from_utf8_lossy(&lock(&running.log)));
+        }
+        text
+    }
+
+    /// Sends SIGKILL and reaps the process: a crash. A no-op when it is not running.
+    pub fn kill(&mut self) -> io::Result<()> {
+        let Some(mut running) = self.running.take() else { return Ok(()) };
+        let killed = running.child.kill().map_err(failed("sending SIGKILL to the server"));
+        let reaped = running.child.wait().map_err(failed("reaping the killed server"));
+        self.finish(running);
+        killed.and(reaped).map(|_| ())
+    }
+
+    /// Sends SIGTERM and waits up to [`TERMINATE_TIMEOUT`] for the process to exit,
+    /// returning its exit status. A server still running then is killed and this is an
+    /// error.
+    pub fn terminate(&mut self) -> io::Result<ExitStatus> {
+        let Some(mut running) = self.running.take() else {
+            return Err(io::Error::other("terminate: the server is not running"));
+        };
+        let pid = rustix::process::Pid::from_child(&running.child);
+        if let Err(e) = rustix::process::kill_process(pid, rustix::process::Signal::TERM) {
+            let _ = running.child.kill();
+            let _ = running.child.wait();
+            self.finish(running);
+            return Err(io::Error::other(format!("sending SIGTERM to the server: {e}")));
+        }
+        let exited = wait_with_timeout(&mut running.child, TERMINATE_TIMEOUT);
+        let result = match exited {
+            Ok(Some(status)) => Ok(status),
+            Ok(None) => {
+                let _ = running.child.kill();
+                let _ = running.child.wait();
+                Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!("the server did not exit within {TERMINATE_TIMEOUT:?} of SIGTERM and was killed"),
+                ))
+            }
+            Err(e) => Err(e),
+        };
+        self.finish(running);
+        result.map_err(|e| io::Error::new(e.kind(), format!("{e}\n{}", self.quote_logs())))
+    }
+
+    /// Starts the server again on the same data directory with the same flags, on the
+    /// same port if it is still free (else on a new one: see [`ServerProcess::url`]). A
+    /// server still running is killed first.
+    pub fn restart(&mut self) -> io::Result<()> {
+        self.kill()?;
+        self.start_on(Some(self.port))
+    }
+
+    /// Spawns the server, on `preferred` first, and waits for it to be healthy;
+    /// retries on a new port when the port is taken.
+    fn start_on(&mut self, preferred: Option<u16>) -> io::Result<()> {
+        let mut port = match preferred {
+            Some(port) => port,
+            None => free_port()?,
+        };
+        for attempt in 1..=PORT_ATTEMPTS {
+            self.port = port;
+            match self.spawn_and_wait() {
+                Ok(()) => return Ok(()),
+                Err(StartError::PortTaken) if attempt < PORT_ATTEMPTS => port = free_port()?,
+                Err(StartError::PortTaken) => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::AddrInUse,
+                        format!("the server found its port taken {PORT_ATTEMPTS} times\n{}", self.quote_logs()),
+                    ));
+                }
+                Err(StartError::Failed(e)) => return Err(e),
+            }
+        }
+        unreachable!("the last attempt returns")
+    }
+
+    fn spawn_and_wait(&mut self) -> Result<(), StartError> {
+        let mut command = Command::new(&self.config.exe);
+        command
+            .arg("serve")
+            .arg("--listen")
+            .arg(self.addr().to_string())
+            .arg("--data")
+            .arg(self.data_dir())
+            .args(&self.config.args)
+            .current_dir(self.dir.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        for (name, _) in std::env::vars_os() {
+            if name.to_string_lossy().starts_with("PUNCTUAL_") {
+                command.env_remove(name);
+            }
+        }
+        command.envs(self.config.envs.iter().map(|(k, v)| (k, v)));
+        let mut child = command.spawn().map_err(|e| {
+            StartError::Failed(io::Error::new(e.kind(), format!("spawning {} serve: {e}", self.config.exe.display())))
+        })?;
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let mut readers = Vec::new();
+        if let Some(out) = child.stdout.take() {
+            readers.push(collect(out, Arc::clone(&log)));
+        }
+        if let Some(err) = child.stderr.take() {
+            readers.push(collect(err, Arc::clone(&log)));
+        }
+        self.running = Some(Running { child, log, readers });
+        self.wait_healthy()
+    }
+
+    /// Probes `/healthz` until it answers 200 from our process, the process exits, or
+    /// [`STARTUP_TIMEOUT`] passes.
+    fn wait_healthy(&mut self) -> Result<(), StartError> {
+        let mut waited = Duration::ZERO;
+        loop {
+            let running = self.running.as_mut().expect("wait_healthy runs right after a spawn");
+            if let Some(status) =
+                running.child.try_wait().map_err(|e| StartError::Failed(failed("polling the server")(e)))?
+            {
+                let running = self.running.take().expect("checked above");
+                let run_log = self.finish(running);
+                if looks_like_port_taken(&run_log) {
+                    return Err(StartError::PortTaken);
+                }
+                return Err(StartError::Failed(io::Error::other(format!(
+                    "the server exited during start-up ({status}) on {}\n{}",
+                    self.addr(),
+                    self.quote_logs()
+                ))));
+            }
+            if probe_healthz(self.addr()) {
+                // Another process could answer on a port we lost: ours must be alive.
+                let running = self.running.as_mut().expect("checked above");
+                if running.child.try_wait().map_err(|e| StartError::Failed(failed("polling the server")(e)))?.is_none()
+                {
+                    return Ok(());
+                }
+                continue;
+            }
+            if waited >= STARTUP_TIMEOUT {
+                let _ = self.kill();
+                return Err(StartError::Failed(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!(
+                        "GET /healthz on {} did not answer 200 within {STARTUP_TIMEOUT:?} of start-up\n{}",
+                        self.addr(),
+                        self.quote_logs()
+                    ),
+                )));
+            }
+            std::thread::sleep(PROBE_INTERVAL);
+            waited += PROBE_INTERVAL;
+        }
+    }
+
+    /// Reaps the output of a run that has exited into the history; returns that output.
+    fn finish(&mut self, running: Running) -> String {
+        for reader in running.readers {
+            let _ = reader.join();
+        }
+        let text = String::from_utf8_lossy(&lock(&running.log)).into_owned();
+        self.history.push_str(&text);
+        text
+    }
+
+    fn quote_logs(&self) -> String {
+        let logs = self.logs();
+        if logs.trim().is_empty() {
+            "(the server wrote nothing to stdout or stderr)".to_owned()
+        } else {
+            format!("--- server output ---\n{}\n--- end of server output ---", logs.trim_end())
+        }
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        let _ = self.kill();
+    }
+}
+
+#[derive(Debug)]
+enum StartError {
+    PortTaken,
+    Failed(io::Error),
+}
+
+/// A port that was free a moment ago: bound to port 0, then released.
+fn free_port() -> io::Result<u16> {
+    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).map_err(failed("binding a free port"))?;
+    Ok(listener.local_addr().map_err(failed("reading the free port"))?.port())
+}
+
+/// One `GET /healthz` over a fresh connection: true when the status is 200.
+fn probe_healthz(addr: SocketAddr) -> bool {
+    let attempt = || -> io::Result<bool> {
+        let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(1))?;
+        stream.set_read_timeout(Some(Duration::from_secs(2)))?;
+        stream.set_write_timeout(Some(Duration::from_secs(2)))?;
+        write!(stream, "GET /healthz HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n")?;
+        let mut head = [0u8; 12];
+        stream.read_exact(&mut head)?;
+        Ok(head.starts_with(b"HTTP/1.") && &head[8..12] == b" 200")
+    };
+    attempt().unwrap_or(false)
+}
+
+/// Whether a failed start-up's output says the listen address was taken.
+fn looks_like_port_taken(log: &str) -> bool {
+    let log = log.to_ascii_lowercase();
+    log.contains("address already in use") || log.contains("addrinuse") || log.contains("os error 98")
+}
+
+/// A thread copying `from` into `log`, keeping at most [`LOG_LIMIT`] bytes.
+fn collect(mut from: impl Read + Send + 'static, log: Arc<Mutex<Vec<u8>>>) -> JoinHandle<()> {
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 8192];
+        loop {
+            match from.read(&mut buf) {
+                Ok(0) | Err(_) => return,
+                Ok(n) => {
+                    let mut log = lock(&log);
+                    log.extend_from_slice(&buf[..n]);
+                    if log.len() > LOG_LIMIT {
+                        let excess = log.len() - LOG_LIMIT / 2;
+                        log.drain(..excess);
+                    }
+                }
+            }
+        }
+    })
+}
+
+/// Waits for `child` to exit for up to `timeout`: `Ok(None)` if it is still running.
+/// `Child::wait` cannot time out, so this polls, like the start-up probe.
+fn wait_with_timeout(child: &mut Child, timeout: Duration) -> io::Result<Option<ExitStatus>> {
+    let mut waited = Duration::ZERO;
+    loop {
+        if let Some(status) = child.try_wait().map_err(failed("waiting for the server to exit"))? {
+            return Ok(Some(status));
+        }
+        if waited >= timeout {
+            return Ok(None);
+        }
+        std::thread::sleep(PROBE_INTERVAL);
+        waited += PROBE_INTERVAL;
+    }
+}
+
+fn lock(log: &Mutex<Vec<u8>>) -> std::sync::MutexGuard<'_, Vec<u8>> {
+    // A reader thread cannot panic while holding the lock; recover the data anyway.
+    log.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Wraps an error with the step that failed, keeping its kind.
+fn failed(step: &str) -> impl FnOnce(io::Error) -> io::Error + '_ {
+    move |e| io::Error::new(e.kind(), format!("{step}: {e}"))
+}
