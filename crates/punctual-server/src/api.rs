@@ -62,12 +62,24 @@ pub(crate) struct TaskBody {
 
 /// `if_exists`, read with a clear error for unknown values.
 #[derive(Debug, Default, Clone, Copy, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(try_from = "String")]
 pub(crate) enum IfExistsBody {
     #[default]
     Replace,
     Keep,
     Error,
+}
+
+impl TryFrom<String> for IfExistsBody {
+    type Error = String;
+    fn try_from(text: String) -> Result<IfExistsBody, String> {
+        match text.as_str() {
+            "replace" => Ok(IfExistsBody::Replace),
+            "keep" => Ok(IfExistsBody::Keep),
+            "error" => Ok(IfExistsBody::Error),
+            _ => Err(format!("'{text}' is not an if_exists mode: use replace, keep or error")),
+        }
+    }
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -351,12 +363,25 @@ pub(crate) struct LeaseResponse {
 
 /// What a worker reports.
 #[derive(Debug, Clone, Copy, Deserialize, ToSchema)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "lowercase", try_from = "String")]
 pub(crate) enum OutcomeName {
     Done,
     Retry,
     Reschedule,
     Fail,
+}
+
+impl TryFrom<String> for OutcomeName {
+    type Error = String;
+    fn try_from(text: String) -> Result<OutcomeName, String> {
+        match text.as_str() {
+            "done" => Ok(OutcomeName::Done),
+            "retry" => Ok(OutcomeName::Retry),
+            "reschedule" => Ok(OutcomeName::Reschedule),
+            "fail" => Ok(OutcomeName::Fail),
+            _ => Err(format!("'{text}' is not an outcome: use done, retry, reschedule or fail")),
+        }
+    }
 }
 
 /// `POST /v1/leases/{lease_id}/ack`.
@@ -441,20 +466,13 @@ fn truncate_error(mut text: String) -> String {
     text
 }
 
-/// One item of `POST /v1/acks`: an ack body plus its `lease_id`.
+/// One item of `POST /v1/acks`: an ack body plus its `lease_id`. (The fields are
+/// repeated rather than flattened: serde's `flatten` loses the path of errors and
+/// cannot deny unknown fields.)
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct AckItem {
     pub(crate) lease_id: String,
-    #[serde(flatten)]
-    #[schema(inline)]
-    pub(crate) ack: AckItemFields,
-}
-
-/// The fields of [`AckBody`], repeated because `deny_unknown_fields` and `flatten`
-/// do not mix.
-#[derive(Debug, Deserialize, ToSchema)]
-pub(crate) struct AckItemFields {
     outcome: OutcomeName,
     #[serde(default)]
     #[schema(value_type = Option<schema::Duration>)]
@@ -466,7 +484,7 @@ pub(crate) struct AckItemFields {
     error: Option<String>,
 }
 
-impl AckItemFields {
+impl AckItem {
     pub(crate) fn into_outcome(self) -> Result<Outcome, ApiError> {
         AckBody { outcome: self.outcome, delay: self.delay, due_at: self.due_at, error: self.error }.into_outcome()
     }

@@ -148,11 +148,11 @@ impl Settings {
     }
 
     pub(crate) fn http_options(&self) -> HttpOptions {
-        let mut options = HttpOptions::default();
-        options.tokens = self.tokens.clone();
-        options.request_timeout = self.request_timeout;
-        options.max_body_bytes = self.max_body_bytes;
-        options
+        HttpOptions {
+            tokens: self.tokens.clone(),
+            request_timeout: self.request_timeout,
+            max_body_bytes: self.max_body_bytes,
+        }
     }
 }
 
@@ -434,10 +434,8 @@ fn check_action(action: &RawAction) -> Result<(), (Option<Range<usize>>, String)
         None if needs_url => return Err((Some(action.kind.span()), "this kind of action needs a url".into())),
         None => {}
     }
-    if let Some(c) = &action.concurrency {
-        if !(1..=10_000).contains(c.get_ref()) {
-            return Err((Some(c.span()), format!("concurrency must be from 1 to 10000, not {}", c.get_ref())));
-        }
+    if let Some(c) = action.concurrency.as_ref().filter(|c| !(1..=10_000).contains(c.get_ref())) {
+        return Err((Some(c.span()), format!("concurrency must be from 1 to 10000, not {}", c.get_ref())));
     }
     Ok(())
 }

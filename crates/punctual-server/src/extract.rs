@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::time::Duration;
 
-use axum::extract::rejection::BytesRejection;
+use axum::extract::rejection::{BytesRejection, RawPathParamsRejection};
 use axum::extract::{FromRequest, FromRequestParts, RawPathParams, Request};
 use axum::http::{StatusCode, header, request::Parts};
 use bytes::Bytes;
@@ -36,17 +36,17 @@ impl<S: Send + Sync> FromRequestParts<S> for Params {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Params, ApiError> {
-        let raw = RawPathParams::from_request_parts(parts, state)
-            .await
-            .map_err(|e| ApiError::internal(format!("path parameters: {e}")))?;
-        let mut params = HashMap::new();
-        for (name, value) in &raw {
-            let decoded = percent_encoding::percent_decode_str(value).decode_utf8().map_err(|_| {
-                ApiError::invalid(name, format!("the {name} in the path is not valid UTF-8 once percent-decoded"))
-            })?;
-            params.insert(name.to_owned(), decoded.into_owned());
-        }
-        Ok(Params(params))
+        // The router has percent-decoded the values already.
+        let raw = RawPathParams::from_request_parts(parts, state).await.map_err(|e| match e {
+            RawPathParamsRejection::InvalidUtf8InPathParam(e) => {
+                // Its text is "Invalid UTF-8 in `name`".
+                let text = e.to_string();
+                let name = text.split('`').nth(1).unwrap_or("path").to_owned();
+                ApiError::invalid(&name, format!("the {name} in the path is not valid UTF-8 once percent-decoded"))
+            }
+            other => ApiError::internal(format!("path parameters: {other}")),
+        })?;
+        Ok(Params(raw.iter().map(|(name, value)| (name.to_owned(), value.to_owned())).collect()))
     }
 }
 
@@ -82,7 +82,15 @@ fn body_rejection(rejection: BytesRejection) -> ApiError {
 
 /// Parses `bytes` (empty: `{}`) as a `T`, naming the field of any error.
 pub(crate) fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
-    let bytes: &[u8] = if bytes.iter().all(u8::is_ascii_whitespace) { b"{}" } else { bytes };
+    let bytes: &[u8] = match bytes.iter().find(|b| !b.is_ascii_whitespace()) {
+        None => b"{}",
+        Some(b'{') => bytes,
+        // serde would read a struct from an array too; the API takes objects only.
+        Some(_) => return Err(ApiError::bad_request("the body must be a JSON object")),
+    };
+    // Syntax first, so that every later error is about a value and can name its field.
+    serde_json::from_slice::<de::IgnoredAny>(bytes)
+        .map_err(|e| ApiError::bad_request(format!("the body is not valid JSON: {e}")))?;
     let mut de = serde_json::Deserializer::from_slice(bytes);
     let value = serde_path_to_error::deserialize(&mut de).map_err(json_error)?;
     de.end().map_err(|e| ApiError::bad_request(format!("the body is not valid JSON: {e}")))?;
@@ -91,6 +99,9 @@ pub(crate) fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiErro
 
 /// Deserializes an already parsed JSON value (an item of a batch) as a `T`.
 pub(crate) fn from_value<T: DeserializeOwned>(value: serde_json::Value) -> Result<T, ApiError> {
+    if !value.is_object() {
+        return Err(ApiError::bad_request("expected a JSON object"));
+    }
     serde_path_to_error::deserialize(value).map_err(json_error)
 }
 

@@ -270,7 +270,7 @@ pub(crate) async fn acks<S: Store>(State(state): State<AppState<S>>, JsonBody(bo
         let lease_id = value.get("lease_id").cloned().unwrap_or(Value::Null);
         let checked = from_value::<AckItem>(value).and_then(|item| {
             let token = decode_lease(&state, &item.lease_id)?;
-            Ok((token, item.ack.into_outcome()?))
+            Ok((token, item.into_outcome()?))
         });
         match checked {
             Ok(ack) => {

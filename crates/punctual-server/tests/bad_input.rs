@@ -1,0 +1,203 @@
+//! Malformed requests, each with the status, code and field it must get; afterwards the
+//! server is healthy and what was stored is intact. Guards against a panic, a 500, or
+//! a vague error on bad input, and against bad input changing anything.
+
+#![allow(clippy::unwrap_used, reason = "helpers of tests: a failed unwrap is a failed test")]
+
+mod common;
+
+use axum::body::Body;
+use axum::http::{Method, Request, StatusCode};
+use common::{TestServer, code, field};
+use serde_json::{Value, json};
+
+struct Case {
+    method: Method,
+    path: String,
+    content_type: &'static str,
+    body: String,
+    status: u16,
+    code: &'static str,
+    field: Option<&'static str>,
+}
+
+fn case(
+    method: Method,
+    path: &str,
+    body: impl Into<String>,
+    status: u16,
+    code: &'static str,
+    field: Option<&'static str>,
+) -> Case {
+    Case { method, path: path.to_owned(), content_type: "application/json", body: body.into(), status, code, field }
+}
+
+#[tokio::test]
+async fn each_malformed_request_gets_its_status_code_and_field() {
+    let s = TestServer::start().await;
+    let (_, original) = s.put("/v1/queues/keep/tasks/safe", json!({"delay": "1h", "payload": {"v": 1}})).await;
+    s.put("/v1/queues/work/tasks/w", json!({})).await;
+    let lease_id = s.lease("work", json!({"lease": "1h"})).await[0]["lease_id"].as_str().unwrap().to_owned();
+    let mut tampered = lease_id.clone().into_bytes();
+    let middle = tampered.len() / 2;
+    tampered[middle] = if tampered[middle] == b'A' { b'B' } else { b'A' };
+    let tampered = String::from_utf8(tampered).unwrap();
+
+    let put = |body: &str, status, code, field| case(Method::PUT, "/v1/queues/q/tasks/k", body, status, code, field);
+    let lease = |body: &str, field| case(Method::POST, "/v1/queues/work/lease", body, 400, "invalid_argument", field);
+    let ack = format!("/v1/leases/{lease_id}/ack");
+    let big_payload = format!(r#"{{"payload": "{}"}}"#, "x".repeat(70_000));
+    let huge_body = format!(r#"{{"payload": "{}"}}"#, "x".repeat(400_000));
+    let over_batch =
+        json!({"tasks": (0..10_001).map(|i| json!({"key": i.to_string()})).collect::<Vec<_>>()}).to_string();
+    let over_acks =
+        json!({"acks": (0..10_001).map(|_| json!({"lease_id": "x", "outcome": "done"})).collect::<Vec<_>>()})
+            .to_string();
+    let long_key = format!("/v1/queues/q/tasks/{}", "k".repeat(513));
+    let invalid = "invalid_argument";
+
+    let mut cases = vec![
+        put(r#"{"delay": "#, 400, invalid, None),
+        put(r#"{"delay": "1s"} trailing"#, 400, invalid, None),
+        put("[]", 400, invalid, None),
+        put(r#""just a string""#, 400, invalid, None),
+        put(r#"{"max_attempts": "ten"}"#, 400, invalid, Some("max_attempts")),
+        put(r#"{"max_attempts": 0}"#, 400, invalid, Some("max_attempts")),
+        put(r#"{"max_attempts": 4294967296}"#, 400, invalid, Some("max_attempts")),
+        put(r#"{"delay": "30 minutes"}"#, 400, invalid, Some("delay")),
+        put(r#"{"delay": -1}"#, 400, invalid, Some("delay")),
+        put(r#"{"delay": 1.5}"#, 400, invalid, Some("delay")),
+        put(r#"{"delay": "999999999999999d"}"#, 400, invalid, Some("delay")),
+        put(r#"{"due_at": "tomorrow"}"#, 400, invalid, Some("due_at")),
+        put(r#"{"due_at": -5}"#, 400, invalid, Some("due_at")),
+        put(r#"{"delay": "1s", "due_at": 0}"#, 400, invalid, Some("due_at")),
+        put(r#"{"repeat": {"every": "0s"}}"#, 400, invalid, Some("repeat.every")),
+        put(r#"{"repeat": {"every": "1h", "cron": "* * * * *"}}"#, 400, invalid, Some("repeat")),
+        put(r#"{"repeat": {"cron": "61 * * * *"}}"#, 400, invalid, Some("repeat.cron")),
+        put(r#"{"repeat": {"every": "1h", "times": 0}}"#, 400, invalid, Some("repeat.times")),
+        put(r#"{"repeat": {"every": "1h", "colour": 1}}"#, 400, invalid, Some("repeat.colour")),
+        put(r#"{"backoff": {"initial": "1s", "factor": 2, "max": "1ms"}}"#, 400, invalid, Some("backoff.max")),
+        put(r#"{"backoff": {"initial": "1s", "factor": 2}}"#, 400, invalid, Some("backoff.max")),
+        put(r#"{"dealy": "1s"}"#, 400, invalid, Some("dealy")),
+        put(r#"{"tags": ["ok", ""]}"#, 400, invalid, Some("tags[1]")),
+        put(r#"{"tags": "pi-9"}"#, 400, invalid, Some("tags")),
+        put(r#"{"if_exists": "sometimes"}"#, 400, invalid, Some("if_exists")),
+        put(r#"{"key": "other"}"#, 400, invalid, Some("key")),
+        put(&big_payload, 413, "payload_too_large", Some("payload")),
+        put(&huge_body, 413, "payload_too_large", None),
+        case(Method::PUT, "/v1/queues/bad%2Fname/tasks/k", "{}", 400, invalid, Some("queue")),
+        case(Method::PUT, &format!("/v1/queues/{}/tasks/k", "q".repeat(129)), "{}", 400, invalid, Some("queue")),
+        case(Method::PUT, &long_key, "{}", 400, invalid, Some("key")),
+        case(Method::PUT, "/v1/queues/q/tasks/a%0Ab", "{}", 400, invalid, Some("key")),
+        case(Method::PUT, "/v1/queues/q/tasks/%FF", "{}", 400, invalid, Some("key")),
+        case(Method::GET, "/v1/queues/q/tasks/%FF", "", 400, invalid, Some("key")),
+        case(Method::DELETE, "/v1/queues/q/tags/a%01", "", 400, invalid, Some("tag")),
+        case(Method::POST, "/v1/queues/q/tasks", &over_batch, 400, invalid, Some("tasks")),
+        case(Method::POST, "/v1/queues/q/tasks", r#"{"tasks": 5}"#, 400, invalid, Some("tasks")),
+        case(Method::POST, "/v1/queues/q/tasks", r#"{}"#, 400, invalid, Some("tasks")),
+        case(Method::POST, "/v1/queues/q/tasks", r#"{"tasks": [], "extra": 1}"#, 400, invalid, Some("extra")),
+        case(Method::POST, "/v1/queues/bad%20q/tasks", r#"{"tasks": []}"#, 400, invalid, Some("queue")),
+        lease(r#"{"max": 0}"#, Some("max")),
+        lease(r#"{"max": 1001}"#, Some("max")),
+        lease(r#"{"max": "ten"}"#, Some("max")),
+        lease(r#"{"lease": "500ms"}"#, Some("lease")),
+        lease(r#"{"lease": "13h"}"#, Some("lease")),
+        lease(r#"{"wait": "61s"}"#, Some("wait")),
+        lease(r#"{"wait": "x"}"#, Some("wait")),
+        lease(r#"{"wiat": "1s"}"#, Some("wiat")),
+        case(Method::POST, &ack, r#"{"outcome": "maybe"}"#, 400, invalid, Some("outcome")),
+        case(Method::POST, &ack, r#"{}"#, 400, invalid, Some("outcome")),
+        case(Method::POST, &ack, r#"{"outcome": 1}"#, 400, invalid, Some("outcome")),
+        case(Method::POST, &ack, r#"{"outcome": "done", "delay": "1s"}"#, 400, invalid, Some("delay")),
+        case(Method::POST, &ack, r#"{"outcome": "retry", "delay": "soon"}"#, 400, invalid, Some("delay")),
+        case(Method::POST, &ack, r#"{"outcome": "reschedule", "due_at": "someday"}"#, 400, invalid, Some("due_at")),
+        case(Method::POST, &format!("/v1/leases/{tampered}/ack"), r#"{"outcome": "done"}"#, 404, "not_found", None),
+        case(Method::POST, "/v1/leases/x/ack", r#"{"outcome": "done"}"#, 404, "not_found", None),
+        case(
+            Method::POST,
+            &format!("/v1/leases/{}/ack", "A".repeat(5000)),
+            r#"{"outcome": "done"}"#,
+            404,
+            "not_found",
+            None,
+        ),
+        case(Method::POST, "/v1/leases/%00%FF/ack", r#"{"outcome": "done"}"#, 400, invalid, Some("lease_id")),
+        case(Method::POST, &format!("/v1/leases/{tampered}/extend"), r#"{"lease": "1m"}"#, 404, "not_found", None),
+        case(
+            Method::POST,
+            &format!("/v1/leases/{lease_id}/extend"),
+            r#"{"lease": "13h"}"#,
+            400,
+            invalid,
+            Some("lease"),
+        ),
+        case(Method::POST, "/v1/acks", &over_acks, 400, invalid, Some("acks")),
+        case(Method::POST, "/v1/acks", r#"{"acks": {}}"#, 400, invalid, Some("acks")),
+        case(Method::GET, "/v1/queues/q/tasks?limit=abc", "", 400, invalid, Some("limit")),
+        case(Method::GET, "/v1/queues/q/tasks?limit=-1", "", 400, invalid, Some("limit")),
+        case(Method::GET, "/v1/queues/q/tasks?state=running", "", 400, invalid, Some("state")),
+        case(Method::GET, "/v1/queues/q/tasks?state=dead&state=leased", "", 400, invalid, Some("state")),
+        case(Method::GET, "/v1/queues/q/tasks?cursor=%FF", "", 400, invalid, Some("cursor")),
+        case(Method::GET, "/v1/queues/q/dead?state=leased", "", 400, invalid, Some("state")),
+    ];
+    let mut text_plain = put(r#"{"delay": "1s"}"#, 400, invalid, None);
+    text_plain.content_type = "text/plain";
+    cases.push(text_plain);
+    let mut form = put("delay=1s", 400, invalid, None);
+    form.content_type = "application/x-www-form-urlencoded";
+    cases.push(form);
+
+    for c in &cases {
+        let req = Request::builder()
+            .method(c.method.clone())
+            .uri(&c.path)
+            .header("content-type", c.content_type)
+            .body(Body::from(c.body.clone()))
+            .unwrap();
+        let (status, body) = s.call(req).await;
+        let shown = if c.body.len() > 80 { format!("{}…", &c.body[..80]) } else { c.body.clone() };
+        let label = format!("{} {} {shown}", c.method, &c.path[..c.path.len().min(80)]);
+        assert_eq!(status.as_u16(), c.status, "{label}: {body}");
+        assert_eq!(code(&body), c.code, "{label}: {body}");
+        assert_eq!(field(&body), c.field, "{label}: {body}");
+        let message = body["error"]["message"].as_str().unwrap();
+        assert!(!message.is_empty(), "{label}");
+    }
+
+    // Nothing changed: the stored task, the lease (still live), and no task was created.
+    assert_eq!(s.get("/healthz").await.0, StatusCode::OK);
+    let (status, now) = s.get("/v1/queues/keep/tasks/safe").await;
+    assert_eq!((status, &now), (StatusCode::OK, &original["task"]));
+    assert_eq!(s.get("/v1/queues/q/tasks/k").await.0, StatusCode::NOT_FOUND);
+    assert_eq!(s.get("/v1/queues/q").await.1["scheduled"], 0);
+    let (status, _) = s.post(&format!("/v1/leases/{lease_id}/ack"), json!({"outcome": "done"})).await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+}
+
+#[tokio::test]
+async fn an_unknown_cursor_is_refused_not_a_500() {
+    let s = TestServer::start().await;
+    s.put("/v1/queues/q/tasks/k", json!({})).await;
+    let (status, body) = s.get("/v1/queues/q/tasks?cursor=not-a-cursor").await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert_eq!((code(&body), field(&body)), ("invalid_argument", Some("cursor")));
+}
+
+#[tokio::test]
+async fn a_body_that_never_ends_times_out() {
+    let mut options = punctual_server::HttpOptions::default();
+    options.request_timeout = std::time::Duration::from_millis(200);
+    let s = TestServer::build(options, punctual_core::EngineConfig::default(), None).await;
+    let never = futures_util::stream::pending::<Result<bytes::Bytes, std::io::Error>>();
+    let req = Request::builder()
+        .method(Method::PUT)
+        .uri("/v1/queues/q/tasks/k")
+        .header("content-type", "application/json")
+        .body(Body::from_stream(never))
+        .unwrap();
+    let (status, body) = common::within(10, s.call(req)).await;
+    assert_eq!((status, code(&body)), (StatusCode::SERVICE_UNAVAILABLE, "unavailable"));
+    assert!(body["error"]["message"].as_str().unwrap().contains("200ms"), "{body}");
+    assert_eq!(s.get("/v1/queues/q/tasks/k").await.0, StatusCode::NOT_FOUND);
+    let _: Value = body;
+}

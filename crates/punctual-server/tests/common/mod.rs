@@ -1,0 +1,169 @@
+//! Shared by the server's integration tests: an app over a fresh embedded store in its
+//! own temp dir, called without a socket.
+
+#![allow(dead_code, reason = "each test file uses a part")]
+#![allow(clippy::unwrap_used, reason = "helpers of tests: a failed unwrap is a failed test")]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::http::{Method, Request, StatusCode};
+use punctual_core::{Engine, EngineConfig, ManualClock, Timestamp};
+use punctual_server::{AppState, HttpOptions, app};
+use punctual_sqlite::SqliteStore;
+use serde_json::Value;
+use tower::ServiceExt;
+
+pub struct TestServer {
+    pub state: AppState<SqliteStore>,
+    pub app: Router,
+    pub clock: Option<ManualClock>,
+    pub token: Option<String>,
+    pub dir: tempfile::TempDir,
+}
+
+/// A fixed start for manual clocks: 2026-11-30T12:00:00Z.
+pub const START: Timestamp = Timestamp::from_millis(1_796_040_000_000);
+
+impl TestServer {
+    /// System clock, no tokens.
+    pub async fn start() -> TestServer {
+        TestServer::build(HttpOptions::default(), EngineConfig::default(), None).await
+    }
+
+    /// A manual clock standing at [`START`].
+    pub async fn manual() -> TestServer {
+        let clock = ManualClock::new(START);
+        let config = EngineConfig::default().clock(Arc::new(clock.clone()));
+        TestServer::build(HttpOptions::default(), config, Some(clock)).await
+    }
+
+    pub async fn build(options: HttpOptions, config: EngineConfig, clock: Option<ManualClock>) -> TestServer {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(dir.path().join("data")).unwrap();
+        let token = options.tokens.first().cloned();
+        let engine = Engine::start(store, config);
+        let state = AppState::new(engine, options).await.unwrap();
+        TestServer { app: app(state.clone()), state, clock, token, dir }
+    }
+
+    pub fn engine(&self) -> &Engine<SqliteStore> {
+        self.state.engine()
+    }
+
+    /// Sends a request with a JSON body (if any) and the token (if any).
+    pub async fn send(&self, method: Method, path: &str, body: Option<Value>) -> (StatusCode, Value) {
+        let body = body.map(|b| b.to_string());
+        self.send_text(method, path, body.as_deref()).await
+    }
+
+    pub async fn send_text(&self, method: Method, path: &str, body: Option<&str>) -> (StatusCode, Value) {
+        let mut req = Request::builder().method(method).uri(path);
+        if let Some(token) = &self.token {
+            req = req.header("authorization", format!("Bearer {token}"));
+        }
+        let req = match body {
+            Some(text) => req.header("content-type", "application/json").body(Body::from(text.to_owned())),
+            None => req.body(Body::empty()),
+        }
+        .unwrap();
+        self.call(req).await
+    }
+
+    pub async fn call(&self, req: Request<Body>) -> (StatusCode, Value) {
+        let response = self.app.clone().oneshot(req).await.unwrap();
+        let status = response.status();
+        let bytes = axum::body::to_bytes(response.into_body(), usize::MAX).await.unwrap();
+        let value = if bytes.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_slice(&bytes).unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into()))
+        };
+        (status, value)
+    }
+
+    pub async fn get(&self, path: &str) -> (StatusCode, Value) {
+        self.send(Method::GET, path, None).await
+    }
+    pub async fn put(&self, path: &str, body: Value) -> (StatusCode, Value) {
+        self.send(Method::PUT, path, Some(body)).await
+    }
+    pub async fn post(&self, path: &str, body: Value) -> (StatusCode, Value) {
+        self.send(Method::POST, path, Some(body)).await
+    }
+    pub async fn delete(&self, path: &str) -> (StatusCode, Value) {
+        self.send(Method::DELETE, path, None).await
+    }
+
+    /// Leases with `body`, expecting 200; the leases.
+    pub async fn lease(&self, queue: &str, body: Value) -> Vec<Value> {
+        let (status, answer) = self.post(&format!("/v1/queues/{queue}/lease"), body).await;
+        assert_eq!(status, StatusCode::OK, "{answer}");
+        answer["leases"].as_array().unwrap().clone()
+    }
+}
+
+/// The error code of an error body.
+pub fn code(body: &Value) -> &str {
+    body["error"]["code"].as_str().unwrap_or_else(|| panic!("not an error body: {body}"))
+}
+
+/// The error field of an error body.
+pub fn field(body: &Value) -> Option<&str> {
+    body["error"]["field"].as_str()
+}
+
+/// Waits for `future`, failing the test after `secs` seconds (a guard, not a sleep).
+pub async fn within<T>(secs: u64, future: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(Duration::from_secs(secs), future).await.expect("timed out")
+}
+
+/// Every route of API.md: method and path template.
+pub const API_ROUTES: &[(&str, &str)] = &[
+    ("PUT", "/v1/queues/{queue}/tasks/{key}"),
+    ("POST", "/v1/queues/{queue}/tasks"),
+    ("GET", "/v1/queues/{queue}/tasks/{key}"),
+    ("DELETE", "/v1/queues/{queue}/tasks/{key}"),
+    ("DELETE", "/v1/queues/{queue}/tags/{tag}"),
+    ("GET", "/v1/queues/{queue}/tasks"),
+    ("GET", "/v1/queues"),
+    ("GET", "/v1/queues/{queue}"),
+    ("POST", "/v1/queues/{queue}/lease"),
+    ("POST", "/v1/leases/{lease_id}/ack"),
+    ("POST", "/v1/acks"),
+    ("POST", "/v1/leases/{lease_id}/extend"),
+    ("GET", "/v1/queues/{queue}/dead"),
+    ("POST", "/v1/queues/{queue}/dead/{key}/retry"),
+    ("DELETE", "/v1/queues/{queue}/dead/{key}"),
+    ("GET", "/healthz"),
+    ("GET", "/readyz"),
+    ("GET", "/metrics"),
+    ("GET", "/"),
+    ("GET", "/openapi.json"),
+];
+
+/// A concrete path for a template.
+pub fn concrete(template: &str) -> String {
+    template.replace("{queue}", "q").replace("{key}", "k").replace("{tag}", "t").replace("{lease_id}", "x")
+}
+
+/// A minimal HTTP/1.1 client over a real socket: one request, `Connection: close`,
+/// the status and the body.
+pub async fn http(addr: std::net::SocketAddr, method: &str, path: &str, body: &str) -> (u16, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let request = format!(
+        "{method} {path} HTTP/1.1\r\nHost: test\r\nConnection: close\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).await.unwrap();
+    let text = String::from_utf8_lossy(&answer).into_owned();
+    let status = text.get(9..12).and_then(|s| s.parse().ok()).unwrap_or(0);
+    let body = text.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default();
+    (status, body)
+}

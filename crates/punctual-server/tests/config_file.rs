@@ -1,0 +1,79 @@
+//! `punctual serve` refuses a configuration it cannot honour before it binds anything:
+//! errors name the file and line, push actions and the Redis store say they are not
+//! implemented yet, and `--help` documents the flags with examples.
+
+#![allow(clippy::unwrap_used, reason = "helpers of tests: a failed unwrap is a failed test")]
+
+use clap::{CommandFactory, Parser};
+use punctual_server::{ServeArgs, serve};
+
+#[derive(Debug, Parser)]
+struct Cli {
+    #[command(flatten)]
+    args: ServeArgs,
+}
+
+fn args(list: &[&str]) -> ServeArgs {
+    Cli::try_parse_from(std::iter::once("serve").chain(list.iter().copied())).unwrap().args
+}
+
+async fn refusal(config: &str, extra: &[&str]) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("punctual.toml");
+    std::fs::write(&path, config).unwrap();
+    let data = dir.path().join("data");
+    let mut list = vec!["--config", path.to_str().unwrap(), "--listen", "127.0.0.1:0"];
+    if !extra.contains(&"--store") {
+        list.extend(["--data", data.to_str().unwrap()]);
+    }
+    list.extend(extra);
+    let error = serve(args(&list)).await.unwrap_err();
+    format!("{error:#}")
+}
+
+#[tokio::test]
+async fn config_errors_name_the_file_and_line() {
+    let message = refusal("listen = \"127.0.0.1:7575\"\n\n[queues.q]\nmax_attempts = 3\nretry = 1\n", &[]).await;
+    assert!(message.contains("punctual.toml, line 5") && message.contains("retry"), "{message}");
+    let message = refusal("tokens = [\"a\",\n\"\"]\n", &[]).await;
+    assert!(message.contains("line 2") && message.contains("empty"), "{message}");
+    let message = refusal("[queues.q]\nbackoff = { initial = \"1h\", factor = 2.0, max = \"1s\" }\n", &[]).await;
+    assert!(message.contains("line 2") && message.contains("backoff.max"), "{message}");
+}
+
+#[tokio::test]
+async fn push_actions_and_redis_are_refused_as_not_implemented_yet() {
+    let action = "[queues.\"order.cancel\"]\nmax_attempts = 10\n\n[queues.\"order.cancel\".action]\nkind = \"webhook\"\n\
+                  url = \"http://127.0.0.1:8080/hooks\"\n";
+    let message = refusal(action, &[]).await;
+    assert!(message.contains("line 1") && message.contains("push actions are not implemented yet"), "{message}");
+    let message = refusal("", &["--store", "redis://127.0.0.1:6379"]).await;
+    assert!(message.contains("not supported yet"), "{message}");
+    let message = refusal("store = \"redis-cluster://127.0.0.1:7000,127.0.0.1:7001\"\n", &["--store", "x://y"]).await;
+    assert!(message.contains("not a store URL"), "{message}");
+}
+
+#[test]
+fn help_documents_every_flag_with_examples() {
+    let help = Cli::command().render_long_help().to_string();
+    for needle in [
+        "--config",
+        "--listen",
+        "--data",
+        "--store",
+        "--token",
+        "PUNCTUAL_TOKENS",
+        "--log-format",
+        "--grace-period",
+        "--request-timeout",
+        "--max-payload-bytes",
+        "--max-batch",
+        "--max-body-bytes",
+        "Examples:",
+        "[queues.\"order.cancel\"]",
+    ] {
+        assert!(help.contains(needle), "--help lacks {needle}:\n{help}");
+    }
+    let parsed = args(&["--token", "a", "--token", "b,c"]);
+    assert!(format!("{parsed:?}").contains("[\"a\", \"b\", \"c\"]"), "{parsed:?}");
+}
