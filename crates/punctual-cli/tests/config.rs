@@ -87,3 +87,18 @@ fn serve_help_documents_every_flag() {
         assert!(help.contains(flag), "punctual serve --help documents {flag}:\n{help}");
     }
 }
+
+#[test]
+fn the_limit_flags_set_the_limits() {
+    let server = start(server_builder().args(["--max-payload-bytes", "100", "--max-batch", "3"]));
+    let api = Api::new(server.url());
+    // 98 characters and two quotes: 100 bytes of JSON.
+    api.create("q", "fits", json!({"payload": "x".repeat(98)}));
+    let resp = api.schedule("q", "too-big", json!({"payload": "x".repeat(99)}));
+    resp.expect_error(413, "payload_too_large", Some("payload"), "a payload over --max-payload-bytes");
+    let items =
+        |n: usize| -> serde_json::Value { (0..n).map(|i| json!({"key": format!("b{i}")})).collect::<Vec<_>>().into() };
+    api.post("/v1/queues/q/tasks", json!({"tasks": items(3)})).expect(200, "a batch of --max-batch tasks");
+    let resp = api.post("/v1/queues/q/tasks", json!({"tasks": items(4)}));
+    resp.expect_error(400, "invalid_argument", Some("tasks"), "a batch over --max-batch");
+}

@@ -22,7 +22,8 @@
 //!   test process that is itself killed runs no drop; the server is then left to the
 //!   test runner's process group.
 //! - **Stopping and starting again.** [`ServerProcess::kill`] sends SIGKILL (a crash),
-//!   [`ServerProcess::terminate`] sends SIGTERM and returns the exit status, and
+//!   [`ServerProcess::terminate`] sends SIGTERM ([`ServerProcess::interrupt`] SIGINT) and
+//!   returns the exit status, and
 //!   [`ServerProcess::restart`] starts the same binary with the same flags on the same
 //!   data directory, on the same port when it is still free ([`ServerProcess::url`] tells
 //!   which).
@@ -170,25 +171,33 @@ impl ServerProcess {
     /// returning its exit status. A server still running then is killed and this is an
     /// error.
     pub fn terminate(&mut self) -> io::Result<ExitStatus> {
+        self.signal_and_wait(rustix::process::Signal::TERM, "SIGTERM")
+    }
+
+    /// Like [`ServerProcess::terminate`] with SIGINT (Ctrl-C).
+    pub fn interrupt(&mut self) -> io::Result<ExitStatus> {
+        self.signal_and_wait(rustix::process::Signal::INT, "SIGINT")
+    }
+
+    fn signal_and_wait(&mut self, signal: rustix::process::Signal, name: &str) -> io::Result<ExitStatus> {
         let Some(mut running) = self.running.take() else {
-            return Err(io::Error::other("terminate: the server is not running"));
+            return Err(io::Error::other(format!("{name}: the server is not running")));
         };
         let pid = rustix::process::Pid::from_child(&running.child);
-        if let Err(e) = rustix::process::kill_process(pid, rustix::process::Signal::TERM) {
+        if let Err(e) = rustix::process::kill_process(pid, signal) {
             let _ = running.child.kill();
             let _ = running.child.wait();
             self.finish(running);
-            return Err(io::Error::other(format!("sending SIGTERM to the server: {e}")));
+            return Err(io::Error::other(format!("sending {name} to the server: {e}")));
         }
-        let exited = wait_with_timeout(&mut running.child, TERMINATE_TIMEOUT);
-        let result = match exited {
+        let result = match wait_with_timeout(&mut running.child, TERMINATE_TIMEOUT) {
             Ok(Some(status)) => Ok(status),
             Ok(None) => {
                 let _ = running.child.kill();
                 let _ = running.child.wait();
                 Err(io::Error::new(
                     io::ErrorKind::TimedOut,
-                    format!("the server did not exit within {TERMINATE_TIMEOUT:?} of SIGTERM and was killed"),
+                    format!("the server did not exit within {TERMINATE_TIMEOUT:?} of {name} and was killed"),
                 ))
             }
             Err(e) => Err(e),
