@@ -1,5 +1,6 @@
-//! The store conformance suite: one set of checks, generic over [`Store`](punctual_core::Store), that every
-//! backend runs unchanged. A backend is done when the whole suite passes on it.
+//! The store conformance suite: one set of checks, generic over
+//! [`Store`](punctual_core::Store), that every backend runs unchanged. A backend is done
+//! when the whole suite passes on it.
 //!
 //! It guards against the bugs that make delayed-task systems lose or duplicate work:
 //! a task handed out before its due time, a cancelled task that fires anyway, two live
@@ -143,4 +144,57 @@ macro_rules! __conformance_checks {
             }
         )+
     };
+}
+
+#[cfg(test)]
+mod tests {
+    /// Every `pub async fn` check of the modules, by name.
+    fn checks_defined() -> Vec<String> {
+        let sources = [
+            include_str!("conformance/completion.rs"),
+            include_str!("conformance/consumers.rs"),
+            include_str!("conformance/expiry.rs"),
+            include_str!("conformance/inspection.rs"),
+            include_str!("conformance/leasing.rs"),
+            include_str!("conformance/repeat.rs"),
+            include_str!("conformance/upsert.rs"),
+            include_str!("conformance/validation.rs"),
+        ];
+        let mut names: Vec<String> = sources
+            .iter()
+            .flat_map(|source| source.lines())
+            .filter_map(|line| line.strip_prefix("pub async fn "))
+            .map(|rest| rest.split(['<', '(']).next().unwrap_or_default().to_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    /// Every name `store_conformance!` expands to a test.
+    fn checks_run() -> Vec<String> {
+        let source = include_str!("conformance.rs");
+        let start = source.find("$factory;").expect("the check list opens with $factory;");
+        let list = &source[start..source[start..].find("};").map_or(source.len(), |end| start + end)];
+        let mut names: Vec<String> = list
+            .lines()
+            .map(str::trim)
+            .filter_map(|line| line.strip_suffix(','))
+            .filter(|name| name.chars().all(|c| c.is_ascii_lowercase() || c == '_'))
+            .map(str::to_owned)
+            .collect();
+        names.sort();
+        names
+    }
+
+    /// A check left out of the macro would silently never run.
+    #[test]
+    fn the_macro_runs_every_check_once() {
+        let (defined, run) = (checks_defined(), checks_run());
+        assert!(defined.len() > 50, "found only {} checks: {defined:?}", defined.len());
+        let not_run: Vec<_> = defined.iter().filter(|name| !run.contains(name)).collect();
+        let unknown: Vec<_> = run.iter().filter(|name| !defined.contains(name)).collect();
+        assert!(not_run.is_empty(), "checks missing from store_conformance!: {not_run:?}");
+        assert!(unknown.is_empty(), "store_conformance! names no such check: {unknown:?}");
+        assert_eq!(run, defined, "a check is listed twice in store_conformance!");
+    }
 }
