@@ -8,9 +8,14 @@
 //! (batches get their own, larger one).
 
 use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::Router;
+use axum::body::Body;
 use axum::extract::{DefaultBodyLimit, MatchedPath, Request, State};
 use axum::http::{Method, Uri, header};
 use axum::middleware::{self, Next};
@@ -104,13 +109,56 @@ async fn auth<S: Store>(State(state): State<AppState<S>>, req: Request, next: Ne
     if presented { next.run(req).await } else { ApiError::Unauthorized.into_response() }
 }
 
+/// Ends requests that take too long: a client still sending its body is refused (400),
+/// anything else slow is the server's (503).
 async fn timeout<S: Store>(State(state): State<AppState<S>>, req: Request, next: Next) -> Response {
     let base = state.inner.options.request_timeout;
     let long_poll = req.extensions().get::<MatchedPath>().is_some_and(|p| p.as_str() == LEASE_ROUTE);
     let limit = if long_poll { base.saturating_add(MAX_WAIT) } else { base };
+    let received = Arc::new(AtomicBool::new(false));
+    let req = req.map(|body| Body::new(Tracked { inner: body, received: Arc::clone(&received) }));
     match tokio::time::timeout(limit, next.run(req)).await {
         Ok(response) => response,
+        Err(_) if !received.load(Ordering::Acquire) => ApiError::bad_request(format!(
+            "the request body did not arrive within {}",
+            punctual_core::time::format_duration(limit)
+        ))
+        .into_response(),
         Err(_) => ApiError::TimedOut { after: limit }.into_response(),
+    }
+}
+
+/// A request body that records when it has been read to its end.
+struct Tracked {
+    inner: Body,
+    received: Arc<AtomicBool>,
+}
+
+impl http_body::Body for Tracked {
+    type Data = bytes::Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<bytes::Bytes>, axum::Error>>> {
+        let polled = Pin::new(&mut self.inner).poll_frame(cx);
+        if matches!(polled, Poll::Ready(None)) || self.inner.is_end_stream() {
+            self.received.store(true, Ordering::Release);
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        let end = self.inner.is_end_stream();
+        if end {
+            self.received.store(true, Ordering::Release);
+        }
+        end
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
     }
 }
 
