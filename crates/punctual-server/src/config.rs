@@ -26,10 +26,11 @@ use crate::state::HttpOptions;
 
 const EXAMPLES: &str = "\
 Examples:
-  punctual serve                                   # embedded store in ./punctual-data, 127.0.0.1:7575
+  punctual serve                               # ./punctual-data, 127.0.0.1:7575
   punctual serve --data /var/lib/punctual --listen 0.0.0.0:7575
-  punctual serve --config punctual.toml            # flags override the file
-  punctual serve --token s3cret --token other      # or PUNCTUAL_TOKENS=s3cret,other
+  punctual serve --config punctual.toml        # flags override the file
+  punctual serve --token s3cret --token other  # or PUNCTUAL_TOKENS=s3cret,other
+  RUST_LOG=debug punctual serve --log-format json
 
 Configuration file (TOML; every key optional; unknown keys are an error):
   listen = \"127.0.0.1:7575\"

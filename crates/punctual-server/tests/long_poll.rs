@@ -170,3 +170,22 @@ async fn stopping_answers_waiting_leases_at_once_with_nothing() {
         serde_json::from_slice(&axum::body::to_bytes(response.into_body(), usize::MAX).await.unwrap()).unwrap();
     assert_eq!(body, json!({"leases": []}));
 }
+
+#[tokio::test]
+async fn a_long_poll_may_outlast_the_request_timeout() {
+    let mut options = punctual_server::HttpOptions::default();
+    options.request_timeout = Duration::from_millis(100);
+    let s = TestServer::build(options, punctual_core::EngineConfig::default(), None).await;
+    let leases = within(10, s.lease("q", json!({"wait": "400ms"}))).await;
+    assert!(leases.is_empty());
+    // Other routes keep the short limit (a body that never arrives is cut at 100 ms).
+    let never = futures_util::stream::pending::<Result<bytes::Bytes, std::io::Error>>();
+    let req = Request::builder()
+        .method(Method::POST)
+        .uri("/v1/queues/q/tasks")
+        .header("content-type", "application/json")
+        .body(Body::from_stream(never))
+        .unwrap();
+    let (status, _) = within(10, s.call(req)).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+}
