@@ -9,6 +9,8 @@
 
 mod common;
 
+use punctual_testkit::server::ServerProcess;
+
 use common::{Api, enc, server_builder, start, start_server, tamper, task_path};
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -189,6 +191,9 @@ fn malformed_requests_are_refused_with_the_right_error_and_harm_nothing() {
     assert_eq!(leases.len(), 1);
     let lease = leases[0]["lease_id"].as_str().expect("lease_id").to_owned();
 
+    // A fresh connection per case: whether a refused body leaves the connection usable
+    // is checked on its own, below.
+    let table_api = Api::unpooled(server.url());
     let mut failures = Vec::new();
     for case in cases(&lease) {
         let body = match &case.body {
@@ -196,7 +201,7 @@ fn malformed_requests_are_refused_with_the_right_error_and_harm_nothing() {
             Body::Json(value) => Some(serde_json::to_vec(value).expect("JSON")),
             Body::Raw(text) => Some(text.as_bytes().to_vec()),
         };
-        let resp = match api.try_raw(case.method.clone(), &case.path, body, Some("application/json"), None) {
+        let resp = match table_api.try_raw(case.method.clone(), &case.path, body, Some("application/json"), None) {
             Ok(resp) => resp,
             Err(e) => {
                 failures.push(format!("{}: no HTTP answer: {e}", case.name));
@@ -303,4 +308,79 @@ fn a_request_that_stalls_mid_body_times_out() {
     let api = Api::of(&server);
     api.get("/healthz").expect(200, "healthy after the stalled request");
     api.task("q", "slow").expect_error(404, "not_found", None, "the stalled request stored nothing");
+}
+
+/// Sends `PUT <path>` with `body` and the `Authorization` header line `auth` on a raw
+/// connection and asserts the status; then, unless the answer said `Connection: close`,
+/// asserts the connection still serves a request: HTTP clients pool connections and send
+/// their next request on one the server kept open.
+fn refusal_leaves_a_usable_connection(
+    server: &ServerProcess,
+    path: &str,
+    body: &str,
+    auth: &str,
+    status: u16,
+) -> Result<(), String> {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let mut stream = std::net::TcpStream::connect(server.addr()).expect("connect");
+    stream.set_read_timeout(Some(std::time::Duration::from_secs(10))).expect("read timeout");
+    let head = format!(
+        "PUT {path} HTTP/1.1\r\nHost: test\r\n{auth}Content-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    // The server may stop reading early; what it answers is what is checked.
+    let _ = stream.write_all(head.as_bytes()).and_then(|()| stream.write_all(body.as_bytes()));
+    let mut reader = BufReader::new(stream.try_clone().expect("clone the stream"));
+    let mut headers = Vec::new();
+    loop {
+        let mut line = String::new();
+        match reader.read_line(&mut line) {
+            Ok(0) | Err(_) => break,
+            Ok(_) if line.trim().is_empty() => break,
+            Ok(_) => headers.push(line.trim().to_ascii_lowercase()),
+        }
+    }
+    let what = format!("PUT {path} with a body of {} bytes", body.len());
+    let status_line = format!("http/1.1 {status}");
+    if !headers.first().is_some_and(|l| l.starts_with(&status_line)) {
+        return Err(format!("{what}: expected {status}: {headers:?}"));
+    }
+    if headers.iter().any(|h| h == "connection: close") {
+        return Ok(());
+    }
+    let length: usize = headers
+        .iter()
+        .find_map(|h| h.strip_prefix("content-length:"))
+        .and_then(|v| v.trim().parse().ok())
+        .expect("a content-length");
+    let mut rest = vec![0; length];
+    reader.read_exact(&mut rest).expect("the error body");
+    let next = stream.write_all(b"GET /healthz HTTP/1.1\r\nHost: test\r\n\r\n");
+    let mut line = String::new();
+    let read = reader.read_line(&mut line);
+    if next.is_ok() && read.is_ok() && line.starts_with("HTTP/1.1 200") {
+        return Ok(());
+    }
+    Err(format!(
+        "{what}: the server closed the connection after its {status} without `Connection: close` \
+         (headers {headers:?}), so a keep-alive client's next request fails: write {next:?}, read {read:?} '{line}'"
+    ))
+}
+
+#[test]
+fn a_refused_body_never_leaves_a_half_closed_keep_alive_connection() {
+    let server = start_server();
+    let guarded = start(server_builder().args(["--token", "s3cret"]));
+    let big = format!(r#"{{"payload":"{}"}}"#, "x".repeat(2 << 20));
+    let bad = format!(r#"{{"delay":"{}""#, "x".repeat(100_000));
+    let body = format!(r#"{{"payload":"{}"}}"#, "x".repeat(60_000));
+    let auth = "Authorization: Bearer s3cret\r\n";
+    let results = [
+        refusal_leaves_a_usable_connection(&server, "/v1/queues/q/tasks/k", &big, "", 413),
+        refusal_leaves_a_usable_connection(&server, "/v1/queues/q/tasks/k", &bad, "", 400),
+        refusal_leaves_a_usable_connection(&guarded, "/v1/queues/q/tasks/k", &body, "", 401),
+        refusal_leaves_a_usable_connection(&guarded, "/v1/queues/bad%20queue/tasks/k", &body, auth, 400),
+    ];
+    let failures: Vec<String> = results.into_iter().filter_map(Result::err).collect();
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

@@ -389,6 +389,11 @@ fn list_pages_in_due_order_until_next_cursor_is_null() {
         want.sort();
         assert_eq!(got, want, "every scheduled task exactly once (limit {limit})");
     }
+    for (state, key) in [("leased", "leased"), ("dead", "dead")] {
+        let tasks = list_all(&api, &format!("/v1/queues/list.q/tasks?state={state}"), 10);
+        assert_eq!(keys(&tasks), [key], "state={state} lists the {state} task only");
+        assert_eq!(tasks[0]["state"], state);
+    }
     let resp = api.get("/v1/queues/empty.q/tasks");
     resp.expect(200, "the list of an unknown queue");
     assert_eq!(resp.json, json!({"tasks": [], "next_cursor": null}));
@@ -738,6 +743,7 @@ fn fail_makes_a_task_dead_and_the_dead_routes_list_retry_and_delete_it() {
     assert_eq!(keys(&dead), ["k"]);
     assert_task_shape(&dead[0]);
     assert_eq!(dead[0]["payload"], json!({"order": 1}));
+    assert_eq!(dead[0]["state"], "dead");
 
     let resp = api.post("/v1/queues/dead.q/dead/k/retry", json!({}));
     resp.expect(200, "retry of a dead task");

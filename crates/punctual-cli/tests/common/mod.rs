@@ -86,6 +86,18 @@ impl Api {
         Api { base: base.into(), client, token: None }
     }
 
+    /// A client that opens a new connection for every request, for requests after
+    /// which the server may close the connection (a refused oversized body).
+    pub fn unpooled(base: impl Into<String>) -> Api {
+        let client = Client::builder()
+            .no_proxy()
+            .pool_max_idle_per_host(0)
+            .timeout(Duration::from_secs(30))
+            .build()
+            .expect("a blocking HTTP client can be built");
+        Api { base: base.into(), client, token: None }
+    }
+
     pub fn of(server: &ServerProcess) -> Api {
         Api::new(server.url())
     }
