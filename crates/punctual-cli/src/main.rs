@@ -1,24 +1,45 @@
 //! The `punctual` binary: `punctual serve` runs the server; the other subcommands are
-//! a client of a running server.
+//! a client of a running server (see `../shared/API.md`, "Command line client").
+//!
+//! Exit status: 0 on success; 1 when a command fails (the server refused, the task was
+//! not found, the server could not be reached); 2 on a usage error (clap's own).
 
-use clap::{Parser, Subcommand};
+mod cli;
+mod client;
+mod commands;
+#[cfg(test)]
+mod fake_server;
+mod render;
 
-#[derive(Debug, Parser)]
-#[command(name = "punctual", version, about = "Durable delayed tasks that fire on time")]
-struct Cli {
-    #[command(subcommand)]
-    command: Command,
-}
+use std::io::Write;
+use std::process::ExitCode;
 
-#[derive(Debug, Subcommand)]
-enum Command {
-    /// Run the server (HTTP API, engine, embedded store by default).
-    Serve(punctual_server::ServeArgs),
-}
+use anyhow::{Context, Result};
+use clap::Parser;
+
+use cli::{Cli, Command};
 
 #[tokio::main]
-async fn main() -> anyhow::Result<()> {
-    match Cli::parse().command {
+async fn main() -> ExitCode {
+    let result = match Cli::parse().command {
         Command::Serve(args) => punctual_server::serve(args).await,
+        Command::Client(command) => commands::run(command).await.and_then(|text| emit(&text)),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            // `{:#}` prints the whole chain on one line: "error: context: cause".
+            eprintln!("error: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Prints `text` and a newline. A closed pipe (`punctual ls q | head`) is not an error.
+fn emit(text: &str) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    match writeln!(out, "{text}").and_then(|()| out.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => other.context("cannot write to standard output"),
     }
 }

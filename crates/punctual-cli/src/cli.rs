@@ -1,0 +1,492 @@
+//! The command line as clap sees it: every subcommand, its flags, and help that
+//! teaches by example. Parsing only; [`crate::commands`] runs what was parsed.
+//!
+//! Checks that need no server happen here, so they are usage errors (exit 2) before
+//! any request: `--payload` must be JSON, `--server` an http(s) URL, names non-empty,
+//! `--delay` and `--at` exclusive. Durations and times are passed through as typed:
+//! the server owns their syntax and names the wrong part when it refuses one.
+
+use std::path::Path;
+
+use clap::builder::NonEmptyStringValueParser;
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use reqwest::Url;
+use serde_json::Value;
+
+use crate::client::parse_server_url;
+
+const TOP_AFTER_HELP: &str = "\
+Examples:
+  punctual serve                                       # start a server on 127.0.0.1:7575
+  punctual schedule order.cancel order-1234 --delay 30m --payload '{\"order_id\": 1234}'
+  punctual get order.cancel order-1234
+  punctual ls                                          # every queue with its counts
+  punctual ls order.cancel                             # that queue's tasks, in due order
+  punctual cancel order.cancel order-1234
+
+Client commands talk to the server at --server (env PUNCTUAL_SERVER, default
+http://127.0.0.1:7575) with --token (env PUNCTUAL_TOKEN). They print tables; --json prints
+the server's JSON. Exit status: 0 success, 1 refused by the server, not found or
+unreachable, 2 usage error.
+
+Run 'punctual <COMMAND> --help' for a command's flags and examples.";
+
+const SCHEDULE_AFTER_HELP: &str = "\
+Examples:
+  # Cancel order 1234 in 30 minutes unless it is paid first
+  punctual schedule order.cancel order-1234 --delay 30m --payload '{\"order_id\": 1234}'
+
+  # At a fixed time (RFC 3339 with any offset, or epoch milliseconds)
+  punctual schedule report.daily 2026-11-30 --at 2026-11-30T09:00:00+08:00
+
+  # Every 24 hours, three times in all, tagged so the workflow can be cancelled at once
+  punctual schedule reminder.chief pi-9 --delay 1h --repeat-every 24h --repeat-times 3 --tag pi-9
+
+  # Weekdays at 09:00 Shanghai time
+  punctual schedule report.daily weekday --repeat-cron '0 9 * * MON-FRI' --tz Asia/Shanghai
+
+  # Create only if absent; leave an existing task untouched
+  punctual schedule order.cancel order-1234 --delay 30m --if-exists keep
+
+Scheduling the same QUEUE and KEY again replaces the task (new due time, payload and
+policies) unless --if-exists says otherwise, so a key names one pending action.
+Durations: 1500ms, 30s, 30m, '1h 30m', 24h, 7d, or integer milliseconds. With neither
+--delay nor --at the task is due now. Policies not given take the queue's defaults.";
+
+const GET_AFTER_HELP: &str = "\
+Examples:
+  punctual get order.cancel order-1234
+  punctual get order.cancel 'key with spaces/and slashes' --json
+
+Exit status 1 when the task does not exist (done and cancelled tasks are deleted).";
+
+const CANCEL_AFTER_HELP: &str = "\
+Examples:
+  punctual cancel order.cancel order-1234
+
+A leased (running) task is cancelled for good: no retry, no repeat. Exit status 1 when
+the task does not exist. With --json, prints {\"outcome\": \"cancelled\", \"queue\", \"key\"}.";
+
+const LS_AFTER_HELP: &str = "\
+Examples:
+  punctual ls                                   # queues: counts and next due time
+  punctual ls order.cancel                      # the first 100 tasks, in due order
+  punctual ls order.cancel --state leased       # only the running ones
+  punctual ls order.cancel --limit 1000 --json  # for scripts (next_cursor to continue)
+  punctual ls order.cancel --cursor <CURSOR>    # continue where a listing stopped
+
+Pages are fetched until --limit tasks; when more remain, the output says so and gives
+the cursor to continue from.";
+
+const STATS_AFTER_HELP: &str = "\
+Examples:
+  punctual stats                  # every queue, with a total
+  punctual stats order.cancel     # one queue
+  punctual stats --json
+
+NEXT DUE is the earliest due task; OLDEST OVERDUE how long the most overdue task has
+waited past its due time (a sign that handlers are not keeping up); LAG how late recent
+tasks fired after their due time.";
+
+const DEAD_AFTER_HELP: &str = "\
+Tasks die after max_attempts failed tries, or when a handler answers 'fail'. They are
+kept until retried or removed.
+
+Examples:
+  punctual dead ls order.cancel
+  punctual dead retry order.cancel order-1234
+  punctual dead rm order.cancel order-1234";
+
+const DEAD_LS_AFTER_HELP: &str = "\
+Examples:
+  punctual dead ls order.cancel
+  punctual dead ls order.cancel --limit 1000 --json";
+
+const DEAD_RETRY_AFTER_HELP: &str = "\
+Examples:
+  punctual dead retry order.cancel order-1234
+
+The task is scheduled again, due now, with its attempts reset. Exit status 1 when no
+dead task has that key.";
+
+const DEAD_RM_AFTER_HELP: &str = "\
+Examples:
+  punctual dead rm order.cancel order-1234
+
+Exit status 1 when no dead task has that key.";
+
+/// The `punctual` command line.
+#[derive(Debug, Parser)]
+#[command(
+    name = "punctual",
+    version,
+    about = "Durable delayed tasks that fire on time",
+    after_help = TOP_AFTER_HELP,
+    disable_help_subcommand = true
+)]
+pub(crate) struct Cli {
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Run the server (HTTP API, engine, embedded store by default).
+    Serve(punctual_server::ServeArgs),
+    #[command(flatten)]
+    Client(ClientCommand),
+}
+
+/// The subcommands that talk to a running server.
+#[derive(Debug, Subcommand)]
+pub(crate) enum ClientCommand {
+    /// Create a task, or replace the one with the same key
+    #[command(after_help = SCHEDULE_AFTER_HELP)]
+    Schedule(Box<ScheduleArgs>),
+    /// Show one task
+    #[command(after_help = GET_AFTER_HELP)]
+    Get(TaskArgs),
+    /// Cancel a task so it never fires
+    #[command(after_help = CANCEL_AFTER_HELP)]
+    Cancel(TaskArgs),
+    /// List the queues, or one queue's tasks in due order
+    #[command(after_help = LS_AFTER_HELP)]
+    Ls(LsArgs),
+    /// Counts, next due time, overdue and fire lag per queue
+    #[command(after_help = STATS_AFTER_HELP)]
+    Stats(StatsArgs),
+    /// List, retry or remove dead tasks (those that used up their attempts)
+    #[command(after_help = DEAD_AFTER_HELP, subcommand_required = true)]
+    Dead(DeadArgs),
+}
+
+/// Where the server is and how to print; every client subcommand takes these.
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Client options")]
+pub(crate) struct ClientArgs {
+    /// The server's base URL
+    #[arg(
+        long,
+        env = "PUNCTUAL_SERVER",
+        value_name = "URL",
+        default_value = "http://127.0.0.1:7575",
+        value_parser = parse_server_url
+    )]
+    pub(crate) server: Url,
+    /// Bearer token, for a server started with --token
+    #[arg(long, env = "PUNCTUAL_TOKEN", value_name = "T", hide_env_values = true)]
+    pub(crate) token: Option<String>,
+    /// Print the server's JSON (pretty) instead of a table
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// One task: its queue and key.
+#[derive(Debug, Args)]
+pub(crate) struct TaskArgs {
+    /// The queue (e.g. order.cancel)
+    #[arg(value_parser = NonEmptyStringValueParser::new())]
+    pub(crate) queue: String,
+    /// The task's key in that queue (any UTF-8, e.g. order-1234)
+    #[arg(value_parser = NonEmptyStringValueParser::new())]
+    pub(crate) key: String,
+    #[command(flatten)]
+    pub(crate) client: ClientArgs,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ScheduleArgs {
+    /// The queue; it selects the handler (e.g. order.cancel)
+    #[arg(value_parser = NonEmptyStringValueParser::new())]
+    pub(crate) queue: String,
+    /// The task's key in that queue: scheduling the same key again replaces the task
+    #[arg(value_parser = NonEmptyStringValueParser::new())]
+    pub(crate) key: String,
+    /// Due this long from now (30s, 30m, '1h 30m', 7d, or milliseconds)
+    #[arg(long, value_name = "D", conflicts_with = "at")]
+    pub(crate) delay: Option<String>,
+    /// Due at this time (RFC 3339 such as 2026-11-30T09:00:00+08:00, or epoch ms)
+    #[arg(long, value_name = "T")]
+    pub(crate) at: Option<String>,
+    /// The JSON the handler receives, or @FILE to read it from a file
+    #[arg(long, value_name = "JSON", value_parser = parse_payload)]
+    pub(crate) payload: Option<Value>,
+    /// Fire again this long after each due time (fixed rate; missed ones are skipped)
+    #[arg(long, value_name = "D", conflicts_with = "repeat_cron")]
+    pub(crate) repeat_every: Option<String>,
+    /// Fire again at the times of a cron expression (e.g. '0 9 * * MON-FRI')
+    #[arg(long, value_name = "EXPR")]
+    pub(crate) repeat_cron: Option<String>,
+    /// The IANA time zone of --repeat-cron (default UTC)
+    #[arg(long, value_name = "ZONE", requires = "repeat_cron")]
+    pub(crate) tz: Option<String>,
+    /// How many times to fire in all, the first included
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) repeat_times: Option<u32>,
+    /// The last time a repetition may be due
+    #[arg(long, value_name = "T")]
+    pub(crate) repeat_until: Option<String>,
+    /// A label for cancelling related tasks together (repeatable)
+    #[arg(long = "tag", value_name = "T", value_parser = NonEmptyStringValueParser::new())]
+    pub(crate) tags: Vec<String>,
+    /// Give up (the task goes dead) after this many failed tries
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) max_attempts: Option<u32>,
+    /// What to do when the key already exists
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub(crate) if_exists: Option<IfExists>,
+    #[command(flatten)]
+    pub(crate) client: ClientArgs,
+}
+
+/// `if_exists` of the API.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum IfExists {
+    /// Replace it: new due time, payload and policies (the default)
+    Replace,
+    /// Keep the existing task untouched
+    Keep,
+    /// Refuse (exit status 1)
+    Error,
+}
+
+impl IfExists {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            IfExists::Replace => "replace",
+            IfExists::Keep => "keep",
+            IfExists::Error => "error",
+        }
+    }
+}
+
+/// Task states a listing can filter on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum State {
+    Scheduled,
+    Leased,
+    Dead,
+}
+
+impl State {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            State::Scheduled => "scheduled",
+            State::Leased => "leased",
+            State::Dead => "dead",
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct LsArgs {
+    /// The queue whose tasks to list; without it, list the queues
+    #[arg(value_parser = NonEmptyStringValueParser::new())]
+    pub(crate) queue: Option<String>,
+    /// Only tasks in this state
+    #[arg(long, value_enum, requires = "queue")]
+    pub(crate) state: Option<State>,
+    #[command(flatten)]
+    pub(crate) page: PageArgs,
+    #[command(flatten)]
+    pub(crate) client: ClientArgs,
+}
+
+/// How much of a task list to fetch.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct PageArgs {
+    /// Show at most this many tasks
+    #[arg(long, value_name = "N", default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) limit: u32,
+    /// Continue a listing from the cursor an earlier one printed
+    #[arg(long, value_name = "CURSOR")]
+    pub(crate) cursor: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct StatsArgs {
+    /// Only this queue
+    #[arg(value_parser = NonEmptyStringValueParser::new())]
+    pub(crate) queue: Option<String>,
+    #[command(flatten)]
+    pub(crate) client: ClientArgs,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct DeadArgs {
+    #[command(subcommand)]
+    pub(crate) command: DeadCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum DeadCommand {
+    /// List a queue's dead tasks
+    #[command(after_help = DEAD_LS_AFTER_HELP)]
+    Ls(DeadLsArgs),
+    /// Schedule a dead task again, due now, with its attempts reset
+    #[command(after_help = DEAD_RETRY_AFTER_HELP)]
+    Retry(TaskArgs),
+    /// Delete a dead task for good
+    #[command(after_help = DEAD_RM_AFTER_HELP)]
+    Rm(TaskArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct DeadLsArgs {
+    /// The queue
+    #[arg(value_parser = NonEmptyStringValueParser::new())]
+    pub(crate) queue: String,
+    #[command(flatten)]
+    pub(crate) page: PageArgs,
+    #[command(flatten)]
+    pub(crate) client: ClientArgs,
+}
+
+/// `--payload`: JSON text, or `@FILE` holding JSON (no JSON text starts with `@`).
+fn parse_payload(text: &str) -> Result<Value, String> {
+    if let Some(path) = text.strip_prefix('@') {
+        let content = std::fs::read_to_string(Path::new(path))
+            .map_err(|e| format!("cannot read the payload file '{path}': {e}"))?;
+        return serde_json::from_str(&content).map_err(|e| format!("the file '{path}' is not valid JSON: {e}"));
+    }
+    serde_json::from_str(text).map_err(|e| {
+        format!(
+            "not valid JSON ({e}); quote it for the shell, e.g. --payload '{{\"order_id\": 1234}}', \
+             and write strings with double quotes: --payload '\"text\"'"
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+    use clap::error::ErrorKind;
+
+    fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(std::iter::once("punctual").chain(args.iter().copied()))
+    }
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn every_client_subcommand_has_a_description_and_examples() {
+        let mut cli = Cli::command();
+        cli.build();
+        let mut leaves = Vec::new();
+        for sub in cli.get_subcommands() {
+            assert!(sub.get_about().is_some(), "{} has no description", sub.get_name());
+            if sub.get_name() == "serve" {
+                continue;
+            }
+            assert!(sub.get_after_help().is_some_and(|h| h.to_string().contains("Examples:")), "{}", sub.get_name());
+            if sub.has_subcommands() {
+                leaves.extend(sub.get_subcommands().cloned());
+            } else {
+                leaves.push(sub.clone());
+            }
+        }
+        for leaf in leaves {
+            assert!(leaf.get_about().is_some(), "{} has no description", leaf.get_name());
+            assert!(leaf.get_after_help().is_some_and(|h| h.to_string().contains("Examples:")), "{}", leaf.get_name());
+            for flag in ["server", "token", "json"] {
+                assert!(leaf.get_arguments().any(|a| a.get_id() == flag), "{} lacks --{flag}", leaf.get_name());
+            }
+        }
+    }
+
+    #[test]
+    fn schedule_takes_every_flag_of_the_api() {
+        let cli = parse(&[
+            "schedule",
+            "order.cancel",
+            "订单/1 x@y",
+            "--delay",
+            "30m",
+            "--payload",
+            r#"{"order_id": 1234}"#,
+            "--repeat-every",
+            "24h",
+            "--repeat-times",
+            "3",
+            "--tag",
+            "a",
+            "--tag",
+            "b",
+            "--max-attempts",
+            "5",
+            "--if-exists",
+            "keep",
+            "--server",
+            "http://localhost:9",
+            "--token",
+            "s3cret",
+            "--json",
+        ])
+        .unwrap();
+        let Command::Client(ClientCommand::Schedule(args)) = cli.command else { panic!("not schedule") };
+        assert_eq!(args.key, "订单/1 x@y");
+        assert_eq!(args.payload, Some(serde_json::json!({"order_id": 1234})));
+        assert_eq!(args.tags, ["a", "b"]);
+        assert_eq!(args.if_exists, Some(IfExists::Keep));
+        assert_eq!(args.client.server.as_str(), "http://localhost:9/");
+        assert_eq!(args.client.token.as_deref(), Some("s3cret"));
+        assert!(args.client.json);
+    }
+
+    #[test]
+    fn usage_errors_are_caught_before_any_request() {
+        let bad_payload = parse(&["schedule", "q", "k", "--payload", "{order_id: 1}"]).unwrap_err();
+        assert_eq!(bad_payload.kind(), ErrorKind::ValueValidation);
+        assert!(bad_payload.to_string().contains("not valid JSON"), "{bad_payload}");
+        assert_eq!(bad_payload.exit_code(), 2);
+
+        let both = parse(&["schedule", "q", "k", "--delay", "1s", "--at", "2026-01-01T00:00:00Z"]).unwrap_err();
+        assert_eq!(both.kind(), ErrorKind::ArgumentConflict);
+        assert_eq!(both.exit_code(), 2);
+
+        for args in [
+            &["schedule", "q", ""][..],
+            &["get", "q"],
+            &["schedule", "q", "k", "--if-exists", "sometimes"],
+            &["schedule", "q", "k", "--max-attempts", "0"],
+            &["ls", "--state", "leased"],
+            &["ls", "q", "--limit", "0"],
+            &["get", "q", "k", "--server", "ftp://x"],
+            &["dead"],
+            &["dead", "retry", "q"],
+        ] {
+            let e = parse(args).unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{args:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn payloads_can_come_from_a_file() {
+        let dir = std::env::temp_dir().join(format!("punctual-cli-payload-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("p.json");
+        std::fs::write(&file, r#"{"big": [1, 2, 3]}"#).unwrap();
+        assert_eq!(parse_payload(&format!("@{}", file.display())), Ok(serde_json::json!({"big": [1, 2, 3]})));
+        assert!(parse_payload("@/no/such/file").unwrap_err().contains("cannot read"));
+        assert_eq!(parse_payload("\"text\""), Ok(serde_json::json!("text")));
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn dead_subcommands_take_queue_and_key() {
+        let cli = parse(&["dead", "rm", "q", "k", "--json"]).unwrap();
+        assert!(matches!(
+            cli.command,
+            Command::Client(ClientCommand::Dead(DeadArgs { command: DeadCommand::Rm(TaskArgs { .. }) }))
+        ));
+        let cli = parse(&["dead", "ls", "q", "--limit", "5"]).unwrap();
+        let Command::Client(ClientCommand::Dead(DeadArgs { command: DeadCommand::Ls(args) })) = cli.command else {
+            panic!()
+        };
+        assert_eq!(args.page.limit, 5);
+    }
+}

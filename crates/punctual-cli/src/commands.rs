@@ -1,0 +1,591 @@
+//! The client subcommands: each turns its parsed arguments into API calls and returns
+//! the text to print — the server's JSON with `--json`, a table or block otherwise.
+//!
+//! Request bodies are built by pure functions ([`schedule_body`]) so their shape is
+//! unit-tested without a server.
+
+use anyhow::{Context, Result};
+use serde_json::{Map, Value, json};
+
+use crate::cli::{ClientArgs, ClientCommand, DeadCommand, LsArgs, PageArgs, ScheduleArgs, StatsArgs, TaskArgs};
+use crate::client::{Client, ClientError};
+use crate::render;
+
+/// Tasks asked for per request while following `next_cursor`.
+const PAGE_SIZE: u32 = 100;
+
+fn connect(args: &ClientArgs) -> Result<Client> {
+    Client::new(&args.server, args.token.clone())
+}
+
+/// The JSON text printed by `--json`: pretty, like every `--json` output.
+pub(crate) fn pretty(value: &Value) -> String {
+    serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())
+}
+
+/// A duration or time as the API takes it: digits only are milliseconds (a JSON
+/// number), anything else goes as the string typed, for the server to read.
+fn duration_or_time(text: &str) -> Value {
+    let trimmed = text.trim();
+    match trimmed.parse::<u64>() {
+        Ok(ms) if trimmed.bytes().all(|b| b.is_ascii_digit()) => json!(ms),
+        _ => json!(text),
+    }
+}
+
+/// The body of `PUT /v1/queues/{queue}/tasks/{key}`: only what was given, so the
+/// server applies its defaults to the rest.
+pub(crate) fn schedule_body(args: &ScheduleArgs) -> Value {
+    let mut body = Map::new();
+    if let Some(delay) = &args.delay {
+        body.insert("delay".into(), duration_or_time(delay));
+    }
+    if let Some(at) = &args.at {
+        body.insert("due_at".into(), duration_or_time(at));
+    }
+    if let Some(payload) = &args.payload {
+        body.insert("payload".into(), payload.clone());
+    }
+    let mut repeat = Map::new();
+    if let Some(every) = &args.repeat_every {
+        repeat.insert("every".into(), duration_or_time(every));
+    }
+    if let Some(cron) = &args.repeat_cron {
+        repeat.insert("cron".into(), json!(cron));
+    }
+    if let Some(tz) = &args.tz {
+        repeat.insert("tz".into(), json!(tz));
+    }
+    if let Some(times) = args.repeat_times {
+        repeat.insert("times".into(), json!(times));
+    }
+    if let Some(until) = &args.repeat_until {
+        repeat.insert("until".into(), duration_or_time(until));
+    }
+    if !repeat.is_empty() {
+        body.insert("repeat".into(), Value::Object(repeat));
+    }
+    if !args.tags.is_empty() {
+        body.insert("tags".into(), json!(args.tags));
+    }
+    if let Some(n) = args.max_attempts {
+        body.insert("max_attempts".into(), json!(n));
+    }
+    if let Some(mode) = args.if_exists {
+        body.insert("if_exists".into(), json!(mode.as_str()));
+    }
+    Value::Object(body)
+}
+
+/// Runs one client subcommand and returns what to print.
+pub(crate) async fn run(command: ClientCommand) -> Result<String> {
+    match command {
+        ClientCommand::Schedule(args) => schedule(*args).await,
+        ClientCommand::Get(args) => get(args).await,
+        ClientCommand::Cancel(args) => cancel(args).await,
+        ClientCommand::Ls(args) => ls(args).await,
+        ClientCommand::Stats(args) => stats(args).await,
+        ClientCommand::Dead(args) => dead(args.command).await,
+    }
+}
+
+async fn schedule(args: ScheduleArgs) -> Result<String> {
+    let client = connect(&args.client)?;
+    let body = schedule_body(&args);
+    let answer = client.put(&["v1", "queues", &args.queue, "tasks", &args.key], &body).await?.json()?;
+    Ok(if args.client.json { pretty(&answer) } else { render::schedule_outcome(&answer, render::now_millis()) })
+}
+
+async fn get(args: TaskArgs) -> Result<String> {
+    let client = connect(&args.client)?;
+    let task = client.get(&["v1", "queues", &args.queue, "tasks", &args.key], &[]).await?;
+    Ok(if args.client.json { pretty(&task) } else { render::task_block(&task, render::now_millis()) })
+}
+
+async fn cancel(args: TaskArgs) -> Result<String> {
+    let client = connect(&args.client)?;
+    client.delete(&["v1", "queues", &args.queue, "tasks", &args.key]).await?;
+    Ok(if args.client.json {
+        pretty(&json!({"outcome": "cancelled", "queue": args.queue, "key": args.key}))
+    } else {
+        format!("Cancelled task '{}' in queue {}.", args.key, args.queue)
+    })
+}
+
+async fn ls(args: LsArgs) -> Result<String> {
+    let client = connect(&args.client)?;
+    let now = render::now_millis();
+    let Some(queue) = &args.queue else {
+        let answer = client.get(&["v1", "queues"], &[]).await?;
+        if args.client.json {
+            return Ok(pretty(&answer));
+        }
+        let queues = array(&answer, "queues")?;
+        return Ok(if queues.is_empty() { no_queues() } else { render::queue_table(queues, now) });
+    };
+    let state = args.state.map(|s| s.as_str());
+    let list = collect(&client, &["v1", "queues", queue, "tasks"], state, &args.page).await?;
+    if args.client.json {
+        return Ok(pretty(&list.to_json()));
+    }
+    if list.tasks.is_empty() {
+        let what = state.map_or_else(|| "tasks".to_owned(), |s| format!("{s} tasks"));
+        let more = if args.page.cursor.is_some() { "more " } else { "" };
+        return Ok(format!("No {more}{what} in queue {queue}."));
+    }
+    Ok(list.with_note(render::task_table(&list.tasks, now)))
+}
+
+async fn stats(args: StatsArgs) -> Result<String> {
+    let client = connect(&args.client)?;
+    let now = render::now_millis();
+    if let Some(queue) = &args.queue {
+        let detail = client.get(&["v1", "queues", queue], &[]).await?;
+        return Ok(if args.client.json { pretty(&detail) } else { render::queue_block(&detail, now) });
+    }
+    let overview = client.get(&["v1", "queues"], &[]).await?;
+    let mut details = Vec::new();
+    for queue in array(&overview, "queues")? {
+        let name = queue["name"].as_str().context("the server listed a queue without a name")?;
+        details.push(client.get(&["v1", "queues", name], &[]).await?);
+    }
+    if args.client.json {
+        return Ok(pretty(&json!({ "queues": details })));
+    }
+    Ok(if details.is_empty() { no_queues() } else { render::stats_table(&details, now) })
+}
+
+async fn dead(command: DeadCommand) -> Result<String> {
+    match command {
+        DeadCommand::Ls(args) => {
+            let client = connect(&args.client)?;
+            let list = collect(&client, &["v1", "queues", &args.queue, "dead"], None, &args.page).await?;
+            if args.client.json {
+                return Ok(pretty(&list.to_json()));
+            }
+            if list.tasks.is_empty() {
+                let more = if args.page.cursor.is_some() { "more " } else { "" };
+                return Ok(format!("No {more}dead tasks in queue {}.", args.queue));
+            }
+            Ok(list.with_note(render::dead_table(&list.tasks, render::now_millis())))
+        }
+        DeadCommand::Retry(args) => {
+            let client = connect(&args.client)?;
+            let task = client.post(&["v1", "queues", &args.queue, "dead", &args.key, "retry"]).await?;
+            Ok(if args.client.json {
+                pretty(&task)
+            } else {
+                format!(
+                    "Task '{}' in queue {} is scheduled again, due {}, attempts reset.",
+                    args.key,
+                    args.queue,
+                    render::time_with_relative(&task["due_at"], render::now_millis())
+                )
+            })
+        }
+        DeadCommand::Rm(args) => {
+            let client = connect(&args.client)?;
+            client.delete(&["v1", "queues", &args.queue, "dead", &args.key]).await?;
+            Ok(if args.client.json {
+                pretty(&json!({"outcome": "removed", "queue": args.queue, "key": args.key}))
+            } else {
+                format!("Removed dead task '{}' from queue {}.", args.key, args.queue)
+            })
+        }
+    }
+}
+
+fn no_queues() -> String {
+    "No queues yet: a queue appears with its first task.\n\
+     Schedule one with: punctual schedule QUEUE KEY --delay 30m"
+        .into()
+}
+
+/// `answer[field]` as an array, or an error naming what is missing.
+fn array<'a>(answer: &'a Value, field: &str) -> Result<&'a Vec<Value>> {
+    answer[field].as_array().ok_or_else(|| {
+        ClientError::Protocol { detail: format!("the server's answer has no '{field}' list: {answer}") }.into()
+    })
+}
+
+/// Tasks gathered from one or more pages.
+#[derive(Debug)]
+struct Listing {
+    tasks: Vec<Value>,
+    /// Where to continue; `None` when nothing remains.
+    next_cursor: Option<String>,
+}
+
+impl Listing {
+    /// The API's list shape, `{"tasks", "next_cursor"}`, over all pages fetched.
+    fn to_json(&self) -> Value {
+        json!({ "tasks": self.tasks, "next_cursor": self.next_cursor })
+    }
+
+    /// `table`, followed by how to see more when more remain.
+    fn with_note(&self, table: String) -> String {
+        match &self.next_cursor {
+            None => table,
+            Some(cursor) => format!(
+                "{table}\n\n{} shown; more remain. Continue with --cursor '{cursor}', or raise --limit.",
+                plural(self.tasks.len(), "task")
+            ),
+        }
+    }
+}
+
+fn plural(n: usize, word: &str) -> String {
+    if n == 1 { format!("1 {word}") } else { format!("{n} {word}s") }
+}
+
+/// Follows `next_cursor` from `page.cursor` until `page.limit` tasks or the end. When
+/// the limit is reached with a cursor in hand, one more one-task request tells whether
+/// anything really remains, so "more remain" is never said of an exhausted list.
+async fn collect(client: &Client, segments: &[&str], state: Option<&str>, page: &PageArgs) -> Result<Listing> {
+    let limit = usize::try_from(page.limit).unwrap_or(usize::MAX);
+    let mut tasks: Vec<Value> = Vec::new();
+    let mut cursor = page.cursor.clone();
+    loop {
+        let want = (limit - tasks.len()).min(PAGE_SIZE as usize);
+        let (got, next) = fetch_page(client, segments, state, want, cursor.as_deref()).await?;
+        let empty = got.is_empty();
+        tasks.extend(got);
+        cursor = next;
+        // An empty page with a cursor would loop for ever on a misbehaving server.
+        if cursor.is_none() || tasks.len() >= limit || empty {
+            break;
+        }
+    }
+    if tasks.len() >= limit
+        && let Some(next) = &cursor
+    {
+        let (peek, _) = fetch_page(client, segments, state, 1, Some(next)).await?;
+        if peek.is_empty() {
+            cursor = None;
+        }
+    }
+    Ok(Listing { tasks, next_cursor: cursor })
+}
+
+async fn fetch_page(
+    client: &Client,
+    segments: &[&str],
+    state: Option<&str>,
+    limit: usize,
+    cursor: Option<&str>,
+) -> Result<(Vec<Value>, Option<String>)> {
+    let limit = limit.to_string();
+    let mut query = vec![("limit", limit.as_str())];
+    if let Some(state) = state {
+        query.push(("state", state));
+    }
+    if let Some(cursor) = cursor {
+        query.push(("cursor", cursor));
+    }
+    let mut answer = client.get(segments, &query).await?;
+    let tasks = match answer.get_mut("tasks").map(Value::take) {
+        Some(Value::Array(tasks)) => tasks,
+        _ => {
+            return Err(
+                ClientError::Protocol { detail: format!("the server's answer has no 'tasks' list: {answer}") }.into()
+            );
+        }
+    };
+    let next = answer["next_cursor"].as_str().filter(|c| !c.is_empty()).map(str::to_owned);
+    Ok((tasks, next))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::{Cli, Command};
+    use clap::Parser;
+
+    fn schedule_args(args: &[&str]) -> ScheduleArgs {
+        let cli = Cli::try_parse_from(["punctual", "schedule", "q", "k"].iter().chain(args)).unwrap();
+        let Command::Client(ClientCommand::Schedule(args)) = cli.command else { panic!("not schedule") };
+        *args
+    }
+
+    #[test]
+    fn a_bare_schedule_sends_an_empty_body_so_the_server_applies_defaults() {
+        assert_eq!(schedule_body(&schedule_args(&[])), json!({}));
+    }
+
+    #[test]
+    fn schedule_bodies_carry_exactly_what_was_given() {
+        let body = schedule_body(&schedule_args(&[
+            "--delay",
+            "1h 30m",
+            "--payload",
+            r#"{"order_id": 1234}"#,
+            "--repeat-every",
+            "24h",
+            "--repeat-times",
+            "3",
+            "--tag",
+            "pi-9",
+            "--max-attempts",
+            "5",
+            "--if-exists",
+            "error",
+        ]));
+        assert_eq!(
+            body,
+            json!({
+                "delay": "1h 30m", "payload": {"order_id": 1234},
+                "repeat": {"every": "24h", "times": 3}, "tags": ["pi-9"],
+                "max_attempts": 5, "if_exists": "error"
+            })
+        );
+    }
+
+    #[test]
+    fn times_and_cron_pass_through_and_digits_are_milliseconds() {
+        let body = schedule_body(&schedule_args(&[
+            "--at",
+            "2026-11-30T09:00:00+08:00",
+            "--repeat-cron",
+            "0 9 * * MON-FRI",
+            "--tz",
+            "Asia/Shanghai",
+        ]));
+        assert_eq!(
+            body,
+            json!({"due_at": "2026-11-30T09:00:00+08:00", "repeat": {"cron": "0 9 * * MON-FRI", "tz": "Asia/Shanghai"}})
+        );
+        assert_eq!(schedule_body(&schedule_args(&["--delay", "1500"])), json!({"delay": 1500}));
+        assert_eq!(schedule_body(&schedule_args(&["--at", "1764464400000"])), json!({"due_at": 1_764_464_400_000u64}));
+        // Not the client's business to judge: the server names the wrong part.
+        assert_eq!(schedule_body(&schedule_args(&["--delay", "30 seconds"])), json!({"delay": "30 seconds"}));
+    }
+
+    #[test]
+    fn listings_say_when_more_remain() {
+        let more = Listing { tasks: vec![json!({}); 2], next_cursor: Some("c1".into()) };
+        assert_eq!(
+            more.with_note("T".into()),
+            "T\n\n2 tasks shown; more remain. Continue with --cursor 'c1', or raise --limit."
+        );
+        assert_eq!(more.to_json(), json!({"tasks": [{}, {}], "next_cursor": "c1"}));
+        let done = Listing { tasks: vec![], next_cursor: None };
+        assert_eq!(done.with_note("T".into()), "T");
+        assert_eq!(done.to_json(), json!({"tasks": [], "next_cursor": null}));
+    }
+
+    /// The commands against a fake server: what goes over the wire, what is printed.
+    mod over_http {
+        use super::*;
+        use crate::fake_server::{FakeServer, Request};
+
+        async fn run_args(server: &FakeServer, args: &[&str]) -> Result<String> {
+            let argv = ["punctual"].iter().chain(args).copied().chain(["--server", &server.url]);
+            let Command::Client(command) = Cli::try_parse_from(argv).unwrap().command else { panic!("serve") };
+            run(command).await
+        }
+
+        fn task(key: &str) -> Value {
+            json!({
+                "queue": "q", "key": key, "state": "scheduled", "due_at": "2099-01-01T00:00:00.000Z",
+                "payload": {"x": 1}, "attempts": 0, "max_attempts": 20,
+                "backoff": {"initial": "1s", "factor": 2.0, "max": "1h"}, "repeat": null, "tags": [],
+                "version": 1, "created_at": "2025-01-01T00:00:00.000Z", "updated_at": "2025-01-01T00:00:00.000Z",
+                "lease_expires_at": null, "last_error": null
+            })
+        }
+
+        fn query(request: &Request) -> Vec<(String, String)> {
+            let url = reqwest::Url::parse(&format!("http://x{}", request.target)).unwrap();
+            url.query_pairs().map(|(k, v)| (k.into_owned(), v.into_owned())).collect()
+        }
+
+        #[tokio::test]
+        async fn schedule_sends_the_key_as_one_encoded_segment_with_the_token() {
+            let server = FakeServer::start(|r| {
+                let key = if r.target.ends_with("a%2Fb%20c%40d") { "a/b c@d" } else { "?" };
+                (201, json!({"outcome": "created", "task": task(key)}).to_string())
+            })
+            .await;
+            let out = run_args(
+                &server,
+                &["schedule", "q", "a/b c@d", "--delay", "30m", "--payload", r#"{"x": 1}"#, "--token", "s3cret"],
+            )
+            .await
+            .unwrap();
+            assert!(out.starts_with("Created task 'a/b c@d' in queue q, due 2099-01-01T00:00:00.000Z (in "), "{out}");
+            let requests = server.requests();
+            assert_eq!(requests.len(), 1);
+            let r = &requests[0];
+            assert_eq!((r.method.as_str(), r.target.as_str()), ("PUT", "/v1/queues/q/tasks/a%2Fb%20c%40d"));
+            assert_eq!(r.header("authorization"), Some("Bearer s3cret"));
+            assert_eq!(r.header("content-type"), Some("application/json"));
+            assert_eq!(serde_json::from_str::<Value>(&r.body).unwrap(), json!({"delay": "30m", "payload": {"x": 1}}));
+        }
+
+        #[tokio::test]
+        async fn json_output_is_the_servers_json() {
+            let answer = json!({"outcome": "kept", "task": task("k")});
+            let body = answer.to_string();
+            let server = FakeServer::start(move |_| (200, body.clone())).await;
+            let out = run_args(&server, &["schedule", "q", "k", "--if-exists", "keep", "--json"]).await.unwrap();
+            assert_eq!(serde_json::from_str::<Value>(&out).unwrap(), answer);
+            assert_eq!(out, serde_json::to_string_pretty(&answer).unwrap());
+        }
+
+        #[tokio::test]
+        async fn refusals_carry_the_servers_message_and_field() {
+            let server = FakeServer::start(|_| {
+                let error = json!({"error": {"code": "invalid_argument", "field": "delay",
+                    "message": "'30 seconds' is not a duration: 'seconds' is not a unit"}});
+                (400, error.to_string())
+            })
+            .await;
+            let e = run_args(&server, &["schedule", "q", "k", "--delay", "30 seconds"]).await.unwrap_err();
+            assert_eq!(format!("{e:#}"), "delay: '30 seconds' is not a duration: 'seconds' is not a unit");
+        }
+
+        #[tokio::test]
+        async fn a_missing_task_is_an_error_with_the_servers_message() {
+            let server = FakeServer::start(|_| {
+                (404, json!({"error": {"code": "not_found", "message": "no task 'k' in queue 'q'"}}).to_string())
+            })
+            .await;
+            let e = run_args(&server, &["get", "q", "k"]).await.unwrap_err();
+            assert_eq!(format!("{e:#}"), "no task 'k' in queue 'q'");
+            let e = run_args(&server, &["cancel", "q", "k"]).await.unwrap_err();
+            assert_eq!(format!("{e:#}"), "no task 'k' in queue 'q'");
+        }
+
+        #[tokio::test]
+        async fn a_missing_token_is_pointed_out() {
+            let server = FakeServer::start(|_| {
+                (
+                    401,
+                    json!({"error": {"code": "unauthorized", "message": "a valid bearer token is required"}})
+                        .to_string(),
+                )
+            })
+            .await;
+            // An empty --token (as from an empty PUNCTUAL_TOKEN) counts as none.
+            let e = run_args(&server, &["ls", "--token", ""]).await.unwrap_err();
+            assert_eq!(
+                format!("{e:#}"),
+                "a valid bearer token is required (this server requires a token: pass --token or set PUNCTUAL_TOKEN)"
+            );
+            assert_eq!(server.requests()[0].header("authorization"), None);
+        }
+
+        #[tokio::test]
+        async fn cancel_and_dead_routes() {
+            let server = FakeServer::start(|r| match (r.method.as_str(), r.target.as_str()) {
+                ("DELETE", "/v1/queues/q/tasks/k") | ("DELETE", "/v1/queues/q/dead/k") => (204, String::new()),
+                ("POST", "/v1/queues/q/dead/k/retry") => (200, task("k").to_string()),
+                _ => (404, json!({"error": {"code": "not_found", "message": "unexpected"}}).to_string()),
+            })
+            .await;
+            assert_eq!(run_args(&server, &["cancel", "q", "k"]).await.unwrap(), "Cancelled task 'k' in queue q.");
+            let out = run_args(&server, &["cancel", "q", "k", "--json"]).await.unwrap();
+            assert_eq!(
+                serde_json::from_str::<Value>(&out).unwrap(),
+                json!({"outcome": "cancelled", "queue": "q", "key": "k"})
+            );
+            let out = run_args(&server, &["dead", "retry", "q", "k"]).await.unwrap();
+            assert!(out.starts_with("Task 'k' in queue q is scheduled again, due 2099-01-01T00:00:00.000Z"), "{out}");
+            assert_eq!(
+                run_args(&server, &["dead", "rm", "q", "k"]).await.unwrap(),
+                "Removed dead task 'k' from queue q."
+            );
+        }
+
+        /// Five tasks; like many cursor APIs, a full page carries a cursor even when it
+        /// happens to end the list.
+        async fn five_tasks() -> FakeServer {
+            FakeServer::start(|r| {
+                let q = query(r);
+                let get = |name: &str| q.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone());
+                let limit: usize = get("limit").and_then(|l| l.parse().ok()).unwrap_or(100);
+                let offset: usize = get("cursor").and_then(|c| c.parse().ok()).unwrap_or(0);
+                let end = (offset + limit).min(5);
+                let tasks: Vec<Value> = (offset..end).map(|i| task(&format!("k{i}"))).collect();
+                let next = if end - offset == limit { json!(end.to_string()) } else { Value::Null };
+                (200, json!({"tasks": tasks, "next_cursor": next}).to_string())
+            })
+            .await
+        }
+
+        #[tokio::test]
+        async fn listings_follow_cursors_up_to_the_limit_and_say_when_more_remain() {
+            let server = five_tasks().await;
+            let out = run_args(&server, &["ls", "q", "--limit", "3", "--state", "scheduled"]).await.unwrap();
+            let lines: Vec<&str> = out.lines().collect();
+            assert_eq!(lines.len(), 6, "{out}");
+            assert!(lines[1].starts_with("k0 ") && lines[3].starts_with("k2 "), "{out}");
+            assert_eq!(lines[5], "3 tasks shown; more remain. Continue with --cursor '3', or raise --limit.");
+            let targets: Vec<String> = server.requests().iter().map(|r| r.target.clone()).collect();
+            assert_eq!(
+                targets,
+                ["/v1/queues/q/tasks?limit=3&state=scheduled", "/v1/queues/q/tasks?limit=1&state=scheduled&cursor=3"]
+            );
+
+            let out = run_args(&server, &["ls", "q", "--cursor", "3", "--json"]).await.unwrap();
+            let page: Value = serde_json::from_str(&out).unwrap();
+            assert_eq!(page["tasks"].as_array().unwrap().len(), 2);
+            assert_eq!(page["next_cursor"], Value::Null);
+        }
+
+        #[tokio::test]
+        async fn a_cursor_at_the_very_end_is_not_reported_as_more() {
+            let server = five_tasks().await;
+            let out = run_args(&server, &["ls", "q", "--limit", "5", "--json"]).await.unwrap();
+            let page: Value = serde_json::from_str(&out).unwrap();
+            assert_eq!(page["tasks"].as_array().unwrap().len(), 5);
+            assert_eq!(page["next_cursor"], Value::Null, "the peek found nothing after the cursor");
+            let out = run_args(&server, &["dead", "ls", "q", "--limit", "5"]).await.unwrap();
+            assert!(!out.contains("more remain"), "{out}");
+        }
+
+        #[tokio::test]
+        async fn empty_results_say_so() {
+            let server = FakeServer::start(|r| {
+                if r.target.starts_with("/v1/queues?") || r.target == "/v1/queues" {
+                    (200, json!({"queues": []}).to_string())
+                } else {
+                    (200, json!({"tasks": [], "next_cursor": null}).to_string())
+                }
+            })
+            .await;
+            assert_eq!(run_args(&server, &["ls", "q"]).await.unwrap(), "No tasks in queue q.");
+            assert_eq!(run_args(&server, &["ls", "q", "--state", "dead"]).await.unwrap(), "No dead tasks in queue q.");
+            assert_eq!(run_args(&server, &["dead", "ls", "q"]).await.unwrap(), "No dead tasks in queue q.");
+            assert!(run_args(&server, &["ls"]).await.unwrap().starts_with("No queues yet"));
+            assert!(run_args(&server, &["stats"]).await.unwrap().starts_with("No queues yet"));
+        }
+
+        #[tokio::test]
+        async fn stats_asks_each_queue_for_its_detail() {
+            let server = FakeServer::start(|r| match r.target.as_str() {
+                "/v1/queues" => (200, json!({"queues": [{"name": "a", "scheduled": 1, "leased": 0, "dead": 0, "next_due_at": null},
+                                                        {"name": "b:x", "scheduled": 2, "leased": 0, "dead": 1, "next_due_at": null}]}).to_string()),
+                path => {
+                    let name = path.trim_start_matches("/v1/queues/").replace("%3A", ":");
+                    (200, json!({"name": name, "scheduled": 1, "leased": 0, "dead": 0, "next_due_at": null,
+                                 "oldest_overdue_ms": 0, "lag_ms": {"p50": 3, "p99": 9}}).to_string())
+                }
+            })
+            .await;
+            let out = run_args(&server, &["stats", "--json"]).await.unwrap();
+            let stats: Value = serde_json::from_str(&out).unwrap();
+            assert_eq!(stats["queues"][1]["name"], "b:x");
+            assert_eq!(stats["queues"][1]["lag_ms"]["p99"], 9);
+            let out = run_args(&server, &["stats"]).await.unwrap();
+            assert!(out.lines().last().unwrap().starts_with("total (2 queues)"), "{out}");
+        }
+
+        #[tokio::test]
+        async fn a_server_that_is_not_punctual_is_named() {
+            let server = FakeServer::start(|_| (200, "<html>hello</html>".into())).await;
+            let e = run_args(&server, &["ls"]).await.unwrap_err();
+            assert!(format!("{e:#}").contains("is --server the address of a punctual server?"), "{e:#}");
+        }
+    }
+}

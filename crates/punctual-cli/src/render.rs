@@ -1,0 +1,551 @@
+//! Human output: aligned tables, the task as a readable block, and times shown both
+//! as RFC 3339 and relative to now ("in 29m 58s", "3m ago").
+//!
+//! Every function here is pure: it takes the server's JSON and `now` (epoch
+//! milliseconds) and returns text, so the formatting is unit-tested without a clock or
+//! a server. Fields a server leaves out show as `-` rather than failing: the JSON is
+//! the contract, this is only a view of it.
+
+use comfy_table::{CellAlignment, Table};
+use punctual_core::Timestamp;
+use serde_json::Value;
+
+/// Longest text shown in a table cell for free text (errors), in characters.
+const CELL_TEXT_MAX: usize = 60;
+/// A payload this short (compact JSON, in characters) stays on the line of its label.
+const INLINE_PAYLOAD_MAX: usize = 60;
+
+/// The wall clock, in epoch milliseconds.
+// The only clock read in the CLI: a client showing "in 29m 58s" needs the local wall
+// clock, and none of the engine's timing depends on it.
+#[allow(clippy::disallowed_methods)]
+pub(crate) fn now_millis() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+/// A span in at most two units, largest first: `29m 58s`, `1d 2h`, `45s`, `3m`.
+/// Below one second: `0s`.
+pub(crate) fn short_span(ms: u64) -> String {
+    const UNITS: [(&str, u64); 4] = [("d", 86_400), ("h", 3_600), ("m", 60), ("s", 1)];
+    let secs = ms / 1000;
+    let Some(i) = UNITS.iter().position(|&(_, size)| secs >= size) else {
+        return "0s".into();
+    };
+    let (unit, size) = UNITS[i];
+    let mut text = format!("{}{unit}", secs / size);
+    if let Some(&(next_unit, next_size)) = UNITS.get(i + 1) {
+        let next = secs % size / next_size;
+        if next > 0 {
+            text.push_str(&format!(" {next}{next_unit}"));
+        }
+    }
+    text
+}
+
+/// `at` relative to `now`: `in 29m 58s`, `3m ago`, or `now` within a second.
+pub(crate) fn relative(at_ms: i64, now_ms: i64) -> String {
+    let delta = at_ms.saturating_sub(now_ms);
+    if delta.abs() < 1000 {
+        return "now".into();
+    }
+    let span = short_span(delta.unsigned_abs());
+    if delta > 0 { format!("in {span}") } else { format!("{span} ago") }
+}
+
+/// Epoch milliseconds of an API time (RFC 3339 string or integer milliseconds).
+fn millis(value: &Value) -> Option<i64> {
+    match value {
+        Value::String(text) => Timestamp::parse(text).ok().map(Timestamp::as_millis),
+        Value::Number(n) => n.as_i64(),
+        _ => None,
+    }
+}
+
+/// A time relative to now only (`in 5m`), `-` when absent.
+fn relative_cell(value: &Value, now: i64) -> String {
+    millis(value).map_or_else(|| "-".into(), |ms| relative(ms, now))
+}
+
+/// A time as the server wrote it followed by its relative form:
+/// `2026-11-30T12:00:00.000Z (in 29m 58s)`.
+pub(crate) fn time_with_relative(value: &Value, now: i64) -> String {
+    match (value, millis(value)) {
+        (Value::Null, _) => "-".into(),
+        (value, Some(ms)) => format!("{} ({})", plain(value), relative(ms, now)),
+        (value, None) => plain(value),
+    }
+}
+
+/// A scalar as text without JSON quotes; `-` for null or absent.
+fn plain(value: &Value) -> String {
+    match value {
+        Value::Null => "-".into(),
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Free text made safe for one table cell: one line, at most `max` characters.
+fn one_line(text: &str, max: usize) -> String {
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() <= max {
+        flat
+    } else {
+        let cut: String = flat.chars().take(max.saturating_sub(1)).collect();
+        format!("{cut}…")
+    }
+}
+
+/// A milliseconds figure: `850ms`, `1.2s`, `3m 12s`; `-` when absent.
+fn millis_figure(value: &Value) -> String {
+    let Some(ms) = value.as_f64().filter(|ms| ms.is_finite() && *ms >= 0.0) else {
+        return "-".into();
+    };
+    if ms < 1000.0 {
+        format!("{}ms", ms.round())
+    } else if ms < 60_000.0 {
+        format!("{:.1}s", ms / 1000.0)
+    } else {
+        short_span(ms as u64)
+    }
+}
+
+/// A new table in the house style: no borders, upper-case headers, columns separated
+/// by three spaces; numbers right-aligned where `right` says so.
+fn table(headers: &[&str], rows: Vec<Vec<String>>, right: &[usize]) -> String {
+    let mut table = Table::new();
+    table.load_style(comfy_table::presets::NOTHING);
+    table.set_header(headers.to_vec());
+    for row in rows {
+        table.add_row(row);
+    }
+    for (i, column) in table.column_iter_mut().enumerate() {
+        column.set_padding((0, 3));
+        if right.contains(&i) {
+            column.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    table.trim_fmt()
+}
+
+fn tags(task: &Value) -> String {
+    match task["tags"].as_array() {
+        Some(tags) if !tags.is_empty() => tags.iter().map(plain).collect::<Vec<_>>().join(", "),
+        _ => "-".into(),
+    }
+}
+
+fn attempts(task: &Value) -> String {
+    format!("{}/{}", plain(&task["attempts"]), plain(&task["max_attempts"]))
+}
+
+/// `every 24h, 3 times in all`, `cron '0 9 * * MON-FRI' (Asia/Shanghai)`, `-`.
+pub(crate) fn repeat(repeat: &Value) -> String {
+    if !repeat.is_object() {
+        return "-".into();
+    }
+    let mut text = if let Some(every) = repeat.get("every").filter(|v| !v.is_null()) {
+        format!("every {}", plain(every))
+    } else if let Some(cron) = repeat.get("cron").filter(|v| !v.is_null()) {
+        let tz = repeat.get("tz").filter(|v| !v.is_null()).map_or_else(|| "UTC".into(), plain);
+        format!("cron '{}' ({tz})", plain(cron))
+    } else {
+        repeat.to_string()
+    };
+    if let Some(times) = repeat.get("times").and_then(Value::as_u64) {
+        text.push_str(&format!(", {times} time{} in all", if times == 1 { "" } else { "s" }));
+    }
+    if let Some(until) = repeat.get("until").filter(|v| !v.is_null()) {
+        text.push_str(&format!(", until {}", plain(until)));
+    }
+    text
+}
+
+/// `1s ×2 up to 1h`.
+fn backoff(backoff: &Value) -> String {
+    if !backoff.is_object() {
+        return "-".into();
+    }
+    let factor = match backoff["factor"].as_f64() {
+        // 2.0 reads as ×2, 1.5 as ×1.5.
+        Some(f) if f.fract() == 0.0 && f.abs() < 1e15 => format!("{}", f as i64),
+        _ => plain(&backoff["factor"]),
+    };
+    format!("{} ×{factor} up to {}", plain(&backoff["initial"]), plain(&backoff["max"]))
+}
+
+/// Tasks of one queue in due order.
+pub(crate) fn task_table(tasks: &[Value], now: i64) -> String {
+    let rows = tasks
+        .iter()
+        .map(|t| {
+            vec![
+                plain(&t["key"]),
+                plain(&t["state"]),
+                relative_cell(&t["due_at"], now),
+                plain(&t["due_at"]),
+                attempts(t),
+                repeat(&t["repeat"]),
+                tags(t),
+            ]
+        })
+        .collect();
+    table(&["KEY", "STATE", "DUE", "DUE AT", "ATTEMPTS", "REPEAT", "TAGS"], rows, &[4])
+}
+
+/// Dead tasks: when each died (its last update) and why.
+pub(crate) fn dead_table(tasks: &[Value], now: i64) -> String {
+    let rows = tasks
+        .iter()
+        .map(|t| {
+            vec![
+                plain(&t["key"]),
+                relative_cell(&t["updated_at"], now),
+                attempts(t),
+                t["last_error"].as_str().map_or_else(|| "-".into(), |e| one_line(e, CELL_TEXT_MAX)),
+                tags(t),
+            ]
+        })
+        .collect();
+    table(&["KEY", "DIED", "ATTEMPTS", "LAST ERROR", "TAGS"], rows, &[2])
+}
+
+/// The queues overview of `GET /v1/queues`.
+pub(crate) fn queue_table(queues: &[Value], now: i64) -> String {
+    let rows = queues
+        .iter()
+        .map(|q| {
+            vec![
+                plain(&q["name"]),
+                plain(&q["scheduled"]),
+                plain(&q["leased"]),
+                plain(&q["dead"]),
+                relative_cell(&q["next_due_at"], now),
+                plain(&q["next_due_at"]),
+            ]
+        })
+        .collect();
+    table(&["QUEUE", "SCHEDULED", "LEASED", "DEAD", "NEXT DUE", "NEXT DUE AT"], rows, &[1, 2, 3])
+}
+
+/// Per-queue detail (`GET /v1/queues/{queue}` objects) with a total row when there is
+/// more than one queue.
+pub(crate) fn stats_table(queues: &[Value], now: i64) -> String {
+    let count = |q: &Value, field: &str| q[field].as_u64().unwrap_or(0);
+    let mut rows: Vec<Vec<String>> = queues
+        .iter()
+        .map(|q| {
+            vec![
+                plain(&q["name"]),
+                plain(&q["scheduled"]),
+                plain(&q["leased"]),
+                plain(&q["dead"]),
+                relative_cell(&q["next_due_at"], now),
+                overdue(&q["oldest_overdue_ms"]),
+                millis_figure(&q["lag_ms"]["p50"]),
+                millis_figure(&q["lag_ms"]["p99"]),
+            ]
+        })
+        .collect();
+    if queues.len() > 1 {
+        let sum = |field: &str| queues.iter().map(|q| count(q, field)).sum::<u64>().to_string();
+        let next = queues.iter().filter_map(|q| millis(&q["next_due_at"])).min();
+        rows.push(vec![
+            format!("total ({} queues)", queues.len()),
+            sum("scheduled"),
+            sum("leased"),
+            sum("dead"),
+            next.map_or_else(|| "-".into(), |ms| relative(ms, now)),
+            String::new(),
+            String::new(),
+            String::new(),
+        ]);
+    }
+    table(
+        &["QUEUE", "SCHEDULED", "LEASED", "DEAD", "NEXT DUE", "OLDEST OVERDUE", "LAG P50", "LAG P99"],
+        rows,
+        &[1, 2, 3, 5, 6, 7],
+    )
+}
+
+fn overdue(value: &Value) -> String {
+    match value.as_f64() {
+        Some(ms) if ms > 0.0 => millis_figure(value),
+        _ => "-".into(),
+    }
+}
+
+/// Label–value lines with the values aligned.
+fn block(lines: &[(&str, String)]) -> String {
+    let width = lines.iter().map(|(label, _)| label.chars().count()).max().unwrap_or(0);
+    let mut out = String::new();
+    for (label, value) in lines {
+        let mut value_lines = value.lines();
+        let first = value_lines.next().unwrap_or("");
+        out.push_str(format!("{label:<width$}  {first}").trim_end());
+        out.push('\n');
+        for more in value_lines {
+            out.push_str(&format!("{:width$}  {more}\n", ""));
+        }
+    }
+    out.pop();
+    out
+}
+
+/// One task as a readable block (`punctual get`).
+pub(crate) fn task_block(task: &Value, now: i64) -> String {
+    let mut lines = vec![
+        ("Queue", plain(&task["queue"])),
+        ("Key", plain(&task["key"])),
+        ("State", plain(&task["state"])),
+        ("Due", time_with_relative(&task["due_at"], now)),
+        ("Attempts", format!("{} of {}", plain(&task["attempts"]), plain(&task["max_attempts"]))),
+        ("Backoff", backoff(&task["backoff"])),
+        ("Repeat", repeat(&task["repeat"])),
+        ("Tags", tags(task)),
+        ("Version", plain(&task["version"])),
+        ("Created", time_with_relative(&task["created_at"], now)),
+        ("Updated", time_with_relative(&task["updated_at"], now)),
+    ];
+    if !task["lease_expires_at"].is_null() {
+        lines.push(("Lease expires", time_with_relative(&task["lease_expires_at"], now)));
+    }
+    if !task["last_error"].is_null() {
+        lines.push(("Last error", plain(&task["last_error"])));
+    }
+    lines.push(("Payload", payload(&task["payload"])));
+    block(&lines)
+}
+
+/// The answer of `schedule` in a sentence: what happened and when the task is due.
+pub(crate) fn schedule_outcome(answer: &Value, now: i64) -> String {
+    let task = &answer["task"];
+    let (key, queue) = (plain(&task["key"]), plain(&task["queue"]));
+    let due = time_with_relative(&task["due_at"], now);
+    let mut text = match answer["outcome"].as_str() {
+        Some("created") => format!("Created task '{key}' in queue {queue}, due {due}."),
+        Some("replaced") => {
+            format!("Replaced task '{key}' in queue {queue} (now version {}), due {due}.", plain(&task["version"]))
+        }
+        Some("kept") => format!("Kept the existing task '{key}' in queue {queue}, due {due}; nothing changed."),
+        other => format!("Scheduled task '{key}' in queue {queue} ({}), due {due}.", other.unwrap_or("no outcome")),
+    };
+    if task["repeat"].is_object() {
+        text.push_str(&format!("\nRepeats {}.", repeat(&task["repeat"])));
+    }
+    text
+}
+
+/// One queue's detail as a block (`punctual stats QUEUE`).
+pub(crate) fn queue_block(queue: &Value, now: i64) -> String {
+    block(&[
+        ("Queue", plain(&queue["name"])),
+        ("Scheduled", plain(&queue["scheduled"])),
+        ("Leased", plain(&queue["leased"])),
+        ("Dead", plain(&queue["dead"])),
+        ("Next due", time_with_relative(&queue["next_due_at"], now)),
+        ("Oldest overdue", overdue(&queue["oldest_overdue_ms"])),
+        ("Fire lag p50", millis_figure(&queue["lag_ms"]["p50"])),
+        ("Fire lag p99", millis_figure(&queue["lag_ms"]["p99"])),
+    ])
+}
+
+/// A payload on one line when short, otherwise pretty-printed.
+fn payload(payload: &Value) -> String {
+    let compact = payload.to_string();
+    if compact.chars().count() <= INLINE_PAYLOAD_MAX {
+        compact
+    } else {
+        serde_json::to_string_pretty(payload).unwrap_or(compact)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const NOW: i64 = 1_764_504_000_000; // 2025-11-30T12:00:00Z
+
+    fn task() -> Value {
+        json!({
+            "queue": "order.cancel", "key": "order-1234", "state": "scheduled",
+            "due_at": "2025-11-30T12:29:58.000Z", "payload": {"order_id": 1234},
+            "attempts": 0, "max_attempts": 20,
+            "backoff": {"initial": "1s", "factor": 2.0, "max": "1h"},
+            "repeat": null, "tags": ["pi-9"], "version": 1,
+            "created_at": "2025-11-30T11:57:00.000Z", "updated_at": "2025-11-30T11:57:00.000Z",
+            "lease_expires_at": null, "last_error": null
+        })
+    }
+
+    #[test]
+    fn spans_use_the_two_largest_units() {
+        assert_eq!(short_span(0), "0s");
+        assert_eq!(short_span(999), "0s");
+        assert_eq!(short_span(45_000), "45s");
+        assert_eq!(short_span(180_000), "3m");
+        assert_eq!(short_span(1_798_000), "29m 58s");
+        assert_eq!(short_span(93_784_000), "1d 2h");
+        assert_eq!(short_span(86_400_000 + 59_000), "1d");
+    }
+
+    #[test]
+    fn relative_times_read_forwards_and_backwards() {
+        assert_eq!(relative(NOW + 1_798_000, NOW), "in 29m 58s");
+        assert_eq!(relative(NOW - 180_000, NOW), "3m ago");
+        assert_eq!(relative(NOW + 400, NOW), "now");
+        let at = json!("2025-11-30T12:29:58.000Z");
+        assert_eq!(time_with_relative(&at, NOW), "2025-11-30T12:29:58.000Z (in 29m 58s)");
+        assert_eq!(time_with_relative(&Value::Null, NOW), "-");
+        assert_eq!(time_with_relative(&json!("not a time"), NOW), "not a time");
+    }
+
+    #[test]
+    fn a_task_reads_as_a_block() {
+        let text = task_block(&task(), NOW);
+        assert_eq!(
+            text,
+            "Queue     order.cancel\n\
+             Key       order-1234\n\
+             State     scheduled\n\
+             Due       2025-11-30T12:29:58.000Z (in 29m 58s)\n\
+             Attempts  0 of 20\n\
+             Backoff   1s ×2 up to 1h\n\
+             Repeat    -\n\
+             Tags      pi-9\n\
+             Version   1\n\
+             Created   2025-11-30T11:57:00.000Z (3m ago)\n\
+             Updated   2025-11-30T11:57:00.000Z (3m ago)\n\
+             Payload   {\"order_id\":1234}"
+        );
+    }
+
+    #[test]
+    fn long_payloads_and_leases_get_their_own_lines() {
+        let mut t = task();
+        t["payload"] = json!({"text": "x".repeat(80)});
+        t["state"] = json!("leased");
+        t["lease_expires_at"] = json!("2025-11-30T12:00:25.000Z");
+        t["last_error"] = json!("smtp timeout");
+        let text = task_block(&t, NOW);
+        assert!(text.contains("\nLease expires  2025-11-30T12:00:25.000Z (in 25s)\n"), "{text}");
+        assert!(text.contains("\nLast error     smtp timeout\n"), "{text}");
+        assert!(
+            text.ends_with(&format!(
+                "Payload        {{\n                 \"text\": \"{}\"\n               }}",
+                "x".repeat(80)
+            )),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn task_tables_align_columns() {
+        let mut second = task();
+        second["key"] = json!("订单/2");
+        second["due_at"] = json!("2025-11-30T11:57:00.000Z");
+        second["repeat"] = json!({"every": "24h", "times": 3});
+        second["tags"] = json!([]);
+        let text = task_table(&[task(), second], NOW);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 3, "{text}");
+        assert_eq!(
+            lines[0],
+            "KEY          STATE       DUE          DUE AT                     ATTEMPTS   REPEAT                      TAGS"
+        );
+        assert_eq!(
+            lines[1],
+            "order-1234   scheduled   in 29m 58s   2025-11-30T12:29:58.000Z       0/20   -                           pi-9"
+        );
+        assert_eq!(
+            lines[2],
+            "订单/2       scheduled   3m ago       2025-11-30T11:57:00.000Z       0/20   every 24h, 3 times in all   -"
+        );
+    }
+
+    #[test]
+    fn repeats_read_as_words() {
+        assert_eq!(
+            repeat(&json!({"cron": "0 9 * * MON-FRI", "tz": "Asia/Shanghai"})),
+            "cron '0 9 * * MON-FRI' (Asia/Shanghai)"
+        );
+        assert_eq!(
+            repeat(&json!({"every": "1h", "times": 1, "until": "2026-01-01T00:00:00.000Z"})),
+            "every 1h, 1 time in all, until 2026-01-01T00:00:00.000Z"
+        );
+        assert_eq!(repeat(&Value::Null), "-");
+    }
+
+    #[test]
+    fn dead_tasks_show_their_error_on_one_line() {
+        let mut t = task();
+        t["state"] = json!("dead");
+        t["attempts"] = json!(20);
+        t["last_error"] = json!(format!("smtp\ntimeout {}", "y".repeat(100)));
+        let text = dead_table(&[t], NOW);
+        let row = text.lines().nth(1).unwrap();
+        assert!(row.starts_with("order-1234   3m ago      20/20   smtp timeout yyy"), "{row}");
+        assert!(row.contains("y…"), "{row}");
+    }
+
+    #[test]
+    fn queue_tables_and_stats_totals() {
+        let queues = vec![
+            json!({"name": "a", "scheduled": 3, "leased": 1, "dead": 0, "next_due_at": "2025-11-30T12:05:00.000Z",
+                   "oldest_overdue_ms": 0, "lag_ms": {"p50": 4, "p99": 1250}}),
+            json!({"name": "b.long", "scheduled": 10, "leased": 0, "dead": 2, "next_due_at": null,
+                   "oldest_overdue_ms": 95000, "lag_ms": {"p50": null, "p99": null}}),
+        ];
+        let overview = queue_table(&queues, NOW);
+        assert_eq!(
+            overview.lines().nth(1),
+            Some("a                3        1      0   in 5m      2025-11-30T12:05:00.000Z")
+        );
+        assert_eq!(overview.lines().nth(2), Some("b.long          10        0      2   -          -"));
+        let stats = stats_table(&queues, NOW);
+        let lines: Vec<&str> = stats.lines().collect();
+        assert_eq!(
+            lines[1],
+            "a                          3        1      0   in 5m                   -       4ms      1.2s"
+        );
+        assert_eq!(
+            lines[2],
+            "b.long                    10        0      2   -                  1m 35s         -         -"
+        );
+        assert_eq!(lines[3], "total (2 queues)          13        1      2   in 5m");
+    }
+
+    #[test]
+    fn schedule_outcomes_read_as_sentences() {
+        let answer = json!({"outcome": "created", "task": task()});
+        assert_eq!(
+            schedule_outcome(&answer, NOW),
+            "Created task 'order-1234' in queue order.cancel, due 2025-11-30T12:29:58.000Z (in 29m 58s)."
+        );
+        let mut t = task();
+        t["version"] = json!(2);
+        t["repeat"] = json!({"every": "24h"});
+        let answer = json!({"outcome": "replaced", "task": t});
+        assert_eq!(
+            schedule_outcome(&answer, NOW),
+            "Replaced task 'order-1234' in queue order.cancel (now version 2), due 2025-11-30T12:29:58.000Z \
+             (in 29m 58s).\nRepeats every 24h."
+        );
+        let answer = json!({"outcome": "kept", "task": task()});
+        assert!(schedule_outcome(&answer, NOW).starts_with("Kept the existing task 'order-1234'"));
+    }
+
+    #[test]
+    fn a_queue_reads_as_a_block() {
+        let q = json!({"name": "a", "scheduled": 3, "leased": 1, "dead": 0, "next_due_at": null,
+                       "oldest_overdue_ms": 0, "lag_ms": {"p50": 4, "p99": 1250}});
+        assert_eq!(
+            queue_block(&q, NOW),
+            "Queue           a\nScheduled       3\nLeased          1\nDead            0\nNext due        -\n\
+             Oldest overdue  -\nFire lag p50    4ms\nFire lag p99    1.2s"
+        );
+    }
+}
