@@ -175,3 +175,30 @@ fn a_waiting_lease_does_not_wait_to_fill_max() {
     assert_eq!(leases[0]["task"]["key"], "soon");
     assert!(now_ms() - started < 2_000, "answered the moment one fell due, not after the wait");
 }
+
+#[test]
+fn a_waiter_is_woken_by_a_task_moved_earlier_and_not_by_a_cancelled_one() {
+    let server = start_server();
+    let api = Api::of(&server);
+
+    // Moved earlier: the waiter gets it at its new due time, not an hour later.
+    api.create("move.q", "k", json!({"delay": "1h"}));
+    let start = Arc::new(Barrier::new(2));
+    let waiter = lease_thread(&api, "move.q", json!({"wait": "10s"}), Arc::clone(&start));
+    start.wait();
+    let due = now_ms() + 300;
+    api.schedule("move.q", "k", json!({"due_at": due})).expect(200, "replace with an earlier due time");
+    let leases = waiter.join().expect("the waiting thread");
+    let lag = now_ms() - due;
+    assert_eq!(leases.len(), 1, "the waiter gets the task moved earlier: {leases:?}");
+    assert!(lag < MAX_LAG_MS, "the task moved earlier arrived {lag} ms after its new due time");
+
+    // Cancelled before due: the waiter gets nothing.
+    api.create("cancel.q", "k", json!({"delay": "1s"}));
+    let start = Arc::new(Barrier::new(2));
+    let waiter = lease_thread(&api, "cancel.q", json!({"wait": "3s"}), Arc::clone(&start));
+    start.wait();
+    api.delete(&common::task_path("cancel.q", "k")).expect(204, "cancel before due");
+    let leases = waiter.join().expect("the waiting thread");
+    assert!(leases.is_empty(), "a task cancelled before it was due is never leased: {leases:?}");
+}
