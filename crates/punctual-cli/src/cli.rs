@@ -170,6 +170,7 @@ pub(crate) struct ClientArgs {
         env = "PUNCTUAL_SERVER",
         value_name = "URL",
         default_value = "http://127.0.0.1:7575",
+        hide_env_values = true,
         value_parser = parse_server_url
     )]
     pub(crate) server: Url,
@@ -232,7 +233,7 @@ pub(crate) struct ScheduleArgs {
     /// Give up (the task goes dead) after this many failed tries
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) max_attempts: Option<u32>,
-    /// What to do when the key already exists
+    /// When the key exists: replace it (the default), keep it untouched, or error (exit 1)
     #[arg(long, value_enum, value_name = "MODE")]
     pub(crate) if_exists: Option<IfExists>,
     #[command(flatten)]
@@ -242,11 +243,8 @@ pub(crate) struct ScheduleArgs {
 /// `if_exists` of the API.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(crate) enum IfExists {
-    /// Replace it: new due time, payload and policies (the default)
     Replace,
-    /// Keep the existing task untouched
     Keep,
-    /// Refuse (exit status 1)
     Error,
 }
 

@@ -2,9 +2,9 @@
 //! segment percent-encoded, sends the bearer token, and turns each way a call can fail
 //! into a [`ClientError`] that says what a person can do about it.
 //!
-//! It deliberately knows nothing of the task model: answers stay `serde_json::Value`,
-//! so `--json` prints exactly what the server said and a newer server's extra fields
-//! pass through untouched.
+//! It deliberately knows nothing of the task model: an answer is its JSON text (what
+//! `--json` prints) and that text parsed as a `serde_json::Value` (what tables read), so
+//! a newer server's extra fields pass through untouched.
 
 use std::fmt;
 use std::time::Duration;
@@ -37,12 +37,19 @@ pub(crate) struct Client {
 pub(crate) struct Answer {
     pub(crate) status: StatusCode,
     /// The JSON body; `None` when the body is empty (`204`).
-    pub(crate) body: Option<Value>,
+    pub(crate) body: Option<Json>,
+}
+
+/// A JSON body: the text as the server sent it, and the same parsed.
+#[derive(Debug, Clone)]
+pub(crate) struct Json {
+    pub(crate) text: String,
+    pub(crate) value: Value,
 }
 
 impl Answer {
     /// The JSON body, or an error saying the server sent none.
-    pub(crate) fn json(self) -> Result<Value, ClientError> {
+    pub(crate) fn json(self) -> Result<Json, ClientError> {
         self.body.ok_or_else(|| ClientError::Protocol {
             detail: format!("the server answered {} with an empty body where JSON was expected", self.status),
         })
@@ -171,7 +178,7 @@ impl Client {
     }
 
     /// `GET` expecting a JSON body.
-    pub(crate) async fn get(&self, segments: &[&str], query: &[(&str, &str)]) -> Result<Value, ClientError> {
+    pub(crate) async fn get(&self, segments: &[&str], query: &[(&str, &str)]) -> Result<Json, ClientError> {
         self.send(Method::GET, self.url(segments, query)?, None).await?.json()
     }
 
@@ -181,7 +188,7 @@ impl Client {
     }
 
     /// `POST` without a body, expecting a JSON answer.
-    pub(crate) async fn post(&self, segments: &[&str]) -> Result<Value, ClientError> {
+    pub(crate) async fn post(&self, segments: &[&str]) -> Result<Json, ClientError> {
         self.send(Method::POST, self.url(segments, &[])?, None).await?.json()
     }
 
@@ -211,14 +218,15 @@ impl Client {
         if bytes.iter().all(u8::is_ascii_whitespace) {
             return Ok(Answer { status, body: None });
         }
-        let body = serde_json::from_slice(&bytes).map_err(|e| ClientError::Protocol {
+        let value = serde_json::from_slice(&bytes).map_err(|e| ClientError::Protocol {
             detail: format!(
                 "the server at {} answered {status} with something that is not JSON ({e}); \
                  is --server the address of a punctual server?",
                 self.base
             ),
         })?;
-        Ok(Answer { status, body: Some(body) })
+        let text = String::from_utf8_lossy(&bytes).into_owned();
+        Ok(Answer { status, body: Some(Json { text, value }) })
     }
 
     fn transport_error(&self, error: &reqwest::Error) -> ClientError {

@@ -5,11 +5,12 @@
 //! unit-tested without a server.
 
 use anyhow::{Context, Result};
-use serde_json::{Map, Value, json};
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
 
 use crate::cli::{ClientArgs, ClientCommand, DeadCommand, LsArgs, PageArgs, ScheduleArgs, StatsArgs, TaskArgs};
-use crate::client::{Client, ClientError};
-use crate::render;
+use crate::client::{Client, ClientError, Json};
+use crate::{json, render};
 
 /// Tasks asked for per request while following `next_cursor`.
 const PAGE_SIZE: u32 = 100;
@@ -18,18 +19,13 @@ fn connect(args: &ClientArgs) -> Result<Client> {
     Client::new(&args.server, args.token.clone())
 }
 
-/// The JSON text printed by `--json`: pretty, like every `--json` output.
-pub(crate) fn pretty(value: &Value) -> String {
-    serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())
-}
-
 /// A duration or time as the API takes it: digits only are milliseconds (a JSON
 /// number), anything else goes as the string typed, for the server to read.
 fn duration_or_time(text: &str) -> Value {
     let trimmed = text.trim();
     match trimmed.parse::<u64>() {
-        Ok(ms) if trimmed.bytes().all(|b| b.is_ascii_digit()) => json!(ms),
-        _ => json!(text),
+        Ok(ms) if trimmed.bytes().all(|b| b.is_ascii_digit()) => serde_json::json!(ms),
+        _ => serde_json::json!(text),
     }
 }
 
@@ -51,13 +47,13 @@ pub(crate) fn schedule_body(args: &ScheduleArgs) -> Value {
         repeat.insert("every".into(), duration_or_time(every));
     }
     if let Some(cron) = &args.repeat_cron {
-        repeat.insert("cron".into(), json!(cron));
+        repeat.insert("cron".into(), serde_json::json!(cron));
     }
     if let Some(tz) = &args.tz {
-        repeat.insert("tz".into(), json!(tz));
+        repeat.insert("tz".into(), serde_json::json!(tz));
     }
     if let Some(times) = args.repeat_times {
-        repeat.insert("times".into(), json!(times));
+        repeat.insert("times".into(), serde_json::json!(times));
     }
     if let Some(until) = &args.repeat_until {
         repeat.insert("until".into(), duration_or_time(until));
@@ -66,13 +62,13 @@ pub(crate) fn schedule_body(args: &ScheduleArgs) -> Value {
         body.insert("repeat".into(), Value::Object(repeat));
     }
     if !args.tags.is_empty() {
-        body.insert("tags".into(), json!(args.tags));
+        body.insert("tags".into(), serde_json::json!(args.tags));
     }
     if let Some(n) = args.max_attempts {
-        body.insert("max_attempts".into(), json!(n));
+        body.insert("max_attempts".into(), serde_json::json!(n));
     }
     if let Some(mode) = args.if_exists {
-        body.insert("if_exists".into(), json!(mode.as_str()));
+        body.insert("if_exists".into(), serde_json::json!(mode.as_str()));
     }
     Value::Object(body)
 }
@@ -93,23 +89,37 @@ async fn schedule(args: ScheduleArgs) -> Result<String> {
     let client = connect(&args.client)?;
     let body = schedule_body(&args);
     let answer = client.put(&["v1", "queues", &args.queue, "tasks", &args.key], &body).await?.json()?;
-    Ok(if args.client.json { pretty(&answer) } else { render::schedule_outcome(&answer, render::now_millis()) })
+    Ok(if args.client.json {
+        json::pretty(&answer.text)
+    } else {
+        render::schedule_outcome(&answer.value, render::now_millis())
+    })
 }
 
 async fn get(args: TaskArgs) -> Result<String> {
     let client = connect(&args.client)?;
     let task = client.get(&["v1", "queues", &args.queue, "tasks", &args.key], &[]).await?;
-    Ok(if args.client.json { pretty(&task) } else { render::task_block(&task, render::now_millis()) })
+    Ok(if args.client.json { json::pretty(&task.text) } else { render::task_block(&task.value, render::now_millis()) })
 }
 
 async fn cancel(args: TaskArgs) -> Result<String> {
     let client = connect(&args.client)?;
     client.delete(&["v1", "queues", &args.queue, "tasks", &args.key]).await?;
     Ok(if args.client.json {
-        pretty(&json!({"outcome": "cancelled", "queue": args.queue, "key": args.key}))
+        outcome_json("cancelled", &args)
     } else {
         format!("Cancelled task '{}' in queue {}.", args.key, args.queue)
     })
+}
+
+/// What `--json` prints for a `204` (the server sends no body):
+/// `{"outcome": …, "queue": …, "key": …}`.
+fn outcome_json(outcome: &str, args: &TaskArgs) -> String {
+    json::pretty(&json::object(&[
+        ("outcome", &json::string(outcome)),
+        ("queue", &json::string(&args.queue)),
+        ("key", &json::string(&args.key)),
+    ]))
 }
 
 async fn ls(args: LsArgs) -> Result<String> {
@@ -118,15 +128,15 @@ async fn ls(args: LsArgs) -> Result<String> {
     let Some(queue) = &args.queue else {
         let answer = client.get(&["v1", "queues"], &[]).await?;
         if args.client.json {
-            return Ok(pretty(&answer));
+            return Ok(json::pretty(&answer.text));
         }
-        let queues = array(&answer, "queues")?;
+        let queues = array(&answer.value, "queues")?;
         return Ok(if queues.is_empty() { no_queues() } else { render::queue_table(queues, now) });
     };
     let state = args.state.map(|s| s.as_str());
     let list = collect(&client, &["v1", "queues", queue, "tasks"], state, &args.page).await?;
     if args.client.json {
-        return Ok(pretty(&list.to_json()));
+        return Ok(list.to_json());
     }
     if list.tasks.is_empty() {
         let what = state.map_or_else(|| "tasks".to_owned(), |s| format!("{s} tasks"));
@@ -141,18 +151,20 @@ async fn stats(args: StatsArgs) -> Result<String> {
     let now = render::now_millis();
     if let Some(queue) = &args.queue {
         let detail = client.get(&["v1", "queues", queue], &[]).await?;
-        return Ok(if args.client.json { pretty(&detail) } else { render::queue_block(&detail, now) });
+        return Ok(if args.client.json { json::pretty(&detail.text) } else { render::queue_block(&detail.value, now) });
     }
     let overview = client.get(&["v1", "queues"], &[]).await?;
-    let mut details = Vec::new();
-    for queue in array(&overview, "queues")? {
+    let mut details: Vec<Json> = Vec::new();
+    for queue in array(&overview.value, "queues")? {
         let name = queue["name"].as_str().context("the server listed a queue without a name")?;
         details.push(client.get(&["v1", "queues", name], &[]).await?);
     }
     if args.client.json {
-        return Ok(pretty(&json!({ "queues": details })));
+        let items: Vec<&str> = details.iter().map(|d| d.text.trim()).collect();
+        return Ok(json::pretty(&json::object(&[("queues", &format!("[{}]", items.join(",")))])));
     }
-    Ok(if details.is_empty() { no_queues() } else { render::stats_table(&details, now) })
+    let values: Vec<Value> = details.into_iter().map(|d| d.value).collect();
+    Ok(if values.is_empty() { no_queues() } else { render::stats_table(&values, now) })
 }
 
 async fn dead(command: DeadCommand) -> Result<String> {
@@ -161,7 +173,7 @@ async fn dead(command: DeadCommand) -> Result<String> {
             let client = connect(&args.client)?;
             let list = collect(&client, &["v1", "queues", &args.queue, "dead"], None, &args.page).await?;
             if args.client.json {
-                return Ok(pretty(&list.to_json()));
+                return Ok(list.to_json());
             }
             if list.tasks.is_empty() {
                 let more = if args.page.cursor.is_some() { "more " } else { "" };
@@ -173,13 +185,13 @@ async fn dead(command: DeadCommand) -> Result<String> {
             let client = connect(&args.client)?;
             let task = client.post(&["v1", "queues", &args.queue, "dead", &args.key, "retry"]).await?;
             Ok(if args.client.json {
-                pretty(&task)
+                json::pretty(&task.text)
             } else {
                 format!(
                     "Task '{}' in queue {} is scheduled again, due {}, attempts reset.",
                     args.key,
                     args.queue,
-                    render::time_with_relative(&task["due_at"], render::now_millis())
+                    render::time_with_relative(&task.value["due_at"], render::now_millis())
                 )
             })
         }
@@ -187,7 +199,7 @@ async fn dead(command: DeadCommand) -> Result<String> {
             let client = connect(&args.client)?;
             client.delete(&["v1", "queues", &args.queue, "dead", &args.key]).await?;
             Ok(if args.client.json {
-                pretty(&json!({"outcome": "removed", "queue": args.queue, "key": args.key}))
+                outcome_json("removed", &args)
             } else {
                 format!("Removed dead task '{}' from queue {}.", args.key, args.queue)
             })
@@ -211,6 +223,9 @@ fn array<'a>(answer: &'a Value, field: &str) -> Result<&'a Vec<Value>> {
 /// Tasks gathered from one or more pages.
 #[derive(Debug)]
 struct Listing {
+    /// Each task as the server wrote it, for `--json`.
+    raw: Vec<Box<RawValue>>,
+    /// The same, parsed, for tables.
     tasks: Vec<Value>,
     /// Where to continue; `None` when nothing remains.
     next_cursor: Option<String>,
@@ -218,8 +233,9 @@ struct Listing {
 
 impl Listing {
     /// The API's list shape, `{"tasks", "next_cursor"}`, over all pages fetched.
-    fn to_json(&self) -> Value {
-        json!({ "tasks": self.tasks, "next_cursor": self.next_cursor })
+    fn to_json(&self) -> String {
+        let cursor = self.next_cursor.as_deref().map_or_else(|| "null".to_owned(), json::string);
+        json::pretty(&json::object(&[("tasks", &json::array(&self.raw)), ("next_cursor", &cursor)]))
     }
 
     /// `table`, followed by how to see more when more remain.
@@ -243,28 +259,41 @@ fn plural(n: usize, word: &str) -> String {
 /// anything really remains, so "more remain" is never said of an exhausted list.
 async fn collect(client: &Client, segments: &[&str], state: Option<&str>, page: &PageArgs) -> Result<Listing> {
     let limit = usize::try_from(page.limit).unwrap_or(usize::MAX);
-    let mut tasks: Vec<Value> = Vec::new();
+    let mut raw: Vec<Box<RawValue>> = Vec::new();
     let mut cursor = page.cursor.clone();
     loop {
-        let want = (limit - tasks.len()).min(PAGE_SIZE as usize);
-        let (got, next) = fetch_page(client, segments, state, want, cursor.as_deref()).await?;
-        let empty = got.is_empty();
-        tasks.extend(got);
-        cursor = next;
+        let want = (limit - raw.len()).min(PAGE_SIZE as usize);
+        let got = fetch_page(client, segments, state, want, cursor.as_deref()).await?;
+        let empty = got.tasks.is_empty();
+        raw.extend(got.tasks);
+        cursor = got.next_cursor.filter(|c| !c.is_empty());
         // An empty page with a cursor would loop for ever on a misbehaving server.
-        if cursor.is_none() || tasks.len() >= limit || empty {
+        if cursor.is_none() || raw.len() >= limit || empty {
             break;
         }
     }
-    if tasks.len() >= limit
+    if raw.len() >= limit
         && let Some(next) = &cursor
     {
-        let (peek, _) = fetch_page(client, segments, state, 1, Some(next)).await?;
-        if peek.is_empty() {
+        let peek = fetch_page(client, segments, state, 1, Some(next)).await?;
+        if peek.tasks.is_empty() {
             cursor = None;
         }
     }
-    Ok(Listing { tasks, next_cursor: cursor })
+    let tasks = raw
+        .iter()
+        .map(|task| serde_json::from_str(task.get()))
+        .collect::<Result<Vec<Value>, _>>()
+        .context("the server sent a task that is not JSON")?;
+    Ok(Listing { raw, tasks, next_cursor: cursor })
+}
+
+/// One page of a task list, tasks kept as the server wrote them.
+#[derive(Debug, serde::Deserialize)]
+struct Page {
+    tasks: Vec<Box<RawValue>>,
+    #[serde(default)]
+    next_cursor: Option<String>,
 }
 
 async fn fetch_page(
@@ -273,7 +302,7 @@ async fn fetch_page(
     state: Option<&str>,
     limit: usize,
     cursor: Option<&str>,
-) -> Result<(Vec<Value>, Option<String>)> {
+) -> Result<Page> {
     let limit = limit.to_string();
     let mut query = vec![("limit", limit.as_str())];
     if let Some(state) = state {
@@ -282,17 +311,11 @@ async fn fetch_page(
     if let Some(cursor) = cursor {
         query.push(("cursor", cursor));
     }
-    let mut answer = client.get(segments, &query).await?;
-    let tasks = match answer.get_mut("tasks").map(Value::take) {
-        Some(Value::Array(tasks)) => tasks,
-        _ => {
-            return Err(
-                ClientError::Protocol { detail: format!("the server's answer has no 'tasks' list: {answer}") }.into()
-            );
-        }
-    };
-    let next = answer["next_cursor"].as_str().filter(|c| !c.is_empty()).map(str::to_owned);
-    Ok((tasks, next))
+    let answer = client.get(segments, &query).await?;
+    let page = serde_json::from_str(&answer.text).map_err(|e| ClientError::Protocol {
+        detail: format!("the server's answer is not a task list ({e}): {}", answer.text.trim()),
+    })?;
+    Ok(page)
 }
 
 #[cfg(test)]
@@ -300,6 +323,7 @@ mod tests {
     use super::*;
     use crate::cli::{Cli, Command};
     use clap::Parser;
+    use serde_json::json;
 
     fn schedule_args(args: &[&str]) -> ScheduleArgs {
         let cli = Cli::try_parse_from(["punctual", "schedule", "q", "k"].iter().chain(args)).unwrap();
@@ -362,15 +386,16 @@ mod tests {
 
     #[test]
     fn listings_say_when_more_remain() {
-        let more = Listing { tasks: vec![json!({}); 2], next_cursor: Some("c1".into()) };
+        let raw = || RawValue::from_string("{}".into()).unwrap();
+        let more = Listing { raw: vec![raw(), raw()], tasks: vec![json!({}); 2], next_cursor: Some("c1".into()) };
         assert_eq!(
             more.with_note("T".into()),
             "T\n\n2 tasks shown; more remain. Continue with --cursor 'c1', or raise --limit."
         );
-        assert_eq!(more.to_json(), json!({"tasks": [{}, {}], "next_cursor": "c1"}));
-        let done = Listing { tasks: vec![], next_cursor: None };
+        assert_eq!(more.to_json(), "{\n  \"tasks\": [\n    {},\n    {}\n  ],\n  \"next_cursor\": \"c1\"\n}");
+        let done = Listing { raw: vec![], tasks: vec![], next_cursor: None };
         assert_eq!(done.with_note("T".into()), "T");
-        assert_eq!(done.to_json(), json!({"tasks": [], "next_cursor": null}));
+        assert_eq!(done.to_json(), "{\n  \"tasks\": [],\n  \"next_cursor\": null\n}");
     }
 
     /// The commands against a fake server: what goes over the wire, what is printed.
@@ -423,13 +448,15 @@ mod tests {
         }
 
         #[tokio::test]
-        async fn json_output_is_the_servers_json() {
-            let answer = json!({"outcome": "kept", "task": task("k")});
-            let body = answer.to_string();
-            let server = FakeServer::start(move |_| (200, body.clone())).await;
+        async fn json_output_is_the_servers_json_in_its_key_order() {
+            let body = r#"{"outcome":"kept","task":{"queue":"q","key":"k","state":"scheduled","attempts":0}}"#;
+            let server = FakeServer::start(move |_| (200, body.to_owned())).await;
             let out = run_args(&server, &["schedule", "q", "k", "--if-exists", "keep", "--json"]).await.unwrap();
-            assert_eq!(serde_json::from_str::<Value>(&out).unwrap(), answer);
-            assert_eq!(out, serde_json::to_string_pretty(&answer).unwrap());
+            assert_eq!(
+                out,
+                "{\n  \"outcome\": \"kept\",\n  \"task\": {\n    \"queue\": \"q\",\n    \"key\": \"k\",\n    \
+                 \"state\": \"scheduled\",\n    \"attempts\": 0\n  }\n}"
+            );
         }
 
         #[tokio::test]

@@ -9,6 +9,7 @@ mod client;
 mod commands;
 #[cfg(test)]
 mod fake_server;
+mod json;
 mod render;
 
 use std::io::Write;
