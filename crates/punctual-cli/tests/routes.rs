@@ -745,7 +745,19 @@ fn fail_makes_a_task_dead_and_the_dead_routes_list_retry_and_delete_it() {
     assert_eq!(dead[0]["payload"], json!({"order": 1}));
     assert_eq!(dead[0]["state"], "dead");
 
-    let resp = api.post("/v1/queues/dead.q/dead/k/retry", json!({}));
+    // The dead routes touch dead tasks only.
+    api.create("dead.q", "live", json!({"delay": "1h"}));
+    api.post("/v1/queues/dead.q/dead/live/retry", json!({})).expect_error(
+        404,
+        "not_found",
+        None,
+        "retry of a live task",
+    );
+    api.delete("/v1/queues/dead.q/dead/live").expect_error(404, "not_found", None, "dead DELETE of a live task");
+    assert_eq!(api.task("dead.q", "live").json["state"], "scheduled", "the live task is untouched");
+
+    // API.md gives retry no body.
+    let resp = api.raw(reqwest::Method::POST, "/v1/queues/dead.q/dead/k/retry", None, None, None);
     resp.expect(200, "retry of a dead task");
     assert_task_shape(&resp.json);
     assert_eq!(resp.json["state"], "scheduled", "{}", resp.text);

@@ -7,8 +7,8 @@
 //!
 //! The contract:
 //!
-//! - **Started means healthy.** `start` returns once `GET /healthz` answers `200` from the
-//!   process it started, or fails within [`STARTUP_TIMEOUT`] with an error that quotes the
+//! - **Started means healthy.** `start` returns once `GET /healthz` answers `200` and the
+//!   listening socket belongs to the process it started (checked in `/proc`), or fails within [`STARTUP_TIMEOUT`] with an error that quotes the
 //!   server's output (stdout and stderr), so a failed start-up explains itself.
 //! - **A free port, retried.** The port is found by binding port 0 and releasing it;
 //!   another process may take it in between, so a start-up that fails because the address
@@ -18,9 +18,9 @@
 //!   server's working directory. `PUNCTUAL_*` variables of the test's environment are not
 //!   passed on; only those given to the builder are.
 //! - **No server outlives its test.** The process is killed (SIGKILL) and reaped on drop,
-//!   whatever path the test takes out (a failed assertion unwinds through the drop). A
-//!   test process that is itself killed runs no drop; the server is then left to the
-//!   test runner's process group.
+//!   whatever path the test takes out (a failed assertion unwinds through the drop).
+//!   Only a test process that is itself killed runs no drop and leaves its server
+//!   running.
 //! - **Stopping and starting again.** [`ServerProcess::kill`] sends SIGKILL (a crash),
 //!   [`ServerProcess::terminate`] sends SIGTERM ([`ServerProcess::interrupt`] SIGINT) and
 //!   returns the exit status, and
@@ -292,21 +292,18 @@ impl ServerProcess {
                     self.quote_logs()
                 ))));
             }
-            if probe_healthz(self.addr()) {
-                // Another process could answer on a port we lost: ours must be alive.
-                let running = self.running.as_mut().expect("checked above");
-                if running.child.try_wait().map_err(|e| StartError::Failed(failed("polling the server")(e)))?.is_none()
-                {
-                    return Ok(());
-                }
-                continue;
+            // Another process may have taken the port between our release of it and the
+            // server's bind, and answer the probe: the listener must be our child's.
+            let pid = running.child.id();
+            if probe_healthz(self.addr()) && listens_on(pid, self.port).unwrap_or(true) {
+                return Ok(());
             }
             if waited >= STARTUP_TIMEOUT {
                 let _ = self.kill();
                 return Err(StartError::Failed(io::Error::new(
                     io::ErrorKind::TimedOut,
                     format!(
-                        "GET /healthz on {} did not answer 200 within {STARTUP_TIMEOUT:?} of start-up\n{}",
+                        "GET /healthz on {} did not answer 200 from the started process within {STARTUP_TIMEOUT:?}\n{}",
                         self.addr(),
                         self.quote_logs()
                     ),
@@ -369,6 +366,27 @@ fn probe_healthz(addr: SocketAddr) -> bool {
     attempt().unwrap_or(false)
 }
 
+/// Whether process `pid` holds the socket listening on TCP `port` (IPv4), from
+/// `/proc`; `None` where `/proc` cannot tell.
+fn listens_on(pid: u32, port: u16) -> Option<bool> {
+    let table = std::fs::read_to_string("/proc/net/tcp").ok()?;
+    let port_suffix = format!(":{port:04X}");
+    // Columns: sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode.
+    let inodes: Vec<String> = table
+        .lines()
+        .skip(1)
+        .filter_map(|line| {
+            let columns: Vec<&str> = line.split_whitespace().collect();
+            let listening = columns.get(3) == Some(&"0A") && columns.get(1)?.ends_with(&port_suffix);
+            listening.then(|| columns.get(9).map(|inode| format!("socket:[{inode}]")))?
+        })
+        .collect();
+    let fds = std::fs::read_dir(format!("/proc/{pid}/fd")).ok()?;
+    Some(fds.filter_map(Result::ok).any(|fd| {
+        std::fs::read_link(fd.path()).is_ok_and(|target| inodes.iter().any(|i| target.as_os_str() == i.as_str()))
+    }))
+}
+
 /// Whether a failed start-up's output says the listen address was taken.
 fn looks_like_port_taken(log: &str) -> bool {
     let log = log.to_ascii_lowercase();
@@ -419,4 +437,30 @@ fn lock(log: &Mutex<Vec<u8>>) -> std::sync::MutexGuard<'_, Vec<u8>> {
 /// Wraps an error with the step that failed, keeping its kind.
 fn failed(step: &str) -> impl FnOnce(io::Error) -> io::Error + '_ {
     move |e| io::Error::new(e.kind(), format!("{step}: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A child process, killed and reaped on drop.
+    struct Reaped(Child);
+
+    impl Drop for Reaped {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+
+    #[test]
+    fn listens_on_names_the_process_that_holds_the_listener() {
+        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("bind");
+        let port = listener.local_addr().expect("address").port();
+        assert_eq!(listens_on(std::process::id(), port), Some(true));
+        let other = Reaped(Command::new("sleep").arg("30").spawn().expect("spawn sleep"));
+        assert_eq!(listens_on(other.0.id(), port), Some(false), "another process does not hold it");
+        drop(listener);
+        assert_eq!(listens_on(std::process::id(), port), Some(false), "a closed listener is gone");
+    }
 }
