@@ -424,3 +424,25 @@ fn punctual_server_and_punctual_token_are_honoured() {
     out.expect_code(0, "schedule with the environment");
     api.task("q", "k2").expect(200, "scheduled through the environment");
 }
+
+#[test]
+fn ls_pages_through_a_long_queue() {
+    let server = start_server();
+    let (url, api) = (server.url(), Api::of(&server));
+    let base = now_ms() + 3_600_000;
+    let tasks: Vec<Value> =
+        (0..150).rev().map(|i| json!({"key": format!("t{i:03}"), "due_at": base + i * 1_000})).collect();
+    api.post("/v1/queues/long.q/tasks", json!({"tasks": tasks})).expect(200, "batch");
+
+    let out = run(&url, &["ls", "long.q", "--limit", "1000", "--json"]);
+    out.expect_code(0, "ls --limit 1000 --json");
+    let doc = out.json();
+    let keys: Vec<&str> = objects_with_key(&doc).iter().filter_map(|t| t["key"].as_str()).collect();
+    let want: Vec<String> = (0..150).map(|i| format!("t{i:03}")).collect();
+    assert_eq!(keys, want, "every task once, in due order, across the server's pages");
+
+    let out = run(&url, &["ls", "long.q", "--limit", "20"]);
+    out.expect_code(0, "ls --limit 20");
+    assert!(out.stdout.contains("t019") && !out.stdout.contains("t020"), "the first 20 tasks:\n{}", out.stdout);
+    out.expect_contains(&["cursor"], "ls says how to continue");
+}

@@ -46,6 +46,13 @@ impl Resp {
     #[track_caller]
     pub fn expect(&self, status: u16, what: &str) -> &Value {
         assert_eq!(self.status, status, "{what}: expected HTTP {status}, got {}: {}", self.status, self.text);
+        if !self.text.is_empty() && !self.json.is_null() {
+            assert!(
+                self.content_type.starts_with("application/json"),
+                "{what}: a JSON body, but its content-type is '{}'",
+                self.content_type
+            );
+        }
         &self.json
     }
 
@@ -56,6 +63,11 @@ impl Resp {
         assert_eq!(self.status, status, "{what}: expected HTTP {status} {code}, got {}: {}", self.status, self.text);
         let error = &self.json["error"];
         assert!(error.is_object(), "{what}: the body is not an API error body: {}", self.text);
+        assert!(
+            self.content_type.starts_with("application/json"),
+            "{what}: an error body is JSON, but its content-type is '{}'",
+            self.content_type
+        );
         assert_eq!(error["code"], code, "{what}: error code; body {}", self.text);
         let message = error["message"].as_str().unwrap_or_default();
         assert!(!message.trim().is_empty(), "{what}: the error has no message: {}", self.text);
