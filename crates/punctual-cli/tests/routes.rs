@@ -151,7 +151,6 @@ fn the_task_object_has_exactly_api_fields_effective_policies_and_time_format() {
     assert_eq!(parse_duration(&task["backoff"]["max"]), HOUR as u64, "backoff.max: {task}");
     assert_eq!(task["repeat"], Value::Null);
     assert_eq!(task["tags"], json!([]), "no tags: an empty list");
-    assert_eq!(task["payload"], Value::Null, "no payload: null");
 
     // Times as epoch milliseconds; delays as integer milliseconds and compound strings.
     let at = 4_102_444_800_123_i64; // 2100-01-01T00:00:00.123Z
