@@ -9,7 +9,7 @@
 use std::path::Path;
 
 use clap::builder::NonEmptyStringValueParser;
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
 use reqwest::Url;
 use serde_json::Value;
 
@@ -196,6 +196,7 @@ pub(crate) struct TaskArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(group(ArgGroup::new("repeat_rule").args(["repeat_every", "repeat_cron"])))]
 pub(crate) struct ScheduleArgs {
     /// The queue; it selects the handler (e.g. order.cancel)
     #[arg(value_parser = NonEmptyStringValueParser::new())]
@@ -222,10 +223,10 @@ pub(crate) struct ScheduleArgs {
     #[arg(long, value_name = "ZONE", requires = "repeat_cron")]
     pub(crate) tz: Option<String>,
     /// How many times to fire in all, the first included
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_name = "N", requires = "repeat_rule", value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) repeat_times: Option<u32>,
     /// The last time a repetition may be due
-    #[arg(long, value_name = "T")]
+    #[arg(long, value_name = "T", requires = "repeat_rule")]
     pub(crate) repeat_until: Option<String>,
     /// A label for cancelling related tasks together (repeatable)
     #[arg(long = "tag", value_name = "T", value_parser = NonEmptyStringValueParser::new())]
@@ -451,6 +452,9 @@ mod tests {
             &["get", "q"],
             &["schedule", "q", "k", "--if-exists", "sometimes"],
             &["schedule", "q", "k", "--max-attempts", "0"],
+            &["schedule", "q", "k", "--repeat-times", "3"],
+            &["schedule", "q", "k", "--repeat-every", "1h", "--repeat-cron", "0 9 * * *"],
+            &["schedule", "q", "k", "--tz", "UTC"],
             &["ls", "--state", "leased"],
             &["ls", "q", "--limit", "0"],
             &["get", "q", "k", "--server", "ftp://x"],

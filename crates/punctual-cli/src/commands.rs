@@ -6,7 +6,7 @@
 
 use anyhow::{Context, Result};
 use serde_json::value::RawValue;
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 
 use crate::cli::{ClientArgs, ClientCommand, DeadCommand, LsArgs, PageArgs, ScheduleArgs, StatsArgs, TaskArgs};
 use crate::client::{Client, ClientError, Json};
@@ -24,8 +24,8 @@ fn connect(args: &ClientArgs) -> Result<Client> {
 fn duration_or_time(text: &str) -> Value {
     let trimmed = text.trim();
     match trimmed.parse::<u64>() {
-        Ok(ms) if trimmed.bytes().all(|b| b.is_ascii_digit()) => serde_json::json!(ms),
-        _ => serde_json::json!(text),
+        Ok(ms) if trimmed.bytes().all(|b| b.is_ascii_digit()) => json!(ms),
+        _ => json!(text),
     }
 }
 
@@ -47,13 +47,13 @@ pub(crate) fn schedule_body(args: &ScheduleArgs) -> Value {
         repeat.insert("every".into(), duration_or_time(every));
     }
     if let Some(cron) = &args.repeat_cron {
-        repeat.insert("cron".into(), serde_json::json!(cron));
+        repeat.insert("cron".into(), json!(cron));
     }
     if let Some(tz) = &args.tz {
-        repeat.insert("tz".into(), serde_json::json!(tz));
+        repeat.insert("tz".into(), json!(tz));
     }
     if let Some(times) = args.repeat_times {
-        repeat.insert("times".into(), serde_json::json!(times));
+        repeat.insert("times".into(), json!(times));
     }
     if let Some(until) = &args.repeat_until {
         repeat.insert("until".into(), duration_or_time(until));
@@ -62,13 +62,13 @@ pub(crate) fn schedule_body(args: &ScheduleArgs) -> Value {
         body.insert("repeat".into(), Value::Object(repeat));
     }
     if !args.tags.is_empty() {
-        body.insert("tags".into(), serde_json::json!(args.tags));
+        body.insert("tags".into(), json!(args.tags));
     }
     if let Some(n) = args.max_attempts {
-        body.insert("max_attempts".into(), serde_json::json!(n));
+        body.insert("max_attempts".into(), json!(n));
     }
     if let Some(mode) = args.if_exists {
-        body.insert("if_exists".into(), serde_json::json!(mode.as_str()));
+        body.insert("if_exists".into(), json!(mode.as_str()));
     }
     Value::Object(body)
 }
@@ -323,7 +323,6 @@ mod tests {
     use super::*;
     use crate::cli::{Cli, Command};
     use clap::Parser;
-    use serde_json::json;
 
     fn schedule_args(args: &[&str]) -> ScheduleArgs {
         let cli = Cli::try_parse_from(["punctual", "schedule", "q", "k"].iter().chain(args)).unwrap();
