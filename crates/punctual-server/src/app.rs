@@ -1,7 +1,8 @@
 //! The router: every route of API.md plus the operations endpoints, behind the
 //! middleware every request passes.
 //!
-//! Order of the middleware, outermost first: a panic in a handler becomes a 500 (the
+//! Order of the middleware, outermost first: a response sent before the request body
+//! was read says `Connection: close`; a panic in a handler becomes a 500 (the
 //! connection and the server live on); auth, which runs for every path, matched or not
 //! ("before routing": an unknown `/v1` path without a token is 401, not 404); the
 //! request timeout (a lease gets the longest `wait` on top); the body size limit
@@ -78,6 +79,7 @@ pub fn app<S: Store>(state: AppState<S>) -> Router {
         .layer(middleware::from_fn_with_state(state.clone(), timeout::<S>))
         .layer(middleware::from_fn_with_state(state.clone(), auth::<S>))
         .layer(middleware::from_fn(catch_panic))
+        .layer(middleware::from_fn(close_if_body_unread))
         .with_state(state)
 }
 
@@ -160,6 +162,26 @@ impl http_body::Body for Tracked {
     fn size_hint(&self) -> http_body::SizeHint {
         self.inner.size_hint()
     }
+}
+
+/// A response sent before the request's body was read to its end (refused early: 401,
+/// 413, a bad path) ends the connection, since the unread rest cannot be skipped
+/// safely: say so with `Connection: close`, so a keep-alive client opens a new
+/// connection instead of writing its next request into a closed one.
+async fn close_if_body_unread(req: Request, next: Next) -> Response {
+    let headers = req.headers();
+    let has_body = headers.contains_key(header::TRANSFER_ENCODING)
+        || headers.get(header::CONTENT_LENGTH).is_some_and(|length| length.as_bytes() != b"0");
+    if !has_body {
+        return next.run(req).await;
+    }
+    let received = Arc::new(AtomicBool::new(false));
+    let req = req.map(|body| Body::new(Tracked { inner: body, received: Arc::clone(&received) }));
+    let mut response = next.run(req).await;
+    if !received.load(Ordering::Acquire) {
+        response.headers_mut().insert(header::CONNECTION, header::HeaderValue::from_static("close"));
+    }
+    response
 }
 
 async fn catch_panic(req: Request, next: Next) -> Response {
