@@ -266,7 +266,7 @@ impl Task {
 
 /// What `schedule` does when the (queue, key) already exists.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "lowercase", try_from = "String")]
 #[non_exhaustive]
 pub enum IfExists {
     /// New due time, payload and policies; version bumped. A live lease of the old
@@ -277,6 +277,22 @@ pub enum IfExists {
     Keep,
     /// Refuse with [`Error::Conflict`].
     Error,
+}
+
+impl TryFrom<String> for IfExists {
+    type Error = Error;
+    /// Parses `replace`, `keep` or `error`, with a message naming the choices.
+    fn try_from(text: String) -> Result<IfExists> {
+        match text.as_str() {
+            "replace" => Ok(IfExists::Replace),
+            "keep" => Ok(IfExists::Keep),
+            "error" => Ok(IfExists::Error),
+            _ => Err(Error::invalid(
+                "if_exists",
+                format!("'{text}' is not an if_exists mode: use replace, keep or error"),
+            )),
+        }
+    }
 }
 
 /// When a task is due, as a caller says it.

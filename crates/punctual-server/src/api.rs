@@ -57,29 +57,7 @@ pub(crate) struct TaskBody {
     /// `replace` (default), `keep` or `error`.
     #[serde(default)]
     #[schema(value_type = Option<String>, example = "replace")]
-    pub(crate) if_exists: IfExistsBody,
-}
-
-/// `if_exists`, read with a clear error for unknown values.
-#[derive(Debug, Default, Clone, Copy, Deserialize)]
-#[serde(try_from = "String")]
-pub(crate) enum IfExistsBody {
-    #[default]
-    Replace,
-    Keep,
-    Error,
-}
-
-impl TryFrom<String> for IfExistsBody {
-    type Error = String;
-    fn try_from(text: String) -> Result<IfExistsBody, String> {
-        match text.as_str() {
-            "replace" => Ok(IfExistsBody::Replace),
-            "keep" => Ok(IfExistsBody::Keep),
-            "error" => Ok(IfExistsBody::Error),
-            _ => Err(format!("'{text}' is not an if_exists mode: use replace, keep or error")),
-        }
-    }
+    pub(crate) if_exists: IfExists,
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -172,11 +150,7 @@ impl TaskBody {
             Tag::new(tag.as_str()).map_err(|e| ApiError::from(e).within_field(&format!("tags[{i}]")))?;
             spec = spec.tag(tag);
         }
-        spec = spec.if_exists(match self.if_exists {
-            IfExistsBody::Replace => IfExists::Replace,
-            IfExistsBody::Keep => IfExists::Keep,
-            IfExistsBody::Error => IfExists::Error,
-        });
+        spec = spec.if_exists(self.if_exists);
         Ok(spec)
     }
 }
