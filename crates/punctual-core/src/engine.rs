@@ -443,6 +443,10 @@ impl<S: Store> Engine<S> {
                             self.inner.reaper_wake.offer(Some(first.expires_at));
                             return Ok(batch.leases);
                         }
+                        // Nothing leased yet the store says work is due (another
+                        // consumer took it meanwhile, or a store lagging behind): let
+                        // other tasks run before asking again, never spin.
+                        tokio::task::yield_now().await;
                     }
                     Err(e) => {
                         waker.offer(Some(now.saturating_add(Duration::from_secs(1))));
