@@ -392,10 +392,7 @@ impl<S: Store> Engine<S> {
     /// Leases due tasks of `queue`. With `wait`, holds on until a task falls due or
     /// `wait` passes (then answers an empty list); woken by the engine, never polling.
     pub async fn lease(&self, queue: &str, options: LeaseOptions) -> Result<Vec<Lease>> {
-        let queue = QueueName::new(queue)?;
-        options.validate()?;
-        let deadline = self.now().saturating_add(options.wait);
-        self.lease_until(&queue, options.max, options.lease_for, deadline, None).await
+        self.lease_cancellable(queue, options, &CancellationToken::new()).await
     }
 
     /// [`Engine::lease`] that also stops waiting when `cancel` fires, answering an
