@@ -34,16 +34,21 @@ impl Clock for SystemClock {
     }
 
     fn sleep_until(&self, deadline: Timestamp) -> Sleep<'_> {
-        Box::pin(async move {
-            // Re-check after waking: the wall clock may have been stepped meanwhile.
-            loop {
-                let now = self.now();
-                if now >= deadline {
-                    return;
-                }
-                tokio::time::sleep(deadline.saturating_since(now)).await;
-            }
-        })
+        Box::pin(sleep_until_on(self, deadline))
+    }
+}
+
+/// Sleeps on tokio's timer until `clock` reads `deadline` or later: for clocks that
+/// follow wall-clock time (the system clock, or one offset from it). Re-checks after
+/// each wake-up, since the wall clock may have been stepped (or the offset corrected)
+/// meanwhile.
+pub async fn sleep_until_on(clock: &dyn Clock, deadline: Timestamp) {
+    loop {
+        let now = clock.now();
+        if now >= deadline {
+            return;
+        }
+        tokio::time::sleep(deadline.saturating_since(now)).await;
     }
 }
 

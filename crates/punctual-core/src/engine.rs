@@ -6,6 +6,10 @@
 //! makes, so a consumer sleeps exactly until the next due time and is woken at once
 //! when an earlier task arrives. The reaper sleeps until the earliest lease expiry
 //! the same way. Both are lower bounds, never later than the truth (see `wake`).
+//!
+//! A store other processes write too (Redis) reports their writes as [`Peers`]
+//! wake-ups; the engine passes them on and, since a notification can be lost, also
+//! looks at each queue it serves every `safety_poll`.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -20,7 +24,8 @@ use crate::error::{Error, Result};
 use crate::model::{NewTask, QueueName, Tag, Task, TaskKey, TaskSpec, TaskState, When};
 use crate::policy::{Backoff, DEFAULT_MAX_ATTEMPTS};
 use crate::store::{
-    CompleteRequest, Completion, Lease, LeaseRequest, LeaseToken, ListRequest, Page, QueueStats, Scheduled, Store,
+    CompleteRequest, Completion, Lease, LeaseRequest, LeaseToken, ListRequest, Page, Peers, QueueStats, Scheduled,
+    Store,
 };
 use crate::time::Timestamp;
 use crate::wake::WakeAt;
@@ -167,13 +172,15 @@ struct Inner<S> {
     queues: Mutex<HashMap<QueueName, Arc<QueueState>>>,
     reaper_wake: WakeAt,
     stopping: CancellationToken,
-    reaper: Mutex<Option<JoinHandle<()>>>,
+    /// The reaper and, for a shared store, the follower of other processes' writes.
+    background: Mutex<Vec<JoinHandle<()>>>,
 }
 
 impl<S: Store> Engine<S> {
-    /// Starts an engine on `store`, with its reaper running on the current tokio
-    /// runtime.
+    /// Starts an engine on `store`, with its reaper (and, for a store other processes
+    /// share, the follower of their writes) running on the current tokio runtime.
     pub fn start(store: S, config: EngineConfig) -> Engine<S> {
+        let peers = store.peers();
         let engine = Engine {
             inner: Arc::new(Inner {
                 store,
@@ -181,11 +188,14 @@ impl<S: Store> Engine<S> {
                 queues: Mutex::new(HashMap::new()),
                 reaper_wake: WakeAt::default(),
                 stopping: CancellationToken::new(),
-                reaper: Mutex::new(None),
+                background: Mutex::new(Vec::new()),
             }),
         };
-        let reaper = tokio::spawn(engine.clone().run_reaper());
-        *engine.inner.reaper.lock().expect("reaper lock poisoned") = Some(reaper);
+        let mut background = vec![tokio::spawn(engine.clone().run_reaper())];
+        if let Some(peers) = peers {
+            background.push(tokio::spawn(engine.clone().follow_peers(peers)));
+        }
+        *engine.inner.background.lock().expect("background lock poisoned") = background;
         engine
     }
 
@@ -591,6 +601,50 @@ impl<S: Store> Engine<S> {
         }
     }
 
+    /// Passes other processes' wake-ups to the queues this engine serves, and looks at
+    /// every such queue and for expired leases each `safety_poll` in case a wake-up
+    /// was lost.
+    async fn follow_peers(self, peers: Peers) {
+        let Peers { mut wakeups, safety_poll } = peers;
+        let mut next_poll = self.now().saturating_add(safety_poll);
+        let mut notifications = true;
+        loop {
+            let wakeup = async { if notifications { wakeups.recv().await } else { std::future::pending().await } };
+            tokio::select! {
+                received = wakeup => match received {
+                    Ok(wakeup) => self.offer_known(&wakeup.queue, wakeup.due_at),
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => self.look_everywhere(),
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => notifications = false,
+                },
+                _ = self.clock().sleep_until(next_poll) => {
+                    self.look_everywhere();
+                    next_poll = self.now().saturating_add(safety_poll);
+                }
+                _ = self.inner.stopping.cancelled() => return,
+            }
+        }
+    }
+
+    /// Lowers the wake time of `queue` if this engine serves it (has a consumer or
+    /// wrote to it); other queues are none of its business.
+    fn offer_known(&self, queue: &QueueName, at: Timestamp) {
+        let state = self.inner.queues.lock().expect("queues lock poisoned").get(queue).cloned();
+        if let Some(state) = state {
+            state.offer(Some(at));
+        }
+    }
+
+    /// Wakes every consumer and the reaper to ask the store afresh.
+    fn look_everywhere(&self) {
+        let now = self.now();
+        let states: Vec<Arc<QueueState>> =
+            self.inner.queues.lock().expect("queues lock poisoned").values().cloned().collect();
+        for state in states {
+            state.offer(Some(now));
+        }
+        self.inner.reaper_wake.offer(Some(now));
+    }
+
     /// Wakes the reaper: a lease may expire at `at`.
     pub(crate) fn lease_expires(&self, at: Timestamp) {
         self.inner.reaper_wake.offer(Some(at));
@@ -606,9 +660,9 @@ impl<S: Store> Engine<S> {
     /// ([`RunningWorker::shutdown`](crate::RunningWorker::shutdown)).
     pub async fn shutdown(&self) -> Result<()> {
         self.inner.stopping.cancel();
-        let reaper = self.inner.reaper.lock().expect("reaper lock poisoned").take();
-        if let Some(reaper) = reaper {
-            let _ = reaper.await;
+        let background = std::mem::take(&mut *self.inner.background.lock().expect("background lock poisoned"));
+        for task in background {
+            let _ = task.await;
         }
         self.inner.store.close().await
     }

@@ -23,7 +23,7 @@ pub use engine::{Engine, EngineConfig, LagSummary, LeaseOptions, Limits, QueueDe
 pub use error::{Error, Result};
 pub use model::{IfExists, NewTask, QueueName, Tag, Task, TaskKey, TaskMeta, TaskSpec, TaskState, When};
 pub use policy::{Backoff, Repeat};
-pub use store::{Lease, LeaseToken, ScheduleOutcome, Scheduled, Store};
+pub use store::{Lease, LeaseToken, Peers, ScheduleOutcome, Scheduled, Store, Wakeup};
 pub use time::{Timestamp, parse_duration};
 pub use token::TokenCodec;
 pub use worker::{BoxError, Delivery, Handler, Outcome, RunningWorker, Worker};

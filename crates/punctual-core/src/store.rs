@@ -249,6 +249,39 @@ impl QueueStats {
     }
 }
 
+/// Another process's write that may have made a task of `queue` due at `due_at`,
+/// earlier than this process knew.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Wakeup {
+    pub queue: QueueName,
+    pub due_at: Timestamp,
+}
+
+impl Wakeup {
+    pub fn new(queue: QueueName, due_at: Timestamp) -> Wakeup {
+        Wakeup { queue, due_at }
+    }
+}
+
+/// How a store shared by many processes tells this one about the others' writes.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct Peers {
+    /// Wake-ups from other processes' schedules, retries and expired leases. Best
+    /// effort: a notification may be lost (a dropped connection), hence `safety_poll`.
+    pub wakeups: tokio::sync::broadcast::Receiver<Wakeup>,
+    /// The engine looks at every queue it serves, and for expired leases, at least
+    /// this often, whatever it was told: a lost wake-up costs at most this long.
+    pub safety_poll: Duration,
+}
+
+impl Peers {
+    pub fn new(wakeups: tokio::sync::broadcast::Receiver<Wakeup>, safety_poll: Duration) -> Peers {
+        Peers { wakeups, safety_poll }
+    }
+}
+
 /// Durable storage of tasks. See the module docs for the rules every method keeps.
 pub trait Store: Send + Sync + 'static {
     /// Creates or updates each task, independently, in order, in one atomic write.
@@ -338,6 +371,13 @@ pub trait Store: Send + Sync + 'static {
     /// 32 random bytes created on first use and the same for every process using this
     /// store ever after (it signs lease tokens, so any node can check any token).
     fn secret(&self) -> impl Future<Output = Result<[u8; 32]>> + Send;
+
+    /// For a store that other processes write too: how their writes reach this one.
+    /// `None` (the default) for a store with one owning process, whose every write
+    /// goes through this process's engine.
+    fn peers(&self) -> Option<Peers> {
+        None
+    }
 
     /// Makes every write durable and stops background work. Later calls fail with
     /// [`Error::Unavailable`].

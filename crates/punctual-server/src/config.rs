@@ -30,6 +30,8 @@ Examples:
   punctual serve --data /var/lib/punctual --listen 0.0.0.0:7575
   punctual serve --config punctual.toml        # flags override the file
   punctual serve --token s3cret --token other  # or PUNCTUAL_TOKENS=s3cret,other
+  punctual serve --store redis://127.0.0.1:6379
+  punctual serve --store redis-cluster://10.0.0.1:7000,10.0.0.2:7000,10.0.0.3:7000
   RUST_LOG=debug punctual serve --log-format json
 
 Configuration file (TOML; every key optional; unknown keys are an error):
@@ -43,13 +45,19 @@ Configuration file (TOML; every key optional; unknown keys are an error):
   max_batch = 10000
   max_body_bytes = 33554432
 
+  [redis]                             # with store = \"redis://…\" only
+  prefix = \"punctual\"                 # of every key: deployments can share a Redis
+  wait_replicas = 0                   # after each write, WAIT for this many replicas
+  timeout = \"5s\"                      # no call waits longer for Redis: then 503
+
   [queues.\"order.cancel\"]             # defaults for tasks of this queue
   max_attempts = 10
   backoff = { initial = \"1s\", factor = 2.0, max = \"1h\" }
+  shards = 1                          # Redis: split a busy queue over N hash tags
 
 Durations are written \"1500ms\", \"30s\", \"1h 30m\", \"7d\" or as integer milliseconds.
-Push actions ([queues.\"…\".action]) and the Redis store (--store) are not implemented yet:
-queues are drained by pull workers (POST /v1/queues/{queue}/lease).
+Push actions ([queues.\"…\".action]) are not implemented yet: queues are drained by pull
+workers (POST /v1/queues/{queue}/lease).
 Logs go to stderr; RUST_LOG filters them (default: info).
 SIGTERM or SIGINT: stop accepting, let running requests finish within the grace period
 (long polls answer at once with no leases), make every write durable, exit 0.";
@@ -67,8 +75,8 @@ pub struct ServeArgs {
     /// Directory of the embedded store, created if missing [default: ./punctual-data].
     #[arg(long, value_name = "DIR", conflicts_with = "store")]
     pub(crate) data: Option<PathBuf>,
-    /// A shared store instead of the embedded one: redis://HOST:PORT or
-    /// redis-cluster://HOST:PORT,HOST:PORT,… (not supported yet).
+    /// A shared store instead of the embedded one, for many servers sharing the work:
+    /// redis://HOST:PORT[/DB] or redis-cluster://HOST:PORT,HOST:PORT,…
     #[arg(long, value_name = "URL")]
     pub(crate) store: Option<String>,
     /// A bearer token clients must send (Authorization: Bearer TOKEN); repeatable, or
@@ -118,7 +126,7 @@ pub(crate) enum LogFormat {
 pub(crate) enum Backend {
     /// The embedded store in this directory.
     Embedded(PathBuf),
-    /// A Redis or Redis Cluster URL (not supported yet).
+    /// A Redis or Redis Cluster URL.
     Redis(String),
 }
 
@@ -135,6 +143,23 @@ pub(crate) struct Settings {
     pub(crate) max_batch: usize,
     pub(crate) max_body_bytes: usize,
     pub(crate) queues: HashMap<QueueName, QueueDefaults>,
+    /// Shards per queue on Redis, where the file sets them.
+    pub(crate) shards: HashMap<QueueName, u32>,
+    pub(crate) redis: RedisSettings,
+}
+
+/// The `[redis]` table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct RedisSettings {
+    pub(crate) prefix: String,
+    pub(crate) wait_replicas: u32,
+    pub(crate) timeout: Duration,
+}
+
+impl Default for RedisSettings {
+    fn default() -> RedisSettings {
+        RedisSettings { prefix: "punctual".into(), wait_replicas: 0, timeout: Duration::from_secs(5) }
+    }
 }
 
 impl Settings {
@@ -196,8 +221,17 @@ struct RawConfig {
     max_payload_bytes: Option<Spanned<i64>>,
     max_batch: Option<Spanned<i64>>,
     max_body_bytes: Option<Spanned<i64>>,
+    redis: Option<Spanned<RawRedis>>,
     #[serde(default)]
     queues: BTreeMap<Spanned<String>, RawQueue>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRedis {
+    prefix: Option<Spanned<String>>,
+    wait_replicas: Option<Spanned<i64>>,
+    timeout: Option<Spanned<ApiDuration>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -205,6 +239,7 @@ struct RawConfig {
 struct RawQueue {
     max_attempts: Option<Spanned<i64>>,
     backoff: Option<Spanned<RawBackoff>>,
+    shards: Option<Spanned<i64>>,
     action: Option<Spanned<RawAction>>,
 }
 
@@ -340,6 +375,7 @@ pub(crate) fn settings(args: &ServeArgs, file: Option<(&Path, &str)>) -> Result<
     };
 
     let mut queues = HashMap::new();
+    let mut shards = HashMap::new();
     for (name, queue) in &raw.queues {
         let queue_name = QueueName::new(name.get_ref().as_str()).map_err(|e| at(name.span(), e.to_string()))?;
         let mut defaults = QueueDefaults::default();
@@ -352,6 +388,13 @@ pub(crate) fn settings(args: &ServeArgs, file: Option<(&Path, &str)>) -> Result<
             let raw = b.get_ref();
             defaults.backoff =
                 Backoff::new(raw.initial.0, raw.factor, raw.max.0).map_err(|e| at(b.span(), e.to_string()))?;
+        }
+        if let Some(n) = &queue.shards {
+            let n = u32::try_from(*n.get_ref())
+                .ok()
+                .filter(|n| (1..=1024).contains(n))
+                .ok_or_else(|| at(n.span(), format!("shards must be from 1 to 1024, not {}", n.get_ref())))?;
+            shards.insert(queue_name.clone(), n);
         }
         if let Some(action) = &queue.action {
             check_action(action.get_ref()).map_err(|(span, m)| at(span.unwrap_or(action.span()), m))?;
@@ -383,7 +426,40 @@ pub(crate) fn settings(args: &ServeArgs, file: Option<(&Path, &str)>) -> Result<
         max_batch: count(args.max_batch, &raw.max_batch, "max_batch", 10_000)?,
         max_body_bytes: count(args.max_body_bytes, &raw.max_body_bytes, "max_body_bytes", 32 * 1024 * 1024)?,
         queues,
+        shards,
+        redis: redis_settings(raw.redis.as_ref(), &at)?,
     })
+}
+
+fn redis_settings(
+    raw: Option<&Spanned<RawRedis>>,
+    at: &dyn Fn(Range<usize>, String) -> ConfigError,
+) -> Result<RedisSettings, ConfigError> {
+    let mut settings = RedisSettings::default();
+    let Some(raw) = raw else { return Ok(settings) };
+    let raw = raw.get_ref();
+    if let Some(prefix) = &raw.prefix {
+        let valid = !prefix.get_ref().is_empty()
+            && prefix.get_ref().len() <= 64
+            && prefix.get_ref().bytes().all(|b| b.is_ascii_alphanumeric() || b"._:-".contains(&b));
+        if !valid {
+            return Err(at(prefix.span(), "prefix is 1 to 64 of A-Z a-z 0-9 . _ : -".into()));
+        }
+        settings.prefix = prefix.get_ref().clone();
+    }
+    if let Some(n) = &raw.wait_replicas {
+        settings.wait_replicas = u32::try_from(*n.get_ref())
+            .ok()
+            .filter(|n| *n <= 16)
+            .ok_or_else(|| at(n.span(), format!("wait_replicas must be from 0 to 16, not {}", n.get_ref())))?;
+    }
+    if let Some(timeout) = &raw.timeout {
+        if timeout.get_ref().0 < Duration::from_millis(100) {
+            return Err(at(timeout.span(), "timeout must be at least 100ms".into()));
+        }
+        settings.timeout = timeout.get_ref().0;
+    }
+    Ok(settings)
 }
 
 /// The 1-based line of the byte offset where `span` starts.

@@ -13,7 +13,7 @@
 //! shutdown).
 //!
 //! The server is generic over the [`Store`]; [`serve`] picks the backend with one
-//! `match`, the seam where the Redis store will plug in.
+//! `match`: the embedded store or Redis (one server or a Cluster).
 
 mod api;
 mod app;
@@ -29,7 +29,10 @@ mod server;
 mod state;
 
 use anyhow::Context;
-use punctual_core::{Engine, Store};
+use std::sync::Arc;
+
+use punctual_core::{Clock, Engine, Store};
+use punctual_redis::{RedisConfig, RedisStore, Target};
 use punctual_sqlite::SqliteStore;
 
 pub use app::app;
@@ -55,20 +58,34 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             let store = SqliteStore::open(&dir)
                 .with_context(|| format!("cannot open the embedded store in {}", dir.display()))?;
             tracing::info!(data = %dir.display(), "embedded store opened");
-            run(store, &settings).await
+            run(store, None, &settings).await
         }
-        Backend::Redis(url) => anyhow::bail!(
-            "the Redis store ({url}) is not supported yet: this version of punctual has the embedded store \
-             only; use --data DIR"
-        ),
+        Backend::Redis(url) => {
+            let mut config = RedisConfig::new(Target::parse(&url)?);
+            config.prefix = settings.redis.prefix.clone();
+            config.wait_replicas = settings.redis.wait_replicas;
+            config.op_timeout = settings.redis.timeout;
+            config.shards = settings.shards.clone();
+            let store = RedisStore::connect(config)
+                .await
+                .with_context(|| format!("cannot connect to {url}; is Redis running there?"))?;
+            tracing::info!(store = %url, prefix = %settings.redis.prefix, "Redis store connected");
+            let clock = store.clock();
+            run(store, Some(clock), &settings).await
+        }
     }
 }
 
-async fn run<S: Store>(store: S, settings: &Settings) -> anyhow::Result<()> {
+/// Serves on `store`; `clock` replaces the system clock (Redis' time for Redis).
+async fn run<S: Store>(store: S, clock: Option<Arc<dyn Clock>>, settings: &Settings) -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(&settings.listen)
         .await
         .with_context(|| format!("cannot listen on {}", settings.listen))?;
-    let engine = Engine::start(store, settings.engine_config());
+    let mut config = settings.engine_config();
+    if let Some(clock) = clock {
+        config = config.clock(clock);
+    }
+    let engine = Engine::start(store, config);
     let state = match AppState::new(engine.clone(), settings.http_options()).await {
         Ok(state) => state,
         Err(e) => {

@@ -47,10 +47,20 @@ async fn push_actions_and_redis_are_refused_as_not_implemented_yet() {
                   url = \"http://127.0.0.1:8080/hooks\"\n";
     let message = refusal(action, &[]).await;
     assert!(message.contains("line 1") && message.contains("push actions are not implemented yet"), "{message}");
-    let message = refusal("", &["--store", "redis://127.0.0.1:6379"]).await;
-    assert!(message.contains("not supported yet"), "{message}");
+}
+
+#[tokio::test]
+async fn a_redis_store_that_does_not_answer_is_refused_at_start_up_with_what_to_check() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let url = format!("redis://127.0.0.1:{port}");
+    let message = refusal("", &["--store", &url]).await;
+    assert!(message.contains(&url) && message.contains("is Redis running there?"), "{message}");
     let message = refusal("store = \"redis-cluster://127.0.0.1:7000,127.0.0.1:7001\"\n", &["--store", "x://y"]).await;
     assert!(message.contains("not a store URL"), "{message}");
+    let message = refusal("store = \"redis://127.0.0.1:1\"\n[redis]\nwait_replicas = 99\n", &[]).await;
+    assert!(message.contains("line 3") && message.contains("wait_replicas"), "{message}");
+    let message = refusal("[queues.q]\nshards = 0\n", &[]).await;
+    assert!(message.contains("line 2") && message.contains("shards"), "{message}");
 }
 
 #[test]

@@ -4,4 +4,5 @@
 pub mod child;
 pub mod conformance;
 pub mod model;
+pub mod redis;
 pub mod server;

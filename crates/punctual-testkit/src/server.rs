@@ -60,8 +60,12 @@ const LOG_LIMIT: usize = 1 << 20;
 #[derive(Debug, Clone)]
 pub struct ServerBuilder {
     exe: PathBuf,
+    /// `--store URL` instead of `--data <temp dir>/data`.
+    store: Option<String>,
     args: Vec<OsString>,
     envs: Vec<(OsString, OsString)>,
+    /// Program and arguments the binary runs under; empty for none.
+    wrapper: Vec<OsString>,
 }
 
 impl ServerBuilder {
@@ -78,6 +82,25 @@ impl ServerBuilder {
         A: AsRef<OsStr>,
     {
         self.args.extend(args.into_iter().map(|a| a.as_ref().to_owned()));
+        self
+    }
+
+    /// Runs on the shared store at `url` (`--store URL`) instead of an embedded store
+    /// in the temporary directory.
+    pub fn store(mut self, url: impl Into<String>) -> Self {
+        self.store = Some(url.into());
+        self
+    }
+
+    /// A program run in front of the binary, with its arguments (e.g. `faketime`).
+    pub fn wrapper<I, A>(mut self, program: impl AsRef<OsStr>, args: I) -> Self
+    where
+        I: IntoIterator<Item = A>,
+        A: AsRef<OsStr>,
+    {
+        let mut wrapper = vec![program.as_ref().to_owned()];
+        wrapper.extend(args.into_iter().map(|a| a.as_ref().to_owned()));
+        self.wrapper = wrapper;
         self
     }
 
@@ -121,7 +144,13 @@ struct Running {
 impl ServerProcess {
     /// A builder for a server run by the binary at `exe`.
     pub fn builder(exe: impl AsRef<Path>) -> ServerBuilder {
-        ServerBuilder { exe: exe.as_ref().to_owned(), args: Vec::new(), envs: Vec::new() }
+        ServerBuilder {
+            exe: exe.as_ref().to_owned(),
+            store: None,
+            args: Vec::new(),
+            envs: Vec::new(),
+            wrapper: Vec::new(),
+        }
     }
 
     /// Starts a server with no extra flags; see [`ServerBuilder::start`].
@@ -239,13 +268,20 @@ impl ServerProcess {
     }
 
     fn spawn_and_wait(&mut self) -> Result<(), StartError> {
-        let mut command = Command::new(&self.config.exe);
+        let mut command = match self.config.wrapper.split_first() {
+            Some((program, args)) => {
+                let mut command = Command::new(program);
+                command.args(args).arg(&self.config.exe);
+                command
+            }
+            None => Command::new(&self.config.exe),
+        };
+        command.arg("serve").arg("--listen").arg(self.addr().to_string());
+        match &self.config.store {
+            Some(url) => command.arg("--store").arg(url),
+            None => command.arg("--data").arg(self.data_dir()),
+        };
         command
-            .arg("serve")
-            .arg("--listen")
-            .arg(self.addr().to_string())
-            .arg("--data")
-            .arg(self.data_dir())
             .args(&self.config.args)
             .current_dir(self.dir.path())
             .stdin(Stdio::null())

@@ -1,0 +1,53 @@
+//! Redis' clock, as seen from this process: the system clock plus an offset measured
+//! against Redis `TIME`, so a node whose own clock is minutes off still computes due
+//! times ("in 30m"), retries and its sleeps on the time every node shares.
+//!
+//! The offset is measured at connect and every [`REFRESH`], as Redis' time minus the
+//! midpoint of the round trip; a failed measurement keeps the last offset.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::time::Duration;
+
+use punctual_core::clock::Sleep;
+use punctual_core::{Clock, Result, SystemClock, Timestamp};
+
+use crate::conn::Conn;
+
+/// How often the offset is measured again.
+pub(crate) const REFRESH: Duration = Duration::from_secs(10);
+
+/// The system clock moved onto Redis' time.
+#[derive(Debug, Clone, Default)]
+pub struct RedisClock {
+    offset_ms: Arc<AtomicI64>,
+}
+
+impl RedisClock {
+    /// Redis' time minus this machine's, in milliseconds, as last measured.
+    pub fn offset_ms(&self) -> i64 {
+        self.offset_ms.load(Ordering::Relaxed)
+    }
+
+    /// Measures the offset once.
+    pub(crate) async fn measure(&self, conn: &Conn) -> Result<()> {
+        let before = SystemClock.now();
+        let (secs, micros): (i64, i64) = conn.query(&redis::cmd("TIME")).await?;
+        let after = SystemClock.now();
+        let redis_ms = secs * 1000 + micros / 1000;
+        let midpoint = before.as_millis() + (after.as_millis() - before.as_millis()) / 2;
+        self.offset_ms.store(redis_ms - midpoint, Ordering::Relaxed);
+        Ok(())
+    }
+}
+
+impl Clock for RedisClock {
+    fn now(&self) -> Timestamp {
+        let local = SystemClock.now();
+        Timestamp::from_millis(local.as_millis().saturating_add(self.offset_ms()))
+    }
+
+    fn sleep_until(&self, deadline: Timestamp) -> Sleep<'_> {
+        Box::pin(punctual_core::clock::sleep_until_on(self, deadline))
+    }
+}

@@ -1,0 +1,115 @@
+//! Every Redis key and channel punctual uses, in one place.
+//!
+//! A queue is split into `shards` shards (1 unless configured); a task's shard is a
+//! stable hash of its key. Every key of one shard shares one hash tag, so a script
+//! touching them runs on one Redis Cluster node:
+//!
+//! | key | type | holds |
+//! |---|---|---|
+//! | `<p>:{<queue>}:scheduled` (shard n > 0: `{<queue>/<n>}`) | ZSet | key → due_at ms |
+//! | `…:leases` | ZSet | key → lease expiry ms |
+//! | `…:inflight` | ZSet | key → due_at ms of leased tasks (listing in due order) |
+//! | `…:dead` | ZSet | key → due_at ms of dead tasks |
+//! | `…:tasks` | Hash | key → task record (see `record`) |
+//! | `…:tags` | ZSet, scores 0 | `"<tag>\n<key>"`, read by lexicographic range |
+//! | `…:seq` | string counter | the last fence handed out in the shard |
+//! | `<p>:queues` | Hash | queue name → its number of shards (the registry) |
+//! | `<p>:ids` | string counter | task ids, reserved in blocks by each process |
+//! | `<p>:secret` | string | the secret that signs lease tokens |
+//!
+//! Channel `<p>:wake` carries `"<queue>\n<due ms>"` whenever a script makes a queue's
+//! earliest due time earlier. Queue names cannot hold `{`, `}` or `/`, so each shard's
+//! hash tag is distinct.
+//!
+//! Invariants: a task's record is in `tasks` exactly when its key is in the set of its
+//! state (`scheduled`; `leases` and `inflight`; or `dead`), and in `tags` once per tag.
+
+use punctual_core::{QueueName, TaskKey};
+
+/// The keys of one shard of one queue, in the order every script takes them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ShardKeys {
+    pub(crate) keys: [String; 7],
+}
+
+impl ShardKeys {
+    pub(crate) fn new(prefix: &str, queue: &QueueName, shard: u32) -> ShardKeys {
+        let tag = if shard == 0 { format!("{{{queue}}}") } else { format!("{{{queue}/{shard}}}") };
+        let key = |name: &str| format!("{prefix}:{tag}:{name}");
+        ShardKeys {
+            keys: [
+                key("scheduled"),
+                key("leases"),
+                key("inflight"),
+                key("dead"),
+                key("tasks"),
+                key("tags"),
+                key("seq"),
+            ],
+        }
+    }
+
+    pub(crate) fn tasks(&self) -> &str {
+        &self.keys[4]
+    }
+}
+
+/// The registry of queues and their shard counts.
+pub(crate) fn registry(prefix: &str) -> String {
+    format!("{prefix}:queues")
+}
+
+/// The counter of task ids.
+pub(crate) fn ids(prefix: &str) -> String {
+    format!("{prefix}:ids")
+}
+
+/// The lease-signing secret.
+pub(crate) fn secret(prefix: &str) -> String {
+    format!("{prefix}:secret")
+}
+
+/// The wake-up channel.
+pub(crate) fn wake_channel(prefix: &str) -> String {
+    format!("{prefix}:wake")
+}
+
+/// The shard of `key` among `shards`: FNV-1a of its bytes, which never changes
+/// between versions or machines (every process must agree forever).
+pub(crate) fn shard_of(key: &TaskKey, shards: u32) -> u32 {
+    if shards <= 1 {
+        return 0;
+    }
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in key.as_str().bytes() {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    u32::try_from(hash % u64::from(shards)).unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shards_have_distinct_hash_tags_and_one_tag_per_shard() {
+        let q = QueueName::new("order.cancel").unwrap();
+        let zero = ShardKeys::new("punctual", &q, 0);
+        let two = ShardKeys::new("punctual", &q, 2);
+        assert_eq!(zero.keys[0], "punctual:{order.cancel}:scheduled");
+        assert_eq!(two.keys[4], "punctual:{order.cancel/2}:tasks");
+        assert!(zero.keys.iter().all(|k| k.contains("{order.cancel}:")));
+    }
+
+    #[test]
+    fn the_shard_of_a_key_is_stable() {
+        let key = TaskKey::new("order-1234").unwrap();
+        // Fixed forever: tasks stored by one version must be found by the next.
+        assert_eq!(shard_of(&key, 1), 0);
+        assert_eq!(shard_of(&key, 8), shard_of(&key, 8));
+        let spread: std::collections::HashSet<u32> =
+            (0..200).map(|i| shard_of(&TaskKey::new(format!("k{i}")).unwrap(), 4)).collect();
+        assert_eq!(spread.len(), 4, "keys spread over every shard");
+    }
+}

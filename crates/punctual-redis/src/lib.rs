@@ -1,0 +1,784 @@
+//! The Redis and Redis Cluster store of punctual: many processes share one set of
+//! queues, and Redis decides time.
+//!
+//! - Layout: every key of a queue (or of one shard of a busy queue) shares one hash
+//!   tag, so each operation is one Lua script on one node (see `keys`, `lua/`).
+//! - Atomicity: each script is atomic. A call touching several shards (a batch over a
+//!   sharded queue, `cancel_tag`, `reap`) is atomic per shard and per script batch of at
+//!   most [`SCRIPT_BATCH`] tasks, never one script holding Redis for long.
+//! - Time: with [`TimeSource::Redis`] (the default) scripts read Redis `TIME` for every
+//!   due and expiry decision, so nodes with skewed clocks agree; [`RedisStore::clock`]
+//!   gives the engine the same time. [`TimeSource::Caller`] takes `now` from the
+//!   caller, for tests that drive a manual clock.
+//! - Wake-ups: scripts publish when they make a queue's next due time earlier; each
+//!   store follows the channel and reports [`Peers`] to its engine.
+//! - Durability: as durable as Redis is configured to be (see `docs/redis.md`);
+//!   optionally each write waits for replicas (`WAIT`) before answering.
+
+mod clock;
+mod conn;
+mod keys;
+mod record;
+mod scripts;
+mod wake;
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use punctual_core::store::{
+    CompleteRequest, Completion, Lease, LeaseBatch, LeaseRequest, LeaseToken, ListRequest, Page, Peers, QueueStats,
+    ReapResult, Reaped, ScheduleOutcome, Scheduled, corrupt,
+};
+use punctual_core::{
+    Clock, Error, IfExists, NewTask, QueueName, Result, Store, SystemClock, Tag, Task, TaskKey, TaskState, Timestamp,
+    Wakeup,
+};
+use redis::{ConnectionInfo, IntoConnectionInfo, ScriptInvocation};
+use tokio::sync::broadcast;
+use tokio_util::sync::CancellationToken;
+
+pub use clock::RedisClock;
+
+use conn::Conn;
+use keys::ShardKeys;
+use scripts::Scripts;
+
+/// The most tasks one script call handles: bounds how long any script holds Redis.
+pub const SCRIPT_BATCH: usize = 500;
+
+/// Where "now" comes from in scripts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum TimeSource {
+    /// Redis `TIME`: every node agrees, whatever its own clock says.
+    #[default]
+    Redis,
+    /// The `now` of each call (tests on a manual clock).
+    Caller,
+}
+
+/// Which Redis.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Target {
+    /// One Redis (`redis://host:port/db`).
+    Single(String),
+    /// A Redis Cluster, given any of its nodes.
+    Cluster(Vec<String>),
+}
+
+impl Target {
+    /// Reads `redis://…` or `rediss://…` (one Redis) or
+    /// `redis-cluster://h1:p1,h2:p2,…` (a Cluster).
+    pub fn parse(url: &str) -> Result<Target> {
+        if let Some(nodes) = url.strip_prefix("redis-cluster://") {
+            let nodes: Vec<String> =
+                nodes.split(',').map(str::trim).filter(|n| !n.is_empty()).map(|n| format!("redis://{n}")).collect();
+            if nodes.is_empty() {
+                return Err(Error::invalid("store", "redis-cluster:// needs at least one host:port"));
+            }
+            for node in &nodes {
+                node.as_str().into_connection_info().map_err(|e| Error::invalid("store", format!("{node}: {e}")))?;
+            }
+            return Ok(Target::Cluster(nodes));
+        }
+        if url.starts_with("redis://") || url.starts_with("rediss://") {
+            url.into_connection_info().map_err(|e| Error::invalid("store", format!("{url}: {e}")))?;
+            return Ok(Target::Single(url.to_owned()));
+        }
+        Err(Error::invalid(
+            "store",
+            format!("'{url}' is not a Redis address: use redis://host:port or redis-cluster://h1:p1,h2:p2"),
+        ))
+    }
+}
+
+/// How a [`RedisStore`] connects and behaves. Start from [`RedisConfig::new`].
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct RedisConfig {
+    pub target: Target,
+    /// Prefix of every key (default `punctual`): several deployments can share a Redis.
+    pub prefix: String,
+    pub time: TimeSource,
+    /// Shards of queues split for load. Fixed for a queue's life: the first process to
+    /// write a queue records its count in Redis, and that count wins.
+    pub shards: HashMap<QueueName, u32>,
+    /// Shards of queues not in `shards` (default 1).
+    pub default_shards: u32,
+    /// No call waits longer than this for Redis (default 5 s); then `Unavailable`.
+    pub op_timeout: Duration,
+    /// The engine looks at its queues at least this often (default 1 s).
+    pub safety_poll: Duration,
+    /// After each write, wait until this many replicas have it (`WAIT`), up to
+    /// `op_timeout`; fewer is `Unavailable` (the write may still have happened).
+    pub wait_replicas: u32,
+}
+
+impl RedisConfig {
+    pub fn new(target: Target) -> RedisConfig {
+        RedisConfig {
+            target,
+            prefix: "punctual".into(),
+            time: TimeSource::Redis,
+            shards: HashMap::new(),
+            default_shards: 1,
+            op_timeout: Duration::from_secs(5),
+            safety_poll: Duration::from_secs(1),
+            wait_replicas: 0,
+        }
+    }
+}
+
+/// Task ids reserved from Redis in blocks, so creating tasks costs no extra round trip.
+#[derive(Debug, Default)]
+struct IdBlock {
+    next: u64,
+    end: u64,
+}
+
+const ID_BLOCK: u64 = 4096;
+
+/// The Redis store. Cheap to share by reference; one per process.
+#[derive(Debug)]
+pub struct RedisStore {
+    conn: Conn,
+    config: RedisConfig,
+    scripts: Scripts,
+    clock: RedisClock,
+    /// Shard counts as recorded in Redis, learnt on first use of each queue.
+    shards: Mutex<HashMap<QueueName, u32>>,
+    ids: tokio::sync::Mutex<IdBlock>,
+    wakeups: broadcast::Sender<Wakeup>,
+    stop: CancellationToken,
+    closed: AtomicBool,
+}
+
+impl RedisStore {
+    /// Connects (failing with `Unavailable` when Redis does not answer), measures the
+    /// clock offset, and starts following wake-ups.
+    pub async fn connect(config: RedisConfig) -> Result<RedisStore> {
+        let connect_timeout = config.op_timeout.min(Duration::from_secs(5));
+        let (conn, nodes) = match &config.target {
+            Target::Single(url) => {
+                let client = redis::Client::open(url.as_str()).map_err(conn::map_err)?;
+                let manager_config = redis::aio::ConnectionManagerConfig::new()
+                    .set_connection_timeout(Some(connect_timeout))
+                    .set_response_timeout(Some(config.op_timeout))
+                    .set_number_of_retries(2)
+                    .set_max_delay(Duration::from_secs(1));
+                let manager = tokio::time::timeout(
+                    config.op_timeout,
+                    redis::aio::ConnectionManager::new_with_config(client, manager_config),
+                )
+                .await
+                .map_err(|_| {
+                    Error::Unavailable(format!("Redis at {url} did not answer within {:?}", config.op_timeout))
+                })?
+                .map_err(conn::map_err)?;
+                (Conn::single(manager, config.op_timeout), vec![info(url)?])
+            }
+            Target::Cluster(urls) => {
+                let client = redis::cluster::ClusterClientBuilder::new(urls.clone())
+                    .connection_timeout(connect_timeout)
+                    .response_timeout(config.op_timeout)
+                    .retries(3)
+                    .build()
+                    .map_err(conn::map_err)?;
+                let connection = tokio::time::timeout(config.op_timeout, client.get_async_connection())
+                    .await
+                    .map_err(|_| {
+                        Error::Unavailable(format!("Redis Cluster did not answer within {:?}", config.op_timeout))
+                    })?
+                    .map_err(conn::map_err)?;
+                let nodes = urls.iter().map(|u| info(u)).collect::<Result<Vec<_>>>()?;
+                (Conn::cluster(connection, config.op_timeout), nodes)
+            }
+        };
+        let clock = RedisClock::default();
+        clock.measure(&conn).await?;
+        let (wakeups, _) = broadcast::channel(4096);
+        let stop = CancellationToken::new();
+        tokio::spawn(wake::follow(nodes, keys::wake_channel(&config.prefix), wakeups.clone(), stop.clone()));
+        tokio::spawn(refresh_clock(clock.clone(), conn.clone(), stop.clone()));
+        Ok(RedisStore {
+            conn,
+            config,
+            scripts: Scripts::new(),
+            clock,
+            shards: Mutex::new(HashMap::new()),
+            ids: tokio::sync::Mutex::new(IdBlock::default()),
+            wakeups,
+            stop,
+            closed: AtomicBool::new(false),
+        })
+    }
+
+    /// The clock the engine should use: Redis' time with [`TimeSource::Redis`], the
+    /// system clock with [`TimeSource::Caller`].
+    pub fn clock(&self) -> std::sync::Arc<dyn Clock> {
+        match self.config.time {
+            TimeSource::Redis => std::sync::Arc::new(self.clock.clone()),
+            TimeSource::Caller => std::sync::Arc::new(SystemClock),
+        }
+    }
+
+    fn check_open(&self) -> Result<()> {
+        if self.closed.load(Ordering::SeqCst) { Err(Error::Unavailable("the store is closed".into())) } else { Ok(()) }
+    }
+
+    /// ARGV[1] of every script.
+    fn now_arg(&self, now: Timestamp) -> String {
+        match self.config.time {
+            TimeSource::Redis => String::new(),
+            TimeSource::Caller => now.as_millis().to_string(),
+        }
+    }
+
+    /// A script invocation on one shard with the common KEYS and ARGV[1..3].
+    fn invocation<'a>(
+        &self,
+        script: &'a redis::Script,
+        queue: &QueueName,
+        shard: u32,
+        now: Timestamp,
+    ) -> ScriptInvocation<'a> {
+        let mut invocation = script.prepare_invoke();
+        for key in ShardKeys::new(&self.config.prefix, queue, shard).keys {
+            invocation.key(key);
+        }
+        invocation.arg(self.now_arg(now)).arg(keys::wake_channel(&self.config.prefix)).arg(queue.as_str());
+        invocation
+    }
+
+    /// The shard count of `queue`; `register` records it in Redis if no process has.
+    async fn shard_count(&self, queue: &QueueName, register: bool) -> Result<u32> {
+        if let Some(&n) = self.shards.lock().expect("shards lock poisoned").get(queue) {
+            return Ok(n);
+        }
+        let wanted = self.config.shards.get(queue).copied().unwrap_or(self.config.default_shards).max(1);
+        let registry = keys::registry(&self.config.prefix);
+        if register {
+            self.conn.query::<()>(redis::cmd("HSETNX").arg(&registry).arg(queue.as_str()).arg(wanted)).await?;
+        }
+        let stored: Option<u32> = self.conn.query(redis::cmd("HGET").arg(&registry).arg(queue.as_str())).await?;
+        let Some(stored) = stored else { return Ok(wanted) };
+        if stored != wanted {
+            tracing::warn!(
+                queue = %queue, configured = wanted, recorded = stored,
+                "the queue was first written with another shard count; using the recorded one (resharding is not supported)"
+            );
+        }
+        self.shards.lock().expect("shards lock poisoned").insert(queue.clone(), stored);
+        Ok(stored)
+    }
+
+    async fn shard_of(&self, queue: &QueueName, key: &TaskKey, register: bool) -> Result<u32> {
+        Ok(keys::shard_of(key, self.shard_count(queue, register).await?))
+    }
+
+    /// `n` fresh task ids.
+    async fn reserve_ids(&self, n: usize) -> Result<Vec<u64>> {
+        let mut block = self.ids.lock().await;
+        let mut ids = Vec::with_capacity(n);
+        while ids.len() < n {
+            if block.next >= block.end {
+                let want = ID_BLOCK.max((n - ids.len()) as u64);
+                let end: u64 =
+                    self.conn.query(redis::cmd("INCRBY").arg(keys::ids(&self.config.prefix)).arg(want)).await?;
+                block.next = end - want + 1;
+                block.end = end + 1;
+            }
+            ids.push(block.next);
+            block.next += 1;
+        }
+        Ok(ids)
+    }
+
+    /// Waits for replicas when so configured.
+    async fn replicate(&self, queue: &QueueName, shard: u32) -> Result<()> {
+        if self.config.wait_replicas == 0 {
+            return Ok(());
+        }
+        let timeout_ms = u64::try_from(self.config.op_timeout.as_millis()).unwrap_or(u64::MAX) / 2;
+        // WAIT goes to the node of the shard: the command names no key, so route it
+        // by a key of the shard where that matters (a Cluster).
+        let tasks_key = ShardKeys::new(&self.config.prefix, queue, shard).tasks().to_owned();
+        let acked: u32 = self.conn.wait(&tasks_key, self.config.wait_replicas, timeout_ms).await?;
+        if acked < self.config.wait_replicas {
+            return Err(Error::Unavailable(format!(
+                "only {acked} of {} replicas confirmed the write in time",
+                self.config.wait_replicas
+            )));
+        }
+        Ok(())
+    }
+
+    /// Redis' own time.
+    async fn redis_now(&self) -> Result<Timestamp> {
+        let (secs, micros): (i64, i64) = self.conn.query(&redis::cmd("TIME")).await?;
+        Ok(Timestamp::from_millis(secs * 1000 + micros / 1000))
+    }
+
+    /// How many of the `max` earliest due tasks of a sharded queue each shard holds.
+    async fn lease_shares(&self, req: &LeaseRequest, shards: u32, max: usize) -> Result<Vec<usize>> {
+        let now = match self.config.time {
+            TimeSource::Caller => req.now,
+            TimeSource::Redis => self.redis_now().await?,
+        };
+        let mut due: Vec<(i64, Vec<u8>, usize)> = Vec::new();
+        for shard in 0..shards {
+            let scheduled = ShardKeys::new(&self.config.prefix, &req.queue, shard).keys[0].clone();
+            let heads: Vec<(Vec<u8>, f64)> = self
+                .conn
+                .query(
+                    redis::cmd("ZRANGEBYSCORE")
+                        .arg(scheduled)
+                        .arg("-inf")
+                        .arg(now.as_millis())
+                        .arg("WITHSCORES")
+                        .arg("LIMIT")
+                        .arg(0)
+                        .arg(max),
+                )
+                .await?;
+            due.extend(heads.into_iter().map(|(key, at)| (at as i64, key, shard as usize)));
+        }
+        due.sort();
+        due.truncate(max);
+        let mut share = vec![0; shards as usize];
+        for (_, _, shard) in due {
+            share[shard] += 1;
+        }
+        Ok(share)
+    }
+
+    /// The queues recorded in Redis, by name.
+    async fn queues(&self) -> Result<BTreeMap<QueueName, u32>> {
+        let all: HashMap<String, u32> =
+            self.conn.query(redis::cmd("HGETALL").arg(keys::registry(&self.config.prefix))).await?;
+        Ok(all.into_iter().filter_map(|(name, n)| Some((QueueName::new(name).ok()?, n.max(1)))).collect())
+    }
+
+    async fn stats_of(&self, queue: &QueueName, shards: u32) -> Result<QueueStats> {
+        let (mut scheduled, mut leased, mut dead, mut next) = (0, 0, 0, None::<Timestamp>);
+        for shard in 0..shards {
+            let (s, l, d, head): (u64, u64, u64, String) =
+                self.conn.invoke(&self.invocation(&self.scripts.stats, queue, shard, Timestamp::EPOCH)).await?;
+            scheduled += s;
+            leased += l;
+            dead += d;
+            next = earliest(next, parse_score(&head)?);
+        }
+        Ok(QueueStats::new(queue.clone(), scheduled, leased, dead, next))
+    }
+
+    /// Applies completions of one shard, at most [`SCRIPT_BATCH`] per script.
+    async fn complete_shard(&self, queue: &QueueName, shard: u32, reqs: &[&CompleteRequest]) -> Result<Vec<bool>> {
+        let mut applied = Vec::with_capacity(reqs.len());
+        for chunk in reqs.chunks(SCRIPT_BATCH) {
+            let now = chunk.iter().map(|r| r.now).max().unwrap_or(Timestamp::EPOCH);
+            let mut invocation = self.invocation(&self.scripts.complete, queue, shard, now);
+            invocation.arg(chunk.len());
+            for req in chunk {
+                let (kind, at, error) = match &req.completion {
+                    Completion::Done => ("d", 0, ""),
+                    Completion::Retry { at, error } => ("r", at.as_millis(), error.as_str()),
+                    Completion::Reschedule { at } => ("s", at.as_millis(), ""),
+                    Completion::Dead { error } => ("x", 0, error.as_str()),
+                    other => {
+                        return Err(Error::Internal(format!("completion {other:?} is not supported by this store")));
+                    }
+                };
+                let t = &req.token;
+                invocation.arg(t.key.as_str()).arg(t.task_id).arg(t.version).arg(t.fence).arg(kind).arg(at).arg(error);
+            }
+            let results: Vec<i64> = self.conn.invoke(&invocation).await?;
+            applied.extend(results.into_iter().map(|r| r == 1));
+        }
+        self.replicate(queue, shard).await?;
+        Ok(applied)
+    }
+}
+
+fn info(url: &str) -> Result<ConnectionInfo> {
+    url.into_connection_info().map_err(|e| Error::invalid("store", format!("{url}: {e}")))
+}
+
+async fn refresh_clock(clock: RedisClock, conn: Conn, stop: CancellationToken) {
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(clock::REFRESH) => {}
+            _ = stop.cancelled() => return,
+        }
+        // A failure keeps the last offset; the connection logs unreachability.
+        let _ = clock.measure(&conn).await;
+    }
+}
+
+fn earliest(a: Option<Timestamp>, b: Option<Timestamp>) -> Option<Timestamp> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// A ZSet score as scripts return it ('' for none).
+fn parse_score(score: &str) -> Result<Option<Timestamp>> {
+    if score.is_empty() {
+        return Ok(None);
+    }
+    // Scores are doubles; ours are whole milliseconds, printed without a fraction.
+    let ms: f64 = score.parse().map_err(|_| corrupt(format!("score '{score}'")))?;
+    Ok(Some(Timestamp::from_millis(ms as i64)))
+}
+
+/// Cursors are `<due ms>.<key in hex>` of the last task of a page.
+fn parse_cursor(cursor: &str) -> Result<(i64, String)> {
+    let bad = || Error::invalid("cursor", "this cursor was not issued by this store; start again without one");
+    let (due, hex) = cursor.split_once('.').ok_or_else(bad)?;
+    let due = due.parse().map_err(|_| bad())?;
+    if hex.len() % 2 != 0 {
+        return Err(bad());
+    }
+    let bytes = (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(hex.get(i..i + 2).unwrap_or("zz"), 16))
+        .collect::<std::result::Result<Vec<u8>, _>>()
+        .map_err(|_| bad())?;
+    Ok((due, String::from_utf8(bytes).map_err(|_| bad())?))
+}
+
+fn cursor_of(task: &Task) -> String {
+    let hex: String = task.key.as_str().bytes().map(|b| format!("{b:02x}")).collect();
+    format!("{}.{hex}", task.due_at.as_millis())
+}
+
+fn state_arg(state: Option<TaskState>) -> &'static str {
+    match state {
+        None => "",
+        Some(TaskState::Scheduled) => "0",
+        Some(TaskState::Leased) => "1",
+        Some(_) => "2",
+    }
+}
+
+/// Decodes `[key, record, key, record…]` answers.
+fn decode_pairs(queue: &QueueName, items: &[Vec<u8>]) -> Result<Vec<Task>> {
+    items
+        .chunks(2)
+        .map(|pair| match pair {
+            [key, record] => record::decode(queue, std::str::from_utf8(key).map_err(corrupt)?, record),
+            _ => Err(corrupt("an odd answer from a script")),
+        })
+        .collect()
+}
+
+impl Store for RedisStore {
+    async fn schedule(&self, tasks: Vec<NewTask>, now: Timestamp) -> Result<Vec<Result<Scheduled>>> {
+        self.check_open()?;
+        let mut ids = self.reserve_ids(tasks.len()).await?.into_iter();
+        // Group by shard, keeping each group's order (one key is always one shard).
+        let mut groups: BTreeMap<(QueueName, u32), Vec<usize>> = BTreeMap::new();
+        for (i, task) in tasks.iter().enumerate() {
+            let shard = self.shard_of(&task.queue, &task.key, true).await?;
+            groups.entry((task.queue.clone(), shard)).or_default().push(i);
+        }
+        let mut results: Vec<Option<Result<Scheduled>>> = (0..tasks.len()).map(|_| None).collect();
+        for ((queue, shard), indices) in groups {
+            for chunk in indices.chunks(SCRIPT_BATCH) {
+                let mut invocation = self.invocation(&self.scripts.schedule, &queue, shard, now);
+                invocation.arg(chunk.len());
+                for &i in chunk {
+                    let task = &tasks[i];
+                    let mode = match task.if_exists {
+                        IfExists::Keep => "k",
+                        IfExists::Error => "e",
+                        _ => "r",
+                    };
+                    invocation
+                        .arg(task.key.as_str())
+                        .arg(mode)
+                        .arg(task.due_at.as_millis())
+                        .arg(task.max_attempts)
+                        .arg(ids.next().unwrap_or_default())
+                        .arg(record::tags_of(&task.tags))
+                        .arg(record::body_of(task)?);
+                }
+                let answer: Vec<Vec<u8>> = self.conn.invoke(&invocation).await?;
+                if answer.len() != chunk.len() * 2 {
+                    return Err(corrupt("schedule answered the wrong number of results"));
+                }
+                for (&i, pair) in chunk.iter().zip(answer.chunks(2)) {
+                    let task = &tasks[i];
+                    let outcome = match pair[0].as_slice() {
+                        b"c" => ScheduleOutcome::Created,
+                        b"r" => ScheduleOutcome::Replaced,
+                        b"k" => ScheduleOutcome::Kept,
+                        _ => {
+                            results[i] = Some(Err(Error::Conflict(format!(
+                                "task '{}' already exists in queue '{}' (if_exists is error)",
+                                task.key, task.queue
+                            ))));
+                            continue;
+                        }
+                    };
+                    let stored = record::decode(&queue, task.key.as_str(), &pair[1])?;
+                    results[i] = Some(Ok(Scheduled::new(outcome, stored)));
+                }
+            }
+            self.replicate(&queue, shard).await?;
+        }
+        results.into_iter().map(|r| r.ok_or_else(|| Error::Internal("a task got no answer".into()))).collect()
+    }
+
+    async fn get(&self, queue: &QueueName, key: &TaskKey) -> Result<Option<Task>> {
+        self.check_open()?;
+        let shard = self.shard_of(queue, key, false).await?;
+        let keys = ShardKeys::new(&self.config.prefix, queue, shard);
+        let record: Option<Vec<u8>> = self.conn.query(redis::cmd("HGET").arg(keys.tasks()).arg(key.as_str())).await?;
+        record.map(|r| record::decode(queue, key.as_str(), &r)).transpose()
+    }
+
+    async fn cancel(&self, queue: &QueueName, key: &TaskKey) -> Result<bool> {
+        self.check_open()?;
+        let shard = self.shard_of(queue, key, false).await?;
+        let mut invocation = self.invocation(&self.scripts.delete, queue, shard, Timestamp::EPOCH);
+        invocation.arg(key.as_str()).arg("any");
+        let deleted: i64 = self.conn.invoke(&invocation).await?;
+        self.replicate(queue, shard).await?;
+        Ok(deleted == 1)
+    }
+
+    async fn cancel_tag(&self, queue: &QueueName, tag: &Tag) -> Result<u64> {
+        self.check_open()?;
+        let mut total = 0;
+        for shard in 0..self.shard_count(queue, false).await? {
+            loop {
+                let mut invocation = self.invocation(&self.scripts.cancel_tag, queue, shard, Timestamp::EPOCH);
+                invocation.arg(tag.as_str()).arg(SCRIPT_BATCH);
+                let deleted: u64 = self.conn.invoke(&invocation).await?;
+                total += deleted;
+                if deleted < SCRIPT_BATCH as u64 {
+                    break;
+                }
+            }
+            self.replicate(queue, shard).await?;
+        }
+        Ok(total)
+    }
+
+    async fn list(&self, req: ListRequest) -> Result<Page> {
+        self.check_open()?;
+        let cursor = req.cursor.as_deref().map(parse_cursor).transpose()?;
+        let limit = req.limit.max(1) as usize;
+        let mut found = Vec::new();
+        for shard in 0..self.shard_count(&req.queue, false).await? {
+            let mut invocation = self.invocation(&self.scripts.list, &req.queue, shard, Timestamp::EPOCH);
+            invocation.arg(state_arg(req.state));
+            match &cursor {
+                Some((due, key)) => invocation.arg(due).arg(key.as_str()),
+                None => invocation.arg("").arg(""),
+            };
+            invocation.arg(limit);
+            let answer: Vec<Vec<u8>> = self.conn.invoke(&invocation).await?;
+            found.extend(decode_pairs(&req.queue, &answer)?);
+        }
+        found.sort_by(|a, b| (a.due_at, a.key.as_str().as_bytes()).cmp(&(b.due_at, b.key.as_str().as_bytes())));
+        let more = found.len() > limit;
+        found.truncate(limit);
+        let next_cursor = if more { found.last().map(cursor_of) } else { None };
+        Ok(Page::new(found, next_cursor))
+    }
+
+    async fn lease(&self, req: LeaseRequest) -> Result<LeaseBatch> {
+        self.check_open()?;
+        let shards = self.shard_count(&req.queue, false).await?;
+        let max = (req.max.max(1) as usize).min(SCRIPT_BATCH);
+        // One shard: one script. Several: the earliest due tasks across all shards,
+        // so a sharded queue fires in due order like any other; read each shard's
+        // due heads, then have each shard's script lease its share.
+        let share = if shards == 1 { vec![max] } else { self.lease_shares(&req, shards, max).await? };
+        let lease_ms = u64::try_from(req.lease_for.as_millis()).unwrap_or(u64::MAX);
+        let mut leases = Vec::new();
+        let mut next_due = None;
+        for (shard, take) in (0..shards).zip(share) {
+            let mut invocation = self.invocation(&self.scripts.lease, &req.queue, shard, req.now);
+            invocation.arg(take).arg(lease_ms);
+            let answer: Vec<Vec<u8>> = self.conn.invoke(&invocation).await?;
+            let (head, pairs) = answer.split_first().ok_or_else(|| corrupt("lease answered nothing"))?;
+            next_due = earliest(next_due, parse_score(std::str::from_utf8(head).map_err(corrupt)?)?);
+            leases.extend(decode_pairs(&req.queue, pairs)?.into_iter().map(Lease::of));
+        }
+        leases.sort_by(|a, b| (a.task.due_at, a.task.key.as_str()).cmp(&(b.task.due_at, b.task.key.as_str())));
+        Ok(LeaseBatch::new(leases, next_due))
+    }
+
+    async fn complete(&self, req: CompleteRequest) -> Result<()> {
+        match self.complete_many(vec![req]).await?.pop() {
+            Some(result) => result,
+            None => Err(Error::Internal("complete answered nothing".into())),
+        }
+    }
+
+    async fn complete_many(&self, reqs: Vec<CompleteRequest>) -> Result<Vec<Result<()>>> {
+        self.check_open()?;
+        let mut groups: BTreeMap<(QueueName, u32), Vec<usize>> = BTreeMap::new();
+        for (i, req) in reqs.iter().enumerate() {
+            let shard = self.shard_of(&req.token.queue, &req.token.key, false).await?;
+            groups.entry((req.token.queue.clone(), shard)).or_default().push(i);
+        }
+        let mut results: Vec<Result<()>> = (0..reqs.len()).map(|_| Err(Error::LeaseLost)).collect();
+        for ((queue, shard), indices) in groups {
+            let group: Vec<&CompleteRequest> = indices.iter().map(|&i| &reqs[i]).collect();
+            let applied = self.complete_shard(&queue, shard, &group).await?;
+            for (&i, ok) in indices.iter().zip(applied) {
+                results[i] = if ok { Ok(()) } else { Err(Error::LeaseLost) };
+            }
+        }
+        Ok(results)
+    }
+
+    async fn extend(&self, token: &LeaseToken, lease_for: Duration, now: Timestamp) -> Result<Timestamp> {
+        self.check_open()?;
+        let shard = self.shard_of(&token.queue, &token.key, false).await?;
+        let mut invocation = self.invocation(&self.scripts.extend, &token.queue, shard, now);
+        invocation
+            .arg(token.key.as_str())
+            .arg(token.task_id)
+            .arg(token.version)
+            .arg(token.fence)
+            .arg(u64::try_from(lease_for.as_millis()).unwrap_or(u64::MAX));
+        let expiry: i64 = self.conn.invoke(&invocation).await?;
+        if expiry < 0 { Err(Error::LeaseLost) } else { Ok(Timestamp::from_millis(expiry)) }
+    }
+
+    async fn release(&self, token: &LeaseToken, now: Timestamp) -> Result<()> {
+        self.check_open()?;
+        let shard = self.shard_of(&token.queue, &token.key, false).await?;
+        let mut invocation = self.invocation(&self.scripts.release, &token.queue, shard, now);
+        invocation.arg(token.key.as_str()).arg(token.task_id).arg(token.version).arg(token.fence);
+        let released: i64 = self.conn.invoke(&invocation).await?;
+        if released == 1 { Ok(()) } else { Err(Error::LeaseLost) }
+    }
+
+    async fn reap(&self, now: Timestamp, limit: u32) -> Result<ReapResult> {
+        self.check_open()?;
+        // Earliest expiry first across every queue: first read each shard's expired
+        // leases, then have each shard's script end its share of the earliest `limit`.
+        let look_at = match self.config.time {
+            TimeSource::Caller => now,
+            TimeSource::Redis => self.redis_now().await?,
+        };
+        let mut shards = Vec::new();
+        let mut expired: Vec<(Timestamp, usize)> = Vec::new();
+        for (queue, count) in self.queues().await? {
+            for shard in 0..count {
+                let leases = ShardKeys::new(&self.config.prefix, &queue, shard).keys[1].clone();
+                let found: Vec<(String, f64)> = self
+                    .conn
+                    .query(
+                        redis::cmd("ZRANGEBYSCORE")
+                            .arg(leases)
+                            .arg("-inf")
+                            .arg(look_at.as_millis())
+                            .arg("WITHSCORES")
+                            .arg("LIMIT")
+                            .arg(0)
+                            .arg(limit.max(1)),
+                    )
+                    .await?;
+                expired.extend(found.iter().map(|(_, at)| (Timestamp::from_millis(*at as i64), shards.len())));
+                shards.push((queue.clone(), shard));
+            }
+        }
+        expired.sort();
+        expired.truncate(limit.max(1) as usize);
+        let mut share = vec![0usize; shards.len()];
+        for (_, index) in &expired {
+            share[*index] += 1;
+        }
+        let mut reaped = Vec::new();
+        let mut next_expiry = None;
+        for ((queue, shard), take) in shards.iter().zip(share) {
+            let mut invocation = self.invocation(&self.scripts.reap, queue, *shard, now);
+            invocation.arg(take.min(SCRIPT_BATCH));
+            let answer: Vec<Vec<u8>> = self.conn.invoke(&invocation).await?;
+            let (head, pairs) = answer.split_first().ok_or_else(|| corrupt("reap answered nothing"))?;
+            next_expiry = earliest(next_expiry, parse_score(std::str::from_utf8(head).map_err(corrupt)?)?);
+            for pair in pairs.chunks(2) {
+                let [key, state] = pair else { return Err(corrupt("an odd answer from reap")) };
+                let key = TaskKey::new(String::from_utf8(key.clone()).map_err(corrupt)?).map_err(corrupt)?;
+                let state = if state.as_slice() == b"2" { TaskState::Dead } else { TaskState::Scheduled };
+                reaped.push(Reaped::new(queue.clone(), key, state));
+            }
+        }
+        Ok(ReapResult::new(reaped, next_expiry))
+    }
+
+    async fn retry_dead(&self, queue: &QueueName, key: &TaskKey, now: Timestamp) -> Result<Option<Task>> {
+        self.check_open()?;
+        let shard = self.shard_of(queue, key, false).await?;
+        let mut invocation = self.invocation(&self.scripts.retry_dead, queue, shard, now);
+        invocation.arg(key.as_str());
+        let record: Vec<u8> = self.conn.invoke(&invocation).await?;
+        if record.is_empty() {
+            return Ok(None);
+        }
+        self.replicate(queue, shard).await?;
+        record::decode(queue, key.as_str(), &record).map(Some)
+    }
+
+    async fn delete_dead(&self, queue: &QueueName, key: &TaskKey) -> Result<bool> {
+        self.check_open()?;
+        let shard = self.shard_of(queue, key, false).await?;
+        let mut invocation = self.invocation(&self.scripts.delete, queue, shard, Timestamp::EPOCH);
+        invocation.arg(key.as_str()).arg("dead");
+        let deleted: i64 = self.conn.invoke(&invocation).await?;
+        self.replicate(queue, shard).await?;
+        Ok(deleted == 1)
+    }
+
+    async fn stats(&self, queue: Option<&QueueName>) -> Result<Vec<QueueStats>> {
+        self.check_open()?;
+        if let Some(queue) = queue {
+            let shards = self.shard_count(queue, false).await?;
+            return Ok(vec![self.stats_of(queue, shards).await?]);
+        }
+        let mut all = Vec::new();
+        for (queue, shards) in self.queues().await? {
+            let stats = self.stats_of(&queue, shards).await?;
+            if stats.scheduled + stats.leased + stats.dead > 0 {
+                all.push(stats);
+            }
+        }
+        Ok(all)
+    }
+
+    async fn secret(&self) -> Result<[u8; 32]> {
+        self.check_open()?;
+        let key = keys::secret(&self.config.prefix);
+        let fresh: [u8; 32] = rand::random();
+        self.conn.query::<()>(redis::cmd("SET").arg(&key).arg(&fresh[..]).arg("NX")).await?;
+        let stored: Vec<u8> = self.conn.query(redis::cmd("GET").arg(&key)).await?;
+        stored.try_into().map_err(|_| corrupt("the lease secret is not 32 bytes"))
+    }
+
+    fn peers(&self) -> Option<Peers> {
+        Some(Peers::new(self.wakeups.subscribe(), self.config.safety_poll))
+    }
+
+    async fn close(&self) -> Result<()> {
+        self.closed.store(true, Ordering::SeqCst);
+        self.stop.cancel();
+        Ok(())
+    }
+}
+
+impl Drop for RedisStore {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}

@@ -1,0 +1,134 @@
+-- Prepended to every script of this folder (see scripts.rs). Every script gets the
+-- same KEYS, the keys of one shard of one queue (see keys.rs):
+--   KEYS[1] scheduled  ZSet key -> due_at ms
+--   KEYS[2] leases     ZSet key -> lease expiry ms
+--   KEYS[3] inflight   ZSet key -> due_at ms of leased tasks (listing in due order)
+--   KEYS[4] dead       ZSet key -> due_at ms of dead tasks
+--   KEYS[5] tasks      Hash key -> record (format below)
+--   KEYS[6] tags       ZSet of "tag\nkey", all scores 0 (lexicographic index)
+--   KEYS[7] seq        counter: every fence handed out in this shard
+-- and the same first ARGV:
+--   ARGV[1] now in ms since the epoch, or '' to use Redis' own clock (TIME)
+--   ARGV[2] the channel on which wake-ups are published
+--   ARGV[3] the queue name, for wake-up messages
+-- Record: "st,due,exp,fence,ver,att,max,occ,anchor,id,created,updated,errlen,taglen|"
+-- followed by errlen bytes of last_error (errlen -1: none), taglen bytes of tags
+-- joined by "\n", then the body (JSON written by the Rust side, opaque here).
+-- States: 0 scheduled, 1 leased, 2 dead. Keys and tags hold no control characters.
+
+local function now_ms()
+  if ARGV[1] ~= '' then return tonumber(ARGV[1]) end
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+local function int(n)
+  return string.format('%d', n)
+end
+
+local function decode(rec)
+  local st, due, exp, fence, ver, att, max, occ, anc, id, created, updated, errlen, taglen, pos = string.match(rec,
+    '^(%d+),(%-?%d+),(%-?%d+),(%d+),(%d+),(%d+),(%d+),(%d+),(%-?%d+),(%d+),(%-?%d+),(%-?%d+),(%-?%d+),(%d+)|()')
+  local t = {
+    st = tonumber(st), due = tonumber(due), exp = tonumber(exp), fence = tonumber(fence), ver = tonumber(ver),
+    att = tonumber(att), max = tonumber(max), occ = tonumber(occ), anc = tonumber(anc), id = tonumber(id),
+    created = tonumber(created), updated = tonumber(updated),
+  }
+  errlen = tonumber(errlen)
+  taglen = tonumber(taglen)
+  if errlen >= 0 then
+    t.err = string.sub(rec, pos, pos + errlen - 1)
+    pos = pos + errlen
+  end
+  t.tags = string.sub(rec, pos, pos + taglen - 1)
+  t.body = string.sub(rec, pos + taglen)
+  return t
+end
+
+local function encode(t)
+  local errlen = -1
+  if t.err then errlen = #t.err end
+  return table.concat({
+    int(t.st), ',', int(t.due), ',', int(t.exp), ',', int(t.fence), ',', int(t.ver), ',', int(t.att), ',',
+    int(t.max), ',', int(t.occ), ',', int(t.anc), ',', int(t.id), ',', int(t.created), ',', int(t.updated), ',',
+    int(errlen), ',', int(#t.tags), '|', t.err or '', t.tags, t.body,
+  })
+end
+
+-- The earliest due time this script made (published once, at the end).
+local woken = nil
+
+-- Schedules `key` at `due`, noting a wake-up if that is earlier than the queue's head.
+local function arm(key, due)
+  local head = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+  redis.call('ZADD', KEYS[1], due, key)
+  if head[2] == nil or due < tonumber(head[2]) then
+    if woken == nil or due < woken then woken = due end
+  end
+end
+
+local function publish_wakeup()
+  if woken ~= nil then
+    redis.call('PUBLISH', ARGV[2], ARGV[3] .. '\n' .. int(woken))
+  end
+end
+
+local function each_tag(tags, f)
+  if tags == '' then return end
+  for tag in string.gmatch(tags, '[^\n]+') do f(tag) end
+end
+
+local function index_tags(key, tags)
+  each_tag(tags, function(tag) redis.call('ZADD', KEYS[6], 0, tag .. '\n' .. key) end)
+end
+
+local function unindex_tags(key, tags)
+  each_tag(tags, function(tag) redis.call('ZREM', KEYS[6], tag .. '\n' .. key) end)
+end
+
+-- Takes `key` (record `t`) out of the set of its state.
+local function unplace(key, t)
+  if t.st == 0 then
+    redis.call('ZREM', KEYS[1], key)
+  elseif t.st == 1 then
+    redis.call('ZREM', KEYS[2], key)
+    redis.call('ZREM', KEYS[3], key)
+  else
+    redis.call('ZREM', KEYS[4], key)
+  end
+end
+
+-- Deletes the task entirely.
+local function remove(key, t)
+  unplace(key, t)
+  unindex_tags(key, t.tags)
+  redis.call('HDEL', KEYS[5], key)
+end
+
+-- The record of a live lease (key, id, version, fence at ARGV[i..i+3]) at `now`, or nil.
+local function live(i, now)
+  local key = ARGV[i]
+  local rec = redis.call('HGET', KEYS[5], key)
+  if not rec then return nil end
+  local t = decode(rec)
+  if t.st == 1 and t.id == tonumber(ARGV[i + 1]) and t.ver == tonumber(ARGV[i + 2])
+      and t.fence == tonumber(ARGV[i + 3]) and now < t.exp then
+    return t
+  end
+  return nil
+end
+
+-- a < b, byte by byte (Lua's own string order follows the server's locale).
+local function bytes_before(a, b)
+  local n = math.min(#a, #b)
+  for i = 1, n do
+    local x, y = string.byte(a, i), string.byte(b, i)
+    if x ~= y then return x < y end
+  end
+  return #a < #b
+end
+
+local function head_score(zset)
+  local head = redis.call('ZRANGE', zset, 0, 0, 'WITHSCORES')
+  return head[2] or ''
+end

@@ -1,0 +1,15 @@
+-- retry_dead: puts a dead task back to work, due now, attempts 0, last_error kept.
+-- KEYS, ARGV[1..3]: see common.lua. ARGV[4] key.
+-- Returns: the record, or '' when there is no such dead task.
+local now = now_ms()
+local rec = redis.call('HGET', KEYS[5], ARGV[4])
+if not rec then return '' end
+local t = decode(rec)
+if t.st ~= 2 then return '' end
+unplace(ARGV[4], t)
+t.st, t.due, t.att, t.updated = 0, now, 0, now
+rec = encode(t)
+redis.call('HSET', KEYS[5], ARGV[4], rec)
+arm(ARGV[4], now)
+publish_wakeup()
+return rec
