@@ -30,6 +30,11 @@
 pub use punctual_core::*;
 pub use punctual_sqlite::SqliteStore;
 
+/// The Redis and Redis Cluster store, for many processes sharing the work.
+pub mod redis {
+    pub use punctual_redis::{RedisClock, RedisConfig, RedisStore, SCRIPT_BATCH, Target, TimeSource};
+}
+
 /// The README's examples, compiled as doctests so they stay true.
 #[cfg(doctest)]
 #[doc = include_str!("../../../README.md")]
