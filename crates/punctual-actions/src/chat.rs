@@ -115,7 +115,10 @@ impl Platform {
 }
 
 /// A chat robot's settings. Text and mentions are templates.
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// `Debug` shows the URL's scheme and host only: a robot's URL carries its credential
+/// (DingTalk's `access_token`, Slack's and Feishu's hook path).
+#[derive(Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ChatConfig {
     pub platform: Platform,
@@ -132,6 +135,28 @@ pub struct ChatConfig {
     pub mention_mobiles: Vec<String>,
     /// Mention everyone in the group.
     pub mention_all: bool,
+}
+
+impl std::fmt::Debug for ChatConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChatConfig")
+            .field("platform", &self.platform)
+            .field("url", &self.url.as_deref().map(redacted_url))
+            .field("secret", &self.secret)
+            .field("text", &self.text)
+            .field("mention", &self.mention)
+            .field("mention_mobiles", &self.mention_mobiles)
+            .field("mention_all", &self.mention_all)
+            .finish()
+    }
+}
+
+/// `https://host/<redacted>`: what of a robot's URL may be shown.
+fn redacted_url(url: &str) -> String {
+    match reqwest::Url::parse(url) {
+        Ok(parsed) => format!("{}://{}/<redacted>", parsed.scheme(), parsed.host_str().unwrap_or("")),
+        Err(_) => "<redacted>".to_owned(),
+    }
 }
 
 impl ChatConfig {
@@ -472,6 +497,19 @@ mod tests {
         assert!(matches!(of(Platform::Slack, 429, "rate_limited"), Outcome::Retry { .. }));
         assert!(matches!(of(Platform::Wecom, 502, "<html>bad gateway</html>"), Outcome::Retry { .. }));
         assert!(matches!(of(Platform::Wecom, 200, "<html>portal</html>"), Outcome::Retry { .. }));
+    }
+
+    #[test]
+    fn debug_hides_the_credentials_in_a_robot_url() {
+        let mut config = ChatConfig::new(
+            Platform::Dingtalk,
+            Some("https://oapi.dingtalk.com/robot/send?access_token=tok-123".into()),
+            "hi",
+        );
+        config.secret = Some(Secret::new("SECsecret"));
+        let debug = format!("{config:?}");
+        assert!(!debug.contains("tok-123") && !debug.contains("SECsecret"), "{debug}");
+        assert!(debug.contains("https://oapi.dingtalk.com/<redacted>"), "{debug}");
     }
 
     #[test]

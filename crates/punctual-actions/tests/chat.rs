@@ -15,7 +15,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use common::{Harness, Receiver, Reply, Seen};
 use hmac::{Hmac, KeyInit, Mac};
-use punctual_actions::{Action, ActionKind, ActionSpec, ChatConfig, Platform, Runtime, Secret};
+use punctual_actions::{Action, ActionKind, ActionSpec, ChatConfig, Platform, Rate, Runtime, Secret};
 use punctual_core::{TaskSpec, TaskState, Worker};
 use serde_json::{Value, json};
 use sha2::Sha256;
@@ -231,6 +231,48 @@ async fn a_template_error_sends_the_task_to_dead() {
     assert_eq!(task.state, TaskState::Dead);
     let error = task.last_error.unwrap();
     assert!(error.starts_with("template text cannot be rendered: undefined value"), "{error}");
+    worker.shutdown().await;
+    h.engine.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn over_the_rate_limit_deliveries_wait_their_turn_and_are_counted() {
+    let mut h = Harness::start();
+    let mut receiver = Receiver::start().await;
+    receiver.always(Reply::status(200).body(r#"{"errcode":0,"errmsg":"ok"}"#));
+    let mut config = ChatConfig::new(Platform::Wecom, Some(receiver.url("/cgi-bin/webhook/send")), "{{ key }}");
+    config.secret = Some(Secret::new("k"));
+    let spec = ActionSpec::new(ActionKind::Chat(config)).rate(Rate::parse("2/1m").unwrap());
+    let action = Action::build(&spec, &Runtime::new(Arc::new(h.clock.clone())).unwrap()).unwrap();
+    // Leases outlast the clock jump below (heartbeats run on real time, the clock is manual).
+    let worker = Worker::new(h.engine.clone())
+        .handle(QUEUE, action.clone())
+        .lease_for(Duration::from_secs(3600))
+        .start()
+        .unwrap();
+    for key in ["a", "b", "c"] {
+        h.engine.schedule(QUEUE, key, TaskSpec::now()).await.unwrap();
+    }
+    let mut sent = Vec::new();
+    for _ in 0..2 {
+        sent.push(receiver.next().await.json()["text"]["content"].as_str().unwrap().to_owned());
+    }
+    for key in sent.clone() {
+        assert_eq!(h.completed(QUEUE, &key).await, None);
+    }
+    // The third waits for the window: leased, not failed.
+    let third = ["a", "b", "c"].into_iter().find(|k| !sent.iter().any(|s| s == k)).unwrap();
+    while action.rate_stats().unwrap().waiting == 0 {
+        tokio::task::yield_now().await;
+    }
+    let task = h.engine.get(QUEUE, third).await.unwrap().unwrap();
+    assert_eq!((task.state, task.attempts), (TaskState::Leased, 0));
+    assert!(receiver.seen.try_recv().is_err(), "over the limit: not sent yet");
+    h.clock.advance(Duration::from_secs(60));
+    assert_eq!(receiver.next().await.json()["text"]["content"], third);
+    assert_eq!(h.completed(QUEUE, third).await, None);
+    let stats = action.rate_stats().unwrap();
+    assert_eq!((stats.passed, stats.throttled, stats.waiting), (3, 1, 0));
     worker.shutdown().await;
     h.engine.shutdown().await.unwrap();
 }

@@ -128,3 +128,21 @@ async fn template_errors_and_refused_recipients_go_dead_and_transient_refusals_r
     worker.shutdown().await;
     h.engine.shutdown().await.unwrap();
 }
+
+#[tokio::test]
+async fn starttls_is_required_so_nothing_is_sent_in_clear_to_a_server_without_it() {
+    let mut h = Harness::start();
+    let mut sink = SmtpSink::start().await;
+    let mut smtp = smtp(&sink);
+    smtp.security = SmtpSecurity::StartTls;
+    let config = EmailConfig::new(smtp, "reminders@example.com", vec!["a@example.com".into()], "s", "secret text");
+    let worker = Worker::new(h.engine.clone()).handle("tls", build(&h, config)).start().unwrap();
+    h.engine.schedule("tls", "k", TaskSpec::now()).await.unwrap();
+    let task = h.completed("tls", "k").await.unwrap();
+    assert_eq!((task.state, task.attempts), (TaskState::Scheduled, 1), "retried: the server may gain STARTTLS");
+    let error = task.last_error.unwrap();
+    assert!(error.starts_with("cannot send through SMTP server 127.0.0.1:"), "{error}");
+    assert!(sink.mails.try_recv().is_err(), "no message (and no credentials) went over the plain connection");
+    worker.shutdown().await;
+    h.engine.shutdown().await.unwrap();
+}
