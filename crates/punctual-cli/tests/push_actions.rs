@@ -122,7 +122,13 @@ concurrency = 1
             receiver.addr
         ),
     );
-    let server = start(server_builder().arg("--config").arg(&config).env("PUNCTUAL_E2E_HOOK_SECRET", "e2e-secret"));
+    let mut server = start(
+        server_builder()
+            .arg("--config")
+            .arg(&config)
+            .args(["--grace-period", "1s"])
+            .env("PUNCTUAL_E2E_HOOK_SECRET", "e2e-secret"),
+    );
     let api = Api::new(server.url());
     // One delivery at a time (concurrency 1), earliest first: when the receiver sees a
     // delivery, the previous one's answer has been applied.
@@ -157,6 +163,19 @@ concurrency = 1
     assert!(error.contains("404") && error.contains("no such order"), "{task}");
     let body: Value = serde_json::from_slice(&third.body).expect("a JSON body");
     assert_eq!(body["key"], "last");
+
+    // SIGTERM while that delivery is in flight: after the grace period its lease is
+    // released, the server exits 0, and after a restart the task is delivered again
+    // with the same delivery id and attempt (the try did not count).
+    let status = server.terminate().expect("the server stops on SIGTERM");
+    assert!(status.success(), "{status}");
+    receiver.answer(200, ""); // to the connection the server dropped
+    server.restart().expect("the server starts again");
+    let again = receiver.next();
+    let body_again: Value = serde_json::from_slice(&again.body).expect("a JSON body");
+    assert_eq!(body_again["key"], "last");
+    assert_eq!(body_again["delivery_id"], body["delivery_id"]);
+    assert_eq!(body_again["attempt"], 1);
     receiver.answer(200, r#"{"outcome":"reschedule","delay":"1h"}"#);
 }
 

@@ -97,8 +97,8 @@ pub fn check_config(path: &Path) -> Result<ConfigSummary, ConfigError> {
     })
 }
 
-/// Starts one worker per queue with an action.
-fn start_actions<S: Store>(
+/// Starts one worker per queue with an action; on an error, stops those it started.
+async fn start_actions<S: Store>(
     engine: &Engine<S>,
     settings: &Settings,
     clock: Arc<dyn Clock>,
@@ -106,16 +106,24 @@ fn start_actions<S: Store>(
     let runtime = Runtime::new(clock).context("cannot set up the actions")?;
     let mut workers = Vec::new();
     for (queue, spec) in &settings.actions {
-        let action =
-            Action::build(spec, &runtime).with_context(|| format!("cannot build the action of queue {queue}"))?;
-        tracing::info!(queue = %queue, kind = action.kind(), concurrency = spec.concurrency, "push action ready");
-        let worker = Worker::new(engine.clone())
-            .handle(queue.as_str(), action)
-            .concurrency(queue.as_str(), spec.concurrency)
-            .grace(settings.grace_period)
-            .start()
-            .with_context(|| format!("cannot start the worker of queue {queue}"))?;
-        workers.push(worker);
+        let started = Action::build(spec, &runtime)
+            .with_context(|| format!("cannot build the action of queue {queue}"))
+            .and_then(|action| {
+                tracing::info!(queue = %queue, kind = action.kind(), concurrency = spec.concurrency, "push action ready");
+                Worker::new(engine.clone())
+                    .handle(queue.as_str(), action)
+                    .concurrency(queue.as_str(), spec.concurrency)
+                    .grace(settings.grace_period)
+                    .start()
+                    .with_context(|| format!("cannot start the worker of queue {queue}"))
+            });
+        match started {
+            Ok(worker) => workers.push(worker),
+            Err(e) => {
+                stop_workers(workers).await;
+                return Err(e);
+            }
+        }
     }
     Ok(workers)
 }
@@ -137,7 +145,7 @@ async fn run<S: Store>(store: S, settings: &Settings) -> anyhow::Result<()> {
             return Err(e).context("cannot read the store's signing secret");
         }
     };
-    let workers = match start_actions(&engine, settings, clock) {
+    let workers = match start_actions(&engine, settings, clock).await {
         Ok(workers) => workers,
         Err(e) => {
             let _ = engine.shutdown().await;
