@@ -95,9 +95,19 @@ impl RateLimiter {
         self.rate
     }
 
-    /// Waits until one more delivery may start, then counts it as started.
+    /// Waits until one more delivery may start, then counts it as started. Cancel-safe:
+    /// a delivery dropped while waiting (shutdown) takes no slot and leaves the
+    /// counters right.
     pub async fn acquire(&self) {
+        /// Counts a delivery as waiting for as long as it lives.
+        struct Waiting<'a>(&'a AtomicU64);
+        impl Drop for Waiting<'_> {
+            fn drop(&mut self) {
+                self.0.fetch_sub(1, Ordering::Relaxed);
+            }
+        }
         self.waiting.fetch_add(1, Ordering::Relaxed);
+        let waiting = Waiting(&self.waiting);
         let mut throttled = false;
         let mut window = self.window.lock().await;
         loop {
@@ -117,7 +127,7 @@ impl RateLimiter {
             self.clock.sleep_until(oldest.saturating_add(self.rate.per)).await;
         }
         drop(window);
-        self.waiting.fetch_sub(1, Ordering::Relaxed);
+        drop(waiting);
         self.passed.fetch_add(1, Ordering::Relaxed);
     }
 
@@ -175,5 +185,18 @@ mod tests {
         assert_eq!(rx.recv().await, Some(1));
         let stats = limiter.stats();
         assert_eq!((stats.passed, stats.throttled, stats.waiting), (4, 2, 0));
+
+        // A waiting delivery dropped (shutdown) leaves no trace but the throttle count.
+        let waiter = tokio::spawn({
+            let limiter = Arc::clone(&limiter);
+            async move { limiter.acquire().await }
+        });
+        while limiter.stats().waiting == 0 {
+            tokio::task::yield_now().await;
+        }
+        waiter.abort();
+        assert!(waiter.await.unwrap_err().is_cancelled());
+        let stats = limiter.stats();
+        assert_eq!((stats.passed, stats.throttled, stats.waiting), (4, 3, 0));
     }
 }
