@@ -24,6 +24,7 @@ use cli::{Cli, Command};
 async fn main() -> ExitCode {
     let result = match Cli::parse().command {
         Command::Serve(args) => punctual_server::serve(args).await,
+        Command::CheckConfig(args) => check_config(&args.file).and_then(|text| emit(&text)),
         Command::Client(command) => commands::run(command).await.and_then(|text| emit(&text)),
     };
     match result {
@@ -34,6 +35,18 @@ async fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// `punctual check-config FILE`: a one-line summary, or the error with its line.
+fn check_config(file: &std::path::Path) -> Result<String> {
+    let summary = punctual_server::check_config(file)?;
+    let actions = if summary.actions.is_empty() {
+        "no push actions (every queue is drained by pull workers)".to_owned()
+    } else {
+        let list: Vec<String> = summary.actions.iter().map(|(queue, kind)| format!("{queue} ({kind})")).collect();
+        format!("push actions: {}", list.join(", "))
+    };
+    Ok(format!("{}: OK; {} queue(s) configured; {actions}", file.display(), summary.queues))
 }
 
 /// Prints `text` and a newline. A closed pipe (`punctual ls q | head`) is not an error.

@@ -6,8 +6,10 @@
 //! keeping each value's position; validation then builds [`Settings`] with defaults
 //! applied. Every error names the file and the line at fault.
 //!
-//! Push actions (`[queues."name".action]`) are read and checked for shape, then refused:
-//! they are not implemented yet, and a queue that silently did nothing would be worse.
+//! A queue with an action (`[queues."name".action]`, see `actions`) is served by the
+//! server itself: the action is validated here (templates compiled, URLs parsed,
+//! secrets read from the environment), so a bad one stops start-up with its line
+//! instead of failing every delivery.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
@@ -16,11 +18,13 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
+use punctual_actions::ActionSpec;
 use punctual_core::time::parse_duration;
 use punctual_core::{Backoff, EngineConfig, QueueDefaults, QueueName};
 use serde::Deserialize;
 use toml::Spanned;
 
+use crate::actions::RawAction;
 use crate::extract::ApiDuration;
 use crate::state::HttpOptions;
 
@@ -55,9 +59,24 @@ Configuration file (TOML; every key optional; unknown keys are an error):
   backoff = { initial = \"1s\", factor = 2.0, max = \"1h\" }
   shards = 1                          # Redis: split a busy queue over N hash tags
 
+  [queues.\"order.cancel\".action]      # push: the server runs the handler
+  kind = \"webhook\"                    # webhook | email | wecom | dingtalk | feishu | slack
+  url = \"http://127.0.0.1:8080/hooks/order-cancel\"
+  secret_env = \"ORDER_HOOK_SECRET\"    # signs deliveries (Punctual-Signature)
+  timeout = \"10s\"
+  concurrency = 32
+
+  [queues.\"flow.remind\".action]
+  kind = \"wecom\"
+  secret_env = \"WECOM_KEY\"            # the robot's key
+  text = \"{{ assignee }}: step {{ step }} is overdue since {{ due_local }}\"
+  mention = [\"{{ assignee_id }}\"]
+  rate = \"20/1m\"
+  timezone = \"Asia/Shanghai\"
+
 Durations are written \"1500ms\", \"30s\", \"1h 30m\", \"7d\" or as integer milliseconds.
-Push actions ([queues.\"…\".action]) are not implemented yet: queues are drained by pull
-workers (POST /v1/queues/{queue}/lease).
+A queue without an action is drained by pull workers (POST /v1/queues/{queue}/lease).
+Check a file without starting: punctual check-config FILE.
 Logs go to stderr; RUST_LOG filters them (default: info).
 SIGTERM or SIGINT: stop accepting, let running requests finish within the grace period
 (long polls answer at once with no leases), make every write durable, exit 0.";
@@ -143,6 +162,8 @@ pub(crate) struct Settings {
     pub(crate) max_batch: usize,
     pub(crate) max_body_bytes: usize,
     pub(crate) queues: HashMap<QueueName, QueueDefaults>,
+    /// Queues the server delivers itself, in name order.
+    pub(crate) actions: Vec<(QueueName, ActionSpec)>,
     /// Shards per queue on Redis, where the file sets them.
     pub(crate) shards: HashMap<QueueName, u32>,
     pub(crate) redis: RedisSettings,
@@ -251,38 +272,20 @@ struct RawBackoff {
     max: ApiDuration,
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawAction {
-    kind: Spanned<ActionKind>,
-    url: Option<Spanned<String>>,
-    #[allow(dead_code, reason = "checked for shape; actions are not implemented yet")]
-    secret: Option<String>,
-    #[allow(dead_code, reason = "checked for shape; actions are not implemented yet")]
-    timeout: Option<ApiDuration>,
-    concurrency: Option<Spanned<i64>>,
-}
-
-#[derive(Debug, Clone, Copy, Deserialize)]
-#[serde(rename_all = "lowercase")]
-enum ActionKind {
-    Webhook,
-    Email,
-    Wecom,
-    Dingtalk,
-    Feishu,
-    Slack,
+/// The error of a configuration file that cannot be read.
+pub(crate) fn unreadable(path: &Path, e: &std::io::Error) -> ConfigError {
+    ConfigError {
+        source: path.display().to_string(),
+        line: None,
+        message: format!("cannot read the configuration file: {e}"),
+    }
 }
 
 /// Reads the file named by `--config`, if any, and merges the flags over it.
 pub(crate) fn load(args: &ServeArgs) -> Result<Settings, ConfigError> {
     match &args.config {
         Some(path) => {
-            let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
-                source: path.display().to_string(),
-                line: None,
-                message: format!("cannot read the configuration file: {e}"),
-            })?;
+            let text = std::fs::read_to_string(path).map_err(|e| unreadable(path, &e))?;
             settings(args, Some((path, &text)))
         }
         None => settings(args, None),
@@ -376,6 +379,7 @@ pub(crate) fn settings(args: &ServeArgs, file: Option<(&Path, &str)>) -> Result<
 
     let mut queues = HashMap::new();
     let mut shards = HashMap::new();
+    let mut actions = Vec::new();
     for (name, queue) in &raw.queues {
         let queue_name = QueueName::new(name.get_ref().as_str()).map_err(|e| at(name.span(), e.to_string()))?;
         let mut defaults = QueueDefaults::default();
@@ -397,15 +401,8 @@ pub(crate) fn settings(args: &ServeArgs, file: Option<(&Path, &str)>) -> Result<
             shards.insert(queue_name.clone(), n);
         }
         if let Some(action) = &queue.action {
-            check_action(action.get_ref()).map_err(|(span, m)| at(span.unwrap_or(action.span()), m))?;
-            return Err(at(
-                name.span(),
-                format!(
-                    "queue '{queue_name}' has an action, but push actions are not implemented yet; remove its \
-                     [queues.\"{queue_name}\".action] table and drain the queue with pull workers \
-                     (POST /v1/queues/{queue_name}/lease)"
-                ),
-            ));
+            let spec = action.get_ref().to_spec().map_err(|(span, m)| at(span.unwrap_or(action.span()), m))?;
+            actions.push((queue_name.clone(), spec));
         }
         queues.insert(queue_name, defaults);
     }
@@ -428,6 +425,7 @@ pub(crate) fn settings(args: &ServeArgs, file: Option<(&Path, &str)>) -> Result<
         queues,
         shards,
         redis: redis_settings(raw.redis.as_ref(), &at)?,
+        actions,
     })
 }
 
@@ -498,25 +496,6 @@ fn check_token(token: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// Checks an action table's values; the span is of the value at fault.
-fn check_action(action: &RawAction) -> Result<(), (Option<Range<usize>>, String)> {
-    let needs_url = !matches!(action.kind.get_ref(), ActionKind::Email);
-    match &action.url {
-        Some(url) => {
-            let text = url.get_ref();
-            if !(text.starts_with("http://") || text.starts_with("https://")) {
-                return Err((Some(url.span()), format!("url '{text}' must start with http:// or https://")));
-            }
-        }
-        None if needs_url => return Err((Some(action.kind.span()), "this kind of action needs a url".into())),
-        None => {}
-    }
-    if let Some(c) = action.concurrency.as_ref().filter(|c| !(1..=10_000).contains(c.get_ref())) {
-        return Err((Some(c.span()), format!("concurrency must be from 1 to 10000, not {}", c.get_ref())));
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -563,7 +542,7 @@ backoff = { initial = "1s", factor = 2.0, max = "1h" }
     }
 
     #[test]
-    fn actions_are_checked_then_refused_as_not_implemented() {
+    fn the_action_of_api_md_is_read() {
         let text = r#"
 [queues."order.cancel"]
 max_attempts = 10
@@ -574,17 +553,110 @@ url = "http://127.0.0.1:8080/hooks/order-cancel"
 secret = "whsec-x"
 timeout = "10s"
 concurrency = 32
+
+[queues."flow.remind".action]
+kind = "wecom"
+secret_env = "PATH"
+text = "{{ assignee }}: step {{ step }} is overdue since {{ due_local }}"
+mention = ["{{ assignee_id }}"]
+rate = "20/1m"
+timezone = "Asia/Shanghai"
+
+[queues."flow.mail".action]
+kind = "email"
+smtp = { host = "smtp.example.com", port = 2525, security = "plain", username = "u", password = "p" }
+from = "Punctual <noreply@example.com>"
+to = ["{{ email }}"]
+subject = "Reminder"
+text = "Hello {{ name }}"
+html = "<p>Hello {{ name }}</p>"
 "#;
-        let (line, message) = error_line(text);
-        assert_eq!(line, Some(2));
-        assert!(message.contains("not implemented yet") && message.contains("order.cancel"), "{message}");
-        let (line, message) = error_line(&text.replace("webhook\"", "pigeon\""));
-        assert_eq!(line, Some(6), "{message}");
-        let (line, message) =
-            error_line(&text.replace("colour", "x").replace("concurrency = 32", "concurrency = 32\ncolour = 1"));
-        assert_eq!(line, Some(11), "{message}");
-        let (line, message) = error_line(&text.replace("http://127", "ftp://127"));
-        assert_eq!(line, Some(7), "{message}");
+        let s = file(text).unwrap();
+        let names: Vec<&str> = s.actions.iter().map(|(q, _)| q.as_str()).collect();
+        assert_eq!(names, ["flow.mail", "flow.remind", "order.cancel"]);
+        let (_, hook) = &s.actions[2];
+        assert_eq!((hook.kind.name(), hook.concurrency, hook.timeout), ("webhook", 32, Duration::from_secs(10)));
+        let (_, wecom) = &s.actions[1];
+        assert_eq!(wecom.rate, Some(punctual_actions::Rate::parse("20/1m").unwrap()));
+        // Secrets never reach a log line.
+        let debug = format!("{:?}", s.actions);
+        assert!(!debug.contains("whsec-x") && !debug.contains("\"p\""), "{debug}");
+        assert_eq!(s.queues[&QueueName::new("order.cancel").unwrap()].max_attempts, 10);
+    }
+
+    /// `punctual check-config` reports these; each names its line.
+    pub(crate) const BROKEN_ACTIONS: &[(&str, usize, &str)] = &[
+        ("[queues.q.action]\nkind = \"pigeon\"\n", 2, "unknown variant `pigeon`"),
+        ("[queues.q.action]\nkind = \"webhook\"\nurl = \"http://x\"\ncolour = 1\n", 4, "unknown field `colour`"),
+        ("[queues.q.action]\nkind = \"webhook\"\n\nurl = \"ftp://x/hook\"\n", 4, "must be an http:// or https:// URL"),
+        ("[queues.q.action]\nkind = \"webhook\"\nurl = \"not a url\"\n", 3, "is not a URL"),
+        ("[queues.q.action]\nkind = \"webhook\"\n", 2, "needs a url"),
+        (
+            "[queues.q.action]\nkind = \"webhook\"\nurl = \"http://x\"\ntext = \"hi\"\n",
+            4,
+            "text does not apply to a webhook",
+        ),
+        (
+            "[queues.q.action]\nkind = \"webhook\"\nurl = \"http://x\"\nsecret_env = \"PUNCTUAL_SURELY_UNSET_9\"\n",
+            4,
+            "the environment variable PUNCTUAL_SURELY_UNSET_9 is not set",
+        ),
+        (
+            "[queues.q.action]\nkind = \"webhook\"\nurl = \"http://x\"\nconcurrency = 0\n",
+            4,
+            "concurrency must be from 1",
+        ),
+        ("[queues.q.action]\nkind = \"webhook\"\nurl = \"http://x\"\ntimeout = \"soon\"\n", 4, "soon"),
+        ("[queues.q.action]\nkind = \"slack\"\nurl = \"https://x\"\ntext = \"hi\"\nrate = \"20\"\n", 5, "not a rate"),
+        ("[queues.q.action]\nkind = \"slack\"\nurl = \"https://x\"\n\ntext = \"Hello {{ name \"\n", 5, "syntax error"),
+        (
+            "[queues.q.action]\nkind = \"slack\"\nurl = \"https://x\"\ntext = \"hi\"\nmention = [\"ok\",\n \"{% if %}\"]\n",
+            6,
+            "mention[1]",
+        ),
+        (
+            "[queues.q.action]\nkind = \"slack\"\nurl = \"https://x\"\ntext = \"hi\"\nmention_mobiles = [\"1\"]\n",
+            5,
+            "does not apply to a slack",
+        ),
+        (
+            "[queues.q.action]\nkind = \"slack\"\nurl = \"https://x\"\ntext = \"hi\"\ntimezone = \"Mars/Base\"\n",
+            5,
+            "IANA",
+        ),
+        ("[queues.q.action]\nkind = \"wecom\"\ntext = \"hi\"\n", 2, "needs its key"),
+        ("[queues.q.action]\nkind = \"dingtalk\"\ntext = \"hi\"\n", 2, "needs its webhook url"),
+        ("[queues.q.action]\nkind = \"feishu\"\nurl = \"https://x\"\n", 2, "needs a text template"),
+        (
+            "[queues.q.action]\nkind = \"email\"\nsmtp = { host = \"h\", security = \"ssl\" }\nfrom = \"a@b.c\"\nto = [\"x@y.z\"]\nsubject = \"s\"\ntext = \"t\"\n",
+            3,
+            "not an SMTP security",
+        ),
+        (
+            "[queues.q.action]\nkind = \"email\"\nsmtp = { host = \"h\" }\nfrom = \"not an address\"\nto = [\"x@y.z\"]\nsubject = \"s\"\ntext = \"t\"\n",
+            4,
+            "is not an email address",
+        ),
+        (
+            "[queues.q.action]\nkind = \"email\"\nsmtp = { host = \"h\" }\nfrom = \"a@b.c\"\nto = [\"x@y.z\",\n  \"{{ oops\"]\nsubject = \"s\"\ntext = \"t\"\n",
+            6,
+            "template to[1]",
+        ),
+        ("[queues.q.action]\nkind = \"email\"\nfrom = \"a@b.c\"\n", 2, "needs an [smtp] table"),
+        (
+            "[queues.q.action]\nkind = \"email\"\nsmtp = { host = \"h\", pasword = \"x\" }\n",
+            3,
+            "unknown field `pasword`",
+        ),
+    ];
+
+    #[test]
+    fn broken_actions_are_refused_with_their_line() {
+        for (text, line, needle) in BROKEN_ACTIONS {
+            let (found, message) = error_line(text);
+            assert_eq!(found, Some(*line), "{text:?}: {message}");
+            assert!(message.contains(needle), "{text:?}: {message}");
+        }
     }
 
     #[test]

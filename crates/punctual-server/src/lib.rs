@@ -5,7 +5,8 @@
 //! [`AppState`], without a socket, or serve it on their own listener with
 //! [`serve_on`].
 //!
-//! Layout: `config` (flags and the TOML file, two stages), `app` (the router and its
+//! Layout: `config` (flags and the TOML file, two stages), `actions` (the action
+//! tables of the file, validated into `punctual_actions` specs), `app` (the router and its
 //! middleware: auth, timeouts, limits), `routes` (one handler per route), `api`
 //! (request and response bodies, validation), `extract` (reading requests), `error`
 //! (the one mapping to the error body), `delivery` (leases a client never received are
@@ -14,7 +15,13 @@
 //!
 //! The server is generic over the [`Store`]; [`serve`] picks the backend with one
 //! `match`: the embedded store or Redis (one server or a Cluster).
+//!
+//! Push actions: each queue with an action gets its own core [`Worker`] (concurrency =
+//! the action's), so a slow receiver holds only its own queue's slots. On shutdown the
+//! HTTP side stops first, then the workers (running deliveries get the grace period),
+//! then the engine.
 
+mod actions;
 mod api;
 mod app;
 mod config;
@@ -28,10 +35,12 @@ mod schema;
 mod server;
 mod state;
 
-use anyhow::Context;
+use std::path::Path;
 use std::sync::Arc;
 
-use punctual_core::{Clock, Engine, Store};
+use anyhow::Context;
+use punctual_actions::{Action, Runtime};
+use punctual_core::{Clock, Engine, RunningWorker, Store, SystemClock, Worker};
 use punctual_redis::{RedisConfig, RedisStore, Target};
 use punctual_sqlite::SqliteStore;
 
@@ -76,21 +85,82 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     }
 }
 
+/// What `punctual check-config` found in a valid file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ConfigSummary {
+    /// Queues with their own defaults or an action.
+    pub queues: usize,
+    /// `(queue, kind)` of each action, in queue order.
+    pub actions: Vec<(String, String)>,
+}
+
+/// Validates a configuration file as `punctual serve --config FILE` would, without
+/// starting anything: unknown keys, bad values and URLs, template syntax, secrets whose
+/// environment variable is unset. The error names the file and line.
+pub fn check_config(path: &Path) -> Result<ConfigSummary, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|e| config::unreadable(path, &e))?;
+    let settings = config::settings(&ServeArgs::default(), Some((path, &text)))?;
+    Ok(ConfigSummary {
+        queues: settings.queues.len(),
+        actions: settings.actions.iter().map(|(q, spec)| (q.to_string(), spec.kind.name().to_owned())).collect(),
+    })
+}
+
+/// Starts one worker per queue with an action; on an error, stops those it started.
+async fn start_actions<S: Store>(
+    engine: &Engine<S>,
+    settings: &Settings,
+    clock: Arc<dyn Clock>,
+) -> anyhow::Result<Vec<RunningWorker>> {
+    let runtime = Runtime::new(clock).context("cannot set up the actions")?;
+    let mut workers = Vec::new();
+    for (queue, spec) in &settings.actions {
+        let started = Action::build(spec, &runtime)
+            .with_context(|| format!("cannot build the action of queue {queue}"))
+            .and_then(|action| {
+                tracing::info!(queue = %queue, kind = action.kind(), concurrency = spec.concurrency, "push action ready");
+                Worker::new(engine.clone())
+                    .handle(queue.as_str(), action)
+                    .concurrency(queue.as_str(), spec.concurrency)
+                    .grace(settings.grace_period)
+                    .start()
+                    .with_context(|| format!("cannot start the worker of queue {queue}"))
+            });
+        match started {
+            Ok(worker) => workers.push(worker),
+            Err(e) => {
+                stop_workers(workers).await;
+                return Err(e);
+            }
+        }
+    }
+    Ok(workers)
+}
+
+async fn stop_workers(workers: Vec<RunningWorker>) {
+    futures_util::future::join_all(workers.into_iter().map(RunningWorker::shutdown)).await;
+}
+
 /// Serves on `store`; `clock` replaces the system clock (Redis' time for Redis).
 async fn run<S: Store>(store: S, clock: Option<Arc<dyn Clock>>, settings: &Settings) -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(&settings.listen)
         .await
         .with_context(|| format!("cannot listen on {}", settings.listen))?;
-    let mut config = settings.engine_config();
-    if let Some(clock) = clock {
-        config = config.clock(clock);
-    }
-    let engine = Engine::start(store, config);
+    let clock: Arc<dyn Clock> = clock.unwrap_or_else(|| Arc::new(SystemClock));
+    let engine = Engine::start(store, settings.engine_config().clock(Arc::clone(&clock)));
     let state = match AppState::new(engine.clone(), settings.http_options()).await {
         Ok(state) => state,
         Err(e) => {
             let _ = engine.shutdown().await;
             return Err(e).context("cannot read the store's signing secret");
+        }
+    };
+    let workers = match start_actions(&engine, settings, clock).await {
+        Ok(workers) => workers,
+        Err(e) => {
+            let _ = engine.shutdown().await;
+            return Err(e);
         }
     };
     let address = listener.local_addr().map_or_else(|_| settings.listen.clone(), |a| a.to_string());
@@ -100,6 +170,7 @@ async fn run<S: Store>(store: S, clock: Option<Arc<dyn Clock>>, settings: &Setti
         "punctual {} is serving", env!("CARGO_PKG_VERSION")
     );
     serve_on(listener, state, server::stop_signal(), settings.grace_period).await;
+    stop_workers(workers).await;
     engine.shutdown().await.context("cannot make every write durable while stopping")?;
     tracing::info!("stopped; every write is durable");
     Ok(())

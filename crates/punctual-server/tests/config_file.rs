@@ -1,6 +1,6 @@
 //! `punctual serve` refuses a configuration it cannot honour before it binds anything:
-//! errors name the file and line, push actions and the Redis store say they are not
-//! implemented yet, and `--help` documents the flags with examples.
+//! errors name the file and line (broken push actions included), the Redis store says
+//! it is not implemented yet, and `--help` documents the flags with examples.
 
 #![allow(clippy::unwrap_used, reason = "helpers of tests: a failed unwrap is a failed test")]
 
@@ -42,11 +42,13 @@ async fn config_errors_name_the_file_and_line() {
 }
 
 #[tokio::test]
-async fn push_actions_and_redis_are_refused_as_not_implemented_yet() {
+async fn broken_push_actions_are_refused_with_their_line() {
     let action = "[queues.\"order.cancel\"]\nmax_attempts = 10\n\n[queues.\"order.cancel\".action]\nkind = \"webhook\"\n\
-                  url = \"http://127.0.0.1:8080/hooks\"\n";
+                  url = \"http://127.0.0.1:8080/hooks\"\nsecret_env = \"PUNCTUAL_TEST_UNSET_HOOK_SECRET\"\n";
     let message = refusal(action, &[]).await;
-    assert!(message.contains("line 1") && message.contains("push actions are not implemented yet"), "{message}");
+    assert!(message.contains("line 7") && message.contains("PUNCTUAL_TEST_UNSET_HOOK_SECRET is not set"), "{message}");
+    let message = refusal(&action.replace("secret_env", "text"), &[]).await;
+    assert!(message.contains("line 7") && message.contains("text does not apply to a webhook"), "{message}");
 }
 
 #[tokio::test]

@@ -1,0 +1,251 @@
+//! An action: what the server runs for every task of a queue — a webhook, an email or
+//! a chat message — built from an [`ActionSpec`] and run by the core
+//! [`Worker`](punctual_core::Worker) as the queue's [`Handler`].
+//!
+//! Invariants: delivering never returns an error and never panics on bad input: every
+//! failure is an [`Outcome`] (retry or fail) with a sentence for `last_error`. A rate
+//! limit holds a delivery back before it is sent, never fails it. Every HTTP action of
+//! a process shares one connection pool ([`Runtime`]); time comes from the engine's
+//! clock.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use punctual_core::{BoxError, Clock, Delivery, Handler, Outcome};
+
+use crate::chat::{Chat, ChatConfig};
+use crate::email::{Email, EmailConfig};
+use crate::error::ActionError;
+use crate::rate::{Rate, RateLimiter, RateStats};
+use crate::template::{Templates, zone};
+use crate::webhook::{Webhook, WebhookConfig};
+
+/// What an action does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ActionKind {
+    Webhook(WebhookConfig),
+    Email(EmailConfig),
+    Chat(ChatConfig),
+}
+
+impl ActionKind {
+    /// The configuration's name of the kind (`webhook`, `email`, `wecom`, …).
+    pub fn name(&self) -> &'static str {
+        match self {
+            ActionKind::Webhook(_) => "webhook",
+            ActionKind::Email(_) => "email",
+            ActionKind::Chat(chat) => chat.platform.name(),
+        }
+    }
+}
+
+/// An action and how it runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ActionSpec {
+    pub kind: ActionKind,
+    /// How long one delivery may take (request and answer; each SMTP command).
+    pub timeout: Duration,
+    /// Deliveries of the queue at once.
+    pub concurrency: usize,
+    /// At most this many deliveries per window; more wait their turn.
+    pub rate: Option<Rate>,
+    /// IANA zone for times in templates (default UTC).
+    pub timezone: Option<String>,
+}
+
+impl ActionSpec {
+    /// The default timeout of a delivery.
+    pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+    /// The default concurrency of a queue.
+    pub const DEFAULT_CONCURRENCY: usize = 16;
+
+    /// `kind` with a 10 s timeout, 16 at once, no rate limit, times in UTC.
+    pub fn new(kind: ActionKind) -> ActionSpec {
+        ActionSpec {
+            kind,
+            timeout: Self::DEFAULT_TIMEOUT,
+            concurrency: Self::DEFAULT_CONCURRENCY,
+            rate: None,
+            timezone: None,
+        }
+    }
+
+    /// Sets the timeout of a delivery.
+    pub fn timeout(mut self, timeout: Duration) -> ActionSpec {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Sets how many deliveries run at once.
+    pub fn concurrency(mut self, n: usize) -> ActionSpec {
+        self.concurrency = n;
+        self
+    }
+
+    /// Limits the rate of deliveries.
+    pub fn rate(mut self, rate: Rate) -> ActionSpec {
+        self.rate = Some(rate);
+        self
+    }
+
+    /// Shows times in templates in `zone` (IANA name).
+    pub fn timezone(mut self, zone: impl Into<String>) -> ActionSpec {
+        self.timezone = Some(zone.into());
+        self
+    }
+
+    /// Checks everything that can be checked without a network: URLs, addresses,
+    /// template syntax, the time zone, limits. Needs no runtime.
+    pub fn check(&self) -> Result<(), ActionError> {
+        self.check_limits()?;
+        let templates = Templates::new(zone(self.timezone.as_deref())?);
+        match &self.kind {
+            ActionKind::Webhook(config) => crate::webhook::parse_url(&config.url, "url").map(drop),
+            ActionKind::Email(config) => crate::email::prepare(config, templates).map(drop),
+            ActionKind::Chat(config) => {
+                // A client that is never used: building one opens nothing.
+                let client = reqwest::Client::new();
+                let clock: Arc<dyn Clock> = Arc::new(punctual_core::SystemClock);
+                Chat::new(config.clone(), templates, client, self.timeout, clock).map(drop)
+            }
+        }
+    }
+
+    fn check_limits(&self) -> Result<(), ActionError> {
+        if self.timeout.is_zero() {
+            return Err(ActionError::invalid("timeout", "timeout must be longer than 0"));
+        }
+        if !(1..=10_000).contains(&self.concurrency) {
+            return Err(ActionError::invalid(
+                "concurrency",
+                format!("concurrency must be from 1 to 10000, not {}", self.concurrency),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// What every action of a process shares: one HTTP connection pool and the clock.
+#[derive(Debug, Clone)]
+pub struct Runtime {
+    client: reqwest::Client,
+    clock: Arc<dyn Clock>,
+}
+
+impl Runtime {
+    /// A runtime reading time from `clock` (the engine's).
+    pub fn new(clock: Arc<dyn Clock>) -> Result<Runtime, ActionError> {
+        let client = crate::http::client()
+            .map_err(|e| ActionError::invalid("http", format!("cannot set up the HTTP client: {e}")))?;
+        Ok(Runtime { client, clock })
+    }
+}
+
+/// A built action: a [`Handler`] for the core worker. Cheap to clone; clones share the
+/// connection pool and the rate limiter.
+#[derive(Clone)]
+pub struct Action {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    kind: &'static str,
+    concurrency: usize,
+    deliverer: Deliverer,
+    limiter: Option<RateLimiter>,
+}
+
+#[derive(Debug)]
+enum Deliverer {
+    Webhook(Webhook),
+    Email(Email),
+    Chat(Chat),
+}
+
+impl fmt::Debug for Action {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Action")
+            .field("deliverer", &self.inner.deliverer)
+            .field("limiter", &self.inner.limiter)
+            .finish()
+    }
+}
+
+impl Action {
+    /// Builds the action of `spec`. Needs a tokio runtime (email's connection pool).
+    pub fn build(spec: &ActionSpec, runtime: &Runtime) -> Result<Action, ActionError> {
+        spec.check_limits()?;
+        let templates = Templates::new(zone(spec.timezone.as_deref())?);
+        let clock = Arc::clone(&runtime.clock);
+        let deliverer = match &spec.kind {
+            ActionKind::Webhook(config) => {
+                Deliverer::Webhook(Webhook::new(config.clone(), runtime.client.clone(), spec.timeout, clock.clone())?)
+            }
+            ActionKind::Email(config) => {
+                Deliverer::Email(Email::new(config, templates, spec.timeout, spec.concurrency, clock.clone())?)
+            }
+            ActionKind::Chat(config) => Deliverer::Chat(Chat::new(
+                config.clone(),
+                templates,
+                runtime.client.clone(),
+                spec.timeout,
+                clock.clone(),
+            )?),
+        };
+        Ok(Action {
+            inner: Arc::new(Inner {
+                kind: spec.kind.name(),
+                concurrency: spec.concurrency,
+                deliverer,
+                limiter: spec.rate.map(|rate| RateLimiter::new(rate, clock)),
+            }),
+        })
+    }
+
+    /// The kind's configuration name (`webhook`, `email`, `wecom`, …).
+    pub fn kind(&self) -> &'static str {
+        self.inner.kind
+    }
+
+    /// Deliveries at once (the worker's concurrency for the queue).
+    pub fn concurrency(&self) -> usize {
+        self.inner.concurrency
+    }
+
+    /// The rate limiter's counters, when the action has a rate limit.
+    pub fn rate_stats(&self) -> Option<RateStats> {
+        self.inner.limiter.as_ref().map(RateLimiter::stats)
+    }
+
+    /// Delivers one try: waits for the rate limit, sends, and reads the answer.
+    pub async fn deliver(&self, delivery: &Delivery) -> Outcome {
+        if let Some(limiter) = &self.inner.limiter {
+            limiter.acquire().await;
+        }
+        match &self.inner.deliverer {
+            Deliverer::Webhook(webhook) => webhook.deliver(delivery).await,
+            Deliverer::Email(email) => email.deliver(delivery).await,
+            Deliverer::Chat(chat) => chat.deliver(delivery).await,
+        }
+    }
+}
+
+impl Handler for Action {
+    async fn handle(&self, delivery: Delivery) -> Result<Outcome, BoxError> {
+        let outcome = self.deliver(&delivery).await;
+        if outcome != Outcome::Done {
+            tracing::info!(
+                queue = %delivery.task.queue,
+                key = %delivery.task.key,
+                attempt = delivery.attempt,
+                action = self.kind(),
+                outcome = ?outcome,
+                "delivery not done"
+            );
+        }
+        Ok(outcome)
+    }
+}

@@ -1,0 +1,152 @@
+//! What every HTTP action shares: the pooled client, the reading of an answer's status
+//! and `Retry-After`, and how a transport failure becomes an outcome.
+//!
+//! Invariants: one [`reqwest::Client`] serves every HTTP action of a process, so
+//! connections to a receiver are pooled and reused; redirects are not followed (a
+//! `POST` must not turn into a `GET` elsewhere); each request carries its action's
+//! timeout. Answers are read up to [`MAX_ANSWER_BYTES`]; error messages quote at most
+//! [`QUOTE_CHARS`] of them.
+
+use std::time::Duration;
+
+use punctual_core::{Outcome, Timestamp};
+use reqwest::StatusCode;
+use reqwest::header::{HeaderMap, RETRY_AFTER};
+
+/// The most of an answer's body that is read.
+pub(crate) const MAX_ANSWER_BYTES: usize = 64 * 1024;
+/// The most of an answer's body quoted in `last_error`.
+const QUOTE_CHARS: usize = 200;
+
+/// The HTTP client every action of a process shares (connection pool included).
+pub(crate) fn client() -> Result<reqwest::Client, reqwest::Error> {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .user_agent(concat!("punctual/", env!("CARGO_PKG_VERSION")))
+        .pool_idle_timeout(Duration::from_secs(90))
+        .build()
+}
+
+/// An answer: status, headers, and the start of the body.
+#[derive(Debug)]
+pub(crate) struct Answer {
+    pub(crate) status: StatusCode,
+    pub(crate) headers: HeaderMap,
+    pub(crate) body: Vec<u8>,
+}
+
+impl Answer {
+    /// Reads `response`'s body, up to [`MAX_ANSWER_BYTES`].
+    pub(crate) async fn read(mut response: reqwest::Response) -> Result<Answer, reqwest::Error> {
+        let status = response.status();
+        let headers = std::mem::take(response.headers_mut());
+        let mut body = Vec::new();
+        while let Some(chunk) = response.chunk().await? {
+            let room = MAX_ANSWER_BYTES - body.len();
+            body.extend_from_slice(&chunk[..chunk.len().min(room)]);
+            if body.len() >= MAX_ANSWER_BYTES {
+                break;
+            }
+        }
+        Ok(Answer { status, headers, body })
+    }
+
+    /// The body as text, cut to a quotable length.
+    pub(crate) fn quote(&self) -> String {
+        let text = String::from_utf8_lossy(&self.body);
+        let text = text.trim();
+        if text.is_empty() {
+            return "(empty body)".to_owned();
+        }
+        let mut quoted: String = text.chars().take(QUOTE_CHARS).collect();
+        if quoted.len() < text.len() {
+            quoted.push('…');
+        }
+        quoted
+    }
+
+    /// The wait `Retry-After` asks for (delay seconds or an HTTP date), measured from
+    /// `now`.
+    pub(crate) fn retry_after(&self, now: Timestamp) -> Option<Duration> {
+        let value = self.headers.get(RETRY_AFTER)?.to_str().ok()?.trim();
+        retry_after(value, now)
+    }
+
+    /// Whether the status asks to try again later: 408, 429 or 5xx.
+    pub(crate) fn is_transient(&self) -> bool {
+        matches!(self.status, StatusCode::REQUEST_TIMEOUT | StatusCode::TOO_MANY_REQUESTS)
+            || self.status.is_server_error()
+    }
+
+    /// Retry after `Retry-After` (or the task's backoff), saying what the receiver
+    /// answered.
+    pub(crate) fn retry(&self, what: &str, now: Timestamp) -> Outcome {
+        let error = format!("{what} answered {}: {}", self.status, self.quote());
+        match self.retry_after(now) {
+            Some(after) => Outcome::retry_in(after, error),
+            None => Outcome::retry(error),
+        }
+    }
+}
+
+/// Parses a `Retry-After` value: delay seconds or an HTTP date (a date in the past
+/// means now).
+pub(crate) fn retry_after(value: &str, now: Timestamp) -> Option<Duration> {
+    if let Ok(seconds) = value.parse::<u64>() {
+        return Some(Duration::from_secs(seconds));
+    }
+    let at = httpdate::parse_http_date(value).ok()?;
+    let at = at.duration_since(std::time::UNIX_EPOCH).ok()?;
+    let at = Timestamp::from_millis(i64::try_from(at.as_millis()).ok()?);
+    Some(at.saturating_since(now))
+}
+
+/// A request that got no answer: timeout, refused or reset connection, TLS failure.
+/// All are worth another try later.
+pub(crate) fn transport_failure(what: &str, error: &reqwest::Error, timeout: Duration) -> Outcome {
+    if error.is_timeout() {
+        Outcome::retry(format!("{what} did not answer within {timeout:?}"))
+    } else if error.is_connect() {
+        Outcome::retry(format!("cannot connect to {what}: {}", chain(error)))
+    } else {
+        Outcome::retry(format!("request to {what} failed: {}", chain(error)))
+    }
+}
+
+/// An error and its causes on one line (reqwest's own message omits the cause).
+pub(crate) fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+/// Lowercase hex of `bytes`.
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut text = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        text.push(DIGITS[usize::from(b >> 4)] as char);
+        text.push(DIGITS[usize::from(b & 0xf)] as char);
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_after_takes_seconds_or_a_date() {
+        let now = Timestamp::parse("2026-11-30T12:00:00Z").unwrap();
+        assert_eq!(retry_after("120", now), Some(Duration::from_secs(120)));
+        assert_eq!(retry_after("Mon, 30 Nov 2026 12:05:00 GMT", now), Some(Duration::from_secs(300)));
+        assert_eq!(retry_after("Mon, 30 Nov 2026 11:00:00 GMT", now), Some(Duration::ZERO));
+        assert_eq!(retry_after("soon", now), None);
+        assert_eq!(hex(&[0x00, 0xab, 0x7f]), "00ab7f");
+    }
+}

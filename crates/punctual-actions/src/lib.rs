@@ -1,0 +1,36 @@
+//! Push actions of punctual: the handlers the server runs for a queue configured with
+//! an action, so no glue code is needed between "the task is due" and "someone is
+//! told".
+//!
+//! - [`webhook`]: a signed `POST` of the task (API.md, "Push actions"), whose answer
+//!   decides the outcome (done, reschedule, retry honouring `Retry-After`, dead).
+//! - [`email`]: a message over SMTP (plain, STARTTLS or TLS; AUTH; pooled connections).
+//! - [`chat`]: WeCom, DingTalk, Feishu/Lark and Slack robots, with their JSON,
+//!   signatures, mentions and error codes.
+//!
+//! Build an [`ActionSpec`], then an [`Action`] with a shared [`Runtime`], and give it to
+//! the core [`Worker`](punctual_core::Worker) for its queue.
+//!
+//! Invariants: a delivery always ends in an [`Outcome`](punctual_core::Outcome) —
+//! transport trouble retries, a refusal or a template error fails (dead, with a clear
+//! `last_error`); nothing panics or is dropped silently. Secrets are redacted wherever
+//! formatted ([`Secret`]). Rate limits delay, never fail ([`RateLimiter`]).
+
+mod action;
+pub mod chat;
+pub mod email;
+mod error;
+mod http;
+mod rate;
+mod secret;
+mod template;
+pub mod webhook;
+
+pub use action::{Action, ActionKind, ActionSpec, Runtime};
+pub use chat::{ChatConfig, Platform};
+pub use email::{EmailConfig, SmtpConfig, SmtpSecurity};
+pub use error::ActionError;
+pub use rate::{Rate, RateLimiter, RateStats};
+pub use secret::Secret;
+pub use template::check_template;
+pub use webhook::{WebhookConfig, signature};

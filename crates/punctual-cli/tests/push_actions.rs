@@ -1,0 +1,239 @@
+//! Push actions through the real binary: `punctual serve --config` with a webhook
+//! action delivers due tasks to a receiver on loopback (signed, with the secret taken
+//! from the environment) and applies its answers; `punctual check-config` accepts a
+//! good file and names the line of each broken one.
+//!
+//! Guards against: an action table that is parsed but never run, a secret read from
+//! the file instead of the environment, a checker that passes what serve refuses.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener};
+use std::path::PathBuf;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use common::{Api, BIN, server_builder, start};
+use serde_json::{Value, json};
+
+/// A request as the receiver read it.
+struct Request {
+    head: String,
+    body: Vec<u8>,
+}
+
+impl Request {
+    fn header(&self, name: &str) -> Option<String> {
+        self.head.lines().find_map(|line| {
+            let (n, v) = line.split_once(':')?;
+            n.eq_ignore_ascii_case(name).then(|| v.trim().to_owned())
+        })
+    }
+}
+
+/// A blocking HTTP/1.1 receiver: each request goes to the test, which sends back the
+/// status and body to answer (one request per connection: it answers
+/// `Connection: close`).
+struct Receiver {
+    addr: SocketAddr,
+    requests: mpsc::Receiver<Request>,
+    answers: mpsc::Sender<(u16, String)>,
+}
+
+impl Receiver {
+    fn start() -> Receiver {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind the receiver");
+        let addr = listener.local_addr().expect("the receiver's address");
+        let (request_tx, requests) = mpsc::channel();
+        let (answers, answer_rx) = mpsc::channel::<(u16, String)>();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { return };
+                let mut reader = BufReader::new(stream.try_clone().expect("clone the stream"));
+                let mut head = String::new();
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                        break;
+                    }
+                    if line == "\r\n" {
+                        break;
+                    }
+                    head.push_str(&line);
+                }
+                if head.is_empty() {
+                    continue;
+                }
+                let length = head
+                    .lines()
+                    .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().to_owned()))
+                    .and_then(|v| v.parse::<usize>().ok())
+                    .unwrap_or(0);
+                let mut body = vec![0; length];
+                reader.read_exact(&mut body).expect("read the body");
+                if request_tx.send(Request { head, body }).is_err() {
+                    return;
+                }
+                let Ok((status, text)) = answer_rx.recv_timeout(Duration::from_secs(30)) else { return };
+                let response = format!(
+                    "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
+                    text.len()
+                );
+                let _ = stream.write_all(response.as_bytes());
+            }
+        });
+        Receiver { addr, requests, answers }
+    }
+
+    fn next(&self) -> Request {
+        self.requests.recv_timeout(Duration::from_secs(15)).expect("a delivery within 15s")
+    }
+
+    fn answer(&self, status: u16, body: &str) {
+        self.answers.send((status, body.to_owned())).expect("the receiver is running");
+    }
+}
+
+fn write(dir: &tempfile::TempDir, name: &str, text: &str) -> PathBuf {
+    let path = dir.path().join(name);
+    std::fs::write(&path, text).expect("write the config file");
+    path
+}
+
+#[test]
+fn a_webhook_action_delivers_signed_tasks_and_applies_the_answers() {
+    let receiver = Receiver::start();
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let config = write(
+        &dir,
+        "punctual.toml",
+        &format!(
+            r#"[queues."order.cancel"]
+max_attempts = 5
+
+[queues."order.cancel".action]
+kind = "webhook"
+url = "http://{}/hooks/order-cancel"
+secret_env = "PUNCTUAL_E2E_HOOK_SECRET"
+timeout = "5s"
+concurrency = 1
+"#,
+            receiver.addr
+        ),
+    );
+    let mut server = start(
+        server_builder()
+            .arg("--config")
+            .arg(&config)
+            .args(["--grace-period", "1s"])
+            .env("PUNCTUAL_E2E_HOOK_SECRET", "e2e-secret"),
+    );
+    let api = Api::new(server.url());
+    // One delivery at a time (concurrency 1), earliest first: when the receiver sees a
+    // delivery, the previous one's answer has been applied.
+    api.create("order.cancel", "paid-late", json!({"payload": {"order_id": 1}, "tags": ["o-1"]}));
+    api.create("order.cancel", "unknown", json!({"payload": {"order_id": 2}, "delay": "50ms"}));
+    api.create("order.cancel", "last", json!({"payload": {"order_id": 3}, "delay": "100ms"}));
+
+    let first = receiver.next();
+    assert!(first.head.starts_with("POST /hooks/order-cancel HTTP/1.1"), "{}", first.head);
+    let body: Value = serde_json::from_slice(&first.body).expect("a JSON body");
+    assert_eq!((body["queue"].as_str(), body["key"].as_str()), (Some("order.cancel"), Some("paid-late")));
+    assert_eq!(body["payload"], json!({"order_id": 1}));
+    assert_eq!(body["tags"], json!(["o-1"]));
+    assert_eq!(first.header("punctual-delivery").as_deref(), body["delivery_id"].as_str());
+    let signature = first.header("punctual-signature").expect("signed: the secret came from the environment");
+    let t: i64 =
+        signature.split(',').next().and_then(|p| p.strip_prefix("t=")).and_then(|t| t.parse().ok()).expect("t=…");
+    // The signer is checked against an independent value in punctual-actions' tests.
+    assert_eq!(signature, punctual_actions::signature(b"e2e-secret", t, &first.body));
+    receiver.answer(200, "");
+
+    let second = receiver.next();
+    api.task("order.cancel", "paid-late").expect(404, "answered 2xx: done and deleted");
+    let body: Value = serde_json::from_slice(&second.body).expect("a JSON body");
+    assert_eq!(body["key"], "unknown");
+    receiver.answer(404, "no such order");
+
+    let third = receiver.next();
+    let task = api.task("order.cancel", "unknown").expect(200, "answered 404: kept as dead").clone();
+    assert_eq!(task["state"], "dead", "{task}");
+    let error = task["last_error"].as_str().unwrap_or_default();
+    assert!(error.contains("404") && error.contains("no such order"), "{task}");
+    let body: Value = serde_json::from_slice(&third.body).expect("a JSON body");
+    assert_eq!(body["key"], "last");
+
+    // SIGTERM while that delivery is in flight: after the grace period its lease is
+    // released, the server exits 0, and after a restart the task is delivered again
+    // with the same delivery id and attempt (the try did not count).
+    let status = server.terminate().expect("the server stops on SIGTERM");
+    assert!(status.success(), "{status}");
+    receiver.answer(200, ""); // to the connection the server dropped
+    server.restart().expect("the server starts again");
+    let again = receiver.next();
+    let body_again: Value = serde_json::from_slice(&again.body).expect("a JSON body");
+    assert_eq!(body_again["key"], "last");
+    assert_eq!(body_again["delivery_id"], body["delivery_id"]);
+    assert_eq!(body_again["attempt"], 1);
+    receiver.answer(200, r#"{"outcome":"reschedule","delay":"1h"}"#);
+}
+
+/// `punctual check-config FILE`: exit status and output.
+fn check_config(path: &std::path::Path) -> (i32, String, String) {
+    let out =
+        std::process::Command::new(BIN).arg("check-config").arg(path).output().expect("run punctual check-config");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
+}
+
+#[test]
+fn check_config_accepts_a_good_file_and_names_the_line_of_each_broken_one() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let good = write(
+        &dir,
+        "good.toml",
+        r#"[queues."order.cancel".action]
+kind = "webhook"
+url = "http://127.0.0.1:8080/hooks"
+
+[queues."flow.remind".action]
+kind = "dingtalk"
+url = "https://oapi.dingtalk.com/robot/send?access_token=abc"
+text = "{{ assignee }}: step {{ step }} is overdue"
+mention_mobiles = ["{{ mobile }}"]
+rate = "20/1m"
+"#,
+    );
+    let (code, stdout, stderr) = check_config(&good);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(
+        stdout.contains("OK") && stdout.contains("order.cancel (webhook)") && stdout.contains("flow.remind (dingtalk)"),
+        "{stdout}"
+    );
+
+    let cases: &[(&str, usize, &str)] = &[
+        ("[queues.q.action]\nkind = \"webhook\"\nurl = \"http://x\"\ncolour = \"blue\"\n", 4, "unknown field `colour`"),
+        ("[queues.q.action]\nkind = \"webhook\"\n\nurl = \"htp:/x\"\n", 4, "http:// or https://"),
+        ("[queues.q.action]\nkind = \"slack\"\nurl = \"https://x\"\ntext = \"{{ name \"\n", 4, "syntax error"),
+        (
+            "[queues.q.action]\nkind = \"wecom\"\nsecret_env = \"PUNCTUAL_E2E_SURELY_UNSET\"\ntext = \"hi\"\n",
+            3,
+            "PUNCTUAL_E2E_SURELY_UNSET is not set",
+        ),
+        ("[queues.q.action]\nkind = \"carrier-pigeon\"\n", 2, "unknown variant"),
+    ];
+    for (i, (text, line, needle)) in cases.iter().enumerate() {
+        let path = write(&dir, &format!("bad-{i}.toml"), text);
+        let (code, stdout, stderr) = check_config(&path);
+        assert_eq!(code, 1, "{text:?}: {stdout}{stderr}");
+        assert!(stderr.contains(&format!("bad-{i}.toml, line {line}:")), "{text:?}: {stderr}");
+        assert!(stderr.contains(needle), "{text:?}: {stderr}");
+    }
+    let (code, _, stderr) = check_config(&dir.path().join("missing.toml"));
+    assert_eq!(code, 1);
+    assert!(stderr.contains("cannot read"), "{stderr}");
+}

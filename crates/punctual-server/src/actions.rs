@@ -1,0 +1,283 @@
+//! `[queues."name".action]` tables of the configuration file: read as written (every
+//! key optional to serde, unknown keys refused), then validated per kind into a
+//! [`punctual_actions::ActionSpec`] — keys that do not apply to the kind, bad URLs,
+//! template syntax errors, unknown time zones and secrets whose environment variable is
+//! unset are errors naming the line of the value at fault.
+//!
+//! Secrets (`secret`, `smtp.password`) may be written in the file or, better, named by
+//! an environment variable (`secret_env`, `smtp.password_env`); a chat robot's URL,
+//! itself a credential, may come from the environment too (`url_env`). They are
+//! wrapped in [`Secret`] at once, so they never reach a log.
+
+use std::ops::Range;
+
+use punctual_actions::{
+    ActionError, ActionKind, ActionSpec, ChatConfig, EmailConfig, Platform, Rate, Secret, SmtpConfig, SmtpSecurity,
+    WebhookConfig,
+};
+use serde::Deserialize;
+use toml::Spanned;
+
+use crate::extract::ApiDuration;
+
+/// An error at a span of the file.
+pub(crate) type SpanError = (Option<Range<usize>>, String);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum Kind {
+    Webhook,
+    Email,
+    Wecom,
+    Dingtalk,
+    Feishu,
+    Slack,
+}
+
+impl Kind {
+    fn name(self) -> &'static str {
+        match self {
+            Kind::Webhook => "webhook",
+            Kind::Email => "email",
+            Kind::Wecom => "wecom",
+            Kind::Dingtalk => "dingtalk",
+            Kind::Feishu => "feishu",
+            Kind::Slack => "slack",
+        }
+    }
+
+    fn platform(self) -> Option<Platform> {
+        match self {
+            Kind::Wecom => Some(Platform::Wecom),
+            Kind::Dingtalk => Some(Platform::Dingtalk),
+            Kind::Feishu => Some(Platform::Feishu),
+            Kind::Slack => Some(Platform::Slack),
+            Kind::Webhook | Kind::Email => None,
+        }
+    }
+}
+
+/// An action table as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawAction {
+    pub(crate) kind: Spanned<Kind>,
+    url: Option<Spanned<String>>,
+    url_env: Option<Spanned<String>>,
+    secret: Option<Spanned<String>>,
+    secret_env: Option<Spanned<String>>,
+    timeout: Option<Spanned<ApiDuration>>,
+    concurrency: Option<Spanned<i64>>,
+    rate: Option<Spanned<String>>,
+    timezone: Option<Spanned<String>>,
+    text: Option<Spanned<String>>,
+    mention: Option<Vec<Spanned<String>>>,
+    mention_mobiles: Option<Vec<Spanned<String>>>,
+    mention_all: Option<Spanned<bool>>,
+    smtp: Option<Spanned<RawSmtp>>,
+    from: Option<Spanned<String>>,
+    to: Option<Vec<Spanned<String>>>,
+    cc: Option<Vec<Spanned<String>>>,
+    subject: Option<Spanned<String>>,
+    html: Option<Spanned<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSmtp {
+    host: Spanned<String>,
+    port: Option<Spanned<i64>>,
+    security: Option<Spanned<String>>,
+    username: Option<Spanned<String>>,
+    password: Option<Spanned<String>>,
+    password_env: Option<Spanned<String>>,
+}
+
+/// Which keys a kind takes besides `kind`, `timeout`, `concurrency` and `rate`.
+fn applies(kind: Kind, key: &str) -> bool {
+    match kind {
+        Kind::Webhook => matches!(key, "url" | "url_env" | "secret" | "secret_env"),
+        Kind::Email => matches!(key, "smtp" | "from" | "to" | "cc" | "subject" | "text" | "html" | "timezone"),
+        Kind::Slack => matches!(key, "url" | "url_env" | "text" | "mention" | "mention_all" | "timezone"),
+        Kind::Feishu => {
+            matches!(key, "url" | "url_env" | "secret" | "secret_env" | "text" | "mention" | "mention_all" | "timezone")
+        }
+        Kind::Wecom | Kind::Dingtalk => matches!(
+            key,
+            "url"
+                | "url_env"
+                | "secret"
+                | "secret_env"
+                | "text"
+                | "mention"
+                | "mention_mobiles"
+                | "mention_all"
+                | "timezone"
+        ),
+    }
+}
+
+impl RawAction {
+    /// The keys present with the span of their value.
+    fn present(&self) -> Vec<(&'static str, Range<usize>)> {
+        let mut keys = Vec::new();
+        let mut add = |name: &'static str, span: Option<Range<usize>>| {
+            if let Some(span) = span {
+                keys.push((name, span));
+            }
+        };
+        add("url", self.url.as_ref().map(Spanned::span));
+        add("url_env", self.url_env.as_ref().map(Spanned::span));
+        add("secret", self.secret.as_ref().map(Spanned::span));
+        add("secret_env", self.secret_env.as_ref().map(Spanned::span));
+        add("timezone", self.timezone.as_ref().map(Spanned::span));
+        add("text", self.text.as_ref().map(Spanned::span));
+        add("mention", self.mention.as_ref().and_then(|m| m.first()).map(Spanned::span));
+        add("mention_mobiles", self.mention_mobiles.as_ref().and_then(|m| m.first()).map(Spanned::span));
+        add("mention_all", self.mention_all.as_ref().map(Spanned::span));
+        add("smtp", self.smtp.as_ref().map(Spanned::span));
+        add("from", self.from.as_ref().map(Spanned::span));
+        add("to", self.to.as_ref().and_then(|m| m.first()).map(Spanned::span));
+        add("cc", self.cc.as_ref().and_then(|m| m.first()).map(Spanned::span));
+        add("subject", self.subject.as_ref().map(Spanned::span));
+        add("html", self.html.as_ref().map(Spanned::span));
+        keys
+    }
+
+    /// The span of the value a [`ActionError::field`] names, if known.
+    fn span_of(&self, field: &str) -> Option<Range<usize>> {
+        let item = |list: &Option<Vec<Spanned<String>>>, prefix: &str| {
+            let index: usize = field.strip_prefix(prefix)?.strip_prefix('[')?.strip_suffix(']')?.parse().ok()?;
+            list.as_ref()?.get(index).map(Spanned::span)
+        };
+        let smtp = self.smtp.as_ref().map(Spanned::get_ref);
+        match field {
+            "smtp.host" => smtp.map(|s| s.host.span()),
+            "smtp.password" => smtp.and_then(|s| s.password.as_ref().map(Spanned::span)),
+            "concurrency" => self.concurrency.as_ref().map(Spanned::span),
+            "timeout" => self.timeout.as_ref().map(Spanned::span),
+            f if f.starts_with("mention_mobiles[") => item(&self.mention_mobiles, "mention_mobiles"),
+            f if f.starts_with("mention[") => item(&self.mention, "mention"),
+            f if f.starts_with("to[") => item(&self.to, "to"),
+            f if f.starts_with("cc[") => item(&self.cc, "cc"),
+            other => self.present().into_iter().find(|(name, _)| *name == other).map(|(_, span)| span),
+        }
+    }
+
+    /// Validates the table into a spec; the error carries the span of the value at
+    /// fault (or of `kind`).
+    pub(crate) fn to_spec(&self) -> Result<ActionSpec, SpanError> {
+        let kind = *self.kind.get_ref();
+        let kind_span = Some(self.kind.span());
+        for (key, span) in self.present() {
+            if !applies(kind, key) {
+                return Err((Some(span), format!("{key} does not apply to a {} action", kind.name())));
+            }
+        }
+        let url = either(&self.url, &self.url_env, "url")?;
+        let secret = either(&self.secret, &self.secret_env, "secret")?.map(Secret::new);
+        let strings = |list: &Option<Vec<Spanned<String>>>| {
+            list.iter().flatten().map(|s| s.get_ref().clone()).collect::<Vec<_>>()
+        };
+        let action_kind = match kind {
+            Kind::Webhook => {
+                let url = url.ok_or((kind_span.clone(), "a webhook action needs a url".to_owned()))?;
+                let mut config = WebhookConfig::new(url);
+                config.secret = secret;
+                ActionKind::Webhook(config)
+            }
+            Kind::Email => {
+                let smtp = self
+                    .smtp
+                    .as_ref()
+                    .ok_or((kind_span.clone(), "an email action needs an [smtp] table".to_owned()))?;
+                let from = self.from.as_ref().ok_or((kind_span.clone(), "an email action needs from".to_owned()))?;
+                let subject =
+                    self.subject.as_ref().ok_or((kind_span.clone(), "an email action needs a subject".to_owned()))?;
+                let text =
+                    self.text.as_ref().ok_or((kind_span.clone(), "an email action needs a text body".to_owned()))?;
+                let mut config = EmailConfig::new(
+                    smtp_config(smtp.get_ref())?,
+                    from.get_ref().clone(),
+                    strings(&self.to),
+                    subject.get_ref(),
+                    text.get_ref(),
+                );
+                config.cc = strings(&self.cc);
+                config.html = self.html.as_ref().map(|h| h.get_ref().clone());
+                ActionKind::Email(config)
+            }
+            chat => {
+                let platform = chat.platform().ok_or((kind_span.clone(), "not a chat kind".to_owned()))?;
+                let text = self
+                    .text
+                    .as_ref()
+                    .ok_or((kind_span.clone(), format!("a {} action needs a text template", chat.name())))?;
+                let mut config = ChatConfig::new(platform, url, text.get_ref().clone());
+                config.secret = secret;
+                config.mention = strings(&self.mention);
+                config.mention_mobiles = strings(&self.mention_mobiles);
+                config.mention_all = self.mention_all.as_ref().is_some_and(|m| *m.get_ref());
+                ActionKind::Chat(config)
+            }
+        };
+        let mut spec = ActionSpec::new(action_kind);
+        if let Some(timeout) = &self.timeout {
+            spec.timeout = timeout.get_ref().0;
+        }
+        if let Some(c) = &self.concurrency {
+            spec.concurrency = usize::try_from(*c.get_ref())
+                .ok()
+                .filter(|n| (1..=10_000).contains(n))
+                .ok_or_else(|| (Some(c.span()), format!("concurrency must be from 1 to 10000, not {}", c.get_ref())))?;
+        }
+        if let Some(rate) = &self.rate {
+            spec.rate = Some(Rate::parse(rate.get_ref()).map_err(|m| (Some(rate.span()), m))?);
+        }
+        spec.timezone = self.timezone.as_ref().map(|z| z.get_ref().clone());
+        spec.check().map_err(|e| self.locate(&e))?;
+        Ok(spec)
+    }
+
+    fn locate(&self, error: &ActionError) -> SpanError {
+        let span = self.span_of(error.field()).or_else(|| Some(self.kind.span()));
+        (span, error.to_string())
+    }
+}
+
+/// The value of `key` or of the environment variable `key_env` names (not both).
+fn either(
+    value: &Option<Spanned<String>>,
+    env: &Option<Spanned<String>>,
+    key: &str,
+) -> Result<Option<String>, SpanError> {
+    match (value, env) {
+        (Some(_), Some(env)) => Err((Some(env.span()), format!("give {key} or {key}_env, not both"))),
+        (Some(value), None) => Ok(Some(value.get_ref().clone())),
+        (None, Some(env)) => {
+            let secret = Secret::from_env(env.get_ref(), &format!("{key}_env"))
+                .map_err(|e| (Some(env.span()), e.to_string()))?;
+            Ok(Some(secret.expose().to_owned()))
+        }
+        (None, None) => Ok(None),
+    }
+}
+
+fn smtp_config(raw: &RawSmtp) -> Result<SmtpConfig, SpanError> {
+    let security = match &raw.security {
+        Some(s) => SmtpSecurity::parse(s.get_ref()).map_err(|m| (Some(s.span()), m))?,
+        None => SmtpSecurity::default(),
+    };
+    let mut smtp = SmtpConfig::new(raw.host.get_ref().clone(), security);
+    if let Some(port) = &raw.port {
+        smtp.port = Some(
+            u16::try_from(*port.get_ref())
+                .ok()
+                .filter(|p| *p > 0)
+                .ok_or_else(|| (Some(port.span()), format!("port must be from 1 to 65535, not {}", port.get_ref())))?,
+        );
+    }
+    smtp.username = raw.username.as_ref().map(|u| u.get_ref().clone());
+    smtp.password = either(&raw.password, &raw.password_env, "password")?.map(Secret::new);
+    Ok(smtp)
+}
