@@ -10,6 +10,7 @@
 pub mod clock;
 pub mod engine;
 mod error;
+pub mod metrics;
 mod model;
 pub mod policy;
 pub mod store;
@@ -18,8 +19,8 @@ pub mod token;
 mod wake;
 mod worker;
 
-pub use clock::{Clock, ManualClock, SystemClock};
-pub use engine::{Engine, EngineConfig, LagSummary, LeaseOptions, Limits, QueueDefaults};
+pub use clock::{Clock, ManualClock, Stopwatch, SystemClock};
+pub use engine::{Engine, EngineConfig, LagSummary, LeaseOptions, Limits, QueueDefaults, WatchdogConfig};
 pub use error::{Error, Result};
 pub use model::{IfExists, NewTask, QueueName, Tag, Task, TaskKey, TaskMeta, TaskSpec, TaskState, When};
 pub use policy::{Backoff, Repeat};
