@@ -131,15 +131,23 @@ test("a task found by key is cancelled with its button", async () => {
   assert.equal((await api("GET", "/v1/queues/order.cancel/tasks/order-1007")).status, 404);
 });
 
-test("a dead task is retried with its button", async () => {
-  await api("PUT", "/v1/queues/order.cancel/tasks/order-dead-1", { max_attempts: 1 });
+async function kill(key, error) {
+  await api("PUT", `/v1/queues/order.cancel/tasks/${key}`, { max_attempts: 1 });
   const [lease] = (await api("POST", "/v1/queues/order.cancel/lease", { max: 1 })).json.leases;
-  assert.equal(lease.task.key, "order-dead-1");
-  await api("POST", `/v1/leases/${lease.lease_id}/ack`, { outcome: "fail", error: "payment service answered 404" });
+  assert.equal(lease.task.key, key);
+  await api("POST", `/v1/leases/${lease.lease_id}/ack`, { outcome: "fail", error });
+}
+
+test("a dead task is retried with its button, another deleted with its own", async () => {
+  await kill("order-dead-1", "payment service answered 404");
+  await kill("order-dead-2", "order not found");
   await page.goto(`${base}/#/queue/order.cancel`);
   const row = page.locator('#dead tr[data-key="order-dead-1"]');
   await row.waitFor();
   await page.screenshot({ path: join(shots, "queue.png"), fullPage: true });
+  await page.locator('#dead tr[data-key="order-dead-2"] button.delete').click();
+  await page.locator("#banner", { hasText: "Deleted order-dead-2" }).waitFor();
+  assert.equal((await api("GET", "/v1/queues/order.cancel/tasks/order-dead-2")).status, 404);
   await row.locator("button.retry").click();
   await page.locator("#dead-empty").waitFor();
   const task = await api("GET", "/v1/queues/order.cancel/tasks/order-dead-1");

@@ -26,8 +26,8 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use super::Engine;
-use crate::model::QueueName;
-use crate::store::Store;
+use crate::model::{QueueName, TaskState};
+use crate::store::{ListRequest, Store};
 use crate::time::Timestamp;
 
 /// How the watchdog checks. Defaults: every 5 s; stalled after 10 s.
@@ -88,14 +88,17 @@ impl<S: Store> Engine<S> {
             if moved {
                 continue;
             }
-            let stats = match self.inner.store.stats(Some(&queue)).await {
-                Ok(stats) => stats,
+            // The earliest scheduled task, through the due-order index: cheap however
+            // many tasks the queue holds (counting them would not be).
+            let earliest = ListRequest::new(queue.clone(), Some(TaskState::Scheduled), 1, None);
+            let page = match self.inner.store.list(earliest).await {
+                Ok(page) => page,
                 Err(e) => {
-                    tracing::debug!(queue = %queue, error = %e, "watchdog cannot read the queue's stats");
+                    tracing::debug!(queue = %queue, error = %e, "watchdog cannot read the queue");
                     continue;
                 }
             };
-            let Some(due) = stats.first().and_then(|s| s.next_due_at) else { continue };
+            let Some(due) = page.tasks.first().map(|task| task.due_at) else { continue };
             let overdue = now.saturating_since(due);
             if due > now || overdue < config.stall_after || self.inner.metrics.waiting_consumers(&queue) == 0 {
                 continue;
