@@ -20,7 +20,7 @@
 //!   to the task's `updated_at`, which is the lease time unless the lease was extended).
 //!   Queues are counted from their first event on, for the life of the engine.
 //!
-//! [`Metered`] wraps the store: each method the engine calls is timed per operation
+//! `Metered` wraps the store: each method the engine calls is timed per operation
 //! and otherwise passed through unchanged (it dereferences to the store, so a method
 //! not listed here still works, untimed).
 
