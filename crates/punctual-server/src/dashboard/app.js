@@ -66,11 +66,15 @@ async function api(method, path, body) {
   return json;
 }
 
+// Errors stay until the next successful load; news of an action fades after 8 s.
+let bannerTimer = null;
 function showBanner(message, kind) {
+  clearTimeout(bannerTimer);
   if (!message) { banner.hidden = true; banner.textContent = ""; return; }
   banner.hidden = false;
   banner.className = kind === "info" ? "banner info" : "banner";
   banner.textContent = message;
+  if (kind === "info") bannerTimer = setTimeout(() => showBanner(null), 8000);
 }
 
 function explain(err) {
