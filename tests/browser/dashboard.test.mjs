@@ -25,6 +25,8 @@ const TOKEN = "s3cret-dashboard";
 const PATIENCE = 20_000;
 
 let server, base, work, context, page, serverLog = "";
+const foreign = [];  // requests that left the server: there must be none (no CDN, no internet)
+const pageErrors = [];
 
 function freePort() {
   return new Promise((ok, fail) => {
@@ -79,6 +81,8 @@ before(async () => {
   });
   page = context.pages()[0] || await context.newPage();
   page.on("dialog", (dialog) => dialog.accept());
+  page.on("request", (request) => { if (!request.url().startsWith(base)) foreign.push(request.url()); });
+  page.on("pageerror", (error) => pageErrors.push(String(error)));
   page.setDefaultTimeout(PATIENCE);
 });
 
@@ -162,4 +166,9 @@ test("it fits a phone screen", async () => {
   const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
   assert.ok(overflow <= 1, `the page scrolls sideways by ${overflow}px on a phone`);
   await page.screenshot({ path: join(shots, "overview-phone.png"), fullPage: true });
+});
+
+test("the page asked nothing of any other host and threw no error", () => {
+  assert.deepEqual(foreign, []);
+  assert.deepEqual(pageErrors, []);
 });
