@@ -4,8 +4,8 @@
 //! checked after routing (so unknown paths leak 404s and route names), a token compared
 //! by prefix or accepted without the `Bearer` scheme, tokens from `PUNCTUAL_TOKENS`
 //! ignored, `/healthz` locked (load balancers cannot probe it), `/metrics`, the
-//! dashboard or the OpenAPI document left open, and unauthorized requests that still
-//! change something.
+//! dashboard's data or the OpenAPI document left open, and unauthorized requests that
+//! still change something. The dashboard's page and assets are open: they hold no data.
 
 mod common;
 
@@ -41,11 +41,7 @@ fn v1_routes() -> Vec<(Method, String, Option<Value>)> {
 
 /// The other paths that need the token when tokens are set.
 fn guarded_operations() -> Vec<(Method, String, Option<Value>)> {
-    vec![
-        (Method::GET, "/metrics".into(), None),
-        (Method::GET, "/".into(), None),
-        (Method::GET, "/openapi.json".into(), None),
-    ]
+    vec![(Method::GET, "/metrics".into(), None), (Method::GET, "/openapi.json".into(), None)]
 }
 
 fn send(api: &Api, route: &(Method, String, Option<Value>), authorization: Option<&str>) -> Resp {
@@ -142,6 +138,21 @@ fn healthz_is_open_and_the_rest_needs_the_token() {
     }
     api.get("/v1/nope").expect_error(401, "unauthorized", None, "an unknown /v1 path without a token");
     api.token("s3cret").get("/v1/nope").expect_error(404, "not_found", None, "an unknown /v1 path with the token");
+}
+
+#[test]
+fn the_dashboard_page_loads_without_a_token_but_its_data_needs_one() {
+    let server = start(server_builder().args(["--token", "s3cret"]));
+    let api = Api::new(server.url());
+    for path in ["/", "/dashboard/app.js", "/dashboard/style.css"] {
+        let resp = api.get(path);
+        resp.expect(200, &format!("GET {path} without a token"));
+        assert!(!resp.text.contains("s3cret"), "{path} holds no secret");
+    }
+    for path in ["/v1/queues", "/v1/queues/q/activity", "/v1/queues/q/dead"] {
+        api.get(path).expect_error(401, "unauthorized", None, &format!("GET {path} (a data call) without a token"));
+        api.token("s3cret").get(path).expect(200, &format!("GET {path} with the token"));
+    }
 }
 
 #[test]

@@ -52,6 +52,25 @@ pub async fn sleep_until_on(clock: &dyn Clock, deadline: Timestamp) {
     }
 }
 
+/// Measures how long something took, for metrics only: it never decides what the
+/// engine does, so it reads the monotonic clock directly instead of a [`Clock`] (a
+/// manual clock would make every store call take no time at all).
+#[derive(Debug, Clone, Copy)]
+pub struct Stopwatch(std::time::Instant);
+
+impl Stopwatch {
+    /// Starts measuring.
+    #[allow(clippy::disallowed_methods, reason = "elapsed time for metrics only; see the type's docs")]
+    pub fn start() -> Stopwatch {
+        Stopwatch(std::time::Instant::now())
+    }
+
+    /// The time since [`Stopwatch::start`].
+    pub fn elapsed(&self) -> std::time::Duration {
+        self.0.elapsed()
+    }
+}
+
 /// A clock that moves only when told to. Sleepers wake when [`ManualClock::advance`]
 /// or [`ManualClock::set`] passes their deadline.
 #[derive(Debug, Clone)]

@@ -21,6 +21,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::clock::{Clock, SystemClock};
 use crate::error::{Error, Result};
+use crate::metrics::{Finished, Metered, MetricsSnapshot, QueueActivity, Recorder};
 use crate::model::{NewTask, QueueName, Tag, Task, TaskKey, TaskSpec, TaskState, When};
 use crate::policy::{Backoff, DEFAULT_MAX_ATTEMPTS};
 use crate::store::{
@@ -30,6 +31,9 @@ use crate::store::{
 use crate::time::Timestamp;
 use crate::wake::WakeAt;
 use crate::worker::Outcome;
+
+mod watchdog;
+pub use watchdog::WatchdogConfig;
 
 /// Size limits on input, enforced before anything reaches the store.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,6 +79,8 @@ pub struct EngineConfig {
     pub reap_batch: u32,
     /// The clock; the system clock unless a test sets another.
     pub clock: Arc<dyn Clock>,
+    /// The watchdog of stalled loops; `None` turns it off.
+    pub watchdog: Option<WatchdogConfig>,
 }
 
 impl Default for EngineConfig {
@@ -85,6 +91,7 @@ impl Default for EngineConfig {
             queues: HashMap::new(),
             reap_batch: 1_000,
             clock: Arc::new(SystemClock),
+            watchdog: Some(WatchdogConfig::default()),
         }
     }
 }
@@ -167,12 +174,15 @@ impl<S: Store> Clone for Engine<S> {
 
 #[derive(Debug)]
 struct Inner<S> {
-    store: S,
+    store: Metered<S>,
+    metrics: Recorder,
     config: EngineConfig,
     queues: Mutex<HashMap<QueueName, Arc<QueueState>>>,
     reaper_wake: WakeAt,
     stopping: CancellationToken,
-    /// The reaper and, for a shared store, the follower of other processes' writes.
+    /// The reaper (replaced by the watchdog if it stalls).
+    reaper: Mutex<Option<JoinHandle<()>>>,
+    /// For a shared store, the follower of other processes' writes.
     background: Mutex<Vec<JoinHandle<()>>>,
 }
 
@@ -183,19 +193,25 @@ impl<S: Store> Engine<S> {
         let peers = store.peers();
         let engine = Engine {
             inner: Arc::new(Inner {
-                store,
+                store: Metered::new(store),
+                metrics: Recorder::default(),
                 config,
                 queues: Mutex::new(HashMap::new()),
                 reaper_wake: WakeAt::default(),
                 stopping: CancellationToken::new(),
+                reaper: Mutex::new(None),
                 background: Mutex::new(Vec::new()),
             }),
         };
-        let mut background = vec![tokio::spawn(engine.clone().run_reaper())];
+        let reaper = tokio::spawn(engine.clone().run_reaper());
+        *engine.inner.reaper.lock().expect("reaper lock poisoned") = Some(reaper);
         if let Some(peers) = peers {
-            background.push(tokio::spawn(engine.clone().follow_peers(peers)));
+            let follower = tokio::spawn(engine.clone().follow_peers(peers));
+            engine.inner.background.lock().expect("background lock poisoned").push(follower);
         }
-        *engine.inner.background.lock().expect("background lock poisoned") = background;
+        if let Some(config) = engine.inner.config.watchdog {
+            tokio::spawn(engine.clone().run_watchdog(config));
+        }
         engine
     }
 
@@ -231,6 +247,17 @@ impl<S: Store> Engine<S> {
     /// The wake-up of a queue.
     pub(crate) fn waker(&self, queue: &QueueName) -> Arc<QueueState> {
         self.queue_state(queue)
+    }
+
+    /// Everything the engine counted so far (see [`crate::metrics`]).
+    pub fn metrics(&self) -> MetricsSnapshot {
+        self.inner.metrics.snapshot(&self.inner.store.latency)
+    }
+
+    /// The queue's recent outcomes and throughput, for dashboards.
+    pub fn activity(&self, queue: &str) -> Result<QueueActivity> {
+        let queue = QueueName::new(queue)?;
+        Ok(self.inner.metrics.activity(&queue, self.now()))
     }
 
     /// Fire lag (lease time − due time) of the queue's most recent leases, or `None`
@@ -291,6 +318,7 @@ impl<S: Store> Engine<S> {
             return Ok(Vec::new());
         }
         let results = self.inner.store.schedule(tasks, now).await?;
+        self.inner.metrics.scheduled(&results);
         for scheduled in results.iter().flatten() {
             if scheduled.task.state == TaskState::Scheduled {
                 self.waker(&scheduled.task.queue).offer(Some(scheduled.task.due_at));
@@ -347,14 +375,18 @@ impl<S: Store> Engine<S> {
     pub async fn cancel(&self, queue: &str, key: &str) -> Result<bool> {
         self.check_running()?;
         let (queue, key) = (QueueName::new(queue)?, TaskKey::new(key)?);
-        self.inner.store.cancel(&queue, &key).await
+        let cancelled = self.inner.store.cancel(&queue, &key).await?;
+        self.inner.metrics.cancelled(&queue, Some(&key), u64::from(cancelled));
+        Ok(cancelled)
     }
 
     /// Cancels every task of the queue carrying `tag`; how many.
     pub async fn cancel_tag(&self, queue: &str, tag: &str) -> Result<u64> {
         self.check_running()?;
         let (queue, tag) = (QueueName::new(queue)?, Tag::new(tag)?);
-        self.inner.store.cancel_tag(&queue, &tag).await
+        let cancelled = self.inner.store.cancel_tag(&queue, &tag).await?;
+        self.inner.metrics.cancelled(&queue, None, cancelled);
+        Ok(cancelled)
     }
 
     /// A page of the queue's tasks in due order (`limit` 1–1,000).
@@ -433,6 +465,7 @@ impl<S: Store> Engine<S> {
         cancel: Option<&CancellationToken>,
     ) -> Result<Vec<Lease>> {
         let waker = self.waker(queue);
+        let _waiting = self.inner.metrics.waiting(queue);
         loop {
             self.check_running()?;
             let changed = waker.changed();
@@ -446,6 +479,7 @@ impl<S: Store> Engine<S> {
                     Ok(batch) => {
                         waker.offer(batch.next_due);
                         waker.record_lags(now, &batch.leases);
+                        self.inner.metrics.leased(queue, now, &batch.leases);
                         if let Some(first) = batch.leases.first() {
                             self.inner.reaper_wake.offer(Some(first.expires_at));
                             return Ok(batch.leases);
@@ -498,12 +532,15 @@ impl<S: Store> Engine<S> {
     /// ack. [`Error::LeaseLost`] if the lease is no longer live.
     pub async fn complete(&self, token: &LeaseToken, task: &Task, outcome: Outcome) -> Result<()> {
         let now = self.now();
+        let handler_done = matches!(outcome, Outcome::Done);
         let completion = completion_for(task, outcome, now, rand::random::<f64>());
+        let finished = Finished::of(&completion, handler_done);
         let next_due = match &completion {
             Completion::Retry { at, .. } | Completion::Reschedule { at } => Some(*at),
             _ => None,
         };
         self.inner.store.complete(CompleteRequest::new(token.clone(), completion, now)).await?;
+        self.inner.metrics.completed(token, task, finished, now);
         self.waker(&token.queue).offer(next_due);
         Ok(())
     }
@@ -513,12 +550,15 @@ impl<S: Store> Engine<S> {
         let mut results: Vec<Option<Result<()>>> = Vec::with_capacity(acks.len());
         let mut requests = Vec::with_capacity(acks.len());
         let mut offers = Vec::with_capacity(acks.len());
+        let mut finished = Vec::with_capacity(acks.len());
         for (token, outcome) in acks {
             let task = self.inner.store.get(&token.queue, &token.key).await?;
             let now = self.now();
             match task {
                 Some(task) if token.is_live_for(&task, now) => {
+                    let handler_done = matches!(outcome, Outcome::Done);
                     let completion = completion_for(&task, outcome, now, rand::random::<f64>());
+                    finished.push((token.clone(), Finished::of(&completion, handler_done), task, now));
                     if let Completion::Retry { at, .. } | Completion::Reschedule { at } = &completion {
                         offers.push((token.queue.clone(), *at));
                     }
@@ -528,7 +568,13 @@ impl<S: Store> Engine<S> {
                 _ => results.push(Some(Err(Error::LeaseLost))),
             }
         }
-        let mut applied = self.inner.store.complete_many(requests).await?.into_iter();
+        let applied = self.inner.store.complete_many(requests).await?;
+        for (result, (token, finished, task, now)) in applied.iter().zip(finished) {
+            if result.is_ok() {
+                self.inner.metrics.completed(&token, &task, finished, now);
+            }
+        }
+        let mut applied = applied.into_iter();
         for (queue, at) in offers {
             self.waker(&queue).offer(Some(at));
         }
@@ -549,6 +595,7 @@ impl<S: Store> Engine<S> {
     /// Gives a live lease back untried; the task is due again at once.
     pub async fn release(&self, token: &LeaseToken) -> Result<()> {
         self.inner.store.release(token, self.now()).await?;
+        self.inner.metrics.released(token);
         self.waker(&token.queue).offer(Some(Timestamp::EPOCH));
         Ok(())
     }
@@ -567,6 +614,7 @@ impl<S: Store> Engine<S> {
                 match self.inner.store.reap(now, self.inner.config.reap_batch).await {
                     Ok(result) => {
                         failures = 0;
+                        self.inner.metrics.reaped(&result, now);
                         for reaped in &result.reaped {
                             tracing::info!(queue = %reaped.queue, key = %reaped.key, state = %reaped.state, "lease expired");
                             if reaped.state == TaskState::Scheduled {
@@ -660,7 +708,9 @@ impl<S: Store> Engine<S> {
     /// ([`RunningWorker::shutdown`](crate::RunningWorker::shutdown)).
     pub async fn shutdown(&self) -> Result<()> {
         self.inner.stopping.cancel();
-        let background = std::mem::take(&mut *self.inner.background.lock().expect("background lock poisoned"));
+        let reaper = self.inner.reaper.lock().expect("reaper lock poisoned").take();
+        let mut background = std::mem::take(&mut *self.inner.background.lock().expect("background lock poisoned"));
+        background.extend(reaper);
         for task in background {
             let _ = task.await;
         }

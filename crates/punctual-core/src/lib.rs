@@ -2,6 +2,10 @@
 //! that fires tasks on time. No disk or network I/O happens here; stores live in their
 //! own crates (`punctual-sqlite`, later `punctual-redis`).
 //!
+//! The engine counts what it does ([`metrics`], read with [`Engine::metrics`]) and runs
+//! a watchdog that restarts a stalled consumer wait or lease reaper
+//! ([`WatchdogConfig`]).
+//!
 //! Guarantees (see `docs/state-machine.md`): a task whose schedule call returned fires
 //! at least once at or after its due time unless cancelled before it was leased; at
 //! most one lease of a task is live at a time; a replaced or cancelled task's old lease
@@ -10,6 +14,7 @@
 pub mod clock;
 pub mod engine;
 mod error;
+pub mod metrics;
 mod model;
 pub mod policy;
 pub mod store;
@@ -18,8 +23,8 @@ pub mod token;
 mod wake;
 mod worker;
 
-pub use clock::{Clock, ManualClock, SystemClock};
-pub use engine::{Engine, EngineConfig, LagSummary, LeaseOptions, Limits, QueueDefaults};
+pub use clock::{Clock, ManualClock, Stopwatch, SystemClock};
+pub use engine::{Engine, EngineConfig, LagSummary, LeaseOptions, Limits, QueueDefaults, WatchdogConfig};
 pub use error::{Error, Result};
 pub use model::{IfExists, NewTask, QueueName, Tag, Task, TaskKey, TaskMeta, TaskSpec, TaskState, When};
 pub use policy::{Backoff, Repeat};

@@ -19,6 +19,7 @@ use std::time::Duration;
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use crate::engine::Engine;
 use crate::error::{Error, Result};
@@ -338,9 +339,10 @@ impl<S: Store> RunOne<S> {
     async fn run(self) {
         let token = &self.lease.token;
         let delivery = Delivery::of(&self.lease);
-        let span = tracing::debug_span!("handler", queue = %token.queue, key = %token.key, attempt = delivery.attempt, delivery_id = %delivery.delivery_id);
-        let _ = span.enter();
-        let mut handler = tokio::spawn(Arc::clone(&self.handler).call(delivery));
+        // Whatever the handler logs carries the task's fields (`Instrument`: a span
+        // entered with a guard would not follow the future across awaits).
+        let span = tracing::info_span!("task", queue = %token.queue, key = %token.key, attempt = delivery.attempt, delivery_id = %delivery.delivery_id);
+        let mut handler = tokio::spawn(Arc::clone(&self.handler).call(delivery).instrument(span));
         let heartbeat = self.lease_for / 3;
         let mut renewing = true;
         let joined = loop {

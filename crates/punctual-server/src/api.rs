@@ -283,6 +283,62 @@ pub(crate) struct LagMs {
     pub(crate) p99: Option<u64>,
 }
 
+/// `GET /v1/queues/{queue}/activity`: a bounded history of recent outcomes and the
+/// lease rate, kept in memory for the dashboard.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct ActivityResponse {
+    /// Newest first; at most 100.
+    pub(crate) recent: Vec<RecentOutcome>,
+    /// The length of one throughput slot, in milliseconds (10,000).
+    pub(crate) slot_ms: u64,
+    /// Leases handed out per slot, oldest first; the last slot is the current one.
+    pub(crate) fired: Vec<u64>,
+}
+
+/// One outcome of a try.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct RecentOutcome {
+    pub(crate) key: String,
+    /// `done`, `retried`, `rescheduled`, `dead` or `expired` (the lease ran out).
+    #[schema(example = "done")]
+    pub(crate) outcome: &'static str,
+    /// When the outcome was applied.
+    #[schema(value_type = schema::Time)]
+    pub(crate) at: Timestamp,
+    #[schema(value_type = schema::Time)]
+    pub(crate) due_at: Timestamp,
+    /// Fire lag of this try: lease time − due time.
+    pub(crate) lag_ms: Option<u64>,
+    /// Lease → outcome.
+    pub(crate) duration_ms: Option<u64>,
+    /// This try's ordinal (0 when unknown: an expired lease).
+    pub(crate) attempt: u32,
+    pub(crate) error: Option<String>,
+}
+
+impl From<punctual_core::metrics::QueueActivity> for ActivityResponse {
+    fn from(a: punctual_core::metrics::QueueActivity) -> ActivityResponse {
+        ActivityResponse {
+            recent: a
+                .recent
+                .into_iter()
+                .map(|o| RecentOutcome {
+                    key: o.key.to_string(),
+                    outcome: o.outcome.as_str(),
+                    at: o.at,
+                    due_at: o.due_at,
+                    lag_ms: o.lag_ms,
+                    duration_ms: o.duration_ms,
+                    attempt: o.attempt,
+                    error: o.error,
+                })
+                .collect(),
+            slot_ms: u64::try_from(punctual_core::metrics::RATE_SLOT.as_millis()).unwrap_or(u64::MAX),
+            fired: a.fired_per_slot,
+        }
+    }
+}
+
 /// `POST /v1/queues/{queue}/lease`; every field is optional (an empty body works).
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]

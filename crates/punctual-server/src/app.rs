@@ -37,10 +37,15 @@ const LEASE_ROUTE: &str = "/v1/queues/{queue}/lease";
 /// Room for the JSON around a payload in a single-task request.
 const ENVELOPE_BYTES: usize = 64 * 1024;
 
-/// Paths that never need a token.
+/// Paths that never need a token: health, and the dashboard's page and assets, which
+/// hold no data (each data call of the page sends the token typed into it).
 fn is_open(path: &str) -> bool {
-    matches!(path, "/healthz" | "/readyz")
+    matches!(path, "/healthz" | "/readyz" | "/" | DASHBOARD_JS | DASHBOARD_CSS)
 }
+
+/// The dashboard's assets.
+const DASHBOARD_JS: &str = "/dashboard/app.js";
+const DASHBOARD_CSS: &str = "/dashboard/style.css";
 
 /// The whole HTTP API over `state`. Serve it with [`serve_on`](crate::serve_on), or
 /// call it directly in tests (`tower::ServiceExt::oneshot`).
@@ -65,6 +70,7 @@ pub fn app<S: Store>(state: AppState<S>) -> Router {
         .route("/v1/leases/{lease_id}/ack", post(routes::ack::<S>))
         .route("/v1/leases/{lease_id}/extend", post(routes::extend::<S>))
         .route("/v1/acks", post(routes::acks::<S>).layer(batch_body))
+        .route("/v1/queues/{queue}/activity", get(routes::activity::<S>))
         .route("/v1/queues/{queue}/dead", get(routes::list_dead::<S>))
         .route("/v1/queues/{queue}/dead/{key}", delete(routes::delete_dead::<S>))
         .route("/v1/queues/{queue}/dead/{key}/retry", post(routes::retry_dead::<S>))
@@ -73,6 +79,8 @@ pub fn app<S: Store>(state: AppState<S>) -> Router {
         .route("/metrics", get(ops::metrics::<S>))
         .route("/openapi.json", get(ops::openapi_json))
         .route("/", get(ops::index))
+        .route(DASHBOARD_JS, get(ops::dashboard_js))
+        .route(DASHBOARD_CSS, get(ops::dashboard_css))
         .fallback(no_route)
         .method_not_allowed_fallback(no_method)
         .layer(DefaultBodyLimit::max(single_body))

@@ -48,6 +48,7 @@ Configuration file (TOML; every key optional; unknown keys are an error):
   max_payload_bytes = 65536
   max_batch = 10000
   max_body_bytes = 33554432
+  max_overdue = \"1m\"                # /readyz answers 503 while a due task waits longer
 
   [redis]                             # with store = \"redis://…\" only
   prefix = \"punctual\"                 # of every key: deployments can share a Redis
@@ -127,6 +128,10 @@ pub struct ServeArgs {
     /// The largest body of a batch request, in bytes [default: 33554432 (32 MiB)].
     #[arg(long, value_name = "BYTES")]
     pub(crate) max_body_bytes: Option<usize>,
+    /// /readyz answers 503 while the oldest due task of any queue has waited longer
+    /// than this for a consumer [default: off].
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub(crate) max_overdue: Option<Duration>,
 }
 
 /// How logs are written.
@@ -161,6 +166,7 @@ pub(crate) struct Settings {
     pub(crate) max_payload_bytes: usize,
     pub(crate) max_batch: usize,
     pub(crate) max_body_bytes: usize,
+    pub(crate) max_overdue: Option<Duration>,
     pub(crate) queues: HashMap<QueueName, QueueDefaults>,
     /// Queues the server delivers itself, in name order.
     pub(crate) actions: Vec<(QueueName, ActionSpec)>,
@@ -199,6 +205,7 @@ impl Settings {
             tokens: self.tokens.clone(),
             request_timeout: self.request_timeout,
             max_body_bytes: self.max_body_bytes,
+            max_overdue: self.max_overdue,
         }
     }
 }
@@ -243,6 +250,7 @@ struct RawConfig {
     max_batch: Option<Spanned<i64>>,
     max_body_bytes: Option<Spanned<i64>>,
     redis: Option<Spanned<RawRedis>>,
+    max_overdue: Option<Spanned<ApiDuration>>,
     #[serde(default)]
     queues: BTreeMap<Spanned<String>, RawQueue>,
 }
@@ -422,6 +430,10 @@ pub(crate) fn settings(args: &ServeArgs, file: Option<(&Path, &str)>) -> Result<
         max_payload_bytes: count(args.max_payload_bytes, &raw.max_payload_bytes, "max_payload_bytes", 64 * 1024)?,
         max_batch: count(args.max_batch, &raw.max_batch, "max_batch", 10_000)?,
         max_body_bytes: count(args.max_body_bytes, &raw.max_body_bytes, "max_body_bytes", 32 * 1024 * 1024)?,
+        max_overdue: match (args.max_overdue, &raw.max_overdue) {
+            (None, None) => None,
+            (flag, value) => Some(duration(flag, value, "max_overdue", Duration::ZERO)?),
+        },
         queues,
         shards,
         redis: redis_settings(raw.redis.as_ref(), &at)?,
@@ -519,6 +531,16 @@ mod tests {
         assert_eq!(s.log_format, LogFormat::Text);
         assert_eq!((s.max_payload_bytes, s.max_batch), (65_536, 10_000));
         assert_eq!(s.grace_period, Duration::from_secs(10));
+        assert_eq!(s.max_overdue, None, "the overdue bound of /readyz is off by default");
+    }
+
+    #[test]
+    fn max_overdue_comes_from_the_file_or_the_flag() {
+        assert_eq!(file("max_overdue = \"90s\"\n").unwrap().max_overdue, Some(Duration::from_secs(90)));
+        let args = ServeArgs { max_overdue: Some(Duration::from_secs(5)), ..ServeArgs::default() };
+        let s = settings(&args, Some((Path::new("f.toml"), "max_overdue = \"90s\"\n"))).unwrap();
+        assert_eq!(s.max_overdue, Some(Duration::from_secs(5)));
+        assert_eq!(error_line("\nmax_overdue = \"0s\"\n"), (Some(2), "max_overdue must be longer than 0".into()));
     }
 
     #[test]

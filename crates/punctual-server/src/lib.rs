@@ -10,7 +10,8 @@
 //! middleware: auth, timeouts, limits), `routes` (one handler per route), `api`
 //! (request and response bodies, validation), `extract` (reading requests), `error`
 //! (the one mapping to the error body), `delivery` (leases a client never received are
-//! released), `ops` (health, metrics, OpenAPI), `server` (the socket and graceful
+//! released), `ops` (health, readiness, metrics, OpenAPI, the dashboard), `prom` (the
+//! Prometheus text of `/metrics`), `server` (the socket and graceful
 //! shutdown).
 //!
 //! The server is generic over the [`Store`]; [`serve`] picks the backend with one
@@ -30,6 +31,7 @@ mod error;
 mod extract;
 mod openapi;
 mod ops;
+mod prom;
 mod routes;
 mod schema;
 mod server;

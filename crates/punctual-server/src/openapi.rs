@@ -14,7 +14,7 @@ use crate::{api, error, ops, routes, schema};
         /healthz and /readyz needs 'Authorization: Bearer <token>'."),
     paths(
         routes::put_task, routes::post_tasks, routes::get_task, routes::delete_task, routes::cancel_tag,
-        routes::list_tasks, routes::list_queues, routes::get_queue, routes::lease, routes::ack, routes::acks,
+        routes::list_tasks, routes::list_queues, routes::get_queue, routes::activity, routes::lease, routes::ack, routes::acks,
         routes::extend, routes::list_dead, routes::retry_dead, routes::delete_dead,
         ops::healthz, ops::readyz, ops::metrics, ops::openapi_json, ops::index,
     ),
@@ -24,7 +24,7 @@ use crate::{api, error, ops, routes, schema};
         api::BatchResult, api::CancelledResponse, api::TaskList, api::QueueSummary, api::QueueListResponse,
         api::QueueDetail, api::LagMs, api::LeaseBody, api::LeaseResponse, api::LeaseItem, api::AckBody,
         api::AckItem, api::AcksBody, api::AcksResponse, api::AckResult, api::ExtendBody, api::ExtendResponse,
-        api::OutcomeName, ops::Status,
+        api::OutcomeName, api::ActivityResponse, api::RecentOutcome, ops::Status,
     )),
     modifiers(&BearerAuth),
     security(("bearer" = [])),

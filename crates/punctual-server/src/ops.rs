@@ -1,17 +1,22 @@
 //! Operations endpoints: `/healthz` (the process answers), `/readyz` (the store
-//! answers), `/metrics` (Prometheus text), `/openapi.json` and the page at `/`.
-
-use std::fmt::Write as _;
+//! answers and, with `max_overdue`, no due task waits too long), `/metrics`
+//! (Prometheus text, see `prom`), `/openapi.json`, and the dashboard at `/` with its
+//! two assets, embedded in the binary (`dashboard/`: no build step, no CDN).
+//!
+//! Invariant: `/readyz` logs its reason only when its answer changes, so a probe every
+//! second does not flood the log.
 
 use axum::Json;
 use axum::extract::State;
-use axum::http::header;
-use axum::response::{Html, IntoResponse, Response};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
 use punctual_core::Store;
+use punctual_core::time::format_duration;
 use serde::Serialize;
 use utoipa::{OpenApi, ToSchema};
 
-use crate::error::{ApiError, ErrorBody};
+use crate::error::{ApiError, ErrorBody, ErrorDetail};
+use crate::prom;
 use crate::state::AppState;
 
 /// The body of `/healthz` and `/readyz`.
@@ -27,67 +32,57 @@ pub(crate) async fn healthz() -> Json<Status> {
     Json(Status { status: "ok" })
 }
 
-#[utoipa::path(get, path = "/readyz", tag = "operations", summary = "The store is reachable (never needs a token)",
-    responses((status = 200, body = Status), (status = 503, body = ErrorBody)), security(()))]
-pub(crate) async fn readyz<S: Store>(State(state): State<AppState<S>>) -> Result<Json<Status>, ApiError> {
+#[utoipa::path(get, path = "/readyz", tag = "operations",
+    summary = "The store is reachable and, with max_overdue set, no due task has waited longer (never needs a token)",
+    responses((status = 200, body = Status),
+              (status = 503, description = "Unready; the message says why", body = ErrorBody)),
+    security(()))]
+pub(crate) async fn readyz<S: Store>(State(state): State<AppState<S>>) -> Response {
+    let answer = readiness(&state).await;
+    state.note_readiness(answer.as_ref().map(|_| ()).map_err(String::as_str));
+    match answer {
+        Ok(()) => Json(Status { status: "ready" }).into_response(),
+        Err(why) => {
+            let error = ErrorDetail { code: "unavailable", message: why, field: None };
+            (StatusCode::SERVICE_UNAVAILABLE, Json(ErrorBody { error })).into_response()
+        }
+    }
+}
+
+/// `Err(why)` when the server should get no traffic.
+async fn readiness<S: Store>(state: &AppState<S>) -> Result<(), String> {
     let engine = &state.inner.engine;
     if engine.is_stopping() || state.inner.shutdown.is_cancelled() {
-        return Err(ApiError::Unavailable { detail: "readyz: the server is stopping".into() });
+        return Err("the server is stopping".into());
     }
-    // A read of a task that never exists: cheap, and it goes through the store.
-    engine.stats(Some("punctual.readyz")).await?;
-    Ok(Json(Status { status: "ready" }))
+    let unreachable = |e: punctual_core::Error| format!("the store cannot be reached: {e}");
+    let Some(bound) = state.inner.options.max_overdue else {
+        // A read of a queue that never exists: cheap, and it goes through the store.
+        return engine.stats(Some("punctual.readyz")).await.map(|_| ()).map_err(unreachable);
+    };
+    let stats = engine.stats(None).await.map_err(unreachable)?;
+    let now = engine.clock().now();
+    let worst = stats.iter().map(|s| (prom::oldest_overdue(s, now), s)).max_by_key(|(overdue, _)| *overdue);
+    match worst {
+        Some((overdue, s)) if overdue > bound => Err(format!(
+            "a due task of queue '{}' has waited {} for a consumer, over max_overdue ({})",
+            s.name,
+            format_duration(overdue),
+            format_duration(bound)
+        )),
+        _ => Ok(()),
+    }
 }
 
 #[utoipa::path(get, path = "/metrics", tag = "operations", summary = "Prometheus text exposition",
-    responses((status = 200, description = "Per-queue gauges", content_type = "text/plain")))]
+    responses((status = 200, description = "Gauges, counters and histograms per queue (listed in the README)",
+               content_type = "text/plain")))]
 pub(crate) async fn metrics<S: Store>(State(state): State<AppState<S>>) -> Result<Response, ApiError> {
     let engine = &state.inner.engine;
     let stats = engine.stats(None).await?;
-    let now = engine.clock().now();
-    let mut out = String::new();
-    family(&mut out, "punctual_up", "1 while the server runs.", vec!["punctual_up 1".to_owned()]);
-    let mut lines = Vec::new();
-    for s in &stats {
-        let q = escape(s.name.as_str());
-        for (state, n) in [("scheduled", s.scheduled), ("leased", s.leased), ("dead", s.dead)] {
-            lines.push(format!("punctual_tasks{{queue=\"{q}\",state=\"{state}\"}} {n}"));
-        }
-    }
-    family(&mut out, "punctual_tasks", "Tasks per queue and state.", lines);
-    let mut lines = Vec::new();
-    for s in &stats {
-        let overdue = s.next_due_at.filter(|d| *d <= now).map_or(0.0, |d| now.saturating_since(d).as_secs_f64());
-        lines.push(format!("punctual_queue_overdue_seconds{{queue=\"{}\"}} {overdue}", escape(s.name.as_str())));
-    }
-    family(&mut out, "punctual_queue_overdue_seconds", "How long the earliest scheduled task has been due.", lines);
-    let mut lines = Vec::new();
-    for s in &stats {
-        if let Ok(Some(lag)) = engine.recent_lag(s.name.as_str()) {
-            let q = escape(s.name.as_str());
-            for (quantile, ms) in [("0.5", lag.p50_ms), ("0.99", lag.p99_ms)] {
-                let seconds = ms as f64 / 1000.0;
-                lines.push(format!("punctual_fire_lag_seconds{{queue=\"{q}\",quantile=\"{quantile}\"}} {seconds}"));
-            }
-        }
-    }
-    let help = "Recent fire lag (lease time - due time) of this server's leases.";
-    family(&mut out, "punctual_fire_lag_seconds", help, lines);
-    Ok(([(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], out).into_response())
-}
-
-/// Writes one metric family: its HELP and TYPE (gauge) lines, then its samples.
-fn family(out: &mut String, name: &str, help: &str, samples: Vec<String>) {
-    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge");
-    for sample in samples {
-        out.push_str(&sample);
-        out.push('\n');
-    }
-}
-
-/// Escapes a Prometheus label value.
-fn escape(value: &str) -> String {
-    value.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+    let scrape = prom::Scrape { stats, metrics: engine.metrics(), now: engine.clock().now() };
+    let text = prom::render(scrape).map_err(ApiError::internal)?;
+    Ok(([(header::CONTENT_TYPE, prom::CONTENT_TYPE)], text).into_response())
 }
 
 #[utoipa::path(get, path = "/openapi.json", tag = "operations", summary = "This document",
@@ -96,24 +91,24 @@ pub(crate) async fn openapi_json() -> Response {
     Json(crate::openapi::ApiDoc::openapi()).into_response()
 }
 
-#[utoipa::path(get, path = "/", tag = "operations", summary = "The dashboard (a placeholder for now)",
-    responses((status = 200, description = "HTML", content_type = "text/html")))]
-pub(crate) async fn index() -> Html<&'static str> {
-    Html(concat!(
-        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>punctual</title></head>\n",
-        "<body><h1>punctual ",
-        env!("CARGO_PKG_VERSION"),
-        "</h1>\n<p>Durable delayed tasks that fire on time. The dashboard comes later.</p>\n",
-        "<ul><li><a href=\"/openapi.json\">/openapi.json</a>: the HTTP API</li>\n",
-        "<li><a href=\"/v1/queues\">/v1/queues</a>: queues and their counts</li>\n",
-        "<li><a href=\"/metrics\">/metrics</a>: Prometheus metrics</li></ul>\n</body></html>\n",
-    ))
+#[utoipa::path(get, path = "/", tag = "operations",
+    summary = "The dashboard: the page itself needs no token; each of its data calls sends the one typed in it",
+    responses((status = 200, description = "HTML", content_type = "text/html")), security(()))]
+pub(crate) async fn index() -> Response {
+    asset("text/html; charset=utf-8", include_str!("dashboard/index.html"))
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn label_values_are_escaped() {
-        assert_eq!(super::escape("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
-    }
+/// The dashboard's script.
+pub(crate) async fn dashboard_js() -> Response {
+    asset("text/javascript; charset=utf-8", include_str!("dashboard/app.js"))
+}
+
+/// The dashboard's style sheet.
+pub(crate) async fn dashboard_css() -> Response {
+    asset("text/css; charset=utf-8", include_str!("dashboard/style.css"))
+}
+
+/// An embedded file; revalidated on each load, since a new binary may bring a new one.
+fn asset(content_type: &'static str, body: &'static str) -> Response {
+    ([(header::CONTENT_TYPE, content_type), (header::CACHE_CONTROL, "no-cache")], body).into_response()
 }

@@ -180,6 +180,17 @@ pub(crate) async fn get_queue<S: Store>(State(state): State<AppState<S>>, params
     Ok(Json(QueueDetail { summary, oldest_overdue_ms, lag_ms }).into_response())
 }
 
+#[utoipa::path(get, path = "/v1/queues/{queue}/activity", tag = "queues",
+    summary = "Recent outcomes (bounded history, newest first) and leases per 10 s over the last 15 min",
+    description = "Kept in memory by this server for the dashboard: at most 100 outcomes per queue, lost on \
+        restart, and only of leases this server handed out or reaped. An unknown queue answers empty lists.",
+    params(("queue" = String, Path)),
+    responses((status = 200, body = ActivityResponse), (status = 400, body = ErrorBody)))]
+pub(crate) async fn activity<S: Store>(State(state): State<AppState<S>>, params: Params) -> Answer {
+    let activity = state.inner.engine.activity(params.get("queue"))?;
+    Ok(Json(ActivityResponse::from(activity)).into_response())
+}
+
 #[utoipa::path(post, path = "/v1/queues/{queue}/lease", tag = "workers",
     summary = "Lease due tasks; with wait, hold the request open until one falls due (long poll)",
     params(("queue" = String, Path)),

@@ -5,7 +5,7 @@
 //! every configured token checked on every request, so neither the timing nor the
 //! order of a mismatch tells anything about a token.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use punctual_core::{Engine, Store, TokenCodec};
@@ -24,11 +24,19 @@ pub struct HttpOptions {
     pub request_timeout: Duration,
     /// The largest request body of a batch (`POST …/tasks`, `POST /v1/acks`).
     pub max_body_bytes: usize,
+    /// `/readyz` is unready while a due task has waited longer than this; `None`: no
+    /// bound.
+    pub max_overdue: Option<Duration>,
 }
 
 impl Default for HttpOptions {
     fn default() -> HttpOptions {
-        HttpOptions { tokens: Vec::new(), request_timeout: Duration::from_secs(30), max_body_bytes: 32 * 1024 * 1024 }
+        HttpOptions {
+            tokens: Vec::new(),
+            request_timeout: Duration::from_secs(30),
+            max_body_bytes: 32 * 1024 * 1024,
+            max_overdue: None,
+        }
     }
 }
 
@@ -51,6 +59,9 @@ pub(crate) struct Inner<S: Store> {
     pub(crate) auth: Auth,
     pub(crate) options: HttpOptions,
     pub(crate) shutdown: CancellationToken,
+    /// Whether `/readyz` last answered ready (`None` before its first answer); a
+    /// change is logged, with the reason when it turns unready.
+    pub(crate) readiness: Mutex<Option<bool>>,
 }
 
 impl<S: Store> AppState<S> {
@@ -64,6 +75,7 @@ impl<S: Store> AppState<S> {
                 auth: Auth::new(&options.tokens),
                 options,
                 shutdown: CancellationToken::new(),
+                readiness: Mutex::new(None),
             }),
         })
     }
@@ -77,6 +89,23 @@ impl<S: Store> AppState<S> {
     /// an empty list.
     pub fn shutdown_token(&self) -> &CancellationToken {
         &self.inner.shutdown
+    }
+
+    /// Records the answer of `/readyz` (`Err(why)`: unready) and logs it when it
+    /// turns from ready to unready or back (the reason's wording may change while
+    /// unready, e.g. a growing wait: that is not logged again).
+    pub(crate) fn note_readiness(&self, answer: Result<(), &str>) {
+        let ready = answer.is_ok();
+        let mut last = self.inner.readiness.lock().expect("readiness lock poisoned");
+        if *last == Some(ready) {
+            return;
+        }
+        match answer {
+            Err(why) => tracing::warn!(reason = %why, "not ready: {why}"),
+            Ok(()) if last.is_some() => tracing::info!("ready again"),
+            Ok(()) => {}
+        }
+        *last = Some(ready);
     }
 
     /// The lease-id codec (tests forge and alter ids with it).

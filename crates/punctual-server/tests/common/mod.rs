@@ -130,6 +130,7 @@ pub const API_ROUTES: &[(&str, &str)] = &[
     ("GET", "/v1/queues/{queue}/tasks"),
     ("GET", "/v1/queues"),
     ("GET", "/v1/queues/{queue}"),
+    ("GET", "/v1/queues/{queue}/activity"),
     ("POST", "/v1/queues/{queue}/lease"),
     ("POST", "/v1/leases/{lease_id}/ack"),
     ("POST", "/v1/acks"),

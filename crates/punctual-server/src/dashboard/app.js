@@ -1,0 +1,415 @@
+// punctual dashboard: vanilla JS, no build step, no external requests.
+//
+// Views (hash routes): "#/" queues overview, "#/queue/<q>" one queue, "#/task/<q>/<key>"
+// one task. Every data call goes to the /v1 API with the token saved in localStorage
+// ("punctual.token") as a Bearer header. Data is put into the page with textContent
+// only, never as HTML, so task keys and payloads cannot inject markup.
+"use strict";
+
+const TOKEN_KEY = "punctual.token";
+const REFRESH_MS = 5000;
+const view = document.getElementById("view");
+const banner = document.getElementById("banner");
+let timer = null;
+let chartRange = "hour";
+let keepBanner = false;
+
+// ---- helpers ------------------------------------------------------------------------
+
+function h(tag, attrs, ...children) {
+  const el = document.createElement(tag);
+  for (const [name, value] of Object.entries(attrs || {})) {
+    if (value === undefined || value === null || value === false) continue;
+    if (name.startsWith("on")) el.addEventListener(name.slice(2), value);
+    else if (name === "class") el.className = value;
+    else el.setAttribute(name, value === true ? "" : value);
+  }
+  for (const child of children.flat(Infinity)) {
+    if (child === null || child === undefined || child === false) continue;
+    el.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return el;
+}
+
+function svg(tag, attrs, ...children) {
+  const el = document.createElementNS("http://www.w3.org/2000/svg", tag);
+  for (const [name, value] of Object.entries(attrs || {})) el.setAttribute(name, value);
+  for (const child of children.flat(Infinity)) {
+    if (child === null || child === undefined) continue;
+    el.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return el;
+}
+
+const enc = encodeURIComponent;
+
+class ApiError extends Error {
+  constructor(status, body) {
+    super((body && body.error && body.error.message) || `HTTP ${status}`);
+    this.status = status;
+    this.code = body && body.error && body.error.code;
+  }
+}
+
+async function api(method, path, body) {
+  const headers = { Accept: "application/json" };
+  const token = localStorage.getItem(TOKEN_KEY);
+  if (token) headers.Authorization = `Bearer ${token}`;
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  const resp = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  const text = await resp.text();
+  let json = null;
+  if (text) {
+    try { json = JSON.parse(text); } catch { json = null; }
+  }
+  if (!resp.ok) throw new ApiError(resp.status, json);
+  return json;
+}
+
+// Errors stay until the next successful load; news of an action fades after 8 s.
+let bannerTimer = null;
+function showBanner(message, kind) {
+  clearTimeout(bannerTimer);
+  if (!message) { banner.hidden = true; banner.textContent = ""; return; }
+  banner.hidden = false;
+  banner.className = kind === "info" ? "banner info" : "banner";
+  banner.textContent = message;
+  if (kind === "info") bannerTimer = setTimeout(() => showBanner(null), 8000);
+}
+
+function explain(err) {
+  if (err.status === 401) return "This server needs a token: type it in the token field above and press Save.";
+  return `Error: ${err.message}`;
+}
+
+function ms(n) {
+  if (n === null || n === undefined) return "–";
+  if (n < 1000) return `${n} ms`;
+  return duration(n);
+}
+
+function duration(msec) {
+  const s = Math.round(msec / 1000);
+  if (s < 60) return `${(msec / 1000).toFixed(msec < 10000 ? 1 : 0)} s`;
+  const m = Math.floor(s / 60);
+  if (m < 60) return `${m} min ${s % 60} s`;
+  const hrs = Math.floor(m / 60);
+  if (hrs < 48) return `${hrs} h ${m % 60} min`;
+  return `${Math.floor(hrs / 24)} d ${hrs % 24} h`;
+}
+
+function relative(iso) {
+  if (!iso) return "–";
+  const delta = Date.parse(iso) - Date.now();
+  if (Math.abs(delta) < 1000) return "now";
+  return delta > 0 ? `in ${duration(delta)}` : `${duration(-delta)} ago`;
+}
+
+function shortTime(iso) {
+  if (!iso) return "–";
+  const d = new Date(iso);
+  return d.toLocaleString(undefined, { month: "short", day: "numeric", hour: "2-digit", minute: "2-digit", second: "2-digit" });
+}
+
+function sparkline(values) {
+  const w = 120, hgt = 26, max = Math.max(1, ...values);
+  const step = values.length > 1 ? w / (values.length - 1) : w;
+  const pts = values.map((v, i) => `${(i * step).toFixed(1)},${(hgt - 2 - (v / max) * (hgt - 4)).toFixed(1)}`);
+  return svg("svg", { class: "spark", viewBox: `0 0 ${w} ${hgt}`, preserveAspectRatio: "none", role: "img",
+    "aria-label": `leases per 10 s, last 15 min, max ${max}` },
+    svg("polygon", { points: `0,${hgt} ${pts.join(" ")} ${w},${hgt}` }),
+    svg("polyline", { points: pts.join(" ") }));
+}
+
+function perMinute(fired, slotMs) {
+  const recent = fired.slice(-6).reduce((a, b) => a + b, 0);
+  return Math.round((recent * 60000) / (slotMs * 6));
+}
+
+// ---- views --------------------------------------------------------------------------
+
+async function overview() {
+  const { queues } = await api("GET", "/v1/queues");
+  const details = await Promise.all(queues.map(async (q) => {
+    const [detail, activity] = await Promise.all([
+      api("GET", `/v1/queues/${enc(q.name)}`),
+      api("GET", `/v1/queues/${enc(q.name)}/activity`),
+    ]);
+    return { detail, activity };
+  }));
+  const totals = queues.reduce((t, q) => ({ scheduled: t.scheduled + q.scheduled, leased: t.leased + q.leased, dead: t.dead + q.dead }),
+    { scheduled: 0, leased: 0, dead: 0 });
+  const worst = Math.max(0, ...details.map((d) => d.detail.oldest_overdue_ms));
+  const rows = details.map(({ detail: d, activity: a }) => h("tr", { "data-queue": d.name },
+    h("td", {}, h("a", { href: `#/queue/${enc(d.name)}` }, d.name)),
+    h("td", { class: "num", "data-col": "scheduled" }, d.scheduled),
+    h("td", { class: "num", "data-col": "leased" }, d.leased),
+    h("td", { class: d.dead > 0 ? "num bad" : "num", "data-col": "dead" }, d.dead),
+    h("td", { class: "hide-narrow" }, relative(d.next_due_at)),
+    h("td", { class: overdueClass(d.oldest_overdue_ms) + " num" }, d.oldest_overdue_ms ? ms(d.oldest_overdue_ms) : "–"),
+    h("td", { class: "num hide-narrow" }, `${ms(d.lag_ms.p50)} / ${ms(d.lag_ms.p99)}`),
+    h("td", { class: "hide-narrow" }, sparkline(a.fired), h("span", { class: "rate" }, `${perMinute(a.fired, a.slot_ms)}/min`)),
+  ));
+  return [
+    h("h1", {}, "Queues"),
+    h("div", { class: "cards" },
+      card("Queues", queues.length, "queues"),
+      card("Scheduled", totals.scheduled, "scheduled"),
+      card("Leased", totals.leased, "leased"),
+      card("Dead", totals.dead, "dead"),
+      card("Oldest overdue", worst ? ms(worst) : "–", "overdue")),
+    h("h2", {}, "By queue"),
+    queues.length === 0
+      ? h("div", { class: "panel muted", id: "no-queues" }, "No tasks yet. Schedule one: PUT /v1/queues/{queue}/tasks/{key}.")
+      : h("div", { class: "panel" }, h("table", { id: "queues" },
+        h("thead", {}, h("tr", {},
+          h("th", {}, "Queue"), h("th", { class: "num" }, "Scheduled"), h("th", { class: "num" }, "Leased"),
+          h("th", { class: "num" }, "Dead"), h("th", { class: "hide-narrow" }, "Next due"),
+          h("th", { class: "num" }, "Oldest overdue"), h("th", { class: "num hide-narrow" }, "Lag p50 / p99"),
+          h("th", { class: "hide-narrow" }, "Throughput (15 min)"))),
+        h("tbody", {}, rows))),
+  ];
+}
+
+function overdueClass(overdueMs) {
+  if (overdueMs >= 60000) return "bad";
+  if (overdueMs >= 5000) return "warn";
+  return "";
+}
+
+function card(label, value, id) {
+  return h("div", { class: "card", id: `card-${id}` }, h("div", { class: "label" }, label), h("div", { class: "value" }, value));
+}
+
+async function queuePage(queue) {
+  const q = enc(queue);
+  const [detail, activity, dead, upcoming] = await Promise.all([
+    api("GET", `/v1/queues/${q}`),
+    api("GET", `/v1/queues/${q}/activity`),
+    api("GET", `/v1/queues/${q}/dead?limit=100`),
+    upcomingTasks(queue, chartRange),
+  ]);
+  const deadRows = dead.tasks.map((t) => h("tr", { "data-key": t.key },
+    h("td", {}, h("a", { href: `#/task/${q}/${enc(t.key)}` }, t.key)),
+    h("td", { class: "num" }, t.attempts),
+    h("td", { class: "hide-narrow" }, shortTime(t.updated_at)),
+    h("td", { class: "hide-narrow" }, t.last_error || ""),
+    h("td", {}, h("div", { class: "actions" },
+      h("button", { class: "retry", onclick: (e) => act(e, "POST", `/v1/queues/${q}/dead/${enc(t.key)}/retry`, `Retried ${t.key}`) }, "Retry"),
+      h("button", { class: "danger delete", onclick: (e) => confirmThen(`Delete dead task ${t.key}?`, () => act(e, "DELETE", `/v1/queues/${q}/dead/${enc(t.key)}`, `Deleted ${t.key}`)) }, "Delete"))),
+  ));
+  const recentRows = activity.recent.map((o) => h("tr", {},
+    h("td", {}, h("a", { href: `#/task/${q}/${enc(o.key)}` }, o.key)),
+    h("td", {}, h("span", { class: `pill ${o.outcome}` }, o.outcome)),
+    h("td", { class: "num" }, ms(o.lag_ms)),
+    h("td", { class: "num hide-narrow" }, ms(o.duration_ms)),
+    h("td", { class: "num hide-narrow" }, o.attempt || "–"),
+    h("td", {}, relative(o.at)),
+    h("td", { class: "hide-narrow" }, o.error || ""),
+  ));
+  return [
+    h("h1", {}, h("a", { href: "#/" }, "Queues"), " / ", queue),
+    h("div", { class: "cards" },
+      card("Scheduled", detail.scheduled, "scheduled"),
+      card("Leased", detail.leased, "leased"),
+      card("Dead", detail.dead, "dead"),
+      card("Next due", relative(detail.next_due_at), "next-due"),
+      card("Oldest overdue", detail.oldest_overdue_ms ? ms(detail.oldest_overdue_ms) : "–", "overdue"),
+      card("Lag p50 / p99", `${ms(detail.lag_ms.p50)} / ${ms(detail.lag_ms.p99)}`, "lag"),
+      card("Leases / min", perMinute(activity.fired, activity.slot_ms), "rate")),
+    h("h2", {}, "Upcoming"),
+    h("div", { class: "panel" },
+      h("div", { class: "chart-head" },
+        rangeButton("hour", "Next hour"), rangeButton("day", "Next day"),
+        h("span", { class: "muted" }, upcoming.note)),
+      chart(upcoming, chartRange)),
+    h("h2", {}, `Dead tasks (${detail.dead})`),
+    dead.tasks.length === 0
+      ? h("div", { class: "panel muted", id: "dead-empty" }, "No dead tasks.")
+      : h("div", { class: "panel" }, h("table", { id: "dead" },
+        h("thead", {}, h("tr", {}, h("th", {}, "Key"), h("th", { class: "num" }, "Attempts"),
+          h("th", { class: "hide-narrow" }, "Died"), h("th", { class: "hide-narrow" }, "Last error"), h("th", {}, ""))),
+        h("tbody", {}, deadRows))),
+    h("h2", {}, "Recent outcomes"),
+    activity.recent.length === 0
+      ? h("div", { class: "panel muted" }, "Nothing has run on this server yet.")
+      : h("div", { class: "panel" }, h("table", { id: "recent" },
+        h("thead", {}, h("tr", {}, h("th", {}, "Key"), h("th", {}, "Outcome"), h("th", { class: "num" }, "Lag"),
+          h("th", { class: "num hide-narrow" }, "Took"), h("th", { class: "num hide-narrow" }, "Try"),
+          h("th", {}, "When"), h("th", { class: "hide-narrow" }, "Error"))),
+        h("tbody", {}, recentRows))),
+  ];
+}
+
+function rangeButton(range, label) {
+  return h("button", { class: range === chartRange ? "" : "secondary", onclick: () => { chartRange = range; render(); } }, label);
+}
+
+// Scheduled tasks due before the horizon, in due order, at most 5 pages of 1,000.
+async function upcomingTasks(queue, range) {
+  const now = Date.now();
+  const span = range === "hour" ? 3600e3 : 86400e3;
+  const bins = range === "hour" ? 60 : 48;
+  const counts = new Array(bins).fill(0);
+  let dueNow = 0, seen = 0, cursor = null, truncated = false;
+  for (let page = 0; page < 5; page++) {
+    const qs = `state=scheduled&limit=1000${cursor ? `&cursor=${enc(cursor)}` : ""}`;
+    const resp = await api("GET", `/v1/queues/${enc(queue)}/tasks?${qs}`);
+    let past = false;
+    for (const t of resp.tasks) {
+      const at = Date.parse(t.due_at) - now;
+      if (at >= span) { past = true; break; }
+      seen++;
+      if (at <= 0) dueNow++;
+      else counts[Math.min(bins - 1, Math.floor((at / span) * bins))]++;
+    }
+    cursor = resp.next_cursor;
+    if (past || !cursor) break;
+    if (page === 4) truncated = true;
+  }
+  const note = `${seen} task(s) due within the next ${range === "hour" ? "hour" : "day"}` +
+    (dueNow ? `, ${dueNow} due now` : "") + (truncated ? " (first 5,000 only)" : "");
+  return { counts, span, note };
+}
+
+function chart(data, range) {
+  const w = 1000, hgt = 200, pad = 24, max = Math.max(1, ...data.counts);
+  const bw = (w - pad) / data.counts.length;
+  const bars = data.counts.map((n, i) => {
+    const bh = (n / max) * (hgt - 2 * pad);
+    const minutes = (i * data.span) / data.counts.length / 60000;
+    return svg("rect", { class: "bar", x: (pad + i * bw + 0.5).toFixed(1), y: (hgt - pad - bh).toFixed(1),
+      width: Math.max(1, bw - 1).toFixed(1), height: bh.toFixed(1) },
+      svg("title", {}, `${n} task(s) at +${minutes >= 60 ? `${(minutes / 60).toFixed(1)} h` : `${Math.round(minutes)} min`}`));
+  });
+  const ticks = range === "hour" ? [[0, "now"], [0.25, "+15m"], [0.5, "+30m"], [0.75, "+45m"], [1, "+1h"]]
+    : [[0, "now"], [0.25, "+6h"], [0.5, "+12h"], [0.75, "+18h"], [1, "+24h"]];
+  return svg("svg", { class: "chart", id: "upcoming-chart", viewBox: `0 0 ${w} ${hgt}`, role: "img",
+    "aria-label": "tasks by due time" },
+    svg("line", { x1: pad, y1: hgt - pad, x2: w, y2: hgt - pad }),
+    svg("text", { x: 0, y: pad }, max),
+    ...bars,
+    ...ticks.map(([f, label]) => svg("text", { x: Math.min(w - 34, pad + f * (w - pad) - (f ? 16 : 0)), y: hgt - 6 }, label)));
+}
+
+async function taskPage(queue, key) {
+  let task;
+  try {
+    task = await api("GET", `/v1/queues/${enc(queue)}/tasks/${enc(key)}`);
+  } catch (err) {
+    if (err.status !== 404) throw err;
+    return [
+      h("h1", {}, h("a", { href: `#/queue/${enc(queue)}` }, queue), " / ", key),
+      h("div", { class: "panel", id: "task-missing" }, "No such task: it was never scheduled, or it is done or cancelled."),
+    ];
+  }
+  const path = `/v1/queues/${enc(queue)}/tasks/${enc(key)}`;
+  const fields = [
+    ["State", h("span", { class: `pill ${task.state}`, id: "task-state" }, task.state)],
+    ["Due", `${shortTime(task.due_at)} (${relative(task.due_at)})`],
+    ["Attempts", `${task.attempts} of ${task.max_attempts}`],
+    ["Repeat", task.repeat ? JSON.stringify(task.repeat) : "–"],
+    ["Tags", task.tags.length ? task.tags.join(", ") : "–"],
+    ["Version", task.version],
+    ["Created", shortTime(task.created_at)],
+    ["Updated", shortTime(task.updated_at)],
+    ["Lease expires", task.lease_expires_at ? shortTime(task.lease_expires_at) : "–"],
+    ["Last error", task.last_error || "–"],
+  ];
+  const buttons = [h("button", { class: "danger", id: "cancel-task",
+    onclick: (e) => confirmThen(`Cancel ${key}?`, () => act(e, "DELETE", path, `Cancelled ${key}`, `#/queue/${enc(queue)}`)) }, "Cancel task")];
+  if (task.state === "dead") {
+    buttons.push(h("button", { class: "retry", onclick: (e) => act(e, "POST", `/v1/queues/${enc(queue)}/dead/${enc(key)}/retry`, `Retried ${key}`) }, "Retry"));
+  }
+  return [
+    h("h1", {}, h("a", { href: `#/queue/${enc(queue)}` }, queue), " / ", key),
+    h("div", { class: "panel" },
+      h("dl", { class: "task" }, fields.map(([k, v]) => [h("dt", {}, k), h("dd", {}, v)])),
+      h("div", { class: "actions" }, buttons),
+      h("h2", {}, "Payload"),
+      h("pre", {}, JSON.stringify(task.payload, null, 2))),
+  ];
+}
+
+// ---- actions ------------------------------------------------------------------------
+
+function confirmThen(question, then) {
+  if (window.confirm(question)) then();
+}
+
+async function act(event, method, path, done, goTo) {
+  const button = event.target;
+  button.disabled = true;
+  try {
+    await api(method, path);
+    showBanner(done, "info");
+    if (goTo && location.hash !== goTo) {
+      keepBanner = true;
+      location.hash = goTo;
+    } else {
+      await render();
+    }
+  } catch (err) {
+    showBanner(explain(err));
+  } finally {
+    button.disabled = false;
+  }
+}
+
+// ---- routing and refresh --------------------------------------------------------------
+
+function route() {
+  const parts = location.hash.replace(/^#\/?/, "").split("/").map(decodeURIComponent);
+  if (parts[0] === "queue" && parts[1]) return () => queuePage(parts[1]);
+  if (parts[0] === "task" && parts[1] && parts.length >= 3) return () => taskPage(parts[1], parts.slice(2).join("/"));
+  return overview;
+}
+
+// One render at a time; a render asked for meanwhile (a new hash, a button) runs
+// right after, so the page always ends up showing the latest route.
+let rendering = false;
+let again = false;
+async function render() {
+  if (rendering) { again = true; return; }
+  rendering = true;
+  try {
+    const nodes = await route()();
+    view.replaceChildren(...nodes);
+    if (!banner.classList.contains("info")) showBanner(null);
+    document.getElementById("updated").textContent = `updated ${new Date().toLocaleTimeString()}`;
+  } catch (err) {
+    showBanner(explain(err));
+    if (err.status === 401) view.replaceChildren(h("p", { class: "muted" }, "Waiting for a valid token."));
+  } finally {
+    rendering = false;
+    if (again) { again = false; render(); }
+  }
+}
+
+function schedule() {
+  clearInterval(timer);
+  if (document.getElementById("auto-refresh").checked) timer = setInterval(render, REFRESH_MS);
+}
+
+document.getElementById("token").value = localStorage.getItem(TOKEN_KEY) || "";
+document.getElementById("token-form").addEventListener("submit", (e) => {
+  e.preventDefault();
+  const value = document.getElementById("token").value.trim();
+  if (value) localStorage.setItem(TOKEN_KEY, value); else localStorage.removeItem(TOKEN_KEY);
+  showBanner(null);
+  render();
+});
+document.getElementById("lookup").addEventListener("submit", (e) => {
+  e.preventDefault();
+  const queue = document.getElementById("lookup-queue").value.trim();
+  const key = document.getElementById("lookup-key").value;
+  location.hash = `#/task/${enc(queue)}/${enc(key)}`;
+});
+document.getElementById("auto-refresh").addEventListener("change", schedule);
+window.addEventListener("hashchange", () => {
+  // A message about an action that navigated here stays; any other is cleared.
+  if (keepBanner) keepBanner = false; else showBanner(null);
+  render();
+});
+render();
+schedule();

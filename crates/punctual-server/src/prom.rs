@@ -1,0 +1,194 @@
+//! `/metrics`: the engine's [`MetricsSnapshot`] and the store's counts, rendered in the
+//! Prometheus text format by `prometheus-client`.
+//!
+//! Each scrape builds a fresh registry over one [`Scrape`] (a collector holding values
+//! read at one moment), so every family in one answer agrees with the others and
+//! nothing is kept between scrapes. Names and labels are listed in the README.
+
+use std::time::Duration;
+
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric, NoLabelSet};
+use prometheus_client::metrics::MetricType;
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::registry::Registry;
+use punctual_core::Timestamp;
+use punctual_core::metrics::{HistogramSnapshot, MetricsSnapshot};
+use punctual_core::store::QueueStats;
+
+/// Everything one scrape shows.
+#[derive(Debug)]
+pub(crate) struct Scrape {
+    pub(crate) stats: Vec<QueueStats>,
+    pub(crate) metrics: MetricsSnapshot,
+    pub(crate) now: Timestamp,
+}
+
+/// How long the oldest due but not yet leased task of a queue has waited.
+pub(crate) fn oldest_overdue(stats: &QueueStats, now: Timestamp) -> Duration {
+    stats.next_due_at.filter(|due| *due <= now).map_or(Duration::ZERO, |due| now.saturating_since(due))
+}
+
+/// Renders `scrape` as Prometheus text (version 0.0.4).
+pub(crate) fn render(scrape: Scrape) -> Result<String, std::fmt::Error> {
+    let mut registry = Registry::default();
+    registry.register_collector(Box::new(scrape));
+    let mut out = String::new();
+    prometheus_client::encoding::prometheus_text::encode(&mut out, &registry)?;
+    Ok(out)
+}
+
+/// The content type of [`render`]'s text.
+pub(crate) const CONTENT_TYPE: &str = prometheus_client::encoding::prometheus_text::CONTENT_TYPE;
+
+type Labels = Vec<(&'static str, String)>;
+
+/// Writes one family: its descriptor, then one sample per label set.
+fn family<M: EncodeMetric>(
+    encoder: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    kind: MetricType,
+    samples: impl IntoIterator<Item = (Labels, M)>,
+) -> Result<(), std::fmt::Error> {
+    let mut metric = encoder.encode_descriptor(name, help, None, kind)?;
+    for (labels, value) in samples {
+        value.encode(metric.encode_family(&labels)?)?;
+    }
+    Ok(())
+}
+
+fn histograms<'a>(
+    encoder: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    samples: impl IntoIterator<Item = (Labels, &'a HistogramSnapshot)>,
+) -> Result<(), std::fmt::Error> {
+    let mut metric = encoder.encode_descriptor(name, help, None, MetricType::Histogram)?;
+    for (labels, h) in samples {
+        // The encoder adds the buckets up itself: hand it each bucket's own count.
+        let mut below = 0;
+        let own: Vec<(f64, u64)> = h
+            .buckets
+            .iter()
+            .map(|(bound, cumulative)| {
+                let n = cumulative - below;
+                below = *cumulative;
+                (*bound, n)
+            })
+            .collect();
+        metric.encode_family(&labels)?.encode_histogram::<NoLabelSet>(h.sum_seconds, h.count, &own, None)?;
+    }
+    Ok(())
+}
+
+fn queue(name: &str) -> Labels {
+    vec![("queue", name.to_owned())]
+}
+
+impl Scrape {
+    /// The store's counts, plus zero counts for queues the engine has seen that hold
+    /// no task now, so a queue's gauges drop to 0 instead of vanishing when it empties.
+    fn all_stats(&self) -> Vec<QueueStats> {
+        let mut all = self.stats.clone();
+        for q in &self.metrics.queues {
+            if !all.iter().any(|s| s.name == q.queue) {
+                all.push(QueueStats::new(q.queue.clone(), 0, 0, 0, None));
+            }
+        }
+        all.sort_by(|a, b| a.name.as_str().cmp(b.name.as_str()));
+        all
+    }
+}
+
+impl Collector for Scrape {
+    fn encode(&self, mut e: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let stats = &self.all_stats();
+        let m = &self.metrics;
+        family(&mut e, "punctual_up", "1 while the server runs.", MetricType::Gauge, [(vec![], ConstGauge::new(1))])?;
+        let tasks = stats.iter().flat_map(|s| {
+            [("scheduled", s.scheduled), ("leased", s.leased), ("dead", s.dead)].map(|(state, n)| {
+                (vec![("queue", s.name.to_string()), ("state", state.to_owned())], ConstGauge::new(n as i64))
+            })
+        });
+        family(&mut e, "punctual_tasks", "Tasks per queue and state, as stored.", MetricType::Gauge, tasks)?;
+        let overdue =
+            stats.iter().map(|s| (queue(s.name.as_str()), ConstGauge::new(oldest_overdue(s, self.now).as_secs_f64())));
+        family(
+            &mut e,
+            "punctual_oldest_overdue_seconds",
+            "How long the oldest due but not yet leased task of the queue has waited (0 when none is due).",
+            MetricType::Gauge,
+            overdue,
+        )?;
+        let waiting = m.queues.iter().map(|q| (queue(q.queue.as_str()), ConstGauge::new(q.waiting_consumers as i64)));
+        family(
+            &mut e,
+            "punctual_consumers_waiting",
+            "Consumers (worker dispatchers with free slots, long polls) waiting for the queue now.",
+            MetricType::Gauge,
+            waiting,
+        )?;
+        type Pick = fn(&punctual_core::metrics::QueueCounts) -> u64;
+        let counters: [(&str, &str, Pick); 8] = [
+            ("punctual_tasks_scheduled", "Tasks created or replaced.", |q| q.scheduled),
+            ("punctual_tasks_fired", "Leases handed out (handler starts).", |q| q.fired),
+            ("punctual_tasks_done", "Tries that ended done.", |q| q.done),
+            ("punctual_tasks_retried", "Tries that failed and will be retried.", |q| q.retried),
+            ("punctual_tasks_rescheduled", "Tries whose handler asked to fire again later.", |q| q.rescheduled),
+            ("punctual_tasks_cancelled", "Tasks cancelled (by key or by tag).", |q| q.cancelled),
+            ("punctual_tasks_dead", "Tasks that went dead.", |q| q.dead),
+            ("punctual_leases_expired", "Leases that expired before their ack.", |q| q.expired),
+        ];
+        for (name, help, pick) in counters {
+            let samples = m.queues.iter().map(|q| (queue(q.queue.as_str()), ConstCounter::new(pick(q))));
+            family(&mut e, name, help, MetricType::Counter, samples)?;
+        }
+        histograms(
+            &mut e,
+            "punctual_fire_lag_seconds",
+            "Fire lag: lease time minus due time.",
+            m.queues.iter().map(|q| (queue(q.queue.as_str()), &q.fire_lag)),
+        )?;
+        histograms(
+            &mut e,
+            "punctual_handler_duration_seconds",
+            "Lease to completion: a handler's run time, or lease to ack for pull workers.",
+            m.queues.iter().map(|q| (queue(q.queue.as_str()), &q.handler_duration)),
+        )?;
+        histograms(
+            &mut e,
+            "punctual_store_op_seconds",
+            "Latency of store operations.",
+            m.store_ops.iter().map(|o| (vec![("op", o.op.to_owned())], &o.latency)),
+        )?;
+        let restarts =
+            m.watchdog_restarts.iter().map(|(which, n)| (vec![("loop", (*which).to_owned())], ConstCounter::new(*n)));
+        family(
+            &mut e,
+            "punctual_watchdog_restarts",
+            "Stalled loops the watchdog restarted.",
+            MetricType::Counter,
+            restarts,
+        )?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use punctual_core::QueueName;
+
+    #[test]
+    fn families_are_rendered_with_their_types() {
+        let name = QueueName::new("order.cancel").unwrap();
+        let stats = vec![QueueStats::new(name, 2, 1, 0, Some(Timestamp::from_millis(1_000)))];
+        let metrics = MetricsSnapshot::default();
+        let text = render(Scrape { stats, metrics, now: Timestamp::from_millis(3_500) }).unwrap();
+        assert!(text.contains("punctual_tasks{queue=\"order.cancel\",state=\"scheduled\"} 2\n"), "{text}");
+        assert!(text.contains("punctual_oldest_overdue_seconds{queue=\"order.cancel\"} 2.5\n"), "{text}");
+        assert!(text.contains("# TYPE punctual_watchdog_restarts_total counter"), "{text}");
+    }
+}

@@ -1,0 +1,198 @@
+//! The watchdog against a real missed wake-up: a task written straight into the store
+//! (as another process sharing it would) does not wake this engine's sleeping
+//! dispatcher. Guards against timers that silently stop moving until someone restarts
+//! the process: without the watchdog the task never fires; with it, the stalled wait is
+//! restarted within `interval + stall_after` of engine time, and the restart counted.
+//! And against a hung reaper (a store call that never returns) leaving expired leases
+//! unreaped for ever: the watchdog replaces it.
+
+#![allow(clippy::unwrap_used, reason = "helpers of tests: a failed unwrap is a failed test")]
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use punctual::metrics::MetricsSnapshot;
+use punctual::store::{
+    CompleteRequest, LeaseBatch, LeaseRequest, ListRequest, Page, QueueStats, ReapResult, Scheduled,
+};
+use punctual::{
+    Delivery, Engine, EngineConfig, LeaseOptions, LeaseToken, ManualClock, NewTask, Outcome, QueueName, SqliteStore,
+    Store, Tag, Task, TaskKey, TaskSpec, Timestamp, WatchdogConfig, Worker,
+};
+use tokio::sync::mpsc;
+use tokio::time::timeout;
+
+const START: Timestamp = Timestamp::from_millis(1_796_040_000_000);
+const PATIENCE: Duration = Duration::from_secs(20);
+
+fn waiting(m: &MetricsSnapshot, queue: &str) -> usize {
+    m.queues.iter().find(|q| q.queue.as_str() == queue).map_or(0, |q| q.waiting_consumers)
+}
+
+/// An engine on a manual clock with a worker on "q" whose handler reports each key;
+/// returns once the worker's dispatcher waits for work.
+async fn stalled_setup(
+    watchdog: Option<WatchdogConfig>,
+) -> (Engine<SqliteStore>, ManualClock, mpsc::UnboundedReceiver<String>, punctual::RunningWorker, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(START);
+    let mut config = EngineConfig::default().clock(Arc::new(clock.clone()));
+    config.watchdog = watchdog;
+    let engine = Engine::start(SqliteStore::open(dir.path()).unwrap(), config);
+    let (ran, ran_rx) = mpsc::unbounded_channel();
+    let worker = Worker::new(engine.clone())
+        .handle("q", move |d: Delivery| {
+            let ran = ran.clone();
+            async move {
+                ran.send(d.task.key.to_string()).unwrap();
+                Ok::<_, punctual::BoxError>(Outcome::Done)
+            }
+        })
+        .start()
+        .unwrap();
+    timeout(PATIENCE, async {
+        while waiting(&engine.metrics(), "q") == 0 {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+    .expect("the dispatcher waits");
+    // Behind the engine's back: no wake-up is offered for this write.
+    let task = NewTask::new(QueueName::new("q").unwrap(), TaskKey::new("sneaky").unwrap(), START);
+    engine.store().schedule(vec![task], START).await.unwrap().pop().unwrap().unwrap();
+    (engine, clock, ran_rx, worker, dir)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missed_wake_up_is_healed_and_counted() {
+    let config = WatchdogConfig::new(Duration::from_secs(5), Duration::from_secs(10));
+    let (engine, clock, mut ran, worker, _dir) = stalled_setup(Some(config)).await;
+    // Move engine time in watchdog intervals until the handler runs: a pass needs to
+    // see the queue twice without progress, the task due for 10 s.
+    let fired = timeout(PATIENCE, async {
+        loop {
+            clock.advance(Duration::from_secs(5));
+            if let Ok(Some(key)) = timeout(Duration::from_millis(100), ran.recv()).await {
+                break key;
+            }
+        }
+    })
+    .await
+    .expect("the watchdog restarted the stalled wait");
+    assert_eq!(fired, "sneaky");
+    let restarts = engine.metrics().watchdog_restarts;
+    assert_eq!(restarts, vec![("consumer", 1), ("reaper", 0)]);
+    worker.shutdown().await;
+    engine.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_the_watchdog_the_same_task_stays_stuck() {
+    let (engine, clock, mut ran, worker, _dir) = stalled_setup(None).await;
+    clock.advance(Duration::from_secs(60));
+    // The control: proving a negative needs a bounded wait.
+    assert!(timeout(Duration::from_millis(300), ran.recv()).await.is_err(), "nothing woke the dispatcher");
+    let stats = engine.stats(Some("q")).await.unwrap();
+    assert_eq!(stats[0].scheduled, 1, "the task waits, due for a minute");
+    worker.shutdown().await;
+    engine.shutdown().await.unwrap();
+}
+
+/// The embedded store, except that its first `reap` never returns (a hung call).
+struct FirstReapHangs {
+    inner: SqliteStore,
+    reaps: AtomicUsize,
+}
+
+impl Store for FirstReapHangs {
+    async fn schedule(
+        &self,
+        tasks: Vec<NewTask>,
+        now: Timestamp,
+    ) -> punctual::Result<Vec<punctual::Result<Scheduled>>> {
+        self.inner.schedule(tasks, now).await
+    }
+    async fn get(&self, queue: &QueueName, key: &TaskKey) -> punctual::Result<Option<Task>> {
+        self.inner.get(queue, key).await
+    }
+    async fn cancel(&self, queue: &QueueName, key: &TaskKey) -> punctual::Result<bool> {
+        self.inner.cancel(queue, key).await
+    }
+    async fn cancel_tag(&self, queue: &QueueName, tag: &Tag) -> punctual::Result<u64> {
+        self.inner.cancel_tag(queue, tag).await
+    }
+    async fn list(&self, req: ListRequest) -> punctual::Result<Page> {
+        self.inner.list(req).await
+    }
+    async fn lease(&self, req: LeaseRequest) -> punctual::Result<LeaseBatch> {
+        self.inner.lease(req).await
+    }
+    async fn complete(&self, req: CompleteRequest) -> punctual::Result<()> {
+        self.inner.complete(req).await
+    }
+    async fn complete_many(&self, reqs: Vec<CompleteRequest>) -> punctual::Result<Vec<punctual::Result<()>>> {
+        self.inner.complete_many(reqs).await
+    }
+    async fn extend(&self, token: &LeaseToken, lease_for: Duration, now: Timestamp) -> punctual::Result<Timestamp> {
+        self.inner.extend(token, lease_for, now).await
+    }
+    async fn release(&self, token: &LeaseToken, now: Timestamp) -> punctual::Result<()> {
+        self.inner.release(token, now).await
+    }
+    async fn reap(&self, now: Timestamp, limit: u32) -> punctual::Result<ReapResult> {
+        if self.reaps.fetch_add(1, Ordering::SeqCst) == 0 {
+            std::future::pending::<()>().await;
+        }
+        self.inner.reap(now, limit).await
+    }
+    async fn retry_dead(&self, queue: &QueueName, key: &TaskKey, now: Timestamp) -> punctual::Result<Option<Task>> {
+        self.inner.retry_dead(queue, key, now).await
+    }
+    async fn delete_dead(&self, queue: &QueueName, key: &TaskKey) -> punctual::Result<bool> {
+        self.inner.delete_dead(queue, key).await
+    }
+    async fn stats(&self, queue: Option<&QueueName>) -> punctual::Result<Vec<QueueStats>> {
+        self.inner.stats(queue).await
+    }
+    async fn secret(&self) -> punctual::Result<[u8; 32]> {
+        self.inner.secret().await
+    }
+    async fn close(&self) -> punctual::Result<()> {
+        self.inner.close().await
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hung_reaper_is_replaced_and_expired_leases_come_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(START);
+    let mut config = EngineConfig::default().clock(Arc::new(clock.clone()));
+    config.watchdog = Some(WatchdogConfig::new(Duration::from_secs(5), Duration::from_secs(10)));
+    let store = FirstReapHangs { inner: SqliteStore::open(dir.path()).unwrap(), reaps: AtomicUsize::new(0) };
+    let engine = Engine::start(store, config);
+    // The reaper's first pass (at start) hangs in the store.
+    timeout(PATIENCE, async {
+        while engine.store().reaps.load(Ordering::SeqCst) == 0 {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+    .expect("the reaper's first pass");
+    engine.schedule("q", "k", TaskSpec::now()).await.unwrap();
+    let leases = engine.lease("q", LeaseOptions::default().lease_for(Duration::from_secs(1))).await.unwrap();
+    assert_eq!(leases.len(), 1, "leased, never acked: the lease expires at +1 s");
+    let expired = |m: &MetricsSnapshot| m.queues.iter().find(|q| q.queue.as_str() == "q").map_or(0, |q| q.expired);
+    timeout(PATIENCE, async {
+        while expired(&engine.metrics()) == 0 {
+            clock.advance(Duration::from_secs(5));
+            let _ = timeout(Duration::from_millis(100), std::future::pending::<()>()).await;
+        }
+    })
+    .await
+    .expect("a new reaper ended the expired lease");
+    assert_eq!(engine.metrics().watchdog_restarts, vec![("consumer", 0), ("reaper", 1)]);
+    let task = engine.get("q", "k").await.unwrap().unwrap();
+    assert_eq!((task.state, task.attempts), (punctual::TaskState::Scheduled, 1), "due again, the try counted");
+    engine.shutdown().await.unwrap();
+}

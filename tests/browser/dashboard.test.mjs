@@ -1,0 +1,174 @@
+// The dashboard in headless Chromium against the real `punctual serve`, started with a
+// token on a free port. Guards against a dashboard that cannot work with auth (the page
+// must load without the token, every data call must send it), counts that do not follow
+// the API, and buttons (cancel, retry) that do not do what they say.
+//
+// Needs: the binary (`cargo build -p punctual-cli`; PUNCTUAL_BIN overrides the path),
+// Debian's chromium at /usr/bin/chromium (CHROMIUM overrides), `npm ci` here.
+// Saves screenshots to docs/screenshots/.
+
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync, mkdirSync, existsSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join, dirname, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { chromium } from "playwright-core";
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
+const bin = process.env.PUNCTUAL_BIN || join(root, "target/debug/punctual");
+const browserPath = process.env.CHROMIUM || "/usr/bin/chromium";
+const shots = join(root, "docs/screenshots");
+const TOKEN = "s3cret-dashboard";
+const PATIENCE = 20_000;
+
+let server, base, work, context, page, serverLog = "";
+const foreign = [];  // requests that left the server: there must be none (no CDN, no internet)
+const pageErrors = [];
+
+function freePort() {
+  return new Promise((ok, fail) => {
+    const s = createServer();
+    s.once("error", fail);
+    s.listen(0, "127.0.0.1", () => {
+      const { port } = s.address();
+      s.close(() => ok(port));
+    });
+  });
+}
+
+async function api(method, path, body) {
+  const resp = await fetch(base + path, {
+    method,
+    headers: { Authorization: `Bearer ${TOKEN}`, ...(body ? { "Content-Type": "application/json" } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  const text = await resp.text();
+  return { status: resp.status, json: text ? JSON.parse(text) : null };
+}
+
+async function waitFor(what, check) {
+  const deadline = Date.now() + PATIENCE;
+  for (;;) {
+    if (await check()) return;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}\n--- server log ---\n${serverLog}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+before(async () => {
+  assert.ok(existsSync(bin), `no punctual binary at ${bin}: run cargo build -p punctual-cli first`);
+  assert.ok(existsSync(browserPath), `no Chromium at ${browserPath}: apt-get install -y chromium`);
+  mkdirSync(shots, { recursive: true });
+  work = mkdtempSync(join(tmpdir(), "punctual-browser-"));
+  const port = await freePort();
+  base = `http://127.0.0.1:${port}`;
+  server = spawn(bin, ["serve", "--listen", `127.0.0.1:${port}`, "--data", join(work, "data"), "--token", TOKEN],
+    { stdio: ["ignore", "pipe", "pipe"], env: { PATH: process.env.PATH } });
+  server.stdout.on("data", (d) => { serverLog += d; });
+  server.stderr.on("data", (d) => { serverLog += d; });
+  await waitFor("the server's /healthz", async () => {
+    try { return (await fetch(`${base}/healthz`)).ok; } catch { return false; }
+  });
+  context = await chromium.launchPersistentContext(join(work, "chromium-profile"), {
+    executablePath: browserPath,
+    headless: true,
+    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+      "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+    viewport: { width: 1280, height: 860 },
+  });
+  page = context.pages()[0] || await context.newPage();
+  page.on("dialog", (dialog) => dialog.accept());
+  page.on("request", (request) => { if (!request.url().startsWith(base)) foreign.push(request.url()); });
+  page.on("pageerror", (error) => pageErrors.push(String(error)));
+  page.setDefaultTimeout(PATIENCE);
+});
+
+after(async () => {
+  if (context) await context.close();
+  if (server) server.kill("SIGKILL");
+  if (work) rmSync(work, { recursive: true, force: true });
+});
+
+test("the page loads without a token and asks for one; with it, the data shows", async () => {
+  await page.goto(base + "/");
+  await page.locator("#banner").filter({ hasText: "token" }).waitFor();
+  await page.fill("#token", TOKEN);
+  await page.click("#token-form button");
+  await page.locator("#no-queues").waitFor();
+  assert.equal(await page.locator("#banner").isHidden(), true);
+});
+
+test("scheduling through the API changes the counts on the overview", async () => {
+  for (let i = 1; i <= 24; i++) {
+    const r = await api("PUT", `/v1/queues/order.cancel/tasks/order-${1000 + i}`,
+      { delay: `${(i * 137) % 59 + 1}m`, payload: { order_id: 1000 + i } });
+    assert.equal(r.status, 201);
+  }
+  for (let i = 1; i <= 6; i++) {
+    await api("PUT", `/v1/queues/flow.reminder/tasks/task-${i}@pi-9`, { delay: `${i * 3}h`, tags: ["pi-9"] });
+  }
+  // Some history: three fired and done now, so the outcomes and the sparkline have data.
+  for (let i = 1; i <= 3; i++) await api("PUT", `/v1/queues/order.cancel/tasks/paid-${i}`, {});
+  const leased = await api("POST", "/v1/queues/order.cancel/lease", { max: 3 });
+  for (const lease of leased.json.leases) {
+    assert.equal((await api("POST", `/v1/leases/${lease.lease_id}/ack`, { outcome: "done" })).status, 204);
+  }
+  const cell = (q, col) => page.locator(`tr[data-queue="${q}"] td[data-col="${col}"]`);
+  await waitFor("the overview to count 24 scheduled", async () => (await cell("order.cancel", "scheduled").count()) === 1
+    && (await cell("order.cancel", "scheduled").textContent()) === "24");
+  assert.equal(await cell("flow.reminder", "scheduled").textContent(), "6");
+  await page.screenshot({ path: join(shots, "overview.png"), fullPage: true });
+});
+
+test("a task found by key is cancelled with its button", async () => {
+  await page.fill("#lookup-queue", "order.cancel");
+  await page.fill("#lookup-key", "order-1007");
+  await page.click("#lookup button");
+  await page.locator("#task-state", { hasText: "scheduled" }).waitFor();
+  await page.screenshot({ path: join(shots, "task.png"), fullPage: true });
+  await page.click("#cancel-task");
+  await page.locator("#banner", { hasText: "Cancelled order-1007" }).waitFor();
+  await page.locator("#card-scheduled .value", { hasText: "23" }).waitFor();
+  assert.equal((await api("GET", "/v1/queues/order.cancel/tasks/order-1007")).status, 404);
+});
+
+async function kill(key, error) {
+  await api("PUT", `/v1/queues/order.cancel/tasks/${key}`, { max_attempts: 1 });
+  const [lease] = (await api("POST", "/v1/queues/order.cancel/lease", { max: 1 })).json.leases;
+  assert.equal(lease.task.key, key);
+  await api("POST", `/v1/leases/${lease.lease_id}/ack`, { outcome: "fail", error });
+}
+
+test("a dead task is retried with its button, another deleted with its own", async () => {
+  await kill("order-dead-1", "payment service answered 404");
+  await kill("order-dead-2", "order not found");
+  await page.goto(`${base}/#/queue/order.cancel`);
+  const row = page.locator('#dead tr[data-key="order-dead-1"]');
+  await row.waitFor();
+  await page.screenshot({ path: join(shots, "queue.png"), fullPage: true });
+  await page.locator('#dead tr[data-key="order-dead-2"] button.delete').click();
+  await page.locator("#banner", { hasText: "Deleted order-dead-2" }).waitFor();
+  assert.equal((await api("GET", "/v1/queues/order.cancel/tasks/order-dead-2")).status, 404);
+  await row.locator("button.retry").click();
+  await page.locator("#dead-empty").waitFor();
+  const task = await api("GET", "/v1/queues/order.cancel/tasks/order-dead-1");
+  assert.equal(task.json.state, "scheduled");
+  assert.equal(task.json.attempts, 0);
+});
+
+test("it fits a phone screen", async () => {
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.goto(`${base}/#/`);
+  await page.locator('tr[data-queue="order.cancel"]').waitFor();
+  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  assert.ok(overflow <= 1, `the page scrolls sideways by ${overflow}px on a phone`);
+  await page.screenshot({ path: join(shots, "overview-phone.png"), fullPage: true });
+});
+
+test("the page asked nothing of any other host and threw no error", () => {
+  assert.deepEqual(foreign, []);
+  assert.deepEqual(pageErrors, []);
+});
