@@ -673,7 +673,7 @@ impl Store for RedisStore {
             TimeSource::Redis => self.redis_now().await?,
         };
         let mut shards = Vec::new();
-        let mut expired: Vec<(Timestamp, usize)> = Vec::new();
+        let mut expired: Vec<(Timestamp, usize, String)> = Vec::new();
         for (queue, count) in self.queues().await? {
             for shard in 0..count {
                 let leases = ShardKeys::new(&self.config.prefix, &queue, shard).keys[1].clone();
@@ -690,19 +690,22 @@ impl Store for RedisStore {
                             .arg(limit.max(1)),
                     )
                     .await?;
-                expired.extend(found.iter().map(|(_, at)| (Timestamp::from_millis(*at as i64), shards.len())));
+                expired
+                    .extend(found.into_iter().map(|(key, at)| (Timestamp::from_millis(at as i64), shards.len(), key)));
                 shards.push((queue.clone(), shard));
             }
         }
         expired.sort();
         expired.truncate(limit.max(1) as usize);
         let mut share = vec![0usize; shards.len()];
-        for (_, index) in &expired {
+        for (_, index, _) in &expired {
             share[*index] += 1;
         }
-        let mut reaped = Vec::new();
+        let expiry: HashMap<(usize, &str), Timestamp> =
+            expired.iter().map(|(at, index, key)| ((*index, key.as_str()), *at)).collect();
+        let mut reaped: Vec<(Timestamp, Reaped)> = Vec::new();
         let mut next_expiry = None;
-        for ((queue, shard), take) in shards.iter().zip(share) {
+        for (index, ((queue, shard), take)) in shards.iter().zip(share).enumerate() {
             let mut invocation = self.invocation(&self.scripts.reap, queue, *shard, now);
             invocation.arg(take.min(SCRIPT_BATCH));
             let answer: Vec<Vec<u8>> = self.conn.invoke(&invocation).await?;
@@ -712,10 +715,13 @@ impl Store for RedisStore {
                 let [key, state] = pair else { return Err(corrupt("an odd answer from reap")) };
                 let key = TaskKey::new(String::from_utf8(key.clone()).map_err(corrupt)?).map_err(corrupt)?;
                 let state = if state.as_slice() == b"2" { TaskState::Dead } else { TaskState::Scheduled };
-                reaped.push(Reaped::new(queue.clone(), key, state));
+                let at = expiry.get(&(index, key.as_str())).copied().unwrap_or(now);
+                reaped.push((at, Reaped::new(queue.clone(), key, state)));
             }
         }
-        Ok(ReapResult::new(reaped, next_expiry))
+        // Earliest expiry first across queues, as the contract says.
+        reaped.sort_by_key(|(at, _)| *at);
+        Ok(ReapResult::new(reaped.into_iter().map(|(_, r)| r).collect(), next_expiry))
     }
 
     async fn retry_dead(&self, queue: &QueueName, key: &TaskKey, now: Timestamp) -> Result<Option<Task>> {

@@ -1,0 +1,46 @@
+//! `wait_replicas`: a write answers only once that many replicas have it. Guards
+//! against a failover to a replica losing writes the API had acknowledged.
+
+use std::time::Duration;
+
+use punctual_core::{NewTask, QueueName, Store, TaskKey, Timestamp};
+use punctual_redis::{RedisConfig, RedisStore, Target, TimeSource};
+use punctual_testkit::redis::{Persistence, RedisServer};
+
+fn task(key: &str) -> NewTask {
+    NewTask::new(QueueName::new("orders").unwrap(), TaskKey::new(key).unwrap(), Timestamp::from_millis(1_000))
+}
+
+#[tokio::test]
+async fn writes_wait_for_the_replica_and_are_refused_when_it_is_gone() {
+    let primary = RedisServer::start();
+    let port = primary.port().to_string();
+    let mut replica = RedisServer::start_with(Persistence::None, &["--replicaof", "127.0.0.1", &port]);
+    // The replica is in sync once the primary counts it as online.
+    let mut synced = false;
+    for _ in 0..200 {
+        if primary.command(&["INFO", "replication"]).contains("state=online") {
+            synced = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(synced, "the replica never connected: {}", primary.command(&["INFO", "replication"]));
+
+    let mut config = RedisConfig::new(Target::parse(&primary.url()).unwrap());
+    config.time = TimeSource::Caller;
+    config.wait_replicas = 1;
+    config.op_timeout = Duration::from_secs(2);
+    let store = RedisStore::connect(config).await.unwrap();
+    let now = Timestamp::from_millis(1_000);
+    let written = store.schedule(vec![task("order-1")], now).await.unwrap();
+    assert!(written[0].is_ok(), "{written:?}");
+    assert_eq!(replica.command(&["HLEN", "punctual:{orders}:tasks"]), "1", "the replica has the task when we answer");
+
+    replica.kill();
+    let refused = store.schedule(vec![task("order-2")], now).await;
+    assert!(
+        matches!(refused, Err(punctual_core::Error::Unavailable(ref why)) if why.contains("replicas")),
+        "without its replica a write is refused as unavailable: {refused:?}"
+    );
+}
