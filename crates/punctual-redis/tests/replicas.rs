@@ -8,7 +8,8 @@ use punctual_redis::{RedisConfig, RedisStore, Target, TimeSource};
 use punctual_testkit::redis::{Persistence, RedisServer};
 
 fn task(key: &str) -> NewTask {
-    NewTask::new(QueueName::new("orders").unwrap(), TaskKey::new(key).unwrap(), Timestamp::from_millis(1_000))
+    let (queue, key) = (QueueName::new("orders").expect("a valid queue"), TaskKey::new(key).expect("a valid key"));
+    NewTask::new(queue, key, Timestamp::from_millis(1_000))
 }
 
 #[tokio::test]
