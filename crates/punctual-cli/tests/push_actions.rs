@@ -237,3 +237,41 @@ rate = "20/1m"
     assert_eq!(code, 1);
     assert!(stderr.contains("cannot read"), "{stderr}");
 }
+
+/// Deliveries over a queue's rate limit wait (they are not failed) and `/metrics` shows
+/// them waiting. The receiver never answers, so the one delivery the limit lets through
+/// holds its slot while the second waits its turn.
+#[test]
+fn deliveries_over_the_rate_limit_wait_and_are_counted_in_metrics() {
+    let receiver = Receiver::start();
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let config = write(
+        &dir,
+        "punctual.toml",
+        &format!(
+            "[queues.\"flow.remind\".action]\nkind = \"webhook\"\nurl = \"http://{}/remind\"\ntimeout = \"30s\"\n\
+             concurrency = 4\nrate = \"1/1h\"\n",
+            receiver.addr
+        ),
+    );
+    let server = start(server_builder().arg("--config").arg(&config).args(["--grace-period", "1s"]));
+    let api = Api::of(&server);
+    for key in ["step-1", "step-2"] {
+        api.put(&format!("/v1/queues/flow.remind/tasks/{key}"), json!({})).expect(201, "schedule");
+    }
+    let first = receiver.requests.recv_timeout(Duration::from_secs(10)).expect("the first delivery arrives");
+    assert!(first.head.starts_with("POST /remind"), "{}", first.head);
+    let mut metrics = String::new();
+    for _ in 0..100 {
+        metrics = api.get("/metrics").text;
+        if metrics.contains("punctual_action_rate_waiting{queue=\"flow.remind\"} 1\n") {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(metrics.contains("punctual_action_rate_waiting{queue=\"flow.remind\"} 1\n"), "{metrics}");
+    assert!(metrics.contains("punctual_action_rate_limited_total{queue=\"flow.remind\"} 1\n"), "{metrics}");
+    assert!(receiver.requests.try_recv().is_err(), "the second delivery waits for the limit, it is not sent");
+    let task = api.get("/v1/queues/flow.remind/tasks/step-2");
+    assert_eq!(task.expect(200, "the waiting task")["attempts"], 0, "waiting is not a failed attempt");
+}

@@ -23,7 +23,7 @@ use crate::clock::{Clock, SystemClock};
 use crate::error::{Error, Result};
 use crate::metrics::{Finished, Metered, MetricsSnapshot, QueueActivity, Recorder};
 use crate::model::{NewTask, QueueName, Tag, Task, TaskKey, TaskSpec, TaskState, When};
-use crate::policy::{Backoff, DEFAULT_MAX_ATTEMPTS};
+use crate::policy::{Backoff, DEFAULT_MAX_ATTEMPTS, Repeat};
 use crate::store::{
     CompleteRequest, Completion, Lease, LeaseRequest, LeaseToken, ListRequest, Page, Peers, QueueStats, Scheduled,
     Store,
@@ -57,12 +57,14 @@ impl Default for Limits {
 pub struct QueueDefaults {
     pub max_attempts: u32,
     pub backoff: Backoff,
+    /// The repeat of tasks that set none (e.g. "remind again every 24 h").
+    pub repeat: Option<Repeat>,
 }
 
 impl Default for QueueDefaults {
-    /// 20 attempts; backoff 1 s doubling up to 1 h.
+    /// 20 attempts; backoff 1 s doubling up to 1 h; no repeat.
     fn default() -> QueueDefaults {
-        QueueDefaults { max_attempts: DEFAULT_MAX_ATTEMPTS, backoff: Backoff::default() }
+        QueueDefaults { max_attempts: DEFAULT_MAX_ATTEMPTS, backoff: Backoff::default(), repeat: None }
     }
 }
 
@@ -349,8 +351,9 @@ impl<S: Store> Engine<S> {
         let mut tags = spec.tags.into_iter().map(Tag::new).collect::<Result<Vec<_>>>()?;
         tags.sort();
         tags.dedup();
+        let repeat = spec.repeat.or_else(|| defaults.repeat.clone());
         let due_at = match spec.when {
-            When::Now => spec.repeat.as_ref().map_or(now, |r| r.first_at(now)),
+            When::Now => repeat.as_ref().map_or(now, |r| r.first_at(now)),
             When::After(delay) => now.saturating_add(delay),
             When::At(at) => at.max(now),
         };
@@ -358,7 +361,7 @@ impl<S: Store> Engine<S> {
         task.payload = spec.payload;
         task.max_attempts = max_attempts;
         task.backoff = spec.backoff.unwrap_or(defaults.backoff);
-        task.repeat = spec.repeat;
+        task.repeat = repeat;
         task.tags = tags;
         task.if_exists = spec.if_exists;
         Ok(task)

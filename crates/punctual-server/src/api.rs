@@ -77,7 +77,7 @@ impl BackoffBody {
 }
 
 /// `{"every": "24h", "times": 3, "until": …}` or `{"cron": "0 9 * * MON-FRI", "tz": "Asia/Shanghai"}`.
-#[derive(Debug, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RepeatBody {
     #[serde(default)]
@@ -98,7 +98,7 @@ pub(crate) struct RepeatBody {
 }
 
 impl RepeatBody {
-    fn into_repeat(self) -> Result<Repeat, ApiError> {
+    pub(crate) fn into_repeat(self) -> Result<Repeat, ApiError> {
         let mut repeat = match (self.every, self.cron) {
             (Some(every), None) => {
                 if self.tz.is_some() {

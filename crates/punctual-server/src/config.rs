@@ -59,6 +59,7 @@ Configuration file (TOML; every key optional; unknown keys are an error):
   max_attempts = 10
   backoff = { initial = \"1s\", factor = 2.0, max = \"1h\" }
   shards = 1                          # Redis: split a busy queue over N hash tags
+  repeat = { every = \"24h\" }          # for tasks that set no repeat of their own
 
   [queues.\"order.cancel\".action]      # push: the server runs the handler
   kind = \"webhook\"                    # webhook | email | wecom | dingtalk | feishu | slack
@@ -269,6 +270,7 @@ struct RawQueue {
     max_attempts: Option<Spanned<i64>>,
     backoff: Option<Spanned<RawBackoff>>,
     shards: Option<Spanned<i64>>,
+    repeat: Option<Spanned<crate::api::RepeatBody>>,
     action: Option<Spanned<RawAction>>,
 }
 
@@ -400,6 +402,17 @@ pub(crate) fn settings(args: &ServeArgs, file: Option<(&Path, &str)>) -> Result<
             let raw = b.get_ref();
             defaults.backoff =
                 Backoff::new(raw.initial.0, raw.factor, raw.max.0).map_err(|e| at(b.span(), e.to_string()))?;
+        }
+        if let Some(repeat) = &queue.repeat {
+            defaults.repeat = Some(repeat.get_ref().clone().into_repeat().map_err(|e| {
+                let message = match e {
+                    crate::error::ApiError::Invalid { field, message } => {
+                        format!("{}: {message}", field.unwrap_or_else(|| "repeat".into()))
+                    }
+                    other => format!("repeat: {other:?}"),
+                };
+                at(repeat.span(), message)
+            })?);
         }
         if let Some(n) = &queue.shards {
             let n = u32::try_from(*n.get_ref())
@@ -541,6 +554,22 @@ mod tests {
         let s = settings(&args, Some((Path::new("f.toml"), "max_overdue = \"90s\"\n"))).unwrap();
         assert_eq!(s.max_overdue, Some(Duration::from_secs(5)));
         assert_eq!(error_line("\nmax_overdue = \"0s\"\n"), (Some(2), "max_overdue must be longer than 0".into()));
+    }
+
+    #[test]
+    fn a_queue_can_give_its_tasks_a_default_repeat() {
+        let s = file("[queues.\"flow.remind\"]\nrepeat = { every = \"24h\", times = 7 }\n").unwrap();
+        let q = &s.queues[&QueueName::new("flow.remind").unwrap()];
+        let expected = punctual_core::Repeat::every(Duration::from_secs(86_400)).unwrap().times(7).unwrap();
+        assert_eq!(q.repeat, Some(expected));
+        let cron = file("[queues.q]\nrepeat = { cron = \"0 9 * * MON-FRI\", tz = \"Asia/Shanghai\" }\n").unwrap();
+        assert!(cron.queues[&QueueName::new("q").unwrap()].repeat.is_some());
+        let (line, message) = error_line("[queues.q]\nmax_attempts = 3\nrepeat = { every = \"0ms\" }\n");
+        assert_eq!(line, Some(3));
+        assert!(message.starts_with("repeat.every:"), "{message}");
+        let (line, message) = error_line("[queues.q]\nrepeat = { every = \"1h\", cron = \"* * * * *\" }\n");
+        assert_eq!(line, Some(2));
+        assert!(message.contains("either every or cron"), "{message}");
     }
 
     #[test]

@@ -109,19 +109,24 @@ pub fn check_config(path: &Path) -> Result<ConfigSummary, ConfigError> {
     })
 }
 
+/// The running workers of the push actions, and each action by queue.
+type StartedActions = (Vec<RunningWorker>, Vec<(String, Action)>);
+
 /// Starts one worker per queue with an action; on an error, stops those it started.
 async fn start_actions<S: Store>(
     engine: &Engine<S>,
     settings: &Settings,
     clock: Arc<dyn Clock>,
-) -> anyhow::Result<Vec<RunningWorker>> {
+) -> anyhow::Result<StartedActions> {
     let runtime = Runtime::new(clock).context("cannot set up the actions")?;
     let mut workers = Vec::new();
+    let mut actions = Vec::new();
     for (queue, spec) in &settings.actions {
         let started = Action::build(spec, &runtime)
             .with_context(|| format!("cannot build the action of queue {queue}"))
             .and_then(|action| {
                 tracing::info!(queue = %queue, kind = action.kind(), concurrency = spec.concurrency, "push action ready");
+                actions.push((queue.to_string(), action.clone()));
                 Worker::new(engine.clone())
                     .handle(queue.as_str(), action)
                     .concurrency(queue.as_str(), spec.concurrency)
@@ -137,7 +142,7 @@ async fn start_actions<S: Store>(
             }
         }
     }
-    Ok(workers)
+    Ok((workers, actions))
 }
 
 async fn stop_workers(workers: Vec<RunningWorker>) {
@@ -159,7 +164,10 @@ async fn run<S: Store>(store: S, clock: Option<Arc<dyn Clock>>, settings: &Setti
         }
     };
     let workers = match start_actions(&engine, settings, clock).await {
-        Ok(workers) => workers,
+        Ok((workers, actions)) => {
+            state.show_actions(actions);
+            workers
+        }
         Err(e) => {
             let _ = engine.shutdown().await;
             return Err(e);

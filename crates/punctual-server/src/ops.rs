@@ -80,7 +80,15 @@ async fn readiness<S: Store>(state: &AppState<S>) -> Result<(), String> {
 pub(crate) async fn metrics<S: Store>(State(state): State<AppState<S>>) -> Result<Response, ApiError> {
     let engine = &state.inner.engine;
     let stats = engine.stats(None).await?;
-    let scrape = prom::Scrape { stats, metrics: engine.metrics(), now: engine.clock().now() };
+    let rate_limits = state
+        .inner
+        .actions
+        .lock()
+        .expect("actions lock poisoned")
+        .iter()
+        .filter_map(|(queue, action)| action.rate_stats().map(|stats| (queue.clone(), stats)))
+        .collect();
+    let scrape = prom::Scrape { stats, metrics: engine.metrics(), now: engine.clock().now(), rate_limits };
     let text = prom::render(scrape).map_err(ApiError::internal)?;
     Ok(([(header::CONTENT_TYPE, prom::CONTENT_TYPE)], text).into_response())
 }

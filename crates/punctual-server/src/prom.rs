@@ -23,6 +23,8 @@ pub(crate) struct Scrape {
     pub(crate) stats: Vec<QueueStats>,
     pub(crate) metrics: MetricsSnapshot,
     pub(crate) now: Timestamp,
+    /// Per queue with a rate-limited action: its limiter's counts.
+    pub(crate) rate_limits: Vec<(String, punctual_actions::RateStats)>,
 }
 
 /// How long the oldest due but not yet leased task of a queue has waited.
@@ -163,6 +165,22 @@ impl Collector for Scrape {
             "Latency of store operations.",
             m.store_ops.iter().map(|o| (vec![("op", o.op.to_owned())], &o.latency)),
         )?;
+        let throttled = self.rate_limits.iter().map(|(q, r)| (queue(q), ConstCounter::new(r.throttled)));
+        family(
+            &mut e,
+            "punctual_action_rate_limited",
+            "Deliveries that waited for their turn under the queue's rate limit (never failed).",
+            MetricType::Counter,
+            throttled,
+        )?;
+        let waiting = self.rate_limits.iter().map(|(q, r)| (queue(q), ConstGauge::new(r.waiting as i64)));
+        family(
+            &mut e,
+            "punctual_action_rate_waiting",
+            "Deliveries waiting for the queue's rate limit now.",
+            MetricType::Gauge,
+            waiting,
+        )?;
         let restarts =
             m.watchdog_restarts.iter().map(|(which, n)| (vec![("loop", (*which).to_owned())], ConstCounter::new(*n)));
         family(
@@ -186,9 +204,15 @@ mod tests {
         let name = QueueName::new("order.cancel").unwrap();
         let stats = vec![QueueStats::new(name, 2, 1, 0, Some(Timestamp::from_millis(1_000)))];
         let metrics = MetricsSnapshot::default();
-        let text = render(Scrape { stats, metrics, now: Timestamp::from_millis(3_500) }).unwrap();
+        let mut limited = punctual_actions::RateStats::default();
+        limited.throttled = 4;
+        limited.waiting = 2;
+        let rate_limits = vec![("flow.remind".to_owned(), limited)];
+        let text = render(Scrape { stats, metrics, now: Timestamp::from_millis(3_500), rate_limits }).unwrap();
         assert!(text.contains("punctual_tasks{queue=\"order.cancel\",state=\"scheduled\"} 2\n"), "{text}");
         assert!(text.contains("punctual_oldest_overdue_seconds{queue=\"order.cancel\"} 2.5\n"), "{text}");
         assert!(text.contains("# TYPE punctual_watchdog_restarts_total counter"), "{text}");
+        assert!(text.contains("punctual_action_rate_limited_total{queue=\"flow.remind\"} 4\n"), "{text}");
+        assert!(text.contains("punctual_action_rate_waiting{queue=\"flow.remind\"} 2\n"), "{text}");
     }
 }

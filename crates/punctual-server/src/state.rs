@@ -62,9 +62,16 @@ pub(crate) struct Inner<S: Store> {
     /// Whether `/readyz` last answered ready (`None` before its first answer); a
     /// change is logged, with the reason when it turns unready.
     pub(crate) readiness: Mutex<Option<bool>>,
+    /// The server's push actions by queue, for their rate-limit counts in `/metrics`.
+    pub(crate) actions: Mutex<Vec<(String, punctual_actions::Action)>>,
 }
 
 impl<S: Store> AppState<S> {
+    /// Shows these actions' rate limits in `/metrics`.
+    pub(crate) fn show_actions(&self, actions: Vec<(String, punctual_actions::Action)>) {
+        *self.inner.actions.lock().expect("actions lock poisoned") = actions;
+    }
+
     /// State over a started engine; reads the store's signing secret for lease ids.
     pub async fn new(engine: Engine<S>, options: HttpOptions) -> Result<AppState<S>, punctual_core::Error> {
         let codec = TokenCodec::new(engine.store().secret().await?);
@@ -76,6 +83,7 @@ impl<S: Store> AppState<S> {
                 options,
                 shutdown: CancellationToken::new(),
                 readiness: Mutex::new(None),
+                actions: Mutex::new(Vec::new()),
             }),
         })
     }
