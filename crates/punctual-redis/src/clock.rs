@@ -32,13 +32,18 @@ impl RedisClock {
     /// Measures the offset once.
     pub(crate) async fn measure(&self, conn: &Conn) -> Result<()> {
         let before = SystemClock.now();
-        let (secs, micros): (i64, i64) = conn.query(&redis::cmd("TIME")).await?;
+        let redis = redis_time(conn).await?;
         let after = SystemClock.now();
-        let redis_ms = secs * 1000 + micros / 1000;
         let midpoint = before.as_millis() + (after.as_millis() - before.as_millis()) / 2;
-        self.offset_ms.store(redis_ms - midpoint, Ordering::Relaxed);
+        self.offset_ms.store(redis.as_millis() - midpoint, Ordering::Relaxed);
         Ok(())
     }
+}
+
+/// Redis' own time (`TIME`), to the millisecond.
+pub(crate) async fn redis_time(conn: &Conn) -> Result<Timestamp> {
+    let (secs, micros): (i64, i64) = conn.query(&redis::cmd("TIME")).await?;
+    Ok(Timestamp::from_millis(secs * 1000 + micros / 1000))
 }
 
 impl Clock for RedisClock {

@@ -316,35 +316,40 @@ impl RedisStore {
         Ok(())
     }
 
-    /// Redis' own time.
-    async fn redis_now(&self) -> Result<Timestamp> {
-        let (secs, micros): (i64, i64) = self.conn.query(&redis::cmd("TIME")).await?;
-        Ok(Timestamp::from_millis(secs * 1000 + micros / 1000))
+    /// The `now` of a read outside a script: the caller's, or Redis' own.
+    async fn read_now(&self, now: Timestamp) -> Result<Timestamp> {
+        match self.config.time {
+            TimeSource::Caller => Ok(now),
+            TimeSource::Redis => clock::redis_time(&self.conn).await,
+        }
+    }
+
+    /// Up to `limit` members of `zset` scored at or before `until`, earliest first.
+    async fn scored_until(&self, zset: &str, until: Timestamp, limit: usize) -> Result<Vec<(Timestamp, String)>> {
+        let found: Vec<(String, f64)> = self
+            .conn
+            .query(
+                redis::cmd("ZRANGEBYSCORE")
+                    .arg(zset)
+                    .arg("-inf")
+                    .arg(until.as_millis())
+                    .arg("WITHSCORES")
+                    .arg("LIMIT")
+                    .arg(0)
+                    .arg(limit),
+            )
+            .await?;
+        Ok(found.into_iter().map(|(member, score)| (Timestamp::from_millis(score as i64), member)).collect())
     }
 
     /// How many of the `max` earliest due tasks of a sharded queue each shard holds.
     async fn lease_shares(&self, req: &LeaseRequest, shards: u32, max: usize) -> Result<Vec<usize>> {
-        let now = match self.config.time {
-            TimeSource::Caller => req.now,
-            TimeSource::Redis => self.redis_now().await?,
-        };
-        let mut due: Vec<(i64, Vec<u8>, usize)> = Vec::new();
+        let now = self.read_now(req.now).await?;
+        let mut due: Vec<(Timestamp, String, usize)> = Vec::new();
         for shard in 0..shards {
-            let scheduled = ShardKeys::new(&self.config.prefix, &req.queue, shard).keys[0].clone();
-            let heads: Vec<(Vec<u8>, f64)> = self
-                .conn
-                .query(
-                    redis::cmd("ZRANGEBYSCORE")
-                        .arg(scheduled)
-                        .arg("-inf")
-                        .arg(now.as_millis())
-                        .arg("WITHSCORES")
-                        .arg("LIMIT")
-                        .arg(0)
-                        .arg(max),
-                )
-                .await?;
-            due.extend(heads.into_iter().map(|(key, at)| (at as i64, key, shard as usize)));
+            let keys = ShardKeys::new(&self.config.prefix, &req.queue, shard);
+            let heads = self.scored_until(&keys.keys[0], now, max).await?;
+            due.extend(heads.into_iter().map(|(at, key)| (at, key, shard as usize)));
         }
         due.sort();
         due.truncate(max);
@@ -668,30 +673,14 @@ impl Store for RedisStore {
         self.check_open()?;
         // Earliest expiry first across every queue: first read each shard's expired
         // leases, then have each shard's script end its share of the earliest `limit`.
-        let look_at = match self.config.time {
-            TimeSource::Caller => now,
-            TimeSource::Redis => self.redis_now().await?,
-        };
+        let look_at = self.read_now(now).await?;
         let mut shards = Vec::new();
         let mut expired: Vec<(Timestamp, usize, String)> = Vec::new();
         for (queue, count) in self.queues().await? {
             for shard in 0..count {
-                let leases = ShardKeys::new(&self.config.prefix, &queue, shard).keys[1].clone();
-                let found: Vec<(String, f64)> = self
-                    .conn
-                    .query(
-                        redis::cmd("ZRANGEBYSCORE")
-                            .arg(leases)
-                            .arg("-inf")
-                            .arg(look_at.as_millis())
-                            .arg("WITHSCORES")
-                            .arg("LIMIT")
-                            .arg(0)
-                            .arg(limit.max(1)),
-                    )
-                    .await?;
-                expired
-                    .extend(found.into_iter().map(|(key, at)| (Timestamp::from_millis(at as i64), shards.len(), key)));
+                let keys = ShardKeys::new(&self.config.prefix, &queue, shard);
+                let found = self.scored_until(&keys.keys[1], look_at, limit.max(1) as usize).await?;
+                expired.extend(found.into_iter().map(|(at, key)| (at, shards.len(), key)));
                 shards.push((queue.clone(), shard));
             }
         }
