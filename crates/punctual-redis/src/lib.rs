@@ -23,7 +23,7 @@ mod scripts;
 mod wake;
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -36,7 +36,7 @@ use punctual_core::{
     Wakeup,
 };
 use redis::{ConnectionInfo, IntoConnectionInfo, ScriptInvocation};
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 pub use clock::RedisClock;
@@ -144,6 +144,14 @@ const ID_BLOCK: u64 = 4096;
 /// The Redis store. Cheap to share by reference; one per process.
 #[derive(Debug)]
 pub struct RedisStore {
+    shared: Arc<Shared>,
+    /// Completions waiting for the committer (see [`commit_completions`]).
+    completions: mpsc::UnboundedSender<PendingCompletion>,
+}
+
+/// What the store and its background tasks share.
+#[derive(Debug)]
+struct Shared {
     conn: Conn,
     config: RedisConfig,
     scripts: Scripts,
@@ -155,6 +163,16 @@ pub struct RedisStore {
     stop: CancellationToken,
     closed: AtomicBool,
 }
+
+impl std::ops::Deref for RedisStore {
+    type Target = Shared;
+    fn deref(&self) -> &Shared {
+        &self.shared
+    }
+}
+
+/// One caller's completion and where its answer goes.
+type PendingCompletion = (CompleteRequest, oneshot::Sender<Result<()>>);
 
 impl RedisStore {
     /// Connects (failing with `Unavailable` when Redis does not answer), measures the
@@ -203,7 +221,7 @@ impl RedisStore {
         let stop = CancellationToken::new();
         tokio::spawn(wake::follow(nodes, keys::wake_channel(&config.prefix), wakeups.clone(), stop.clone()));
         tokio::spawn(refresh_clock(clock.clone(), conn.clone(), stop.clone()));
-        Ok(RedisStore {
+        let shared = Arc::new(Shared {
             conn,
             config,
             scripts: Scripts::new(),
@@ -213,17 +231,23 @@ impl RedisStore {
             wakeups,
             stop,
             closed: AtomicBool::new(false),
-        })
+        });
+        let (completions, waiting) = mpsc::unbounded_channel();
+        tokio::spawn(commit_completions(Arc::clone(&shared), waiting));
+        Ok(RedisStore { shared, completions })
     }
 
     /// The clock the engine should use: Redis' time with [`TimeSource::Redis`], the
     /// system clock with [`TimeSource::Caller`].
-    pub fn clock(&self) -> std::sync::Arc<dyn Clock> {
+    pub fn clock(&self) -> Arc<dyn Clock> {
         match self.config.time {
-            TimeSource::Redis => std::sync::Arc::new(self.clock.clone()),
-            TimeSource::Caller => std::sync::Arc::new(SystemClock),
+            TimeSource::Redis => Arc::new(self.clock.clone()),
+            TimeSource::Caller => Arc::new(SystemClock),
         }
     }
+}
+
+impl Shared {
 
     fn check_open(&self) -> Result<()> {
         if self.closed.load(Ordering::SeqCst) { Err(Error::Unavailable("the store is closed".into())) } else { Ok(()) }
@@ -380,6 +404,24 @@ impl RedisStore {
         Ok(QueueStats::new(queue.clone(), scheduled, leased, dead, next))
     }
 
+    /// Applies completions, one script per shard and [`SCRIPT_BATCH`].
+    async fn complete_all(&self, reqs: &[CompleteRequest]) -> Result<Vec<Result<()>>> {
+        let mut groups: BTreeMap<(QueueName, u32), Vec<usize>> = BTreeMap::new();
+        for (i, req) in reqs.iter().enumerate() {
+            let shard = self.shard_of(&req.token.queue, &req.token.key, false).await?;
+            groups.entry((req.token.queue.clone(), shard)).or_default().push(i);
+        }
+        let mut results: Vec<Result<()>> = (0..reqs.len()).map(|_| Err(Error::LeaseLost)).collect();
+        for ((queue, shard), indices) in groups {
+            let group: Vec<&CompleteRequest> = indices.iter().map(|&i| &reqs[i]).collect();
+            let applied = self.complete_shard(&queue, shard, &group).await?;
+            for (&i, ok) in indices.iter().zip(applied) {
+                results[i] = if ok { Ok(()) } else { Err(Error::LeaseLost) };
+            }
+        }
+        Ok(results)
+    }
+
     /// Applies completions of one shard, at most [`SCRIPT_BATCH`] per script.
     async fn complete_shard(&self, queue: &QueueName, shard: u32, reqs: &[&CompleteRequest]) -> Result<Vec<bool>> {
         let mut applied = Vec::with_capacity(reqs.len());
@@ -410,6 +452,31 @@ impl RedisStore {
 
 fn info(url: &str) -> Result<ConnectionInfo> {
     url.into_connection_info().map_err(|e| Error::invalid("store", format!("{url}: {e}")))
+}
+
+/// Group commit of completions. Takes the first waiting completion and every one
+/// queued behind it (up to [`SCRIPT_BATCH`]), applies them together (one script per
+/// shard) and answers each caller. One group is in flight at a time, so completions
+/// that arrive meanwhile form the next group: under load one script applies hundreds,
+/// and a lone completion waits for nothing. Ends when the store is dropped.
+async fn commit_completions(shared: Arc<Shared>, mut waiting: mpsc::UnboundedReceiver<PendingCompletion>) {
+    let mut group = Vec::with_capacity(SCRIPT_BATCH);
+    while waiting.recv_many(&mut group, SCRIPT_BATCH).await > 0 {
+        let (requests, answers): (Vec<_>, Vec<_>) = group.drain(..).unzip();
+        match shared.complete_all(&requests).await {
+            Ok(results) => {
+                for (answer, result) in answers.into_iter().zip(results) {
+                    // A caller that stopped waiting needs no answer.
+                    let _ = answer.send(result);
+                }
+            }
+            Err(e) => {
+                for answer in answers {
+                    let _ = answer.send(Err(e.clone()));
+                }
+            }
+        }
+    }
 }
 
 async fn refresh_clock(clock: RedisClock, conn: Conn, stop: CancellationToken) {
@@ -622,28 +689,15 @@ impl Store for RedisStore {
     }
 
     async fn complete(&self, req: CompleteRequest) -> Result<()> {
-        match self.complete_many(vec![req]).await?.pop() {
-            Some(result) => result,
-            None => Err(Error::Internal("complete answered nothing".into())),
-        }
+        self.check_open()?;
+        let (answer, answered) = oneshot::channel();
+        self.completions.send((req, answer)).map_err(|_| Error::Unavailable("the store is closed".into()))?;
+        answered.await.map_err(|_| Error::Unavailable("the store closed before the completion was applied".into()))?
     }
 
     async fn complete_many(&self, reqs: Vec<CompleteRequest>) -> Result<Vec<Result<()>>> {
         self.check_open()?;
-        let mut groups: BTreeMap<(QueueName, u32), Vec<usize>> = BTreeMap::new();
-        for (i, req) in reqs.iter().enumerate() {
-            let shard = self.shard_of(&req.token.queue, &req.token.key, false).await?;
-            groups.entry((req.token.queue.clone(), shard)).or_default().push(i);
-        }
-        let mut results: Vec<Result<()>> = (0..reqs.len()).map(|_| Err(Error::LeaseLost)).collect();
-        for ((queue, shard), indices) in groups {
-            let group: Vec<&CompleteRequest> = indices.iter().map(|&i| &reqs[i]).collect();
-            let applied = self.complete_shard(&queue, shard, &group).await?;
-            for (&i, ok) in indices.iter().zip(applied) {
-                results[i] = if ok { Ok(()) } else { Err(Error::LeaseLost) };
-            }
-        }
-        Ok(results)
+        self.complete_all(&reqs).await
     }
 
     async fn extend(&self, token: &LeaseToken, lease_for: Duration, now: Timestamp) -> Result<Timestamp> {
