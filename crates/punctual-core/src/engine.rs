@@ -554,9 +554,14 @@ impl<S: Store> Engine<S> {
         let mut requests = Vec::with_capacity(acks.len());
         let mut offers = Vec::with_capacity(acks.len());
         let mut finished = Vec::with_capacity(acks.len());
-        for (token, outcome) in acks {
-            let task = self.inner.store.get(&token.queue, &token.key).await?;
-            let now = self.now();
+        // Every task is read at once (one pipelined round trip on a remote store), since
+        // the completion of each depends on its policies as stored.
+        let tasks = futures_util::future::try_join_all(
+            acks.iter().map(|(token, _)| self.inner.store.get(&token.queue, &token.key)),
+        )
+        .await?;
+        let now = self.now();
+        for ((token, outcome), task) in acks.into_iter().zip(tasks) {
             match task {
                 Some(task) if token.is_live_for(&task, now) => {
                     let handler_done = matches!(outcome, Outcome::Done);

@@ -23,8 +23,8 @@ mod scripts;
 mod wake;
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use punctual_core::store::{
@@ -36,7 +36,7 @@ use punctual_core::{
     Wakeup,
 };
 use redis::{ConnectionInfo, IntoConnectionInfo, ScriptInvocation};
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 pub use clock::RedisClock;
@@ -144,6 +144,14 @@ const ID_BLOCK: u64 = 4096;
 /// The Redis store. Cheap to share by reference; one per process.
 #[derive(Debug)]
 pub struct RedisStore {
+    shared: Arc<Shared>,
+    /// Completions waiting for the committer (see [`commit_completions`]).
+    completions: mpsc::UnboundedSender<PendingCompletion>,
+}
+
+/// What the store and its background tasks share.
+#[derive(Debug)]
+struct Shared {
     conn: Conn,
     config: RedisConfig,
     scripts: Scripts,
@@ -155,6 +163,9 @@ pub struct RedisStore {
     stop: CancellationToken,
     closed: AtomicBool,
 }
+
+/// One caller's completion and where its answer goes.
+type PendingCompletion = (CompleteRequest, oneshot::Sender<Result<()>>);
 
 impl RedisStore {
     /// Connects (failing with `Unavailable` when Redis does not answer), measures the
@@ -203,7 +214,7 @@ impl RedisStore {
         let stop = CancellationToken::new();
         tokio::spawn(wake::follow(nodes, keys::wake_channel(&config.prefix), wakeups.clone(), stop.clone()));
         tokio::spawn(refresh_clock(clock.clone(), conn.clone(), stop.clone()));
-        Ok(RedisStore {
+        let shared = Arc::new(Shared {
             conn,
             config,
             scripts: Scripts::new(),
@@ -213,18 +224,23 @@ impl RedisStore {
             wakeups,
             stop,
             closed: AtomicBool::new(false),
-        })
+        });
+        let (completions, waiting) = mpsc::unbounded_channel();
+        tokio::spawn(commit_completions(Arc::clone(&shared), waiting));
+        Ok(RedisStore { shared, completions })
     }
 
     /// The clock the engine should use: Redis' time with [`TimeSource::Redis`], the
     /// system clock with [`TimeSource::Caller`].
-    pub fn clock(&self) -> std::sync::Arc<dyn Clock> {
-        match self.config.time {
-            TimeSource::Redis => std::sync::Arc::new(self.clock.clone()),
-            TimeSource::Caller => std::sync::Arc::new(SystemClock),
+    pub fn clock(&self) -> Arc<dyn Clock> {
+        match self.shared.config.time {
+            TimeSource::Redis => Arc::new(self.shared.clock.clone()),
+            TimeSource::Caller => Arc::new(SystemClock),
         }
     }
+}
 
+impl Shared {
     fn check_open(&self) -> Result<()> {
         if self.closed.load(Ordering::SeqCst) { Err(Error::Unavailable("the store is closed".into())) } else { Ok(()) }
     }
@@ -380,6 +396,24 @@ impl RedisStore {
         Ok(QueueStats::new(queue.clone(), scheduled, leased, dead, next))
     }
 
+    /// Applies completions, one script per shard and [`SCRIPT_BATCH`].
+    async fn complete_all(&self, reqs: &[CompleteRequest]) -> Result<Vec<Result<()>>> {
+        let mut groups: BTreeMap<(QueueName, u32), Vec<usize>> = BTreeMap::new();
+        for (i, req) in reqs.iter().enumerate() {
+            let shard = self.shard_of(&req.token.queue, &req.token.key, false).await?;
+            groups.entry((req.token.queue.clone(), shard)).or_default().push(i);
+        }
+        let mut results: Vec<Result<()>> = (0..reqs.len()).map(|_| Err(Error::LeaseLost)).collect();
+        for ((queue, shard), indices) in groups {
+            let group: Vec<&CompleteRequest> = indices.iter().map(|&i| &reqs[i]).collect();
+            let applied = self.complete_shard(&queue, shard, &group).await?;
+            for (&i, ok) in indices.iter().zip(applied) {
+                results[i] = if ok { Ok(()) } else { Err(Error::LeaseLost) };
+            }
+        }
+        Ok(results)
+    }
+
     /// Applies completions of one shard, at most [`SCRIPT_BATCH`] per script.
     async fn complete_shard(&self, queue: &QueueName, shard: u32, reqs: &[&CompleteRequest]) -> Result<Vec<bool>> {
         let mut applied = Vec::with_capacity(reqs.len());
@@ -410,6 +444,31 @@ impl RedisStore {
 
 fn info(url: &str) -> Result<ConnectionInfo> {
     url.into_connection_info().map_err(|e| Error::invalid("store", format!("{url}: {e}")))
+}
+
+/// Group commit of completions. Takes the first waiting completion and every one
+/// queued behind it (up to [`SCRIPT_BATCH`]), applies them together (one script per
+/// shard) and answers each caller. One group is in flight at a time, so completions
+/// that arrive meanwhile form the next group: under load one script applies hundreds,
+/// and a lone completion waits for nothing. Ends when the store is dropped.
+async fn commit_completions(shared: Arc<Shared>, mut waiting: mpsc::UnboundedReceiver<PendingCompletion>) {
+    let mut group = Vec::with_capacity(SCRIPT_BATCH);
+    while waiting.recv_many(&mut group, SCRIPT_BATCH).await > 0 {
+        let (requests, answers): (Vec<_>, Vec<_>) = group.drain(..).unzip();
+        match shared.complete_all(&requests).await {
+            Ok(results) => {
+                for (answer, result) in answers.into_iter().zip(results) {
+                    // A caller that stopped waiting needs no answer.
+                    let _ = answer.send(result);
+                }
+            }
+            Err(e) => {
+                for answer in answers {
+                    let _ = answer.send(Err(e.clone()));
+                }
+            }
+        }
+    }
 }
 
 async fn refresh_clock(clock: RedisClock, conn: Conn, stop: CancellationToken) {
@@ -483,18 +542,18 @@ fn decode_pairs(queue: &QueueName, items: &[Vec<u8>]) -> Result<Vec<Task>> {
 
 impl Store for RedisStore {
     async fn schedule(&self, tasks: Vec<NewTask>, now: Timestamp) -> Result<Vec<Result<Scheduled>>> {
-        self.check_open()?;
-        let mut ids = self.reserve_ids(tasks.len()).await?.into_iter();
+        self.shared.check_open()?;
+        let mut ids = self.shared.reserve_ids(tasks.len()).await?.into_iter();
         // Group by shard, keeping each group's order (one key is always one shard).
         let mut groups: BTreeMap<(QueueName, u32), Vec<usize>> = BTreeMap::new();
         for (i, task) in tasks.iter().enumerate() {
-            let shard = self.shard_of(&task.queue, &task.key, true).await?;
+            let shard = self.shared.shard_of(&task.queue, &task.key, true).await?;
             groups.entry((task.queue.clone(), shard)).or_default().push(i);
         }
         let mut results: Vec<Option<Result<Scheduled>>> = (0..tasks.len()).map(|_| None).collect();
         for ((queue, shard), indices) in groups {
             for chunk in indices.chunks(SCRIPT_BATCH) {
-                let mut invocation = self.invocation(&self.scripts.schedule, &queue, shard, now);
+                let mut invocation = self.shared.invocation(&self.shared.scripts.schedule, &queue, shard, now);
                 invocation.arg(chunk.len());
                 for &i in chunk {
                     let task = &tasks[i];
@@ -512,7 +571,7 @@ impl Store for RedisStore {
                         .arg(record::tags_of(&task.tags))
                         .arg(record::body_of(task)?);
                 }
-                let answer: Vec<Vec<u8>> = self.conn.invoke(&invocation).await?;
+                let answer: Vec<Vec<u8>> = self.shared.conn.invoke(&invocation).await?;
                 if answer.len() != chunk.len() * 2 {
                     return Err(corrupt("schedule answered the wrong number of results"));
                 }
@@ -534,61 +593,63 @@ impl Store for RedisStore {
                     results[i] = Some(Ok(Scheduled::new(outcome, stored)));
                 }
             }
-            self.replicate(&queue, shard).await?;
+            self.shared.replicate(&queue, shard).await?;
         }
         results.into_iter().map(|r| r.ok_or_else(|| Error::Internal("a task got no answer".into()))).collect()
     }
 
     async fn get(&self, queue: &QueueName, key: &TaskKey) -> Result<Option<Task>> {
-        self.check_open()?;
-        let shard = self.shard_of(queue, key, false).await?;
-        let keys = ShardKeys::new(&self.config.prefix, queue, shard);
-        let record: Option<Vec<u8>> = self.conn.query(redis::cmd("HGET").arg(keys.tasks()).arg(key.as_str())).await?;
+        self.shared.check_open()?;
+        let shard = self.shared.shard_of(queue, key, false).await?;
+        let keys = ShardKeys::new(&self.shared.config.prefix, queue, shard);
+        let record: Option<Vec<u8>> =
+            self.shared.conn.query(redis::cmd("HGET").arg(keys.tasks()).arg(key.as_str())).await?;
         record.map(|r| record::decode(queue, key.as_str(), &r)).transpose()
     }
 
     async fn cancel(&self, queue: &QueueName, key: &TaskKey) -> Result<bool> {
-        self.check_open()?;
-        let shard = self.shard_of(queue, key, false).await?;
-        let mut invocation = self.invocation(&self.scripts.delete, queue, shard, Timestamp::EPOCH);
+        self.shared.check_open()?;
+        let shard = self.shared.shard_of(queue, key, false).await?;
+        let mut invocation = self.shared.invocation(&self.shared.scripts.delete, queue, shard, Timestamp::EPOCH);
         invocation.arg(key.as_str()).arg("any");
-        let deleted: i64 = self.conn.invoke(&invocation).await?;
-        self.replicate(queue, shard).await?;
+        let deleted: i64 = self.shared.conn.invoke(&invocation).await?;
+        self.shared.replicate(queue, shard).await?;
         Ok(deleted == 1)
     }
 
     async fn cancel_tag(&self, queue: &QueueName, tag: &Tag) -> Result<u64> {
-        self.check_open()?;
+        self.shared.check_open()?;
         let mut total = 0;
-        for shard in 0..self.shard_count(queue, false).await? {
+        for shard in 0..self.shared.shard_count(queue, false).await? {
             loop {
-                let mut invocation = self.invocation(&self.scripts.cancel_tag, queue, shard, Timestamp::EPOCH);
+                let mut invocation =
+                    self.shared.invocation(&self.shared.scripts.cancel_tag, queue, shard, Timestamp::EPOCH);
                 invocation.arg(tag.as_str()).arg(SCRIPT_BATCH);
-                let deleted: u64 = self.conn.invoke(&invocation).await?;
+                let deleted: u64 = self.shared.conn.invoke(&invocation).await?;
                 total += deleted;
                 if deleted < SCRIPT_BATCH as u64 {
                     break;
                 }
             }
-            self.replicate(queue, shard).await?;
+            self.shared.replicate(queue, shard).await?;
         }
         Ok(total)
     }
 
     async fn list(&self, req: ListRequest) -> Result<Page> {
-        self.check_open()?;
+        self.shared.check_open()?;
         let cursor = req.cursor.as_deref().map(parse_cursor).transpose()?;
         let limit = req.limit.max(1) as usize;
         let mut found = Vec::new();
-        for shard in 0..self.shard_count(&req.queue, false).await? {
-            let mut invocation = self.invocation(&self.scripts.list, &req.queue, shard, Timestamp::EPOCH);
+        for shard in 0..self.shared.shard_count(&req.queue, false).await? {
+            let mut invocation = self.shared.invocation(&self.shared.scripts.list, &req.queue, shard, Timestamp::EPOCH);
             invocation.arg(state_arg(req.state));
             match &cursor {
                 Some((due, key)) => invocation.arg(due).arg(key.as_str()),
                 None => invocation.arg("").arg(""),
             };
             invocation.arg(limit);
-            let answer: Vec<Vec<u8>> = self.conn.invoke(&invocation).await?;
+            let answer: Vec<Vec<u8>> = self.shared.conn.invoke(&invocation).await?;
             found.extend(decode_pairs(&req.queue, &answer)?);
         }
         found.sort_by(|a, b| (a.due_at, a.key.as_str().as_bytes()).cmp(&(b.due_at, b.key.as_str().as_bytes())));
@@ -599,20 +660,20 @@ impl Store for RedisStore {
     }
 
     async fn lease(&self, req: LeaseRequest) -> Result<LeaseBatch> {
-        self.check_open()?;
-        let shards = self.shard_count(&req.queue, false).await?;
+        self.shared.check_open()?;
+        let shards = self.shared.shard_count(&req.queue, false).await?;
         let max = (req.max.max(1) as usize).min(SCRIPT_BATCH);
         // One shard: one script. Several: the earliest due tasks across all shards,
         // so a sharded queue fires in due order like any other; read each shard's
         // due heads, then have each shard's script lease its share.
-        let share = if shards == 1 { vec![max] } else { self.lease_shares(&req, shards, max).await? };
+        let share = if shards == 1 { vec![max] } else { self.shared.lease_shares(&req, shards, max).await? };
         let lease_ms = u64::try_from(req.lease_for.as_millis()).unwrap_or(u64::MAX);
         let mut leases = Vec::new();
         let mut next_due = None;
         for (shard, take) in (0..shards).zip(share) {
-            let mut invocation = self.invocation(&self.scripts.lease, &req.queue, shard, req.now);
+            let mut invocation = self.shared.invocation(&self.shared.scripts.lease, &req.queue, shard, req.now);
             invocation.arg(take).arg(lease_ms);
-            let answer: Vec<Vec<u8>> = self.conn.invoke(&invocation).await?;
+            let answer: Vec<Vec<u8>> = self.shared.conn.invoke(&invocation).await?;
             let (head, pairs) = answer.split_first().ok_or_else(|| corrupt("lease answered nothing"))?;
             next_due = earliest(next_due, parse_score(std::str::from_utf8(head).map_err(corrupt)?)?);
             leases.extend(decode_pairs(&req.queue, pairs)?.into_iter().map(Lease::of));
@@ -622,64 +683,51 @@ impl Store for RedisStore {
     }
 
     async fn complete(&self, req: CompleteRequest) -> Result<()> {
-        match self.complete_many(vec![req]).await?.pop() {
-            Some(result) => result,
-            None => Err(Error::Internal("complete answered nothing".into())),
-        }
+        self.shared.check_open()?;
+        let (answer, answered) = oneshot::channel();
+        self.completions.send((req, answer)).map_err(|_| Error::Unavailable("the store is closed".into()))?;
+        answered.await.map_err(|_| Error::Unavailable("the store closed before the completion was applied".into()))?
     }
 
     async fn complete_many(&self, reqs: Vec<CompleteRequest>) -> Result<Vec<Result<()>>> {
-        self.check_open()?;
-        let mut groups: BTreeMap<(QueueName, u32), Vec<usize>> = BTreeMap::new();
-        for (i, req) in reqs.iter().enumerate() {
-            let shard = self.shard_of(&req.token.queue, &req.token.key, false).await?;
-            groups.entry((req.token.queue.clone(), shard)).or_default().push(i);
-        }
-        let mut results: Vec<Result<()>> = (0..reqs.len()).map(|_| Err(Error::LeaseLost)).collect();
-        for ((queue, shard), indices) in groups {
-            let group: Vec<&CompleteRequest> = indices.iter().map(|&i| &reqs[i]).collect();
-            let applied = self.complete_shard(&queue, shard, &group).await?;
-            for (&i, ok) in indices.iter().zip(applied) {
-                results[i] = if ok { Ok(()) } else { Err(Error::LeaseLost) };
-            }
-        }
-        Ok(results)
+        self.shared.check_open()?;
+        self.shared.complete_all(&reqs).await
     }
 
     async fn extend(&self, token: &LeaseToken, lease_for: Duration, now: Timestamp) -> Result<Timestamp> {
-        self.check_open()?;
-        let shard = self.shard_of(&token.queue, &token.key, false).await?;
-        let mut invocation = self.invocation(&self.scripts.extend, &token.queue, shard, now);
+        self.shared.check_open()?;
+        let shard = self.shared.shard_of(&token.queue, &token.key, false).await?;
+        let mut invocation = self.shared.invocation(&self.shared.scripts.extend, &token.queue, shard, now);
         invocation
             .arg(token.key.as_str())
             .arg(token.task_id)
             .arg(token.version)
             .arg(token.fence)
             .arg(u64::try_from(lease_for.as_millis()).unwrap_or(u64::MAX));
-        let expiry: i64 = self.conn.invoke(&invocation).await?;
+        let expiry: i64 = self.shared.conn.invoke(&invocation).await?;
         if expiry < 0 { Err(Error::LeaseLost) } else { Ok(Timestamp::from_millis(expiry)) }
     }
 
     async fn release(&self, token: &LeaseToken, now: Timestamp) -> Result<()> {
-        self.check_open()?;
-        let shard = self.shard_of(&token.queue, &token.key, false).await?;
-        let mut invocation = self.invocation(&self.scripts.release, &token.queue, shard, now);
+        self.shared.check_open()?;
+        let shard = self.shared.shard_of(&token.queue, &token.key, false).await?;
+        let mut invocation = self.shared.invocation(&self.shared.scripts.release, &token.queue, shard, now);
         invocation.arg(token.key.as_str()).arg(token.task_id).arg(token.version).arg(token.fence);
-        let released: i64 = self.conn.invoke(&invocation).await?;
+        let released: i64 = self.shared.conn.invoke(&invocation).await?;
         if released == 1 { Ok(()) } else { Err(Error::LeaseLost) }
     }
 
     async fn reap(&self, now: Timestamp, limit: u32) -> Result<ReapResult> {
-        self.check_open()?;
+        self.shared.check_open()?;
         // Earliest expiry first across every queue: first read each shard's expired
         // leases, then have each shard's script end its share of the earliest `limit`.
-        let look_at = self.read_now(now).await?;
+        let look_at = self.shared.read_now(now).await?;
         let mut shards = Vec::new();
         let mut expired: Vec<(Timestamp, usize, String)> = Vec::new();
-        for (queue, count) in self.queues().await? {
+        for (queue, count) in self.shared.queues().await? {
             for shard in 0..count {
-                let keys = ShardKeys::new(&self.config.prefix, &queue, shard);
-                let found = self.scored_until(&keys.keys[1], look_at, limit.max(1) as usize).await?;
+                let keys = ShardKeys::new(&self.shared.config.prefix, &queue, shard);
+                let found = self.shared.scored_until(&keys.keys[1], look_at, limit.max(1) as usize).await?;
                 expired.extend(found.into_iter().map(|(at, key)| (at, shards.len(), key)));
                 shards.push((queue.clone(), shard));
             }
@@ -695,9 +743,9 @@ impl Store for RedisStore {
         let mut reaped: Vec<(Timestamp, Reaped)> = Vec::new();
         let mut next_expiry = None;
         for (index, ((queue, shard), take)) in shards.iter().zip(share).enumerate() {
-            let mut invocation = self.invocation(&self.scripts.reap, queue, *shard, now);
+            let mut invocation = self.shared.invocation(&self.shared.scripts.reap, queue, *shard, now);
             invocation.arg(take.min(SCRIPT_BATCH));
-            let answer: Vec<Vec<u8>> = self.conn.invoke(&invocation).await?;
+            let answer: Vec<Vec<u8>> = self.shared.conn.invoke(&invocation).await?;
             let (head, pairs) = answer.split_first().ok_or_else(|| corrupt("reap answered nothing"))?;
             next_expiry = earliest(next_expiry, parse_score(std::str::from_utf8(head).map_err(corrupt)?)?);
             for pair in pairs.chunks(2) {
@@ -714,37 +762,37 @@ impl Store for RedisStore {
     }
 
     async fn retry_dead(&self, queue: &QueueName, key: &TaskKey, now: Timestamp) -> Result<Option<Task>> {
-        self.check_open()?;
-        let shard = self.shard_of(queue, key, false).await?;
-        let mut invocation = self.invocation(&self.scripts.retry_dead, queue, shard, now);
+        self.shared.check_open()?;
+        let shard = self.shared.shard_of(queue, key, false).await?;
+        let mut invocation = self.shared.invocation(&self.shared.scripts.retry_dead, queue, shard, now);
         invocation.arg(key.as_str());
-        let record: Vec<u8> = self.conn.invoke(&invocation).await?;
+        let record: Vec<u8> = self.shared.conn.invoke(&invocation).await?;
         if record.is_empty() {
             return Ok(None);
         }
-        self.replicate(queue, shard).await?;
+        self.shared.replicate(queue, shard).await?;
         record::decode(queue, key.as_str(), &record).map(Some)
     }
 
     async fn delete_dead(&self, queue: &QueueName, key: &TaskKey) -> Result<bool> {
-        self.check_open()?;
-        let shard = self.shard_of(queue, key, false).await?;
-        let mut invocation = self.invocation(&self.scripts.delete, queue, shard, Timestamp::EPOCH);
+        self.shared.check_open()?;
+        let shard = self.shared.shard_of(queue, key, false).await?;
+        let mut invocation = self.shared.invocation(&self.shared.scripts.delete, queue, shard, Timestamp::EPOCH);
         invocation.arg(key.as_str()).arg("dead");
-        let deleted: i64 = self.conn.invoke(&invocation).await?;
-        self.replicate(queue, shard).await?;
+        let deleted: i64 = self.shared.conn.invoke(&invocation).await?;
+        self.shared.replicate(queue, shard).await?;
         Ok(deleted == 1)
     }
 
     async fn stats(&self, queue: Option<&QueueName>) -> Result<Vec<QueueStats>> {
-        self.check_open()?;
+        self.shared.check_open()?;
         if let Some(queue) = queue {
-            let shards = self.shard_count(queue, false).await?;
-            return Ok(vec![self.stats_of(queue, shards).await?]);
+            let shards = self.shared.shard_count(queue, false).await?;
+            return Ok(vec![self.shared.stats_of(queue, shards).await?]);
         }
         let mut all = Vec::new();
-        for (queue, shards) in self.queues().await? {
-            let stats = self.stats_of(&queue, shards).await?;
+        for (queue, shards) in self.shared.queues().await? {
+            let stats = self.shared.stats_of(&queue, shards).await?;
             if stats.scheduled + stats.leased + stats.dead > 0 {
                 all.push(stats);
             }
@@ -753,27 +801,27 @@ impl Store for RedisStore {
     }
 
     async fn secret(&self) -> Result<[u8; 32]> {
-        self.check_open()?;
-        let key = keys::secret(&self.config.prefix);
+        self.shared.check_open()?;
+        let key = keys::secret(&self.shared.config.prefix);
         let fresh: [u8; 32] = rand::random();
-        self.conn.query::<()>(redis::cmd("SET").arg(&key).arg(&fresh[..]).arg("NX")).await?;
-        let stored: Vec<u8> = self.conn.query(redis::cmd("GET").arg(&key)).await?;
+        self.shared.conn.query::<()>(redis::cmd("SET").arg(&key).arg(&fresh[..]).arg("NX")).await?;
+        let stored: Vec<u8> = self.shared.conn.query(redis::cmd("GET").arg(&key)).await?;
         stored.try_into().map_err(|_| corrupt("the lease secret is not 32 bytes"))
     }
 
     fn peers(&self) -> Option<Peers> {
-        Some(Peers::new(self.wakeups.subscribe(), self.config.safety_poll))
+        Some(Peers::new(self.shared.wakeups.subscribe(), self.shared.config.safety_poll))
     }
 
     async fn close(&self) -> Result<()> {
-        self.closed.store(true, Ordering::SeqCst);
-        self.stop.cancel();
+        self.shared.closed.store(true, Ordering::SeqCst);
+        self.shared.stop.cancel();
         Ok(())
     }
 }
 
 impl Drop for RedisStore {
     fn drop(&mut self) {
-        self.stop.cancel();
+        self.shared.stop.cancel();
     }
 }

@@ -9,12 +9,17 @@ use serde::{Deserialize, Serialize};
 /// What only the Rust side reads: payload and policies.
 #[derive(Serialize, Deserialize)]
 struct Body {
-    #[serde(rename = "p")]
+    #[serde(rename = "p", default, skip_serializing_if = "serde_json::Value::is_null")]
     payload: serde_json::Value,
-    #[serde(rename = "b")]
+    /// Left out when it is the default backoff, as most tasks' is.
+    #[serde(rename = "b", default, skip_serializing_if = "is_default_backoff")]
     backoff: Backoff,
     #[serde(rename = "r", default, skip_serializing_if = "Option::is_none")]
     repeat: Option<Repeat>,
+}
+
+fn is_default_backoff(backoff: &Backoff) -> bool {
+    *backoff == Backoff::default()
 }
 
 /// The body of a new or replacing task.
@@ -39,11 +44,22 @@ pub(crate) fn tags_of(tags: &[Tag]) -> String {
 pub(crate) fn decode(queue: &QueueName, key: &str, record: &[u8]) -> Result<Task> {
     let bar = record.iter().position(|&b| b == b'|').ok_or_else(|| corrupt("a record without a header"))?;
     let header = std::str::from_utf8(&record[..bar]).map_err(corrupt)?;
-    let numbers = header.split(',').map(|n| n.parse::<i64>()).collect::<std::result::Result<Vec<i64>, _>>();
+    // An empty field holds its usual value, which may be another field's (see
+    // `lua/common.lua`); `None` until then.
+    let numbers = header
+        .split(',')
+        .map(|n| if n.is_empty() { Ok(None) } else { n.parse::<i64>().map(Some) })
+        .collect::<std::result::Result<Vec<Option<i64>>, _>>();
     let n = numbers.map_err(|e| corrupt(format!("record header '{header}': {e}")))?;
     let [st, due, exp, fence, ver, att, max, occ, anchor, id, created, updated, errlen, taglen] = n[..] else {
         return Err(corrupt(format!("record header '{header}' has {} fields, not 14", n.len())));
     };
+    let required = |v: Option<i64>| v.ok_or_else(|| corrupt(format!("record header '{header}' lacks a field")));
+    let (st, due, max, id, created, taglen) =
+        (required(st)?, required(due)?, required(max)?, required(id)?, required(created)?, required(taglen)?);
+    let (exp, fence, ver, att, occ) =
+        (exp.unwrap_or(0), fence.unwrap_or(0), ver.unwrap_or(1), att.unwrap_or(0), occ.unwrap_or(1));
+    let (anchor, updated, errlen) = (anchor.unwrap_or(due), updated.unwrap_or(created), errlen.unwrap_or(-1));
     let count = |v: i64| u32::try_from(v).map_err(corrupt);
     let unsigned = |v: i64| u64::try_from(v).map_err(corrupt);
     let mut rest = &record[bar + 1..];
@@ -107,6 +123,26 @@ mod tests {
         assert_eq!(task.tags.iter().map(|t| t.as_str()).collect::<Vec<_>>(), ["a", "bc", "de"]);
         assert_eq!(task.payload, serde_json::json!({"order": 7}));
         assert_eq!((task.version, task.attempts, task.max_attempts), (2, 1, 20));
+    }
+
+    #[test]
+    fn empty_fields_take_their_usual_values() {
+        let record = "0,1000,,,,,20,,,42,10,,,0|{}";
+        let task = decode(&QueueName::new("q").unwrap(), "k", record.as_bytes()).unwrap();
+        assert_eq!(task.state, TaskState::Scheduled);
+        assert_eq!(task.meta, TaskMeta::new(42, 0, 1, Timestamp::from_millis(1000)));
+        assert_eq!((task.version, task.attempts, task.last_error), (1, 0, None));
+        assert_eq!((task.created_at, task.updated_at), (Timestamp::from_millis(10), Timestamp::from_millis(10)));
+        assert_eq!((task.payload, task.backoff), (serde_json::Value::Null, Backoff::default()));
+    }
+
+    #[test]
+    fn a_small_task_has_a_small_body() {
+        let task = NewTask::new(QueueName::new("q").unwrap(), TaskKey::new("k").unwrap(), Timestamp::from_millis(5));
+        let mut with_payload = task.clone();
+        with_payload.payload = serde_json::json!({"n": 1});
+        assert_eq!(body_of(&task).unwrap(), "{}");
+        assert_eq!(body_of(&with_payload).unwrap(), r#"{"p":{"n":1}}"#);
     }
 
     #[test]

@@ -14,6 +14,8 @@
 -- Record: "st,due,exp,fence,ver,att,max,occ,anchor,id,created,updated,errlen,taglen|"
 -- followed by errlen bytes of last_error (errlen -1: none), taglen bytes of tags
 -- joined by "\n", then the body (JSON written by the Rust side, opaque here).
+-- Fields at their usual value are left empty, to keep pending tasks small: exp 0,
+-- fence 0, ver 1, att 0, occ 1, anchor = due, updated = created, errlen -1.
 -- States: 0 scheduled, 1 leased, 2 dead. Keys and tags hold no control characters.
 
 local function now_ms()
@@ -28,13 +30,15 @@ end
 
 local function decode(rec)
   local st, due, exp, fence, ver, att, max, occ, anc, id, created, updated, errlen, taglen, pos = string.match(rec,
-    '^(%d+),(%-?%d+),(%-?%d+),(%d+),(%d+),(%d+),(%d+),(%d+),(%-?%d+),(%d+),(%-?%d+),(%-?%d+),(%-?%d+),(%d+)|()')
+    '^(%d+),(%-?%d+),(%-?%d*),(%d*),(%d*),(%d*),(%d+),(%d*),(%-?%d*),(%d+),(%-?%d+),(%-?%d*),(%-?%d*),(%d+)|()')
   local t = {
-    st = tonumber(st), due = tonumber(due), exp = tonumber(exp), fence = tonumber(fence), ver = tonumber(ver),
-    att = tonumber(att), max = tonumber(max), occ = tonumber(occ), anc = tonumber(anc), id = tonumber(id),
-    created = tonumber(created), updated = tonumber(updated),
+    st = tonumber(st), due = tonumber(due), exp = tonumber(exp) or 0, fence = tonumber(fence) or 0,
+    ver = tonumber(ver) or 1, att = tonumber(att) or 0, max = tonumber(max), occ = tonumber(occ) or 1,
+    id = tonumber(id), created = tonumber(created),
   }
-  errlen = tonumber(errlen)
+  t.anc = tonumber(anc) or t.due
+  t.updated = tonumber(updated) or t.created
+  errlen = tonumber(errlen) or -1
   taglen = tonumber(taglen)
   if errlen >= 0 then
     t.err = string.sub(rec, pos, pos + errlen - 1)
@@ -45,13 +49,20 @@ local function decode(rec)
   return t
 end
 
+-- `n`, or '' when it is `usual` (see the record format above).
+local function unless(n, usual)
+  if n == usual then return '' end
+  return int(n)
+end
+
 local function encode(t)
   local errlen = -1
   if t.err then errlen = #t.err end
   return table.concat({
-    int(t.st), ',', int(t.due), ',', int(t.exp), ',', int(t.fence), ',', int(t.ver), ',', int(t.att), ',',
-    int(t.max), ',', int(t.occ), ',', int(t.anc), ',', int(t.id), ',', int(t.created), ',', int(t.updated), ',',
-    int(errlen), ',', int(#t.tags), '|', t.err or '', t.tags, t.body,
+    int(t.st), ',', int(t.due), ',', unless(t.exp, 0), ',', unless(t.fence, 0), ',', unless(t.ver, 1), ',',
+    unless(t.att, 0), ',', int(t.max), ',', unless(t.occ, 1), ',', unless(t.anc, t.due), ',', int(t.id), ',',
+    int(t.created), ',', unless(t.updated, t.created), ',', unless(errlen, -1), ',', int(#t.tags), '|',
+    t.err or '', t.tags, t.body,
   })
 end
 
