@@ -625,6 +625,51 @@ mod tests {
     }
 
     #[test]
+    fn bench_reads_stores_sizes_and_the_baselines_switch() {
+        let bench = |args: &[&str]| match parse(args).map(|cli| cli.command) {
+            Ok(Command::Bench(args)) => Ok(args),
+            Ok(other) => panic!("not bench: {other:?}"),
+            Err(e) => Err(e),
+        };
+        let args = bench(&["bench", "spread"]).unwrap();
+        assert_eq!(
+            (args.workload, &args.store, args.tasks, args.baselines),
+            (Workload::Spread, &BenchStore::Embedded, None, None)
+        );
+        assert_eq!((args.window.as_secs(), args.duration.as_secs()), (20, 10));
+        let args = bench(&[
+            "bench",
+            "all",
+            "--store",
+            "redis://127.0.0.1:6400",
+            "--tasks",
+            "200",
+            "--window",
+            "1s",
+            "--baselines",
+        ])
+        .unwrap();
+        assert_eq!(
+            (&args.store, args.tasks, args.window.as_millis(), args.baselines),
+            (&BenchStore::Redis("redis://127.0.0.1:6400".into()), Some(200), 1000, Some(true))
+        );
+        assert_eq!(
+            bench(&["bench", "burst", "--store", "private-redis", "--baselines=false"]).unwrap().baselines,
+            Some(false)
+        );
+        for wrong in [
+            &["bench", "spread", "--store", "redis-cluster://a:1"][..],
+            &["bench", "spread", "--store", "sqlite"],
+            &["bench", "spread", "--window", "0s"],
+            &["bench", "spread", "--tasks", "0"],
+            &["bench", "sprint"],
+            &["bench", "spread", "--server", "http://x", "--store", "private-redis"],
+        ] {
+            assert_eq!(bench(wrong).unwrap_err().exit_code(), 2, "{wrong:?}");
+        }
+    }
+
+    #[test]
     fn payloads_can_come_from_a_file() {
         let dir = std::env::temp_dir().join(format!("punctual-cli-payload-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
