@@ -197,7 +197,7 @@ pub(crate) async fn run(args: BenchArgs) -> Result<()> {
                 let dir = root.join(workload.name());
                 let side = Side::Embedded { dir: dir.clone() };
                 let cx = context(
-                    progress,
+                    progress.clone(),
                     &side,
                     format!("the embedded store ({})", dir.display()),
                     &baseline_redis,
@@ -208,13 +208,19 @@ pub(crate) async fn run(args: BenchArgs) -> Result<()> {
             Target::Redis { url, private, prefix } => {
                 let side = Side::Redis { url, private: private.as_ref() };
                 let what = if private.is_some() { "a private redis-server" } else { "Redis" };
-                let cx = context(progress, &side, format!("{what} at {url}"), &baseline_redis, &baselines_skipped);
+                let cx =
+                    context(progress.clone(), &side, format!("{what} at {url}"), &baseline_redis, &baselines_skipped);
                 run_redis(workload, &args, url, prefix, &cx).await?
             }
             Target::Http { driver, url } => {
                 let side = Side::Http;
-                let cx =
-                    context(progress, &side, format!("punctual serve at {url}"), &baseline_redis, &baselines_skipped);
+                let cx = context(
+                    progress.clone(),
+                    &side,
+                    format!("punctual serve at {url}"),
+                    &baseline_redis,
+                    &baselines_skipped,
+                );
                 run_workload(driver, workload, &args, &cx).await?
             }
         };

@@ -6,42 +6,41 @@ use std::io::IsTerminal;
 use std::time::Duration;
 
 use comfy_table::{CellAlignment, Table};
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 
 use super::stats::{LagStats, ratio};
 
-/// Makes the progress bars: hidden with `--quiet` or when stderr is not a terminal.
-#[derive(Debug, Clone, Copy)]
+/// Makes the progress bars, drawn together on stderr (a phase may show two at once:
+/// tasks scheduled and tasks fired); none with `--quiet` or when stderr is not a
+/// terminal.
+#[derive(Debug, Clone)]
 pub(crate) struct Progress {
-    hidden: bool,
+    bars: Option<MultiProgress>,
 }
 
 impl Progress {
     pub(crate) fn new(quiet: bool) -> Progress {
-        Progress { hidden: quiet || !std::io::stderr().is_terminal() }
+        let shown = !quiet && std::io::stderr().is_terminal();
+        Progress { bars: shown.then(MultiProgress::new) }
     }
 
     /// A bar counting `len` items of a phase.
     pub(crate) fn bar(&self, len: u64, phase: &str) -> ProgressBar {
-        if self.hidden {
-            return ProgressBar::hidden();
-        }
-        let style = ProgressStyle::with_template("{msg:>28} [{bar:30}] {human_pos}/{human_len} {per_sec} {elapsed}")
+        let Some(bars) = &self.bars else { return ProgressBar::hidden() };
+        let style = ProgressStyle::with_template("{msg:>32} [{bar:30}] {human_pos}/{human_len} {elapsed}")
             .unwrap_or_else(|_| ProgressStyle::default_bar())
             .progress_chars("=> ");
-        let bar = ProgressBar::new(len).with_style(style).with_message(phase.to_owned());
+        let bar = bars.add(ProgressBar::new(len).with_style(style).with_message(phase.to_owned()));
         bar.enable_steady_tick(Duration::from_millis(200));
         bar
     }
 
     /// A counter for a phase of unknown length (one that runs for a fixed time).
     pub(crate) fn counter(&self, phase: &str) -> ProgressBar {
-        if self.hidden {
-            return ProgressBar::hidden();
-        }
-        let style = ProgressStyle::with_template("{msg:>28} {spinner} {human_pos} {per_sec} {elapsed}")
+        let Some(bars) = &self.bars else { return ProgressBar::hidden() };
+        let style = ProgressStyle::with_template("{msg:>32} {spinner} {human_pos} {elapsed}")
             .unwrap_or_else(|_| ProgressStyle::default_spinner());
-        let bar = ProgressBar::new_spinner().with_style(style).with_message(phase.to_owned());
+        let bar = bars.add(ProgressBar::new_spinner().with_style(style).with_message(phase.to_owned()));
         bar.enable_steady_tick(Duration::from_millis(200));
         bar
     }
