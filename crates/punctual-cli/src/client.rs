@@ -192,6 +192,11 @@ impl Client {
         self.send(Method::POST, self.url(segments, &[])?, None).await?.json()
     }
 
+    /// `POST` a JSON body.
+    pub(crate) async fn post_json(&self, segments: &[&str], body: &Value) -> Result<Answer, ClientError> {
+        self.send(Method::POST, self.url(segments, &[])?, Some(body)).await
+    }
+
     /// `DELETE`; success is any 2xx (the API answers `204`).
     pub(crate) async fn delete(&self, segments: &[&str]) -> Result<Answer, ClientError> {
         self.send(Method::DELETE, self.url(segments, &[])?, None).await

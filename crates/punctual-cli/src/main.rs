@@ -1,9 +1,11 @@
-//! The `punctual` binary: `punctual serve` runs the server; the other subcommands are
-//! a client of a running server (see `../shared/API.md`, "Command line client").
+//! The `punctual` binary: `punctual serve` runs the server, `punctual bench` measures
+//! it; the other subcommands are a client of a running server (see `../shared/API.md`,
+//! "Command line client").
 //!
 //! Exit status: 0 on success; 1 when a command fails (the server refused, the task was
 //! not found, the server could not be reached); 2 on a usage error (clap's own).
 
+mod bench;
 mod cli;
 mod client;
 mod commands;
@@ -24,6 +26,7 @@ use cli::{Cli, Command};
 async fn main() -> ExitCode {
     let result = match Cli::parse().command {
         Command::Serve(args) => punctual_server::serve(args).await,
+        Command::Bench(args) => bench::run(*args).await,
         Command::CheckConfig(args) => check_config(&args.file).and_then(|text| emit(&text)),
         Command::Client(command) => commands::run(command).await.and_then(|text| emit(&text)),
     };

@@ -14,7 +14,7 @@ use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use common::*;
-use punctual_testkit::redis::RedisServer;
+use punctual_testkit::redis::{self, RedisServer};
 use punctual_testkit::server::ServerProcess;
 use serde_json::json;
 
@@ -44,7 +44,7 @@ fn skewed_node(redis: &RedisServer, offset: &str) -> ServerProcess {
 
 #[test]
 fn a_node_ten_minutes_behind_schedules_and_fires_on_redis_time() {
-    let redis = RedisServer::start();
+    let redis = redis::server();
     let slow = skewed_node(&redis, "-10m");
     let api = Api::of(&slow);
     let before = real_now_ms();
@@ -63,7 +63,7 @@ fn a_node_ten_minutes_behind_schedules_and_fires_on_redis_time() {
 
 #[test]
 fn a_node_ten_minutes_ahead_does_not_fire_early() {
-    let redis = RedisServer::start();
+    let redis = redis::server();
     let honest = start(server_builder().store(redis.url()));
     let fast = skewed_node(&redis, "+10m");
     let answer = Api::of(&honest).put("/v1/queues/remind/tasks/step-2", json!({"delay": "3s"}));

@@ -17,7 +17,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use common::*;
-use punctual_testkit::redis::RedisServer;
+use punctual_testkit::redis::{self, RedisServer};
 use punctual_testkit::server::ServerProcess;
 use serde_json::{Value, json};
 
@@ -104,7 +104,7 @@ fn worker(api: Api, fired: Arc<Fired>, stop_after_batches: Option<usize>) -> Vec
 
 #[test]
 fn three_nodes_on_one_redis_fire_each_task_exactly_once() {
-    let redis = RedisServer::start();
+    let redis = redis::server();
     let nodes: Vec<ServerProcess> = (0..3).map(|_| node(&redis)).collect();
     schedule_all(&Api::of(&nodes[0]));
     let fired = Arc::new(Fired::default());
@@ -127,7 +127,7 @@ fn three_nodes_on_one_redis_fire_each_task_exactly_once() {
 
 #[test]
 fn a_node_killed_mid_run_loses_nothing_and_duplicates_only_what_it_held() {
-    let redis = RedisServer::start();
+    let redis = redis::server();
     let mut nodes: Vec<ServerProcess> = (0..3).map(|_| node(&redis)).collect();
     schedule_all(&Api::of(&nodes[0]));
     let fired = Arc::new(Fired::default());

@@ -17,7 +17,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use common::*;
-use punctual_testkit::redis::{Persistence, RedisServer};
+use punctual_testkit::redis::{self, Persistence, RedisServer};
 use punctual_testkit::server::ServerProcess;
 use serde_json::{Value, json};
 
@@ -80,7 +80,7 @@ fn stored_keys(api: &Api) -> HashSet<String> {
 
 #[test]
 fn redis_killed_under_load_with_aof_always_loses_no_acknowledged_task_and_the_server_recovers() {
-    let mut redis = RedisServer::start_with(Persistence::AofAlways, &[]);
+    let mut redis = redis::server_with(Persistence::AofAlways, &[]);
     let dir = tempfile::tempdir().unwrap();
     let server = node(&redis, &dir);
     let stop = Arc::new(AtomicBool::new(false));
@@ -105,7 +105,7 @@ fn redis_killed_under_load_with_aof_always_loses_no_acknowledged_task_and_the_se
         thread::sleep(Duration::from_millis(20));
     }
     thread::sleep(Duration::from_secs(2));
-    redis.restart();
+    redis.restart().unwrap_or_else(|e| panic!("restart redis-server: {e}"));
     let back = Instant::now();
     let before = seen.acknowledged.lock().unwrap().len();
     wait_for_more(before + 500);

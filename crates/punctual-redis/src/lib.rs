@@ -18,6 +18,7 @@
 mod clock;
 mod conn;
 mod keys;
+pub mod private_server;
 mod record;
 mod scripts;
 mod wake;

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use punctual_core::{NewTask, QueueName, Store, TaskKey, Timestamp};
 use punctual_redis::{RedisConfig, RedisStore, Target, TimeSource};
-use punctual_testkit::redis::{Persistence, RedisServer};
+use punctual_testkit::redis::{self, Persistence};
 
 fn task(key: &str) -> NewTask {
     let (queue, key) = (QueueName::new("orders").expect("a valid queue"), TaskKey::new(key).expect("a valid key"));
@@ -14,19 +14,19 @@ fn task(key: &str) -> NewTask {
 
 #[tokio::test]
 async fn writes_wait_for_the_replica_and_are_refused_when_it_is_gone() {
-    let primary = RedisServer::start();
+    let primary = redis::server();
     let port = primary.port().to_string();
-    let mut replica = RedisServer::start_with(Persistence::None, &["--replicaof", "127.0.0.1", &port]);
+    let mut replica = redis::server_with(Persistence::None, &["--replicaof", "127.0.0.1", &port]);
     // The replica is in sync once the primary counts it as online.
     let mut synced = false;
     for _ in 0..200 {
-        if primary.command(&["INFO", "replication"]).contains("state=online") {
+        if primary.command(&["INFO", "replication"]).unwrap().contains("state=online") {
             synced = true;
             break;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    assert!(synced, "the replica never connected: {}", primary.command(&["INFO", "replication"]));
+    assert!(synced, "the replica never connected: {}", primary.command(&["INFO", "replication"]).unwrap());
 
     let mut config = RedisConfig::new(Target::parse(&primary.url()).unwrap());
     config.time = TimeSource::Caller;
@@ -36,7 +36,11 @@ async fn writes_wait_for_the_replica_and_are_refused_when_it_is_gone() {
     let now = Timestamp::from_millis(1_000);
     let written = store.schedule(vec![task("order-1")], now).await.unwrap();
     assert!(written[0].is_ok(), "{written:?}");
-    assert_eq!(replica.command(&["HLEN", "punctual:{orders}:tasks"]), "1", "the replica has the task when we answer");
+    assert_eq!(
+        replica.command(&["HLEN", "punctual:{orders}:tasks"]).unwrap(),
+        "1",
+        "the replica has the task when we answer"
+    );
 
     replica.kill();
     let refused = store.schedule(vec![task("order-2")], now).await;

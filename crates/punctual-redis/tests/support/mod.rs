@@ -8,14 +8,14 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use punctual_redis::{RedisConfig, RedisStore, Target, TimeSource};
-use punctual_testkit::redis::{RedisCluster, RedisServer};
+use punctual_testkit::redis::{self, RedisCluster, RedisServer};
 
 static SERVER: OnceLock<RedisServer> = OnceLock::new();
 static CLUSTER: OnceLock<RedisCluster> = OnceLock::new();
 static NEXT_PREFIX: AtomicU32 = AtomicU32::new(0);
 
 pub fn server() -> &'static RedisServer {
-    SERVER.get_or_init(RedisServer::start)
+    SERVER.get_or_init(redis::server)
 }
 
 pub fn cluster() -> &'static RedisCluster {

@@ -1,0 +1,142 @@
+//! `burst`: N tasks all due at one instant; how long until the last one fired (its
+//! lag), and tasks per second over that time.
+//!
+//! The instant is 3 s + N/50 ms after scheduling starts, so the batches (1,000 each)
+//! are stored before it; whether they were is reported (`scheduled_before_due`), since
+//! a drain that starts late measures the scheduling too. On a private redis-server the
+//! longest script Redis ran during the burst is read from `LATENCY HISTOGRAM evalsha`
+//! (reset first with `CONFIG RESETSTAT`; the bound of the highest non-empty bucket).
+
+use std::time::Duration;
+
+use anyhow::{Context as _, Result, bail};
+use serde::Serialize;
+
+use super::driver::{BenchTask, Driver, Recorder};
+use super::report::{figures, millis, rate, thousands};
+use super::stats::{LagStats, per_second};
+use super::{Context, Side};
+
+const QUEUE: &str = "bench.burst";
+const BATCH: usize = 1_000;
+/// How long after the instant the last task may take to fire before the run fails.
+const DRAIN_LIMIT: Duration = Duration::from_secs(600);
+
+#[derive(Debug, Serialize)]
+pub(crate) struct BurstReport {
+    pub(crate) workload: &'static str,
+    pub(crate) target: String,
+    pub(crate) tasks: usize,
+    /// Whether every task was stored before the instant they were due.
+    pub(crate) scheduled_before_due: bool,
+    pub(crate) fired: usize,
+    pub(crate) duplicates: u64,
+    pub(crate) lost: usize,
+    /// Due instant → the last task fired.
+    pub(crate) drained_in_ms: u64,
+    pub(crate) tasks_per_second: f64,
+    pub(crate) lag_ms: LagStats,
+    /// The longest Lua script Redis ran, as a histogram bucket bound (private Redis only).
+    pub(crate) longest_script_ms: Option<f64>,
+    pub(crate) notes: Vec<String>,
+}
+
+pub(crate) async fn run<D: Driver>(driver: &D, tasks: usize, cx: &Context<'_>) -> Result<BurstReport> {
+    if tasks == 0 {
+        bail!("--tasks must be at least 1");
+    }
+    let private_redis = match cx.side {
+        Side::Redis { private: Some(server), .. } => {
+            server.command(&["CONFIG", "RESETSTAT"]).context("CONFIG RESETSTAT on the private Redis")?;
+            Some(server)
+        }
+        _ => None,
+    };
+    let recorder = Recorder::new(tasks, cx.progress.bar(tasks as u64, "burst: fired"));
+    let consumer = driver.consume(QUEUE, recorder.clone())?;
+    let at = driver.now_ms() + 3_000 + tasks as i64 / 50;
+    let schedule_bar = cx.progress.bar(tasks as u64, "burst: scheduled");
+    for first in (0..tasks).step_by(BATCH) {
+        let batch = (first..(first + BATCH).min(tasks)).map(|i| BenchTask::new(i as u64, at)).collect::<Vec<_>>();
+        let n = batch.len() as u64;
+        driver.schedule(QUEUE, batch).await.context("scheduling the burst")?;
+        schedule_bar.inc(n);
+    }
+    schedule_bar.finish_and_clear();
+    let scheduled_before_due = driver.now_ms() <= at;
+    let all_fired = recorder.wait_all(Duration::from_millis((at - driver.now_ms()).max(0) as u64) + DRAIN_LIMIT).await;
+    consumer.stop().await?;
+    let (lags, duplicates) = recorder.take();
+    let fired = lags.len();
+    let lag = LagStats::of(lags);
+    let drained_in_ms = lag.max.max(0) as u64;
+    let mut notes = Vec::new();
+    if !all_fired {
+        notes.push(format!("only {fired} of {tasks} fired within {}s of the due instant", DRAIN_LIMIT.as_secs()));
+    }
+    if !scheduled_before_due {
+        notes.push("scheduling ended after the due instant: the drain time includes part of it".into());
+    }
+    let longest_script_ms = match private_redis {
+        Some(server) => longest_script(
+            &server.command(&["LATENCY", "HISTOGRAM", "evalsha"]).context("LATENCY HISTOGRAM on the private Redis")?,
+        ),
+        None => None,
+    };
+    Ok(BurstReport {
+        workload: "burst",
+        target: cx.target.clone(),
+        tasks,
+        scheduled_before_due,
+        fired,
+        duplicates,
+        lost: tasks - fired,
+        drained_in_ms,
+        tasks_per_second: per_second(fired as u64, Duration::from_millis(drained_in_ms.max(1))),
+        lag_ms: lag,
+        longest_script_ms,
+        notes,
+    })
+}
+
+/// The upper bound (ms) of the highest non-empty bucket of a `LATENCY HISTOGRAM` reply
+/// flattened one element per line: `…, histogram_usec, bucket, count, bucket, count`.
+fn longest_script(histogram: &str) -> Option<f64> {
+    let lines: Vec<&str> = histogram.lines().collect();
+    let start = lines.iter().position(|l| *l == "histogram_usec")? + 1;
+    let buckets: Vec<i64> = lines[start..].iter().step_by(2).filter_map(|b| b.parse().ok()).collect();
+    buckets.last().map(|usec| *usec as f64 / 1000.0)
+}
+
+impl BurstReport {
+    pub(crate) fn table(&self) -> String {
+        let mut rows = vec![
+            ("fired".into(), format!("{} of {}", thousands(self.fired as f64), thousands(self.tasks as f64))),
+            ("fired twice".into(), thousands(self.duplicates as f64)),
+            ("drained in (due → last fired)".into(), millis(self.drained_in_ms)),
+            ("drain rate".into(), rate(self.tasks_per_second)),
+            ("lag p50 / p99".into(), format!("{} / {} ms", self.lag_ms.p50, self.lag_ms.p99)),
+        ];
+        if let Some(ms) = self.longest_script_ms {
+            rows.push(("longest Redis script (histogram bound)".into(), format!("≤ {ms:.1} ms")));
+        }
+        let mut text = figures(
+            &format!("burst: {} tasks due at one instant on {}", thousands(self.tasks as f64), self.target),
+            rows,
+        );
+        for note in &self.notes {
+            text.push_str(&format!("\nnote: {note}"));
+        }
+        text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_longest_script_is_the_highest_bucket() {
+        let reply = "evalsha\ncalls\n200\nhistogram_usec\n1024\n150\n8192\n40\n33792\n10";
+        assert_eq!(super::longest_script(reply), Some(33.792));
+        assert_eq!(super::longest_script("evalsha\ncalls\n0"), None);
+    }
+}

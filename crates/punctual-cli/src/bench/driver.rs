@@ -1,0 +1,351 @@
+//! What every workload drives, in process or over HTTP: schedule tasks with due times,
+//! consume a queue while recording each task's fire lag, and count what completed.
+//!
+//! - [`EngineDriver`] runs an [`Engine`] in this process (embedded or Redis store) and
+//!   consumes with a [`Worker`] of [`WORKER_CONCURRENCY`] slots; the lag is handler
+//!   start − due, both on the engine's clock (Redis' own time on the Redis store).
+//! - [`HttpDriver`] talks to a running `punctual serve` as pull workers do:
+//!   [`HTTP_WORKERS`] long polls (`max` 100, `wait` 1 s) and one batch ack (`POST
+//!   /v1/acks`) per answer; the lag is lease receipt (this machine's clock) − due.
+//!
+//! A [`Recorder`] counts each key once (keys are decimal numbers), so a second firing
+//! of a task is counted as a duplicate rather than hiding a lost one.
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use indicatif::ProgressBar;
+use punctual_core::{BoxError, Delivery, Engine, Outcome, RunningWorker, Store, TaskSpec, Timestamp, Worker};
+use serde_json::{Value, json};
+use tokio::sync::{Notify, watch};
+use tokio::task::JoinHandle;
+
+use crate::client::Client;
+
+/// Handler slots of the in-process worker.
+pub(crate) const WORKER_CONCURRENCY: usize = 256;
+/// Concurrent long polls of the HTTP consumer.
+pub(crate) const HTTP_WORKERS: usize = 8;
+/// Leases asked for per long poll.
+const HTTP_LEASE_MAX: u32 = 100;
+
+/// One task to schedule: its key, its due time (epoch ms on the driver's clock; a time
+/// already past means due now) and an optional payload.
+#[derive(Debug, Clone)]
+pub(crate) struct BenchTask {
+    pub(crate) key: String,
+    pub(crate) due_ms: i64,
+    pub(crate) payload: Option<Value>,
+}
+
+impl BenchTask {
+    pub(crate) fn new(key: u64, due_ms: i64) -> BenchTask {
+        BenchTask { key: key.to_string(), due_ms, payload: None }
+    }
+
+    /// With payload `{"n": key}`, as the earlier benchmarks used.
+    pub(crate) fn with_payload(key: u64, due_ms: i64) -> BenchTask {
+        BenchTask { key: key.to_string(), due_ms, payload: Some(json!({ "n": key })) }
+    }
+}
+
+/// What a workload needs of its target.
+pub(crate) trait Driver: Clone + Send + Sync + 'static {
+    /// Now, in epoch ms, on the clock that decides due times.
+    fn now_ms(&self) -> i64;
+    /// Schedules `tasks` in `queue` in one call (at most 10,000); durable on return.
+    fn schedule(&self, queue: &str, tasks: Vec<BenchTask>) -> impl Future<Output = Result<()>> + Send;
+    /// Schedules one task with the single-task call.
+    fn schedule_one(&self, queue: &str, task: BenchTask) -> impl Future<Output = Result<()>> + Send;
+    /// Starts consuming `queue`: every task fired is recorded, then acknowledged done.
+    fn consume(&self, queue: &str, recorder: Arc<Recorder>) -> Result<Consumer>;
+    /// Tries of `queue` acknowledged done so far by this driver's consumers.
+    fn completed(&self, queue: &str, recorder: &Recorder) -> u64;
+    /// Tasks of `queue` still stored, in any state.
+    fn remaining(&self, queue: &str) -> impl Future<Output = Result<u64>> + Send;
+}
+
+/// A running consumer; [`Consumer::stop`] ends it.
+#[derive(Debug)]
+pub(crate) enum Consumer {
+    Worker(RunningWorker),
+    Http { stop: watch::Sender<bool>, workers: Vec<JoinHandle<Result<()>>> },
+}
+
+impl Consumer {
+    /// Stops consuming: running handlers finish (in process); long polls are dropped
+    /// (the server releases their leases at once).
+    pub(crate) async fn stop(self) -> Result<()> {
+        match self {
+            Consumer::Worker(worker) => worker.shutdown().await,
+            Consumer::Http { stop, workers } => {
+                let _ = stop.send(true);
+                for worker in workers {
+                    worker.await.context("an HTTP worker panicked")??;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Fire lags of one queue, each key counted once.
+#[derive(Debug)]
+pub(crate) struct Recorder {
+    state: Mutex<Fired>,
+    /// How many distinct keys make "all fired"; `usize::MAX` while unknown.
+    expected: AtomicUsize,
+    all_fired: Notify,
+    /// Acks answered done (HTTP consumer).
+    acked: AtomicU64,
+    bar: ProgressBar,
+}
+
+#[derive(Debug, Default)]
+struct Fired {
+    lags: Vec<i64>,
+    seen: HashSet<u64>,
+    duplicates: u64,
+}
+
+impl Recorder {
+    /// A recorder waiting for `expected` distinct keys, advancing `bar` on each.
+    pub(crate) fn new(expected: usize, bar: ProgressBar) -> Arc<Recorder> {
+        Arc::new(Recorder {
+            state: Mutex::new(Fired::default()),
+            expected: AtomicUsize::new(expected),
+            all_fired: Notify::new(),
+            acked: AtomicU64::new(0),
+            bar,
+        })
+    }
+
+    /// Records one firing of `key`, `lag_ms` after its due time.
+    pub(crate) fn record(&self, key: &str, lag_ms: i64) {
+        let fired = {
+            let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Ok(n) = key.parse::<u64>()
+                && !state.seen.insert(n)
+            {
+                state.duplicates += 1;
+                return;
+            }
+            state.lags.push(lag_ms);
+            state.lags.len()
+        };
+        self.bar.inc(1);
+        if fired == self.expected.load(Ordering::SeqCst) {
+            self.all_fired.notify_one();
+        }
+    }
+
+    /// Distinct tasks fired so far.
+    pub(crate) fn fired(&self) -> usize {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner).lags.len()
+    }
+
+    /// Sets how many distinct tasks make "all fired" (when it was unknown at start).
+    pub(crate) fn expect(&self, expected: usize) {
+        self.expected.store(expected, Ordering::SeqCst);
+        if self.fired() >= expected {
+            self.all_fired.notify_one();
+        }
+    }
+
+    /// Waits until every expected task fired; false after `timeout`.
+    pub(crate) async fn wait_all(&self, timeout: Duration) -> bool {
+        if self.fired() >= self.expected.load(Ordering::SeqCst) {
+            return true;
+        }
+        tokio::time::timeout(timeout, self.all_fired.notified()).await.is_ok()
+            || self.fired() >= self.expected.load(Ordering::SeqCst)
+    }
+
+    fn add_acked(&self, n: u64) {
+        self.acked.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// The lags recorded (one per distinct key) and the number of duplicate firings.
+    pub(crate) fn take(&self) -> (Vec<i64>, u64) {
+        self.bar.finish_and_clear();
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        (std::mem::take(&mut state.lags), state.duplicates)
+    }
+}
+
+/// An engine in this process.
+#[derive(Debug)]
+pub(crate) struct EngineDriver<S: Store> {
+    engine: Engine<S>,
+}
+
+impl<S: Store> Clone for EngineDriver<S> {
+    fn clone(&self) -> Self {
+        EngineDriver { engine: self.engine.clone() }
+    }
+}
+
+impl<S: Store> EngineDriver<S> {
+    pub(crate) fn new(engine: Engine<S>) -> EngineDriver<S> {
+        EngineDriver { engine }
+    }
+}
+
+fn spec(task: &BenchTask) -> TaskSpec {
+    let spec = TaskSpec::at(Timestamp::from_millis(task.due_ms));
+    match &task.payload {
+        Some(payload) => spec.payload(payload.clone()),
+        None => spec,
+    }
+}
+
+impl<S: Store> Driver for EngineDriver<S> {
+    fn now_ms(&self) -> i64 {
+        self.engine.clock().now().as_millis()
+    }
+
+    async fn schedule(&self, queue: &str, tasks: Vec<BenchTask>) -> Result<()> {
+        let items = tasks.iter().map(|t| (t.key.clone(), spec(t))).collect();
+        for result in self.engine.schedule_many(queue, items).await.context("schedule_many")? {
+            result.context("schedule_many refused a task")?;
+        }
+        Ok(())
+    }
+
+    async fn schedule_one(&self, queue: &str, task: BenchTask) -> Result<()> {
+        self.engine.schedule(queue, &task.key, spec(&task)).await.context("schedule")?;
+        Ok(())
+    }
+
+    fn consume(&self, queue: &str, recorder: Arc<Recorder>) -> Result<Consumer> {
+        let engine = self.engine.clone();
+        let worker = Worker::new(self.engine.clone())
+            .handle(queue, move |delivery: Delivery| {
+                let lag = engine.clock().now().as_millis() - delivery.task.due_at.as_millis();
+                recorder.record(delivery.task.key.as_str(), lag);
+                async { Ok::<_, BoxError>(Outcome::Done) }
+            })
+            .concurrency(queue, WORKER_CONCURRENCY)
+            .start()
+            .context("cannot start the worker")?;
+        Ok(Consumer::Worker(worker))
+    }
+
+    fn completed(&self, queue: &str, _recorder: &Recorder) -> u64 {
+        let metrics = self.engine.metrics();
+        metrics.queues.iter().find(|q| q.queue.as_str() == queue).map_or(0, |q| q.done)
+    }
+
+    async fn remaining(&self, queue: &str) -> Result<u64> {
+        let stats = self.engine.stats(Some(queue)).await.context("stats")?;
+        Ok(stats.iter().map(|s| s.scheduled + s.leased + s.dead).sum())
+    }
+}
+
+/// A running `punctual serve`, over its HTTP API.
+#[derive(Debug, Clone)]
+pub(crate) struct HttpDriver {
+    client: Client,
+}
+
+impl HttpDriver {
+    pub(crate) fn new(client: Client) -> HttpDriver {
+        HttpDriver { client }
+    }
+}
+
+fn task_body(task: &BenchTask) -> Value {
+    let mut body = json!({ "due_at": task.due_ms });
+    if let Some(payload) = &task.payload {
+        body["payload"] = payload.clone();
+    }
+    body
+}
+
+impl Driver for HttpDriver {
+    fn now_ms(&self) -> i64 {
+        crate::render::now_millis()
+    }
+
+    async fn schedule(&self, queue: &str, tasks: Vec<BenchTask>) -> Result<()> {
+        let items: Vec<Value> = tasks
+            .iter()
+            .map(|t| {
+                let mut body = task_body(t);
+                body["key"] = json!(t.key);
+                body
+            })
+            .collect();
+        let answer =
+            self.client.post_json(&["v1", "queues", queue, "tasks"], &json!({ "tasks": items })).await?.json()?;
+        let results = answer.value["results"].as_array().context("the batch answer has no results")?;
+        if let Some(refused) = results.iter().find(|r| !r["error"].is_null()) {
+            bail!("the server refused a task of the batch: {refused}");
+        }
+        Ok(())
+    }
+
+    async fn schedule_one(&self, queue: &str, task: BenchTask) -> Result<()> {
+        self.client.put(&["v1", "queues", queue, "tasks", &task.key], &task_body(&task)).await?;
+        Ok(())
+    }
+
+    fn consume(&self, queue: &str, recorder: Arc<Recorder>) -> Result<Consumer> {
+        let (stop, stopped) = watch::channel(false);
+        let workers = (0..HTTP_WORKERS)
+            .map(|_| {
+                tokio::spawn(pull_worker(self.client.clone(), queue.to_owned(), recorder.clone(), stopped.clone()))
+            })
+            .collect();
+        Ok(Consumer::Http { stop, workers })
+    }
+
+    fn completed(&self, _queue: &str, recorder: &Recorder) -> u64 {
+        recorder.acked.load(Ordering::Relaxed)
+    }
+
+    async fn remaining(&self, queue: &str) -> Result<u64> {
+        let stats = self.client.get(&["v1", "queues", queue], &[]).await?.value;
+        Ok(["scheduled", "leased", "dead"].iter().map(|s| stats[s].as_u64().unwrap_or(0)).sum())
+    }
+}
+
+/// One pull worker: long-polls `queue`, records each lease's lag at receipt, and
+/// acknowledges every lease of an answer in one batch.
+async fn pull_worker(
+    client: Client,
+    queue: String,
+    recorder: Arc<Recorder>,
+    mut stop: watch::Receiver<bool>,
+) -> Result<()> {
+    let request = json!({ "max": HTTP_LEASE_MAX, "wait": "1s" });
+    let lease = ["v1", "queues", queue.as_str(), "lease"];
+    loop {
+        if *stop.borrow() {
+            return Ok(());
+        }
+        let answer = tokio::select! {
+            _ = stop.changed() => return Ok(()),
+            answer = client.post_json(&lease, &request) => answer?.json()?,
+        };
+        let received = crate::render::now_millis();
+        let leases = answer.value["leases"].as_array().context("the lease answer has no leases")?;
+        if leases.is_empty() {
+            continue;
+        }
+        let mut acks = Vec::with_capacity(leases.len());
+        for lease in leases {
+            let task = &lease["task"];
+            let due =
+                task["due_at"].as_str().and_then(|t| Timestamp::parse(t).ok()).context("a lease without due_at")?;
+            recorder.record(task["key"].as_str().unwrap_or_default(), received - due.as_millis());
+            acks.push(json!({ "lease_id": lease["lease_id"], "outcome": "done" }));
+        }
+        let answer = client.post_json(&["v1", "acks"], &json!({ "acks": acks })).await?.json()?;
+        let results = answer.value["results"].as_array().context("the ack answer has no results")?;
+        recorder.add_acked(results.iter().filter(|r| r["status"] == 204).count() as u64);
+    }
+}

@@ -1,0 +1,331 @@
+//! `punctual bench`: reproducible measurements of punctual beside the seeds' naive
+//! approaches, in the same run on the same machine (see BENCHMARKS.md).
+//!
+//! Workloads, one module each: [`spread`] (fire lag of tasks due over a window),
+//! [`burst`] (tasks due at one instant: time to drain), [`throughput`] (sustained
+//! schedule + fire + ack, and scheduling alone), [`pending`] (memory and disk per
+//! waiting task, restart after `kill -9`). Each drives a [`driver::Driver`]: an engine
+//! in this process on a fresh store per workload (embedded in `--data DIR/<workload>`
+//! or a temporary directory; Redis under a key prefix of its own), or a running
+//! `punctual serve` over HTTP. [`baselines`] holds the seeds' approaches, [`stats`] the
+//! arithmetic, [`report`] the progress bars and tables.
+//!
+//! Nothing is left behind: temporary directories are removed, a private redis-server
+//! is killed, and on an existing Redis every key under the run's prefix is deleted.
+
+#![allow(clippy::disallowed_methods, reason = "a benchmark measures elapsed wall-clock time")]
+
+mod baselines;
+mod burst;
+mod driver;
+mod pending;
+mod report;
+mod spread;
+mod stats;
+mod throughput;
+
+use std::path::PathBuf;
+
+use anyhow::{Context as _, Result, bail};
+use punctual_core::{Engine, EngineConfig};
+use punctual_redis::private_server::{Persistence, RedisServer};
+use punctual_redis::{RedisConfig, RedisStore};
+use punctual_sqlite::SqliteStore;
+use serde::Serialize;
+
+use crate::cli::{BenchArgs, BenchStore, Workload};
+use crate::client::Client;
+use driver::{Driver, EngineDriver, HttpDriver};
+use report::Progress;
+
+const DEFAULT_TASKS: usize = 100_000;
+const DEFAULT_PENDING: u64 = 1_000_000;
+
+/// What a workload runs against, beyond its driver.
+#[derive(Debug)]
+pub(crate) enum Side<'a> {
+    /// The embedded store in this directory.
+    Embedded { dir: PathBuf },
+    /// A Redis; `private` when this run started it.
+    Redis { url: &'a str, private: Option<&'a RedisServer> },
+    /// A `punctual serve` over HTTP.
+    Http,
+}
+
+/// The Redis the baselines run on, and the prefix of their keys.
+#[derive(Debug)]
+pub(crate) struct BaselineRedis {
+    url: String,
+    prefix: String,
+}
+
+/// Everything a workload needs besides its driver and sizes.
+#[derive(Debug)]
+pub(crate) struct Context<'a> {
+    progress: Progress,
+    side: &'a Side<'a>,
+    /// What the report calls the target.
+    target: String,
+    baselines: Option<&'a BaselineRedis>,
+    /// Why the baselines did not run, when they did not.
+    baselines_skipped: Vec<String>,
+}
+
+/// One workload's results.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+enum Report {
+    Spread(spread::SpreadReport),
+    Burst(burst::BurstReport),
+    Throughput(throughput::ThroughputReport),
+    Pending(pending::PendingReport),
+}
+
+impl Report {
+    fn table(&self) -> String {
+        match self {
+            Report::Spread(r) => r.table(),
+            Report::Burst(r) => r.table(),
+            Report::Throughput(r) => r.table(),
+            Report::Pending(r) => r.table(),
+        }
+    }
+}
+
+/// Where the workloads run.
+enum Target {
+    Embedded { root: PathBuf, _temp: Option<tempfile::TempDir> },
+    Redis { url: String, private: Option<RedisServer>, prefix: String },
+    Http { driver: HttpDriver, url: String },
+}
+
+/// Starts a private redis-server, saying what to do when there is none.
+fn private_redis() -> Result<RedisServer> {
+    RedisServer::start(Persistence::None, &[]).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            anyhow::anyhow!(
+                "redis-server not found on PATH: install it (Debian: apt-get install redis-server) \
+                 or pass --store redis://HOST:PORT"
+            )
+        } else {
+            anyhow::anyhow!("cannot start a private redis-server: {e}")
+        }
+    })
+}
+
+/// Is `redis-server` on PATH?
+fn redis_server_installed() -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join("redis-server").is_file()))
+}
+
+/// A key prefix no other run uses.
+fn run_prefix() -> String {
+    format!("punctual-bench-{}-{}", std::process::id(), crate::render::now_millis())
+}
+
+/// Runs `punctual bench`: the workloads asked for, their tables or JSON on stdout.
+pub(crate) async fn run(args: BenchArgs) -> Result<()> {
+    let workloads: Vec<Workload> = match args.workload {
+        Workload::All => vec![Workload::Spread, Workload::Burst, Workload::Throughput, Workload::Pending],
+        one => vec![one],
+    };
+    if args.server.is_some() && args.data.is_some() {
+        bail!("--data is the embedded store's directory; with --server the server keeps its own data");
+    }
+    if args.data.is_some() && !matches!(args.store, BenchStore::Embedded) {
+        bail!("--data is the embedded store's directory; it does not apply to --store {}", args.store);
+    }
+    if args.server.is_some() && args.workload == Workload::Pending {
+        bail!(
+            "pending measures the memory of the process holding the engine and restarts an embedded server itself; \
+             run it without --server (e.g. punctual bench pending --store embedded)"
+        );
+    }
+    let progress = Progress::new(args.quiet);
+    let target = match (&args.server, &args.store) {
+        (Some(url), _) => Target::Http {
+            driver: HttpDriver::new(Client::new(url, args.token.clone())?),
+            url: url.as_str().trim_end_matches('/').to_owned(),
+        },
+        (None, BenchStore::Embedded) => match &args.data {
+            Some(dir) => Target::Embedded { root: dir.clone(), _temp: None },
+            None => {
+                let temp = tempfile::Builder::new().prefix("punctual-bench-").tempdir()?;
+                Target::Embedded { root: temp.path().to_owned(), _temp: Some(temp) }
+            }
+        },
+        (None, BenchStore::Redis(url)) => Target::Redis { url: url.clone(), private: None, prefix: run_prefix() },
+        (None, BenchStore::PrivateRedis) => {
+            let server = private_redis()?;
+            Target::Redis { url: server.url(), private: Some(server), prefix: run_prefix() }
+        }
+    };
+
+    // The baselines' Redis: the target's own, else a private one when redis-server is
+    // installed (or demanded with --baselines).
+    let wants_baselines = workloads.contains(&Workload::Spread) && args.baselines != Some(false);
+    let mut baselines_skipped = Vec::new();
+    let mut _baseline_server = None;
+    let baseline_redis = match &target {
+        _ if !wants_baselines => None,
+        Target::Redis { url, prefix, .. } => Some(BaselineRedis { url: url.clone(), prefix: prefix.clone() }),
+        _ if args.baselines == Some(true) || redis_server_installed() => {
+            let server = private_redis().context("the baselines need a Redis")?;
+            let redis = BaselineRedis { url: server.url(), prefix: run_prefix() };
+            _baseline_server = Some(server);
+            Some(redis)
+        }
+        _ => {
+            baselines_skipped.push(
+                "baselines skipped: redis-server not found on PATH; install it (Debian: apt-get install \
+                 redis-server) or pass --store redis://HOST:PORT to compare with the seeds' approaches"
+                    .to_owned(),
+            );
+            None
+        }
+    };
+
+    let mut reports = Vec::new();
+    for workload in workloads {
+        if workload == Workload::Pending && matches!(target, Target::Http { .. }) {
+            baselines_skipped.push("pending was skipped: it runs in process, not over --server".into());
+            continue;
+        }
+        let report = match &target {
+            Target::Embedded { root, .. } => {
+                let dir = root.join(workload.name());
+                let side = Side::Embedded { dir: dir.clone() };
+                let cx = context(
+                    progress.clone(),
+                    &side,
+                    format!("the embedded store ({})", dir.display()),
+                    &baseline_redis,
+                    &baselines_skipped,
+                );
+                run_embedded(workload, &args, &dir, &cx).await?
+            }
+            Target::Redis { url, private, prefix } => {
+                let side = Side::Redis { url, private: private.as_ref() };
+                let what = if private.is_some() { "a private redis-server" } else { "Redis" };
+                let cx =
+                    context(progress.clone(), &side, format!("{what} at {url}"), &baseline_redis, &baselines_skipped);
+                run_redis(workload, &args, url, prefix, &cx).await?
+            }
+            Target::Http { driver, url } => {
+                let side = Side::Http;
+                let cx = context(
+                    progress.clone(),
+                    &side,
+                    format!("punctual serve at {url}"),
+                    &baseline_redis,
+                    &baselines_skipped,
+                );
+                run_workload(driver, workload, &args, &cx).await?
+            }
+        };
+        if !args.json {
+            crate::emit(&format!("{}\n", report.table()))?;
+        }
+        reports.push(report);
+    }
+    if let Target::Redis { url, private: None, prefix } = &target {
+        delete_prefix(url, prefix).await?;
+    }
+    if args.json {
+        crate::emit(&serde_json::to_string_pretty(&reports)?)?;
+    } else {
+        for note in baselines_skipped.iter().filter(|n| n.starts_with("pending")) {
+            crate::emit(&format!("note: {note}"))?;
+        }
+    }
+    Ok(())
+}
+
+fn context<'a>(
+    progress: Progress,
+    side: &'a Side<'a>,
+    target: String,
+    baselines: &'a Option<BaselineRedis>,
+    skipped: &[String],
+) -> Context<'a> {
+    let baselines_skipped = skipped.iter().filter(|n| n.starts_with("baselines")).cloned().collect();
+    Context { progress, side, target, baselines: baselines.as_ref(), baselines_skipped }
+}
+
+async fn run_embedded(workload: Workload, args: &BenchArgs, dir: &std::path::Path, cx: &Context<'_>) -> Result<Report> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let open =
+        || SqliteStore::open(dir).with_context(|| format!("cannot open the embedded store in {}", dir.display()));
+    if workload != Workload::Pending {
+        let engine = Engine::start(open()?, EngineConfig::default());
+        let report = run_workload(&EngineDriver::new(engine.clone()), workload, args, cx).await;
+        engine.shutdown().await?;
+        return report;
+    }
+    let before = pending::before(cx).await?;
+    let engine = Engine::start(open()?, EngineConfig::default());
+    let report = pending::run(&EngineDriver::new(engine.clone()), pending_tasks(args), before.clone(), cx).await;
+    engine.shutdown().await?;
+    drop(engine);
+    let mut report = report?;
+    report.closed(dir, &before)?;
+    report.recovery = Some(pending::recovery(dir, cx).await?);
+    Ok(Report::Pending(report))
+}
+
+async fn run_redis(workload: Workload, args: &BenchArgs, url: &str, prefix: &str, cx: &Context<'_>) -> Result<Report> {
+    let before = if workload == Workload::Pending { Some(pending::before(cx).await?) } else { None };
+    let mut config = RedisConfig::new(punctual_redis::Target::parse(url)?);
+    config.prefix = prefix.to_owned();
+    let store = RedisStore::connect(config).await.with_context(|| format!("cannot connect to Redis at {url}"))?;
+    let clock = store.clock();
+    let engine = Engine::start(store, EngineConfig::default().clock(clock));
+    let driver = EngineDriver::new(engine.clone());
+    let report = match before {
+        Some(before) => pending::run(&driver, pending_tasks(args), before, cx).await.map(Report::Pending),
+        None => run_workload(&driver, workload, args, cx).await,
+    };
+    engine.shutdown().await?;
+    report
+}
+
+/// Runs `spread`, `burst` or `throughput` on `driver`.
+async fn run_workload<D: Driver>(driver: &D, workload: Workload, args: &BenchArgs, cx: &Context<'_>) -> Result<Report> {
+    let tasks = args.tasks.map_or(DEFAULT_TASKS, |n| n as usize);
+    Ok(match workload {
+        Workload::Spread => Report::Spread(spread::run(driver, tasks, args.window, cx).await?),
+        Workload::Burst => Report::Burst(burst::run(driver, tasks, cx).await?),
+        Workload::Throughput => Report::Throughput(throughput::run(driver, args.duration, cx).await?),
+        Workload::Pending | Workload::All => unreachable!("pending and all are dispatched before"),
+    })
+}
+
+fn pending_tasks(args: &BenchArgs) -> u64 {
+    args.tasks.unwrap_or(DEFAULT_PENDING)
+}
+
+/// Deletes every key under `prefix` on the Redis at `url` (what this run wrote there).
+async fn delete_prefix(url: &str, prefix: &str) -> Result<()> {
+    let client = redis::Client::open(url)?;
+    let mut conn = client.get_multiplexed_async_connection().await?;
+    let mut cursor: u64 = 0;
+    loop {
+        let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
+            .arg(cursor)
+            .arg("MATCH")
+            .arg(format!("{prefix}:*"))
+            .arg("COUNT")
+            .arg(1000)
+            .query_async(&mut conn)
+            .await
+            .context("SCAN for the run's keys")?;
+        if !keys.is_empty() {
+            redis::cmd("UNLINK").arg(&keys).query_async::<()>(&mut conn).await.context("UNLINK the run's keys")?;
+        }
+        if next == 0 {
+            return Ok(());
+        }
+        cursor = next;
+    }
+}

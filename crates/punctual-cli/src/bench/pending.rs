@@ -1,0 +1,344 @@
+//! `pending`: what N tasks waiting far in the future cost, and how fast a crashed
+//! embedded server fires again with them all on disk.
+//!
+//! In process (the engine this process holds, either store):
+//!
+//! 1. Resident memory (`VmRSS` of this process) and the store's size are read.
+//! 2. N tasks due in 30 days, payload `{"n": i}`, are scheduled in batches of 10,000
+//!    (fewer when N < 100,000, so there are at least ten); the insert rate is reported,
+//!    and `VmRSS` is read again once a tenth of them are in.
+//! 3. A worker starts on the queue and a probe task due now fires, so the timer and
+//!    the dispatcher have run with the N tasks waiting.
+//! 4. Resident memory and the store's size are read again: memory per task is the
+//!    growth of this process's `VmRSS` from the first tenth to the end, divided by the
+//!    tasks added meanwhile (what each more pending task costs, without the engine's
+//!    fixed cost: its threads, SQLite's page cache); disk per task (embedded) the growth of the
+//!    files in the store's directory (database + WAL) / N, with the engine running and
+//!    again after its clean shutdown; Redis memory per task the growth of `INFO memory`
+//!    `used_memory` / N (on a shared Redis, other clients' writes count too).
+//!
+//! Recovery (embedded store only), with the real binary (`std::env::current_exe()`):
+//!
+//! 5. `punctual serve --data DIR` starts on the directory holding the N tasks, takes one
+//!    more task due now in a pull queue (so nothing fires it) over HTTP, and is killed
+//!    with SIGKILL (`kill -9`).
+//! 6. The clock starts just before `punctual serve --data DIR` is spawned again. The
+//!    bench asks it for a lease on that queue (`POST …/lease`, retried every 2 ms
+//!    while the port refuses connections); **start → first fire** is the time until
+//!    the answer holding that task arrived: process start, opening the store after the
+//!    crash, the HTTP listener, and one lease. The reopened server's own `VmRSS` is
+//!    read then.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, Result, bail};
+use serde::Serialize;
+use serde_json::json;
+
+use super::driver::{BenchTask, Driver, Recorder};
+use super::report::{figures, mib, millis, rate, thousands};
+use super::stats::{dir_bytes, per_second, rss_kib};
+use super::{Context, Side};
+use crate::client::{Client, ClientError};
+
+const QUEUE: &str = "bench.pending";
+const BATCH: u64 = 10_000;
+const FAR_MS: i64 = 30 * 86_400_000;
+const PROBE_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a `punctual serve` child may take to answer.
+const SERVE_TIMEOUT: Duration = Duration::from_secs(60);
+const RETRY: Duration = Duration::from_millis(2);
+
+#[derive(Debug, Serialize)]
+pub(crate) struct PendingReport {
+    pub(crate) workload: &'static str,
+    pub(crate) target: String,
+    pub(crate) tasks: u64,
+    pub(crate) insert_per_second: f64,
+    /// Before the engine started.
+    pub(crate) rss_before_kib: u64,
+    /// Once the first tenth of the tasks were scheduled.
+    pub(crate) rss_early_kib: u64,
+    pub(crate) rss_after_kib: u64,
+    pub(crate) rss_bytes_per_task: f64,
+    /// Embedded: the store's files with the engine running (database + WAL).
+    pub(crate) disk_bytes: Option<u64>,
+    pub(crate) disk_bytes_per_task: Option<f64>,
+    /// Embedded: the same after the engine's clean shutdown (WAL checkpointed).
+    pub(crate) disk_bytes_closed: Option<u64>,
+    pub(crate) disk_bytes_per_task_closed: Option<f64>,
+    /// Redis: growth of `used_memory` per task.
+    pub(crate) redis_bytes_per_task: Option<f64>,
+    pub(crate) recovery: Option<Recovery>,
+    pub(crate) notes: Vec<String>,
+}
+
+/// A `punctual serve` restarted after `kill -9` with every task on disk.
+#[derive(Debug, Serialize)]
+pub(crate) struct Recovery {
+    /// Spawn → the lease of the task due before the crash received.
+    pub(crate) start_to_first_fire_ms: u64,
+    /// The restarted server's resident memory then.
+    pub(crate) rss_kib: u64,
+}
+
+/// Figures read before the tasks are scheduled.
+#[derive(Debug, Clone)]
+pub(crate) struct Before {
+    rss_kib: u64,
+    disk: Option<u64>,
+    redis: Option<u64>,
+}
+
+pub(crate) async fn before(cx: &Context<'_>) -> Result<Before> {
+    Ok(Before {
+        rss_kib: rss_kib(None)?,
+        disk: match cx.side {
+            Side::Embedded { dir } => Some(dir_bytes(dir)?),
+            _ => None,
+        },
+        redis: match cx.side {
+            Side::Redis { url, .. } => Some(used_memory(url).await?),
+            _ => None,
+        },
+    })
+}
+
+/// Steps 2–4, with the engine of `driver` running; `before` was read before the
+/// engine started.
+pub(crate) async fn run<D: Driver>(driver: &D, tasks: u64, before: Before, cx: &Context<'_>) -> Result<PendingReport> {
+    let bar = cx.progress.bar(tasks, "pending: scheduled");
+    let started = Instant::now();
+    let due = driver.now_ms() + FAR_MS;
+    let batch_size = (tasks / 10).clamp(1, BATCH);
+    let mut early = None;
+    for first in (0..tasks).step_by(batch_size as usize) {
+        let batch: Vec<BenchTask> =
+            (first..(first + batch_size).min(tasks)).map(|key| BenchTask::with_payload(key, due)).collect();
+        let n = batch.len() as u64;
+        driver.schedule(QUEUE, batch).await.context("scheduling the pending tasks")?;
+        bar.inc(n);
+        if early.is_none() && first + n >= tasks / 10 {
+            early = Some((first + n, rss_kib(None)?));
+        }
+    }
+    let (early_tasks, rss_early_kib) = early.context("no tasks were scheduled")?;
+    let insert_per_second = per_second(tasks, started.elapsed());
+    bar.finish_and_clear();
+
+    let recorder = Recorder::new(1, indicatif::ProgressBar::hidden());
+    let consumer = driver.consume(QUEUE, recorder.clone())?;
+    driver.schedule(QUEUE, vec![BenchTask::new(tasks, driver.now_ms())]).await?;
+    if !recorder.wait_all(PROBE_TIMEOUT).await {
+        bail!("the probe task due now did not fire within {PROBE_TIMEOUT:?} with {tasks} tasks pending");
+    }
+    let rss_after_kib = rss_kib(None)?;
+    consumer.stop().await?;
+    let per_task = |after: u64, before: u64| after.saturating_sub(before) as f64 / tasks.max(1) as f64;
+    let disk_bytes = match cx.side {
+        Side::Embedded { dir } => Some(dir_bytes(dir)?),
+        _ => None,
+    };
+    let redis_bytes_per_task = match (cx.side, before.redis) {
+        (Side::Redis { url, .. }, Some(before)) => Some(per_task(used_memory(url).await?, before)),
+        _ => None,
+    };
+    let mut notes = Vec::new();
+    if let Side::Redis { private: None, .. } = cx.side {
+        notes.push("on a shared Redis, other clients' writes during the run count in used_memory".into());
+    }
+    Ok(PendingReport {
+        workload: "pending",
+        target: cx.target.clone(),
+        tasks,
+        insert_per_second,
+        rss_before_kib: before.rss_kib,
+        rss_early_kib,
+        rss_after_kib,
+        rss_bytes_per_task: rss_after_kib.saturating_sub(rss_early_kib) as f64 * 1024.0
+            / tasks.saturating_sub(early_tasks).max(1) as f64,
+        disk_bytes_per_task: disk_bytes.zip(before.disk).map(|(after, before)| per_task(after, before)),
+        disk_bytes,
+        disk_bytes_closed: None,
+        disk_bytes_per_task_closed: None,
+        redis_bytes_per_task,
+        recovery: None,
+        notes,
+    })
+}
+
+impl PendingReport {
+    /// The embedded store's size after the engine shut down (`before`: the empty store).
+    pub(crate) fn closed(&mut self, dir: &Path, before: &Before) -> Result<()> {
+        let bytes = dir_bytes(dir)?;
+        self.disk_bytes_closed = Some(bytes);
+        self.disk_bytes_per_task_closed =
+            before.disk.map(|b| bytes.saturating_sub(b) as f64 / self.tasks.max(1) as f64);
+        Ok(())
+    }
+}
+
+/// `INFO memory` `used_memory` of the Redis at `url`.
+async fn used_memory(url: &str) -> Result<u64> {
+    let client = redis::Client::open(url)?;
+    let mut conn = client.get_multiplexed_async_connection().await.with_context(|| format!("cannot reach {url}"))?;
+    let info: String = redis::cmd("INFO").arg("memory").query_async(&mut conn).await?;
+    info.lines()
+        .find_map(|l| l.strip_prefix("used_memory:"))
+        .and_then(|v| v.trim().parse().ok())
+        .context("INFO memory has no used_memory")
+}
+
+/// Steps 5–6 on the store in `dir`, which no engine of this process holds any more.
+pub(crate) async fn recovery(dir: &Path, cx: &Context<'_>) -> Result<Recovery> {
+    let bar = cx.progress.counter("pending: kill -9 and restart");
+    let exe = std::env::current_exe().context("cannot find this program's own binary")?;
+    let log = dir.with_extension("serve.log");
+
+    wait_released(dir).await?;
+    let mut first = Serve::spawn(&exe, dir, &log)?;
+    let deadline = Instant::now() + SERVE_TIMEOUT;
+    loop {
+        match first.client.put(&["v1", "queues", "bench.recovery", "tasks", "probe"], &json!({})).await {
+            Ok(_) => break,
+            Err(ClientError::Unreachable { .. }) if Instant::now() < deadline && first.running()? => {
+                tokio::time::sleep(RETRY).await
+            }
+            Err(e) => bail!("the first punctual serve did not take the probe task: {e}{}", first.log_tail()),
+        }
+    }
+    drop(first); // SIGKILL
+
+    let started = Instant::now();
+    let mut second = Serve::spawn(&exe, dir, &log)?;
+    let request = json!({ "max": 1, "wait": "10s" });
+    let fired = loop {
+        match second.client.post_json(&["v1", "queues", "bench.recovery", "lease"], &request).await {
+            Ok(answer) => {
+                let answer = answer.json()?;
+                if answer.value["leases"].as_array().is_some_and(|l| !l.is_empty()) {
+                    break started.elapsed();
+                }
+                bail!("the restarted server had no due task to lease: the probe was lost{}", second.log_tail());
+            }
+            Err(ClientError::Unreachable { .. }) if started.elapsed() < SERVE_TIMEOUT && second.running()? => {
+                tokio::time::sleep(RETRY).await
+            }
+            Err(e) => bail!("the restarted punctual serve did not answer: {e}{}", second.log_tail()),
+        }
+    };
+    let rss_kib = rss_kib(Some(second.child.id()))?;
+    bar.finish_and_clear();
+    Ok(Recovery { start_to_first_fire_ms: fired.as_millis() as u64, rss_kib })
+}
+
+/// Waits until no engine of this process holds the store in `dir` any more (its last
+/// handle is dropped a moment after the engine shut down), by opening it.
+async fn wait_released(dir: &Path) -> Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        match punctual_sqlite::SqliteStore::open(dir) {
+            Ok(store) => {
+                punctual_core::Store::close(&store).await?;
+                return Ok(());
+            }
+            Err(e) if Instant::now() >= deadline => bail!("the store in {} is still in use: {e}", dir.display()),
+            Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
+        }
+    }
+}
+
+/// A `punctual serve --data DIR` child on a free port; SIGKILLed on drop.
+struct Serve {
+    child: Child,
+    client: Client,
+    log: PathBuf,
+}
+
+impl Serve {
+    fn spawn(exe: &Path, dir: &Path, log: &Path) -> Result<Serve> {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+        let out = std::fs::OpenOptions::new().create(true).append(true).open(log)?;
+        let mut command = Command::new(exe);
+        command
+            .arg("serve")
+            .arg("--data")
+            .arg(dir)
+            .arg("--listen")
+            .arg(format!("127.0.0.1:{port}"))
+            .stdin(Stdio::null())
+            .stdout(out.try_clone()?)
+            .stderr(out);
+        // The bench's own environment must not configure the server (a config file,
+        // tokens, another store).
+        for (name, _) in std::env::vars_os() {
+            if name.to_string_lossy().starts_with("PUNCTUAL_") {
+                command.env_remove(name);
+            }
+        }
+        let child = command.spawn().with_context(|| format!("cannot run {} serve", exe.display()))?;
+        let url = crate::client::parse_server_url(&format!("http://127.0.0.1:{port}")).map_err(anyhow::Error::msg)?;
+        Ok(Serve { child, client: Client::new(&url, None)?, log: log.to_owned() })
+    }
+
+    /// Still running? An error says how it exited.
+    fn running(&mut self) -> Result<bool> {
+        match self.child.try_wait()? {
+            None => Ok(true),
+            Some(status) => bail!("punctual serve exited ({status}){}", self.log_tail()),
+        }
+    }
+
+    fn log_tail(&self) -> String {
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let tail: Vec<&str> = text.lines().rev().take(20).collect();
+        let tail: Vec<&str> = tail.into_iter().rev().collect();
+        format!("; its log ({}):\n{}", self.log.display(), tail.join("\n"))
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl PendingReport {
+    pub(crate) fn table(&self) -> String {
+        let n = self.tasks as f64;
+        let mut rows = vec![
+            ("insert rate (batches of up to 10,000)".into(), rate(self.insert_per_second)),
+            (
+                "this process's memory: no engine → 10% in → all in".into(),
+                format!(
+                    "{} → {} → {}",
+                    mib(self.rss_before_kib * 1024),
+                    mib(self.rss_early_kib * 1024),
+                    mib(self.rss_after_kib * 1024)
+                ),
+            ),
+            ("memory per pending task (growth after 10%)".into(), format!("{:.1} bytes", self.rss_bytes_per_task)),
+        ];
+        if let (Some(bytes), Some(per_task)) = (self.disk_bytes, self.disk_bytes_per_task) {
+            rows.push(("disk, engine running (db + WAL)".into(), format!("{} = {per_task:.0} bytes/task", mib(bytes))));
+        }
+        if let (Some(bytes), Some(per_task)) = (self.disk_bytes_closed, self.disk_bytes_per_task_closed) {
+            rows.push(("disk after a clean shutdown".into(), format!("{} = {per_task:.0} bytes/task", mib(bytes))));
+        }
+        if let Some(per_task) = self.redis_bytes_per_task {
+            rows.push(("Redis used_memory per pending task".into(), format!("{per_task:.0} bytes")));
+        }
+        if let Some(recovery) = &self.recovery {
+            rows.push(("kill -9, restart: process start → first fire".into(), millis(recovery.start_to_first_fire_ms)));
+            rows.push(("  restarted server's resident memory".into(), mib(recovery.rss_kib * 1024)));
+        }
+        let mut text = figures(&format!("pending: {} tasks due in 30 days on {}", thousands(n), self.target), rows);
+        for note in &self.notes {
+            text.push_str(&format!("\nnote: {note}"));
+        }
+        text
+    }
+}

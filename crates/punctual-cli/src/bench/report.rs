@@ -1,0 +1,151 @@
+//! How results are shown: a progress bar per phase on stderr while a workload runs,
+//! then a table per workload on stdout, or with `--json` one JSON object per workload
+//! (in an array) holding its parameters, figures, baselines and notes.
+
+use std::io::IsTerminal;
+use std::time::Duration;
+
+use comfy_table::{CellAlignment, Table};
+use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
+
+use super::stats::{LagStats, ratio};
+
+/// Makes the progress bars, drawn together on stderr (a phase may show two at once:
+/// tasks scheduled and tasks fired); none with `--quiet` or when stderr is not a
+/// terminal.
+#[derive(Debug, Clone)]
+pub(crate) struct Progress {
+    bars: Option<MultiProgress>,
+}
+
+impl Progress {
+    pub(crate) fn new(quiet: bool) -> Progress {
+        let shown = !quiet && std::io::stderr().is_terminal();
+        Progress { bars: shown.then(MultiProgress::new) }
+    }
+
+    /// A bar counting `len` items of a phase.
+    pub(crate) fn bar(&self, len: u64, phase: &str) -> ProgressBar {
+        let Some(bars) = &self.bars else { return ProgressBar::hidden() };
+        let style = ProgressStyle::with_template("{msg:>32} [{bar:30}] {human_pos}/{human_len} {elapsed}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> ");
+        let bar = bars.add(ProgressBar::new(len).with_style(style).with_message(phase.to_owned()));
+        bar.enable_steady_tick(Duration::from_millis(200));
+        bar
+    }
+
+    /// A counter for a phase of unknown length (one that runs for a fixed time).
+    pub(crate) fn counter(&self, phase: &str) -> ProgressBar {
+        let Some(bars) = &self.bars else { return ProgressBar::hidden() };
+        let style = ProgressStyle::with_template("{msg:>32} {spinner} {human_pos} {elapsed}")
+            .unwrap_or_else(|_| ProgressStyle::default_spinner());
+        let bar = bars.add(ProgressBar::new_spinner().with_style(style).with_message(phase.to_owned()));
+        bar.enable_steady_tick(Duration::from_millis(200));
+        bar
+    }
+}
+
+/// A heading line and a two-column table of figures.
+pub(crate) fn figures(title: &str, rows: Vec<(String, String)>) -> String {
+    let rows = rows.into_iter().map(|(name, value)| vec![name, value]).collect();
+    format!("{title}\n{}", table(&["FIGURE", "VALUE"], rows, &[1]))
+}
+
+/// One row of a lag table: an approach and its lag, with the ratio to `ours` at p50
+/// and p99 when it is a baseline.
+pub(crate) fn lag_row(approach: &str, lag: &LagStats, ours: Option<&LagStats>) -> Vec<String> {
+    let ratio = match ours {
+        Some(ours) => format!("{:.0}× / {:.0}×", ratio(lag.p50, ours.p50), ratio(lag.p99, ours.p99)),
+        None => "-".into(),
+    };
+    vec![
+        approach.to_owned(),
+        lag.p50.to_string(),
+        lag.p90.to_string(),
+        lag.p99.to_string(),
+        lag.p999.to_string(),
+        lag.max.to_string(),
+        thousands(lag.count as f64),
+        ratio,
+    ]
+}
+
+/// A table of lag rows made with [`lag_row`].
+pub(crate) fn lag_table(rows: Vec<Vec<String>>) -> String {
+    table(
+        &["APPROACH", "P50 MS", "P90 MS", "P99 MS", "P99.9 MS", "MAX MS", "FIRED", "RATIO P50 / P99"],
+        rows,
+        &[1, 2, 3, 4, 5, 6, 7],
+    )
+}
+
+/// The house style of the CLI's tables: no borders, columns three spaces apart.
+fn table(headers: &[&str], rows: Vec<Vec<String>>, right: &[usize]) -> String {
+    let mut table = Table::new();
+    table.load_style(comfy_table::presets::NOTHING);
+    table.set_header(headers.to_vec());
+    for row in rows {
+        table.add_row(row);
+    }
+    for (i, column) in table.column_iter_mut().enumerate() {
+        column.set_padding((0, 3));
+        if right.contains(&i) {
+            column.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    table.trim_fmt()
+}
+
+/// `12,345` (rounded to a whole number, thousands separated).
+pub(crate) fn thousands(value: f64) -> String {
+    let digits = format!("{:.0}", value.abs());
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    if value < 0.0 && digits != "0" { format!("-{out}") } else { out }
+}
+
+/// `12,345/s`.
+pub(crate) fn rate(per_second: f64) -> String {
+    format!("{}/s", thousands(per_second))
+}
+
+/// `850 ms`, `12.3 s`.
+pub(crate) fn millis(ms: u64) -> String {
+    if ms < 10_000 { format!("{} ms", thousands(ms as f64)) } else { format!("{:.1} s", ms as f64 / 1000.0) }
+}
+
+/// `33.8 MiB`.
+pub(crate) fn mib(bytes: u64) -> String {
+    format!("{:.1} MiB", bytes as f64 / (1024.0 * 1024.0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_read_easily() {
+        assert_eq!(thousands(1234567.4), "1,234,567");
+        assert_eq!(thousands(999.0), "999");
+        assert_eq!(thousands(-1000.0), "-1,000");
+        assert_eq!(rate(43925.2), "43,925/s");
+        assert_eq!(millis(850), "850 ms");
+        assert_eq!(millis(12_345), "12.3 s");
+        assert_eq!(mib(33 * 1024 * 1024), "33.0 MiB");
+    }
+
+    #[test]
+    fn baselines_show_their_ratio_to_punctual() {
+        let ours = LagStats::of(vec![0, 1, 2]);
+        let theirs = LagStats::of(vec![500, 510, 990]);
+        let row = lag_row("poller", &theirs, Some(&ours));
+        assert_eq!(row[7], "510× / 495×");
+        assert!(lag_table(vec![row]).starts_with("APPROACH"));
+    }
+}

@@ -1,0 +1,247 @@
+//! `throughput`: the most schedule + fire + ack per second the target sustains, then
+//! the rate of scheduling alone, each for `--duration`.
+//!
+//! 1. **Sustained**: [`PRODUCERS`] producers schedule batches of [`PRODUCER_BATCH`]
+//!    tasks due now while the consumer fires and acknowledges them. Producers pause
+//!    while more than [`MAX_BACKLOG`] tasks wait (scheduled, not yet fired), so the
+//!    rate measured is one the target keeps up with, not a queue growing without end.
+//!    Reported: tasks scheduled per second and tries completed (acknowledged done) per
+//!    second over the duration; then every task scheduled must fire (checked).
+//! 2. **Schedule only** (tasks due in a day): [`CLIENTS`] concurrent clients each
+//!    making single schedule calls (each durable on return: group commit on the
+//!    embedded store), then one client scheduling batches of 1,000.
+//! 3. On the embedded store, the naive baseline: one durable SQLite commit per task.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, Result};
+use serde::Serialize;
+
+use super::baselines;
+use super::driver::{BenchTask, Driver, Recorder};
+use super::report::{figures, rate, thousands};
+use super::stats::per_second;
+use super::{Context, Side};
+
+const QUEUE: &str = "bench.throughput";
+const PRODUCERS: usize = 4;
+const PRODUCER_BATCH: u64 = 100;
+const MAX_BACKLOG: u64 = 5_000;
+/// Concurrent clients making single schedule calls.
+const CLIENTS: usize = 64;
+const SCHEDULE_BATCH: u64 = 1_000;
+const DAY_MS: i64 = 86_400_000;
+/// How long the tasks left at the end of the sustained phase may take to fire.
+const DRAIN_LIMIT: Duration = Duration::from_secs(120);
+
+#[derive(Debug, Serialize)]
+pub(crate) struct ThroughputReport {
+    pub(crate) workload: &'static str,
+    pub(crate) target: String,
+    pub(crate) duration_ms: u64,
+    pub(crate) sustained: Sustained,
+    /// Single schedule calls from concurrent clients, tasks/s.
+    pub(crate) schedule_single_per_second: f64,
+    pub(crate) schedule_clients: usize,
+    /// Batches of 1,000, tasks/s.
+    pub(crate) schedule_batch_per_second: f64,
+    pub(crate) baselines: Vec<RateBaseline>,
+    pub(crate) notes: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub(crate) struct Sustained {
+    pub(crate) scheduled: u64,
+    pub(crate) scheduled_per_second: f64,
+    /// Tries acknowledged done during the duration.
+    pub(crate) completed: u64,
+    pub(crate) completed_per_second: f64,
+    /// Distinct tasks fired, once the last ones drained.
+    pub(crate) fired: usize,
+    pub(crate) duplicates: u64,
+    pub(crate) lost: u64,
+    /// Tasks of the queue still stored once the consumer stopped.
+    pub(crate) left_in_store: u64,
+}
+
+#[derive(Debug, Serialize)]
+pub(crate) struct RateBaseline {
+    pub(crate) name: &'static str,
+    pub(crate) approach: &'static str,
+    pub(crate) per_second: f64,
+    /// punctual's single calls / this.
+    pub(crate) ratio_single: f64,
+    /// punctual's batches / this.
+    pub(crate) ratio_batch: f64,
+}
+
+pub(crate) async fn run<D: Driver>(driver: &D, duration: Duration, cx: &Context<'_>) -> Result<ThroughputReport> {
+    let mut notes = Vec::new();
+    let sustained = sustained(driver, duration, cx, &mut notes).await?;
+    let single = schedule_singles(driver, duration, cx).await?;
+    let batch = schedule_batches(driver, duration, cx).await?;
+    let mut rate_baselines = Vec::new();
+    if let Side::Embedded { dir } = cx.side {
+        let bar = cx.progress.counter("baseline: one commit per task");
+        let dir = dir.join("naive");
+        let (count, elapsed) =
+            tokio::task::spawn_blocking(move || baselines::naive_commit_per_task(&dir, duration)).await??;
+        bar.finish_and_clear();
+        let naive = per_second(count, elapsed);
+        rate_baselines.push(RateBaseline {
+            name: "sqlite_commit_per_task",
+            approach: "naive: one durable SQLite commit per task",
+            per_second: naive,
+            ratio_single: single / naive.max(f64::MIN_POSITIVE),
+            ratio_batch: batch / naive.max(f64::MIN_POSITIVE),
+        });
+    }
+    Ok(ThroughputReport {
+        workload: "throughput",
+        target: cx.target.clone(),
+        duration_ms: duration.as_millis() as u64,
+        sustained,
+        schedule_single_per_second: single,
+        schedule_clients: CLIENTS,
+        schedule_batch_per_second: batch,
+        baselines: rate_baselines,
+        notes,
+    })
+}
+
+async fn sustained<D: Driver>(
+    driver: &D,
+    duration: Duration,
+    cx: &Context<'_>,
+    notes: &mut Vec<String>,
+) -> Result<Sustained> {
+    let recorder = Recorder::new(usize::MAX, cx.progress.counter("throughput: fired + acked"));
+    let consumer = driver.consume(QUEUE, recorder.clone())?;
+    let next_key = Arc::new(AtomicU64::new(0));
+    let scheduled = Arc::new(AtomicU64::new(0));
+    let started = Instant::now();
+    let deadline = started + duration;
+    let mut producers = Vec::new();
+    for _ in 0..PRODUCERS {
+        let (driver, recorder, next_key, scheduled) =
+            (driver.clone(), recorder.clone(), next_key.clone(), scheduled.clone());
+        producers.push(tokio::spawn(async move {
+            while Instant::now() < deadline {
+                if scheduled.load(Ordering::SeqCst).saturating_sub(recorder.fired() as u64) >= MAX_BACKLOG {
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                    continue;
+                }
+                let first = next_key.fetch_add(PRODUCER_BATCH, Ordering::SeqCst);
+                let now = driver.now_ms();
+                let batch = (first..first + PRODUCER_BATCH).map(|key| BenchTask::new(key, now)).collect();
+                driver.schedule(QUEUE, batch).await?;
+                scheduled.fetch_add(PRODUCER_BATCH, Ordering::SeqCst);
+            }
+            anyhow::Ok(())
+        }));
+    }
+    for producer in producers {
+        producer.await.context("a producer panicked")?.context("a producer failed")?;
+    }
+    let elapsed = started.elapsed();
+    let completed = driver.completed(QUEUE, &recorder);
+    let scheduled = scheduled.load(Ordering::SeqCst);
+    recorder.expect(scheduled as usize);
+    if !recorder.wait_all(DRAIN_LIMIT).await {
+        notes.push(format!("not every task scheduled fired within {}s after the duration", DRAIN_LIMIT.as_secs()));
+    }
+    consumer.stop().await?;
+    let left_in_store = driver.remaining(QUEUE).await?;
+    let (lags, duplicates) = recorder.take();
+    let fired = lags.len();
+    Ok(Sustained {
+        scheduled,
+        scheduled_per_second: per_second(scheduled, elapsed),
+        completed,
+        completed_per_second: per_second(completed, elapsed),
+        fired,
+        duplicates,
+        lost: scheduled.saturating_sub(fired as u64),
+        left_in_store,
+    })
+}
+
+/// Tasks per second of single schedule calls from [`CLIENTS`] concurrent clients.
+async fn schedule_singles<D: Driver>(driver: &D, duration: Duration, cx: &Context<'_>) -> Result<f64> {
+    let bar = cx.progress.counter("schedule: single calls");
+    let next_key = Arc::new(AtomicU64::new(0));
+    let started = Instant::now();
+    let deadline = started + duration;
+    let mut clients = Vec::new();
+    for _ in 0..CLIENTS {
+        let (driver, next_key, bar) = (driver.clone(), next_key.clone(), bar.clone());
+        clients.push(tokio::spawn(async move {
+            while Instant::now() < deadline {
+                let key = next_key.fetch_add(1, Ordering::SeqCst);
+                let task = BenchTask::with_payload(key, driver.now_ms() + DAY_MS);
+                driver.schedule_one("bench.throughput.single", task).await?;
+                bar.inc(1);
+            }
+            anyhow::Ok(())
+        }));
+    }
+    for client in clients {
+        client.await.context("a client panicked")??;
+    }
+    let elapsed = started.elapsed();
+    bar.finish_and_clear();
+    Ok(per_second(bar.position(), elapsed))
+}
+
+/// Tasks per second of one client scheduling batches of [`SCHEDULE_BATCH`].
+async fn schedule_batches<D: Driver>(driver: &D, duration: Duration, cx: &Context<'_>) -> Result<f64> {
+    let bar = cx.progress.counter("schedule: batches of 1,000");
+    let started = Instant::now();
+    let deadline = started + duration;
+    let mut next_key = 0;
+    while Instant::now() < deadline {
+        let due = driver.now_ms() + DAY_MS;
+        let batch = (next_key..next_key + SCHEDULE_BATCH).map(|key| BenchTask::with_payload(key, due)).collect();
+        driver.schedule("bench.throughput.batch", batch).await?;
+        next_key += SCHEDULE_BATCH;
+        bar.inc(SCHEDULE_BATCH);
+    }
+    let elapsed = started.elapsed();
+    bar.finish_and_clear();
+    Ok(per_second(next_key, elapsed))
+}
+
+impl ThroughputReport {
+    pub(crate) fn table(&self) -> String {
+        let s = &self.sustained;
+        let mut rows = vec![
+            ("schedule + fire + ack: completed".into(), rate(s.completed_per_second)),
+            ("schedule + fire + ack: scheduled".into(), rate(s.scheduled_per_second)),
+            (
+                "  fired (after the last drained)".into(),
+                format!("{} of {}", thousands(s.fired as f64), thousands(s.scheduled as f64)),
+            ),
+            ("  fired twice / left in store".into(), format!("{} / {}", s.duplicates, s.left_in_store)),
+            (
+                format!("schedule only: single calls, {} clients", self.schedule_clients),
+                rate(self.schedule_single_per_second),
+            ),
+            ("schedule only: batches of 1,000".into(), rate(self.schedule_batch_per_second)),
+        ];
+        for b in &self.baselines {
+            rows.push((b.approach.into(), rate(b.per_second)));
+            rows.push((
+                "  ratio: punctual single calls / batches".into(),
+                format!("{:.1}× / {:.1}×", b.ratio_single, b.ratio_batch),
+            ));
+        }
+        let mut text =
+            figures(&format!("throughput: {} s per phase on {}", self.duration_ms as f64 / 1000.0, self.target), rows);
+        for note in &self.notes {
+            text.push_str(&format!("\nnote: {note}"));
+        }
+        text
+    }
+}

@@ -1,0 +1,220 @@
+//! A private `redis-server` process on a free loopback port, in its own temporary
+//! directory, never the machine's own Redis: what the tests run the Redis store against
+//! (through `punctual-testkit`) and what `punctual bench --store private-redis` measures
+//! on. Killed (SIGKILL) and reaped on drop.
+//!
+//! No server outlives the process that started it, even one that is never dropped (a
+//! `static` shared by every test of a binary) or whose owner is killed: each runs under
+//! a small shell that holds a pipe from the owner and kills the server (SIGKILL, by
+//! PID) when the pipe closes, which happens when the handle is dropped or the owning
+//! process exits in any way.
+//!
+//! Failures are `io::Error`s that say which step failed; a missing `redis-server` is
+//! [`io::ErrorKind::NotFound`], so each caller can say what to install or use instead.
+
+#![allow(clippy::disallowed_methods, reason = "waiting for a real process takes real time, not a Clock's")]
+
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::Path;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// How long a server may take to answer PING.
+pub const START_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// How a server keeps data on disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Persistence {
+    /// Nothing on disk (`--save "" --appendonly no`).
+    None,
+    /// AOF, fsynced once a second.
+    AofEverySec,
+    /// AOF, fsynced before each write is answered.
+    AofAlways,
+}
+
+/// One `redis-server` on a loopback port.
+#[derive(Debug)]
+pub struct RedisServer {
+    /// The guarding shell and the pipe whose closing kills the server.
+    child: Option<(Child, ChildStdin)>,
+    port: u16,
+    dir: tempfile::TempDir,
+    persistence: Persistence,
+    extra: Vec<String>,
+}
+
+impl RedisServer {
+    /// Starts a server on a free port with the given persistence and extra
+    /// `redis-server` arguments, and waits until it answers PING.
+    pub fn start(persistence: Persistence, extra: &[&str]) -> io::Result<RedisServer> {
+        let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+        RedisServer::start_on(port, persistence, extra)
+    }
+
+    /// As [`RedisServer::start`], on a port the caller chose (a Cluster node needs its
+    /// bus port, `port + 10000`, free too).
+    pub fn start_on(port: u16, persistence: Persistence, extra: &[&str]) -> io::Result<RedisServer> {
+        let dir = tempfile::Builder::new().prefix("punctual-redis-").tempdir()?;
+        let mut server =
+            RedisServer { child: None, port, dir, persistence, extra: extra.iter().map(|s| s.to_string()).collect() };
+        server.launch()?;
+        Ok(server)
+    }
+
+    fn launch(&mut self) -> io::Result<()> {
+        // `sh -c SCRIPT sh ARGS…`: the server gets ARGS; the shell waits on stdin.
+        let mut cmd = Command::new("sh");
+        cmd.arg("-c")
+            .arg("command -v redis-server >/dev/null || exit 127; redis-server \"$@\" & pid=$!; read _; kill -9 $pid; wait $pid")
+            .arg("sh")
+            .arg("--port")
+            .arg(self.port.to_string())
+            .arg("--bind")
+            .arg("127.0.0.1")
+            .arg("--dir")
+            .arg(self.dir.path())
+            .arg("--save")
+            .arg("")
+            .arg("--logfile")
+            .arg(self.dir.path().join("redis.log"));
+        match self.persistence {
+            Persistence::None => cmd.args(["--appendonly", "no"]),
+            Persistence::AofEverySec => cmd.args(["--appendonly", "yes", "--appendfsync", "everysec"]),
+            Persistence::AofAlways => cmd.args(["--appendonly", "yes", "--appendfsync", "always"]),
+        };
+        cmd.args(&self.extra).stdin(Stdio::piped()).stdout(Stdio::null()).stderr(Stdio::null());
+        let mut child = cmd.spawn().map_err(|e| io::Error::new(e.kind(), format!("cannot run sh: {e}")))?;
+        let stdin = child.stdin.take().ok_or_else(|| io::Error::other("sh has no stdin pipe"))?;
+        self.child = Some((child, stdin));
+        let result = self.wait_for_ping();
+        if result.is_err() {
+            self.kill();
+        }
+        result
+    }
+
+    fn wait_for_ping(&mut self) -> io::Result<()> {
+        let deadline = Instant::now() + START_TIMEOUT;
+        loop {
+            if let Some((child, _)) = self.child.as_mut()
+                && let Some(status) = child.try_wait()?
+            {
+                if status.code() == Some(127) {
+                    return Err(io::Error::new(io::ErrorKind::NotFound, "redis-server not found on PATH"));
+                }
+                return Err(io::Error::other(format!(
+                    "redis-server on port {} exited at start ({status}); its log:\n{}",
+                    self.port,
+                    self.log()
+                )));
+            }
+            if command(self.port, &["PING"]).is_ok_and(|r| r == "PONG") {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                return Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!(
+                        "redis-server on port {} did not answer PING within {START_TIMEOUT:?}; its log:\n{}",
+                        self.port,
+                        self.log()
+                    ),
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("redis.log")).unwrap_or_default()
+    }
+
+    /// The port it listens on.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// `redis://127.0.0.1:<port>`.
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// Its data directory.
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// SIGKILL, as a crash: what was not yet on disk is gone.
+    pub fn kill(&mut self) {
+        if let Some((mut child, stdin)) = self.child.take() {
+            drop(stdin);
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts it again on the same port and directory (it reloads its AOF).
+    pub fn restart(&mut self) -> io::Result<()> {
+        self.kill();
+        self.launch()
+    }
+
+    /// Runs one command on it over RESP and answers the reply as text (see
+    /// [`command`]).
+    pub fn command(&self, args: &[&str]) -> io::Result<String> {
+        command(self.port, args)
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Sends one command in RESP to the Redis on `127.0.0.1:port` and reads one reply,
+/// rendered as text: simple strings and bulk strings as they are, integers in decimal,
+/// arrays one element per line; an error reply is an `Err` with its text.
+pub fn command(port: u16, args: &[&str]) -> io::Result<String> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port))?;
+    stream.set_read_timeout(Some(Duration::from_secs(10)))?;
+    let mut request = format!("*{}\r\n", args.len());
+    for arg in args {
+        request.push_str(&format!("${}\r\n{arg}\r\n", arg.len()));
+    }
+    stream.write_all(request.as_bytes())?;
+    let mut reader = BufReader::new(stream);
+    read_reply(&mut reader)
+}
+
+fn read_reply(reader: &mut BufReader<TcpStream>) -> io::Result<String> {
+    let mut line = String::new();
+    reader.read_line(&mut line)?;
+    let line = line.trim_end_matches("\r\n");
+    let (kind, rest) = line.split_at(line.len().min(1));
+    match kind {
+        "+" | ":" => Ok(rest.to_owned()),
+        "-" => Err(io::Error::other(rest.to_owned())),
+        "$" => {
+            let len: i64 = rest.parse().map_err(io::Error::other)?;
+            if len < 0 {
+                return Ok(String::new());
+            }
+            let mut body = vec![0; len as usize + 2];
+            reader.read_exact(&mut body)?;
+            body.truncate(len as usize);
+            Ok(String::from_utf8_lossy(&body).into_owned())
+        }
+        "*" => {
+            let n: i64 = rest.parse().map_err(io::Error::other)?;
+            let mut items = Vec::new();
+            for _ in 0..n.max(0) {
+                items.push(read_reply(reader)?);
+            }
+            Ok(items.join("\n"))
+        }
+        other => Err(io::Error::other(format!("unexpected reply type '{other}'"))),
+    }
+}
