@@ -21,6 +21,7 @@ pub mod store;
 pub mod time;
 pub mod token;
 mod wake;
+pub mod wheel;
 mod worker;
 
 pub use clock::{Clock, ManualClock, Stopwatch, SystemClock};
