@@ -19,6 +19,7 @@ mod model;
 pub mod policy;
 pub mod store;
 pub mod time;
+mod timer;
 pub mod token;
 mod wake;
 pub mod wheel;
