@@ -3,9 +3,16 @@
 //!
 //! The engine owns no task state; the store does. It keeps per queue a [`WakeAt`]
 //! (the earliest instant a task of that queue may be due), lowered by every write it
-//! makes, so a consumer sleeps exactly until the next due time and is woken at once
-//! when an earlier task arrives. The reaper sleeps until the earliest lease expiry
-//! the same way. Both are lower bounds, never later than the truth (see `wake`).
+//! makes, so a consumer sleeps until the next due time and is woken at once when an
+//! earlier task arrives. The reaper sleeps until the earliest lease expiry the same
+//! way. Both are lower bounds, never later than the truth (see `wake`).
+//!
+//! Every such sleep (consumers, the reaper, the safety poll of a shared store) is an
+//! entry in the engine's one [`Timer`]: a timing wheel driven by a single task that
+//! sleeps on the engine's clock until the earliest entry, so 10,000 waiting long
+//! polls cost one clock sleep, and a sleep that loses its `select!` leaves the wheel
+//! in O(1). The watchdog sleeps on the clock itself, so it still runs if the timer
+//! ever stalls.
 //!
 //! A store other processes write too (Redis) reports their writes as [`Peers`]
 //! wake-ups; the engine passes them on and, since a notification can be lost, also
@@ -29,6 +36,7 @@ use crate::store::{
     Store,
 };
 use crate::time::Timestamp;
+use crate::timer::Timer;
 use crate::wake::WakeAt;
 use crate::worker::Outcome;
 
@@ -181,18 +189,24 @@ struct Inner<S> {
     config: EngineConfig,
     queues: Mutex<HashMap<QueueName, Arc<QueueState>>>,
     reaper_wake: WakeAt,
+    /// Every wait of the engine but the watchdog's.
+    timer: Timer,
     stopping: CancellationToken,
     /// The reaper (replaced by the watchdog if it stalls).
     reaper: Mutex<Option<JoinHandle<()>>>,
-    /// For a shared store, the follower of other processes' writes.
+    /// The timer's driver and, for a shared store, the follower of other processes'
+    /// writes.
     background: Mutex<Vec<JoinHandle<()>>>,
 }
 
 impl<S: Store> Engine<S> {
-    /// Starts an engine on `store`, with its reaper (and, for a store other processes
-    /// share, the follower of their writes) running on the current tokio runtime.
+    /// Starts an engine on `store`, with its timer, its reaper (and, for a store other
+    /// processes share, the follower of their writes) running on the current tokio
+    /// runtime.
     pub fn start(store: S, config: EngineConfig) -> Engine<S> {
         let peers = store.peers();
+        let stopping = CancellationToken::new();
+        let (timer, driver) = Timer::start(Arc::clone(&config.clock), stopping.clone());
         let engine = Engine {
             inner: Arc::new(Inner {
                 store: Metered::new(store),
@@ -200,9 +214,10 @@ impl<S: Store> Engine<S> {
                 config,
                 queues: Mutex::new(HashMap::new()),
                 reaper_wake: WakeAt::default(),
-                stopping: CancellationToken::new(),
+                timer,
+                stopping,
                 reaper: Mutex::new(None),
-                background: Mutex::new(Vec::new()),
+                background: Mutex::new(vec![driver]),
             }),
         };
         let reaper = tokio::spawn(engine.clone().run_reaper());
@@ -511,7 +526,7 @@ impl<S: Store> Engine<S> {
                 }
             };
             tokio::select! {
-                _ = self.clock().sleep_until(until) => {}
+                _ = self.inner.timer.sleep_until(until) => {}
                 _ = &mut changed => {}
                 _ = stopping => return Err(Error::ShuttingDown),
                 _ = cancelled => return Ok(Vec::new()),
@@ -645,7 +660,7 @@ impl<S: Store> Engine<S> {
             }
             let sleep = async {
                 match wake.get() {
-                    Some(at) => self.clock().sleep_until(at).await,
+                    Some(at) => self.inner.timer.sleep_until(at).await,
                     None => std::future::pending().await,
                 }
             };
@@ -672,7 +687,7 @@ impl<S: Store> Engine<S> {
                     Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => self.look_everywhere(),
                     Err(tokio::sync::broadcast::error::RecvError::Closed) => notifications = false,
                 },
-                _ = self.clock().sleep_until(next_poll) => {
+                _ = self.inner.timer.sleep_until(next_poll) => {
                     self.look_everywhere();
                     next_poll = self.now().saturating_add(safety_poll);
                 }
@@ -711,7 +726,7 @@ impl<S: Store> Engine<S> {
         self.inner.stopping.is_cancelled()
     }
 
-    /// Stops the reaper and consumers waiting in [`Engine::lease`], then closes the
+    /// Stops the reaper, the timer and consumers waiting in [`Engine::lease`], then closes the
     /// store, making every write durable. Stop workers first
     /// ([`RunningWorker::shutdown`](crate::RunningWorker::shutdown)).
     pub async fn shutdown(&self) -> Result<()> {

@@ -19,8 +19,10 @@ mod model;
 pub mod policy;
 pub mod store;
 pub mod time;
+mod timer;
 pub mod token;
 mod wake;
+pub mod wheel;
 mod worker;
 
 pub use clock::{Clock, ManualClock, Stopwatch, SystemClock};

@@ -68,6 +68,8 @@ impl<S: Store> Engine<S> {
         let mut state = PassState::default();
         loop {
             let next = self.now().saturating_add(config.interval);
+            // On the clock, not the engine's timer: the watchdog must run even if the
+            // timer's driver stalled, to heal the loops that sleep on it.
             tokio::select! {
                 _ = self.clock().sleep_until(next) => {}
                 _ = self.inner.stopping.cancelled() => return,
