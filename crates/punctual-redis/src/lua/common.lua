@@ -69,11 +69,21 @@ end
 -- The earliest due time this script made (published once, at the end).
 local woken = nil
 
+-- The scheduled set's earliest due time as this script last read it (false: not read
+-- yet, or a removal may have made it later; nil: the set was empty).
+local head_due = false
+
 -- Schedules `key` at `due`, noting a wake-up if that is earlier than the queue's head.
+-- The head is read once per script: arming only ever lowers it, and `unschedule`
+-- forgets it.
 local function arm(key, due)
-  local head = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+  if head_due == false then
+    local head = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+    head_due = tonumber(head[2])
+  end
   redis.call('ZADD', KEYS[1], due, key)
-  if head[2] == nil or due < tonumber(head[2]) then
+  if head_due == nil or due < head_due then
+    head_due = due
     if woken == nil or due < woken then woken = due end
   end
 end
@@ -101,6 +111,7 @@ end
 local function unplace(key, t)
   if t.st == 0 then
     redis.call('ZREM', KEYS[1], key)
+    head_due = false
   elseif t.st == 1 then
     redis.call('ZREM', KEYS[2], key)
     redis.call('ZREM', KEYS[3], key)
@@ -116,10 +127,9 @@ local function remove(key, t)
   redis.call('HDEL', KEYS[5], key)
 end
 
--- The record of a live lease (key, id, version, fence at ARGV[i..i+3]) at `now`, or nil.
-local function live(i, now)
-  local key = ARGV[i]
-  local rec = redis.call('HGET', KEYS[5], key)
+-- The decoded `rec` if it is the live lease named by ARGV[i..i+3] (key, id, version,
+-- fence) at `now`, else nil (`rec` may be false: no such task).
+local function live_record(rec, i, now)
   if not rec then return nil end
   local t = decode(rec)
   if t.st == 1 and t.id == tonumber(ARGV[i + 1]) and t.ver == tonumber(ARGV[i + 2])
@@ -127,6 +137,11 @@ local function live(i, now)
     return t
   end
   return nil
+end
+
+-- The record of a live lease (key, id, version, fence at ARGV[i..i+3]) at `now`, or nil.
+local function live(i, now)
+  return live_record(redis.call('HGET', KEYS[5], ARGV[i]), i, now)
 end
 
 -- a < b, byte by byte (Lua's own string order follows the server's locale).

@@ -3,18 +3,39 @@
 -- ARGV[4] n; then n groups of 7: key, id, version, fence, kind ('d' done, 'r' retry,
 --   's' reschedule, 'x' dead), at ms (retry, reschedule), error (retry, dead).
 -- Returns: n integers, 1 applied or 0 lease lost (nothing changed).
+-- Records are read with one HMGET and finished tasks deleted together at the end; a
+-- key completed twice in one call sees its first completion.
 local now = now_ms()
 local out = {}
 local n = tonumber(ARGV[4])
+local keys = {}
+for i = 0, n - 1 do
+  keys[i + 1] = ARGV[5 + i * 7]
+end
+local records = {}
+if n > 0 then records = redis.call('HMGET', KEYS[5], unpack(keys)) end
+-- Keys changed by this call (their prefetched record is stale), and those finished.
+local changed, finished, gone = {}, {}, {}
 for i = 0, n - 1 do
   local a = 5 + i * 7
-  local t = live(a, now)
+  local key = ARGV[a]
+  local rec = records[i + 1]
+  if gone[key] then
+    rec = false
+  elseif changed[key] then
+    rec = redis.call('HGET', KEYS[5], key)
+  end
+  local t = live_record(rec, a, now)
   if t == nil then
     out[#out + 1] = 0
   else
-    local key, kind, at, err = ARGV[a], ARGV[a + 4], tonumber(ARGV[a + 5]), ARGV[a + 6]
+    changed[key] = true
+    local kind, at, err = ARGV[a + 4], tonumber(ARGV[a + 5]), ARGV[a + 6]
     if kind == 'd' then
-      remove(key, t)
+      -- A live lease is in `leases` and `inflight`: removed below with the record.
+      unindex_tags(key, t.tags)
+      gone[key] = true
+      finished[#finished + 1] = key
     else
       unplace(key, t)
       t.exp = 0
@@ -33,6 +54,11 @@ for i = 0, n - 1 do
     end
     out[#out + 1] = 1
   end
+end
+if #finished > 0 then
+  redis.call('ZREM', KEYS[2], unpack(finished))
+  redis.call('ZREM', KEYS[3], unpack(finished))
+  redis.call('HDEL', KEYS[5], unpack(finished))
 end
 publish_wakeup()
 return out
