@@ -7,8 +7,8 @@
 //! elsewhere, nor go where the policy did not look) and uses no proxy from the
 //! environment (a proxy would resolve names out of the policy's sight); each request
 //! carries its action's timeout; a connection the policy refused is a failure (dead),
-//! not a transport trouble to retry. Answers are read up to [`MAX_ANSWER_BYTES`]; error messages quote at most
-//! [`QUOTE_CHARS`] of them.
+//! not a transport trouble to retry. Answers are read up to [`MAX_ANSWER_BYTES`];
+//! error messages quote at most [`QUOTE_CHARS`] of them.
 
 use std::sync::Arc;
 use std::time::Duration;
