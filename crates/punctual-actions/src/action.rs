@@ -15,6 +15,7 @@ use std::time::Duration;
 use punctual_core::{BoxError, Clock, Delivery, Handler, Outcome};
 
 use crate::chat::{Chat, ChatConfig};
+use crate::egress::EgressPolicy;
 use crate::email::{Email, EmailConfig};
 use crate::error::ActionError;
 use crate::rate::{Rate, RateLimiter, RateStats};
@@ -114,6 +115,20 @@ impl ActionSpec {
         }
     }
 
+    /// Checks that the action's host, when it is an IP address, is one `policy`
+    /// allows (a host name is checked when it is resolved, on every connection). The
+    /// field at fault is `url`. Email is not checked: SMTP is outside the policy.
+    pub fn check_egress(&self, policy: &EgressPolicy) -> Result<(), ActionError> {
+        let url = match &self.kind {
+            ActionKind::Webhook(config) => Some(config.url.as_str()),
+            ActionKind::Chat(config) => config.url.as_deref().or(config.platform.default_url()),
+            ActionKind::Email(_) => None,
+        };
+        let Some(url) = url else { return Ok(()) };
+        let url = crate::webhook::parse_url(url, "url")?;
+        policy.check_url(&url).map_err(|refusal| ActionError::invalid("url", format!("refused: {refusal}")))
+    }
+
     fn check_limits(&self) -> Result<(), ActionError> {
         if self.timeout.is_zero() {
             return Err(ActionError::invalid("timeout", "timeout must be longer than 0"));
@@ -128,19 +143,29 @@ impl ActionSpec {
     }
 }
 
-/// What every action of a process shares: one HTTP connection pool and the clock.
+/// What every action of a process shares: one HTTP connection pool, the egress policy
+/// it connects under, and the clock.
 #[derive(Debug, Clone)]
 pub struct Runtime {
     client: reqwest::Client,
+    egress: Arc<EgressPolicy>,
     clock: Arc<dyn Clock>,
 }
 
 impl Runtime {
-    /// A runtime reading time from `clock` (the engine's).
+    /// A runtime reading time from `clock` (the engine's) whose HTTP actions connect
+    /// to public addresses only ([`EgressPolicy::public_only`]).
     pub fn new(clock: Arc<dyn Clock>) -> Result<Runtime, ActionError> {
-        let client = crate::http::client()
+        Runtime::with_egress(clock, EgressPolicy::public_only())
+    }
+
+    /// A runtime whose HTTP actions connect where `egress` allows, e.g.
+    /// `EgressPolicy::public_only().allow("10.0.0.0/8")?`.
+    pub fn with_egress(clock: Arc<dyn Clock>, egress: EgressPolicy) -> Result<Runtime, ActionError> {
+        let egress = Arc::new(egress);
+        let client = crate::http::client(Arc::clone(&egress))
             .map_err(|e| ActionError::invalid("http", format!("cannot set up the HTTP client: {e}")))?;
-        Ok(Runtime { client, clock })
+        Ok(Runtime { client, egress, clock })
     }
 }
 
@@ -176,8 +201,11 @@ impl fmt::Debug for Action {
 
 impl Action {
     /// Builds the action of `spec`. Needs a tokio runtime (email's connection pool).
+    /// An IP address host the runtime's egress policy refuses is an error (field
+    /// `url`): such a host bypasses the resolver that checks names.
     pub fn build(spec: &ActionSpec, runtime: &Runtime) -> Result<Action, ActionError> {
         spec.check_limits()?;
+        spec.check_egress(&runtime.egress)?;
         let templates = Templates::new(zone(spec.timezone.as_deref())?);
         let clock = Arc::clone(&runtime.clock);
         let deliverer = match &spec.kind {

@@ -2,25 +2,34 @@
 //! and `Retry-After`, and how a transport failure becomes an outcome.
 //!
 //! Invariants: one [`reqwest::Client`] serves every HTTP action of a process, so
-//! connections to a receiver are pooled and reused; redirects are not followed (a
-//! `POST` must not turn into a `GET` elsewhere); each request carries its action's
-//! timeout. Answers are read up to [`MAX_ANSWER_BYTES`]; error messages quote at most
-//! [`QUOTE_CHARS`] of them.
+//! connections to a receiver are pooled and reused; it resolves names through the
+//! egress policy's resolver, follows no redirects (a `POST` must not turn into a `GET`
+//! elsewhere, nor go where the policy did not look) and uses no proxy from the
+//! environment (a proxy would resolve names out of the policy's sight); each request
+//! carries its action's timeout; a connection the policy refused is a failure (dead),
+//! not a transport trouble to retry. Answers are read up to [`MAX_ANSWER_BYTES`];
+//! error messages quote at most [`QUOTE_CHARS`] of them.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use punctual_core::{Outcome, Timestamp};
 use reqwest::StatusCode;
 use reqwest::header::{HeaderMap, RETRY_AFTER};
 
+use crate::egress::{EgressPolicy, PolicyResolver, refusal_in};
+
 /// The most of an answer's body that is read.
 pub(crate) const MAX_ANSWER_BYTES: usize = 64 * 1024;
 /// The most of an answer's body quoted in `last_error`.
 const QUOTE_CHARS: usize = 200;
 
-/// The HTTP client every action of a process shares (connection pool included).
-pub(crate) fn client() -> Result<reqwest::Client, reqwest::Error> {
+/// The HTTP client every action of a process shares (connection pool included),
+/// connecting only where `egress` allows.
+pub(crate) fn client(egress: Arc<EgressPolicy>) -> Result<reqwest::Client, reqwest::Error> {
     reqwest::Client::builder()
+        .dns_resolver(Arc::new(PolicyResolver::new(egress)))
+        .no_proxy()
         .redirect(reqwest::redirect::Policy::none())
         .user_agent(concat!("punctual/", env!("CARGO_PKG_VERSION")))
         .pool_idle_timeout(Duration::from_secs(90))
@@ -101,9 +110,15 @@ pub(crate) fn retry_after(value: &str, now: Timestamp) -> Option<Duration> {
     Some(at.saturating_since(now))
 }
 
-/// A request that got no answer: timeout, refused or reset connection, TLS failure.
-/// All are worth another try later.
+/// A request that got no answer: timeout, refused or reset connection, TLS failure —
+/// all worth another try later — or a connection the egress policy refused, which
+/// fails: the policy will refuse it again until the operator allows it (and then
+/// retries the dead task).
 pub(crate) fn transport_failure(what: &str, error: &reqwest::Error, timeout: Duration) -> Outcome {
+    if let Some(refusal) = refusal_in(error) {
+        tracing::warn!(target: "punctual_actions::egress", "{what}: refused: {refusal}");
+        return Outcome::fail(format!("{what}: refused: {refusal}"));
+    }
     if error.is_timeout() {
         Outcome::retry(format!("{what} did not answer within {timeout:?}"))
     } else if error.is_connect() {

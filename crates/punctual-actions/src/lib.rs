@@ -11,13 +11,20 @@
 //! Build an [`ActionSpec`], then an [`Action`] with a shared [`Runtime`], and give it to
 //! the core [`Worker`](punctual_core::Worker) for its queue.
 //!
+//! Where HTTP actions may connect is the runtime's [`EgressPolicy`]: public addresses
+//! only unless allowed (loopback, private, link-local and the like are refused). A
+//! refused connection fails the delivery (dead) with a [`Refusal`] saying what to
+//! allow.
+//!
 //! Invariants: a delivery always ends in an [`Outcome`](punctual_core::Outcome) —
 //! transport trouble retries, a refusal or a template error fails (dead, with a clear
-//! `last_error`); nothing panics or is dropped silently. Secrets are redacted wherever
+//! `last_error`); nothing panics or is dropped silently. No webhook or chat robot
+//! connects to an address the egress policy refuses. Secrets are redacted wherever
 //! formatted ([`Secret`]). Rate limits delay, never fail ([`RateLimiter`]).
 
 mod action;
 pub mod chat;
+mod egress;
 pub mod email;
 mod error;
 mod http;
@@ -28,6 +35,7 @@ pub mod webhook;
 
 pub use action::{Action, ActionKind, ActionSpec, Runtime};
 pub use chat::{ChatConfig, Platform};
+pub use egress::{EgressPolicy, Refusal};
 pub use email::{EmailConfig, SmtpConfig, SmtpSecurity};
 pub use error::ActionError;
 pub use rate::{Rate, RateLimiter, RateStats};

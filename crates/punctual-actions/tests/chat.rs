@@ -15,7 +15,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use common::{Harness, Receiver, Reply, Seen};
 use hmac::{Hmac, KeyInit, Mac};
-use punctual_actions::{Action, ActionKind, ActionSpec, ChatConfig, Platform, Rate, Runtime, Secret};
+use punctual_actions::{Action, ActionKind, ActionSpec, ChatConfig, Platform, Rate, Secret};
 use punctual_core::{TaskSpec, TaskState, Worker};
 use serde_json::{Value, json};
 use sha2::Sha256;
@@ -48,7 +48,7 @@ async fn run(config: ChatConfig, path: &str, answers: Vec<(Reply, Expect)>, chec
     let mut config = config;
     config.url = Some(receiver.url(path));
     let spec = ActionSpec::new(ActionKind::Chat(config)).timeout(Duration::from_secs(5));
-    let action = Action::build(&spec, &Runtime::new(Arc::new(h.clock.clone())).unwrap()).unwrap();
+    let action = Action::build(&spec, &common::loopback_runtime(Arc::new(h.clock.clone()))).unwrap();
     let worker = Worker::new(h.engine.clone()).handle(QUEUE, action).start().unwrap();
     for (i, (reply, expect)) in answers.into_iter().enumerate() {
         let key = format!("task-{i}");
@@ -224,7 +224,7 @@ async fn a_template_error_sends_the_task_to_dead() {
     let mut config = config;
     config.url = Some(receiver.url("/hook"));
     let spec = ActionSpec::new(ActionKind::Chat(config));
-    let action = Action::build(&spec, &Runtime::new(Arc::new(h.clock.clone())).unwrap()).unwrap();
+    let action = Action::build(&spec, &common::loopback_runtime(Arc::new(h.clock.clone()))).unwrap();
     let worker = Worker::new(h.engine.clone()).handle(QUEUE, action).start().unwrap();
     h.engine.schedule(QUEUE, "k", TaskSpec::now().payload(payload())).await.unwrap();
     let task = h.completed(QUEUE, "k").await.unwrap();
@@ -243,7 +243,7 @@ async fn over_the_rate_limit_deliveries_wait_their_turn_and_are_counted() {
     let mut config = ChatConfig::new(Platform::Wecom, Some(receiver.url("/cgi-bin/webhook/send")), "{{ key }}");
     config.secret = Some(Secret::new("k"));
     let spec = ActionSpec::new(ActionKind::Chat(config)).rate(Rate::parse("2/1m").unwrap());
-    let action = Action::build(&spec, &Runtime::new(Arc::new(h.clock.clone())).unwrap()).unwrap();
+    let action = Action::build(&spec, &common::loopback_runtime(Arc::new(h.clock.clone()))).unwrap();
     // Leases outlast the clock jump below (heartbeats run on real time, the clock is manual).
     let worker = Worker::new(h.engine.clone())
         .handle(QUEUE, action.clone())

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{Harness, Receiver, Reply, START_MS};
-use punctual_actions::{Action, ActionKind, ActionSpec, Runtime, Secret, WebhookConfig, signature};
+use punctual_actions::{Action, ActionKind, ActionSpec, Secret, WebhookConfig, signature};
 use punctual_core::{TaskSpec, TaskState, Timestamp, Worker};
 use serde_json::json;
 
@@ -22,7 +22,7 @@ const SECRET: &str = "whsec-test-secret";
 fn webhook(h: &Harness, url: String, timeout: Duration) -> Action {
     let spec =
         ActionSpec::new(ActionKind::Webhook(WebhookConfig::new(url).secret(Secret::new(SECRET)))).timeout(timeout);
-    Action::build(&spec, &Runtime::new(Arc::new(h.clock.clone())).unwrap()).unwrap()
+    Action::build(&spec, &common::loopback_runtime(Arc::new(h.clock.clone()))).unwrap()
 }
 
 /// Checks everything API.md promises about one delivery.
@@ -174,7 +174,7 @@ async fn a_slow_receiver_on_one_queue_does_not_delay_another() {
     let dir = tempfile::tempdir().unwrap();
     let store = punctual_sqlite::SqliteStore::open(dir.path()).unwrap();
     let engine = punctual_core::Engine::start(store, punctual_core::EngineConfig::default());
-    let runtime = Runtime::new(Arc::new(punctual_core::SystemClock)).unwrap();
+    let runtime = common::loopback_runtime(Arc::new(punctual_core::SystemClock));
     let mut slow = Receiver::start().await;
     slow.always(Reply::hang());
     let mut fast = Receiver::start().await;

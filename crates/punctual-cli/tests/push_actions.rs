@@ -109,7 +109,10 @@ fn a_webhook_action_delivers_signed_tasks_and_applies_the_answers() {
         &dir,
         "punctual.toml",
         &format!(
-            r#"[queues."order.cancel"]
+            r#"[egress]
+allow = ["127.0.0.1"]
+
+[queues."order.cancel"]
 max_attempts = 5
 
 [queues."order.cancel".action]
@@ -196,7 +199,10 @@ fn check_config_accepts_a_good_file_and_names_the_line_of_each_broken_one() {
     let good = write(
         &dir,
         "good.toml",
-        r#"[queues."order.cancel".action]
+        r#"[egress]
+allow = ["127.0.0.0/8"]
+
+[queues."order.cancel".action]
 kind = "webhook"
 url = "http://127.0.0.1:8080/hooks"
 
@@ -225,6 +231,12 @@ rate = "20/1m"
             "PUNCTUAL_E2E_SURELY_UNSET is not set",
         ),
         ("[queues.q.action]\nkind = \"carrier-pigeon\"\n", 2, "unknown variant"),
+        (
+            "[queues.q.action]\nkind = \"webhook\"\nurl = \"http://169.254.169.254/latest\"\n",
+            3,
+            "refused: 169.254.169.254 is a link-local address (cloud metadata lives here); add it to [egress] allow",
+        ),
+        ("[egress]\nallow = [\"10.0.0.0/8\",\n  \"10.0.0.1/8\"]\n", 3, "did you mean 10.0.0.0/8?"),
     ];
     for (i, (text, line, needle)) in cases.iter().enumerate() {
         let path = write(&dir, &format!("bad-{i}.toml"), text);
@@ -249,7 +261,8 @@ fn deliveries_over_the_rate_limit_wait_and_are_counted_in_metrics() {
         &dir,
         "punctual.toml",
         &format!(
-            "[queues.\"flow.remind\".action]\nkind = \"webhook\"\nurl = \"http://{}/remind\"\ntimeout = \"30s\"\n\
+            "[egress]\nallow = [\"127.0.0.1\"]\n[queues.\"flow.remind\".action]\nkind = \"webhook\"\n\
+             url = \"http://{}/remind\"\ntimeout = \"30s\"\n\
              concurrency = 4\nrate = \"1/1h\"\n",
             receiver.addr
         ),
@@ -274,4 +287,48 @@ fn deliveries_over_the_rate_limit_wait_and_are_counted_in_metrics() {
     assert!(receiver.requests.try_recv().is_err(), "the second delivery waits for the limit, it is not sent");
     let task = api.get("/v1/queues/flow.remind/tasks/step-2");
     assert_eq!(task.expect(200, "the waiting task")["attempts"], 0, "waiting is not a failed attempt");
+}
+
+/// The default egress policy through the real binary: a webhook whose host name
+/// resolves to loopback is refused when connecting, without an `[egress]` entry. The
+/// receiver gets nothing and the task is dead at once with a sentence saying what to
+/// allow (retrying would be refused again).
+#[test]
+fn a_webhook_to_a_name_that_resolves_to_loopback_is_refused_without_an_allow_entry() {
+    let receiver = Receiver::start();
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let url = format!("http://localhost:{}/hooks", receiver.addr.port());
+    let config = write(&dir, "punctual.toml", &format!("[queues.q.action]\nkind = \"webhook\"\nurl = \"{url}\"\n"));
+    let server = start(server_builder().arg("--config").arg(&config).args(["--grace-period", "1s"]));
+    let api = Api::of(&server);
+    api.create("q", "k", json!({}));
+    let mut task = Value::Null;
+    for _ in 0..100 {
+        task = api.task("q", "k").expect(200, "a refused task is kept").clone();
+        if task["state"] == "dead" {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!((&task["state"], &task["attempts"]), (&json!("dead"), &json!(1)), "{task}");
+    let error = task["last_error"].as_str().unwrap_or_default();
+    assert!(
+        error.starts_with(&format!("webhook {url}: refused: localhost resolves only to refused addresses")),
+        "{task}"
+    );
+    assert!(error.contains("127.0.0.1 is a loopback address") && error.contains("[egress] allow"), "{task}");
+    assert!(receiver.requests.try_recv().is_err(), "the receiver got nothing");
+
+    // check-config takes the URL from url_env too and names that line.
+    let literal =
+        write(&dir, "literal.toml", "[queues.q.action]\nkind = \"webhook\"\n\nurl_env = \"PUNCTUAL_E2E_HOOK_URL\"\n");
+    let out = std::process::Command::new(BIN)
+        .arg("check-config")
+        .arg(&literal)
+        .env("PUNCTUAL_E2E_HOOK_URL", "http://[::1]:8080/hook")
+        .output()
+        .expect("run punctual check-config");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("literal.toml, line 4: url: refused: ::1 is a loopback address"), "{stderr}");
 }

@@ -4,6 +4,10 @@
 //! template syntax errors, unknown time zones and secrets whose environment variable is
 //! unset are errors naming the line of the value at fault.
 //!
+//! An action whose host is an IP address the egress policy (`[egress]`, see `config`)
+//! refuses is an error on the line of its `url` (or `url_env`), saying how to allow it:
+//! such a host bypasses the resolver that checks host names when connecting.
+//!
 //! Secrets (`secret`, `smtp.password`) may be written in the file or, better, named by
 //! an environment variable (`secret_env`, `smtp.password_env`); a chat robot's URL,
 //! itself a credential, may come from the environment too (`url_env`). They are
@@ -12,8 +16,8 @@
 use std::ops::Range;
 
 use punctual_actions::{
-    ActionError, ActionKind, ActionSpec, ChatConfig, EmailConfig, Platform, Rate, Secret, SmtpConfig, SmtpSecurity,
-    WebhookConfig,
+    ActionError, ActionKind, ActionSpec, ChatConfig, EgressPolicy, EmailConfig, Platform, Rate, Secret, SmtpConfig,
+    SmtpSecurity, WebhookConfig,
 };
 use serde::Deserialize;
 use toml::Spanned;
@@ -156,6 +160,7 @@ impl RawAction {
             "smtp.password" => smtp.and_then(|s| s.password.as_ref().map(Spanned::span)),
             "concurrency" => self.concurrency.as_ref().map(Spanned::span),
             "timeout" => self.timeout.as_ref().map(Spanned::span),
+            "url" => self.url.as_ref().or(self.url_env.as_ref()).map(Spanned::span),
             f if f.starts_with("mention_mobiles[") => item(&self.mention_mobiles, "mention_mobiles"),
             f if f.starts_with("mention[") => item(&self.mention, "mention"),
             f if f.starts_with("to[") => item(&self.to, "to"),
@@ -164,9 +169,9 @@ impl RawAction {
         }
     }
 
-    /// Validates the table into a spec; the error carries the span of the value at
-    /// fault (or of `kind`).
-    pub(crate) fn to_spec(&self) -> Result<ActionSpec, SpanError> {
+    /// Validates the table into a spec whose host `egress` allows; the error carries
+    /// the span of the value at fault (or of `kind`).
+    pub(crate) fn to_spec(&self, egress: &EgressPolicy) -> Result<ActionSpec, SpanError> {
         let kind = *self.kind.get_ref();
         let kind_span = Some(self.kind.span());
         for (key, span) in self.present() {
@@ -236,6 +241,7 @@ impl RawAction {
         }
         spec.timezone = self.timezone.as_ref().map(|z| z.get_ref().clone());
         spec.check().map_err(|e| self.locate(&e))?;
+        spec.check_egress(egress).map_err(|e| self.locate(&e))?;
         Ok(spec)
     }
 

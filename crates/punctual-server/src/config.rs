@@ -10,6 +10,11 @@
 //! server itself: the action is validated here (templates compiled, URLs parsed,
 //! secrets read from the environment), so a bad one stops start-up with its line
 //! instead of failing every delivery.
+//!
+//! `[egress]` says where HTTP push actions may connect besides public addresses:
+//! `allow` (IP addresses, CIDR networks, host names, `*.domain`) and `allow_private`.
+//! Each entry is checked with its line, and an action whose URL host is an IP address
+//! the policy refuses is an error on the line of its `url`.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
@@ -18,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
-use punctual_actions::ActionSpec;
+use punctual_actions::{ActionSpec, EgressPolicy};
 use punctual_core::time::parse_duration;
 use punctual_core::{Backoff, EngineConfig, QueueDefaults, QueueName};
 use serde::Deserialize;
@@ -60,6 +65,11 @@ Configuration file (TOML; every key optional; unknown keys are an error):
   backoff = { initial = \"1s\", factor = 2.0, max = \"1h\" }
   shards = 1                          # Redis: split a busy queue over N hash tags
   repeat = { every = \"24h\" }          # for tasks that set no repeat of their own
+
+  [egress]                            # where webhooks and chat robots may connect
+  allow = [\"127.0.0.1\"]               # besides public addresses: IPs, CIDRs (10.0.0.0/8),
+                                      #   host names (hooks.internal, *.corp.example)
+  allow_private = false               # true: 10/8, 172.16/12, 192.168/16, fc00::/7, 100.64/10
 
   [queues.\"order.cancel\".action]      # push: the server runs the handler
   kind = \"webhook\"                    # webhook | email | wecom | dingtalk | feishu | slack
@@ -174,6 +184,8 @@ pub(crate) struct Settings {
     /// Shards per queue on Redis, where the file sets them.
     pub(crate) shards: HashMap<QueueName, u32>,
     pub(crate) redis: RedisSettings,
+    /// Where the push actions may connect.
+    pub(crate) egress: EgressPolicy,
 }
 
 /// The `[redis]` table.
@@ -252,8 +264,17 @@ struct RawConfig {
     max_body_bytes: Option<Spanned<i64>>,
     redis: Option<Spanned<RawRedis>>,
     max_overdue: Option<Spanned<ApiDuration>>,
+    egress: Option<RawEgress>,
     #[serde(default)]
     queues: BTreeMap<Spanned<String>, RawQueue>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawEgress {
+    #[serde(default)]
+    allow: Vec<Spanned<String>>,
+    allow_private: Option<bool>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -387,6 +408,7 @@ pub(crate) fn settings(args: &ServeArgs, file: Option<(&Path, &str)>) -> Result<
         }
     };
 
+    let egress = egress_policy(raw.egress.as_ref(), &at)?;
     let mut queues = HashMap::new();
     let mut shards = HashMap::new();
     let mut actions = Vec::new();
@@ -422,7 +444,7 @@ pub(crate) fn settings(args: &ServeArgs, file: Option<(&Path, &str)>) -> Result<
             shards.insert(queue_name.clone(), n);
         }
         if let Some(action) = &queue.action {
-            let spec = action.get_ref().to_spec().map_err(|(span, m)| at(span.unwrap_or(action.span()), m))?;
+            let spec = action.get_ref().to_spec(&egress).map_err(|(span, m)| at(span.unwrap_or(action.span()), m))?;
             actions.push((queue_name.clone(), spec));
         }
         queues.insert(queue_name, defaults);
@@ -451,7 +473,20 @@ pub(crate) fn settings(args: &ServeArgs, file: Option<(&Path, &str)>) -> Result<
         shards,
         redis: redis_settings(raw.redis.as_ref(), &at)?,
         actions,
+        egress,
     })
+}
+
+fn egress_policy(
+    raw: Option<&RawEgress>,
+    at: &dyn Fn(Range<usize>, String) -> ConfigError,
+) -> Result<EgressPolicy, ConfigError> {
+    let mut policy = EgressPolicy::public_only();
+    let Some(raw) = raw else { return Ok(policy) };
+    for entry in &raw.allow {
+        policy = policy.allow(entry.get_ref()).map_err(|e| at(entry.span(), e.to_string()))?;
+    }
+    Ok(policy.allow_private(raw.allow_private.unwrap_or(false)))
 }
 
 fn redis_settings(
@@ -595,6 +630,9 @@ backoff = { initial = "1s", factor = 2.0, max = "1h" }
     #[test]
     fn the_action_of_api_md_is_read() {
         let text = r#"
+[egress]
+allow = ["127.0.0.1"]
+
 [queues."order.cancel"]
 max_attempts = 10
 
@@ -633,6 +671,60 @@ html = "<p>Hello {{ name }}</p>"
         let debug = format!("{:?}", s.actions);
         assert!(!debug.contains("whsec-x") && !debug.contains("\"p\""), "{debug}");
         assert_eq!(s.queues[&QueueName::new("order.cancel").unwrap()].max_attempts, 10);
+    }
+
+    #[test]
+    fn an_action_on_a_refused_address_is_an_error_on_its_url_line_that_says_how_to_allow_it() {
+        let hook = "[queues.q.action]\nkind = \"webhook\"\nurl = \"http://127.0.0.1:8080/hooks\"\n";
+        let (line, message) = error_line(hook);
+        assert_eq!(line, Some(3));
+        assert_eq!(message, "url: refused: 127.0.0.1 is a loopback address; add it to [egress] allow to permit it");
+        for allow in ["[egress]\nallow = [\"127.0.0.1\"]\n", "[egress]\nallow = [\"127.0.0.0/8\", \"::1\"]\n"] {
+            let s = file(&format!("{allow}{hook}")).unwrap();
+            assert_eq!(s.actions.len(), 1, "{allow}");
+        }
+        // A host name is judged when it is resolved, on every connection, not here.
+        assert!(file("[queues.q.action]\nkind = \"webhook\"\nurl = \"http://localhost:8080/hooks\"\n").is_ok());
+
+        let private = "[queues.q.action]\nkind = \"slack\"\ntext = \"hi\"\n\nurl = \"http://10.1.2.3/hook\"\n";
+        let (line, message) = error_line(private);
+        assert_eq!(line, Some(5));
+        assert!(message.contains("10.1.2.3 is a private address"), "{message}");
+        assert!(message.contains("or set allow_private = true"), "{message}");
+        assert!(file(&format!("[egress]\nallow_private = true\n{private}")).is_ok());
+        let metadata = "[egress]\nallow_private = true\n[queues.q.action]\nkind = \"webhook\"\n\
+                        url = \"http://[::ffff:169.254.169.254]/latest\"\n";
+        let (line, message) = error_line(metadata);
+        assert_eq!(line, Some(5), "allow_private does not open link-local: {message}");
+        assert!(message.contains("IPv4 169.254.169.254 in IPv6 form"), "{message}");
+    }
+
+    #[test]
+    fn egress_entries_are_checked_with_their_line() {
+        let cases: &[(&str, usize, &str)] = &[
+            ("[egress]\nallow = [\"127.0.0.1\",\n  \"10.0.0.0/33\"]\n", 3, "not a CIDR network"),
+            ("[egress]\n\nallow = [\"10.1.2.3/8\"]\n", 3, "did you mean 10.0.0.0/8?"),
+            ("[egress]\nallow = [\"http://hooks.internal\"]\n", 2, "is a URL"),
+            ("[egress]\nallow = [\"\"]\n", 2, "cannot be empty"),
+            ("[egress]\nallow = \"127.0.0.1\"\n", 2, "sequence"),
+            ("[egress]\nallow_private = \"yes\"\n", 2, "bool"),
+            ("[egress]\ndeny = [\"1.2.3.4\"]\n", 2, "unknown field `deny`"),
+        ];
+        for (text, line, needle) in cases {
+            let (found, message) = error_line(text);
+            assert_eq!(found, Some(*line), "{text:?}: {message}");
+            assert!(message.contains(needle), "{text:?}: {message}");
+        }
+        let s =
+            file("[egress]\nallow = [\"127.0.0.1\", \"fd00::/8\", \"hooks.internal.example\", \"*.corp\"]\n").unwrap();
+        let expected = EgressPolicy::public_only()
+            .allow("127.0.0.1")
+            .and_then(|p| p.allow("fd00::/8"))
+            .and_then(|p| p.allow("hooks.internal.example"))
+            .and_then(|p| p.allow("*.corp"))
+            .unwrap();
+        assert_eq!(s.egress, expected);
+        assert_eq!(settings(&ServeArgs::default(), None).unwrap().egress, EgressPolicy::public_only());
     }
 
     /// `punctual check-config` reports these; each names its line.

@@ -118,7 +118,7 @@ async fn start_actions<S: Store>(
     settings: &Settings,
     clock: Arc<dyn Clock>,
 ) -> anyhow::Result<StartedActions> {
-    let runtime = Runtime::new(clock).context("cannot set up the actions")?;
+    let runtime = Runtime::with_egress(clock, settings.egress.clone()).context("cannot set up the actions")?;
     let mut workers = Vec::new();
     let mut actions = Vec::new();
     for (queue, spec) in &settings.actions {

@@ -1,7 +1,8 @@
 //! Real parts for the action tests: an engine on the embedded store in a temp dir
 //! (whose completions are signalled on a channel, so tests wait on events instead of
 //! sleeping), an HTTP receiver on loopback that records each request and answers as
-//! the test scripts it, and an SMTP sink.
+//! the test scripts it (reached through [`loopback_runtime`]: the default egress
+//! policy refuses loopback), and an SMTP sink.
 
 #![allow(dead_code, reason = "each test file uses part of the kit")]
 #![allow(clippy::unwrap_used, reason = "a test kit: a failure here is a test failure")]
@@ -18,17 +19,25 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
+use punctual_actions::{EgressPolicy, Runtime};
 use punctual_core::store::{
     CompleteRequest, LeaseBatch, LeaseRequest, ListRequest, Page, QueueStats, ReapResult, Scheduled,
 };
 use punctual_core::{
-    Engine, EngineConfig, LeaseToken, ManualClock, NewTask, QueueName, Result, Store, Tag, Task, TaskKey, Timestamp,
+    Clock, Engine, EngineConfig, LeaseToken, ManualClock, NewTask, QueueName, Result, Store, Tag, Task, TaskKey,
+    Timestamp,
 };
 use punctual_sqlite::SqliteStore;
 use tokio::sync::mpsc;
 
 /// How long a test waits for an event before failing.
 pub const WAIT: Duration = Duration::from_secs(15);
+
+/// A runtime whose HTTP actions may reach the test receivers on 127.0.0.1, which the
+/// default egress policy refuses.
+pub fn loopback_runtime(clock: Arc<dyn Clock>) -> Runtime {
+    Runtime::with_egress(clock, EgressPolicy::public_only().allow("127.0.0.1").unwrap()).unwrap()
+}
 
 /// Receives from `rx` or panics after [`WAIT`].
 pub async fn next<T>(rx: &mut mpsc::UnboundedReceiver<T>, what: &str) -> T {
