@@ -4,14 +4,27 @@
 --   due ms, max_attempts, id for a new task, tags joined by "\n", body.
 -- Returns: n pairs of (outcome, record): outcome 'c' created, 'r' replaced, 'k' kept
 --   (the record untouched), 'e' conflict (record '').
+-- Records are read with one HMGET and written with one HSET and one ZADD at the end;
+-- a key given twice in one call sees its first write.
 local now = now_ms()
 local out = {}
 local n = tonumber(ARGV[4])
+local keys = {}
+for i = 0, n - 1 do
+  keys[i + 1] = ARGV[5 + i * 7]
+end
+local records = {}
+if n > 0 then records = redis.call('HMGET', KEYS[5], unpack(keys)) end
+local head = tonumber(redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')[2])
+-- The record each key has after this call's writes so far.
+local latest = {}
+local written, armed = {}, {}
 for i = 0, n - 1 do
   local a = 5 + i * 7
   local key, mode, due, max = ARGV[a], ARGV[a + 1], tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])
   local id, tags, body = tonumber(ARGV[a + 4]), ARGV[a + 5], ARGV[a + 6]
-  local rec = redis.call('HGET', KEYS[5], key)
+  local rec = latest[key]
+  if rec == nil then rec = records[i + 1] end
   local t = nil
   local outcome = 'c'
   if rec then
@@ -34,12 +47,24 @@ for i = 0, n - 1 do
   end
   if t then
     rec = encode(t)
-    redis.call('HSET', KEYS[5], key, rec)
+    latest[key] = rec
+    written[#written + 1] = key
+    written[#written + 1] = rec
+    armed[#armed + 1] = due
+    armed[#armed + 1] = key
     index_tags(key, tags)
-    arm(key, due)
+    -- Earlier than the head consumers already know of: wake them.
+    if head == nil or due < head then
+      if woken == nil or due < woken then woken = due end
+    end
   end
   out[#out + 1] = outcome
   out[#out + 1] = rec
+end
+if #written > 0 then
+  -- A key written twice appears twice: the later record and due time win.
+  redis.call('HSET', KEYS[5], unpack(written))
+  redis.call('ZADD', KEYS[1], unpack(armed))
 end
 publish_wakeup()
 return out
