@@ -114,7 +114,7 @@ fn millis_figure(value: &Value) -> String {
 
 /// A new table in the house style: no borders, upper-case headers, columns separated
 /// by three spaces; numbers right-aligned where `right` says so.
-fn table(headers: &[&str], rows: Vec<Vec<String>>, right: &[usize]) -> String {
+pub(crate) fn table(headers: &[&str], rows: Vec<Vec<String>>, right: &[usize]) -> String {
     let mut table = Table::new();
     table.load_style(comfy_table::presets::NOTHING);
     table.set_header(headers.to_vec());

@@ -5,10 +5,10 @@
 use std::io::IsTerminal;
 use std::time::Duration;
 
-use comfy_table::{CellAlignment, Table};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 
 use super::stats::{LagStats, ratio};
+use crate::render::table;
 
 /// Makes the progress bars, drawn together on stderr (a phase may show two at once:
 /// tasks scheduled and tasks fired); none with `--quiet` or when stderr is not a
@@ -78,23 +78,6 @@ pub(crate) fn lag_table(rows: Vec<Vec<String>>) -> String {
         rows,
         &[1, 2, 3, 4, 5, 6, 7],
     )
-}
-
-/// The house style of the CLI's tables: no borders, columns three spaces apart.
-fn table(headers: &[&str], rows: Vec<Vec<String>>, right: &[usize]) -> String {
-    let mut table = Table::new();
-    table.load_style(comfy_table::presets::NOTHING);
-    table.set_header(headers.to_vec());
-    for row in rows {
-        table.add_row(row);
-    }
-    for (i, column) in table.column_iter_mut().enumerate() {
-        column.set_padding((0, 3));
-        if right.contains(&i) {
-            column.set_cell_alignment(CellAlignment::Right);
-        }
-    }
-    table.trim_fmt()
 }
 
 /// `12,345` (rounded to a whole number, thousands separated).

@@ -127,6 +127,17 @@ local function remove(key, t)
   redis.call('HDEL', KEYS[5], key)
 end
 
+-- The records of the `n` tasks whose keys are at ARGV[5], ARGV[5 + stride], … (false
+-- where there is none), read with one HMGET.
+local function records_at(n, stride)
+  if n == 0 then return {} end
+  local keys = {}
+  for i = 0, n - 1 do
+    keys[i + 1] = ARGV[5 + i * stride]
+  end
+  return redis.call('HMGET', KEYS[5], unpack(keys))
+end
+
 -- The decoded `rec` if it is the live lease named by ARGV[i..i+3] (key, id, version,
 -- fence) at `now`, else nil (`rec` may be false: no such task).
 local function live_record(rec, i, now)

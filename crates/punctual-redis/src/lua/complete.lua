@@ -8,12 +8,7 @@
 local now = now_ms()
 local out = {}
 local n = tonumber(ARGV[4])
-local keys = {}
-for i = 0, n - 1 do
-  keys[i + 1] = ARGV[5 + i * 7]
-end
-local records = {}
-if n > 0 then records = redis.call('HMGET', KEYS[5], unpack(keys)) end
+local records = records_at(n, 7)
 -- Keys changed by this call (their prefetched record is stale), and those finished.
 local changed, finished, gone = {}, {}, {}
 for i = 0, n - 1 do

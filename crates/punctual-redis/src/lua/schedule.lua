@@ -9,12 +9,7 @@
 local now = now_ms()
 local out = {}
 local n = tonumber(ARGV[4])
-local keys = {}
-for i = 0, n - 1 do
-  keys[i + 1] = ARGV[5 + i * 7]
-end
-local records = {}
-if n > 0 then records = redis.call('HMGET', KEYS[5], unpack(keys)) end
+local records = records_at(n, 7)
 local head = tonumber(redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')[2])
 -- The record each key has after this call's writes so far.
 local latest = {}
