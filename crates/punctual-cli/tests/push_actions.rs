@@ -332,3 +332,78 @@ fn a_webhook_to_a_name_that_resolves_to_loopback_is_refused_without_an_allow_ent
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("literal.toml, line 4: url: refused: ::1 is a loopback address"), "{stderr}");
 }
+
+/// Sends `signal` (`STOP`, `CONT`) to a server process.
+fn signal(server: &punctual_testkit::server::ServerProcess, signal: &str) {
+    let pid = server.pid().expect("the server runs").to_string();
+    let status = std::process::Command::new("kill").arg(format!("-{signal}")).arg(&pid).status().expect("run kill");
+    assert!(status.success(), "kill -{signal} {pid}");
+}
+
+/// A node frozen past its lease (SIGSTOP: a stand-in for a long GC pause or a VM
+/// stall) while its webhook delivery is in flight. Guards against the seeds' failure
+/// where a lock's holder wakes up and finishes a task someone else already finished:
+/// the lease expires, another node on the same Redis delivers the task again (same
+/// delivery id, so the receiver can tell it is a retry) and completes it; when the
+/// frozen node resumes and its own delivery answers "done", its completion is refused
+/// (the lease is fenced) and the task is not completed a second time.
+#[test]
+fn a_node_frozen_past_its_lease_cannot_complete_the_task_late() {
+    let redis = punctual_testkit::redis::server();
+    let receiver = Receiver::start();
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let config = write(
+        &dir,
+        "punctual.toml",
+        &format!(
+            "[egress]\nallow = [\"127.0.0.1\"]\n\n[queues.q.action]\nkind = \"webhook\"\nurl = \"http://{}/hook\"\ntimeout = \"60s\"\n",
+            receiver.addr
+        ),
+    );
+    let node =
+        || start(server_builder().store(redis.url()).arg("--config").arg(&config).args(["--grace-period", "1s"]));
+    let frozen = node();
+    let api = Api::of(&frozen);
+    api.create("q", "order-7", json!({}));
+    let first = receiver.next();
+    signal(&frozen, "STOP");
+    // The frozen node reads this answer only when it resumes.
+    receiver.answer(200, "");
+    #[allow(clippy::disallowed_methods, reason = "real processes take real time")]
+    let frozen_at = std::time::Instant::now();
+
+    let other = node();
+    let again = receiver.requests.recv_timeout(Duration::from_secs(60)).expect("another node delivers again");
+    let waited = frozen_at.elapsed();
+    receiver.answer(200, "");
+    let (first, again): (Value, Value) = (
+        serde_json::from_slice(&first.body).unwrap_or_default(),
+        serde_json::from_slice(&again.body).unwrap_or_default(),
+    );
+    assert_eq!(again["delivery_id"], first["delivery_id"], "the same occurrence, delivered again");
+    assert_eq!((&first["attempt"], &again["attempt"]), (&json!(1), &json!(2)), "{first} {again}");
+    let other_api = Api::of(&other);
+    let mut gone = false;
+    for _ in 0..100 {
+        if other_api.task("q", "order-7").status == 404 {
+            gone = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(gone, "the other node completed the task");
+
+    signal(&frozen, "CONT");
+    let mut refused = false;
+    for _ in 0..100 {
+        if frozen.logs().contains("ack refused") {
+            refused = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(refused, "the resumed node's late completion is refused:\n{}", frozen.logs());
+    assert_eq!(other_api.task("q", "order-7").status, 404, "and changes nothing");
+    assert!(receiver.requests.try_recv().is_err(), "no third delivery");
+    println!("frozen node: lease lost after {waited:?}, task delivered again by another node, late ack refused");
+}
