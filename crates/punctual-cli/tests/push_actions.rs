@@ -407,3 +407,81 @@ fn a_node_frozen_past_its_lease_cannot_complete_the_task_late() {
     assert!(receiver.requests.try_recv().is_err(), "no third delivery");
     println!("frozen node: lease lost after {waited:?}, task delivered again by another node, late ack refused");
 }
+
+/// A receiver that misbehaves: `hang` accepts connections and never answers; `reset`
+/// accepts and closes each connection at once. Counts the connections it accepted.
+fn misbehaving_receiver(hang: bool) -> (SocketAddr, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind the receiver");
+    let addr = listener.local_addr().expect("the receiver's address");
+    let accepted = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = std::sync::Arc::clone(&accepted);
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { return };
+            counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            if hang {
+                held.push(stream);
+            }
+        }
+    });
+    (addr, accepted)
+}
+
+/// Webhook receivers that hang or drop every connection must not hold up other
+/// queues. Guards against a shared delivery pool that one stuck endpoint fills (the
+/// seeds' single consumer thread), timeouts that are not enforced, and failures that
+/// are lost instead of retried. While one queue's receiver hangs and another's resets
+/// every connection, a third queue's tasks, due every 100 ms, still arrive on time;
+/// the failing queues' tasks are kept and retried with the reason in `last_error`.
+#[test]
+fn hanging_and_resetting_receivers_do_not_delay_other_queues() {
+    let (hang_addr, hang_accepted) = misbehaving_receiver(true);
+    let (reset_addr, reset_accepted) = misbehaving_receiver(false);
+    let receiver = Receiver::start();
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let config = write(
+        &dir,
+        "punctual.toml",
+        &format!(
+            "[egress]\nallow = [\"127.0.0.1\"]\n\n\
+             [queues.hang.action]\nkind = \"webhook\"\nurl = \"http://{hang_addr}/h\"\ntimeout = \"1s\"\nconcurrency = 4\n\n\
+             [queues.reset.action]\nkind = \"webhook\"\nurl = \"http://{reset_addr}/r\"\ntimeout = \"1s\"\nconcurrency = 4\n\n\
+             [queues.fast.action]\nkind = \"webhook\"\nurl = \"http://{}/f\"\ntimeout = \"5s\"\nconcurrency = 1\n",
+            receiver.addr
+        ),
+    );
+    let server = start(server_builder().arg("--config").arg(&config).args(["--grace-period", "1s"]));
+    let api = Api::of(&server);
+    for i in 0..20 {
+        api.create("hang", &format!("h-{i}"), json!({}));
+        api.create("reset", &format!("r-{i}"), json!({}));
+    }
+    for i in 0..10 {
+        api.create("fast", &format!("f-{i}"), json!({"delay": format!("{}ms", 300 + i * 100)}));
+    }
+    let mut lags = Vec::new();
+    for _ in 0..10 {
+        let request = receiver.next();
+        let arrived = common::now_ms();
+        let body: Value = serde_json::from_slice(&request.body).expect("a JSON body");
+        lags.push(arrived - common::parse_time(&body["due_at"]));
+        receiver.answer(200, "");
+    }
+    let worst = *lags.iter().max().unwrap_or(&0);
+    println!("fast queue lags while the others fail: {lags:?} ms");
+    assert!(worst < 500, "a healthy queue was held up by failing receivers: lags {lags:?} ms");
+
+    // The failing queues' tasks are kept, retried, and say why.
+    std::thread::sleep(Duration::from_millis(1_200));
+    for (queue, key, reason) in [("hang", "h-0", "did not answer within 1s"), ("reset", "r-0", "request to")] {
+        let task = api.task(queue, key).expect(200, "a failing delivery keeps its task").clone();
+        // Waiting for its next try, or in it: never dead, never gone.
+        assert!(task["state"] == "scheduled" || task["state"] == "leased", "{task}");
+        assert!(task["attempts"].as_u64().unwrap_or(0) >= 1, "{task}");
+        assert!(task["last_error"].as_str().unwrap_or_default().contains(reason), "{queue}: {task}");
+    }
+    let open = hang_accepted.load(std::sync::atomic::Ordering::SeqCst);
+    assert!(open >= 4, "the hanging receiver was tried: {open}");
+    assert!(reset_accepted.load(std::sync::atomic::Ordering::SeqCst) >= 1, "the resetting receiver was tried");
+}
