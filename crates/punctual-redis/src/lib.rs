@@ -397,29 +397,44 @@ impl Shared {
         Ok(QueueStats::new(queue.clone(), scheduled, leased, dead, next))
     }
 
-    /// Applies completions, one script per shard and [`SCRIPT_BATCH`].
-    async fn complete_all(&self, reqs: &[CompleteRequest]) -> Result<Vec<Result<()>>> {
-        let mut groups: BTreeMap<(QueueName, u32), Vec<usize>> = BTreeMap::new();
-        for (i, req) in reqs.iter().enumerate() {
-            let shard = self.shard_of(&req.token.queue, &req.token.key, false).await?;
-            groups.entry((req.token.queue.clone(), shard)).or_default().push(i);
-        }
+    /// Applies completions, one script per shard and [`SCRIPT_BATCH`]: each one's result.
+    /// A shard Redis did not answer for fails its own completions only, so callers
+    /// whose completions share a group (see [`commit_completions`]) but not a shard
+    /// are told the truth. Completions judged at different times (only with
+    /// [`TimeSource::Caller`]) never share a script, so each is judged at its own `now`.
+    async fn complete_each(&self, reqs: &[CompleteRequest]) -> Vec<Result<()>> {
         let mut results: Vec<Result<()>> = (0..reqs.len()).map(|_| Err(Error::LeaseLost)).collect();
-        for ((queue, shard), indices) in groups {
-            let group: Vec<&CompleteRequest> = indices.iter().map(|&i| &reqs[i]).collect();
-            let applied = self.complete_shard(&queue, shard, &group).await?;
-            for (&i, ok) in indices.iter().zip(applied) {
-                results[i] = if ok { Ok(()) } else { Err(Error::LeaseLost) };
+        let mut groups: BTreeMap<(QueueName, u32, String), Vec<usize>> = BTreeMap::new();
+        for (i, req) in reqs.iter().enumerate() {
+            match self.shard_of(&req.token.queue, &req.token.key, false).await {
+                Ok(shard) => groups.entry((req.token.queue.clone(), shard, self.now_arg(req.now))).or_default().push(i),
+                Err(e) => results[i] = Err(e),
             }
         }
-        Ok(results)
+        for ((queue, shard, _), indices) in groups {
+            let group: Vec<&CompleteRequest> = indices.iter().map(|&i| &reqs[i]).collect();
+            match self.complete_shard(&queue, shard, &group).await {
+                Ok(applied) => {
+                    for (&i, ok) in indices.iter().zip(applied) {
+                        results[i] = if ok { Ok(()) } else { Err(Error::LeaseLost) };
+                    }
+                }
+                Err(e) => {
+                    for &i in &indices {
+                        results[i] = Err(e.clone());
+                    }
+                }
+            }
+        }
+        results
     }
 
     /// Applies completions of one shard, at most [`SCRIPT_BATCH`] per script.
     async fn complete_shard(&self, queue: &QueueName, shard: u32, reqs: &[&CompleteRequest]) -> Result<Vec<bool>> {
         let mut applied = Vec::with_capacity(reqs.len());
         for chunk in reqs.chunks(SCRIPT_BATCH) {
-            let now = chunk.iter().map(|r| r.now).max().unwrap_or(Timestamp::EPOCH);
+            // Callers group by `now` (see `complete_each`): one `now` per script.
+            let now = chunk.first().map_or(Timestamp::EPOCH, |r| r.now);
             let mut invocation = self.invocation(&self.scripts.complete, queue, shard, now);
             invocation.arg(chunk.len());
             for req in chunk {
@@ -456,18 +471,9 @@ async fn commit_completions(shared: Arc<Shared>, mut waiting: mpsc::UnboundedRec
     let mut group = Vec::with_capacity(SCRIPT_BATCH);
     while waiting.recv_many(&mut group, SCRIPT_BATCH).await > 0 {
         let (requests, answers): (Vec<_>, Vec<_>) = group.drain(..).unzip();
-        match shared.complete_all(&requests).await {
-            Ok(results) => {
-                for (answer, result) in answers.into_iter().zip(results) {
-                    // A caller that stopped waiting needs no answer.
-                    let _ = answer.send(result);
-                }
-            }
-            Err(e) => {
-                for answer in answers {
-                    let _ = answer.send(Err(e.clone()));
-                }
-            }
+        for (answer, result) in answers.into_iter().zip(shared.complete_each(&requests).await) {
+            // A caller that stopped waiting needs no answer.
+            let _ = answer.send(result);
         }
     }
 }
@@ -692,7 +698,13 @@ impl Store for RedisStore {
 
     async fn complete_many(&self, reqs: Vec<CompleteRequest>) -> Result<Vec<Result<()>>> {
         self.shared.check_open()?;
-        self.shared.complete_all(&reqs).await
+        let results = self.shared.complete_each(&reqs).await;
+        // A call Redis failed for any shard answers that error (each shard's script is
+        // atomic, the call is not: see the crate docs), as it always has.
+        if let Some(Err(e)) = results.iter().find(|r| matches!(r, Err(e) if *e != Error::LeaseLost)) {
+            return Err(e.clone());
+        }
+        Ok(results)
     }
 
     async fn extend(&self, token: &LeaseToken, lease_for: Duration, now: Timestamp) -> Result<Timestamp> {
