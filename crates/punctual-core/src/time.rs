@@ -17,14 +17,16 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct Timestamp(i64);
 
-/// The latest instant punctual accepts: 9999-12-31T23:59:59.999Z.
-const MAX_MS: i64 = 253_402_300_799_999;
+/// The latest instant punctual accepts: 9999-12-30T22:00:00Z, the latest that jiff
+/// (which formats and zones every instant) represents. Found by fuzzing: the end of
+/// 9999-12-31 was accepted, then panicked when written out.
+const MAX_MS: i64 = 253_402_207_200_000;
 
 impl Timestamp {
     /// The Unix epoch.
     pub const EPOCH: Timestamp = Timestamp(0);
 
-    /// An instant from epoch milliseconds. Values outside year 0..=9999 are clamped.
+    /// An instant from epoch milliseconds. Values outside 1970..=9999 are clamped.
     pub const fn from_millis(ms: i64) -> Timestamp {
         if ms < 0 {
             Timestamp(0)
@@ -55,12 +57,9 @@ impl Timestamp {
     pub fn parse(text: &str) -> Result<Timestamp, String> {
         let text = text.trim();
         if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
-            return text
-                .parse::<i64>()
-                .ok()
-                .filter(|ms| *ms <= MAX_MS)
-                .map(Timestamp)
-                .ok_or_else(|| format!("epoch milliseconds {text} are beyond the year 9999"));
+            return text.parse::<i64>().ok().filter(|ms| *ms <= MAX_MS).map(Timestamp).ok_or_else(|| {
+                format!("epoch milliseconds {text} are after {}, the latest time accepted", Timestamp(MAX_MS))
+            });
         }
         let ts: jiff::Timestamp = text.parse().map_err(|e| {
             format!(
@@ -104,7 +103,10 @@ impl<'de> Deserialize<'de> for Timestamp {
         }
         match Raw::deserialize(d)? {
             Raw::Millis(ms) if (0..=MAX_MS).contains(&ms) => Ok(Timestamp(ms)),
-            Raw::Millis(ms) => Err(serde::de::Error::custom(format!("epoch milliseconds {ms} are outside 1970..9999"))),
+            Raw::Millis(ms) => Err(serde::de::Error::custom(format!(
+                "epoch milliseconds {ms} are outside 1970-01-01T00:00:00.000Z..={}",
+                Timestamp(MAX_MS)
+            ))),
             Raw::Text(text) => Timestamp::parse(&text).map_err(serde::de::Error::custom),
         }
     }
@@ -258,6 +260,23 @@ mod tests {
         assert!(e.contains("RFC 3339") && e.contains("'tomorrow'"), "{e}");
         assert!(Timestamp::parse("1969-12-31T23:59:59Z").unwrap_err().contains("before 1970"));
         assert!(Timestamp::parse("99999999999999999").unwrap_err().contains("9999"));
+    }
+
+    /// Found by fuzzing (fuzz/fuzz_targets/timestamp.rs): the last millisecond of
+    /// 9999-12-31 was accepted, but jiff stops at 9999-12-30T22:00:00Z, so writing the
+    /// instant out panicked (a task due then could not be shown).
+    #[test]
+    fn the_latest_accepted_instant_can_be_written_out() {
+        let latest = Timestamp::from_millis(i64::MAX);
+        assert_eq!(latest.to_string(), "9999-12-30T22:00:00.000Z");
+        assert_eq!(Timestamp::parse(&latest.to_string()), Ok(latest));
+        for beyond in ["253402300799999", "253402207200001"] {
+            let e = Timestamp::parse(beyond).unwrap_err();
+            assert!(e.contains("9999-12-30T22:00:00.000Z"), "{e}");
+            assert!(serde_json::from_str::<Timestamp>(beyond).is_err());
+        }
+        assert!(Timestamp::parse("9999-12-31T00:00:00Z").is_err());
+        assert_eq!(Timestamp::from_millis(0).saturating_add(Duration::MAX), latest);
     }
 
     #[test]

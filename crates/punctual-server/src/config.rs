@@ -243,6 +243,11 @@ impl fmt::Display for ConfigError {
 impl std::error::Error for ConfigError {}
 
 impl ConfigError {
+    /// The 1-based line of the file the error is on, when it is on one.
+    pub fn line(&self) -> Option<usize> {
+        self.line
+    }
+
     fn flag(message: impl Into<String>) -> ConfigError {
         ConfigError { source: "command line".into(), line: None, message: message.into() }
     }

@@ -102,7 +102,12 @@ pub struct ConfigSummary {
 /// environment variable is unset. The error names the file and line.
 pub fn check_config(path: &Path) -> Result<ConfigSummary, ConfigError> {
     let text = std::fs::read_to_string(path).map_err(|e| config::unreadable(path, &e))?;
-    let settings = config::settings(&ServeArgs::default(), Some((path, &text)))?;
+    check_config_text(path, &text)
+}
+
+/// [`check_config`] on a file's text already read; `path` only names it in errors.
+pub fn check_config_text(path: &Path, text: &str) -> Result<ConfigSummary, ConfigError> {
+    let settings = config::settings(&ServeArgs::default(), Some((path, text)))?;
     Ok(ConfigSummary {
         queues: settings.queues.len(),
         actions: settings.actions.iter().map(|(q, spec)| (q.to_string(), spec.kind.name().to_owned())).collect(),

@@ -70,6 +70,9 @@ async fn each_malformed_request_gets_its_status_code_and_field() {
         put(r#"{"delay": "999999999999999d"}"#, 400, invalid, Some("delay")),
         put(r#"{"due_at": "tomorrow"}"#, 400, invalid, Some("due_at")),
         put(r#"{"due_at": -5}"#, 400, invalid, Some("due_at")),
+        // Found by fuzzing: the end of 9999-12-31 was stored, then could not be shown.
+        put(r#"{"due_at": 253402300799999}"#, 400, invalid, Some("due_at")),
+        put(r#"{"due_at": "253402300799999"}"#, 400, invalid, Some("due_at")),
         put(r#"{"delay": "1s", "due_at": 0}"#, 400, invalid, Some("due_at")),
         put(r#"{"repeat": {"every": "0s"}}"#, 400, invalid, Some("repeat.every")),
         put(r#"{"repeat": {"every": "1h", "cron": "* * * * *"}}"#, 400, invalid, Some("repeat")),
