@@ -90,11 +90,20 @@ impl Backoff {
     /// The wait after `failures` failed tries (1 for the first failure), shortened by
     /// `jitter` ∈ [0, 1): 0 gives the full wait, values near 1 give 80 % of it.
     pub fn delay(&self, failures: u32, jitter: f64) -> Duration {
-        let exponent = failures.saturating_sub(1).min(1024) as i32;
+        // Past f64's range `factor^n` is infinite and `min` caps it, but 0 × ∞ is NaN:
+        // a zero first wait stays zero however many failures.
+        if self.initial.is_zero() {
+            return Duration::ZERO;
+        }
+        // No cap on the exponent below i32::MAX: a factor just above 1 keeps growing
+        // past 1024 failures, as documented.
+        let exponent = i32::try_from(failures.saturating_sub(1)).unwrap_or(i32::MAX);
         let full = self.initial.as_secs_f64() * self.factor.powi(exponent);
         let capped = full.min(self.max.as_secs_f64());
-        let jitter = jitter.clamp(0.0, 1.0);
-        Duration::from_secs_f64(capped * (1.0 - 0.2 * jitter))
+        let jitter = if jitter.is_nan() { 0.0 } else { jitter.clamp(0.0, 1.0) };
+        // `as_secs_f64` rounds: near `Duration::MAX` it can round past what a Duration
+        // holds, or past `max` itself.
+        Duration::try_from_secs_f64(capped * (1.0 - 0.2 * jitter)).map_or(self.max, |wait| wait.min(self.max))
     }
 }
 
@@ -167,11 +176,19 @@ impl CronRule {
         &self.tz_name
     }
 
-    /// The first matching instant strictly after `t`.
+    /// The first matching instant strictly after `t`, `None` when there is none: croner
+    /// searches up to the year 5000 only, so from then on a cron rule never matches.
+    ///
+    /// A wall-clock time that happens twice (clocks go back) is due once, at the earlier
+    /// instant, if the expression names a single second, minute and hour (`30 1 * * *`);
+    /// other expressions (`*/15 * * * *`) are due at both. A time that never happens
+    /// (clocks go forward) is due at the end of the gap for single-time expressions and
+    /// skipped for the others.
     pub fn next_after(&self, t: Timestamp) -> Option<Timestamp> {
         let zoned = t.to_jiff().to_zoned(self.tz.clone());
         let next = self.cron.find_next_occurrence(&zoned, false).ok()?;
-        Some(Timestamp::from_millis(next.timestamp().as_millisecond()))
+        // Never an instant not after `t`: a repeat would fire on it in a loop.
+        Timestamp::try_from_millis(next.timestamp().as_millisecond()).filter(|next| *next > t)
     }
 }
 
@@ -239,7 +256,10 @@ impl Repeat {
                 let elapsed = now.as_millis() - anchor.as_millis();
                 // Smallest k ≥ 1 with anchor + k·step > now.
                 let k = if elapsed < 0 { 1 } else { elapsed / step + 1 };
-                Timestamp::from_millis(anchor.as_millis().saturating_add(k.saturating_mul(step)))
+                // A slot past the latest representable instant does not exist. (Clamping
+                // it to that instant gave one not after `now`: a task firing forever.)
+                let next = k.checked_mul(step).and_then(|offset| anchor.as_millis().checked_add(offset));
+                next.and_then(Timestamp::try_from_millis)?
             }
             RepeatRule::Cron(rule) => rule.next_after(now)?,
         };
@@ -327,6 +347,8 @@ mod option_duration {
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
     use super::*;
 
     fn at(text: &str) -> Timestamp {
@@ -427,5 +449,388 @@ mod tests {
         assert!("{\"every\": \"1h\", \"cron\": \"* * * * *\"}".parse::<Repeat>().is_err());
         assert!("{}".parse::<Repeat>().is_err());
         assert!("{\"every\": \"1h\", \"colour\": 1}".parse::<Repeat>().is_err());
+    }
+
+    // --- Backoff ---
+
+    #[test]
+    fn backoff_edge_cases_found_by_the_properties() {
+        let hour = Duration::from_secs(3600);
+        // Was 1h: 0 × 2^1024 is 0 × ∞, NaN, and `min(NaN, max)` is max.
+        assert_eq!(Backoff::new(Duration::ZERO, 2.0, hour).unwrap().delay(1025, 0.0), Duration::ZERO);
+        // Was 2.78s: the exponent stopped at 1024, so a factor near 1 stopped growing.
+        let slow = Backoff::new(Duration::from_secs(1), 1.001, hour).unwrap().delay(3001, 0.0);
+        assert!((slow.as_secs_f64() - 1.001f64.powi(3000)).abs() < 1e-6, "{slow:?}");
+        // Was a panic: `max` near Duration::MAX rounds, as f64, past what a Duration holds.
+        let huge = Backoff::new(Duration::from_secs(u64::MAX / 2), 2.0, Duration::MAX).unwrap();
+        assert_eq!(huge.delay(2, 0.0), Duration::MAX);
+        // Was a panic: `Duration::from_secs_f64(NaN)`.
+        assert_eq!(Backoff::default().delay(1, f64::NAN), Duration::from_secs(1));
+    }
+
+    fn any_backoff() -> impl Strategy<Value = Backoff> {
+        let initial = prop_oneof![
+            Just(Duration::ZERO),
+            (1..600_000u64).prop_map(Duration::from_millis),
+            any::<u64>().prop_map(Duration::from_millis),
+            (any::<u64>(), 0..1_000_000_000u32).prop_map(|(s, n)| Duration::new(s, n)),
+            Just(Duration::MAX),
+        ];
+        let factor = prop_oneof![Just(1.0), Just(2.0), 1.0..4.0f64, 1.0..1.001f64, 1.0..1e300f64, Just(f64::MAX),];
+        let extra = prop_oneof![
+            Just(Duration::ZERO),
+            (0..86_400_000u64).prop_map(Duration::from_millis),
+            any::<u64>().prop_map(Duration::from_millis),
+            Just(Duration::MAX),
+        ];
+        (initial, factor, extra).prop_map(|(initial, factor, extra)| {
+            Backoff::new(initial, factor, initial.saturating_add(extra)).expect("factor ≥ 1 and max ≥ initial")
+        })
+    }
+
+    fn any_failures() -> impl Strategy<Value = u32> {
+        prop_oneof![0..40u32, 1_000..3_000u32, any::<u32>(), Just(u32::MAX)]
+    }
+
+    /// `min(max, initial × factor^(failures−1))`, computed in logarithms so that no
+    /// intermediate overflows: the documented wait before jitter, in seconds.
+    fn documented_full_wait(b: &Backoff, failures: u32) -> f64 {
+        let (initial, max) = (b.initial().as_secs_f64(), b.max().as_secs_f64());
+        if initial == 0.0 {
+            return 0.0;
+        }
+        let log = initial.ln() + f64::from(failures.saturating_sub(1)) * b.factor().ln();
+        if log >= max.ln() { max } else { log.exp().min(max) }
+    }
+
+    proptest! {
+        #[test]
+        fn backoff_waits_as_documented_within_max(
+            backoff in any_backoff(),
+            failures in any_failures(),
+            jitter in prop_oneof![0.0..1.0f64, Just(0.0), Just(0.999_999_999)],
+        ) {
+            let full = backoff.delay(failures, 0.0);
+            let jittered = backoff.delay(failures, jitter);
+            prop_assert!(full <= backoff.max(), "{:?} > max", full);
+            prop_assert!(jittered <= full, "jitter lengthened {:?} to {:?}", full, jittered);
+            prop_assert!(jittered.as_secs_f64() >= full.as_secs_f64() * 0.8 * (1.0 - 1e-12) - 1e-9);
+            let expected = documented_full_wait(&backoff, failures);
+            let tolerance = expected * 1e-9 + 2e-9;
+            prop_assert!(
+                (full.as_secs_f64() - expected).abs() <= tolerance,
+                "delay({}) = {:?}, documented {}s", failures, full, expected
+            );
+        }
+
+        #[test]
+        fn backoff_never_shrinks_as_failures_grow(
+            backoff in any_backoff(),
+            failures in any_failures(),
+            more in prop_oneof![1..3u32, any::<u32>()],
+            jitter in prop_oneof![0.0..1.0f64, Just(0.0)],
+        ) {
+            let later = failures.saturating_add(more);
+            prop_assert!(backoff.delay(failures, jitter) <= backoff.delay(later, jitter));
+        }
+
+        /// Any jitter at all, NaN and infinities included, gives a wait, never a panic.
+        #[test]
+        fn backoff_takes_any_jitter(backoff in any_backoff(), failures in any_failures(), jitter in any::<f64>()) {
+            prop_assert!(backoff.delay(failures, jitter) <= backoff.max());
+        }
+    }
+
+    // --- Repeat::every ---
+
+    #[test]
+    fn every_at_the_end_of_time_is_exhausted_not_stuck() {
+        // Was: the next slot past the latest instant was clamped to it, so at `now` =
+        // the latest instant `next_after` returned `now` itself and the task would have
+        // fired again and again forever.
+        let r = Repeat::every(Duration::from_secs(1)).unwrap();
+        let anchor = Timestamp::from_millis(Timestamp::MAX.as_millis() - 1_500);
+        assert_eq!(r.next_after(1, anchor, anchor), Some(Timestamp::from_millis(anchor.as_millis() + 1_000)));
+        assert_eq!(r.next_after(2, anchor, Timestamp::MAX), None);
+        assert_eq!(r.next_after(2, anchor, Timestamp::from_millis(Timestamp::MAX.as_millis() - 400)), None);
+        let yearly = Repeat::every(Duration::from_secs(366 * 86_400)).unwrap();
+        assert_eq!(yearly.next_after(1, anchor, anchor), None);
+    }
+
+    fn any_time() -> impl Strategy<Value = Timestamp> {
+        let max = Timestamp::MAX.as_millis();
+        prop_oneof![
+            4 => 0..=max,
+            1 => 0..=100_000i64,
+            2 => max - 10_000_000..=max,
+            1 => Just(max),
+        ]
+        .prop_map(Timestamp::from_millis)
+    }
+
+    fn any_every() -> impl Strategy<Value = Repeat> {
+        let step = prop_oneof![1..10_000u64, 1..1u64 << 40, any::<u64>()].prop_map(Duration::from_millis);
+        let until = prop::option::of(any_time());
+        let times = prop::option::of(1..10u32);
+        (step, times, until).prop_map(|(step, times, until)| {
+            let mut r = Repeat::every(step).unwrap();
+            if let Some(n) = times {
+                r = r.times(n).unwrap();
+            }
+            if let Some(t) = until {
+                r = r.until(t);
+            }
+            r
+        })
+    }
+
+    proptest! {
+        /// The next occurrence is the smallest `anchor + k·step` (k ≥ 1) after `now`:
+        /// missed slots skipped, never caught up; none past `times`, `until` or the
+        /// latest representable instant.
+        #[test]
+        fn every_gives_the_first_slot_after_now(
+            repeat in any_every(),
+            done in prop_oneof![1..12u32, any::<u32>()],
+            anchor in any_time(),
+            now_from_anchor in prop_oneof![
+                Just(0i64),
+                -10_000..10_000_000i64,
+                any::<i64>(),
+            ],
+        ) {
+            let RepeatRule::Every(step) = repeat.rule() else { unreachable!() };
+            let step = i128::try_from(step.as_millis()).unwrap();
+            let now = Timestamp::from_millis(anchor.as_millis().saturating_add(now_from_anchor));
+            let (anchor_ms, now_ms) = (i128::from(anchor.as_millis()), i128::from(now.as_millis()));
+            let next = repeat.next_after(done, anchor, now);
+            if repeat.times_limit().is_some_and(|limit| done >= limit) {
+                prop_assert_eq!(next, None, "times exhausted");
+                return Ok(());
+            }
+            // The oracle, in i128 so that nothing saturates.
+            let k = ((now_ms - anchor_ms).div_euclid(step) + 1).max(1);
+            let slot = anchor_ms + k * step;
+            let expected = if slot > i128::from(Timestamp::MAX.as_millis())
+                || repeat.until_limit().is_some_and(|until| slot > i128::from(until.as_millis()))
+            {
+                None
+            } else {
+                Some(slot)
+            };
+            prop_assert_eq!(next.map(|t| i128::from(t.as_millis())), expected);
+            if let Some(next) = next {
+                let next_ms = i128::from(next.as_millis());
+                prop_assert!(next > now, "{:?} is not after {:?}", next, now);
+                prop_assert!(next_ms > anchor_ms && (next_ms - anchor_ms) % step == 0, "not on a slot");
+                prop_assert!(next_ms - step <= now_ms || next_ms - step == anchor_ms, "a slot after now was skipped");
+            }
+        }
+    }
+
+    // --- Cron ---
+
+    #[test]
+    fn cron_at_the_end_of_time_is_exhausted_not_a_panic() {
+        // Was: `to_jiff` panicked for instants after 9999-12-30T22:00:00.999Z, which
+        // `Timestamp` accepted. Croner searches up to the year 5000 only: past it a cron
+        // repeat is exhausted.
+        let r = Repeat::cron("* * * * *", "America/New_York").unwrap();
+        assert_eq!(r.next_after(1, Timestamp::EPOCH, Timestamp::from_millis(i64::MAX)), None);
+        assert_eq!(r.next_after(1, Timestamp::EPOCH, at("5000-06-01T00:00:00Z")), None);
+        assert_eq!(r.next_after(1, Timestamp::EPOCH, at("4999-06-01T00:00:00Z")), Some(at("4999-06-01T00:01:00Z")));
+    }
+
+    /// A 5-field expression of a simple shape, with a matcher written independently
+    /// of croner.
+    #[derive(Debug, Clone)]
+    struct SimpleCron {
+        text: String,
+        minutes: Vec<i8>,
+        hours: Vec<i8>,
+        /// Sunday = 0.
+        weekdays: Vec<i8>,
+        /// A single minute and hour: runs once on a repeated (fall-back) wall-clock
+        /// time, and at the end of a gap (spring-forward) that swallowed it. Other
+        /// expressions run on every instant whose wall clock matches.
+        fixed_time: bool,
+    }
+
+    impl SimpleCron {
+        fn matches(&self, wall: jiff::civil::DateTime) -> bool {
+            self.minutes.contains(&wall.minute())
+                && self.hours.contains(&wall.hour())
+                && self.weekdays.contains(&wall.weekday().to_sunday_zero_offset())
+        }
+    }
+
+    fn simple_cron() -> impl Strategy<Value = SimpleCron> {
+        simple_cron_near(0)
+    }
+
+    /// Like [`simple_cron`], with hours often in the three after `hour`, so that
+    /// single-time expressions often fall into a clock change near an instant.
+    fn simple_cron_near(hour: i8) -> impl Strategy<Value = SimpleCron> {
+        let all = |n: i8| (0..n).collect::<Vec<i8>>();
+        let hour = prop_oneof![0..24i8, (0..3i8).prop_map(move |h| (hour + h) % 24)];
+        prop_oneof![
+            (0..60i8, hour.clone()).prop_map(move |(m, h)| SimpleCron {
+                text: format!("{m} {h} * * *"),
+                minutes: vec![m],
+                hours: vec![h],
+                weekdays: all(7),
+                fixed_time: true,
+            }),
+            (0..60i8, hour, 0..=7i8).prop_map(move |(m, h, d)| SimpleCron {
+                text: format!("{m} {h} * * {d}"),
+                minutes: vec![m],
+                hours: vec![h],
+                weekdays: vec![d % 7],
+                fixed_time: true,
+            }),
+            (1..=60i8).prop_map(move |n| SimpleCron {
+                text: format!("*/{n} * * * *"),
+                minutes: (0..60).filter(|m| m % n == 0).collect(),
+                hours: all(24),
+                weekdays: all(7),
+                fixed_time: false,
+            }),
+            (0..60i8).prop_map(move |m| SimpleCron {
+                text: format!("{m} * * * *"),
+                minutes: vec![m],
+                hours: all(24),
+                weekdays: all(7),
+                fixed_time: false,
+            }),
+        ]
+    }
+
+    const ZONES: [&str; 5] = ["UTC", "America/New_York", "Australia/Lord_Howe", "Europe/London", "Asia/Kolkata"];
+
+    /// An instant: anywhere, near one of the zone's clock changes, or near the end.
+    fn time_in(zone: &'static str) -> impl Strategy<Value = Timestamp> {
+        let tz = jiff::tz::TimeZone::get(zone).unwrap();
+        let max = Timestamp::MAX.as_millis();
+        prop_oneof![
+            2 => 0..=max,
+            4 => (946_684_800_000..2_208_988_800_000i64, -3 * 3_600_000..3 * 3_600_000i64).prop_map(move |(from, offset)| {
+                let change = tz.following(jiff::Timestamp::from_millisecond(from).unwrap()).next();
+                change.map_or(from, |c| c.timestamp().as_millisecond()) + offset
+            }),
+            1 => YEAR_4999_DECEMBER - 9 * 86_400_000..YEAR_4999_DECEMBER + 60 * 86_400_000,
+            1 => max - 9 * 86_400_000..=max,
+        ]
+        .prop_map(Timestamp::from_millis)
+    }
+
+    /// 4999-12-01T00:00:00Z: croner searches up to the year 5000, so from here on a
+    /// search may end early. Before it, there is a week's room.
+    const YEAR_4999_DECEMBER: i64 = 95_614_905_600_000;
+
+    fn zone_and_time() -> impl Strategy<Value = (&'static str, Timestamp)> {
+        prop::sample::select(&ZONES[..]).prop_flat_map(|zone| (Just(zone), time_in(zone)))
+    }
+
+    /// Whether the 5-field `cron` is due at the whole-minute instant `i` in `tz`.
+    fn scheduled_at(cron: &SimpleCron, tz: &jiff::tz::TimeZone, i: jiff::Timestamp) -> bool {
+        let wall = tz.to_datetime(i);
+        if cron.matches(wall) {
+            // On a repeated wall-clock time a fixed-time job runs at the earlier instant only.
+            return !cron.fixed_time || tz.to_ambiguous_timestamp(wall).earlier().unwrap() == i;
+        }
+        // Right after a gap, a fixed-time job runs if the gap swallowed its time.
+        let Some(before) = i.checked_sub(jiff::SignedDuration::from_mins(1)).ok() else { return false };
+        let mut skipped = tz.to_datetime(before).checked_add(jiff::SignedDuration::from_mins(1)).unwrap();
+        while cron.fixed_time && skipped < wall {
+            if cron.matches(skipped) {
+                return true;
+            }
+            skipped = skipped.checked_add(jiff::SignedDuration::from_mins(1)).unwrap();
+        }
+        false
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(128))]
+
+        /// `next_after(t)` is the first due whole minute strictly after `t`: checked
+        /// minute by minute across daylight-saving changes and up to the end of time.
+        #[test]
+        fn cron_gives_the_first_due_minute_after(
+            (zone, t, cron) in zone_and_time().prop_flat_map(|(zone, t)| {
+                let hour = jiff::tz::TimeZone::get(zone).unwrap().to_datetime(t.to_jiff()).hour();
+                (Just(zone), Just(t), simple_cron_near(hour))
+            }),
+        ) {
+            let rule = CronRule::new(&cron.text, zone).unwrap();
+            let tz = jiff::tz::TimeZone::get(zone).unwrap();
+            let next = rule.next_after(t);
+            if let Some(next) = next {
+                prop_assert!(next > t, "{:?} is not after {:?}", next, t);
+                prop_assert_eq!(next.as_millis() % 60_000, 0, "not a whole minute");
+            }
+            if t.as_millis() >= YEAR_4999_DECEMBER {
+                // Near croner's limit: no answer, or a right one.
+                if let Some(next) = next {
+                    prop_assert!(scheduled_at(&cron, &tz, next.to_jiff()), "{} in {} is not due at {}", cron.text, zone, next);
+                }
+                return Ok(());
+            }
+            // Every whole minute after t, up to the answer (or the end of time).
+            let mut minute = (t.as_millis() / 60_000 + 1) * 60_000;
+            let last = next.unwrap_or(Timestamp::MAX).as_millis();
+            prop_assert!(last - minute <= 9 * 86_400_000, "{:?} is over a week after {:?}", next, t);
+            while minute < last {
+                let i = jiff::Timestamp::from_millisecond(minute).unwrap();
+                prop_assert!(!scheduled_at(&cron, &tz, i), "{} in {} skipped {} (next {:?})", cron.text, zone, i, next);
+                minute += 60_000;
+            }
+            if let Some(next) = next {
+                prop_assert!(scheduled_at(&cron, &tz, next.to_jiff()), "{} in {} is not due at {}", cron.text, zone, next);
+            }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        /// Any expression croner accepts: the next time is after `t`, and nothing panics.
+        #[test]
+        fn any_accepted_cron_moves_forward(
+            expr in "([0-9*/,-]{1,6} ){4,5}[0-9A-Z*/,#L-]{1,6}",
+            (zone, t) in zone_and_time(),
+        ) {
+            if let Ok(rule) = CronRule::new(&expr, zone)
+                && let Some(next) = rule.next_after(t)
+            {
+                prop_assert!(next > t, "{} in {}: {:?} is not after {:?}", expr, zone, next, t);
+            }
+        }
+
+        /// A repeat by cron obeys `times` and `until` on top of the rule.
+        #[test]
+        fn cron_repeat_respects_times_and_until(
+            cron in simple_cron(),
+            (zone, now) in zone_and_time(),
+            times in prop::option::of(1..5u32),
+            done in 1..6u32,
+            until_offset in prop::option::of(0..3 * 86_400_000i64),
+        ) {
+            let mut repeat = Repeat::cron(&cron.text, zone).unwrap();
+            if let Some(n) = times {
+                repeat = repeat.times(n).unwrap();
+            }
+            let until = until_offset.map(|offset| Timestamp::from_millis(now.as_millis() + offset));
+            if let Some(until) = until {
+                repeat = repeat.until(until);
+            }
+            let rule_next = CronRule::new(&cron.text, zone).unwrap().next_after(now);
+            let expected = if times.is_some_and(|n| done >= n) {
+                None
+            } else {
+                rule_next.filter(|next| until.is_none_or(|until| *next <= until))
+            };
+            prop_assert_eq!(repeat.next_after(done, Timestamp::EPOCH, now), expected);
+        }
     }
 }

@@ -13,20 +13,25 @@ use std::time::Duration;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-/// Milliseconds since the Unix epoch, UTC.
+/// Milliseconds since the Unix epoch, UTC, from the epoch to [`Timestamp::MAX`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct Timestamp(i64);
 
-/// The latest instant punctual accepts: 9999-12-30T22:00:00Z, the latest that jiff
-/// (which formats and zones every instant) represents. Found by fuzzing: the end of
-/// 9999-12-31 was accepted, then panicked when written out.
-const MAX_MS: i64 = 253_402_207_200_000;
+/// The latest instant punctual accepts, 9999-12-30T22:00:00.999Z: the latest that
+/// `jiff` (RFC 3339 text, time zones, cron) can represent, so every `Timestamp` can be
+/// displayed and converted. (It is not 9999-12-31T23:59:59.999Z: jiff keeps a day's
+/// margin so that any instant plus any offset is still a date of year 9999.)
+const MAX_MS: i64 = 253_402_207_200_999;
 
 impl Timestamp {
     /// The Unix epoch.
     pub const EPOCH: Timestamp = Timestamp(0);
 
-    /// An instant from epoch milliseconds. Values outside 1970..=9999 are clamped.
+    /// The latest representable instant, 9999-12-30T22:00:00.999Z.
+    pub const MAX: Timestamp = Timestamp(MAX_MS);
+
+    /// An instant from epoch milliseconds. Values before the epoch or after
+    /// [`Timestamp::MAX`] are clamped.
     pub const fn from_millis(ms: i64) -> Timestamp {
         if ms < 0 {
             Timestamp(0)
@@ -35,6 +40,12 @@ impl Timestamp {
         } else {
             Timestamp(ms)
         }
+    }
+
+    /// An instant from epoch milliseconds, `None` before the epoch or after
+    /// [`Timestamp::MAX`].
+    pub const fn try_from_millis(ms: i64) -> Option<Timestamp> {
+        if 0 <= ms && ms <= MAX_MS { Some(Timestamp(ms)) } else { None }
     }
 
     /// Epoch milliseconds.
@@ -58,7 +69,7 @@ impl Timestamp {
         let text = text.trim();
         if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
             return text.parse::<i64>().ok().filter(|ms| *ms <= MAX_MS).map(Timestamp).ok_or_else(|| {
-                format!("epoch milliseconds {text} are after {}, the latest time accepted", Timestamp(MAX_MS))
+                format!("epoch milliseconds {text} are after 9999-12-30T22:00:00.999Z, the latest time")
             });
         }
         let ts: jiff::Timestamp = text.parse().map_err(|e| {
@@ -76,7 +87,10 @@ impl Timestamp {
 
     /// The same instant as a `jiff::Timestamp`.
     pub fn to_jiff(self) -> jiff::Timestamp {
-        jiff::Timestamp::from_millisecond(self.0).expect("Timestamp is always within jiff's range")
+        // Not `from_millisecond`: it refuses the last millisecond of jiff's range,
+        // 22:00:00.001 to 22:00:00.999 on 9999-12-30, which jiff represents.
+        jiff::Timestamp::from_nanosecond(i128::from(self.0) * 1_000_000)
+            .expect("Timestamp is always within jiff's range")
     }
 }
 
@@ -104,8 +118,7 @@ impl<'de> Deserialize<'de> for Timestamp {
         match Raw::deserialize(d)? {
             Raw::Millis(ms) if (0..=MAX_MS).contains(&ms) => Ok(Timestamp(ms)),
             Raw::Millis(ms) => Err(serde::de::Error::custom(format!(
-                "epoch milliseconds {ms} are outside 1970-01-01T00:00:00.000Z..={}",
-                Timestamp(MAX_MS)
+                "epoch milliseconds {ms} are outside 1970-01-01T00:00:00Z..=9999-12-30T22:00:00.999Z"
             ))),
             Raw::Text(text) => Timestamp::parse(&text).map_err(serde::de::Error::custom),
         }
@@ -209,6 +222,8 @@ pub mod serde_duration {
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
     use super::*;
 
     #[test]
@@ -262,23 +277,6 @@ mod tests {
         assert!(Timestamp::parse("99999999999999999").unwrap_err().contains("9999"));
     }
 
-    /// Found by fuzzing (fuzz/fuzz_targets/timestamp.rs): the last millisecond of
-    /// 9999-12-31 was accepted, but jiff stops at 9999-12-30T22:00:00Z, so writing the
-    /// instant out panicked (a task due then could not be shown).
-    #[test]
-    fn the_latest_accepted_instant_can_be_written_out() {
-        let latest = Timestamp::from_millis(i64::MAX);
-        assert_eq!(latest.to_string(), "9999-12-30T22:00:00.000Z");
-        assert_eq!(Timestamp::parse(&latest.to_string()), Ok(latest));
-        for beyond in ["253402300799999", "253402207200001"] {
-            let e = Timestamp::parse(beyond).unwrap_err();
-            assert!(e.contains("9999-12-30T22:00:00.000Z"), "{e}");
-            assert!(serde_json::from_str::<Timestamp>(beyond).is_err());
-        }
-        assert!(Timestamp::parse("9999-12-31T00:00:00Z").is_err());
-        assert_eq!(Timestamp::from_millis(0).saturating_add(Duration::MAX), latest);
-    }
-
     #[test]
     fn serde_reads_text_or_millis_and_writes_text() {
         let t: Timestamp = serde_json::from_str("1000").unwrap();
@@ -286,5 +284,132 @@ mod tests {
         let t: Timestamp = serde_json::from_str("\"1970-01-01T00:00:02Z\"").unwrap();
         assert_eq!(t.as_millis(), 2000);
         assert!(serde_json::from_str::<Timestamp>("-1").is_err());
+    }
+
+    #[test]
+    fn the_latest_instant_displays_and_parses_back() {
+        // Was (found by fuzz/fuzz_targets/timestamp.rs and by the property below): the
+        // latest instant was 9999-12-31T23:59:59.999Z, a day past the latest
+        // that jiff represents, so `to_string` (and cron) panicked on anything after
+        // 9999-12-30T22:00:00.999Z, e.g. on `Timestamp::parse("253402300799999")` or
+        // on a time that `saturating_add` had clamped.
+        assert_eq!(Timestamp::MAX.as_millis(), jiff::Timestamp::MAX.as_millisecond());
+        assert_eq!(Timestamp::from_millis(i64::MAX).to_string(), "9999-12-30T22:00:00.999Z");
+        assert_eq!(Timestamp::parse("9999-12-30T22:00:00.999Z"), Ok(Timestamp::MAX));
+        assert!(Timestamp::parse("253402300799999").unwrap_err().contains("9999"));
+        assert_eq!(Timestamp::MAX.saturating_add(Duration::from_secs(1)), Timestamp::MAX);
+        assert_eq!(Timestamp::try_from_millis(MAX_MS + 1), None);
+        assert_eq!(Timestamp::try_from_millis(-1), None);
+    }
+
+    /// Any instant, with the ends of the range and their neighbourhoods weighted up.
+    fn any_timestamp() -> impl Strategy<Value = Timestamp> {
+        prop_oneof![
+            4 => 0..=MAX_MS,
+            1 => 0..=100_000i64,
+            1 => MAX_MS - 100_000..=MAX_MS,
+            1 => Just(MAX_MS),
+        ]
+        .prop_map(Timestamp)
+    }
+
+    fn unit() -> impl Strategy<Value = (&'static str, u64)> {
+        prop_oneof![
+            Just(("ms", 1)),
+            Just(("s", 1_000)),
+            Just(("m", 60_000)),
+            Just(("h", 3_600_000)),
+            Just(("d", 86_400_000)),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn every_duration_round_trips_through_its_text(
+            ms in prop_oneof![any::<u64>(), 0..100_000_000u64, u64::MAX - 1_000..=u64::MAX],
+        ) {
+            let d = Duration::from_millis(ms);
+            prop_assert_eq!(parse_duration(&format_duration(d)), Ok(d));
+        }
+
+        #[test]
+        fn parsing_any_text_as_a_duration_never_panics(
+            text in prop_oneof![".*", "[0-9 msdh.-]{0,24}", "[0-9]{15,25}[msdh]{0,2}"],
+        ) {
+            if let Ok(d) = parse_duration(&text) {
+                prop_assert_eq!(parse_duration(&format_duration(d)), Ok(d), "the parsed value reads back");
+            }
+        }
+
+        /// `"<n><unit>"` parts, joined by nothing or spaces, read as their sum; a sum past
+        /// u64::MAX milliseconds is refused as too long, never wrapped or saturated.
+        #[test]
+        fn part_lists_parse_to_their_sum_or_too_long(
+            parts in prop::collection::vec(
+                (prop_oneof![0..1_000u64, any::<u64>(), 0..1u64 << 40], unit(), "[ ]{0,2}", any::<bool>()),
+                1..6,
+            ),
+            padding in ("[ \t]{0,2}", "[ \t]{0,2}"),
+        ) {
+            let mut text = padding.0.clone();
+            let mut sum = Some(0u64);
+            for (number, (unit, unit_ms), separator, leading_zero) in &parts {
+                let zero = if *leading_zero { "0" } else { "" };
+                text.push_str(&format!("{zero}{number}{unit}{separator}"));
+                sum = number.checked_mul(*unit_ms).and_then(|part| sum?.checked_add(part));
+            }
+            text.push_str(&padding.1);
+            match sum {
+                Some(ms) => prop_assert_eq!(parse_duration(&text), Ok(Duration::from_millis(ms)), "{:?}", text),
+                None => {
+                    let error = parse_duration(&text).unwrap_err();
+                    prop_assert!(error.contains("too long"), "{:?}: {}", text, error);
+                }
+            }
+        }
+
+        #[test]
+        fn timestamps_round_trip_through_text_json_and_epoch_millis(t in any_timestamp()) {
+            let text = t.to_string();
+            prop_assert_eq!(Timestamp::parse(&text), Ok(t));
+            prop_assert_eq!(Timestamp::parse(&t.as_millis().to_string()), Ok(t));
+            let json = serde_json::to_string(&t).unwrap();
+            prop_assert_eq!(json.clone(), format!("\"{text}\""));
+            prop_assert_eq!(serde_json::from_str::<Timestamp>(&json).unwrap(), t);
+            prop_assert_eq!(serde_json::from_str::<Timestamp>(&t.as_millis().to_string()).unwrap(), t);
+            prop_assert_eq!(Timestamp::try_from_millis(t.as_millis()), Some(t));
+            prop_assert_eq!(Timestamp::from_millis(t.as_millis()), t);
+        }
+
+        /// The same instant written at any RFC 3339 offset (±23:59) reads as itself.
+        #[test]
+        fn rfc3339_at_any_offset_is_the_same_instant(
+            t in any_timestamp(),
+            offset_minutes in -(23 * 60 + 59)..=(23 * 60 + 59),
+            fraction in prop_oneof![Just("%.3f"), Just("%.f"), Just("%.9f")],
+        ) {
+            let offset = jiff::tz::Offset::from_seconds(offset_minutes * 60).unwrap();
+            let local = t.to_jiff().to_zoned(jiff::tz::TimeZone::fixed(offset));
+            let text = local.strftime(&format!("%Y-%m-%dT%H:%M:%S{fraction}%:z")).to_string();
+            prop_assert_eq!(Timestamp::parse(&text), Ok(t), "{}", text);
+        }
+
+        #[test]
+        fn times_past_the_range_are_refused_or_clamped(ms in MAX_MS + 1..=i64::MAX) {
+            prop_assert!(Timestamp::parse(&ms.to_string()).unwrap_err().contains("9999"));
+            prop_assert!(serde_json::from_str::<Timestamp>(&ms.to_string()).is_err());
+            prop_assert_eq!(Timestamp::from_millis(ms), Timestamp::MAX);
+            prop_assert_eq!(Timestamp::try_from_millis(ms), None);
+        }
+
+        #[test]
+        fn parsing_any_text_as_a_time_never_panics(
+            text in prop_oneof![".*", "[0-9]{1,20}", "[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]{8,14}(Z|[+-][0-9]{2}:[0-9]{2})"],
+        ) {
+            if let Ok(t) = Timestamp::parse(&text) {
+                prop_assert!(t <= Timestamp::MAX);
+                prop_assert_eq!(Timestamp::parse(&t.to_string()), Ok(t));
+            }
+        }
     }
 }

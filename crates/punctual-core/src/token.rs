@@ -120,6 +120,8 @@ impl<'a> Reader<'a> {
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
     use super::*;
 
     fn token() -> LeaseToken {
@@ -149,6 +151,92 @@ mod tests {
             [altered.as_str(), foreign.as_str(), "", "x", "not a token!", &text[..text.len() - 1], &"A".repeat(5000)]
         {
             assert_eq!(codec.decode(bad), Err(Error::NotFound("lease".into())), "{bad:?}");
+        }
+    }
+
+    fn any_queue() -> impl Strategy<Value = QueueName> {
+        prop_oneof!["[a-z.]{1,12}", "[A-Za-z0-9._:-]{1,128}"].prop_map(|name| QueueName::new(name).unwrap())
+    }
+
+    /// Keys of every kind the rules allow: ASCII, any non-control Unicode (format
+    /// characters, emoji, CJK), up to the 512-byte limit.
+    fn any_key() -> impl Strategy<Value = TaskKey> {
+        let unicode = prop::collection::vec(any::<char>(), 1..300).prop_map(|chars| {
+            let mut key = String::new();
+            for c in chars.into_iter().filter(|c| !c.is_control()) {
+                if key.len() + c.len_utf8() > TaskKey::MAX_BYTES {
+                    break;
+                }
+                key.push(c);
+            }
+            if key.is_empty() {
+                key.push('x'); // every character drawn was a control character
+            }
+            key
+        });
+        prop_oneof!["[a-z0-9/._-]{1,40}", unicode, Just("é".repeat(256)), Just("k".repeat(512))]
+            .prop_map(|key| TaskKey::new(key).unwrap())
+    }
+
+    fn any_token() -> impl Strategy<Value = LeaseToken> {
+        (any_queue(), any_key(), any::<u64>(), any::<u64>(), any::<u64>())
+            .prop_map(|(queue, key, id, version, fence)| LeaseToken::new(queue, key, id, version, fence))
+    }
+
+    #[derive(Debug, Clone)]
+    enum Damage {
+        FlipBit(prop::sample::Index),
+        Truncate(prop::sample::Index),
+        Append(Vec<u8>),
+    }
+
+    fn any_damage() -> impl Strategy<Value = Damage> {
+        prop_oneof![
+            any::<prop::sample::Index>().prop_map(Damage::FlipBit),
+            any::<prop::sample::Index>().prop_map(Damage::Truncate),
+            prop::collection::vec(any::<u8>(), 1..40).prop_map(Damage::Append),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn any_token_round_trips_as_url_safe_text(token in any_token(), secret in any::<[u8; 32]>()) {
+            let codec = TokenCodec::new(secret);
+            let text = codec.encode(&token);
+            prop_assert!(text.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'), "{}", text);
+            prop_assert_eq!(codec.decode(&text), Ok(token));
+        }
+
+        /// One flipped bit anywhere, a cut anywhere, or bytes added: not found.
+        #[test]
+        fn damaged_tokens_are_not_found(token in any_token(), secret in any::<[u8; 32]>(), damage in any_damage()) {
+            let codec = TokenCodec::new(secret);
+            let mut raw = URL_SAFE_NO_PAD.decode(codec.encode(&token)).unwrap();
+            match &damage {
+                Damage::FlipBit(bit) => {
+                    let bit = bit.index(raw.len() * 8);
+                    raw[bit / 8] ^= 1 << (bit % 8);
+                }
+                Damage::Truncate(len) => raw.truncate(len.index(raw.len())),
+                Damage::Append(extra) => raw.extend_from_slice(extra),
+            }
+            prop_assert_eq!(codec.decode(&URL_SAFE_NO_PAD.encode(&raw)), Err(Error::NotFound("lease".into())));
+        }
+
+        #[test]
+        fn tokens_of_another_secret_are_not_found(
+            token in any_token(),
+            (ours, theirs) in (any::<[u8; 32]>(), any::<[u8; 32]>()).prop_filter("two secrets", |(a, b)| a != b),
+        ) {
+            let foreign = TokenCodec::new(theirs).encode(&token);
+            prop_assert_eq!(TokenCodec::new(ours).decode(&foreign), Err(Error::NotFound("lease".into())));
+        }
+
+        #[test]
+        fn any_text_is_not_found_not_a_panic(
+            text in prop_oneof![".*", "[A-Za-z0-9_-]{0,300}", "[A-Za-z0-9_-]{600,1000}"],
+        ) {
+            prop_assert_eq!(TokenCodec::new([7; 32]).decode(&text), Err(Error::NotFound("lease".into())));
         }
     }
 }
