@@ -6,11 +6,8 @@
 use libfuzzer_sys::fuzz_target;
 use punctual_core::Timestamp;
 
-/// 9999-12-31T23:59:59.999Z.
-const LATEST: i64 = 253_402_300_799_999;
-
 fn check(t: Timestamp, input: &str) {
-    assert!((0..=LATEST).contains(&t.as_millis()), "{input:?} gave {} ms", t.as_millis());
+    assert!(t <= Timestamp::MAX, "{input:?} gave {} ms", t.as_millis());
     let written = t.to_string();
     assert_eq!(Timestamp::parse(&written), Ok(t), "{input:?} was written back as {written:?}");
     let json = serde_json::to_string(&t).expect("a timestamp serializes");

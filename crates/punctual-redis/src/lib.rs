@@ -24,6 +24,7 @@ mod scripts;
 mod wake;
 
 use std::collections::{BTreeMap, HashMap};
+use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -60,8 +61,8 @@ pub enum TimeSource {
     Caller,
 }
 
-/// Which Redis.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Which Redis. Its `Debug` hides passwords (see [`redacted`]).
+#[derive(Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Target {
     /// One Redis (`redis://host:port/db`).
@@ -81,19 +82,47 @@ impl Target {
                 return Err(Error::invalid("store", "redis-cluster:// needs at least one host:port"));
             }
             for node in &nodes {
-                node.as_str().into_connection_info().map_err(|e| Error::invalid("store", format!("{node}: {e}")))?;
+                info(node)?;
             }
             return Ok(Target::Cluster(nodes));
         }
         if url.starts_with("redis://") || url.starts_with("rediss://") {
-            url.into_connection_info().map_err(|e| Error::invalid("store", format!("{url}: {e}")))?;
+            info(url)?;
             return Ok(Target::Single(url.to_owned()));
         }
         Err(Error::invalid(
             "store",
-            format!("'{url}' is not a Redis address: use redis://host:port or redis-cluster://h1:p1,h2:p2"),
+            format!("'{}' is not a Redis address: use redis://host:port or redis-cluster://h1:p1,h2:p2", redacted(url)),
         ))
     }
+}
+
+impl fmt::Debug for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Target::Single(url) => f.debug_tuple("Single").field(&redacted(url)).finish(),
+            Target::Cluster(urls) => {
+                f.debug_tuple("Cluster").field(&urls.iter().map(|u| redacted(u)).collect::<Vec<_>>()).finish()
+            }
+        }
+    }
+}
+
+/// `url` with every password replaced by `***` (`redis://user:***@host:6379`), for
+/// logs and error messages: a Redis URL may carry the password of the server.
+pub fn redacted(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else { return url.to_owned() };
+    let nodes: Vec<String> = rest
+        .split(',')
+        .map(|node| match node.rsplit_once('@') {
+            Some((userinfo, host)) => match userinfo.split_once(':') {
+                Some((user, _password)) => format!("{user}:***@{host}"),
+                None => node.to_owned(),
+            },
+            None => node.to_owned(),
+        })
+        .collect();
+    format!("{scheme}://{}", nodes.join(","))
 }
 
 /// How a [`RedisStore`] connects and behaves. Start from [`RedisConfig::new`].
@@ -187,7 +216,11 @@ impl RedisStore {
                 )
                 .await
                 .map_err(|_| {
-                    Error::Unavailable(format!("Redis at {url} did not answer within {:?}", config.op_timeout))
+                    Error::Unavailable(format!(
+                        "Redis at {} did not answer within {:?}",
+                        redacted(url),
+                        config.op_timeout
+                    ))
                 })?
                 .map_err(conn::map_err)?;
                 (Conn::single(manager, config.op_timeout), vec![info(url)?])
@@ -459,7 +492,7 @@ impl Shared {
 }
 
 fn info(url: &str) -> Result<ConnectionInfo> {
-    url.into_connection_info().map_err(|e| Error::invalid("store", format!("{url}: {e}")))
+    url.into_connection_info().map_err(|e| Error::invalid("store", format!("{}: {e}", redacted(url))))
 }
 
 /// Group commit of completions. Takes the first waiting completion and every one
@@ -836,5 +869,31 @@ impl Store for RedisStore {
 impl Drop for RedisStore {
     fn drop(&mut self) {
         self.shared.stop.cancel();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passwords_in_redis_urls_are_never_shown() {
+        for (url, shown) in [
+            ("redis://127.0.0.1:6379/0", "redis://127.0.0.1:6379/0"),
+            ("redis://:s3cret@127.0.0.1:6379", "redis://:***@127.0.0.1:6379"),
+            ("rediss://app:s3cret@cache.internal:6380/2", "rediss://app:***@cache.internal:6380/2"),
+            ("redis://app@h:1", "redis://app@h:1"),
+            ("redis://:p@ss:word@h:1", "redis://:***@h:1"),
+            ("redis-cluster://:s3cret@h1:1,:s3cret@h2:2", "redis-cluster://:***@h1:1,:***@h2:2"),
+            ("not a url", "not a url"),
+        ] {
+            assert_eq!(redacted(url), shown);
+        }
+        let target = Target::parse("redis://:s3cret@127.0.0.1:6379").unwrap();
+        assert!(!format!("{target:?}").contains("s3cret"), "{target:?}");
+        let config = RedisConfig::new(Target::parse("redis-cluster://:s3cret@h1:1,:s3cret@h2:2").unwrap());
+        assert!(!format!("{config:?}").contains("s3cret"));
+        let e = Target::parse("redis://:s3cret@[bad").unwrap_err();
+        assert!(!e.to_string().contains("s3cret"), "{e}");
     }
 }

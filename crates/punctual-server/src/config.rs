@@ -545,8 +545,9 @@ fn backend_of(url: &str) -> Result<Backend, String> {
         Ok(Backend::Redis(url.to_owned()))
     } else {
         Err(format!(
-            "'{url}' is not a store URL: use redis://HOST:PORT or redis-cluster://HOST:PORT,…, \
-             or data (--data DIR) for the embedded store"
+            "'{}' is not a store URL: use redis://HOST:PORT or redis-cluster://HOST:PORT,…, \
+             or data (--data DIR) for the embedded store",
+            punctual_redis::redacted(url)
         ))
     }
 }

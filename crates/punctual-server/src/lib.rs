@@ -43,7 +43,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use punctual_actions::{Action, Runtime};
 use punctual_core::{Clock, Engine, RunningWorker, Store, SystemClock, Worker};
-use punctual_redis::{RedisConfig, RedisStore, Target};
+use punctual_redis::{RedisConfig, RedisStore, Target, redacted};
 use punctual_sqlite::SqliteStore;
 
 pub use app::app;
@@ -79,8 +79,8 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             config.shards = settings.shards.clone();
             let store = RedisStore::connect(config)
                 .await
-                .with_context(|| format!("cannot connect to {url}; is Redis running there?"))?;
-            tracing::info!(store = %url, prefix = %settings.redis.prefix, "Redis store connected");
+                .with_context(|| format!("cannot connect to {}; is Redis running there?", redacted(&url)))?;
+            tracing::info!(store = %redacted(&url), prefix = %settings.redis.prefix, "Redis store connected");
             let clock = store.clock();
             run(store, Some(clock), &settings).await
         }
