@@ -417,8 +417,15 @@ fn redis_frozen_for_five_seconds_under_load_is_answered_with_quick_503s_and_lose
     for call in burst {
         call.join().unwrap();
     }
-    wait_for_more(acknowledged() + 500);
-    let recovered_in = resumed_at.elapsed();
+    let before = acknowledged();
+    wait_for_more(before + 500);
+    // From the answers' own times: the first schedule acknowledged after SIGCONT, and
+    // the 500th (ten batches: steady again).
+    let (first_success, recovered_in) = {
+        let acknowledged = seen.acknowledged.lock().unwrap();
+        let first = acknowledged.iter().map(|(_, at)| *at).filter(|at| *at > resumed_at).min().unwrap();
+        (first - resumed_at, acknowledged[before + 499].1.saturating_duration_since(resumed_at))
+    };
     stop_producing.store(true, Ordering::SeqCst);
     for scheduler in schedulers {
         scheduler.join().unwrap();
@@ -445,14 +452,15 @@ fn redis_frozen_for_five_seconds_under_load_is_answered_with_quick_503s_and_lose
     let unexplained: Vec<&&String> = duplicates.iter().filter(|k| !unconfirmed.contains(**k)).collect();
     let refused = seen.refused.lock().unwrap().clone();
     let slowest = |what: &str| refused.iter().filter(|r| r.what == what).map(|r| r.took).max();
+    let ms = |d: Option<Duration>| d.map_or_else(|| "none refused".to_owned(), |d| format!("{} ms", d.as_millis()));
     let first_refusal = refused.iter().map(|r| r.answered_at).min().map(|at| at.saturating_duration_since(frozen_at));
     let during = refused.iter().filter(|r| r.answered_at >= frozen_at).count();
     println!(
         "redis frozen {FREEZE:?} (redis timeout {REDIS_TIMEOUT:?}, request timeout {REQUEST_TIMEOUT:?}): \
          {} schedules acknowledged, lost {}; {} work tasks acknowledged, never fired {}, fired twice {} \
          (all among the {} whose ack was not confirmed: {}); {during} calls refused with 503 \
-         (first {first_refusal:?} after the freeze; slowest schedule {:?}, lease {:?}, ack {:?}); \
-         schedules succeeded again {recovered_in:?} after SIGCONT",
+         (the first {} after the freeze; slowest schedule {}, lease {}, ack {}); \
+         after SIGCONT the first schedule succeeded in {} ms, 500 more in {} ms",
         scheduled.len(),
         lost.len(),
         work_acknowledged.len(),
@@ -460,9 +468,12 @@ fn redis_frozen_for_five_seconds_under_load_is_answered_with_quick_503s_and_lose
         duplicates.len(),
         unconfirmed.len(),
         unexplained.is_empty(),
-        slowest("schedule"),
-        slowest("lease"),
-        slowest("ack"),
+        ms(first_refusal),
+        ms(slowest("schedule")),
+        ms(slowest("lease")),
+        ms(slowest("ack")),
+        first_success.as_millis(),
+        recovered_in.as_millis(),
     );
 
     assert!(lost.is_empty(), "acknowledged schedules lost: {} (first {:?})", lost.len(), lost.first());
