@@ -9,7 +9,7 @@
 mod common;
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpListener};
+use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::sync::mpsc;
 use std::time::Duration;
@@ -50,37 +50,12 @@ impl Receiver {
         std::thread::spawn(move || {
             for stream in listener.incoming() {
                 let Ok(mut stream) = stream else { return };
-                let mut reader = BufReader::new(stream.try_clone().expect("clone the stream"));
-                let mut head = String::new();
-                loop {
-                    let mut line = String::new();
-                    if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                        break;
-                    }
-                    if line == "\r\n" {
-                        break;
-                    }
-                    head.push_str(&line);
-                }
-                if head.is_empty() {
-                    continue;
-                }
-                let length = head
-                    .lines()
-                    .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().to_owned()))
-                    .and_then(|v| v.parse::<usize>().ok())
-                    .unwrap_or(0);
-                let mut body = vec![0; length];
-                reader.read_exact(&mut body).expect("read the body");
-                if request_tx.send(Request { head, body }).is_err() {
+                let Some(request) = read_request(&stream) else { continue };
+                if request_tx.send(request).is_err() {
                     return;
                 }
                 let Ok((status, text)) = answer_rx.recv_timeout(Duration::from_secs(30)) else { return };
-                let response = format!(
-                    "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
-                    text.len()
-                );
-                let _ = stream.write_all(response.as_bytes());
+                write_response(&mut stream, status, &text);
             }
         });
         Receiver { addr, requests, answers }
@@ -93,6 +68,40 @@ impl Receiver {
     fn answer(&self, status: u16, body: &str) {
         self.answers.send((status, body.to_owned())).expect("the receiver is running");
     }
+}
+
+/// Reads one HTTP/1.1 request (head and `Content-Length` body); `None` when the peer
+/// sent nothing.
+fn read_request(stream: &TcpStream) -> Option<Request> {
+    let mut reader = BufReader::new(stream.try_clone().expect("clone the stream"));
+    let mut head = String::new();
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+            break;
+        }
+        head.push_str(&line);
+    }
+    if head.is_empty() {
+        return None;
+    }
+    let length = head
+        .lines()
+        .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().to_owned()))
+        .and_then(|v| v.parse::<usize>().ok())
+        .unwrap_or(0);
+    let mut body = vec![0; length];
+    reader.read_exact(&mut body).expect("read the body");
+    Some(Request { head, body })
+}
+
+/// Answers with `status` and a JSON `text`, closing the connection after it.
+fn write_response(stream: &mut TcpStream, status: u16, text: &str) {
+    let response = format!(
+        "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
+        text.len()
+    );
+    let _ = stream.write_all(response.as_bytes());
 }
 
 fn write(dir: &tempfile::TempDir, name: &str, text: &str) -> PathBuf {
@@ -484,4 +493,135 @@ fn hanging_and_resetting_receivers_do_not_delay_other_queues() {
     let open = hang_accepted.load(std::sync::atomic::Ordering::SeqCst);
     assert!(open >= 4, "the hanging receiver was tried: {open}");
     assert!(reset_accepted.load(std::sync::atomic::Ordering::SeqCst) >= 1, "the resetting receiver was tried");
+}
+
+/// What a slow receiver saw.
+#[derive(Default)]
+struct SlowSeen {
+    /// Requests read and not yet answered.
+    in_flight: std::sync::atomic::AtomicUsize,
+    /// The most requests it held at once.
+    most_in_flight: std::sync::atomic::AtomicUsize,
+    /// Task key → the delivery id of each request for it.
+    deliveries: std::sync::Mutex<std::collections::HashMap<String, Vec<String>>>,
+}
+
+/// A receiver that answers every delivery 200, but only after `delay(key)`; each
+/// connection on its own thread, so it holds as many requests at once as it is sent.
+fn slow_receiver(delay: fn(&str) -> Duration) -> (SocketAddr, std::sync::Arc<SlowSeen>) {
+    use std::sync::atomic::Ordering;
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind the receiver");
+    let addr = listener.local_addr().expect("the receiver's address");
+    let seen = std::sync::Arc::new(SlowSeen::default());
+    let shared = std::sync::Arc::clone(&seen);
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let seen = std::sync::Arc::clone(&shared);
+            std::thread::spawn(move || {
+                let Some(request) = read_request(&stream) else { return };
+                let now = seen.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+                seen.most_in_flight.fetch_max(now, Ordering::SeqCst);
+                let body: Value = serde_json::from_slice(&request.body).expect("a JSON body");
+                let key = body["key"].as_str().expect("a key").to_owned();
+                let delivery_id = body["delivery_id"].as_str().expect("a delivery id").to_owned();
+                seen.deliveries.lock().expect("not poisoned").entry(key.clone()).or_default().push(delivery_id);
+                std::thread::sleep(delay(&key));
+                // No longer in flight once answered: the server may send the next one
+                // as soon as it reads this.
+                seen.in_flight.fetch_sub(1, Ordering::SeqCst);
+                write_response(&mut stream, 200, "");
+            });
+        }
+    });
+    (addr, seen)
+}
+
+/// The slow receiver's delay for task `s-<i>`: 300 to 799 ms, spread over the tasks.
+fn slow_delay(key: &str) -> Duration {
+    let i: u64 = key.strip_prefix("s-").and_then(|i| i.parse().ok()).unwrap_or(0);
+    Duration::from_millis(300 + (i * 137) % 500)
+}
+
+/// The value at `fraction` (0 to 1) of sorted `values`.
+fn percentile(sorted: &[i64], fraction: f64) -> i64 {
+    sorted[((sorted.len() - 1) as f64 * fraction).round() as usize]
+}
+
+/// A receiver that answers, but slowly (300–800 ms a request), with 40 tasks due at
+/// once on it and a concurrency of 2. Guards against a dispatcher that leases more than
+/// it can run (leases that expire while waiting for a slot, so tasks are delivered
+/// twice), a concurrency limit that is not enforced (the receiver is flooded), and a
+/// slow queue that holds up the deliveries of another queue, whose tasks fall due every
+/// 100 ms meanwhile.
+#[test]
+fn a_slow_receiver_gets_back_pressure_each_task_once_and_does_not_delay_other_queues() {
+    use std::sync::atomic::Ordering;
+    const SLOW_TASKS: usize = 40;
+    const FAST_TASKS: usize = 60;
+    let (slow_addr, slow) = slow_receiver(slow_delay);
+    let receiver = Receiver::start();
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let config = write(
+        &dir,
+        "punctual.toml",
+        &format!(
+            "[egress]\nallow = [\"127.0.0.1\"]\n\n\
+             [queues.slow.action]\nkind = \"webhook\"\nurl = \"http://{slow_addr}/s\"\ntimeout = \"3s\"\nconcurrency = 2\n\n\
+             [queues.fast.action]\nkind = \"webhook\"\nurl = \"http://{}/f\"\ntimeout = \"5s\"\nconcurrency = 1\n",
+            receiver.addr
+        ),
+    );
+    let server = start(server_builder().arg("--config").arg(&config).args(["--grace-period", "1s"]));
+    let api = Api::of(&server);
+    let slow_tasks: Vec<Value> = (0..SLOW_TASKS).map(|i| json!({"key": format!("s-{i}"), "delay": "200ms"})).collect();
+    api.post("/v1/queues/slow/tasks", json!({ "tasks": slow_tasks })).expect(200, "schedule the slow queue's tasks");
+    let fast_tasks: Vec<Value> =
+        (0..FAST_TASKS).map(|i| json!({"key": format!("f-{i}"), "delay": format!("{}ms", 300 + i * 100)})).collect();
+    api.post("/v1/queues/fast/tasks", json!({ "tasks": fast_tasks })).expect(200, "schedule the fast queue's tasks");
+    #[allow(clippy::disallowed_methods, reason = "real processes take real time")]
+    let scheduled_at = std::time::Instant::now();
+
+    let mut lags = Vec::new();
+    for _ in 0..FAST_TASKS {
+        let request = receiver.next();
+        let arrived = common::now_ms();
+        let body: Value = serde_json::from_slice(&request.body).expect("a JSON body");
+        lags.push(arrived - common::parse_time(&body["due_at"]));
+        receiver.answer(200, "");
+    }
+    let delivered_during_fast = slow.deliveries.lock().expect("not poisoned").len();
+
+    // Every slow task answered and completed (a completed task is deleted).
+    let mut pending = SLOW_TASKS;
+    for _ in 0..300 {
+        pending = (0..SLOW_TASKS).filter(|i| api.task("slow", &format!("s-{i}")).status != 404).count();
+        if pending == 0 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let drained_in = scheduled_at.elapsed();
+    // Long enough for a lease that expired unnoticed to come back and be redelivered.
+    std::thread::sleep(Duration::from_millis(500));
+    let deliveries = slow.deliveries.lock().expect("not poisoned").clone();
+    let most_in_flight = slow.most_in_flight.load(Ordering::SeqCst);
+    let delivered_twice: Vec<_> = deliveries.iter().filter(|(_, ids)| ids.len() > 1).collect();
+    lags.sort_unstable();
+    let (p50, max) = (percentile(&lags, 0.5), *lags.last().unwrap_or(&0));
+    println!(
+        "slow receiver (300-800 ms, concurrency 2): {} of {SLOW_TASKS} tasks delivered ({delivered_during_fast} \
+         while the fast queue ran), {} more than once, at most {most_in_flight} requests at once, all completed \
+         {drained_in:?} after scheduling; fast queue ({FAST_TASKS} tasks due every 100 ms): lag p50 {p50} ms, \
+         max {max} ms",
+        deliveries.len(),
+        delivered_twice.len(),
+    );
+    assert_eq!(pending, 0, "slow tasks not completed in 30 s");
+    assert_eq!(deliveries.len(), SLOW_TASKS, "every slow task was delivered");
+    assert!(delivered_twice.is_empty(), "delivered more than once: {delivered_twice:?}");
+    assert!(most_in_flight <= 2, "the receiver held {most_in_flight} requests at once, over the concurrency of 2");
+    assert_eq!(most_in_flight, 2, "the concurrency of 2 was used");
+    assert!(delivered_during_fast >= 10, "the slow queue ran alongside the fast one: {delivered_during_fast}");
+    assert!(max < 250, "the fast queue was held up by the slow one: lags {lags:?} ms");
 }

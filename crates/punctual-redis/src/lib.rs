@@ -329,8 +329,20 @@ impl Shared {
         Ok(keys::shard_of(key, self.shard_count(queue, register).await?))
     }
 
-    /// `n` fresh task ids.
+    /// `n` fresh task ids, within the operation timeout. Waiting for the block's lock
+    /// counts against it: callers queued behind a refill that Redis does not answer
+    /// each fail within the timeout, instead of each waiting out the timeouts of the
+    /// callers before them (with Redis frozen, the k-th of a burst of schedules waited
+    /// k timeouts, past the request timeout). Giving up mid-refill only skips ids.
     async fn reserve_ids(&self, n: usize) -> Result<Vec<u64>> {
+        let timeout = self.config.op_timeout;
+        tokio::time::timeout(timeout, self.reserve_ids_waiting(n)).await.unwrap_or_else(|_| {
+            Err(Error::Unavailable(format!("Redis did not answer within {timeout:?} (reserving task ids)")))
+        })
+    }
+
+    /// [`Shared::reserve_ids`] without the overall time limit.
+    async fn reserve_ids_waiting(&self, n: usize) -> Result<Vec<u64>> {
         let mut block = self.ids.lock().await;
         let mut ids = Vec::with_capacity(n);
         while ids.len() < n {

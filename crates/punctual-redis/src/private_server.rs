@@ -40,6 +40,8 @@ pub enum Persistence {
 pub struct RedisServer {
     /// The guarding shell and the pipe whose closing kills the server.
     child: Option<(Child, ChildStdin)>,
+    /// The `redis-server` process itself (not the guarding shell), while it runs.
+    pid: Option<u32>,
     port: u16,
     dir: tempfile::TempDir,
     persistence: Persistence,
@@ -58,8 +60,14 @@ impl RedisServer {
     /// bus port, `port + 10000`, free too).
     pub fn start_on(port: u16, persistence: Persistence, extra: &[&str]) -> io::Result<RedisServer> {
         let dir = tempfile::Builder::new().prefix("punctual-redis-").tempdir()?;
-        let mut server =
-            RedisServer { child: None, port, dir, persistence, extra: extra.iter().map(|s| s.to_string()).collect() };
+        let mut server = RedisServer {
+            child: None,
+            pid: None,
+            port,
+            dir,
+            persistence,
+            extra: extra.iter().map(|s| s.to_string()).collect(),
+        };
         server.launch()?;
         Ok(server)
     }
@@ -89,11 +97,23 @@ impl RedisServer {
         let mut child = cmd.spawn().map_err(|e| io::Error::new(e.kind(), format!("cannot run sh: {e}")))?;
         let stdin = child.stdin.take().ok_or_else(|| io::Error::other("sh has no stdin pipe"))?;
         self.child = Some((child, stdin));
-        let result = self.wait_for_ping();
+        let result = self.wait_for_ping().and_then(|()| self.read_pid());
         if result.is_err() {
             self.kill();
         }
         result
+    }
+
+    /// Asks the server its own PID (`INFO server`): the child is the guarding shell.
+    fn read_pid(&mut self) -> io::Result<()> {
+        let info = self.command(&["INFO", "server"])?;
+        let pid = info
+            .lines()
+            .find_map(|line| line.strip_prefix("process_id:"))
+            .and_then(|pid| pid.trim().parse().ok())
+            .ok_or_else(|| io::Error::other(format!("INFO server names no process_id: {info}")))?;
+        self.pid = Some(pid);
+        Ok(())
     }
 
     fn wait_for_ping(&mut self) -> io::Result<()> {
@@ -142,6 +162,12 @@ impl RedisServer {
         format!("redis://127.0.0.1:{}", self.port)
     }
 
+    /// The PID of the `redis-server` process while it runs, to signal it (`SIGSTOP`
+    /// freezes it: connections stay open but nothing is answered).
+    pub fn pid(&self) -> Option<u32> {
+        self.pid
+    }
+
     /// Its data directory.
     pub fn dir(&self) -> &Path {
         self.dir.path()
@@ -149,6 +175,7 @@ impl RedisServer {
 
     /// SIGKILL, as a crash: what was not yet on disk is gone.
     pub fn kill(&mut self) {
+        self.pid = None;
         if let Some((mut child, stdin)) = self.child.take() {
             drop(stdin);
             let _ = child.wait();
