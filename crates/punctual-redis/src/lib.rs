@@ -456,9 +456,17 @@ impl Shared {
                 Err(e) => results[i] = Err(e),
             }
         }
-        for ((queue, shard, _), indices) in groups {
-            let group: Vec<&CompleteRequest> = indices.iter().map(|&i| &reqs[i]).collect();
-            match self.complete_shard(&queue, shard, &group).await {
+        // Shards concurrently: with Redis frozen, a group spanning k shards fails after
+        // one timeout, not k of them in a row.
+        let outcomes =
+            futures_util::future::join_all(groups.into_iter().map(|((queue, shard, _), indices)| async move {
+                let group: Vec<&CompleteRequest> = indices.iter().map(|&i| &reqs[i]).collect();
+                let outcome = self.complete_shard(&queue, shard, &group).await;
+                (indices, outcome)
+            }))
+            .await;
+        for (indices, outcome) in outcomes {
+            match outcome {
                 Ok(applied) => {
                     for (&i, ok) in indices.iter().zip(applied) {
                         results[i] = if ok { Ok(()) } else { Err(Error::LeaseLost) };
