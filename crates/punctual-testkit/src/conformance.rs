@@ -45,9 +45,10 @@ pub use validation::*;
 /// `factory` is an expression callable as `factory()` that returns a future resolving
 /// to `(store, guard)`: a new, empty store and a value kept alive until the check ends
 /// (a temp dir, a Redis server). The calling crate needs `tokio` (features `macros`,
-/// `rt-multi-thread`) among its dev-dependencies.
+/// `rt-multi-thread`) among its dev-dependencies. In the embedded store's tests (plain
+/// text here: this crate depends on no store, so it cannot compile the example):
 ///
-/// ```ignore
+/// ```text
 /// punctual_testkit::store_conformance!(|| async {
 ///     let dir = tempfile::tempdir().expect("temp dir");
 ///     let store = punctual_sqlite::SqliteStore::open(dir.path()).expect("open store");
