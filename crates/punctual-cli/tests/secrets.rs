@@ -102,3 +102,36 @@ secret_env = "PUNCTUAL_TEST_WEBHOOK_SECRET"
         assert!(line.is_none(), "{secret:?} is in the logs: {}", line.unwrap_or_default());
     }
 }
+
+/// The store URL can come from `PUNCTUAL_STORE` (so its password is not in `ps`), and
+/// a server that cannot reach it says so without showing the password.
+#[test]
+fn a_store_url_from_the_environment_is_used_and_its_password_never_shown() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+    let port = closed.local_addr().expect("its address").port();
+    drop(closed);
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let mut child = std::process::Command::new(common::BIN)
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .current_dir(dir.path())
+        .env("PUNCTUAL_STORE", format!("redis://:{REDIS_PASSWORD}@127.0.0.1:{port}"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run punctual serve");
+    // A server that ignored the variable would serve the embedded store: stop it.
+    let mut waited = Duration::ZERO;
+    while child.try_wait().expect("poll the server").is_none() {
+        if waited > Duration::from_secs(30) {
+            let _ = child.kill();
+            panic!("punctual serve still runs 30 s later: PUNCTUAL_STORE was not used");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+        waited += Duration::from_millis(50);
+    }
+    let out = child.wait_with_output().expect("the server's output");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "no Redis there, yet it started: {stderr}");
+    assert!(stderr.contains(&format!("cannot connect to redis://:***@127.0.0.1:{port}")), "{stderr}");
+    assert!(!stderr.contains(REDIS_PASSWORD), "{stderr}");
+}

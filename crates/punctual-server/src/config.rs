@@ -40,6 +40,7 @@ Examples:
   punctual serve --config punctual.toml        # flags override the file
   punctual serve --token s3cret --token other  # or PUNCTUAL_TOKENS=s3cret,other
   punctual serve --store redis://127.0.0.1:6379
+  PUNCTUAL_STORE=redis://:PASSWORD@10.0.0.5:6379 punctual serve   # not in `ps`
   punctual serve --store redis-cluster://10.0.0.1:7000,10.0.0.2:7000,10.0.0.3:7000
   RUST_LOG=debug punctual serve --log-format json
 
@@ -107,8 +108,9 @@ pub struct ServeArgs {
     #[arg(long, value_name = "DIR", conflicts_with = "store")]
     pub(crate) data: Option<PathBuf>,
     /// A shared store instead of the embedded one, for many servers sharing the work:
-    /// redis://HOST:PORT[/DB] or redis-cluster://HOST:PORT,HOST:PORT,…
-    #[arg(long, value_name = "URL")]
+    /// redis://HOST:PORT[/DB] or redis-cluster://HOST:PORT,HOST:PORT,…; or in
+    /// PUNCTUAL_STORE, which keeps a password in the URL out of the process list.
+    #[arg(long, value_name = "URL", env = "PUNCTUAL_STORE", hide_env_values = true)]
     pub(crate) store: Option<String>,
     /// A bearer token clients must send (Authorization: Bearer TOKEN); repeatable, or
     /// comma-separated in PUNCTUAL_TOKENS. Without tokens the API is open.

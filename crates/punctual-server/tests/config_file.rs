@@ -75,6 +75,7 @@ fn help_documents_every_flag_with_examples() {
         "--store",
         "--token",
         "PUNCTUAL_TOKENS",
+        "PUNCTUAL_STORE",
         "--log-format",
         "--grace-period",
         "--request-timeout",
