@@ -5,11 +5,11 @@
 //!
 //! Real processes: a private `redis-server` with AOF (`appendfsync always`, then
 //! `everysec`), killed with SIGKILL and started again on the same files, or frozen with
-//! SIGSTOP and resumed with SIGCONT, and the real `punctual` binary. With `everysec` Redis may lose the writes of about the last second
-//! before a crash of the machine (docs/redis.md); a killed `redis-server` process has
-//! already handed every answered write to the kernel, so here it loses nothing, and the
-//! test checks the documented bound (which a punctual that answered before Redis had
-//! the write would break).
+//! SIGSTOP and resumed with SIGCONT, and the real `punctual` binary. With `everysec`
+//! Redis may lose the writes of about the last second before a crash of the machine
+//! (docs/redis.md); a killed `redis-server` process has already handed every answered
+//! write to the kernel, so here it loses nothing, and the test checks the documented
+//! bound (which a punctual that answered before Redis had the write would break).
 
 #![allow(clippy::disallowed_methods, reason = "real processes take real time")]
 #![allow(clippy::unwrap_used, reason = "a test: a panic is a failure with its line")]
