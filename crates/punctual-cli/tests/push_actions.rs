@@ -8,29 +8,14 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;
 use std::sync::mpsc;
 use std::time::Duration;
 
+use common::receiver::{Request, read_request, write_response};
 use common::{Api, BIN, server_builder, start};
 use serde_json::{Value, json};
-
-/// A request as the receiver read it.
-struct Request {
-    head: String,
-    body: Vec<u8>,
-}
-
-impl Request {
-    fn header(&self, name: &str) -> Option<String> {
-        self.head.lines().find_map(|line| {
-            let (n, v) = line.split_once(':')?;
-            n.eq_ignore_ascii_case(name).then(|| v.trim().to_owned())
-        })
-    }
-}
 
 /// A blocking HTTP/1.1 receiver: each request goes to the test, which sends back the
 /// status and body to answer (one request per connection: it answers
@@ -68,40 +53,6 @@ impl Receiver {
     fn answer(&self, status: u16, body: &str) {
         self.answers.send((status, body.to_owned())).expect("the receiver is running");
     }
-}
-
-/// Reads one HTTP/1.1 request (head and `Content-Length` body); `None` when the peer
-/// sent nothing.
-fn read_request(stream: &TcpStream) -> Option<Request> {
-    let mut reader = BufReader::new(stream.try_clone().expect("clone the stream"));
-    let mut head = String::new();
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-            break;
-        }
-        head.push_str(&line);
-    }
-    if head.is_empty() {
-        return None;
-    }
-    let length = head
-        .lines()
-        .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().to_owned()))
-        .and_then(|v| v.parse::<usize>().ok())
-        .unwrap_or(0);
-    let mut body = vec![0; length];
-    reader.read_exact(&mut body).expect("read the body");
-    Some(Request { head, body })
-}
-
-/// Answers with `status` and a JSON `text`, closing the connection after it.
-fn write_response(stream: &mut TcpStream, status: u16, text: &str) {
-    let response = format!(
-        "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
-        text.len()
-    );
-    let _ = stream.write_all(response.as_bytes());
 }
 
 fn write(dir: &tempfile::TempDir, name: &str, text: &str) -> PathBuf {
@@ -342,13 +293,6 @@ fn a_webhook_to_a_name_that_resolves_to_loopback_is_refused_without_an_allow_ent
     assert!(stderr.contains("literal.toml, line 4: url: refused: ::1 is a loopback address"), "{stderr}");
 }
 
-/// Sends `signal` (`STOP`, `CONT`) to a server process.
-fn signal(server: &punctual_testkit::server::ServerProcess, signal: &str) {
-    let pid = server.pid().expect("the server runs").to_string();
-    let status = std::process::Command::new("kill").arg(format!("-{signal}")).arg(&pid).status().expect("run kill");
-    assert!(status.success(), "kill -{signal} {pid}");
-}
-
 /// A node frozen past its lease (SIGSTOP: a stand-in for a long GC pause or a VM
 /// stall) while its webhook delivery is in flight. Guards against the seeds' failure
 /// where a lock's holder wakes up and finishes a task someone else already finished:
@@ -375,7 +319,7 @@ fn a_node_frozen_past_its_lease_cannot_complete_the_task_late() {
     let api = Api::of(&frozen);
     api.create("q", "order-7", json!({}));
     let first = receiver.next();
-    signal(&frozen, "STOP");
+    punctual_testkit::signal(frozen.pid().expect("the server runs"), "STOP");
     // The frozen node reads this answer only when it resumes.
     receiver.answer(200, "");
     #[allow(clippy::disallowed_methods, reason = "real processes take real time")]
@@ -402,7 +346,7 @@ fn a_node_frozen_past_its_lease_cannot_complete_the_task_late() {
     }
     assert!(gone, "the other node completed the task");
 
-    signal(&frozen, "CONT");
+    punctual_testkit::signal(frozen.pid().expect("the server runs"), "CONT");
     let mut refused = false;
     for _ in 0..100 {
         if frozen.logs().contains("ack refused") {

@@ -253,13 +253,6 @@ struct Work {
     unconfirmed: Mutex<HashSet<String>>,
 }
 
-/// Sends `signal` (`STOP`, `CONT`) to the `redis-server` process.
-fn signal_redis(redis: &RedisServer, signal: &str) {
-    let pid = redis.pid().expect("redis-server runs").to_string();
-    let status = std::process::Command::new("kill").arg(format!("-{signal}")).arg(&pid).status().expect("run kill");
-    assert!(status.success(), "kill -{signal} {pid}");
-}
-
 /// Schedules batches of 20 tasks due now on queue `work` until `stop`.
 fn produce_work_until(api: Api, stop: Arc<AtomicBool>, seen: Arc<Seen>, work: Arc<Work>) {
     let mut n = 0;
@@ -396,7 +389,7 @@ fn redis_frozen_for_five_seconds_under_load_is_answered_with_quick_503s_and_lose
     // concurrent schedules to it while Redis is frozen, all wanting that block.
     let fresh = start(server_builder().store(redis.url()).arg("--config").arg(&config));
 
-    signal_redis(&redis, "STOP");
+    punctual_testkit::signal(redis.pid().expect("redis-server runs"), "STOP");
     let frozen_at = Instant::now();
     let burst: Vec<_> = (0..BURST)
         .map(|i| {
@@ -412,7 +405,7 @@ fn redis_frozen_for_five_seconds_under_load_is_answered_with_quick_503s_and_lose
         })
         .collect();
     thread::sleep(FREEZE);
-    signal_redis(&redis, "CONT");
+    punctual_testkit::signal(redis.pid().expect("redis-server runs"), "CONT");
     let resumed_at = Instant::now();
     for call in burst {
         call.join().unwrap();

@@ -10,10 +10,10 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::time::Duration;
 
+use common::receiver::{read_request, write_response};
 use common::{Api, server_builder, start, task_path};
 use serde_json::json;
 
@@ -29,23 +29,10 @@ fn receiver() -> (std::net::SocketAddr, std::sync::mpsc::Receiver<()>) {
     std::thread::spawn(move || {
         for stream in listener.incoming() {
             let Ok(mut stream) = stream else { return };
-            let mut reader = BufReader::new(stream.try_clone().expect("clone the stream"));
-            let mut length = 0;
-            loop {
-                let mut line = String::new();
-                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                    break;
-                }
-                if let Some((name, value)) = line.split_once(':')
-                    && name.eq_ignore_ascii_case("content-length")
-                {
-                    length = value.trim().parse().unwrap_or(0);
-                }
+            if read_request(&stream).is_some() {
+                write_response(&mut stream, 204, "");
+                let _ = delivered.send(());
             }
-            let mut body = vec![0; length];
-            let _ = reader.read_exact(&mut body);
-            let _ = stream.write_all(b"HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n");
-            let _ = delivered.send(());
         }
     });
     (addr, deliveries)

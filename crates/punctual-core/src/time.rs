@@ -68,9 +68,11 @@ impl Timestamp {
     pub fn parse(text: &str) -> Result<Timestamp, String> {
         let text = text.trim();
         if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
-            return text.parse::<i64>().ok().filter(|ms| *ms <= MAX_MS).map(Timestamp).ok_or_else(|| {
-                format!("epoch milliseconds {text} are after 9999-12-30T22:00:00.999Z, the latest time")
-            });
+            return text
+                .parse::<i64>()
+                .ok()
+                .and_then(Timestamp::try_from_millis)
+                .ok_or_else(|| format!("epoch milliseconds {text} are after {}, the latest time", Timestamp::MAX));
         }
         let ts: jiff::Timestamp = text.parse().map_err(|e| {
             format!(
@@ -116,10 +118,13 @@ impl<'de> Deserialize<'de> for Timestamp {
             Text(String),
         }
         match Raw::deserialize(d)? {
-            Raw::Millis(ms) if (0..=MAX_MS).contains(&ms) => Ok(Timestamp(ms)),
-            Raw::Millis(ms) => Err(serde::de::Error::custom(format!(
-                "epoch milliseconds {ms} are outside 1970-01-01T00:00:00Z..=9999-12-30T22:00:00.999Z"
-            ))),
+            Raw::Millis(ms) => Timestamp::try_from_millis(ms).ok_or_else(|| {
+                serde::de::Error::custom(format!(
+                    "epoch milliseconds {ms} are outside {}..={}",
+                    Timestamp::EPOCH,
+                    Timestamp::MAX
+                ))
+            }),
             Raw::Text(text) => Timestamp::parse(&text).map_err(serde::de::Error::custom),
         }
     }

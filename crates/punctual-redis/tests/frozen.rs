@@ -7,20 +7,15 @@
 
 #![allow(clippy::disallowed_methods, reason = "measures real time against a real, frozen process")]
 
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use punctual_core::store::{CompleteRequest, Completion, LeaseRequest};
 use punctual_core::{Error, NewTask, QueueName, Store, TaskKey, Timestamp};
 use punctual_redis::{RedisConfig, RedisStore, Target, TimeSource};
+use punctual_testkit::signal;
 
 const OP_TIMEOUT: Duration = Duration::from_millis(300);
 const SHARDS: u32 = 8;
-
-fn signal(pid: u32, signal: &str) {
-    let status = Command::new("kill").arg(format!("-{signal}")).arg(pid.to_string()).status().expect("run kill");
-    assert!(status.success(), "kill -{signal} {pid}: {status}");
-}
 
 #[tokio::test]
 async fn completions_over_many_shards_fail_within_one_timeout_when_redis_freezes() {

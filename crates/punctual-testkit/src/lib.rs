@@ -6,3 +6,14 @@ pub mod conformance;
 pub mod model;
 pub mod redis;
 pub mod server;
+
+/// Sends `signal` (`STOP`, `CONT`, …) to process `pid` with `kill`: freezing and
+/// resuming a real server or `redis-server`. Fails the test when it cannot.
+pub fn signal(pid: u32, signal: &str) {
+    let status = std::process::Command::new("kill")
+        .arg(format!("-{signal}"))
+        .arg(pid.to_string())
+        .status()
+        .unwrap_or_else(|e| panic!("cannot run kill: {e}"));
+    assert!(status.success(), "kill -{signal} {pid}: {status}");
+}

@@ -6,6 +6,8 @@
 //! Every test file includes this module and uses a different part of it.
 #![allow(dead_code)]
 
+pub mod receiver;
+
 use std::time::Duration;
 
 use punctual_testkit::server::{ServerBuilder, ServerProcess};

@@ -73,6 +73,11 @@ local woken = nil
 -- yet, or a removal may have made it later; nil: the set was empty).
 local head_due = false
 
+-- Notes that consumers must wake for `due` (published once, at the end).
+local function wake_at(due)
+  if woken == nil or due < woken then woken = due end
+end
+
 -- Schedules `key` at `due`, noting a wake-up if that is earlier than the queue's head.
 -- The head is read once per script: arming only ever lowers it, and `unschedule`
 -- forgets it.
@@ -84,7 +89,7 @@ local function arm(key, due)
   redis.call('ZADD', KEYS[1], due, key)
   if head_due == nil or due < head_due then
     head_due = due
-    if woken == nil or due < woken then woken = due end
+    wake_at(due)
   end
 end
 

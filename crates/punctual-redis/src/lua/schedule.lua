@@ -49,9 +49,7 @@ for i = 0, n - 1 do
     armed[#armed + 1] = key
     index_tags(key, tags)
     -- Earlier than the head consumers already know of: wake them.
-    if head == nil or due < head then
-      if woken == nil or due < woken then woken = due end
-    end
+    if head == nil or due < head then wake_at(due) end
   end
   out[#out + 1] = outcome
   out[#out + 1] = rec
