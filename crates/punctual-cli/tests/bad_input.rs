@@ -94,6 +94,27 @@ fn cases(lease: &str) -> Vec<Case> {
             json!({"repeat": {"cron": "0 9 * * *", "tz": "Mars/Olympus"}}),
             &["repeat", "repeat.tz"],
         ),
+        // Cron syntax beyond Vixie's, and repeats that would never fire (issue 14).
+        put("cron with a year field", json!({"repeat": {"cron": "0 0 0 1 1 * 1999"}}), &["repeat.cron"]),
+        put("cron of 7 fields", json!({"repeat": {"cron": "* * * * * * *"}}), &["repeat.cron"]),
+        put("cron with an empty list item", json!({"repeat": {"cron": "1,,2 * * * *"}}), &["repeat.cron"]),
+        put("cron in Quartz syntax", json!({"repeat": {"cron": "0 0 L * ?"}}), &["repeat.cron"]),
+        put("cron on no date", json!({"repeat": {"cron": "0 0 31 4 *"}}), &["repeat.cron"]),
+        put(
+            "every until a past time",
+            json!({"repeat": {"every": "1h", "until": "2020-01-01T00:00:00Z"}}),
+            &["repeat.until"],
+        ),
+        put(
+            "cron until a past time",
+            json!({"repeat": {"cron": "0 9 * * *", "until": "2020-01-01T00:00:00Z"}}),
+            &["repeat.until"],
+        ),
+        put(
+            "a delay past until",
+            json!({"delay": "36500d", "repeat": {"every": "1h", "until": "2100-01-01T00:00:00Z"}}),
+            &["repeat.until"],
+        ),
         // Names in the path.
         case("queue with a space", Method::PUT, task_path("bad queue", "k"), Json(json!({}))).field(&["queue"]),
         case("queue with a slash", Method::PUT, task_path("a/b", "k"), Json(json!({}))).field(&["queue"]),

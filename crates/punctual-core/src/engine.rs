@@ -368,10 +368,24 @@ impl<S: Store> Engine<S> {
         tags.dedup();
         let repeat = spec.repeat.or_else(|| defaults.repeat.clone());
         let due_at = match spec.when {
-            When::Now => repeat.as_ref().map_or(now, |r| r.first_at(now)),
+            When::Now => match &repeat {
+                Some(repeat) => repeat.first_at(now).ok_or_else(|| {
+                    Error::invalid("repeat.cron", "has no occurrence left before the end of time (9999-12-30)")
+                })?,
+                None => now,
+            },
             When::After(delay) => now.saturating_add(delay),
             When::At(at) => at.max(now),
         };
+        // An `until` before the first occurrence would leave a task that never fires.
+        if let Some(until) = repeat.as_ref().and_then(Repeat::until_limit)
+            && due_at > until
+        {
+            return Err(Error::invalid(
+                "repeat.until",
+                format!("{until} is before the first occurrence, due at {due_at}: the task would never fire"),
+            ));
+        }
         let mut task = NewTask::new(queue.clone(), key, due_at);
         task.payload = spec.payload;
         task.max_attempts = max_attempts;

@@ -12,6 +12,7 @@
 //! cannot complete; bad input is refused with [`Error::Invalid`] and changes nothing.
 
 pub mod clock;
+mod cron;
 pub mod engine;
 mod error;
 pub mod metrics;
