@@ -129,7 +129,8 @@ const BENCH_AFTER_HELP: &str = "\
 Workloads:
   spread       N tasks (--tasks, default 100,000) due uniformly over --window (20s): fire
                lag (handler start, or lease receipt over HTTP, - due) p50/p90/p99/p99.9/max,
-               beside the seeds' keyspace notifications and a 1-second ZSet poller
+               beside Redis keyspace notifications (key expiry events) and a ZSet polled
+               every second, the two approaches teams build by hand
   burst        N tasks (default 100,000) due at one instant: time to drain, tasks/s
   throughput   for --duration (10s) each: schedule + fire + ack sustained (producers
                scheduling due-now tasks while a worker fires and acks them), then single
@@ -180,7 +181,7 @@ pub(crate) enum Command {
     /// Check a server configuration file without starting anything
     #[command(after_help = CHECK_CONFIG_AFTER_HELP)]
     CheckConfig(CheckConfigArgs),
-    /// Measure fire lag, bursts, throughput and the cost of pending tasks, beside the seeds' approaches
+    /// Measure fire lag, bursts, throughput and the cost of pending tasks, beside Redis keyspace notifications and a ZSet polled every second
     #[command(after_help = BENCH_AFTER_HELP)]
     Bench(Box<BenchArgs>),
     #[command(flatten)]
@@ -214,7 +215,7 @@ pub(crate) struct BenchArgs {
     /// throughput: how long each phase runs
     #[arg(long, value_name = "D", default_value = "10s", value_parser = parse_bench_duration)]
     pub(crate) duration: std::time::Duration,
-    /// Run the seeds' approaches beside spread (default: when a Redis is at hand)
+    /// Run Redis keyspace notifications and a 1-second ZSet poller beside spread (default: when a Redis is at hand)
     #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
     pub(crate) baselines: Option<bool>,
     /// Print the results as JSON (an array, one object per workload) instead of tables
@@ -359,16 +360,16 @@ pub(crate) struct ScheduleArgs {
     #[arg(value_parser = NonEmptyStringValueParser::new())]
     pub(crate) key: String,
     /// Due this long from now (30s, 30m, '1h 30m', 7d, or milliseconds)
-    #[arg(long, value_name = "D", conflicts_with = "at")]
+    #[arg(long, value_name = "D", conflicts_with = "at", value_parser = duration_arg)]
     pub(crate) delay: Option<String>,
     /// Due at this time (RFC 3339 such as 2026-11-30T09:00:00+08:00, or epoch ms)
-    #[arg(long, value_name = "T")]
+    #[arg(long, value_name = "T", value_parser = time_arg)]
     pub(crate) at: Option<String>,
     /// The JSON the handler receives, or @FILE to read it from a file
     #[arg(long, value_name = "JSON", value_parser = parse_payload)]
     pub(crate) payload: Option<Value>,
     /// Fire again this long after each due time (fixed rate; missed ones are skipped)
-    #[arg(long, value_name = "D", conflicts_with = "repeat_cron")]
+    #[arg(long, value_name = "D", conflicts_with = "repeat_cron", value_parser = duration_arg)]
     pub(crate) repeat_every: Option<String>,
     /// Fire again at the times of a cron expression (e.g. '0 9 * * MON-FRI')
     #[arg(long, value_name = "EXPR")]
@@ -380,7 +381,7 @@ pub(crate) struct ScheduleArgs {
     #[arg(long, value_name = "N", requires = "repeat_rule", value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) repeat_times: Option<u32>,
     /// The last time a repetition may be due
-    #[arg(long, value_name = "T", requires = "repeat_rule")]
+    #[arg(long, value_name = "T", requires = "repeat_rule", value_parser = time_arg)]
     pub(crate) repeat_until: Option<String>,
     /// A label for cancelling related tasks together (repeatable)
     #[arg(long = "tag", value_name = "T", value_parser = NonEmptyStringValueParser::new())]
@@ -493,6 +494,17 @@ pub(crate) struct DeadLsArgs {
     pub(crate) page: PageArgs,
     #[command(flatten)]
     pub(crate) client: ClientArgs,
+}
+
+/// `--delay`, `--repeat-every`: read as the server reads them, so a typo is a usage
+/// error (exit 2) as a bad `--payload` is; sent as typed.
+fn duration_arg(text: &str) -> Result<String, String> {
+    punctual_core::parse_duration(text).map(|_| text.to_owned())
+}
+
+/// `--at`, `--repeat-until`: as [`duration_arg`], for times.
+fn time_arg(text: &str) -> Result<String, String> {
+    punctual_core::Timestamp::parse(text).map(|_| text.to_owned())
 }
 
 /// `--payload`: JSON text, or `@FILE` holding JSON (no JSON text starts with `@`).

@@ -15,8 +15,14 @@ use crate::{json, render};
 /// Tasks asked for per request while following `next_cursor`.
 const PAGE_SIZE: u32 = 100;
 
+/// A client of the server; the token is `--token` (or `PUNCTUAL_TOKEN`), else the first
+/// of `PUNCTUAL_TOKENS`, the server's variable, so one environment serves both.
 fn connect(args: &ClientArgs) -> Result<Client> {
-    Client::new(&args.server, args.token.clone())
+    let token = args.token.clone().filter(|token| !token.is_empty()).or_else(|| {
+        let list = std::env::var("PUNCTUAL_TOKENS").ok()?;
+        list.split(',').map(str::trim).find(|token| !token.is_empty()).map(str::to_owned)
+    });
+    Client::new(&args.server, token)
 }
 
 /// A duration or time as the API takes it: digits only are milliseconds (a JSON
@@ -92,14 +98,14 @@ async fn schedule(args: ScheduleArgs) -> Result<String> {
     Ok(if args.client.json {
         json::pretty(&answer.text)
     } else {
-        render::schedule_outcome(&answer.value, render::now_millis())
+        render::schedule_outcome(&answer.value, &render::Now::read()?)
     })
 }
 
 async fn get(args: TaskArgs) -> Result<String> {
     let client = connect(&args.client)?;
     let task = client.get(&["v1", "queues", &args.queue, "tasks", &args.key], &[]).await?;
-    Ok(if args.client.json { json::pretty(&task.text) } else { render::task_block(&task.value, render::now_millis()) })
+    Ok(if args.client.json { json::pretty(&task.text) } else { render::task_block(&task.value, &render::Now::read()?) })
 }
 
 async fn cancel(args: TaskArgs) -> Result<String> {
@@ -124,7 +130,7 @@ fn outcome_json(outcome: &str, args: &TaskArgs) -> String {
 
 async fn ls(args: LsArgs) -> Result<String> {
     let client = connect(&args.client)?;
-    let now = render::now_millis();
+    let now = &render::Now::read()?;
     let Some(queue) = &args.queue else {
         let answer = client.get(&["v1", "queues"], &[]).await?;
         if args.client.json {
@@ -148,7 +154,7 @@ async fn ls(args: LsArgs) -> Result<String> {
 
 async fn stats(args: StatsArgs) -> Result<String> {
     let client = connect(&args.client)?;
-    let now = render::now_millis();
+    let now = &render::Now::read()?;
     if let Some(queue) = &args.queue {
         let detail = client.get(&["v1", "queues", queue], &[]).await?;
         return Ok(if args.client.json { json::pretty(&detail.text) } else { render::queue_block(&detail.value, now) });
@@ -179,7 +185,7 @@ async fn dead(command: DeadCommand) -> Result<String> {
                 let more = if args.page.cursor.is_some() { "more " } else { "" };
                 return Ok(format!("No {more}dead tasks in queue {}.", args.queue));
             }
-            Ok(list.with_note(render::dead_table(&list.tasks, render::now_millis())))
+            Ok(list.with_note(render::dead_table(&list.tasks, &render::Now::read()?)))
         }
         DeadCommand::Retry(args) => {
             let client = connect(&args.client)?;
@@ -191,7 +197,7 @@ async fn dead(command: DeadCommand) -> Result<String> {
                     "Task '{}' in queue {} is scheduled again, due {}, attempts reset.",
                     args.key,
                     args.queue,
-                    render::time_with_relative(&task.value["due_at"], render::now_millis())
+                    render::time_with_relative(&task.value["due_at"], &render::Now::read()?)
                 )
             })
         }
@@ -379,8 +385,11 @@ mod tests {
         );
         assert_eq!(schedule_body(&schedule_args(&["--delay", "1500"])), json!({"delay": 1500}));
         assert_eq!(schedule_body(&schedule_args(&["--at", "1764464400000"])), json!({"due_at": 1_764_464_400_000u64}));
-        // Not the client's business to judge: the server names the wrong part.
-        assert_eq!(schedule_body(&schedule_args(&["--delay", "30 seconds"])), json!({"delay": "30 seconds"}));
+        // Sent as typed, once read as the server reads it: a typo is a usage error.
+        assert_eq!(schedule_body(&schedule_args(&["--delay", "1h 30m"])), json!({"delay": "1h 30m"}));
+        let typo = Cli::try_parse_from(["punctual", "schedule", "q", "k", "--delay", "30 seconds"]).unwrap_err();
+        assert_eq!(typo.exit_code(), 2);
+        assert!(typo.to_string().contains("'seconds' in '30 seconds' is not a unit"), "{typo}");
     }
 
     #[test]
@@ -466,7 +475,8 @@ mod tests {
                 (400, error.to_string())
             })
             .await;
-            let e = run_args(&server, &["schedule", "q", "k", "--delay", "30 seconds"]).await.unwrap_err();
+            // A value the server refuses though the client reads it.
+            let e = run_args(&server, &["schedule", "q", "k", "--delay", "30s"]).await.unwrap_err();
             assert_eq!(format!("{e:#}"), "delay: '30 seconds' is not a duration: 'seconds' is not a unit");
         }
 

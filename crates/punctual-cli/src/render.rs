@@ -7,6 +7,7 @@
 //! the contract, this is only a view of it.
 
 use comfy_table::{CellAlignment, Table};
+use jiff::tz::TimeZone;
 use punctual_core::Timestamp;
 use serde_json::Value;
 
@@ -14,6 +15,48 @@ use serde_json::Value;
 const CELL_TEXT_MAX: usize = 60;
 /// A payload this short (compact JSON, in characters) stays on the line of its label.
 const INLINE_PAYLOAD_MAX: usize = 60;
+
+/// What times are shown against: now, and the zone to show them in.
+#[derive(Debug, Clone)]
+pub(crate) struct Now {
+    /// The wall clock, in epoch milliseconds.
+    pub(crate) ms: i64,
+    /// `None`: times as the server wrote them (UTC).
+    zone: Option<TimeZone>,
+}
+
+impl Now {
+    /// The wall clock; times in the zone of `TZ` when it is set (an IANA name such as
+    /// `Asia/Shanghai`, or any form jiff reads), else in UTC as the server wrote them.
+    pub(crate) fn read() -> anyhow::Result<Now> {
+        let zone = match std::env::var_os("TZ") {
+            Some(name) if !name.is_empty() => Some(TimeZone::try_system().map_err(|e| {
+                anyhow::anyhow!(
+                    "TZ={} is not a time zone ({e}): use an IANA name such as Asia/Shanghai",
+                    name.display()
+                )
+            })?),
+            _ => None,
+        };
+        Ok(Now { ms: now_millis(), zone })
+    }
+
+    /// `ms`, showing times in UTC.
+    #[cfg(test)]
+    pub(crate) const fn utc(ms: i64) -> Now {
+        Now { ms, zone: None }
+    }
+
+    /// An API time in the zone shown (`2026-11-30T20:00:00.000+08:00`); the server's
+    /// text when no zone is set or it is not a time; `-` when absent.
+    fn time(&self, value: &Value) -> String {
+        let (Some(zone), Some(ms)) = (&self.zone, millis(value)) else { return plain(value) };
+        match jiff::Timestamp::from_millisecond(ms) {
+            Ok(at) => at.to_zoned(zone.clone()).strftime("%Y-%m-%dT%H:%M:%S%.3f%:z").to_string(),
+            Err(_) => plain(value),
+        }
+    }
+}
 
 /// The wall clock, in epoch milliseconds.
 // The only clock read in the CLI: a client showing "in 29m 58s" needs the local wall
@@ -64,16 +107,16 @@ fn millis(value: &Value) -> Option<i64> {
 }
 
 /// A time relative to now only (`in 5m`), `-` when absent.
-fn relative_cell(value: &Value, now: i64) -> String {
-    millis(value).map_or_else(|| "-".into(), |ms| relative(ms, now))
+fn relative_cell(value: &Value, now: &Now) -> String {
+    millis(value).map_or_else(|| "-".into(), |ms| relative(ms, now.ms))
 }
 
 /// A time as the server wrote it followed by its relative form:
 /// `2026-11-30T12:00:00.000Z (in 29m 58s)`.
-pub(crate) fn time_with_relative(value: &Value, now: i64) -> String {
+pub(crate) fn time_with_relative(value: &Value, now: &Now) -> String {
     match (value, millis(value)) {
         (Value::Null, _) => "-".into(),
-        (value, Some(ms)) => format!("{} ({})", plain(value), relative(ms, now)),
+        (value, Some(ms)) => format!("{} ({})", now.time(value), relative(ms, now.ms)),
         (value, None) => plain(value),
     }
 }
@@ -142,7 +185,7 @@ fn attempts(task: &Value) -> String {
 }
 
 /// `every 24h, 3 times in all`, `cron '0 9 * * MON-FRI' (Asia/Shanghai)`, `-`.
-pub(crate) fn repeat(repeat: &Value) -> String {
+pub(crate) fn repeat(repeat: &Value, now: &Now) -> String {
     if !repeat.is_object() {
         return "-".into();
     }
@@ -158,7 +201,7 @@ pub(crate) fn repeat(repeat: &Value) -> String {
         text.push_str(&format!(", {times} time{} in all", if times == 1 { "" } else { "s" }));
     }
     if let Some(until) = repeat.get("until").filter(|v| !v.is_null()) {
-        text.push_str(&format!(", until {}", plain(until)));
+        text.push_str(&format!(", until {}", now.time(until)));
     }
     text
 }
@@ -177,7 +220,7 @@ fn backoff(backoff: &Value) -> String {
 }
 
 /// Tasks of one queue in due order.
-pub(crate) fn task_table(tasks: &[Value], now: i64) -> String {
+pub(crate) fn task_table(tasks: &[Value], now: &Now) -> String {
     let rows = tasks
         .iter()
         .map(|t| {
@@ -185,9 +228,9 @@ pub(crate) fn task_table(tasks: &[Value], now: i64) -> String {
                 plain(&t["key"]),
                 plain(&t["state"]),
                 relative_cell(&t["due_at"], now),
-                plain(&t["due_at"]),
+                now.time(&t["due_at"]),
                 attempts(t),
-                repeat(&t["repeat"]),
+                repeat(&t["repeat"], now),
                 tags(t),
             ]
         })
@@ -196,7 +239,7 @@ pub(crate) fn task_table(tasks: &[Value], now: i64) -> String {
 }
 
 /// Dead tasks: when each died (its last update) and why.
-pub(crate) fn dead_table(tasks: &[Value], now: i64) -> String {
+pub(crate) fn dead_table(tasks: &[Value], now: &Now) -> String {
     let rows = tasks
         .iter()
         .map(|t| {
@@ -213,7 +256,7 @@ pub(crate) fn dead_table(tasks: &[Value], now: i64) -> String {
 }
 
 /// The queues overview of `GET /v1/queues`.
-pub(crate) fn queue_table(queues: &[Value], now: i64) -> String {
+pub(crate) fn queue_table(queues: &[Value], now: &Now) -> String {
     let rows = queues
         .iter()
         .map(|q| {
@@ -223,7 +266,7 @@ pub(crate) fn queue_table(queues: &[Value], now: i64) -> String {
                 plain(&q["leased"]),
                 plain(&q["dead"]),
                 relative_cell(&q["next_due_at"], now),
-                plain(&q["next_due_at"]),
+                now.time(&q["next_due_at"]),
             ]
         })
         .collect();
@@ -232,7 +275,7 @@ pub(crate) fn queue_table(queues: &[Value], now: i64) -> String {
 
 /// Per-queue detail (`GET /v1/queues/{queue}` objects) with a total row when there is
 /// more than one queue.
-pub(crate) fn stats_table(queues: &[Value], now: i64) -> String {
+pub(crate) fn stats_table(queues: &[Value], now: &Now) -> String {
     let count = |q: &Value, field: &str| q[field].as_u64().unwrap_or(0);
     let mut rows: Vec<Vec<String>> = queues
         .iter()
@@ -257,7 +300,7 @@ pub(crate) fn stats_table(queues: &[Value], now: i64) -> String {
             sum("scheduled"),
             sum("leased"),
             sum("dead"),
-            next.map_or_else(|| "-".into(), |ms| relative(ms, now)),
+            next.map_or_else(|| "-".into(), |ms| relative(ms, now.ms)),
             String::new(),
             String::new(),
             String::new(),
@@ -295,7 +338,7 @@ fn block(lines: &[(&str, String)]) -> String {
 }
 
 /// One task as a readable block (`punctual get`).
-pub(crate) fn task_block(task: &Value, now: i64) -> String {
+pub(crate) fn task_block(task: &Value, now: &Now) -> String {
     let mut lines = vec![
         ("Queue", plain(&task["queue"])),
         ("Key", plain(&task["key"])),
@@ -303,7 +346,7 @@ pub(crate) fn task_block(task: &Value, now: i64) -> String {
         ("Due", time_with_relative(&task["due_at"], now)),
         ("Attempts", format!("{} of {}", plain(&task["attempts"]), plain(&task["max_attempts"]))),
         ("Backoff", backoff(&task["backoff"])),
-        ("Repeat", repeat(&task["repeat"])),
+        ("Repeat", repeat(&task["repeat"], now)),
         ("Tags", tags(task)),
         ("Version", plain(&task["version"])),
         ("Created", time_with_relative(&task["created_at"], now)),
@@ -320,7 +363,7 @@ pub(crate) fn task_block(task: &Value, now: i64) -> String {
 }
 
 /// The answer of `schedule` in a sentence: what happened and when the task is due.
-pub(crate) fn schedule_outcome(answer: &Value, now: i64) -> String {
+pub(crate) fn schedule_outcome(answer: &Value, now: &Now) -> String {
     let task = &answer["task"];
     let (key, queue) = (plain(&task["key"]), plain(&task["queue"]));
     let due = time_with_relative(&task["due_at"], now);
@@ -333,13 +376,13 @@ pub(crate) fn schedule_outcome(answer: &Value, now: i64) -> String {
         other => format!("Scheduled task '{key}' in queue {queue} ({}), due {due}.", other.unwrap_or("no outcome")),
     };
     if task["repeat"].is_object() {
-        text.push_str(&format!("\nRepeats {}.", repeat(&task["repeat"])));
+        text.push_str(&format!("\nRepeats {}.", repeat(&task["repeat"], now)));
     }
     text
 }
 
 /// One queue's detail as a block (`punctual stats QUEUE`).
-pub(crate) fn queue_block(queue: &Value, now: i64) -> String {
+pub(crate) fn queue_block(queue: &Value, now: &Now) -> String {
     block(&[
         ("Queue", plain(&queue["name"])),
         ("Scheduled", plain(&queue["scheduled"])),
@@ -367,7 +410,8 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    const NOW: i64 = 1_764_504_000_000; // 2025-11-30T12:00:00Z
+    const NOW_MS: i64 = 1_764_504_000_000; // 2025-11-30T12:00:00Z
+    const NOW: Now = Now::utc(NOW_MS);
 
     fn task() -> Value {
         json!({
@@ -394,18 +438,31 @@ mod tests {
 
     #[test]
     fn relative_times_read_forwards_and_backwards() {
-        assert_eq!(relative(NOW + 1_798_000, NOW), "in 29m 58s");
-        assert_eq!(relative(NOW - 180_000, NOW), "3m ago");
-        assert_eq!(relative(NOW + 400, NOW), "now");
+        assert_eq!(relative(NOW_MS + 1_798_000, NOW_MS), "in 29m 58s");
+        assert_eq!(relative(NOW_MS - 180_000, NOW_MS), "3m ago");
+        assert_eq!(relative(NOW_MS + 400, NOW_MS), "now");
         let at = json!("2025-11-30T12:29:58.000Z");
-        assert_eq!(time_with_relative(&at, NOW), "2025-11-30T12:29:58.000Z (in 29m 58s)");
-        assert_eq!(time_with_relative(&Value::Null, NOW), "-");
-        assert_eq!(time_with_relative(&json!("not a time"), NOW), "not a time");
+        assert_eq!(time_with_relative(&at, &NOW), "2025-11-30T12:29:58.000Z (in 29m 58s)");
+        assert_eq!(time_with_relative(&Value::Null, &NOW), "-");
+        assert_eq!(time_with_relative(&json!("not a time"), &NOW), "not a time");
+    }
+
+    #[test]
+    fn times_show_in_the_zone_asked_for() {
+        let shanghai = Now { ms: NOW_MS, zone: Some(TimeZone::get("Asia/Shanghai").unwrap()) };
+        let at = json!("2025-11-30T12:29:58.000Z");
+        assert_eq!(time_with_relative(&at, &shanghai), "2025-11-30T20:29:58.000+08:00 (in 29m 58s)");
+        assert_eq!(
+            time_with_relative(&json!(1_764_505_798_000i64), &shanghai),
+            "2025-11-30T20:29:58.000+08:00 (in 29m 58s)"
+        );
+        assert_eq!(time_with_relative(&json!("not a time"), &shanghai), "not a time");
+        assert!(task_table(&[task()], &shanghai).contains("2025-11-30T20:29:58.000+08:00"));
     }
 
     #[test]
     fn a_task_reads_as_a_block() {
-        let text = task_block(&task(), NOW);
+        let text = task_block(&task(), &NOW);
         assert_eq!(
             text,
             "Queue     order.cancel\n\
@@ -430,7 +487,7 @@ mod tests {
         t["state"] = json!("leased");
         t["lease_expires_at"] = json!("2025-11-30T12:00:25.000Z");
         t["last_error"] = json!("smtp timeout");
-        let text = task_block(&t, NOW);
+        let text = task_block(&t, &NOW);
         assert!(text.contains("\nLease expires  2025-11-30T12:00:25.000Z (in 25s)\n"), "{text}");
         assert!(text.contains("\nLast error     smtp timeout\n"), "{text}");
         assert!(
@@ -449,7 +506,7 @@ mod tests {
         second["due_at"] = json!("2025-11-30T11:57:00.000Z");
         second["repeat"] = json!({"every": "24h", "times": 3});
         second["tags"] = json!([]);
-        let text = task_table(&[task(), second], NOW);
+        let text = task_table(&[task(), second], &NOW);
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.len(), 3, "{text}");
         assert_eq!(
@@ -469,14 +526,14 @@ mod tests {
     #[test]
     fn repeats_read_as_words() {
         assert_eq!(
-            repeat(&json!({"cron": "0 9 * * MON-FRI", "tz": "Asia/Shanghai"})),
+            repeat(&json!({"cron": "0 9 * * MON-FRI", "tz": "Asia/Shanghai"}), &NOW),
             "cron '0 9 * * MON-FRI' (Asia/Shanghai)"
         );
         assert_eq!(
-            repeat(&json!({"every": "1h", "times": 1, "until": "2026-01-01T00:00:00.000Z"})),
+            repeat(&json!({"every": "1h", "times": 1, "until": "2026-01-01T00:00:00.000Z"}), &NOW),
             "every 1h, 1 time in all, until 2026-01-01T00:00:00.000Z"
         );
-        assert_eq!(repeat(&Value::Null), "-");
+        assert_eq!(repeat(&Value::Null, &NOW), "-");
     }
 
     #[test]
@@ -485,7 +542,7 @@ mod tests {
         t["state"] = json!("dead");
         t["attempts"] = json!(20);
         t["last_error"] = json!(format!("smtp\ntimeout {}", "y".repeat(100)));
-        let text = dead_table(&[t], NOW);
+        let text = dead_table(&[t], &NOW);
         let row = text.lines().nth(1).unwrap();
         assert!(row.starts_with("order-1234   3m ago      20/20   smtp timeout yyy"), "{row}");
         assert!(row.contains("y…"), "{row}");
@@ -499,13 +556,13 @@ mod tests {
             json!({"name": "b.long", "scheduled": 10, "leased": 0, "dead": 2, "next_due_at": null,
                    "oldest_overdue_ms": 95000, "lag_ms": {"p50": null, "p99": null}}),
         ];
-        let overview = queue_table(&queues, NOW);
+        let overview = queue_table(&queues, &NOW);
         assert_eq!(
             overview.lines().nth(1),
             Some("a                3        1      0   in 5m      2025-11-30T12:05:00.000Z")
         );
         assert_eq!(overview.lines().nth(2), Some("b.long          10        0      2   -          -"));
-        let stats = stats_table(&queues, NOW);
+        let stats = stats_table(&queues, &NOW);
         let lines: Vec<&str> = stats.lines().collect();
         assert_eq!(
             lines[1],
@@ -522,7 +579,7 @@ mod tests {
     fn schedule_outcomes_read_as_sentences() {
         let answer = json!({"outcome": "created", "task": task()});
         assert_eq!(
-            schedule_outcome(&answer, NOW),
+            schedule_outcome(&answer, &NOW),
             "Created task 'order-1234' in queue order.cancel, due 2025-11-30T12:29:58.000Z (in 29m 58s)."
         );
         let mut t = task();
@@ -530,12 +587,12 @@ mod tests {
         t["repeat"] = json!({"every": "24h"});
         let answer = json!({"outcome": "replaced", "task": t});
         assert_eq!(
-            schedule_outcome(&answer, NOW),
+            schedule_outcome(&answer, &NOW),
             "Replaced task 'order-1234' in queue order.cancel (now version 2), due 2025-11-30T12:29:58.000Z \
              (in 29m 58s).\nRepeats every 24h."
         );
         let answer = json!({"outcome": "kept", "task": task()});
-        assert!(schedule_outcome(&answer, NOW).starts_with("Kept the existing task 'order-1234'"));
+        assert!(schedule_outcome(&answer, &NOW).starts_with("Kept the existing task 'order-1234'"));
     }
 
     #[test]
@@ -543,7 +600,7 @@ mod tests {
         let q = json!({"name": "a", "scheduled": 3, "leased": 1, "dead": 0, "next_due_at": null,
                        "oldest_overdue_ms": 0, "lag_ms": {"p50": 4, "p99": 1250}});
         assert_eq!(
-            queue_block(&q, NOW),
+            queue_block(&q, &NOW),
             "Queue           a\nScheduled       3\nLeased          1\nDead            0\nNext due        -\n\
              Oldest overdue  -\nFire lag p50    4ms\nFire lag p99    1.2s"
         );

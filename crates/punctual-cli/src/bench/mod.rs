@@ -179,7 +179,7 @@ pub(crate) async fn run(args: BenchArgs) -> Result<()> {
         _ => {
             baselines_skipped.push(
                 "baselines skipped: redis-server not found on PATH; install it (Debian: apt-get install \
-                 redis-server) or pass --store redis://HOST:PORT to compare with the seeds' approaches"
+                 redis-server) or pass --store redis://HOST:PORT to compare with Redis keyspace notifications and a 1-second ZSet poller"
                     .to_owned(),
             );
             None
