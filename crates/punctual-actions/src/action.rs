@@ -4,9 +4,13 @@
 //!
 //! Invariants: delivering never returns an error and never panics on bad input: every
 //! failure is an [`Outcome`] (retry or fail) with a sentence for `last_error`. A rate
-//! limit holds a delivery back before it is sent, never fails it. Every HTTP action of
-//! a process shares one connection pool ([`Runtime`]); time comes from the engine's
-//! clock.
+//! limit holds a delivery back before it is sent, never fails it. A delivery of a
+//! rate-limited queue confirms its lease with the store just before it takes its slot
+//! ([`Delivery::confirm_lease`]): a task cancelled, replaced or whose lease expired
+//! while it waited is never sent, and takes no slot. (No other wait comes between the lease and the send:
+//! the worker leases only for free slots of the queue's concurrency, and a retry
+//! waits in the store as a scheduled task.) Every HTTP action of a process shares one
+//! connection pool ([`Runtime`]); time comes from the engine's clock.
 
 use std::fmt;
 use std::sync::Arc;
@@ -248,10 +252,15 @@ impl Action {
         self.inner.limiter.as_ref().map(RateLimiter::stats)
     }
 
-    /// Delivers one try: waits for the rate limit, sends, and reads the answer.
+    /// Delivers one try: waits for the rate limit (confirming the lease just before
+    /// taking the slot), sends, and reads the answer.
     pub async fn deliver(&self, delivery: &Delivery) -> Outcome {
         if let Some(limiter) = &self.inner.limiter {
-            limiter.acquire().await;
+            let queue = delivery.task.queue.as_str();
+            if let Err(e) = limiter.acquire(queue, || delivery.confirm_lease()).await {
+                // LeaseLost: the worker completes nothing, whatever this says.
+                return Outcome::retry(format!("not sent: the lease could not be confirmed before sending: {e}"));
+            }
         }
         match &self.inner.deliverer {
             Deliverer::Webhook(webhook) => webhook.deliver(delivery).await,

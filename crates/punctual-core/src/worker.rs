@@ -8,12 +8,21 @@
 //! error, panic — ends in exactly one completion; a handler never takes a dispatcher
 //! down. On shutdown, dispatchers stop leasing, running handlers get a grace period,
 //! and leases of handlers still running after it are released so the tasks fire again.
+//!
+//! A task is leased only when a handler slot is free, so no lease waits for a slot: a
+//! task waiting for the queue's concurrency is still `scheduled`, and a cancel removes
+//! it for good. A handler that waits after being handed its lease (a rate limit, say)
+//! calls [`Delivery::confirm_lease`] before it acts: the store then says whether the
+//! lease is still live, atomically with cancels and replaces, and a handler told it is
+//! lost does nothing. Such a try ends in no completion (there is no lease left to
+//! complete); that is the one exception to "exactly one completion".
 
 use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use tokio::sync::Semaphore;
@@ -24,7 +33,7 @@ use tracing::Instrument;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::model::{QueueName, Task, When};
-use crate::store::{Lease, Store};
+use crate::store::{Lease, LeaseToken, Store};
 use crate::time::Timestamp;
 
 /// An error a handler returns; it becomes a retry.
@@ -82,16 +91,73 @@ pub struct Delivery {
     pub delivery_id: String,
     /// When the lease ends unless renewed (the worker renews it while the handler runs).
     pub lease_expires_at: Timestamp,
+    /// The lease on the store, for [`Delivery::confirm_lease`].
+    hold: LeaseHold,
 }
 
 impl Delivery {
-    fn of(lease: &Lease) -> Delivery {
+    fn of(lease: &Lease, hold: LeaseHold) -> Delivery {
         Delivery {
             task: lease.task.clone(),
             attempt: lease.attempt,
             delivery_id: lease.delivery_id.clone(),
             lease_expires_at: lease.expires_at,
+            hold,
         }
+    }
+
+    /// Asks the store whether this try's lease is still live and renews it for the
+    /// worker's lease time; the new expiry.
+    ///
+    /// Call it after waiting (for a rate limit, a connection, anything) and before
+    /// doing what cannot be undone, such as sending a message. The check is one atomic
+    /// store operation, so a cancel or a replace of the task that the store applied
+    /// before it, or the lease's expiry, is always seen: [`Error::LeaseLost`]. Then
+    /// do nothing and return any outcome: the worker completes nothing for a lost
+    /// lease (the task is gone, belongs to a newer version, or is another try's now).
+    /// Any other error means the lease could not be confirmed (the store is
+    /// unreachable): do not act either, and return a retry.
+    pub async fn confirm_lease(&self) -> Result<Timestamp> {
+        let renewed = self.hold.renew.renew().await;
+        if matches!(renewed, Err(Error::LeaseLost)) {
+            self.hold.lost.store(true, Ordering::SeqCst);
+        }
+        renewed
+    }
+}
+
+/// A delivery's hold on its lease: renews it on request, and remembers when the store
+/// said it was lost, so the worker does not complete it.
+#[derive(Clone)]
+struct LeaseHold {
+    renew: Arc<dyn Renew>,
+    lost: Arc<AtomicBool>,
+}
+
+impl fmt::Debug for LeaseHold {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LeaseHold").field("lost", &self.lost.load(Ordering::SeqCst)).finish()
+    }
+}
+
+/// Object-safe lease renewal, so [`Delivery`] needs no store type parameter.
+trait Renew: Send + Sync {
+    fn renew(&self) -> Pin<Box<dyn Future<Output = Result<Timestamp>> + Send + '_>>;
+}
+
+struct EngineLease<S: Store> {
+    engine: Engine<S>,
+    token: LeaseToken,
+    lease_for: Duration,
+}
+
+impl<S: Store> Renew for EngineLease<S> {
+    fn renew(&self) -> Pin<Box<dyn Future<Output = Result<Timestamp>> + Send + '_>> {
+        Box::pin(async move {
+            let expiry = self.engine.extend(&self.token, self.lease_for).await?;
+            self.engine.lease_expires(expiry);
+            Ok(expiry)
+        })
     }
 }
 
@@ -338,7 +404,10 @@ struct RunOne<S: Store> {
 impl<S: Store> RunOne<S> {
     async fn run(self) {
         let token = &self.lease.token;
-        let delivery = Delivery::of(&self.lease);
+        let lost = Arc::new(AtomicBool::new(false));
+        let renew = EngineLease { engine: self.engine.clone(), token: token.clone(), lease_for: self.lease_for };
+        let hold = LeaseHold { renew: Arc::new(renew), lost: Arc::clone(&lost) };
+        let delivery = Delivery::of(&self.lease, hold);
         // Whatever the handler logs carries the task's fields (`Instrument`: a span
         // entered with a guard would not follow the future across awaits).
         let span = tracing::info_span!("task", queue = %token.queue, key = %token.key, attempt = delivery.attempt, delivery_id = %delivery.delivery_id);
@@ -375,6 +444,10 @@ impl<S: Store> RunOne<S> {
             }
             Err(_) => Outcome::retry("handler was cancelled"),
         };
+        if lost.load(Ordering::SeqCst) {
+            tracing::info!(queue = %token.queue, key = %token.key, "handler stood down: the task was cancelled or replaced, or its lease expired, while it waited");
+            return;
+        }
         match self.engine.complete(token, &self.lease.task, outcome).await {
             Ok(()) => {}
             Err(Error::LeaseLost) => {
