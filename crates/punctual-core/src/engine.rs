@@ -690,16 +690,32 @@ impl<S: Store> Engine<S> {
     /// every such queue and for expired leases each `safety_poll` in case a wake-up
     /// was lost.
     async fn follow_peers(self, peers: Peers) {
-        let Peers { mut wakeups, safety_poll } = peers;
+        use tokio::sync::broadcast::error::RecvError;
+        let Peers { mut wakeups, safety_poll, mut resets, .. } = peers;
         let mut next_poll = self.now().saturating_add(safety_poll);
         let mut notifications = true;
         loop {
             let wakeup = async { if notifications { wakeups.recv().await } else { std::future::pending().await } };
+            let reset = async {
+                match resets.as_mut() {
+                    Some(resets) => resets.recv().await,
+                    None => std::future::pending().await,
+                }
+            };
             tokio::select! {
                 received = wakeup => match received {
                     Ok(wakeup) => self.offer_known(&wakeup.queue, wakeup.due_at),
-                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => self.look_everywhere(),
-                    Err(tokio::sync::broadcast::error::RecvError::Closed) => notifications = false,
+                    Err(RecvError::Lagged(_)) => self.look_everywhere(),
+                    Err(RecvError::Closed) => notifications = false,
+                },
+                received = reset => match received {
+                    Ok(reset) => {
+                        self.inner.metrics.store_reset(reset);
+                        // What this engine believed due next belonged to the old data.
+                        self.look_everywhere();
+                    }
+                    Err(RecvError::Lagged(missed)) => self.inner.metrics.store_resets_missed(missed),
+                    Err(RecvError::Closed) => resets = None,
                 },
                 _ = self.inner.timer.sleep_until(next_poll) => {
                     self.look_everywhere();

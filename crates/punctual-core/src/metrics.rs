@@ -4,7 +4,8 @@
 //!
 //! Events are counted where they happen in the engine, once each, after the store
 //! accepted them: a schedule (created or replaced), a lease (fired), a completion
-//! (done, retried, rescheduled, dead), a cancel, an expired lease (reaped). Push
+//! (done, retried, rescheduled, dead), a cancel, an expired lease (reaped); and each
+//! reset a shared store reports ([`Peers::resets`](crate::Peers)). Push
 //! handlers ([`Worker`](crate::Worker)) and pull workers both go through those engine
 //! calls, so both are counted without extra work. An ack refused as
 //! [`Error::LeaseLost`](crate::Error::LeaseLost) changes nothing and counts nothing.
@@ -35,7 +36,7 @@ use crate::error::Result;
 use crate::model::{NewTask, QueueName, Tag, Task, TaskKey, TaskState};
 use crate::store::{
     CompleteRequest, Completion, Lease, LeaseBatch, LeaseRequest, LeaseToken, ListRequest, Page, QueueStats,
-    ReapResult, ScheduleOutcome, Scheduled, Store,
+    ReapResult, ScheduleOutcome, Scheduled, Store, StoreReset,
 };
 use crate::time::Timestamp;
 
@@ -229,6 +230,10 @@ pub struct MetricsSnapshot {
     pub store_ops: Vec<OpLatency>,
     /// Loops the watchdog restarted: `("consumer" | "reaper", count)`.
     pub watchdog_restarts: Vec<(&'static str, u64)>,
+    /// Times the store was found emptied while this engine ran (see [`StoreReset`]).
+    pub store_resets: u64,
+    /// The latest of them.
+    pub last_store_reset: Option<StoreReset>,
 }
 
 /// One queue's recent activity, for the dashboard.
@@ -337,6 +342,8 @@ pub(crate) struct Recorder {
     leased_at: Mutex<HashMap<(u64, u64), Timestamp>>,
     consumer_restarts: AtomicU64,
     reaper_restarts: AtomicU64,
+    store_resets: AtomicU64,
+    last_store_reset: Mutex<Option<StoreReset>>,
 }
 
 /// Counts a consumer as waiting for its queue while it lives.
@@ -520,7 +527,20 @@ impl Recorder {
                 ("consumer", self.consumer_restarts.load(Ordering::Relaxed)),
                 ("reaper", self.reaper_restarts.load(Ordering::Relaxed)),
             ],
+            store_resets: self.store_resets.load(Ordering::Relaxed),
+            last_store_reset: self.last_store_reset.lock().expect("metrics lock poisoned").clone(),
         }
+    }
+
+    /// The store was found emptied (the store itself logged it).
+    pub(crate) fn store_reset(&self, reset: StoreReset) {
+        *self.last_store_reset.lock().expect("metrics lock poisoned") = Some(reset);
+        self.store_resets.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Resets whose reports were lost (more than the channel holds at once).
+    pub(crate) fn store_resets_missed(&self, missed: u64) {
+        self.store_resets.fetch_add(missed, Ordering::Relaxed);
     }
 
     pub(crate) fn activity(&self, queue: &QueueName, now: Timestamp) -> QueueActivity {

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::{Error, Result};
+use crate::identity::StoreId;
 use crate::policy::{Backoff, Repeat};
 use crate::time::Timestamp;
 
@@ -213,6 +214,10 @@ pub struct Task {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub struct TaskMeta {
+    /// The store holding the task (stamped by the store on every task it returns):
+    /// delivery ids of different stores, or of one store before and after it was
+    /// emptied, never meet.
+    pub store: StoreId,
     /// Unique per creation of (queue, key) for the life of the store: a task that is
     /// deleted and created again gets a new id.
     pub id: u64,
@@ -228,8 +233,8 @@ pub struct TaskMeta {
 
 impl TaskMeta {
     /// Bookkeeping from its parts (for stores).
-    pub fn new(id: u64, fence: u64, occurrence: u32, anchor: Timestamp) -> TaskMeta {
-        TaskMeta { id, fence, occurrence, anchor }
+    pub fn new(store: StoreId, id: u64, fence: u64, occurrence: u32, anchor: Timestamp) -> TaskMeta {
+        TaskMeta { store, id, fence, occurrence, anchor }
     }
 }
 
@@ -257,10 +262,12 @@ impl Task {
         }
     }
 
-    /// The id handlers use for idempotency: the same for every try of one occurrence,
-    /// different for every other occurrence, replace or re-creation.
+    /// The id handlers use for idempotency, `<store>-<id in hex>-<version>-<occurrence>`:
+    /// the same for every try of one occurrence, different for every other occurrence,
+    /// replace or re-creation, and for every task of another store or of this store
+    /// before it was emptied (see [`StoreId`]).
     pub fn delivery_id(&self) -> String {
-        format!("{:x}-{}-{}", self.meta.id, self.version, self.meta.occurrence)
+        format!("{}-{:x}-{}-{}", self.meta.store, self.meta.id, self.version, self.meta.occurrence)
     }
 }
 
@@ -432,7 +439,7 @@ mod tests {
     }
 
     #[test]
-    fn delivery_ids_change_with_occurrence_and_version_but_not_attempts() {
+    fn delivery_ids_change_with_occurrence_version_and_store_but_not_attempts() {
         let q = QueueName::new("q").unwrap();
         let k = TaskKey::new("k").unwrap();
         let mut task = Task {
@@ -451,13 +458,20 @@ mod tests {
             updated_at: Timestamp::EPOCH,
             lease_expires_at: None,
             last_error: None,
-            meta: TaskMeta::new(7, 0, 1, Timestamp::EPOCH),
+            meta: TaskMeta::new(StoreId::from_bits(1), 0x7f, 0, 1, Timestamp::EPOCH),
         };
         let first = task.delivery_id();
+        assert_eq!(first, "0000000000001-7f-1-1");
         task.attempts = 2;
         task.meta.fence = 9;
         assert_eq!(task.delivery_id(), first);
         task.meta.occurrence = 2;
         assert_ne!(task.delivery_id(), first);
+        task.meta.occurrence = 1;
+        task.version = 2;
+        assert_ne!(task.delivery_id(), first);
+        task.version = 1;
+        task.meta.store = StoreId::from_bits(2);
+        assert_ne!(task.delivery_id(), first, "the same task in another store is another delivery");
     }
 }

@@ -12,11 +12,15 @@
 //!   or released; anything else is [`Error::LeaseLost`] and changes nothing.
 //! - Ordering "in due order" is by `due_at`, ties broken by a stable store-defined
 //!   order.
+//! - Every task a store returns carries the store's identity in `meta.store`
+//!   ([`StoreId`]): minted when the store is created, kept in it, the same for every
+//!   process using it. A store found emptied gets a new one ([`StoreReset`]).
 
 use std::future::Future;
 use std::time::Duration;
 
 use crate::error::{Error, Result};
+use crate::identity::StoreId;
 use crate::model::{NewTask, QueueName, Tag, Task, TaskKey, TaskState};
 use crate::time::Timestamp;
 
@@ -264,6 +268,29 @@ impl Wakeup {
     }
 }
 
+/// A shared store found emptied while this process ran: the identity this process
+/// started with (or last adopted) vanished or changed, so every task stored before is
+/// gone (a Redis restarted without persistence, `FLUSHALL`, a failover to an empty
+/// replica). The store has a new identity by then, and goes on serving.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct StoreReset {
+    /// The identity this process knew.
+    pub previous: StoreId,
+    /// The identity the store has now (minted by this process or by another).
+    pub current: StoreId,
+    /// When this process noticed.
+    pub noticed_at: Timestamp,
+    /// What happened, in a sentence for the log and `/readyz`.
+    pub what: String,
+}
+
+impl StoreReset {
+    pub fn new(previous: StoreId, current: StoreId, noticed_at: Timestamp, what: String) -> StoreReset {
+        StoreReset { previous, current, noticed_at, what }
+    }
+}
+
 /// How a store shared by many processes tells this one about the others' writes.
 #[derive(Debug)]
 #[non_exhaustive]
@@ -274,11 +301,20 @@ pub struct Peers {
     /// The engine looks at every queue it serves, and for expired leases, at least
     /// this often, whatever it was told: a lost wake-up costs at most this long.
     pub safety_poll: Duration,
+    /// Each time the store is found emptied (see [`StoreReset`]); `None` for a store
+    /// that cannot be.
+    pub resets: Option<tokio::sync::broadcast::Receiver<StoreReset>>,
 }
 
 impl Peers {
     pub fn new(wakeups: tokio::sync::broadcast::Receiver<Wakeup>, safety_poll: Duration) -> Peers {
-        Peers { wakeups, safety_poll }
+        Peers { wakeups, safety_poll, resets: None }
+    }
+
+    /// Reports the store's resets too.
+    pub fn with_resets(mut self, resets: tokio::sync::broadcast::Receiver<StoreReset>) -> Peers {
+        self.resets = Some(resets);
+        self
     }
 }
 

@@ -3,7 +3,8 @@
 //!
 //! Invariant: no call waits longer than the configured operation timeout; past it the
 //! caller gets [`Error::Unavailable`]. Reachability changes are logged once per change,
-//! not once per failed call.
+//! not once per failed call, and Redis becoming reachable again is signalled
+//! ([`Conn::reconnected`]) so the store can check at once what Redis still holds.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -12,7 +13,8 @@ use std::time::Duration;
 use punctual_core::{Error, Result};
 use redis::aio::ConnectionManager;
 use redis::cluster_async::ClusterConnection;
-use redis::{Cmd, ErrorKind, FromRedisValue, RedisError, ScriptInvocation, ServerErrorKind};
+use redis::{Cmd, ErrorKind, FromRedisValue, RedisError, ScriptInvocation, ServerErrorKind, Value};
+use tokio::sync::Notify;
 
 #[derive(Clone)]
 enum Handle {
@@ -26,6 +28,7 @@ pub(crate) struct Conn {
     handle: Handle,
     timeout: Duration,
     reachable: Arc<AtomicBool>,
+    reconnected: Arc<Notify>,
 }
 
 impl std::fmt::Debug for Conn {
@@ -40,11 +43,53 @@ impl std::fmt::Debug for Conn {
 
 impl Conn {
     pub(crate) fn single(manager: ConnectionManager, timeout: Duration) -> Conn {
-        Conn { handle: Handle::Single(manager), timeout, reachable: Arc::new(AtomicBool::new(true)) }
+        Conn::new(Handle::Single(manager), timeout)
     }
 
     pub(crate) fn cluster(connection: ClusterConnection, timeout: Duration) -> Conn {
-        Conn { handle: Handle::Cluster(connection), timeout, reachable: Arc::new(AtomicBool::new(true)) }
+        Conn::new(Handle::Cluster(connection), timeout)
+    }
+
+    fn new(handle: Handle, timeout: Duration) -> Conn {
+        let (reachable, reconnected) = (Arc::new(AtomicBool::new(true)), Arc::new(Notify::new()));
+        Conn { handle, timeout, reachable, reconnected }
+    }
+
+    /// Notified (one waiter, or the next to wait) each time Redis answers again after
+    /// it was unreachable.
+    pub(crate) fn reconnected(&self) -> &Notify {
+        &self.reconnected
+    }
+
+    /// Runs a command on the one Redis, or on every primary of a Cluster: each node's
+    /// address (`""` for the one Redis) with its answer, a refusal (such as a managed
+    /// Redis refusing `CONFIG`) as [`Value::ServerError`].
+    pub(crate) async fn on_every_primary(&self, cmd: &Cmd) -> Result<Vec<(String, Value)>> {
+        let call = async {
+            match &self.handle {
+                Handle::Single(c) => match cmd.query_async::<Value>(&mut c.clone()).await {
+                    Ok(value) => Ok(vec![(String::new(), value)]),
+                    Err(e) => match e.try_into() {
+                        Ok(refused) => Ok(vec![(String::new(), Value::ServerError(refused))]),
+                        Err(e) => Err(e),
+                    },
+                },
+                Handle::Cluster(c) => {
+                    use redis::cluster_routing::{MultipleNodeRoutingInfo, RoutingInfo};
+                    let route = RoutingInfo::MultiNode((MultipleNodeRoutingInfo::AllMasters, None));
+                    let answers = c.clone().route_command(cmd.clone(), route).await?;
+                    // Without a response policy, the answers come as a map of node → answer.
+                    match answers {
+                        Value::Map(pairs) => Ok(pairs
+                            .into_iter()
+                            .map(|(node, answer)| (String::from_redis_value(node).unwrap_or_default(), answer))
+                            .collect()),
+                        other => Ok(vec![(String::new(), other)]),
+                    }
+                }
+            }
+        };
+        self.limited(call).await
     }
 
     /// Runs a command.
@@ -112,6 +157,7 @@ impl Conn {
             _ => {
                 if !self.reachable.swap(true, Ordering::SeqCst) {
                     tracing::info!("Redis is reachable again");
+                    self.reconnected.notify_one();
                 }
             }
         }

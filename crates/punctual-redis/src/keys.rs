@@ -14,8 +14,9 @@
 //! | `…:tags` | ZSet, scores 0 | `"<tag>\n<key>"`, read by lexicographic range |
 //! | `…:seq` | string counter | the last fence handed out in the shard |
 //! | `<p>:queues` | Hash | queue name → its number of shards (the registry) |
-//! | `<p>:ids` | string counter | task ids, reserved in blocks by each process |
+//! | `<p>:ids` | string counter | task ids, reserved in blocks by each process; created at a random point in [2^40, 2^41) ([`ids_start`]) |
 //! | `<p>:secret` | string | the secret that signs lease tokens |
+//! | `<p>:store` | string | the store's identity (13 characters, see `identity`) |
 //!
 //! Channel `<p>:wake` carries `"<queue>\n<due ms>"` whenever a script makes a queue's
 //! earliest due time earlier. Queue names cannot hold `{`, `}` or `/`, so each shard's
@@ -64,9 +65,23 @@ pub(crate) fn ids(prefix: &str) -> String {
     format!("{prefix}:ids")
 }
 
+/// Where a new task-id counter starts: a random point in [2^40, 2^41). Ids of a
+/// counter Redis lost and made anew (a restart without persistence, `FLUSHALL`) then
+/// never meet the ids processes reserved before and still hand out; stores written
+/// before counters started there counted from 1, below 2^40. Ids stay below 2^53, the
+/// largest integer the scripts' numbers (doubles) hold exactly.
+pub(crate) fn ids_start() -> u64 {
+    (1 << 40) + (rand::random::<u64>() >> 24)
+}
+
 /// The lease-signing secret.
 pub(crate) fn secret(prefix: &str) -> String {
     format!("{prefix}:secret")
+}
+
+/// The store's identity.
+pub(crate) fn store(prefix: &str) -> String {
+    format!("{prefix}:store")
 }
 
 /// The wake-up channel.
@@ -100,6 +115,15 @@ mod tests {
         assert_eq!(zero.keys[0], "punctual:{order.cancel}:scheduled");
         assert_eq!(two.keys[4], "punctual:{order.cancel/2}:tasks");
         assert!(zero.keys.iter().all(|k| k.contains("{order.cancel}:")));
+    }
+
+    #[test]
+    fn new_id_counters_start_above_every_old_one_and_far_below_2_to_the_53() {
+        for _ in 0..1000 {
+            let start = ids_start();
+            assert!((1 << 40..1 << 41).contains(&start), "{start}");
+        }
+        assert_ne!(ids_start(), ids_start());
     }
 
     #[test]

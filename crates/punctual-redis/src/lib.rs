@@ -12,11 +12,17 @@
 //!   caller, for tests that drive a manual clock.
 //! - Wake-ups: scripts publish when they make a queue's next due time earlier; each
 //!   store follows the channel and reports [`Peers`] to its engine.
-//! - Durability: as durable as Redis is configured to be (see `docs/redis.md`);
-//!   optionally each write waits for replicas (`WAIT`) before answering.
+//! - Durability: as durable as Redis is configured to be (see `docs/redis.md`; settings
+//!   that can lose tasks are warned about at connect, see `durability`); optionally
+//!   each write waits for replicas (`WAIT`) before answering.
+//! - Identity: the store's identity lives in Redis; each process checks every few
+//!   seconds that Redis still holds it, and reports a Redis that lost punctual's data
+//!   as a [`StoreReset`](punctual_core::StoreReset) (see `identity`).
 
 mod clock;
 mod conn;
+mod durability;
+mod identity;
 mod keys;
 pub mod private_server;
 mod record;
@@ -34,8 +40,8 @@ use punctual_core::store::{
     ReapResult, Reaped, ScheduleOutcome, Scheduled, corrupt,
 };
 use punctual_core::{
-    Clock, Error, IfExists, NewTask, QueueName, Result, Store, SystemClock, Tag, Task, TaskKey, TaskState, Timestamp,
-    Wakeup,
+    Clock, Error, IfExists, NewTask, QueueName, Result, Store, StoreId, SystemClock, Tag, Task, TaskKey, TaskState,
+    Timestamp, Wakeup,
 };
 use redis::{ConnectionInfo, IntoConnectionInfo, ScriptInvocation};
 use tokio::sync::{broadcast, mpsc, oneshot};
@@ -44,6 +50,7 @@ use tokio_util::sync::CancellationToken;
 pub use clock::RedisClock;
 
 use conn::Conn;
+use identity::Identity;
 use keys::ShardKeys;
 use scripts::Scripts;
 
@@ -189,6 +196,7 @@ struct Shared {
     /// Shard counts as recorded in Redis, learnt on first use of each queue.
     shards: Mutex<HashMap<QueueName, u32>>,
     ids: tokio::sync::Mutex<IdBlock>,
+    identity: Identity,
     wakeups: broadcast::Sender<Wakeup>,
     stop: CancellationToken,
     closed: AtomicBool,
@@ -199,7 +207,8 @@ type PendingCompletion = (CompleteRequest, oneshot::Sender<Result<()>>);
 
 impl RedisStore {
     /// Connects (failing with `Unavailable` when Redis does not answer), measures the
-    /// clock offset, and starts following wake-ups.
+    /// clock offset, reads (or mints) the store's identity, warns about Redis settings
+    /// that can lose tasks, and starts following wake-ups and checking the identity.
     pub async fn connect(config: RedisConfig) -> Result<RedisStore> {
         let connect_timeout = config.op_timeout.min(Duration::from_secs(5));
         let (conn, nodes) = match &config.target {
@@ -244,6 +253,8 @@ impl RedisStore {
         };
         let clock = RedisClock::default();
         clock.measure(&conn).await?;
+        let identity = Identity::connect(&conn, &config.prefix).await?;
+        durability::warn_about_settings(&conn).await;
         let (wakeups, _) = broadcast::channel(4096);
         let stop = CancellationToken::new();
         tokio::spawn(wake::follow(nodes, keys::wake_channel(&config.prefix), wakeups.clone(), stop.clone()));
@@ -255,13 +266,29 @@ impl RedisStore {
             clock,
             shards: Mutex::new(HashMap::new()),
             ids: tokio::sync::Mutex::new(IdBlock::default()),
+            identity,
             wakeups,
             stop,
             closed: AtomicBool::new(false),
         });
         let (completions, waiting) = mpsc::unbounded_channel();
         tokio::spawn(commit_completions(Arc::clone(&shared), waiting));
+        tokio::spawn(identity::watch(Arc::clone(&shared)));
         Ok(RedisStore { shared, completions })
+    }
+
+    /// The store's identity as this process knows it (the first part of every
+    /// delivery id); it changes when Redis is found emptied
+    /// ([`StoreReset`](punctual_core::StoreReset)).
+    pub fn id(&self) -> StoreId {
+        self.shared.identity.current()
+    }
+
+    /// Checks now, rather than at the next periodic check, that Redis still holds this
+    /// store; a reset found is handled and reported as usual.
+    pub async fn check_identity(&self) -> Result<()> {
+        self.shared.check_open()?;
+        identity::check(&self.shared).await
     }
 
     /// The clock the engine should use: Redis' time with [`TimeSource::Redis`], the
@@ -325,6 +352,19 @@ impl Shared {
         Ok(stored)
     }
 
+    /// Records again in Redis every queue whose shard count this process knows (after
+    /// Redis lost the registry, tasks this process writes must stay visible to every
+    /// node's reaper and stats).
+    async fn register_known_queues(&self) -> Result<()> {
+        let known: Vec<(QueueName, u32)> =
+            self.shards.lock().expect("shards lock poisoned").iter().map(|(q, n)| (q.clone(), *n)).collect();
+        let registry = keys::registry(&self.config.prefix);
+        for (queue, shards) in known {
+            self.conn.query::<()>(redis::cmd("HSETNX").arg(&registry).arg(queue.as_str()).arg(shards)).await?;
+        }
+        Ok(())
+    }
+
     async fn shard_of(&self, queue: &QueueName, key: &TaskKey, register: bool) -> Result<u32> {
         Ok(keys::shard_of(key, self.shard_count(queue, register).await?))
     }
@@ -348,8 +388,9 @@ impl Shared {
         while ids.len() < n {
             if block.next >= block.end {
                 let want = ID_BLOCK.max((n - ids.len()) as u64);
-                let end: u64 =
-                    self.conn.query(redis::cmd("INCRBY").arg(keys::ids(&self.config.prefix)).arg(want)).await?;
+                let mut reserve = self.scripts.ids.prepare_invoke();
+                reserve.key(keys::ids(&self.config.prefix)).arg(want).arg(keys::ids_start());
+                let end: u64 = self.conn.invoke(&reserve).await?;
                 block.next = end - want + 1;
                 block.end = end + 1;
             }
@@ -590,11 +631,11 @@ fn state_arg(state: Option<TaskState>) -> &'static str {
 }
 
 /// Decodes `[key, record, key, record…]` answers.
-fn decode_pairs(queue: &QueueName, items: &[Vec<u8>]) -> Result<Vec<Task>> {
+fn decode_pairs(store: StoreId, queue: &QueueName, items: &[Vec<u8>]) -> Result<Vec<Task>> {
     items
         .chunks(2)
         .map(|pair| match pair {
-            [key, record] => record::decode(queue, std::str::from_utf8(key).map_err(corrupt)?, record),
+            [key, record] => record::decode(store, queue, std::str::from_utf8(key).map_err(corrupt)?, record),
             _ => Err(corrupt("an odd answer from a script")),
         })
         .collect()
@@ -649,7 +690,7 @@ impl Store for RedisStore {
                             continue;
                         }
                     };
-                    let stored = record::decode(&queue, task.key.as_str(), &pair[1])?;
+                    let stored = record::decode(self.id(), &queue, task.key.as_str(), &pair[1])?;
                     results[i] = Some(Ok(Scheduled::new(outcome, stored)));
                 }
             }
@@ -664,7 +705,7 @@ impl Store for RedisStore {
         let keys = ShardKeys::new(&self.shared.config.prefix, queue, shard);
         let record: Option<Vec<u8>> =
             self.shared.conn.query(redis::cmd("HGET").arg(keys.tasks()).arg(key.as_str())).await?;
-        record.map(|r| record::decode(queue, key.as_str(), &r)).transpose()
+        record.map(|r| record::decode(self.id(), queue, key.as_str(), &r)).transpose()
     }
 
     async fn cancel(&self, queue: &QueueName, key: &TaskKey) -> Result<bool> {
@@ -710,7 +751,7 @@ impl Store for RedisStore {
             };
             invocation.arg(limit);
             let answer: Vec<Vec<u8>> = self.shared.conn.invoke(&invocation).await?;
-            found.extend(decode_pairs(&req.queue, &answer)?);
+            found.extend(decode_pairs(self.id(), &req.queue, &answer)?);
         }
         found.sort_by(|a, b| (a.due_at, a.key.as_str().as_bytes()).cmp(&(b.due_at, b.key.as_str().as_bytes())));
         let more = found.len() > limit;
@@ -736,7 +777,7 @@ impl Store for RedisStore {
             let answer: Vec<Vec<u8>> = self.shared.conn.invoke(&invocation).await?;
             let (head, pairs) = answer.split_first().ok_or_else(|| corrupt("lease answered nothing"))?;
             next_due = earliest(next_due, parse_score(std::str::from_utf8(head).map_err(corrupt)?)?);
-            leases.extend(decode_pairs(&req.queue, pairs)?.into_iter().map(Lease::of));
+            leases.extend(decode_pairs(self.id(), &req.queue, pairs)?.into_iter().map(Lease::of));
         }
         leases.sort_by(|a, b| (a.task.due_at, a.task.key.as_str()).cmp(&(b.task.due_at, b.task.key.as_str())));
         Ok(LeaseBatch::new(leases, next_due))
@@ -837,7 +878,7 @@ impl Store for RedisStore {
             return Ok(None);
         }
         self.shared.replicate(queue, shard).await?;
-        record::decode(queue, key.as_str(), &record).map(Some)
+        record::decode(self.id(), queue, key.as_str(), &record).map(Some)
     }
 
     async fn delete_dead(&self, queue: &QueueName, key: &TaskKey) -> Result<bool> {
@@ -872,11 +913,14 @@ impl Store for RedisStore {
         let fresh: [u8; 32] = rand::random();
         self.shared.conn.query::<()>(redis::cmd("SET").arg(&key).arg(&fresh[..]).arg("NX")).await?;
         let stored: Vec<u8> = self.shared.conn.query(redis::cmd("GET").arg(&key)).await?;
-        stored.try_into().map_err(|_| corrupt("the lease secret is not 32 bytes"))
+        let secret: [u8; 32] = stored.try_into().map_err(|_| corrupt("the lease secret is not 32 bytes"))?;
+        self.shared.identity.remember_secret(secret);
+        Ok(secret)
     }
 
     fn peers(&self) -> Option<Peers> {
-        Some(Peers::new(self.shared.wakeups.subscribe(), self.shared.config.safety_poll))
+        let peers = Peers::new(self.shared.wakeups.subscribe(), self.shared.config.safety_poll);
+        Some(peers.with_resets(self.shared.identity.resets()))
     }
 
     async fn close(&self) -> Result<()> {

@@ -3,7 +3,9 @@
 //! error, the tags, and a JSON body the scripts never look into.
 
 use punctual_core::store::corrupt;
-use punctual_core::{Backoff, NewTask, QueueName, Repeat, Result, Tag, Task, TaskKey, TaskMeta, TaskState, Timestamp};
+use punctual_core::{
+    Backoff, NewTask, QueueName, Repeat, Result, StoreId, Tag, Task, TaskKey, TaskMeta, TaskState, Timestamp,
+};
 use serde::{Deserialize, Serialize};
 
 /// What only the Rust side reads: payload and policies.
@@ -40,8 +42,9 @@ pub(crate) fn tags_of(tags: &[Tag]) -> String {
     joined
 }
 
-/// Decodes the record of `key` in `queue`.
-pub(crate) fn decode(queue: &QueueName, key: &str, record: &[u8]) -> Result<Task> {
+/// Decodes the record of `key` in `queue` of the store `store` (the record does not
+/// hold it: every task of a store has the same).
+pub(crate) fn decode(store: StoreId, queue: &QueueName, key: &str, record: &[u8]) -> Result<Task> {
     let bar = record.iter().position(|&b| b == b'|').ok_or_else(|| corrupt("a record without a header"))?;
     let header = std::str::from_utf8(&record[..bar]).map_err(corrupt)?;
     // An empty field holds its usual value, which may be another field's (see
@@ -82,7 +85,7 @@ pub(crate) fn decode(queue: &QueueName, key: &str, record: &[u8]) -> Result<Task
         tags_text.split('\n').map(|t| Tag::new(t).map_err(corrupt)).collect::<Result<Vec<_>>>()?
     };
     let body: Body = serde_json::from_slice(rest).map_err(corrupt)?;
-    let meta = TaskMeta::new(unsigned(id)?, unsigned(fence)?, count(occ)?, Timestamp::from_millis(anchor));
+    let meta = TaskMeta::new(store, unsigned(id)?, unsigned(fence)?, count(occ)?, Timestamp::from_millis(anchor));
     let key = TaskKey::new(key).map_err(corrupt)?;
     let mut task =
         Task::from_new(NewTask::new(queue.clone(), key, Timestamp::from_millis(due)), meta, Timestamp::EPOCH);
@@ -115,15 +118,17 @@ mod tests {
 
     use super::*;
 
+    const STORE: StoreId = StoreId::from_bits(0x5eed);
+
     #[test]
     fn a_record_decodes_with_error_tags_and_body() {
         let body = r#"{"p":{"order":7},"b":{"initial":"1s","factor":2.0,"max":"1h"}}"#;
         let record = format!("1,1000,31000,7,2,1,20,3,500,42,10,20,4,7|boom{}{body}", "a\nbc\nde");
         let q = QueueName::new("q").unwrap();
-        let task = decode(&q, "k", record.as_bytes()).unwrap();
+        let task = decode(STORE, &q, "k", record.as_bytes()).unwrap();
         assert_eq!(task.state, TaskState::Leased);
         assert_eq!(task.lease_expires_at, Some(Timestamp::from_millis(31_000)));
-        assert_eq!(task.meta, TaskMeta::new(42, 7, 3, Timestamp::from_millis(500)));
+        assert_eq!(task.meta, TaskMeta::new(STORE, 42, 7, 3, Timestamp::from_millis(500)));
         assert_eq!(task.last_error.as_deref(), Some("boom"));
         assert_eq!(task.tags.iter().map(|t| t.as_str()).collect::<Vec<_>>(), ["a", "bc", "de"]);
         assert_eq!(task.payload, serde_json::json!({"order": 7}));
@@ -133,9 +138,9 @@ mod tests {
     #[test]
     fn empty_fields_take_their_usual_values() {
         let record = "0,1000,,,,,20,,,42,10,,,0|{}";
-        let task = decode(&QueueName::new("q").unwrap(), "k", record.as_bytes()).unwrap();
+        let task = decode(STORE, &QueueName::new("q").unwrap(), "k", record.as_bytes()).unwrap();
         assert_eq!(task.state, TaskState::Scheduled);
-        assert_eq!(task.meta, TaskMeta::new(42, 0, 1, Timestamp::from_millis(1000)));
+        assert_eq!(task.meta, TaskMeta::new(STORE, 42, 0, 1, Timestamp::from_millis(1000)));
         assert_eq!((task.version, task.attempts, task.last_error), (1, 0, None));
         assert_eq!((task.created_at, task.updated_at), (Timestamp::from_millis(10), Timestamp::from_millis(10)));
         assert_eq!((task.payload, task.backoff), (serde_json::Value::Null, Backoff::default()));
@@ -154,7 +159,7 @@ mod tests {
     fn a_damaged_record_is_an_error_not_a_panic() {
         let q = QueueName::new("q").unwrap();
         for bad in ["", "1,2,3|", "9,0,0,0,1,0,20,1,0,1,0,0,-1,0|{}", "0,0,0,0,1,0,20,1,0,1,0,0,50,0|short"] {
-            assert!(decode(&q, "k", bad.as_bytes()).is_err(), "{bad:?}");
+            assert!(decode(STORE, &q, "k", bad.as_bytes()).is_err(), "{bad:?}");
         }
     }
 
@@ -165,7 +170,7 @@ mod tests {
         let mut task = NewTask::new(QueueName::new("q").unwrap(), TaskKey::new("k").unwrap(), Timestamp::EPOCH);
         task.payload = serde_json::json!([-3.296395216018084e-143, 0.1, 5e-324, 1.7976931348623157e308]);
         let record = format!("0,0,,,,,20,,,1,0,,,0|{}", body_of(&task).unwrap());
-        let decoded = decode(&task.queue, "k", record.as_bytes()).unwrap();
+        let decoded = decode(STORE, &task.queue, "k", record.as_bytes()).unwrap();
         assert_eq!(decoded.payload, task.payload);
     }
 
@@ -322,7 +327,7 @@ mod tests {
             // The usual values (anchor = due, updated = created) often, to cover empty fields.
             let anchor = if same_times.0 { due_at } else { anchor };
             let updated_at = if same_times.1 { created_at } else { updated_at };
-            let meta = TaskMeta::new(id, fence, occurrence, anchor);
+            let meta = TaskMeta::new(STORE, id, fence, occurrence, anchor);
             let mut task = Task::from_new(NewTask::new(queue, key, due_at), meta, created_at);
             task.state = state;
             task.payload = payload;
@@ -372,7 +377,7 @@ mod tests {
         #[test]
         fn any_task_round_trips_through_its_record(task in any_task()) {
             let record = encode_as_the_scripts_do(&task);
-            let decoded = decode(&task.queue, task.key.as_str(), &record);
+            let decoded = decode(STORE, &task.queue, task.key.as_str(), &record);
             prop_assert_eq!(decoded, Ok(task), "{}", String::from_utf8_lossy(&record));
         }
 
@@ -396,7 +401,7 @@ mod tests {
             ],
             key in prop_oneof![Just("k".to_owned()), ".{0,8}"],
         ) {
-            let _ = decode(&QueueName::new("q").unwrap(), &key, &record);
+            let _ = decode(STORE, &QueueName::new("q").unwrap(), &key, &record);
         }
     }
 }

@@ -1,6 +1,7 @@
-//! The Lua scripts, each `lua/common.lua` followed by its own file. Loaded once per
-//! Redis node and called by SHA; redis-rs reloads a script the node answers NOSCRIPT
-//! for (after a restart or a `SCRIPT FLUSH`).
+//! The Lua scripts, each `lua/common.lua` followed by its own file (but `lua/ids.lua`,
+//! which works on no shard). Loaded once per Redis node and called by SHA; redis-rs
+//! reloads a script the node answers NOSCRIPT for (after a restart or a `SCRIPT
+//! FLUSH`).
 
 use redis::Script;
 
@@ -20,6 +21,7 @@ pub(crate) struct Scripts {
     pub(crate) cancel_tag: Script,
     pub(crate) list: Script,
     pub(crate) stats: Script,
+    pub(crate) ids: Script,
 }
 
 fn with_common(body: &str) -> Script {
@@ -40,6 +42,7 @@ impl Scripts {
             cancel_tag: with_common(include_str!("lua/cancel_tag.lua")),
             list: with_common(include_str!("lua/list.lua")),
             stats: with_common(include_str!("lua/stats.lua")),
+            ids: Script::new(include_str!("lua/ids.lua")),
         }
     }
 }

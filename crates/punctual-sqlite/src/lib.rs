@@ -19,6 +19,9 @@
 //! - **One owner**: the directory is locked (`LOCK`) while open, so two processes can
 //!   never hand out the same task. Leases survive a restart and end like any other
 //!   lease: when they expire, the engine's reaper makes their tasks due again.
+//! - **An identity per store**: minted at the first open (of a new store, or of one
+//!   written before stores had one) and kept in `meta`, so delivery ids of two stores
+//!   never meet. The store is never emptied under its owner, so it never changes.
 
 mod ops;
 mod schema;
@@ -33,7 +36,7 @@ use std::time::Duration;
 use punctual_core::store::{
     CompleteRequest, LeaseBatch, LeaseRequest, LeaseToken, ListRequest, Page, QueueStats, ReapResult, Scheduled,
 };
-use punctual_core::{Error, NewTask, QueueName, Result, Store, Tag, Task, TaskKey, Timestamp};
+use punctual_core::{Error, NewTask, QueueName, Result, Store, StoreId, Tag, Task, TaskKey, Timestamp};
 use rusqlite::{Connection, OpenFlags};
 use writer::Durability;
 
@@ -58,6 +61,8 @@ struct Shared {
     readers: Mutex<Vec<Connection>>,
     /// Fences handed out by this open are at least this (the epoch, shifted).
     fence_floor: i64,
+    /// The store's identity, stamped on every task read.
+    id: StoreId,
     /// Held for the store's life: the directory's single-owner lock.
     _lock: File,
 }
@@ -82,7 +87,13 @@ impl SqliteStore {
         configure(&conn)?;
         conn.execute_batch(schema::CREATE).map_err(map_err)?;
         check_version(&conn)?;
-        let fence_floor = next_epoch(&conn)? << 32;
+        let epoch = next_epoch(&conn)?;
+        let fence_floor = epoch << 32;
+        let (id, minted) = ops::identity(&conn, StoreId::random())?;
+        if minted {
+            let what = if epoch == 1 { "a new store" } else { "a store written by an earlier punctual" };
+            tracing::info!(store = %id, path = %path.display(), "store identity {id} minted for {what}");
+        }
         let (sender, handle) = writer::spawn(conn, &path)
             .map_err(|e| Error::Unavailable(format!("cannot start the writer thread: {e}")))?;
         Ok(SqliteStore {
@@ -92,6 +103,7 @@ impl SqliteStore {
                 writer_thread: Mutex::new(Some(handle)),
                 readers: Mutex::new(Vec::new()),
                 fence_floor,
+                id,
                 _lock: lock,
             }),
         })
@@ -100,6 +112,11 @@ impl SqliteStore {
     /// The database file.
     pub fn path(&self) -> &Path {
         &self.shared.path
+    }
+
+    /// The store's identity (the first part of every delivery id).
+    pub fn id(&self) -> StoreId {
+        self.shared.id
     }
 
     /// Runs `work` in the next group commit, fsynced.
@@ -213,44 +230,51 @@ pub(crate) fn map_err(e: rusqlite::Error) -> Error {
 
 impl Store for SqliteStore {
     async fn schedule(&self, tasks: Vec<NewTask>, now: Timestamp) -> Result<Vec<Result<Scheduled>>> {
-        self.write(move |conn| ops::schedule(conn, tasks, now)).await
+        let id = self.shared.id;
+        self.write(move |conn| ops::schedule(conn, id, tasks, now)).await
     }
 
     async fn get(&self, queue: &QueueName, key: &TaskKey) -> Result<Option<Task>> {
         let (queue, key) = (queue.clone(), key.clone());
-        self.read(move |conn| ops::get(conn, &queue, &key)).await
+        let id = self.shared.id;
+        self.read(move |conn| ops::get(conn, id, &queue, &key)).await
     }
 
     async fn cancel(&self, queue: &QueueName, key: &TaskKey) -> Result<bool> {
         let (queue, key) = (queue.clone(), key.clone());
-        self.write(move |conn| ops::cancel(conn, &queue, &key)).await
+        let id = self.shared.id;
+        self.write(move |conn| ops::cancel(conn, id, &queue, &key)).await
     }
 
     async fn cancel_tag(&self, queue: &QueueName, tag: &Tag) -> Result<u64> {
         let (queue, tag) = (queue.clone(), tag.clone());
-        self.write(move |conn| ops::cancel_tag(conn, &queue, &tag)).await
+        let id = self.shared.id;
+        self.write(move |conn| ops::cancel_tag(conn, id, &queue, &tag)).await
     }
 
     async fn list(&self, req: ListRequest) -> Result<Page> {
-        self.read(move |conn| ops::list(conn, &req)).await
+        let id = self.shared.id;
+        self.read(move |conn| ops::list(conn, id, &req)).await
     }
 
     async fn lease(&self, req: LeaseRequest) -> Result<LeaseBatch> {
-        let fence_floor = self.shared.fence_floor;
-        self.write_soft(move |conn| ops::lease(conn, &req, fence_floor)).await
+        let (id, fence_floor) = (self.shared.id, self.shared.fence_floor);
+        self.write_soft(move |conn| ops::lease(conn, id, &req, fence_floor)).await
     }
 
     async fn complete(&self, req: CompleteRequest) -> Result<()> {
-        self.write_soft(move |conn| ops::complete(conn, &req)).await
+        let id = self.shared.id;
+        self.write_soft(move |conn| ops::complete(conn, id, &req)).await
     }
 
     async fn complete_many(&self, reqs: Vec<CompleteRequest>) -> Result<Vec<Result<()>>> {
+        let id = self.shared.id;
         self.write_soft(move |conn| {
             Ok(reqs
                 .iter()
                 .map(|req| {
                     conn.execute_batch("SAVEPOINT ack").map_err(map_err)?;
-                    let result = ops::complete(conn, req);
+                    let result = ops::complete(conn, id, req);
                     let end = if result.is_ok() { "RELEASE ack" } else { "ROLLBACK TO ack; RELEASE ack" };
                     conn.execute_batch(end).map_err(map_err)?;
                     result
@@ -262,12 +286,14 @@ impl Store for SqliteStore {
 
     async fn extend(&self, token: &LeaseToken, lease_for: Duration, now: Timestamp) -> Result<Timestamp> {
         let token = token.clone();
-        self.write_soft(move |conn| ops::extend(conn, &token, lease_for, now)).await
+        let id = self.shared.id;
+        self.write_soft(move |conn| ops::extend(conn, id, &token, lease_for, now)).await
     }
 
     async fn release(&self, token: &LeaseToken, now: Timestamp) -> Result<()> {
         let token = token.clone();
-        self.write_soft(move |conn| ops::release(conn, &token, now)).await
+        let id = self.shared.id;
+        self.write_soft(move |conn| ops::release(conn, id, &token, now)).await
     }
 
     async fn reap(&self, now: Timestamp, limit: u32) -> Result<ReapResult> {
@@ -276,12 +302,14 @@ impl Store for SqliteStore {
 
     async fn retry_dead(&self, queue: &QueueName, key: &TaskKey, now: Timestamp) -> Result<Option<Task>> {
         let (queue, key) = (queue.clone(), key.clone());
-        self.write(move |conn| ops::retry_dead(conn, &queue, &key, now)).await
+        let id = self.shared.id;
+        self.write(move |conn| ops::retry_dead(conn, id, &queue, &key, now)).await
     }
 
     async fn delete_dead(&self, queue: &QueueName, key: &TaskKey) -> Result<bool> {
         let (queue, key) = (queue.clone(), key.clone());
-        self.write(move |conn| ops::delete_dead(conn, &queue, &key)).await
+        let id = self.shared.id;
+        self.write(move |conn| ops::delete_dead(conn, id, &queue, &key)).await
     }
 
     async fn stats(&self, queue: Option<&QueueName>) -> Result<Vec<QueueStats>> {

@@ -1,6 +1,7 @@
 //! Each store operation as a plain function on a connection. Writes run inside the
 //! writer's transaction (see `writer`), reads on a reader connection; none of them
-//! commits or reads the clock.
+//! commits or reads the clock. Functions that read tasks take the store's identity,
+//! which every task read is stamped with (`meta.store`).
 
 use std::time::Duration;
 
@@ -9,7 +10,8 @@ use punctual_core::store::{
     ReapResult, Reaped, ScheduleOutcome, Scheduled, corrupt,
 };
 use punctual_core::{
-    Backoff, Error, IfExists, NewTask, QueueName, Repeat, Result, Tag, Task, TaskKey, TaskMeta, TaskState, Timestamp,
+    Backoff, Error, IfExists, NewTask, QueueName, Repeat, Result, StoreId, Tag, Task, TaskKey, TaskMeta, TaskState,
+    Timestamp,
 };
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
@@ -82,7 +84,7 @@ fn raw(row: &Row<'_>) -> rusqlite::Result<RawTask> {
     })
 }
 
-fn decode(queue: &QueueName, raw: RawTask) -> Result<Task> {
+fn decode(store: StoreId, queue: &QueueName, raw: RawTask) -> Result<Task> {
     let count = |n: i64| u32::try_from(n).map_err(|_| corrupt(format!("count {n} out of range")));
     let backoff = Backoff::new(
         Duration::from_millis(u64::try_from(raw.backoff.0).unwrap_or(0)),
@@ -96,6 +98,7 @@ fn decode(queue: &QueueName, raw: RawTask) -> Result<Task> {
         None => Vec::new(),
     };
     let meta = TaskMeta::new(
+        store,
         u64::try_from(raw.id).map_err(corrupt)?,
         u64::try_from(raw.fence).map_err(corrupt)?,
         count(raw.occurrence)?,
@@ -139,19 +142,19 @@ fn queue_id_or_create(conn: &Connection, queue: &QueueName) -> Result<i64> {
         .map_err(map_err)
 }
 
-fn load(conn: &Connection, queue_id: i64, queue: &QueueName, key: &str) -> Result<Option<Task>> {
+fn load(conn: &Connection, store: StoreId, queue_id: i64, queue: &QueueName, key: &str) -> Result<Option<Task>> {
     let sql = format!("SELECT {TASK_COLUMNS} FROM tasks WHERE queue_id = ?1 AND key = ?2");
     let raw = conn
         .prepare_cached(&sql)
         .and_then(|mut stmt| stmt.query_row(params![queue_id, key], raw).optional())
         .map_err(map_err)?;
-    raw.map(|raw| decode(queue, raw)).transpose()
+    raw.map(|raw| decode(store, queue, raw)).transpose()
 }
 
-fn load_by_id(conn: &Connection, id: i64, queue: &QueueName) -> Result<Task> {
+fn load_by_id(conn: &Connection, store: StoreId, id: i64, queue: &QueueName) -> Result<Task> {
     let sql = format!("SELECT {TASK_COLUMNS} FROM tasks WHERE id = ?1");
     let raw = conn.prepare_cached(&sql).and_then(|mut stmt| stmt.query_row([id], raw)).map_err(map_err)?;
-    decode(queue, raw)
+    decode(store, queue, raw)
 }
 
 fn tags_json(tags: &[Tag]) -> Result<Option<String>> {
@@ -187,19 +190,24 @@ fn delete_task(conn: &Connection, queue_id: i64, task: &Task) -> Result<()> {
     Ok(())
 }
 
-pub(crate) fn schedule(conn: &Connection, tasks: Vec<NewTask>, now: Timestamp) -> Result<Vec<Result<Scheduled>>> {
+pub(crate) fn schedule(
+    conn: &Connection,
+    store: StoreId,
+    tasks: Vec<NewTask>,
+    now: Timestamp,
+) -> Result<Vec<Result<Scheduled>>> {
     let mut results = Vec::with_capacity(tasks.len());
     for task in tasks {
-        results.push(schedule_one(conn, task, now)?);
+        results.push(schedule_one(conn, store, task, now)?);
     }
     Ok(results)
 }
 
 /// The outer `Result` fails the whole batch (the store cannot write); the inner one is
 /// this task's own answer.
-fn schedule_one(conn: &Connection, task: NewTask, now: Timestamp) -> Result<Result<Scheduled>> {
+fn schedule_one(conn: &Connection, store: StoreId, task: NewTask, now: Timestamp) -> Result<Result<Scheduled>> {
     let queue_id = queue_id_or_create(conn, &task.queue)?;
-    let existing = load(conn, queue_id, &task.queue, task.key.as_str())?;
+    let existing = load(conn, store, queue_id, &task.queue, task.key.as_str())?;
     let repeat =
         task.repeat.as_ref().map(serde_json::to_string).transpose().map_err(|e| Error::Internal(e.to_string()))?;
     let payload = serde_json::to_string(&task.payload).map_err(|e| Error::Internal(e.to_string()))?;
@@ -231,7 +239,7 @@ fn schedule_one(conn: &Connection, task: NewTask, now: Timestamp) -> Result<Resu
                 })
                 .map_err(map_err)?;
             write_tags(conn, queue_id, id, &task.tags)?;
-            let meta = TaskMeta::new(u64::try_from(id).map_err(corrupt)?, 0, 1, task.due_at);
+            let meta = TaskMeta::new(store, u64::try_from(id).map_err(corrupt)?, 0, 1, task.due_at);
             Ok(Ok(Scheduled::new(ScheduleOutcome::Created, Task::from_new(task, meta, now))))
         }
         Some(old) => match task.if_exists {
@@ -264,7 +272,7 @@ fn schedule_one(conn: &Connection, task: NewTask, now: Timestamp) -> Result<Resu
                     })
                     .map_err(map_err)?;
                 write_tags(conn, queue_id, id, &task.tags)?;
-                let meta = TaskMeta::new(old.meta.id, old.meta.fence, 1, task.due_at);
+                let meta = TaskMeta::new(store, old.meta.id, old.meta.fence, 1, task.due_at);
                 let mut replaced = Task::from_new(task, meta, now);
                 replaced.version = old.version + 1;
                 replaced.created_at = old.created_at;
@@ -274,29 +282,29 @@ fn schedule_one(conn: &Connection, task: NewTask, now: Timestamp) -> Result<Resu
     }
 }
 
-pub(crate) fn get(conn: &Connection, queue: &QueueName, key: &TaskKey) -> Result<Option<Task>> {
+pub(crate) fn get(conn: &Connection, store: StoreId, queue: &QueueName, key: &TaskKey) -> Result<Option<Task>> {
     match queue_id(conn, queue)? {
-        Some(queue_id) => load(conn, queue_id, queue, key.as_str()),
+        Some(queue_id) => load(conn, store, queue_id, queue, key.as_str()),
         None => Ok(None),
     }
 }
 
-pub(crate) fn cancel(conn: &Connection, queue: &QueueName, key: &TaskKey) -> Result<bool> {
+pub(crate) fn cancel(conn: &Connection, store: StoreId, queue: &QueueName, key: &TaskKey) -> Result<bool> {
     let Some(queue_id) = queue_id(conn, queue)? else { return Ok(false) };
-    match load(conn, queue_id, queue, key.as_str())? {
+    match load(conn, store, queue_id, queue, key.as_str())? {
         Some(task) => delete_task(conn, queue_id, &task).map(|()| true),
         None => Ok(false),
     }
 }
 
-pub(crate) fn cancel_tag(conn: &Connection, queue: &QueueName, tag: &Tag) -> Result<u64> {
+pub(crate) fn cancel_tag(conn: &Connection, store: StoreId, queue: &QueueName, tag: &Tag) -> Result<u64> {
     let Some(queue_id) = queue_id(conn, queue)? else { return Ok(0) };
     let ids: Vec<i64> = conn
         .prepare_cached("SELECT task_id FROM tags WHERE queue_id = ?1 AND tag = ?2")
         .and_then(|mut stmt| stmt.query_map(params![queue_id, tag.as_str()], |row| row.get(0))?.collect())
         .map_err(map_err)?;
     for &id in &ids {
-        let task = load_by_id(conn, id, queue)?;
+        let task = load_by_id(conn, store, id, queue)?;
         delete_task(conn, queue_id, &task)?;
     }
     Ok(ids.len() as u64)
@@ -309,7 +317,7 @@ fn parse_cursor(cursor: &str) -> Result<(i64, i64)> {
     Ok((due.parse().map_err(|_| bad())?, id.parse().map_err(|_| bad())?))
 }
 
-pub(crate) fn list(conn: &Connection, req: &ListRequest) -> Result<Page> {
+pub(crate) fn list(conn: &Connection, store: StoreId, req: &ListRequest) -> Result<Page> {
     let (after_due, after_id) = match &req.cursor {
         Some(cursor) => parse_cursor(cursor)?,
         None => (i64::MIN, i64::MIN),
@@ -329,7 +337,8 @@ pub(crate) fn list(conn: &Connection, req: &ListRequest) -> Result<Page> {
         .and_then(|mut stmt| stmt.query_map(params![queue_id, after_due, after_id, limit + 1, state], raw)?.collect())
         .map_err(map_err)?;
     let more = raws.len() as i64 > limit;
-    let tasks = raws.into_iter().take(limit as usize).map(|raw| decode(&req.queue, raw)).collect::<Result<Vec<_>>>()?;
+    let tasks =
+        raws.into_iter().take(limit as usize).map(|raw| decode(store, &req.queue, raw)).collect::<Result<Vec<_>>>()?;
     let next_cursor = match tasks.last() {
         Some(last) if more => Some(format!("{}.{}", last.due_at.as_millis(), last.meta.id)),
         _ => None,
@@ -346,7 +355,7 @@ fn next_due(conn: &Connection, queue_id: i64) -> Result<Option<Timestamp>> {
 }
 
 /// `fence_floor`: every fence handed out is at least this (see the crate docs).
-pub(crate) fn lease(conn: &Connection, req: &LeaseRequest, fence_floor: i64) -> Result<LeaseBatch> {
+pub(crate) fn lease(conn: &Connection, store: StoreId, req: &LeaseRequest, fence_floor: i64) -> Result<LeaseBatch> {
     let Some(queue_id) = queue_id(conn, &req.queue)? else { return Ok(LeaseBatch::new(Vec::new(), None)) };
     let now = req.now.as_millis();
     let expires = req.now.saturating_add(req.lease_for).as_millis();
@@ -364,20 +373,20 @@ pub(crate) fn lease(conn: &Connection, req: &LeaseRequest, fence_floor: i64) -> 
     let mut leases = Vec::with_capacity(ids.len());
     for id in ids {
         let raw = stmt.query_row(params![id, expires, now, fence_floor], raw).map_err(map_err)?;
-        leases.push(Lease::of(decode(&req.queue, raw)?));
+        leases.push(Lease::of(decode(store, &req.queue, raw)?));
     }
     Ok(LeaseBatch::new(leases, next_due(conn, queue_id)?))
 }
 
 /// The task of a live lease, or `LeaseLost`.
-fn live(conn: &Connection, token: &LeaseToken, now: Timestamp) -> Result<(i64, Task)> {
+fn live(conn: &Connection, store: StoreId, token: &LeaseToken, now: Timestamp) -> Result<(i64, Task)> {
     let queue_id = queue_id(conn, &token.queue)?.ok_or(Error::LeaseLost)?;
-    let task = load(conn, queue_id, &token.queue, token.key.as_str())?.ok_or(Error::LeaseLost)?;
+    let task = load(conn, store, queue_id, &token.queue, token.key.as_str())?.ok_or(Error::LeaseLost)?;
     if token.is_live_for(&task, now) { Ok((queue_id, task)) } else { Err(Error::LeaseLost) }
 }
 
-pub(crate) fn complete(conn: &Connection, req: &CompleteRequest) -> Result<()> {
-    let (queue_id, task) = live(conn, &req.token, req.now)?;
+pub(crate) fn complete(conn: &Connection, store: StoreId, req: &CompleteRequest) -> Result<()> {
+    let (queue_id, task) = live(conn, store, &req.token, req.now)?;
     let id = i64::try_from(task.meta.id).map_err(corrupt)?;
     let now = req.now.as_millis();
     let result = match &req.completion {
@@ -402,8 +411,14 @@ pub(crate) fn complete(conn: &Connection, req: &CompleteRequest) -> Result<()> {
     result.map(|_| ()).map_err(map_err)
 }
 
-pub(crate) fn extend(conn: &Connection, token: &LeaseToken, lease_for: Duration, now: Timestamp) -> Result<Timestamp> {
-    let (_, task) = live(conn, token, now)?;
+pub(crate) fn extend(
+    conn: &Connection,
+    store: StoreId,
+    token: &LeaseToken,
+    lease_for: Duration,
+    now: Timestamp,
+) -> Result<Timestamp> {
+    let (_, task) = live(conn, store, token, now)?;
     let expires = now.saturating_add(lease_for);
     conn.prepare_cached("UPDATE tasks SET lease_expires_at = ?2, updated_at = ?3 WHERE id = ?1")
         .and_then(|mut stmt| stmt.execute(params![task.meta.id as i64, expires.as_millis(), now.as_millis()]))
@@ -411,8 +426,8 @@ pub(crate) fn extend(conn: &Connection, token: &LeaseToken, lease_for: Duration,
     Ok(expires)
 }
 
-pub(crate) fn release(conn: &Connection, token: &LeaseToken, now: Timestamp) -> Result<()> {
-    let (_, task) = live(conn, token, now)?;
+pub(crate) fn release(conn: &Connection, store: StoreId, token: &LeaseToken, now: Timestamp) -> Result<()> {
+    let (_, task) = live(conn, store, token, now)?;
     conn.prepare_cached("UPDATE tasks SET state = 0, lease_expires_at = NULL, updated_at = ?2 WHERE id = ?1")
         .and_then(|mut stmt| stmt.execute(params![task.meta.id as i64, now.as_millis()]))
         .map_err(map_err)?;
@@ -452,23 +467,29 @@ pub(crate) fn reap(conn: &Connection, now: Timestamp, limit: u32) -> Result<Reap
     Ok(ReapResult::new(reaped, next_expiry.map(Timestamp::from_millis)))
 }
 
-pub(crate) fn retry_dead(conn: &Connection, queue: &QueueName, key: &TaskKey, now: Timestamp) -> Result<Option<Task>> {
+pub(crate) fn retry_dead(
+    conn: &Connection,
+    store: StoreId,
+    queue: &QueueName,
+    key: &TaskKey,
+    now: Timestamp,
+) -> Result<Option<Task>> {
     let Some(queue_id) = queue_id(conn, queue)? else { return Ok(None) };
-    match load(conn, queue_id, queue, key.as_str())? {
+    match load(conn, store, queue_id, queue, key.as_str())? {
         Some(task) if task.state == TaskState::Dead => {
             let id = i64::try_from(task.meta.id).map_err(corrupt)?;
             conn.prepare_cached("UPDATE tasks SET state = 0, due_at = ?2, attempts = 0, updated_at = ?2 WHERE id = ?1")
                 .and_then(|mut stmt| stmt.execute(params![id, now.as_millis()]))
                 .map_err(map_err)?;
-            load_by_id(conn, id, queue).map(Some)
+            load_by_id(conn, store, id, queue).map(Some)
         }
         _ => Ok(None),
     }
 }
 
-pub(crate) fn delete_dead(conn: &Connection, queue: &QueueName, key: &TaskKey) -> Result<bool> {
+pub(crate) fn delete_dead(conn: &Connection, store: StoreId, queue: &QueueName, key: &TaskKey) -> Result<bool> {
     let Some(queue_id) = queue_id(conn, queue)? else { return Ok(false) };
-    match load(conn, queue_id, queue, key.as_str())? {
+    match load(conn, store, queue_id, queue, key.as_str())? {
         Some(task) if task.state == TaskState::Dead => delete_task(conn, queue_id, &task).map(|()| true),
         _ => Ok(false),
     }
@@ -507,6 +528,19 @@ pub(crate) fn stats(conn: &Connection, queue: Option<&QueueName>) -> Result<Vec<
         }
     }
     Ok(all)
+}
+
+/// The store's identity: `fresh` if none was stored yet (a new store, or one written
+/// before stores had one), else the stored one; and whether `fresh` was taken.
+pub(crate) fn identity(conn: &Connection, fresh: StoreId) -> Result<(StoreId, bool)> {
+    // `meta.value` is a signed 64-bit integer: the id's bits are kept as one.
+    let minted = conn
+        .execute("INSERT OR IGNORE INTO meta (name, value) VALUES ('store_id', ?1)", [fresh.bits() as i64])
+        .map_err(map_err)?
+        == 1;
+    let bits: i64 =
+        conn.query_row("SELECT value FROM meta WHERE name = 'store_id'", [], |row| row.get(0)).map_err(map_err)?;
+    Ok((StoreId::from_bits(bits as u64), minted))
 }
 
 /// The store's secret: `fresh` if none was stored yet, else the stored one.

@@ -1,8 +1,10 @@
 //! The on-disk layout, in one place. Inspect a live store with
 //! `sqlite3 punctual-data/punctual.db` (read-only while the server runs is safe: WAL).
 //!
-//! - `meta`: the layout version and the open counter (`epoch`); `secrets`: the store's
-//!   signing secret.
+//! - `meta`: the layout version, the open counter (`epoch`) and the store's identity
+//!   (`store_id`, its 64 bits as a signed integer; added without a layout change:
+//!   a store without one gets one at its next open); `secrets`: the store's signing
+//!   secret.
 //! - `queues`: one row per queue name; tasks refer to it by `id` to keep rows small.
 //! - `tasks`: one row per (queue, key); `state` 0 scheduled, 1 leased, 2 dead. Done
 //!   and cancelled tasks are deleted. `id` is AUTOINCREMENT so it is never reused: it

@@ -24,6 +24,7 @@
 mod completion;
 mod consumers;
 mod expiry;
+mod identity;
 mod inspection;
 mod leasing;
 mod repeat;
@@ -34,13 +35,15 @@ mod validation;
 pub use completion::*;
 pub use consumers::*;
 pub use expiry::*;
+pub use identity::*;
 pub use inspection::*;
 pub use leasing::*;
 pub use repeat::*;
 pub use upsert::*;
 pub use validation::*;
 
-/// Expands to one `#[tokio::test]` per conformance check, each on a fresh store.
+/// Expands to one `#[tokio::test]` per conformance check, each on a fresh store (two
+/// fresh stores for the checks after the `;`, which compare stores).
 ///
 /// `factory` is an expression callable as `factory()` that returns a future resolving
 /// to `(store, guard)`: a new, empty store and a value kept alive until the check ends
@@ -125,6 +128,11 @@ macro_rules! store_conformance {
             worker_never_fires_a_task_cancelled_before_it_is_due,
             worker_cannot_retry_or_repeat_a_task_cancelled_while_its_handler_runs,
             worker_retries_a_failed_handler_under_the_same_delivery_id,
+            // store identity and delivery ids
+            every_task_and_delivery_id_carries_the_stores_identity,
+            ;
+            // on two fresh stores
+            two_fresh_stores_never_share_a_delivery_id,
         }
     };
 }
@@ -133,7 +141,7 @@ macro_rules! store_conformance {
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __conformance_checks {
-    ($factory:expr; $($check:ident),+ $(,)?) => {
+    ($factory:expr; $($check:ident,)+ ; $($pair:ident,)+) => {
         $(
             // Multi-threaded, so concurrent store calls really run at the same time.
             #[::tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -142,6 +150,15 @@ macro_rules! __conformance_checks {
                 let (store, guard) = factory().await;
                 $crate::conformance::$check(store).await;
                 drop(guard);
+            }
+        )+
+        $(
+            #[::tokio::test(flavor = "multi_thread", worker_threads = 4)]
+            async fn $pair() {
+                let factory = $factory;
+                let ((first, first_guard), (second, second_guard)) = (factory().await, factory().await);
+                $crate::conformance::$pair(first, second).await;
+                drop((first_guard, second_guard));
             }
         )+
     };
@@ -155,6 +172,7 @@ mod tests {
             include_str!("conformance/completion.rs"),
             include_str!("conformance/consumers.rs"),
             include_str!("conformance/expiry.rs"),
+            include_str!("conformance/identity.rs"),
             include_str!("conformance/inspection.rs"),
             include_str!("conformance/leasing.rs"),
             include_str!("conformance/repeat.rs"),

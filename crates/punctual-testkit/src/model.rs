@@ -23,6 +23,9 @@
 //! - At the end the store is closed; a later call must fail with `Unavailable`.
 //!
 //! What the model cannot know is still checked strictly:
+//! - `meta.store`, the store's identity, is learned from the first task the store
+//!   returns: every task after must carry the same one (so every delivery id names
+//!   the store).
 //! - `meta.id` and the first fence are learned from the store's answer when a task is
 //!   created; an id must never repeat for the life of the store. Each lease must raise
 //!   the fence (by one, or further: a store may start fences at an epoch), and nothing
@@ -50,8 +53,8 @@ use proptest::test_runner::{Config, TestCaseError, TestError, TestRunner};
 use punctual_core::engine::completion_for;
 use punctual_core::store::{CompleteRequest, Completion, LeaseRequest, ListRequest, QueueStats, ScheduleOutcome};
 use punctual_core::{
-    Backoff, Error, IfExists, Lease, LeaseToken, NewTask, Outcome, QueueName, Repeat, Store, Tag, Task, TaskKey,
-    TaskMeta, TaskState, Timestamp,
+    Backoff, Error, IfExists, Lease, LeaseToken, NewTask, Outcome, QueueName, Repeat, Store, StoreId, Tag, Task,
+    TaskKey, TaskMeta, TaskState, Timestamp,
 };
 use serde_json::{Value, json};
 
@@ -496,6 +499,8 @@ struct Checker<'s, S> {
     store: &'s S,
     now: Timestamp,
     tasks: BTreeMap<Slot, Expected>,
+    /// The store's identity, once a task showed it.
+    store_id: Option<StoreId>,
     /// Every `meta.id` the store has given a creation.
     ids_given: BTreeSet<u64>,
     /// Every lease token the store has issued, in order.
@@ -513,6 +518,7 @@ impl<'s, S: Store> Checker<'s, S> {
             store,
             now: START,
             tasks: BTreeMap::new(),
+            store_id: None,
             ids_given: BTreeSet::new(),
             tokens: Vec::new(),
             paging: None,
@@ -702,8 +708,10 @@ impl<'s, S: Store> Checker<'s, S> {
         Ok(())
     }
 
-    /// Adds a task the store has just created, learning its id and first fence.
+    /// Adds a task the store has just created, learning its id and first fence (and
+    /// the store's identity, from the first task).
     fn create(&mut self, new: &NewTask, answered: &Task) -> Result<(), String> {
+        let store = *self.store_id.get_or_insert(answered.meta.store);
         let id = answered.meta.id;
         if !self.ids_given.insert(id) {
             return Err(format!(
@@ -727,7 +735,7 @@ impl<'s, S: Store> Checker<'s, S> {
         task.updated_at = self.now;
         task.lease_expires_at = None;
         task.last_error = None;
-        task.meta = TaskMeta::new(id, answered.meta.fence, 1, new.due_at);
+        task.meta = TaskMeta::new(store, id, answered.meta.fence, 1, new.due_at);
         let slot = (new.queue.clone(), new.key.clone());
         self.tasks.insert(slot, Expected { task, expiry_error_unseen: false, written: true });
         self.check(answered)
@@ -1411,6 +1419,7 @@ fn differences(actual: &Task, expected: &Task) -> Vec<String> {
     compare!(updated_at);
     compare!(lease_expires_at);
     compare!(last_error);
+    compare!(meta.store);
     compare!(meta.id);
     compare!(meta.fence);
     compare!(meta.occurrence);
