@@ -4,7 +4,9 @@
 //! two assets, embedded in the binary (`dashboard/`: no build step, no CDN).
 //!
 //! Invariant: `/readyz` logs its reason only when its answer changes, so a probe every
-//! second does not flood the log.
+//! second does not flood the log. A store found emptied (Redis lost punctual's data)
+//! leaves the server ready — it serves on under the store's new identity — with the
+//! latest such reset as the body's `reason`, until the server restarts.
 
 use axum::Json;
 use axum::extract::State;
@@ -24,12 +26,16 @@ use crate::state::AppState;
 pub(crate) struct Status {
     #[schema(example = "ok")]
     status: &'static str,
+    /// `/readyz` only, when the store was found emptied since the server started: what
+    /// happened and when.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<String>,
 }
 
 #[utoipa::path(get, path = "/healthz", tag = "operations", summary = "The process is up (never needs a token)",
     responses((status = 200, body = Status)), security(()))]
 pub(crate) async fn healthz() -> Json<Status> {
-    Json(Status { status: "ok" })
+    Json(Status { status: "ok", reason: None })
 }
 
 #[utoipa::path(get, path = "/readyz", tag = "operations",
@@ -41,7 +47,11 @@ pub(crate) async fn readyz<S: Store>(State(state): State<AppState<S>>) -> Respon
     let answer = readiness(&state).await;
     state.note_readiness(answer.as_ref().map(|_| ()).map_err(String::as_str));
     match answer {
-        Ok(()) => Json(Status { status: "ready" }).into_response(),
+        Ok(()) => {
+            let reset = state.inner.engine.metrics().last_store_reset;
+            let reason = reset.map(|r| format!("{} (noticed at {})", r.what, r.noticed_at));
+            Json(Status { status: "ready", reason }).into_response()
+        }
         Err(why) => {
             let error = ErrorDetail { code: "unavailable", message: why, field: None };
             (StatusCode::SERVICE_UNAVAILABLE, Json(ErrorBody { error })).into_response()

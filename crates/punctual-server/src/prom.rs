@@ -190,6 +190,13 @@ impl Collector for Scrape {
             MetricType::Counter,
             restarts,
         )?;
+        family(
+            &mut e,
+            "punctual_store_resets",
+            "Times this server found the store emptied (Redis lost punctual's data): every task stored before is gone.",
+            MetricType::Counter,
+            [(vec![], ConstCounter::new(m.store_resets))],
+        )?;
         Ok(())
     }
 }
@@ -212,6 +219,7 @@ mod tests {
         assert!(text.contains("punctual_tasks{queue=\"order.cancel\",state=\"scheduled\"} 2\n"), "{text}");
         assert!(text.contains("punctual_oldest_overdue_seconds{queue=\"order.cancel\"} 2.5\n"), "{text}");
         assert!(text.contains("# TYPE punctual_watchdog_restarts_total counter"), "{text}");
+        assert!(text.contains("\npunctual_store_resets_total 0\n"), "{text}");
         assert!(text.contains("punctual_action_rate_limited_total{queue=\"flow.remind\"} 4\n"), "{text}");
         assert!(text.contains("punctual_action_rate_waiting{queue=\"flow.remind\"} 2\n"), "{text}");
     }
