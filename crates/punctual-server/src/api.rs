@@ -19,7 +19,7 @@ use serde_json::Value;
 use utoipa::ToSchema;
 
 use crate::error::{ApiError, ErrorDetail};
-use crate::extract::{ApiDuration, ApiTime};
+use crate::extract::{ApiCount, ApiDuration, ApiTime};
 use crate::schema;
 
 /// The longest `error` text kept from an ack; longer ones are cut at a character
@@ -27,7 +27,7 @@ use crate::schema;
 pub(crate) const MAX_ERROR_BYTES: usize = 4096;
 
 /// `PUT /v1/queues/{queue}/tasks/{key}`, and each item of a batch (which adds `key`).
-#[derive(Debug, Deserialize, ToSchema)]
+#[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct TaskBody {
     /// Required in a batch item; in a PUT the path gives it (if present it must match).
@@ -35,18 +35,16 @@ pub(crate) struct TaskBody {
     pub(crate) key: Option<String>,
     /// Due this long from now. Exactly one of `delay` and `due_at`; neither: due now.
     #[serde(default)]
-    #[schema(value_type = Option<schema::Duration>)]
     pub(crate) delay: Option<ApiDuration>,
     /// Due at this instant (in the past: due now).
     #[serde(default)]
-    #[schema(value_type = Option<schema::Time>)]
     pub(crate) due_at: Option<ApiTime>,
     /// Any JSON; at most 64 KiB serialized (by default).
     #[serde(default)]
     pub(crate) payload: Value,
     /// At least 1; the queue's default when absent.
     #[serde(default)]
-    pub(crate) max_attempts: Option<u32>,
+    pub(crate) max_attempts: Option<ApiCount>,
     /// The queue's default when absent.
     #[serde(default)]
     pub(crate) backoff: Option<BackoffBody>,
@@ -56,17 +54,14 @@ pub(crate) struct TaskBody {
     pub(crate) tags: Vec<String>,
     /// `replace` (default), `keep` or `error`.
     #[serde(default)]
-    #[schema(value_type = Option<String>, example = "replace")]
     pub(crate) if_exists: IfExists,
 }
 
-#[derive(Debug, Deserialize, ToSchema)]
+#[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct BackoffBody {
-    #[schema(value_type = schema::Duration)]
     initial: ApiDuration,
     factor: f64,
-    #[schema(value_type = schema::Duration)]
     max: ApiDuration,
 }
 
@@ -77,11 +72,10 @@ impl BackoffBody {
 }
 
 /// `{"every": "24h", "times": 3, "until": …}` or `{"cron": "0 9 * * MON-FRI", "tz": "Asia/Shanghai"}`.
-#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RepeatBody {
     #[serde(default)]
-    #[schema(value_type = Option<schema::Duration>)]
     every: Option<ApiDuration>,
     #[serde(default)]
     cron: Option<String>,
@@ -90,10 +84,9 @@ pub(crate) struct RepeatBody {
     tz: Option<String>,
     /// Occurrences in all.
     #[serde(default)]
-    times: Option<u32>,
+    times: Option<ApiCount>,
     /// No occurrence due after this instant.
     #[serde(default)]
-    #[schema(value_type = Option<schema::Time>)]
     until: Option<ApiTime>,
 }
 
@@ -115,7 +108,7 @@ impl RepeatBody {
                 ));
             }
         };
-        if let Some(n) = self.times {
+        if let Some(ApiCount(n)) = self.times {
             repeat = repeat.times(n)?;
         }
         if let Some(until) = self.until {
@@ -137,7 +130,7 @@ impl TaskBody {
             }
         };
         spec = spec.payload(self.payload);
-        if let Some(n) = self.max_attempts {
+        if let Some(ApiCount(n)) = self.max_attempts {
             spec = spec.max_attempts(n);
         }
         if let Some(backoff) = self.backoff {
@@ -156,31 +149,28 @@ impl TaskBody {
 }
 
 /// `POST /v1/queues/{queue}/tasks`.
-#[derive(Debug, Deserialize, ToSchema)]
+#[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct BatchBody {
     /// At most 10,000 (by default) task objects, each with its `key`.
-    #[schema(value_type = Vec<TaskBody>)]
     pub(crate) tasks: Vec<Value>,
 }
 
 /// The answer to a PUT.
 #[derive(Debug, Serialize, ToSchema)]
 pub(crate) struct ScheduleResponse {
-    #[schema(value_type = String, example = "created")]
+    #[schema(value_type = schema::ScheduleOutcome)]
     pub(crate) outcome: ScheduleOutcome,
     #[schema(value_type = schema::Task)]
     pub(crate) task: Task,
 }
 
 /// One item of a batch's answer: `{"key", "outcome"}` or `{"key", "error"}`.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize)]
 pub(crate) struct BatchResult {
-    /// The item's key (null when it had none).
-    #[schema(value_type = Option<String>)]
-    pub(crate) key: Value,
+    /// The item's key; null when it had none or it was not a string.
+    pub(crate) key: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Option<String>, example = "created")]
     pub(crate) outcome: Option<ScheduleOutcome>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) error: Option<ErrorDetail>,
@@ -188,6 +178,7 @@ pub(crate) struct BatchResult {
 
 #[derive(Debug, Serialize, ToSchema)]
 pub(crate) struct BatchResponse {
+    #[schema(value_type = Vec<schema::BatchResult>)]
     pub(crate) results: Vec<BatchResult>,
 }
 
@@ -243,7 +234,7 @@ pub(crate) struct QueueSummary {
     pub(crate) leased: u64,
     pub(crate) dead: u64,
     /// Earliest due time of a scheduled task.
-    #[schema(value_type = Option<schema::Time>)]
+    #[schema(value_type = Option<schema::Timestamp>)]
     pub(crate) next_due_at: Option<Timestamp>,
 }
 
@@ -300,12 +291,12 @@ pub(crate) struct ActivityResponse {
 pub(crate) struct RecentOutcome {
     pub(crate) key: String,
     /// `done`, `retried`, `rescheduled`, `dead` or `expired` (the lease ran out).
-    #[schema(example = "done")]
+    #[schema(value_type = schema::ActivityOutcome)]
     pub(crate) outcome: &'static str,
     /// When the outcome was applied.
-    #[schema(value_type = schema::Time)]
+    #[schema(value_type = schema::Timestamp)]
     pub(crate) at: Timestamp,
-    #[schema(value_type = schema::Time)]
+    #[schema(value_type = schema::Timestamp)]
     pub(crate) due_at: Timestamp,
     /// Fire lag of this try: lease time − due time.
     pub(crate) lag_ms: Option<u64>,
@@ -340,26 +331,24 @@ impl From<punctual_core::metrics::QueueActivity> for ActivityResponse {
 }
 
 /// `POST /v1/queues/{queue}/lease`; every field is optional (an empty body works).
-#[derive(Debug, Deserialize, ToSchema)]
+#[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct LeaseBody {
     /// 1–1,000, default 1.
     #[serde(default)]
-    max: Option<u32>,
+    max: Option<ApiCount>,
     /// 1 s–12 h, default 30 s.
     #[serde(default)]
-    #[schema(value_type = Option<schema::Duration>)]
     lease: Option<ApiDuration>,
     /// 0–60 s, default 0: how long to hold the request open for a task to fall due.
     #[serde(default)]
-    #[schema(value_type = Option<schema::Duration>)]
     wait: Option<ApiDuration>,
 }
 
 impl LeaseBody {
     pub(crate) fn into_options(self) -> punctual_core::LeaseOptions {
         let mut options = punctual_core::LeaseOptions::default();
-        if let Some(max) = self.max {
+        if let Some(ApiCount(max)) = self.max {
             options = options.max(max);
         }
         if let Some(lease) = self.lease {
@@ -376,7 +365,7 @@ impl LeaseBody {
 pub(crate) struct LeaseItem {
     /// Opaque; pass it to ack and extend.
     pub(crate) lease_id: String,
-    #[schema(value_type = schema::Time)]
+    #[schema(value_type = schema::Timestamp)]
     pub(crate) expires_at: Timestamp,
     /// This try's ordinal, 1 for the first.
     pub(crate) attempt: u32,
@@ -392,7 +381,7 @@ pub(crate) struct LeaseResponse {
 }
 
 /// What a worker reports.
-#[derive(Debug, Clone, Copy, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Copy, Deserialize)]
 #[serde(rename_all = "lowercase", try_from = "String")]
 pub(crate) enum OutcomeName {
     Done,
@@ -415,17 +404,15 @@ impl TryFrom<String> for OutcomeName {
 }
 
 /// `POST /v1/leases/{lease_id}/ack`.
-#[derive(Debug, Deserialize, ToSchema)]
+#[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct AckBody {
     pub(crate) outcome: OutcomeName,
     /// `retry` (default: the task's backoff) or `reschedule`.
     #[serde(default)]
-    #[schema(value_type = Option<schema::Duration>)]
     delay: Option<ApiDuration>,
     /// `reschedule` only, instead of `delay`.
     #[serde(default)]
-    #[schema(value_type = Option<schema::Time>)]
     due_at: Option<ApiTime>,
     /// `retry` and `fail`: what went wrong (kept as `last_error`, cut to 4 KiB).
     #[serde(default)]
@@ -499,16 +486,14 @@ fn truncate_error(mut text: String) -> String {
 /// One item of `POST /v1/acks`: an ack body plus its `lease_id`. (The fields are
 /// repeated rather than flattened: serde's `flatten` loses the path of errors and
 /// cannot deny unknown fields.)
-#[derive(Debug, Deserialize, ToSchema)]
+#[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct AckItem {
     pub(crate) lease_id: String,
     outcome: OutcomeName,
     #[serde(default)]
-    #[schema(value_type = Option<schema::Duration>)]
     delay: Option<ApiDuration>,
     #[serde(default)]
-    #[schema(value_type = Option<schema::Time>)]
     due_at: Option<ApiTime>,
     #[serde(default)]
     error: Option<String>,
@@ -520,18 +505,17 @@ impl AckItem {
     }
 }
 
-#[derive(Debug, Deserialize, ToSchema)]
+#[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct AcksBody {
     /// At most 10,000 (by default).
-    #[schema(value_type = Vec<AckItem>)]
     pub(crate) acks: Vec<Value>,
 }
 
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize)]
 pub(crate) struct AckResult {
-    #[schema(value_type = Option<String>)]
-    pub(crate) lease_id: Value,
+    /// The item's lease id; null when it had none or it was not a string.
+    pub(crate) lease_id: Option<String>,
     /// 204 applied, 400 invalid, 404 unknown lease, 409 lease no longer live.
     pub(crate) status: u16,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -540,16 +524,16 @@ pub(crate) struct AckResult {
 
 #[derive(Debug, Serialize, ToSchema)]
 pub(crate) struct AcksResponse {
+    #[schema(value_type = Vec<schema::AckResult>)]
     pub(crate) results: Vec<AckResult>,
 }
 
 /// `POST /v1/leases/{lease_id}/extend`.
-#[derive(Debug, Deserialize, ToSchema)]
+#[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct ExtendBody {
     /// The new length from now, 1 s–12 h (default 30 s).
     #[serde(default)]
-    #[schema(value_type = Option<schema::Duration>)]
     lease: Option<ApiDuration>,
 }
 
@@ -562,7 +546,7 @@ impl ExtendBody {
 #[derive(Debug, Serialize, ToSchema)]
 pub(crate) struct ExtendResponse {
     pub(crate) lease_id: String,
-    #[schema(value_type = schema::Time)]
+    #[schema(value_type = schema::Timestamp)]
     pub(crate) expires_at: Timestamp,
 }
 

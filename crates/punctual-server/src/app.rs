@@ -39,7 +39,7 @@ const ENVELOPE_BYTES: usize = 64 * 1024;
 
 /// Paths that never need a token: health, and the dashboard's page and assets, which
 /// hold no data (each data call of the page sends the token typed into it).
-fn is_open(path: &str) -> bool {
+pub(crate) fn is_open(path: &str) -> bool {
     matches!(path, "/healthz" | "/readyz" | "/" | DASHBOARD_JS | DASHBOARD_CSS)
 }
 
@@ -77,7 +77,7 @@ pub fn app<S: Store>(state: AppState<S>) -> Router {
         .route("/healthz", get(ops::healthz))
         .route("/readyz", get(ops::readyz::<S>))
         .route("/metrics", get(ops::metrics::<S>))
-        .route("/openapi.json", get(ops::openapi_json))
+        .route("/openapi.json", get(ops::openapi_json::<S>))
         .route("/", get(ops::index))
         .route(DASHBOARD_JS, get(ops::dashboard_js))
         .route(DASHBOARD_CSS, get(ops::dashboard_css))
@@ -95,10 +95,9 @@ async fn no_route(method: Method, uri: Uri) -> ApiError {
     ApiError::NotFound(format!("there is no route {method} {}; see /openapi.json", uri.path()))
 }
 
-/// A known path with another method: answered as an unknown route (404), since the
-/// API's error codes have no 405.
+/// A known path with another method: 405, with the `Allow` header the router adds.
 async fn no_method(method: Method, uri: Uri) -> ApiError {
-    ApiError::NotFound(format!("{} does not take {method}; see /openapi.json", uri.path()))
+    ApiError::MethodNotAllowed(format!("{} does not take {method}; see /openapi.json", uri.path()))
 }
 
 async fn auth<S: Store>(State(state): State<AppState<S>>, req: Request, next: Next) -> Response {
@@ -119,21 +118,18 @@ async fn auth<S: Store>(State(state): State<AppState<S>>, req: Request, next: Ne
     if presented { next.run(req).await } else { ApiError::Unauthorized.into_response() }
 }
 
-/// Ends requests that take too long: a client still sending its body is refused (400),
+/// Ends requests that take too long: a client still sending its body is refused (408),
 /// anything else slow is the server's (503).
 async fn timeout<S: Store>(State(state): State<AppState<S>>, req: Request, next: Next) -> Response {
     let base = state.inner.options.request_timeout;
     let long_poll = req.extensions().get::<MatchedPath>().is_some_and(|p| p.as_str() == LEASE_ROUTE);
     let limit = if long_poll { base.saturating_add(MAX_WAIT) } else { base };
-    let received = Arc::new(AtomicBool::new(false));
+    // A request without a body has received it all (a slow GET is the server's fault).
+    let received = Arc::new(AtomicBool::new(http_body::Body::is_end_stream(req.body())));
     let req = req.map(|body| Body::new(Tracked { inner: body, received: Arc::clone(&received) }));
     match tokio::time::timeout(limit, next.run(req)).await {
         Ok(response) => response,
-        Err(_) if !received.load(Ordering::Acquire) => ApiError::bad_request(format!(
-            "the request body did not arrive within {}",
-            punctual_core::time::format_duration(limit)
-        ))
-        .into_response(),
+        Err(_) if !received.load(Ordering::Acquire) => ApiError::RequestTimeout { after: limit }.into_response(),
         Err(_) => ApiError::TimedOut { after: limit }.into_response(),
     }
 }

@@ -23,10 +23,18 @@ pub(crate) enum ApiError {
     Unauthorized,
     /// 404.
     NotFound(String),
+    /// 405: the path exists, the method does not (the router adds the `Allow` header).
+    MethodNotAllowed(String),
+    /// 408: the request body did not arrive within the request timeout.
+    RequestTimeout { after: std::time::Duration },
     /// 409.
     Conflict(String),
     /// 413: the payload or the request body is too large.
     PayloadTooLarge { field: Option<String>, message: String },
+    /// 414: the request line is longer than the server reads (see `head`).
+    UriTooLong,
+    /// 431: the request's head is larger than the server reads (see `head`).
+    HeadersTooLarge,
     /// 503: the store is down or the server is stopping; the detail is logged.
     Unavailable { detail: String },
     /// 503: the request did not complete in time (a slow client or a slow store).
@@ -35,13 +43,56 @@ pub(crate) enum ApiError {
     Internal { detail: String },
 }
 
+/// What kind of refusal or failure an error body reports; each code has one status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum ErrorCode {
+    /// 400.
+    InvalidArgument,
+    /// 401.
+    Unauthorized,
+    /// 404.
+    NotFound,
+    /// 405.
+    MethodNotAllowed,
+    /// 408.
+    RequestTimeout,
+    /// 409.
+    Conflict,
+    /// 413.
+    PayloadTooLarge,
+    /// 414.
+    UriTooLong,
+    /// 431.
+    HeadersTooLarge,
+    /// 500.
+    Internal,
+    /// 503.
+    Unavailable,
+}
+
+impl ErrorCode {
+    pub(crate) fn status(self) -> StatusCode {
+        match self {
+            ErrorCode::InvalidArgument => StatusCode::BAD_REQUEST,
+            ErrorCode::Unauthorized => StatusCode::UNAUTHORIZED,
+            ErrorCode::NotFound => StatusCode::NOT_FOUND,
+            ErrorCode::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            ErrorCode::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
+            ErrorCode::Conflict => StatusCode::CONFLICT,
+            ErrorCode::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            ErrorCode::UriTooLong => StatusCode::URI_TOO_LONG,
+            ErrorCode::HeadersTooLarge => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+            ErrorCode::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+            ErrorCode::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+        }
+    }
+}
+
 /// The `error` member of an error body.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
 pub(crate) struct ErrorDetail {
-    /// `invalid_argument`, `unauthorized`, `not_found`, `conflict`, `payload_too_large`,
-    /// `unavailable` or `internal`.
-    #[schema(example = "invalid_argument")]
-    pub(crate) code: &'static str,
+    pub(crate) code: ErrorCode,
     /// A sentence for people.
     pub(crate) message: String,
     /// The request field at fault, e.g. `delay` or `tasks[3].key`.
@@ -69,14 +120,22 @@ impl ApiError {
     }
 
     pub(crate) fn status(&self) -> StatusCode {
+        self.code().status()
+    }
+
+    pub(crate) fn code(&self) -> ErrorCode {
         match self {
-            ApiError::Invalid { .. } => StatusCode::BAD_REQUEST,
-            ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
-            ApiError::NotFound(_) => StatusCode::NOT_FOUND,
-            ApiError::Conflict(_) => StatusCode::CONFLICT,
-            ApiError::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
-            ApiError::Unavailable { .. } | ApiError::TimedOut { .. } => StatusCode::SERVICE_UNAVAILABLE,
-            ApiError::Internal { .. } => StatusCode::INTERNAL_SERVER_ERROR,
+            ApiError::Invalid { .. } => ErrorCode::InvalidArgument,
+            ApiError::Unauthorized => ErrorCode::Unauthorized,
+            ApiError::NotFound(_) => ErrorCode::NotFound,
+            ApiError::MethodNotAllowed(_) => ErrorCode::MethodNotAllowed,
+            ApiError::RequestTimeout { .. } => ErrorCode::RequestTimeout,
+            ApiError::Conflict(_) => ErrorCode::Conflict,
+            ApiError::PayloadTooLarge { .. } => ErrorCode::PayloadTooLarge,
+            ApiError::UriTooLong => ErrorCode::UriTooLong,
+            ApiError::HeadersTooLarge => ErrorCode::HeadersTooLarge,
+            ApiError::Unavailable { .. } | ApiError::TimedOut { .. } => ErrorCode::Unavailable,
+            ApiError::Internal { .. } => ErrorCode::Internal,
         }
     }
 
@@ -105,31 +164,42 @@ impl ApiError {
 
     /// The body's `error` member. Logs what clients must not see.
     pub(crate) fn detail(&self) -> ErrorDetail {
-        let (code, message, field) = match self {
-            ApiError::Invalid { field, message } => ("invalid_argument", message.clone(), field.clone()),
-            ApiError::Unauthorized => (
-                "unauthorized",
-                "a valid token is required: send the header 'Authorization: Bearer <token>'".to_owned(),
-                None,
-            ),
-            ApiError::NotFound(message) => ("not_found", message.clone(), None),
-            ApiError::Conflict(message) => ("conflict", message.clone(), None),
-            ApiError::PayloadTooLarge { field, message } => ("payload_too_large", message.clone(), field.clone()),
+        let (message, field) = match self {
+            ApiError::Invalid { field, message } => (message.clone(), field.clone()),
+            ApiError::Unauthorized => {
+                ("a valid token is required: send the header 'Authorization: Bearer <token>'".to_owned(), None)
+            }
+            ApiError::NotFound(message) => (message.clone(), None),
+            ApiError::MethodNotAllowed(message) => (message.clone(), None),
+            ApiError::RequestTimeout { after } => {
+                (format!("the request body did not arrive within {}", format_duration(*after)), None)
+            }
+            ApiError::Conflict(message) => (message.clone(), None),
+            ApiError::PayloadTooLarge { field, message } => (message.clone(), field.clone()),
+            ApiError::UriTooLong => {
+                ("the request line is too long: the path and query string are at most 65,534 bytes".to_owned(), None)
+            }
+            ApiError::HeadersTooLarge => {
+                ("the request's head (request line and headers) is over the limit of 408 KiB".to_owned(), None)
+            }
             ApiError::Unavailable { detail } => {
                 tracing::warn!(error = %detail, "answering 503");
-                ("unavailable", "the service is unavailable at the moment; retry later".to_owned(), None)
+                ("the service is unavailable at the moment; retry later".to_owned(), None)
             }
-            ApiError::TimedOut { after } => (
-                "unavailable",
-                format!("the request did not complete within {}; retry later", format_duration(*after)),
-                None,
-            ),
+            ApiError::TimedOut { after } => {
+                (format!("the request did not complete within {}; retry later", format_duration(*after)), None)
+            }
             ApiError::Internal { detail } => {
                 tracing::error!(error = %detail, "internal error");
-                ("internal", "an internal error occurred; it has been logged".to_owned(), None)
+                ("an internal error occurred; it has been logged".to_owned(), None)
             }
         };
-        ErrorDetail { code, message, field }
+        ErrorDetail { code: self.code(), message, field }
+    }
+
+    /// The whole error body as JSON text.
+    pub(crate) fn body_json(&self) -> String {
+        serde_json::to_string(&ErrorBody { error: self.detail() }).unwrap_or_default()
     }
 }
 
@@ -166,14 +236,14 @@ mod tests {
     #[test]
     fn core_errors_map_to_one_status_and_code_each() {
         let cases = [
-            (CoreError::invalid("delay", "bad"), 400, "invalid_argument", Some("delay")),
-            (CoreError::PayloadTooLarge { size: 2, limit: 1 }, 413, "payload_too_large", Some("payload")),
-            (CoreError::NotFound("task".into()), 404, "not_found", None),
-            (CoreError::Conflict("exists".into()), 409, "conflict", None),
-            (CoreError::LeaseLost, 409, "conflict", None),
-            (CoreError::Unavailable("disk full at /secret/path".into()), 503, "unavailable", None),
-            (CoreError::ShuttingDown, 503, "unavailable", None),
-            (CoreError::Internal("row 7 is corrupt".into()), 500, "internal", None),
+            (CoreError::invalid("delay", "bad"), 400, ErrorCode::InvalidArgument, Some("delay")),
+            (CoreError::PayloadTooLarge { size: 2, limit: 1 }, 413, ErrorCode::PayloadTooLarge, Some("payload")),
+            (CoreError::NotFound("task".into()), 404, ErrorCode::NotFound, None),
+            (CoreError::Conflict("exists".into()), 409, ErrorCode::Conflict, None),
+            (CoreError::LeaseLost, 409, ErrorCode::Conflict, None),
+            (CoreError::Unavailable("disk full at /secret/path".into()), 503, ErrorCode::Unavailable, None),
+            (CoreError::ShuttingDown, 503, ErrorCode::Unavailable, None),
+            (CoreError::Internal("row 7 is corrupt".into()), 500, ErrorCode::Internal, None),
         ];
         for (core, status, code, field) in cases {
             let api = ApiError::from(core);

@@ -3,16 +3,18 @@
 //!
 //! Invariants: nothing here panics on any input; a body is parsed only after it was
 //! read within the route's size limit (over it: 413); an empty body reads as `{}`, so
-//! requests whose fields all have defaults may omit it; JSON errors carry the path of
-//! the offending value (`repeat.every`, `tasks[3].key`), or no field when the JSON
-//! itself is malformed.
+//! requests whose fields all have defaults may omit it, except where the route needs a
+//! body ([`JsonBody`] with `REQUIRED`); JSON errors carry the path of the offending
+//! value (`repeat.every`, `tasks[3].key`), or no field when the JSON itself is
+//! malformed; a path segment or query value with a `%` not followed by two hex digits
+//! is refused, naming it, never taken literally (`%zz` and `%25zz` would name one task).
 
 use std::collections::HashMap;
 use std::fmt;
 use std::time::Duration;
 
 use axum::extract::rejection::{BytesRejection, RawPathParamsRejection};
-use axum::extract::{FromRequest, FromRequestParts, RawPathParams, Request};
+use axum::extract::{FromRequest, FromRequestParts, MatchedPath, RawPathParams, Request};
 use axum::http::{StatusCode, header, request::Parts};
 use bytes::Bytes;
 use punctual_core::Timestamp;
@@ -36,6 +38,9 @@ impl<S: Send + Sync> FromRequestParts<S> for Params {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Params, ApiError> {
+        if let Some(template) = parts.extensions.get::<MatchedPath>() {
+            check_escapes(template.as_str(), parts.uri.path())?;
+        }
         // The router has percent-decoded the values already.
         let raw = RawPathParams::from_request_parts(parts, state).await.map_err(|e| match e {
             RawPathParamsRejection::InvalidUtf8InPathParam(e) => {
@@ -50,14 +55,41 @@ impl<S: Send + Sync> FromRequestParts<S> for Params {
     }
 }
 
-/// A JSON body deserialized into `T` (a raw request struct).
-#[derive(Debug)]
-pub(crate) struct JsonBody<T>(pub(crate) T);
+/// Refuses a path parameter whose raw text has a `%` that starts no escape: the router
+/// would take it literally. `template` is the route (`/v1/queues/{queue}/tasks/{key}`).
+fn check_escapes(template: &str, path: &str) -> Result<(), ApiError> {
+    for (segment, raw) in template.split('/').zip(path.split('/')) {
+        if let Some(name) = segment.strip_prefix('{').and_then(|s| s.strip_suffix('}'))
+            && !escapes_are_valid(raw)
+        {
+            return Err(ApiError::invalid(
+                name,
+                format!("the {name} in the path has a '%' that starts no escape: send '%' itself as %25"),
+            ));
+        }
+    }
+    Ok(())
+}
 
-impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
+/// Whether every `%` in `raw` is followed by two hex digits.
+fn escapes_are_valid(raw: &str) -> bool {
+    let bytes = raw.as_bytes();
+    bytes
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| **b == b'%')
+        .all(|(i, _)| bytes.get(i + 1..i + 3).is_some_and(|hex| hex.iter().all(u8::is_ascii_hexdigit)))
+}
+
+/// A JSON body deserialized into `T` (a raw request struct); with `REQUIRED`, an empty
+/// body is refused instead of read as `{}`.
+#[derive(Debug)]
+pub(crate) struct JsonBody<T, const REQUIRED: bool = false>(pub(crate) T);
+
+impl<S: Send + Sync, T: DeserializeOwned, const REQUIRED: bool> FromRequest<S> for JsonBody<T, REQUIRED> {
     type Rejection = ApiError;
 
-    async fn from_request(req: Request, state: &S) -> Result<JsonBody<T>, ApiError> {
+    async fn from_request(req: Request, state: &S) -> Result<JsonBody<T, REQUIRED>, ApiError> {
         if let Some(content_type) = req.headers().get(header::CONTENT_TYPE) {
             let text = content_type.to_str().unwrap_or("").to_ascii_lowercase();
             let essence = text.split(';').next().unwrap_or("").trim();
@@ -68,6 +100,9 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
             }
         }
         let bytes = Bytes::from_request(req, state).await.map_err(body_rejection)?;
+        if REQUIRED && bytes.trim_ascii().is_empty() {
+            return Err(ApiError::bad_request("this request needs a JSON body: send {} for all the defaults"));
+        }
         parse_json(&bytes).map(JsonBody)
     }
 }
@@ -156,7 +191,13 @@ fn serde_urlencoded_like<T: DeserializeOwned>(query: &str) -> Result<T, ApiError
             let s = s.replace('+', " ");
             percent_encoding::percent_decode_str(&s).decode_utf8().map(|c| c.into_owned())
         };
-        let name = decode(name).map_err(|_| ApiError::bad_request("the query string is not valid UTF-8"))?;
+        let name = decode(name)
+            .ok()
+            .filter(|_| escapes_are_valid(name))
+            .ok_or_else(|| ApiError::bad_request("the query string is not valid UTF-8 with valid % escapes"))?;
+        if !escapes_are_valid(value) {
+            return Err(ApiError::invalid(&name, "the value has a '%' that starts no escape: send '%' itself as %25"));
+        }
         let value = decode(value).map_err(|_| ApiError::invalid(&name, "the value is not valid UTF-8"))?;
         if pairs.insert(name.clone(), serde_json::Value::String(value)).is_some() {
             return Err(ApiError::invalid(name, "the parameter is given more than once"));
@@ -185,21 +226,84 @@ impl<'de> serde::Deserialize<'de> for ApiDuration {
                 Ok(ApiDuration(Duration::from_millis(v)))
             }
             fn visit_i64<E: de::Error>(self, v: i64) -> Result<ApiDuration, E> {
-                u64::try_from(v)
-                    .map(|ms| ApiDuration(Duration::from_millis(ms)))
-                    .map_err(|_| E::custom(format!("{v} is negative: a duration is at least 0")))
+                self.visit_u64(DURATION.from_i64(v)?)
             }
+            /// A whole number written as a float (`15.0`, as many JSON encoders write
+            /// numbers) is that many milliseconds.
             fn visit_f64<E: de::Error>(self, v: f64) -> Result<ApiDuration, E> {
-                Err(E::custom(format!(
-                    "{v} is not whole milliseconds: write an integer or a string such as \"1s 500ms\""
-                )))
+                self.visit_u64(DURATION.from_f64(v)?)
             }
         }
         d.deserialize_any(V)
     }
 }
 
-/// An instant as the API takes it: RFC 3339 or integer epoch milliseconds.
+/// A count (`max_attempts`, `times`, `max`): a whole number, also when written as a
+/// float (`3.0`): JSON Schema's `integer`, which the document says, is both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ApiCount(pub(crate) u32);
+
+impl<'de> serde::Deserialize<'de> for ApiCount {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<ApiCount, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = ApiCount;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a whole number")
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<ApiCount, E> {
+                u32::try_from(v).map(ApiCount).map_err(|_| E::custom(format!("{v} is over {}", u32::MAX)))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<ApiCount, E> {
+                self.visit_u64(COUNT.from_i64(v)?)
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<ApiCount, E> {
+                self.visit_u64(COUNT.from_f64(v)?)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// A JSON number that must be whole and at least 0, and how one that is not is
+/// refused: each text follows the number (`-3 is negative: …`).
+struct Whole {
+    negative: &'static str,
+    fraction: &'static str,
+}
+
+const DURATION: Whole = Whole {
+    negative: "is negative: a duration is at least 0",
+    fraction: "is not whole milliseconds: write an integer or a string such as \"1s 500ms\"",
+};
+const COUNT: Whole = Whole { negative: "is negative", fraction: "is not a whole number" };
+const TIME: Whole = Whole { negative: "is before 1970-01-01T00:00:00Z", fraction: "is not whole epoch milliseconds" };
+
+impl Whole {
+    fn from_i64<E: de::Error>(&self, v: i64) -> Result<u64, E> {
+        u64::try_from(v).map_err(|_| E::custom(format!("{v} {}", self.negative)))
+    }
+
+    /// A float with no fraction is its whole number (`15.0` is 15).
+    fn from_f64<E: de::Error>(&self, v: f64) -> Result<u64, E> {
+        if !v.is_finite() || v.fract() != 0.0 {
+            return Err(E::custom(format!("{v} {}", self.fraction)));
+        }
+        if v < 0.0 {
+            return Err(E::custom(format!("{v} {}", self.negative)));
+        }
+        // `as` saturates: a float beyond u64::MAX becomes u64::MAX, which every
+        // caller refuses as too large on its own.
+        Ok(v as u64)
+    }
+}
+
+/// The smallest integer time taken: below it, a number can only be epoch seconds
+/// (100,000,000,000 ms is 1973-03-03; as seconds, the year 5138).
+pub(crate) const MIN_EPOCH_MS: u64 = 100_000_000_000;
+
+/// An instant as the API takes it: RFC 3339 or integer epoch milliseconds (at least
+/// [`MIN_EPOCH_MS`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct ApiTime(pub(crate) Timestamp);
 
@@ -214,17 +318,26 @@ impl<'de> serde::Deserialize<'de> for ApiTime {
                 )
             }
             fn visit_str<E: de::Error>(self, v: &str) -> Result<ApiTime, E> {
-                Timestamp::parse(v).map(ApiTime).map_err(E::custom)
+                match v.trim().parse::<u64>() {
+                    Ok(ms) => self.visit_u64(ms),
+                    Err(_) => Timestamp::parse(v).map(ApiTime).map_err(E::custom),
+                }
             }
             fn visit_u64<E: de::Error>(self, v: u64) -> Result<ApiTime, E> {
+                if v < MIN_EPOCH_MS {
+                    return Err(E::custom(format!(
+                        "{v} can only be epoch seconds (as milliseconds it is before 1973): \
+                         send epoch milliseconds or an RFC 3339 time such as \"2026-11-30T09:00:00Z\""
+                    )));
+                }
                 // The text form checks the range (up to the year 9999).
                 Timestamp::parse(&v.to_string()).map(ApiTime).map_err(E::custom)
             }
             fn visit_i64<E: de::Error>(self, v: i64) -> Result<ApiTime, E> {
-                Err(E::custom(format!("{v} is before 1970-01-01T00:00:00Z")))
+                self.visit_u64(TIME.from_i64(v)?)
             }
             fn visit_f64<E: de::Error>(self, v: f64) -> Result<ApiTime, E> {
-                Err(E::custom(format!("{v} is not whole epoch milliseconds")))
+                self.visit_u64(TIME.from_f64(v)?)
             }
         }
         d.deserialize_any(V)
@@ -266,11 +379,76 @@ mod tests {
         let item: Item = parse_json(br#"{"delay": "1h 30m", "at": "2026-11-30T09:00:00+08:00"}"#).unwrap();
         assert_eq!(item.delay, Some(ApiDuration(Duration::from_secs(5400))));
         assert_eq!(item.at.unwrap().0.to_string(), "2026-11-30T01:00:00.000Z");
-        let item: Item = parse_json(br#"{"delay": 1500, "at": 1000}"#).unwrap();
+        let item: Item = parse_json(br#"{"delay": 1500, "at": 1796040000000}"#).unwrap();
         assert_eq!(item.delay, Some(ApiDuration(Duration::from_millis(1500))));
-        assert_eq!(item.at.unwrap().0.as_millis(), 1000);
+        assert_eq!(item.at.unwrap().0.as_millis(), 1_796_040_000_000);
+        let item: Item = parse_json(br#"{"at": "1796040000000"}"#).unwrap();
+        assert_eq!(item.at.unwrap().0.as_millis(), 1_796_040_000_000);
         let item: Item = parse_json(b"  ").unwrap();
         assert!(item.delay.is_none());
+    }
+
+    /// Issue 14 (8): `{"lease": 15.0}` was refused as "15 is not whole milliseconds".
+    #[test]
+    fn whole_numbers_written_as_floats_are_whole() {
+        let item: Item = parse_json(br#"{"delay": 15.0, "at": 1.79604e12}"#).unwrap();
+        assert_eq!(item.delay, Some(ApiDuration(Duration::from_millis(15))));
+        assert_eq!(item.at.unwrap().0.as_millis(), 1_796_040_000_000);
+        assert_eq!(parse_json::<Item>(br#"{"delay": -0.0}"#).unwrap().delay, Some(ApiDuration(Duration::ZERO)));
+        let message = |json: &str| parse_json::<Item>(json.as_bytes()).unwrap_err().detail().message;
+        assert_eq!(
+            message(r#"{"delay": 15.5}"#),
+            r#"15.5 is not whole milliseconds: write an integer or a string such as "1s 500ms""#
+        );
+        assert_eq!(message(r#"{"delay": -3.0}"#), "-3 is negative: a duration is at least 0");
+        assert!(message(r#"{"at": 1796040000000.5}"#).contains("not whole epoch milliseconds"));
+        #[derive(Debug, Deserialize)]
+        struct Counts {
+            n: ApiCount,
+        }
+        assert_eq!(parse_json::<Counts>(br#"{"n": 3.0}"#).unwrap().n, ApiCount(3));
+        for (json, says) in [
+            (r#"{"n": 3.5}"#, "3.5 is not a whole number"),
+            (r#"{"n": -1}"#, "-1 is negative"),
+            (r#"{"n": -1.0}"#, "-1 is negative"),
+            (r#"{"n": 4294967296}"#, "4294967296 is over 4294967295"),
+        ] {
+            assert_eq!(parse_json::<Counts>(json.as_bytes()).unwrap_err().detail().message, says, "{json}");
+        }
+    }
+
+    /// An integer time below 100,000,000,000 can only be epoch seconds (API.md).
+    #[test]
+    fn integer_times_that_can_only_be_seconds_are_refused() {
+        for json in [r#"{"at": 1796040000}"#, r#"{"at": 99999999999}"#, r#"{"at": "1796040000"}"#, r#"{"at": 0}"#] {
+            let error = parse_json::<Item>(json.as_bytes()).unwrap_err().detail();
+            assert_eq!(error.field.as_deref(), Some("at"), "{json}");
+            assert!(error.message.contains("can only be epoch seconds"), "{json}: {}", error.message);
+        }
+        let item: Item = parse_json(br#"{"at": 100000000000}"#).unwrap();
+        assert_eq!(item.at.unwrap().0.as_millis(), 100_000_000_000);
+    }
+
+    /// Issue 14 (9): `%zz` was taken literally, naming the same task as `%25zz`.
+    #[test]
+    fn a_percent_that_starts_no_escape_is_refused() {
+        let route = "/v1/queues/{queue}/tasks/{key}";
+        assert!(check_escapes(route, "/v1/queues/q/tasks/a%25zz%2Fb").is_ok());
+        for (path, name) in [
+            ("/v1/queues/q/tasks/%zz", "key"),
+            ("/v1/queues/q/tasks/a%2", "key"),
+            ("/v1/queues/q/tasks/%", "key"),
+            ("/v1/queues/q%g0/tasks/k", "queue"),
+        ] {
+            assert_eq!(check_escapes(route, path).unwrap_err().detail().field.as_deref(), Some(name), "{path}");
+        }
+        #[derive(Debug, Deserialize)]
+        struct Q {
+            #[allow(dead_code)]
+            cursor: Option<String>,
+        }
+        let e = serde_urlencoded_like::<Q>("cursor=%zz").unwrap_err();
+        assert_eq!(e.detail().field.as_deref(), Some("cursor"));
     }
 
     #[test]

@@ -12,7 +12,7 @@
 //! (the one mapping to the error body), `delivery` (leases a client never received are
 //! released), `ops` (health, readiness, metrics, OpenAPI, the dashboard), `prom` (the
 //! Prometheus text of `/metrics`), `server` (the socket and graceful
-//! shutdown).
+//! shutdown), `head` (request heads too large for hyper, answered in the error body).
 //!
 //! The server is generic over the [`Store`]; [`serve`] picks the backend with one
 //! `match`: the embedded store or Redis (one server or a Cluster).
@@ -29,6 +29,7 @@ mod config;
 mod delivery;
 mod error;
 mod extract;
+mod head;
 mod openapi;
 mod ops;
 mod prom;
@@ -52,12 +53,6 @@ pub use server::serve_on;
 pub use state::{AppState, HttpOptions};
 
 use config::{Backend, LogFormat, Settings};
-
-/// The OpenAPI document the server publishes at `/openapi.json`.
-pub fn openapi() -> serde_json::Value {
-    use utoipa::OpenApi;
-    serde_json::to_value(openapi::ApiDoc::openapi()).unwrap_or_default()
-}
 
 /// Runs the server until SIGTERM or SIGINT, then stops gracefully and makes every
 /// write durable.

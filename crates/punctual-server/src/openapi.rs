@@ -1,44 +1,185 @@
-//! The OpenAPI document, generated from the handlers' annotations and the request and
-//! response types. Served at `/openapi.json`; a test checks it lists every route of
-//! API.md.
+//! The OpenAPI document served at `/openapi.json`: generated from the handlers'
+//! annotations and the request and response schemas, then completed with what holds
+//! for many operations at once and depends on how the server runs.
+//!
+//! What [`document`] adds, each in one place instead of on every handler:
+//! - auth: with tokens, the bearer scheme, and `401` on every operation that needs one
+//!   (all but those of [`crate::app::is_open`]); without tokens, no `security` at all;
+//! - the answers any request can get from the middleware and the connection: `414` and
+//!   `431` (a head too large), `500` (a bug, logged); on the `/v1` API and `/metrics`,
+//!   `503` (the store is down, the server is stopping, or the request took too long);
+//!   where a body is read, `408` (it did not arrive in time) and `413` (too large);
+//! - `405` with `Allow` for a method a path does not take (in `components.responses`:
+//!   it belongs to no operation);
+//! - the server's own batch limit on batch bodies.
+//!
+//! `tests/openapi_contract.rs` checks the result against the server that serves it.
 
-use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
-use utoipa::{Modify, OpenApi};
+use serde_json::{Value, json};
+use utoipa::OpenApi;
 
-use crate::{api, error, ops, routes, schema};
+use crate::{api, app, error, ops, routes, schema};
 
 #[derive(OpenApi)]
 #[openapi(
-    info(title = "punctual", description = "Durable delayed tasks that fire on time. Errors answer \
-        {\"error\": {\"code\", \"message\", \"field\"}}; when the server has tokens, every path but \
-        /healthz and /readyz needs 'Authorization: Bearer <token>'."),
+    info(
+        title = "punctual",
+        description = "Durable delayed tasks that fire on time. Every non-2xx answer \
+        has the body {\"error\": {\"code\", \"message\", \"field\"}}. A method a path does not take \
+        answers 405 (components.responses.MethodNotAllowed) with an Allow header; an unknown path, 404. \
+        When the server runs with tokens, every path but /healthz, /readyz and / needs \
+        'Authorization: Bearer <token>', checked before routing."
+    ),
     paths(
-        routes::put_task, routes::post_tasks, routes::get_task, routes::delete_task, routes::cancel_tag,
-        routes::list_tasks, routes::list_queues, routes::get_queue, routes::activity, routes::lease, routes::ack, routes::acks,
-        routes::extend, routes::list_dead, routes::retry_dead, routes::delete_dead,
-        ops::healthz, ops::readyz, ops::metrics, ops::openapi_json, ops::index,
+        routes::put_task,
+        routes::post_tasks,
+        routes::get_task,
+        routes::delete_task,
+        routes::cancel_tag,
+        routes::list_tasks,
+        routes::list_queues,
+        routes::get_queue,
+        routes::activity,
+        routes::lease,
+        routes::ack,
+        routes::acks,
+        routes::extend,
+        routes::list_dead,
+        routes::retry_dead,
+        routes::delete_dead,
+        ops::healthz,
+        ops::readyz,
+        ops::metrics,
+        ops::openapi_json,
+        ops::index,
     ),
     components(schemas(
-        error::ErrorBody, error::ErrorDetail, schema::Task, schema::Duration, schema::Time, schema::Backoff,
-        schema::Repeat, api::TaskBody, api::BatchBody, api::ScheduleResponse, api::BatchResponse,
-        api::BatchResult, api::CancelledResponse, api::TaskList, api::QueueSummary, api::QueueListResponse,
-        api::QueueDetail, api::LagMs, api::LeaseBody, api::LeaseResponse, api::LeaseItem, api::AckBody,
-        api::AckItem, api::AcksBody, api::AcksResponse, api::AckResult, api::ExtendBody, api::ExtendResponse,
-        api::OutcomeName, api::ActivityResponse, api::RecentOutcome, ops::Status,
-    )),
-    modifiers(&BearerAuth),
-    security(("bearer" = [])),
+        error::ErrorBody,
+        error::ErrorDetail,
+        error::ErrorCode,
+        schema::QueueName,
+        schema::TaskKey,
+        schema::TagName,
+        schema::Duration,
+        schema::Time,
+        schema::Timestamp,
+        schema::TaskState,
+        schema::ScheduleOutcome,
+        schema::ActivityOutcome,
+        schema::TaskBody,
+        schema::BatchItem,
+        schema::BatchBody,
+        schema::BackoffBody,
+        schema::RepeatBody,
+        schema::LeaseBody,
+        schema::AckBody,
+        schema::AckItem,
+        schema::AcksBody,
+        schema::ExtendBody,
+        schema::BatchResult,
+        schema::AckResult,
+        schema::Task,
+        schema::Backoff,
+        schema::Repeat,
+        api::ScheduleResponse,
+        api::BatchResponse,
+        api::CancelledResponse,
+        api::TaskList,
+        api::QueueSummary,
+        api::QueueListResponse,
+        api::QueueDetail,
+        api::LagMs,
+        api::LeaseResponse,
+        api::LeaseItem,
+        api::AcksResponse,
+        api::ExtendResponse,
+        api::ActivityResponse,
+        api::RecentOutcome,
+        ops::Status,
+    ))
 )]
-pub(crate) struct ApiDoc;
+struct ApiDoc;
 
-struct BearerAuth;
+/// How the server runs, as far as the document depends on it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Served {
+    /// Requests need a bearer token.
+    pub(crate) tokens: bool,
+    /// Items in a batch at most.
+    pub(crate) max_batch: usize,
+}
 
-impl Modify for BearerAuth {
-    fn modify(&self, doc: &mut utoipa::openapi::OpenApi) {
-        let components = doc.components.get_or_insert_with(Default::default);
-        components.add_security_scheme(
-            "bearer",
-            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
-        );
+/// The methods an OpenAPI path item may hold.
+const METHODS: [&str; 8] = ["get", "put", "post", "delete", "options", "head", "patch", "trace"];
+
+/// The document a server that runs as `served` publishes.
+pub(crate) fn document(served: Served) -> Value {
+    let mut doc = serde_json::to_value(ApiDoc::openapi()).expect("the OpenAPI document is JSON");
+    for (body, items) in [("BatchBody", "tasks"), ("AcksBody", "acks")] {
+        doc["components"]["schemas"][body]["properties"][items]["maxItems"] = json!(served.max_batch);
     }
+    doc["components"]["responses"] = shared_responses();
+    if served.tokens {
+        doc["components"]["securitySchemes"] = json!({"bearer": {"type": "http", "scheme": "bearer"}});
+        doc["security"] = json!([{"bearer": []}]);
+    }
+    let Some(paths) = doc["paths"].as_object_mut() else { return doc };
+    for (path, item) in paths {
+        for method in METHODS {
+            let Some(operation) = item.get_mut(method).and_then(Value::as_object_mut) else { continue };
+            let mut shared = vec![("414", "UriTooLong"), ("431", "HeadersTooLarge"), ("500", "Internal")];
+            if path.starts_with("/v1/") || path == "/metrics" {
+                shared.push(("503", "Unavailable"));
+            }
+            let open = app::is_open(path);
+            if served.tokens && !open {
+                shared.push(("401", "Unauthorized"));
+            }
+            if let Some(body) = operation.get_mut("requestBody") {
+                shared.extend([("408", "RequestTimeout"), ("413", "PayloadTooLarge")]);
+                // utoipa writes an optional body (`Option<T>`) as "T or null"; it is
+                // "T or no body" (`required` false), and a JSON null is refused.
+                let schema = &mut body["content"]["application/json"]["schema"];
+                if let Some(inner) = schema["oneOf"].as_array().and_then(|o| o.iter().find(|s| s["type"] != "null")) {
+                    *schema = inner.clone();
+                }
+            }
+            let responses = operation.entry("responses").or_insert_with(|| json!({}));
+            for (status, name) in shared {
+                if responses.get(status).is_none() {
+                    responses[status] = json!({"$ref": format!("#/components/responses/{name}")});
+                }
+            }
+            if !served.tokens || !open {
+                operation.remove("security");
+            } else {
+                operation.insert("security".into(), json!([]));
+            }
+        }
+    }
+    doc
+}
+
+/// The answers many operations share, by name.
+fn shared_responses() -> Value {
+    let error = |description: &str| {
+        json!({"description": description,
+               "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}}})
+    };
+    let mut unauthorized = error("No valid bearer token (the server runs with tokens)");
+    unauthorized["headers"] = json!({"WWW-Authenticate": {"schema": {"type": "string", "const": "Bearer"}}});
+    let mut not_allowed = error("The path does not take this method");
+    not_allowed["headers"] = json!({"Allow": {"description": "The methods the path takes",
+                                              "schema": {"type": "string"}}});
+    json!({
+        "Unauthorized": unauthorized,
+        "MethodNotAllowed": not_allowed,
+        "RequestTimeout": error("The request body did not arrive within the request timeout"),
+        "PayloadTooLarge": error("The request body is over the route's size limit"),
+        "UriTooLong": error("The request line is too long"),
+        "HeadersTooLarge": error("The request's head is too large"),
+        "Internal": error("An internal error; it has been logged"),
+        "Unavailable": error("The store is unavailable, the server is stopping, or the request did not complete \
+            in time; retry later"),
+    })
 }

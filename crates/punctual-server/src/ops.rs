@@ -15,9 +15,9 @@ use axum::response::{IntoResponse, Response};
 use punctual_core::Store;
 use punctual_core::time::format_duration;
 use serde::Serialize;
-use utoipa::{OpenApi, ToSchema};
+use utoipa::ToSchema;
 
-use crate::error::{ApiError, ErrorBody, ErrorDetail};
+use crate::error::{ApiError, ErrorBody, ErrorCode, ErrorDetail};
 use crate::prom;
 use crate::state::AppState;
 
@@ -33,7 +33,7 @@ pub(crate) struct Status {
 }
 
 #[utoipa::path(get, path = "/healthz", tag = "operations", summary = "The process is up (never needs a token)",
-    responses((status = 200, body = Status)), security(()))]
+    responses((status = 200, body = Status)))]
 pub(crate) async fn healthz() -> Json<Status> {
     Json(Status { status: "ok", reason: None })
 }
@@ -41,8 +41,7 @@ pub(crate) async fn healthz() -> Json<Status> {
 #[utoipa::path(get, path = "/readyz", tag = "operations",
     summary = "The store is reachable and, with max_overdue set, no due task has waited longer (never needs a token)",
     responses((status = 200, body = Status),
-              (status = 503, description = "Unready; the message says why", body = ErrorBody)),
-    security(()))]
+              (status = 503, description = "Unready; the message says why", body = ErrorBody)))]
 pub(crate) async fn readyz<S: Store>(State(state): State<AppState<S>>) -> Response {
     let answer = readiness(&state).await;
     state.note_readiness(answer.as_ref().map(|_| ()).map_err(String::as_str));
@@ -53,7 +52,7 @@ pub(crate) async fn readyz<S: Store>(State(state): State<AppState<S>>) -> Respon
             Json(Status { status: "ready", reason }).into_response()
         }
         Err(why) => {
-            let error = ErrorDetail { code: "unavailable", message: why, field: None };
+            let error = ErrorDetail { code: ErrorCode::Unavailable, message: why, field: None };
             (StatusCode::SERVICE_UNAVAILABLE, Json(ErrorBody { error })).into_response()
         }
     }
@@ -103,15 +102,16 @@ pub(crate) async fn metrics<S: Store>(State(state): State<AppState<S>>) -> Resul
     Ok(([(header::CONTENT_TYPE, prom::CONTENT_TYPE)], text).into_response())
 }
 
-#[utoipa::path(get, path = "/openapi.json", tag = "operations", summary = "This document",
+#[utoipa::path(get, path = "/openapi.json", tag = "operations",
+    summary = "This document, as this server runs (its auth and limits)",
     responses((status = 200, description = "OpenAPI 3.1", content_type = "application/json")))]
-pub(crate) async fn openapi_json() -> Response {
-    Json(crate::openapi::ApiDoc::openapi()).into_response()
+pub(crate) async fn openapi_json<S: Store>(State(state): State<AppState<S>>) -> Response {
+    Json(&state.inner.openapi).into_response()
 }
 
 #[utoipa::path(get, path = "/", tag = "operations",
     summary = "The dashboard: the page itself needs no token; each of its data calls sends the one typed in it",
-    responses((status = 200, description = "HTML", content_type = "text/html")), security(()))]
+    responses((status = 200, description = "HTML", content_type = "text/html")))]
 pub(crate) async fn index() -> Response {
     asset("text/html; charset=utf-8", include_str!("dashboard/index.html"))
 }

@@ -15,25 +15,31 @@ use crate::api::*;
 use crate::delivery::{DeliveryBody, Undelivered};
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::{JsonBody, Params, QueryParams, from_value};
+use crate::schema;
 use crate::state::AppState;
 
 type Answer = Result<Response, ApiError>;
 
+/// A batch item's `field` as its result echoes it: only a string (anything else, or
+/// none, is null, as the result's schema says).
+fn echoed(item: &Value, field: &str) -> Option<String> {
+    item.get(field).and_then(Value::as_str).map(str::to_owned)
+}
+
 #[utoipa::path(put, path = "/v1/queues/{queue}/tasks/{key}", tag = "tasks",
     summary = "Create or update one task",
-    params(("queue" = String, Path, description = "Queue name, [A-Za-z0-9._:-]{1,128}"),
-           ("key" = String, Path, description = "Task key, 1–512 bytes of UTF-8; percent-encode '/' as %2F")),
-    request_body = TaskBody,
+    params(("queue" = schema::QueueName, Path), ("key" = schema::TaskKey, Path)),
+    request_body(content = schema::TaskBody, description = "A JSON body is required: {} is a task due now with no payload"),
     responses(
         (status = 201, description = "Created", body = ScheduleResponse),
         (status = 200, description = "Replaced or kept", body = ScheduleResponse),
-        (status = 400, description = "Invalid input", body = ErrorBody),
+        (status = 400, description = "Invalid input; the field names what to fix", body = ErrorBody),
         (status = 409, description = "Exists and if_exists is error", body = ErrorBody),
-        (status = 413, description = "Payload too large", body = ErrorBody)))]
+        (status = 413, description = "The payload or the body is too large", body = ErrorBody)))]
 pub(crate) async fn put_task<S: Store>(
     State(state): State<AppState<S>>,
     params: Params,
-    JsonBody(body): JsonBody<TaskBody>,
+    JsonBody(body): JsonBody<TaskBody, true>,
 ) -> Answer {
     let (queue, key) = (params.get("queue"), params.get("key"));
     if body.key.as_deref().is_some_and(|k| k != key) {
@@ -46,13 +52,13 @@ pub(crate) async fn put_task<S: Store>(
 }
 
 #[utoipa::path(post, path = "/v1/queues/{queue}/tasks", tag = "tasks",
-    summary = "Create or update many tasks; each item succeeds or fails on its own",
-    params(("queue" = String, Path, description = "Queue name")),
-    request_body = BatchBody,
+    summary = "Create or update many tasks; each item is stored or refused on its own",
+    params(("queue" = schema::QueueName, Path)),
+    request_body = schema::BatchBody,
     responses(
         (status = 200, description = "One result per item, in order", body = BatchResponse),
         (status = 400, description = "Not a batch, or more items than the limit (field tasks)", body = ErrorBody),
-        (status = 413, description = "Request body too large", body = ErrorBody)))]
+        (status = 413, description = "The body is too large", body = ErrorBody)))]
 pub(crate) async fn post_tasks<S: Store>(
     State(state): State<AppState<S>>,
     params: Params,
@@ -71,7 +77,7 @@ pub(crate) async fn post_tasks<S: Store>(
     let mut valid = Vec::with_capacity(body.tasks.len());
     let mut positions = Vec::with_capacity(body.tasks.len());
     for (i, value) in body.tasks.into_iter().enumerate() {
-        let key = value.get("key").cloned().unwrap_or(Value::Null);
+        let key = echoed(&value, "key");
         let parsed = from_value::<TaskBody>(value).and_then(|item| {
             let key = item.key.clone().ok_or_else(|| ApiError::invalid("key", "each task of a batch needs its key"))?;
             Ok((key, item.into_spec()?))
@@ -99,8 +105,10 @@ pub(crate) async fn post_tasks<S: Store>(
 }
 
 #[utoipa::path(get, path = "/v1/queues/{queue}/tasks/{key}", tag = "tasks", summary = "One task",
-    params(("queue" = String, Path), ("key" = String, Path)),
-    responses((status = 200, body = crate::schema::Task), (status = 404, body = ErrorBody)))]
+    params(("queue" = schema::QueueName, Path), ("key" = schema::TaskKey, Path)),
+    responses((status = 200, body = schema::Task),
+              (status = 400, description = "Invalid queue or key", body = ErrorBody),
+              (status = 404, description = "No such task", body = ErrorBody)))]
 pub(crate) async fn get_task<S: Store>(State(state): State<AppState<S>>, params: Params) -> Answer {
     let (queue, key) = (params.get("queue"), params.get("key"));
     match state.inner.engine.get(queue, key).await? {
@@ -111,8 +119,10 @@ pub(crate) async fn get_task<S: Store>(State(state): State<AppState<S>>, params:
 
 #[utoipa::path(delete, path = "/v1/queues/{queue}/tasks/{key}", tag = "tasks",
     summary = "Cancel a task in any state (a leased one neither retries nor repeats)",
-    params(("queue" = String, Path), ("key" = String, Path)),
-    responses((status = 204, description = "Cancelled"), (status = 404, body = ErrorBody)))]
+    params(("queue" = schema::QueueName, Path), ("key" = schema::TaskKey, Path)),
+    responses((status = 204, description = "Cancelled"),
+              (status = 400, description = "Invalid queue or key", body = ErrorBody),
+              (status = 404, description = "No such task", body = ErrorBody)))]
 pub(crate) async fn delete_task<S: Store>(State(state): State<AppState<S>>, params: Params) -> Answer {
     let (queue, key) = (params.get("queue"), params.get("key"));
     if state.inner.engine.cancel(queue, key).await? {
@@ -124,19 +134,21 @@ pub(crate) async fn delete_task<S: Store>(State(state): State<AppState<S>>, para
 
 #[utoipa::path(delete, path = "/v1/queues/{queue}/tags/{tag}", tag = "tasks",
     summary = "Cancel every task of the queue carrying the tag",
-    params(("queue" = String, Path), ("tag" = String, Path)),
-    responses((status = 200, body = CancelledResponse), (status = 400, body = ErrorBody)))]
+    params(("queue" = schema::QueueName, Path), ("tag" = schema::TagName, Path)),
+    responses((status = 200, body = CancelledResponse),
+              (status = 400, description = "Invalid queue or tag", body = ErrorBody)))]
 pub(crate) async fn cancel_tag<S: Store>(State(state): State<AppState<S>>, params: Params) -> Answer {
     let cancelled = state.inner.engine.cancel_tag(params.get("queue"), params.get("tag")).await?;
     Ok(Json(CancelledResponse { cancelled }).into_response())
 }
 
 #[utoipa::path(get, path = "/v1/queues/{queue}/tasks", tag = "tasks", summary = "Tasks in due order",
-    params(("queue" = String, Path),
-           ("state" = Option<String>, Query, description = "scheduled, leased or dead"),
-           ("limit" = Option<u32>, Query, description = "1–1,000, default 100"),
+    params(("queue" = schema::QueueName, Path),
+           ("state" = Option<schema::TaskState>, Query, description = "Only tasks in this state"),
+           ("limit" = Option<u32>, Query, minimum = 1, maximum = 1000, description = "Tasks per page, default 100"),
            ("cursor" = Option<String>, Query, description = "next_cursor of the previous page")),
-    responses((status = 200, body = TaskList), (status = 400, body = ErrorBody)))]
+    responses((status = 200, body = TaskList),
+              (status = 400, description = "Invalid queue, state, limit or cursor", body = ErrorBody)))]
 pub(crate) async fn list_tasks<S: Store>(
     State(state): State<AppState<S>>,
     params: Params,
@@ -160,8 +172,8 @@ pub(crate) async fn list_queues<S: Store>(State(state): State<AppState<S>>) -> A
 
 #[utoipa::path(get, path = "/v1/queues/{queue}", tag = "queues",
     summary = "One queue's counts, overdue time and recent fire lag (zero counts when unknown)",
-    params(("queue" = String, Path)),
-    responses((status = 200, body = QueueDetail), (status = 400, body = ErrorBody)))]
+    params(("queue" = schema::QueueName, Path)),
+    responses((status = 200, body = QueueDetail), (status = 400, description = "Invalid queue", body = ErrorBody)))]
 pub(crate) async fn get_queue<S: Store>(State(state): State<AppState<S>>, params: Params) -> Answer {
     let name = params.get("queue");
     let engine = &state.inner.engine;
@@ -184,8 +196,8 @@ pub(crate) async fn get_queue<S: Store>(State(state): State<AppState<S>>, params
     summary = "Recent outcomes (bounded history, newest first) and leases per 10 s over the last 15 min",
     description = "Kept in memory by this server for the dashboard: at most 100 outcomes per queue, lost on \
         restart, and only of leases this server handed out or reaped. An unknown queue answers empty lists.",
-    params(("queue" = String, Path)),
-    responses((status = 200, body = ActivityResponse), (status = 400, body = ErrorBody)))]
+    params(("queue" = schema::QueueName, Path)),
+    responses((status = 200, body = ActivityResponse), (status = 400, description = "Invalid queue", body = ErrorBody)))]
 pub(crate) async fn activity<S: Store>(State(state): State<AppState<S>>, params: Params) -> Answer {
     let activity = state.inner.engine.activity(params.get("queue"))?;
     Ok(Json(ActivityResponse::from(activity)).into_response())
@@ -193,10 +205,10 @@ pub(crate) async fn activity<S: Store>(State(state): State<AppState<S>>, params:
 
 #[utoipa::path(post, path = "/v1/queues/{queue}/lease", tag = "workers",
     summary = "Lease due tasks; with wait, hold the request open until one falls due (long poll)",
-    params(("queue" = String, Path)),
-    request_body = LeaseBody,
+    params(("queue" = schema::QueueName, Path)),
+    request_body(content = Option<schema::LeaseBody>, description = "Optional: no body takes every default"),
     responses((status = 200, description = "Leases (an empty list after wait)", body = LeaseResponse),
-               (status = 400, body = ErrorBody)))]
+               (status = 400, description = "Invalid queue, max, lease or wait", body = ErrorBody)))]
 pub(crate) async fn lease<S: Store>(
     State(state): State<AppState<S>>,
     params: Params,
@@ -250,9 +262,9 @@ fn decode_lease<S: Store>(state: &AppState<S>, lease_id: &str) -> Result<punctua
 
 #[utoipa::path(post, path = "/v1/leases/{lease_id}/ack", tag = "workers", summary = "Report how a leased try ended",
     params(("lease_id" = String, Path, description = "As given by lease")),
-    request_body = AckBody,
+    request_body = schema::AckBody,
     responses((status = 204, description = "Applied"),
-               (status = 400, body = ErrorBody),
+               (status = 400, description = "Invalid body, or a lease id that is not text", body = ErrorBody),
                (status = 404, description = "Unknown or malformed lease id", body = ErrorBody),
                (status = 409, description = "The lease expired, was superseded, or its task was replaced or cancelled; nothing changed", body = ErrorBody)))]
 pub(crate) async fn ack<S: Store>(
@@ -267,8 +279,10 @@ pub(crate) async fn ack<S: Store>(
 }
 
 #[utoipa::path(post, path = "/v1/acks", tag = "workers", summary = "Many acks, each applied or refused on its own",
-    request_body = AcksBody,
-    responses((status = 200, body = AcksResponse), (status = 400, body = ErrorBody), (status = 413, body = ErrorBody)))]
+    request_body = schema::AcksBody,
+    responses((status = 200, description = "One result per item, in order; a malformed item gets status 400", body = AcksResponse),
+              (status = 400, description = "Not a batch of acks, or more than the limit (field acks)", body = ErrorBody),
+              (status = 413, description = "The body is too large", body = ErrorBody)))]
 pub(crate) async fn acks<S: Store>(State(state): State<AppState<S>>, JsonBody(body): JsonBody<AcksBody>) -> Answer {
     let limit = state.inner.engine.limits().max_batch;
     if body.acks.len() > limit {
@@ -278,7 +292,7 @@ pub(crate) async fn acks<S: Store>(State(state): State<AppState<S>>, JsonBody(bo
     let mut valid = Vec::with_capacity(body.acks.len());
     let mut positions = Vec::with_capacity(body.acks.len());
     for (i, value) in body.acks.into_iter().enumerate() {
-        let lease_id = value.get("lease_id").cloned().unwrap_or(Value::Null);
+        let lease_id = echoed(&value, "lease_id");
         let checked = from_value::<AckItem>(value).and_then(|item| {
             let token = decode_lease(&state, &item.lease_id)?;
             Ok((token, item.into_outcome()?))
@@ -307,10 +321,12 @@ pub(crate) async fn acks<S: Store>(State(state): State<AppState<S>>, JsonBody(bo
 }
 
 #[utoipa::path(post, path = "/v1/leases/{lease_id}/extend", tag = "workers", summary = "Extend a live lease from now",
-    params(("lease_id" = String, Path)),
-    request_body = ExtendBody,
-    responses((status = 200, body = ExtendResponse), (status = 400, body = ErrorBody),
-               (status = 404, body = ErrorBody), (status = 409, description = "The lease is no longer live", body = ErrorBody)))]
+    params(("lease_id" = String, Path, description = "As given by lease")),
+    request_body(content = Option<schema::ExtendBody>, description = "Optional: no body extends by 30s"),
+    responses((status = 200, body = ExtendResponse),
+               (status = 400, description = "Invalid body, or a lease id that is not text", body = ErrorBody),
+               (status = 404, description = "Unknown or malformed lease id", body = ErrorBody),
+               (status = 409, description = "The lease is no longer live", body = ErrorBody)))]
 pub(crate) async fn extend<S: Store>(
     State(state): State<AppState<S>>,
     params: Params,
@@ -323,10 +339,11 @@ pub(crate) async fn extend<S: Store>(
 }
 
 #[utoipa::path(get, path = "/v1/queues/{queue}/dead", tag = "dead", summary = "Dead tasks",
-    params(("queue" = String, Path),
-           ("limit" = Option<u32>, Query, description = "1–1,000, default 100"),
-           ("cursor" = Option<String>, Query)),
-    responses((status = 200, body = TaskList), (status = 400, body = ErrorBody)))]
+    params(("queue" = schema::QueueName, Path),
+           ("limit" = Option<u32>, Query, minimum = 1, maximum = 1000, description = "Tasks per page, default 100"),
+           ("cursor" = Option<String>, Query, description = "next_cursor of the previous page")),
+    responses((status = 200, body = TaskList),
+              (status = 400, description = "Invalid queue, limit or cursor", body = ErrorBody)))]
 pub(crate) async fn list_dead<S: Store>(
     State(state): State<AppState<S>>,
     params: Params,
@@ -339,17 +356,21 @@ pub(crate) async fn list_dead<S: Store>(
 }
 
 #[utoipa::path(post, path = "/v1/queues/{queue}/dead/{key}/retry", tag = "dead",
-    summary = "Back to scheduled, due now, attempts reset",
-    params(("queue" = String, Path), ("key" = String, Path)),
-    responses((status = 200, body = crate::schema::Task), (status = 404, body = ErrorBody)))]
+    summary = "Back to scheduled, due now, attempts reset (no body)",
+    params(("queue" = schema::QueueName, Path), ("key" = schema::TaskKey, Path)),
+    responses((status = 200, body = schema::Task),
+              (status = 400, description = "Invalid queue or key", body = ErrorBody),
+              (status = 404, description = "No such dead task", body = ErrorBody)))]
 pub(crate) async fn retry_dead<S: Store>(State(state): State<AppState<S>>, params: Params) -> Answer {
     let task = state.inner.engine.retry_dead(params.get("queue"), params.get("key")).await?;
     Ok(Json(task).into_response())
 }
 
 #[utoipa::path(delete, path = "/v1/queues/{queue}/dead/{key}", tag = "dead", summary = "Delete a dead task",
-    params(("queue" = String, Path), ("key" = String, Path)),
-    responses((status = 204, description = "Deleted"), (status = 404, body = ErrorBody)))]
+    params(("queue" = schema::QueueName, Path), ("key" = schema::TaskKey, Path)),
+    responses((status = 204, description = "Deleted"),
+              (status = 400, description = "Invalid queue or key", body = ErrorBody),
+              (status = 404, description = "No such dead task", body = ErrorBody)))]
 pub(crate) async fn delete_dead<S: Store>(State(state): State<AppState<S>>, params: Params) -> Answer {
     state.inner.engine.delete_dead(params.get("queue"), params.get("key")).await?;
     Ok(StatusCode::NO_CONTENT.into_response())

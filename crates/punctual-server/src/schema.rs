@@ -1,107 +1,421 @@
 //! Types that exist only to describe the API in `/openapi.json`: values whose Rust
-//! types live in the core (which knows nothing of OpenAPI) or that accept several JSON
-//! forms. A test checks that [`Task`] lists exactly the members the core's task
-//! serializes to.
-
-#![allow(dead_code, reason = "read by the OpenAPI derive only")]
+//! types live in the core (which knows nothing of OpenAPI), values that accept several
+//! JSON forms, and the request bodies, whose rules need JSON Schema keywords utoipa's
+//! derive cannot write (`not`, `if`/`then`, `const`).
+//!
+//! Each is written as the JSON Schema it is, so that what the document says can be
+//! read beside what `api` accepts: a request body's schema lists exactly the fields its
+//! raw struct takes (`additionalProperties: false`, as `deny_unknown_fields`), each with
+//! the bounds the server checks, and its `examples` are requests the server accepts.
+//! What JSON Schema cannot say (a key's length in bytes, a duration string's bounds,
+//! `backoff.max` at least `backoff.initial`) is said in the description.
+//! `tests/openapi_contract.rs` holds the document to the server: every example is
+//! accepted, every violation of a schema refused, every answer matches its schema.
+//!
+//! Request and response forms differ where the server is lenient in what it takes:
+//! a [`Time`] in a request is RFC 3339 or epoch milliseconds, a [`Timestamp`] in an
+//! answer is always RFC 3339 UTC with three fractional digits.
 
 use std::borrow::Cow;
 
-use utoipa::openapi::schema::{ObjectBuilder, OneOfBuilder, Schema, Type};
-use utoipa::openapi::{KnownFormat, RefOr, SchemaFormat};
+use punctual_core::{QueueName as CoreQueueName, Tag, TaskKey as CoreTaskKey, Timestamp as CoreTimestamp};
+use serde_json::{Value, json};
+use utoipa::openapi::RefOr;
+use utoipa::openapi::extensions::Extensions;
+use utoipa::openapi::schema::{ObjectBuilder, Schema, SchemaType};
 use utoipa::{PartialSchema, ToSchema};
 
-/// A duration: a string of `<number><unit>` parts (`"1500ms"`, `"30s"`, `"1h 30m"`,
-/// `"7d"`; units ms, s, m, h, d) or integer milliseconds.
-pub(crate) struct Duration;
+use crate::api::MAX_ERROR_BYTES;
+use crate::extract::MIN_EPOCH_MS;
 
-impl PartialSchema for Duration {
-    fn schema() -> RefOr<Schema> {
-        OneOfBuilder::new()
-            .item(ObjectBuilder::new().schema_type(Type::String).examples(["30s", "1h 30m"]))
-            .item(ObjectBuilder::new().schema_type(Type::Integer).minimum(Some(0)).description(Some("milliseconds")))
-            .description(Some("A duration: \"1500ms\", \"30s\", \"1h 30m\", \"7d\", or integer milliseconds."))
-            .into()
+/// The default batch limit; the served document states the server's own
+/// (`openapi::document`).
+pub(crate) const DEFAULT_MAX_BATCH: usize = 10_000;
+
+/// A schema given as JSON. (utoipa's schema types have no `not`, `if` or `const`; an
+/// untyped object whose members are all "extensions" serializes to exactly `value`.)
+fn json_schema(value: Value) -> RefOr<Schema> {
+    let Value::Object(members) = value else { unreachable!("every schema here is a JSON object") };
+    let members: Extensions = members.into_iter().collect();
+    ObjectBuilder::new().schema_type(SchemaType::AnyValue).extensions(Some(members)).into()
+}
+
+/// Declares doc-only types, each with its component name and JSON Schema.
+macro_rules! schemas {
+    ($($(#[$doc:meta])* $name:ident => $schema:expr;)*) => {$(
+        $(#[$doc])*
+        pub(crate) struct $name;
+
+        impl PartialSchema for $name {
+            fn schema() -> RefOr<Schema> {
+                json_schema($schema)
+            }
+        }
+
+        impl ToSchema for $name {
+            fn name() -> Cow<'static, str> {
+                Cow::Borrowed(stringify!($name))
+            }
+        }
+    )*};
+}
+
+/// `#/components/schemas/<name>`.
+fn r(name: &str) -> Value {
+    json!({"$ref": format!("#/components/schemas/{name}")})
+}
+
+/// `schema`, or null (serde reads a null optional field as absent).
+fn nullable(schema: Value) -> Value {
+    json!({"anyOf": [{"type": "null"}, schema]})
+}
+
+/// The field is given and not null.
+fn present(field: &str) -> Value {
+    json!({"required": [field], "properties": {field: {"not": {"type": "null"}}}})
+}
+
+/// A duration whose integer form lies in `min..=max` milliseconds (a string's bounds
+/// are in the description: JSON Schema cannot compare them).
+fn duration_within(min: u64, max: Option<u64>, description: &str) -> Value {
+    let mut bounds = json!({"allOf": [r("Duration")], "minimum": min, "description": description});
+    if let Some(max) = max {
+        bounds["maximum"] = json!(max);
     }
+    bounds
 }
 
-impl ToSchema for Duration {
-    fn name() -> Cow<'static, str> {
-        Cow::Borrowed("Duration")
+/// A whole number from `min` to the largest a 32-bit count holds.
+fn count(min: u32, max: u32, description: &str) -> Value {
+    json!({"type": "integer", "minimum": min, "maximum": max, "description": description})
+}
+
+/// Text of 1 to `max_bytes` bytes of UTF-8 without control characters. JSON Schema
+/// counts characters, not bytes: `maxLength` is the bound for ASCII text.
+fn text(max_bytes: usize, what: &str, example: &str) -> Value {
+    json!({
+        "type": "string",
+        "minLength": 1,
+        "maxLength": max_bytes,
+        "pattern": "^[^\\u0000-\\u001F\\u007F-\\u009F]+$",
+        "description": format!("{what}: 1 to {max_bytes} bytes of UTF-8, no control characters."),
+        "examples": [example],
+    })
+}
+
+/// An ack's body; an item of a batch of acks adds its `lease_id`.
+fn ack(with_lease_id: bool) -> Value {
+    let only = |outcome: &str, refused: &[&str]| {
+        json!({
+            "if": {"required": ["outcome"], "properties": {"outcome": {"const": outcome}}},
+            "then": {"not": {"anyOf": refused.iter().map(|f| present(f)).collect::<Vec<_>>()}},
+        })
+    };
+    let mut schema = json!({
+        "type": "object",
+        "additionalProperties": false,
+        "required": ["outcome"],
+        "properties": {
+            "outcome": {"enum": ["done", "retry", "reschedule", "fail"]},
+            "delay": nullable(json!({"allOf": [r("Duration")],
+                "description": "retry (default: the task's backoff) or reschedule: how long from now."})),
+            "due_at": nullable(json!({"allOf": [r("Time")], "description": "reschedule only, instead of delay."})),
+            "error": nullable(json!({"type": "string", "description": format!(
+                "retry and fail: what went wrong, kept as last_error (cut to {MAX_ERROR_BYTES} bytes).")})),
+        },
+        "allOf": [
+            only("done", &["delay", "due_at", "error"]),
+            only("retry", &["due_at"]),
+            only("reschedule", &["error"]),
+            {"if": {"required": ["outcome"], "properties": {"outcome": {"const": "reschedule"}}},
+             "then": {"not": {"allOf": [present("delay"), present("due_at")]}}},
+            only("fail", &["delay", "due_at"]),
+        ],
+    });
+    let examples = [
+        json!({"outcome": "done"}),
+        json!({"outcome": "retry", "delay": "5m", "error": "smtp timeout"}),
+        json!({"outcome": "retry"}),
+        json!({"outcome": "reschedule", "delay": "24h"}),
+        json!({"outcome": "reschedule", "due_at": "2030-01-01T09:00:00+08:00"}),
+        json!({"outcome": "fail", "error": "order not found"}),
+    ];
+    if with_lease_id {
+        schema["required"] = json!(["lease_id", "outcome"]);
+        schema["properties"]["lease_id"] = json!({"type": "string", "description": "As given by lease."});
+        schema["description"] = json!(
+            "One ack of a batch: an ack body and its lease_id. Each item is applied \
+            or refused on its own: a malformed one gets status 400 in its result."
+        );
+    } else {
+        schema["description"] = json!("How a leased try ended.");
+        schema["examples"] = json!(examples);
     }
+    schema
 }
 
-/// An instant: RFC 3339 in requests (any offset) or integer epoch milliseconds;
-/// responses always give RFC 3339 UTC with three fractional digits.
-pub(crate) struct Time;
+/// A batch request: an array of `item`s under `items`.
+fn batch_of(items: &str, item: &str, description: &str, example: Value) -> Value {
+    json!({
+        "type": "object",
+        "additionalProperties": false,
+        "required": [items],
+        "properties": {items: {"type": "array", "items": r(item), "maxItems": DEFAULT_MAX_BATCH,
+            "description": description}},
+        "examples": [example, {items: []}],
+    })
+}
 
-impl PartialSchema for Time {
-    fn schema() -> RefOr<Schema> {
-        OneOfBuilder::new()
-            .item(
-                ObjectBuilder::new()
-                    .schema_type(Type::String)
-                    .format(Some(SchemaFormat::KnownFormat(KnownFormat::DateTime)))
-                    .examples(["2026-11-30T12:00:00.000Z"]),
-            )
-            .item(
-                ObjectBuilder::new()
-                    .schema_type(Type::Integer)
-                    .minimum(Some(0))
-                    .description(Some("epoch milliseconds (requests only)")),
-            )
-            .description(Some(
-                "RFC 3339 or epoch milliseconds; responses: RFC 3339 UTC, e.g. 2026-11-30T12:00:00.000Z.",
-            ))
-            .into()
+const DURATION_TEXT: &str = "^\\s*([0-9]+|([0-9]+\\s*(ms|s|m|h|d)\\s*)+)$";
+
+schemas! {
+    /// A queue name.
+    QueueName => json!({
+        "type": "string",
+        "minLength": 1,
+        "maxLength": CoreQueueName::MAX_LEN,
+        "pattern": format!("^[A-Za-z0-9._:-]{{1,{}}}$", CoreQueueName::MAX_LEN),
+        "description": "A queue name: 1 to 128 of A-Z a-z 0-9 . _ : -",
+        "examples": ["order.cancel"],
+    });
+
+    /// A task's key.
+    TaskKey => text(CoreTaskKey::MAX_BYTES, "A task's key, unique in its queue; in a path, \
+        percent-encode '/' as %2F", "order-1234");
+
+    /// A tag.
+    TagName => text(Tag::MAX_BYTES, "A tag", "pi-9");
+
+    /// A duration in a request or an answer.
+    Duration => json!({
+        "description": "A duration: a string of <number><unit> parts (units ms, s, m, h, d: \"1500ms\", \
+            \"30s\", \"1h 30m\", \"7d\"; a bare number is milliseconds) or whole milliseconds.",
+        "oneOf": [
+            {"type": "string", "pattern": DURATION_TEXT, "examples": ["30s", "1h 30m"]},
+            {"type": "integer", "minimum": 0, "description": "milliseconds"},
+        ],
+    });
+
+    /// An instant in a request.
+    Time => json!({
+        "description": "An instant: RFC 3339 with any offset, or whole epoch milliseconds (a number below \
+            100,000,000,000 can only be seconds and is refused). A time in the past means now.",
+        "oneOf": [
+            {"type": "string", "format": "date-time", "examples": ["2026-11-30T09:00:00+08:00"]},
+            {"type": "integer", "minimum": MIN_EPOCH_MS, "maximum": CoreTimestamp::MAX.as_millis(),
+             "description": "epoch milliseconds"},
+        ],
+    });
+
+    /// An instant in an answer.
+    Timestamp => json!({
+        "type": "string",
+        "format": "date-time",
+        "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{3}Z$",
+        "description": "RFC 3339 UTC with exactly three fractional digits.",
+        "examples": ["2026-11-30T12:00:00.000Z"],
+    });
+
+    /// A task's state, in an answer or a list's filter.
+    TaskState => json!({"enum": ["scheduled", "leased", "dead"]});
+
+    /// How a try ended, in the activity of a queue.
+    ActivityOutcome => json!({"enum": ["done", "retried", "rescheduled", "dead", "expired"]});
+
+    /// What scheduling did.
+    ScheduleOutcome => json!({"enum": ["created", "replaced", "kept"]});
+
+    /// `PUT /v1/queues/{queue}/tasks/{key}`.
+    TaskBody => json!({
+        "type": "object",
+        "additionalProperties": false,
+        "description": "A task to create or update. Exactly one of delay and due_at (neither: due now). \
+            Policies not given take the queue's defaults.",
+        "properties": {
+            "key": nullable(json!({"allOf": [r("TaskKey")],
+                "description": "Required in a batch item; in a PUT the path gives it, and if given it must match."})),
+            "delay": nullable(json!({"allOf": [r("Duration")], "description": "Due this long from now."})),
+            "due_at": nullable(json!({"allOf": [r("Time")], "description": "Due at this instant."})),
+            "payload": {"description": "Any JSON, at most 65,536 bytes serialized (by default)."},
+            "max_attempts": nullable(count(1, u32::MAX, "Tries before the task is dead.")),
+            "backoff": nullable(r("BackoffBody")),
+            "repeat": nullable(r("RepeatBody")),
+            "tags": {"type": "array", "items": r("TagName"), "maxItems": Tag::MAX_PER_TASK},
+            "if_exists": {"enum": ["replace", "keep", "error"], "default": "replace",
+                "description": "When the task exists: replace it, keep it, or refuse (409)."},
+        },
+        "not": {"allOf": [present("delay"), present("due_at")]},
+        "examples": [
+            {"delay": "30m", "payload": {"order_id": 1234}},
+            {"due_at": "2026-11-30T09:00:00+08:00", "payload": {"order_id": 1234}, "repeat": {"every": "24h"},
+             "tags": ["pi-9"], "max_attempts": 5, "if_exists": "keep"},
+            {"delay": 1500, "backoff": {"initial": "1s", "factor": 2.0, "max": "1h"},
+             "repeat": {"cron": "0 9 * * MON-FRI", "tz": "Asia/Shanghai", "times": 3,
+                        "until": "9999-01-01T00:00:00Z"}},
+            {"due_at": 1_924_992_000_000_u64, "payload": null, "key": null},
+            {},
+        ],
+    });
+
+    /// An item of `POST /v1/queues/{queue}/tasks`.
+    BatchItem => json!({
+        "description": "A task of a batch: a TaskBody with its key. Each item is stored or refused on its \
+            own: an invalid one gets an error in its result.",
+        "allOf": [r("TaskBody")],
+        "required": ["key"],
+        "properties": {"key": r("TaskKey")},
+    });
+
+    /// `POST /v1/queues/{queue}/tasks`.
+    BatchBody => batch_of("tasks", "BatchItem", "The tasks, at most the server's batch limit.",
+        json!({"tasks": [{"key": "order-1", "delay": "30m"}, {"key": "order-2", "due_at": 1_924_992_000_000_u64}]}));
+
+    /// Exponential backoff in a request.
+    BackoffBody => json!({
+        "type": "object",
+        "additionalProperties": false,
+        "required": ["initial", "factor", "max"],
+        "description": "The wait before try n+1 is initial × factor^(n−1), at most max (at least initial).",
+        "properties": {
+            "initial": r("Duration"),
+            "factor": {"type": "number", "minimum": 1},
+            "max": r("Duration"),
+        },
+    });
+
+    /// A repeat in a request.
+    RepeatBody => json!({
+        "type": "object",
+        "additionalProperties": false,
+        "description": "Fire again: every (fixed rate) or cron (wall-clock times in tz), not both.",
+        "properties": {
+            "every": nullable(duration_within(1, None, "The interval, at least 1ms.")),
+            "cron": nullable(json!({"type": "string", "examples": ["0 9 * * MON-FRI"],
+                "description": "5 fields (minute hour day-of-month month day-of-week) or 6 (seconds first)."})),
+            "tz": nullable(json!({"type": "string", "examples": ["Asia/Shanghai"],
+                "description": "The IANA zone of cron (default UTC)."})),
+            "times": nullable(count(1, u32::MAX, "Occurrences in all.")),
+            "until": nullable(json!({"allOf": [r("Time")], "description":
+                "No occurrence after this instant; before the first one is refused."})),
+        },
+        "oneOf": [present("every"), present("cron")],
+        "if": present("tz"),
+        "then": present("cron"),
+    });
+
+    /// `POST /v1/queues/{queue}/lease`.
+    LeaseBody => json!({
+        "type": "object",
+        "additionalProperties": false,
+        "description": "Every field is optional; an empty body takes the defaults.",
+        "properties": {
+            "max": nullable(count(1, 1000, "Tasks at most, default 1.")),
+            "lease": nullable(duration_within(1000, Some(43_200_000), "1s to 12h, default 30s.")),
+            "wait": nullable(duration_within(0, Some(60_000),
+                "0 to 60s, default 0: how long to hold the request open for a task to fall due.")),
+        },
+        "examples": [{"max": 10, "lease": "30s", "wait": "1s"}, {}],
+    });
+
+    /// `POST /v1/leases/{lease_id}/ack`.
+    AckBody => ack(false);
+
+    /// An item of `POST /v1/acks`.
+    AckItem => ack(true);
+
+    /// `POST /v1/acks`.
+    AcksBody => batch_of("acks", "AckItem", "The acks, at most the server's batch limit.",
+        json!({"acks": [{"lease_id": "a-lease-id", "outcome": "done"},
+                        {"lease_id": "another", "outcome": "retry", "delay": "5m"}]}));
+
+    /// `POST /v1/leases/{lease_id}/extend`.
+    ExtendBody => json!({
+        "type": "object",
+        "additionalProperties": false,
+        "properties": {"lease": nullable(duration_within(1000, Some(43_200_000),
+            "The new length from now, 1s to 12h (default 30s)."))},
+        "examples": [{"lease": "2m"}, {}],
+    });
+
+    /// One result of a batch of tasks.
+    BatchResult => json!({
+        "description": "The item's key (null when it had none or it was not a string) and its outcome, \
+            or the error that refused it.",
+        "oneOf": [
+            {"type": "object", "additionalProperties": false, "required": ["key", "outcome"],
+             "properties": {"key": {"type": ["string", "null"]}, "outcome": r("ScheduleOutcome")}},
+            {"type": "object", "additionalProperties": false, "required": ["key", "error"],
+             "properties": {"key": {"type": ["string", "null"]}, "error": r("ErrorDetail")}},
+        ],
+    });
+
+    /// One result of a batch of acks.
+    AckResult => json!({
+        "description": "The item's lease_id (null when it had none or it was not a string) and its status: \
+            204 applied, 400 malformed, 404 unknown lease, 409 the lease is no longer live.",
+        "oneOf": [
+            {"type": "object", "additionalProperties": false, "required": ["lease_id", "status"],
+             "properties": {"lease_id": {"type": ["string", "null"]}, "status": {"const": 204}}},
+            {"type": "object", "additionalProperties": false, "required": ["lease_id", "status", "error"],
+             "properties": {"lease_id": {"type": ["string", "null"]}, "status": {"enum": [400, 404, 409]},
+                            "error": r("ErrorDetail")}},
+        ],
+    });
+
+    /// A task as the API shows it.
+    Task => json!({
+        "type": "object",
+        "required": ["queue", "key", "state", "due_at", "payload", "attempts", "max_attempts", "backoff",
+            "repeat", "tags", "version", "created_at", "updated_at", "lease_expires_at", "last_error"],
+        "properties": {
+            "queue": r("QueueName"),
+            "key": r("TaskKey"),
+            "state": r("TaskState"),
+            "due_at": r("Timestamp"),
+            "payload": {},
+            "attempts": {"type": "integer", "minimum": 0, "description": "Tries that failed or whose lease expired."},
+            "max_attempts": {"type": "integer", "minimum": 1},
+            "backoff": r("Backoff"),
+            "repeat": nullable(r("Repeat")),
+            "tags": {"type": "array", "items": r("TagName")},
+            "version": {"type": "integer", "minimum": 1},
+            "created_at": r("Timestamp"),
+            "updated_at": r("Timestamp"),
+            "lease_expires_at": nullable(r("Timestamp")),
+            "last_error": {"type": ["string", "null"]},
+        },
+    });
+
+    /// Exponential backoff in an answer.
+    Backoff => json!({
+        "type": "object",
+        "required": ["initial", "factor", "max"],
+        "properties": {"initial": r("Duration"), "factor": {"type": "number", "minimum": 1}, "max": r("Duration")},
+    });
+
+    /// A repeat in an answer.
+    Repeat => json!({
+        "type": "object",
+        "properties": {
+            "every": r("Duration"),
+            "cron": {"type": "string"},
+            "tz": {"type": "string"},
+            "times": {"type": "integer", "minimum": 1},
+            "until": r("Timestamp"),
+        },
+        "oneOf": [{"required": ["every"]}, {"required": ["cron", "tz"]}],
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schemas_are_the_json_written() {
+        let written = serde_json::to_value(TaskState::schema()).unwrap();
+        assert_eq!(written, json!({"enum": ["scheduled", "leased", "dead"]}));
+        let written = serde_json::to_value(Time::schema()).unwrap();
+        assert_eq!(written["oneOf"][1]["minimum"], json!(100_000_000_000_u64));
     }
-}
-
-impl ToSchema for Time {
-    fn name() -> Cow<'static, str> {
-        Cow::Borrowed("Time")
-    }
-}
-
-/// A task as the API shows it.
-#[derive(ToSchema)]
-pub(crate) struct Task {
-    #[schema(example = "order.cancel")]
-    queue: String,
-    #[schema(example = "order-1234")]
-    key: String,
-    /// `scheduled`, `leased` or `dead`.
-    #[schema(example = "scheduled")]
-    state: String,
-    due_at: Time,
-    payload: serde_json::Value,
-    /// Tries that failed or whose lease expired.
-    attempts: u32,
-    max_attempts: u32,
-    backoff: Backoff,
-    repeat: Option<Repeat>,
-    tags: Vec<String>,
-    version: u64,
-    created_at: Time,
-    updated_at: Time,
-    lease_expires_at: Option<Time>,
-    last_error: Option<String>,
-}
-
-/// Exponential backoff between tries.
-#[derive(ToSchema)]
-pub(crate) struct Backoff {
-    initial: Duration,
-    factor: f64,
-    max: Duration,
-}
-
-/// `{"every", "times"?, "until"?}` or `{"cron", "tz"?, "times"?, "until"?}`.
-#[derive(ToSchema)]
-pub(crate) struct Repeat {
-    every: Option<Duration>,
-    cron: Option<String>,
-    tz: Option<String>,
-    times: Option<u32>,
-    until: Option<Time>,
 }

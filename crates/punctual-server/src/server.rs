@@ -1,7 +1,8 @@
 //! Serving the app on a socket, and stopping gracefully.
 //!
 //! Each connection is HTTP/1.1 with a deadline for its request head (a client that
-//! trickles headers is cut off) and keep-alive. On the stop signal the listener closes,
+//! trickles headers is cut off) and keep-alive; a head too large to read is answered
+//! in the API's error body (`head`). On the stop signal the listener closes,
 //! idle connections close, long polls answer at once with no leases, and requests in
 //! flight get the grace period to finish; the caller then shuts the engine down, which
 //! makes every write durable.
@@ -20,6 +21,7 @@ use tokio_util::task::TaskTracker;
 use tower::ServiceExt;
 
 use crate::app::app;
+use crate::head::Guarded;
 use crate::state::AppState;
 
 /// How long a client may take to send a request's head.
@@ -68,7 +70,7 @@ async fn serve_connection(stream: TcpStream, router: Router, stopping: Cancellat
         hyper::service::service_fn(move |req: hyper::Request<Incoming>| router.clone().oneshot(req.map(Body::new)));
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder.timer(TokioTimer::new()).header_read_timeout(HEADER_TIMEOUT).keep_alive(true);
-    let conn = builder.serve_connection(TokioIo::new(stream), service);
+    let conn = builder.serve_connection(TokioIo::new(Guarded::new(stream)), service);
     tokio::pin!(conn);
     tokio::select! {
         result = conn.as_mut() => {

@@ -13,6 +13,8 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 use tokio_util::sync::CancellationToken;
 
+use crate::openapi::Served;
+
 /// HTTP-level settings of the app (the engine's own limits live in its config).
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -64,6 +66,8 @@ pub(crate) struct Inner<S: Store> {
     pub(crate) readiness: Mutex<Option<bool>>,
     /// The server's push actions by queue, for their rate-limit counts in `/metrics`.
     pub(crate) actions: Mutex<Vec<(String, punctual_actions::Action)>>,
+    /// The OpenAPI document of this server (it depends on the tokens and limits).
+    pub(crate) openapi: serde_json::Value,
 }
 
 impl<S: Store> AppState<S> {
@@ -75,6 +79,7 @@ impl<S: Store> AppState<S> {
     /// State over a started engine; reads the store's signing secret for lease ids.
     pub async fn new(engine: Engine<S>, options: HttpOptions) -> Result<AppState<S>, punctual_core::Error> {
         let codec = TokenCodec::new(engine.store().secret().await?);
+        let served = Served { tokens: !options.tokens.is_empty(), max_batch: engine.limits().max_batch };
         Ok(AppState {
             inner: Arc::new(Inner {
                 engine,
@@ -84,6 +89,7 @@ impl<S: Store> AppState<S> {
                 shutdown: CancellationToken::new(),
                 readiness: Mutex::new(None),
                 actions: Mutex::new(Vec::new()),
+                openapi: crate::openapi::document(served),
             }),
         })
     }

@@ -67,6 +67,16 @@ async fn each_malformed_request_gets_its_status_code_and_field() {
         put(r#"{"delay": "30 minutes"}"#, 400, invalid, Some("delay")),
         put(r#"{"delay": -1}"#, 400, invalid, Some("delay")),
         put(r#"{"delay": 1.5}"#, 400, invalid, Some("delay")),
+        put(r#"{"delay": 15.5}"#, 400, invalid, Some("delay")),
+        put(r#"{"delay": -1.0}"#, 400, invalid, Some("delay")),
+        put(r#"{"max_attempts": 2.5}"#, 400, invalid, Some("max_attempts")),
+        // API.md: a PUT of a task needs a JSON body ({} for a task due now).
+        put("", 400, invalid, None),
+        put("  \n", 400, invalid, None),
+        // Epoch seconds, as Java's Instant.getEpochSecond() gives: was read as 1970.
+        put(r#"{"due_at": 1796040000}"#, 400, invalid, Some("due_at")),
+        put(r#"{"due_at": 99999999999}"#, 400, invalid, Some("due_at")),
+        put(r#"{"repeat": {"every": "1h", "until": 1796040000}}"#, 400, invalid, Some("repeat.until")),
         put(r#"{"delay": "999999999999999d"}"#, 400, invalid, Some("delay")),
         put(r#"{"due_at": "tomorrow"}"#, 400, invalid, Some("due_at")),
         put(r#"{"due_at": -5}"#, 400, invalid, Some("due_at")),
@@ -94,6 +104,15 @@ async fn each_malformed_request_gets_its_status_code_and_field() {
         case(Method::PUT, "/v1/queues/q/tasks/a%0Ab", "{}", 400, invalid, Some("key")),
         case(Method::PUT, "/v1/queues/q/tasks/%FF", "{}", 400, invalid, Some("key")),
         case(Method::GET, "/v1/queues/q/tasks/%FF", "", 400, invalid, Some("key")),
+        // Issue 14 (9): an invalid escape was taken literally, naming the task '%zz'.
+        case(Method::PUT, "/v1/queues/q/tasks/%zz", "{}", 400, invalid, Some("key")),
+        case(Method::GET, "/v1/queues/q/tasks/%zz", "", 400, invalid, Some("key")),
+        case(Method::DELETE, "/v1/queues/q/tasks/a%2", "", 400, invalid, Some("key")),
+        case(Method::GET, "/v1/queues/q%zz/tasks", "", 400, invalid, Some("queue")),
+        case(Method::DELETE, "/v1/queues/q/tags/%", "", 400, invalid, Some("tag")),
+        case(Method::POST, "/v1/queues/q/dead/%zz/retry", "", 400, invalid, Some("key")),
+        case(Method::POST, "/v1/leases/%zz/ack", r#"{"outcome": "done"}"#, 400, invalid, Some("lease_id")),
+        case(Method::GET, "/v1/queues/q/tasks?cursor=%zz", "", 400, invalid, Some("cursor")),
         case(Method::DELETE, "/v1/queues/q/tags/a%01", "", 400, invalid, Some("tag")),
         case(Method::POST, "/v1/queues/q/tasks", &over_batch, 400, invalid, Some("tasks")),
         case(Method::POST, "/v1/queues/q/tasks", r#"{"tasks": 5}"#, 400, invalid, Some("tasks")),
@@ -107,6 +126,8 @@ async fn each_malformed_request_gets_its_status_code_and_field() {
         lease(r#"{"lease": "13h"}"#, Some("lease")),
         lease(r#"{"wait": "61s"}"#, Some("wait")),
         lease(r#"{"wait": "x"}"#, Some("wait")),
+        lease(r#"{"lease": 15.5}"#, Some("lease")),
+        lease(r#"{"max": 1.5}"#, Some("max")),
         lease(r#"{"wiat": "1s"}"#, Some("wiat")),
         case(Method::POST, &ack, r#"{"outcome": "maybe"}"#, 400, invalid, Some("outcome")),
         case(Method::POST, &ack, r#"{}"#, 400, invalid, Some("outcome")),
@@ -172,6 +193,8 @@ async fn each_malformed_request_gets_its_status_code_and_field() {
     let (status, now) = s.get("/v1/queues/keep/tasks/safe").await;
     assert_eq!((status, &now), (StatusCode::OK, &original["task"]));
     assert_eq!(s.get("/v1/queues/q/tasks/k").await.0, StatusCode::NOT_FOUND);
+    // '%zz' was stored under the literal key '%zz', which '%25zz' names.
+    assert_eq!(s.get("/v1/queues/q/tasks/%25zz").await.0, StatusCode::NOT_FOUND);
     assert_eq!(s.get("/v1/queues/q").await.1["scheduled"], 0);
     let (status, _) = s.post(&format!("/v1/leases/{lease_id}/ack"), json!({"outcome": "done"})).await;
     assert_eq!(status, StatusCode::NO_CONTENT);
@@ -186,6 +209,34 @@ async fn an_unknown_cursor_is_refused_not_a_500() {
     assert_eq!((code(&body), field(&body)), ("invalid_argument", Some("cursor")));
 }
 
+/// Issue 14 (8): whole numbers written as floats (`{"lease": 15.0}`, as many JSON
+/// encoders write numbers) were refused as "15 is not whole milliseconds".
+#[tokio::test]
+async fn whole_numbers_written_as_floats_are_taken() {
+    let s = TestServer::manual().await;
+    let (status, body) = s.put("/v1/queues/q/tasks/k", json!({"delay": 1500.0, "max_attempts": 3.0})).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert_eq!(body["task"]["due_at"], "2026-11-30T12:00:01.500Z");
+    assert_eq!(body["task"]["max_attempts"], 3);
+    let (status, body) =
+        s.put("/v1/queues/q/tasks/at", json!({"due_at": 1.7964e12, "repeat": {"every": 60000.0, "times": 2.0}})).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert_eq!(
+        (&body["task"]["due_at"], &body["task"]["repeat"]["every"]),
+        (&json!("2026-12-04T16:00:00.000Z"), &json!("1m"))
+    );
+    s.clock.as_ref().unwrap().advance(std::time::Duration::from_secs(2));
+    let leases = s.lease("q", json!({"lease": 15000.0, "max": 1.0, "wait": 0.0})).await;
+    assert_eq!(leases.len(), 1);
+    assert_eq!(leases[0]["expires_at"], "2026-11-30T12:00:17.000Z");
+    let id = leases[0]["lease_id"].as_str().unwrap();
+    let (status, body) = s.post(&format!("/v1/leases/{id}/extend"), json!({"lease": 60000.0})).await;
+    assert_eq!((status, &body["expires_at"]), (StatusCode::OK, &json!("2026-11-30T12:01:02.000Z")), "{body}");
+    let (status, _) = s.post(&format!("/v1/leases/{id}/ack"), json!({"outcome": "retry", "delay": 0.0})).await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+}
+
+/// Issue 14 (9): a body that stalls past the request timeout answered 400.
 #[tokio::test]
 async fn a_body_that_never_ends_times_out() {
     let mut options = punctual_server::HttpOptions::default();
@@ -199,7 +250,7 @@ async fn a_body_that_never_ends_times_out() {
         .body(Body::from_stream(never))
         .unwrap();
     let (status, body) = common::within(10, s.call(req)).await;
-    assert_eq!((status, code(&body)), (StatusCode::BAD_REQUEST, "invalid_argument"));
+    assert_eq!((status, code(&body)), (StatusCode::REQUEST_TIMEOUT, "request_timeout"));
     assert!(body["error"]["message"].as_str().unwrap().contains("did not arrive within 200ms"), "{body}");
     assert_eq!(s.get("/v1/queues/q/tasks/k").await.0, StatusCode::NOT_FOUND);
     let _: Value = body;

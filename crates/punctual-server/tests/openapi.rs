@@ -29,7 +29,6 @@ async fn every_route_of_api_md_is_documented() {
     let s = TestServer::start().await;
     let (status, doc) = s.get("/openapi.json").await;
     assert_eq!(status, 200);
-    assert_eq!(doc, punctual_server::openapi());
     let mut routes: Vec<(String, String)> =
         API_ROUTES.iter().map(|(m, p)| ((*m).to_owned(), (*p).to_owned())).collect();
     if let Some(from_doc) = routes_in_api_md() {
@@ -51,7 +50,7 @@ async fn documented_task_has_the_members_the_server_sends() {
     let s = TestServer::start().await;
     let (_, body) = s.put("/v1/queues/q/tasks/k", serde_json::json!({})).await;
     let mut sent: Vec<String> = body["task"].as_object().unwrap().keys().cloned().collect();
-    let doc = punctual_server::openapi();
+    let (_, doc) = s.get("/openapi.json").await;
     let mut documented: Vec<String> =
         doc["components"]["schemas"]["Task"]["properties"].as_object().unwrap().keys().cloned().collect();
     sent.sort();

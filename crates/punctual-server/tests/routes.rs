@@ -6,7 +6,8 @@
 
 mod common;
 
-use axum::http::StatusCode;
+use axum::body::Body;
+use axum::http::{Method, StatusCode};
 use common::{TestServer, code, field};
 use serde_json::{Value, json};
 
@@ -83,6 +84,34 @@ async fn batch_stores_valid_items_and_reports_each() {
         assert_eq!(s.get(&format!("/v1/queues/q/tasks/{key}")).await.0, StatusCode::OK, "{key}");
     }
     assert_eq!(s.get("/v1/queues/q/tasks/b").await.0, StatusCode::NOT_FOUND);
+}
+
+/// Issue 14 (5): a batch item's key that is not a string was echoed as given
+/// (`"key": -521`), against the result's schema (`string | null`); so was an ack's
+/// `lease_id`.
+#[tokio::test]
+async fn batch_results_echo_only_string_keys_and_lease_ids() {
+    let s = TestServer::start().await;
+    let items = json!([-521, 1.5, true, {"k": 1}, ["a"], null]);
+    let tasks: Vec<Value> = items.as_array().unwrap().iter().map(|key| json!({"key": key})).collect();
+    let (status, body) = s.post("/v1/queues/q/tasks", json!({"tasks": tasks})).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    for (i, result) in body["results"].as_array().unwrap().iter().enumerate() {
+        assert_eq!(result["key"], Value::Null, "{result}");
+        assert_eq!(field(result), Some(format!("tasks[{i}].key").as_str()), "{result}");
+    }
+    let acks: Vec<Value> =
+        items.as_array().unwrap().iter().map(|id| json!({"lease_id": id, "outcome": "done"})).collect();
+    let (status, body) = s.post("/v1/acks", json!({"acks": acks})).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    for result in body["results"].as_array().unwrap() {
+        assert_eq!((&result["lease_id"], &result["status"]), (&Value::Null, &json!(400)), "{result}");
+    }
+    // A string is echoed as sent, even one that is not a valid key or lease id.
+    let (_, body) = s.post("/v1/queues/q/tasks", json!({"tasks": [{"key": ""}]})).await;
+    assert_eq!(body["results"][0]["key"], "");
+    let (_, body) = s.post("/v1/acks", json!({"acks": [{"lease_id": "nope", "outcome": "done"}]})).await;
+    assert_eq!((&body["results"][0]["lease_id"], &body["results"][0]["status"]), (&json!("nope"), &json!(404)));
 }
 
 #[tokio::test]
@@ -240,7 +269,9 @@ async fn ack_outcomes_retry_reschedule_and_fail() {
     let s = TestServer::start().await;
     s.put("/v1/queues/q/tasks/k", json!({"max_attempts": 2})).await;
     let id = s.lease("q", json!({})).await[0]["lease_id"].as_str().unwrap().to_owned();
-    let (status, _) = s.post(&format!("/v1/leases/{id}/ack"), json!({"outcome": "reschedule", "due_at": 0})).await;
+    let (status, _) = s
+        .post(&format!("/v1/leases/{id}/ack"), json!({"outcome": "reschedule", "due_at": 1_000_000_000_000_u64}))
+        .await;
     assert_eq!(status, StatusCode::NO_CONTENT);
     let id = s.lease("q", json!({})).await[0]["lease_id"].as_str().unwrap().to_owned();
     let (status, _) = s.post(&format!("/v1/leases/{id}/ack"), json!({"outcome": "retry", "delay": 0})).await;
@@ -310,6 +341,29 @@ async fn unknown_routes_and_methods_answer_the_error_body() {
     let s = TestServer::start().await;
     let (status, body) = s.get("/v1/nothing/here").await;
     assert_eq!((status, code(&body)), (StatusCode::NOT_FOUND, "not_found"));
-    let (status, body) = s.post("/v1/queues", json!({})).await;
-    assert_eq!((status, code(&body)), (StatusCode::NOT_FOUND, "not_found"));
+}
+
+/// Issue 14 (6): a wrong method answered 404 not_found (with an `Allow` header).
+#[tokio::test]
+async fn a_method_a_path_does_not_take_answers_405_with_allow() {
+    let s = TestServer::start().await;
+    for (method, path, allow) in [
+        (Method::POST, "/v1/queues", "GET,HEAD"),
+        (Method::PATCH, "/v1/queues/q/tasks/k", "PUT,GET,HEAD,DELETE"),
+        (Method::GET, "/v1/queues/q/lease", "POST"),
+        (Method::DELETE, "/openapi.json", "GET,HEAD"),
+    ] {
+        let req = axum::http::Request::builder().method(method.clone()).uri(path).body(Body::empty()).unwrap();
+        let response = tower::ServiceExt::oneshot(s.app.clone(), req).await.unwrap();
+        assert_eq!(response.status(), StatusCode::METHOD_NOT_ALLOWED, "{method} {path}");
+        let mut allowed: Vec<&str> = response.headers()["allow"].to_str().unwrap().split(',').collect();
+        let mut expected: Vec<&str> = allow.split(',').collect();
+        allowed.sort_unstable();
+        expected.sort_unstable();
+        assert_eq!(allowed, expected, "{method} {path}");
+        let body = axum::body::to_bytes(response.into_body(), usize::MAX).await.unwrap();
+        let body: Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(code(&body), "method_not_allowed", "{method} {path}: {body}");
+        assert!(body["error"]["message"].as_str().unwrap().contains(method.as_str()), "{body}");
+    }
 }
