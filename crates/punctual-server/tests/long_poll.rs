@@ -187,5 +187,5 @@ async fn a_long_poll_may_outlast_the_request_timeout() {
         .body(Body::from_stream(never))
         .unwrap();
     let (status, _) = within(10, s.call(req)).await;
-    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(status, StatusCode::REQUEST_TIMEOUT);
 }
