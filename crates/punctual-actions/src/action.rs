@@ -22,6 +22,7 @@ use crate::chat::{Chat, ChatConfig};
 use crate::egress::EgressPolicy;
 use crate::email::{Email, EmailConfig};
 use crate::error::ActionError;
+use crate::http::FinalStatuses;
 use crate::rate::{Rate, RateLimiter, RateStats};
 use crate::template::{Templates, zone};
 use crate::webhook::{Webhook, WebhookConfig};
@@ -57,6 +58,9 @@ pub struct ActionSpec {
     pub concurrency: usize,
     /// At most this many deliveries per window; more wait their turn.
     pub rate: Option<Rate>,
+    /// The HTTP answers that send the task to dead at once (webhooks and chat robots;
+    /// email goes by the SMTP reply: 5xx dead, 4xx retried).
+    pub final_statuses: FinalStatuses,
     /// IANA zone for times in templates (default UTC).
     pub timezone: Option<String>,
 }
@@ -67,13 +71,15 @@ impl ActionSpec {
     /// The default concurrency of a queue.
     pub const DEFAULT_CONCURRENCY: usize = 16;
 
-    /// `kind` with a 10 s timeout, 16 at once, no rate limit, times in UTC.
+    /// `kind` with a 10 s timeout, 16 at once, no rate limit, the default final
+    /// statuses, times in UTC.
     pub fn new(kind: ActionKind) -> ActionSpec {
         ActionSpec {
             kind,
             timeout: Self::DEFAULT_TIMEOUT,
             concurrency: Self::DEFAULT_CONCURRENCY,
             rate: None,
+            final_statuses: FinalStatuses::default(),
             timezone: None,
         }
     }
@@ -96,6 +102,12 @@ impl ActionSpec {
         self
     }
 
+    /// Sets which HTTP answers send the task to dead at once.
+    pub fn final_statuses(mut self, statuses: FinalStatuses) -> ActionSpec {
+        self.final_statuses = statuses;
+        self
+    }
+
     /// Shows times in templates in `zone` (IANA name).
     pub fn timezone(mut self, zone: impl Into<String>) -> ActionSpec {
         self.timezone = Some(zone.into());
@@ -114,7 +126,7 @@ impl ActionSpec {
                 // A client that is never used: building one opens nothing.
                 let client = reqwest::Client::new();
                 let clock: Arc<dyn Clock> = Arc::new(punctual_core::SystemClock);
-                Chat::new(config.clone(), templates, client, self.timeout, clock).map(drop)
+                Chat::new(config.clone(), templates, client, self.timeout, self.final_statuses.clone(), clock).map(drop)
             }
         }
     }
@@ -213,9 +225,13 @@ impl Action {
         let templates = Templates::new(zone(spec.timezone.as_deref())?);
         let clock = Arc::clone(&runtime.clock);
         let deliverer = match &spec.kind {
-            ActionKind::Webhook(config) => {
-                Deliverer::Webhook(Webhook::new(config.clone(), runtime.client.clone(), spec.timeout, clock.clone())?)
-            }
+            ActionKind::Webhook(config) => Deliverer::Webhook(Webhook::new(
+                config.clone(),
+                runtime.client.clone(),
+                spec.timeout,
+                spec.final_statuses.clone(),
+                clock.clone(),
+            )?),
             ActionKind::Email(config) => {
                 Deliverer::Email(Email::new(config, templates, spec.timeout, spec.concurrency, clock.clone())?)
             }
@@ -224,6 +240,7 @@ impl Action {
                 templates,
                 runtime.client.clone(),
                 spec.timeout,
+                spec.final_statuses.clone(),
                 clock.clone(),
             )?),
         };

@@ -35,12 +35,16 @@
 //!   statuses with a short body (`400 invalid_payload`, `403 action_prohibited`,
 //!   `404 channel_not_found`, `410 channel_is_archived`), `429` with `Retry-After`.
 //!
-//! Outcomes: success → done; 408/429/5xx, a timeout or a connection error → retry
-//! (after `Retry-After` when given); a platform's rate-limit code → retry after that
-//! platform's window; any other platform error (bad key, bad signature, archived
-//! channel) → dead, with the code and message as `last_error` — trying again would
-//! not help until someone fixes the configuration and retries the dead task. A
-//! template error → dead.
+//! Outcomes: success → done; a platform's rate-limit code → retry after that
+//! platform's window; its "busy" code, or a 2xx without a result code → retry; any
+//! other platform error code (bad key, bad signature) → dead, with the code and message
+//! as `last_error` — trying again would not help until someone fixes the
+//! configuration and retries the dead task. An answer without a platform code is read
+//! as a webhook's is: a status of the queue's [`FinalStatuses`] (default 400, 413,
+//! 415, 422) → dead; 410 → dead too (a robot answers it for an archived channel: the
+//! message was not shown, unlike a webhook receiver's "done"); every other status, a
+//! timeout or a connection error → retry (after `Retry-After` when given). A template
+//! error → dead.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -53,7 +57,7 @@ use serde_json::{Value as Json, json};
 use sha2::Sha256;
 
 use crate::error::ActionError;
-use crate::http::{Answer, transport_failure};
+use crate::http::{Answer, FinalStatuses, transport_failure};
 use crate::secret::Secret;
 use crate::template::Templates;
 use crate::webhook::parse_url;
@@ -191,6 +195,7 @@ pub(crate) struct Chat {
     templates: Templates,
     client: reqwest::Client,
     timeout: Duration,
+    finals: FinalStatuses,
     clock: Arc<dyn Clock>,
 }
 
@@ -202,6 +207,7 @@ impl std::fmt::Debug for Chat {
             .field("host", &self.url.host_str())
             .field("signed", &self.secret.is_some())
             .field("timeout", &self.timeout)
+            .field("final_statuses", &self.finals.as_slice())
             .finish()
     }
 }
@@ -212,6 +218,7 @@ impl Chat {
         mut templates: Templates,
         client: reqwest::Client,
         timeout: Duration,
+        finals: FinalStatuses,
         clock: Arc<dyn Clock>,
     ) -> Result<Chat, ActionError> {
         let platform = config.platform;
@@ -260,6 +267,7 @@ impl Chat {
             templates,
             client,
             timeout,
+            finals,
             clock,
         })
     }
@@ -305,7 +313,7 @@ impl Chat {
             Err(e) => return transport_failure(&what, &e.without_url(), self.timeout),
         };
         match Answer::read(response).await {
-            Ok(answer) => outcome_of(self.platform, &answer, &what, self.clock.now()),
+            Ok(answer) => outcome_of(self.platform, &answer, &what, self.clock.now(), &self.finals),
             Err(e) => transport_failure(&what, &e.without_url(), self.timeout),
         }
     }
@@ -405,7 +413,13 @@ fn hmac(key: &[u8], message: impl AsRef<[u8]>) -> Vec<u8> {
 }
 
 /// The outcome of a platform's answer (see the module docs).
-pub(crate) fn outcome_of(platform: Platform, answer: &Answer, what: &str, now: Timestamp) -> Outcome {
+pub(crate) fn outcome_of(
+    platform: Platform,
+    answer: &Answer,
+    what: &str,
+    now: Timestamp,
+    finals: &FinalStatuses,
+) -> Outcome {
     let body: Option<Json> = serde_json::from_slice(&answer.body).ok();
     let code_and_message = body.as_ref().and_then(|body| {
         let (code, message) = match platform {
@@ -430,11 +444,11 @@ pub(crate) fn outcome_of(platform: Platform, answer: &Answer, what: &str, now: T
             return Outcome::fail(format!("{what} refused the message: code {code}: {message}"));
         }
     }
-    if answer.is_transient() {
-        return answer.retry(what, now);
+    if answer.status == reqwest::StatusCode::GONE {
+        return Outcome::fail(format!("{what} answered {}: {}", answer.status, answer.quote()));
     }
     if !answer.status.is_success() {
-        return Outcome::fail(format!("{what} answered {}: {}", answer.status, answer.quote()));
+        return answer.refused(what, now, finals);
     }
     match (platform, code_and_message) {
         (Platform::Slack, _) | (_, Some((0, _))) => Outcome::Done,
@@ -461,7 +475,8 @@ mod tests {
     #[test]
     fn error_codes_in_a_200_are_failures_and_rate_limits_back_off() {
         let now = Timestamp::EPOCH;
-        let of = |p, status, body| outcome_of(p, &answer(status, body), "robot", now);
+        let finals = FinalStatuses::default();
+        let of = |p, status, body| outcome_of(p, &answer(status, body), "robot", now, &finals);
         assert_eq!(of(Platform::Wecom, 200, r#"{"errcode":0,"errmsg":"ok"}"#), Outcome::Done);
         assert!(
             matches!(of(Platform::Wecom, 200, r#"{"errcode":93000,"errmsg":"invalid webhook url"}"#), Outcome::Fail(e) if e.contains("93000") && e.contains("invalid webhook url"))
@@ -497,6 +512,15 @@ mod tests {
         assert!(matches!(of(Platform::Slack, 429, "rate_limited"), Outcome::Retry { .. }));
         assert!(matches!(of(Platform::Wecom, 502, "<html>bad gateway</html>"), Outcome::Retry { .. }));
         assert!(matches!(of(Platform::Wecom, 200, "<html>portal</html>"), Outcome::Retry { .. }));
+        // Statuses without a platform code follow the final statuses, as webhooks do.
+        assert!(matches!(of(Platform::Slack, 400, "invalid_payload"), Outcome::Fail(_)));
+        assert!(matches!(of(Platform::Slack, 404, "channel_not_found"), Outcome::Retry { .. }));
+        assert!(matches!(of(Platform::Wecom, 401, "<html>login</html>"), Outcome::Retry { .. }));
+        let finals = FinalStatuses::new([404]).unwrap();
+        assert!(matches!(
+            outcome_of(Platform::Slack, &answer(404, "channel_not_found"), "robot", now, &finals),
+            Outcome::Fail(_)
+        ));
     }
 
     #[test]

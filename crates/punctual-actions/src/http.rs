@@ -1,5 +1,6 @@
 //! What every HTTP action shares: the pooled client, the reading of an answer's status
-//! and `Retry-After`, and how a transport failure becomes an outcome.
+//! and `Retry-After`, which statuses are final ([`FinalStatuses`]), and how a
+//! transport failure becomes an outcome.
 //!
 //! Invariants: one [`reqwest::Client`] serves every HTTP action of a process, so
 //! connections to a receiver are pooled and reused; it resolves names through the
@@ -18,11 +19,75 @@ use reqwest::StatusCode;
 use reqwest::header::{HeaderMap, RETRY_AFTER};
 
 use crate::egress::{EgressPolicy, PolicyResolver, refusal_in};
+use crate::error::ActionError;
 
 /// The most of an answer's body that is read.
 pub(crate) const MAX_ANSWER_BYTES: usize = 64 * 1024;
 /// The most of an answer's body quoted in `last_error`.
 const QUOTE_CHARS: usize = 200;
+
+/// The answers of a receiver that end a delivery at once (the task goes to dead):
+/// trying again would get the same answer until someone changes the request or the
+/// receiver. Every other non-2xx answer is retried with backoff (`Retry-After`
+/// honoured), so a receiver that is misconfigured for a while (401) or being deployed
+/// (404) loses nothing. 410 Gone is never final: a webhook receiver answers it for
+/// "done, nothing to do any more".
+///
+/// Invariant: every status in the set is from 400 to 599 and not 410.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FinalStatuses(Vec<u16>);
+
+impl FinalStatuses {
+    /// The default set: 400 Bad Request, 413 Content Too Large, 415 Unsupported Media
+    /// Type, 422 Unprocessable Content — the receiver cannot take this request, and
+    /// sending it again will not change that.
+    pub const DEFAULT: [u16; 4] = [400, 413, 415, 422];
+
+    /// A set of final statuses; an empty one retries every non-2xx answer. A status
+    /// outside 400–599, or 410, is an error whose field is `final_statuses[i]`.
+    pub fn new<I>(statuses: I) -> Result<FinalStatuses, ActionError>
+    where
+        I: IntoIterator,
+        I::Item: Into<i64>,
+    {
+        let mut set = Vec::new();
+        for (i, status) in statuses.into_iter().enumerate() {
+            let status = status.into();
+            let field = format!("final_statuses[{i}]");
+            if status == 410 {
+                return Err(ActionError::invalid(field, "410 (Gone) always means done and cannot be final"));
+            }
+            match u16::try_from(status) {
+                Ok(status) if (400..=599).contains(&status) => set.push(status),
+                _ => {
+                    return Err(ActionError::invalid(
+                        field,
+                        format!("{status} is not a status that can be final: give statuses from 400 to 599"),
+                    ));
+                }
+            }
+        }
+        set.sort_unstable();
+        set.dedup();
+        Ok(FinalStatuses(set))
+    }
+
+    /// Whether `status` ends a delivery at once.
+    pub fn contains(&self, status: StatusCode) -> bool {
+        self.0.binary_search(&status.as_u16()).is_ok()
+    }
+
+    /// The statuses, in ascending order.
+    pub fn as_slice(&self) -> &[u16] {
+        &self.0
+    }
+}
+
+impl Default for FinalStatuses {
+    fn default() -> FinalStatuses {
+        FinalStatuses(FinalStatuses::DEFAULT.to_vec())
+    }
+}
 
 /// The HTTP client every action of a process shares (connection pool included),
 /// connecting only where `egress` allows.
@@ -87,10 +152,17 @@ impl Answer {
             || self.status.is_server_error()
     }
 
-    /// Retry after `Retry-After` (or the task's backoff), saying what the receiver
-    /// answered.
-    pub(crate) fn retry(&self, what: &str, now: Timestamp) -> Outcome {
-        let error = format!("{what} answered {}: {}", self.status, self.quote());
+    /// The outcome of an answer that is neither a success nor otherwise understood:
+    /// dead when its status is in `finals`, else retried after `Retry-After` (or the
+    /// task's backoff). `last_error` says what the receiver answered.
+    pub(crate) fn refused(&self, what: &str, now: Timestamp, finals: &FinalStatuses) -> Outcome {
+        // Redirects are not followed (see the module docs): say what to change.
+        let hint =
+            if self.status.is_redirection() { " (redirects are not followed: configure the final URL)" } else { "" };
+        let error = format!("{what} answered {}{hint}: {}", self.status, self.quote());
+        if finals.contains(self.status) {
+            return Outcome::fail(error);
+        }
         match self.retry_after(now) {
             Some(after) => Outcome::retry_in(after, error),
             None => Outcome::retry(error),
@@ -163,5 +235,21 @@ mod tests {
         assert_eq!(retry_after("Mon, 30 Nov 2026 11:00:00 GMT", now), Some(Duration::ZERO));
         assert_eq!(retry_after("soon", now), None);
         assert_eq!(hex(&[0x00, 0xab, 0x7f]), "00ab7f");
+    }
+
+    #[test]
+    fn final_statuses_are_client_errors_or_server_errors_but_never_gone() {
+        assert_eq!(FinalStatuses::default().as_slice(), &[400, 413, 415, 422]);
+        let set = FinalStatuses::new([422, 404, 404]).unwrap();
+        assert_eq!(set.as_slice(), &[404, 422]);
+        assert!(set.contains(StatusCode::NOT_FOUND) && !set.contains(StatusCode::BAD_REQUEST));
+        assert_eq!(FinalStatuses::new(Vec::<u16>::new()).unwrap().as_slice(), &[] as &[u16]);
+        let error = FinalStatuses::new([404, 410]).unwrap_err();
+        assert_eq!(error.to_string(), "final_statuses[1]: 410 (Gone) always means done and cannot be final");
+        for bad in [399_i64, 600, 200, 302, -1, 70_000] {
+            let error = FinalStatuses::new([bad]).unwrap_err();
+            assert_eq!(error.field(), "final_statuses[0]");
+            assert!(error.to_string().contains(&bad.to_string()), "{error}");
+        }
     }
 }

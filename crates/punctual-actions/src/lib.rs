@@ -38,6 +38,7 @@ pub use chat::{ChatConfig, Platform};
 pub use egress::{EgressPolicy, Refusal};
 pub use email::{EmailConfig, SmtpConfig, SmtpSecurity};
 pub use error::ActionError;
+pub use http::FinalStatuses;
 pub use rate::{Rate, RateLimiter, RateSlots, RateStats, Slot, SlotFuture};
 pub use secret::Secret;
 pub use template::check_template;

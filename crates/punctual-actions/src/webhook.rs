@@ -13,8 +13,8 @@
 //! | 2xx `{"outcome":"reschedule","delay":"24h"}` (or `"due_at"`) | reschedule |
 //! | 2xx `{"outcome":"retry","delay"?,"error"?}` / `{"outcome":"fail","error"}` | retry / dead (as a pull worker's ack) |
 //! | 410 Gone | done |
-//! | 408, 429, 5xx, timeout, connection error | retry, after `Retry-After` when given, else the task's backoff |
-//! | 3xx (redirects are not followed), other 4xx | dead, with the status and the start of the body as `last_error` |
+//! | a status of the queue's [`FinalStatuses`] (default 400, 413, 415, 422) | dead, with the status and the start of the body as `last_error` |
+//! | any other status (3xx too: redirects are not followed), timeout, connection error | retry, after `Retry-After` when given, else the task's backoff |
 //!
 //! A 2xx whose JSON names an outcome punctual does not understand is retried: the
 //! receiver has a bug, and dropping the task would hide it.
@@ -31,7 +31,7 @@ use serde::{Deserialize, Serialize};
 use sha2::Sha256;
 
 use crate::error::ActionError;
-use crate::http::{Answer, hex, transport_failure};
+use crate::http::{Answer, FinalStatuses, hex, transport_failure};
 use crate::secret::Secret;
 
 /// A webhook's settings.
@@ -93,6 +93,7 @@ pub(crate) struct Webhook {
     secret: Option<Secret>,
     client: reqwest::Client,
     timeout: Duration,
+    finals: FinalStatuses,
     clock: Arc<dyn Clock>,
 }
 
@@ -102,6 +103,7 @@ impl std::fmt::Debug for Webhook {
             .field("url", &self.url.as_str())
             .field("signed", &self.secret.is_some())
             .field("timeout", &self.timeout)
+            .field("final_statuses", &self.finals.as_slice())
             .finish()
     }
 }
@@ -111,10 +113,11 @@ impl Webhook {
         config: WebhookConfig,
         client: reqwest::Client,
         timeout: Duration,
+        finals: FinalStatuses,
         clock: Arc<dyn Clock>,
     ) -> Result<Webhook, ActionError> {
         let url = parse_url(&config.url, "url")?;
-        Ok(Webhook { url, secret: config.secret, client, timeout, clock })
+        Ok(Webhook { url, secret: config.secret, client, timeout, finals, clock })
     }
 
     pub(crate) async fn deliver(&self, delivery: &Delivery) -> Outcome {
@@ -150,7 +153,7 @@ impl Webhook {
             Err(e) => return transport_failure(&what, &e, self.timeout),
         };
         match Answer::read(response).await {
-            Ok(answer) => outcome_of(&answer, &what, self.clock.now()),
+            Ok(answer) => outcome_of(&answer, &what, self.clock.now(), &self.finals),
             Err(e) => transport_failure(&what, &e, self.timeout),
         }
     }
@@ -167,24 +170,14 @@ pub(crate) fn parse_url(text: &str, field: &str) -> Result<reqwest::Url, ActionE
 }
 
 /// The outcome of a receiver's answer (the table of the module docs).
-pub(crate) fn outcome_of(answer: &Answer, what: &str, now: Timestamp) -> Outcome {
-    let status = answer.status;
-    if status.is_success() {
+pub(crate) fn outcome_of(answer: &Answer, what: &str, now: Timestamp, finals: &FinalStatuses) -> Outcome {
+    if answer.status.is_success() {
         return success_outcome(answer, what);
     }
-    if status == StatusCode::GONE {
+    if answer.status == StatusCode::GONE {
         return Outcome::Done;
     }
-    if answer.is_transient() {
-        return answer.retry(what, now);
-    }
-    if status.is_redirection() {
-        return Outcome::fail(format!(
-            "{what} answered {status} (redirects are not followed: configure the final URL): {}",
-            answer.quote()
-        ));
-    }
-    Outcome::fail(format!("{what} answered {status}: {}", answer.quote()))
+    answer.refused(what, now, finals)
 }
 
 fn success_outcome(answer: &Answer, what: &str) -> Outcome {
@@ -247,7 +240,8 @@ mod tests {
     #[test]
     fn the_outcome_table() {
         let now = Timestamp::parse("2026-11-30T12:00:00Z").unwrap();
-        let of = |status, body, retry_after| outcome_of(&answer(status, body, retry_after), "webhook x", now);
+        let finals = FinalStatuses::default();
+        let of = |status, body, retry_after| outcome_of(&answer(status, body, retry_after), "webhook x", now, &finals);
         assert_eq!(of(200, "", None), Outcome::Done);
         assert_eq!(of(204, "", None), Outcome::Done);
         assert_eq!(of(200, "ok", None), Outcome::Done);
@@ -271,18 +265,36 @@ mod tests {
         assert!(matches!(of(200, r#"{"outcome":"maybe"}"#, None), Outcome::Retry { .. }));
         assert_eq!(of(200, r#"{"outcome":"fail","error":"order gone"}"#, None), Outcome::fail("order gone"));
         assert_eq!(of(410, "gone", None), Outcome::Done);
-        for status in [408, 429, 500, 502, 503, 504] {
+        // Every status that is not final is retried: a misconfigured receiver (401,
+        // 403), one being deployed (404), one that is busy (408, 429, 5xx).
+        for status in [401, 403, 404, 405, 408, 409, 429, 500, 502, 503, 504] {
             assert!(matches!(of(status, "", None), Outcome::Retry { after: None, .. }), "{status}");
+        }
+        for status in [400, 413, 415, 422] {
+            assert!(matches!(of(status, "", None), Outcome::Fail(_)), "{status} is final by default");
         }
         let Outcome::Retry { after, error } = of(503, "busy", Some("120")) else { panic!() };
         assert_eq!(after, Some(Duration::from_secs(120)));
         assert!(error.contains("503") && error.contains("busy"), "{error}");
         let Outcome::Retry { after, .. } = of(429, "", Some("Mon, 30 Nov 2026 12:01:00 GMT")) else { panic!() };
         assert_eq!(after, Some(Duration::from_secs(60)));
-        let Outcome::Fail(error) = of(404, "no such hook", None) else { panic!() };
-        assert_eq!(error, "webhook x answered 404 Not Found: no such hook");
-        assert!(matches!(of(400, "", None), Outcome::Fail(_)));
-        assert!(matches!(of(302, "", None), Outcome::Fail(e) if e.contains("redirects")));
+        let Outcome::Fail(error) = of(422, "no such order", None) else { panic!() };
+        assert_eq!(error, "webhook x answered 422 Unprocessable Entity: no such order");
+        let Outcome::Retry { after, error } = of(401, "bad token", Some("30")) else { panic!() };
+        assert_eq!(
+            (after, error.as_str()),
+            (Some(Duration::from_secs(30)), "webhook x answered 401 Unauthorized: bad token")
+        );
+        assert!(
+            matches!(of(302, "", None), Outcome::Retry { error, .. } if error.contains("redirects are not followed"))
+        );
+
+        // A queue's own set replaces the default.
+        let finals = FinalStatuses::new([404]).unwrap();
+        let of = |status| outcome_of(&answer(status, "", None), "webhook x", now, &finals);
+        assert!(matches!(of(404), Outcome::Fail(_)));
+        assert!(matches!(of(422), Outcome::Retry { .. }));
+        assert_eq!(of(410), Outcome::Done);
     }
 
     #[test]

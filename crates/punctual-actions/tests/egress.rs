@@ -134,8 +134,9 @@ async fn a_redirect_is_not_followed_even_to_an_allowed_place() {
     let action =
         Action::build(&webhook(first.url("/hook")), &common::loopback_runtime(Arc::new(h.clock.clone()))).unwrap();
     let task = deliver_one(&mut h, action).await.unwrap();
-    assert_eq!(task.state, TaskState::Dead);
-    assert!(task.last_error.unwrap().contains("redirects are not followed"));
+    // Retried (not a final status), saying what to change.
+    assert_eq!((task.state, task.attempts), (TaskState::Scheduled, 1));
+    assert!(task.last_error.unwrap().contains("redirects are not followed: configure the final URL"));
     assert_eq!(first.next().await.path, "/hook");
     assert!(second.seen.try_recv().is_err(), "the redirect's target got nothing");
     h.engine.shutdown().await.unwrap();

@@ -2,7 +2,9 @@
 //! running the webhook action, and a real HTTP receiver on loopback that checks the
 //! body, headers and signature and answers each row of API.md's outcome table in turn.
 //! Guards against: a delivery the receiver cannot verify, an answer mapped to the wrong
-//! outcome (a 404 retried for a day, a 503 dropped), `Retry-After` ignored.
+//! outcome (a 503 dropped; a 401 from a misconfigured receiver or a 404 during a deploy
+//! sending every task to dead — issue I.8), a queue's `final_statuses` ignored,
+//! `Retry-After` ignored.
 
 #![allow(clippy::unwrap_used, reason = "helpers of tests: a failed unwrap is a failed test")]
 
@@ -12,8 +14,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{Harness, Receiver, Reply, START_MS};
-use punctual_actions::{Action, ActionKind, ActionSpec, Secret, WebhookConfig, signature};
-use punctual_core::{TaskSpec, TaskState, Timestamp, Worker};
+use punctual_actions::{Action, ActionKind, ActionSpec, FinalStatuses, Secret, WebhookConfig, signature};
+use punctual_core::{Task, TaskSpec, TaskState, Timestamp, Worker};
 use serde_json::json;
 
 const QUEUE: &str = "order.cancel";
@@ -124,16 +126,87 @@ async fn each_answer_of_the_outcome_table_does_what_api_md_says() {
     check_delivery(&receiver.next().await, "flaky", 5, h.now());
     assert_eq!(h.completed(QUEUE, "flaky").await, None);
 
-    // Another 4xx: dead now, with a clear last_error.
+    // A final status (422, one of the default set): dead now, with a clear last_error.
     h.engine.schedule(QUEUE, "unknown-order", spec()).await.unwrap();
-    receiver.answer(Reply::status(404).body("no such order"));
+    receiver.answer(Reply::status(422).body("no such order"));
     check_delivery(&receiver.next().await, "unknown-order", 1, h.now());
     let task = h.completed(QUEUE, "unknown-order").await.unwrap();
     assert_eq!(task.state, TaskState::Dead);
     assert_eq!(
         task.last_error.as_deref(),
-        Some(format!("webhook {} answered 404 Not Found: no such order", receiver.url("/hooks/order-cancel")).as_str())
+        Some(
+            format!("webhook {} answered 422 Unprocessable Entity: no such order", receiver.url("/hooks/order-cancel"))
+                .as_str()
+        )
     );
+
+    worker.shutdown().await;
+    h.engine.shutdown().await.unwrap();
+}
+
+/// Answers `status` to the next delivery, checks it is try `attempt` of `key`, and
+/// returns the task as the answer left it (`None`: done), moving the clock to when it
+/// is due again.
+async fn answered(
+    h: &mut Harness,
+    receiver: &mut Receiver,
+    (queue, key): (&str, &str),
+    attempt: u32,
+    status: u16,
+) -> Option<Task> {
+    receiver.answer(Reply::status(status).body("answer"));
+    let body = receiver.next().await.json();
+    assert_eq!((body["queue"].as_str(), body["key"].as_str()), (Some(queue), Some(key)));
+    assert_eq!(body["attempt"], attempt, "{body}");
+    let task = h.completed(queue, key).await;
+    if let Some(task) = &task {
+        h.clock.set(task.due_at.max(h.now()));
+    }
+    task
+}
+
+#[tokio::test]
+async fn only_the_queues_final_statuses_send_a_task_to_dead() {
+    let mut h = Harness::start();
+    let mut receiver = Receiver::start().await;
+    let runtime = common::loopback_runtime(Arc::new(h.clock.clone()));
+    let build = |final_statuses: Option<FinalStatuses>| {
+        let mut spec = ActionSpec::new(ActionKind::Webhook(WebhookConfig::new(receiver.url("/hook"))));
+        if let Some(statuses) = final_statuses {
+            spec = spec.final_statuses(statuses);
+        }
+        Action::build(&spec, &runtime).unwrap()
+    };
+    let worker = Worker::new(h.engine.clone())
+        .handle(QUEUE, build(None))
+        .handle("custom", build(Some(FinalStatuses::new([404]).unwrap())))
+        .start()
+        .unwrap();
+
+    // Default: a receiver that is misconfigured for a while (401) is retried, then done.
+    let unauthorized = (QUEUE, "unauthorized");
+    h.engine.schedule(QUEUE, "unauthorized", TaskSpec::now()).await.unwrap();
+    let task = answered(&mut h, &mut receiver, unauthorized, 1, 401).await.unwrap();
+    assert_eq!((task.state, task.attempts), (TaskState::Scheduled, 1));
+    assert!(task.last_error.as_deref().unwrap().contains("answered 401 Unauthorized"), "{:?}", task.last_error);
+    assert_eq!(answered(&mut h, &mut receiver, unauthorized, 2, 200).await, None);
+
+    // Default: a receiver being deployed (404) is retried; 422 is final.
+    let deploying = (QUEUE, "deploying");
+    h.engine.schedule(QUEUE, "deploying", TaskSpec::now()).await.unwrap();
+    let task = answered(&mut h, &mut receiver, deploying, 1, 404).await.unwrap();
+    assert_eq!((task.state, task.attempts), (TaskState::Scheduled, 1));
+    let task = answered(&mut h, &mut receiver, deploying, 2, 422).await.unwrap();
+    assert_eq!((task.state, task.attempts), (TaskState::Dead, 2));
+
+    // final_statuses = [404]: a 404 is final, a 422 is retried.
+    let custom = ("custom", "unprocessable");
+    h.engine.schedule("custom", "unprocessable", TaskSpec::now()).await.unwrap();
+    let task = answered(&mut h, &mut receiver, custom, 1, 422).await.unwrap();
+    assert_eq!((task.state, task.attempts), (TaskState::Scheduled, 1));
+    let task = answered(&mut h, &mut receiver, custom, 2, 404).await.unwrap();
+    assert_eq!(task.state, TaskState::Dead);
+    assert!(task.last_error.as_deref().unwrap().contains("answered 404 Not Found"), "{:?}", task.last_error);
 
     worker.shutdown().await;
     h.engine.shutdown().await.unwrap();

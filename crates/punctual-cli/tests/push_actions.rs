@@ -81,6 +81,7 @@ url = "http://{}/hooks/order-cancel"
 secret_env = "PUNCTUAL_E2E_HOOK_SECRET"
 timeout = "5s"
 concurrency = 1
+final_statuses = [404, 422]         # by default a 404 is retried
 "#,
             receiver.addr
         ),
@@ -120,7 +121,7 @@ concurrency = 1
     receiver.answer(404, "no such order");
 
     let third = receiver.next();
-    let task = api.task("order.cancel", "unknown").expect(200, "answered 404: kept as dead").clone();
+    let task = api.task("order.cancel", "unknown").expect(200, "answered 404, final here: kept as dead").clone();
     assert_eq!(task["state"], "dead", "{task}");
     let error = task["last_error"].as_str().unwrap_or_default();
     assert!(error.contains("404") && error.contains("no such order"), "{task}");

@@ -4,6 +4,10 @@
 //! template syntax errors, unknown time zones and secrets whose environment variable is
 //! unset are errors naming the line of the value at fault.
 //!
+//! `final_statuses` (webhook and chat kinds) lists the HTTP answers that send a task to
+//! dead at once; each must be from 400 to 599 and not 410, else the error names its
+//! line. Email has no such key: an SMTP reply decides (5xx dead, 4xx retried).
+//!
 //! An action whose host is an IP address the egress policy (`[egress]`, see `config`)
 //! refuses is an error on the line of its `url` (or `url_env`), saying how to allow it:
 //! such a host bypasses the resolver that checks host names when connecting.
@@ -16,8 +20,8 @@
 use std::ops::Range;
 
 use punctual_actions::{
-    ActionError, ActionKind, ActionSpec, ChatConfig, EgressPolicy, EmailConfig, Platform, Rate, Secret, SmtpConfig,
-    SmtpSecurity, WebhookConfig,
+    ActionError, ActionKind, ActionSpec, ChatConfig, EgressPolicy, EmailConfig, FinalStatuses, Platform, Rate, Secret,
+    SmtpConfig, SmtpSecurity, WebhookConfig,
 };
 use serde::Deserialize;
 use toml::Spanned;
@@ -73,6 +77,7 @@ pub(crate) struct RawAction {
     timeout: Option<Spanned<ApiDuration>>,
     concurrency: Option<Spanned<i64>>,
     rate: Option<Spanned<String>>,
+    final_statuses: Option<Vec<Spanned<i64>>>,
     timezone: Option<Spanned<String>>,
     text: Option<Spanned<String>>,
     mention: Option<Vec<Spanned<String>>>,
@@ -99,6 +104,10 @@ struct RawSmtp {
 
 /// Which keys a kind takes besides `kind`, `timeout`, `concurrency` and `rate`.
 fn applies(kind: Kind, key: &str) -> bool {
+    if key == "final_statuses" {
+        // Every HTTP kind has answers with a status; email goes by the SMTP reply.
+        return kind != Kind::Email;
+    }
     match kind {
         Kind::Webhook => matches!(key, "url" | "url_env" | "secret" | "secret_env"),
         Kind::Email => matches!(key, "smtp" | "from" | "to" | "cc" | "subject" | "text" | "html" | "timezone"),
@@ -145,15 +154,12 @@ impl RawAction {
         add("cc", self.cc.as_ref().and_then(|m| m.first()).map(Spanned::span));
         add("subject", self.subject.as_ref().map(Spanned::span));
         add("html", self.html.as_ref().map(Spanned::span));
+        add("final_statuses", self.final_statuses.as_ref().and_then(|m| m.first()).map(Spanned::span));
         keys
     }
 
     /// The span of the value a [`ActionError::field`] names, if known.
     fn span_of(&self, field: &str) -> Option<Range<usize>> {
-        let item = |list: &Option<Vec<Spanned<String>>>, prefix: &str| {
-            let index: usize = field.strip_prefix(prefix)?.strip_prefix('[')?.strip_suffix(']')?.parse().ok()?;
-            list.as_ref()?.get(index).map(Spanned::span)
-        };
         let smtp = self.smtp.as_ref().map(Spanned::get_ref);
         match field {
             "smtp.host" => smtp.map(|s| s.host.span()),
@@ -161,10 +167,11 @@ impl RawAction {
             "concurrency" => self.concurrency.as_ref().map(Spanned::span),
             "timeout" => self.timeout.as_ref().map(Spanned::span),
             "url" => self.url.as_ref().or(self.url_env.as_ref()).map(Spanned::span),
-            f if f.starts_with("mention_mobiles[") => item(&self.mention_mobiles, "mention_mobiles"),
-            f if f.starts_with("mention[") => item(&self.mention, "mention"),
-            f if f.starts_with("to[") => item(&self.to, "to"),
-            f if f.starts_with("cc[") => item(&self.cc, "cc"),
+            f if f.starts_with("mention_mobiles[") => item(f, &self.mention_mobiles, "mention_mobiles"),
+            f if f.starts_with("mention[") => item(f, &self.mention, "mention"),
+            f if f.starts_with("to[") => item(f, &self.to, "to"),
+            f if f.starts_with("cc[") => item(f, &self.cc, "cc"),
+            f if f.starts_with("final_statuses[") => item(f, &self.final_statuses, "final_statuses"),
             other => self.present().into_iter().find(|(name, _)| *name == other).map(|(_, span)| span),
         }
     }
@@ -176,7 +183,8 @@ impl RawAction {
         let kind_span = Some(self.kind.span());
         for (key, span) in self.present() {
             if !applies(kind, key) {
-                return Err((Some(span), format!("{key} does not apply to a {} action", kind.name())));
+                let article = if kind == Kind::Email { "an" } else { "a" };
+                return Err((Some(span), format!("{key} does not apply to {article} {} action", kind.name())));
             }
         }
         let url = either(&self.url, &self.url_env, "url")?;
@@ -239,6 +247,10 @@ impl RawAction {
         if let Some(rate) = &self.rate {
             spec.rate = Some(Rate::parse(rate.get_ref()).map_err(|m| (Some(rate.span()), m))?);
         }
+        if let Some(statuses) = &self.final_statuses {
+            spec.final_statuses =
+                FinalStatuses::new(statuses.iter().map(|s| *s.get_ref())).map_err(|e| self.locate(&e))?;
+        }
         spec.timezone = self.timezone.as_ref().map(|z| z.get_ref().clone());
         spec.check().map_err(|e| self.locate(&e))?;
         spec.check_egress(egress).map_err(|e| self.locate(&e))?;
@@ -249,6 +261,12 @@ impl RawAction {
         let span = self.span_of(error.field()).or_else(|| Some(self.kind.span()));
         (span, error.to_string())
     }
+}
+
+/// The span of the list item `field` names (`prefix[i]`).
+fn item<T>(field: &str, list: &Option<Vec<Spanned<T>>>, prefix: &str) -> Option<Range<usize>> {
+    let index: usize = field.strip_prefix(prefix)?.strip_prefix('[')?.strip_suffix(']')?.parse().ok()?;
+    list.as_ref()?.get(index).map(Spanned::span)
 }
 
 /// The value of `key` or of the environment variable `key_env` names (not both).

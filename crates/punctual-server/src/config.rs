@@ -78,6 +78,8 @@ Configuration file (TOML; every key optional; unknown keys are an error):
   secret_env = \"ORDER_HOOK_SECRET\"    # signs deliveries (Punctual-Signature)
   timeout = \"10s\"
   concurrency = 32
+  final_statuses = [400, 413, 415, 422]  # answers that send a task to dead (the default);
+                                      #   every other non-2xx is retried
 
   [queues.\"flow.remind\".action]
   kind = \"wecom\"
@@ -675,6 +677,12 @@ html = "<p>Hello {{ name }}</p>"
         assert_eq!((hook.kind.name(), hook.concurrency, hook.timeout), ("webhook", 32, Duration::from_secs(10)));
         let (_, wecom) = &s.actions[1];
         assert_eq!(wecom.rate, Some(punctual_actions::Rate::parse("20/1m").unwrap()));
+        assert_eq!(hook.final_statuses.as_slice(), &[400, 413, 415, 422], "the default");
+        let custom = file(
+            "[egress]\nallow = [\"127.0.0.1\"]\n[queues.q.action]\nkind = \"webhook\"\nurl = \"http://127.0.0.1/h\"\nfinal_statuses = [404, 400]\n",
+        )
+        .unwrap();
+        assert_eq!(custom.actions[0].1.final_statuses.as_slice(), &[400, 404]);
         // Secrets never reach a log line.
         let debug = format!("{:?}", s.actions);
         assert!(!debug.contains("whsec-x") && !debug.contains("\"p\""), "{debug}");
@@ -764,6 +772,22 @@ html = "<p>Hello {{ name }}</p>"
             "[queues.q.action]\nkind = \"slack\"\nurl = \"https://x\"\ntext = \"hi\"\nmention = [\"ok\",\n \"{% if %}\"]\n",
             6,
             "mention[1]",
+        ),
+        (
+            "[queues.q.action]\nkind = \"webhook\"\nurl = \"http://x\"\nfinal_statuses = [400,\n  410]\n",
+            5,
+            "final_statuses[1]: 410 (Gone) always means done",
+        ),
+        (
+            "[queues.q.action]\nkind = \"webhook\"\nurl = \"http://x\"\nfinal_statuses = [302]\n",
+            4,
+            "final_statuses[0]: 302 is not a status that can be final: give statuses from 400 to 599",
+        ),
+        ("[queues.q.action]\nkind = \"webhook\"\nurl = \"http://x\"\nfinal_statuses = 404\n", 4, "sequence"),
+        (
+            "[queues.q.action]\nkind = \"email\"\nsmtp = { host = \"h\" }\nfrom = \"a@b.c\"\nto = [\"x@y.z\"]\nsubject = \"s\"\ntext = \"t\"\nfinal_statuses = [404]\n",
+            8,
+            "final_statuses does not apply to an email action",
         ),
         (
             "[queues.q.action]\nkind = \"slack\"\nurl = \"https://x\"\ntext = \"hi\"\nmention_mobiles = [\"1\"]\n",
