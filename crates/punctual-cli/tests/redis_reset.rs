@@ -133,3 +133,16 @@ fn redis_settings_that_lose_tasks_are_each_warned_about_once_at_start_up() {
 
     assert!(warnings(&safe, "appendonly").is_empty() && warnings(&safe, "maxmemory-policy").is_empty());
 }
+
+#[test]
+fn every_primary_of_a_cluster_is_checked_and_named_in_one_line() {
+    let cluster = redis::RedisCluster::start(3);
+    let server = start(server_builder().store(cluster.url()).args(["--log-format", "json"]));
+    let appendonly = warnings(&server, "appendonly");
+    assert_eq!(appendonly.len(), 1, "one line for the three nodes:\n{}", server.logs());
+    println!("{}", appendonly[0]);
+    for node in cluster.nodes() {
+        assert!(appendonly[0].contains(&format!(":{}", node.port())), "{} is not named: {appendonly:?}", node.port());
+    }
+    assert!(warnings(&server, "maxmemory-policy").is_empty(), "{}", server.logs());
+}
