@@ -98,16 +98,24 @@ fn parse(stored: &str) -> Result<StoreId> {
 
 /// Checks every [`CHECK_EVERY`], and on reconnection, until the store stops.
 pub(crate) async fn watch(shared: Arc<Shared>) {
+    // The last failure logged, so a damaged key is one line, not one every check.
+    let mut failing: Option<String> = None;
     loop {
         tokio::select! {
             _ = tokio::time::sleep(CHECK_EVERY) => {}
             _ = shared.conn.reconnected().notified() => {}
             _ = shared.stop.cancelled() => return,
         }
-        if let Err(e) = check(&shared).await {
-            // Unreachable: the connection logs that once. Anything else is worth a line.
-            if !e.is_transient() {
-                tracing::warn!(error = %e, "cannot check the store identity in Redis");
+        match check(&shared).await {
+            Ok(()) => failing = None,
+            // Unreachable: the connection logs that, once.
+            Err(e) if e.is_transient() => {}
+            Err(e) => {
+                let text = e.to_string();
+                if failing.as_ref() != Some(&text) {
+                    tracing::warn!(error = %text, "cannot check the store identity in Redis");
+                    failing = Some(text);
+                }
             }
         }
     }
