@@ -226,12 +226,12 @@ impl<'de> serde::Deserialize<'de> for ApiDuration {
                 Ok(ApiDuration(Duration::from_millis(v)))
             }
             fn visit_i64<E: de::Error>(self, v: i64) -> Result<ApiDuration, E> {
-                self.visit_u64(DURATION.from_i64(v)?)
+                self.visit_u64(DURATION.int(v)?)
             }
             /// A whole number written as a float (`15.0`, as many JSON encoders write
             /// numbers) is that many milliseconds.
             fn visit_f64<E: de::Error>(self, v: f64) -> Result<ApiDuration, E> {
-                self.visit_u64(DURATION.from_f64(v)?)
+                self.visit_u64(DURATION.float(v)?)
             }
         }
         d.deserialize_any(V)
@@ -255,10 +255,10 @@ impl<'de> serde::Deserialize<'de> for ApiCount {
                 u32::try_from(v).map(ApiCount).map_err(|_| E::custom(format!("{v} is over {}", u32::MAX)))
             }
             fn visit_i64<E: de::Error>(self, v: i64) -> Result<ApiCount, E> {
-                self.visit_u64(COUNT.from_i64(v)?)
+                self.visit_u64(COUNT.int(v)?)
             }
             fn visit_f64<E: de::Error>(self, v: f64) -> Result<ApiCount, E> {
-                self.visit_u64(COUNT.from_f64(v)?)
+                self.visit_u64(COUNT.float(v)?)
             }
         }
         d.deserialize_any(V)
@@ -280,12 +280,12 @@ const COUNT: Whole = Whole { negative: "is negative", fraction: "is not a whole 
 const TIME: Whole = Whole { negative: "is before 1970-01-01T00:00:00Z", fraction: "is not whole epoch milliseconds" };
 
 impl Whole {
-    fn from_i64<E: de::Error>(&self, v: i64) -> Result<u64, E> {
+    fn int<E: de::Error>(&self, v: i64) -> Result<u64, E> {
         u64::try_from(v).map_err(|_| E::custom(format!("{v} {}", self.negative)))
     }
 
     /// A float with no fraction is its whole number (`15.0` is 15).
-    fn from_f64<E: de::Error>(&self, v: f64) -> Result<u64, E> {
+    fn float<E: de::Error>(&self, v: f64) -> Result<u64, E> {
         if !v.is_finite() || v.fract() != 0.0 {
             return Err(E::custom(format!("{v} {}", self.fraction)));
         }
@@ -334,10 +334,10 @@ impl<'de> serde::Deserialize<'de> for ApiTime {
                 Timestamp::parse(&v.to_string()).map(ApiTime).map_err(E::custom)
             }
             fn visit_i64<E: de::Error>(self, v: i64) -> Result<ApiTime, E> {
-                self.visit_u64(TIME.from_i64(v)?)
+                self.visit_u64(TIME.int(v)?)
             }
             fn visit_f64<E: de::Error>(self, v: f64) -> Result<ApiTime, E> {
-                self.visit_u64(TIME.from_f64(v)?)
+                self.visit_u64(TIME.float(v)?)
             }
         }
         d.deserialize_any(V)
