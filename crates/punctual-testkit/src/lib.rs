@@ -1,8 +1,13 @@
 //! Test helpers shared by every backend: the store conformance suite (each guarantee of
-//! DESIGN.md and each `Store` method's contract) and the proptest model test.
+//! DESIGN.md and each `Store` method's contract) and the proptest model test; a
+//! reference model of the cron rules ([`cron_model`]) with its generators
+//! ([`cron_gen`]), which `punctual-core`'s tests include by path (the core cannot
+//! depend on this crate).
 
 pub mod child;
 pub mod conformance;
+pub mod cron_gen;
+pub mod cron_model;
 pub mod model;
 pub mod redis;
 pub mod server;
