@@ -24,6 +24,17 @@ fn routes_in_api_md() -> Option<Vec<(String, String)>> {
     Some(routes)
 }
 
+/// Routes API.md already gives for work not built yet, and the issue that builds them.
+/// None may be served yet: one that lands moves to `API_ROUTES`, so this list only
+/// shrinks, and a route API.md adds is in one of the two.
+const NOT_YET_SERVED: &[(&str, &str, &str)] = &[
+    ("GET", "/v1/queues/{queue}/settings", "issue 18 (L): queue settings"),
+    ("PUT", "/v1/queues/{queue}/settings", "issue 18 (L): queue settings"),
+    ("POST", "/v1/queues/{queue}/pause", "issue 18 (L): pause"),
+    ("DELETE", "/v1/queues/{queue}/tasks", "issue 18 (L): purge"),
+    ("POST", "/v1/queues/{queue}/dead/retry", "issue 15 (I): bulk retry of dead tasks"),
+];
+
 #[tokio::test]
 async fn every_route_of_api_md_is_documented() {
     let s = TestServer::start().await;
@@ -33,10 +44,20 @@ async fn every_route_of_api_md_is_documented() {
         API_ROUTES.iter().map(|(m, p)| ((*m).to_owned(), (*p).to_owned())).collect();
     if let Some(from_doc) = routes_in_api_md() {
         assert!(from_doc.len() >= 20, "API.md lists too few routes: {from_doc:?}");
-        for route in &from_doc {
+        let (pending, built): (Vec<_>, Vec<_>) = from_doc
+            .into_iter()
+            .partition(|(method, path)| NOT_YET_SERVED.iter().any(|(m, p, _)| m == method && p == path));
+        for (method, path) in &pending {
+            let issue = NOT_YET_SERVED.iter().find(|(m, p, _)| m == method && p == path).map(|(_, _, i)| i);
+            assert!(
+                doc["paths"][path][method.to_lowercase()].is_null(),
+                "{method} {path} ({issue:?}) is served now: move it to API_ROUTES"
+            );
+        }
+        for route in &built {
             assert!(routes.contains(route), "API.md has {route:?}, missing from this test's table");
         }
-        routes.extend(from_doc);
+        routes.extend(built);
     }
     for (method, path) in routes {
         let operation = &doc["paths"][&path][method.to_lowercase()];
