@@ -23,7 +23,7 @@ use crate::egress::EgressPolicy;
 use crate::email::{Email, EmailConfig};
 use crate::error::ActionError;
 use crate::http::FinalStatuses;
-use crate::rate::{Rate, RateLimiter, RateStats};
+use crate::rate::{Rate, RateLimiter, RateSlots, RateStats};
 use crate::template::{Templates, zone};
 use crate::webhook::{Webhook, WebhookConfig};
 
@@ -160,12 +160,14 @@ impl ActionSpec {
 }
 
 /// What every action of a process shares: one HTTP connection pool, the egress policy
-/// it connects under, and the clock.
+/// it connects under, the clock, and where rate limits are counted (in this process
+/// unless [`Runtime::shared_rates`]).
 #[derive(Debug, Clone)]
 pub struct Runtime {
     client: reqwest::Client,
     egress: Arc<EgressPolicy>,
     clock: Arc<dyn Clock>,
+    rates: Option<Arc<dyn RateSlots>>,
 }
 
 impl Runtime {
@@ -181,7 +183,15 @@ impl Runtime {
         let egress = Arc::new(egress);
         let client = crate::http::client(Arc::clone(&egress))
             .map_err(|e| ActionError::invalid("http", format!("cannot set up the HTTP client: {e}")))?;
-        Ok(Runtime { client, egress, clock })
+        Ok(Runtime { client, egress, clock, rates: None })
+    }
+
+    /// Counts the rate limits of the actions built on this runtime in `slots`, which
+    /// every process sharing the store shares (the Redis store's), so that a queue's
+    /// `rate` holds across all of them.
+    pub fn shared_rates(mut self, slots: Arc<dyn RateSlots>) -> Runtime {
+        self.rates = Some(slots);
+        self
     }
 }
 
@@ -249,7 +259,10 @@ impl Action {
                 kind: spec.kind.name(),
                 concurrency: spec.concurrency,
                 deliverer,
-                limiter: spec.rate.map(|rate| RateLimiter::new(rate, clock)),
+                limiter: spec.rate.map(|rate| match &runtime.rates {
+                    Some(slots) => RateLimiter::shared(rate, clock, Arc::clone(slots)),
+                    None => RateLimiter::new(rate, clock),
+                }),
             }),
         })
     }
@@ -272,12 +285,11 @@ impl Action {
     /// Delivers one try: waits for the rate limit (confirming the lease just before
     /// taking the slot), sends, and reads the answer.
     pub async fn deliver(&self, delivery: &Delivery) -> Outcome {
-        if let Some(limiter) = &self.inner.limiter {
-            let queue = delivery.task.queue.as_str();
-            if let Err(e) = limiter.acquire(queue, || delivery.confirm_lease()).await {
-                // LeaseLost: the worker completes nothing, whatever this says.
-                return Outcome::retry(format!("not sent: the lease could not be confirmed before sending: {e}"));
-            }
+        if let Some(limiter) = &self.inner.limiter
+            && let Err(e) = limiter.acquire(&delivery.task.queue, || delivery.confirm_lease()).await
+        {
+            // LeaseLost: the worker completes nothing, whatever this says.
+            return Outcome::retry(format!("not sent: the lease could not be confirmed before sending: {e}"));
         }
         match &self.inner.deliverer {
             Deliverer::Webhook(webhook) => webhook.deliver(delivery).await,

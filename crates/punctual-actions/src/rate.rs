@@ -14,7 +14,9 @@
 //! deliveries take a slot, in this process or, when shared, across every process
 //! sharing the slots. Just before taking a slot the delivery confirms that it still
 //! wants one (its lease is live: see [`RateLimiter::acquire`]), so a task cancelled
-//! while it waited neither takes a slot nor is sent. Time comes from the engine's
+//! while it waited neither takes a slot nor is sent; nothing waits between the last
+//! confirmation and the return of `acquire` (with shared slots, it confirms again after
+//! the store's answer). Time comes from the engine's
 //! [`Clock`], so tests drive it by hand; a shared store may use its own time.
 
 use std::collections::VecDeque;
@@ -26,7 +28,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use punctual_core::time::parse_duration;
-use punctual_core::{Clock, Timestamp};
+use punctual_core::{Clock, QueueName, Timestamp};
 
 /// `count` deliveries per `per`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,7 +95,7 @@ pub trait RateSlots: Send + Sync + fmt::Debug + 'static {
     /// nothing and answers [`Slot::Full`] with the time until the window's oldest slot
     /// frees. `now` is the caller's clock; a store may use its own time instead (Redis
     /// `TIME`), so that processes with skewed clocks agree.
-    fn take<'a>(&'a self, queue: &'a str, rate: Rate, now: Timestamp) -> SlotFuture<'a>;
+    fn take<'a>(&'a self, queue: &'a QueueName, rate: Rate, now: Timestamp) -> SlotFuture<'a>;
 }
 
 /// Where a limiter's slots are counted.
@@ -170,9 +172,12 @@ impl RateLimiter {
     ///
     /// `confirm` runs just before each attempt to take a free slot: an error from it
     /// ends the wait with that error and no slot taken (a delivery whose lease was lost
-    /// while it waited must not use up the rate). Cancel-safe: a delivery dropped while
+    /// while it waited must not use up the rate). With shared slots it runs again once
+    /// the slot is taken (taking it is a round trip to the store): its error then ends
+    /// the wait too, the slot spent. Either way `Ok` means `confirm` succeeded with no
+    /// wait since. Cancel-safe: a delivery dropped while
     /// waiting (shutdown) takes no slot and leaves the counters right.
-    pub async fn acquire<F, Fut, T, E>(&self, queue: &str, mut confirm: F) -> Result<(), E>
+    pub async fn acquire<F, Fut, T, E>(&self, queue: &QueueName, mut confirm: F) -> Result<(), E>
     where
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T, E>>,
@@ -209,10 +214,16 @@ impl RateLimiter {
                 let _turn = turn.lock().await;
                 let mut failures = 0u32;
                 loop {
+                    // Before asking, so a lost delivery takes no slot; and after a slot
+                    // was taken, since asking took time too: the last word before the
+                    // send is the store's.
                     confirm().await?;
                     let now = self.clock.now();
                     let wait = match slots.take(queue, self.rate, now).await {
-                        Ok(Slot::Taken) => break,
+                        Ok(Slot::Taken) => {
+                            confirm().await?;
+                            break;
+                        }
                         Ok(Slot::Full(wait)) => {
                             note_throttled();
                             wait.max(Duration::from_millis(1))
@@ -220,12 +231,13 @@ impl RateLimiter {
                         Err(e) => {
                             failures += 1;
                             if failures == 1 {
-                                tracing::warn!(queue, error = %e, "cannot take a rate-limit slot; the delivery waits and asks again");
+                                tracing::warn!(queue = %queue, error = %e, "cannot take a rate-limit slot; the delivery waits and asks again");
                             }
                             SHARED_RETRY.min(self.rate.per)
                         }
                     };
-                    self.clock.sleep_until(self.clock.now().saturating_add(wait)).await;
+                    // From the time asked about: the clock may have moved meanwhile.
+                    self.clock.sleep_until(now.saturating_add(wait)).await;
                 }
             }
         }
@@ -249,6 +261,10 @@ mod tests {
     use super::*;
     use punctual_core::ManualClock;
 
+    fn q() -> QueueName {
+        QueueName::new("q").unwrap()
+    }
+
     /// A confirmation that always succeeds.
     async fn live() -> Result<(), String> {
         Ok(())
@@ -268,14 +284,14 @@ mod tests {
     async fn over_the_limit_waits_its_turn_and_is_counted() {
         let clock = ManualClock::new(Timestamp::from_millis(1_000_000));
         let limiter = Arc::new(RateLimiter::new(Rate::parse("2/1m").unwrap(), Arc::new(clock.clone())));
-        limiter.acquire("q", live).await.unwrap();
+        limiter.acquire(&q(), live).await.unwrap();
         clock.advance(Duration::from_secs(10));
-        limiter.acquire("q", live).await.unwrap();
+        limiter.acquire(&q(), live).await.unwrap();
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         for n in 0..2 {
             let (shared, tx) = (Arc::clone(&limiter), tx.clone());
             tokio::spawn(async move {
-                shared.acquire("q", live).await.unwrap();
+                shared.acquire(&q(), live).await.unwrap();
                 tx.send(n).unwrap();
             });
             // Let it reach the limiter before the next one, so the order is defined.
@@ -297,7 +313,7 @@ mod tests {
         // A waiting delivery dropped (shutdown) leaves no trace but the throttle count.
         let waiter = tokio::spawn({
             let limiter = Arc::clone(&limiter);
-            async move { limiter.acquire("q", live).await }
+            async move { limiter.acquire(&q(), live).await }
         });
         while limiter.stats().waiting == 0 {
             tokio::task::yield_now().await;
@@ -312,10 +328,10 @@ mod tests {
     async fn a_delivery_that_no_longer_wants_its_turn_takes_no_slot() {
         let clock = ManualClock::new(Timestamp::from_millis(1_000_000));
         let limiter = RateLimiter::new(Rate::parse("1/1m").unwrap(), Arc::new(clock.clone()));
-        let refused = limiter.acquire("q", || async { Err::<(), _>("lease lost") }).await;
+        let refused = limiter.acquire(&q(), || async { Err::<(), _>("lease lost") }).await;
         assert_eq!(refused, Err("lease lost"));
         // The slot is still free: the next delivery goes at once.
-        limiter.acquire("q", live).await.unwrap();
+        limiter.acquire(&q(), live).await.unwrap();
         let stats = limiter.stats();
         assert_eq!((stats.passed, stats.throttled, stats.waiting), (1, 0, 0));
     }
@@ -328,7 +344,7 @@ mod tests {
     }
 
     impl RateSlots for Fake {
-        fn take<'a>(&'a self, _queue: &'a str, rate: Rate, now: Timestamp) -> SlotFuture<'a> {
+        fn take<'a>(&'a self, _queue: &'a QueueName, rate: Rate, now: Timestamp) -> SlotFuture<'a> {
             self.asked.fetch_add(1, Ordering::Relaxed);
             let mut starts = self.starts.lock().unwrap();
             while starts.front().is_some_and(|s| s.saturating_add(rate.per) <= now) {
@@ -351,12 +367,12 @@ mod tests {
         let rate = Rate::parse("2/1m").unwrap();
         let one = RateLimiter::shared(rate, Arc::new(clock.clone()), slots.clone());
         let two = Arc::new(RateLimiter::shared(rate, Arc::new(clock.clone()), slots.clone()));
-        one.acquire("q", live).await.unwrap();
-        two.acquire("q", live).await.unwrap();
+        one.acquire(&q(), live).await.unwrap();
+        two.acquire(&q(), live).await.unwrap();
         // A third, in either process, waits for the window.
         let third = tokio::spawn({
             let two = Arc::clone(&two);
-            async move { two.acquire("q", live).await }
+            async move { two.acquire(&q(), live).await }
         });
         while slots.asked.load(Ordering::Relaxed) < 3 {
             tokio::task::yield_now().await;

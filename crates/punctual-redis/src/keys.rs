@@ -13,6 +13,7 @@
 //! | `…:tasks` | Hash | key → task record (see `record`) |
 //! | `…:tags` | ZSet, scores 0 | `"<tag>\n<key>"`, read by lexicographic range |
 //! | `…:seq` | string counter | the last fence handed out in the shard |
+//! | `<p>:{<queue>}:rate` | List | start times (ms) of the queue's latest rate-limit slots, at most the rate's count, shared by every process (`lua/rate.lua`); expires a window after the newest |
 //! | `<p>:queues` | Hash | queue name → its number of shards (the registry) |
 //! | `<p>:ids` | string counter | task ids, reserved in blocks by each process; created at a random point in [2^40, 2^41) ([`ids_start`]) |
 //! | `<p>:secret` | string | the secret that signs lease tokens |
@@ -53,6 +54,12 @@ impl ShardKeys {
     pub(crate) fn tasks(&self) -> &str {
         &self.keys[4]
     }
+}
+
+/// The slot log of `queue`'s rate limit, under the queue's first hash tag (shard 0's):
+/// one per queue, however many shards it has.
+pub(crate) fn rate(prefix: &str, queue: &QueueName) -> String {
+    format!("{prefix}:{{{queue}}}:rate")
 }
 
 /// The registry of queues and their shard counts.
@@ -115,6 +122,7 @@ mod tests {
         assert_eq!(zero.keys[0], "punctual:{order.cancel}:scheduled");
         assert_eq!(two.keys[4], "punctual:{order.cancel/2}:tasks");
         assert!(zero.keys.iter().all(|k| k.contains("{order.cancel}:")));
+        assert_eq!(rate("punctual", &q), "punctual:{order.cancel}:rate");
     }
 
     #[test]

@@ -15,6 +15,9 @@
 //! - Durability: as durable as Redis is configured to be (see `docs/redis.md`; settings
 //!   that can lose tasks are warned about at connect, see `durability`); optionally
 //!   each write waits for replicas (`WAIT`) before answering.
+//! - Rate limits: [`RedisRates`] keeps each queue's rate-limit slots in Redis (one
+//!   script call per slot, Redis' clock), so a queue's rate holds across every process
+//!   sharing the store.
 //! - Identity: the store's identity lives in Redis; each process checks every few
 //!   seconds that Redis still holds it, and reports a Redis that lost punctual's data
 //!   as a [`StoreReset`](punctual_core::StoreReset) (see `identity`).
@@ -298,6 +301,39 @@ impl RedisStore {
             TimeSource::Redis => Arc::new(self.shared.clock.clone()),
             TimeSource::Caller => Arc::new(SystemClock),
         }
+    }
+
+    /// The rate-limit slots of this store's queues, which every process on the same
+    /// Redis shares.
+    pub fn rates(&self) -> RedisRates {
+        RedisRates { shared: Arc::clone(&self.shared) }
+    }
+}
+
+/// The rate-limit slots of a store's queues, kept in Redis: at most `count` slots of a
+/// queue start in any window of `per`, counted across every process using the store
+/// (a sliding log per queue, `lua/rate.lua`). Cheap to clone; calls after the store
+/// closed fail with `Unavailable`.
+#[derive(Debug, Clone)]
+pub struct RedisRates {
+    shared: Arc<Shared>,
+}
+
+impl RedisRates {
+    /// Atomically takes a slot of `queue`'s rate of `count` per `per` when fewer than
+    /// `count` started in the window before now: `None`. Otherwise takes nothing and
+    /// answers how long until the window's oldest slot frees. Now is Redis' `TIME`
+    /// ([`TimeSource::Redis`]) or `now` ([`TimeSource::Caller`]).
+    pub async fn take(&self, queue: &QueueName, count: u32, per: Duration, now: Timestamp) -> Result<Option<Duration>> {
+        self.shared.check_open()?;
+        let mut invocation = self.shared.scripts.rate.prepare_invoke();
+        invocation
+            .key(keys::rate(&self.shared.config.prefix, queue))
+            .arg(self.shared.now_arg(now))
+            .arg(count.max(1))
+            .arg(u64::try_from(per.as_millis()).unwrap_or(u64::MAX).max(1));
+        let wait: u64 = self.shared.conn.invoke(&invocation).await?;
+        Ok((wait > 0).then(|| Duration::from_millis(wait)))
     }
 }
 

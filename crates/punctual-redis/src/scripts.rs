@@ -1,5 +1,5 @@
-//! The Lua scripts, each `lua/common.lua` followed by its own file (but `lua/ids.lua`,
-//! which works on no shard). Loaded once per Redis node and called by SHA; redis-rs
+//! The Lua scripts, each `lua/common.lua` followed by its own file (but `lua/ids.lua`
+//! and `lua/rate.lua`, which work on no shard). Loaded once per Redis node and called by SHA; redis-rs
 //! reloads a script the node answers NOSCRIPT for (after a restart or a `SCRIPT
 //! FLUSH`).
 
@@ -22,6 +22,7 @@ pub(crate) struct Scripts {
     pub(crate) list: Script,
     pub(crate) stats: Script,
     pub(crate) ids: Script,
+    pub(crate) rate: Script,
 }
 
 fn with_common(body: &str) -> Script {
@@ -43,6 +44,7 @@ impl Scripts {
             list: with_common(include_str!("lua/list.lua")),
             stats: with_common(include_str!("lua/stats.lua")),
             ids: Script::new(include_str!("lua/ids.lua")),
+            rate: Script::new(include_str!("lua/rate.lua")),
         }
     }
 }

@@ -86,7 +86,7 @@ Configuration file (TOML; every key optional; unknown keys are an error):
   secret_env = \"WECOM_KEY\"            # the robot's key
   text = \"{{ assignee }}: step {{ step }} is overdue since {{ due_local }}\"
   mention = [\"{{ assignee_id }}\"]
-  rate = \"20/1m\"
+  rate = \"20/1m\"                     # on Redis: for every server together
   timezone = \"Asia/Shanghai\"
 
 Durations are written \"1500ms\", \"30s\", \"1h 30m\", \"7d\" or as integer milliseconds.

@@ -12,15 +12,17 @@
 //! (the one mapping to the error body), `delivery` (leases a client never received are
 //! released), `ops` (health, readiness, metrics, OpenAPI, the dashboard), `prom` (the
 //! Prometheus text of `/metrics`), `server` (the socket and graceful
-//! shutdown), `head` (request heads too large for hyper, answered in the error body).
+//! shutdown), `head` (request heads too large for hyper, answered in the error body),
+//! `rates` (push actions' rate limits counted in Redis).
 //!
 //! The server is generic over the [`Store`]; [`serve`] picks the backend with one
 //! `match`: the embedded store or Redis (one server or a Cluster).
 //!
 //! Push actions: each queue with an action gets its own core [`Worker`] (concurrency =
-//! the action's), so a slow receiver holds only its own queue's slots. On shutdown the
-//! HTTP side stops first, then the workers (running deliveries get the grace period),
-//! then the engine.
+//! the action's), so a slow receiver holds only its own queue's slots; on Redis a
+//! queue's `rate` is counted in Redis, so it holds across every server (`rates`). On
+//! shutdown the HTTP side stops first, then the workers (running deliveries get the
+//! grace period), then the engine.
 
 mod actions;
 mod api;
@@ -33,6 +35,7 @@ mod head;
 mod openapi;
 mod ops;
 mod prom;
+mod rates;
 mod routes;
 mod schema;
 mod server;
@@ -42,7 +45,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::Context;
-use punctual_actions::{Action, Runtime};
+use punctual_actions::{Action, RateSlots, Runtime};
 use punctual_core::{Clock, Engine, RunningWorker, Store, SystemClock, Worker};
 use punctual_redis::{RedisConfig, RedisStore, Target, redacted};
 use punctual_sqlite::SqliteStore;
@@ -64,7 +67,7 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             let store = SqliteStore::open(&dir)
                 .with_context(|| format!("cannot open the embedded store in {}", dir.display()))?;
             tracing::info!(data = %dir.display(), "embedded store opened");
-            run(store, None, &settings).await
+            run(store, Sharing::default(), &settings).await
         }
         Backend::Redis(url) => {
             let mut config = RedisConfig::new(Target::parse(&url)?);
@@ -76,8 +79,9 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
                 .await
                 .with_context(|| format!("cannot connect to {}; is Redis running there?", redacted(&url)))?;
             tracing::info!(store = %redacted(&url), prefix = %settings.redis.prefix, "Redis store connected");
-            let clock = store.clock();
-            run(store, Some(clock), &settings).await
+            let sharing =
+                Sharing { clock: Some(store.clock()), rates: Some(Arc::new(rates::SharedRates(store.rates()))) };
+            run(store, sharing, &settings).await
         }
     }
 }
@@ -112,13 +116,26 @@ pub fn check_config_text(path: &Path, text: &str) -> Result<ConfigSummary, Confi
 /// The running workers of the push actions, and each action by queue.
 type StartedActions = (Vec<RunningWorker>, Vec<(String, Action)>);
 
+/// What a store that many servers share gives besides itself: the time they agree on,
+/// and the rate-limit slots of its queues. `None`: the system clock, rates counted in
+/// this process (the embedded store, one process).
+#[derive(Default)]
+struct Sharing {
+    clock: Option<Arc<dyn Clock>>,
+    rates: Option<Arc<dyn RateSlots>>,
+}
+
 /// Starts one worker per queue with an action; on an error, stops those it started.
 async fn start_actions<S: Store>(
     engine: &Engine<S>,
     settings: &Settings,
     clock: Arc<dyn Clock>,
+    rates: Option<Arc<dyn RateSlots>>,
 ) -> anyhow::Result<StartedActions> {
-    let runtime = Runtime::with_egress(clock, settings.egress.clone()).context("cannot set up the actions")?;
+    let mut runtime = Runtime::with_egress(clock, settings.egress.clone()).context("cannot set up the actions")?;
+    if let Some(rates) = rates {
+        runtime = runtime.shared_rates(rates);
+    }
     let mut workers = Vec::new();
     let mut actions = Vec::new();
     for (queue, spec) in &settings.actions {
@@ -149,12 +166,12 @@ async fn stop_workers(workers: Vec<RunningWorker>) {
     futures_util::future::join_all(workers.into_iter().map(RunningWorker::shutdown)).await;
 }
 
-/// Serves on `store`; `clock` replaces the system clock (Redis' time for Redis).
-async fn run<S: Store>(store: S, clock: Option<Arc<dyn Clock>>, settings: &Settings) -> anyhow::Result<()> {
+/// Serves on `store`, with what it shares with other servers (Redis' time and rates).
+async fn run<S: Store>(store: S, sharing: Sharing, settings: &Settings) -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(&settings.listen)
         .await
         .with_context(|| format!("cannot listen on {}", settings.listen))?;
-    let clock: Arc<dyn Clock> = clock.unwrap_or_else(|| Arc::new(SystemClock));
+    let clock: Arc<dyn Clock> = sharing.clock.unwrap_or_else(|| Arc::new(SystemClock));
     let engine = Engine::start(store, settings.engine_config().clock(Arc::clone(&clock)));
     let state = match AppState::new(engine.clone(), settings.http_options()).await {
         Ok(state) => state,
@@ -163,7 +180,7 @@ async fn run<S: Store>(store: S, clock: Option<Arc<dyn Clock>>, settings: &Setti
             return Err(e).context("cannot read the store's signing secret");
         }
     };
-    let workers = match start_actions(&engine, settings, clock).await {
+    let workers = match start_actions(&engine, settings, clock, sharing.rates).await {
         Ok((workers, actions)) => {
             state.show_actions(actions);
             workers
