@@ -11,7 +11,7 @@ mod common;
 
 use punctual_testkit::server::ServerProcess;
 
-use common::{Api, enc, server_builder, start, start_server, tamper, task_path};
+use common::{Api, enc, parse_time, server_builder, start, start_server, tamper, task_path};
 use reqwest::Method;
 use serde_json::{Value, json};
 
@@ -84,6 +84,10 @@ fn cases(lease: &str) -> Vec<Case> {
         put("tags not a list", json!({"tags": "pi-9"}), &["tags"]),
         put("tags not strings", json!({"tags": [1]}), &["tags"]),
         put("repeat every \"soon\"", json!({"repeat": {"every": "soon"}}), &["repeat", "repeat.every"]),
+        put("repeat every 60 (ms, meant as seconds)", json!({"repeat": {"every": 60}}), &["repeat.every"]),
+        put("repeat every 500ms", json!({"repeat": {"every": "500ms"}}), &["repeat.every"]),
+        put("delay of a month", json!({"delay": "P1M"}), &["delay"]),
+        put("delay negative in ISO 8601", json!({"delay": "-PT5M"}), &["delay"]),
         put("oversized payload", json!({"payload": big_payload}), &["payload"]).status(413, "payload_too_large"),
         put("payload of 65,537 bytes as JSON", json!({"payload": "x".repeat(65_535)}), &["payload"])
             .status(413, "payload_too_large"),
@@ -299,6 +303,13 @@ fn valid_edge_values_are_accepted() {
     let payload = "x".repeat(65_534);
     let task = api.create("q", "big", json!({"payload": payload}));
     assert_eq!(task["payload"].as_str().map(str::len), Some(65_534));
+    // ISO 8601 durations, as Jackson writes a java.time.Duration (were refused).
+    let task = api.create("q", "iso", json!({"delay": "PT30M", "repeat": {"every": "P1D"}}));
+    assert_eq!(task["repeat"]["every"], "1d", "{task}");
+    let due = parse_time(&task["due_at"]) - parse_time(&task["created_at"]);
+    assert!((due - 1_800_000).abs() < 5_000, "PT30M is 30 minutes: {task}");
+    // The shortest repeat: one second.
+    api.create("q", "every-second", json!({"repeat": {"every": 1000}}));
     // The bounds of lease: 1 s and 12 h, max 1000, wait 60 s... and 0.
     for body in [json!({"lease": "1s"}), json!({"lease": "12h", "max": 1000}), json!({"wait": 0, "lease": 43_200_000})]
     {

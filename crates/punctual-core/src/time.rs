@@ -130,12 +130,17 @@ impl<'de> Deserialize<'de> for Timestamp {
     }
 }
 
-/// Parses a duration: integer milliseconds as text (`"1500"`) or `<number><unit>` parts
-/// separated by optional spaces (`"1h 30m"`, `"1h30m"`), units `ms`, `s`, `m`, `h`, `d`.
+/// Parses a duration: integer milliseconds as text (`"1500"`), `<number><unit>` parts
+/// separated by optional spaces (`"1h 30m"`, `"1h30m"`), units `ms`, `s`, `m`, `h`, `d`,
+/// or ISO 8601 (`"PT30M"`, `"P1DT2H"`, `"PT1.5S"`: how Jackson writes a
+/// `java.time.Duration`).
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let trimmed = text.trim();
     if trimmed.is_empty() {
         return Err("a duration cannot be empty: write e.g. \"30s\", \"1h 30m\" or 1500 (ms)".into());
+    }
+    if trimmed.starts_with(['P', 'p']) {
+        return parse_iso8601_duration(trimmed);
     }
     if trimmed.bytes().all(|b| b.is_ascii_digit()) {
         return trimmed
@@ -185,6 +190,29 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     Ok(Duration::from_millis(total))
 }
 
+/// An ISO 8601 duration, days of 24 hours and weeks of 7 days; years and months, whose
+/// length varies, are refused, as is anything finer than a millisecond.
+fn parse_iso8601_duration(text: &str) -> Result<Duration, String> {
+    let span: jiff::Span = text
+        .parse()
+        .map_err(|e| format!("'{text}' is not an ISO 8601 duration such as \"PT30M\" or \"P1DT2H\" ({e})"))?;
+    if span.get_years() != 0 || span.get_months() != 0 {
+        return Err(format!("'{text}' counts years or months, whose length varies: use days (\"P30D\") instead"));
+    }
+    if span.is_negative() {
+        return Err(format!("'{text}' is negative: a duration is zero or more"));
+    }
+    let exact = span
+        .to_duration(jiff::SpanRelativeTo::days_are_24_hours())
+        .ok()
+        .and_then(|d| Duration::try_from(d).ok())
+        .ok_or_else(|| format!("'{text}' is too long a duration"))?;
+    if exact.subsec_nanos() % 1_000_000 != 0 {
+        return Err(format!("'{text}' is not whole milliseconds"));
+    }
+    Ok(exact)
+}
+
 /// Writes a duration the way [`parse_duration`] reads it, largest units first:
 /// `90 min` is `"1h 30m"`, `1500 ms` is `"1s 500ms"`, zero is `"0ms"`.
 pub fn format_duration(d: Duration) -> String {
@@ -230,6 +258,21 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
+
+    #[test]
+    fn iso_8601_durations_as_java_writes_them() {
+        let ms = |text: &str| parse_duration(text).map(|d| d.as_millis());
+        assert_eq!(ms("PT30M"), Ok(1_800_000));
+        assert_eq!(ms("PT1.5S"), Ok(1_500));
+        assert_eq!(ms("P1DT2H"), Ok(93_600_000));
+        assert_eq!(ms("P2W"), Ok(1_209_600_000));
+        assert_eq!(ms("pt0s"), Ok(0));
+        assert!(ms("P1M").unwrap_err().contains("years or months"));
+        assert!(ms("P1Y").unwrap_err().contains("years or months"));
+        assert!(ms("-PT5M").is_err());
+        assert!(ms("PT0.0005S").unwrap_err().contains("whole milliseconds"));
+        assert!(ms("P").is_err());
+    }
 
     #[test]
     fn durations_in_every_documented_form() {

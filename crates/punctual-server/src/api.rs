@@ -13,6 +13,7 @@
 use std::time::Duration;
 
 use punctual_core::store::{QueueStats, ScheduleOutcome};
+use punctual_core::time::format_duration;
 use punctual_core::{Backoff, IfExists, Outcome, Repeat, Tag, Task, TaskSpec, Timestamp, When};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -71,6 +72,10 @@ impl BackoffBody {
     }
 }
 
+/// The shortest `repeat.every` a request or the config file may give: a bare number is
+/// milliseconds, so `"every": 60` meant as seconds would fire every 60 ms.
+pub(crate) const MIN_EVERY: Duration = Duration::from_secs(1);
+
 /// `{"every": "24h", "times": 3, "until": …}` or `{"cron": "0 9 * * MON-FRI", "tz": "Asia/Shanghai"}`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -96,6 +101,16 @@ impl RepeatBody {
             (Some(every), None) => {
                 if self.tz.is_some() {
                     return Err(ApiError::invalid("repeat.tz", "tz applies to cron only"));
+                }
+                if every.0 < MIN_EVERY {
+                    return Err(ApiError::invalid(
+                        "repeat.every",
+                        format!(
+                            "{} is shorter than 1s; a bare number is milliseconds (60 is 60ms): \
+                             write \"60s\" or \"PT60S\" for a minute",
+                            format_duration(every.0)
+                        ),
+                    ));
                 }
                 Repeat::every(every.0)?
             }

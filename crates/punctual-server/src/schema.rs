@@ -166,7 +166,7 @@ fn batch_of(items: &str, item: &str, description: &str, example: Value) -> Value
     })
 }
 
-const DURATION_TEXT: &str = "^\\s*([0-9]+|([0-9]+\\s*(ms|s|m|h|d)\\s*)+)$";
+const DURATION_TEXT: &str = "^\\s*([0-9]+|([0-9]+\\s*(ms|s|m|h|d)\\s*)+|[Pp]([0-9]+[Ww])?([0-9]+[Dd])?([Tt]([0-9]+[Hh])?([0-9]+[Mm])?([0-9]+([.,][0-9]+)?[Ss])?)?)\\s*$";
 
 schemas! {
     /// A queue name.
@@ -189,9 +189,10 @@ schemas! {
     /// A duration in a request or an answer.
     Duration => json!({
         "description": "A duration: a string of <number><unit> parts (units ms, s, m, h, d: \"1500ms\", \
-            \"30s\", \"1h 30m\", \"7d\"; a bare number is milliseconds) or whole milliseconds.",
+            \"30s\", \"1h 30m\", \"7d\"; a bare number is milliseconds), ISO 8601 (\"PT30M\", \"P1DT2H\"; \
+            days of 24 hours, no years or months) or whole milliseconds.",
         "oneOf": [
-            {"type": "string", "pattern": DURATION_TEXT, "examples": ["30s", "1h 30m"]},
+            {"type": "string", "pattern": DURATION_TEXT, "examples": ["30s", "1h 30m", "PT30M"]},
             {"type": "integer", "minimum": 0, "description": "milliseconds"},
         ],
     });
@@ -289,7 +290,7 @@ schemas! {
         "additionalProperties": false,
         "description": "Fire again: every (fixed rate) or cron (wall-clock times in tz), not both.",
         "properties": {
-            "every": nullable(duration_within(1, None, "The interval, at least 1ms.")),
+            "every": nullable(duration_within(1000, None, "The interval, at least 1s (a bare number is milliseconds).")),
             "cron": nullable(json!({"type": "string", "examples": ["0 9 * * MON-FRI"],
                 "description": "5 fields (minute hour day-of-month month day-of-week) or 6 (seconds first)."})),
             "tz": nullable(json!({"type": "string", "examples": ["Asia/Shanghai"],
