@@ -75,9 +75,15 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             config.wait_replicas = settings.redis.wait_replicas;
             config.op_timeout = settings.redis.timeout;
             config.shards = settings.shards.clone();
-            let store = RedisStore::connect(config)
-                .await
-                .with_context(|| format!("cannot connect to {}; is Redis running there?", redacted(&url)))?;
+            let store = RedisStore::connect(config).await.map_err(|e| {
+                let hint = if e.to_string().contains("certificate") {
+                    "its TLS certificate is not signed by an authority this machine trusts \
+                     (set SSL_CERT_FILE to the authority's PEM file)"
+                } else {
+                    "is Redis running there?"
+                };
+                anyhow::Error::new(e).context(format!("cannot connect to {}; {hint}", redacted(&url)))
+            })?;
             tracing::info!(store = %redacted(&url), prefix = %settings.redis.prefix, "Redis store connected");
             let sharing =
                 Sharing { clock: Some(store.clock()), rates: Some(Arc::new(rates::SharedRates(store.rates()))) };
