@@ -302,15 +302,16 @@ impl Action {
 impl Handler for Action {
     async fn handle(&self, delivery: Delivery) -> Result<Outcome, BoxError> {
         let outcome = self.deliver(&delivery).await;
-        if outcome != Outcome::Done {
-            tracing::info!(
-                queue = %delivery.task.queue,
-                key = %delivery.task.key,
-                attempt = delivery.attempt,
-                action = self.kind(),
-                outcome = ?outcome,
-                "delivery not done"
-            );
+        let (queue, key, attempt, action) = (&delivery.task.queue, &delivery.task.key, delivery.attempt, self.kind());
+        match &outcome {
+            Outcome::Done => {}
+            // The receiver asked for it ("still pending: remind again"): nothing failed.
+            Outcome::Reschedule(_) => {
+                tracing::info!(%queue, %key, attempt, action, %outcome, "delivered; the receiver asked to fire again later");
+            }
+            Outcome::Fail(_) => tracing::warn!(%queue, %key, attempt, action, %outcome, "delivery failed for good"),
+            // Retry; `Outcome` is non-exhaustive, so a kind added later is logged as one.
+            _ => tracing::info!(%queue, %key, attempt, action, %outcome, "delivery failed; will retry"),
         }
         Ok(outcome)
     }

@@ -34,7 +34,7 @@ use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::model::{QueueName, Task, When};
 use crate::store::{Lease, LeaseToken, Store};
-use crate::time::Timestamp;
+use crate::time::{Timestamp, format_duration};
 
 /// An error a handler returns; it becomes a retry.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -53,6 +53,22 @@ pub enum Outcome {
     Reschedule(When),
     /// Give up now: the task goes to `dead`.
     Fail(String),
+}
+
+/// For logs: `done`, `retry in 5s: smtp timeout`, `reschedule in 1d`, `fail: order not
+/// found`.
+impl fmt::Display for Outcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Outcome::Done => f.write_str("done"),
+            Outcome::Retry { after: Some(after), error } => write!(f, "retry in {}: {error}", format_duration(*after)),
+            Outcome::Retry { after: None, error } => write!(f, "retry after the backoff: {error}"),
+            Outcome::Reschedule(When::Now) => f.write_str("reschedule now"),
+            Outcome::Reschedule(When::After(after)) => write!(f, "reschedule in {}", format_duration(*after)),
+            Outcome::Reschedule(When::At(at)) => write!(f, "reschedule at {at}"),
+            Outcome::Fail(error) => write!(f, "fail: {error}"),
+        }
+    }
 }
 
 impl Outcome {
@@ -467,5 +483,28 @@ fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
         text.clone()
     } else {
         "(no message)".to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outcomes_read_as_words_in_logs() {
+        // Were Rust debug structures: `Retry { after: Some(1s), error: "…" }`.
+        assert_eq!(Outcome::Done.to_string(), "done");
+        assert_eq!(
+            Outcome::retry_in(Duration::from_secs(90), "smtp timeout").to_string(),
+            "retry in 1m 30s: smtp timeout"
+        );
+        assert_eq!(Outcome::retry("HTTP 503").to_string(), "retry after the backoff: HTTP 503");
+        assert_eq!(Outcome::reschedule_in(Duration::from_secs(86_400)).to_string(), "reschedule in 1d");
+        assert_eq!(Outcome::Reschedule(When::Now).to_string(), "reschedule now");
+        assert_eq!(
+            Outcome::Reschedule(When::At(Timestamp::from_millis(1_764_504_000_000))).to_string(),
+            "reschedule at 2025-11-30T12:00:00.000Z"
+        );
+        assert_eq!(Outcome::Fail("order not found".into()).to_string(), "fail: order not found");
     }
 }
