@@ -54,7 +54,7 @@ Configuration file (TOML; every key optional; unknown keys are an error):
   max_payload_bytes = 65536
   max_batch = 10000
   max_body_bytes = 33554432
-  max_overdue = \"1m\"                # /readyz answers 503 while a due task waits longer
+  max_overdue = \"1m\"                # /readyz names queues whose due tasks wait longer
 
   [redis]                             # with store = \"redis://…\" only
   prefix = \"punctual\"                 # of every key: deployments can share a Redis
@@ -143,8 +143,8 @@ pub struct ServeArgs {
     /// The largest body of a batch request, in bytes [default: 33554432 (32 MiB)].
     #[arg(long, value_name = "BYTES")]
     pub(crate) max_body_bytes: Option<usize>,
-    /// /readyz answers 503 while the oldest due task of any queue has waited longer
-    /// than this for a consumer [default: off].
+    /// /readyz names the queues whose oldest due task has waited longer than this for
+    /// a consumer; it stays ready (alert on punctual_oldest_overdue_seconds) [default: off].
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub(crate) max_overdue: Option<Duration>,
 }

@@ -58,7 +58,7 @@ pub use state::{AppState, HttpOptions};
 use config::{Backend, LogFormat, Settings};
 
 /// Runs the server until SIGTERM or SIGINT, then stops gracefully and makes every
-/// write durable.
+/// acknowledged write durable.
 pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let settings = config::load(&args)?;
     init_logging(settings.log_format);
@@ -204,9 +204,7 @@ async fn run<S: Store>(store: S, sharing: Sharing, settings: &Settings) -> anyho
     );
     serve_on(listener, state, server::stop_signal(), settings.grace_period).await;
     stop_workers(workers).await;
-    engine.shutdown().await.context("cannot make every write durable while stopping")?;
-    tracing::info!("stopped; every write is durable");
-    Ok(())
+    server::stop_engine(&engine).await
 }
 
 fn init_logging(format: LogFormat) {

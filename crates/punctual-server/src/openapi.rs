@@ -96,6 +96,7 @@ use crate::{api, app, error, ops, routes, schema};
         api::ActivityResponse,
         api::RecentOutcome,
         ops::Status,
+        ops::Overdue,
     ))
 )]
 struct ApiDoc;

@@ -1,19 +1,23 @@
-//! Operations endpoints: `/healthz` (the process answers), `/readyz` (the store
-//! answers and, with `max_overdue`, no due task waits too long), `/metrics`
-//! (Prometheus text, see `prom`), `/openapi.json`, and the dashboard at `/` with its
-//! two assets, embedded in the binary (`dashboard/`: no build step, no CDN).
+//! Operations endpoints: `/healthz` (the process answers), `/readyz` (this node can
+//! serve: the store answers and the server is not stopping), `/metrics` (Prometheus
+//! text, see `prom`), `/openapi.json`, and the dashboard at `/` with its two assets,
+//! embedded in the binary (`dashboard/`: no build step, no CDN).
 //!
-//! Invariant: `/readyz` logs its reason only when its answer changes, so a probe every
-//! second does not flood the log. A store found emptied (Redis lost punctual's data)
-//! leaves the server ready — it serves on under the store's new identity — with the
-//! latest such reset as the body's `reason`, until the server restarts.
+//! Invariants: readiness depends on this node only, never on a queue's backlog — a
+//! queue nobody drains is the same on every node sharing the store, so making it
+//! unready would take every node, and the scheduling API with them, out of the load
+//! balancer. With `max_overdue`, `/readyz` stays ready and names the queues over it in
+//! its body (`overdue`); the alert is `punctual_oldest_overdue_seconds`. `/readyz`
+//! logs only when its answer changes (ready, stopping, store unreachable), so a probe
+//! every second does not flood the log. A store found emptied (Redis lost punctual's
+//! data) leaves the server ready — it serves on under the store's new identity — with
+//! the latest such reset as the body's `reason`, until the server restarts.
 
 use axum::Json;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use punctual_core::Store;
-use punctual_core::time::format_duration;
+use punctual_core::{Engine, Store};
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -30,57 +34,111 @@ pub(crate) struct Status {
     /// happened and when.
     #[serde(skip_serializing_if = "Option::is_none")]
     reason: Option<String>,
+    /// `/readyz` only, with `max_overdue` set: the queues whose oldest due task has
+    /// waited longer than it for a consumer (the node stays ready).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    overdue: Vec<Overdue>,
+}
+
+/// A queue whose oldest due task has waited longer than `max_overdue`.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct Overdue {
+    #[schema(example = "flow.remind")]
+    queue: String,
+    /// How long its oldest due task has waited, as in `GET /v1/queues/{queue}`.
+    oldest_overdue_ms: u64,
+}
+
+/// What `/readyz` answered, as far as its log is concerned: a change is logged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Readiness {
+    Ready,
+    Stopping,
+    StoreUnreachable,
+}
+
+/// Why this node should get no traffic.
+enum Unready {
+    Stopping,
+    StoreUnreachable(punctual_core::Error),
 }
 
 #[utoipa::path(get, path = "/healthz", tag = "operations", summary = "The process is up (never needs a token)",
     responses((status = 200, body = Status)))]
 pub(crate) async fn healthz() -> Json<Status> {
-    Json(Status { status: "ok", reason: None })
+    Json(Status { status: "ok", reason: None, overdue: Vec::new() })
 }
 
 #[utoipa::path(get, path = "/readyz", tag = "operations",
-    summary = "The store is reachable and, with max_overdue set, no due task has waited longer (never needs a token)",
+    summary = "This node can serve: the store is reachable and the server is not stopping (never needs a token)",
+    description = "A backlog never makes a node unready. With max_overdue set, the body's overdue lists the \
+        queues whose oldest due task has waited longer; alert on punctual_oldest_overdue_seconds.",
     responses((status = 200, body = Status),
               (status = 503, description = "Unready; the message says why", body = ErrorBody)))]
 pub(crate) async fn readyz<S: Store>(State(state): State<AppState<S>>) -> Response {
     let answer = readiness(&state).await;
-    state.note_readiness(answer.as_ref().map(|_| ()).map_err(String::as_str));
+    note(&state, &answer);
     match answer {
-        Ok(()) => {
+        Ok(overdue) => {
             let reset = state.inner.engine.metrics().last_store_reset;
             let reason = reset.map(|r| format!("{} (noticed at {})", r.what, r.noticed_at));
-            Json(Status { status: "ready", reason }).into_response()
+            Json(Status { status: "ready", reason, overdue }).into_response()
         }
         Err(why) => {
-            let error = ErrorDetail { code: ErrorCode::Unavailable, message: why, field: None };
+            let message = match why {
+                Unready::Stopping => "the server is stopping".to_owned(),
+                Unready::StoreUnreachable(e) => format!("the store cannot be reached: {e}"),
+            };
+            let error = ErrorDetail { code: ErrorCode::Unavailable, message, field: None };
             (StatusCode::SERVICE_UNAVAILABLE, Json(ErrorBody { error })).into_response()
         }
     }
 }
 
-/// `Err(why)` when the server should get no traffic.
-async fn readiness<S: Store>(state: &AppState<S>) -> Result<(), String> {
+/// Whether this node should get traffic, and the queues over `max_overdue` if set.
+async fn readiness<S: Store>(state: &AppState<S>) -> Result<Vec<Overdue>, Unready> {
     let engine = &state.inner.engine;
     if engine.is_stopping() || state.inner.shutdown.is_cancelled() {
-        return Err("the server is stopping".into());
+        return Err(Unready::Stopping);
     }
-    let unreachable = |e: punctual_core::Error| format!("the store cannot be reached: {e}");
     let Some(bound) = state.inner.options.max_overdue else {
-        // A read of a queue that never exists: cheap, and it goes through the store.
-        return engine.stats(Some("punctual.readyz")).await.map(|_| ()).map_err(unreachable);
+        return store_answers(engine).await.map(|()| Vec::new()).map_err(Unready::StoreUnreachable);
     };
-    let stats = engine.stats(None).await.map_err(unreachable)?;
+    let stats = engine.stats(None).await.map_err(Unready::StoreUnreachable)?;
     let now = engine.clock().now();
-    let worst = stats.iter().map(|s| (prom::oldest_overdue(s, now), s)).max_by_key(|(overdue, _)| *overdue);
-    match worst {
-        Some((overdue, s)) if overdue > bound => Err(format!(
-            "a due task of queue '{}' has waited {} for a consumer, over max_overdue ({})",
-            s.name,
-            format_duration(overdue),
-            format_duration(bound)
-        )),
-        _ => Ok(()),
+    let over = stats.iter().map(|s| (s, prom::oldest_overdue(s, now))).filter(|(_, overdue)| *overdue > bound);
+    Ok(over
+        .map(|(s, overdue)| Overdue {
+            queue: s.name.to_string(),
+            oldest_overdue_ms: u64::try_from(overdue.as_millis()).unwrap_or(u64::MAX),
+        })
+        .collect())
+}
+
+/// Logs the readiness `answer` when it differs from the previous one.
+fn note<S: Store>(state: &AppState<S>, answer: &Result<Vec<Overdue>, Unready>) {
+    let now = match answer {
+        Ok(_) => Readiness::Ready,
+        Err(Unready::Stopping) => Readiness::Stopping,
+        Err(Unready::StoreUnreachable(_)) => Readiness::StoreUnreachable,
+    };
+    let mut last = state.inner.readiness.lock().expect("readiness lock poisoned");
+    if *last == Some(now) {
+        return;
     }
+    match answer {
+        Ok(_) if last.is_some() => tracing::info!("ready again"),
+        Ok(_) => {}
+        Err(Unready::Stopping) => tracing::info!("not ready: the server is stopping"),
+        Err(Unready::StoreUnreachable(e)) => tracing::warn!(error = %e, "not ready: the store cannot be reached"),
+    }
+    *last = Some(now);
+}
+
+/// `Ok` when the store answers a read (of a queue that never exists: cheap, and it
+/// goes through the store).
+pub(crate) async fn store_answers<S: Store>(engine: &Engine<S>) -> Result<(), punctual_core::Error> {
+    engine.stats(Some("punctual.readyz")).await.map(|_| ())
 }
 
 #[utoipa::path(get, path = "/metrics", tag = "operations", summary = "Prometheus text exposition",

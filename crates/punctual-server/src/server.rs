@@ -1,20 +1,26 @@
 //! Serving the app on a socket, and stopping gracefully.
 //!
-//! Each connection is HTTP/1.1 with a deadline for its request head (a client that
+//! A server without tokens that listens beyond loopback (`--listen 0.0.0.0:7575`) says
+//! at start, as a warning, that anyone who can reach it may schedule and cancel tasks,
+//! and how to set tokens. Each connection is HTTP/1.1 with a deadline for its request head (a client that
 //! trickles headers is cut off) and keep-alive; a head too large to read is answered
 //! in the API's error body (`head`). On the stop signal the listener closes,
 //! idle connections close, long polls answer at once with no leases, and requests in
-//! flight get the grace period to finish; the caller then shuts the engine down, which
-//! makes every write durable.
+//! flight get the grace period to finish; the caller then shuts the engine down
+//! ([`stop_engine`]), which makes every acknowledged write durable. Its last line says
+//! only what is true: while the store cannot be reached, writes it did not confirm were
+//! answered `503` and could not be made durable.
 
 use std::future::Future;
+use std::net::SocketAddr;
 use std::time::Duration;
 
+use anyhow::Context;
 use axum::Router;
 use axum::body::Body;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use punctual_core::Store;
+use punctual_core::{Engine, Store};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -22,10 +28,14 @@ use tower::ServiceExt;
 
 use crate::app::app;
 use crate::head::Guarded;
+use crate::ops::store_answers;
 use crate::state::AppState;
 
 /// How long a client may take to send a request's head.
 const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The longest [`stop_engine`] waits to learn whether the store still answers.
+const STORE_CHECK_AT_STOP: Duration = Duration::from_secs(2);
 
 /// Serves [`app`] over `state` on `listener` until `stop` completes, then stops
 /// gracefully: requests in flight get `grace` to finish. The engine is left running;
@@ -36,6 +46,9 @@ pub async fn serve_on<S: Store>(
     stop: impl Future<Output = ()> + Send,
     grace: Duration,
 ) {
+    if let Ok(address) = listener.local_addr() {
+        warn_if_open(address, state.inner.auth.required());
+    }
     let router = app(state.clone());
     let stopping = state.shutdown_token().clone();
     let connections = TaskTracker::new();
@@ -62,6 +75,39 @@ pub async fn serve_on<S: Store>(
     if tokio::time::timeout(grace, connections.wait()).await.is_err() {
         tracing::warn!(grace = ?grace, "requests still running after the grace period are abandoned");
     }
+}
+
+/// Warns when `address` is reachable from beyond this machine and no token is needed.
+fn warn_if_open(address: SocketAddr, tokens: bool) {
+    if tokens || address.ip().is_loopback() {
+        return;
+    }
+    tracing::warn!(
+        listen = %address,
+        "auth is off and the server listens beyond loopback: anyone who can reach it may schedule, cancel and \
+         lease tasks. Set tokens (--token, PUNCTUAL_TOKENS or tokens = [...] in the config file) or listen on \
+         127.0.0.1"
+    );
+}
+
+/// Shuts the engine down (stop the workers first) and logs what is durable: every
+/// write the store confirmed, and, when the store cannot be reached, that writes it
+/// did not confirm could not be made so.
+pub(crate) async fn stop_engine<S: Store>(engine: &Engine<S>) -> anyhow::Result<()> {
+    let reachable = match tokio::time::timeout(STORE_CHECK_AT_STOP, store_answers(engine)).await {
+        Ok(answer) => answer.map_err(|e| e.to_string()),
+        Err(_) => Err(format!("it did not answer within {STORE_CHECK_AT_STOP:?}")),
+    };
+    engine.shutdown().await.context("cannot make every write durable while stopping")?;
+    match reachable {
+        Ok(()) => tracing::info!("stopped; every acknowledged write is durable"),
+        Err(why) => tracing::warn!(
+            error = %why,
+            "stopped while the store cannot be reached: the writes it confirmed are durable; those it did not \
+             confirm were answered 503 and could not be made durable"
+        ),
+    }
+    Ok(())
 }
 
 async fn serve_connection(stream: TcpStream, router: Router, stopping: CancellationToken) {

@@ -26,8 +26,9 @@ pub struct HttpOptions {
     pub request_timeout: Duration,
     /// The largest request body of a batch (`POST …/tasks`, `POST /v1/acks`).
     pub max_body_bytes: usize,
-    /// `/readyz` is unready while a due task has waited longer than this; `None`: no
-    /// bound.
+    /// `/readyz` names the queues whose oldest due task has waited longer than this
+    /// (it stays ready: a backlog is for alerts, not for the load balancer); `None`:
+    /// not checked.
     pub max_overdue: Option<Duration>,
 }
 
@@ -61,9 +62,9 @@ pub(crate) struct Inner<S: Store> {
     pub(crate) auth: Auth,
     pub(crate) options: HttpOptions,
     pub(crate) shutdown: CancellationToken,
-    /// Whether `/readyz` last answered ready (`None` before its first answer); a
-    /// change is logged, with the reason when it turns unready.
-    pub(crate) readiness: Mutex<Option<bool>>,
+    /// What `/readyz` last answered (`None` before its first answer); a change is
+    /// logged, with the reason when it turns unready.
+    pub(crate) readiness: Mutex<Option<crate::ops::Readiness>>,
     /// The server's push actions by queue, for their rate-limit counts in `/metrics`.
     pub(crate) actions: Mutex<Vec<(String, punctual_actions::Action)>>,
     /// The OpenAPI document of this server (it depends on the tokens and limits).
@@ -103,23 +104,6 @@ impl<S: Store> AppState<S> {
     /// an empty list.
     pub fn shutdown_token(&self) -> &CancellationToken {
         &self.inner.shutdown
-    }
-
-    /// Records the answer of `/readyz` (`Err(why)`: unready) and logs it when it
-    /// turns from ready to unready or back (the reason's wording may change while
-    /// unready, e.g. a growing wait: that is not logged again).
-    pub(crate) fn note_readiness(&self, answer: Result<(), &str>) {
-        let ready = answer.is_ok();
-        let mut last = self.inner.readiness.lock().expect("readiness lock poisoned");
-        if *last == Some(ready) {
-            return;
-        }
-        match answer {
-            Err(why) => tracing::warn!(reason = %why, "not ready: {why}"),
-            Ok(()) if last.is_some() => tracing::info!("ready again"),
-            Ok(()) => {}
-        }
-        *last = Some(ready);
     }
 
     /// The lease-id codec (tests forge and alter ids with it).

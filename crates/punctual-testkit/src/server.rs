@@ -3,7 +3,8 @@
 //! [`ServerProcess::builder`] takes the path of the binary (an integration test of the
 //! package that builds it passes `env!("CARGO_BIN_EXE_punctual")`), any extra flags and
 //! environment variables, and [`ServerBuilder::start`] runs
-//! `punctual serve --listen 127.0.0.1:<free port> --data <temp dir>/data [extra args]`.
+//! `punctual serve --listen 127.0.0.1:<free port> --data <temp dir>/data [extra args]`
+//! (`0.0.0.0:<free port>` with [`ServerBuilder::every_interface`]).
 //!
 //! The contract:
 //!
@@ -66,6 +67,8 @@ pub struct ServerBuilder {
     envs: Vec<(OsString, OsString)>,
     /// Program and arguments the binary runs under; empty for none.
     wrapper: Vec<OsString>,
+    /// `--listen 0.0.0.0:<port>` instead of `127.0.0.1:<port>`.
+    every_interface: bool,
 }
 
 impl ServerBuilder {
@@ -101,6 +104,13 @@ impl ServerBuilder {
         let mut wrapper = vec![program.as_ref().to_owned()];
         wrapper.extend(args.into_iter().map(|a| a.as_ref().to_owned()));
         self.wrapper = wrapper;
+        self
+    }
+
+    /// Listens on every interface (`--listen 0.0.0.0:<port>`) instead of loopback
+    /// only; the test still reaches it at [`ServerProcess::url`].
+    pub fn every_interface(mut self) -> Self {
+        self.every_interface = true;
         self
     }
 
@@ -150,6 +160,7 @@ impl ServerProcess {
             args: Vec::new(),
             envs: Vec::new(),
             wrapper: Vec::new(),
+            every_interface: false,
         }
     }
 
@@ -276,7 +287,11 @@ impl ServerProcess {
             }
             None => Command::new(&self.config.exe),
         };
-        command.arg("serve").arg("--listen").arg(self.addr().to_string());
+        let listen = match self.config.every_interface {
+            true => SocketAddr::from((Ipv4Addr::UNSPECIFIED, self.port)),
+            false => self.addr(),
+        };
+        command.arg("serve").arg("--listen").arg(listen.to_string());
         match &self.config.store {
             Some(url) => command.arg("--store").arg(url),
             None => command.arg("--data").arg(self.data_dir()),

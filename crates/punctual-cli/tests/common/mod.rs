@@ -249,6 +249,22 @@ impl Api {
     pub fn extend(&self, lease_id: &str, body: Value) -> Resp {
         self.post(&format!("/v1/leases/{}/extend", enc(lease_id)), body)
     }
+
+    /// Calls `GET /readyz` every 50 ms until its answer is `wanted`, failing after 20 s
+    /// with the last answer.
+    #[track_caller]
+    #[allow(clippy::disallowed_methods, reason = "a real process takes real time")]
+    pub fn readyz_until(&self, what: &str, wanted: impl Fn(&Resp) -> bool) -> Resp {
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            let resp = self.get("/readyz");
+            if wanted(&resp) {
+                return resp;
+            }
+            assert!(std::time::Instant::now() < deadline, "/readyz: never {what} within 20 s; last: {resp:?}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
 }
 
 /// `/v1/queues/{queue}/tasks/{key}` with both segments percent-encoded.
