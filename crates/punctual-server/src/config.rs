@@ -55,6 +55,7 @@ Configuration file (TOML; every key optional; unknown keys are an error):
   max_batch = 10000
   max_body_bytes = 33554432
   max_overdue = \"1m\"                # /readyz names queues whose due tasks wait longer
+  strict_queues = false               # true: only the [queues.\"…\"] below take tasks (else 404)
 
   [redis]                             # with store = \"redis://…\" only
   prefix = \"punctual\"                 # of every key: deployments can share a Redis
@@ -147,6 +148,10 @@ pub struct ServeArgs {
     /// a consumer; it stays ready (alert on punctual_oldest_overdue_seconds) [default: off].
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub(crate) max_overdue: Option<Duration>,
+    /// Refuse to schedule or lease tasks of a queue the config file does not declare
+    /// ([queues."NAME"]), with 404 naming the nearest declared queue [file: strict_queues].
+    #[arg(long)]
+    pub(crate) strict_queues: bool,
 }
 
 /// How logs are written.
@@ -182,6 +187,8 @@ pub(crate) struct Settings {
     pub(crate) max_batch: usize,
     pub(crate) max_body_bytes: usize,
     pub(crate) max_overdue: Option<Duration>,
+    /// Only the queues of the file are served (`queues`).
+    pub(crate) strict_queues: bool,
     pub(crate) queues: HashMap<QueueName, QueueDefaults>,
     /// Queues the server delivers itself, in name order.
     pub(crate) actions: Vec<(QueueName, ActionSpec)>,
@@ -223,6 +230,8 @@ impl Settings {
             request_timeout: self.request_timeout,
             max_body_bytes: self.max_body_bytes,
             max_overdue: self.max_overdue,
+            queues: self.queues.keys().cloned().collect(),
+            strict_queues: self.strict_queues,
         }
     }
 }
@@ -273,6 +282,7 @@ struct RawConfig {
     max_body_bytes: Option<Spanned<i64>>,
     redis: Option<Spanned<RawRedis>>,
     max_overdue: Option<Spanned<ApiDuration>>,
+    strict_queues: Option<Spanned<bool>>,
     egress: Option<RawEgress>,
     #[serde(default)]
     queues: BTreeMap<Spanned<String>, RawQueue>,
@@ -458,6 +468,15 @@ pub(crate) fn settings(args: &ServeArgs, file: Option<(&Path, &str)>) -> Result<
         }
         queues.insert(queue_name, defaults);
     }
+    let strict_queues = args.strict_queues || raw.strict_queues.as_ref().is_some_and(|s| *s.get_ref());
+    if strict_queues && queues.is_empty() {
+        let message = "strict_queues refuses every queue the config file does not declare, and it declares none: \
+                       add a [queues.\"NAME\"] table for each queue";
+        return Err(match &raw.strict_queues {
+            Some(value) if !args.strict_queues => at(value.span(), message.into()),
+            _ => ConfigError::flag(format!("--strict-queues: {message}")),
+        });
+    }
 
     Ok(Settings {
         listen,
@@ -478,6 +497,7 @@ pub(crate) fn settings(args: &ServeArgs, file: Option<(&Path, &str)>) -> Result<
             (None, None) => None,
             (flag, value) => Some(duration(flag, value, "max_overdue", Duration::ZERO)?),
         },
+        strict_queues,
         queues,
         shards,
         redis: redis_settings(raw.redis.as_ref(), &at)?,
@@ -599,6 +619,26 @@ mod tests {
         let s = settings(&args, Some((Path::new("f.toml"), "max_overdue = \"90s\"\n"))).unwrap();
         assert_eq!(s.max_overdue, Some(Duration::from_secs(5)));
         assert_eq!(error_line("\nmax_overdue = \"0s\"\n"), (Some(2), "max_overdue must be longer than 0".into()));
+    }
+
+    #[test]
+    fn strict_queues_comes_from_the_file_or_the_flag_and_needs_declared_queues() {
+        assert!(!file("[queues.q]\n").unwrap().strict_queues, "off by default");
+        let s = file("strict_queues = true\n[queues.\"flow.remind\"]\n[queues.b.action]\nkind = \"slack\"\nurl = \"https://x\"\ntext = \"hi\"\n").unwrap();
+        assert!(s.strict_queues);
+        let mut declared: Vec<String> = s.http_options().queues.iter().map(ToString::to_string).collect();
+        declared.sort();
+        assert_eq!(declared, ["b", "flow.remind"], "every table, with or without an action");
+        assert!(s.http_options().strict_queues);
+        let args = ServeArgs { strict_queues: true, ..ServeArgs::default() };
+        let s = settings(&args, Some((Path::new("f.toml"), "strict_queues = false\n[queues.q]\n"))).unwrap();
+        assert!(s.strict_queues, "the flag turns it on over the file");
+        let (line, message) = error_line("max_batch = 5\nstrict_queues = true\n");
+        assert_eq!(line, Some(2));
+        assert!(message.contains("it declares none"), "{message}");
+        let e = settings(&args, None).unwrap_err();
+        assert!(e.to_string().starts_with("command line: --strict-queues: "), "{e}");
+        assert_eq!(error_line("strict_queues = \"yes\"\n").0, Some(1));
     }
 
     #[test]

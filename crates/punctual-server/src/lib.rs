@@ -13,7 +13,8 @@
 //! released), `ops` (health, readiness, metrics, OpenAPI, the dashboard), `prom` (the
 //! Prometheus text of `/metrics`), `server` (the socket and graceful
 //! shutdown), `head` (request heads too large for hyper, answered in the error body),
-//! `rates` (push actions' rate limits counted in Redis).
+//! `rates` (push actions' rate limits counted in Redis), `queues` (the config file's
+//! queues: listed, with `strict_queues` the only ones served; no leases on push queues).
 //!
 //! The server is generic over the [`Store`]; [`serve`] picks the backend with one
 //! `match`: the embedded store or Redis (one server or a Cluster).
@@ -35,6 +36,7 @@ mod head;
 mod openapi;
 mod ops;
 mod prom;
+mod queues;
 mod rates;
 mod routes;
 mod schema;

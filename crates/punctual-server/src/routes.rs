@@ -34,6 +34,7 @@ fn echoed(item: &Value, field: &str) -> Option<String> {
         (status = 201, description = "Created", body = ScheduleResponse),
         (status = 200, description = "Replaced or kept", body = ScheduleResponse),
         (status = 400, description = "Invalid input; the field names what to fix", body = ErrorBody),
+        (status = 404, description = "strict_queues: the config file declares no such queue (the message names the nearest)", body = ErrorBody),
         (status = 409, description = "Exists and if_exists is error", body = ErrorBody),
         (status = 413, description = "The payload or the body is too large", body = ErrorBody)))]
 pub(crate) async fn put_task<S: Store>(
@@ -42,6 +43,7 @@ pub(crate) async fn put_task<S: Store>(
     JsonBody(body): JsonBody<TaskBody, true>,
 ) -> Answer {
     let (queue, key) = (params.get("queue"), params.get("key"));
+    state.schedulable(queue)?;
     if body.key.as_deref().is_some_and(|k| k != key) {
         return Err(ApiError::invalid("key", "the body's key differs from the key in the path; leave it out"));
     }
@@ -66,6 +68,7 @@ pub(crate) async fn post_tasks<S: Store>(
 ) -> Answer {
     let queue = params.get("queue");
     QueueName::new(queue)?;
+    let undeclared = state.schedulable(queue).err();
     let limit = state.inner.engine.limits().max_batch;
     if body.tasks.len() > limit {
         return Err(ApiError::invalid(
@@ -78,6 +81,10 @@ pub(crate) async fn post_tasks<S: Store>(
     let mut positions = Vec::with_capacity(body.tasks.len());
     for (i, value) in body.tasks.into_iter().enumerate() {
         let key = echoed(&value, "key");
+        if let Some(e) = &undeclared {
+            results.push(BatchResult { key, outcome: None, error: Some(e.detail()) });
+            continue;
+        }
         let parsed = from_value::<TaskBody>(value).and_then(|item| {
             let key = item.key.clone().ok_or_else(|| ApiError::invalid("key", "each task of a batch needs its key"))?;
             Ok((key, item.into_spec()?))
@@ -163,10 +170,11 @@ async fn list<S: Store>(state: &AppState<S>, queue: &str, task_state: Option<Tas
     Ok(Json(TaskList { tasks: page.tasks, next_cursor: page.next_cursor }).into_response())
 }
 
-#[utoipa::path(get, path = "/v1/queues", tag = "queues", summary = "Every queue holding a task, with counts",
+#[utoipa::path(get, path = "/v1/queues", tag = "queues",
+    summary = "Every queue holding a task and every queue of the config file (zero counts while it holds none)",
     responses((status = 200, body = QueueListResponse)))]
 pub(crate) async fn list_queues<S: Store>(State(state): State<AppState<S>>) -> Answer {
-    let stats = state.inner.engine.stats(None).await?;
+    let stats = state.inner.declared.with_counts(state.inner.engine.stats(None).await?);
     Ok(Json(QueueListResponse { queues: stats.into_iter().map(QueueSummary::from).collect() }).into_response())
 }
 
@@ -208,13 +216,16 @@ pub(crate) async fn activity<S: Store>(State(state): State<AppState<S>>, params:
     params(("queue" = schema::QueueName, Path)),
     request_body(content = Option<schema::LeaseBody>, description = "Optional: no body takes every default"),
     responses((status = 200, description = "Leases (an empty list after wait)", body = LeaseResponse),
-               (status = 400, description = "Invalid queue, max, lease or wait", body = ErrorBody)))]
+               (status = 400, description = "Invalid queue, max, lease or wait", body = ErrorBody),
+               (status = 404, description = "strict_queues: the config file declares no such queue (the message names the nearest)", body = ErrorBody),
+               (status = 409, description = "The queue has a push action: the server delivers its tasks (the message names the action)", body = ErrorBody)))]
 pub(crate) async fn lease<S: Store>(
     State(state): State<AppState<S>>,
     params: Params,
     JsonBody(body): JsonBody<LeaseBody>,
 ) -> Answer {
     let queue = params.get("queue").to_owned();
+    state.leasable(&queue)?;
     let options = body.into_options();
     let engine = state.inner.engine.clone();
     // Cancelled when this handler is dropped (the client went away, or the request

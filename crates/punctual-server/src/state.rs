@@ -1,5 +1,5 @@
 //! What every handler shares: the engine, the lease-id codec, the tokens, the HTTP
-//! limits, and the shutdown signal.
+//! limits, the declared queues and push actions, and the shutdown signal.
 //!
 //! Invariant: tokens are kept only as SHA-256 digests and compared in constant time,
 //! every configured token checked on every request, so neither the timing nor the
@@ -8,12 +8,14 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use punctual_core::{Engine, Store, TokenCodec};
+use punctual_core::{Engine, QueueName, Store, TokenCodec};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 use tokio_util::sync::CancellationToken;
 
+use crate::error::ApiError;
 use crate::openapi::Served;
+use crate::queues::{Declared, push_refusal};
 
 /// HTTP-level settings of the app (the engine's own limits live in its config).
 #[derive(Debug, Clone)]
@@ -30,6 +32,11 @@ pub struct HttpOptions {
     /// (it stays ready: a backlog is for alerts, not for the load balancer); `None`:
     /// not checked.
     pub max_overdue: Option<Duration>,
+    /// The queues the config file declares: listed by `GET /v1/queues` with zero
+    /// counts while they hold no task.
+    pub queues: Vec<QueueName>,
+    /// Refuse schedules and leases naming a queue not in `queues` (`404`).
+    pub strict_queues: bool,
 }
 
 impl Default for HttpOptions {
@@ -39,6 +46,8 @@ impl Default for HttpOptions {
             request_timeout: Duration::from_secs(30),
             max_body_bytes: 32 * 1024 * 1024,
             max_overdue: None,
+            queues: Vec::new(),
+            strict_queues: false,
         }
     }
 }
@@ -61,18 +70,21 @@ pub(crate) struct Inner<S: Store> {
     pub(crate) codec: TokenCodec,
     pub(crate) auth: Auth,
     pub(crate) options: HttpOptions,
+    pub(crate) declared: Declared,
     pub(crate) shutdown: CancellationToken,
     /// What `/readyz` last answered (`None` before its first answer); a change is
     /// logged, with the reason when it turns unready.
     pub(crate) readiness: Mutex<Option<crate::ops::Readiness>>,
-    /// The server's push actions by queue, for their rate-limit counts in `/metrics`.
+    /// The server's push actions by queue: their rate-limit counts in `/metrics`, and
+    /// leases refused on their queues.
     pub(crate) actions: Mutex<Vec<(String, punctual_actions::Action)>>,
     /// The OpenAPI document of this server (it depends on the tokens and limits).
     pub(crate) openapi: serde_json::Value,
 }
 
 impl<S: Store> AppState<S> {
-    /// Shows these actions' rate limits in `/metrics`.
+    /// Shows these actions' rate limits in `/metrics` and refuses leases on their
+    /// queues.
     pub(crate) fn show_actions(&self, actions: Vec<(String, punctual_actions::Action)>) {
         *self.inner.actions.lock().expect("actions lock poisoned") = actions;
     }
@@ -86,6 +98,7 @@ impl<S: Store> AppState<S> {
                 engine,
                 codec,
                 auth: Auth::new(&options.tokens),
+                declared: Declared::new(options.queues.iter().cloned(), options.strict_queues),
                 options,
                 shutdown: CancellationToken::new(),
                 readiness: Mutex::new(None),
@@ -104,6 +117,22 @@ impl<S: Store> AppState<S> {
     /// an empty list.
     pub fn shutdown_token(&self) -> &CancellationToken {
         &self.inner.shutdown
+    }
+
+    /// `Ok` when tasks may be scheduled to `queue` (see `queues`).
+    pub(crate) fn schedulable(&self, queue: &str) -> Result<(), ApiError> {
+        self.inner.declared.check(queue)
+    }
+
+    /// `Ok` when pull workers may lease from `queue`: it is schedulable and has no push
+    /// action on this server.
+    pub(crate) fn leasable(&self, queue: &str) -> Result<(), ApiError> {
+        self.schedulable(queue)?;
+        let actions = self.inner.actions.lock().expect("actions lock poisoned");
+        match actions.iter().find(|(name, _)| name == queue) {
+            Some((_, action)) => Err(push_refusal(queue, action.kind())),
+            None => Ok(()),
+        }
     }
 
     /// The lease-id codec (tests forge and alter ids with it).
