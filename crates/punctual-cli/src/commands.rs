@@ -214,8 +214,8 @@ async fn dead(command: DeadCommand) -> Result<String> {
 }
 
 fn no_queues() -> String {
-    "No queues yet: a queue appears with its first task.\n\
-     Schedule one with: punctual schedule QUEUE KEY --delay 30m"
+    "No queues yet: a queue appears with its first task, or when the server's config file\n\
+     declares it ([queues.\"NAME\"]). Schedule one with: punctual schedule QUEUE KEY --delay 30m"
         .into()
 }
 
