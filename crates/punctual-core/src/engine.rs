@@ -17,6 +17,12 @@
 //! A store other processes write too (Redis) reports their writes as [`Peers`]
 //! wake-ups; the engine passes them on and, since a notification can be lost, also
 //! looks at each queue it serves every `safety_poll`.
+//!
+//! Queues with a dead-task retention ([`EngineConfig::dead_retention`]) are swept by
+//! one more loop on the timer: it deletes their dead tasks that died longer ago than
+//! the retention, in batches, then sleeps until the earliest dead task left is due to
+//! go (a task that dies later goes later still), at most [`MAX_SWEEP_WAIT`], so a queue
+//! with nothing to delete costs one store call per wait.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -32,8 +38,8 @@ use crate::metrics::{Finished, Metered, MetricsSnapshot, QueueActivity, Recorder
 use crate::model::{NewTask, QueueName, Tag, Task, TaskKey, TaskSpec, TaskState, When};
 use crate::policy::{Backoff, DEFAULT_MAX_ATTEMPTS, Repeat};
 use crate::store::{
-    CompleteRequest, Completion, Lease, LeaseRequest, LeaseToken, ListRequest, Page, Peers, QueueStats, Scheduled,
-    Store,
+    CompleteRequest, Completion, DeadSelection, Lease, LeaseRequest, LeaseToken, ListRequest, Page, Peers, QueueStats,
+    RetryDeadRequest, Scheduled, Store, SweepRequest,
 };
 use crate::time::Timestamp;
 use crate::timer::Timer;
@@ -91,6 +97,9 @@ pub struct EngineConfig {
     pub clock: Arc<dyn Clock>,
     /// The watchdog of stalled loops; `None` turns it off.
     pub watchdog: Option<WatchdogConfig>,
+    /// Per queue, how long dead tasks are kept after they died; a queue not listed
+    /// keeps them until they are retried or deleted.
+    pub dead_retention: HashMap<QueueName, Duration>,
 }
 
 impl Default for EngineConfig {
@@ -102,6 +111,7 @@ impl Default for EngineConfig {
             reap_batch: 1_000,
             clock: Arc::new(SystemClock),
             watchdog: Some(WatchdogConfig::default()),
+            dead_retention: HashMap::new(),
         }
     }
 }
@@ -115,6 +125,67 @@ impl EngineConfig {
     /// Uses `clock` instead of the system clock.
     pub fn clock(mut self, clock: Arc<dyn Clock>) -> EngineConfig {
         self.clock = clock;
+        self
+    }
+    /// Deletes the queue's dead tasks once they have been dead for `keep`.
+    pub fn dead_retention(mut self, queue: QueueName, keep: Duration) -> EngineConfig {
+        self.dead_retention.insert(queue, keep);
+        self
+    }
+}
+
+/// Dead tasks a store looks at per call of a bulk retry or a retention sweep.
+const DEAD_BATCH: u32 = 500;
+
+/// The longest the retention sweeper sleeps between two looks at a queue, whatever the
+/// store said: a dead task that died earlier than any this process could know of (on a
+/// store shared with processes whose clocks differ) waits at most this much longer.
+pub const MAX_SWEEP_WAIT: Duration = Duration::from_secs(3600);
+
+/// The shortest the retention sweeper waits between two looks at a queue: a store that
+/// keeps reporting a dead task due to go that it does not delete is asked once a second,
+/// not in a loop.
+const MIN_SWEEP_WAIT: Duration = Duration::from_secs(1);
+
+/// Options of [`Engine::list`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ListOptions {
+    /// Only tasks in this state (default: any).
+    pub state: Option<TaskState>,
+    /// Only tasks carrying this tag (default: tagged or not).
+    pub tag: Option<String>,
+    /// At most this many tasks, 1–1,000 (default 100).
+    pub limit: u32,
+    /// A previous page's `next_cursor` (default: the first page).
+    pub cursor: Option<String>,
+}
+
+impl Default for ListOptions {
+    fn default() -> ListOptions {
+        ListOptions { state: None, tag: None, limit: 100, cursor: None }
+    }
+}
+
+impl ListOptions {
+    /// Only tasks in `state`.
+    pub fn state(mut self, state: Option<TaskState>) -> ListOptions {
+        self.state = state;
+        self
+    }
+    /// Only tasks carrying `tag`.
+    pub fn tag(mut self, tag: Option<String>) -> ListOptions {
+        self.tag = tag;
+        self
+    }
+    /// Pages of `limit` tasks.
+    pub fn limit(mut self, limit: u32) -> ListOptions {
+        self.limit = limit;
+        self
+    }
+    /// The page after the one that answered `cursor`.
+    pub fn cursor(mut self, cursor: Option<String>) -> ListOptions {
+        self.cursor = cursor;
         self
     }
 }
@@ -228,6 +299,10 @@ impl<S: Store> Engine<S> {
         }
         if let Some(config) = engine.inner.config.watchdog {
             tokio::spawn(engine.clone().run_watchdog(config));
+        }
+        if !engine.inner.config.dead_retention.is_empty() {
+            let sweeper = tokio::spawn(engine.clone().run_sweeper());
+            engine.inner.background.lock().expect("background lock poisoned").push(sweeper);
         }
         engine
     }
@@ -421,19 +496,18 @@ impl<S: Store> Engine<S> {
         Ok(cancelled)
     }
 
-    /// A page of the queue's tasks in due order (`limit` 1–1,000).
-    pub async fn list(
-        &self,
-        queue: &str,
-        state: Option<TaskState>,
-        limit: u32,
-        cursor: Option<String>,
-    ) -> Result<Page> {
+    /// A page of the queue's tasks in due order, filtered by `options`.
+    pub async fn list(&self, queue: &str, options: ListOptions) -> Result<Page> {
         let queue = QueueName::new(queue)?;
+        let ListOptions { state, tag, limit, cursor } = options;
         if !(1..=1000).contains(&limit) {
             return Err(Error::invalid("limit", format!("{limit} is outside 1 to 1000")));
         }
-        self.inner.store.list(ListRequest::new(queue, state, limit, cursor)).await
+        let mut request = ListRequest::new(queue, state, limit, cursor);
+        if let Some(tag) = tag {
+            request = request.tagged(Tag::new(tag)?);
+        }
+        self.inner.store.list(request).await
     }
 
     /// Counts for one queue (zero counts when unknown), or for every queue.
@@ -450,6 +524,46 @@ impl<S: Store> Engine<S> {
         let task = task.ok_or_else(|| Error::NotFound(format!("dead task '{key}' in queue '{queue}'")))?;
         self.waker(&queue).offer(Some(task.due_at));
         Ok(task)
+    }
+
+    /// Puts the queue's dead tasks back to work, due now with attempts reset: all of
+    /// them, those carrying a tag, or those among some keys (at most
+    /// [`Limits::max_batch`], field `keys`). In batches, each atomic; how many.
+    pub async fn retry_dead_many(&self, queue: &str, selection: DeadSelection) -> Result<u64> {
+        self.check_running()?;
+        let queue = QueueName::new(queue)?;
+        let walks = match selection {
+            DeadSelection::Keys(mut keys) => {
+                let limit = self.inner.config.limits.max_batch;
+                if keys.len() > limit {
+                    return Err(Error::invalid(
+                        "keys",
+                        format!("{} keys is over the batch limit of {limit}", keys.len()),
+                    ));
+                }
+                keys.sort();
+                keys.dedup();
+                keys.chunks(DEAD_BATCH as usize).map(|chunk| DeadSelection::Keys(chunk.to_vec())).collect()
+            }
+            other => vec![other],
+        };
+        let now = self.now();
+        let mut retried = 0;
+        for selection in walks {
+            let mut request = RetryDeadRequest::new(queue.clone(), selection, DEAD_BATCH, now);
+            loop {
+                let batch = self.inner.store.retry_dead_batch(request.clone()).await?;
+                retried += batch.retried;
+                if batch.retried > 0 {
+                    self.waker(&queue).offer(Some(now));
+                }
+                match batch.next_cursor {
+                    Some(cursor) => request = request.after(cursor),
+                    None => break,
+                }
+            }
+        }
+        Ok(retried)
     }
 
     /// Deletes a dead task.
@@ -683,6 +797,64 @@ impl<S: Store> Engine<S> {
                 _ = &mut changed => {}
                 _ = self.inner.stopping.cancelled() => return,
             }
+        }
+    }
+
+    /// Deletes the dead tasks of each queue with a retention once they are due to go,
+    /// sleeping between looks (see the module docs).
+    async fn run_sweeper(self) {
+        let now = self.now();
+        let mut queues: Vec<(QueueName, Duration, Timestamp)> =
+            self.inner.config.dead_retention.iter().map(|(queue, keep)| (queue.clone(), *keep, now)).collect();
+        let mut failures = 0u32;
+        loop {
+            let now = self.now();
+            for (queue, keep, next) in queues.iter_mut().filter(|(_, _, next)| *next <= now) {
+                match self.sweep(queue, *keep, now).await {
+                    Ok(at) => {
+                        failures = 0;
+                        *next = at;
+                    }
+                    Err(e) => {
+                        failures += 1;
+                        if failures == 1 {
+                            tracing::warn!(queue = %queue, error = %e, "dead-task retention cannot reach the store; retrying");
+                        }
+                        *next = now.saturating_add(Duration::from_millis(100u64 << failures.min(6)));
+                    }
+                }
+                if self.inner.stopping.is_cancelled() {
+                    return;
+                }
+            }
+            let Some(wake) = queues.iter().map(|(_, _, next)| *next).min() else { return };
+            tokio::select! {
+                _ = self.inner.timer.sleep_until(wake) => {}
+                _ = self.inner.stopping.cancelled() => return,
+            }
+        }
+    }
+
+    /// Deletes `queue`'s dead tasks that died `keep` or longer before `now`; when to
+    /// look again: once the earliest dead task left is due to go, within
+    /// [`MAX_SWEEP_WAIT`].
+    async fn sweep(&self, queue: &QueueName, keep: Duration, now: Timestamp) -> Result<Timestamp> {
+        let keep_ms = i64::try_from(keep.as_millis()).unwrap_or(i64::MAX);
+        let died_by = Timestamp::from_millis(now.as_millis().saturating_sub(keep_ms));
+        loop {
+            let swept = self.inner.store.sweep_dead(SweepRequest::new(queue.clone(), died_by, DEAD_BATCH)).await?;
+            if swept.deleted > 0 {
+                tracing::info!(queue = %queue, deleted = swept.deleted, "deleted dead tasks past their retention");
+            }
+            let more_due = swept.oldest_death.is_some_and(|died| died <= died_by);
+            if !more_due || swept.deleted == 0 || self.inner.stopping.is_cancelled() {
+                // A task dying from now on dies after `now`: it is due to go after this.
+                let due = swept.oldest_death.unwrap_or(now).saturating_add(keep);
+                let soonest = now.saturating_add(MIN_SWEEP_WAIT);
+                return Ok(due.clamp(soonest, now.saturating_add(MAX_SWEEP_WAIT)));
+            }
+            // More are due: let other tasks run between batches.
+            tokio::task::yield_now().await;
         }
     }
 

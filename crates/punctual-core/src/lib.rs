@@ -28,12 +28,12 @@ pub mod wheel;
 mod worker;
 
 pub use clock::{Clock, ManualClock, Stopwatch, SystemClock};
-pub use engine::{Engine, EngineConfig, LagSummary, LeaseOptions, Limits, QueueDefaults, WatchdogConfig};
+pub use engine::{Engine, EngineConfig, LagSummary, LeaseOptions, Limits, ListOptions, QueueDefaults, WatchdogConfig};
 pub use error::{Error, Result};
 pub use identity::StoreId;
 pub use model::{IfExists, NewTask, QueueName, Tag, Task, TaskKey, TaskMeta, TaskSpec, TaskState, When};
 pub use policy::{Backoff, Repeat};
-pub use store::{Lease, LeaseToken, Peers, ScheduleOutcome, Scheduled, Store, StoreReset, Wakeup};
+pub use store::{DeadSelection, Lease, LeaseToken, Peers, ScheduleOutcome, Scheduled, Store, StoreReset, Wakeup};
 pub use time::{Timestamp, parse_duration};
 pub use token::TokenCodec;
 pub use worker::{BoxError, Delivery, Handler, Outcome, RunningWorker, Worker};

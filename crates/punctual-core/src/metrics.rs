@@ -36,7 +36,7 @@ use crate::error::Result;
 use crate::model::{NewTask, QueueName, Tag, Task, TaskKey, TaskState};
 use crate::store::{
     CompleteRequest, Completion, Lease, LeaseBatch, LeaseRequest, LeaseToken, ListRequest, Page, QueueStats,
-    ReapResult, ScheduleOutcome, Scheduled, Store, StoreReset,
+    ReapResult, RetriedDead, RetryDeadRequest, ScheduleOutcome, Scheduled, Store, StoreReset, SweepRequest, Swept,
 };
 use crate::time::Timestamp;
 
@@ -570,12 +570,14 @@ pub(crate) enum StoreOp {
     Release,
     Reap,
     RetryDead,
+    RetryDeadBatch,
     DeleteDead,
+    SweepDead,
     Stats,
 }
 
 impl StoreOp {
-    const ALL: [StoreOp; 14] = [
+    const ALL: [StoreOp; 16] = [
         StoreOp::Cancel,
         StoreOp::CancelTag,
         StoreOp::Complete,
@@ -588,8 +590,10 @@ impl StoreOp {
         StoreOp::Reap,
         StoreOp::Release,
         StoreOp::RetryDead,
+        StoreOp::RetryDeadBatch,
         StoreOp::Schedule,
         StoreOp::Stats,
+        StoreOp::SweepDead,
     ];
 
     fn name(self) -> &'static str {
@@ -606,6 +610,8 @@ impl StoreOp {
             StoreOp::Release => "release",
             StoreOp::Reap => "reap",
             StoreOp::RetryDead => "retry_dead",
+            StoreOp::RetryDeadBatch => "retry_dead_batch",
+            StoreOp::SweepDead => "sweep_dead",
             StoreOp::DeleteDead => "delete_dead",
             StoreOp::Stats => "stats",
         }
@@ -702,8 +708,14 @@ impl<S: Store> Metered<S> {
     pub(crate) async fn retry_dead(&self, queue: &QueueName, key: &TaskKey, now: Timestamp) -> Result<Option<Task>> {
         self.timed(StoreOp::RetryDead, self.store.retry_dead(queue, key, now)).await
     }
+    pub(crate) async fn retry_dead_batch(&self, req: RetryDeadRequest) -> Result<RetriedDead> {
+        self.timed(StoreOp::RetryDeadBatch, self.store.retry_dead_batch(req)).await
+    }
     pub(crate) async fn delete_dead(&self, queue: &QueueName, key: &TaskKey) -> Result<bool> {
         self.timed(StoreOp::DeleteDead, self.store.delete_dead(queue, key)).await
+    }
+    pub(crate) async fn sweep_dead(&self, req: SweepRequest) -> Result<Swept> {
+        self.timed(StoreOp::SweepDead, self.store.sweep_dead(req)).await
     }
     pub(crate) async fn stats(&self, queue: Option<&QueueName>) -> Result<Vec<QueueStats>> {
         self.timed(StoreOp::Stats, self.store.stats(queue)).await

@@ -177,6 +177,8 @@ pub struct ListRequest {
     pub queue: QueueName,
     /// Only tasks in this state; all states when `None`.
     pub state: Option<TaskState>,
+    /// Only tasks carrying this tag; tagged or not when `None`.
+    pub tag: Option<Tag>,
     /// At most this many tasks (≥ 1).
     pub limit: u32,
     /// From a previous page's `next_cursor`; the first page when `None`.
@@ -184,8 +186,105 @@ pub struct ListRequest {
 }
 
 impl ListRequest {
+    /// Every task of `queue` (in `state`, when given); [`ListRequest::tagged`] narrows it.
     pub fn new(queue: QueueName, state: Option<TaskState>, limit: u32, cursor: Option<String>) -> ListRequest {
-        ListRequest { queue, state, limit, cursor }
+        ListRequest { queue, state, tag: None, limit, cursor }
+    }
+
+    /// Only the tasks carrying `tag`.
+    pub fn tagged(mut self, tag: Tag) -> ListRequest {
+        self.tag = Some(tag);
+        self
+    }
+}
+
+/// Which dead tasks of a queue [`Store::retry_dead_batch`] puts back to work. (Stores
+/// match on it, so it is exhaustive: a new kind is a change of every store.)
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DeadSelection {
+    /// Every dead task.
+    All,
+    /// The dead tasks carrying this tag.
+    Tagged(Tag),
+    /// The dead tasks among these keys (a key naming no dead task is passed over; one
+    /// given twice counts once).
+    Keys(Vec<TaskKey>),
+}
+
+/// One batch of a bulk retry of dead tasks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RetryDeadRequest {
+    pub queue: QueueName,
+    pub selection: DeadSelection,
+    /// At most this many tasks are looked at (≥ 1); with [`DeadSelection::Keys`],
+    /// callers pass at most this many keys.
+    pub limit: u32,
+    /// From the previous batch's `next_cursor`; the first batch when `None`.
+    pub cursor: Option<String>,
+    pub now: Timestamp,
+}
+
+impl RetryDeadRequest {
+    /// The first batch.
+    pub fn new(queue: QueueName, selection: DeadSelection, limit: u32, now: Timestamp) -> RetryDeadRequest {
+        RetryDeadRequest { queue, selection, limit, cursor: None, now }
+    }
+
+    /// The batch after the one that answered `cursor`.
+    pub fn after(mut self, cursor: String) -> RetryDeadRequest {
+        self.cursor = Some(cursor);
+        self
+    }
+}
+
+/// What one batch of a bulk retry did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RetriedDead {
+    /// How many dead tasks went back to `scheduled`, due `now`.
+    pub retried: u64,
+    /// Pass back for the next batch; `None` when the selection is done.
+    pub next_cursor: Option<String>,
+}
+
+impl RetriedDead {
+    pub fn new(retried: u64, next_cursor: Option<String>) -> RetriedDead {
+        RetriedDead { retried, next_cursor }
+    }
+}
+
+/// Delete a queue's dead tasks that died long enough ago (a retention period).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SweepRequest {
+    pub queue: QueueName,
+    /// Dead tasks that died at or before this instant go (`updated_at ≤ died_by`).
+    pub died_by: Timestamp,
+    /// At most this many (≥ 1).
+    pub limit: u32,
+}
+
+impl SweepRequest {
+    pub fn new(queue: QueueName, died_by: Timestamp, limit: u32) -> SweepRequest {
+        SweepRequest { queue, died_by, limit }
+    }
+}
+
+/// What [`Store::sweep_dead`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Swept {
+    /// How many dead tasks were deleted.
+    pub deleted: u64,
+    /// When the earliest dead task still there died (its `updated_at`); `None` when the
+    /// queue has no dead task left.
+    pub oldest_death: Option<Timestamp>,
+}
+
+impl Swept {
+    pub fn new(deleted: u64, oldest_death: Option<Timestamp>) -> Swept {
+        Swept { deleted, oldest_death }
     }
 }
 
@@ -351,8 +450,10 @@ pub trait Store: Send + Sync + 'static {
     /// Deletes every task of the queue carrying `tag`, in any state; the count deleted.
     fn cancel_tag(&self, queue: &QueueName, tag: &Tag) -> impl Future<Output = Result<u64>> + Send;
 
-    /// One page of the queue's tasks in due order. Paging through with `next_cursor`
-    /// visits every task that stays in place exactly once.
+    /// One page of the queue's tasks in due order: those in `state` and carrying `tag`
+    /// when given. Paging through with `next_cursor` (and the same filters) visits every
+    /// task that matches and stays in place exactly once. A page costs at most a pass
+    /// over the tasks carrying `tag` when one is given, and `limit` tasks otherwise.
     fn list(&self, req: ListRequest) -> impl Future<Output = Result<Page>> + Send;
 
     /// Atomically leases up to `max` `scheduled` tasks of the queue with
@@ -396,9 +497,32 @@ pub trait Store: Send + Sync + 'static {
         now: Timestamp,
     ) -> impl Future<Output = Result<Option<Task>>> + Send;
 
+    /// One batch of a bulk [`Store::retry_dead`]: each selected task that is `dead` is
+    /// moved back as `retry_dead` moves it (due `now`, `attempts` 0, `last_error`
+    /// kept); tasks in other states, and keys naming none, are passed over. Each batch
+    /// is atomic (on a sharded store, per shard) and looks at no more than `limit`
+    /// tasks; the batches are not atomic together.
+    ///
+    /// Following `next_cursor` until it is `None` visits every selected task that is
+    /// dead when its batch runs and stays in place, at most once: with
+    /// [`DeadSelection::All`], the dead tasks due at or before the first batch's `now`
+    /// (every dead task then, since a task dies after it was due), so a task the walk
+    /// retried (now due later) that dies again meanwhile is left alone, unless all of
+    /// it happened within that millisecond; with a tag, the tag's tasks
+    /// in a store-defined order; with keys, those keys in one batch (no cursor).
+    fn retry_dead_batch(&self, req: RetryDeadRequest) -> impl Future<Output = Result<RetriedDead>> + Send;
+
     /// Deletes a `dead` task; `false` when there is no such dead task (a task in
     /// another state is left alone).
     fn delete_dead(&self, queue: &QueueName, key: &TaskKey) -> impl Future<Output = Result<bool>> + Send;
+
+    /// Deletes up to `limit` `dead` tasks of the queue that died at or before `died_by`
+    /// (a dead task's `updated_at` is when it died), those that died first first, in one
+    /// atomic write (on a sharded store, per shard); and tells when the earliest dead
+    /// task left died. A store may delete fewer than `limit` in one call: while more
+    /// are due, `oldest_death` is at or before `died_by`. Costs in proportion to what
+    /// it deletes, not to the dead tasks kept.
+    fn sweep_dead(&self, req: SweepRequest) -> impl Future<Output = Result<Swept>> + Send;
 
     /// Counts per queue, sorted by name: one queue, or every queue holding a task when
     /// `queue` is `None`. An unknown queue has zero counts.

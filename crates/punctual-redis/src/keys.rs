@@ -10,6 +10,7 @@
 //! | `…:leases` | ZSet | key → lease expiry ms |
 //! | `…:inflight` | ZSet | key → due_at ms of leased tasks (listing in due order) |
 //! | `…:dead` | ZSet | key → due_at ms of dead tasks |
+//! | `…:died` | ZSet | key → when each dead task died, ms (its `updated_at`): the retention sweep's index |
 //! | `…:tasks` | Hash | key → task record (see `record`) |
 //! | `…:tags` | ZSet, scores 0 | `"<tag>\n<key>"`, read by lexicographic range |
 //! | `…:seq` | string counter | the last fence handed out in the shard |
@@ -24,14 +25,16 @@
 //! hash tag is distinct.
 //!
 //! Invariants: a task's record is in `tasks` exactly when its key is in the set of its
-//! state (`scheduled`; `leases` and `inflight`; or `dead`), and in `tags` once per tag.
+//! state (`scheduled`; `leases` and `inflight`; or `dead` and `died`), and in `tags`
+//! once per tag. (`died` came after `dead`: a task that died under an earlier punctual
+//! is in `dead` only, and no retention sweep sees it.)
 
 use punctual_core::{QueueName, TaskKey};
 
 /// The keys of one shard of one queue, in the order every script takes them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ShardKeys {
-    pub(crate) keys: [String; 7],
+    pub(crate) keys: [String; 8],
 }
 
 impl ShardKeys {
@@ -47,12 +50,17 @@ impl ShardKeys {
                 key("tasks"),
                 key("tags"),
                 key("seq"),
+                key("died"),
             ],
         }
     }
 
     pub(crate) fn tasks(&self) -> &str {
         &self.keys[4]
+    }
+
+    pub(crate) fn died(&self) -> &str {
+        &self.keys[7]
     }
 }
 

@@ -24,12 +24,14 @@
 
 mod clock;
 mod conn;
+mod dead;
 mod durability;
 mod identity;
 mod keys;
 pub mod private_server;
 mod record;
 mod scripts;
+mod tag_list;
 mod wake;
 
 use std::collections::{BTreeMap, HashMap};
@@ -40,7 +42,7 @@ use std::time::Duration;
 
 use punctual_core::store::{
     CompleteRequest, Completion, Lease, LeaseBatch, LeaseRequest, LeaseToken, ListRequest, Page, Peers, QueueStats,
-    ReapResult, Reaped, ScheduleOutcome, Scheduled, corrupt,
+    ReapResult, Reaped, RetriedDead, RetryDeadRequest, ScheduleOutcome, Scheduled, SweepRequest, Swept, corrupt,
 };
 use punctual_core::{
     Clock, Error, IfExists, NewTask, QueueName, Result, Store, StoreId, SystemClock, Tag, Task, TaskKey, TaskState,
@@ -636,25 +638,32 @@ fn parse_score(score: &str) -> Result<Option<Timestamp>> {
     Ok(Some(Timestamp::from_millis(ms as i64)))
 }
 
+fn bad_cursor() -> Error {
+    Error::invalid("cursor", "this cursor was not issued by this store; start again without one")
+}
+
 /// Cursors are `<due ms>.<key in hex>` of the last task of a page.
 fn parse_cursor(cursor: &str) -> Result<(i64, String)> {
-    let bad = || Error::invalid("cursor", "this cursor was not issued by this store; start again without one");
-    let (due, hex) = cursor.split_once('.').ok_or_else(bad)?;
-    let due = due.parse().map_err(|_| bad())?;
+    let (due, hex) = cursor.split_once('.').ok_or_else(bad_cursor)?;
+    let due = due.parse().map_err(|_| bad_cursor())?;
     if hex.len() % 2 != 0 {
-        return Err(bad());
+        return Err(bad_cursor());
     }
     let bytes = (0..hex.len())
         .step_by(2)
         .map(|i| u8::from_str_radix(hex.get(i..i + 2).unwrap_or("zz"), 16))
         .collect::<std::result::Result<Vec<u8>, _>>()
-        .map_err(|_| bad())?;
-    Ok((due, String::from_utf8(bytes).map_err(|_| bad())?))
+        .map_err(|_| bad_cursor())?;
+    Ok((due, String::from_utf8(bytes).map_err(|_| bad_cursor())?))
 }
 
 fn cursor_of(task: &Task) -> String {
-    let hex: String = task.key.as_str().bytes().map(|b| format!("{b:02x}")).collect();
-    format!("{}.{hex}", task.due_at.as_millis())
+    cursor_at(task.due_at.as_millis(), task.key.as_str())
+}
+
+fn cursor_at(due: i64, key: &str) -> String {
+    let hex: String = key.bytes().map(|b| format!("{b:02x}")).collect();
+    format!("{due}.{hex}")
 }
 
 fn state_arg(state: Option<TaskState>) -> &'static str {
@@ -775,6 +784,9 @@ impl Store for RedisStore {
 
     async fn list(&self, req: ListRequest) -> Result<Page> {
         self.shared.check_open()?;
+        if let Some(tag) = &req.tag {
+            return self.shared.list_tagged(self.id(), &req, tag).await;
+        }
         let cursor = req.cursor.as_deref().map(parse_cursor).transpose()?;
         let limit = req.limit.max(1) as usize;
         let mut found = Vec::new();
@@ -915,6 +927,16 @@ impl Store for RedisStore {
         }
         self.shared.replicate(queue, shard).await?;
         record::decode(self.id(), queue, key.as_str(), &record).map(Some)
+    }
+
+    async fn retry_dead_batch(&self, req: RetryDeadRequest) -> Result<RetriedDead> {
+        self.shared.check_open()?;
+        self.shared.retry_dead_batch(&req).await
+    }
+
+    async fn sweep_dead(&self, req: SweepRequest) -> Result<Swept> {
+        self.shared.check_open()?;
+        self.shared.sweep_dead(&req).await
     }
 
     async fn delete_dead(&self, queue: &QueueName, key: &TaskKey) -> Result<bool> {

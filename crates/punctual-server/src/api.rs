@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use punctual_core::store::{QueueStats, ScheduleOutcome};
 use punctual_core::time::format_duration;
-use punctual_core::{Backoff, IfExists, Outcome, Repeat, Tag, Task, TaskSpec, Timestamp, When};
+use punctual_core::{Backoff, DeadSelection, IfExists, Outcome, Repeat, Tag, Task, TaskKey, TaskSpec, Timestamp, When};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
@@ -211,11 +211,13 @@ pub(crate) struct TaskList {
     pub(crate) next_cursor: Option<String>,
 }
 
-/// `?state=&limit=&cursor=`; empty values mean "not given".
+/// `?state=&tag=&limit=&cursor=`; empty values mean "not given".
 #[derive(Debug, Deserialize)]
 pub(crate) struct ListQuery {
     #[serde(default)]
     pub(crate) state: Option<String>,
+    #[serde(default)]
+    pub(crate) tag: Option<String>,
     #[serde(default)]
     pub(crate) limit: Option<String>,
     #[serde(default)]
@@ -238,6 +240,66 @@ impl ListQuery {
     pub(crate) fn cursor(&self) -> Option<String> {
         self.cursor.clone().filter(|c| !c.is_empty())
     }
+
+    pub(crate) fn tag(&self) -> Option<String> {
+        self.tag.clone().filter(|t| !t.is_empty())
+    }
+}
+
+/// `POST /v1/queues/{queue}/dead/retry`: `{}` (every dead task), `{"tag"}` or
+/// `{"keys"}`. A null `tag` or `keys` is refused, not read as absent (as elsewhere): a
+/// client whose list came out null would otherwise retry every dead task.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct DeadRetryBody {
+    #[serde(default, deserialize_with = "not_null")]
+    tag: Option<String>,
+    #[serde(default, deserialize_with = "not_null")]
+    keys: Option<Vec<String>>,
+}
+
+/// A field that, when given, is not null.
+fn not_null<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
+    match Option::<T>::deserialize(d)? {
+        Some(value) => Ok(Some(value)),
+        None => Err(serde::de::Error::custom("null is not allowed here: leave the field out instead")),
+    }
+}
+
+impl DeadRetryBody {
+    /// Validates into a selection; more than `max_keys` keys is refused (field `keys`).
+    pub(crate) fn into_selection(self, max_keys: usize) -> Result<DeadSelection, ApiError> {
+        match (self.tag, self.keys) {
+            (None, None) => Ok(DeadSelection::All),
+            (Some(tag), None) => Ok(DeadSelection::Tagged(Tag::new(tag)?)),
+            (None, Some(keys)) => {
+                if keys.len() > max_keys {
+                    return Err(ApiError::invalid(
+                        "keys",
+                        format!("{} keys is over the batch limit of {max_keys}", keys.len()),
+                    ));
+                }
+                let keys = keys
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, key)| {
+                        TaskKey::new(key).map_err(|e| ApiError::from(e).within_field(&format!("keys[{i}]")))
+                    })
+                    .collect::<Result<Vec<_>, _>>()?;
+                Ok(DeadSelection::Keys(keys))
+            }
+            (Some(_), Some(_)) => {
+                Err(ApiError::invalid("keys", "give tag or keys, not both (neither: every dead task)"))
+            }
+        }
+    }
+}
+
+/// The answer to a bulk retry of dead tasks.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct RetriedResponse {
+    /// How many dead tasks are scheduled again, due now.
+    pub(crate) retried: u64,
 }
 
 /// A queue's counts.

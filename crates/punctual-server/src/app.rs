@@ -72,6 +72,7 @@ pub fn app<S: Store>(state: AppState<S>) -> Router {
         .route("/v1/acks", post(routes::acks::<S>).layer(batch_body))
         .route("/v1/queues/{queue}/activity", get(routes::activity::<S>))
         .route("/v1/queues/{queue}/dead", get(routes::list_dead::<S>))
+        .route("/v1/queues/{queue}/dead/retry", post(routes::retry_dead_many::<S>).layer(batch_body))
         .route("/v1/queues/{queue}/dead/{key}", delete(routes::delete_dead::<S>))
         .route("/v1/queues/{queue}/dead/{key}/retry", post(routes::retry_dead::<S>))
         .route("/healthz", get(ops::healthz))

@@ -67,6 +67,7 @@ Configuration file (TOML; every key optional; unknown keys are an error):
   backoff = { initial = \"1s\", factor = 2.0, max = \"1h\" }
   shards = 1                          # Redis: split a busy queue over N hash tags
   repeat = { every = \"24h\" }          # for tasks that set no repeat of their own
+  dead_retention = \"30d\"             # delete dead tasks 30 days after they died (default: keep)
 
   [egress]                            # where webhooks and chat robots may connect
   allow = [\"127.0.0.1\"]               # besides public addresses: IPs, CIDRs (10.0.0.0/8),
@@ -194,6 +195,8 @@ pub(crate) struct Settings {
     pub(crate) actions: Vec<(QueueName, ActionSpec)>,
     /// Shards per queue on Redis, where the file sets them.
     pub(crate) shards: HashMap<QueueName, u32>,
+    /// How long dead tasks are kept, per queue that sets it.
+    pub(crate) dead_retention: HashMap<QueueName, Duration>,
     pub(crate) redis: RedisSettings,
     /// Where the push actions may connect.
     pub(crate) egress: EgressPolicy,
@@ -220,6 +223,9 @@ impl Settings {
         config.limits.max_batch = self.max_batch;
         for (name, defaults) in &self.queues {
             config = config.queue(name.clone(), defaults.clone());
+        }
+        for (name, keep) in &self.dead_retention {
+            config = config.dead_retention(name.clone(), *keep);
         }
         config
     }
@@ -311,8 +317,13 @@ struct RawQueue {
     backoff: Option<Spanned<RawBackoff>>,
     shards: Option<Spanned<i64>>,
     repeat: Option<Spanned<crate::api::RepeatBody>>,
+    dead_retention: Option<Spanned<ApiDuration>>,
     action: Option<Spanned<RawAction>>,
 }
+
+/// The shortest `dead_retention`: a bare number is milliseconds, and `dead_retention =
+/// 30` meant as days would delete every dead task at once.
+const MIN_DEAD_RETENTION: Duration = Duration::from_secs(60);
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -430,6 +441,7 @@ pub(crate) fn settings(args: &ServeArgs, file: Option<(&Path, &str)>) -> Result<
     let egress = egress_policy(raw.egress.as_ref(), &at)?;
     let mut queues = HashMap::new();
     let mut shards = HashMap::new();
+    let mut dead_retention = HashMap::new();
     let mut actions = Vec::new();
     for (name, queue) in &raw.queues {
         let queue_name = QueueName::new(name.get_ref().as_str()).map_err(|e| at(name.span(), e.to_string()))?;
@@ -461,6 +473,17 @@ pub(crate) fn settings(args: &ServeArgs, file: Option<(&Path, &str)>) -> Result<
                 .filter(|n| (1..=1024).contains(n))
                 .ok_or_else(|| at(n.span(), format!("shards must be from 1 to 1024, not {}", n.get_ref())))?;
             shards.insert(queue_name.clone(), n);
+        }
+        if let Some(keep) = &queue.dead_retention {
+            if keep.get_ref().0 < MIN_DEAD_RETENTION {
+                let message = format!(
+                    "dead_retention is {}, under the 1m it must at least be: a bare number is milliseconds; \
+                     write e.g. \"30d\"",
+                    punctual_core::time::format_duration(keep.get_ref().0)
+                );
+                return Err(at(keep.span(), message));
+            }
+            dead_retention.insert(queue_name.clone(), keep.get_ref().0);
         }
         if let Some(action) = &queue.action {
             let spec = action.get_ref().to_spec(&egress).map_err(|(span, m)| at(span.unwrap_or(action.span()), m))?;
@@ -500,6 +523,7 @@ pub(crate) fn settings(args: &ServeArgs, file: Option<(&Path, &str)>) -> Result<
         strict_queues,
         queues,
         shards,
+        dead_retention,
         redis: redis_settings(raw.redis.as_ref(), &at)?,
         actions,
         egress,

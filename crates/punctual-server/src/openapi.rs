@@ -11,7 +11,7 @@
 //!   where a body is read, `408` (it did not arrive in time) and `413` (too large);
 //! - `405` with `Allow` for a method a path does not take (in `components.responses`:
 //!   it belongs to no operation);
-//! - the server's own batch limit on batch bodies.
+//! - the server's own batch limit on batch bodies (and on a bulk retry's keys).
 //!
 //! `tests/openapi_contract.rs` checks the result against the server that serves it.
 
@@ -46,6 +46,7 @@ use crate::{api, app, error, ops, routes, schema};
         routes::extend,
         routes::list_dead,
         routes::retry_dead,
+        routes::retry_dead_many,
         routes::delete_dead,
         ops::healthz,
         ops::readyz,
@@ -76,6 +77,7 @@ use crate::{api, app, error, ops, routes, schema};
         schema::AckItem,
         schema::AcksBody,
         schema::ExtendBody,
+        schema::DeadRetryBody,
         schema::BatchResult,
         schema::AckResult,
         schema::Task,
@@ -93,6 +95,7 @@ use crate::{api, app, error, ops, routes, schema};
         api::LeaseItem,
         api::AcksResponse,
         api::ExtendResponse,
+        api::RetriedResponse,
         api::ActivityResponse,
         api::RecentOutcome,
         ops::Status,
@@ -116,7 +119,7 @@ const METHODS: [&str; 8] = ["get", "put", "post", "delete", "options", "head", "
 /// The document a server that runs as `served` publishes.
 pub(crate) fn document(served: Served) -> Value {
     let mut doc = serde_json::to_value(ApiDoc::openapi()).expect("the OpenAPI document is JSON");
-    for (body, items) in [("BatchBody", "tasks"), ("AcksBody", "acks")] {
+    for (body, items) in [("BatchBody", "tasks"), ("AcksBody", "acks"), ("DeadRetryBody", "keys")] {
         doc["components"]["schemas"][body]["properties"][items]["maxItems"] = json!(served.max_batch);
     }
     doc["components"]["responses"] = shared_responses();

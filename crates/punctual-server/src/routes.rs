@@ -8,7 +8,7 @@ use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use punctual_core::store::ScheduleOutcome;
-use punctual_core::{QueueName, Store, TaskState};
+use punctual_core::{ListOptions, QueueName, Store, TaskState};
 use serde_json::Value;
 
 use crate::api::*;
@@ -152,10 +152,11 @@ pub(crate) async fn cancel_tag<S: Store>(State(state): State<AppState<S>>, param
 #[utoipa::path(get, path = "/v1/queues/{queue}/tasks", tag = "tasks", summary = "Tasks in due order",
     params(("queue" = schema::QueueName, Path),
            ("state" = Option<schema::TaskState>, Query, description = "Only tasks in this state"),
+           ("tag" = Option<schema::TagName>, Query, description = "Only tasks carrying this tag (with state: both)"),
            ("limit" = Option<u32>, Query, minimum = 1, maximum = 1000, description = "Tasks per page, default 100"),
            ("cursor" = Option<String>, Query, description = "next_cursor of the previous page")),
     responses((status = 200, body = TaskList),
-              (status = 400, description = "Invalid queue, state, limit or cursor", body = ErrorBody)))]
+              (status = 400, description = "Invalid queue, state, tag, limit or cursor", body = ErrorBody)))]
 pub(crate) async fn list_tasks<S: Store>(
     State(state): State<AppState<S>>,
     params: Params,
@@ -166,7 +167,9 @@ pub(crate) async fn list_tasks<S: Store>(
 }
 
 async fn list<S: Store>(state: &AppState<S>, queue: &str, task_state: Option<TaskState>, query: &ListQuery) -> Answer {
-    let page = state.inner.engine.list(queue, task_state, query.limit()?, query.cursor()).await?;
+    let options =
+        ListOptions::default().state(task_state).tag(query.tag()).limit(query.limit()?).cursor(query.cursor());
+    let page = state.inner.engine.list(queue, options).await?;
     Ok(Json(TaskList { tasks: page.tasks, next_cursor: page.next_cursor }).into_response())
 }
 
@@ -363,6 +366,12 @@ pub(crate) async fn list_dead<S: Store>(
     if query.state.is_some() {
         return Err(ApiError::invalid("state", "the dead list takes no state"));
     }
+    if query.tag.is_some() {
+        return Err(ApiError::invalid(
+            "tag",
+            "the dead list takes no tag: list GET /v1/queues/{queue}/tasks?state=dead&tag=… instead",
+        ));
+    }
     list(&state, params.get("queue"), Some(TaskState::Dead), &query).await
 }
 
@@ -375,6 +384,27 @@ pub(crate) async fn list_dead<S: Store>(
 pub(crate) async fn retry_dead<S: Store>(State(state): State<AppState<S>>, params: Params) -> Answer {
     let task = state.inner.engine.retry_dead(params.get("queue"), params.get("key")).await?;
     Ok(Json(task).into_response())
+}
+
+#[utoipa::path(post, path = "/v1/queues/{queue}/dead/retry", tag = "dead",
+    summary = "Retry many dead tasks at once: every one ({}), those carrying a tag, or those among some keys",
+    description = "Each goes back to scheduled, due now, attempts reset, as the retry of one does; keys naming no \
+        dead task are passed over, and a key given twice counts once. In batches, each atomic: a task that dies \
+        again meanwhile is not retried twice.",
+    params(("queue" = schema::QueueName, Path)),
+    request_body(content = schema::DeadRetryBody, description = "A JSON body is required: {} retries every dead task"),
+    responses((status = 200, description = "How many were retried", body = RetriedResponse),
+              (status = 400, description = "Invalid queue, tag or keys: both tag and keys, a null one, a key that \
+                  is not text, more keys than the batch limit (field keys)", body = ErrorBody)))]
+pub(crate) async fn retry_dead_many<S: Store>(
+    State(state): State<AppState<S>>,
+    params: Params,
+    JsonBody(body): JsonBody<DeadRetryBody, true>,
+) -> Answer {
+    let engine = &state.inner.engine;
+    let selection = body.into_selection(engine.limits().max_batch)?;
+    let retried = engine.retry_dead_many(params.get("queue"), selection).await?;
+    Ok(Json(RetriedResponse { retried }).into_response())
 }
 
 #[utoipa::path(delete, path = "/v1/queues/{queue}/dead/{key}", tag = "dead", summary = "Delete a dead task",

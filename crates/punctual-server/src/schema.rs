@@ -338,6 +338,20 @@ schemas! {
         "examples": [{"lease": "2m"}, {}],
     });
 
+    /// `POST /v1/queues/{queue}/dead/retry`.
+    DeadRetryBody => json!({
+        "type": "object",
+        "additionalProperties": false,
+        "description": "Which dead tasks to retry: {} every one, tag those carrying it, keys those among them \
+            (at most the server's batch limit). Not both; neither may be null.",
+        "properties": {
+            "tag": r("TagName"),
+            "keys": {"type": "array", "items": r("TaskKey"), "maxItems": DEFAULT_MAX_BATCH},
+        },
+        "not": {"required": ["tag", "keys"]},
+        "examples": [{}, {"tag": "pi-9"}, {"keys": ["order-1234", "order-1235"]}],
+    });
+
     /// One result of a batch of tasks.
     BatchResult => json!({
         "description": "The item's key (null when it had none or it was not a string) and its outcome, \

@@ -41,6 +41,19 @@ async fn config_errors_name_the_file_and_line() {
     assert!(message.contains("line 2") && message.contains("backoff.max"), "{message}");
 }
 
+/// `dead_retention` is checked like every duration, and a bare number (milliseconds)
+/// that would delete dead tasks at once is refused, on its line.
+#[tokio::test]
+async fn a_dead_retention_under_a_minute_or_not_a_duration_is_refused_with_its_line() {
+    let message = refusal("[queues.q]\nmax_attempts = 3\ndead_retention = 30\n", &[]).await;
+    assert!(message.contains("punctual.toml, line 3") && message.contains("dead_retention is 30ms"), "{message}");
+    assert!(message.contains("a bare number is milliseconds"), "{message}");
+    let message = refusal("[queues.q]\n\ndead_retention = \"30 days\"\n", &[]).await;
+    assert!(message.contains("line 3") && message.contains("'days'"), "{message}");
+    let message = refusal("[queues.q]\ndead_retention = \"59s\"\n", &[]).await;
+    assert!(message.contains("line 2") && message.contains("under the 1m"), "{message}");
+}
+
 #[tokio::test]
 async fn broken_push_actions_are_refused_with_their_line() {
     let action = "[queues.\"order.cancel\"]\nmax_attempts = 10\n\n[queues.\"order.cancel\".action]\nkind = \"webhook\"\n\

@@ -32,7 +32,6 @@ const NOT_YET_SERVED: &[(&str, &str, &str)] = &[
     ("PUT", "/v1/queues/{queue}/settings", "issue 18 (L): queue settings"),
     ("POST", "/v1/queues/{queue}/pause", "issue 18 (L): pause"),
     ("DELETE", "/v1/queues/{queue}/tasks", "issue 18 (L): purge"),
-    ("POST", "/v1/queues/{queue}/dead/retry", "issue 15 (I): bulk retry of dead tasks"),
 ];
 
 #[tokio::test]

@@ -170,6 +170,51 @@ async fn lists_page_in_due_order_with_a_cursor() {
     assert_eq!((status, field(&body)), (StatusCode::BAD_REQUEST, Some("limit")));
 }
 
+/// Issue 15 (10): `?tag=` was ignored, listing every task of the queue.
+#[tokio::test]
+async fn lists_keep_only_tasks_carrying_the_tag_with_state_and_a_cursor() {
+    let s = TestServer::start().await;
+    for (key, delay, tags) in [
+        ("wf-late", "3h", json!(["pi-9"])),
+        ("wf-early", "1h", json!(["pi-9", "x"])),
+        ("other", "30m", json!(["pi-10"])),
+        ("untagged", "10m", json!([])),
+        ("wf-middle", "2h", json!(["pi-9"])),
+        ("wf-now", "0ms", json!(["pi-9"])),
+    ] {
+        s.put(&format!("/v1/queues/q/tasks/{key}"), json!({"delay": delay, "tags": tags})).await;
+    }
+    s.put("/v1/queues/elsewhere/tasks/wf-early", json!({"tags": ["pi-9"]})).await;
+    assert_eq!(s.lease("q", json!({})).await[0]["task"]["key"], "wf-now", "set-up: one of them leased");
+    let keys = |page: &Value| -> Vec<String> {
+        page["tasks"].as_array().unwrap().iter().map(|t| t["key"].as_str().unwrap().to_owned()).collect()
+    };
+    let (status, page) = s.get("/v1/queues/q/tasks?tag=pi-9&limit=2").await;
+    assert_eq!(status, StatusCode::OK, "{page}");
+    assert_eq!(keys(&page), ["wf-now", "wf-early"]);
+    let cursor = page["next_cursor"].as_str().unwrap().to_owned();
+    let (_, page) = s.get(&format!("/v1/queues/q/tasks?tag=pi-9&limit=2&cursor={cursor}")).await;
+    assert_eq!(keys(&page), ["wf-middle", "wf-late"]);
+    assert_eq!(page["next_cursor"], Value::Null);
+    let (_, page) = s.get("/v1/queues/q/tasks?tag=pi-9&state=scheduled").await;
+    assert_eq!(keys(&page), ["wf-early", "wf-middle", "wf-late"], "with state: both filters");
+    let (_, page) = s.get("/v1/queues/q/tasks?state=leased&tag=pi-9").await;
+    assert_eq!(keys(&page), ["wf-now"]);
+    let (_, page) = s.get("/v1/queues/q/tasks?tag=pi%2D10").await;
+    assert_eq!(keys(&page), ["other"], "percent-decoded");
+    let (_, page) = s.get("/v1/queues/q/tasks?tag=nobody").await;
+    assert_eq!(page, json!({"tasks": [], "next_cursor": null}));
+    let (_, page) = s.get("/v1/queues/q/tasks?tag=").await;
+    assert_eq!(keys(&page).len(), 6, "an empty tag is no filter, as an empty state is");
+    let long = "t".repeat(257);
+    let (status, body) = s.get(&format!("/v1/queues/q/tasks?tag={long}")).await;
+    assert_eq!((status, field(&body)), (StatusCode::BAD_REQUEST, Some("tag")));
+    let (status, body) = s.get("/v1/queues/q/tasks?tag=a%07b").await;
+    assert_eq!((status, field(&body)), (StatusCode::BAD_REQUEST, Some("tag")));
+    let (status, body) = s.get("/v1/queues/q/dead?tag=pi-9").await;
+    assert_eq!((status, field(&body)), (StatusCode::BAD_REQUEST, Some("tag")), "the dead list takes none");
+}
+
 #[tokio::test]
 async fn queues_report_counts_overdue_time_and_lag() {
     let s = TestServer::manual().await;
@@ -310,6 +355,73 @@ async fn dead_tasks_are_listed_retried_and_deleted() {
     // A scheduled task is not dead: neither retried nor deleted as dead.
     assert_eq!(s.delete("/v1/queues/q/dead/x").await.0, StatusCode::NOT_FOUND);
     assert_eq!(s.get("/v1/queues/q/tasks/x").await.0, StatusCode::OK);
+}
+
+/// Issue 15 (11): dead tasks could only be retried one by one.
+#[tokio::test]
+async fn dead_tasks_are_retried_in_bulk_every_one_by_tag_or_by_keys() {
+    let s = TestServer::start().await;
+    let kill = |queue: &'static str, keys: Vec<(&'static str, Value)>| {
+        let s = &s;
+        async move {
+            for (key, tags) in &keys {
+                s.put(&format!("/v1/queues/{queue}/tasks/{key}"), json!({"tags": tags, "max_attempts": 1})).await;
+            }
+            for lease in s.lease(queue, json!({"max": 100})).await {
+                let id = lease["lease_id"].as_str().unwrap();
+                let (status, _) = s.post(&format!("/v1/leases/{id}/ack"), json!({"outcome": "fail"})).await;
+                assert_eq!(status, StatusCode::NO_CONTENT);
+            }
+        }
+    };
+    kill(
+        "q",
+        vec![("a", json!(["pi-9"])), ("b", json!(["pi-9"])), ("c", json!([])), ("d", json!([])), ("e", json!([]))],
+    )
+    .await;
+    kill("other", vec![("a", json!(["pi-9"]))]).await;
+    let state = |key: &str| {
+        let s = &s;
+        let path = format!("/v1/queues/q/tasks/{key}");
+        async move { s.get(&path).await.1["state"].as_str().unwrap().to_owned() }
+    };
+
+    let (status, body) = s.post("/v1/queues/q/dead/retry", json!({"tag": "pi-9"})).await;
+    assert_eq!((status, body), (StatusCode::OK, json!({"retried": 2})));
+    assert_eq!((state("a").await, state("c").await), ("scheduled".into(), "dead".into()));
+    let (status, body) = s.post("/v1/queues/q/dead/retry", json!({"keys": ["c", "c", "a", "missing"]})).await;
+    assert_eq!((status, body), (StatusCode::OK, json!({"retried": 1})), "c, once; a is not dead");
+    let (status, body) = s.post("/v1/queues/q/dead/retry", json!({})).await;
+    assert_eq!((status, body), (StatusCode::OK, json!({"retried": 2})), "d and e");
+    let (_, page) = s.get("/v1/queues/q/dead").await;
+    assert_eq!(page["tasks"], json!([]));
+    let (_, task) = s.get("/v1/queues/q/tasks/e").await;
+    assert_eq!((task["state"].as_str(), task["attempts"].as_u64()), (Some("scheduled"), Some(0)));
+    assert_eq!(s.post("/v1/queues/q/dead/retry", json!({})).await.1, json!({"retried": 0}));
+    assert_eq!(s.get("/v1/queues/other/tasks/a").await.1["state"], "dead", "another queue's");
+    assert_eq!(s.post("/v1/queues/empty/dead/retry", json!({"keys": []})).await.1, json!({"retried": 0}));
+
+    let too_many: Vec<String> = (0..10_001).map(|i| format!("k{i}")).collect();
+    for (body, expected) in [
+        (json!({"tag": "pi-9", "keys": ["a"]}), Some("keys")),
+        (json!({"keys": ["a", 7]}), Some("keys[1]")),
+        (json!({"keys": "a"}), Some("keys")),
+        (json!({"keys": null}), Some("keys")),
+        (json!({"tag": null}), Some("tag")),
+        (json!({"tag": ""}), Some("tag")),
+        (json!({"keys": ["ok", ""]}), Some("keys[1]")),
+        (json!({"keys": too_many}), Some("keys")),
+        (json!({"state": "dead"}), Some("state")),
+        (json!([]), None),
+    ] {
+        let (status, answer) = s.post("/v1/queues/other/dead/retry", body.clone()).await;
+        assert_eq!((status, field(&answer)), (StatusCode::BAD_REQUEST, expected), "{body}: {answer}");
+    }
+    let (status, answer) = s.send_text(Method::POST, "/v1/queues/other/dead/retry", None).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "a body is required: {answer}");
+    let (status, answer) = s.post("/v1/queues/bad%2Fq/dead/retry", json!({})).await;
+    assert_eq!((status, field(&answer)), (StatusCode::BAD_REQUEST, Some("queue")));
+    assert_eq!(s.get("/v1/queues/other/tasks/a").await.1["state"], "dead", "refused bodies changed nothing");
 }
 
 #[tokio::test]

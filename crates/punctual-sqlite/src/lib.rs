@@ -34,7 +34,8 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use punctual_core::store::{
-    CompleteRequest, LeaseBatch, LeaseRequest, LeaseToken, ListRequest, Page, QueueStats, ReapResult, Scheduled,
+    CompleteRequest, LeaseBatch, LeaseRequest, LeaseToken, ListRequest, Page, QueueStats, ReapResult, RetriedDead,
+    RetryDeadRequest, Scheduled, SweepRequest, Swept,
 };
 use punctual_core::{Error, NewTask, QueueName, Result, Store, StoreId, Tag, Task, TaskKey, Timestamp};
 use rusqlite::{Connection, OpenFlags};
@@ -306,10 +307,20 @@ impl Store for SqliteStore {
         self.write(move |conn| ops::retry_dead(conn, id, &queue, &key, now)).await
     }
 
+    async fn retry_dead_batch(&self, req: RetryDeadRequest) -> Result<RetriedDead> {
+        let id = self.shared.id;
+        self.write(move |conn| ops::retry_dead_batch(conn, id, &req)).await
+    }
+
     async fn delete_dead(&self, queue: &QueueName, key: &TaskKey) -> Result<bool> {
         let (queue, key) = (queue.clone(), key.clone());
         let id = self.shared.id;
         self.write(move |conn| ops::delete_dead(conn, id, &queue, &key)).await
+    }
+
+    async fn sweep_dead(&self, req: SweepRequest) -> Result<Swept> {
+        let id = self.shared.id;
+        self.write(move |conn| ops::sweep_dead(conn, id, &req)).await
     }
 
     async fn stats(&self, queue: Option<&QueueName>) -> Result<Vec<QueueStats>> {

@@ -6,8 +6,9 @@
 use std::time::Duration;
 
 use punctual_core::store::{
-    CompleteRequest, Completion, Lease, LeaseBatch, LeaseRequest, LeaseToken, ListRequest, Page, QueueStats,
-    ReapResult, Reaped, ScheduleOutcome, Scheduled, corrupt,
+    CompleteRequest, Completion, DeadSelection, Lease, LeaseBatch, LeaseRequest, LeaseToken, ListRequest, Page,
+    QueueStats, ReapResult, Reaped, RetriedDead, RetryDeadRequest, ScheduleOutcome, Scheduled, SweepRequest, Swept,
+    corrupt,
 };
 use punctual_core::{
     Backoff, Error, IfExists, NewTask, QueueName, Repeat, Result, StoreId, Tag, Task, TaskKey, TaskMeta, TaskState,
@@ -310,11 +311,14 @@ pub(crate) fn cancel_tag(conn: &Connection, store: StoreId, queue: &QueueName, t
     Ok(ids.len() as u64)
 }
 
+fn bad_cursor() -> Error {
+    Error::invalid("cursor", "this cursor was not issued by this store; start again without one")
+}
+
 /// Cursors are `<due_at>.<id>` of the last task of the page.
 fn parse_cursor(cursor: &str) -> Result<(i64, i64)> {
-    let bad = || Error::invalid("cursor", "this cursor was not issued by this store; start again without one");
-    let (due, id) = cursor.split_once('.').ok_or_else(bad)?;
-    Ok((due.parse().map_err(|_| bad())?, id.parse().map_err(|_| bad())?))
+    let (due, id) = cursor.split_once('.').ok_or_else(bad_cursor)?;
+    Ok((due.parse().map_err(|_| bad_cursor())?, id.parse().map_err(|_| bad_cursor())?))
 }
 
 pub(crate) fn list(conn: &Connection, store: StoreId, req: &ListRequest) -> Result<Page> {
@@ -328,13 +332,23 @@ pub(crate) fn list(conn: &Connection, store: StoreId, req: &ListRequest) -> Resu
         Some(state) => ("AND state = ?5", state_code(state)),
         None => ("AND ?5 = ?5", 0),
     };
+    // With a tag, the tag's index rows drive the query (CROSS JOIN keeps them outer):
+    // a page costs the tag's tasks in the queue, however many others it holds.
+    let (from, tag_filter, tag) = match &req.tag {
+        Some(tag) => {
+            ("tags g CROSS JOIN tasks ON tasks.id = g.task_id", "AND g.queue_id = ?1 AND g.tag = ?6", tag.as_str())
+        }
+        None => ("tasks", "AND ?6 = ?6", ""),
+    };
     let sql = format!(
-        "SELECT {TASK_COLUMNS} FROM tasks WHERE queue_id = ?1 {state_filter} AND (due_at, id) > (?2, ?3) \
-         ORDER BY due_at, id LIMIT ?4"
+        "SELECT {TASK_COLUMNS} FROM {from} WHERE tasks.queue_id = ?1 {tag_filter} {state_filter} \
+         AND (due_at, tasks.id) > (?2, ?3) ORDER BY due_at, tasks.id LIMIT ?4"
     );
     let raws: Vec<RawTask> = conn
         .prepare_cached(&sql)
-        .and_then(|mut stmt| stmt.query_map(params![queue_id, after_due, after_id, limit + 1, state], raw)?.collect())
+        .and_then(|mut stmt| {
+            stmt.query_map(params![queue_id, after_due, after_id, limit + 1, state, tag], raw)?.collect()
+        })
         .map_err(map_err)?;
     let more = raws.len() as i64 > limit;
     let tasks =
@@ -467,6 +481,14 @@ pub(crate) fn reap(conn: &Connection, now: Timestamp, limit: u32) -> Result<Reap
     Ok(ReapResult::new(reaped, next_expiry.map(Timestamp::from_millis)))
 }
 
+/// Moves the dead task `id` back to scheduled, due `now`, attempts 0.
+fn revive(conn: &Connection, id: i64, now: Timestamp) -> Result<()> {
+    conn.prepare_cached("UPDATE tasks SET state = 0, due_at = ?2, attempts = 0, updated_at = ?2 WHERE id = ?1")
+        .and_then(|mut stmt| stmt.execute(params![id, now.as_millis()]))
+        .map_err(map_err)?;
+    Ok(())
+}
+
 pub(crate) fn retry_dead(
     conn: &Connection,
     store: StoreId,
@@ -478,13 +500,66 @@ pub(crate) fn retry_dead(
     match load(conn, store, queue_id, queue, key.as_str())? {
         Some(task) if task.state == TaskState::Dead => {
             let id = i64::try_from(task.meta.id).map_err(corrupt)?;
-            conn.prepare_cached("UPDATE tasks SET state = 0, due_at = ?2, attempts = 0, updated_at = ?2 WHERE id = ?1")
-                .and_then(|mut stmt| stmt.execute(params![id, now.as_millis()]))
-                .map_err(map_err)?;
+            revive(conn, id, now)?;
             load_by_id(conn, store, id, queue).map(Some)
         }
         _ => Ok(None),
     }
+}
+
+/// Cursors: with every dead task, `<bound>`, the first batch's now (dead tasks due
+/// after it died during the walk); with a tag, `<id>`, the last task id looked at (the
+/// tag's rows are walked in task id order).
+pub(crate) fn retry_dead_batch(conn: &Connection, store: StoreId, req: &RetryDeadRequest) -> Result<RetriedDead> {
+    let Some(queue_id) = queue_id(conn, &req.queue)? else { return Ok(RetriedDead::new(0, None)) };
+    let now = req.now;
+    let limit = i64::from(req.limit.max(1));
+    let cursor = req.cursor.as_deref().map(|c| c.parse::<i64>().map_err(|_| bad_cursor())).transpose()?;
+    let ids = |sql: &str, args: &[&dyn rusqlite::ToSql]| -> Result<Vec<(i64, i64)>> {
+        conn.prepare_cached(sql)
+            .and_then(|mut stmt| stmt.query_map(args, |row| Ok((row.get(0)?, row.get(1)?)))?.collect())
+            .map_err(map_err)
+    };
+    let (looked_at, next) = match &req.selection {
+        DeadSelection::All => {
+            let bound = cursor.unwrap_or(now.as_millis());
+            let found = ids(
+                "SELECT id, state FROM tasks WHERE queue_id = ?1 AND state = 2 AND due_at <= ?2 \
+                 ORDER BY due_at, id LIMIT ?3",
+                &[&queue_id, &bound, &limit],
+            )?;
+            (found, bound.to_string())
+        }
+        DeadSelection::Tagged(tag) => {
+            let found = ids(
+                "SELECT g.task_id, t.state FROM tags g CROSS JOIN tasks t ON t.id = g.task_id \
+                 WHERE g.queue_id = ?1 AND g.tag = ?2 AND g.task_id > ?3 ORDER BY g.task_id LIMIT ?4",
+                &[&queue_id, &tag.as_str(), &cursor.unwrap_or(i64::MIN), &limit],
+            )?;
+            let last = found.last().map_or(0, |(id, _)| *id);
+            (found, last.to_string())
+        }
+        DeadSelection::Keys(keys) => {
+            let mut found = Vec::with_capacity(keys.len());
+            for key in keys {
+                if let Some(task) = load(conn, store, queue_id, &req.queue, key.as_str())? {
+                    found.push((i64::try_from(task.meta.id).map_err(corrupt)?, state_code(task.state)));
+                }
+            }
+            // Every key in one batch: nothing follows.
+            (found, String::new())
+        }
+    };
+    let more = looked_at.len() as i64 >= limit && !matches!(req.selection, DeadSelection::Keys(_));
+    // A key given twice was read twice, dead both times: it is retried once.
+    let mut revived = std::collections::BTreeSet::new();
+    for (id, state) in &looked_at {
+        if *state == DEAD && revived.insert(*id) {
+            revive(conn, *id, now)?;
+        }
+    }
+    let retried = revived.len() as u64;
+    Ok(RetriedDead::new(retried, more.then_some(next)))
 }
 
 pub(crate) fn delete_dead(conn: &Connection, store: StoreId, queue: &QueueName, key: &TaskKey) -> Result<bool> {
@@ -493,6 +568,29 @@ pub(crate) fn delete_dead(conn: &Connection, store: StoreId, queue: &QueueName, 
         Some(task) if task.state == TaskState::Dead => delete_task(conn, queue_id, &task).map(|()| true),
         _ => Ok(false),
     }
+}
+
+pub(crate) fn sweep_dead(conn: &Connection, store: StoreId, req: &SweepRequest) -> Result<Swept> {
+    let Some(queue_id) = queue_id(conn, &req.queue)? else { return Ok(Swept::new(0, None)) };
+    // Both queries read the partial index of dead rows by time of death.
+    let ids: Vec<i64> = conn
+        .prepare_cached(
+            "SELECT id FROM tasks WHERE queue_id = ?1 AND state = 2 AND updated_at <= ?2 \
+             ORDER BY updated_at, id LIMIT ?3",
+        )
+        .and_then(|mut stmt| {
+            stmt.query_map(params![queue_id, req.died_by.as_millis(), req.limit.max(1)], |row| row.get(0))?.collect()
+        })
+        .map_err(map_err)?;
+    for &id in &ids {
+        let task = load_by_id(conn, store, id, &req.queue)?;
+        delete_task(conn, queue_id, &task)?;
+    }
+    let oldest: Option<i64> = conn
+        .prepare_cached("SELECT MIN(updated_at) FROM tasks WHERE queue_id = ?1 AND state = 2")
+        .and_then(|mut stmt| stmt.query_row([queue_id], |row| row.get(0)))
+        .map_err(map_err)?;
+    Ok(Swept::new(ids.len() as u64, oldest.map(Timestamp::from_millis)))
 }
 
 fn stats_of(conn: &Connection, queue_id: i64, name: QueueName) -> Result<QueueStats> {

@@ -12,7 +12,9 @@
 //! - `tags`: (queue, tag) → task ids, so cancelling a tag is an index range, not a scan.
 //! - Indexes: `(queue_id, key)` unique; `(queue_id, state, due_at, id)` serves leasing,
 //!   next-due and listing in due order; a partial index on `lease_expires_at` of leased
-//!   rows serves the reaper.
+//!   rows serves the reaper, and one on `(queue_id, updated_at)` of dead rows (a dead
+//!   task's `updated_at` is when it died) the retention sweep. An index added here is
+//!   created at the next open of an older store, with no layout change.
 
 /// Bumped when the layout changes; a store refuses to open a newer layout.
 pub(crate) const VERSION: i64 = 1;
@@ -56,6 +58,7 @@ CREATE TABLE IF NOT EXISTS tasks (
 CREATE UNIQUE INDEX IF NOT EXISTS tasks_by_key ON tasks (queue_id, key);
 CREATE INDEX IF NOT EXISTS tasks_by_due ON tasks (queue_id, state, due_at, id);
 CREATE INDEX IF NOT EXISTS tasks_by_expiry ON tasks (lease_expires_at) WHERE state = 1;
+CREATE INDEX IF NOT EXISTS tasks_dead_by_death ON tasks (queue_id, updated_at) WHERE state = 2;
 CREATE TABLE IF NOT EXISTS tags (
     queue_id INTEGER NOT NULL,
     tag      TEXT NOT NULL,

@@ -21,33 +21,24 @@ fn reap_next_expiry_names_only_live_leases() {
     replay(
         fresh_store,
         vec![
-            Schedule(vec![
-                ScheduleItem {
-                    queue: 1,
-                    key: 3,
-                    due_ms: -500,
-                    payload: 0,
-                    max_attempts: 1,
-                    tags: 0,
-                    repeat: None,
-                    if_exists: Replace,
-                    custom_backoff: false,
-                },
-                ScheduleItem {
-                    queue: 1,
-                    key: 0,
-                    due_ms: -1000,
-                    payload: 0,
-                    max_attempts: 1,
-                    tags: 0,
-                    repeat: None,
-                    if_exists: Replace,
-                    custom_backoff: false,
-                },
-            ]),
+            Schedule(vec![ScheduleItem::once(1, 3, -500), ScheduleItem::once(1, 0, -1000)]),
             Lease { queue: 1, max: 2, lease_secs: 1 },
             Advance { ms: 1000 },
             Reap { limit: 1 },
+        ],
+    );
+}
+
+/// Found by the model: a bulk retry by keys naming one dead task twice read it twice,
+/// dead both times, and counted it twice (`retried` 2 for one task).
+#[test]
+fn a_bulk_retry_by_keys_counts_a_key_given_twice_once() {
+    replay(
+        fresh_store,
+        vec![
+            Schedule(vec![ScheduleItem::once(0, 0, -1000)]),
+            FailDue { queue: 0, max: 1 },
+            RetryDeadMany { queue: 0, which: DeadKeys(vec![Existing(0), Existing(0)]), limit: 2 },
         ],
     );
 }

@@ -23,6 +23,7 @@
 
 mod completion;
 mod consumers;
+mod dead;
 mod expiry;
 mod identity;
 mod inspection;
@@ -34,6 +35,7 @@ mod validation;
 
 pub use completion::*;
 pub use consumers::*;
+pub use dead::*;
 pub use expiry::*;
 pub use identity::*;
 pub use inspection::*;
@@ -97,6 +99,13 @@ macro_rules! store_conformance {
             outcome_reschedule_starts_a_new_occurrence,
             dead_tasks_are_listed_and_can_be_retried,
             delete_dead_removes_only_dead_tasks,
+            // dead tasks in bulk, retention
+            retry_dead_batch_of_every_dead_task_retries_each_once,
+            retry_dead_batch_by_tag_retries_only_its_dead_tasks,
+            retry_dead_batch_by_keys_retries_the_dead_among_them,
+            sweep_dead_deletes_what_died_by_the_time_those_first,
+            engine_retries_dead_tasks_in_bulk_and_wakes_a_waiting_consumer,
+            engine_deletes_dead_tasks_once_past_the_queues_retention,
             // repeat
             every_repeats_at_a_fixed_rate_and_skips_missed_occurrences,
             times_fires_exactly_n_times_then_the_task_is_gone,
@@ -108,6 +117,7 @@ macro_rules! store_conformance {
             cancel_tag_removes_only_that_queues_tasks_with_the_tag,
             list_pages_visit_every_task_once_in_due_order,
             list_filters_by_state,
+            list_by_tag_pages_the_tasks_carrying_it_in_due_order,
             stats_count_tasks_per_state_and_queue,
             secret_is_random_and_stays_the_same,
             closed_store_refuses_further_calls,
@@ -171,6 +181,7 @@ mod tests {
         let sources = [
             include_str!("conformance/completion.rs"),
             include_str!("conformance/consumers.rs"),
+            include_str!("conformance/dead.rs"),
             include_str!("conformance/expiry.rs"),
             include_str!("conformance/identity.rs"),
             include_str!("conformance/inspection.rs"),

@@ -17,9 +17,12 @@
 //!   says must be stored. `updated_at` is the `now` of the last call that wrote the
 //!   task; `lease_expires_at` is set exactly while the task is `leased`.
 //! - After each step every (queue, key) is read with `get`, `stats` is asked for every
-//!   queue and for all, and each queue is listed page by page.
+//!   queue and for all, and each queue is listed page by page, in all and by each tag
+//!   (a listing by tag keeps the full listing's order).
 //! - [`Op::ListPage`] pages through a queue one page per step, with other operations in
 //!   between: every task nobody wrote or deleted meanwhile must be visited exactly once.
+//! - [`Op::RetryDeadMany`] runs a whole bulk retry (every batch, following the cursor)
+//!   in one step; [`Op::SweepDead`] one retention sweep.
 //! - At the end the store is closed; a later call must fail with `Unavailable`.
 //!
 //! What the model cannot know is still checked strictly:
@@ -36,7 +39,8 @@
 //!   after each step is taken as the store's order, must not change for tasks nobody
 //!   wrote meanwhile, and `lease` must hand out tasks in exactly that order.
 //! - Among leases expiring at the same instant, `reap` may pick any, but exactly as many
-//!   as `limit` allows, earliest first.
+//!   as `limit` allows, earliest first; so may `sweep_dead` among tasks that died at the
+//!   same instant.
 //!
 //! Durability across closing and reopening a store is not checked here: the crash tests
 //! cover it with a real `kill -9` of a real process.
@@ -51,7 +55,10 @@ use std::time::Duration;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestError, TestRunner};
 use punctual_core::engine::completion_for;
-use punctual_core::store::{CompleteRequest, Completion, LeaseRequest, ListRequest, QueueStats, ScheduleOutcome};
+use punctual_core::store::{
+    CompleteRequest, Completion, DeadSelection, LeaseRequest, ListRequest, QueueStats, RetryDeadRequest,
+    ScheduleOutcome, SweepRequest,
+};
 use punctual_core::{
     Backoff, Error, IfExists, Lease, LeaseToken, NewTask, Outcome, QueueName, Repeat, Store, StoreId, Tag, Task,
     TaskKey, TaskMeta, TaskState, Timestamp,
@@ -130,11 +137,33 @@ pub enum Op {
     },
     RetryDead(TaskPick),
     DeleteDead(TaskPick),
+    /// Leases up to `max` due tasks of the queue and completes each as dead at once: a
+    /// handler that fails for good. (So that queues hold dead tasks, often with
+    /// different times of death, for the bulk retry and the sweep.)
+    FailDue {
+        queue: usize,
+        max: u32,
+    },
+    /// A bulk retry of a queue's dead tasks: every batch of `retry_dead_batch`, `limit`
+    /// per batch, following the cursor to the end.
+    RetryDeadMany {
+        queue: usize,
+        which: DeadPick,
+        limit: u32,
+    },
+    /// One `sweep_dead` of the queue's dead tasks that died `age_ms` or longer ago.
+    SweepDead {
+        queue: usize,
+        age_ms: u64,
+        limit: u32,
+    },
     /// The next page of the open paging session, or the first page of a new one with
     /// these parameters when none is open. Sessions interleave with other operations.
     ListPage {
         queue: usize,
         state: StateFilter,
+        /// Only tasks carrying `TAGS[i]`.
+        tag: Option<usize>,
         limit: u32,
     },
     /// `stats` of one queue (index 2 is a queue never written to), or of all.
@@ -163,6 +192,24 @@ pub struct ScheduleItem {
     pub if_exists: Exists,
     /// A backoff other than the default, to see policies stored as given.
     pub custom_backoff: bool,
+}
+
+impl ScheduleItem {
+    /// A task with one attempt, due `due_ms` from now, with no tags, no repeat, the
+    /// default payload and backoff, replacing what is there: regression tests' usual.
+    pub fn once(queue: usize, key: usize, due_ms: i64) -> ScheduleItem {
+        ScheduleItem {
+            queue,
+            key,
+            due_ms,
+            payload: 0,
+            max_attempts: 1,
+            tags: 0,
+            repeat: None,
+            if_exists: Exists::Replace,
+            custom_backoff: false,
+        }
+    }
 }
 
 /// [`IfExists`], with variant names that do not clash when imported with `ops::*`.
@@ -221,6 +268,16 @@ pub enum CompletionSpec {
     FailedByPolicy,
 }
 
+/// Which dead tasks a bulk retry selects.
+#[derive(Debug, Clone, PartialEq)]
+pub enum DeadPick {
+    EveryDead,
+    /// Those carrying `TAGS[i]`.
+    DeadWithTag(usize),
+    /// Those among the keys of the tasks these name (in either queue; repeats allowed).
+    DeadKeys(Vec<TaskPick>),
+}
+
 /// Which tasks a paging session lists.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StateFilter {
@@ -234,6 +291,7 @@ pub enum StateFilter {
 /// `use punctual_testkit::model::ops::*;`.
 pub mod ops {
     pub use super::CompletionSpec::*;
+    pub use super::DeadPick::*;
     pub use super::Exists::*;
     pub use super::Op::*;
     pub use super::RepeatSpec::*;
@@ -275,7 +333,12 @@ fn operation() -> impl Strategy<Value = Op> {
         2 => (1u32..=3).prop_map(|limit| Op::Reap { limit }),
         2 => task_pick().prop_map(Op::RetryDead),
         1 => task_pick().prop_map(Op::DeleteDead),
-        2 => (queue, state_filter(), 1u32..=3).prop_map(|(queue, state, limit)| Op::ListPage { queue, state, limit }),
+        5 => (queue.clone(), 1u32..=3).prop_map(|(queue, max)| Op::FailDue { queue, max }),
+        2 => (queue.clone(), dead_pick(), 1u32..=3).prop_map(|(queue, which, limit)| Op::RetryDeadMany { queue, which, limit }),
+        3 => (queue.clone(), (0u64..=8).prop_map(|halves| halves * 500), 1u32..=3)
+            .prop_map(|(queue, age_ms, limit)| Op::SweepDead { queue, age_ms, limit }),
+        2 => (queue, state_filter(), proptest::option::weighted(0.4, 0..TAGS.len()), 1u32..=3)
+            .prop_map(|(queue, state, tag, limit)| Op::ListPage { queue, state, tag, limit }),
         1 => proptest::option::of(0..=QUEUES.len()).prop_map(|queue| Op::Stats { queue }),
         5 => (0u64..=20).prop_map(|halves| Op::Advance { ms: halves * 500 }),
     ]
@@ -349,6 +412,14 @@ fn completion_spec() -> impl Strategy<Value = CompletionSpec> {
     ]
 }
 
+fn dead_pick() -> impl Strategy<Value = DeadPick> {
+    prop_oneof![
+        Just(DeadPick::EveryDead),
+        (0..TAGS.len()).prop_map(DeadPick::DeadWithTag),
+        proptest::collection::vec(task_pick(), 0..=4).prop_map(DeadPick::DeadKeys),
+    ]
+}
+
 fn state_filter() -> impl Strategy<Value = StateFilter> {
     prop_oneof![
         Just(StateFilter::AnyState),
@@ -408,8 +479,10 @@ fn as_rust(ops: &[Op]) -> String {
     let mut text = String::from("vec![\n");
     for op in ops {
         // Debug writes vectors as `[…]`; inside an expression they must be `vec![…]`.
-        let op =
-            format!("{op:?}").replace("Schedule([", "Schedule(vec![").replace("CompleteMany([", "CompleteMany(vec![");
+        let op = format!("{op:?}")
+            .replace("Schedule([", "Schedule(vec![")
+            .replace("CompleteMany([", "CompleteMany(vec![")
+            .replace("DeadKeys([", "DeadKeys(vec![");
         text.push_str("    ");
         text.push_str(&op);
         text.push_str(",\n");
@@ -480,6 +553,7 @@ struct Expected {
 struct PagingSession {
     queue: QueueName,
     state: Option<TaskState>,
+    tag: Option<Tag>,
     limit: u32,
     cursor: Option<String>,
     pages: usize,
@@ -558,7 +632,14 @@ impl<'s, S: Store> Checker<'s, S> {
             Op::Reap { limit } => self.reap(*limit).await,
             Op::RetryDead(pick) => self.retry_dead(&self.pick_task(pick)).await,
             Op::DeleteDead(pick) => self.delete_dead(&self.pick_task(pick)).await,
-            Op::ListPage { queue, state, limit } => self.list_page(queue_name(*queue), *state, *limit).await,
+            Op::FailDue { queue, max } => self.fail_due(queue_name(*queue), *max).await,
+            Op::RetryDeadMany { queue, which, limit } => self.retry_dead_many(queue_name(*queue), which, *limit).await,
+            Op::SweepDead { queue, age_ms, limit } => {
+                self.sweep_dead(queue_name(*queue), Duration::from_millis(*age_ms), *limit).await
+            }
+            Op::ListPage { queue, state, tag: index, limit } => {
+                self.list_page(queue_name(*queue), *state, index.map(tag), *limit).await
+            }
             Op::Stats { queue } => self.stats(queue.map(queue_name)).await,
             Op::Advance { ms } => {
                 self.now = self.now.saturating_add(Duration::from_millis(*ms));
@@ -1170,13 +1251,7 @@ impl<'s, S: Store> Checker<'s, S> {
         let dead = self.tasks.get(slot).is_some_and(|expected| expected.task.state == TaskState::Dead);
         match (dead, answer) {
             (true, Some(task)) => {
-                self.touch(slot);
-                let now = self.now;
-                let expected = self.task_mut(slot);
-                expected.state = TaskState::Scheduled;
-                expected.due_at = now;
-                expected.attempts = 0;
-                expected.updated_at = now;
+                self.revive(slot);
                 self.check(&task)
             }
             (false, None) => Ok(()),
@@ -1197,7 +1272,136 @@ impl<'s, S: Store> Checker<'s, S> {
         if answer == dead { Ok(()) } else { Err(format!("delete_dead answered {answer}, the model says {dead}")) }
     }
 
-    async fn list_page(&mut self, queue: QueueName, filter: StateFilter, limit: u32) -> Result<(), String> {
+    async fn fail_due(&mut self, queue: QueueName, max: u32) -> Result<(), String> {
+        let issued = self.tokens.len();
+        self.lease(queue, max, Duration::from_secs(5)).await?;
+        let leased: Vec<LeaseToken> = self.tokens.iter().skip(issued).cloned().collect();
+        for token in leased {
+            let completion = Completion::Dead { error: self.next_error_text() };
+            let answer = self.store.complete(CompleteRequest::new(token.clone(), completion.clone(), self.now)).await;
+            self.expect_completion(&token, &completion, answer)?;
+        }
+        Ok(())
+    }
+
+    /// The queue's dead tasks in the model.
+    fn dead_in<'a>(&'a self, queue: &'a QueueName) -> impl Iterator<Item = (&'a Slot, &'a Task)> + 'a {
+        self.tasks
+            .iter()
+            .filter(move |(slot, expected)| slot.0 == *queue && expected.task.state == TaskState::Dead)
+            .map(|(slot, expected)| (slot, &expected.task))
+    }
+
+    /// Revives the dead task in `slot` in the model, as `retry_dead` does.
+    fn revive(&mut self, slot: &Slot) {
+        self.touch(slot);
+        let now = self.now;
+        let expected = self.task_mut(slot);
+        expected.state = TaskState::Scheduled;
+        expected.due_at = now;
+        expected.attempts = 0;
+        expected.updated_at = now;
+    }
+
+    async fn retry_dead_many(&mut self, queue: QueueName, which: &DeadPick, limit: u32) -> Result<(), String> {
+        let selection = match which {
+            DeadPick::EveryDead => DeadSelection::All,
+            DeadPick::DeadWithTag(index) => DeadSelection::Tagged(tag(*index)),
+            DeadPick::DeadKeys(picks) => DeadSelection::Keys(picks.iter().map(|pick| self.pick_task(pick).1).collect()),
+        };
+        let selected: Vec<Slot> = self
+            .dead_in(&queue)
+            .filter(|(slot, task)| match &selection {
+                DeadSelection::All => true,
+                DeadSelection::Tagged(tag) => task.tags.contains(tag),
+                DeadSelection::Keys(keys) => keys.contains(&slot.1),
+            })
+            .map(|(slot, _)| slot.clone())
+            .collect();
+        // Keys go at most `limit` per call, as the contract asks of callers.
+        let walks = match selection {
+            DeadSelection::Keys(keys) => {
+                keys.chunks(limit.max(1) as usize).map(|chunk| DeadSelection::Keys(chunk.to_vec())).collect()
+            }
+            other => vec![other],
+        };
+        let mut retried = 0;
+        for selection in walks {
+            let mut request = RetryDeadRequest::new(queue.clone(), selection, limit, self.now);
+            for batch_number in 1.. {
+                if batch_number > MAX_PAGES * 4 {
+                    return Err(format!("the bulk retry did not end after {} batches", MAX_PAGES * 4));
+                }
+                let batch = self
+                    .store
+                    .retry_dead_batch(request.clone())
+                    .await
+                    .map_err(|e| format!("retry_dead_batch {batch_number} of {request:?} failed: {e:?}"))?;
+                retried += batch.retried;
+                match batch.next_cursor {
+                    Some(cursor) => request = request.after(cursor),
+                    None => break,
+                }
+            }
+        }
+        for slot in &selected {
+            self.revive(slot);
+        }
+        if retried == selected.len() as u64 {
+            Ok(())
+        } else {
+            let names: Vec<String> = selected.iter().map(|slot| slot.1.to_string()).collect();
+            Err(format!("the bulk retry retried {retried} tasks; the model has {names:?} dead and selected"))
+        }
+    }
+
+    async fn sweep_dead(&mut self, queue: QueueName, age: Duration, limit: u32) -> Result<(), String> {
+        let age_ms = i64::try_from(age.as_millis()).unwrap_or(i64::MAX);
+        let died_by = Timestamp::from_millis(self.now.as_millis() - age_ms);
+        let answer = self
+            .store
+            .sweep_dead(SweepRequest::new(queue.clone(), died_by, limit))
+            .await
+            .map_err(|e| format!("sweep_dead failed: {e:?}"))?;
+        let death_of: BTreeMap<Slot, Timestamp> =
+            self.dead_in(&queue).map(|(slot, task)| (slot.clone(), task.updated_at)).collect();
+        let mut due: Vec<Timestamp> = death_of.values().copied().filter(|died| *died <= died_by).collect();
+        due.sort();
+        let count = due.len().min(limit as usize);
+        // Which tasks went: every dead one the store no longer has.
+        let mut gone = Vec::new();
+        for slot in death_of.keys() {
+            if self.store.get(&slot.0, &slot.1).await.map_err(|e| format!("get failed: {e:?}"))?.is_none() {
+                gone.push(slot.clone());
+            }
+        }
+        let mut deaths: Vec<Timestamp> = gone.iter().map(|slot| death_of[slot]).collect();
+        deaths.sort();
+        if answer.deleted != count as u64 || deaths != due[..count] {
+            return Err(format!(
+                "sweep_dead (died by {died_by}, limit {limit}) answered {} deleted and deleted tasks that died at                  {deaths:?}; dead tasks died at {:?}, so the contract says the first {count} of {due:?}",
+                answer.deleted,
+                death_of.values().collect::<Vec<_>>()
+            ));
+        }
+        for slot in &gone {
+            self.remove(slot);
+        }
+        let oldest = self.dead_in(&queue).map(|(_, task)| task.updated_at).min();
+        if answer.oldest_death == oldest {
+            Ok(())
+        } else {
+            Err(format!("sweep_dead answered oldest_death {:?}; the model says {oldest:?}", answer.oldest_death))
+        }
+    }
+
+    async fn list_page(
+        &mut self,
+        queue: QueueName,
+        filter: StateFilter,
+        tag: Option<Tag>,
+        limit: u32,
+    ) -> Result<(), String> {
         let mut session = match self.paging.take() {
             Some(session) => session,
             None => {
@@ -1211,11 +1415,13 @@ impl<'s, S: Store> Checker<'s, S> {
                     .tasks
                     .iter()
                     .filter(|(slot, expected)| slot.0 == queue && state.is_none_or(|s| expected.task.state == s))
+                    .filter(|(_, expected)| tag.as_ref().is_none_or(|tag| expected.task.tags.contains(tag)))
                     .map(|(slot, expected)| (slot.1.clone(), expected.task.meta.id))
                     .collect();
                 PagingSession {
                     queue,
                     state,
+                    tag,
                     limit,
                     cursor: None,
                     pages: 0,
@@ -1225,11 +1431,16 @@ impl<'s, S: Store> Checker<'s, S> {
                 }
             }
         };
-        let request = ListRequest::new(session.queue.clone(), session.state, session.limit, session.cursor.clone());
+        let mut request = ListRequest::new(session.queue.clone(), session.state, session.limit, session.cursor.clone());
+        if let Some(tag) = &session.tag {
+            request = request.tagged(tag.clone());
+        }
         let page = self.store.list(request).await.map_err(|e| format!("list failed: {e:?}"))?;
         session.pages += 1;
-        let what =
-            format!("page {} of {} ({:?}, limit {})", session.pages, session.queue, session.state, session.limit);
+        let what = format!(
+            "page {} of {} ({:?}, tag {:?}, limit {})",
+            session.pages, session.queue, session.state, session.tag, session.limit
+        );
         if page.tasks.len() > session.limit as usize {
             return Err(format!("{what} has {} tasks", page.tasks.len()));
         }
@@ -1237,6 +1448,9 @@ impl<'s, S: Store> Checker<'s, S> {
         for task in &page.tasks {
             if task.queue != session.queue || session.state.is_some_and(|state| task.state != state) {
                 return Err(format!("{what} returned {}/{} in state {}", task.queue, task.key, task.state));
+            }
+            if session.tag.as_ref().is_some_and(|tag| !task.tags.contains(tag)) {
+                return Err(format!("{what} returned {} with tags {:?}", task.key, task.tags));
             }
             self.check(task).map_err(|e| format!("{what}: {e}"))?;
             if previous_due.is_some_and(|due| task.due_at < due) {
@@ -1326,6 +1540,9 @@ impl<'s, S: Store> Checker<'s, S> {
         }
         for queue in 0..QUEUES.len() {
             self.list_everything(queue_name(queue)).await?;
+            for index in 0..TAGS.len() {
+                self.list_tagged_everything(queue_name(queue), tag(index)).await?;
+            }
         }
         for expected in self.tasks.values_mut() {
             expected.written = false;
@@ -1386,6 +1603,46 @@ impl<'s, S: Store> Checker<'s, S> {
         }
         self.listed_order.insert(queue, keys);
         Ok(())
+    }
+}
+
+impl<S: Store> Checker<'_, S> {
+    /// Lists the queue's tasks carrying `tag` page by page: exactly the model's, in the
+    /// order of the full listing just made.
+    async fn list_tagged_everything(&mut self, queue: QueueName, tag: Tag) -> Result<(), String> {
+        let mut keys: Vec<TaskKey> = Vec::new();
+        let mut cursor = None;
+        let most_pages = self.tasks.len() / OBSERVE_PAGE_LIMIT as usize + 2;
+        for page_number in 1.. {
+            if page_number > most_pages {
+                return Err(format!("listing {queue} tagged {tag} took over {most_pages} pages"));
+            }
+            let request = ListRequest::new(queue.clone(), None, OBSERVE_PAGE_LIMIT, cursor.take()).tagged(tag.clone());
+            let page = self.store.list(request).await.map_err(|e| format!("list by tag failed: {e:?}"))?;
+            if page.tasks.len() > OBSERVE_PAGE_LIMIT as usize {
+                return Err(format!("listing {queue} tagged {tag}: page {page_number} has {} tasks", page.tasks.len()));
+            }
+            for task in &page.tasks {
+                self.check(task).map_err(|e| format!("listing {queue} tagged {tag}: {e}"))?;
+            }
+            keys.extend(page.tasks.into_iter().map(|task| task.key));
+            match page.next_cursor {
+                Some(next) => cursor = Some(next),
+                None => break,
+            }
+        }
+        let carrying = |key: &TaskKey| {
+            self.tasks.get(&(queue.clone(), key.clone())).is_some_and(|expected| expected.task.tags.contains(&tag))
+        };
+        let expected: Vec<TaskKey> =
+            self.listed_order.get(&queue).into_iter().flatten().filter(|key| carrying(key)).cloned().collect();
+        if keys == expected {
+            Ok(())
+        } else {
+            Err(format!(
+                "listing {queue} tagged {tag} gave {keys:?}; the model's tasks carrying it, in the order of the                  full listing, are {expected:?}"
+            ))
+        }
     }
 }
 

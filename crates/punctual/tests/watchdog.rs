@@ -14,7 +14,8 @@ use std::time::Duration;
 
 use punctual::metrics::MetricsSnapshot;
 use punctual::store::{
-    CompleteRequest, LeaseBatch, LeaseRequest, ListRequest, Page, QueueStats, ReapResult, Scheduled,
+    CompleteRequest, LeaseBatch, LeaseRequest, ListRequest, Page, QueueStats, ReapResult, RetriedDead,
+    RetryDeadRequest, Scheduled, SweepRequest, Swept,
 };
 use punctual::{
     Delivery, Engine, EngineConfig, LeaseOptions, LeaseToken, ManualClock, NewTask, Outcome, QueueName, SqliteStore,
@@ -149,8 +150,14 @@ impl Store for FirstReapHangs {
     async fn retry_dead(&self, queue: &QueueName, key: &TaskKey, now: Timestamp) -> punctual::Result<Option<Task>> {
         self.inner.retry_dead(queue, key, now).await
     }
+    async fn retry_dead_batch(&self, req: RetryDeadRequest) -> punctual::Result<RetriedDead> {
+        self.inner.retry_dead_batch(req).await
+    }
     async fn delete_dead(&self, queue: &QueueName, key: &TaskKey) -> punctual::Result<bool> {
         self.inner.delete_dead(queue, key).await
+    }
+    async fn sweep_dead(&self, req: SweepRequest) -> punctual::Result<Swept> {
+        self.inner.sweep_dead(req).await
     }
     async fn stats(&self, queue: Option<&QueueName>) -> punctual::Result<Vec<QueueStats>> {
         self.inner.stats(queue).await

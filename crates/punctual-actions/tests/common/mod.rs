@@ -21,7 +21,8 @@ use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use punctual_actions::{EgressPolicy, Runtime};
 use punctual_core::store::{
-    CompleteRequest, LeaseBatch, LeaseRequest, ListRequest, Page, QueueStats, ReapResult, Scheduled,
+    CompleteRequest, LeaseBatch, LeaseRequest, ListRequest, Page, QueueStats, ReapResult, RetriedDead,
+    RetryDeadRequest, Scheduled, SweepRequest, Swept,
 };
 use punctual_core::{
     Clock, Engine, EngineConfig, LeaseToken, ManualClock, NewTask, QueueName, Result, Store, Tag, Task, TaskKey,
@@ -99,8 +100,14 @@ impl Store for Signalling {
     async fn retry_dead(&self, queue: &QueueName, key: &TaskKey, now: Timestamp) -> Result<Option<Task>> {
         self.inner.retry_dead(queue, key, now).await
     }
+    async fn retry_dead_batch(&self, req: RetryDeadRequest) -> Result<RetriedDead> {
+        self.inner.retry_dead_batch(req).await
+    }
     async fn delete_dead(&self, queue: &QueueName, key: &TaskKey) -> Result<bool> {
         self.inner.delete_dead(queue, key).await
+    }
+    async fn sweep_dead(&self, req: SweepRequest) -> Result<Swept> {
+        self.inner.sweep_dead(req).await
     }
     async fn stats(&self, queue: Option<&QueueName>) -> Result<Vec<QueueStats>> {
         self.inner.stats(queue).await

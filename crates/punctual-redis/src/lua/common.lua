@@ -7,6 +7,7 @@
 --   KEYS[5] tasks      Hash key -> record (format below)
 --   KEYS[6] tags       ZSet of "tag\nkey", all scores 0 (lexicographic index)
 --   KEYS[7] seq        counter: every fence handed out in this shard
+--   KEYS[8] died       ZSet key -> when each dead task died, ms (its updated)
 -- and the same first ARGV:
 --   ARGV[1] now in ms since the epoch, or '' to use Redis' own clock (TIME)
 --   ARGV[2] the channel on which wake-ups are published
@@ -122,7 +123,36 @@ local function unplace(key, t)
     redis.call('ZREM', KEYS[3], key)
   else
     redis.call('ZREM', KEYS[4], key)
+    redis.call('ZREM', KEYS[8], key)
   end
+end
+
+-- Places the dead task `key` (record `t`, state 2, `updated` its time of death).
+local function bury(key, t)
+  redis.call('ZADD', KEYS[4], t.due, key)
+  redis.call('ZADD', KEYS[8], t.updated, key)
+end
+
+-- Puts the dead task `key` (record `t`) back to work, due `now`, attempts 0,
+-- last_error kept; the new record.
+local function revive(key, t, now)
+  unplace(key, t)
+  t.st, t.due, t.att, t.updated = 0, now, 0, now
+  local rec = encode(t)
+  redis.call('HSET', KEYS[5], key, rec)
+  arm(key, now)
+  return rec
+end
+
+-- Up to `n` members of the tags index for `tag`, after `after` (a member; '' from the
+-- tag's first), with the task key of each.
+local function tag_members(tag, after, n)
+  local from = '[' .. tag .. '\n'
+  if after ~= '' then from = '(' .. after end
+  local members = redis.call('ZRANGEBYLEX', KEYS[6], from, '(' .. tag .. '\11', 'LIMIT', 0, n)
+  local keys = {}
+  for i, member in ipairs(members) do keys[i] = string.sub(member, #tag + 2) end
+  return members, keys
 end
 
 -- Deletes the task entirely.

@@ -43,7 +43,7 @@ for i = 0, n - 1 do
         arm(key, at)
       else
         t.st, t.att, t.err = 2, t.att + 1, err
-        redis.call('ZADD', KEYS[4], t.due, key)
+        bury(key, t)
       end
       redis.call('HSET', KEYS[5], key, encode(t))
     end

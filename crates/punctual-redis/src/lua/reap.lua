@@ -43,7 +43,7 @@ for _, key in ipairs(expired) do
     t.updated = now
     if t.att >= t.max then
       t.st = 2
-      redis.call('ZADD', KEYS[4], t.due, key)
+      bury(key, t)
     else
       t.st = 0
       t.due = now

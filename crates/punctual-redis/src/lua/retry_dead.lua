@@ -6,10 +6,6 @@ local rec = redis.call('HGET', KEYS[5], ARGV[4])
 if not rec then return '' end
 local t = decode(rec)
 if t.st ~= 2 then return '' end
-unplace(ARGV[4], t)
-t.st, t.due, t.att, t.updated = 0, now, 0, now
-rec = encode(t)
-redis.call('HSET', KEYS[5], ARGV[4], rec)
-arm(ARGV[4], now)
+rec = revive(ARGV[4], t, now)
 publish_wakeup()
 return rec

@@ -137,6 +137,7 @@ pub const API_ROUTES: &[(&str, &str)] = &[
     ("POST", "/v1/leases/{lease_id}/extend"),
     ("GET", "/v1/queues/{queue}/dead"),
     ("POST", "/v1/queues/{queue}/dead/{key}/retry"),
+    ("POST", "/v1/queues/{queue}/dead/retry"),
     ("DELETE", "/v1/queues/{queue}/dead/{key}"),
     ("GET", "/healthz"),
     ("GET", "/readyz"),

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use punctual_core::store::{CompleteRequest, Completion};
-use punctual_core::{Backoff, Clock, Error, Outcome, Store, TaskSpec, TaskState, Timestamp};
+use punctual_core::{Backoff, Clock, Error, ListOptions, Outcome, Store, TaskSpec, TaskState, Timestamp};
 
 use super::support::*;
 
@@ -143,7 +143,7 @@ pub async fn engine_retries_with_backoff_then_the_task_dies<S: Store>(store: S) 
     assert_eq!((task.state, task.attempts), (TaskState::Dead, 3), "the third failure of three is the last");
     assert_eq!(task.last_error.as_deref(), Some("boom 3"));
 
-    let dead = engine.list("orders", Some(TaskState::Dead), 100, None).await.expect("list");
+    let dead = engine.list("orders", ListOptions::default().state(Some(TaskState::Dead))).await.expect("list");
     assert_eq!(dead.tasks.iter().map(name_of).collect::<Vec<_>>(), ["orders/order-1"], "the dead list");
     clock.advance(secs(86_400));
     let leased = engine_lease(&engine, "orders", 10, secs(30)).await;

@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 
 use punctual_core::store::{Completion, QueueStats};
-use punctual_core::{Error, Repeat, Store, TaskState};
+use punctual_core::{Error, Repeat, Store, TaskState, Timestamp};
 
 use super::support::*;
 
@@ -57,11 +57,6 @@ pub async fn cancel_of_a_leased_task_refuses_its_ack_and_stops_retries_and_repea
 /// deleted and counted; tasks without it, other queues, and a tag removed by a replace
 /// are untouched.
 pub async fn cancel_tag_removes_only_that_queues_tasks_with_the_tag<S: Store>(store: S) {
-    let tagged = |queue_name: &str, key_name: &str, tags: &[&str]| {
-        let mut task = new_task(queue_name, key_name, T0);
-        task.tags = tags.iter().map(|t| tag(t)).collect();
-        task
-    };
     for task in [
         tagged("flow", "leased", &["wf-1"]),
         tagged("flow", "dead", &["wf-1", "wf-2"]),
@@ -193,6 +188,93 @@ pub async fn list_filters_by_state<S: Store>(store: S) {
         assert_eq!(listed, expected, "the {state} tasks in due order");
     }
     assert_eq!(list_all(&store, "orders", None).await.len(), 9);
+}
+
+/// `list` contract with a tag: only the queue's tasks carrying it, in due order (ties in
+/// a stable order), with the state filter too, and paging through with `next_cursor`
+/// visits each one that stays in place exactly once. 520 tasks carry the tag, due in
+/// the reverse order of their keys: a store whose tag index is ordered by key (Redis)
+/// finds the earliest due last, past one batch of its index walk.
+pub async fn list_by_tag_pages_the_tasks_carrying_it_in_due_order<S: Store>(store: S) {
+    let mut tasks = Vec::new();
+    for i in 0..520 {
+        // t-518 and t-519 are due first, together; then t-516 and t-517; and so on.
+        let mut task = new_task("flow", &format!("t-{i:03}"), at_secs(1000 - i / 2));
+        task.tags = if i % 2 == 0 { vec![tag("even"), tag("wf-1")] } else { vec![tag("wf-1")] };
+        tasks.push(task);
+    }
+    // Due after all of them, so that the leases below take tagged tasks only.
+    let mut untagged = new_task("flow", "untagged", at_secs(5000));
+    untagged.tags = vec![tag("wf-2")];
+    let mut moved_on = new_task("flow", "moved-on", at_secs(5000));
+    moved_on.tags = vec![tag("wf-1")];
+    let mut elsewhere = new_task("other", "same-tag", at_secs(1));
+    elsewhere.tags = vec![tag("wf-1")];
+    tasks.extend([untagged, moved_on, elsewhere]);
+    for result in schedule(&store, tasks, T0).await {
+        result.expect("schedule");
+    }
+    // A replace drops the tag: the task is no longer listed under it.
+    upsert(&store, new_task("flow", "moved-on", at_secs(5000)), T0).await;
+    let wf1_due = |i: i64| at_secs(1000 - i / 2);
+
+    let first = list_tagged_page(&store, "flow", "wf-1", None, 5, None).await;
+    let dues: Vec<Timestamp> = first.tasks.iter().map(|t| t.due_at).collect();
+    assert_eq!(dues, [wf1_due(519), wf1_due(519), wf1_due(517), wf1_due(517), wf1_due(515)], "the earliest due first");
+    assert!(first.next_cursor.is_some(), "515 more carry the tag");
+
+    let all = list_all_tagged(&store, "flow", "wf-1", None, 100).await;
+    assert_eq!(all.len(), 520, "every task of flow carrying wf-1, and nothing else");
+    assert!(all.iter().all(|t| t.queue == queue("flow") && t.tags.contains(&tag("wf-1"))), "only carriers of wf-1");
+    assert!(all.windows(2).all(|w| w[0].due_at <= w[1].due_at), "not in due order: {:?}", due_times(&all[..20]));
+    let keys: BTreeSet<String> = all.iter().map(|t| t.key.to_string()).collect();
+    assert_eq!(keys.len(), 520, "a task was listed twice");
+    let again = list_all_tagged(&store, "flow", "wf-1", None, 7).await;
+    assert_eq!(
+        again.iter().map(|t| &t.key).collect::<Vec<_>>(),
+        all.iter().map(|t| &t.key).collect::<Vec<_>>(),
+        "another page size, the same stable order"
+    );
+    assert_eq!(list_all_tagged(&store, "flow", "even", None, 100).await.len(), 260);
+    let nobody = list_tagged_page(&store, "flow", "unknown", None, 10, None).await;
+    assert_eq!((nobody.tasks.len(), nobody.next_cursor), (0, None), "an unknown tag lists nothing");
+    assert_eq!(list_all_tagged(&store, "other", "wf-1", None, 10).await.len(), 1, "the other queue's own");
+
+    // With states: lease the four earliest, kill two of them.
+    let leases = lease(&store, "flow", 4, secs(300), wf1_due(517)).await.leases;
+    assert_eq!(leases.len(), 4, "t-516 to t-519 are due");
+    for lease in leases.iter().filter(|l| ["t-518", "t-519"].contains(&l.token.key.as_str())) {
+        complete_ok(&store, &lease.token, Completion::Dead { error: "gave up".into() }, wf1_due(517)).await;
+    }
+    let names = |tasks: &[punctual_core::Task]| tasks.iter().map(|t| t.key.to_string()).collect::<BTreeSet<_>>();
+    let dead = list_all_tagged(&store, "flow", "wf-1", Some(TaskState::Dead), 1).await;
+    assert_eq!(names(&dead), ["t-518", "t-519"].map(String::from).into());
+    let leased = list_all_tagged(&store, "flow", "wf-1", Some(TaskState::Leased), 1).await;
+    assert_eq!(names(&leased), ["t-516", "t-517"].map(String::from).into());
+    let even_leased = list_all_tagged(&store, "flow", "even", Some(TaskState::Leased), 10).await;
+    assert_eq!(names(&even_leased), ["t-516"].map(String::from).into(), "both filters at once");
+    let scheduled = list_all_tagged(&store, "flow", "wf-1", Some(TaskState::Scheduled), 100).await;
+    assert_eq!(scheduled.len(), 516);
+    assert!(scheduled.iter().all(|t| t.state == TaskState::Scheduled));
+
+    // Paging while tasks go: one not yet listed is cancelled between pages.
+    let mut visited = Vec::new();
+    let mut cursor = None;
+    loop {
+        let page = list_tagged_page(&store, "flow", "wf-1", None, 50, cursor).await;
+        visited.extend(page.tasks.iter().map(|t| t.key.to_string()));
+        if visited.len() == 50 {
+            assert!(store.cancel(&queue("flow"), &key("t-000")).await.expect("cancel"), "t-000 is due last");
+        }
+        match page.next_cursor {
+            Some(next) => cursor = Some(next),
+            None => break,
+        }
+    }
+    let seen: BTreeSet<&String> = visited.iter().collect();
+    assert_eq!(seen.len(), visited.len(), "a task was listed twice");
+    assert_eq!(visited.len(), 519, "every task that stayed, once; not the one cancelled before it was reached");
+    assert!(!seen.contains(&"t-000".to_owned()));
 }
 
 /// `stats` contract: counts per state and the earliest scheduled `due_at` for one

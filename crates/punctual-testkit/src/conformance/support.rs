@@ -9,7 +9,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use punctual_core::store::{
-    CompleteRequest, Completion, LeaseBatch, LeaseRequest, ListRequest, Page, QueueStats, ReapResult, Scheduled,
+    CompleteRequest, Completion, LeaseBatch, LeaseRequest, ListRequest, Page, QueueStats, ReapResult, RetriedDead,
+    RetryDeadRequest, Scheduled, SweepRequest, Swept,
 };
 use punctual_core::{
     BoxError, Delivery, Engine, EngineConfig, Error, Handler, Lease, LeaseOptions, LeaseToken, ManualClock, NewTask,
@@ -56,6 +57,13 @@ pub(crate) fn tag(name: &str) -> Tag {
 /// A task with the built-in default policies.
 pub(crate) fn new_task(queue_name: &str, key_name: &str, due: Timestamp) -> NewTask {
     NewTask::new(queue(queue_name), key(key_name), due)
+}
+
+/// A task due at [`T0`] carrying `tags`.
+pub(crate) fn tagged(queue_name: &str, key_name: &str, tags: &[&str]) -> NewTask {
+    let mut task = new_task(queue_name, key_name, T0);
+    task.tags = tags.iter().map(|t| tag(t)).collect();
+    task
 }
 
 /// The task's `queue/key`, for messages.
@@ -145,10 +153,67 @@ pub(crate) async fn list_page<S: Store>(
     limit: u32,
     cursor: Option<String>,
 ) -> Page {
-    store
-        .list(ListRequest::new(queue(queue_name), state, limit, cursor))
-        .await
-        .unwrap_or_else(|e| panic!("list of {queue_name} failed: {e}"))
+    page_of(store, ListRequest::new(queue(queue_name), state, limit, cursor)).await
+}
+
+/// `list`, failing the check if the call fails.
+async fn page_of<S: Store>(store: &S, request: ListRequest) -> Page {
+    let what = format!("{:?}", request);
+    store.list(request).await.unwrap_or_else(|e| panic!("list {what} failed: {e}"))
+}
+
+/// One page of the queue's tasks carrying `tag_name` (in `state`, when given).
+pub(crate) async fn list_tagged_page<S: Store>(
+    store: &S,
+    queue_name: &str,
+    tag_name: &str,
+    state: Option<TaskState>,
+    limit: u32,
+    cursor: Option<String>,
+) -> Page {
+    page_of(store, ListRequest::new(queue(queue_name), state, limit, cursor).tagged(tag(tag_name))).await
+}
+
+/// Every task of the queue carrying `tag_name` (in `state`, when given), paging through
+/// `limit` at a time: each page no longer than that, and only the last one short.
+pub(crate) async fn list_all_tagged<S: Store>(
+    store: &S,
+    queue_name: &str,
+    tag_name: &str,
+    state: Option<TaskState>,
+    limit: u32,
+) -> Vec<Task> {
+    let mut tasks = Vec::new();
+    let mut cursor = None;
+    for _ in 0..10_000 {
+        let page = list_tagged_page(store, queue_name, tag_name, state, limit, cursor).await;
+        assert!(page.tasks.len() <= limit as usize, "a page of {} tasks, over its limit {limit}", page.tasks.len());
+        tasks.extend(page.tasks);
+        match page.next_cursor {
+            Some(next) => cursor = Some(next),
+            None => return tasks,
+        }
+    }
+    panic!("listing {queue_name} tagged {tag_name} did not end after 10,000 pages");
+}
+
+/// Leases every task of the queue due at `now` and completes each as dead (error
+/// "gave up"); their keys.
+pub(crate) async fn kill_due<S: Store>(store: &S, queue_name: &str, now: Timestamp) -> Vec<TaskKey> {
+    let mut killed = Vec::new();
+    loop {
+        let leases = lease(store, queue_name, 1000, secs(300), now).await.leases;
+        if leases.is_empty() {
+            return killed;
+        }
+        let requests: Vec<CompleteRequest> = leases
+            .iter()
+            .map(|l| CompleteRequest::new(l.token.clone(), Completion::Dead { error: "gave up".into() }, now))
+            .collect();
+        let results = store.complete_many(requests).await.unwrap_or_else(|e| panic!("complete_many failed: {e}"));
+        assert!(results.iter().all(Result::is_ok), "completing live leases as dead: {results:?}");
+        killed.extend(leases.into_iter().map(|l| l.token.key));
+    }
 }
 
 /// Every task of the queue in the given state (all states for `None`), paging through.
@@ -262,6 +327,8 @@ pub(crate) enum Signal {
     Leased { queue: QueueName, keys: Vec<TaskKey> },
     /// `complete` (or one item of `complete_many`) answered for `key`.
     Completed { key: TaskKey, result: Result<()> },
+    /// `sweep_dead` answered for `queue`, having deleted `deleted` dead tasks.
+    Swept { queue: QueueName, deleted: u64 },
 }
 
 /// A store that behaves exactly like the one it wraps and reports each `lease` and
@@ -328,6 +395,21 @@ impl Signals {
         })
         .await;
         answers.into_iter().map(|answer| answer.expect("every ack arrived")).collect()
+    }
+
+    /// Forgets every report so far.
+    pub(crate) fn clear(&mut self) {
+        while self.receiver.try_recv().is_ok() {}
+    }
+
+    /// Waits for a `sweep_dead` call on `queue_name` to answer; how many it deleted.
+    pub(crate) async fn sweep_of(&mut self, queue_name: &str) -> u64 {
+        let wanted = queue(queue_name);
+        self.wait_for(&format!("a sweep of {queue_name}'s dead tasks"), |signal| match signal {
+            Signal::Swept { queue, deleted } if queue == wanted => Some(deleted),
+            _ => None,
+        })
+        .await
     }
 
     /// Waits for a `lease` call on `queue_name` to answer; the keys it handed out.
@@ -408,8 +490,19 @@ impl<S: Store> Store for Signalling<S> {
         self.inner.retry_dead(queue, key, now).await
     }
 
+    async fn retry_dead_batch(&self, req: RetryDeadRequest) -> Result<RetriedDead> {
+        self.inner.retry_dead_batch(req).await
+    }
+
     async fn delete_dead(&self, queue: &QueueName, key: &TaskKey) -> Result<bool> {
         self.inner.delete_dead(queue, key).await
+    }
+
+    async fn sweep_dead(&self, req: SweepRequest) -> Result<Swept> {
+        let queue = req.queue.clone();
+        let swept = self.inner.sweep_dead(req).await?;
+        self.report(Signal::Swept { queue, deleted: swept.deleted });
+        Ok(swept)
     }
 
     async fn stats(&self, queue: Option<&QueueName>) -> Result<Vec<QueueStats>> {

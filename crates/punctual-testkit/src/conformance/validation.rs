@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use punctual_core::{Engine, EngineConfig, LeaseOptions, ManualClock, Store, Tag, TaskSpec, TaskState};
+use punctual_core::{Engine, EngineConfig, LeaseOptions, ListOptions, ManualClock, Store, Tag, TaskSpec, TaskState};
 use serde_json::json;
 
 use super::support::*;
@@ -173,8 +173,10 @@ pub async fn other_engine_calls_refuse_invalid_input_and_change_nothing<S: Store
     assert_refused(engine.cancel_tag("orders", "").await, "tag", "cancel_tag with an empty tag");
     assert_refused(engine.cancel_tag("orders/eu", "wf-1").await, "queue", "cancel_tag with a bad queue");
     assert_eq!(contents(engine.store(), &["orders"]).await, before, "{}", unchanged("cancel_tag with bad input"));
-    assert_refused(engine.list("orders", None, 0, None).await, "limit", "list with limit 0");
-    assert_refused(engine.list("orders", None, 1001, None).await, "limit", "list with limit 1001");
+    assert_refused(engine.list("orders", ListOptions::default().limit(0)).await, "limit", "list with limit 0");
+    assert_refused(engine.list("orders", ListOptions::default().limit(1001)).await, "limit", "list with limit 1001");
+    let empty_tag = ListOptions::default().tag(Some(String::new()));
+    assert_refused(engine.list("orders", empty_tag).await, "tag", "list with an empty tag");
     assert_refused(engine.stats(Some("orders/eu")).await, "queue", "stats of a bad queue");
     assert_refused(engine.retry_dead("orders", "").await, "key", "retry_dead with an empty key");
     assert_refused(engine.delete_dead("", "order-1").await, "queue", "delete_dead with an empty queue");

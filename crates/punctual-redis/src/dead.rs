@@ -1,0 +1,124 @@
+//! Dead tasks in bulk: retrying many at once (`lua/retry_dead_many.lua`) and deleting
+//! those past a retention (`lua/sweep_dead.lua`), shard by shard, every script one
+//! bounded batch of at most [`SCRIPT_BATCH`] tasks.
+//!
+//! A bulk retry's cursor is `<shard>.<rest>`: the shard the next batch works on and,
+//! for every dead task, the walk's bound (the first batch's now: tasks due later died
+//! during the walk), or for a tag, the last member of the tags index looked at in that
+//! shard (empty: from the tag's first). Keys need no cursor: each shard's share goes in
+//! one script.
+
+use punctual_core::store::{DeadSelection, RetriedDead, RetryDeadRequest, SweepRequest, Swept};
+use punctual_core::{Result, Tag, TaskKey, Timestamp};
+
+use crate::keys::ShardKeys;
+use crate::{SCRIPT_BATCH, Shared, bad_cursor, earliest, keys, parse_score};
+
+impl Shared {
+    pub(crate) async fn retry_dead_batch(&self, req: &RetryDeadRequest) -> Result<RetriedDead> {
+        let shards = self.shard_count(&req.queue, false).await?;
+        match &req.selection {
+            DeadSelection::Keys(keys) => self.retry_dead_keys(req, keys, shards).await,
+            DeadSelection::All => self.retry_dead_walk(req, None, shards).await,
+            DeadSelection::Tagged(tag) => self.retry_dead_walk(req, Some(tag), shards).await,
+        }
+    }
+
+    /// Each shard's share of `keys`, in scripts of at most a batch.
+    async fn retry_dead_keys(&self, req: &RetryDeadRequest, keys: &[TaskKey], shards: u32) -> Result<RetriedDead> {
+        let mut retried = 0;
+        for shard in 0..shards {
+            let mine: Vec<&TaskKey> = keys.iter().filter(|key| keys::shard_of(key, shards) == shard).collect();
+            for chunk in mine.chunks(batch_of(req)) {
+                let mut invocation = self.invocation(&self.scripts.retry_dead_many, &req.queue, shard, req.now);
+                invocation.arg("keys").arg(chunk.len());
+                for key in chunk {
+                    invocation.arg(key.as_str());
+                }
+                let (n, _, _): (u64, String, String) = self.conn.invoke(&invocation).await?;
+                retried += n;
+                self.replicate(&req.queue, shard).await?;
+            }
+        }
+        Ok(RetriedDead::new(retried, None))
+    }
+
+    /// One batch of the walk over every dead task (`tag` `None`) or a tag's tasks, in
+    /// the shard the cursor names.
+    async fn retry_dead_walk(&self, req: &RetryDeadRequest, tag: Option<&Tag>, shards: u32) -> Result<RetriedDead> {
+        let (shard, rest) = match req.cursor.as_deref() {
+            Some(cursor) => {
+                let (shard, rest) = cursor.split_once('.').ok_or_else(bad_cursor)?;
+                (shard.parse::<u32>().map_err(|_| bad_cursor())?, Some(rest.to_owned()))
+            }
+            None => (0, None),
+        };
+        let mut invocation = self.invocation(&self.scripts.retry_dead_many, &req.queue, shard, req.now);
+        let bound = match tag {
+            Some(tag) => {
+                invocation.arg("tag").arg(batch_of(req)).arg(tag.as_str()).arg(rest.as_deref().unwrap_or(""));
+                None
+            }
+            None => {
+                let bound = match rest {
+                    Some(bound) => bound.parse::<i64>().map_err(|_| bad_cursor())?,
+                    None => self.read_now(req.now).await?.as_millis(),
+                };
+                invocation.arg("all").arg(batch_of(req)).arg(bound);
+                Some(bound.to_string())
+            }
+        };
+        let (retried, more, last): (u64, String, String) = self.conn.invoke(&invocation).await?;
+        self.replicate(&req.queue, shard).await?;
+        // A tag's walk starts afresh in the next shard; the bound stays.
+        let next_cursor = if !more.is_empty() {
+            Some(format!("{shard}.{}", bound.unwrap_or(last)))
+        } else if shard + 1 < shards {
+            Some(format!("{}.{}", shard + 1, bound.unwrap_or_default()))
+        } else {
+            None
+        };
+        Ok(RetriedDead::new(retried, next_cursor))
+    }
+
+    /// The earliest deaths first across shards, as `reap` takes the earliest expiries:
+    /// read each shard's deaths up to `died_by`, then have each shard's script delete its
+    /// share of the first `limit` (and tell its earliest death left).
+    pub(crate) async fn sweep_dead(&self, req: &SweepRequest) -> Result<Swept> {
+        let limit = (req.limit.max(1) as usize).min(SCRIPT_BATCH);
+        let shards = self.shard_count(&req.queue, false).await?;
+        let mut share = vec![0usize; shards as usize];
+        if shards > 1 {
+            let mut deaths: Vec<(Timestamp, u32)> = Vec::new();
+            for shard in 0..shards {
+                let keys = ShardKeys::new(&self.config.prefix, &req.queue, shard);
+                let found = self.scored_until(keys.died(), req.died_by, limit).await?;
+                deaths.extend(found.into_iter().map(|(at, _)| (at, shard)));
+            }
+            deaths.sort();
+            for (_, shard) in deaths.into_iter().take(limit) {
+                share[shard as usize] += 1;
+            }
+        } else {
+            share[0] = limit;
+        }
+        let mut deleted = 0;
+        let mut oldest = None;
+        for (shard, take) in (0..shards).zip(share) {
+            let mut invocation = self.invocation(&self.scripts.sweep_dead, &req.queue, shard, Timestamp::EPOCH);
+            invocation.arg(req.died_by.as_millis()).arg(take);
+            let (n, head): (u64, String) = self.conn.invoke(&invocation).await?;
+            if n > 0 {
+                self.replicate(&req.queue, shard).await?;
+            }
+            deleted += n;
+            oldest = earliest(oldest, parse_score(&head)?);
+        }
+        Ok(Swept::new(deleted, oldest))
+    }
+}
+
+/// Tasks one script of `req` looks at.
+fn batch_of(req: &RetryDeadRequest) -> usize {
+    (req.limit.max(1) as usize).min(SCRIPT_BATCH)
+}
