@@ -23,6 +23,7 @@ Examples:
   punctual ls                                          # every queue with its counts
   punctual ls order.cancel                             # that queue's tasks, in due order
   punctual cancel order.cancel order-1234
+  punctual cancel order.cancel --tag pi-9              # every task of the queue tagged pi-9
 
 Client commands talk to the server at --server (env PUNCTUAL_SERVER, default
 http://127.0.0.1:7575) with --token (env PUNCTUAL_TOKEN). They print tables; --json prints
@@ -73,15 +74,18 @@ Exit status 1 when the task does not exist (done and cancelled tasks are deleted
 const CANCEL_AFTER_HELP: &str = "\
 Examples:
   punctual cancel order.cancel order-1234
+  punctual cancel flow.reminder --tag pi-9      # the workflow moved on: drop its reminders
 
 A leased (running) task is cancelled for good: no retry, no repeat. Exit status 1 when
-the task does not exist. With --json, prints {\"outcome\": \"cancelled\", \"queue\", \"key\"}.";
+the task does not exist. With --json, prints {\"outcome\": \"cancelled\", \"queue\", \"key\"};
+with --tag, the server's {\"cancelled\": N} (0 when no task carries the tag, exit 0).";
 
 const LS_AFTER_HELP: &str = "\
 Examples:
   punctual ls                                   # queues: counts and next due time
   punctual ls order.cancel                      # the first 100 tasks, in due order
   punctual ls order.cancel --state leased       # only the running ones
+  punctual ls flow.reminder --tag pi-9          # only the tasks tagged pi-9
   punctual ls order.cancel --limit 1000 --json  # for scripts (next_cursor to continue)
   punctual ls order.cancel --cursor <CURSOR>    # continue where a listing stopped
 
@@ -105,6 +109,7 @@ kept until retried or removed.
 Examples:
   punctual dead ls order.cancel
   punctual dead retry order.cancel order-1234
+  punctual dead retry order.cancel               # every dead task of the queue
   punctual dead rm order.cancel order-1234";
 
 const DEAD_LS_AFTER_HELP: &str = "\
@@ -114,10 +119,13 @@ Examples:
 
 const DEAD_RETRY_AFTER_HELP: &str = "\
 Examples:
-  punctual dead retry order.cancel order-1234
+  punctual dead retry order.cancel order-1234   # one dead task
+  punctual dead retry order.cancel --tag pi-9   # the dead tasks tagged pi-9
+  punctual dead retry order.cancel              # every dead task of the queue
 
-The task is scheduled again, due now, with its attempts reset. Exit status 1 when no
-dead task has that key.";
+Each task is scheduled again, due now, with its attempts reset. With a KEY, exit status
+1 when no dead task has that key; otherwise it says how many were retried (0 is not an
+error). With --json, prints the task, or the server's {\"retried\": N}.";
 
 const DEAD_RM_AFTER_HELP: &str = "\
 Examples:
@@ -301,9 +309,9 @@ pub(crate) enum ClientCommand {
     /// Show one task
     #[command(after_help = GET_AFTER_HELP)]
     Get(TaskArgs),
-    /// Cancel a task so it never fires
+    /// Cancel a task so it never fires, or every task of a queue carrying a tag
     #[command(after_help = CANCEL_AFTER_HELP)]
-    Cancel(TaskArgs),
+    Cancel(CancelArgs),
     /// List the queues, or one queue's tasks in due order
     #[command(after_help = LS_AFTER_HELP)]
     Ls(LsArgs),
@@ -335,6 +343,23 @@ pub(crate) struct ClientArgs {
     /// Print the server's JSON (pretty) instead of a table
     #[arg(long)]
     pub(crate) json: bool,
+}
+
+/// `punctual cancel QUEUE KEY | --tag T`.
+#[derive(Debug, Args)]
+#[command(group(ArgGroup::new("which").args(["key", "tag"]).required(true)))]
+pub(crate) struct CancelArgs {
+    /// The queue (e.g. order.cancel)
+    #[arg(value_parser = NonEmptyStringValueParser::new())]
+    pub(crate) queue: String,
+    /// The task's key in that queue
+    #[arg(value_parser = NonEmptyStringValueParser::new())]
+    pub(crate) key: Option<String>,
+    /// Instead of one key: every task of the queue carrying this tag
+    #[arg(long, value_name = "T", value_parser = NonEmptyStringValueParser::new())]
+    pub(crate) tag: Option<String>,
+    #[command(flatten)]
+    pub(crate) client: ClientArgs,
 }
 
 /// One task: its queue and key.
@@ -440,6 +465,9 @@ pub(crate) struct LsArgs {
     /// Only tasks in this state
     #[arg(long, value_enum, requires = "queue")]
     pub(crate) state: Option<State>,
+    /// Only tasks carrying this tag
+    #[arg(long, value_name = "T", requires = "queue", value_parser = NonEmptyStringValueParser::new())]
+    pub(crate) tag: Option<String>,
     #[command(flatten)]
     pub(crate) page: PageArgs,
     #[command(flatten)]
@@ -477,12 +505,28 @@ pub(crate) enum DeadCommand {
     /// List a queue's dead tasks
     #[command(after_help = DEAD_LS_AFTER_HELP)]
     Ls(DeadLsArgs),
-    /// Schedule a dead task again, due now, with its attempts reset
+    /// Schedule dead tasks again, due now, with their attempts reset: one, those with a tag, or all
     #[command(after_help = DEAD_RETRY_AFTER_HELP)]
-    Retry(TaskArgs),
+    Retry(DeadRetryArgs),
     /// Delete a dead task for good
     #[command(after_help = DEAD_RM_AFTER_HELP)]
     Rm(TaskArgs),
+}
+
+/// `punctual dead retry QUEUE [KEY | --tag T]`.
+#[derive(Debug, Args)]
+pub(crate) struct DeadRetryArgs {
+    /// The queue
+    #[arg(value_parser = NonEmptyStringValueParser::new())]
+    pub(crate) queue: String,
+    /// The dead task's key; without it (and --tag), every dead task of the queue
+    #[arg(value_parser = NonEmptyStringValueParser::new())]
+    pub(crate) key: Option<String>,
+    /// Instead of one key: the dead tasks carrying this tag
+    #[arg(long, value_name = "T", conflicts_with = "key", value_parser = NonEmptyStringValueParser::new())]
+    pub(crate) tag: Option<String>,
+    #[command(flatten)]
+    pub(crate) client: ClientArgs,
 }
 
 #[derive(Debug, Args)]
@@ -629,7 +673,11 @@ mod tests {
             &["ls", "q", "--limit", "0"],
             &["get", "q", "k", "--server", "ftp://x"],
             &["dead"],
-            &["dead", "retry", "q"],
+            &["cancel", "q"],
+            &["cancel", "q", "k", "--tag", "t"],
+            &["cancel", "q", "--tag", ""],
+            &["ls", "--tag", "t"],
+            &["dead", "retry", "q", "k", "--tag", "t"],
         ] {
             let e = parse(args).unwrap_err();
             assert_eq!(e.exit_code(), 2, "{args:?}: {e}");
@@ -705,5 +753,14 @@ mod tests {
             panic!()
         };
         assert_eq!(args.page.limit, 5);
+        let retry = |args: &[&str]| match parse(args).unwrap().command {
+            Command::Client(ClientCommand::Dead(DeadArgs { command: DeadCommand::Retry(args) })) => {
+                (args.key, args.tag)
+            }
+            other => panic!("not dead retry: {other:?}"),
+        };
+        assert_eq!(retry(&["dead", "retry", "q"]), (None, None), "every dead task");
+        assert_eq!(retry(&["dead", "retry", "q", "--tag", "t"]), (None, Some("t".into())));
+        assert_eq!(retry(&["dead", "retry", "q", "k"]), (Some("k".into()), None));
     }
 }

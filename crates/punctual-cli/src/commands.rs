@@ -8,7 +8,10 @@ use anyhow::{Context, Result};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
-use crate::cli::{ClientArgs, ClientCommand, DeadCommand, LsArgs, PageArgs, ScheduleArgs, StatsArgs, TaskArgs};
+use crate::cli::{
+    CancelArgs, ClientArgs, ClientCommand, DeadCommand, DeadRetryArgs, LsArgs, PageArgs, ScheduleArgs, StatsArgs,
+    TaskArgs,
+};
 use crate::client::{Client, ClientError, Json};
 use crate::{json, render};
 
@@ -108,24 +111,48 @@ async fn get(args: TaskArgs) -> Result<String> {
     Ok(if args.client.json { json::pretty(&task.text) } else { render::task_block(&task.value, &render::Now::read()?) })
 }
 
-async fn cancel(args: TaskArgs) -> Result<String> {
+async fn cancel(args: CancelArgs) -> Result<String> {
     let client = connect(&args.client)?;
-    client.delete(&["v1", "queues", &args.queue, "tasks", &args.key]).await?;
-    Ok(if args.client.json {
-        outcome_json("cancelled", &args)
-    } else {
-        format!("Cancelled task '{}' in queue {}.", args.key, args.queue)
-    })
+    let (queue, json) = (&args.queue, args.client.json);
+    match (&args.key, &args.tag) {
+        (Some(key), _) => {
+            client.delete(&["v1", "queues", queue, "tasks", key]).await?;
+            Ok(if json {
+                outcome_json("cancelled", queue, key)
+            } else {
+                format!("Cancelled task '{key}' in queue {queue}.")
+            })
+        }
+        (None, tag) => {
+            // clap requires a key or a tag.
+            let tag = tag.as_deref().unwrap_or_default();
+            let answer = client.delete(&["v1", "queues", queue, "tags", tag]).await?.json()?;
+            let count = counted(&answer.value, "cancelled")?;
+            Ok(if json {
+                json::pretty(&answer.text)
+            } else {
+                format!("Cancelled {} tagged '{tag}' in queue {queue}.", plural(count, "task"))
+            })
+        }
+    }
 }
 
 /// What `--json` prints for a `204` (the server sends no body):
 /// `{"outcome": …, "queue": …, "key": …}`.
-fn outcome_json(outcome: &str, args: &TaskArgs) -> String {
+fn outcome_json(outcome: &str, queue: &str, key: &str) -> String {
     json::pretty(&json::object(&[
         ("outcome", &json::string(outcome)),
-        ("queue", &json::string(&args.queue)),
-        ("key", &json::string(&args.key)),
+        ("queue", &json::string(queue)),
+        ("key", &json::string(key)),
     ]))
+}
+
+/// The count `answer[field]` of a bulk answer (`{"cancelled": N}`).
+fn counted(answer: &Value, field: &str) -> Result<usize> {
+    let count = answer[field].as_u64().ok_or_else(|| ClientError::Protocol {
+        detail: format!("the server's answer has no '{field}' count: {answer}"),
+    })?;
+    Ok(usize::try_from(count).unwrap_or(usize::MAX))
 }
 
 async fn ls(args: LsArgs) -> Result<String> {
@@ -140,14 +167,16 @@ async fn ls(args: LsArgs) -> Result<String> {
         return Ok(if queues.is_empty() { no_queues() } else { render::queue_table(queues, now) });
     };
     let state = args.state.map(|s| s.as_str());
-    let list = collect(&client, &["v1", "queues", queue, "tasks"], state, &args.page).await?;
+    let filter = Filter { state, tag: args.tag.as_deref() };
+    let list = collect(&client, &["v1", "queues", queue, "tasks"], filter, &args.page).await?;
     if args.client.json {
         return Ok(list.to_json());
     }
     if list.tasks.is_empty() {
         let what = state.map_or_else(|| "tasks".to_owned(), |s| format!("{s} tasks"));
+        let tagged = args.tag.as_deref().map(|tag| format!(" tagged '{tag}'")).unwrap_or_default();
         let more = if args.page.cursor.is_some() { "more " } else { "" };
-        return Ok(format!("No {more}{what} in queue {queue}."));
+        return Ok(format!("No {more}{what}{tagged} in queue {queue}."));
     }
     Ok(list.with_note(render::task_table(&list.tasks, now)))
 }
@@ -177,7 +206,7 @@ async fn dead(command: DeadCommand) -> Result<String> {
     match command {
         DeadCommand::Ls(args) => {
             let client = connect(&args.client)?;
-            let list = collect(&client, &["v1", "queues", &args.queue, "dead"], None, &args.page).await?;
+            let list = collect(&client, &["v1", "queues", &args.queue, "dead"], Filter::default(), &args.page).await?;
             if args.client.json {
                 return Ok(list.to_json());
             }
@@ -187,30 +216,46 @@ async fn dead(command: DeadCommand) -> Result<String> {
             }
             Ok(list.with_note(render::dead_table(&list.tasks, &render::Now::read()?)))
         }
-        DeadCommand::Retry(args) => {
-            let client = connect(&args.client)?;
-            let task = client.post(&["v1", "queues", &args.queue, "dead", &args.key, "retry"]).await?;
-            Ok(if args.client.json {
-                json::pretty(&task.text)
-            } else {
-                format!(
-                    "Task '{}' in queue {} is scheduled again, due {}, attempts reset.",
-                    args.key,
-                    args.queue,
-                    render::time_with_relative(&task.value["due_at"], &render::Now::read()?)
-                )
-            })
-        }
+        DeadCommand::Retry(args) => dead_retry(args).await,
         DeadCommand::Rm(args) => {
             let client = connect(&args.client)?;
             client.delete(&["v1", "queues", &args.queue, "dead", &args.key]).await?;
             Ok(if args.client.json {
-                outcome_json("removed", &args)
+                outcome_json("removed", &args.queue, &args.key)
             } else {
                 format!("Removed dead task '{}' from queue {}.", args.key, args.queue)
             })
         }
     }
+}
+
+/// `dead retry QUEUE KEY` (one task), or `dead retry QUEUE [--tag T]` (in bulk).
+async fn dead_retry(args: DeadRetryArgs) -> Result<String> {
+    let client = connect(&args.client)?;
+    let queue = &args.queue;
+    if let Some(key) = &args.key {
+        let task = client.post(&["v1", "queues", queue, "dead", key, "retry"]).await?;
+        return Ok(if args.client.json {
+            json::pretty(&task.text)
+        } else {
+            format!(
+                "Task '{key}' in queue {queue} is scheduled again, due {}, attempts reset.",
+                render::time_with_relative(&task.value["due_at"], &render::Now::read()?)
+            )
+        });
+    }
+    let body = match &args.tag {
+        Some(tag) => json!({"tag": tag}),
+        None => json!({}),
+    };
+    let answer = client.post_json(&["v1", "queues", queue, "dead", "retry"], &body).await?.json()?;
+    let count = counted(&answer.value, "retried")?;
+    Ok(if args.client.json {
+        json::pretty(&answer.text)
+    } else {
+        let which = args.tag.as_deref().map(|tag| format!(" tagged '{tag}'")).unwrap_or_default();
+        format!("Retried {}{which} in queue {queue}: due now, attempts reset.", plural(count, "dead task"))
+    })
 }
 
 fn no_queues() -> String {
@@ -260,16 +305,23 @@ fn plural(n: usize, word: &str) -> String {
     if n == 1 { format!("1 {word}") } else { format!("{n} {word}s") }
 }
 
+/// What a listing keeps: tasks in a state, carrying a tag.
+#[derive(Debug, Clone, Copy, Default)]
+struct Filter<'a> {
+    state: Option<&'a str>,
+    tag: Option<&'a str>,
+}
+
 /// Follows `next_cursor` from `page.cursor` until `page.limit` tasks or the end. When
 /// the limit is reached with a cursor in hand, one more one-task request tells whether
 /// anything really remains, so "more remain" is never said of an exhausted list.
-async fn collect(client: &Client, segments: &[&str], state: Option<&str>, page: &PageArgs) -> Result<Listing> {
+async fn collect(client: &Client, segments: &[&str], filter: Filter<'_>, page: &PageArgs) -> Result<Listing> {
     let limit = usize::try_from(page.limit).unwrap_or(usize::MAX);
     let mut raw: Vec<Box<RawValue>> = Vec::new();
     let mut cursor = page.cursor.clone();
     loop {
         let want = (limit - raw.len()).min(PAGE_SIZE as usize);
-        let got = fetch_page(client, segments, state, want, cursor.as_deref()).await?;
+        let got = fetch_page(client, segments, filter, want, cursor.as_deref()).await?;
         let empty = got.tasks.is_empty();
         raw.extend(got.tasks);
         cursor = got.next_cursor.filter(|c| !c.is_empty());
@@ -281,7 +333,7 @@ async fn collect(client: &Client, segments: &[&str], state: Option<&str>, page: 
     if raw.len() >= limit
         && let Some(next) = &cursor
     {
-        let peek = fetch_page(client, segments, state, 1, Some(next)).await?;
+        let peek = fetch_page(client, segments, filter, 1, Some(next)).await?;
         if peek.tasks.is_empty() {
             cursor = None;
         }
@@ -305,14 +357,17 @@ struct Page {
 async fn fetch_page(
     client: &Client,
     segments: &[&str],
-    state: Option<&str>,
+    filter: Filter<'_>,
     limit: usize,
     cursor: Option<&str>,
 ) -> Result<Page> {
     let limit = limit.to_string();
     let mut query = vec![("limit", limit.as_str())];
-    if let Some(state) = state {
+    if let Some(state) = filter.state {
         query.push(("state", state));
+    }
+    if let Some(tag) = filter.tag {
+        query.push(("tag", tag));
     }
     if let Some(cursor) = cursor {
         query.push(("cursor", cursor));

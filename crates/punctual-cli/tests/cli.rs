@@ -337,6 +337,59 @@ fn dead_ls_retry_and_rm() {
     run(&url, &["dead", "rm", "dead.q", "d1"]).expect_code(1, "dead rm of an unknown task");
 }
 
+/// Issue 15 (10, 11): `cancel --tag`, `ls --tag`, and `dead retry QUEUE [--tag]` for
+/// every dead task (or those with a tag) were missing.
+#[test]
+fn tags_cancel_and_list_and_dead_tasks_are_retried_in_bulk() {
+    let server = start_server();
+    let (url, api) = (server.url(), Api::of(&server));
+    for (key, delay, tags) in
+        [("wf-2", "2h", json!(["pi-9"])), ("wf-1", "1h", json!(["pi-9"])), ("other", "1h", json!(["pi-10"]))]
+    {
+        api.create("tags.q", key, json!({"delay": delay, "tags": tags}));
+    }
+    let out = run(&url, &["ls", "tags.q", "--tag", "pi-9"]);
+    out.expect_code(0, "ls --tag");
+    assert!(!out.stdout.contains("other"), "ls --tag lists only the tagged:\n{}", out.stdout);
+    let at = |key: &str| out.stdout.find(key).unwrap_or_else(|| panic!("ls --tag lacks {key}:\n{}", out.stdout));
+    assert!(at("wf-1") < at("wf-2"), "due order:\n{}", out.stdout);
+    let doc = run(&url, &["ls", "tags.q", "--tag", "pi-9", "--state", "scheduled", "--json"]).json();
+    let keys: Vec<&str> = objects_with_key(&doc).iter().filter_map(|t| t["key"].as_str()).collect();
+    assert_eq!(keys, ["wf-1", "wf-2"], "{doc}");
+    let out = run(&url, &["ls", "tags.q", "--tag", "nobody"]);
+    out.expect_code(0, "ls --tag of an unused tag");
+    out.expect_contains(&["No tasks tagged 'nobody' in queue tags.q."], "ls --tag says so");
+
+    let out = run(&url, &["cancel", "tags.q", "--tag", "pi-9"]);
+    out.expect_code(0, "cancel --tag");
+    out.expect_contains(&["Cancelled 2 tasks tagged 'pi-9' in queue tags.q."], "cancel --tag counts");
+    api.task("tags.q", "wf-1").expect_error(404, "not_found", None, "cancelled by tag over the CLI");
+    assert_eq!(api.task("tags.q", "other").json["state"], "scheduled", "another tag is kept");
+    let out = run(&url, &["cancel", "tags.q", "--tag", "pi-9", "--json"]);
+    out.expect_code(0, "cancel --tag of a tag nobody carries");
+    assert_eq!(out.json(), json!({"cancelled": 0}));
+
+    for (key, tags) in [("d1", json!(["pi-9"])), ("d2", json!(["pi-9"])), ("d3", json!([]))] {
+        api.create("dead.bulk", key, json!({"tags": tags, "max_attempts": 1}));
+    }
+    for lease in api.lease("dead.bulk", json!({"max": 10})) {
+        let id = lease["lease_id"].as_str().expect("lease_id");
+        api.ack(id, json!({"outcome": "fail", "error": "order not found"})).expect(204, "fail");
+    }
+    let out = run(&url, &["dead", "retry", "dead.bulk", "--tag", "pi-9"]);
+    out.expect_code(0, "dead retry --tag");
+    out.expect_contains(&["Retried 2 dead tasks tagged 'pi-9' in queue dead.bulk"], "dead retry --tag counts");
+    assert_eq!(api.task("dead.bulk", "d1").json["state"], "scheduled");
+    assert_eq!(api.task("dead.bulk", "d3").json["state"], "dead", "not tagged");
+    let out = run(&url, &["dead", "retry", "dead.bulk", "--json"]);
+    out.expect_code(0, "dead retry QUEUE");
+    assert_eq!(out.json(), json!({"retried": 1}), "every dead task: d3");
+    assert_eq!(api.task("dead.bulk", "d3").json["state"], "scheduled");
+    let out = run(&url, &["dead", "retry", "dead.bulk"]);
+    out.expect_code(0, "dead retry QUEUE with none dead");
+    out.expect_contains(&["Retried 0 dead tasks in queue dead.bulk"], "none left");
+}
+
 #[test]
 fn usage_errors_exit_2_without_contacting_a_server() {
     let url = format!("http://127.0.0.1:{}", closed_port());
@@ -356,8 +409,11 @@ fn usage_errors_exit_2_without_contacting_a_server() {
         &["schedule", "q", "k", "--no-such-flag"],
         &["get", "q"],
         &["cancel"],
+        &["cancel", "q"],
+        &["cancel", "q", "k", "--tag", "pi-9"],
         &["dead"],
         &["dead", "frob", "q"],
+        &["dead", "retry", "q", "k", "--tag", "pi-9"],
         &["get", "q", "k", "extra"],
     ];
     for args in cases {
