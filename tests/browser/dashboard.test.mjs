@@ -1,7 +1,8 @@
 // The dashboard in headless Chromium against the real `punctual serve`, started with a
 // token on a free port. Guards against a dashboard that cannot work with auth (the page
 // must load without the token, every data call must send it), counts that do not follow
-// the API, and buttons (cancel, retry) that do not do what they say.
+// the API, buttons (cancel, retry, retry all) that do not do what they say, and a task
+// list whose tag filter does not filter.
 //
 // Needs: the binary (`cargo build -p punctual-cli`; PUNCTUAL_BIN overrides the path),
 // Debian's chromium at /usr/bin/chromium (CHROMIUM overrides), `npm ci` here.
@@ -135,9 +136,9 @@ test("a task found by key is cancelled with its button", async () => {
   assert.equal((await api("GET", "/v1/queues/order.cancel/tasks/order-1007")).status, 404);
 });
 
-async function kill(key, error) {
-  await api("PUT", `/v1/queues/order.cancel/tasks/${key}`, { max_attempts: 1 });
-  const [lease] = (await api("POST", "/v1/queues/order.cancel/lease", { max: 1 })).json.leases;
+async function kill(key, error, queue = "order.cancel") {
+  await api("PUT", `/v1/queues/${queue}/tasks/${key}`, { max_attempts: 1 });
+  const [lease] = (await api("POST", `/v1/queues/${queue}/lease`, { max: 1 })).json.leases;
   assert.equal(lease.task.key, key);
   await api("POST", `/v1/leases/${lease.lease_id}/ack`, { outcome: "fail", error });
 }
@@ -157,6 +158,41 @@ test("a dead task is retried with its button, another deleted with its own", asy
   const task = await api("GET", "/v1/queues/order.cancel/tasks/order-dead-1");
   assert.equal(task.json.state, "scheduled");
   assert.equal(task.json.attempts, 0);
+});
+
+test("a queue's task list is filtered by tag, from the form and from a task's tag", async () => {
+  for (let i = 1; i <= 2; i++) {
+    await api("PUT", `/v1/queues/flow.reminder/tasks/other-${i}@pi-10`, { delay: `${i}h`, tags: ["pi-10"] });
+  }
+  await page.goto(`${base}/#/queue/flow.reminder`);
+  const rows = page.locator("#tasks tbody tr");
+  await waitFor("the unfiltered list of 8 tasks", async () => (await rows.count()) === 8);
+  await page.fill("#task-tag", "pi-10");
+  await page.click("#task-filter button");
+  await waitFor("the list tagged pi-10", async () => (await rows.count()) === 2);
+  assert.deepEqual(await rows.evaluateAll((trs) => trs.map((tr) => tr.dataset.key)), ["other-1@pi-10", "other-2@pi-10"]);
+  assert.match(page.url(), /#\/queue\/flow\.reminder\?tag=pi-10$/);
+  // A task's tag links to the list it belongs to.
+  await page.goto(`${base}/#/task/flow.reminder/${encodeURIComponent("task-2@pi-9")}`);
+  await page.locator("a.tag", { hasText: "pi-9" }).click();
+  await waitFor("the list tagged pi-9", async () => (await rows.count()) === 6
+    && (await page.locator('#tasks td[data-col="tags"]', { hasText: "pi-10" }).count()) === 0);
+  await page.selectOption("#task-state-filter", "dead");
+  await page.click("#task-filter button");
+  await page.locator("#tasks-empty").waitFor();
+});
+
+test("every dead task of a queue is retried with one button", async () => {
+  for (let i = 1; i <= 3; i++) await kill(`bulk-${i}`, "smtp refused", "mail.bulk");
+  await page.goto(`${base}/#/queue/mail.bulk`);
+  await page.locator('#dead tr[data-key="bulk-3"]').waitFor();
+  await page.click("#retry-all-dead");
+  await page.locator("#banner", { hasText: "Retried 3 dead tasks" }).waitFor();
+  await page.locator("#dead-empty").waitFor();
+  for (let i = 1; i <= 3; i++) {
+    const task = await api("GET", `/v1/queues/mail.bulk/tasks/bulk-${i}`);
+    assert.equal(task.json.state, "scheduled");
+  }
 });
 
 test("it fits a phone screen", async () => {

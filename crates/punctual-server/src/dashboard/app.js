@@ -1,7 +1,9 @@
 // punctual dashboard: vanilla JS, no build step, no external requests.
 //
-// Views (hash routes): "#/" queues overview, "#/queue/<q>" one queue, "#/task/<q>/<key>"
-// one task. Every data call goes to the /v1 API with the token saved in localStorage
+// Views (hash routes): "#/" queues overview, "#/queue/<q>" one queue (its task list
+// filtered by "?tag=&state=&cursor=" after it), "#/task/<q>/<key>" one task. The
+// filter lives in the hash, so a filtered list survives the refresh and can be linked
+// to. Every data call goes to the /v1 API with the token saved in localStorage
 // ("punctual.token") as a Bearer header. Data is put into the page with textContent
 // only, never as HTML, so task keys and payloads cannot inject markup.
 "use strict";
@@ -181,14 +183,49 @@ function card(label, value, id) {
   return h("div", { class: "card", id: `card-${id}` }, h("div", { class: "label" }, label), h("div", { class: "value" }, value));
 }
 
-async function queuePage(queue) {
+// The hash of a queue's page with its task list filtered by `filter` ({tag, state, cursor}).
+function queueHash(queue, filter) {
+  const params = new URLSearchParams();
+  for (const name of ["tag", "state", "cursor"]) if (filter[name]) params.set(name, filter[name]);
+  const query = params.toString();
+  return `#/queue/${enc(queue)}${query ? `?${query}` : ""}`;
+}
+
+// One page of the queue's tasks, in due order, as the filter says.
+async function taskList(queue, filter) {
+  const params = new URLSearchParams({ limit: "50" });
+  for (const name of ["tag", "state", "cursor"]) if (filter[name]) params.set(name, filter[name]);
+  return api("GET", `/v1/queues/${enc(queue)}/tasks?${params}`);
+}
+
+function taskFilterForm(queue, filter) {
+  const tag = h("input", { id: "task-tag", name: "tag", placeholder: "tag", "aria-label": "tag", value: filter.tag || "" });
+  const state = h("select", { id: "task-state-filter", name: "state", "aria-label": "state" },
+    ["", "scheduled", "leased", "dead"].map((s) => h("option", { value: s, selected: s === (filter.state || "") }, s || "any state")));
+  return h("form", { id: "task-filter", class: "filter", autocomplete: "off", onsubmit: (e) => {
+    e.preventDefault();
+    location.hash = queueHash(queue, { tag: tag.value.trim(), state: state.value });
+  } }, tag, state, h("button", { type: "submit" }, "Filter"),
+  filter.tag || filter.state ? h("a", { href: queueHash(queue, {}), id: "task-filter-clear" }, "clear") : null);
+}
+
+async function queuePage(queue, filter) {
   const q = enc(queue);
-  const [detail, activity, dead, upcoming] = await Promise.all([
+  const [detail, activity, dead, upcoming, tasks] = await Promise.all([
     api("GET", `/v1/queues/${q}`),
     api("GET", `/v1/queues/${q}/activity`),
     api("GET", `/v1/queues/${q}/dead?limit=100`),
     upcomingTasks(queue, chartRange),
+    taskList(queue, filter),
   ]);
+  const taskRows = tasks.tasks.map((t) => h("tr", { "data-key": t.key },
+    h("td", {}, h("a", { href: `#/task/${q}/${enc(t.key)}` }, t.key)),
+    h("td", {}, h("span", { class: `pill ${t.state}` }, t.state)),
+    h("td", {}, relative(t.due_at)),
+    h("td", { class: "num hide-narrow" }, t.attempts),
+    h("td", { class: "hide-narrow", "data-col": "tags" }, t.tags.join(", ")),
+  ));
+  const filtered = [filter.state, filter.tag && `tagged ${filter.tag}`].filter(Boolean).join(", ");
   const deadRows = dead.tasks.map((t) => h("tr", { "data-key": t.key },
     h("td", {}, h("a", { href: `#/task/${q}/${enc(t.key)}` }, t.key)),
     h("td", { class: "num" }, t.attempts),
@@ -223,7 +260,23 @@ async function queuePage(queue) {
         rangeButton("hour", "Next hour"), rangeButton("day", "Next day"),
         h("span", { class: "muted" }, upcoming.note)),
       chart(upcoming, chartRange)),
-    h("h2", {}, `Dead tasks (${detail.dead})`),
+    h("h2", {}, "Tasks", filtered ? h("span", { class: "muted" }, ` (${filtered})`) : null),
+    h("div", { class: "panel" },
+      taskFilterForm(queue, filter),
+      tasks.tasks.length === 0
+        ? h("p", { class: "muted", id: "tasks-empty" }, filter.cursor ? "No more tasks." : "No tasks.")
+        : h("table", { id: "tasks" },
+          h("thead", {}, h("tr", {}, h("th", {}, "Key"), h("th", {}, "State"), h("th", {}, "Due"),
+            h("th", { class: "num hide-narrow" }, "Attempts"), h("th", { class: "hide-narrow" }, "Tags"))),
+          h("tbody", {}, taskRows)),
+      h("div", { class: "actions" },
+        filter.cursor ? h("a", { href: queueHash(queue, { ...filter, cursor: null }) }, "first page") : null,
+        tasks.next_cursor ? h("a", { id: "tasks-next", href: queueHash(queue, { ...filter, cursor: tasks.next_cursor }) }, "next page") : null)),
+    h("h2", {}, `Dead tasks (${detail.dead})`,
+      detail.dead > 0 ? h("button", { class: "retry", id: "retry-all-dead",
+        onclick: (e) => confirmThen(`Retry all ${detail.dead} dead tasks of ${queue}?`,
+          () => act(e, "POST", `/v1/queues/${q}/dead/retry`, (answer) => `Retried ${answer.retried} dead tasks`, undefined, {})) },
+      "Retry all") : null),
     dead.tasks.length === 0
       ? h("div", { class: "panel muted", id: "dead-empty" }, "No dead tasks.")
       : h("div", { class: "panel" }, h("table", { id: "dead" },
@@ -309,7 +362,9 @@ async function taskPage(queue, key) {
     ["Due", `${shortTime(task.due_at)} (${relative(task.due_at)})`],
     ["Attempts", `${task.attempts} of ${task.max_attempts}`],
     ["Repeat", task.repeat ? JSON.stringify(task.repeat) : "–"],
-    ["Tags", task.tags.length ? task.tags.join(", ") : "–"],
+    ["Tags", task.tags.length
+      ? task.tags.flatMap((t, i) => [i ? ", " : "", h("a", { href: queueHash(queue, { tag: t }), class: "tag" }, t)])
+      : "–"],
     ["Version", task.version],
     ["Created", shortTime(task.created_at)],
     ["Updated", shortTime(task.updated_at)],
@@ -337,12 +392,13 @@ function confirmThen(question, then) {
   if (window.confirm(question)) then();
 }
 
-async function act(event, method, path, done, goTo) {
+// `done` is the news to show, or a function of the answer that says it.
+async function act(event, method, path, done, goTo, body) {
   const button = event.target;
   button.disabled = true;
   try {
-    await api(method, path);
-    showBanner(done, "info");
+    const answer = await api(method, path, body);
+    showBanner(typeof done === "function" ? done(answer) : done, "info");
     if (goTo && location.hash !== goTo) {
       keepBanner = true;
       location.hash = goTo;
@@ -359,8 +415,13 @@ async function act(event, method, path, done, goTo) {
 // ---- routing and refresh --------------------------------------------------------------
 
 function route() {
-  const parts = location.hash.replace(/^#\/?/, "").split("/").map(decodeURIComponent);
-  if (parts[0] === "queue" && parts[1]) return () => queuePage(parts[1]);
+  const [path, query] = location.hash.replace(/^#\/?/, "").split("?");
+  const parts = path.split("/").map(decodeURIComponent);
+  if (parts[0] === "queue" && parts[1]) {
+    const params = new URLSearchParams(query || "");
+    const filter = { tag: params.get("tag"), state: params.get("state"), cursor: params.get("cursor") };
+    return () => queuePage(parts[1], filter);
+  }
   if (parts[0] === "task" && parts[1] && parts.length >= 3) return () => taskPage(parts[1], parts.slice(2).join("/"));
   return overview;
 }
@@ -386,9 +447,17 @@ async function render() {
   }
 }
 
+// The periodic refresh skips a turn while a form of the page is being typed into (it
+// would replace the form, and what was typed).
+function refresh() {
+  const active = document.activeElement;
+  if (active && view.contains(active) && active.closest("form")) return;
+  render();
+}
+
 function schedule() {
   clearInterval(timer);
-  if (document.getElementById("auto-refresh").checked) timer = setInterval(render, REFRESH_MS);
+  if (document.getElementById("auto-refresh").checked) timer = setInterval(refresh, REFRESH_MS);
 }
 
 document.getElementById("token").value = localStorage.getItem(TOKEN_KEY) || "";
