@@ -86,8 +86,8 @@ fn a_full_disk_refuses_writes_clearly_keeps_what_was_stored_and_recovers_when_sp
     refusal.expect_error(503, "unavailable", None, "a write to a full disk");
     // Clients are told to retry later; the operator's log says why and what to do.
     assert!(refusal.text.contains("retry later"), "{}", refusal.text);
-    let logs = server.logs();
-    assert!(logs.contains("the disk is full; free space and retry"), "the log says why:\n{logs}");
+    let logged = server.wait_for_log("the disk is full; free space and retry", std::time::Duration::from_secs(5));
+    assert!(logged.is_ok(), "the log says why:\n{}", logged.unwrap_err());
     assert!(!acknowledged.is_empty(), "some batches fit before the disk filled");
 
     // Nothing stored was lost or damaged; reads still work; the refused batch left nothing.
