@@ -91,5 +91,6 @@ fn dead_tasks_are_deleted_once_past_their_queues_retention() {
     api.get("/v1/queues/short/tasks/order-1").expect_error(404, "not_found", None, "deleted by the retention");
     assert_eq!(dead_count(&api, "long"), 1, "dead for ten minutes of the hour it is kept");
     assert_eq!(dead_count(&api, "kept"), 1, "a queue without a retention keeps its dead tasks");
-    assert!(server.logs().contains("deleted dead tasks past their retention"), "{}", server.logs());
+    let logged = server.wait_for_log("deleted dead tasks past their retention", PATIENCE);
+    assert!(logged.is_ok(), "{}", logged.unwrap_err());
 }

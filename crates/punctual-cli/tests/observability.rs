@@ -7,6 +7,8 @@
 
 mod common;
 
+use std::time::Duration;
+
 use common::{Api, server_builder, start};
 use serde_json::{Value, json};
 
@@ -41,7 +43,8 @@ fn readyz_stays_ready_while_a_due_task_waits_too_long_and_names_its_queue() {
     api.ack(lease["lease_id"].as_str().unwrap_or_default(), json!({"outcome": "done"})).expect(204, "ack");
     api.readyz_until("without overdue queues", |r| r.status == 200 && r.json == json!({"status": "ready"}));
 
-    let logs = server.logs();
+    // The log reaches the test through a reader thread: wait for the last line expected.
+    let logs = server.wait_for_log("task completed", Duration::from_secs(5)).unwrap_or_else(|logs| logs);
     let events: Vec<Value> = logs.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
     let messages: Vec<&str> = events.iter().filter_map(|e| e["fields"]["message"].as_str()).collect();
     assert!(!messages.iter().any(|m| m.starts_with("not ready")), "never unready:\n{logs}");

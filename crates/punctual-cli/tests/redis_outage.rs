@@ -197,7 +197,7 @@ fn report_and_check_recovery(name: &str, run: &Outage) {
     let readyz = Api::of(&run.server).get("/readyz");
     readyz.expect(200, "ready again once Redis is back");
     // Logged once per change of state, not once per failed call.
-    let logs = run.server.logs();
+    let logs = run.server.wait_for_log("Redis is reachable again", Duration::from_secs(5)).unwrap_or_else(|l| l);
     assert_eq!(logs.matches("Redis is unreachable").count(), 1, "{logs}");
     assert_eq!(logs.matches("Redis is reachable again").count(), 1, "{logs}");
 }
@@ -489,7 +489,7 @@ fn redis_frozen_for_five_seconds_under_load_is_answered_with_quick_503s_and_lose
     assert!(recovered_in < Duration::from_secs(5), "recovery took {recovered_in:?}");
     api.get("/readyz").expect(200, "ready again once Redis answers");
     // Logged once per change of state, not once per failed call.
-    let logs = server.logs();
+    let logs = server.wait_for_log("Redis is reachable again", Duration::from_secs(5)).unwrap_or_else(|l| l);
     assert_eq!(logs.matches("Redis is unreachable").count(), 1, "{logs}");
     assert_eq!(logs.matches("Redis is reachable again").count(), 1, "{logs}");
 }
