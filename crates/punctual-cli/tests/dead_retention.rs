@@ -12,7 +12,7 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::*;
 use serde_json::json;
@@ -43,7 +43,6 @@ fn dead_count(api: &Api, queue: &str) -> u64 {
 }
 
 #[test]
-#[allow(clippy::disallowed_methods, reason = "a real process takes real time: the deadline of the wait")]
 fn dead_tasks_are_deleted_once_past_their_queues_retention() {
     assert!(
         Path::new(LIBFAKETIME).exists(),
@@ -83,11 +82,8 @@ fn dead_tasks_are_deleted_once_past_their_queues_retention() {
     std::fs::write(&clock, "@2026-03-01 12:10:00\n").unwrap();
     server.restart().unwrap();
     let api = Api::of(&server);
-    let deadline = Instant::now() + PATIENCE;
-    while dead_count(&api, "short") > 0 {
-        assert!(Instant::now() < deadline, "short's dead task was not deleted:\n{}", server.logs());
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let deleted = punctual_testkit::poll_until(PATIENCE, || (dead_count(&api, "short") == 0).then_some(()));
+    assert!(deleted.is_some(), "short's dead task was not deleted:\n{}", server.logs());
     api.get("/v1/queues/short/tasks/order-1").expect_error(404, "not_found", None, "deleted by the retention");
     assert_eq!(dead_count(&api, "long"), 1, "dead for ten minutes of the hour it is kept");
     assert_eq!(dead_count(&api, "kept"), 1, "a queue without a retention keeps its dead tasks");

@@ -26,16 +26,9 @@ use serde_json::{Value, json};
 
 const DEADLINE: Duration = Duration::from_secs(20);
 
-/// Calls `check` every 50 ms until it answers `Some`, failing after [`DEADLINE`].
-fn until<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + DEADLINE;
-    loop {
-        if let Some(found) = check() {
-            return found;
-        }
-        assert!(Instant::now() < deadline, "{what}: not within {DEADLINE:?}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+/// Calls `check` until it answers `Some`, failing after [`DEADLINE`].
+fn until<T>(what: &str, check: impl FnMut() -> Option<T>) -> T {
+    punctual_testkit::poll_until(DEADLINE, check).unwrap_or_else(|| panic!("{what}: not within {DEADLINE:?}"))
 }
 
 fn node(redis: &RedisServer) -> ServerProcess {

@@ -40,7 +40,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// How long a server may take from spawn to a healthy `/healthz`.
 pub const STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
@@ -192,19 +192,8 @@ impl ServerProcess {
     /// Waits until the server's output holds `needle` (its output reaches the test
     /// through a reader thread, so a line written just before an answer may arrive just
     /// after it); the output so far, `Err` with it when `timeout` passes first.
-    #[allow(clippy::disallowed_methods, reason = "waiting for a real process takes real time, not a Clock's")]
     pub fn wait_for_log(&self, needle: &str, timeout: Duration) -> Result<String, String> {
-        let deadline = Instant::now() + timeout;
-        loop {
-            let logs = self.logs();
-            if logs.contains(needle) {
-                return Ok(logs);
-            }
-            if Instant::now() >= deadline {
-                return Err(logs);
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        crate::poll_until(timeout, || Some(self.logs()).filter(|logs| logs.contains(needle))).ok_or_else(|| self.logs())
     }
 
     /// Everything the server wrote to stdout and stderr so far, over every run.

@@ -250,20 +250,20 @@ impl Api {
         self.post(&format!("/v1/leases/{}/extend", enc(lease_id)), body)
     }
 
-    /// Calls `GET /readyz` every 50 ms until its answer is `wanted`, failing after 20 s
-    /// with the last answer.
+    /// Calls `GET /readyz` until its answer is `wanted`, failing after 20 s with the
+    /// last answer.
     #[track_caller]
-    #[allow(clippy::disallowed_methods, reason = "a real process takes real time")]
     pub fn readyz_until(&self, what: &str, wanted: impl Fn(&Resp) -> bool) -> Resp {
-        let deadline = std::time::Instant::now() + Duration::from_secs(20);
-        loop {
+        let mut last = None;
+        let found = punctual_testkit::poll_until(Duration::from_secs(20), || {
             let resp = self.get("/readyz");
             if wanted(&resp) {
-                return resp;
+                return Some(resp);
             }
-            assert!(std::time::Instant::now() < deadline, "/readyz: never {what} within 20 s; last: {resp:?}");
-            std::thread::sleep(Duration::from_millis(50));
-        }
+            last = Some(resp);
+            None
+        });
+        found.unwrap_or_else(|| panic!("/readyz: never {what} within 20 s; last: {last:?}"))
     }
 }
 
