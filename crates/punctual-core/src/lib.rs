@@ -2,8 +2,9 @@
 //! that fires tasks on time. No disk or network I/O happens here; stores live in their
 //! own crates (`punctual-sqlite`, later `punctual-redis`).
 //!
-//! The engine counts what it does ([`metrics`], read with [`Engine::metrics`]) and runs
-//! a watchdog that restarts a stalled consumer wait or lease reaper
+//! The engine tells what it does as [`Event`]s ([`Engine::observe`],
+//! [`Engine::subscribe`]): metrics, dashboards, logs and tests are built from them. It
+//! runs a watchdog that restarts a stalled consumer wait or lease reaper
 //! ([`WatchdogConfig`]).
 //!
 //! Guarantees (see `docs/state-machine.md`): a task whose schedule call returned fires
@@ -15,12 +16,14 @@ pub mod clock;
 mod cron;
 pub mod engine;
 mod error;
+pub mod events;
 mod identity;
-pub mod metrics;
 mod model;
+mod outcome;
 pub mod policy;
 pub mod store;
 pub mod time;
+mod timed;
 mod timer;
 pub mod token;
 mod wake;
@@ -28,12 +31,16 @@ pub mod wheel;
 mod worker;
 
 pub use clock::{Clock, ManualClock, Stopwatch, SystemClock};
-pub use engine::{Engine, EngineConfig, LagSummary, LeaseOptions, Limits, ListOptions, QueueDefaults, WatchdogConfig};
+pub use engine::{
+    Engine, EngineConfig, LeaseOptions, Limits, ListOptions, MAX_LEASE, MIN_LEASE, QueueDefaults, WatchdogConfig,
+};
 pub use error::{Error, Result};
+pub use events::{Event, EventStream, Observer, Restarted, StoreOp};
 pub use identity::StoreId;
 pub use model::{IfExists, NewTask, QueueName, Tag, Task, TaskKey, TaskMeta, TaskSpec, TaskState, When};
+pub use outcome::{Outcome, TryEnd};
 pub use policy::{Backoff, Repeat};
 pub use store::{DeadSelection, Lease, LeaseToken, Peers, ScheduleOutcome, Scheduled, Store, StoreReset, Wakeup};
 pub use time::{Timestamp, parse_duration};
 pub use token::TokenCodec;
-pub use worker::{BoxError, Delivery, Handler, Outcome, RunningWorker, Worker};
+pub use worker::{BoxError, Delivery, Handler, RunningWorker, Worker};

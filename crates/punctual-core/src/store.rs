@@ -142,7 +142,6 @@ impl LeaseBatch {
 
 /// How a leased try ended, as decided by the engine.
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
 pub enum Completion {
     /// The occurrence succeeded and nothing follows: delete the task.
     Done,
@@ -153,6 +152,16 @@ pub enum Completion {
     Reschedule { at: Timestamp },
     /// Give up: `attempts + 1`, `last_error = error`, state `dead`.
     Dead { error: String },
+}
+
+impl Completion {
+    /// When the task is due again after this completion, if it stays scheduled.
+    pub fn next_due(&self) -> Option<Timestamp> {
+        match self {
+            Completion::Retry { at, .. } | Completion::Reschedule { at } => Some(*at),
+            Completion::Done | Completion::Dead { .. } => None,
+        }
+    }
 }
 
 /// Complete a live lease.

@@ -32,67 +32,13 @@ use tracing::Instrument;
 
 use crate::engine::Engine;
 use crate::error::{Error, Result};
-use crate::model::{QueueName, Task, When};
+use crate::model::{QueueName, Task};
+use crate::outcome::Outcome;
 use crate::store::{Lease, LeaseToken, Store};
-use crate::time::{Timestamp, format_duration};
+use crate::time::Timestamp;
 
 /// An error a handler returns; it becomes a retry.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
-
-/// What a handler decided.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Outcome {
-    /// Finished. A repeating task is re-armed at its next occurrence; otherwise the task
-    /// is deleted.
-    Done,
-    /// Failed: try again after `after` (or the task's backoff); dead once the attempts
-    /// are spent.
-    Retry { after: Option<Duration>, error: String },
-    /// Fire again later as a new occurrence (e.g. "still pending: remind again in 24 h").
-    Reschedule(When),
-    /// Give up now: the task goes to `dead`.
-    Fail(String),
-}
-
-/// For logs: `done`, `retry in 5s: smtp timeout`, `reschedule in 1d`, `fail: order not
-/// found`.
-impl fmt::Display for Outcome {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Outcome::Done => f.write_str("done"),
-            Outcome::Retry { after: Some(after), error } => write!(f, "retry in {}: {error}", format_duration(*after)),
-            Outcome::Retry { after: None, error } => write!(f, "retry after the backoff: {error}"),
-            Outcome::Reschedule(When::Now) => f.write_str("reschedule now"),
-            Outcome::Reschedule(When::After(after)) => write!(f, "reschedule in {}", format_duration(*after)),
-            Outcome::Reschedule(When::At(at)) => write!(f, "reschedule at {at}"),
-            Outcome::Fail(error) => write!(f, "fail: {error}"),
-        }
-    }
-}
-
-impl Outcome {
-    /// Retry after the task's backoff.
-    pub fn retry(error: impl fmt::Display) -> Outcome {
-        Outcome::Retry { after: None, error: error.to_string() }
-    }
-    /// Retry after `after`.
-    pub fn retry_in(after: Duration, error: impl fmt::Display) -> Outcome {
-        Outcome::Retry { after: Some(after), error: error.to_string() }
-    }
-    /// Fire again `after` from now.
-    pub fn reschedule_in(after: Duration) -> Outcome {
-        Outcome::Reschedule(When::After(after))
-    }
-    /// Fire again at `at`.
-    pub fn reschedule_at(at: Timestamp) -> Outcome {
-        Outcome::Reschedule(When::At(at))
-    }
-    /// Send the task to `dead` now.
-    pub fn fail(error: impl fmt::Display) -> Outcome {
-        Outcome::Fail(error.to_string())
-    }
-}
 
 /// One try of one occurrence of a task, handed to a handler.
 #[derive(Debug, Clone)]
@@ -378,7 +324,7 @@ impl<S: Store> Dispatcher<S> {
                     }
                     let pause = Duration::from_millis(50u64 << failures.min(7));
                     tokio::select! {
-                        _ = tokio::time::sleep(pause) => {}
+                        _ = self.engine.sleep(pause) => {}
                         _ = self.stop_leasing.cancelled() => break,
                     }
                     continue;
@@ -433,7 +379,7 @@ impl<S: Store> RunOne<S> {
         let joined = loop {
             tokio::select! {
                 joined = &mut handler => break joined,
-                _ = tokio::time::sleep(heartbeat), if renewing => {
+                _ = self.engine.sleep(heartbeat), if renewing => {
                     match self.engine.extend(token, self.lease_for).await {
                         Ok(expiry) => self.engine.lease_expires(expiry),
                         Err(Error::LeaseLost) => {
@@ -483,28 +429,5 @@ fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
         text.clone()
     } else {
         "(no message)".to_owned()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn outcomes_read_as_words_in_logs() {
-        // Were Rust debug structures: `Retry { after: Some(1s), error: "…" }`.
-        assert_eq!(Outcome::Done.to_string(), "done");
-        assert_eq!(
-            Outcome::retry_in(Duration::from_secs(90), "smtp timeout").to_string(),
-            "retry in 1m 30s: smtp timeout"
-        );
-        assert_eq!(Outcome::retry("HTTP 503").to_string(), "retry after the backoff: HTTP 503");
-        assert_eq!(Outcome::reschedule_in(Duration::from_secs(86_400)).to_string(), "reschedule in 1d");
-        assert_eq!(Outcome::Reschedule(When::Now).to_string(), "reschedule now");
-        assert_eq!(
-            Outcome::Reschedule(When::At(Timestamp::from_millis(1_764_504_000_000))).to_string(),
-            "reschedule at 2025-11-30T12:00:00.000Z"
-        );
-        assert_eq!(Outcome::Fail("order not found".into()).to_string(), "fail: order not found");
     }
 }

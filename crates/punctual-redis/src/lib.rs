@@ -575,9 +575,6 @@ impl Shared {
                     Completion::Retry { at, error } => ("r", at.as_millis(), error.as_str()),
                     Completion::Reschedule { at } => ("s", at.as_millis(), ""),
                     Completion::Dead { error } => ("x", 0, error.as_str()),
-                    other => {
-                        return Err(Error::Internal(format!("completion {other:?} is not supported by this store")));
-                    }
                 };
                 let t = &req.token;
                 invocation.arg(t.key.as_str()).arg(t.task_id).arg(t.version).arg(t.fence).arg(kind).arg(at).arg(error);

@@ -16,7 +16,9 @@ use std::time::{Duration, Instant};
 
 use punctual_core::store::CompleteRequest;
 use punctual_core::store::{Completion, LeaseRequest};
-use punctual_core::{Engine, EngineConfig, Lease, NewTask, QueueName, Store, StoreReset, TaskKey, TaskSpec, Timestamp};
+use punctual_core::{
+    Engine, EngineConfig, Event, Lease, NewTask, QueueName, Store, StoreReset, TaskKey, TaskSpec, Timestamp,
+};
 use punctual_redis::{RedisConfig, RedisStore, Target};
 use punctual_testkit::redis::RedisServer;
 
@@ -112,27 +114,26 @@ async fn a_node_running_through_a_flush_reports_it_once_and_goes_on_as_the_new_s
 }
 
 #[tokio::test]
-async fn a_redis_restarted_without_persistence_is_counted_by_the_engine() {
+async fn a_redis_restarted_without_persistence_is_reported_by_the_engine() {
     let mut redis = punctual_testkit::redis::server();
     let engine = Engine::start(connect(&redis).await, EngineConfig::default());
+    let mut events = engine.subscribe();
     let mut resets = engine.store().peers().expect("peers").resets.expect("resets");
     engine.schedule("order.cancel", "order-1", TaskSpec::now()).await.expect("schedule");
-    assert_eq!(engine.metrics().store_resets, 0);
 
     let restarted = Instant::now();
     redis.restart().expect("restart the redis-server, empty");
     next_reset(&mut resets).await;
     println!("restart without persistence noticed after {:?}", restarted.elapsed());
-    // The engine hears of it on its own subscription, at about the same moment.
-    let deadline = Instant::now() + DEADLINE;
-    while engine.metrics().store_resets == 0 {
-        assert!(Instant::now() < deadline, "the engine counted no reset within {DEADLINE:?} of the store");
-        tokio::task::yield_now().await;
-    }
-    let metrics = engine.metrics();
-    assert_eq!(metrics.store_resets, 1);
-    let last = metrics.last_store_reset.expect("the reset is kept");
-    assert_eq!(last.current, engine.store().id());
+    // The engine hears of it on its own subscription, at about the same moment, and
+    // says so once.
+    let reset = events.wait_for(DEADLINE, |event| match event {
+        Event::StoreReset { reset, missed } => Some((reset.clone(), *missed)),
+        _ => None,
+    });
+    let (last, missed) = reset.await.expect("the engine reported the reset within the deadline of the store");
+    assert_eq!(missed, 0);
+    assert_eq!(last.expect("the reset itself").current, engine.store().id());
     assert!(engine.stats(Some("order.cancel")).await.expect("stats")[0].scheduled == 0, "the task is gone");
     engine.shutdown().await.expect("shutdown");
 }

@@ -384,8 +384,8 @@ pub(crate) struct RecentOutcome {
     pub(crate) error: Option<String>,
 }
 
-impl From<punctual_core::metrics::QueueActivity> for ActivityResponse {
-    fn from(a: punctual_core::metrics::QueueActivity) -> ActivityResponse {
+impl From<crate::metrics::QueueActivity> for ActivityResponse {
+    fn from(a: crate::metrics::QueueActivity) -> ActivityResponse {
         ActivityResponse {
             recent: a
                 .recent
@@ -401,7 +401,7 @@ impl From<punctual_core::metrics::QueueActivity> for ActivityResponse {
                     error: o.error,
                 })
                 .collect(),
-            slot_ms: u64::try_from(punctual_core::metrics::RATE_SLOT.as_millis()).unwrap_or(u64::MAX),
+            slot_ms: u64::try_from(crate::metrics::RATE_SLOT.as_millis()).unwrap_or(u64::MAX),
             fired: a.fired_per_slot,
         }
     }

@@ -33,6 +33,7 @@ mod delivery;
 mod error;
 mod extract;
 mod head;
+pub mod metrics;
 mod openapi;
 mod ops;
 mod prom;

@@ -80,7 +80,7 @@ pub(crate) async fn readyz<S: Store>(State(state): State<AppState<S>>) -> Respon
     note(&state, &answer);
     match answer {
         Ok(overdue) => {
-            let reset = state.inner.engine.metrics().last_store_reset;
+            let reset = state.metrics().last_store_reset;
             let reason = reset.map(|r| format!("{} (noticed at {})", r.what, r.noticed_at));
             Json(Status { status: "ready", reason, overdue }).into_response()
         }
@@ -155,7 +155,7 @@ pub(crate) async fn metrics<S: Store>(State(state): State<AppState<S>>) -> Resul
         .iter()
         .filter_map(|(queue, action)| action.rate_stats().map(|stats| (queue.clone(), stats)))
         .collect();
-    let scrape = prom::Scrape { stats, metrics: engine.metrics(), now: engine.clock().now(), rate_limits };
+    let scrape = prom::Scrape { stats, metrics: state.metrics(), now: engine.clock().now(), rate_limits };
     let text = prom::render(scrape).map_err(ApiError::internal)?;
     Ok(([(header::CONTENT_TYPE, prom::CONTENT_TYPE)], text).into_response())
 }

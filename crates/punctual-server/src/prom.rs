@@ -7,6 +7,7 @@
 
 use std::time::Duration;
 
+use crate::metrics::{HistogramSnapshot, MetricsSnapshot};
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric, NoLabelSet};
 use prometheus_client::metrics::MetricType;
@@ -14,7 +15,6 @@ use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::registry::Registry;
 use punctual_core::Timestamp;
-use punctual_core::metrics::{HistogramSnapshot, MetricsSnapshot};
 use punctual_core::store::QueueStats;
 
 /// Everything one scrape shows.
@@ -132,7 +132,7 @@ impl Collector for Scrape {
             MetricType::Gauge,
             waiting,
         )?;
-        type Pick = fn(&punctual_core::metrics::QueueCounts) -> u64;
+        type Pick = fn(&crate::metrics::QueueCounts) -> u64;
         let counters: [(&str, &str, Pick); 8] = [
             ("punctual_tasks_scheduled", "Tasks created or replaced.", |q| q.scheduled),
             ("punctual_tasks_fired", "Leases handed out (handler starts).", |q| q.fired),

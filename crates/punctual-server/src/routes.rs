@@ -198,7 +198,7 @@ pub(crate) async fn get_queue<S: Store>(State(state): State<AppState<S>>, params
         .next_due_at
         .filter(|due| *due <= now)
         .map_or(0, |due| u64::try_from(now.saturating_since(due).as_millis()).unwrap_or(u64::MAX));
-    let lag = engine.recent_lag(name)?;
+    let lag = state.inner.metrics.recent_lag(&punctual_core::QueueName::new(name)?);
     let lag_ms = LagMs { p50: lag.map(|l| l.p50_ms), p99: lag.map(|l| l.p99_ms) };
     Ok(Json(QueueDetail { summary, oldest_overdue_ms, lag_ms }).into_response())
 }
@@ -210,7 +210,8 @@ pub(crate) async fn get_queue<S: Store>(State(state): State<AppState<S>>, params
     params(("queue" = schema::QueueName, Path)),
     responses((status = 200, body = ActivityResponse), (status = 400, description = "Invalid queue", body = ErrorBody)))]
 pub(crate) async fn activity<S: Store>(State(state): State<AppState<S>>, params: Params) -> Answer {
-    let activity = state.inner.engine.activity(params.get("queue"))?;
+    let queue = punctual_core::QueueName::new(params.get("queue"))?;
+    let activity = state.inner.metrics.activity(&queue, state.inner.engine.clock().now());
     Ok(Json(ActivityResponse::from(activity)).into_response())
 }
 

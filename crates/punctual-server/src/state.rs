@@ -14,6 +14,7 @@ use subtle::ConstantTimeEq;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::ApiError;
+use crate::metrics::{Metrics, MetricsSnapshot, QueueActivity};
 use crate::openapi::Served;
 use crate::queues::{Declared, push_refusal};
 
@@ -80,6 +81,8 @@ pub(crate) struct Inner<S: Store> {
     pub(crate) actions: Mutex<Vec<(String, punctual_actions::Action)>>,
     /// The OpenAPI document of this server (it depends on the tokens and limits).
     pub(crate) openapi: serde_json::Value,
+    /// The counts of `/metrics` and the dashboard, from the engine's events.
+    pub(crate) metrics: Arc<Metrics>,
 }
 
 impl<S: Store> AppState<S> {
@@ -93,6 +96,9 @@ impl<S: Store> AppState<S> {
     pub async fn new(engine: Engine<S>, options: HttpOptions) -> Result<AppState<S>, punctual_core::Error> {
         let codec = TokenCodec::new(engine.store().secret().await?);
         let served = Served { tokens: !options.tokens.is_empty(), max_batch: engine.limits().max_batch };
+        let metrics = Arc::new(Metrics::default());
+        let observer = Arc::clone(&metrics);
+        engine.observe(move |event: &punctual_core::Event| observer.observe(event));
         Ok(AppState {
             inner: Arc::new(Inner {
                 engine,
@@ -104,6 +110,7 @@ impl<S: Store> AppState<S> {
                 readiness: Mutex::new(None),
                 actions: Mutex::new(Vec::new()),
                 openapi: crate::openapi::document(served),
+                metrics,
             }),
         })
     }
@@ -111,6 +118,16 @@ impl<S: Store> AppState<S> {
     /// The engine underneath.
     pub fn engine(&self) -> &Engine<S> {
         &self.inner.engine
+    }
+
+    /// Everything counted since the server started (what `/metrics` shows).
+    pub fn metrics(&self) -> MetricsSnapshot {
+        self.inner.metrics.snapshot(&self.inner.engine.waiting_consumers())
+    }
+
+    /// The queue's recent outcomes and throughput (what the dashboard shows).
+    pub fn activity(&self, queue: &QueueName) -> QueueActivity {
+        self.inner.metrics.activity(queue, self.inner.engine.clock().now())
     }
 
     /// Cancelled when the server begins to stop: long polls then answer at once with

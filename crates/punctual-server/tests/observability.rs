@@ -144,7 +144,7 @@ async fn a_blocked_handler_pool_shows_in_metrics_and_in_a_ready_readyz_until_unb
     gate.add_permits(2);
     assert_eq!(within(10, started_rx.recv()).await.unwrap(), "b");
     within(10, async {
-        while s.engine().metrics().queues.iter().find(|q| q.queue.as_str() == "q").unwrap().done < 2 {
+        while s.state.metrics().queues.iter().find(|q| q.queue.as_str() == "q").unwrap().done < 2 {
             tokio::task::yield_now().await;
         }
     })

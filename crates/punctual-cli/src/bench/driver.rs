@@ -11,14 +11,16 @@
 //! A [`Recorder`] counts each key once (keys are decimal numbers), so a second firing
 //! of a task is counted as a duplicate rather than hiding a lost one.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use indicatif::ProgressBar;
-use punctual_core::{BoxError, Delivery, Engine, Outcome, RunningWorker, Store, TaskSpec, Timestamp, Worker};
+use punctual_core::{
+    BoxError, Delivery, Engine, Event, Outcome, RunningWorker, Store, TaskSpec, Timestamp, TryEnd, Worker,
+};
 use serde_json::{Value, json};
 use tokio::sync::{Notify, watch};
 use tokio::task::JoinHandle;
@@ -180,17 +182,26 @@ impl Recorder {
 #[derive(Debug)]
 pub(crate) struct EngineDriver<S: Store> {
     engine: Engine<S>,
+    /// Tries that ended done, per queue, counted from the engine's events.
+    done: Arc<Mutex<HashMap<String, u64>>>,
 }
 
 impl<S: Store> Clone for EngineDriver<S> {
     fn clone(&self) -> Self {
-        EngineDriver { engine: self.engine.clone() }
+        EngineDriver { engine: self.engine.clone(), done: Arc::clone(&self.done) }
     }
 }
 
 impl<S: Store> EngineDriver<S> {
     pub(crate) fn new(engine: Engine<S>) -> EngineDriver<S> {
-        EngineDriver { engine }
+        let done = Arc::new(Mutex::new(HashMap::new()));
+        let counts = Arc::clone(&done);
+        engine.observe(move |event: &Event| {
+            if let Event::Completed { queue, ended: TryEnd::Done, .. } = event {
+                *counts.lock().expect("done counts poisoned").entry(queue.to_string()).or_insert(0) += 1;
+            }
+        });
+        EngineDriver { engine, done }
     }
 }
 
@@ -235,8 +246,7 @@ impl<S: Store> Driver for EngineDriver<S> {
     }
 
     fn completed(&self, queue: &str, _recorder: &Recorder) -> u64 {
-        let metrics = self.engine.metrics();
-        metrics.queues.iter().find(|q| q.queue.as_str() == queue).map_or(0, |q| q.done)
+        self.done.lock().expect("done counts poisoned").get(queue).copied().unwrap_or(0)
     }
 
     async fn remaining(&self, queue: &str) -> Result<u64> {

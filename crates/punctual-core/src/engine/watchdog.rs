@@ -19,13 +19,17 @@
 //!
 //! Invariants: a busy queue is never restarted (a lease since the last pass, or full
 //! capacity, means it moves); a restart only ever makes a loop look earlier, never
-//! later, so a false alarm costs one extra store query. Each restart is counted in
-//! [`MetricsSnapshot::watchdog_restarts`](crate::metrics::MetricsSnapshot) and logged.
+//! later, so a false alarm costs one extra store query. Each restart is published as an
+//! [`Event::WatchdogRestart`] and logged. The watchdog reads the consumers' own state
+//! (who waits, how many leases each queue handed out), not metrics.
 
 use std::collections::HashMap;
 use std::time::Duration;
 
-use super::Engine;
+use std::sync::Arc;
+
+use super::{Engine, QueueState};
+use crate::events::{Event, Restarted};
 use crate::model::{QueueName, TaskState};
 use crate::store::{ListRequest, Store};
 use crate::time::Timestamp;
@@ -84,7 +88,12 @@ impl<S: Store> Engine<S> {
         state.reaper_late = self.check_reaper(now, config.stall_after, state.reaper_late);
         let last_fired = &mut state.last_fired;
         let mut seen = HashMap::new();
-        for (queue, fired) in self.inner.metrics.queues_with_consumers() {
+        let consumed: Vec<(QueueName, Arc<QueueState>)> = {
+            let queues = self.inner.queues.lock().expect("queues lock poisoned");
+            queues.iter().filter(|(_, q)| q.waiting() > 0).map(|(name, q)| (name.clone(), Arc::clone(q))).collect()
+        };
+        for (queue, consumer) in consumed {
+            let fired = consumer.leased();
             let moved = last_fired.get(&queue) != Some(&fired);
             seen.insert(queue.clone(), fired);
             if moved {
@@ -102,19 +111,18 @@ impl<S: Store> Engine<S> {
             };
             let Some(due) = page.tasks.first().map(|task| task.due_at) else { continue };
             let overdue = now.saturating_since(due);
-            if due > now || overdue < config.stall_after || self.inner.metrics.waiting_consumers(&queue) == 0 {
+            if due > now || overdue < config.stall_after || consumer.waiting() == 0 {
                 continue;
             }
             tracing::warn!(
                 queue = %queue, overdue_ms = u64::try_from(overdue.as_millis()).unwrap_or(u64::MAX),
                 "watchdog: due tasks are not moving while consumers wait; restarting the queue's consumer loop"
             );
-            let waker = self.waker(&queue);
             // `take` then `offer`: the offer is then always a lowering, so it always
             // notifies, even if the wake time already said "look now".
-            waker.take();
-            waker.offer(Some(Timestamp::EPOCH));
-            self.inner.metrics.watchdog_restart("consumer");
+            consumer.take();
+            consumer.offer(Some(Timestamp::EPOCH));
+            self.publish(Event::WatchdogRestart(Restarted::Consumer(queue)));
         }
         *last_fired = seen;
     }
@@ -142,7 +150,7 @@ impl<S: Store> Engine<S> {
         self.inner.reaper_wake.take();
         self.inner.reaper_wake.offer(Some(Timestamp::EPOCH));
         *reaper = Some(tokio::spawn(self.clone().run_reaper()));
-        self.inner.metrics.watchdog_restart("reaper");
+        self.publish(Event::WatchdogRestart(Restarted::Reaper));
         None
     }
 }

@@ -1,16 +1,18 @@
-//! The engine's counters after a scripted run on a manual clock: guards against events
-//! counted twice, not at all, or in the wrong queue, and against fire lag or handler
-//! duration measured from the wrong instants — for pull workers (lease + ack) and for
-//! a worker's handlers alike.
+//! The server's counters, built from the engine's events, after a scripted run on a
+//! manual clock: guards against events counted twice, not at all, or in the wrong
+//! queue, and against fire lag or handler duration measured from the wrong instants —
+//! for pull workers (lease + ack) and for a worker's handlers alike.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use punctual::metrics::{MetricsSnapshot, OutcomeKind, QueueCounts};
-use punctual::{
-    Delivery, Engine, EngineConfig, IfExists, LeaseOptions, ManualClock, Outcome, SqliteStore, TaskSpec, Timestamp,
-    Worker,
+use punctual_core::{
+    Delivery, Engine, EngineConfig, IfExists, LeaseOptions, ManualClock, Outcome, QueueName, TaskSpec, Timestamp,
+    TryEnd, Worker,
 };
+use punctual_server::metrics::{MetricsSnapshot, QueueCounts};
+use punctual_server::{AppState, HttpOptions};
+use punctual_sqlite::SqliteStore;
 use tokio::sync::mpsc;
 use tokio::time::timeout;
 
@@ -21,15 +23,15 @@ fn queue<'a>(snapshot: &'a MetricsSnapshot, name: &str) -> &'a QueueCounts {
     snapshot.queues.iter().find(|q| q.queue.as_str() == name).unwrap_or_else(|| panic!("no counts for {name}"))
 }
 
-/// Waits until `check` holds for the engine's metrics (a guard, not a sleep).
-async fn until(engine: &Engine<SqliteStore>, what: &str, check: impl Fn(&MetricsSnapshot) -> bool) {
+/// Waits until `check` holds for the server's metrics (a guard, not a sleep).
+async fn until(state: &AppState<SqliteStore>, what: &str, check: impl Fn(&MetricsSnapshot) -> bool) {
     timeout(PATIENCE, async {
-        while !check(&engine.metrics()) {
+        while !check(&state.metrics()) {
             tokio::task::yield_now().await;
         }
     })
     .await
-    .unwrap_or_else(|_| panic!("timed out waiting for {what}: {:#?}", engine.metrics()));
+    .unwrap_or_else(|_| panic!("timed out waiting for {what}: {:#?}", state.metrics()));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -39,6 +41,7 @@ async fn counters_and_histograms_equal_what_happened() {
     let mut config = EngineConfig::default().clock(Arc::new(clock.clone()));
     config.watchdog = None;
     let engine = Engine::start(SqliteStore::open(dir.path()).unwrap(), config);
+    let state = AppState::new(engine.clone(), HttpOptions::default()).await.unwrap();
 
     // Pull queue: six created, one replaced, one kept (not counted).
     for key in ["a", "b", "c", "d", "e", "f"] {
@@ -68,7 +71,7 @@ async fn counters_and_histograms_equal_what_happened() {
 
     // "e" is never acked: its lease expires and the reaper counts it.
     clock.advance(Duration::from_secs(10));
-    until(&engine, "the expired lease", |m| queue(m, "pull").expired == 1).await;
+    until(&state, "the expired lease", |m| queue(m, "pull").expired == 1).await;
 
     // Worker queue: three tasks run by a handler, on a clock standing still.
     let (ran, mut ran_rx) = mpsc::unbounded_channel();
@@ -80,7 +83,7 @@ async fn counters_and_histograms_equal_what_happened() {
             let ran = ran.clone();
             async move {
                 ran.send(d.task.key.to_string()).unwrap();
-                Ok::<_, punctual::BoxError>(Outcome::Done)
+                Ok::<_, punctual_core::BoxError>(Outcome::Done)
             }
         })
         .start()
@@ -88,10 +91,10 @@ async fn counters_and_histograms_equal_what_happened() {
     for _ in 0..3 {
         timeout(PATIENCE, ran_rx.recv()).await.expect("a handler ran").unwrap();
     }
-    until(&engine, "three done", |m| queue(m, "push").done == 3).await;
+    until(&state, "three done", |m| queue(m, "push").done == 3).await;
     worker.shutdown().await;
 
-    let m = engine.metrics();
+    let m = state.metrics();
     let pull = queue(&m, "pull");
     assert_eq!(
         (
@@ -126,16 +129,16 @@ async fn counters_and_histograms_equal_what_happened() {
     assert_eq!(m.watchdog_restarts, vec![("consumer", 0), ("reaper", 0)]);
 
     // The recent history, newest first, with each try's lag and duration.
-    let activity = engine.activity("pull").unwrap();
-    let outcomes: Vec<(&str, OutcomeKind)> = activity.recent.iter().map(|o| (o.key.as_str(), o.outcome)).collect();
+    let activity = state.activity(&QueueName::new("pull").unwrap());
+    let outcomes: Vec<(&str, TryEnd)> = activity.recent.iter().map(|o| (o.key.as_str(), o.outcome)).collect();
     assert_eq!(
         outcomes,
         vec![
-            ("e", OutcomeKind::Expired),
-            ("d", OutcomeKind::Dead),
-            ("c", OutcomeKind::Rescheduled),
-            ("b", OutcomeKind::Retried),
-            ("a", OutcomeKind::Done)
+            ("e", TryEnd::Expired),
+            ("d", TryEnd::Dead),
+            ("c", TryEnd::Rescheduled),
+            ("b", TryEnd::Retried),
+            ("a", TryEnd::Done)
         ]
     );
     let a = &activity.recent[4];

@@ -1,0 +1,214 @@
+//! The engine: validation and policies in front of a [`Store`], wake-ups for
+//! consumers, and the reaper of expired leases.
+//!
+//! The engine owns no task state; the store does. It keeps per queue a [`WakeAt`]
+//! (the earliest instant a task of that queue may be due), lowered by every write it
+//! makes, so a consumer sleeps until the next due time and is woken at once when an
+//! earlier task arrives. The reaper sleeps until the earliest lease expiry the same
+//! way. Both are lower bounds, never later than the truth (see `wake`).
+//!
+//! Every such sleep (consumers, the reaper, the safety poll of a shared store) is an
+//! entry in the engine's one [`Timer`]: a timing wheel driven by a single task that
+//! sleeps on the engine's clock until the earliest entry, so 10,000 waiting long
+//! polls cost one clock sleep, and a sleep that loses its `select!` leaves the wheel
+//! in O(1). The watchdog sleeps on the clock itself, so it still runs if the timer
+//! ever stalls.
+//!
+//! A store other processes write too (Redis) reports their writes as [`Peers`]
+//! wake-ups; the engine passes them on and, since a notification can be lost, also
+//! looks at each queue it serves every `safety_poll`.
+//!
+//! Queues with a dead-task retention ([`EngineConfig::dead_retention`]) are swept by
+//! one more loop on the timer: it deletes their dead tasks that died longer ago than
+//! the retention, in batches, then sleeps until the earliest dead task left is due to
+//! go (a task that dies later goes later still), at most [`MAX_SWEEP_WAIT`], so a queue
+//! with nothing to delete costs one store call per wait.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::clock::Clock;
+use crate::error::{Error, Result};
+use crate::events::{Bus, Event, EventStream, Observer};
+use crate::model::QueueName;
+use crate::store::Store;
+use crate::time::Timestamp;
+use crate::timed::Timed;
+use crate::timer::Timer;
+use crate::wake::WakeAt;
+
+mod completion;
+mod config;
+mod consumer;
+mod peers;
+mod reaper;
+mod sweeper;
+mod tasks;
+mod watchdog;
+
+pub use completion::completion_for;
+pub use config::{
+    EngineConfig, LeaseOptions, Limits, ListOptions, MAX_LEASE, MAX_SWEEP_WAIT, MIN_LEASE, QueueDefaults,
+};
+pub(crate) use consumer::QueueState;
+pub use watchdog::WatchdogConfig;
+
+/// Schedules, cancels and hands out tasks of one store. Cheap to clone; clones share
+/// everything. Create with [`Engine::start`] inside a tokio runtime; end with
+/// [`Engine::shutdown`].
+#[derive(Debug)]
+pub struct Engine<S: Store> {
+    inner: Arc<Inner<S>>,
+}
+
+impl<S: Store> Clone for Engine<S> {
+    fn clone(&self) -> Self {
+        Engine { inner: Arc::clone(&self.inner) }
+    }
+}
+
+#[derive(Debug)]
+struct Inner<S> {
+    store: Timed<S>,
+    /// Who hears the engine's events.
+    bus: Arc<Bus>,
+    config: EngineConfig,
+    queues: Mutex<HashMap<QueueName, Arc<QueueState>>>,
+    reaper_wake: WakeAt,
+    /// Every wait of the engine but the watchdog's.
+    timer: Timer,
+    stopping: CancellationToken,
+    /// The reaper (replaced by the watchdog if it stalls).
+    reaper: Mutex<Option<JoinHandle<()>>>,
+    /// The timer's driver and, for a shared store, the follower of other processes'
+    /// writes.
+    background: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl<S: Store> Engine<S> {
+    /// Starts an engine on `store`, with its timer, its reaper (and, for a store other
+    /// processes share, the follower of their writes) running on the current tokio
+    /// runtime.
+    pub fn start(store: S, config: EngineConfig) -> Engine<S> {
+        let peers = store.peers();
+        let stopping = CancellationToken::new();
+        let (timer, driver) = Timer::start(Arc::clone(&config.clock), stopping.clone());
+        let bus = Arc::new(Bus::default());
+        let engine = Engine {
+            inner: Arc::new(Inner {
+                store: Timed::new(store, Arc::clone(&bus)),
+                bus,
+                config,
+                queues: Mutex::new(HashMap::new()),
+                reaper_wake: WakeAt::default(),
+                timer,
+                stopping,
+                reaper: Mutex::new(None),
+                background: Mutex::new(vec![driver]),
+            }),
+        };
+        let reaper = tokio::spawn(engine.clone().run_reaper());
+        *engine.inner.reaper.lock().expect("reaper lock poisoned") = Some(reaper);
+        if let Some(peers) = peers {
+            let follower = tokio::spawn(engine.clone().follow_peers(peers));
+            engine.inner.background.lock().expect("background lock poisoned").push(follower);
+        }
+        if let Some(config) = engine.inner.config.watchdog {
+            tokio::spawn(engine.clone().run_watchdog(config));
+        }
+        if !engine.inner.config.dead_retention.is_empty() {
+            let sweeper = tokio::spawn(engine.clone().run_sweeper());
+            engine.inner.background.lock().expect("background lock poisoned").push(sweeper);
+        }
+        engine
+    }
+
+    /// The store underneath.
+    pub fn store(&self) -> &S {
+        self.inner.store.inner()
+    }
+
+    /// The engine's clock.
+    pub fn clock(&self) -> &dyn Clock {
+        self.inner.config.clock.as_ref()
+    }
+
+    /// The engine's limits.
+    pub fn limits(&self) -> Limits {
+        self.inner.config.limits
+    }
+
+    fn now(&self) -> Timestamp {
+        self.inner.config.clock.now()
+    }
+
+    fn check_running(&self) -> Result<()> {
+        if self.inner.stopping.is_cancelled() { Err(Error::ShuttingDown) } else { Ok(()) }
+    }
+
+    /// What the engine keeps per queue, created on first use.
+    fn queue_state(&self, queue: &QueueName) -> Arc<QueueState> {
+        let mut queues = self.inner.queues.lock().expect("queues lock poisoned");
+        Arc::clone(queues.entry(queue.clone()).or_default())
+    }
+
+    /// The wake-up of a queue.
+    pub(crate) fn waker(&self, queue: &QueueName) -> Arc<QueueState> {
+        self.queue_state(queue)
+    }
+
+    /// Calls `observer` inline for every event from now on (see [`crate::events`]).
+    pub fn observe(&self, observer: impl Observer) {
+        self.inner.bus.observe(Arc::new(observer));
+    }
+
+    /// A stream of the events from now on (see [`crate::events`]).
+    pub fn subscribe(&self) -> EventStream {
+        self.inner.bus.subscribe()
+    }
+
+    /// Sleeps `d` on the engine's clock (through its timer).
+    pub(crate) async fn sleep(&self, d: std::time::Duration) {
+        self.inner.timer.sleep_until(self.now().saturating_add(d)).await;
+    }
+
+    pub(crate) fn publish(&self, event: Event) {
+        self.inner.bus.publish(event);
+    }
+
+    /// The queues with consumers waiting for (or leasing from) them now, and how many:
+    /// workers' dispatchers with free slots and long polls.
+    pub fn waiting_consumers(&self) -> Vec<(QueueName, usize)> {
+        let queues = self.inner.queues.lock().expect("queues lock poisoned");
+        let mut waiting: Vec<(QueueName, usize)> =
+            queues.iter().map(|(queue, state)| (queue.clone(), state.waiting())).filter(|(_, n)| *n > 0).collect();
+        waiting.sort_by(|a, b| a.0.as_str().cmp(b.0.as_str()));
+        waiting
+    }
+
+    fn defaults(&self, queue: &QueueName) -> &QueueDefaults {
+        self.inner.config.queues.get(queue).unwrap_or(&self.inner.config.defaults)
+    }
+
+    /// Whether [`Engine::shutdown`] has begun.
+    pub fn is_stopping(&self) -> bool {
+        self.inner.stopping.is_cancelled()
+    }
+
+    /// Stops the reaper, the timer and consumers waiting in [`Engine::lease`], then closes the
+    /// store, making every write durable. Stop workers first
+    /// ([`RunningWorker::shutdown`](crate::RunningWorker::shutdown)).
+    pub async fn shutdown(&self) -> Result<()> {
+        self.inner.stopping.cancel();
+        let reaper = self.inner.reaper.lock().expect("reaper lock poisoned").take();
+        let mut background = std::mem::take(&mut *self.inner.background.lock().expect("background lock poisoned"));
+        background.extend(reaper);
+        for task in background {
+            let _ = task.await;
+        }
+        self.inner.store.close().await
+    }
+}

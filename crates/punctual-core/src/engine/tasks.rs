@@ -1,0 +1,264 @@
+//! The engine's calls about tasks at rest: schedule (validated, with the queue's
+//! defaults), get, cancel, list, stats, and the dead tasks' retry and delete.
+
+use serde_json::Value;
+
+use super::config::DEAD_BATCH;
+use super::{Engine, ListOptions};
+use crate::error::{Error, Result};
+use crate::events::Event;
+use crate::model::{NewTask, QueueName, Tag, Task, TaskKey, TaskSpec, TaskState, When};
+use crate::policy::Repeat;
+use crate::store::{DeadSelection, ListRequest, Page, QueueStats, RetryDeadRequest, ScheduleOutcome, Scheduled, Store};
+use crate::time::Timestamp;
+
+impl<S: Store> Engine<S> {
+    /// Creates or updates one task. See [`Store::schedule`] for `if_exists`.
+    pub async fn schedule(&self, queue: &str, key: &str, spec: TaskSpec) -> Result<Scheduled> {
+        let queue = QueueName::new(queue)?;
+        let now = self.now();
+        let task = self.prepare(&queue, key, spec, now)?;
+        let mut results = self.write(vec![task], now).await?;
+        results.pop().ok_or_else(|| Error::Internal("store answered an empty batch".into()))?
+    }
+
+    /// Creates or updates many tasks of one queue. Each item succeeds or fails on its
+    /// own (invalid items are refused, valid ones stored); more than
+    /// [`Limits::max_batch`] items is an error of the whole call, field `tasks`.
+    pub async fn schedule_many(&self, queue: &str, items: Vec<(String, TaskSpec)>) -> Result<Vec<Result<Scheduled>>> {
+        let queue = QueueName::new(queue)?;
+        let limit = self.inner.config.limits.max_batch;
+        if items.len() > limit {
+            return Err(Error::invalid("tasks", format!("{} tasks is over the batch limit of {limit}", items.len())));
+        }
+        let now = self.now();
+        let mut results: Vec<Option<Result<Scheduled>>> = Vec::with_capacity(items.len());
+        let mut valid = Vec::with_capacity(items.len());
+        for (key, spec) in items {
+            match self.prepare(&queue, &key, spec, now) {
+                Ok(task) => {
+                    valid.push(task);
+                    results.push(None);
+                }
+                Err(e) => results.push(Some(Err(e))),
+            }
+        }
+        let mut written = self.write(valid, now).await?.into_iter();
+        Ok(results
+            .into_iter()
+            .map(|slot| {
+                slot.unwrap_or_else(|| {
+                    written.next().unwrap_or_else(|| Err(Error::Internal("store answered too few results".into())))
+                })
+            })
+            .collect())
+    }
+
+    async fn write(&self, tasks: Vec<NewTask>, now: Timestamp) -> Result<Vec<Result<Scheduled>>> {
+        self.check_running()?;
+        if tasks.is_empty() {
+            return Ok(Vec::new());
+        }
+        let results = self.inner.store.schedule(tasks, now).await?;
+        for scheduled in results.iter().flatten() {
+            let task = &scheduled.task;
+            let created = match scheduled.outcome {
+                ScheduleOutcome::Created => true,
+                ScheduleOutcome::Replaced => false,
+                ScheduleOutcome::Kept => continue,
+            };
+            self.publish(Event::Scheduled {
+                queue: task.queue.clone(),
+                key: task.key.clone(),
+                due_at: task.due_at,
+                version: task.version,
+                created,
+            });
+        }
+        for scheduled in results.iter().flatten() {
+            if scheduled.task.state == TaskState::Scheduled {
+                self.waker(&scheduled.task.queue).offer(Some(scheduled.task.due_at));
+            }
+        }
+        Ok(results)
+    }
+
+    /// Validates one task and applies the queue's defaults.
+    fn prepare(&self, queue: &QueueName, key: &str, spec: TaskSpec, now: Timestamp) -> Result<NewTask> {
+        let key = TaskKey::new(key)?;
+        let limit = self.inner.config.limits.max_payload_bytes;
+        let size = payload_size(&spec.payload);
+        if size > limit {
+            return Err(Error::PayloadTooLarge { size, limit });
+        }
+        let defaults = self.defaults(queue);
+        let max_attempts = spec.max_attempts.unwrap_or(defaults.max_attempts);
+        if max_attempts == 0 {
+            return Err(Error::invalid("max_attempts", "max_attempts must be at least 1"));
+        }
+        if spec.tags.len() > Tag::MAX_PER_TASK {
+            return Err(Error::invalid(
+                "tags",
+                format!("{} tags is over the limit of {}", spec.tags.len(), Tag::MAX_PER_TASK),
+            ));
+        }
+        let mut tags = spec.tags.into_iter().map(Tag::new).collect::<Result<Vec<_>>>()?;
+        tags.sort();
+        tags.dedup();
+        let repeat = spec.repeat.or_else(|| defaults.repeat.clone());
+        let due_at = match spec.when {
+            When::Now => match &repeat {
+                Some(repeat) => repeat.first_at(now).ok_or_else(|| {
+                    Error::invalid("repeat.cron", "has no occurrence left before the end of time (9999-12-30)")
+                })?,
+                None => now,
+            },
+            When::After(delay) => now.saturating_add(delay),
+            When::At(at) => at.max(now),
+        };
+        // An `until` before the first occurrence would leave a task that never fires.
+        if let Some(until) = repeat.as_ref().and_then(Repeat::until_limit)
+            && due_at > until
+        {
+            return Err(Error::invalid(
+                "repeat.until",
+                format!("{until} is before the first occurrence, due at {due_at}: the task would never fire"),
+            ));
+        }
+        let mut task = NewTask::new(queue.clone(), key, due_at);
+        task.payload = spec.payload;
+        task.max_attempts = max_attempts;
+        task.backoff = spec.backoff.unwrap_or(defaults.backoff);
+        task.repeat = repeat;
+        task.tags = tags;
+        task.if_exists = spec.if_exists;
+        Ok(task)
+    }
+
+    /// The task, in any state.
+    pub async fn get(&self, queue: &str, key: &str) -> Result<Option<Task>> {
+        let (queue, key) = (QueueName::new(queue)?, TaskKey::new(key)?);
+        self.inner.store.get(&queue, &key).await
+    }
+
+    /// Cancels the task in any state; a leased task neither retries nor repeats.
+    /// `false` when there was no such task.
+    pub async fn cancel(&self, queue: &str, key: &str) -> Result<bool> {
+        self.check_running()?;
+        let (queue, key) = (QueueName::new(queue)?, TaskKey::new(key)?);
+        let cancelled = self.inner.store.cancel(&queue, &key).await?;
+        if cancelled {
+            self.publish(Event::Cancelled { queue, key: Some(key), count: 1 });
+        }
+        Ok(cancelled)
+    }
+
+    /// Cancels every task of the queue carrying `tag`; how many.
+    pub async fn cancel_tag(&self, queue: &str, tag: &str) -> Result<u64> {
+        self.check_running()?;
+        let (queue, tag) = (QueueName::new(queue)?, Tag::new(tag)?);
+        let cancelled = self.inner.store.cancel_tag(&queue, &tag).await?;
+        if cancelled > 0 {
+            self.publish(Event::Cancelled { queue, key: None, count: cancelled });
+        }
+        Ok(cancelled)
+    }
+
+    /// A page of the queue's tasks in due order, filtered by `options`.
+    pub async fn list(&self, queue: &str, options: ListOptions) -> Result<Page> {
+        let queue = QueueName::new(queue)?;
+        let ListOptions { state, tag, limit, cursor } = options;
+        if !(1..=1000).contains(&limit) {
+            return Err(Error::invalid("limit", format!("{limit} is outside 1 to 1000")));
+        }
+        let mut request = ListRequest::new(queue, state, limit, cursor);
+        if let Some(tag) = tag {
+            request = request.tagged(Tag::new(tag)?);
+        }
+        self.inner.store.list(request).await
+    }
+
+    /// Counts for one queue (zero counts when unknown), or for every queue.
+    pub async fn stats(&self, queue: Option<&str>) -> Result<Vec<QueueStats>> {
+        let queue = queue.map(QueueName::new).transpose()?;
+        self.inner.store.stats(queue.as_ref()).await
+    }
+
+    /// Puts a dead task back to work, due now with attempts reset.
+    pub async fn retry_dead(&self, queue: &str, key: &str) -> Result<Task> {
+        self.check_running()?;
+        let (queue, key) = (QueueName::new(queue)?, TaskKey::new(key)?);
+        let task = self.inner.store.retry_dead(&queue, &key, self.now()).await?;
+        let task = task.ok_or_else(|| Error::NotFound(format!("dead task '{key}' in queue '{queue}'")))?;
+        self.waker(&queue).offer(Some(task.due_at));
+        Ok(task)
+    }
+
+    /// Puts the queue's dead tasks back to work, due now with attempts reset: all of
+    /// them, those carrying a tag, or those among some keys (at most
+    /// [`Limits::max_batch`], field `keys`). In batches, each atomic; how many.
+    pub async fn retry_dead_many(&self, queue: &str, selection: DeadSelection) -> Result<u64> {
+        self.check_running()?;
+        let queue = QueueName::new(queue)?;
+        let walks = match selection {
+            DeadSelection::Keys(mut keys) => {
+                let limit = self.inner.config.limits.max_batch;
+                if keys.len() > limit {
+                    return Err(Error::invalid(
+                        "keys",
+                        format!("{} keys is over the batch limit of {limit}", keys.len()),
+                    ));
+                }
+                keys.sort();
+                keys.dedup();
+                keys.chunks(DEAD_BATCH as usize).map(|chunk| DeadSelection::Keys(chunk.to_vec())).collect()
+            }
+            other => vec![other],
+        };
+        let now = self.now();
+        let mut retried = 0;
+        for selection in walks {
+            let mut request = RetryDeadRequest::new(queue.clone(), selection, DEAD_BATCH, now);
+            loop {
+                let batch = self.inner.store.retry_dead_batch(request.clone()).await?;
+                retried += batch.retried;
+                if batch.retried > 0 {
+                    self.waker(&queue).offer(Some(now));
+                }
+                match batch.next_cursor {
+                    Some(cursor) => request = request.after(cursor),
+                    None => break,
+                }
+            }
+        }
+        Ok(retried)
+    }
+
+    /// Deletes a dead task.
+    pub async fn delete_dead(&self, queue: &str, key: &str) -> Result<()> {
+        self.check_running()?;
+        let (queue, key) = (QueueName::new(queue)?, TaskKey::new(key)?);
+        if self.inner.store.delete_dead(&queue, &key).await? {
+            Ok(())
+        } else {
+            Err(Error::NotFound(format!("dead task '{key}' in queue '{queue}'")))
+        }
+    }
+}
+
+/// The size of a payload as JSON text.
+fn payload_size(payload: &Value) -> usize {
+    struct Counter(usize);
+    impl std::io::Write for Counter {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut counter = Counter(0);
+    let _ = serde_json::to_writer(&mut counter, payload);
+    counter.0
+}

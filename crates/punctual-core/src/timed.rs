@@ -1,0 +1,109 @@
+//! The engine's store, each call timed: a [`Store`] that implements every method of the
+//! trait by calling the store underneath and publishing an [`Event::StoreCall`] with
+//! the operation and its wall time, and an [`Event::StoreError`] when the store, not
+//! the input, made the call fail.
+//!
+//! Invariant: every method is implemented here, none forwarded by `Deref`, so a method
+//! added to the trait does not compile until it is timed (`peers`, which does no I/O,
+//! is forwarded untimed).
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::clock::Stopwatch;
+use crate::error::{Error, Result};
+use crate::events::{Bus, Event, StoreOp};
+use crate::model::{NewTask, QueueName, Tag, Task, TaskKey};
+use crate::store::{
+    CompleteRequest, LeaseBatch, LeaseRequest, LeaseToken, ListRequest, Page, Peers, QueueStats, ReapResult,
+    RetriedDead, RetryDeadRequest, Scheduled, Store, SweepRequest, Swept,
+};
+use crate::time::Timestamp;
+
+#[derive(Debug)]
+pub(crate) struct Timed<S> {
+    store: S,
+    bus: Arc<Bus>,
+}
+
+impl<S: Store> Timed<S> {
+    pub(crate) fn new(store: S, bus: Arc<Bus>) -> Timed<S> {
+        Timed { store, bus }
+    }
+
+    /// The store underneath, untimed.
+    pub(crate) fn inner(&self) -> &S {
+        &self.store
+    }
+
+    async fn call<T>(&self, op: StoreOp, call: impl Future<Output = Result<T>>) -> Result<T> {
+        let watch = Stopwatch::start();
+        let result = call.await;
+        self.bus.publish(Event::StoreCall { op, took: watch.elapsed() });
+        if let Err(e @ (Error::Unavailable(_) | Error::Internal(_))) = &result {
+            self.bus.publish(Event::StoreError { op, error: e.to_string() });
+        }
+        result
+    }
+}
+
+impl<S: Store> Store for Timed<S> {
+    async fn schedule(&self, tasks: Vec<NewTask>, now: Timestamp) -> Result<Vec<Result<Scheduled>>> {
+        self.call(StoreOp::Schedule, self.store.schedule(tasks, now)).await
+    }
+    async fn get(&self, queue: &QueueName, key: &TaskKey) -> Result<Option<Task>> {
+        self.call(StoreOp::Get, self.store.get(queue, key)).await
+    }
+    async fn cancel(&self, queue: &QueueName, key: &TaskKey) -> Result<bool> {
+        self.call(StoreOp::Cancel, self.store.cancel(queue, key)).await
+    }
+    async fn cancel_tag(&self, queue: &QueueName, tag: &Tag) -> Result<u64> {
+        self.call(StoreOp::CancelTag, self.store.cancel_tag(queue, tag)).await
+    }
+    async fn list(&self, req: ListRequest) -> Result<Page> {
+        self.call(StoreOp::List, self.store.list(req)).await
+    }
+    async fn lease(&self, req: LeaseRequest) -> Result<LeaseBatch> {
+        self.call(StoreOp::Lease, self.store.lease(req)).await
+    }
+    async fn complete(&self, req: CompleteRequest) -> Result<()> {
+        self.call(StoreOp::Complete, self.store.complete(req)).await
+    }
+    async fn complete_many(&self, reqs: Vec<CompleteRequest>) -> Result<Vec<Result<()>>> {
+        self.call(StoreOp::CompleteMany, self.store.complete_many(reqs)).await
+    }
+    async fn extend(&self, token: &LeaseToken, lease_for: Duration, now: Timestamp) -> Result<Timestamp> {
+        self.call(StoreOp::Extend, self.store.extend(token, lease_for, now)).await
+    }
+    async fn release(&self, token: &LeaseToken, now: Timestamp) -> Result<()> {
+        self.call(StoreOp::Release, self.store.release(token, now)).await
+    }
+    async fn reap(&self, now: Timestamp, limit: u32) -> Result<ReapResult> {
+        self.call(StoreOp::Reap, self.store.reap(now, limit)).await
+    }
+    async fn retry_dead(&self, queue: &QueueName, key: &TaskKey, now: Timestamp) -> Result<Option<Task>> {
+        self.call(StoreOp::RetryDead, self.store.retry_dead(queue, key, now)).await
+    }
+    async fn retry_dead_batch(&self, req: RetryDeadRequest) -> Result<RetriedDead> {
+        self.call(StoreOp::RetryDeadBatch, self.store.retry_dead_batch(req)).await
+    }
+    async fn delete_dead(&self, queue: &QueueName, key: &TaskKey) -> Result<bool> {
+        self.call(StoreOp::DeleteDead, self.store.delete_dead(queue, key)).await
+    }
+    async fn sweep_dead(&self, req: SweepRequest) -> Result<Swept> {
+        self.call(StoreOp::SweepDead, self.store.sweep_dead(req)).await
+    }
+    async fn stats(&self, queue: Option<&QueueName>) -> Result<Vec<QueueStats>> {
+        self.call(StoreOp::Stats, self.store.stats(queue)).await
+    }
+    async fn secret(&self) -> Result<[u8; 32]> {
+        self.call(StoreOp::Secret, self.store.secret()).await
+    }
+    fn peers(&self) -> Option<Peers> {
+        self.store.peers()
+    }
+    async fn close(&self) -> Result<()> {
+        self.call(StoreOp::Close, self.store.close()).await
+    }
+}
