@@ -12,8 +12,8 @@
 //!   bound until read: drop it when done.
 //!
 //! Invariants: an event is published once, after the store answered; a call the store
-//! refused ([`Error::LeaseLost`](crate::Error::LeaseLost), a kept schedule) publishes
-//! nothing but its [`Event::StoreCall`]. The engine logs every event itself
+//! refused publishes nothing but its [`Event::StoreCall`] (a kept schedule), or the
+//! refusal itself ([`Event::AckRefused`]). The engine logs every event itself
 //! ([`log`]), so what the logs say and what observers count never disagree.
 
 use std::fmt;
@@ -63,6 +63,12 @@ pub enum Event {
         updated_at: Timestamp,
         at: Timestamp,
     },
+    /// A consumer (a worker's dispatcher, a pull worker's lease call) asked the store
+    /// for due tasks of `queue` and got `leased` of them (each also a [`Event::Leased`]).
+    Looked { queue: QueueName, leased: usize },
+    /// An ack was refused and changed nothing: its lease had expired, or its task was
+    /// replaced, cancelled or completed meanwhile ([`Error::LeaseLost`](crate::Error::LeaseLost)).
+    AckRefused { queue: QueueName, key: TaskKey },
     /// A live lease was given back untried; the task is due again.
     Released { queue: QueueName, key: TaskKey, task_id: u64, fence: u64 },
     /// A lease expired before its ack; the task is due again, or `dead` when that was
@@ -73,6 +79,8 @@ pub enum Event {
     Cancelled { queue: QueueName, key: Option<TaskKey>, count: u64 },
     /// A task went dead: a `fail`, its attempts spent, or a last lease that expired.
     Dead { queue: QueueName, key: TaskKey, error: String, at: Timestamp },
+    /// The dead-task retention looked at `queue` and deleted `deleted` dead tasks.
+    DeadSwept { queue: QueueName, deleted: u64 },
     /// The engine called the store: which operation and how long it took (wall time).
     StoreCall { op: StoreOp, took: Duration },
     /// A store call failed because of the store (it could not be reached or could not
@@ -194,6 +202,17 @@ impl<F: Fn(&Event) + Send + Sync + 'static> Observer for F {
     }
 }
 
+/// Observers an engine starts with ([`EngineConfig::observe`](crate::EngineConfig::observe)):
+/// they see every event, even those of the engine's first moments.
+#[derive(Clone, Default)]
+pub struct Observers(pub(crate) Vec<Arc<dyn Observer>>);
+
+impl fmt::Debug for Observers {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Observers({})", self.0.len())
+    }
+}
+
 /// Owned copies of an engine's events from the moment of
 /// [`Engine::subscribe`](crate::Engine::subscribe).
 #[derive(Debug)]
@@ -301,7 +320,7 @@ pub(crate) fn log(event: &Event) {
                 outcome = ended.as_str(), duration_ms = millis(at.saturating_since(*updated_at)), "task completed"
             ),
         },
-        Event::Released { .. } => {}
+        Event::Looked { .. } | Event::Released { .. } | Event::AckRefused { .. } => {}
         Event::LeaseExpired { queue, key, dead, .. } => {
             let state = if *dead { "dead" } else { "scheduled" };
             tracing::info!(queue = %queue, key = %key, state, "lease expired");
@@ -312,6 +331,11 @@ pub(crate) fn log(event: &Event) {
         }
         // Said by the completion or the expiry that caused it.
         Event::Dead { .. } => {}
+        Event::DeadSwept { queue, deleted } => {
+            if *deleted > 0 {
+                tracing::info!(queue = %queue, deleted, "deleted dead tasks past their retention");
+            }
+        }
         Event::StoreCall { .. } | Event::StoreError { .. } | Event::StoreReset { .. } | Event::WatchdogRestart(_) => {}
     }
 }

@@ -35,7 +35,7 @@ pub use engine::{
     Engine, EngineConfig, LeaseOptions, Limits, ListOptions, MAX_LEASE, MIN_LEASE, QueueDefaults, WatchdogConfig,
 };
 pub use error::{Error, Result};
-pub use events::{Event, EventStream, Observer, Restarted, StoreOp};
+pub use events::{Event, EventStream, Observer, Observers, Restarted, StoreOp};
 pub use identity::StoreId;
 pub use model::{IfExists, NewTask, QueueName, Tag, Task, TaskKey, TaskMeta, TaskSpec, TaskState, When};
 pub use outcome::{Outcome, TryEnd};

@@ -8,6 +8,7 @@ use std::time::Duration;
 use super::WatchdogConfig;
 use crate::clock::{Clock, SystemClock};
 use crate::error::{Error, Result};
+use crate::events::{Observer, Observers};
 use crate::model::{QueueName, TaskState};
 use crate::policy::{Backoff, DEFAULT_MAX_ATTEMPTS, Repeat};
 
@@ -62,6 +63,8 @@ pub struct EngineConfig {
     /// Per queue, how long dead tasks are kept after they died; a queue not listed
     /// keeps them until they are retried or deleted.
     pub dead_retention: HashMap<QueueName, Duration>,
+    /// Observers that hear every event from the start ([`EngineConfig::observe`]).
+    pub observers: Observers,
 }
 
 impl Default for EngineConfig {
@@ -74,6 +77,7 @@ impl Default for EngineConfig {
             clock: Arc::new(SystemClock),
             watchdog: Some(WatchdogConfig::default()),
             dead_retention: HashMap::new(),
+            observers: Observers::default(),
         }
     }
 }
@@ -87,6 +91,12 @@ impl EngineConfig {
     /// Uses `clock` instead of the system clock.
     pub fn clock(mut self, clock: Arc<dyn Clock>) -> EngineConfig {
         self.clock = clock;
+        self
+    }
+    /// Calls `observer` inline for every event, from the engine's start on (see
+    /// [`crate::events`]; [`Engine::observe`](crate::Engine::observe) adds one later).
+    pub fn observe(mut self, observer: impl Observer) -> EngineConfig {
+        self.observers.0.push(Arc::new(observer));
         self
     }
     /// Deletes the queue's dead tasks once they have been dead for `keep`.

@@ -65,6 +65,7 @@ impl<S: Store> Engine<S> {
                     Ok(batch) => {
                         waker.offer(batch.next_due);
                         waker.leased.fetch_add(batch.leases.len() as u64, Ordering::Relaxed);
+                        self.publish(Event::Looked { queue: queue.clone(), leased: batch.leases.len() });
                         for lease in &batch.leases {
                             self.publish(Event::Leased {
                                 queue: queue.clone(),
@@ -120,7 +121,10 @@ impl<S: Store> Engine<S> {
         let now = self.now();
         match task {
             Some(task) if token.is_live_for(&task, now) => self.complete(token, &task, outcome).await,
-            _ => Err(Error::LeaseLost),
+            _ => {
+                self.refused(token);
+                Err(Error::LeaseLost)
+            }
         }
     }
 
@@ -133,7 +137,11 @@ impl<S: Store> Engine<S> {
         let completion = completion_for(task, outcome, now, rand::random::<f64>());
         let ended = TryEnd::of(&completion, handler_done);
         let next_due = completion.next_due();
-        self.inner.store.complete(CompleteRequest::new(token.clone(), completion.clone(), now)).await?;
+        let applied = self.inner.store.complete(CompleteRequest::new(token.clone(), completion.clone(), now)).await;
+        if let Err(Error::LeaseLost) = applied {
+            self.refused(token);
+        }
+        applied?;
         self.completed(token, task, ended, &completion, now);
         self.waker(&token.queue).offer(next_due);
         Ok(())
@@ -165,13 +173,18 @@ impl<S: Store> Engine<S> {
                     requests.push(CompleteRequest::new(token, completion, now));
                     results.push(None);
                 }
-                _ => results.push(Some(Err(Error::LeaseLost))),
+                _ => {
+                    self.refused(&token);
+                    results.push(Some(Err(Error::LeaseLost)));
+                }
             }
         }
         let applied = self.inner.store.complete_many(requests).await?;
         for (result, (token, task, ended, completion)) in applied.iter().zip(finished) {
-            if result.is_ok() {
-                self.completed(&token, &task, ended, &completion, now);
+            match result {
+                Ok(()) => self.completed(&token, &task, ended, &completion, now),
+                Err(Error::LeaseLost) => self.refused(&token),
+                Err(_) => {}
             }
         }
         let mut applied = applied.into_iter();
@@ -201,6 +214,11 @@ impl<S: Store> Engine<S> {
         });
         self.waker(&token.queue).offer(Some(Timestamp::EPOCH));
         Ok(())
+    }
+
+    /// Publishes that an ack of `token` was refused: its lease is no longer live.
+    fn refused(&self, token: &LeaseToken) {
+        self.publish(Event::AckRefused { queue: token.queue.clone(), key: token.key.clone() });
     }
 
     /// Publishes what an applied completion did: the try ended as `ended`, and the

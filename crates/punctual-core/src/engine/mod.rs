@@ -97,6 +97,9 @@ impl<S: Store> Engine<S> {
         let stopping = CancellationToken::new();
         let (timer, driver) = Timer::start(Arc::clone(&config.clock), stopping.clone());
         let bus = Arc::new(Bus::default());
+        for observer in &config.observers.0 {
+            bus.observe(Arc::clone(observer));
+        }
         let engine = Engine {
             inner: Arc::new(Inner {
                 store: Timed::new(store, Arc::clone(&bus)),

@@ -6,6 +6,7 @@ use std::time::Duration;
 use super::Engine;
 use super::config::{DEAD_BATCH, MAX_SWEEP_WAIT, MIN_SWEEP_WAIT};
 use crate::error::Result;
+use crate::events::Event;
 use crate::model::QueueName;
 use crate::store::{Store, SweepRequest};
 use crate::time::Timestamp;
@@ -54,9 +55,7 @@ impl<S: Store> Engine<S> {
         let died_by = Timestamp::from_millis(now.as_millis().saturating_sub(keep_ms));
         loop {
             let swept = self.inner.store.sweep_dead(SweepRequest::new(queue.clone(), died_by, DEAD_BATCH)).await?;
-            if swept.deleted > 0 {
-                tracing::info!(queue = %queue, deleted = swept.deleted, "deleted dead tasks past their retention");
-            }
+            self.publish(Event::DeadSwept { queue: queue.clone(), deleted: swept.deleted });
             let more_due = swept.oldest_death.is_some_and(|died| died <= died_by);
             if !more_due || swept.deleted == 0 || self.inner.stopping.is_cancelled() {
                 // A task dying from now on dies after `now`: it is due to go after this.

@@ -7,7 +7,7 @@
 //! engine call that caused it returns. What is counted: a schedule (created or
 //! replaced), a lease (fired), a completion (done, retried, rescheduled), a death, a
 //! cancel, an expired lease, each store call's latency, each watchdog restart, each
-//! reset of a shared store. An ack refused as `LeaseLost` publishes no event and counts
+//! reset of a shared store. An ack refused as `LeaseLost` changes nothing and counts
 //! nothing.
 //!
 //! Invariants:
@@ -257,7 +257,7 @@ impl Metrics {
             }
             Event::StoreCall { op, took } => self.store_ops[*op as usize].observe(*took),
             // Logged where they happen; a failed call is timed by its `StoreCall`.
-            Event::StoreError { .. } => {}
+            Event::StoreError { .. } | Event::Looked { .. } | Event::DeadSwept { .. } | Event::AckRefused { .. } => {}
             Event::StoreReset { reset, missed } => {
                 if let Some(reset) = reset {
                     *self.last_store_reset.lock().expect("metrics lock poisoned") = Some(reset.clone());

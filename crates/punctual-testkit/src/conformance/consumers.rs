@@ -31,8 +31,7 @@ pub async fn engine_lease_hands_out_a_task_only_once_it_is_due<S: Store>(store: 
 /// `Engine::lease` for a task a minute away gets a task scheduled for now at once,
 /// without time moving.
 pub async fn an_earlier_task_wakes_a_waiting_consumer_at_once<S: Store>(store: S) {
-    let (store, mut signals) = signalling(store);
-    let (engine, clock) = start_engine(store, T0);
+    let (engine, clock, mut signals) = start_signalling_engine(store, T0);
     engine.schedule("orders", "later", TaskSpec::after(secs(60))).await.expect("schedule");
     let consumer = {
         let engine = engine.clone();
@@ -40,7 +39,7 @@ pub async fn an_earlier_task_wakes_a_waiting_consumer_at_once<S: Store>(store: S
     };
     // The consumer looks once, finds nothing due, and goes to sleep until 60 s.
     let first_look = signals.lease_on("orders").await;
-    assert!(first_look.is_empty(), "nothing was due yet: {first_look:?}");
+    assert_eq!(first_look, 0, "nothing was due yet");
 
     engine.schedule("orders", "now", TaskSpec::now()).await.expect("schedule");
     let leases = within("the waiting consumer to be woken", consumer).await.expect("consumer panicked");
@@ -52,14 +51,13 @@ pub async fn an_earlier_task_wakes_a_waiting_consumer_at_once<S: Store>(store: S
 /// `Engine::lease` with `wait`: returns a task as soon as it falls due, and an empty
 /// list once `wait` has passed with nothing due — not before.
 pub async fn a_waiting_consumer_gets_a_task_as_it_falls_due_and_nothing_after_wait<S: Store>(store: S) {
-    let (store, mut signals) = signalling(store);
-    let (engine, clock) = start_engine(store, T0);
+    let (engine, clock, mut signals) = start_signalling_engine(store, T0);
     engine.schedule("orders", "soon", TaskSpec::after(secs(10))).await.expect("schedule");
     let consumer = {
         let engine = engine.clone();
         tokio::spawn(async move { engine.lease("orders", LeaseOptions::default().wait(secs(60))).await })
     };
-    assert!(signals.lease_on("orders").await.is_empty(), "nothing was due yet");
+    assert_eq!(signals.lease_on("orders").await, 0, "nothing was due yet");
     clock.advance(secs(10));
     let leases = within("the task falling due", consumer).await.expect("consumer panicked").expect("lease");
     assert_eq!(keys_of(&leases), ["soon"]);
@@ -68,7 +66,7 @@ pub async fn a_waiting_consumer_gets_a_task_as_it_falls_due_and_nothing_after_wa
         let engine = engine.clone();
         tokio::spawn(async move { engine.lease("idle", LeaseOptions::default().wait(secs(30))).await })
     };
-    assert!(signals.lease_on("idle").await.is_empty(), "the idle queue is empty");
+    assert_eq!(signals.lease_on("idle").await, 0, "the idle queue is empty");
     clock.advance(millis(29_999));
     assert!(!idle.is_finished(), "Engine::lease gave up before its wait had passed");
     clock.advance(millis(1));
@@ -124,8 +122,7 @@ pub async fn worker_fires_a_task_at_its_due_time_never_before<S: Store>(store: S
 /// once its due time has passed. With one handler slot, tasks run earliest first, so
 /// the later task running proves the cancelled one did not.
 pub async fn worker_never_fires_a_task_cancelled_before_it_is_due<S: Store>(store: S) {
-    let (store, mut signals) = signalling(store);
-    let (engine, clock) = start_engine(store, T0);
+    let (engine, clock, mut signals) = start_signalling_engine(store, T0);
     engine.schedule("orders", "cancelled", TaskSpec::after(secs(10))).await.expect("schedule");
     engine.schedule("orders", "later", TaskSpec::after(secs(20))).await.expect("schedule");
     let (fired_tx, mut fired) = mpsc::unbounded_channel();
@@ -146,8 +143,7 @@ pub async fn worker_never_fires_a_task_cancelled_before_it_is_due<S: Store>(stor
 /// `Worker`: tasks cancelled while their handlers run have their acks refused — a
 /// retry and a repeat alike — and are gone.
 pub async fn worker_cannot_retry_or_repeat_a_task_cancelled_while_its_handler_runs<S: Store>(store: S) {
-    let (store, mut signals) = signalling(store);
-    let (engine, clock) = start_engine(store, T0);
+    let (engine, clock, mut signals) = start_signalling_engine(store, T0);
     engine.schedule("orders", "retrying", TaskSpec::now()).await.expect("schedule");
     let repeat = Repeat::every(secs(60)).expect("repeat");
     engine.schedule("orders", "repeating", TaskSpec::now().repeat(repeat)).await.expect("schedule");
@@ -191,8 +187,7 @@ pub async fn worker_cannot_retry_or_repeat_a_task_cancelled_while_its_handler_ru
 /// DESIGN.md retry rules and guarantee 3 through a `Worker`: a handler error becomes a
 /// retry after the backoff, and the retry runs as attempt 2 under the same delivery id.
 pub async fn worker_retries_a_failed_handler_under_the_same_delivery_id<S: Store>(store: S) {
-    let (store, mut signals) = signalling(store);
-    let (engine, clock) = start_engine(store, T0);
+    let (engine, clock, mut signals) = start_signalling_engine(store, T0);
     engine.schedule("orders", "flaky", TaskSpec::now().max_attempts(3)).await.expect("schedule");
     let (fired_tx, mut fired) = mpsc::unbounded_channel();
     let handler = {

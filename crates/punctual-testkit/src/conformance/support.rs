@@ -1,7 +1,6 @@
 //! Helpers shared by the checks: fixed instants, short builders, store calls that fail
-//! loudly with context, waiting with a time limit, and [`Signalling`], a store wrapper
-//! that reports what the engine asked of the store, so checks wait on events instead of
-//! sleeping.
+//! loudly with context, waiting with a time limit, and [`Signals`], the engine's events
+//! a check waits on instead of sleeping.
 
 use std::fmt::Debug;
 use std::future::Future;
@@ -9,12 +8,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use punctual_core::store::{
-    CompleteRequest, Completion, LeaseBatch, LeaseRequest, ListRequest, Page, QueueStats, ReapResult, RetriedDead,
-    RetryDeadRequest, Scheduled, SweepRequest, Swept,
+    CompleteRequest, Completion, LeaseBatch, LeaseRequest, ListRequest, Page, QueueStats, ReapResult, Scheduled,
 };
 use punctual_core::{
-    BoxError, Delivery, Engine, EngineConfig, Error, Handler, Lease, LeaseOptions, LeaseToken, ManualClock, NewTask,
-    Outcome, QueueName, Result, RunningWorker, ScheduleOutcome, Store, Tag, Task, TaskKey, TaskState, Timestamp,
+    BoxError, Delivery, Engine, EngineConfig, Error, Event, Handler, Lease, LeaseOptions, LeaseToken, ManualClock,
+    NewTask, Observer, Outcome, QueueName, Result, RunningWorker, ScheduleOutcome, Store, Tag, Task, TaskKey,
+    TaskState, Timestamp,
 };
 use tokio::sync::mpsc;
 
@@ -320,35 +319,48 @@ pub(crate) async fn engine_lease_one<S: Store>(engine: &Engine<S>, queue_name: &
     leases.pop().expect("one lease")
 }
 
-/// What the engine asked of a [`Signalling`] store, reported after the store answered.
+/// What the engine told a check, from its events.
 #[derive(Debug, Clone)]
 pub(crate) enum Signal {
-    /// `lease` answered for `queue`, handing out `keys`.
-    Leased { queue: QueueName, keys: Vec<TaskKey> },
-    /// `complete` (or one item of `complete_many`) answered for `key`.
+    /// A consumer's lease call on `queue` answered, handing out `leased` tasks.
+    Looked { queue: QueueName, leased: usize },
+    /// An ack of `key`'s lease was applied (`Ok`) or refused (`LeaseLost`).
     Completed { key: TaskKey, result: Result<()> },
-    /// `sweep_dead` answered for `queue`, having deleted `deleted` dead tasks.
+    /// The dead-task retention looked at `queue`, deleting `deleted` dead tasks.
     Swept { queue: QueueName, deleted: u64 },
 }
 
-/// A store that behaves exactly like the one it wraps and reports each `lease` and
-/// `complete` over a channel: the test signals the worker checks wait on.
-#[derive(Debug)]
-pub(crate) struct Signalling<S> {
-    inner: S,
-    signals: mpsc::UnboundedSender<Signal>,
-}
-
-/// The receiving end of a [`Signalling`] store's reports.
+/// The engine's events a check waits on (see [`signals`]).
 #[derive(Debug)]
 pub(crate) struct Signals {
     receiver: mpsc::UnboundedReceiver<Signal>,
 }
 
-/// Wraps `store` so that it reports what it is asked.
-pub(crate) fn signalling<S: Store>(store: S) -> (Signalling<S>, Signals) {
-    let (signals, receiver) = mpsc::unbounded_channel();
-    (Signalling { inner: store, signals }, Signals { receiver })
+/// An observer to start an engine with ([`EngineConfig::observe`]) and the receiving
+/// end of what it hears.
+pub(crate) fn signals() -> (impl Observer, Signals) {
+    let (sender, receiver) = mpsc::unbounded_channel();
+    let observer = move |event: &Event| {
+        let signal = match event {
+            Event::Looked { queue, leased } => Signal::Looked { queue: queue.clone(), leased: *leased },
+            Event::Completed { key, .. } => Signal::Completed { key: key.clone(), result: Ok(()) },
+            Event::AckRefused { key, .. } => Signal::Completed { key: key.clone(), result: Err(Error::LeaseLost) },
+            Event::DeadSwept { queue, deleted } => Signal::Swept { queue: queue.clone(), deleted: *deleted },
+            _ => return,
+        };
+        // Nobody listening is fine: the check only needed some of the reports.
+        let _ = sender.send(signal);
+    };
+    (observer, Signals { receiver })
+}
+
+/// An engine on `store`, whose time stands at `start` until the check moves it, and
+/// what it tells the check.
+pub(crate) fn start_signalling_engine<S: Store>(store: S, start: Timestamp) -> (Engine<S>, ManualClock, Signals) {
+    let (observer, signals) = signals();
+    let clock = ManualClock::new(start);
+    let config = EngineConfig::default().clock(Arc::new(clock.clone())).observe(observer);
+    (Engine::start(store, config), clock, signals)
 }
 
 impl Signals {
@@ -363,14 +375,14 @@ impl Signals {
                             return found;
                         }
                     }
-                    None => panic!("the store was dropped while waiting for {what}"),
+                    None => panic!("the engine was dropped while waiting for {what}"),
                 }
             }
         })
         .await
     }
 
-    /// Waits for the completion of `key_name` and returns what the store answered.
+    /// Waits for the completion of `key_name` and returns what the engine said of it.
     pub(crate) async fn completion_of(&mut self, key_name: &str) -> Result<()> {
         let wanted = key(key_name);
         self.wait_for(&format!("the ack of {key_name}"), |signal| match signal {
@@ -381,7 +393,7 @@ impl Signals {
     }
 
     /// Waits for the completions of all of `key_names`, in whatever order they come;
-    /// what the store answered for each, in the order of `key_names`.
+    /// what the engine said of each, in the order of `key_names`.
     pub(crate) async fn completions_of(&mut self, key_names: &[&str]) -> Vec<Result<()>> {
         let mut answers: Vec<Option<Result<()>>> = vec![None; key_names.len()];
         let what = format!("the acks of {key_names:?}");
@@ -402,7 +414,7 @@ impl Signals {
         while self.receiver.try_recv().is_ok() {}
     }
 
-    /// Waits for a `sweep_dead` call on `queue_name` to answer; how many it deleted.
+    /// Waits for a sweep of `queue_name`'s dead tasks; how many it deleted.
     pub(crate) async fn sweep_of(&mut self, queue_name: &str) -> u64 {
         let wanted = queue(queue_name);
         self.wait_for(&format!("a sweep of {queue_name}'s dead tasks"), |signal| match signal {
@@ -412,109 +424,15 @@ impl Signals {
         .await
     }
 
-    /// Waits for a `lease` call on `queue_name` to answer; the keys it handed out.
-    pub(crate) async fn lease_on(&mut self, queue_name: &str) -> Vec<TaskKey> {
+    /// Waits for a consumer's lease call on `queue_name` to answer; how many tasks it
+    /// handed out.
+    pub(crate) async fn lease_on(&mut self, queue_name: &str) -> usize {
         let wanted = queue(queue_name);
         self.wait_for(&format!("a lease call on {queue_name}"), |signal| match signal {
-            Signal::Leased { queue, keys } if queue == wanted => Some(keys),
+            Signal::Looked { queue, leased } if queue == wanted => Some(leased),
             _ => None,
         })
         .await
-    }
-}
-
-impl<S: Store> Signalling<S> {
-    fn report(&self, signal: Signal) {
-        // Nobody listening is fine: the check only needed some of the reports.
-        let _ = self.signals.send(signal);
-    }
-}
-
-impl<S: Store> Store for Signalling<S> {
-    async fn schedule(&self, tasks: Vec<NewTask>, now: Timestamp) -> Result<Vec<Result<Scheduled>>> {
-        self.inner.schedule(tasks, now).await
-    }
-
-    async fn get(&self, queue: &QueueName, key: &TaskKey) -> Result<Option<Task>> {
-        self.inner.get(queue, key).await
-    }
-
-    async fn cancel(&self, queue: &QueueName, key: &TaskKey) -> Result<bool> {
-        self.inner.cancel(queue, key).await
-    }
-
-    async fn cancel_tag(&self, queue: &QueueName, tag: &Tag) -> Result<u64> {
-        self.inner.cancel_tag(queue, tag).await
-    }
-
-    async fn list(&self, req: ListRequest) -> Result<Page> {
-        self.inner.list(req).await
-    }
-
-    async fn lease(&self, req: LeaseRequest) -> Result<LeaseBatch> {
-        let queue = req.queue.clone();
-        let batch = self.inner.lease(req).await?;
-        self.report(Signal::Leased { queue, keys: batch.leases.iter().map(|l| l.token.key.clone()).collect() });
-        Ok(batch)
-    }
-
-    async fn complete(&self, req: CompleteRequest) -> Result<()> {
-        let key = req.token.key.clone();
-        let result = self.inner.complete(req).await;
-        self.report(Signal::Completed { key, result: result.clone() });
-        result
-    }
-
-    async fn complete_many(&self, reqs: Vec<CompleteRequest>) -> Result<Vec<Result<()>>> {
-        let keys: Vec<TaskKey> = reqs.iter().map(|req| req.token.key.clone()).collect();
-        let results = self.inner.complete_many(reqs).await?;
-        for (key, result) in keys.into_iter().zip(&results) {
-            self.report(Signal::Completed { key, result: result.clone() });
-        }
-        Ok(results)
-    }
-
-    async fn extend(&self, token: &LeaseToken, lease_for: Duration, now: Timestamp) -> Result<Timestamp> {
-        self.inner.extend(token, lease_for, now).await
-    }
-
-    async fn release(&self, token: &LeaseToken, now: Timestamp) -> Result<()> {
-        self.inner.release(token, now).await
-    }
-
-    async fn reap(&self, now: Timestamp, limit: u32) -> Result<ReapResult> {
-        self.inner.reap(now, limit).await
-    }
-
-    async fn retry_dead(&self, queue: &QueueName, key: &TaskKey, now: Timestamp) -> Result<Option<Task>> {
-        self.inner.retry_dead(queue, key, now).await
-    }
-
-    async fn retry_dead_batch(&self, req: RetryDeadRequest) -> Result<RetriedDead> {
-        self.inner.retry_dead_batch(req).await
-    }
-
-    async fn delete_dead(&self, queue: &QueueName, key: &TaskKey) -> Result<bool> {
-        self.inner.delete_dead(queue, key).await
-    }
-
-    async fn sweep_dead(&self, req: SweepRequest) -> Result<Swept> {
-        let queue = req.queue.clone();
-        let swept = self.inner.sweep_dead(req).await?;
-        self.report(Signal::Swept { queue, deleted: swept.deleted });
-        Ok(swept)
-    }
-
-    async fn stats(&self, queue: Option<&QueueName>) -> Result<Vec<QueueStats>> {
-        self.inner.stats(queue).await
-    }
-
-    async fn secret(&self) -> Result<[u8; 32]> {
-        self.inner.secret().await
-    }
-
-    async fn close(&self) -> Result<()> {
-        self.inner.close().await
     }
 }
 
