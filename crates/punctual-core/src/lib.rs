@@ -32,7 +32,8 @@ mod worker;
 
 pub use clock::{Clock, ManualClock, Stopwatch, SystemClock};
 pub use engine::{
-    Engine, EngineConfig, LeaseOptions, Limits, ListOptions, MAX_LEASE, MIN_LEASE, QueueDefaults, WatchdogConfig,
+    Engine, EngineConfig, LeaseOptions, Limits, ListOptions, MAX_LEASE, MAX_LEASE_BATCH, MAX_LIST_LIMIT, MAX_WAIT,
+    MIN_LEASE, QueueDefaults, WatchdogConfig,
 };
 pub use error::{Error, Result};
 pub use events::{Event, EventStream, Observer, Observers, Restarted, StoreOp};

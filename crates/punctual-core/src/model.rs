@@ -315,6 +315,17 @@ pub enum When {
     At(Timestamp),
 }
 
+impl When {
+    /// The instant this says, for a call made at `now`: never before `now`.
+    pub fn resolve(self, now: Timestamp) -> Timestamp {
+        match self {
+            When::Now => now,
+            When::After(delay) => now.saturating_add(delay),
+            When::At(at) => at.max(now),
+        }
+    }
+}
+
 /// What a caller asks for when scheduling one task. Policies left unset take the
 /// queue's defaults. Build with [`TaskSpec::after`], [`TaskSpec::at`] or
 /// [`TaskSpec::now`] and the setters.

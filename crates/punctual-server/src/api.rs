@@ -12,6 +12,7 @@
 
 use std::time::Duration;
 
+use punctual_core::MAX_LIST_LIMIT;
 use punctual_core::store::{QueueStats, ScheduleOutcome};
 use punctual_core::time::format_duration;
 use punctual_core::{Backoff, DeadSelection, IfExists, Outcome, Repeat, Tag, Task, TaskKey, TaskSpec, Timestamp, When};
@@ -229,11 +230,9 @@ impl ListQuery {
     pub(crate) fn limit(&self) -> Result<u32, ApiError> {
         match self.limit.as_deref().filter(|l| !l.is_empty()) {
             None => Ok(100),
-            Some(text) => text
-                .parse::<u32>()
-                .ok()
-                .filter(|n| (1..=1000).contains(n))
-                .ok_or_else(|| ApiError::invalid("limit", format!("'{text}' is not a number from 1 to 1000"))),
+            Some(text) => text.parse::<u32>().ok().filter(|n| (1..=MAX_LIST_LIMIT).contains(n)).ok_or_else(|| {
+                ApiError::invalid("limit", format!("'{text}' is not a number from 1 to {MAX_LIST_LIMIT}"))
+            }),
         }
     }
 

@@ -25,7 +25,7 @@ use std::time::Duration;
 use clap::{Args, ValueEnum};
 use punctual_actions::{ActionSpec, EgressPolicy};
 use punctual_core::time::parse_duration;
-use punctual_core::{Backoff, EngineConfig, QueueDefaults, QueueName};
+use punctual_core::{Backoff, EngineConfig, Limits, QueueDefaults, QueueName};
 use serde::Deserialize;
 use toml::Spanned;
 
@@ -513,9 +513,19 @@ pub(crate) fn settings(args: &ServeArgs, file: Option<(&Path, &str)>) -> Result<
             "request_timeout",
             Duration::from_secs(30),
         )?,
-        max_payload_bytes: count(args.max_payload_bytes, &raw.max_payload_bytes, "max_payload_bytes", 64 * 1024)?,
-        max_batch: count(args.max_batch, &raw.max_batch, "max_batch", 10_000)?,
-        max_body_bytes: count(args.max_body_bytes, &raw.max_body_bytes, "max_body_bytes", 32 * 1024 * 1024)?,
+        max_payload_bytes: count(
+            args.max_payload_bytes,
+            &raw.max_payload_bytes,
+            "max_payload_bytes",
+            Limits::default().max_payload_bytes,
+        )?,
+        max_batch: count(args.max_batch, &raw.max_batch, "max_batch", Limits::default().max_batch)?,
+        max_body_bytes: count(
+            args.max_body_bytes,
+            &raw.max_body_bytes,
+            "max_body_bytes",
+            HttpOptions::default().max_body_bytes,
+        )?,
         max_overdue: match (args.max_overdue, &raw.max_overdue) {
             (None, None) => None,
             (flag, value) => Some(duration(flag, value, "max_overdue", Duration::ZERO)?),

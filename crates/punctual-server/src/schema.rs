@@ -18,7 +18,10 @@
 
 use std::borrow::Cow;
 
-use punctual_core::{QueueName as CoreQueueName, Tag, TaskKey as CoreTaskKey, Timestamp as CoreTimestamp};
+use punctual_core::{
+    Limits, MAX_LEASE, MAX_LEASE_BATCH, MIN_LEASE, QueueName as CoreQueueName, Tag, TaskKey as CoreTaskKey,
+    Timestamp as CoreTimestamp,
+};
 use serde_json::{Value, json};
 use utoipa::openapi::RefOr;
 use utoipa::openapi::extensions::Extensions;
@@ -28,9 +31,10 @@ use utoipa::{PartialSchema, ToSchema};
 use crate::api::MAX_ERROR_BYTES;
 use crate::extract::MIN_EPOCH_MS;
 
-/// The default batch limit; the served document states the server's own
-/// (`openapi::document`).
-pub(crate) const DEFAULT_MAX_BATCH: usize = 10_000;
+/// A duration in whole milliseconds, as the schema's bounds are written.
+fn millis(d: std::time::Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
 
 /// A schema given as JSON. (utoipa's schema types have no `not`, `if` or `const`; an
 /// untyped object whose members are all "extensions" serializes to exactly `value`.)
@@ -160,7 +164,7 @@ fn batch_of(items: &str, item: &str, description: &str, example: Value) -> Value
         "type": "object",
         "additionalProperties": false,
         "required": [items],
-        "properties": {items: {"type": "array", "items": r(item), "maxItems": DEFAULT_MAX_BATCH,
+        "properties": {items: {"type": "array", "items": r(item), "maxItems": Limits::default().max_batch,
             "description": description}},
         "examples": [example, {items: []}],
     })
@@ -310,8 +314,8 @@ schemas! {
         "additionalProperties": false,
         "description": "Every field is optional; an empty body takes the defaults.",
         "properties": {
-            "max": nullable(count(1, 1000, "Tasks at most, default 1.")),
-            "lease": nullable(duration_within(1000, Some(43_200_000), "1s to 12h, default 30s.")),
+            "max": nullable(count(1, MAX_LEASE_BATCH, "Tasks at most, default 1.")),
+            "lease": nullable(duration_within(millis(MIN_LEASE), Some(millis(MAX_LEASE)), "1s to 12h, default 30s.")),
             "wait": nullable(duration_within(0, Some(60_000),
                 "0 to 60s, default 0: how long to hold the request open for a task to fall due.")),
         },
@@ -333,7 +337,7 @@ schemas! {
     ExtendBody => json!({
         "type": "object",
         "additionalProperties": false,
-        "properties": {"lease": nullable(duration_within(1000, Some(43_200_000),
+        "properties": {"lease": nullable(duration_within(millis(MIN_LEASE), Some(millis(MAX_LEASE)),
             "The new length from now, 1s to 12h (default 30s)."))},
         "examples": [{"lease": "2m"}, {}],
     });
@@ -346,7 +350,7 @@ schemas! {
             (at most the server's batch limit). Not both; neither may be null.",
         "properties": {
             "tag": r("TagName"),
-            "keys": {"type": "array", "items": r("TaskKey"), "maxItems": DEFAULT_MAX_BATCH},
+            "keys": {"type": "array", "items": r("TaskKey"), "maxItems": Limits::default().max_batch},
         },
         "not": {"required": ["tag", "keys"]},
         "examples": [{}, {"tag": "pi-9"}, {"keys": ["order-1234", "order-1235"]}],

@@ -1,6 +1,6 @@
 //! The completion policy.
 
-use crate::model::{Task, When};
+use crate::model::Task;
 use crate::outcome::Outcome;
 use crate::store::Completion;
 use crate::time::Timestamp;
@@ -24,13 +24,7 @@ pub fn completion_for(task: &Task, outcome: Outcome, now: Timestamp, jitter: f64
                 Completion::Retry { at: now.saturating_add(wait), error }
             }
         }
-        Outcome::Reschedule(when) => Completion::Reschedule {
-            at: match when {
-                When::Now => now,
-                When::After(delay) => now.saturating_add(delay),
-                When::At(at) => at.max(now),
-            },
-        },
+        Outcome::Reschedule(when) => Completion::Reschedule { at: when.resolve(now) },
         Outcome::Fail(error) => Completion::Dead { error },
     }
 }

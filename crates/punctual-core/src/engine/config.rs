@@ -198,16 +198,23 @@ impl LeaseOptions {
     }
 
     pub(super) fn validate(&self) -> Result<()> {
-        if !(1..=1000).contains(&self.max) {
-            return Err(Error::invalid("max", format!("{} is outside 1 to 1000", self.max)));
+        if !(1..=MAX_LEASE_BATCH).contains(&self.max) {
+            return Err(Error::invalid("max", format!("{} is outside 1 to {MAX_LEASE_BATCH}", self.max)));
         }
         check_lease_for(self.lease_for)?;
-        if self.wait > Duration::from_secs(60) {
+        if self.wait > MAX_WAIT {
             return Err(Error::invalid("wait", "wait is at most 60s"));
         }
         Ok(())
     }
 }
+
+/// The most tasks one lease call hands out.
+pub const MAX_LEASE_BATCH: u32 = 1000;
+/// The most tasks one page of a listing holds.
+pub const MAX_LIST_LIMIT: u32 = 1000;
+/// The longest a lease call waits for a task to fall due.
+pub const MAX_WAIT: Duration = Duration::from_secs(60);
 
 /// The shortest lease.
 pub const MIN_LEASE: Duration = Duration::from_secs(1);

@@ -51,7 +51,8 @@ mod watchdog;
 
 pub use completion::completion_for;
 pub use config::{
-    EngineConfig, LeaseOptions, Limits, ListOptions, MAX_LEASE, MAX_SWEEP_WAIT, MIN_LEASE, QueueDefaults,
+    EngineConfig, LeaseOptions, Limits, ListOptions, MAX_LEASE, MAX_LEASE_BATCH, MAX_LIST_LIMIT, MAX_SWEEP_WAIT,
+    MAX_WAIT, MIN_LEASE, QueueDefaults,
 };
 pub(crate) use consumer::QueueState;
 pub use watchdog::WatchdogConfig;

@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::config::DEAD_BATCH;
+use super::config::{DEAD_BATCH, MAX_LIST_LIMIT};
 use super::{Engine, ListOptions};
 use crate::error::{Error, Result};
 use crate::events::Event;
@@ -106,15 +106,12 @@ impl<S: Store> Engine<S> {
         tags.sort();
         tags.dedup();
         let repeat = spec.repeat.or_else(|| defaults.repeat.clone());
-        let due_at = match spec.when {
-            When::Now => match &repeat {
-                Some(repeat) => repeat.first_at(now).ok_or_else(|| {
-                    Error::invalid("repeat.cron", "has no occurrence left before the end of time (9999-12-30)")
-                })?,
-                None => now,
-            },
-            When::After(delay) => now.saturating_add(delay),
-            When::At(at) => at.max(now),
+        // "Now" with a repeat means its first occurrence.
+        let due_at = match (spec.when, &repeat) {
+            (When::Now, Some(repeat)) => repeat.first_at(now).ok_or_else(|| {
+                Error::invalid("repeat.cron", "has no occurrence left before the end of time (9999-12-30)")
+            })?,
+            (when, _) => when.resolve(now),
         };
         // An `until` before the first occurrence would leave a task that never fires.
         if let Some(until) = repeat.as_ref().and_then(Repeat::until_limit)
@@ -168,8 +165,8 @@ impl<S: Store> Engine<S> {
     pub async fn list(&self, queue: &str, options: ListOptions) -> Result<Page> {
         let queue = QueueName::new(queue)?;
         let ListOptions { state, tag, limit, cursor } = options;
-        if !(1..=1000).contains(&limit) {
-            return Err(Error::invalid("limit", format!("{limit} is outside 1 to 1000")));
+        if !(1..=MAX_LIST_LIMIT).contains(&limit) {
+            return Err(Error::invalid("limit", format!("{limit} is outside 1 to {MAX_LIST_LIMIT}")));
         }
         let mut request = ListRequest::new(queue, state, limit, cursor);
         if let Some(tag) = tag {
