@@ -142,7 +142,6 @@ impl LeaseBatch {
 
 /// How a leased try ended, as decided by the engine.
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
 pub enum Completion {
     /// The occurrence succeeded and nothing follows: delete the task.
     Done,
