@@ -145,7 +145,6 @@ fn check_text(field: &str, text: &str, max_bytes: usize) -> Result<()> {
 /// Where a task is in its life. Done and cancelled tasks are deleted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-#[non_exhaustive]
 pub enum TaskState {
     /// Waiting for `due_at` (or due and waiting for a handler).
     Scheduled,
@@ -274,7 +273,6 @@ impl Task {
 /// What `schedule` does when the (queue, key) already exists.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase", try_from = "String")]
-#[non_exhaustive]
 pub enum IfExists {
     /// New due time, payload and policies; version bumped. A live lease of the old
     /// version can no longer be acknowledged.

@@ -11,11 +11,12 @@ use std::time::Duration;
 
 use punctual_core::clock::Sleep;
 use punctual_core::{Clock, Result, SystemClock, Timestamp};
+use tokio_util::sync::CancellationToken;
 
 use crate::conn::Conn;
 
 /// How often the offset is measured again.
-pub(crate) const REFRESH: Duration = Duration::from_secs(10);
+const REFRESH: Duration = Duration::from_secs(10);
 
 /// The system clock moved onto Redis' time.
 #[derive(Debug, Clone, Default)]
@@ -37,6 +38,18 @@ impl RedisClock {
         let midpoint = before.as_millis() + (after.as_millis() - before.as_millis()) / 2;
         self.offset_ms.store(redis.as_millis() - midpoint, Ordering::Relaxed);
         Ok(())
+    }
+}
+
+/// Measures the offset every [`REFRESH`] until `stop`.
+pub(crate) async fn refresh(clock: RedisClock, conn: Conn, stop: CancellationToken) {
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(REFRESH) => {}
+            _ = stop.cancelled() => return,
+        }
+        // A failure keeps the last offset; the connection logs unreachability.
+        let _ = clock.measure(&conn).await;
     }
 }
 

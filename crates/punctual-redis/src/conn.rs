@@ -1,5 +1,6 @@
-//! One connection handle for a single Redis or a Redis Cluster, with a time limit on
-//! every call and the mapping of Redis errors to the store's.
+//! One connection handle for a single Redis or a Redis Cluster: opening it on a
+//! [`Target`], a time limit on every call, and the mapping of Redis errors to the
+//! store's.
 //!
 //! Invariant: no call waits longer than the configured operation timeout; past it the
 //! caller gets [`Error::Unavailable`]. Reachability changes are logged once per change,
@@ -13,8 +14,10 @@ use std::time::Duration;
 use punctual_core::{Error, Result};
 use redis::aio::ConnectionManager;
 use redis::cluster_async::ClusterConnection;
-use redis::{Cmd, ErrorKind, FromRedisValue, RedisError, ScriptInvocation, ServerErrorKind, Value};
+use redis::{Cmd, ConnectionInfo, ErrorKind, FromRedisValue, RedisError, ScriptInvocation, ServerErrorKind, Value};
 use tokio::sync::Notify;
+
+use crate::target::{Target, info, redacted};
 
 #[derive(Clone)]
 enum Handle {
@@ -42,12 +45,45 @@ impl std::fmt::Debug for Conn {
 }
 
 impl Conn {
-    pub(crate) fn single(manager: ConnectionManager, timeout: Duration) -> Conn {
-        Conn::new(Handle::Single(manager), timeout)
-    }
-
-    pub(crate) fn cluster(connection: ClusterConnection, timeout: Duration) -> Conn {
-        Conn::new(Handle::Cluster(connection), timeout)
+    /// Connects to `target`, failing with `Unavailable` when it does not answer within
+    /// `op_timeout`; and the nodes to subscribe through (see `wake`).
+    pub(crate) async fn open(target: &Target, op_timeout: Duration) -> Result<(Conn, Vec<ConnectionInfo>)> {
+        let connect_timeout = op_timeout.min(Duration::from_secs(5));
+        match target {
+            Target::Single(url) => {
+                let client = redis::Client::open(url.as_str()).map_err(map_err)?;
+                let manager_config = redis::aio::ConnectionManagerConfig::new()
+                    .set_connection_timeout(Some(connect_timeout))
+                    .set_response_timeout(Some(op_timeout))
+                    .set_number_of_retries(2)
+                    .set_max_delay(Duration::from_secs(1));
+                let manager =
+                    tokio::time::timeout(op_timeout, ConnectionManager::new_with_config(client, manager_config))
+                        .await
+                        .map_err(|_| {
+                            Error::Unavailable(format!(
+                                "Redis at {} did not answer within {op_timeout:?}",
+                                redacted(url)
+                            ))
+                        })?
+                        .map_err(map_err)?;
+                Ok((Conn::new(Handle::Single(manager), op_timeout), vec![info(url)?]))
+            }
+            Target::Cluster(urls) => {
+                let client = redis::cluster::ClusterClientBuilder::new(urls.clone())
+                    .connection_timeout(connect_timeout)
+                    .response_timeout(op_timeout)
+                    .retries(3)
+                    .build()
+                    .map_err(map_err)?;
+                let connection = tokio::time::timeout(op_timeout, client.get_async_connection())
+                    .await
+                    .map_err(|_| Error::Unavailable(format!("Redis Cluster did not answer within {op_timeout:?}")))?
+                    .map_err(map_err)?;
+                let nodes = urls.iter().map(|u| info(u)).collect::<Result<Vec<_>>>()?;
+                Ok((Conn::new(Handle::Cluster(connection), op_timeout), nodes))
+            }
+        }
     }
 
     fn new(handle: Handle, timeout: Duration) -> Conn {
@@ -146,20 +182,16 @@ impl Conn {
         result
     }
 
-    /// Logs a change of reachability, once.
+    /// Logs a change of reachability, once. Any answer but `Unavailable`, an error
+    /// included, means Redis answered.
     fn note<T>(&self, result: &Result<T>) {
-        match result {
-            Err(Error::Unavailable(why)) => {
-                if self.reachable.swap(false, Ordering::SeqCst) {
-                    tracing::warn!(error = %why, "Redis is unreachable; calls answer 'unavailable' until it returns");
-                }
+        if let Err(Error::Unavailable(why)) = result {
+            if self.reachable.swap(false, Ordering::SeqCst) {
+                tracing::warn!(error = %why, "Redis is unreachable; calls answer 'unavailable' until it returns");
             }
-            _ => {
-                if !self.reachable.swap(true, Ordering::SeqCst) {
-                    tracing::info!("Redis is reachable again");
-                    self.reconnected.notify_one();
-                }
-            }
+        } else if !self.reachable.swap(true, Ordering::SeqCst) {
+            tracing::info!("Redis is reachable again");
+            self.reconnected.notify_one();
         }
     }
 }

@@ -1,6 +1,6 @@
-//! Dead tasks in bulk: retrying many at once (`lua/retry_dead_many.lua`) and deleting
-//! those past a retention (`lua/sweep_dead.lua`), shard by shard, every script one
-//! bounded batch of at most [`SCRIPT_BATCH`] tasks.
+//! Dead tasks: retrying one or many (`lua/retry_dead.lua`, `lua/retry_dead_many.lua`),
+//! deleting one, and deleting those past a retention (`lua/sweep_dead.lua`), shard by
+//! shard, every script one bounded batch of at most [`SCRIPT_BATCH`] tasks.
 //!
 //! A bulk retry's cursor is `<shard>.<rest>`: the shard the next batch works on and,
 //! for every dead task, the walk's bound (the first batch's now: tasks due later died
@@ -9,12 +9,26 @@
 //! one script.
 
 use punctual_core::store::{DeadSelection, RetriedDead, RetryDeadRequest, SweepRequest, Swept};
-use punctual_core::{Result, Tag, TaskKey, Timestamp};
+use punctual_core::{QueueName, Result, Tag, Task, TaskKey, Timestamp};
 
-use crate::keys::ShardKeys;
-use crate::{SCRIPT_BATCH, Shared, bad_cursor, earliest, keys, parse_score};
+use crate::cursor::bad_cursor;
+use crate::keys::{self, ShardKeys};
+use crate::scripts::{DeadBatch, DeleteIf};
+use crate::shards::{earliest, take_earliest};
+use crate::{SCRIPT_BATCH, Shared};
 
 impl Shared {
+    pub(crate) async fn retry_dead(&self, queue: &QueueName, key: &TaskKey, now: Timestamp) -> Result<Option<Task>> {
+        let shard = self.shard_of(queue, key, false).await?;
+        let Some(task) = self.on(queue, shard).retry_dead(key, now).await? else { return Ok(None) };
+        self.replicate(queue, shard).await?;
+        Ok(Some(task))
+    }
+
+    pub(crate) async fn delete_dead(&self, queue: &QueueName, key: &TaskKey) -> Result<bool> {
+        self.delete(queue, key, DeleteIf::Dead).await
+    }
+
     pub(crate) async fn retry_dead_batch(&self, req: &RetryDeadRequest) -> Result<RetriedDead> {
         let shards = self.shard_count(&req.queue, false).await?;
         match &req.selection {
@@ -30,13 +44,7 @@ impl Shared {
         for shard in 0..shards {
             let mine: Vec<&TaskKey> = keys.iter().filter(|key| keys::shard_of(key, shards) == shard).collect();
             for chunk in mine.chunks(batch_of(req)) {
-                let mut invocation = self.invocation(&self.scripts.retry_dead_many, &req.queue, shard, req.now);
-                invocation.arg("keys").arg(chunk.len());
-                for key in chunk {
-                    invocation.arg(key.as_str());
-                }
-                let (n, _, _): (u64, String, String) = self.conn.invoke(&invocation).await?;
-                retried += n;
+                retried += self.on(&req.queue, shard).retry_dead_many(DeadBatch::Keys(chunk), req.now).await?.retried;
                 self.replicate(&req.queue, shard).await?;
             }
         }
@@ -53,32 +61,27 @@ impl Shared {
             }
             None => (0, None),
         };
-        let mut invocation = self.invocation(&self.scripts.retry_dead_many, &req.queue, shard, req.now);
-        let bound = match tag {
-            Some(tag) => {
-                invocation.arg("tag").arg(batch_of(req)).arg(tag.as_str()).arg(rest.as_deref().unwrap_or(""));
-                None
-            }
+        let (batch, bound) = match tag {
+            Some(tag) => (DeadBatch::Tagged { tag, after: rest.as_deref().unwrap_or(""), size: batch_of(req) }, None),
             None => {
-                let bound = match rest {
+                let bound = match &rest {
                     Some(bound) => bound.parse::<i64>().map_err(|_| bad_cursor())?,
                     None => self.read_now(req.now).await?.as_millis(),
                 };
-                invocation.arg("all").arg(batch_of(req)).arg(bound);
-                Some(bound.to_string())
+                (DeadBatch::All { bound, size: batch_of(req) }, Some(bound.to_string()))
             }
         };
-        let (retried, more, last): (u64, String, String) = self.conn.invoke(&invocation).await?;
+        let done = self.on(&req.queue, shard).retry_dead_many(batch, req.now).await?;
         self.replicate(&req.queue, shard).await?;
         // A tag's walk starts afresh in the next shard; the bound stays.
-        let next_cursor = if !more.is_empty() {
-            Some(format!("{shard}.{}", bound.unwrap_or(last)))
+        let next_cursor = if done.more {
+            Some(format!("{shard}.{}", bound.unwrap_or(done.last)))
         } else if shard + 1 < shards {
             Some(format!("{}.{}", shard + 1, bound.unwrap_or_default()))
         } else {
             None
         };
-        Ok(RetriedDead::new(retried, next_cursor))
+        Ok(RetriedDead::new(done.retried, next_cursor))
     }
 
     /// The earliest deaths first across shards, as `reap` takes the earliest expiries:
@@ -87,32 +90,26 @@ impl Shared {
     pub(crate) async fn sweep_dead(&self, req: &SweepRequest) -> Result<Swept> {
         let limit = (req.limit.max(1) as usize).min(SCRIPT_BATCH);
         let shards = self.shard_count(&req.queue, false).await?;
-        let mut share = vec![0usize; shards as usize];
-        if shards > 1 {
-            let mut deaths: Vec<(Timestamp, u32)> = Vec::new();
+        let share = if shards > 1 {
+            let mut deaths = Vec::new();
             for shard in 0..shards {
                 let keys = ShardKeys::new(&self.config.prefix, &req.queue, shard);
-                let found = self.scored_until(keys.died(), req.died_by, limit).await?;
-                deaths.extend(found.into_iter().map(|(at, _)| (at, shard)));
+                let found = self.scored_until(&keys.died, req.died_by, limit).await?;
+                deaths.extend(found.into_iter().map(|(at, _)| (at, shard as usize)));
             }
-            deaths.sort();
-            for (_, shard) in deaths.into_iter().take(limit) {
-                share[shard as usize] += 1;
-            }
+            take_earliest(&mut deaths, shards as usize, limit)
         } else {
-            share[0] = limit;
-        }
+            vec![limit]
+        };
         let mut deleted = 0;
         let mut oldest = None;
         for (shard, take) in (0..shards).zip(share) {
-            let mut invocation = self.invocation(&self.scripts.sweep_dead, &req.queue, shard, Timestamp::EPOCH);
-            invocation.arg(req.died_by.as_millis()).arg(take);
-            let (n, head): (u64, String) = self.conn.invoke(&invocation).await?;
-            if n > 0 {
+            let swept = self.on(&req.queue, shard).sweep_dead(req.died_by, take).await?;
+            if swept.deleted > 0 {
                 self.replicate(&req.queue, shard).await?;
             }
-            deleted += n;
-            oldest = earliest(oldest, parse_score(&head)?);
+            deleted += swept.deleted;
+            oldest = earliest(oldest, swept.oldest_death);
         }
         Ok(Swept::new(deleted, oldest))
     }

@@ -1,5 +1,5 @@
-//! The store's identity in Redis (`<p>:store`, see `keys`), and how a process notices
-//! that Redis lost punctual's data.
+//! The store's identity in Redis (`<p>:store`, see `keys`), its lease-signing secret
+//! (`<p>:secret`), and how a process notices that Redis lost punctual's data.
 //!
 //! - **Minted once**: the first process to find no identity writes a random one with
 //!   `SET NX`, then every process reads what is there, so processes starting together
@@ -153,6 +153,18 @@ pub(crate) async fn check(shared: &Shared) -> Result<()> {
     // The engine may not listen (a store used without one): nobody to tell then.
     let _ = identity.resets.send(StoreReset::new(known, current, shared.clock.now(), what));
     Ok(())
+}
+
+/// The lease-signing secret: the one in Redis, written first if Redis holds none;
+/// remembered, to put back after a reset.
+pub(crate) async fn secret(shared: &Shared) -> Result<[u8; 32]> {
+    let key = keys::secret(&shared.config.prefix);
+    let fresh: [u8; 32] = rand::random();
+    shared.conn.query::<()>(redis::cmd("SET").arg(&key).arg(&fresh[..]).arg("NX")).await?;
+    let stored: Vec<u8> = shared.conn.query(redis::cmd("GET").arg(&key)).await?;
+    let secret: [u8; 32] = stored.try_into().map_err(|_| corrupt("the lease secret is not 32 bytes"))?;
+    shared.identity.remember_secret(secret);
+    Ok(secret)
 }
 
 /// Puts back this process's lease-signing secret if Redis lost it, and says so when

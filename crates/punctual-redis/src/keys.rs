@@ -31,10 +31,18 @@
 
 use punctual_core::{QueueName, TaskKey};
 
-/// The keys of one shard of one queue, in the order every script takes them.
+/// The keys of one shard of one queue. Scripts take them as `KEYS[1..8]` in the order
+/// of [`ShardKeys::in_script_order`] (the header of `lua/common.lua`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ShardKeys {
-    pub(crate) keys: [String; 8],
+    pub(crate) scheduled: String,
+    pub(crate) leases: String,
+    pub(crate) inflight: String,
+    pub(crate) dead: String,
+    pub(crate) tasks: String,
+    pub(crate) tags: String,
+    pub(crate) seq: String,
+    pub(crate) died: String,
 }
 
 impl ShardKeys {
@@ -42,25 +50,20 @@ impl ShardKeys {
         let tag = if shard == 0 { format!("{{{queue}}}") } else { format!("{{{queue}/{shard}}}") };
         let key = |name: &str| format!("{prefix}:{tag}:{name}");
         ShardKeys {
-            keys: [
-                key("scheduled"),
-                key("leases"),
-                key("inflight"),
-                key("dead"),
-                key("tasks"),
-                key("tags"),
-                key("seq"),
-                key("died"),
-            ],
+            scheduled: key("scheduled"),
+            leases: key("leases"),
+            inflight: key("inflight"),
+            dead: key("dead"),
+            tasks: key("tasks"),
+            tags: key("tags"),
+            seq: key("seq"),
+            died: key("died"),
         }
     }
 
-    pub(crate) fn tasks(&self) -> &str {
-        &self.keys[4]
-    }
-
-    pub(crate) fn died(&self) -> &str {
-        &self.keys[7]
+    /// `KEYS[1..8]` of every shard script, as `lua/common.lua` numbers them.
+    pub(crate) fn in_script_order(&self) -> [&str; 8] {
+        [&self.scheduled, &self.leases, &self.inflight, &self.dead, &self.tasks, &self.tags, &self.seq, &self.died]
     }
 }
 
@@ -127,10 +130,21 @@ mod tests {
         let q = QueueName::new("order.cancel").unwrap();
         let zero = ShardKeys::new("punctual", &q, 0);
         let two = ShardKeys::new("punctual", &q, 2);
-        assert_eq!(zero.keys[0], "punctual:{order.cancel}:scheduled");
-        assert_eq!(two.keys[4], "punctual:{order.cancel/2}:tasks");
-        assert!(zero.keys.iter().all(|k| k.contains("{order.cancel}:")));
+        assert_eq!(zero.scheduled, "punctual:{order.cancel}:scheduled");
+        assert_eq!(two.tasks, "punctual:{order.cancel/2}:tasks");
+        assert!(zero.in_script_order().iter().all(|k| k.contains("{order.cancel}:")));
         assert_eq!(rate("punctual", &q), "punctual:{order.cancel}:rate");
+    }
+
+    #[test]
+    fn the_keys_go_to_the_scripts_in_the_order_common_lua_names_them() {
+        let keys = ShardKeys::new("p", &QueueName::new("q").unwrap(), 0);
+        let header = include_str!("lua/common.lua");
+        for (i, key) in keys.in_script_order().iter().enumerate() {
+            let name = key.rsplit(':').next().unwrap();
+            let line = format!("--   KEYS[{}] {name} ", i + 1);
+            assert!(header.contains(&line), "common.lua lacks {line:?}");
+        }
     }
 
     #[test]

@@ -8,6 +8,8 @@ use punctual_core::{
 };
 use serde::{Deserialize, Serialize};
 
+use crate::codes;
+
 /// What only the Rust side reads: payload and policies.
 #[derive(Serialize, Deserialize)]
 struct Body {
@@ -89,12 +91,7 @@ pub(crate) fn decode(store: StoreId, queue: &QueueName, key: &str, record: &[u8]
     let key = TaskKey::new(key).map_err(corrupt)?;
     let mut task =
         Task::from_new(NewTask::new(queue.clone(), key, Timestamp::from_millis(due)), meta, Timestamp::EPOCH);
-    task.state = match st {
-        0 => TaskState::Scheduled,
-        1 => TaskState::Leased,
-        2 => TaskState::Dead,
-        other => return Err(corrupt(format!("unknown state {other}"))),
-    };
+    task.state = codes::state_of(st).ok_or_else(|| corrupt(format!("unknown state {st}")))?;
     task.payload = body.payload;
     task.attempts = count(att)?;
     task.max_attempts = count(max)?;
@@ -178,12 +175,7 @@ mod tests {
     /// their usual value left empty, then the error, the tags and the body.
     fn encode_as_the_scripts_do(task: &Task) -> Vec<u8> {
         let unless = |n: i64, usual: i64| if n == usual { String::new() } else { n.to_string() };
-        let state = match task.state {
-            TaskState::Scheduled => 0,
-            TaskState::Leased => 1,
-            TaskState::Dead => 2,
-            other => unreachable!("a state the scripts do not know: {other}"),
-        };
+        let state = codes::state(task.state);
         let (due, created) = (task.due_at.as_millis(), task.created_at.as_millis());
         let mut new = NewTask::new(task.queue.clone(), task.key.clone(), task.due_at);
         new.payload = task.payload.clone();

@@ -1,31 +1,51 @@
-//! The Lua scripts, each `lua/common.lua` followed by its own file (but `lua/ids.lua`
-//! and `lua/rate.lua`, which work on no shard). Loaded once per Redis node and called by SHA; redis-rs
-//! reloads a script the node answers NOSCRIPT for (after a restart or a `SCRIPT
-//! FLUSH`).
+//! The Lua scripts, and one typed call per script: each takes typed arguments, builds
+//! the script's `KEYS` and `ARGV` exactly as its header (`lua/*.lua`) says, and reads
+//! its answer into typed results, so no caller builds an argument list by hand.
+//!
+//! Every script is `lua/common.lua` followed by its own file (but `lua/ids.lua` and
+//! `lua/rate.lua`, which work on no shard). Loaded once per Redis node and called by
+//! SHA; redis-rs reloads a script the node answers NOSCRIPT for (after a restart or a
+//! `SCRIPT FLUSH`).
+//!
+//! Invariants: a shard script gets the eight keys of its one shard as `KEYS` (so it
+//! touches only keys it was passed, on one Cluster node) and `ARGV[1..3]` = now, the
+//! wake-up channel, the queue; the codes it gets for our enums come from `codes`. Each
+//! call here is one script call: bounding batches (at most
+//! [`SCRIPT_BATCH`](crate::SCRIPT_BATCH)) is the caller's part.
 
-use redis::Script;
+use std::time::Duration;
+
+use punctual_core::store::{
+    CompleteRequest, Lease, LeaseBatch, LeaseToken, QueueStats, ReapResult, Reaped, Scheduled, Swept, corrupt,
+};
+use punctual_core::{Error, NewTask, QueueName, Result, StoreId, Tag, Task, TaskKey, TaskState, Timestamp};
+use redis::{Script, ScriptInvocation};
+
+use crate::cursor::Cursor;
+use crate::keys::{self, ShardKeys};
+use crate::{Shared, codes, record};
 
 const COMMON: &str = include_str!("lua/common.lua");
 
 /// Every script, compiled (hashed) once.
 #[derive(Debug)]
 pub(crate) struct Scripts {
-    pub(crate) schedule: Script,
-    pub(crate) lease: Script,
-    pub(crate) complete: Script,
-    pub(crate) extend: Script,
-    pub(crate) release: Script,
-    pub(crate) reap: Script,
-    pub(crate) retry_dead: Script,
-    pub(crate) delete: Script,
-    pub(crate) cancel_tag: Script,
-    pub(crate) list: Script,
-    pub(crate) list_tag: Script,
-    pub(crate) retry_dead_many: Script,
-    pub(crate) sweep_dead: Script,
-    pub(crate) stats: Script,
-    pub(crate) ids: Script,
-    pub(crate) rate: Script,
+    schedule: Script,
+    lease: Script,
+    complete: Script,
+    extend: Script,
+    release: Script,
+    reap: Script,
+    retry_dead: Script,
+    delete: Script,
+    cancel_tag: Script,
+    list: Script,
+    list_tag: Script,
+    retry_dead_many: Script,
+    sweep_dead: Script,
+    stats: Script,
+    ids: Script,
+    rate: Script,
 }
 
 fn with_common(body: &str) -> Script {
@@ -53,4 +73,348 @@ impl Scripts {
             rate: Script::new(include_str!("lua/rate.lua")),
         }
     }
+}
+
+/// Which tasks `lua/delete.lua` deletes.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum DeleteIf {
+    /// The task, whatever its state (cancel).
+    Any,
+    /// The task only if it is dead.
+    Dead,
+}
+
+/// The dead tasks one `lua/retry_dead_many.lua` batch looks at.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum DeadBatch<'a> {
+    /// The `size` earliest due dead tasks due at or before `bound` ms.
+    All { bound: i64, size: usize },
+    /// `size` of a tag's tasks in the tags index's order, after the index member
+    /// `after` (`""`: from the tag's first).
+    Tagged { tag: &'a Tag, after: &'a str, size: usize },
+    /// These keys (at most a batch).
+    Keys(&'a [&'a TaskKey]),
+}
+
+/// What one batch of a bulk retry did.
+#[derive(Debug)]
+pub(crate) struct RetriedBatch {
+    pub(crate) retried: u64,
+    /// The shard may hold more of the selection (a full batch was looked at).
+    pub(crate) more: bool,
+    /// The last tags index member looked at ([`DeadBatch::Tagged`] only, else `""`).
+    pub(crate) last: String,
+}
+
+/// One batch of a walk over a tag's index entries.
+#[derive(Debug)]
+pub(crate) struct TagBatch {
+    /// The last member looked at, where the next batch starts; empty when the walk is done.
+    pub(crate) next: Vec<u8>,
+    /// (due ms, key) of each task looked at that is in the state and after the cursor.
+    pub(crate) found: Vec<(i64, String)>,
+}
+
+/// The scripts of one shard of one queue.
+#[derive(Debug)]
+pub(crate) struct OnShard<'a> {
+    shared: &'a Shared,
+    queue: &'a QueueName,
+    keys: ShardKeys,
+}
+
+impl Shared {
+    /// The scripts of shard `shard` of `queue`.
+    pub(crate) fn on<'a>(&'a self, queue: &'a QueueName, shard: u32) -> OnShard<'a> {
+        OnShard { shared: self, queue, keys: ShardKeys::new(&self.config.prefix, queue, shard) }
+    }
+
+    /// `lua/ids.lua`: reserves `want` task ids; the last of the block.
+    pub(crate) async fn reserve_id_block(&self, want: u64) -> Result<u64> {
+        let mut reserve = self.scripts.ids.prepare_invoke();
+        reserve.key(keys::ids(&self.config.prefix)).arg(want).arg(keys::ids_start());
+        self.conn.invoke(&reserve).await
+    }
+
+    /// `lua/rate.lua`: takes a slot of `queue`'s rate of `count` per `per`; 0 when taken,
+    /// else the ms until one frees.
+    pub(crate) async fn take_rate_slot(
+        &self,
+        queue: &QueueName,
+        count: u32,
+        per: Duration,
+        now: Timestamp,
+    ) -> Result<u64> {
+        let mut invocation = self.scripts.rate.prepare_invoke();
+        invocation
+            .key(keys::rate(&self.config.prefix, queue))
+            .arg(codes::now(self.config.time, now))
+            .arg(count.max(1))
+            .arg(millis(per).max(1));
+        self.conn.invoke(&invocation).await
+    }
+}
+
+impl OnShard<'_> {
+    /// An invocation with this shard's `KEYS` and `ARGV[1..3]`.
+    fn invocation<'s>(&self, script: &'s Script, now: Timestamp) -> ScriptInvocation<'s> {
+        let mut invocation = script.prepare_invoke();
+        for key in self.keys.in_script_order() {
+            invocation.key(key);
+        }
+        let prefix = &self.shared.config.prefix;
+        invocation
+            .arg(codes::now(self.shared.config.time, now))
+            .arg(keys::wake_channel(prefix))
+            .arg(self.queue.as_str());
+        invocation
+    }
+
+    fn store(&self) -> StoreId {
+        self.shared.identity.current()
+    }
+
+    /// `lua/schedule.lua`: creates or updates `tasks` (each with the id it gets if it is
+    /// new), in order; each one's outcome, a conflict where `if_exists` is error.
+    pub(crate) async fn schedule(&self, tasks: &[(&NewTask, u64)], now: Timestamp) -> Result<Vec<Result<Scheduled>>> {
+        let mut invocation = self.invocation(&self.shared.scripts.schedule, now);
+        invocation.arg(tasks.len());
+        for (task, id) in tasks {
+            invocation
+                .arg(task.key.as_str())
+                .arg(codes::if_exists(task.if_exists))
+                .arg(task.due_at.as_millis())
+                .arg(task.max_attempts)
+                .arg(*id)
+                .arg(record::tags_of(&task.tags))
+                .arg(record::body_of(task)?);
+        }
+        let answer: Vec<Vec<u8>> = self.shared.conn.invoke(&invocation).await?;
+        if answer.len() != tasks.len() * 2 {
+            return Err(corrupt("schedule answered the wrong number of results"));
+        }
+        let mut results = Vec::with_capacity(tasks.len());
+        for ((task, _), pair) in tasks.iter().zip(answer.chunks(2)) {
+            let outcome =
+                codes::schedule_outcome(&pair[0]).ok_or_else(|| corrupt("an unknown answer from schedule"))?;
+            results.push(match outcome {
+                Some(outcome) => {
+                    let stored = record::decode(self.store(), self.queue, task.key.as_str(), &pair[1])?;
+                    Ok(Scheduled::new(outcome, stored))
+                }
+                None => Err(Error::Conflict(format!(
+                    "task '{}' already exists in queue '{}' (if_exists is error)",
+                    task.key, task.queue
+                ))),
+            });
+        }
+        Ok(results)
+    }
+
+    /// `lua/lease.lua`: leases up to `max` due tasks for `lease_for`, earliest first.
+    pub(crate) async fn lease(&self, max: usize, lease_for: Duration, now: Timestamp) -> Result<LeaseBatch> {
+        let mut invocation = self.invocation(&self.shared.scripts.lease, now);
+        invocation.arg(max).arg(millis(lease_for));
+        let answer: Vec<Vec<u8>> = self.shared.conn.invoke(&invocation).await?;
+        let (head, pairs) = answer.split_first().ok_or_else(|| corrupt("lease answered nothing"))?;
+        let next_due = parse_score(std::str::from_utf8(head).map_err(corrupt)?)?;
+        let leases = self.decode_pairs(pairs)?.into_iter().map(Lease::of).collect();
+        Ok(LeaseBatch::new(leases, next_due))
+    }
+
+    /// `lua/complete.lua`: applies `reqs`, all judged at `now`; whether each applied
+    /// (`false`: the lease was lost).
+    pub(crate) async fn complete(&self, reqs: &[&CompleteRequest], now: Timestamp) -> Result<Vec<bool>> {
+        let mut invocation = self.invocation(&self.shared.scripts.complete, now);
+        invocation.arg(reqs.len());
+        for req in reqs {
+            let (kind, at, error) = codes::completion(&req.completion);
+            let t = &req.token;
+            invocation.arg(t.key.as_str()).arg(t.task_id).arg(t.version).arg(t.fence).arg(kind).arg(at).arg(error);
+        }
+        let results: Vec<i64> = self.shared.conn.invoke(&invocation).await?;
+        Ok(results.into_iter().map(|r| r == 1).collect())
+    }
+
+    /// `lua/extend.lua`: the lease's new expiry, or `LeaseLost`.
+    pub(crate) async fn extend(&self, token: &LeaseToken, lease_for: Duration, now: Timestamp) -> Result<Timestamp> {
+        let mut invocation = self.invocation(&self.shared.scripts.extend, now);
+        with_token(&mut invocation, token).arg(millis(lease_for));
+        let expiry: i64 = self.shared.conn.invoke(&invocation).await?;
+        if expiry < 0 { Err(Error::LeaseLost) } else { Ok(Timestamp::from_millis(expiry)) }
+    }
+
+    /// `lua/release.lua`: gives the lease back untried, or `LeaseLost`.
+    pub(crate) async fn release(&self, token: &LeaseToken, now: Timestamp) -> Result<()> {
+        let mut invocation = self.invocation(&self.shared.scripts.release, now);
+        with_token(&mut invocation, token);
+        let released: i64 = self.shared.conn.invoke(&invocation).await?;
+        if released == 1 { Ok(()) } else { Err(Error::LeaseLost) }
+    }
+
+    /// `lua/reap.lua`: ends up to `limit` expired leases, earliest expiry first.
+    pub(crate) async fn reap(&self, limit: usize, now: Timestamp) -> Result<ReapResult> {
+        let mut invocation = self.invocation(&self.shared.scripts.reap, now);
+        invocation.arg(limit);
+        let answer: Vec<Vec<u8>> = self.shared.conn.invoke(&invocation).await?;
+        let (head, pairs) = answer.split_first().ok_or_else(|| corrupt("reap answered nothing"))?;
+        let next_expiry = parse_score(std::str::from_utf8(head).map_err(corrupt)?)?;
+        let mut reaped = Vec::with_capacity(pairs.len() / 2);
+        for pair in pairs.chunks(2) {
+            let [key, state] = pair else { return Err(corrupt("an odd answer from reap")) };
+            let key = TaskKey::new(String::from_utf8(key.clone()).map_err(corrupt)?).map_err(corrupt)?;
+            let code: i64 = std::str::from_utf8(state).map_err(corrupt)?.parse().map_err(corrupt)?;
+            let state = codes::state_of(code).ok_or_else(|| corrupt(format!("unknown state {code}")))?;
+            reaped.push(Reaped::new(self.queue.clone(), key, state));
+        }
+        Ok(ReapResult::new(reaped, next_expiry))
+    }
+
+    /// `lua/retry_dead.lua`: the task back to work, or `None` when `key` is not dead.
+    pub(crate) async fn retry_dead(&self, key: &TaskKey, now: Timestamp) -> Result<Option<Task>> {
+        let mut invocation = self.invocation(&self.shared.scripts.retry_dead, now);
+        invocation.arg(key.as_str());
+        let record: Vec<u8> = self.shared.conn.invoke(&invocation).await?;
+        if record.is_empty() {
+            return Ok(None);
+        }
+        record::decode(self.store(), self.queue, key.as_str(), &record).map(Some)
+    }
+
+    /// `lua/retry_dead_many.lua`: one batch of a bulk retry.
+    pub(crate) async fn retry_dead_many(&self, batch: DeadBatch<'_>, now: Timestamp) -> Result<RetriedBatch> {
+        let mut invocation = self.invocation(&self.shared.scripts.retry_dead_many, now);
+        match batch {
+            DeadBatch::All { bound, size } => {
+                invocation.arg("all").arg(size).arg(bound);
+            }
+            DeadBatch::Tagged { tag, after, size } => {
+                invocation.arg("tag").arg(size).arg(tag.as_str()).arg(after);
+            }
+            DeadBatch::Keys(keys) => {
+                invocation.arg("keys").arg(keys.len());
+                for key in keys {
+                    invocation.arg(key.as_str());
+                }
+            }
+        }
+        let (retried, more, last): (u64, String, String) = self.shared.conn.invoke(&invocation).await?;
+        Ok(RetriedBatch { retried, more: !more.is_empty(), last })
+    }
+
+    /// `lua/delete.lua`: whether `key` was there (in that state) and is deleted.
+    pub(crate) async fn delete(&self, key: &TaskKey, only: DeleteIf) -> Result<bool> {
+        let mut invocation = self.invocation(&self.shared.scripts.delete, Timestamp::EPOCH);
+        let only = match only {
+            DeleteIf::Any => "any",
+            DeleteIf::Dead => "dead",
+        };
+        invocation.arg(key.as_str()).arg(only);
+        let deleted: i64 = self.shared.conn.invoke(&invocation).await?;
+        Ok(deleted == 1)
+    }
+
+    /// `lua/sweep_dead.lua`: deletes up to `limit` tasks that died by `died_by`, first
+    /// deaths first.
+    pub(crate) async fn sweep_dead(&self, died_by: Timestamp, limit: usize) -> Result<Swept> {
+        let mut invocation = self.invocation(&self.shared.scripts.sweep_dead, Timestamp::EPOCH);
+        invocation.arg(died_by.as_millis()).arg(limit);
+        let (deleted, head): (u64, String) = self.shared.conn.invoke(&invocation).await?;
+        Ok(Swept::new(deleted, parse_score(&head)?))
+    }
+
+    /// `lua/cancel_tag.lua`: deletes up to `limit` tasks carrying `tag`; how many.
+    pub(crate) async fn cancel_tag(&self, tag: &Tag, limit: usize) -> Result<u64> {
+        let mut invocation = self.invocation(&self.shared.scripts.cancel_tag, Timestamp::EPOCH);
+        invocation.arg(tag.as_str()).arg(limit);
+        self.shared.conn.invoke(&invocation).await
+    }
+
+    /// `lua/list.lua`: up to `limit + 1` tasks after `after`, in (due, key) order.
+    pub(crate) async fn list(
+        &self,
+        state: Option<TaskState>,
+        after: Option<&Cursor>,
+        limit: usize,
+    ) -> Result<Vec<Task>> {
+        let mut invocation = self.invocation(&self.shared.scripts.list, Timestamp::EPOCH);
+        invocation.arg(codes::state_filter(state));
+        with_cursor(&mut invocation, after).arg(limit);
+        let answer: Vec<Vec<u8>> = self.shared.conn.invoke(&invocation).await?;
+        self.decode_pairs(&answer)
+    }
+
+    /// `lua/list_tag.lua`: one batch of the walk over `tag`'s index entries after the
+    /// member `from` (empty: the tag's first).
+    pub(crate) async fn list_tag(
+        &self,
+        tag: &Tag,
+        state: Option<TaskState>,
+        after: Option<&Cursor>,
+        from: &[u8],
+        batch: usize,
+    ) -> Result<TagBatch> {
+        let mut invocation = self.invocation(&self.shared.scripts.list_tag, Timestamp::EPOCH);
+        invocation.arg(tag.as_str()).arg(codes::state_filter(state));
+        with_cursor(&mut invocation, after).arg(from).arg(batch);
+        let answer: Vec<Vec<u8>> = self.shared.conn.invoke(&invocation).await?;
+        let (next, pairs) = answer.split_first().ok_or_else(|| corrupt("list_tag answered nothing"))?;
+        let mut found = Vec::with_capacity(pairs.len() / 2);
+        for pair in pairs.chunks(2) {
+            let [key, due] = pair else { return Err(corrupt("an odd answer from list_tag")) };
+            let key = String::from_utf8(key.clone()).map_err(corrupt)?;
+            let due: i64 = std::str::from_utf8(due).map_err(corrupt)?.parse().map_err(corrupt)?;
+            found.push((due, key));
+        }
+        Ok(TagBatch { next: next.clone(), found })
+    }
+
+    /// `lua/stats.lua`: this shard's counts.
+    pub(crate) async fn stats(&self) -> Result<QueueStats> {
+        let invocation = self.invocation(&self.shared.scripts.stats, Timestamp::EPOCH);
+        let (scheduled, leased, dead, head): (u64, u64, u64, String) = self.shared.conn.invoke(&invocation).await?;
+        Ok(QueueStats::new(self.queue.clone(), scheduled, leased, dead, parse_score(&head)?))
+    }
+
+    /// Decodes `[key, record, key, record…]` answers.
+    fn decode_pairs(&self, items: &[Vec<u8>]) -> Result<Vec<Task>> {
+        items
+            .chunks(2)
+            .map(|pair| {
+                let [key, record] = pair else { return Err(corrupt("an odd answer from a script")) };
+                record::decode(self.store(), self.queue, std::str::from_utf8(key).map_err(corrupt)?, record)
+            })
+            .collect()
+    }
+}
+
+/// The lease named by `token` as `ARGV[4..7]`: key, id, version, fence.
+fn with_token<'i, 's>(invocation: &'i mut ScriptInvocation<'s>, token: &LeaseToken) -> &'i mut ScriptInvocation<'s> {
+    invocation.arg(token.key.as_str()).arg(token.task_id).arg(token.version).arg(token.fence)
+}
+
+/// A listing's cursor as two arguments, due ms and key (`""`, `""`: from the start).
+fn with_cursor<'i, 's>(
+    invocation: &'i mut ScriptInvocation<'s>,
+    after: Option<&Cursor>,
+) -> &'i mut ScriptInvocation<'s> {
+    match after {
+        Some(cursor) => invocation.arg(cursor.due).arg(cursor.key.as_str()),
+        None => invocation.arg("").arg(""),
+    }
+}
+
+/// A duration in whole ms, as scripts take it.
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// A ZSet score as scripts return it ('' for none).
+fn parse_score(score: &str) -> Result<Option<Timestamp>> {
+    if score.is_empty() {
+        return Ok(None);
+    }
+    // Scores are doubles; ours are whole milliseconds, printed without a fraction.
+    let ms: f64 = score.parse().map_err(|_| corrupt(format!("score '{score}'")))?;
+    Ok(Some(Timestamp::from_millis(ms as i64)))
 }

@@ -9,44 +9,34 @@
 //! nothing. A task that changed between the walk and the read (another due time, state
 //! or tags) is left out of the page: it did not stay in place.
 
-use punctual_core::store::{ListRequest, Page, corrupt};
-use punctual_core::{Result, StoreId, Tag, Timestamp};
+use punctual_core::store::{ListRequest, Page};
+use punctual_core::{QueueName, Result, Tag};
 
+use crate::cursor::Cursor;
 use crate::keys::ShardKeys;
-use crate::{SCRIPT_BATCH, Shared, cursor_at, parse_cursor, record, state_arg};
+use crate::{SCRIPT_BATCH, Shared, record};
 
 /// A task the walk found: its due time, key and shard.
 type Found = (i64, String, u32);
 
 impl Shared {
-    pub(crate) async fn list_tagged(&self, store: StoreId, req: &ListRequest, tag: &Tag) -> Result<Page> {
-        let cursor = req.cursor.as_deref().map(parse_cursor).transpose()?;
+    pub(crate) async fn list_tagged(&self, req: &ListRequest, tag: &Tag) -> Result<Page> {
+        let store = self.identity.current();
+        let cursor = req.cursor.as_deref().map(Cursor::parse).transpose()?;
         let limit = req.limit.max(1) as usize;
         let mut first: Vec<Found> = Vec::new();
         for shard in 0..self.shard_count(&req.queue, false).await? {
             let mut after: Vec<u8> = Vec::new();
             loop {
-                let mut invocation = self.invocation(&self.scripts.list_tag, &req.queue, shard, Timestamp::EPOCH);
-                invocation.arg(tag.as_str()).arg(state_arg(req.state));
-                match &cursor {
-                    Some((due, key)) => invocation.arg(due).arg(key.as_str()),
-                    None => invocation.arg("").arg(""),
-                };
-                invocation.arg(&after[..]).arg(SCRIPT_BATCH);
-                let answer: Vec<Vec<u8>> = self.conn.invoke(&invocation).await?;
-                let (next, pairs) = answer.split_first().ok_or_else(|| corrupt("list_tag answered nothing"))?;
-                for pair in pairs.chunks(2) {
-                    let [key, due] = pair else { return Err(corrupt("an odd answer from list_tag")) };
-                    let key = String::from_utf8(key.clone()).map_err(corrupt)?;
-                    let due: i64 = std::str::from_utf8(due).map_err(corrupt)?.parse().map_err(corrupt)?;
-                    first.push((due, key, shard));
-                }
+                let on = self.on(&req.queue, shard);
+                let batch = on.list_tag(tag, req.state, cursor.as_ref(), &after, SCRIPT_BATCH).await?;
+                first.extend(batch.found.into_iter().map(|(due, key)| (due, key, shard)));
                 first.sort_by(|a, b| (a.0, a.1.as_bytes()).cmp(&(b.0, b.1.as_bytes())));
                 first.truncate(limit + 1);
-                if next.is_empty() {
+                if batch.next.is_empty() {
                     break;
                 }
-                after.clone_from(next);
+                after = batch.next;
             }
         }
         let more = first.len() > limit;
@@ -61,12 +51,12 @@ impl Shared {
             }
         }
         // The walk's own place, not the last task read: one left out changes nothing.
-        let next_cursor = if more { first.last().map(|(due, key, _)| cursor_at(*due, key)) } else { None };
+        let next_cursor = if more { first.last().map(|(due, key, _)| Cursor::at(*due, key)) } else { None };
         Ok(Page::new(tasks, next_cursor))
     }
 
     /// The records of `found`, in its order (`None`: gone), one `HMGET` per shard.
-    async fn records_of(&self, queue: &punctual_core::QueueName, found: &[Found]) -> Result<Vec<Option<Vec<u8>>>> {
+    async fn records_of(&self, queue: &QueueName, found: &[Found]) -> Result<Vec<Option<Vec<u8>>>> {
         let mut records = vec![None; found.len()];
         let mut shards: Vec<u32> = found.iter().map(|(_, _, shard)| *shard).collect();
         shards.sort_unstable();
@@ -75,7 +65,7 @@ impl Shared {
             let at: Vec<usize> = (0..found.len()).filter(|i| found[*i].2 == shard).collect();
             let keys = ShardKeys::new(&self.config.prefix, queue, shard);
             let mut command = redis::cmd("HMGET");
-            command.arg(keys.tasks());
+            command.arg(&keys.tasks);
             for i in &at {
                 command.arg(found[*i].1.as_str());
             }

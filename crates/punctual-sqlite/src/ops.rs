@@ -23,7 +23,7 @@ fn state_code(state: TaskState) -> i64 {
     match state {
         TaskState::Scheduled => SCHEDULED,
         TaskState::Leased => LEASED,
-        _ => DEAD,
+        TaskState::Dead => DEAD,
     }
 }
 
@@ -249,7 +249,7 @@ fn schedule_one(conn: &Connection, store: StoreId, task: NewTask, now: Timestamp
                 "task '{}' already exists in queue '{}' (if_exists is error)",
                 task.key, task.queue
             )))),
-            _ => {
+            IfExists::Replace => {
                 let id = i64::try_from(old.meta.id).map_err(corrupt)?;
                 delete_tags(conn, queue_id, id, &old.tags)?;
                 let sql = "UPDATE tasks SET state = 0, due_at = ?2, lease_expires_at = NULL, version = version + 1, \

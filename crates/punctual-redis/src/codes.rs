@@ -1,0 +1,107 @@
+//! The codes by which the scripts and the stored record name the values of our enums:
+//! one mapping per enum, each an exhaustive match, so a new variant does not compile
+//! until it is given its code here (and the scripts are taught it). What the codes
+//! mean to the scripts is in their headers (`lua/*.lua`); the state codes are part of
+//! the stored record (`lua/common.lua`), so they never change.
+//!
+//! Invariant: a code decoded here is the code encoded for the same value (checked by
+//! the tests below); anything else is corrupt data, never read as some other value.
+
+use punctual_core::store::{Completion, ScheduleOutcome};
+use punctual_core::{IfExists, TaskState, Timestamp};
+
+use crate::TimeSource;
+
+/// How `lua/schedule.lua` treats a task that exists.
+pub(crate) fn if_exists(mode: IfExists) -> &'static str {
+    match mode {
+        IfExists::Replace => "r",
+        IfExists::Keep => "k",
+        IfExists::Error => "e",
+    }
+}
+
+/// A state as the record's first field and the scripts hold it.
+pub(crate) fn state(state: TaskState) -> u8 {
+    match state {
+        TaskState::Scheduled => 0,
+        TaskState::Leased => 1,
+        TaskState::Dead => 2,
+    }
+}
+
+/// The state a record or a script names by `code`; `None` for a code no state has.
+pub(crate) fn state_of(code: i64) -> Option<TaskState> {
+    match code {
+        0 => Some(TaskState::Scheduled),
+        1 => Some(TaskState::Leased),
+        2 => Some(TaskState::Dead),
+        _unknown => None,
+    }
+}
+
+/// The state filter of the listing scripts: a state's code, or `""` for any state.
+pub(crate) fn state_filter(filter: Option<TaskState>) -> String {
+    filter.map(|s| state(s).to_string()).unwrap_or_default()
+}
+
+/// What `lua/complete.lua` does with a live lease: its kind code, the time it is
+/// scheduled again at (ms, 0 when it is not) and the error it keeps (`""`: none).
+pub(crate) fn completion(completion: &Completion) -> (&'static str, i64, &str) {
+    match completion {
+        Completion::Done => ("d", 0, ""),
+        Completion::Retry { at, error } => ("r", at.as_millis(), error.as_str()),
+        Completion::Reschedule { at } => ("s", at.as_millis(), ""),
+        Completion::Dead { error } => ("x", 0, error.as_str()),
+    }
+}
+
+/// What `lua/schedule.lua` did with a task, by its answer's code: `Some(None)` for
+/// `e`, the task exists and `if_exists` is error; `None` for a code it never answers.
+pub(crate) fn schedule_outcome(code: &[u8]) -> Option<Option<ScheduleOutcome>> {
+    match code {
+        b"c" => Some(Some(ScheduleOutcome::Created)),
+        b"r" => Some(Some(ScheduleOutcome::Replaced)),
+        b"k" => Some(Some(ScheduleOutcome::Kept)),
+        b"e" => Some(None),
+        _unknown => None,
+    }
+}
+
+/// `ARGV[1]` of every script: `now` in ms, or `""` for Redis' own `TIME`.
+pub(crate) fn now(time: TimeSource, now: Timestamp) -> String {
+    match time {
+        TimeSource::Redis => String::new(),
+        TimeSource::Caller => now.as_millis().to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_state_reads_back_as_itself_and_unknown_codes_as_none() {
+        for s in [TaskState::Scheduled, TaskState::Leased, TaskState::Dead] {
+            assert_eq!(state_of(i64::from(state(s))), Some(s));
+            assert_eq!(state_filter(Some(s)), state(s).to_string());
+        }
+        assert_eq!(state_filter(None), "");
+        assert_eq!((state_of(3), state_of(-1)), (None, None));
+    }
+
+    #[test]
+    fn the_codes_are_the_ones_the_scripts_know() {
+        // Fixed by the scripts' headers (lua/schedule.lua, lua/complete.lua).
+        let modes = [IfExists::Replace, IfExists::Keep, IfExists::Error].map(if_exists);
+        assert_eq!(modes, ["r", "k", "e"]);
+        let at = Timestamp::from_millis(7);
+        assert_eq!(completion(&Completion::Retry { at, error: "e".into() }), ("r", 7, "e"));
+        assert_eq!(completion(&Completion::Reschedule { at }), ("s", 7, ""));
+        assert_eq!(completion(&Completion::Dead { error: "e".into() }), ("x", 0, "e"));
+        assert_eq!(completion(&Completion::Done), ("d", 0, ""));
+        assert_eq!(schedule_outcome(b"e"), Some(None));
+        assert_eq!(schedule_outcome(b"k"), Some(Some(ScheduleOutcome::Kept)));
+        assert_eq!(schedule_outcome(b"x"), None);
+    }
+}

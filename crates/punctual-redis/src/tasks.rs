@@ -1,0 +1,76 @@
+//! Writing and reading tasks by key, and cancelling by tag: schedule (a batch, grouped
+//! by shard), get, cancel, cancel_tag.
+//!
+//! Invariants: a batch is applied one script per shard and [`SCRIPT_BATCH`] tasks, in
+//! the batch's order within each shard (one key is always in one shard, so a key
+//! given twice sees its first write); every write waits for replicas when so
+//! configured before it is answered.
+
+use std::collections::BTreeMap;
+
+use punctual_core::store::Scheduled;
+use punctual_core::{Error, NewTask, QueueName, Result, Tag, Task, TaskKey, Timestamp};
+
+use crate::keys::ShardKeys;
+use crate::scripts::DeleteIf;
+use crate::{SCRIPT_BATCH, Shared, record};
+
+impl Shared {
+    pub(crate) async fn schedule(&self, tasks: Vec<NewTask>, now: Timestamp) -> Result<Vec<Result<Scheduled>>> {
+        let mut ids = self.reserve_ids(tasks.len()).await?.into_iter();
+        // Group by shard, keeping each group's order.
+        let mut groups: BTreeMap<(QueueName, u32), Vec<usize>> = BTreeMap::new();
+        for (i, task) in tasks.iter().enumerate() {
+            let shard = self.shard_of(&task.queue, &task.key, true).await?;
+            groups.entry((task.queue.clone(), shard)).or_default().push(i);
+        }
+        let mut results: Vec<Option<Result<Scheduled>>> = (0..tasks.len()).map(|_| None).collect();
+        for ((queue, shard), indices) in groups {
+            for chunk in indices.chunks(SCRIPT_BATCH) {
+                let batch: Vec<(&NewTask, u64)> =
+                    chunk.iter().map(|&i| (&tasks[i], ids.next().unwrap_or_default())).collect();
+                let answers = self.on(&queue, shard).schedule(&batch, now).await?;
+                for (&i, answer) in chunk.iter().zip(answers) {
+                    results[i] = Some(answer);
+                }
+            }
+            self.replicate(&queue, shard).await?;
+        }
+        results.into_iter().map(|r| r.ok_or_else(|| Error::Internal("a task got no answer".into()))).collect()
+    }
+
+    pub(crate) async fn get(&self, queue: &QueueName, key: &TaskKey) -> Result<Option<Task>> {
+        let shard = self.shard_of(queue, key, false).await?;
+        let keys = ShardKeys::new(&self.config.prefix, queue, shard);
+        let record: Option<Vec<u8>> = self.conn.query(redis::cmd("HGET").arg(&keys.tasks).arg(key.as_str())).await?;
+        record.map(|r| record::decode(self.identity.current(), queue, key.as_str(), &r)).transpose()
+    }
+
+    pub(crate) async fn cancel(&self, queue: &QueueName, key: &TaskKey) -> Result<bool> {
+        self.delete(queue, key, DeleteIf::Any).await
+    }
+
+    /// Deletes `key` (only if dead, with [`DeleteIf::Dead`]); whether it was there.
+    pub(crate) async fn delete(&self, queue: &QueueName, key: &TaskKey, only: DeleteIf) -> Result<bool> {
+        let shard = self.shard_of(queue, key, false).await?;
+        let deleted = self.on(queue, shard).delete(key, only).await?;
+        self.replicate(queue, shard).await?;
+        Ok(deleted)
+    }
+
+    /// Shard by shard, [`SCRIPT_BATCH`] tasks per script until a script finds fewer.
+    pub(crate) async fn cancel_tag(&self, queue: &QueueName, tag: &Tag) -> Result<u64> {
+        let mut total = 0;
+        for shard in 0..self.shard_count(queue, false).await? {
+            loop {
+                let deleted = self.on(queue, shard).cancel_tag(tag, SCRIPT_BATCH).await?;
+                total += deleted;
+                if deleted < SCRIPT_BATCH as u64 {
+                    break;
+                }
+            }
+            self.replicate(queue, shard).await?;
+        }
+        Ok(total)
+    }
+}
