@@ -30,7 +30,7 @@ mod wake;
 pub mod wheel;
 mod worker;
 
-pub use clock::{Clock, ManualClock, Stopwatch, SystemClock};
+pub use clock::{Clock, ManualClock, Stopwatch, SystemClock, TokioClock};
 pub use engine::{
     Engine, EngineConfig, LeaseOptions, Limits, ListOptions, MAX_LEASE, MAX_LEASE_BATCH, MAX_LIST_LIMIT, MAX_WAIT,
     MIN_LEASE, QueueDefaults, WatchdogConfig,
