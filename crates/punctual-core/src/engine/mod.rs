@@ -40,7 +40,6 @@ use crate::timed::Timed;
 use crate::timer::Timer;
 use crate::wake::WakeAt;
 
-mod completion;
 mod config;
 mod consumer;
 mod peers;
@@ -49,7 +48,7 @@ mod sweeper;
 mod tasks;
 mod watchdog;
 
-pub use completion::completion_for;
+pub use crate::transitions::completion_for;
 pub use config::{
     EngineConfig, LeaseOptions, Limits, ListOptions, MAX_LEASE, MAX_LEASE_BATCH, MAX_LIST_LIMIT, MAX_SWEEP_WAIT,
     MAX_WAIT, MIN_LEASE, QueueDefaults,

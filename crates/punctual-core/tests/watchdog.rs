@@ -12,13 +12,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use punctual::events::{Event, Restarted, StoreOp};
-use punctual::store::{
+use punctual_core::events::{Event, Restarted, StoreOp};
+use punctual_core::store::{
     CompleteRequest, LeaseBatch, LeaseRequest, ListRequest, Page, QueueStats, ReapResult, RetriedDead,
     RetryDeadRequest, Scheduled, SweepRequest, Swept,
 };
-use punctual::{
-    Delivery, Engine, EngineConfig, LeaseOptions, LeaseToken, ManualClock, NewTask, Outcome, QueueName, SqliteStore,
+use punctual_core::{
+    Delivery, Engine, EngineConfig, LeaseOptions, LeaseToken, ManualClock, MemoryStore, NewTask, Outcome, QueueName,
     Store, Tag, Task, TaskKey, TaskSpec, Timestamp, WatchdogConfig, Worker,
 };
 use tokio::sync::mpsc;
@@ -66,19 +66,11 @@ impl Counts {
 /// returns once the worker's dispatcher waits for work.
 async fn stalled_setup(
     watchdog: Option<WatchdogConfig>,
-) -> (
-    Engine<SqliteStore>,
-    Counts,
-    ManualClock,
-    mpsc::UnboundedReceiver<String>,
-    punctual::RunningWorker,
-    tempfile::TempDir,
-) {
-    let dir = tempfile::tempdir().unwrap();
+) -> (Engine<MemoryStore>, Counts, ManualClock, mpsc::UnboundedReceiver<String>, punctual_core::RunningWorker) {
     let clock = ManualClock::new(START);
     let mut config = EngineConfig::default().clock(Arc::new(clock.clone()));
     config.watchdog = watchdog;
-    let engine = Engine::start(SqliteStore::open(dir.path()).unwrap(), config);
+    let engine = Engine::start(MemoryStore::new(), config);
     let counts = Counts::of(&engine);
     let mut events = engine.subscribe();
     let (ran, ran_rx) = mpsc::unbounded_channel();
@@ -87,7 +79,7 @@ async fn stalled_setup(
             let ran = ran.clone();
             async move {
                 ran.send(d.task.key.to_string()).unwrap();
-                Ok::<_, punctual::BoxError>(Outcome::Done)
+                Ok::<_, punctual_core::BoxError>(Outcome::Done)
             }
         })
         .start()
@@ -99,13 +91,13 @@ async fn stalled_setup(
     // Behind the engine's back: no wake-up is offered for this write.
     let task = NewTask::new(QueueName::new("q").unwrap(), TaskKey::new("sneaky").unwrap(), START);
     engine.store().schedule(vec![task], START).await.unwrap().pop().unwrap().unwrap();
-    (engine, counts, clock, ran_rx, worker, dir)
+    (engine, counts, clock, ran_rx, worker)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(start_paused = true)]
 async fn a_missed_wake_up_is_healed_and_counted() {
     let config = WatchdogConfig::new(Duration::from_secs(5), Duration::from_secs(10));
-    let (engine, counts, clock, mut ran, worker, _dir) = stalled_setup(Some(config)).await;
+    let (engine, counts, clock, mut ran, worker) = stalled_setup(Some(config)).await;
     // Move engine time in watchdog intervals until the handler runs: a pass needs to
     // see the queue twice without progress, the task due for 10 s.
     let fired = timeout(PATIENCE, async {
@@ -124,9 +116,9 @@ async fn a_missed_wake_up_is_healed_and_counted() {
     engine.shutdown().await.unwrap();
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(start_paused = true)]
 async fn without_the_watchdog_the_same_task_stays_stuck() {
-    let (engine, _counts, clock, mut ran, worker, _dir) = stalled_setup(None).await;
+    let (engine, _counts, clock, mut ran, worker) = stalled_setup(None).await;
     clock.advance(Duration::from_secs(60));
     // The control: proving a negative needs a bounded wait.
     assert!(timeout(Duration::from_millis(300), ran.recv()).await.is_err(), "nothing woke the dispatcher");
@@ -138,7 +130,7 @@ async fn without_the_watchdog_the_same_task_stays_stuck() {
 
 /// The embedded store, except that its first `reap` never returns (a hung call).
 struct FirstReapHangs {
-    inner: SqliteStore,
+    inner: MemoryStore,
     reaps: AtomicUsize,
 }
 
@@ -147,72 +139,81 @@ impl Store for FirstReapHangs {
         &self,
         tasks: Vec<NewTask>,
         now: Timestamp,
-    ) -> punctual::Result<Vec<punctual::Result<Scheduled>>> {
+    ) -> punctual_core::Result<Vec<punctual_core::Result<Scheduled>>> {
         self.inner.schedule(tasks, now).await
     }
-    async fn get(&self, queue: &QueueName, key: &TaskKey) -> punctual::Result<Option<Task>> {
+    async fn get(&self, queue: &QueueName, key: &TaskKey) -> punctual_core::Result<Option<Task>> {
         self.inner.get(queue, key).await
     }
-    async fn cancel(&self, queue: &QueueName, key: &TaskKey) -> punctual::Result<bool> {
+    async fn cancel(&self, queue: &QueueName, key: &TaskKey) -> punctual_core::Result<bool> {
         self.inner.cancel(queue, key).await
     }
-    async fn cancel_tag(&self, queue: &QueueName, tag: &Tag) -> punctual::Result<u64> {
+    async fn cancel_tag(&self, queue: &QueueName, tag: &Tag) -> punctual_core::Result<u64> {
         self.inner.cancel_tag(queue, tag).await
     }
-    async fn list(&self, req: ListRequest) -> punctual::Result<Page> {
+    async fn list(&self, req: ListRequest) -> punctual_core::Result<Page> {
         self.inner.list(req).await
     }
-    async fn lease(&self, req: LeaseRequest) -> punctual::Result<LeaseBatch> {
+    async fn lease(&self, req: LeaseRequest) -> punctual_core::Result<LeaseBatch> {
         self.inner.lease(req).await
     }
-    async fn complete(&self, req: CompleteRequest) -> punctual::Result<()> {
+    async fn complete(&self, req: CompleteRequest) -> punctual_core::Result<()> {
         self.inner.complete(req).await
     }
-    async fn complete_many(&self, reqs: Vec<CompleteRequest>) -> punctual::Result<Vec<punctual::Result<()>>> {
+    async fn complete_many(&self, reqs: Vec<CompleteRequest>) -> punctual_core::Result<Vec<punctual_core::Result<()>>> {
         self.inner.complete_many(reqs).await
     }
-    async fn extend(&self, token: &LeaseToken, lease_for: Duration, now: Timestamp) -> punctual::Result<Timestamp> {
+    async fn extend(
+        &self,
+        token: &LeaseToken,
+        lease_for: Duration,
+        now: Timestamp,
+    ) -> punctual_core::Result<Timestamp> {
         self.inner.extend(token, lease_for, now).await
     }
-    async fn release(&self, token: &LeaseToken, now: Timestamp) -> punctual::Result<()> {
+    async fn release(&self, token: &LeaseToken, now: Timestamp) -> punctual_core::Result<()> {
         self.inner.release(token, now).await
     }
-    async fn reap(&self, now: Timestamp, limit: u32) -> punctual::Result<ReapResult> {
+    async fn reap(&self, now: Timestamp, limit: u32) -> punctual_core::Result<ReapResult> {
         if self.reaps.fetch_add(1, Ordering::SeqCst) == 0 {
             std::future::pending::<()>().await;
         }
         self.inner.reap(now, limit).await
     }
-    async fn retry_dead(&self, queue: &QueueName, key: &TaskKey, now: Timestamp) -> punctual::Result<Option<Task>> {
+    async fn retry_dead(
+        &self,
+        queue: &QueueName,
+        key: &TaskKey,
+        now: Timestamp,
+    ) -> punctual_core::Result<Option<Task>> {
         self.inner.retry_dead(queue, key, now).await
     }
-    async fn retry_dead_batch(&self, req: RetryDeadRequest) -> punctual::Result<RetriedDead> {
+    async fn retry_dead_batch(&self, req: RetryDeadRequest) -> punctual_core::Result<RetriedDead> {
         self.inner.retry_dead_batch(req).await
     }
-    async fn delete_dead(&self, queue: &QueueName, key: &TaskKey) -> punctual::Result<bool> {
+    async fn delete_dead(&self, queue: &QueueName, key: &TaskKey) -> punctual_core::Result<bool> {
         self.inner.delete_dead(queue, key).await
     }
-    async fn sweep_dead(&self, req: SweepRequest) -> punctual::Result<Swept> {
+    async fn sweep_dead(&self, req: SweepRequest) -> punctual_core::Result<Swept> {
         self.inner.sweep_dead(req).await
     }
-    async fn stats(&self, queue: Option<&QueueName>) -> punctual::Result<Vec<QueueStats>> {
+    async fn stats(&self, queue: Option<&QueueName>) -> punctual_core::Result<Vec<QueueStats>> {
         self.inner.stats(queue).await
     }
-    async fn secret(&self) -> punctual::Result<[u8; 32]> {
+    async fn secret(&self) -> punctual_core::Result<[u8; 32]> {
         self.inner.secret().await
     }
-    async fn close(&self) -> punctual::Result<()> {
+    async fn close(&self) -> punctual_core::Result<()> {
         self.inner.close().await
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(start_paused = true)]
 async fn a_hung_reaper_is_replaced_and_expired_leases_come_back() {
-    let dir = tempfile::tempdir().unwrap();
     let clock = ManualClock::new(START);
     let mut config = EngineConfig::default().clock(Arc::new(clock.clone()));
     config.watchdog = Some(WatchdogConfig::new(Duration::from_secs(5), Duration::from_secs(10)));
-    let store = FirstReapHangs { inner: SqliteStore::open(dir.path()).unwrap(), reaps: AtomicUsize::new(0) };
+    let store = FirstReapHangs { inner: MemoryStore::new(), reaps: AtomicUsize::new(0) };
     let engine = Engine::start(store, config);
     let counts = Counts::of(&engine);
     // The reaper's first pass (at start) hangs in the store.
@@ -236,6 +237,6 @@ async fn a_hung_reaper_is_replaced_and_expired_leases_come_back() {
     .expect("a new reaper ended the expired lease");
     assert_eq!(counts.restarts(), vec![("consumer", 0), ("reaper", 1)]);
     let task = engine.get("q", "k").await.unwrap().unwrap();
-    assert_eq!((task.state, task.attempts), (punctual::TaskState::Scheduled, 1), "due again, the try counted");
+    assert_eq!((task.state, task.attempts), (punctual_core::TaskState::Scheduled, 1), "due again, the try counted");
     engine.shutdown().await.unwrap();
 }

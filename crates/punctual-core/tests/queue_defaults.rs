@@ -3,12 +3,11 @@
 
 use std::time::Duration;
 
-use punctual::{Engine, EngineConfig, QueueDefaults, QueueName, Repeat, SqliteStore, TaskSpec};
+use punctual_core::{Engine, EngineConfig, MemoryStore, QueueDefaults, QueueName, Repeat, TaskSpec};
 
 #[tokio::test]
 async fn a_queue_default_repeat_applies_to_tasks_without_their_own() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let store = SqliteStore::open(dir.path()).expect("open store");
+    let store = MemoryStore::new();
     let daily = Repeat::every(Duration::from_secs(86_400)).expect("a valid repeat");
     let mut defaults = QueueDefaults::default();
     defaults.repeat = Some(daily.clone());

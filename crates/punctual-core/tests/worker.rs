@@ -1,29 +1,35 @@
-//! The worker against the real embedded store and the real clock: guards against a
+//! The worker on the reference store with tokio's paused time: guards against a
 //! handler that panics or errors taking its dispatcher down, leases expiring under a
 //! slow but healthy handler (no heartbeat), shutdown losing or double-running work,
 //! concurrency limits being exceeded, and a sleeping timer missing an earlier task.
+//!
+//! Time is tokio's, paused ([`TokioClock`]): it moves only when every task waits,
+//! straight to the next deadline, so a handler that works for three lease lengths takes
+//! no wall time, and every run sees the same instants.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use punctual::{Backoff, Delivery, Engine, EngineConfig, Outcome, SqliteStore, TaskSpec, TaskState, Worker};
+use punctual_core::{
+    Backoff, Delivery, Engine, EngineConfig, MemoryStore, Outcome, TaskSpec, TaskState, Timestamp, TokioClock, Worker,
+};
 use tokio::sync::mpsc;
 use tokio::time::timeout;
 
 const PATIENCE: Duration = Duration::from_secs(20);
+const START: Timestamp = Timestamp::from_millis(1_796_040_000_000);
 
-fn start() -> (Engine<SqliteStore>, tempfile::TempDir) {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let store = SqliteStore::open(dir.path()).expect("open store");
-    (Engine::start(store, EngineConfig::default()), dir)
+fn start() -> (Engine<MemoryStore>, ()) {
+    let clock = TokioClock::starting_at(START);
+    (Engine::start(MemoryStore::new(), EngineConfig::default().clock(Arc::new(clock))), ())
 }
 
 async fn next<T>(rx: &mut mpsc::UnboundedReceiver<T>, what: &str) -> T {
     timeout(PATIENCE, rx.recv()).await.unwrap_or_else(|_| panic!("timed out waiting for {what}")).expect("channel open")
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_panicking_handler_becomes_a_retry_with_the_same_delivery_id() {
     let (engine, _dir) = start();
     let fast = Backoff::new(Duration::from_millis(10), 1.0, Duration::from_millis(10)).unwrap();
@@ -37,7 +43,7 @@ async fn a_panicking_handler_becomes_a_retry_with_the_same_delivery_id() {
                 if d.attempt == 1 {
                     panic!("boom on the first try");
                 }
-                Ok::<_, punctual::BoxError>(Outcome::Done)
+                Ok::<_, punctual_core::BoxError>(Outcome::Done)
             }
         })
         .start()
@@ -53,7 +59,7 @@ async fn a_panicking_handler_becomes_a_retry_with_the_same_delivery_id() {
     engine.shutdown().await.unwrap();
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn handler_errors_exhaust_attempts_and_leave_the_task_dead() {
     let (engine, _dir) = start();
     let fast = Backoff::new(Duration::from_millis(5), 1.0, Duration::from_millis(5)).unwrap();
@@ -92,7 +98,7 @@ async fn handler_errors_exhaust_attempts_and_leave_the_task_dead() {
     engine.shutdown().await.unwrap();
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn heartbeats_keep_a_slow_handler_s_lease_alive() {
     let (engine, _dir) = start();
     engine.schedule("q", "slow", TaskSpec::now()).await.unwrap();
@@ -106,7 +112,7 @@ async fn heartbeats_keep_a_slow_handler_s_lease_alive() {
                 // Three lease lengths: without renewal the reaper would take the task back.
                 tokio::time::sleep(Duration::from_millis(3200)).await;
                 tx.send(("end", d.attempt)).unwrap();
-                Ok::<_, punctual::BoxError>(Outcome::Done)
+                Ok::<_, punctual_core::BoxError>(Outcome::Done)
             }
         })
         .start()
@@ -119,7 +125,7 @@ async fn heartbeats_keep_a_slow_handler_s_lease_alive() {
     engine.shutdown().await.unwrap();
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn shutdown_releases_leases_of_handlers_still_running_after_the_grace_period() {
     let (engine, _dir) = start();
     engine.schedule("q", "stuck", TaskSpec::now()).await.unwrap();
@@ -131,7 +137,7 @@ async fn shutdown_releases_leases_of_handlers_still_running_after_the_grace_peri
             async move {
                 tx.send(()).unwrap();
                 std::future::pending::<()>().await;
-                Ok::<_, punctual::BoxError>(Outcome::Done)
+                Ok::<_, punctual_core::BoxError>(Outcome::Done)
             }
         })
         .start()
@@ -149,7 +155,7 @@ async fn shutdown_releases_leases_of_handlers_still_running_after_the_grace_peri
             let tx = tx.clone();
             async move {
                 tx.send(d.attempt).unwrap();
-                Ok::<_, punctual::BoxError>(Outcome::Done)
+                Ok::<_, punctual_core::BoxError>(Outcome::Done)
             }
         })
         .start()
@@ -159,7 +165,7 @@ async fn shutdown_releases_leases_of_handlers_still_running_after_the_grace_peri
     engine.shutdown().await.unwrap();
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn no_more_handlers_run_at_once_than_the_queue_s_concurrency() {
     let (engine, _dir) = start();
     let items = (0..12).map(|i| (format!("k{i}"), TaskSpec::now())).collect();
@@ -178,7 +184,7 @@ async fn no_more_handlers_run_at_once_than_the_queue_s_concurrency() {
                     tokio::time::sleep(Duration::from_millis(20)).await;
                     running.fetch_sub(1, Ordering::SeqCst);
                     tx.send(d.task.key.to_string()).unwrap();
-                    Ok::<_, punctual::BoxError>(Outcome::Done)
+                    Ok::<_, punctual_core::BoxError>(Outcome::Done)
                 }
             })
             .concurrency("q", 3)
@@ -199,7 +205,7 @@ async fn no_more_handlers_run_at_once_than_the_queue_s_concurrency() {
     engine.shutdown().await.unwrap();
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_sleeping_timer_wakes_at_once_for_an_earlier_task() {
     let (engine, _dir) = start();
     engine.schedule("q", "later", TaskSpec::after(Duration::from_secs(3600))).await.unwrap();
@@ -211,7 +217,7 @@ async fn a_sleeping_timer_wakes_at_once_for_an_earlier_task() {
             async move {
                 let lag = engine.clock().now().saturating_since(d.task.due_at);
                 tx.send((d.task.key.to_string(), lag)).unwrap();
-                Ok::<_, punctual::BoxError>(Outcome::Done)
+                Ok::<_, punctual_core::BoxError>(Outcome::Done)
             }
         })
         .start()
@@ -227,10 +233,10 @@ async fn a_sleeping_timer_wakes_at_once_for_an_earlier_task() {
     engine.shutdown().await.unwrap();
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_repeating_task_keeps_firing_until_its_tag_is_cancelled() {
     let (engine, _dir) = start();
-    let every = punctual::Repeat::every(Duration::from_millis(100)).unwrap();
+    let every = punctual_core::Repeat::every(Duration::from_millis(100)).unwrap();
     engine.schedule("remind", "step-1", TaskSpec::now().repeat(every).tag("pi-9")).await.unwrap();
     let (tx, mut rx) = mpsc::unbounded_channel();
     let worker = Worker::new(engine.clone())
@@ -238,7 +244,7 @@ async fn a_repeating_task_keeps_firing_until_its_tag_is_cancelled() {
             let tx = tx.clone();
             async move {
                 tx.send(d.delivery_id.clone()).unwrap();
-                Ok::<_, punctual::BoxError>(Outcome::Done)
+                Ok::<_, punctual_core::BoxError>(Outcome::Done)
             }
         })
         .start()

@@ -1,0 +1,548 @@
+//! [`MemoryStore`], the reference store: the [`Store`] contract held in memory, every
+//! change to a task made by a function of [`transitions`]. It is the executable form of
+//! the contract: it runs the conformance suite like every backend, and the model test
+//! compares each real store with it on random operation sequences.
+//!
+//! What it owns: the tasks of each queue in a `BTreeMap` by key, and indexes beside
+//! them so that no call scans what it does not return — per queue, every task and the
+//! tasks of each state by `(due_at, key)` (listing, leasing, the next due time), the
+//! dead tasks by `(updated_at, key)` (the sweep, the bulk retry), the keys carrying
+//! each tag; across queues, the leased tasks by `(lease_expires_at, queue, key)`
+//! (reaping). All of it sits behind one `Mutex`, so every method is atomic.
+//!
+//! Invariant: the indexes hold exactly the entries derived from the stored tasks. Every
+//! write goes through `Inner::put` or `Inner::take`, which remove a task's old entries
+//! before adding its new ones; nothing else touches the maps.
+//!
+//! Store-defined choices: ties among equal times are broken by key (listing, leasing,
+//! the sweep; reaping, which spans queues, by queue and then key); a bulk retry by tag
+//! walks the tag's keys in order, and one of every dead task walks the deaths up to the
+//! first batch's `now` (a task dies after it was due, so these are the dead tasks due by
+//! then, less any that died during the walk and so did not stay in place). Ids count up
+//! from 1 and never repeat; fences count up from 0 per task (ids never repeat, so a
+//! token of an earlier task of the same key never matches). Nothing survives the
+//! process: the `Ok` of a call is durable only for as long as the store lives.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Bound;
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+use crate::identity::StoreId;
+use crate::model::{NewTask, QueueName, Tag, Task, TaskKey, TaskState};
+use crate::store::{
+    CompleteRequest, DeadSelection, Lease, LeaseBatch, LeaseRequest, LeaseToken, ListRequest, Page, QueueStats,
+    ReapResult, Reaped, RetriedDead, RetryDeadRequest, ScheduleOutcome, Scheduled, Store, SweepRequest, Swept,
+};
+use crate::time::Timestamp;
+use crate::transitions;
+
+/// (queue, key): where a task lives.
+type Slot = (QueueName, TaskKey);
+
+/// The reference [`Store`]: the contract, in memory, built on [`transitions`]. See the
+/// module docs.
+#[derive(Debug)]
+pub struct MemoryStore {
+    secret: [u8; 32],
+    inner: Mutex<Inner>,
+}
+
+impl Default for MemoryStore {
+    fn default() -> MemoryStore {
+        MemoryStore::new()
+    }
+}
+
+impl MemoryStore {
+    /// An empty store with a fresh identity and secret.
+    pub fn new() -> MemoryStore {
+        let inner = Inner {
+            store: StoreId::random(),
+            closed: false,
+            last_id: 0,
+            queues: BTreeMap::new(),
+            expiries: BTreeSet::new(),
+            prefer: Vec::new(),
+        };
+        MemoryStore { secret: rand::random(), inner: Mutex::new(inner) }
+    }
+
+    /// Among tasks due, expiring or dead at the same instant, the next `lease`, `reap`
+    /// or `sweep_dead` takes those named in `first` before the others, in that order.
+    ///
+    /// The contract leaves that choice to the store; the model test uses this to make
+    /// the reference follow the choice a real store made, so that both hold the same
+    /// tasks afterwards. It changes nothing the contract fixes: a task due later is
+    /// never taken before one due earlier. (That call then also reads every task tied
+    /// with the last one it takes.)
+    pub fn prefer_among_ties(&self, first: Vec<(QueueName, TaskKey)>) {
+        // A poisoned lock fails the next call anyway; a preference is not worth a panic.
+        if let Ok(mut inner) = self.inner.lock() {
+            inner.prefer = first;
+        }
+    }
+
+    /// The state, unless the store is closed.
+    fn open(&self) -> Result<MutexGuard<'_, Inner>> {
+        let inner = self.inner.lock().map_err(|_| Error::Internal("a panic poisoned the memory store".into()))?;
+        if inner.closed { Err(Error::Unavailable("the memory store is closed".into())) } else { Ok(inner) }
+    }
+}
+
+/// One queue's tasks and their indexes.
+#[derive(Debug, Default)]
+struct Queue {
+    tasks: BTreeMap<TaskKey, Task>,
+    /// Every task, by `(due_at, key)`.
+    by_due: BTreeSet<(Timestamp, TaskKey)>,
+    scheduled: BTreeSet<(Timestamp, TaskKey)>,
+    leased: BTreeSet<(Timestamp, TaskKey)>,
+    dead: BTreeSet<(Timestamp, TaskKey)>,
+    /// Dead tasks by `(updated_at, key)`: when they died.
+    deaths: BTreeSet<(Timestamp, TaskKey)>,
+    tags: BTreeMap<Tag, BTreeSet<TaskKey>>,
+}
+
+impl Queue {
+    fn in_state(&self, state: TaskState) -> &BTreeSet<(Timestamp, TaskKey)> {
+        match state {
+            TaskState::Scheduled => &self.scheduled,
+            TaskState::Leased => &self.leased,
+            TaskState::Dead => &self.dead,
+        }
+    }
+
+    fn in_state_mut(&mut self, state: TaskState) -> &mut BTreeSet<(Timestamp, TaskKey)> {
+        match state {
+            TaskState::Scheduled => &mut self.scheduled,
+            TaskState::Leased => &mut self.leased,
+            TaskState::Dead => &mut self.dead,
+        }
+    }
+
+    fn task(&self, key: &TaskKey) -> &Task {
+        self.tasks.get(key).expect("an index names only stored tasks")
+    }
+
+    fn stats(&self, name: QueueName) -> QueueStats {
+        let count = |state| self.in_state(state).len() as u64;
+        let next_due = self.scheduled.first().map(|(due, _)| *due);
+        QueueStats::new(name, count(TaskState::Scheduled), count(TaskState::Leased), count(TaskState::Dead), next_due)
+    }
+}
+
+#[derive(Debug)]
+struct Inner {
+    store: StoreId,
+    closed: bool,
+    /// The id of the latest creation.
+    last_id: u64,
+    queues: BTreeMap<QueueName, Queue>,
+    /// Leased tasks of every queue, by `(lease_expires_at, queue, key)`.
+    expiries: BTreeSet<(Timestamp, QueueName, TaskKey)>,
+    /// See [`MemoryStore::prefer_among_ties`]; emptied by the call that uses it.
+    prefer: Vec<Slot>,
+}
+
+impl Inner {
+    fn get(&self, queue: &QueueName, key: &TaskKey) -> Option<&Task> {
+        self.queues.get(queue)?.tasks.get(key)
+    }
+
+    /// Stores `task` in place of whatever its (queue, key) held.
+    fn put(&mut self, task: Task) {
+        self.take(&task.queue, &task.key);
+        let entry = (task.due_at, task.key.clone());
+        if let Some(expiry) = task.lease_expires_at {
+            self.expiries.insert((expiry, task.queue.clone(), task.key.clone()));
+        }
+        let queue = self.queues.entry(task.queue.clone()).or_default();
+        queue.by_due.insert(entry.clone());
+        queue.in_state_mut(task.state).insert(entry);
+        if task.state == TaskState::Dead {
+            queue.deaths.insert((task.updated_at, task.key.clone()));
+        }
+        for tag in &task.tags {
+            queue.tags.entry(tag.clone()).or_default().insert(task.key.clone());
+        }
+        debug_assert_eq!(task.lease_expires_at.is_some(), task.state == TaskState::Leased, "{task:?}");
+        queue.tasks.insert(task.key.clone(), task);
+    }
+
+    /// Deletes the task in (queue, key) with its index entries; the task, if any.
+    fn take(&mut self, queue_name: &QueueName, key: &TaskKey) -> Option<Task> {
+        let queue = self.queues.get_mut(queue_name)?;
+        let task = queue.tasks.remove(key)?;
+        let entry = (task.due_at, task.key.clone());
+        queue.by_due.remove(&entry);
+        queue.in_state_mut(task.state).remove(&entry);
+        queue.deaths.remove(&(task.updated_at, task.key.clone()));
+        for tag in &task.tags {
+            if let Some(keys) = queue.tags.get_mut(tag) {
+                keys.remove(key);
+                if keys.is_empty() {
+                    queue.tags.remove(tag);
+                }
+            }
+        }
+        if queue.tasks.is_empty() {
+            self.queues.remove(queue_name);
+        }
+        if let Some(expiry) = task.lease_expires_at {
+            self.expiries.remove(&(expiry, task.queue.clone(), task.key.clone()));
+        }
+        Some(task)
+    }
+
+    fn schedule_one(&mut self, new: NewTask, now: Timestamp) -> Result<Scheduled> {
+        let scheduled = match self.get(&new.queue, &new.key) {
+            Some(existing) => transitions::upsert(existing, new, now)?,
+            None => {
+                self.last_id += 1;
+                Scheduled::new(ScheduleOutcome::Created, transitions::create(new, self.store, self.last_id, now))
+            }
+        };
+        match scheduled.outcome {
+            ScheduleOutcome::Created | ScheduleOutcome::Replaced => self.put(scheduled.task.clone()),
+            ScheduleOutcome::Kept => {}
+        }
+        Ok(scheduled)
+    }
+
+    fn cancel_tag(&mut self, queue: &QueueName, tag: &Tag) -> u64 {
+        let keys: Vec<TaskKey> = self
+            .queues
+            .get(queue)
+            .and_then(|q| q.tags.get(tag))
+            .map(|keys| keys.iter().cloned().collect())
+            .unwrap_or_default();
+        keys.iter().filter(|key| self.take(queue, key).is_some()).count() as u64
+    }
+
+    fn list(&self, req: &ListRequest) -> Result<Page> {
+        let after = req.cursor.as_deref().map(parse_list_cursor).transpose()?;
+        let Some(queue) = self.queues.get(&req.queue) else { return Ok(Page::new(Vec::new(), None)) };
+        let limit = req.limit.max(1) as usize;
+        let is_after = |task: &Task| after.as_ref().is_none_or(|(due, key)| (task.due_at, &task.key) > (*due, key));
+        let mut tasks: Vec<&Task> = match &req.tag {
+            // A pass over the tag's tasks, whatever else the queue holds.
+            Some(tag) => {
+                let mut tagged: Vec<&Task> = queue
+                    .tags
+                    .get(tag)
+                    .into_iter()
+                    .flatten()
+                    .map(|key| queue.task(key))
+                    .filter(|task| req.state.is_none_or(|state| task.state == state) && is_after(task))
+                    .collect();
+                tagged.sort_by(|a, b| (a.due_at, &a.key).cmp(&(b.due_at, &b.key)));
+                tagged.truncate(limit + 1);
+                tagged
+            }
+            None => {
+                let index = req.state.map_or(&queue.by_due, |state| queue.in_state(state));
+                let from = after.map_or(Bound::Unbounded, Bound::Excluded);
+                index.range((from, Bound::Unbounded)).take(limit + 1).map(|(_, key)| queue.task(key)).collect()
+            }
+        };
+        let more = tasks.len() > limit;
+        tasks.truncate(limit);
+        let next_cursor = tasks.last().filter(|_| more).map(|last| format!("{}.{}", last.due_at.as_millis(), last.key));
+        Ok(Page::new(tasks.into_iter().cloned().collect(), next_cursor))
+    }
+
+    fn lease(&mut self, req: &LeaseRequest) -> LeaseBatch {
+        let prefer = std::mem::take(&mut self.prefer);
+        let Some(queue) = self.queues.get(&req.queue) else { return LeaseBatch::new(Vec::new(), None) };
+        let due = queue.scheduled.iter().take_while(|(due, _)| *due <= req.now);
+        let chosen = choose(due.map(|(due, key)| (*due, (req.queue.clone(), key.clone()))), req.max, &prefer);
+        let mut leases = Vec::with_capacity(chosen.len());
+        for (queue, key) in chosen {
+            let Some(task) = self.get(&queue, &key) else { continue };
+            let leased = transitions::lease(task, req.lease_for, req.now);
+            self.put(leased.clone());
+            leases.push(Lease::of(leased));
+        }
+        let next_due = self.queues.get(&req.queue).and_then(|q| q.scheduled.first()).map(|(due, _)| *due);
+        LeaseBatch::new(leases, next_due)
+    }
+
+    fn complete(&mut self, req: &CompleteRequest) -> Result<()> {
+        let (queue, key) = (&req.token.queue, &req.token.key);
+        let task = transitions::live(self.get(queue, key), &req.token, req.now)?;
+        match transitions::complete(task, &req.completion, req.now) {
+            Some(next) => self.put(next),
+            None => {
+                self.take(queue, key);
+            }
+        }
+        Ok(())
+    }
+
+    /// Applies `change` to the task of the live lease `token`; the task afterwards.
+    fn on_live(&mut self, token: &LeaseToken, now: Timestamp, change: impl FnOnce(&Task) -> Task) -> Result<Task> {
+        let task = transitions::live(self.get(&token.queue, &token.key), token, now)?;
+        let next = change(task);
+        self.put(next.clone());
+        Ok(next)
+    }
+
+    fn reap(&mut self, now: Timestamp, limit: u32) -> ReapResult {
+        let prefer = std::mem::take(&mut self.prefer);
+        let expired = self.expiries.iter().take_while(|(expiry, ..)| *expiry <= now);
+        let chosen =
+            choose(expired.map(|(expiry, queue, key)| (*expiry, (queue.clone(), key.clone()))), limit, &prefer);
+        let mut reaped = Vec::with_capacity(chosen.len());
+        for (queue, key) in chosen {
+            let Some(task) = self.get(&queue, &key) else { continue };
+            let next = transitions::expire(task, now);
+            reaped.push(Reaped::new(queue, key, next.state));
+            self.put(next);
+        }
+        // Expired leases left over (more than `limit`) are not live: skip them.
+        let next_expiry = self.expiries.iter().map(|(expiry, ..)| *expiry).find(|expiry| *expiry > now);
+        ReapResult::new(reaped, next_expiry)
+    }
+
+    /// Moves the dead task in (queue, key) back to work; it, or `None` if not dead.
+    fn revive(&mut self, queue: &QueueName, key: &TaskKey, now: Timestamp) -> Option<Task> {
+        let revived = transitions::retry_dead(self.get(queue, key)?, now)?;
+        self.put(revived.clone());
+        Some(revived)
+    }
+
+    /// Cursors: with every dead task, the first batch's now in epoch ms (each batch
+    /// takes the earliest deaths up to it, and revives all it looked at, so the next
+    /// starts again from the earliest); with a tag, the last key looked at.
+    fn retry_dead_batch(&mut self, req: &RetryDeadRequest) -> Result<RetriedDead> {
+        let limit = req.limit.max(1) as usize;
+        let bad_cursor =
+            || Error::invalid("cursor", "this cursor was not issued by this store; start again without one");
+        let Some(queue) = self.queues.get(&req.queue) else { return Ok(RetriedDead::new(0, None)) };
+        let (looked_at, next_cursor): (Vec<TaskKey>, Option<String>) = match &req.selection {
+            DeadSelection::All => {
+                let bound = match req.cursor.as_deref() {
+                    Some(cursor) => Timestamp::from_millis(cursor.parse().map_err(|_| bad_cursor())?),
+                    None => req.now,
+                };
+                let keys: Vec<TaskKey> = queue
+                    .deaths
+                    .iter()
+                    .take_while(|(died, _)| *died <= bound)
+                    .take(limit)
+                    .map(|(_, key)| key.clone())
+                    .collect();
+                let more = keys.len() == limit;
+                (keys, more.then(|| bound.as_millis().to_string()))
+            }
+            DeadSelection::Tagged(tag) => {
+                let after =
+                    req.cursor.as_deref().map(|cursor| TaskKey::new(cursor).map_err(|_| bad_cursor())).transpose()?;
+                let from = after.map_or(Bound::Unbounded, Bound::Excluded);
+                let keys: Vec<TaskKey> = queue
+                    .tags
+                    .get(tag)
+                    .map(|keys| keys.range((from, Bound::Unbounded)).take(limit).cloned().collect())
+                    .unwrap_or_default();
+                let next = keys.last().filter(|_| keys.len() == limit).map(|last| last.to_string());
+                (keys, next)
+            }
+            // A key given twice counts once.
+            DeadSelection::Keys(keys) => (keys.iter().cloned().collect::<BTreeSet<_>>().into_iter().collect(), None),
+        };
+        let retried = looked_at.iter().filter(|key| self.revive(&req.queue, key, req.now).is_some()).count();
+        Ok(RetriedDead::new(retried as u64, next_cursor))
+    }
+
+    fn sweep_dead(&mut self, req: &SweepRequest) -> Swept {
+        let prefer = std::mem::take(&mut self.prefer);
+        let Some(queue) = self.queues.get(&req.queue) else { return Swept::new(0, None) };
+        let due = queue.deaths.iter().take_while(|(died, _)| *died <= req.died_by);
+        let chosen = choose(due.map(|(died, key)| (*died, (req.queue.clone(), key.clone()))), req.limit, &prefer);
+        let deleted = chosen.iter().filter(|(queue, key)| self.take(queue, key).is_some()).count();
+        let oldest = self.queues.get(&req.queue).and_then(|q| q.deaths.first()).map(|(died, _)| *died);
+        Swept::new(deleted as u64, oldest)
+    }
+
+    fn stats(&self, queue: Option<&QueueName>) -> Vec<QueueStats> {
+        match queue {
+            Some(name) => vec![match self.queues.get(name) {
+                Some(queue) => queue.stats(name.clone()),
+                None => QueueStats::new(name.clone(), 0, 0, 0, None),
+            }],
+            // Empty queues are removed, so every queue listed holds a task.
+            None => self.queues.iter().map(|(name, queue)| queue.stats(name.clone())).collect(),
+        }
+    }
+}
+
+/// The first `limit` (at least 1) of `candidates`, which come sorted by time and then
+/// by the store's order; except that among candidates of equal time, those in `prefer`
+/// go first, in its order.
+fn choose(candidates: impl Iterator<Item = (Timestamp, Slot)>, limit: u32, prefer: &[Slot]) -> Vec<Slot> {
+    let limit = limit.max(1) as usize;
+    let mut picked: Vec<(Timestamp, Slot)> = Vec::new();
+    for (at, slot) in candidates {
+        // Past `limit`, only the ties of the last one taken can still be preferred.
+        let full = picked.len() >= limit;
+        if full && (prefer.is_empty() || picked.last().is_some_and(|(last, _)| at > *last)) {
+            break;
+        }
+        picked.push((at, slot));
+    }
+    let rank = |slot: &Slot| prefer.iter().position(|first| first == slot).unwrap_or(usize::MAX);
+    // Stable: the store's own order stays among the tasks not preferred.
+    picked.sort_by_key(|(at, slot)| (*at, rank(slot)));
+    picked.truncate(limit);
+    picked.into_iter().map(|(_, slot)| slot).collect()
+}
+
+/// List cursors are `<due_at ms>.<key>` of the last task of the page.
+fn parse_list_cursor(cursor: &str) -> Result<(Timestamp, TaskKey)> {
+    let bad = || Error::invalid("cursor", "this cursor was not issued by this store; start again without one");
+    let (due, key) = cursor.split_once('.').ok_or_else(bad)?;
+    let due = Timestamp::from_millis(due.parse().map_err(|_| bad())?);
+    Ok((due, TaskKey::new(key).map_err(|_| bad())?))
+}
+
+impl Store for MemoryStore {
+    async fn schedule(&self, tasks: Vec<NewTask>, now: Timestamp) -> Result<Vec<Result<Scheduled>>> {
+        let mut inner = self.open()?;
+        Ok(tasks.into_iter().map(|new| inner.schedule_one(new, now)).collect())
+    }
+
+    async fn get(&self, queue: &QueueName, key: &TaskKey) -> Result<Option<Task>> {
+        Ok(self.open()?.get(queue, key).cloned())
+    }
+
+    async fn cancel(&self, queue: &QueueName, key: &TaskKey) -> Result<bool> {
+        Ok(self.open()?.take(queue, key).is_some())
+    }
+
+    async fn cancel_tag(&self, queue: &QueueName, tag: &Tag) -> Result<u64> {
+        Ok(self.open()?.cancel_tag(queue, tag))
+    }
+
+    async fn list(&self, req: ListRequest) -> Result<Page> {
+        self.open()?.list(&req)
+    }
+
+    async fn lease(&self, req: LeaseRequest) -> Result<LeaseBatch> {
+        Ok(self.open()?.lease(&req))
+    }
+
+    async fn complete(&self, req: CompleteRequest) -> Result<()> {
+        self.open()?.complete(&req)
+    }
+
+    async fn complete_many(&self, reqs: Vec<CompleteRequest>) -> Result<Vec<Result<()>>> {
+        let mut inner = self.open()?;
+        Ok(reqs.iter().map(|req| inner.complete(req)).collect())
+    }
+
+    async fn extend(&self, token: &LeaseToken, lease_for: Duration, now: Timestamp) -> Result<Timestamp> {
+        let extended = self.open()?.on_live(token, now, |task| transitions::extend(task, lease_for, now))?;
+        extended.lease_expires_at.ok_or_else(|| Error::Internal("an extended lease has an expiry".into()))
+    }
+
+    async fn release(&self, token: &LeaseToken, now: Timestamp) -> Result<()> {
+        self.open()?.on_live(token, now, |task| transitions::release(task, now)).map(drop)
+    }
+
+    async fn reap(&self, now: Timestamp, limit: u32) -> Result<ReapResult> {
+        Ok(self.open()?.reap(now, limit))
+    }
+
+    async fn retry_dead(&self, queue: &QueueName, key: &TaskKey, now: Timestamp) -> Result<Option<Task>> {
+        Ok(self.open()?.revive(queue, key, now))
+    }
+
+    async fn retry_dead_batch(&self, req: RetryDeadRequest) -> Result<RetriedDead> {
+        self.open()?.retry_dead_batch(&req)
+    }
+
+    async fn delete_dead(&self, queue: &QueueName, key: &TaskKey) -> Result<bool> {
+        let mut inner = self.open()?;
+        let dead = inner.get(queue, key).is_some_and(transitions::is_dead);
+        Ok(dead && inner.take(queue, key).is_some())
+    }
+
+    async fn sweep_dead(&self, req: SweepRequest) -> Result<Swept> {
+        Ok(self.open()?.sweep_dead(&req))
+    }
+
+    async fn stats(&self, queue: Option<&QueueName>) -> Result<Vec<QueueStats>> {
+        Ok(self.open()?.stats(queue))
+    }
+
+    async fn secret(&self) -> Result<[u8; 32]> {
+        self.open().map(|_| self.secret)
+    }
+
+    async fn close(&self) -> Result<()> {
+        let mut inner = self.inner.lock().map_err(|_| Error::Internal("a panic poisoned the memory store".into()))?;
+        inner.closed = true;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "a test: a failed unwrap is a failed test with its line")]
+mod tests {
+    use super::*;
+
+    const T0: Timestamp = Timestamp::from_millis(1_767_225_600_000);
+
+    fn slot(key: &str) -> Slot {
+        (QueueName::new("q").unwrap(), TaskKey::new(key).unwrap())
+    }
+
+    fn due_at(key: &str, at: Timestamp) -> NewTask {
+        let (queue, key) = slot(key);
+        NewTask::new(queue, key, at)
+    }
+
+    /// Guards against a lease that scans the pending tasks: with 100,000 waiting, a
+    /// lease that cost a pass over them would make these 10,000 one-task leases visit
+    /// a billion entries (minutes in a debug build; a few seconds here) instead of a
+    /// few hundred thousand; the reap of their leases likewise reads only what it ends.
+    #[tokio::test]
+    async fn leasing_from_many_pending_tasks_costs_what_it_hands_out() {
+        let store = MemoryStore::new();
+        let tasks: Vec<NewTask> = (0..100_000).map(|i| due_at(&format!("k{i:06}"), T0)).collect();
+        store.schedule(tasks, T0).await.unwrap();
+        let queue = slot("k").0;
+        for i in 0..10_000 {
+            let batch = store.lease(LeaseRequest::new(queue.clone(), 1, Duration::from_secs(30), T0)).await.unwrap();
+            assert_eq!(batch.leases[0].token.key.as_str(), format!("k{i:06}"), "earliest first, ties by key");
+            assert_eq!(batch.next_due, Some(T0));
+        }
+        let reaped = store.reap(T0.saturating_add(Duration::from_secs(30)), 10_000).await.unwrap();
+        assert_eq!((reaped.reaped.len(), reaped.next_expiry), (10_000, None));
+    }
+
+    #[tokio::test]
+    async fn a_preference_reorders_only_ties_and_is_used_once() {
+        let store = MemoryStore::new();
+        let later = T0.saturating_add(Duration::from_secs(1));
+        store.schedule(vec![due_at("a", T0), due_at("b", T0), due_at("c", later)], later).await.unwrap();
+        store.prefer_among_ties(vec![slot("c"), slot("b")]);
+        let batch = store.lease(LeaseRequest::new(slot("a").0, 2, Duration::from_secs(5), later)).await.unwrap();
+        let keys: Vec<&str> = batch.leases.iter().map(|lease| lease.token.key.as_str()).collect();
+        assert_eq!(keys, ["b", "a"], "c is due later, so it waits; b goes before a, its tie");
+        let batch = store.lease(LeaseRequest::new(slot("a").0, 1, Duration::from_secs(5), later)).await.unwrap();
+        assert_eq!(batch.leases[0].token.key.as_str(), "c");
+    }
+
+    #[tokio::test]
+    async fn a_cursor_from_elsewhere_is_refused() {
+        let store = MemoryStore::new();
+        store.schedule(vec![due_at("a", T0)], T0).await.unwrap();
+        for cursor in ["", "12", "x.a", "12.\n"] {
+            let request = ListRequest::new(slot("a").0, None, 1, Some(cursor.to_string()));
+            assert_eq!(store.list(request).await.unwrap_err().field(), Some("cursor"), "{cursor:?}");
+        }
+    }
+}
