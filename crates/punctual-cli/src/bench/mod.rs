@@ -28,7 +28,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context as _, Result, bail};
 use punctual_core::{Engine, EngineConfig};
-use punctual_redis::private_server::{Persistence, RedisServer};
+use punctual_private_redis::{Persistence, RedisServer};
 use punctual_redis::{RedisConfig, RedisStore};
 use punctual_sqlite::SqliteStore;
 use serde::Serialize;
