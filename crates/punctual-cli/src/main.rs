@@ -1,13 +1,13 @@
 //! The `punctual` binary: `punctual serve` runs the server, `punctual bench` measures
 //! it; the other subcommands are a client of a running server (see `../shared/API.md`,
-//! "Command line client").
+//! "Command line client"). A thin binary: the server, the benchmark and the HTTP client
+//! are library crates (`punctual-server`, `punctual-bench`, `punctual-client`); this
+//! crate parses the command line, renders answers and maps errors to exit statuses.
 //!
 //! Exit status: 0 on success; 1 when a command fails (the server refused, the task was
 //! not found, the server could not be reached); 2 on a usage error (clap's own).
 
-mod bench;
 mod cli;
-mod client;
 mod commands;
 #[cfg(test)]
 mod fake_server;
@@ -21,12 +21,15 @@ use anyhow::{Context, Result};
 use clap::Parser;
 
 use cli::{Cli, Command};
+// The HTTP client is a crate of its own, shared with `punctual bench`; the modules
+// here keep calling it `crate::client`.
+use punctual_client as client;
 
 #[tokio::main]
 async fn main() -> ExitCode {
     let result = match Cli::parse().command {
         Command::Serve(args) => punctual_server::serve(args).await,
-        Command::Bench(args) => bench::run(*args).await,
+        Command::Bench(args) => punctual_bench::run(*args, emit).await,
         Command::CheckConfig(args) => check_config(&args.file).and_then(|text| emit(&text)),
         Command::Client(command) => commands::run(command).await.and_then(|text| emit(&text)),
     };

@@ -37,7 +37,6 @@ mod dead;
 mod durability;
 mod identity;
 mod keys;
-pub mod private_server;
 mod record;
 mod scripts;
 mod tag_list;

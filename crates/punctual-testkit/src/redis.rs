@@ -1,7 +1,7 @@
 //! Private `redis-server` processes for tests: one server, or a Redis Cluster of
 //! several, each on free loopback ports in its own temporary directory, never the
 //! machine's own Redis. Killed (SIGKILL) and reaped on drop, and never outliving the
-//! test process (see [`punctual_redis::private_server`], which owns the launcher; the
+//! test process (see [`punctual_private_redis`], which owns the launcher; the
 //! benchmark command uses the same one).
 //!
 //! A missing `redis-server` (or `redis-cli`, for a Cluster) fails the test with a
@@ -13,7 +13,7 @@ use std::net::TcpListener;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-pub use punctual_redis::private_server::{Persistence, RedisServer, START_TIMEOUT, command};
+pub use punctual_private_redis::{Persistence, RedisServer, START_TIMEOUT, command};
 
 /// A server keeping nothing on disk. Fails the test when it cannot start.
 pub fn server() -> RedisServer {

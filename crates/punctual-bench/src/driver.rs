@@ -25,7 +25,7 @@ use serde_json::{Value, json};
 use tokio::sync::{Notify, watch};
 use tokio::task::JoinHandle;
 
-use crate::client::Client;
+use punctual_client::Client;
 
 /// Handler slots of the in-process worker.
 pub(crate) const WORKER_CONCURRENCY: usize = 256;
@@ -277,7 +277,7 @@ fn task_body(task: &BenchTask) -> Value {
 
 impl Driver for HttpDriver {
     fn now_ms(&self) -> i64 {
-        crate::render::now_millis()
+        super::stats::now_millis()
     }
 
     async fn schedule(&self, queue: &str, tasks: Vec<BenchTask>) -> Result<()> {
@@ -341,7 +341,7 @@ async fn pull_worker(
             _ = stop.changed() => return Ok(()),
             answer = client.post_json(&lease, &request) => answer?.json()?,
         };
-        let received = crate::render::now_millis();
+        let received = super::stats::now_millis();
         let leases = answer.value["leases"].as_array().context("the lease answer has no leases")?;
         if leases.is_empty() {
             continue;

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use futures_util::StreamExt;
 
-use crate::render::now_millis;
+use crate::stats::now_millis;
 
 /// How long after the window a missing keyspace event is still waited for.
 const KEYSPACE_GRACE: Duration = Duration::from_secs(30);

@@ -5,10 +5,10 @@
 use std::io::IsTerminal;
 use std::time::Duration;
 
+use comfy_table::{CellAlignment, Table};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 
 use super::stats::{LagStats, ratio};
-use crate::render::table;
 
 /// Makes the progress bars, drawn together on stderr (a phase may show two at once:
 /// tasks scheduled and tasks fired); none with `--quiet` or when stderr is not a
@@ -50,6 +50,25 @@ impl Progress {
 pub(crate) fn figures(title: &str, rows: Vec<(String, String)>) -> String {
     let rows = rows.into_iter().map(|(name, value)| vec![name, value]).collect();
     format!("{title}\n{}", table(&["FIGURE", "VALUE"], rows, &[1]))
+}
+
+/// A table in the look of the CLI's own (`punctual ls`): no borders, three spaces
+/// between columns, the columns numbered in `right` aligned right. A copy of the CLI's
+/// `render::table` rather than a dependency on it: the binary depends on this crate.
+fn table(headers: &[&str], rows: Vec<Vec<String>>, right: &[usize]) -> String {
+    let mut table = Table::new();
+    table.load_style(comfy_table::presets::NOTHING);
+    table.set_header(headers.to_vec());
+    for row in rows {
+        table.add_row(row);
+    }
+    for (i, column) in table.column_iter_mut().enumerate() {
+        column.set_padding((0, 3));
+        if right.contains(&i) {
+            column.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    table.trim_fmt()
 }
 
 /// One row of a lag table: an approach and its lag, with the ratio to `ours` at p50

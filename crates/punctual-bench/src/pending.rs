@@ -41,7 +41,7 @@ use super::driver::{BenchTask, Driver, Recorder};
 use super::report::{figures, mib, millis, rate, thousands};
 use super::stats::{dir_bytes, per_second, rss_kib};
 use super::{Context, Side};
-use crate::client::{Client, ClientError};
+use punctual_client::{Client, ClientError};
 
 const QUEUE: &str = "bench.pending";
 const BATCH: u64 = 10_000;
@@ -279,7 +279,7 @@ impl Serve {
             }
         }
         let child = command.spawn().with_context(|| format!("cannot run {} serve", exe.display()))?;
-        let url = crate::client::parse_server_url(&format!("http://127.0.0.1:{port}")).map_err(anyhow::Error::msg)?;
+        let url = punctual_client::parse_server_url(&format!("http://127.0.0.1:{port}")).map_err(anyhow::Error::msg)?;
         Ok(Serve { child, client: Client::new(&url, None)?, log: log.to_owned() })
     }
 

@@ -1,7 +1,12 @@
 //! A private `redis-server` process on a free loopback port, in its own temporary
 //! directory, never the machine's own Redis: what the tests run the Redis store against
-//! (through `punctual-testkit`) and what `punctual bench --store private-redis` measures
-//! on. Killed (SIGKILL) and reaped on drop.
+//! (through `punctual-testkit`, which adds panicking helpers and Redis Clusters) and what
+//! `punctual bench --store private-redis` measures on. Killed (SIGKILL) and reaped on
+//! drop.
+//!
+//! A crate of its own, depending on nothing but `tempfile`: the production Redis store
+//! has no use for it, and the benchmark (linked into the `punctual` binary) needs it
+//! without the testkit's proptest, paste and tokio `test-util` coming along.
 //!
 //! No server outlives the process that started it, even one that is never dropped (a
 //! `static` shared by every test of a binary) or whose owner is killed: each runs under
@@ -25,7 +30,6 @@ pub const START_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// How a server keeps data on disk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
 pub enum Persistence {
     /// Nothing on disk (`--save "" --appendonly no`).
     None,

@@ -1,6 +1,12 @@
 //! `punctual bench`: reproducible measurements of punctual beside the seeds' naive
 //! approaches, in the same run on the same machine (see BENCHMARKS.md).
 //!
+//! A library of its own so the `punctual` binary stays thin: the binary parses
+//! [`BenchArgs`] (with [`AFTER_HELP`], the help that explains the workloads) and calls
+//! [`run`]. The benchmark's dependencies (the seeds' Redis and SQLite clients, progress
+//! bars, the private redis-server launcher) are this crate's, not the binary's. Not
+//! published: it is a part of the binary, not an API.
+//!
 //! Workloads, one module each: [`spread`] (fire lag of tasks due over a window),
 //! [`burst`] (tasks due at one instant: time to drain), [`throughput`] (sustained
 //! schedule + fire + ack, and scheduling alone), [`pending`] (memory and disk per
@@ -15,6 +21,7 @@
 
 #![allow(clippy::disallowed_methods, reason = "a benchmark measures elapsed wall-clock time")]
 
+mod args;
 mod baselines;
 mod burst;
 mod driver;
@@ -27,14 +34,14 @@ mod throughput;
 use std::path::PathBuf;
 
 use anyhow::{Context as _, Result, bail};
+use punctual_client::Client;
 use punctual_core::{Engine, EngineConfig};
-use punctual_redis::private_server::{Persistence, RedisServer};
+use punctual_private_redis::{Persistence, RedisServer};
 use punctual_redis::{RedisConfig, RedisStore};
 use punctual_sqlite::SqliteStore;
 use serde::Serialize;
 
-use crate::cli::{BenchArgs, BenchStore, Workload};
-use crate::client::Client;
+pub use args::{AFTER_HELP, BenchArgs, BenchStore, Workload};
 use driver::{Driver, EngineDriver, HttpDriver};
 use report::Progress;
 
@@ -121,11 +128,13 @@ fn redis_server_installed() -> bool {
 
 /// A key prefix no other run uses.
 fn run_prefix() -> String {
-    format!("punctual-bench-{}-{}", std::process::id(), crate::render::now_millis())
+    format!("punctual-bench-{}-{}", std::process::id(), stats::now_millis())
 }
 
-/// Runs `punctual bench`: the workloads asked for, their tables or JSON on stdout.
-pub(crate) async fn run(args: BenchArgs) -> Result<()> {
+/// Runs `punctual bench`: the workloads asked for, each one's table (or, with `--json`,
+/// all of them as one JSON array at the end) handed to `emit`, which prints a text and a
+/// newline on stdout (the binary's one rule for a closed pipe applies).
+pub async fn run(args: BenchArgs, emit: fn(&str) -> Result<()>) -> Result<()> {
     let workloads: Vec<Workload> = match args.workload {
         Workload::All => vec![Workload::Spread, Workload::Burst, Workload::Throughput, Workload::Pending],
         one => vec![one],
@@ -225,7 +234,7 @@ pub(crate) async fn run(args: BenchArgs) -> Result<()> {
             }
         };
         if !args.json {
-            crate::emit(&format!("{}\n", report.table()))?;
+            emit(&format!("{}\n", report.table()))?;
         }
         reports.push(report);
     }
@@ -233,10 +242,10 @@ pub(crate) async fn run(args: BenchArgs) -> Result<()> {
         delete_prefix(url, prefix).await?;
     }
     if args.json {
-        crate::emit(&serde_json::to_string_pretty(&reports)?)?;
+        emit(&serde_json::to_string_pretty(&reports)?)?;
     } else {
         for note in baselines_skipped.iter().filter(|n| n.starts_with("pending")) {
-            crate::emit(&format!("note: {note}"))?;
+            emit(&format!("note: {note}"))?;
         }
     }
     Ok(())

@@ -2,6 +2,11 @@
 //! segment percent-encoded, sends the bearer token, and turns each way a call can fail
 //! into a [`ClientError`] that says what a person can do about it.
 //!
+//! Shared by the `punctual` command's client subcommands and by `punctual bench
+//! --server` (the `punctual-bench` crate), so both say the same thing when a server
+//! refuses or cannot be reached. A crate of its own because the binary depends on the
+//! benchmark, which cannot depend back on the binary.
+//!
 //! It deliberately knows nothing of the task model: an answer is its JSON text (what
 //! `--json` prints) and that text parsed as a `serde_json::Value` (what tables read), so
 //! a newer server's extra fields pass through untouched.
@@ -10,11 +15,12 @@ use std::fmt;
 use std::time::Duration;
 
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
-use reqwest::{Method, StatusCode, Url};
+use reqwest::Method;
+pub use reqwest::{StatusCode, Url};
 use serde_json::Value;
 
 /// Longest wait for one whole request (connect, send, answer).
-pub(crate) const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 /// Longest wait for the TCP (and TLS) connection alone.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -24,7 +30,7 @@ const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC.remove(b'-').remove(b'.').remove(b'
 
 /// A connection to one punctual server.
 #[derive(Debug, Clone)]
-pub(crate) struct Client {
+pub struct Client {
     http: reqwest::Client,
     /// The base URL as the user gave it, without a trailing `/` (a path prefix, for a
     /// server behind a proxy, is kept).
@@ -34,22 +40,22 @@ pub(crate) struct Client {
 
 /// An answer with a 2xx status.
 #[derive(Debug)]
-pub(crate) struct Answer {
-    pub(crate) status: StatusCode,
+pub struct Answer {
+    pub status: StatusCode,
     /// The JSON body; `None` when the body is empty (`204`).
-    pub(crate) body: Option<Json>,
+    pub body: Option<Json>,
 }
 
 /// A JSON body: the text as the server sent it, and the same parsed.
 #[derive(Debug, Clone)]
-pub(crate) struct Json {
-    pub(crate) text: String,
-    pub(crate) value: Value,
+pub struct Json {
+    pub text: String,
+    pub value: Value,
 }
 
 impl Answer {
     /// The JSON body, or an error saying the server sent none.
-    pub(crate) fn json(self) -> Result<Json, ClientError> {
+    pub fn json(self) -> Result<Json, ClientError> {
         self.body.ok_or_else(|| ClientError::Protocol {
             detail: format!("the server answered {} with an empty body where JSON was expected", self.status),
         })
@@ -58,7 +64,7 @@ impl Answer {
 
 /// Why a call did not succeed.
 #[derive(Debug)]
-pub(crate) enum ClientError {
+pub enum ClientError {
     /// The server answered and refused (any non-2xx status).
     Api(ApiError),
     /// No connection could be made.
@@ -71,12 +77,12 @@ pub(crate) enum ClientError {
 
 /// The API's error body, `{"error": {"code", "message", "field"}}`, with the status.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct ApiError {
-    pub(crate) status: u16,
+pub struct ApiError {
+    pub status: u16,
     /// `invalid_argument`, `not_found`, …; empty when the body was not the API's.
-    pub(crate) code: String,
-    pub(crate) message: String,
-    pub(crate) field: Option<String>,
+    pub code: String,
+    pub message: String,
+    pub field: Option<String>,
 }
 
 impl fmt::Display for ClientError {
@@ -113,7 +119,7 @@ impl fmt::Display for ApiError {
 impl ApiError {
     /// Reads an error answer. A body that is not the API's error object (a proxy's
     /// page, an older server) still gives a sentence naming the status.
-    pub(crate) fn from_answer(status: StatusCode, body: &[u8], server: &str) -> ApiError {
+    pub fn from_answer(status: StatusCode, body: &[u8], server: &str) -> ApiError {
         #[derive(serde::Deserialize)]
         struct Body {
             error: Inner,
@@ -151,7 +157,7 @@ impl ApiError {
 impl Client {
     /// A client of the server at `base` (an `http` or `https` URL, see
     /// [`parse_server_url`]) sending `token` as a bearer token when given.
-    pub(crate) fn new(base: &Url, token: Option<String>) -> anyhow::Result<Client> {
+    pub fn new(base: &Url, token: Option<String>) -> anyhow::Result<Client> {
         let http = reqwest::Client::builder()
             .user_agent(concat!("punctual-cli/", env!("CARGO_PKG_VERSION")))
             .connect_timeout(CONNECT_TIMEOUT)
@@ -163,7 +169,7 @@ impl Client {
     }
 
     /// The URL of `segments` (each percent-encoded) under the base, with `query` pairs.
-    pub(crate) fn url(&self, segments: &[&str], query: &[(&str, &str)]) -> Result<Url, ClientError> {
+    pub fn url(&self, segments: &[&str], query: &[(&str, &str)]) -> Result<Url, ClientError> {
         let mut text = self.base.clone();
         for segment in segments {
             text.push('/');
@@ -178,27 +184,27 @@ impl Client {
     }
 
     /// `GET` expecting a JSON body.
-    pub(crate) async fn get(&self, segments: &[&str], query: &[(&str, &str)]) -> Result<Json, ClientError> {
+    pub async fn get(&self, segments: &[&str], query: &[(&str, &str)]) -> Result<Json, ClientError> {
         self.send(Method::GET, self.url(segments, query)?, None).await?.json()
     }
 
     /// `PUT` a JSON body.
-    pub(crate) async fn put(&self, segments: &[&str], body: &Value) -> Result<Answer, ClientError> {
+    pub async fn put(&self, segments: &[&str], body: &Value) -> Result<Answer, ClientError> {
         self.send(Method::PUT, self.url(segments, &[])?, Some(body)).await
     }
 
     /// `POST` without a body, expecting a JSON answer.
-    pub(crate) async fn post(&self, segments: &[&str]) -> Result<Json, ClientError> {
+    pub async fn post(&self, segments: &[&str]) -> Result<Json, ClientError> {
         self.send(Method::POST, self.url(segments, &[])?, None).await?.json()
     }
 
     /// `POST` a JSON body.
-    pub(crate) async fn post_json(&self, segments: &[&str], body: &Value) -> Result<Answer, ClientError> {
+    pub async fn post_json(&self, segments: &[&str], body: &Value) -> Result<Answer, ClientError> {
         self.send(Method::POST, self.url(segments, &[])?, Some(body)).await
     }
 
     /// `DELETE`; success is any 2xx (the API answers `204`).
-    pub(crate) async fn delete(&self, segments: &[&str]) -> Result<Answer, ClientError> {
+    pub async fn delete(&self, segments: &[&str]) -> Result<Answer, ClientError> {
         self.send(Method::DELETE, self.url(segments, &[])?, None).await
     }
 
@@ -281,7 +287,7 @@ fn innermost(error: &(dyn std::error::Error + 'static)) -> String {
 
 /// Parses `--server`: an `http` or `https` URL without query or fragment. A bare
 /// `host:port` is read as `http://host:port`.
-pub(crate) fn parse_server_url(text: &str) -> Result<Url, String> {
+pub fn parse_server_url(text: &str) -> Result<Url, String> {
     let text = text.trim();
     let with_scheme = if text.contains("://") { text.to_owned() } else { format!("http://{text}") };
     let url = Url::parse(&with_scheme)

@@ -9,7 +9,14 @@ use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
+use punctual_core::{Clock as _, SystemClock};
 use serde::Serialize;
+
+/// This machine's time, epoch ms: what over-HTTP lags and the baselines' lags are read
+/// on (an engine in process reads its own clock instead).
+pub(crate) fn now_millis() -> i64 {
+    SystemClock.now().as_millis()
+}
 
 /// Fire lag (fire − due) of a set of tasks, in milliseconds.
 #[derive(Debug, Clone, Serialize, PartialEq)]
