@@ -267,6 +267,34 @@ impl Api {
     }
 }
 
+/// Tells the client loops of a load test to stop. Shared by the test and its client
+/// threads; cheap to clone.
+#[derive(Debug, Clone, Default)]
+pub struct Stop(std::sync::Arc<(std::sync::Mutex<bool>, std::sync::Condvar)>);
+
+impl Stop {
+    /// Tells every loop to stop, waking those that back off.
+    pub fn stop(&self) {
+        let (stopped, changed) = &*self.0;
+        *stopped.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = true;
+        changed.notify_all();
+    }
+
+    /// Whether [`Stop::stop`] was called.
+    pub fn is_stopped(&self) -> bool {
+        *self.0.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// A client's back-off after a refused or failed call: returns when told to stop,
+    /// or after `at_most` so the loop tries again (a refusal is answered at once, and a
+    /// client that retried without pause would only measure its own loop).
+    pub fn back_off(&self, at_most: Duration) {
+        let (stopped, changed) = &*self.0;
+        let guard = stopped.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let _ = changed.wait_timeout_while(guard, at_most, |stopped| !*stopped);
+    }
+}
+
 /// `/v1/queues/{queue}/tasks/{key}` with both segments percent-encoded.
 pub fn task_path(queue: &str, key: &str) -> String {
     format!("/v1/queues/{}/tasks/{}", enc(queue), enc(key))
