@@ -1,12 +1,12 @@
-//! A request whose body stalls mid-way through the real binary: with
-//! `--request-timeout 1s` it is cut within seconds (a 4xx, or the connection closed),
-//! stores nothing, and the server stays healthy.
-//!
 //! Guards against a `--request-timeout` flag that is parsed but not applied to the
-//! socket the binary serves, so one slow client holds a connection and a request slot
-//! for ever. Which malformed requests get which status, code and field is asserted in
-//! process by the server's own tests (`crates/punctual-server/tests/bad_input.rs`, the
-//! keep-alive behaviour after a refused body in `refused_bodies.rs`).
+//! socket the real binary serves, so one slow client holds a connection and a request
+//! slot for ever: with `--request-timeout 1s` a body that stalls mid-way is cut within
+//! seconds (a 4xx, or the connection closed), stores nothing, and the server stays
+//! healthy.
+//!
+//! Which malformed requests get which status, code and field is asserted in process by
+//! the server's own tests (`crates/punctual-server/tests/bad_input.rs`, the keep-alive
+//! behaviour after a refused body in `refused_bodies.rs`).
 
 mod common;
 

@@ -1,12 +1,13 @@
-//! One smoke test per route family of API.md through the real binary, over real HTTP.
-//!
 //! Guards against a binary that does not wire the server it is built from: a route
 //! family missing from `punctual serve`, answers without API.md's JSON content type or
-//! error body, a long poll cut short by the socket layer. What each route does (every
-//! status, field, outcome and refusal) is asserted once, in process, by the server's
-//! own tests (`crates/punctual-server/tests/`: `tasks.rs`, `leases.rs`, `routes.rs`,
-//! `bad_input.rs`, `long_poll.rs`, `auth.rs`, `openapi.rs`, `observability.rs`): the
-//! binary serves that same `app`, so one request per family proves the wiring.
+//! error body, a long poll cut short by the socket layer.
+//!
+//! One smoke test per route family of API.md through the real binary, over real HTTP.
+//! What each route does (every status, field, outcome and refusal) is asserted once, in
+//! process, by the server's own tests (`crates/punctual-server/tests/`: `tasks.rs`,
+//! `leases.rs`, `routes.rs`, `bad_input.rs`, `long_poll.rs`, `auth.rs`, `openapi.rs`,
+//! `observability.rs`): the binary serves that same `app`, so one request per family
+//! proves the wiring.
 
 mod common;
 

@@ -1,15 +1,15 @@
+//! Guards against an ack that does not do what API.md says, a stale lease that still
+//! changes a task, defaults (lease 30 s, max 1) not applied, a repeat that is not
+//! re-armed at a fixed rate or keeps its delivery id into the next occurrence, and
+//! queue counts that disagree with the tasks.
+//!
 //! Leases and acks through the app, on a manual clock: what a lease hands out, what
 //! each outcome does to the task (done, retry with a delay or the backoff, reschedule,
 //! fail, exhausted attempts, repeats by `every` and by cron), the dead routes, and the
 //! acks and extends that must be refused (a superseded lease, an expired one, a lease id
-//! unknown, malformed or tampered with) without changing anything.
-//!
-//! Guards against an ack that does not do what API.md says, a stale lease that still
-//! changes a task, defaults (lease 30 s, max 1) not applied, a repeat that is not
-//! re-armed at a fixed rate or keeps its delivery id into the next occurrence, and
-//! queue counts that disagree with the tasks. These were first checked through the
-//! real binary (`crates/punctual-cli/tests/routes.rs`); the binary serves this same
-//! `app`, so they are checked here, once, where the clock can be moved.
+//! unknown, malformed or tampered with) without changing anything. These were first
+//! checked through the real binary (`crates/punctual-cli/tests/routes.rs`); the binary
+//! serves this same `app`, so they are checked here, once, where the clock can be moved.
 
 #![allow(clippy::unwrap_used, reason = "helpers of tests: a failed unwrap is a failed test")]
 

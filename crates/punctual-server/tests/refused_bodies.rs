@@ -1,11 +1,12 @@
-//! A refused request body over a real socket: the server answers the refusal (413 for
-//! a body over the limit, 400 for a malformed one, 401 before reading it without a
-//! token) and then either says `Connection: close` or serves the next request on the
-//! same connection. Guards against a server that stops reading a refused body and
-//! closes the connection without saying so: HTTP clients pool connections and send
-//! their next request on one the server kept open, which then fails. First checked
-//! through the real binary (`crates/punctual-cli/tests/bad_input.rs`); the binary
-//! serves with this same `serve_on`.
+//! Guards against a server that stops reading a refused request body and closes the
+//! connection without saying so: HTTP clients pool connections and send their next
+//! request on one the server kept open, which then fails.
+//!
+//! Over a real socket, the server answers the refusal (413 for a body over the limit,
+//! 400 for a malformed one, 401 before reading it without a token) and then either says
+//! `Connection: close` or serves the next request on the same connection. First checked
+//! through the real binary (`crates/punctual-cli/tests/bad_input.rs`); the binary serves
+//! with this same `serve_on`.
 
 #![allow(clippy::unwrap_used, reason = "helpers of tests: a failed unwrap is a failed test")]
 

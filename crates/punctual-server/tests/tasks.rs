@@ -1,14 +1,14 @@
-//! The task routes through the app, on a manual clock: schedule with each `if_exists`,
-//! the task object field by field, batches, get, delete, cancel (by key, of a leased
-//! task, by tag) and the lists' paging.
-//!
 //! Guards against a server that drifts from API.md's task contract: a task object with
 //! a field more or less or times in another format, policies not shown as they apply,
 //! an `if_exists` that changes what it must keep, a batch that stores an invalid item
 //! or answers out of order, paging that skips or repeats tasks (ties across a page
-//! boundary), and a cancelled leased task that retries, repeats or still acks. These
-//! were first checked through the real binary (`crates/punctual-cli/tests/routes.rs`);
-//! the binary serves this same `app`, so they are checked here, once.
+//! boundary), and a cancelled leased task that retries, repeats or still acks.
+//!
+//! The task routes through the app, on a manual clock: schedule with each `if_exists`,
+//! the task object field by field, batches, get, delete, cancel (by key, of a leased
+//! task, by tag) and the lists' paging. These were first checked through the real
+//! binary (`crates/punctual-cli/tests/routes.rs`); the binary serves this same `app`,
+//! so they are checked here, once.
 
 #![allow(clippy::unwrap_used, reason = "helpers of tests: a failed unwrap is a failed test")]
 
