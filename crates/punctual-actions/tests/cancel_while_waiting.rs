@@ -178,8 +178,9 @@ async fn run_out<S: Store>(setup: &Setup<S>, watched: &mut Watched, window: Dura
                 return;
             }
             // No handler runs, yet the store holds a task: a completion is on its way
-            // to the store, or a due task is about to be leased. Look again shortly.
-            tokio::time::sleep(Duration::from_millis(5)).await;
+            // to the store, or a due task is about to be leased. Let them run, then
+            // look again (each look is a store call: this loop waits on the store).
+            tokio::task::yield_now().await;
             continue;
         }
         setup.clock.advance(window);

@@ -86,19 +86,10 @@ fn run_env(args: &[&str], envs: &[(&str, &str)]) -> Out {
         let _ = stderr.read_to_string(&mut text);
         text
     });
-    let mut waited = Duration::ZERO;
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("poll punctual") {
-            break status;
-        }
-        if waited >= CLI_TIMEOUT {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("punctual {args:?} did not exit within {CLI_TIMEOUT:?}");
-        }
-        let step = Duration::from_millis(10);
-        std::thread::sleep(step);
-        waited += step;
+    let Some(status) = punctual_testkit::poll_until(CLI_TIMEOUT, || child.try_wait().expect("poll punctual")) else {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("punctual {args:?} did not exit within {CLI_TIMEOUT:?}");
     };
     let stdout = out_reader.join().expect("stdout reader");
     let stderr = err_reader.join().expect("stderr reader");

@@ -9,8 +9,8 @@
 //! a producer and a pull worker talking HTTP to it.
 //!
 //! Larger runs: `PUNCTUAL_CHAOS_KILLS=50` kills 50 times instead of 10 (each kill comes
-//! after 200–600 ms of load, so the load runs longer in proportion); RELIABILITY.md
-//! quotes such runs.
+//! after the server took 100–300 more acknowledged schedules, so the load runs longer in
+//! proportion); RELIABILITY.md quotes such runs.
 
 #![allow(clippy::disallowed_methods, reason = "real processes take real time")]
 #![allow(clippy::unwrap_used, reason = "a test: a panic is a failure with its line")]
@@ -18,12 +18,12 @@
 mod common;
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::{Api, server_builder, start};
+use common::{Api, Stop, server_builder, start};
+use punctual_testkit::poll_until;
 use punctual_testkit::server::{ServerBuilder, ServerProcess};
 use serde_json::{Value, json};
 
@@ -62,9 +62,9 @@ fn api(url: &Url) -> Api {
 
 /// Schedules batches of 20 tasks due now until `stop`; a failed call is retried with new
 /// keys (its tasks may or may not exist: only acknowledged ones count).
-fn producer(url: Url, stop: Arc<AtomicBool>, seen: Arc<Seen>) {
+fn producer(url: Url, stop: Stop, seen: Arc<Seen>) {
     let mut n = 0;
-    while !stop.load(Ordering::SeqCst) {
+    while !stop.is_stopped() {
         let keys: Vec<String> = (n..n + 20).map(|i| format!("t-{i}")).collect();
         n += 20;
         let tasks: Vec<Value> = keys.iter().map(|k| json!({"key": k})).collect();
@@ -74,14 +74,15 @@ fn producer(url: Url, stop: Arc<AtomicBool>, seen: Arc<Seen>) {
                 assert!(results.iter().all(|r| r["outcome"] == "created"), "{}", resp.text);
                 seen.acknowledged.lock().unwrap().extend(keys);
             }
-            _ => thread::sleep(Duration::from_millis(20)),
+            // The server is down (killed, restarting): try again shortly.
+            _ => stop.back_off(Duration::from_millis(20)),
         }
     }
 }
 
 /// Leases up to 50, records them as fired, acks them all; until `stop` and nothing is
 /// left to fire.
-fn worker(url: Url, stop: Arc<AtomicBool>, seen: Arc<Seen>) {
+fn worker(url: Url, stop: Stop, seen: Arc<Seen>) {
     loop {
         let leased = api(&url).try_call(
             reqwest::Method::POST,
@@ -89,12 +90,12 @@ fn worker(url: Url, stop: Arc<AtomicBool>, seen: Arc<Seen>) {
             Some(&json!({"max": 50, "lease": "2s", "wait": "200ms"})),
         );
         let Ok(leased) = leased.map_err(|_| ()).and_then(|r| if r.status == 200 { Ok(r) } else { Err(()) }) else {
-            thread::sleep(Duration::from_millis(20));
+            stop.back_off(Duration::from_millis(20));
             continue;
         };
         let leases = leased.json["leases"].as_array().cloned().unwrap_or_default();
         if leases.is_empty() {
-            if stop.load(Ordering::SeqCst) {
+            if stop.is_stopped() {
                 return;
             }
             continue;
@@ -129,38 +130,43 @@ fn kill_under_load(name: &str, builder: ServerBuilder) {
     let kills = kills();
     let mut server: ServerProcess = start(builder);
     let url: Url = Arc::new(Mutex::new(server.url()));
-    let (stop_producing, stop_working) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
+    let (stop_producing, stop_working) = (Stop::default(), Stop::default());
     let seen = Arc::new(Seen::default());
     let producer = thread::spawn({
-        let (url, stop, seen) = (Arc::clone(&url), Arc::clone(&stop_producing), Arc::clone(&seen));
+        let (url, stop, seen) = (Arc::clone(&url), stop_producing.clone(), Arc::clone(&seen));
         move || producer(url, stop, seen)
     });
     let worker = thread::spawn({
-        let (url, stop, seen) = (Arc::clone(&url), Arc::clone(&stop_working), Arc::clone(&seen));
+        let (url, stop, seen) = (Arc::clone(&url), stop_working.clone(), Arc::clone(&seen));
         move || worker(url, stop, seen)
     });
     let mut recoveries = Vec::new();
     for round in 0..kills {
-        thread::sleep(Duration::from_millis(200 + 100 * (round as u64 % 5)));
+        // Each kill comes once this run of the server has taken load: more schedules
+        // acknowledged and more tasks fired, by an amount that varies with the round so
+        // that the kills fall at different points of the clients' calls.
+        let more = 100 + 50 * (round % 5);
+        let (acknowledged, fired) = (seen.acknowledged.lock().unwrap().len(), seen.fired.lock().unwrap().len());
+        let loaded = poll_until(Duration::from_secs(30), || {
+            let now = (seen.acknowledged.lock().unwrap().len(), seen.fired.lock().unwrap().len());
+            (now.0 >= acknowledged + more && now.1 >= fired + more / 2).then_some(())
+        });
+        assert!(loaded.is_some(), "kill -9 #{}: the load did not reach the server within 30 s", round + 1);
         let killed = Instant::now();
         server.restart().unwrap_or_else(|e| panic!("restart after kill -9 #{}: {e}", round + 1));
         recoveries.push(killed.elapsed());
         *url.lock().unwrap() = server.url();
     }
-    stop_producing.store(true, Ordering::SeqCst);
+    stop_producing.stop();
     producer.join().unwrap();
     // Drain: leases the killed servers held come back when they expire (2 s).
     let acknowledged = seen.acknowledged.lock().unwrap().clone();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
+    // Checked below, with what never fired.
+    let _ = poll_until(Duration::from_secs(60), || {
         let fired = seen.fired.lock().unwrap();
-        if acknowledged.iter().all(|k| fired.contains_key(k)) || Instant::now() > deadline {
-            break;
-        }
-        drop(fired);
-        thread::sleep(Duration::from_millis(100));
-    }
-    stop_working.store(true, Ordering::SeqCst);
+        acknowledged.iter().all(|k| fired.contains_key(k)).then_some(())
+    });
+    stop_working.stop();
     worker.join().unwrap();
 
     let fired = seen.fired.lock().unwrap();

@@ -235,15 +235,12 @@ fn deliveries_over_the_rate_limit_wait_and_are_counted_in_metrics() {
     }
     let first = receiver.requests.recv_timeout(Duration::from_secs(10)).expect("the first delivery arrives");
     assert!(first.head.starts_with("POST /remind"), "{}", first.head);
-    let mut metrics = String::new();
-    for _ in 0..100 {
-        metrics = api.get("/metrics").text;
-        if metrics.contains("punctual_action_rate_waiting{queue=\"flow.remind\"} 1\n") {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    assert!(metrics.contains("punctual_action_rate_waiting{queue=\"flow.remind\"} 1\n"), "{metrics}");
+    let waiting = "punctual_action_rate_waiting{queue=\"flow.remind\"} 1\n";
+    let metrics = punctual_testkit::poll_until(Duration::from_secs(10), || {
+        Some(api.get("/metrics").text).filter(|metrics| metrics.contains(waiting))
+    })
+    .unwrap_or_else(|| api.get("/metrics").text);
+    assert!(metrics.contains(waiting), "{metrics}");
     assert!(metrics.contains("punctual_action_rate_limited_total{queue=\"flow.remind\"} 1\n"), "{metrics}");
     assert!(receiver.requests.try_recv().is_err(), "the second delivery waits for the limit, it is not sent");
     let task = api.get("/v1/queues/flow.remind/tasks/step-2");
@@ -263,14 +260,10 @@ fn a_webhook_to_a_name_that_resolves_to_loopback_is_refused_without_an_allow_ent
     let server = start(server_builder().arg("--config").arg(&config).args(["--grace-period", "1s"]));
     let api = Api::of(&server);
     api.create("q", "k", json!({}));
-    let mut task = Value::Null;
-    for _ in 0..100 {
-        task = api.task("q", "k").expect(200, "a refused task is kept").clone();
-        if task["state"] == "dead" {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    let current = || api.task("q", "k").expect(200, "a refused task is kept").clone();
+    let task =
+        punctual_testkit::poll_until(Duration::from_secs(10), || Some(current()).filter(|t| t["state"] == "dead"))
+            .unwrap_or_else(current);
     assert_eq!((&task["state"], &task["attempts"]), (&json!("dead"), &json!(1)), "{task}");
     let error = task["last_error"].as_str().unwrap_or_default();
     assert!(
@@ -337,26 +330,14 @@ fn a_node_frozen_past_its_lease_cannot_complete_the_task_late() {
     assert_eq!(again["delivery_id"], first["delivery_id"], "the same occurrence, delivered again");
     assert_eq!((&first["attempt"], &again["attempt"]), (&json!(1), &json!(2)), "{first} {again}");
     let other_api = Api::of(&other);
-    let mut gone = false;
-    for _ in 0..100 {
-        if other_api.task("q", "order-7").status == 404 {
-            gone = true;
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    assert!(gone, "the other node completed the task");
+    let gone = punctual_testkit::poll_until(Duration::from_secs(5), || {
+        (other_api.task("q", "order-7").status == 404).then_some(())
+    });
+    assert!(gone.is_some(), "the other node completed the task");
 
     punctual_testkit::signal(frozen.pid().expect("the server runs"), "CONT");
-    let mut refused = false;
-    for _ in 0..100 {
-        if frozen.logs().contains("ack refused") {
-            refused = true;
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    assert!(refused, "the resumed node's late completion is refused:\n{}", frozen.logs());
+    let refused = frozen.wait_for_log("ack refused", Duration::from_secs(5));
+    assert!(refused.is_ok(), "the resumed node's late completion is refused:\n{}", frozen.logs());
     assert_eq!(other_api.task("q", "order-7").status, 404, "and changes nothing");
     assert!(receiver.requests.try_recv().is_err(), "no third delivery");
     println!("frozen node: lease lost after {waited:?}, task delivered again by another node, late ack refused");
@@ -426,10 +407,12 @@ fn hanging_and_resetting_receivers_do_not_delay_other_queues() {
     println!("fast queue lags while the others fail: {lags:?} ms");
     assert!(worst < 500, "a healthy queue was held up by failing receivers: lags {lags:?} ms");
 
-    // The failing queues' tasks are kept, retried, and say why.
-    std::thread::sleep(Duration::from_millis(1_200));
+    // The failing queues' tasks are kept, retried, and say why: wait for a failed try.
     for (queue, key, reason) in [("hang", "h-0", "did not answer within 1s"), ("reset", "r-0", "request to")] {
-        let task = api.task(queue, key).expect(200, "a failing delivery keeps its task").clone();
+        let current = || api.task(queue, key).expect(200, "a failing delivery keeps its task").clone();
+        let tried = |task: &Value| task["last_error"].as_str().is_some_and(|e| e.contains(reason));
+        let task = punctual_testkit::poll_until(Duration::from_secs(10), || Some(current()).filter(tried))
+            .unwrap_or_else(current);
         // Waiting for its next try, or in it: never dead, never gone.
         assert!(task["state"] == "scheduled" || task["state"] == "leased", "{task}");
         assert!(task["attempts"].as_u64().unwrap_or(0) >= 1, "{task}");
@@ -471,6 +454,8 @@ fn slow_receiver(delay: fn(&str) -> Duration) -> (SocketAddr, std::sync::Arc<Slo
                 let key = body["key"].as_str().expect("a key").to_owned();
                 let delivery_id = body["delivery_id"].as_str().expect("a delivery id").to_owned();
                 seen.deliveries.lock().expect("not poisoned").entry(key.clone()).or_default().push(delivery_id);
+                // The receiver's slowness is what this test is about, not a wait for
+                // something: it holds each answer back as a slow endpoint would.
                 std::thread::sleep(delay(&key));
                 // No longer in flight once answered: the server may send the next one
                 // as soon as it reads this.
@@ -538,17 +523,17 @@ fn a_slow_receiver_gets_back_pressure_each_task_once_and_does_not_delay_other_qu
     let delivered_during_fast = slow.deliveries.lock().expect("not poisoned").len();
 
     // Every slow task answered and completed (a completed task is deleted).
-    let mut pending = SLOW_TASKS;
-    for _ in 0..300 {
-        pending = (0..SLOW_TASKS).filter(|i| api.task("slow", &format!("s-{i}")).status != 404).count();
-        if pending == 0 {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    let pending = || (0..SLOW_TASKS).filter(|i| api.task("slow", &format!("s-{i}")).status != 404).count();
+    let pending =
+        punctual_testkit::poll_until(Duration::from_secs(30), || (pending() == 0).then_some(0)).unwrap_or_else(pending);
     let drained_in = scheduled_at.elapsed();
-    // Long enough for a lease that expired unnoticed to come back and be redelivered.
-    std::thread::sleep(Duration::from_millis(500));
+    // Every task is deleted (completed), so none can be leased and delivered again; a
+    // second delivery sent before is one the receiver has read (counted below) or still
+    // holds: wait until it holds none.
+    let idle = punctual_testkit::poll_until(Duration::from_secs(10), || {
+        (slow.in_flight.load(Ordering::SeqCst) == 0).then_some(())
+    });
+    assert!(idle.is_some(), "the slow receiver still holds requests 10 s after the last task completed");
     let deliveries = slow.deliveries.lock().expect("not poisoned").clone();
     let most_in_flight = slow.most_in_flight.load(Ordering::SeqCst);
     let delivered_twice: Vec<_> = deliveries.iter().filter(|(_, ids)| ids.len() > 1).collect();

@@ -17,12 +17,12 @@
 mod common;
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use common::*;
+use punctual_testkit::poll_until;
 use punctual_testkit::redis::{self, Persistence, RedisServer};
 use punctual_testkit::server::ServerProcess;
 use serde_json::{Value, json};
@@ -66,9 +66,9 @@ struct Seen {
 
 /// Schedules batches of 50 far-future tasks with keys `<prefix>-<n>` until `stop`,
 /// recording what was answered.
-fn schedule_until(api: Api, prefix: &str, stop: Arc<AtomicBool>, seen: Arc<Seen>) {
+fn schedule_until(api: Api, prefix: &str, stop: Stop, seen: Arc<Seen>) {
     let mut n = 0;
-    while !stop.load(Ordering::SeqCst) {
+    while !stop.is_stopped() {
         let keys: Vec<String> = (0..50).map(|i| format!("{prefix}-{}", n + i)).collect();
         n += 50;
         let tasks: Vec<Value> = keys.iter().map(|k| json!({"key": k, "delay": "1h"})).collect();
@@ -82,7 +82,7 @@ fn schedule_until(api: Api, prefix: &str, stop: Arc<AtomicBool>, seen: Arc<Seen>
             }
             Ok(resp) => {
                 Refusal::record(&seen, "schedule", started, &resp);
-                thread::sleep(Duration::from_millis(50));
+                stop.back_off(Duration::from_millis(50));
             }
             Err(e) => panic!("the server must answer, not drop the call: {e}"),
         }
@@ -128,34 +128,36 @@ fn outage(persistence: Persistence) -> Outage {
     let mut redis = redis::server_with(persistence, &[]);
     let dir = tempfile::tempdir().unwrap();
     let server = node(&redis, &dir);
-    let stop = Arc::new(AtomicBool::new(false));
+    let stop = Stop::default();
     let seen = Arc::new(Seen::default());
     let client = thread::spawn({
-        let (api, stop, seen) = (Api::of(&server), Arc::clone(&stop), Arc::clone(&seen));
+        let (api, stop, seen) = (Api::of(&server), stop.clone(), Arc::clone(&seen));
         move || schedule_until(api, "order", stop, seen)
     });
     let wait_for_more = |than: usize| {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while seen.acknowledged.lock().unwrap().len() <= than {
-            assert!(Instant::now() < deadline, "no schedule succeeded in 30 s");
-            thread::sleep(Duration::from_millis(20));
-        }
+        let more =
+            poll_until(Duration::from_secs(30), || (seen.acknowledged.lock().unwrap().len() > than).then_some(()));
+        assert!(more.is_some(), "no schedule succeeded in 30 s");
     };
     wait_for_more(2_000);
 
     redis.kill();
     let killed_at = Instant::now();
-    while seen.refused.lock().unwrap().len() < 3 {
-        assert!(killed_at.elapsed() < Duration::from_secs(20), "no 503 within 20 s of Redis dying");
-        thread::sleep(Duration::from_millis(20));
-    }
-    thread::sleep(Duration::from_secs(2));
+    let refused =
+        |n: usize| poll_until(Duration::from_secs(20), || (seen.refused.lock().unwrap().len() >= n).then_some(()));
+    assert!(refused(3).is_some(), "no 503 within 20 s of Redis dying");
+    // Redis stays down until the server has said so and refused three calls more: an
+    // outage, not a blip (each refusal takes one reconnect attempt, about 0.5 s).
+    let noticed = server.wait_for_log("Redis is unreachable", Duration::from_secs(20));
+    assert!(noticed.is_ok(), "the server never logged that Redis is unreachable:\n{}", server.logs());
+    let first = seen.refused.lock().unwrap().len();
+    assert!(refused(first + 3).is_some(), "no three more 503s within 20 s");
     redis.restart().unwrap_or_else(|e| panic!("restart redis-server: {e}"));
     let back = Instant::now();
     let before = seen.acknowledged.lock().unwrap().len();
     wait_for_more(before + 500);
     let recovered_in = back.elapsed();
-    stop.store(true, Ordering::SeqCst);
+    stop.stop();
     client.join().unwrap();
 
     let acknowledged = seen.acknowledged.lock().unwrap().clone();
@@ -254,9 +256,9 @@ struct Work {
 }
 
 /// Schedules batches of 20 tasks due now on queue `work` until `stop`.
-fn produce_work_until(api: Api, stop: Arc<AtomicBool>, seen: Arc<Seen>, work: Arc<Work>) {
+fn produce_work_until(api: Api, stop: Stop, seen: Arc<Seen>, work: Arc<Work>) {
     let mut n = 0;
-    while !stop.load(Ordering::SeqCst) {
+    while !stop.is_stopped() {
         let keys: Vec<String> = (n..n + 20).map(|i| format!("w-{i}")).collect();
         n += 20;
         let tasks: Vec<Value> = keys.iter().map(|k| json!({"key": k})).collect();
@@ -269,7 +271,7 @@ fn produce_work_until(api: Api, stop: Arc<AtomicBool>, seen: Arc<Seen>, work: Ar
             }
             Ok(resp) => {
                 Refusal::record(&seen, "schedule", started, &resp);
-                thread::sleep(Duration::from_millis(50));
+                stop.back_off(Duration::from_millis(50));
             }
             Err(e) => panic!("the server must answer, not drop the call: {e}"),
         }
@@ -278,7 +280,7 @@ fn produce_work_until(api: Api, stop: Arc<AtomicBool>, seen: Arc<Seen>, work: Ar
 
 /// Leases up to 50 tasks of `work` (2 s leases), records them as fired and acks them,
 /// until `stop` and nothing is left to lease.
-fn work_until(api: Api, stop: Arc<AtomicBool>, seen: Arc<Seen>, work: Arc<Work>) {
+fn work_until(api: Api, stop: Stop, seen: Arc<Seen>, work: Arc<Work>) {
     loop {
         let started = Instant::now();
         let leased = api.try_call(
@@ -290,14 +292,14 @@ fn work_until(api: Api, stop: Arc<AtomicBool>, seen: Arc<Seen>, work: Arc<Work>)
             Ok(resp) if resp.status == 200 => resp,
             Ok(resp) => {
                 Refusal::record(&seen, "lease", started, &resp);
-                thread::sleep(Duration::from_millis(50));
+                stop.back_off(Duration::from_millis(50));
                 continue;
             }
             Err(e) => panic!("the server must answer a lease, not drop the call: {e}"),
         };
         let leases = leased.json["leases"].as_array().cloned().unwrap_or_default();
         if leases.is_empty() {
-            if stop.load(Ordering::SeqCst) {
+            if stop.is_stopped() {
                 return;
             }
             continue;
@@ -357,30 +359,27 @@ fn redis_frozen_for_five_seconds_under_load_is_answered_with_quick_503s_and_lose
     let server = start(server_builder().store(redis.url()).arg("--config").arg(&config));
     // The client waits longer than the server may take, to see a server that hangs.
     let client = || Api::with_timeout(server.url(), REQUEST_TIMEOUT * 3);
-    let (stop_producing, stop_working) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
+    let (stop_producing, stop_working) = (Stop::default(), Stop::default());
     let seen = Arc::new(Seen::default());
     let work = Arc::new(Work::default());
     let schedulers: Vec<_> = (0..SCHEDULERS)
         .map(|i| {
-            let (api, stop, seen) = (client(), Arc::clone(&stop_producing), Arc::clone(&seen));
+            let (api, stop, seen) = (client(), stop_producing.clone(), Arc::clone(&seen));
             thread::spawn(move || schedule_until(api, &format!("order-{i}"), stop, seen))
         })
         .collect();
     let producer = thread::spawn({
-        let (api, stop, seen, work) = (client(), Arc::clone(&stop_producing), Arc::clone(&seen), Arc::clone(&work));
+        let (api, stop, seen, work) = (client(), stop_producing.clone(), Arc::clone(&seen), Arc::clone(&work));
         move || produce_work_until(api, stop, seen, work)
     });
     let worker = thread::spawn({
-        let (api, stop, seen, work) = (client(), Arc::clone(&stop_working), Arc::clone(&seen), Arc::clone(&work));
+        let (api, stop, seen, work) = (client(), stop_working.clone(), Arc::clone(&seen), Arc::clone(&work));
         move || work_until(api, stop, seen, work)
     });
     let acknowledged = || seen.acknowledged.lock().unwrap().len();
     let wait_for_more = |than: usize| {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while acknowledged() <= than {
-            assert!(Instant::now() < deadline, "no schedule succeeded in 30 s");
-            thread::sleep(Duration::from_millis(20));
-        }
+        let more = poll_until(Duration::from_secs(30), || (acknowledged() > than).then_some(()));
+        assert!(more.is_some(), "no schedule succeeded in 30 s");
     };
     wait_for_more(2_000);
 
@@ -404,7 +403,13 @@ fn redis_frozen_for_five_seconds_under_load_is_answered_with_quick_503s_and_lose
             })
         })
         .collect();
-    thread::sleep(FREEZE);
+    // Frozen until the clients have been refused for FREEZE: longer than the request
+    // timeout, so a call that waited on Redis instead of timing out would be cut off.
+    let refused_through_the_freeze = poll_until(FREEZE * 3, || {
+        let refused = seen.refused.lock().unwrap();
+        refused.iter().any(|r| r.answered_at.saturating_duration_since(frozen_at) >= FREEZE).then_some(())
+    });
+    assert!(refused_through_the_freeze.is_some(), "no 503 answered {FREEZE:?} into the freeze");
     punctual_testkit::signal(redis.pid().expect("redis-server runs"), "CONT");
     let resumed_at = Instant::now();
     for call in burst {
@@ -419,7 +424,7 @@ fn redis_frozen_for_five_seconds_under_load_is_answered_with_quick_503s_and_lose
         let first = acknowledged.iter().map(|(_, at)| *at).filter(|at| *at > resumed_at).min().unwrap();
         (first - resumed_at, acknowledged[before + 499].1.saturating_duration_since(resumed_at))
     };
-    stop_producing.store(true, Ordering::SeqCst);
+    stop_producing.stop();
     for scheduler in schedulers {
         scheduler.join().unwrap();
     }
@@ -427,11 +432,13 @@ fn redis_frozen_for_five_seconds_under_load_is_answered_with_quick_503s_and_lose
     // Drain: leases granted by calls whose answer timed out come back when they
     // expire (2 s).
     let work_acknowledged = work.acknowledged.lock().unwrap().clone();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !work_acknowledged.iter().all(|k| work.fired.lock().unwrap().contains_key(k)) && Instant::now() < deadline {
-        thread::sleep(Duration::from_millis(100));
-    }
-    stop_working.store(true, Ordering::SeqCst);
+    let all_fired = || {
+        let fired = work.fired.lock().unwrap();
+        work_acknowledged.iter().all(|k| fired.contains_key(k)).then_some(())
+    };
+    // Checked below, with what never fired.
+    let _ = poll_until(Duration::from_secs(30), all_fired);
+    stop_working.stop();
     worker.join().unwrap();
 
     let api = Api::of(&server);

@@ -107,14 +107,9 @@ fn a_store_url_from_the_environment_is_used_and_its_password_never_shown() {
         .spawn()
         .expect("run punctual serve");
     // A server that ignored the variable would serve the embedded store: stop it.
-    let mut waited = Duration::ZERO;
-    while child.try_wait().expect("poll the server").is_none() {
-        if waited > Duration::from_secs(30) {
-            let _ = child.kill();
-            panic!("punctual serve still runs 30 s later: PUNCTUAL_STORE was not used");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-        waited += Duration::from_millis(50);
+    if punctual_testkit::poll_until(Duration::from_secs(30), || child.try_wait().expect("poll the server")).is_none() {
+        let _ = child.kill();
+        panic!("punctual serve still runs 30 s later: PUNCTUAL_STORE was not used");
     }
     let out = child.wait_with_output().expect("the server's output");
     let stderr = String::from_utf8_lossy(&out.stderr);

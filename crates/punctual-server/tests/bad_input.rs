@@ -164,6 +164,71 @@ async fn each_malformed_request_gets_its_status_code_and_field() {
         case(Method::GET, "/v1/queues/q/tasks?cursor=%FF", "", 400, invalid, Some("cursor")),
         case(Method::GET, "/v1/queues/q/dead?state=leased", "", 400, invalid, Some("state")),
     ];
+    // First found through the real binary (crates/punctual-cli/tests/bad_input.rs).
+    let payload_65_537 = format!(r#"{{"payload": "{}"}}"#, "x".repeat(65_535));
+    let body_2_mib = format!(r#"{{"payload": "{}"}}"#, "x".repeat(2 << 20));
+    let key_513_in_171 = format!("/v1/queues/q/tasks/{}", "%E2%82%AC".repeat(171));
+    cases.extend([
+        put("[1, 2]", 400, invalid, None),
+        put(r#"{"delay": true}"#, 400, invalid, Some("delay")),
+        put(r#"{"delay": "1.5h"}"#, 400, invalid, Some("delay")),
+        put(r#"{"delay": ""}"#, 400, invalid, Some("delay")),
+        put(r#"{"delay": "5fortnights"}"#, 400, invalid, Some("delay")),
+        put(r#"{"delay": "P1M"}"#, 400, invalid, Some("delay")),
+        put(r#"{"delay": "-PT5M"}"#, 400, invalid, Some("delay")),
+        put(r#"{"due_at": "2026-13-45T00:00:00Z"}"#, 400, invalid, Some("due_at")),
+        put(r#"{"due_at": "2099-01-01 10:00"}"#, 400, invalid, Some("due_at")),
+        put(r#"{"due_at": true}"#, 400, invalid, Some("due_at")),
+        put(r#"{"max_attempts": -1}"#, 400, invalid, Some("max_attempts")),
+        put(r#"{"tags": [1]}"#, 400, invalid, Some("tags[0]")),
+        put(r#"{"repeat": {"every": "soon"}}"#, 400, invalid, Some("repeat.every")),
+        // 60 ms, meant as seconds.
+        put(r#"{"repeat": {"every": 60}}"#, 400, invalid, Some("repeat.every")),
+        put(r#"{"repeat": {"every": "500ms"}}"#, 400, invalid, Some("repeat.every")),
+        put(&payload_65_537, 413, "payload_too_large", Some("payload")),
+        put(&body_2_mib, 413, "payload_too_large", None),
+        put(r#"{"repeat": {"cron": "0 9 * * *", "tz": "Mars/Olympus"}}"#, 400, invalid, Some("repeat.tz")),
+        // Cron syntax beyond Vixie's, and repeats that would never fire (issue 14).
+        put(r#"{"repeat": {"cron": "0 0 0 1 1 * 1999"}}"#, 400, invalid, Some("repeat.cron")),
+        put(r#"{"repeat": {"cron": "* * * * * * *"}}"#, 400, invalid, Some("repeat.cron")),
+        put(r#"{"repeat": {"cron": "1,,2 * * * *"}}"#, 400, invalid, Some("repeat.cron")),
+        put(r#"{"repeat": {"cron": "0 0 L * ?"}}"#, 400, invalid, Some("repeat.cron")),
+        put(r#"{"repeat": {"cron": "0 0 31 4 *"}}"#, 400, invalid, Some("repeat.cron")),
+        put(r#"{"repeat": {"every": "1h", "until": "2020-01-01T00:00:00Z"}}"#, 400, invalid, Some("repeat.until")),
+        put(
+            r#"{"repeat": {"cron": "0 9 * * *", "until": "2020-01-01T00:00:00Z"}}"#,
+            400,
+            invalid,
+            Some("repeat.until"),
+        ),
+        put(
+            r#"{"delay": "36500d", "repeat": {"every": "1h", "until": "2100-01-01T00:00:00Z"}}"#,
+            400,
+            invalid,
+            Some("repeat.until"),
+        ),
+        case(Method::PUT, "/v1/queues/bad%20queue/tasks/k", "{}", 400, invalid, Some("queue")),
+        case(Method::PUT, "/v1/queues/%C3%BCn%C3%AFcode/tasks/k", "{}", 400, invalid, Some("queue")),
+        case(Method::PUT, "/v1/queues/%FF/tasks/k", "{}", 400, invalid, Some("queue")),
+        case(Method::GET, "/v1/queues/%FF", "", 400, invalid, Some("queue")),
+        case(Method::PUT, "/v1/queues/q/tasks/a%01b", "{}", 400, invalid, Some("key")),
+        case(Method::PUT, "/v1/queues/q/tasks/a%7F", "{}", 400, invalid, Some("key")),
+        case(Method::PUT, &key_513_in_171, "{}", 400, invalid, Some("key")),
+        case(Method::POST, "/v1/queues/q/tasks", r#"{"tasks": [{"key": "a"}"#, 400, invalid, None),
+        case(Method::POST, "/v1/queues/bad%20queue/lease", "{}", 400, invalid, Some("queue")),
+        case(Method::POST, &ack, "{outcome: done}", 400, invalid, None),
+        case(
+            Method::POST,
+            &format!("/v1/leases/{lease_id}/extend"),
+            r#"{"lease": "forever"}"#,
+            400,
+            invalid,
+            Some("lease"),
+        ),
+        case(Method::POST, "/v1/acks", r#"{"acks": "x"}"#, 400, invalid, Some("acks")),
+        case(Method::GET, "/v1/queues/q/tasks?cursor=garbage%21%21", "", 400, invalid, Some("cursor")),
+        case(Method::GET, "/v1/queues/q/dead?limit=0", "", 400, invalid, Some("limit")),
+    ]);
     let mut text_plain = put(r#"{"delay": "1s"}"#, 400, invalid, None);
     text_plain.content_type = "text/plain";
     cases.push(text_plain);
@@ -254,4 +319,52 @@ async fn a_body_that_never_ends_times_out() {
     assert!(body["error"]["message"].as_str().unwrap().contains("did not arrive within 200ms"), "{body}");
     assert_eq!(s.get("/v1/queues/q/tasks/k").await.0, StatusCode::NOT_FOUND);
     let _: Value = body;
+}
+
+/// The edges that are valid: a `/` in a key sent as `%2F`, keys of exactly 512 bytes,
+/// the longest queue name, a payload of exactly 64 KiB, ISO 8601 durations, the
+/// shortest repeat and the bounds of a lease. First checked through the real binary
+/// (`crates/punctual-cli/tests/bad_input.rs`).
+#[tokio::test]
+async fn valid_edge_values_are_accepted() {
+    let s = TestServer::manual().await;
+
+    // A key with `/` travels as %2F and stays one key.
+    let task = s.create("q", "a/b", json!({"delay": "1h"})).await;
+    assert_eq!(task["key"], "a/b");
+    assert_eq!(s.get("/v1/queues/q/tasks/a%2Fb").await.1["key"], "a/b", "GET of a key with %2F");
+    assert_eq!(s.get("/v1/queues/q/tasks").await.1["tasks"][0]["key"], "a/b");
+    assert_eq!(s.get("/v1/queues/q/tasks/a").await.0, StatusCode::NOT_FOUND, "a/b is not a");
+    assert_eq!(s.delete("/v1/queues/q/tasks/a%2Fb").await.0, StatusCode::NO_CONTENT, "DELETE of a key with %2F");
+
+    // Keys of exactly 512 bytes, in ASCII and in 3-byte characters; other printable
+    // Unicode and punctuation.
+    for key in
+        ["k".repeat(512), format!("{}kk", "€".repeat(170)), "task-77@pi-9@zhang.wei".into(), "订单 #1?&=%".into()]
+    {
+        assert_eq!(s.create("q", &key, json!({})).await["key"], key.as_str());
+        let (status, _) = s.get(&format!("/v1/queues/q/tasks/{}", common::enc(&key))).await;
+        assert_eq!(status, StatusCode::OK, "GET of key {key:?}");
+    }
+    // The longest queue name and every allowed character.
+    let queue = format!("{}._:-", "Q9".repeat(62));
+    assert_eq!(queue.len(), 128);
+    s.create(&queue, "k", json!({})).await;
+    assert_eq!(s.get(&format!("/v1/queues/{queue}")).await.0, StatusCode::OK, "the longest queue name");
+
+    // A payload of exactly 64 KiB serialized as JSON (the string and its two quotes).
+    let task = s.create("q", "big", json!({"payload": "x".repeat(65_534)})).await;
+    assert_eq!(task["payload"].as_str().map(str::len), Some(65_534));
+    // ISO 8601 durations, as Jackson writes a java.time.Duration (were refused).
+    let task = s.create("q", "iso", json!({"delay": "PT30M", "repeat": {"every": "P1D"}})).await;
+    assert_eq!(task["repeat"]["every"], "1d", "{task}");
+    assert_eq!(task["due_at"], common::at(1_800_000), "PT30M is 30 minutes: {task}");
+    // The shortest repeat: one second.
+    s.create("q", "every-second", json!({"repeat": {"every": 1000}})).await;
+    // The bounds of lease: 1 s and 12 h, max 1000, wait 60 s... and 0.
+    for body in [json!({"lease": "1s"}), json!({"lease": "12h", "max": 1000}), json!({"wait": 0, "lease": 43_200_000})]
+    {
+        let (status, answer) = s.post("/v1/queues/empty.q/lease", body.clone()).await;
+        assert_eq!(status, StatusCode::OK, "lease {body}: {answer}");
+    }
 }

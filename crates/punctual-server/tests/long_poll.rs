@@ -61,9 +61,87 @@ async fn a_waiter_sleeps_until_due_on_the_engine_clock() {
 async fn a_wait_with_nothing_due_ends_with_an_empty_list() {
     let s = TestServer::start().await;
     s.put("/v1/queues/q/tasks/far", json!({"delay": "1h"})).await;
+    let started = s.engine().clock().now();
     let leases = within(10, s.lease("q", json!({"wait": "150ms"}))).await;
+    let waited = s.engine().clock().now().saturating_since(started);
     assert!(leases.is_empty());
+    assert!(waited >= Duration::from_millis(150), "the request was held for the wait, not {waited:?}");
+    assert!(waited < Duration::from_secs(5), "the request was answered after the wait, not {waited:?}");
     assert_eq!(s.lease("q", json!({})).await.len(), 0);
+    assert_eq!(within(10, s.lease("q", json!({"wait": 0}))).await.len(), 0, "wait 0 answers at once, empty");
+}
+
+/// Issue 16: checked through the real binary before (`crates/punctual-cli/tests/long_poll.rs`),
+/// where the waiter could be asked before or after the task was scheduled.
+#[tokio::test]
+async fn a_waiter_already_waiting_answers_within_milliseconds_of_due() {
+    let s = TestServer::start().await;
+    let waiter = tokio::spawn(s.app.clone().oneshot(lease_request("q", json!({"wait": "20s"}))));
+    s.until_waiting("q", 1).await;
+    let (_, created) = s.put("/v1/queues/q/tasks/soon", json!({"delay": "300ms"})).await;
+    let due = Timestamp::parse(created["task"]["due_at"].as_str().unwrap()).unwrap();
+    let response = within(10, waiter).await.unwrap().unwrap();
+    let answered = s.engine().clock().now();
+    let body: Value =
+        serde_json::from_slice(&axum::body::to_bytes(response.into_body(), usize::MAX).await.unwrap()).unwrap();
+    assert_eq!(body["leases"][0]["task"]["key"], "soon", "{body}");
+    let leased_at = Timestamp::parse(body["leases"][0]["expires_at"].as_str().unwrap()).unwrap().as_millis() - 30_000;
+    assert!(leased_at >= due.as_millis(), "leased {} ms before due", due.as_millis() - leased_at);
+    let lag = answered.saturating_since(due);
+    // Loose bound for a shared CI machine; the benchmark measures it precisely.
+    assert!(lag < Duration::from_millis(250), "fire lag {lag:?}");
+}
+
+/// Both due tasks at once, then the one that falls due the moment it does: a wait ends
+/// with the first due tasks, it does not wait to fill `max`. On the manual clock, an
+/// answer that came only when the wait ran out could not come at all.
+#[tokio::test]
+async fn a_waiting_lease_does_not_wait_to_fill_max() {
+    let s = TestServer::manual().await;
+    s.create("fill.q", "due", json!({})).await;
+    s.create("fill.q", "due-too", json!({})).await;
+    let leases = within(10, s.lease("fill.q", json!({"max": 10, "wait": "10s"}))).await;
+    assert_eq!(leases.len(), 2, "both due tasks, at once: {leases:?}");
+
+    s.create("fill.q", "soon", json!({"delay": "300ms"})).await;
+    s.create("fill.q", "much-later", json!({"delay": "1h"})).await;
+    let waiter = tokio::spawn(s.app.clone().oneshot(lease_request("fill.q", json!({"max": 10, "wait": "10s"}))));
+    s.until_waiting("fill.q", 1).await;
+    s.clock.as_ref().unwrap().advance(Duration::from_millis(300));
+    let body = body_of(within(10, waiter).await.unwrap().unwrap()).await;
+    let leases = body["leases"].as_array().unwrap();
+    assert_eq!(leases.len(), 1, "the task that fell due: {body}");
+    assert_eq!(leases[0]["task"]["key"], "soon");
+}
+
+/// On the manual clock: a waiter gets a task moved earlier at its new due time (not an
+/// hour later), and a task cancelled before it was due never.
+#[tokio::test]
+async fn a_waiter_is_woken_by_a_task_moved_earlier_and_not_by_a_cancelled_one() {
+    let s = TestServer::manual().await;
+    let clock = s.clock.clone().unwrap();
+    s.create("move.q", "k", json!({"delay": "1h"})).await;
+    let waiter = tokio::spawn(s.app.clone().oneshot(lease_request("move.q", json!({"wait": "10s"}))));
+    s.until_waiting("move.q", 1).await;
+    let (status, _) = s.put("/v1/queues/move.q/tasks/k", json!({"delay": "300ms"})).await;
+    assert_eq!(status, StatusCode::OK, "replaced with an earlier due time");
+    clock.advance(Duration::from_millis(300));
+    let body = body_of(within(10, waiter).await.unwrap().unwrap()).await;
+    assert_eq!(body["leases"].as_array().unwrap().len(), 1, "the waiter gets the task moved earlier: {body}");
+    assert_eq!(body["leases"][0]["expires_at"], common::at(30_300), "leased at its new due time");
+
+    s.create("cancel.q", "k", json!({"delay": "1s"})).await;
+    let waiter = tokio::spawn(s.app.clone().oneshot(lease_request("cancel.q", json!({"wait": "3s"}))));
+    s.until_waiting("cancel.q", 1).await;
+    assert_eq!(s.delete("/v1/queues/cancel.q/tasks/k").await.0, StatusCode::NO_CONTENT, "cancel before due");
+    clock.advance(Duration::from_secs(3));
+    let body = body_of(within(10, waiter).await.unwrap().unwrap()).await;
+    assert_eq!(body, json!({"leases": []}), "a task cancelled before it was due is never leased");
+}
+
+async fn body_of(response: axum::response::Response) -> Value {
+    assert_eq!(response.status(), StatusCode::OK);
+    serde_json::from_slice(&axum::body::to_bytes(response.into_body(), usize::MAX).await.unwrap()).unwrap()
 }
 
 #[tokio::test]
@@ -87,6 +165,32 @@ async fn concurrent_waiters_never_share_a_task() {
     keys.sort();
     let expected: Vec<String> = (0..8).map(|i| format!("t{i}")).collect();
     assert_eq!(keys, expected, "each task leased exactly once");
+    let (_, queue) = s.get("/v1/queues/q").await;
+    assert_eq!((&queue["leased"], &queue["scheduled"]), (&json!(8), &json!(0)), "{queue}");
+}
+
+/// Six waiters leasing up to five each, forty tasks falling due at once: each waiter
+/// gets one to five, and no task goes to two of them.
+#[tokio::test]
+async fn waiters_leasing_many_at_once_never_share_a_task() {
+    let s = TestServer::start().await;
+    let waiters: Vec<_> = (0..6)
+        .map(|_| tokio::spawn(s.app.clone().oneshot(lease_request("q", json!({"wait": "20s", "max": 5})))))
+        .collect();
+    let tasks: Vec<Value> = (0..40).map(|i| json!({"key": format!("t{i:02}")})).collect();
+    assert_eq!(s.post("/v1/queues/q/tasks", json!({"tasks": tasks})).await.0, StatusCode::OK);
+    let mut leased = Vec::new();
+    for waiter in waiters {
+        let body = body_of(within(20, waiter).await.unwrap().unwrap()).await;
+        let leases = body["leases"].as_array().unwrap();
+        assert!((1..=5).contains(&leases.len()), "each waiter gets 1..=max tasks: {}", leases.len());
+        leased.extend(leases.iter().map(|l| l["task"]["key"].as_str().unwrap().to_owned()));
+    }
+    let rest = s.lease("q", json!({"max": 1000})).await;
+    leased.extend(rest.iter().map(|l| l["task"]["key"].as_str().unwrap().to_owned()));
+    let distinct: std::collections::HashSet<&String> = leased.iter().collect();
+    assert_eq!(distinct.len(), leased.len(), "a task was handed out twice: {leased:?}");
+    assert_eq!(leased.len(), 40, "every task leased once");
 }
 
 #[tokio::test]

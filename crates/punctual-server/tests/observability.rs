@@ -160,3 +160,39 @@ async fn a_blocked_handler_pool_shows_in_metrics_and_in_a_ready_readyz_until_unb
     );
     worker.shutdown().await;
 }
+
+/// `/metrics` answers Prometheus text (its content type, `# TYPE` lines, and every other
+/// line a `name value` sample) and `/` the dashboard's HTML. First checked through the
+/// real binary (`crates/punctual-cli/tests/routes.rs`).
+#[tokio::test]
+async fn metrics_are_prometheus_text_and_the_dashboard_is_html() {
+    use tower::ServiceExt;
+    let s = TestServer::start().await;
+    s.put("/v1/queues/q/tasks/k", json!({})).await;
+    assert_eq!(s.lease("q", json!({})).await.len(), 1);
+    let mut texts = Vec::new();
+    for (path, content_type) in [("/metrics", "text/plain"), ("/", "text/html")] {
+        let request = axum::http::Request::builder().uri(path).body(axum::body::Body::empty()).unwrap();
+        let response = s.app.clone().oneshot(request).await.unwrap();
+        assert_eq!(response.status(), StatusCode::OK, "GET {path}");
+        let got = response.headers()["content-type"].to_str().unwrap().to_owned();
+        assert!(got.starts_with(content_type), "GET {path}: content-type {got}");
+        let bytes = axum::body::to_bytes(response.into_body(), usize::MAX).await.unwrap();
+        texts.push(String::from_utf8(bytes.to_vec()).unwrap());
+    }
+    let text = &texts[0];
+    assert!(text.contains("# TYPE "), "metrics declare their types:\n{text}");
+    let mut samples = 0;
+    for line in text.lines().filter(|l| !l.trim().is_empty() && !l.starts_with('#')) {
+        let (name, value) = line.rsplit_once(' ').unwrap_or_else(|| panic!("a sample line `name value`: '{line}'"));
+        let name = name.split('{').next().unwrap_or_default();
+        assert!(
+            !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':'),
+            "a metric name: '{line}'"
+        );
+        let value = value.trim();
+        assert!(value.parse::<f64>().is_ok() || ["+Inf", "-Inf", "NaN"].contains(&value), "a sample value: '{line}'");
+        samples += 1;
+    }
+    assert!(samples > 0, "some samples:\n{text}");
+}

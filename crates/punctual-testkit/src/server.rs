@@ -51,9 +51,6 @@ pub const TERMINATE_TIMEOUT: Duration = Duration::from_secs(30);
 /// Start-up attempts on a fresh port when the port turned out to be taken.
 const PORT_ATTEMPTS: usize = 5;
 
-/// Pause between two `/healthz` probes while the server starts.
-const PROBE_INTERVAL: Duration = Duration::from_millis(10);
-
 /// The server's output kept for error messages; older output is dropped past this.
 const LOG_LIMIT: usize = 1 << 20;
 
@@ -333,42 +330,43 @@ impl ServerProcess {
     /// Probes `/healthz` until it answers 200 from our process, the process exits, or
     /// [`STARTUP_TIMEOUT`] passes.
     fn wait_healthy(&mut self) -> Result<(), StartError> {
-        let mut waited = Duration::ZERO;
-        loop {
-            let running = self.running.as_mut().expect("wait_healthy runs right after a spawn");
-            if let Some(status) =
-                running.child.try_wait().map_err(|e| StartError::Failed(failed("polling the server")(e)))?
-            {
+        let (addr, port) = (self.addr(), self.port);
+        let running = self.running.as_mut().expect("wait_healthy runs right after a spawn");
+        // `Some(exit status)` when the process exited first, `None` once it is healthy.
+        let outcome = crate::poll_until(STARTUP_TIMEOUT, || match running.child.try_wait() {
+            Err(e) => Some(Err(e)),
+            Ok(Some(status)) => Some(Ok(Some(status))),
+            // Another process may have taken the port between our release of it and the
+            // server's bind, and answer the probe: the listener must be our child's.
+            Ok(None) => {
+                let healthy = probe_healthz(addr) && listens_on(running.child.id(), port).unwrap_or(true);
+                healthy.then_some(Ok(None))
+            }
+        });
+        match outcome {
+            Some(Ok(None)) => Ok(()),
+            Some(Ok(Some(status))) => {
                 let running = self.running.take().expect("checked above");
                 let run_log = self.finish(running);
                 if looks_like_port_taken(&run_log) {
                     return Err(StartError::PortTaken);
                 }
-                return Err(StartError::Failed(io::Error::other(format!(
-                    "the server exited during start-up ({status}) on {}\n{}",
-                    self.addr(),
+                Err(StartError::Failed(io::Error::other(format!(
+                    "the server exited during start-up ({status}) on {addr}\n{}",
                     self.quote_logs()
-                ))));
+                ))))
             }
-            // Another process may have taken the port between our release of it and the
-            // server's bind, and answer the probe: the listener must be our child's.
-            let pid = running.child.id();
-            if probe_healthz(self.addr()) && listens_on(pid, self.port).unwrap_or(true) {
-                return Ok(());
-            }
-            if waited >= STARTUP_TIMEOUT {
+            Some(Err(e)) => Err(StartError::Failed(failed("polling the server")(e))),
+            None => {
                 let _ = self.kill();
-                return Err(StartError::Failed(io::Error::new(
+                Err(StartError::Failed(io::Error::new(
                     io::ErrorKind::TimedOut,
                     format!(
-                        "GET /healthz on {} did not answer 200 from the started process within {STARTUP_TIMEOUT:?}\n{}",
-                        self.addr(),
+                        "GET /healthz on {addr} did not answer 200 from the started process within {STARTUP_TIMEOUT:?}\n{}",
                         self.quote_logs()
                     ),
-                )));
+                )))
             }
-            std::thread::sleep(PROBE_INTERVAL);
-            waited += PROBE_INTERVAL;
         }
     }
 
@@ -474,17 +472,9 @@ fn collect(mut from: impl Read + Send + 'static, log: Arc<Mutex<Vec<u8>>>) -> Jo
 /// Waits for `child` to exit for up to `timeout`: `Ok(None)` if it is still running.
 /// `Child::wait` cannot time out, so this polls, like the start-up probe.
 fn wait_with_timeout(child: &mut Child, timeout: Duration) -> io::Result<Option<ExitStatus>> {
-    let mut waited = Duration::ZERO;
-    loop {
-        if let Some(status) = child.try_wait().map_err(failed("waiting for the server to exit"))? {
-            return Ok(Some(status));
-        }
-        if waited >= timeout {
-            return Ok(None);
-        }
-        std::thread::sleep(PROBE_INTERVAL);
-        waited += PROBE_INTERVAL;
-    }
+    crate::poll_until(timeout, || child.try_wait().transpose())
+        .transpose()
+        .map_err(failed("waiting for the server to exit"))
 }
 
 fn lock(log: &Mutex<Vec<u8>>) -> std::sync::MutexGuard<'_, Vec<u8>> {

@@ -100,18 +100,6 @@ impl Api {
         Api { base: base.into(), client, token: None }
     }
 
-    /// A client that opens a new connection for every request, for requests after
-    /// which the server may close the connection (a refused oversized body).
-    pub fn unpooled(base: impl Into<String>) -> Api {
-        let client = Client::builder()
-            .no_proxy()
-            .pool_max_idle_per_host(0)
-            .timeout(Duration::from_secs(30))
-            .build()
-            .expect("a blocking HTTP client can be built");
-        Api { base: base.into(), client, token: None }
-    }
-
     pub fn of(server: &ServerProcess) -> Api {
         Api::new(server.url())
     }
@@ -267,6 +255,34 @@ impl Api {
     }
 }
 
+/// Tells the client loops of a load test to stop. Shared by the test and its client
+/// threads; cheap to clone.
+#[derive(Debug, Clone, Default)]
+pub struct Stop(std::sync::Arc<(std::sync::Mutex<bool>, std::sync::Condvar)>);
+
+impl Stop {
+    /// Tells every loop to stop, waking those that back off.
+    pub fn stop(&self) {
+        let (stopped, changed) = &*self.0;
+        *stopped.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = true;
+        changed.notify_all();
+    }
+
+    /// Whether [`Stop::stop`] was called.
+    pub fn is_stopped(&self) -> bool {
+        *self.0.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// A client's back-off after a refused or failed call: returns when told to stop,
+    /// or after `at_most` so the loop tries again (a refusal is answered at once, and a
+    /// client that retried without pause would only measure its own loop).
+    pub fn back_off(&self, at_most: Duration) {
+        let (stopped, changed) = &*self.0;
+        let guard = stopped.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let _ = changed.wait_timeout_while(guard, at_most, |stopped| !*stopped);
+    }
+}
+
 /// `/v1/queues/{queue}/tasks/{key}` with both segments percent-encoded.
 pub fn task_path(queue: &str, key: &str) -> String {
     format!("/v1/queues/{}/tasks/{}", enc(queue), enc(key))
@@ -398,15 +414,6 @@ pub fn assert_task_shape(task: &Value) {
     }
 }
 
-/// The `name` and counts of one queue in `GET /v1/queues`.
-#[track_caller]
-pub fn queue_entry(api: &Api, queue: &str) -> Option<Value> {
-    let resp = api.get("/v1/queues");
-    resp.expect(200, "GET /v1/queues");
-    let queues = resp.json["queues"].as_array().unwrap_or_else(|| panic!("no `queues` array: {}", resp.text));
-    queues.iter().find(|q| q["name"] == queue).cloned()
-}
-
 /// Asserts `|actual - expected| <= tolerance` for two epoch-millisecond times.
 #[track_caller]
 pub fn assert_near(actual: i64, expected: i64, tolerance: i64, what: &str) {
@@ -415,20 +422,4 @@ pub fn assert_near(actual: i64, expected: i64, tolerance: i64, what: &str) {
         "{what}: {actual} is {} ms from the expected {expected} (tolerance {tolerance} ms)",
         actual - expected
     );
-}
-
-/// Lease ids that differ from a real `id` by one changed character (first, middle,
-/// last), by truncation and by an extra character.
-pub fn tamper(id: &str) -> Vec<String> {
-    let chars: Vec<char> = id.chars().collect();
-    assert!(!chars.is_empty(), "a lease id is not empty");
-    let mut out = Vec::new();
-    for at in [0, chars.len() / 2, chars.len() - 1] {
-        let mut changed = chars.clone();
-        changed[at] = if changed[at] == 'A' { 'B' } else { 'A' };
-        out.push(changed.into_iter().collect());
-    }
-    out.push(chars[..chars.len() - 1].iter().collect());
-    out.push(format!("{id}A"));
-    out
 }

@@ -103,6 +103,166 @@ impl TestServer {
         assert_eq!(status, StatusCode::OK, "{answer}");
         answer["leases"].as_array().unwrap().clone()
     }
+
+    /// Leases exactly one task that is due now; panics otherwise.
+    pub async fn lease_one(&self, queue: &str) -> Value {
+        let leases = self.lease(queue, serde_json::json!({"max": 1})).await;
+        assert_eq!(leases.len(), 1, "expected one lease from {queue}: {leases:?}");
+        leases[0].clone()
+    }
+
+    /// Schedules a task, asserting it was created; the task object.
+    pub async fn create(&self, queue: &str, key: &str, body: Value) -> Value {
+        let (status, answer) = self.put(&format!("/v1/queues/{queue}/tasks/{}", enc(key)), body).await;
+        assert_eq!(status, StatusCode::CREATED, "PUT {queue}/{key}: {answer}");
+        answer["task"].clone()
+    }
+
+    /// `POST /v1/leases/{lease_id}/ack` with `body`; the status and the answer.
+    pub async fn ack(&self, lease: &Value, body: Value) -> (StatusCode, Value) {
+        self.post(&format!("/v1/leases/{}/ack", enc(lease_id(lease))), body).await
+    }
+
+    /// Every task of a list route, following `next_cursor` until `null`, checking that
+    /// each page holds at most `limit` tasks and every page but the last exactly `limit`.
+    pub async fn list_all(&self, path_and_query: &str, limit: usize) -> Vec<Value> {
+        let mut tasks = Vec::new();
+        let mut cursor: Option<String> = None;
+        for _page in 0..100 {
+            let separator = if path_and_query.contains('?') { '&' } else { '?' };
+            let mut url = format!("{path_and_query}{separator}limit={limit}");
+            if let Some(cursor) = &cursor {
+                url.push_str(&format!("&cursor={}", enc(cursor)));
+            }
+            let (status, page) = self.get(&url).await;
+            assert_eq!(status, StatusCode::OK, "GET {url}: {page}");
+            let items = page["tasks"].as_array().unwrap_or_else(|| panic!("GET {url}: no `tasks` array: {page}"));
+            assert!(items.len() <= limit, "GET {url}: {} tasks on a page of limit {limit}", items.len());
+            tasks.extend(items.iter().cloned());
+            match &page["next_cursor"] {
+                Value::Null => return tasks,
+                Value::String(next) => {
+                    assert_eq!(items.len(), limit, "GET {url}: a page before the end holds fewer than `limit` tasks");
+                    cursor = Some(next.clone());
+                }
+                other => panic!("GET {url}: `next_cursor` must be a string or null, got {other}"),
+            }
+        }
+        panic!("GET {path_and_query}: next_cursor never became null in 100 pages")
+    }
+
+    /// Waits (at most 10 s) until `n` consumers wait for `queue`, as
+    /// `punctual_consumers_waiting` in `/metrics` shows: a long poll sent before is then
+    /// holding its request, its deadline fixed.
+    pub async fn until_waiting(&self, queue: &str, n: usize) {
+        let line = format!("punctual_consumers_waiting{{queue=\"{queue}\"}} {n}\n");
+        within(10, async {
+            while !self.get("/metrics").await.1.as_str().unwrap().contains(&line) {
+                tokio::task::yield_now().await;
+            }
+        })
+        .await;
+    }
+}
+
+/// The `lease_id` of a lease.
+pub fn lease_id(lease: &Value) -> &str {
+    lease["lease_id"].as_str().unwrap_or_else(|| panic!("a lease has a string `lease_id`: {lease}"))
+}
+
+/// The keys of a list of tasks, in order.
+pub fn keys(tasks: &[Value]) -> Vec<String> {
+    tasks.iter().map(|t| t["key"].as_str().unwrap().to_owned()).collect()
+}
+
+/// Percent-encodes everything but RFC 3986's unreserved characters, so `/` becomes
+/// `%2F` and control characters are sent as `%01`.
+pub fn enc(segment: &str) -> String {
+    let mut out = String::with_capacity(segment.len());
+    for byte in segment.bytes() {
+        if byte.is_ascii_alphanumeric() || b"-._~".contains(&byte) {
+            out.push(char::from(byte));
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
+}
+
+/// The fields of API.md's task object, exactly.
+pub const TASK_FIELDS: [&str; 15] = [
+    "queue",
+    "key",
+    "state",
+    "due_at",
+    "payload",
+    "attempts",
+    "max_attempts",
+    "backoff",
+    "repeat",
+    "tags",
+    "version",
+    "created_at",
+    "updated_at",
+    "lease_expires_at",
+    "last_error",
+];
+
+/// Reads a time of a response, asserting API.md's form: RFC 3339 UTC with exactly three
+/// fractional digits and `Z` (`2026-11-30T12:00:00.000Z`).
+#[track_caller]
+pub fn time(value: &Value) -> Timestamp {
+    let text = value.as_str().unwrap_or_else(|| panic!("a time must be a string, got {value}"));
+    let b = text.as_bytes();
+    let shape_ok = b.len() == 24
+        && b.iter().enumerate().all(|(i, &c)| match i {
+            4 | 7 => c == b'-',
+            10 => c == b'T',
+            13 | 16 => c == b':',
+            19 => c == b'.',
+            23 => c == b'Z',
+            _ => c.is_ascii_digit(),
+        });
+    assert!(shape_ok, "time '{text}' is not of the form 2026-11-30T12:00:00.000Z");
+    Timestamp::parse(text).unwrap_or_else(|e| panic!("time '{text}': {e}"))
+}
+
+/// Asserts a task object has exactly API.md's fields and its times are of API.md's form.
+#[track_caller]
+pub fn assert_task_shape(task: &Value) {
+    let object = task.as_object().unwrap_or_else(|| panic!("a task must be a JSON object, got {task}"));
+    let mut got: Vec<&str> = object.keys().map(String::as_str).collect();
+    got.sort_unstable();
+    let mut want = TASK_FIELDS.to_vec();
+    want.sort_unstable();
+    assert_eq!(got, want, "the task object's fields differ from API.md: {task}");
+    for field in ["due_at", "created_at", "updated_at"] {
+        time(&task[field]);
+    }
+    if !task["lease_expires_at"].is_null() {
+        time(&task["lease_expires_at"]);
+    }
+}
+
+/// Lease ids that differ from a real `id` by one changed character (first, middle,
+/// last), by truncation and by an extra character.
+pub fn tamper(id: &str) -> Vec<String> {
+    let chars: Vec<char> = id.chars().collect();
+    assert!(!chars.is_empty(), "a lease id is not empty");
+    let mut out = Vec::new();
+    for at in [0, chars.len() / 2, chars.len() - 1] {
+        let mut changed = chars.clone();
+        changed[at] = if changed[at] == 'A' { 'B' } else { 'A' };
+        out.push(changed.into_iter().collect());
+    }
+    out.push(chars[..chars.len() - 1].iter().collect());
+    out.push(format!("{id}A"));
+    out
+}
+
+/// `START` moved by `ms` milliseconds, as API.md writes it.
+pub fn at(ms: i64) -> String {
+    Timestamp::from_millis(START.as_millis() + ms).to_string()
 }
 
 /// The error code of an error body.
