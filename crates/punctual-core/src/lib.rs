@@ -1,6 +1,8 @@
-//! punctual's core: the task model, policies, the [`Store`] seam and the [`Engine`]
-//! that fires tasks on time. No disk or network I/O happens here; stores live in their
-//! own crates (`punctual-sqlite`, later `punctual-redis`).
+//! punctual's core: the task model, policies, the [`Store`] seam, the state machine as
+//! pure functions ([`transitions`]), the reference store built on them
+//! ([`MemoryStore`]) and the [`Engine`] that fires tasks on time. No disk or network
+//! I/O happens here; the durable stores live in their own crates (`punctual-sqlite`,
+//! `punctual-redis`). `docs/architecture.md` draws where everything lives.
 //!
 //! The engine tells what it does as [`Event`]s ([`Engine::observe`],
 //! [`Engine::subscribe`]): metrics, dashboards, logs and tests are built from them. It
