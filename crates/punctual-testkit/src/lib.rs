@@ -4,6 +4,7 @@
 //! ([`cron_gen`]), which `punctual-core`'s tests include by path (the core cannot
 //! depend on this crate).
 
+pub mod api;
 pub mod child;
 pub mod conformance;
 pub mod cron_gen;

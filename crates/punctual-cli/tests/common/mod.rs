@@ -377,24 +377,7 @@ pub fn parse_duration(value: &Value) -> u64 {
     total
 }
 
-/// The fields of API.md's task object, exactly.
-pub const TASK_FIELDS: [&str; 15] = [
-    "queue",
-    "key",
-    "state",
-    "due_at",
-    "payload",
-    "attempts",
-    "max_attempts",
-    "backoff",
-    "repeat",
-    "tags",
-    "version",
-    "created_at",
-    "updated_at",
-    "lease_expires_at",
-    "last_error",
-];
+pub use punctual_testkit::api::TASK_FIELDS;
 
 /// Asserts a task object has exactly API.md's fields and its times are of API.md's
 /// form.

@@ -189,24 +189,7 @@ pub fn enc(segment: &str) -> String {
     out
 }
 
-/// The fields of API.md's task object, exactly.
-pub const TASK_FIELDS: [&str; 15] = [
-    "queue",
-    "key",
-    "state",
-    "due_at",
-    "payload",
-    "attempts",
-    "max_attempts",
-    "backoff",
-    "repeat",
-    "tags",
-    "version",
-    "created_at",
-    "updated_at",
-    "lease_expires_at",
-    "last_error",
-];
+pub use punctual_testkit::api::TASK_FIELDS;
 
 /// Reads a time of a response, asserting API.md's form: RFC 3339 UTC with exactly three
 /// fractional digits and `Z` (`2026-11-30T12:00:00.000Z`).
