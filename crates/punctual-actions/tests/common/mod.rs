@@ -1,6 +1,6 @@
 //! Real parts for the action tests: an engine on the embedded store in a temp dir
-//! (whose completions are signalled on a channel, so tests wait on events instead of
-//! sleeping), an HTTP receiver on loopback that records each request and answers as
+//! (whose acks reach the test as the engine's events, so tests wait on events instead
+//! of sleeping), an HTTP receiver on loopback that records each request and answers as
 //! the test scripts it (reached through [`loopback_runtime`]: the default egress
 //! policy refuses loopback), and an SMTP sink.
 
@@ -20,14 +20,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use punctual_actions::{EgressPolicy, Runtime};
-use punctual_core::store::{
-    CompleteRequest, LeaseBatch, LeaseRequest, ListRequest, Page, QueueStats, ReapResult, RetriedDead,
-    RetryDeadRequest, Scheduled, SweepRequest, Swept,
-};
-use punctual_core::{
-    Clock, Engine, EngineConfig, LeaseToken, ManualClock, NewTask, QueueName, Result, Store, Tag, Task, TaskKey,
-    Timestamp,
-};
+use punctual_core::{Clock, Engine, EngineConfig, Event, ManualClock, Task, Timestamp};
 use punctual_sqlite::SqliteStore;
 use tokio::sync::mpsc;
 
@@ -49,80 +42,9 @@ pub async fn next<T>(rx: &mut mpsc::UnboundedReceiver<T>, what: &str) -> T {
     }
 }
 
-/// The embedded store, telling a channel about every completion it applied.
-pub struct Signalling {
-    inner: SqliteStore,
-    completed: mpsc::UnboundedSender<String>,
-}
-
-impl Store for Signalling {
-    async fn schedule(&self, tasks: Vec<NewTask>, now: Timestamp) -> Result<Vec<Result<Scheduled>>> {
-        self.inner.schedule(tasks, now).await
-    }
-    async fn get(&self, queue: &QueueName, key: &TaskKey) -> Result<Option<Task>> {
-        self.inner.get(queue, key).await
-    }
-    async fn cancel(&self, queue: &QueueName, key: &TaskKey) -> Result<bool> {
-        self.inner.cancel(queue, key).await
-    }
-    async fn cancel_tag(&self, queue: &QueueName, tag: &Tag) -> Result<u64> {
-        self.inner.cancel_tag(queue, tag).await
-    }
-    async fn list(&self, req: ListRequest) -> Result<Page> {
-        self.inner.list(req).await
-    }
-    async fn lease(&self, req: LeaseRequest) -> Result<LeaseBatch> {
-        self.inner.lease(req).await
-    }
-    async fn complete(&self, req: CompleteRequest) -> Result<()> {
-        let key = format!("{}/{}", req.token.queue, req.token.key);
-        let result = self.inner.complete(req).await;
-        let _ = self.completed.send(key);
-        result
-    }
-    async fn complete_many(&self, reqs: Vec<CompleteRequest>) -> Result<Vec<Result<()>>> {
-        let keys: Vec<String> = reqs.iter().map(|r| format!("{}/{}", r.token.queue, r.token.key)).collect();
-        let result = self.inner.complete_many(reqs).await;
-        for key in keys {
-            let _ = self.completed.send(key);
-        }
-        result
-    }
-    async fn extend(&self, token: &LeaseToken, lease_for: Duration, now: Timestamp) -> Result<Timestamp> {
-        self.inner.extend(token, lease_for, now).await
-    }
-    async fn release(&self, token: &LeaseToken, now: Timestamp) -> Result<()> {
-        self.inner.release(token, now).await
-    }
-    async fn reap(&self, now: Timestamp, limit: u32) -> Result<ReapResult> {
-        self.inner.reap(now, limit).await
-    }
-    async fn retry_dead(&self, queue: &QueueName, key: &TaskKey, now: Timestamp) -> Result<Option<Task>> {
-        self.inner.retry_dead(queue, key, now).await
-    }
-    async fn retry_dead_batch(&self, req: RetryDeadRequest) -> Result<RetriedDead> {
-        self.inner.retry_dead_batch(req).await
-    }
-    async fn delete_dead(&self, queue: &QueueName, key: &TaskKey) -> Result<bool> {
-        self.inner.delete_dead(queue, key).await
-    }
-    async fn sweep_dead(&self, req: SweepRequest) -> Result<Swept> {
-        self.inner.sweep_dead(req).await
-    }
-    async fn stats(&self, queue: Option<&QueueName>) -> Result<Vec<QueueStats>> {
-        self.inner.stats(queue).await
-    }
-    async fn secret(&self) -> Result<[u8; 32]> {
-        self.inner.secret().await
-    }
-    async fn close(&self) -> Result<()> {
-        self.inner.close().await
-    }
-}
-
 /// An engine on a fresh embedded store, on a manual clock.
 pub struct Harness {
-    pub engine: Engine<Signalling>,
+    pub engine: Engine<SqliteStore>,
     pub clock: ManualClock,
     completed: mpsc::UnboundedReceiver<String>,
     /// Completions seen while waiting for another.
@@ -137,9 +59,16 @@ impl Harness {
     pub fn start() -> Harness {
         let dir = tempfile::tempdir().unwrap();
         let (tx, completed) = mpsc::unbounded_channel();
-        let store = Signalling { inner: SqliteStore::open(dir.path()).unwrap(), completed: tx };
+        let store = SqliteStore::open(dir.path()).unwrap();
         let clock = ManualClock::new(Timestamp::from_millis(START_MS));
-        let engine = Engine::start(store, EngineConfig::default().clock(Arc::new(clock.clone())));
+        // Every ack the engine applied or refused, as `queue/key`.
+        let completions = move |event: &Event| {
+            if let Event::Completed { queue, key, .. } | Event::AckRefused { queue, key } = event {
+                let _ = tx.send(format!("{queue}/{key}"));
+            }
+        };
+        let config = EngineConfig::default().clock(Arc::new(clock.clone())).observe(completions);
+        let engine = Engine::start(store, config);
         Harness { engine, clock, completed, pending: Vec::new(), _dir: dir }
     }
 
