@@ -18,14 +18,8 @@ async fn writes_wait_for_the_replica_and_are_refused_when_it_is_gone() {
     let port = primary.port().to_string();
     let mut replica = redis::server_with(Persistence::None, &["--replicaof", "127.0.0.1", &port]);
     // The replica is in sync once the primary counts it as online.
-    let mut synced = false;
-    for _ in 0..200 {
-        if primary.command(&["INFO", "replication"]).unwrap().contains("state=online") {
-            synced = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let online = || primary.command(&["INFO", "replication"]).unwrap().contains("state=online").then_some(());
+    let synced = punctual_testkit::poll_until(Duration::from_secs(10), online).is_some();
     assert!(synced, "the replica never connected: {}", primary.command(&["INFO", "replication"]).unwrap());
 
     let mut config = RedisConfig::new(Target::parse(&primary.url()).unwrap());

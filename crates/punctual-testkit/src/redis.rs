@@ -11,7 +11,6 @@
 
 use std::net::TcpListener;
 use std::process::Command;
-use std::time::{Duration, Instant};
 
 pub use punctual_private_redis::{Persistence, RedisServer, START_TIMEOUT, command};
 
@@ -64,16 +63,12 @@ impl RedisCluster {
             String::from_utf8_lossy(&output.stdout),
             String::from_utf8_lossy(&output.stderr)
         );
-        let deadline = Instant::now() + START_TIMEOUT;
         for node in &nodes {
-            loop {
-                let info = node.command(&["CLUSTER", "INFO"]).unwrap_or_default();
-                if info.contains("cluster_state:ok") {
-                    break;
-                }
-                assert!(Instant::now() < deadline, "the cluster did not reach state ok: {info}");
-                std::thread::sleep(Duration::from_millis(50));
-            }
+            let ok =
+                || node.command(&["CLUSTER", "INFO"]).unwrap_or_default().contains("cluster_state:ok").then_some(());
+            let reached = crate::poll_until(START_TIMEOUT, ok).is_some();
+            let info = node.command(&["CLUSTER", "INFO"]).unwrap_or_default();
+            assert!(reached, "the cluster did not reach state ok: {info}");
         }
         RedisCluster { nodes }
     }
