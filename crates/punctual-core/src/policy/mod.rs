@@ -1,0 +1,18 @@
+//! Retry and repeat policies: pure arithmetic on times, no clock. This module owns the
+//! public paths (`punctual_core::policy::*`) and the defaults shared by both.
+//!
+//! - [`Backoff`] (`backoff.rs`): the wait between tries of one occurrence, jittered
+//!   downwards only, so `max` is a true upper bound.
+//! - [`Repeat`] (`repeat.rs`): when a task fires again after a successful occurrence;
+//!   missed occurrences are skipped, never caught up. Cron rules themselves
+//!   ([`CronRule`]) live in `crate::cron`.
+
+mod backoff;
+mod repeat;
+
+pub use self::backoff::Backoff;
+pub use self::repeat::{Repeat, RepeatRule};
+pub use crate::cron::CronRule;
+
+/// Built-in `max_attempts` when neither the task nor its queue sets one.
+pub const DEFAULT_MAX_ATTEMPTS: u32 = 20;
