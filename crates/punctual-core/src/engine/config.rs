@@ -119,7 +119,7 @@ pub const MAX_SWEEP_WAIT: Duration = Duration::from_secs(3600);
 /// not in a loop.
 pub(super) const MIN_SWEEP_WAIT: Duration = Duration::from_secs(1);
 
-/// Options of [`Engine::list`].
+/// Options of [`Engine::list`](crate::Engine::list).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ListOptions {
@@ -162,7 +162,7 @@ impl ListOptions {
     }
 }
 
-/// Options of [`Engine::lease`].
+/// Options of [`Engine::lease`](crate::Engine::lease).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct LeaseOptions {

@@ -14,7 +14,7 @@
 //! in O(1). The watchdog sleeps on the clock itself, so it still runs if the timer
 //! ever stalls.
 //!
-//! A store other processes write too (Redis) reports their writes as [`Peers`]
+//! A store other processes write too (Redis) reports their writes as [`Peers`](crate::Peers)
 //! wake-ups; the engine passes them on and, since a notification can be lost, also
 //! looks at each queue it serves every `safety_poll`.
 //!

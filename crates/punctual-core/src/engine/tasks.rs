@@ -24,7 +24,7 @@ impl<S: Store> Engine<S> {
 
     /// Creates or updates many tasks of one queue. Each item succeeds or fails on its
     /// own (invalid items are refused, valid ones stored); more than
-    /// [`Limits::max_batch`] items is an error of the whole call, field `tasks`.
+    /// [`Limits::max_batch`](crate::Limits::max_batch) items is an error of the whole call, field `tasks`.
     pub async fn schedule_many(&self, queue: &str, items: Vec<(String, TaskSpec)>) -> Result<Vec<Result<Scheduled>>> {
         let queue = QueueName::new(queue)?;
         let limit = self.inner.config.limits.max_batch;
@@ -193,7 +193,7 @@ impl<S: Store> Engine<S> {
 
     /// Puts the queue's dead tasks back to work, due now with attempts reset: all of
     /// them, those carrying a tag, or those among some keys (at most
-    /// [`Limits::max_batch`], field `keys`). In batches, each atomic; how many.
+    /// [`Limits::max_batch`](crate::Limits::max_batch), field `keys`). In batches, each atomic; how many.
     pub async fn retry_dead_many(&self, queue: &str, selection: DeadSelection) -> Result<u64> {
         self.check_running()?;
         let queue = QueueName::new(queue)?;

@@ -87,7 +87,7 @@ pub async fn complete_many_applies_or_refuses_each_on_its_own<S: Store>(store: S
     assert_eq!(store.complete_many(Vec::new()).await.expect("an empty batch"), Vec::<punctual_core::Result<()>>::new());
 }
 
-/// The wait before the next try after `failures` failures, as policy.rs bounds it:
+/// The wait before the next try after `failures` failures, as policy/backoff.rs bounds it:
 /// between 80 % and 100 % of `min(max, initial × factor^(failures − 1))`.
 fn backoff_bounds(backoff: &Backoff, failures: u32, now: Timestamp) -> (Timestamp, Timestamp) {
     let full = backoff.initial().as_secs_f64() * backoff.factor().powi(failures as i32 - 1);
@@ -96,7 +96,7 @@ fn backoff_bounds(backoff: &Backoff, failures: u32, now: Timestamp) -> (Timestam
 }
 
 /// DESIGN.md retry rules through `Engine::complete` and `Engine::ack`: each failure
-/// schedules the same delivery again after a backoff within the bounds of policy.rs,
+/// schedules the same delivery again after a backoff within the bounds of policy/backoff.rs,
 /// attempt numbers count up, and after `max_attempts` failures the task is `dead` with
 /// the last error — listed as dead, never leased again.
 pub async fn engine_retries_with_backoff_then_the_task_dies<S: Store>(store: S) {
