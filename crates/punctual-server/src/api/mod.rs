@@ -1,0 +1,33 @@
+//! The API's request and response bodies (API.md), and the validation that turns raw
+//! requests into core types.
+//!
+//! Two stages, like the config: serde reads a request into a raw struct here
+//! (`deny_unknown_fields`, so a misspelt field is an error, not a silently ignored
+//! option); `into_*` methods then check what serde cannot (exactly one of `delay` and
+//! `due_at`, an ack's fields matching its outcome) and build the core type. Every
+//! error names its field. The engine checks the rest (names, limits, policies).
+//!
+//! Response structs serialize to exactly API.md's objects; the core [`Task`](punctual_core::Task) already
+//! does. Each type also describes itself for `/openapi.json`.
+//!
+//! One submodule per resource: `tasks` (schedule, batch, list, cancel, dead retry),
+//! `leases` (lease, acks, extend) and `queues` (counts, detail, activity); every type
+//! is re-exported here, so routes name them `crate::api::…`.
+
+mod leases;
+mod queues;
+mod tasks;
+
+pub(crate) use leases::*;
+pub(crate) use queues::*;
+pub(crate) use tasks::*;
+
+/// The helpers of the tests of the submodules.
+#[cfg(test)]
+mod testing {
+    use crate::error::ApiError;
+
+    pub(super) fn field_of(r: Result<impl std::fmt::Debug, ApiError>) -> Option<String> {
+        r.unwrap_err().detail().field
+    }
+}

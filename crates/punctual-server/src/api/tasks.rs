@@ -1,0 +1,324 @@
+//! The bodies of the task routes (API.md "Scheduling" and "Dead tasks"): scheduling one or a
+//! batch, listing, cancelling, and retrying dead tasks; with the checks that build a
+//! core `TaskSpec`, `Repeat` or `DeadSelection` from them.
+
+use std::time::Duration;
+
+use punctual_core::MAX_LIST_LIMIT;
+use punctual_core::store::ScheduleOutcome;
+use punctual_core::time::format_duration;
+use punctual_core::{Backoff, DeadSelection, IfExists, Repeat, Tag, Task, TaskKey, TaskSpec};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::ToSchema;
+
+use crate::error::{ApiError, ErrorDetail};
+use crate::extract::{ApiCount, ApiDuration, ApiTime};
+use crate::schema;
+
+/// `PUT /v1/queues/{queue}/tasks/{key}`, and each item of a batch (which adds `key`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct TaskBody {
+    /// Required in a batch item; in a PUT the path gives it (if present it must match).
+    #[serde(default)]
+    pub(crate) key: Option<String>,
+    /// Due this long from now. Exactly one of `delay` and `due_at`; neither: due now.
+    #[serde(default)]
+    pub(crate) delay: Option<ApiDuration>,
+    /// Due at this instant (in the past: due now).
+    #[serde(default)]
+    pub(crate) due_at: Option<ApiTime>,
+    /// Any JSON; at most 64 KiB serialized (by default).
+    #[serde(default)]
+    pub(crate) payload: Value,
+    /// At least 1; the queue's default when absent.
+    #[serde(default)]
+    pub(crate) max_attempts: Option<ApiCount>,
+    /// The queue's default when absent.
+    #[serde(default)]
+    pub(crate) backoff: Option<BackoffBody>,
+    #[serde(default)]
+    pub(crate) repeat: Option<RepeatBody>,
+    #[serde(default)]
+    pub(crate) tags: Vec<String>,
+    /// `replace` (default), `keep` or `error`.
+    #[serde(default)]
+    pub(crate) if_exists: IfExists,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct BackoffBody {
+    initial: ApiDuration,
+    factor: f64,
+    max: ApiDuration,
+}
+
+impl BackoffBody {
+    pub(crate) fn into_backoff(self) -> Result<Backoff, ApiError> {
+        Ok(Backoff::new(self.initial.0, self.factor, self.max.0)?)
+    }
+}
+
+/// The shortest `repeat.every` a request or the config file may give: a bare number is
+/// milliseconds, so `"every": 60` meant as seconds would fire every 60 ms.
+pub(crate) const MIN_EVERY: Duration = Duration::from_secs(1);
+
+/// `{"every": "24h", "times": 3, "until": …}` or `{"cron": "0 9 * * MON-FRI", "tz": "Asia/Shanghai"}`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RepeatBody {
+    #[serde(default)]
+    every: Option<ApiDuration>,
+    #[serde(default)]
+    cron: Option<String>,
+    /// IANA zone of `cron` (default UTC).
+    #[serde(default)]
+    tz: Option<String>,
+    /// Occurrences in all.
+    #[serde(default)]
+    times: Option<ApiCount>,
+    /// No occurrence due after this instant.
+    #[serde(default)]
+    until: Option<ApiTime>,
+}
+
+impl RepeatBody {
+    pub(crate) fn into_repeat(self) -> Result<Repeat, ApiError> {
+        let mut repeat = match (self.every, self.cron) {
+            (Some(every), None) => {
+                if self.tz.is_some() {
+                    return Err(ApiError::invalid("repeat.tz", "tz applies to cron only"));
+                }
+                if every.0 < MIN_EVERY {
+                    return Err(ApiError::invalid(
+                        "repeat.every",
+                        format!(
+                            "{} is shorter than 1s; a bare number is milliseconds (60 is 60ms): \
+                             write \"60s\" or \"PT60S\" for a minute",
+                            format_duration(every.0)
+                        ),
+                    ));
+                }
+                Repeat::every(every.0)?
+            }
+            (None, Some(cron)) => Repeat::cron(&cron, self.tz.as_deref().unwrap_or("UTC"))?,
+            (Some(_), Some(_)) => return Err(ApiError::invalid("repeat", "give either every or cron, not both")),
+            (None, None) => {
+                return Err(ApiError::invalid(
+                    "repeat",
+                    "give every (e.g. \"24h\") or cron (e.g. \"0 9 * * MON-FRI\")",
+                ));
+            }
+        };
+        if let Some(ApiCount(n)) = self.times {
+            repeat = repeat.times(n)?;
+        }
+        if let Some(until) = self.until {
+            repeat = repeat.until(until.0);
+        }
+        Ok(repeat)
+    }
+}
+
+impl TaskBody {
+    /// Validates into a spec. Field names are relative to the task object.
+    pub(crate) fn into_spec(self) -> Result<TaskSpec, ApiError> {
+        let mut spec = match (self.delay, self.due_at) {
+            (None, None) => TaskSpec::now(),
+            (Some(delay), None) => TaskSpec::after(delay.0),
+            (None, Some(at)) => TaskSpec::at(at.0),
+            (Some(_), Some(_)) => {
+                return Err(ApiError::invalid("due_at", "give delay or due_at, not both"));
+            }
+        };
+        spec = spec.payload(self.payload);
+        if let Some(ApiCount(n)) = self.max_attempts {
+            spec = spec.max_attempts(n);
+        }
+        if let Some(backoff) = self.backoff {
+            spec = spec.backoff(backoff.into_backoff()?);
+        }
+        if let Some(repeat) = self.repeat {
+            spec = spec.repeat(repeat.into_repeat()?);
+        }
+        for (i, tag) in self.tags.into_iter().enumerate() {
+            Tag::new(tag.as_str()).map_err(|e| ApiError::from(e).within_field(&format!("tags[{i}]")))?;
+            spec = spec.tag(tag);
+        }
+        spec = spec.if_exists(self.if_exists);
+        Ok(spec)
+    }
+}
+
+/// `POST /v1/queues/{queue}/tasks`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct BatchBody {
+    /// At most 10,000 (by default) task objects, each with its `key`.
+    pub(crate) tasks: Vec<Value>,
+}
+
+/// The answer to a PUT.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct ScheduleResponse {
+    #[schema(value_type = schema::ScheduleOutcome)]
+    pub(crate) outcome: ScheduleOutcome,
+    #[schema(value_type = schema::Task)]
+    pub(crate) task: Task,
+}
+
+/// One item of a batch's answer: `{"key", "outcome"}` or `{"key", "error"}`.
+#[derive(Debug, Serialize)]
+pub(crate) struct BatchResult {
+    /// The item's key; null when it had none or it was not a string.
+    pub(crate) key: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) outcome: Option<ScheduleOutcome>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) error: Option<ErrorDetail>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct BatchResponse {
+    #[schema(value_type = Vec<schema::BatchResult>)]
+    pub(crate) results: Vec<BatchResult>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct CancelledResponse {
+    pub(crate) cancelled: u64,
+}
+
+/// A page of tasks in due order.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct TaskList {
+    #[schema(value_type = Vec<schema::Task>)]
+    pub(crate) tasks: Vec<Task>,
+    /// Pass back as `cursor` for the next page; null at the end.
+    pub(crate) next_cursor: Option<String>,
+}
+
+/// `?state=&tag=&limit=&cursor=`; empty values mean "not given".
+#[derive(Debug, Deserialize)]
+pub(crate) struct ListQuery {
+    #[serde(default)]
+    pub(crate) state: Option<String>,
+    #[serde(default)]
+    pub(crate) tag: Option<String>,
+    #[serde(default)]
+    pub(crate) limit: Option<String>,
+    #[serde(default)]
+    pub(crate) cursor: Option<String>,
+}
+
+impl ListQuery {
+    /// Default 100, 1–1,000.
+    pub(crate) fn limit(&self) -> Result<u32, ApiError> {
+        match self.limit.as_deref().filter(|l| !l.is_empty()) {
+            None => Ok(100),
+            Some(text) => text.parse::<u32>().ok().filter(|n| (1..=MAX_LIST_LIMIT).contains(n)).ok_or_else(|| {
+                ApiError::invalid("limit", format!("'{text}' is not a number from 1 to {MAX_LIST_LIMIT}"))
+            }),
+        }
+    }
+
+    pub(crate) fn cursor(&self) -> Option<String> {
+        self.cursor.clone().filter(|c| !c.is_empty())
+    }
+
+    pub(crate) fn tag(&self) -> Option<String> {
+        self.tag.clone().filter(|t| !t.is_empty())
+    }
+}
+
+/// `POST /v1/queues/{queue}/dead/retry`: `{}` (every dead task), `{"tag"}` or
+/// `{"keys"}`. A null `tag` or `keys` is refused, not read as absent (as elsewhere): a
+/// client whose list came out null would otherwise retry every dead task.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct DeadRetryBody {
+    #[serde(default, deserialize_with = "not_null")]
+    tag: Option<String>,
+    #[serde(default, deserialize_with = "not_null")]
+    keys: Option<Vec<String>>,
+}
+
+/// A field that, when given, is not null.
+fn not_null<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
+    match Option::<T>::deserialize(d)? {
+        Some(value) => Ok(Some(value)),
+        None => Err(serde::de::Error::custom("null is not allowed here: leave the field out instead")),
+    }
+}
+
+impl DeadRetryBody {
+    /// Validates into a selection; more than `max_keys` keys is refused (field `keys`).
+    pub(crate) fn into_selection(self, max_keys: usize) -> Result<DeadSelection, ApiError> {
+        match (self.tag, self.keys) {
+            (None, None) => Ok(DeadSelection::All),
+            (Some(tag), None) => Ok(DeadSelection::Tagged(Tag::new(tag)?)),
+            (None, Some(keys)) => {
+                if keys.len() > max_keys {
+                    return Err(ApiError::invalid(
+                        "keys",
+                        format!("{} keys is over the batch limit of {max_keys}", keys.len()),
+                    ));
+                }
+                let keys = keys
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, key)| {
+                        TaskKey::new(key).map_err(|e| ApiError::from(e).within_field(&format!("keys[{i}]")))
+                    })
+                    .collect::<Result<Vec<_>, _>>()?;
+                Ok(DeadSelection::Keys(keys))
+            }
+            (Some(_), Some(_)) => {
+                Err(ApiError::invalid("keys", "give tag or keys, not both (neither: every dead task)"))
+            }
+        }
+    }
+}
+
+/// The answer to a bulk retry of dead tasks.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct RetriedResponse {
+    /// How many dead tasks are scheduled again, due now.
+    pub(crate) retried: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use punctual_core::When;
+
+    use super::*;
+    use crate::api::testing::field_of;
+    use crate::extract::parse_json;
+
+    fn spec(json: &str) -> Result<TaskSpec, ApiError> {
+        parse_json::<TaskBody>(json.as_bytes())?.into_spec()
+    }
+
+    #[test]
+    fn task_bodies_validate_with_field_names() {
+        assert_eq!(spec("{}").unwrap().when, When::Now);
+        assert_eq!(spec(r#"{"delay": "30m"}"#).unwrap().when, When::After(Duration::from_secs(1800)));
+        assert_eq!(field_of(spec(r#"{"delay": "30m", "due_at": 5}"#)).as_deref(), Some("due_at"));
+        assert_eq!(field_of(spec(r#"{"repeat": {"every": "0ms"}}"#)).as_deref(), Some("repeat.every"));
+        assert_eq!(field_of(spec(r#"{"repeat": {"every": "x"}}"#)).as_deref(), Some("repeat.every"));
+        assert_eq!(
+            field_of(spec(r#"{"repeat": {"cron": "0 9 * * *", "tz": "Mars/X"}}"#)).as_deref(),
+            Some("repeat.tz")
+        );
+        assert_eq!(field_of(spec(r#"{"repeat": {}}"#)).as_deref(), Some("repeat"));
+        assert_eq!(field_of(spec(r#"{"tags": ["ok", ""]}"#)).as_deref(), Some("tags[1]"));
+        assert_eq!(field_of(spec(r#"{"if_exists": "never"}"#)).as_deref(), Some("if_exists"));
+        assert_eq!(
+            field_of(spec(r#"{"backoff": {"initial": "1s", "factor": 0.5, "max": "1h"}}"#)).as_deref(),
+            Some("backoff.factor")
+        );
+        assert_eq!(field_of(spec(r#"{"max_attempts": -1}"#)).as_deref(), Some("max_attempts"));
+    }
+}

@@ -1,0 +1,197 @@
+//! The server's settings: flags of `punctual serve`, the TOML file of API.md's "Server
+//! configuration", and built-in defaults, in that order of precedence.
+//!
+//! The file is read in two stages (STYLE.md): serde reads it into raw structs that
+//! mirror the file (`deny_unknown_fields`: an unknown key is an error, not ignored),
+//! keeping each value's position; validation then builds [`Settings`] with defaults
+//! applied. Every error names the file and the line at fault.
+//!
+//! A queue with an action (`[queues."name".action]`, see `actions`) is served by the
+//! server itself: the action is validated here (templates compiled, URLs parsed,
+//! secrets read from the environment), so a bad one stops start-up with its line
+//! instead of failing every delivery.
+//!
+//! `[egress]` says where HTTP push actions may connect besides public addresses:
+//! `allow` (IP addresses, CIDR networks, host names, `*.domain`) and `allow_private`.
+//! Each entry is checked with its line, and an action whose URL host is an IP address
+//! the policy refuses is an error on the line of its `url`.
+//!
+//! This module owns the validated [`Settings`], [`ConfigError`] and the entry points
+//! (`load`, `settings`, `unreadable`); `flags` holds `ServeArgs` and its `--help`,
+//! `raw` the structs of the file as typed, `validate` the merge of flags, file and
+//! defaults, and `queues` the `[queues]` and `[egress]` tables.
+
+mod flags;
+mod queues;
+mod raw;
+mod validate;
+
+use std::collections::HashMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use clap::ValueEnum;
+use punctual_actions::{ActionSpec, EgressPolicy};
+use punctual_core::{EngineConfig, QueueDefaults, QueueName};
+use serde::Deserialize;
+
+pub use flags::ServeArgs;
+pub(crate) use validate::settings;
+
+use crate::state::HttpOptions;
+
+/// How logs are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum LogFormat {
+    /// Human-readable lines.
+    #[default]
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// Where tasks are stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Backend {
+    /// The embedded store in this directory.
+    Embedded(PathBuf),
+    /// A Redis or Redis Cluster URL.
+    Redis(String),
+}
+
+/// Everything the server runs with, validated, defaults applied.
+#[derive(Debug, Clone)]
+pub(crate) struct Settings {
+    pub(crate) listen: String,
+    pub(crate) backend: Backend,
+    pub(crate) tokens: Vec<String>,
+    pub(crate) log_format: LogFormat,
+    pub(crate) grace_period: Duration,
+    pub(crate) request_timeout: Duration,
+    pub(crate) max_payload_bytes: usize,
+    pub(crate) max_batch: usize,
+    pub(crate) max_body_bytes: usize,
+    pub(crate) max_overdue: Option<Duration>,
+    /// Only the queues of the file are served (`queues`).
+    pub(crate) strict_queues: bool,
+    pub(crate) queues: HashMap<QueueName, QueueDefaults>,
+    /// Queues the server delivers itself, in name order.
+    pub(crate) actions: Vec<(QueueName, ActionSpec)>,
+    /// Shards per queue on Redis, where the file sets them.
+    pub(crate) shards: HashMap<QueueName, u32>,
+    /// How long dead tasks are kept, per queue that sets it.
+    pub(crate) dead_retention: HashMap<QueueName, Duration>,
+    pub(crate) redis: RedisSettings,
+    /// Where the push actions may connect.
+    pub(crate) egress: EgressPolicy,
+}
+
+/// The `[redis]` table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct RedisSettings {
+    pub(crate) prefix: String,
+    pub(crate) wait_replicas: u32,
+    pub(crate) timeout: Duration,
+}
+
+impl Default for RedisSettings {
+    fn default() -> RedisSettings {
+        RedisSettings { prefix: "punctual".into(), wait_replicas: 0, timeout: Duration::from_secs(5) }
+    }
+}
+
+impl Settings {
+    pub(crate) fn engine_config(&self) -> EngineConfig {
+        let mut config = EngineConfig::default();
+        config.limits.max_payload_bytes = self.max_payload_bytes;
+        config.limits.max_batch = self.max_batch;
+        for (name, defaults) in &self.queues {
+            config = config.queue(name.clone(), defaults.clone());
+        }
+        for (name, keep) in &self.dead_retention {
+            config = config.dead_retention(name.clone(), *keep);
+        }
+        config
+    }
+
+    pub(crate) fn http_options(&self) -> HttpOptions {
+        HttpOptions {
+            tokens: self.tokens.clone(),
+            request_timeout: self.request_timeout,
+            max_body_bytes: self.max_body_bytes,
+            max_overdue: self.max_overdue,
+            queues: self.queues.keys().cloned().collect(),
+            strict_queues: self.strict_queues,
+        }
+    }
+}
+
+/// A configuration that cannot be used: the file, the line if known, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError {
+    source: String,
+    line: Option<usize>,
+    message: String,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.line {
+            Some(line) => write!(f, "{}, line {line}: {}", self.source, self.message),
+            None => write!(f, "{}: {}", self.source, self.message),
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+impl ConfigError {
+    /// The 1-based line of the file the error is on, when it is on one.
+    pub fn line(&self) -> Option<usize> {
+        self.line
+    }
+
+    fn flag(message: impl Into<String>) -> ConfigError {
+        ConfigError { source: "command line".into(), line: None, message: message.into() }
+    }
+}
+
+/// The error of a configuration file that cannot be read.
+pub(crate) fn unreadable(path: &Path, e: &std::io::Error) -> ConfigError {
+    ConfigError {
+        source: path.display().to_string(),
+        line: None,
+        message: format!("cannot read the configuration file: {e}"),
+    }
+}
+
+/// Reads the file named by `--config`, if any, and merges the flags over it.
+pub(crate) fn load(args: &ServeArgs) -> Result<Settings, ConfigError> {
+    match &args.config {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).map_err(|e| unreadable(path, &e))?;
+            settings(args, Some((path, &text)))
+        }
+        None => settings(args, None),
+    }
+}
+
+/// The helpers of the tests of `validate` and `queues`: a file read without flags.
+#[cfg(test)]
+mod testing {
+    use std::path::Path;
+
+    use super::{ConfigError, ServeArgs, Settings, settings};
+
+    pub(super) fn file(text: &str) -> Result<Settings, ConfigError> {
+        settings(&ServeArgs::default(), Some((Path::new("punctual.toml"), text)))
+    }
+
+    pub(super) fn error_line(text: &str) -> (Option<usize>, String) {
+        let e = file(text).unwrap_err();
+        assert_eq!(e.source, "punctual.toml");
+        (e.line, e.message)
+    }
+}

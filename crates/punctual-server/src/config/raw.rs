@@ -1,0 +1,69 @@
+//! The configuration file as the user typed it: serde structs that mirror the TOML
+//! (`deny_unknown_fields`: an unknown key is an error, not ignored), each value kept
+//! with its position so that validation (`validate`, `queues`) can name its line.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use super::LogFormat;
+use crate::actions::RawAction;
+use crate::extract::ApiDuration;
+
+/// The file as written.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawConfig {
+    pub(super) listen: Option<Spanned<String>>,
+    pub(super) data: Option<Spanned<String>>,
+    pub(super) store: Option<Spanned<String>>,
+    pub(super) tokens: Option<Vec<Spanned<String>>>,
+    pub(super) log_format: Option<Spanned<LogFormat>>,
+    pub(super) grace_period: Option<Spanned<ApiDuration>>,
+    pub(super) request_timeout: Option<Spanned<ApiDuration>>,
+    pub(super) max_payload_bytes: Option<Spanned<i64>>,
+    pub(super) max_batch: Option<Spanned<i64>>,
+    pub(super) max_body_bytes: Option<Spanned<i64>>,
+    pub(super) redis: Option<Spanned<RawRedis>>,
+    pub(super) max_overdue: Option<Spanned<ApiDuration>>,
+    pub(super) strict_queues: Option<Spanned<bool>>,
+    pub(super) egress: Option<RawEgress>,
+    #[serde(default)]
+    pub(super) queues: BTreeMap<Spanned<String>, RawQueue>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawEgress {
+    #[serde(default)]
+    pub(super) allow: Vec<Spanned<String>>,
+    pub(super) allow_private: Option<bool>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawRedis {
+    pub(super) prefix: Option<Spanned<String>>,
+    pub(super) wait_replicas: Option<Spanned<i64>>,
+    pub(super) timeout: Option<Spanned<ApiDuration>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawQueue {
+    pub(super) max_attempts: Option<Spanned<i64>>,
+    pub(super) backoff: Option<Spanned<RawBackoff>>,
+    pub(super) shards: Option<Spanned<i64>>,
+    pub(super) repeat: Option<Spanned<crate::api::RepeatBody>>,
+    pub(super) dead_retention: Option<Spanned<ApiDuration>>,
+    pub(super) action: Option<Spanned<RawAction>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawBackoff {
+    pub(super) initial: ApiDuration,
+    pub(super) factor: f64,
+    pub(super) max: ApiDuration,
+}
