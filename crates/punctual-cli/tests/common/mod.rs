@@ -316,16 +316,7 @@ pub fn now_ms() -> i64 {
 #[track_caller]
 pub fn parse_time(value: &Value) -> i64 {
     let text = value.as_str().unwrap_or_else(|| panic!("a time must be a string, got {value}"));
-    let b = text.as_bytes();
-    let shape_ok = b.len() == 24
-        && b.iter().enumerate().all(|(i, &c)| match i {
-            4 | 7 => c == b'-',
-            10 => c == b'T',
-            13 | 16 => c == b':',
-            19 => c == b'.',
-            23 => c == b'Z',
-            _ => c.is_ascii_digit(),
-        });
+    let shape_ok = punctual_testkit::api::is_api_time(text);
     assert!(shape_ok, "time '{text}' is not of the form 2026-11-30T12:00:00.000Z");
     let num = |range: std::ops::Range<usize>| -> i64 { text[range].parse().expect("checked digits") };
     let (year, month, day) = (num(0..4), num(5..7), num(8..10));

@@ -196,16 +196,7 @@ pub use punctual_testkit::api::TASK_FIELDS;
 #[track_caller]
 pub fn time(value: &Value) -> Timestamp {
     let text = value.as_str().unwrap_or_else(|| panic!("a time must be a string, got {value}"));
-    let b = text.as_bytes();
-    let shape_ok = b.len() == 24
-        && b.iter().enumerate().all(|(i, &c)| match i {
-            4 | 7 => c == b'-',
-            10 => c == b'T',
-            13 | 16 => c == b':',
-            19 => c == b'.',
-            23 => c == b'Z',
-            _ => c.is_ascii_digit(),
-        });
+    let shape_ok = punctual_testkit::api::is_api_time(text);
     assert!(shape_ok, "time '{text}' is not of the form 2026-11-30T12:00:00.000Z");
     Timestamp::parse(text).unwrap_or_else(|e| panic!("time '{text}': {e}"))
 }
