@@ -241,13 +241,8 @@ impl<S: Store> Engine<S> {
             updated_at: task.updated_at,
             at: now,
         });
-        if ended == TryEnd::Dead {
-            self.publish(Event::Dead {
-                queue: token.queue.clone(),
-                key: token.key.clone(),
-                error: error.unwrap_or_default(),
-                at: now,
-            });
+        if let (TryEnd::Dead, Some(error)) = (ended, error) {
+            self.publish(Event::Dead { queue: token.queue.clone(), key: token.key.clone(), error, at: now });
         }
     }
 }
