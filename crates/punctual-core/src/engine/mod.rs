@@ -173,9 +173,11 @@ impl<S: Store> Engine<S> {
         self.inner.bus.subscribe()
     }
 
-    /// Sleeps `d` on the engine's clock (through its timer).
+    /// Sleeps `d` on the engine's clock itself, not its timer: the worker's lease
+    /// heartbeat waits here, and must keep renewing leases even if the timer's driver
+    /// stalled (as the watchdog does), or a healthy handler's task would fire twice.
     pub(crate) async fn sleep(&self, d: std::time::Duration) {
-        self.inner.timer.sleep_until(self.now().saturating_add(d)).await;
+        self.clock().sleep_until(self.now().saturating_add(d)).await;
     }
 
     pub(crate) fn publish(&self, event: Event) {
