@@ -13,7 +13,7 @@
 //!   it belongs to no operation);
 //! - the server's own batch limit on batch bodies (and on a bulk retry's keys).
 //!
-//! `tests/openapi_contract.rs` checks the result against the server that serves it.
+//! `tests/http/openapi_contract.rs` checks the result against the server that serves it.
 
 use serde_json::{Value, json};
 use utoipa::OpenApi;

@@ -9,7 +9,7 @@
 //! the bounds the server checks, and its `examples` are requests the server accepts.
 //! What JSON Schema cannot say (a key's length in bytes, a duration string's bounds,
 //! `backoff.max` at least `backoff.initial`) is said in the description.
-//! `tests/openapi_contract.rs` holds the document to the server: every example is
+//! `tests/http/openapi_contract.rs` holds the document to the server: every example is
 //! accepted, every violation of a schema refused, every answer matches its schema.
 //!
 //! Request and response forms differ where the server is lenient in what it takes:

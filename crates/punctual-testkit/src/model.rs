@@ -91,6 +91,9 @@ const TAGS: [&str; 3] = ["flow-1", "flow-2", "instance:3"];
 const START: Timestamp = Timestamp::from_millis(1_767_225_600_000);
 
 const DEFAULT_CASES: u32 = 64;
+/// The runners that share the cases out, one thread each: more than this machine's
+/// two cores, since a case mostly waits on its store.
+const RUNNERS: u32 = 4;
 const MAX_OPS: usize = 40;
 const MAX_SHRINK_ITERS: u32 = 4096;
 const MAX_SHRINK_MILLIS: u32 = 30_000;
@@ -432,13 +435,13 @@ fn state_filter() -> impl Strategy<Value = StateFilter> {
 /// compared with the reference store. Panics with the minimal failing sequence.
 pub fn check_store_against_model<F, Fut, S, G>(factory: F)
 where
-    F: Fn() -> Fut,
+    F: Fn() -> Fut + Sync,
     Fut: Future<Output = (S, G)>,
     S: Store,
 {
     let from_env = |name: &str| std::env::var(name).ok().and_then(|n| n.parse().ok());
+    let cases: u32 = from_env("PROPTEST_CASES").unwrap_or(DEFAULT_CASES);
     let config = Config {
-        cases: from_env("PROPTEST_CASES").unwrap_or(DEFAULT_CASES),
         // Enough to shrink a 40-step failure to the few steps that matter, within a time
         // a failing CI run can afford (each shrink step runs a case on a fresh store).
         max_shrink_iters: from_env("PROPTEST_MAX_SHRINK_ITERS").unwrap_or(MAX_SHRINK_ITERS),
@@ -447,16 +450,36 @@ where
         failure_persistence: None,
         ..Config::default()
     };
-    let mut runner = TestRunner::new(config);
-    let result = runner.run(&operations(), |ops| run_case(&factory, &ops).map_err(TestCaseError::fail));
-    match result {
-        Ok(()) => {}
-        Err(TestError::Fail(reason, ops)) => panic!(
-            "the store disagrees with the reference store: {reason}\n\nminimal failing sequence, for \
-             `punctual_testkit::model::replay` (with `use punctual_testkit::model::ops::*;`):\n{}",
-            as_rust(&ops)
-        ),
-        Err(TestError::Abort(reason)) => panic!("the model test gave up: {reason}"),
+    // The cases are independent (each on a fresh store), so they are shared out among
+    // runners on their own threads, each with its own random seed: a store answering
+    // over a socket spends most of a case waiting, and the runners overlap the waits.
+    let shares = (0..RUNNERS).map(|runner| cases / RUNNERS + u32::from(runner < cases % RUNNERS));
+    let failures: Vec<String> = std::thread::scope(|scope| {
+        let runs: Vec<_> = shares
+            .filter(|&share| share > 0)
+            .map(|share| {
+                let (factory, config) = (&factory, config.clone());
+                scope.spawn(move || {
+                    let mut runner = TestRunner::new(Config { cases: share, ..config });
+                    runner.run(&operations(), |ops| run_case(factory, &ops).map_err(TestCaseError::fail))
+                })
+            })
+            .collect();
+        runs.into_iter()
+            .filter_map(|run| match run.join() {
+                Ok(Ok(())) => None,
+                Ok(Err(TestError::Fail(reason, ops))) => Some(format!(
+                    "the store disagrees with the reference store: {reason}\n\nminimal failing sequence, for \
+                     `punctual_testkit::model::replay` (with `use punctual_testkit::model::ops::*;`):\n{}",
+                    as_rust(&ops)
+                )),
+                Ok(Err(TestError::Abort(reason))) => Some(format!("the model test gave up: {reason}")),
+                Err(panic) => std::panic::resume_unwind(panic),
+            })
+            .collect()
+    });
+    if let Some(first) = failures.first() {
+        panic!("{first}");
     }
 }
 

@@ -1,0 +1,35 @@
+//! The binary's end-to-end tests: each module starts real `punctual` processes (and,
+//! where it says so, private `redis-server`s) and checks what only a process shows:
+//! crashes, signals, outages, secrets, logs and the CLI itself. Route behaviour is
+//! tested once, in process, in the server crate.
+//!
+//! One test binary, one module per concern: the workspace links it once, not once per
+//! file, and tests from different modules run side by side, overlapping their waits
+//! on processes. Each test starts its own processes, so none depends on another.
+//! Run one module with a filter: `cargo test -p punctual-cli --test end_to_end crash::`.
+
+mod common;
+
+mod auth;
+mod bad_input;
+mod bench;
+mod cli;
+mod config;
+mod crash;
+mod cron_dst;
+mod dead_retention;
+mod declared_queues;
+mod disk_full;
+mod kill_under_load;
+mod observability;
+mod push_actions;
+mod redis_clock_skew;
+mod redis_nodes;
+mod redis_outage;
+mod redis_reset;
+mod redis_tls;
+mod routes;
+mod secrets;
+mod server_logs;
+mod shared_rate;
+mod sigterm;

@@ -1,5 +1,0 @@
-//! Runs the store conformance suite, unchanged, against a private `redis-server`.
-
-mod support;
-
-punctual_testkit::store_conformance!(|| async { (support::on_server().await, ()) });

@@ -1,0 +1,21 @@
+//! The Redis store against real, private `redis-server` processes: the conformance
+//! suite (single server, Cluster, sharded Cluster), the model test, rate slots,
+//! replicas, a frozen server and a server that lost its data.
+//!
+//! One test binary, one module per concern: linked once, and tests from different
+//! modules run side by side. Modules share one private server and one private Cluster
+//! (`support`), each test under a key prefix of its own; tests that stop, freeze or
+//! restart a server start their own. Run one module with a filter:
+//! `cargo test -p punctual-redis --test redis_store model_cluster::`.
+
+mod support;
+
+mod conformance;
+mod conformance_cluster;
+mod conformance_sharded;
+mod frozen;
+mod model;
+mod model_cluster;
+mod rate_slots;
+mod replicas;
+mod store_reset;

@@ -1,0 +1,42 @@
+//! Random operation sequences against the Redis store (a private `redis-server`),
+//! checked against the model.
+
+use crate::support;
+
+async fn fresh_store() -> (punctual_redis::RedisStore, ()) {
+    (support::on_server().await, ())
+}
+
+punctual_testkit::store_model_test!(fresh_store);
+
+/// Found by the model: two queues' leases expire at 1 s and 2 s; a reap of both must
+/// list them earliest expiry first, not in queue order.
+#[test]
+fn reap_lists_expired_leases_of_several_queues_earliest_first() {
+    use punctual_testkit::model::ops::*;
+    punctual_testkit::model::replay(
+        fresh_store,
+        vec![
+            Schedule(vec![ScheduleItem::once(1, 0, -500), ScheduleItem::once(0, 0, -1000)]),
+            Lease { queue: 0, max: 1, lease_secs: 1 },
+            Lease { queue: 1, max: 1, lease_secs: 2 },
+            Advance { ms: 2000 },
+            Reap { limit: 2 },
+        ],
+    );
+}
+
+/// Found by the model on the embedded store, and true of this one before it read each
+/// key once: a bulk retry by keys naming one dead task twice counted it twice.
+#[test]
+fn a_bulk_retry_by_keys_counts_a_key_given_twice_once() {
+    use punctual_testkit::model::ops::*;
+    punctual_testkit::model::replay(
+        fresh_store,
+        vec![
+            Schedule(vec![ScheduleItem::once(0, 0, -1000)]),
+            FailDue { queue: 0, max: 1 },
+            RetryDeadMany { queue: 0, which: DeadKeys(vec![Existing(0), Existing(0)]), limit: 2 },
+        ],
+    );
+}

@@ -1,0 +1,43 @@
+//! Stores for the suites: each test gets its own key prefix on a Redis (or Redis
+//! Cluster) private to this test binary, so tests run in parallel and never see each
+//! other's keys.
+
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use punctual_redis::{RedisConfig, RedisStore, Target, TimeSource};
+use punctual_testkit::redis::{self, RedisCluster, RedisServer};
+
+static SERVER: OnceLock<RedisServer> = OnceLock::new();
+static CLUSTER: OnceLock<RedisCluster> = OnceLock::new();
+static NEXT_PREFIX: AtomicU32 = AtomicU32::new(0);
+
+pub fn server() -> &'static RedisServer {
+    SERVER.get_or_init(redis::server)
+}
+
+pub fn cluster() -> &'static RedisCluster {
+    CLUSTER.get_or_init(|| RedisCluster::start(3))
+}
+
+fn fresh_prefix() -> String {
+    format!("t{}", NEXT_PREFIX.fetch_add(1, Ordering::Relaxed))
+}
+
+/// A store on the private server, time from the caller (the suites drive a manual clock).
+pub async fn on_server() -> RedisStore {
+    let mut config = RedisConfig::new(Target::parse(&server().url()).expect("server url"));
+    config.prefix = fresh_prefix();
+    config.time = TimeSource::Caller;
+    RedisStore::connect(config).await.expect("connect to the private redis-server")
+}
+
+/// A store on the private Cluster, time from the caller, every queue in `shards`
+/// shards.
+pub async fn on_cluster(shards: u32) -> RedisStore {
+    let mut config = RedisConfig::new(Target::parse(&cluster().url()).expect("cluster url"));
+    config.prefix = fresh_prefix();
+    config.default_shards = shards;
+    config.time = TimeSource::Caller;
+    RedisStore::connect(config).await.expect("connect to the private Redis Cluster")
+}

@@ -1,0 +1,742 @@
+//! The OpenAPI document against the server that serves it. For every operation of the
+//! served `/openapi.json`, requests are made from the document itself: its examples and
+//! minimal bodies (valid), one violation of each constraint it states, found by trying
+//! values and keeping those the document's own schemas refuse (invalid), and requests
+//! without a token or with a wrong one (unauthorized). Every answer's status must be
+//! one the document lists for the operation, and its body must match the documented
+//! schema, tightened so that an undocumented member fails too; valid requests must
+//! succeed, invalid ones be refused (a batch's invalid item in its own result). A
+//! method a path does not take must answer the documented 405 with the documented
+//! methods in `Allow`. Guards against issue 14 (7): a document looser than, and
+//! different from, the API served, and against the two drifting apart again.
+//!
+//! Only the resources a request needs (a task to get, a live lease to ack, a dead task
+//! to retry) are made by hand, in [`prepare`]; everything sent comes from the document.
+
+#![allow(clippy::unwrap_used, reason = "helpers of tests: a failed unwrap is a failed test")]
+
+use crate::common;
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use axum::body::Body;
+use axum::http::{HeaderMap, Method, Request, StatusCode};
+use common::TestServer;
+use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode};
+use punctual_core::EngineConfig;
+use punctual_server::HttpOptions;
+use serde_json::{Value, json};
+
+const TOKEN: &str = "s3cret";
+
+/// Operations whose body is a batch: the member holding the items. An invalid item is
+/// refused in its own result, not by the request's status.
+const BATCHES: &[(&str, &str)] = &[("post_tasks", "tasks"), ("acks", "acks")];
+
+/// The served document, and validators for its schemas.
+struct Doc {
+    root: Value,
+    /// The components with every object schema closed to undocumented members (see
+    /// [`closed`]), for answers.
+    closed: Value,
+    validators: std::cell::RefCell<HashMap<(String, bool), std::rc::Rc<jsonschema::Validator>>>,
+}
+
+impl Doc {
+    fn new(root: Value) -> Doc {
+        let closed = closed(&root["components"]);
+        Doc { root, closed, validators: Default::default() }
+    }
+
+    /// `value`, or what its `$ref` points to in the document.
+    fn resolve<'a>(&'a self, value: &'a Value) -> &'a Value {
+        match value["$ref"].as_str() {
+            Some(pointer) => self.resolve(self.root.pointer(pointer.trim_start_matches('#')).unwrap()),
+            None => value,
+        }
+    }
+
+    /// A validator of `schema` with the document's `$ref`s; `answer`: closed schemas.
+    fn validator(&self, schema: &Value, answer: bool) -> std::rc::Rc<jsonschema::Validator> {
+        let key = (schema.to_string(), answer);
+        if let Some(v) = self.validators.borrow().get(&key) {
+            return v.clone();
+        }
+        let components = if answer { &self.closed } else { &self.root["components"] };
+        let wrapped = json!({"$schema": "https://json-schema.org/draft/2020-12/schema",
+                             "components": components, "allOf": [schema]});
+        let validator = jsonschema::draft202012::options()
+            .should_validate_formats(true)
+            .build(&wrapped)
+            .unwrap_or_else(|e| panic!("the document's schema {schema} does not compile: {e}"));
+        let validator = std::rc::Rc::new(validator);
+        self.validators.borrow_mut().insert(key, validator.clone());
+        validator
+    }
+
+    fn valid(&self, schema: &Value, value: &Value) -> bool {
+        self.validator(schema, false).is_valid(value)
+    }
+
+    /// Every operation: (path, method, operation).
+    fn operations(&self) -> Vec<(String, Method, Value)> {
+        let mut all = Vec::new();
+        for (path, item) in self.root["paths"].as_object().unwrap() {
+            for (method, operation) in item.as_object().unwrap() {
+                let method = Method::from_bytes(method.to_uppercase().as_bytes()).unwrap();
+                all.push((path.clone(), method, operation.clone()));
+            }
+        }
+        all
+    }
+}
+
+/// `components` with `unevaluatedProperties: false` on every object schema not used
+/// inside an `allOf` (there the whole, not the part, lists the members).
+fn closed(components: &Value) -> Value {
+    let mut closed = components.clone();
+    let text = components.to_string();
+    let schemas = closed["schemas"].as_object_mut().unwrap();
+    for (name, schema) in schemas.iter_mut() {
+        let in_all_of = text.contains(&format!("\"allOf\":[{{\"$ref\":\"#/components/schemas/{name}\"}}"));
+        let is_object = schema.get("properties").is_some() || schema.get("allOf").is_some();
+        if is_object && !in_all_of && schema.get("additionalProperties").is_none() {
+            schema["unevaluatedProperties"] = json!(false);
+        }
+    }
+    closed
+}
+
+/// A value the schema takes: its first example, const or enum value, or one built from
+/// its parts.
+fn example_of(doc: &Doc, schema: &Value) -> Value {
+    let schema = doc.resolve(schema);
+    if let Some(example) = schema["examples"].get(0).or(schema.get("example")).or(schema.get("const")) {
+        return example.clone();
+    }
+    if let Some(first) = schema["enum"].get(0) {
+        return first.clone();
+    }
+    for combined in ["anyOf", "oneOf"] {
+        if let Some(branches) = schema[combined].as_array() {
+            let branch = branches.iter().find(|b| b["type"] != "null").unwrap_or(&branches[0]);
+            return example_of(doc, branch);
+        }
+    }
+    let mut object = match schema["allOf"].get(0) {
+        Some(part) => example_of(doc, part),
+        None => match schema["type"].as_str() {
+            Some("string") => return json!("x"),
+            Some("integer" | "number") => return schema.get("minimum").cloned().unwrap_or(json!(0)),
+            Some("boolean") => return json!(false),
+            Some("array") => return json!([]),
+            Some("null") => return Value::Null,
+            _ if schema.get("properties").is_none() => return json!({}),
+            _ => json!({}),
+        },
+    };
+    for name in schema["required"].as_array().into_iter().flatten() {
+        let name = name.as_str().unwrap();
+        if object.get(name).is_none() {
+            object[name] = example_of(doc, &schema["properties"][name]);
+        }
+    }
+    object
+}
+
+/// The properties a schema lists, through `$ref`, `allOf` and nullable wrappers.
+fn properties(doc: &Doc, schema: &Value) -> Vec<(String, Value)> {
+    let schema = doc.resolve(schema);
+    let mut found: Vec<(String, Value)> =
+        schema["properties"].as_object().into_iter().flatten().map(|(k, v)| (k.clone(), v.clone())).collect();
+    for key in ["allOf", "anyOf", "oneOf"] {
+        for part in schema[key].as_array().into_iter().flatten() {
+            for (name, sub) in properties(doc, part) {
+                if !found.iter().any(|(n, _)| *n == name) {
+                    found.push((name, sub));
+                }
+            }
+        }
+    }
+    found
+}
+
+/// The bounds a schema states, through `$ref` and combinations: minimum, maximum,
+/// maxLength, maxItems, and whether it has a pattern or an enum.
+fn bounds(doc: &Doc, schema: &Value, out: &mut Vec<(String, Value)>) {
+    let schema = doc.resolve(schema);
+    for key in ["minimum", "maximum", "maxLength", "maxItems", "pattern", "enum", "items"] {
+        if let Some(v) = schema.get(key) {
+            out.push((key.to_owned(), v.clone()));
+        }
+    }
+    for key in ["allOf", "anyOf", "oneOf"] {
+        for part in schema[key].as_array().into_iter().flatten() {
+            bounds(doc, part, out);
+        }
+    }
+}
+
+/// Values to try against a schema: wrong types, and each stated bound overstepped.
+fn candidates(doc: &Doc, schema: &Value, current: &Value) -> Vec<Value> {
+    let mut tried = vec![
+        json!(true),
+        json!("not valid!"),
+        json!(-1),
+        json!(0),
+        json!(2.5),
+        json!({}),
+        json!([]),
+        json!(""),
+        json!("a\u{1}b"),
+    ];
+    let mut found = Vec::new();
+    bounds(doc, schema, &mut found);
+    for (key, bound) in found {
+        match key.as_str() {
+            "minimum" => tried.push(json!(bound.as_f64().unwrap() - 1.0)),
+            "maximum" => tried.push(json!(bound.as_f64().unwrap() + 1.0)),
+            "maxLength" => tried.push(json!("x".repeat(bound.as_u64().unwrap() as usize + 1))),
+            "maxItems" => {
+                let item = current.get(0).cloned().unwrap_or(json!("x"));
+                tried.push(Value::Array(vec![item; bound.as_u64().unwrap() as usize + 1]));
+            }
+            "enum" => tried.push(json!("not-one-of-them")),
+            "items" => tried.push(json!([true])),
+            _ => {}
+        }
+    }
+    tried
+}
+
+/// The least and greatest values a schema states, each a value it takes.
+fn extremes(doc: &Doc, schema: &Value) -> Vec<Value> {
+    let mut found = Vec::new();
+    bounds(doc, schema, &mut found);
+    found
+        .into_iter()
+        .filter(|(key, _)| key == "minimum" || key == "maximum")
+        .map(|(_, bound)| bound.as_u64().map_or(bound.clone(), Value::from))
+        .collect()
+}
+
+/// Fields whose bounds the schema states but whose valid values also depend on the
+/// rest of the task (the description says so): not tried at their extremes.
+const DEPENDENT: &[&str] = &["/repeat/until", "/backoff/max"];
+
+/// Bodies derived from `base`, each changing one field at `at` (a path of keys and
+/// indexes into `base`) or below: with `valid`, to an extreme the document allows,
+/// kept when the whole body is still valid; otherwise breaking one constraint (a wrong
+/// type, a bound overstepped, a required field removed, an unknown one added), kept
+/// only when the document's schema of the whole body refuses it.
+fn variants(doc: &Doc, whole: &Value, base: &Value, at: &[Value], schema: &Value, valid: bool, out: &mut Vec<Value>) {
+    let here = pointer_of(at);
+    let current = base.pointer(&here).cloned().unwrap_or(Value::Null);
+    let push = |body: Value, out: &mut Vec<Value>| {
+        if doc.valid(whole, &body) == valid && !out.contains(&body) && body != *base {
+            out.push(body);
+        }
+    };
+    if at.is_empty() && !valid {
+        push(json!([]), out);
+    }
+    if !current.is_object() {
+        return;
+    }
+    if !valid {
+        let mut extra = base.clone();
+        extra.pointer_mut(&here).unwrap()["unexpected_field"] = json!(1);
+        push(extra, out);
+    }
+    for (name, sub) in properties(doc, schema) {
+        let mut path = at.to_vec();
+        path.push(json!(name));
+        if current.get(&name).is_some() && !valid {
+            let mut removed = base.clone();
+            removed.pointer_mut(&here).unwrap().as_object_mut().unwrap().remove(&name);
+            push(removed, out);
+        }
+        let tried = match valid {
+            true if DEPENDENT.iter().any(|d| pointer_of(&path).ends_with(d)) => Vec::new(),
+            true => extremes(doc, &sub),
+            false => candidates(doc, &sub, current.get(&name).unwrap_or(&Value::Null)),
+        };
+        for value in tried {
+            let mut changed = base.clone();
+            changed.pointer_mut(&here).unwrap()[&name] = value;
+            push(changed, out);
+        }
+        let inner = current.get(&name).unwrap_or(&Value::Null);
+        if inner.is_object() {
+            variants(doc, whole, base, &path, &non_null(doc, &sub), valid, out);
+        } else if inner.get(0).is_some_and(Value::is_object) {
+            path.push(json!(0));
+            variants(doc, whole, base, &path, &doc.resolve(&non_null(doc, &sub))["items"].clone(), valid, out);
+        }
+    }
+}
+
+/// The non-null branch of a nullable schema.
+fn non_null(doc: &Doc, schema: &Value) -> Value {
+    let schema = doc.resolve(schema);
+    match schema["anyOf"].as_array() {
+        Some(branches) => branches.iter().find(|b| b["type"] != "null").cloned().unwrap_or(schema.clone()),
+        None => schema.clone(),
+    }
+}
+
+fn pointer_of(path: &[Value]) -> String {
+    path.iter().map(|p| format!("/{}", p.as_str().map_or_else(|| p.to_string(), str::to_owned))).collect()
+}
+
+/// One request, as sent.
+#[derive(Debug, Clone)]
+struct Call {
+    method: Method,
+    path: String,
+    body: Option<Value>,
+    token: Option<&'static str>,
+}
+
+/// What came back.
+struct Answer {
+    status: StatusCode,
+    headers: HeaderMap,
+    body: Vec<u8>,
+}
+
+async fn send(s: &TestServer, call: &Call) -> Answer {
+    let mut req = Request::builder().method(call.method.clone()).uri(&call.path);
+    if let Some(token) = call.token {
+        req = req.header("authorization", format!("Bearer {token}"));
+    }
+    let req = match &call.body {
+        Some(body) => req.header("content-type", "application/json").body(Body::from(body.to_string())),
+        None => req.body(Body::empty()),
+    }
+    .unwrap();
+    let response = tower::ServiceExt::oneshot(s.app.clone(), req).await.unwrap();
+    let status = response.status();
+    let headers = response.headers().clone();
+    let body = axum::body::to_bytes(response.into_body(), usize::MAX).await.unwrap().to_vec();
+    Answer { status, headers, body }
+}
+
+/// Checks `answer` against what `operation` documents; the answer's JSON, if any.
+fn conforms(doc: &Doc, operation: &Value, call: &Call, answer: &Answer) -> Value {
+    let label = format!("{} {} {}", call.method, &call.path[..call.path.len().min(100)], shown(&call.body));
+    let status = answer.status.as_str();
+    let documented = operation["responses"].get(status).unwrap_or_else(|| {
+        panic!(
+            "{label}: answered {status}, which the document does not list ({:?}): {}",
+            operation["responses"].as_object().unwrap().keys().collect::<Vec<_>>(),
+            String::from_utf8_lossy(&answer.body)
+        )
+    });
+    let documented = doc.resolve(documented);
+    let Some(content) = documented["content"].as_object() else {
+        assert!(answer.body.is_empty(), "{label}: {status} documents no body, got {:?}", answer.body);
+        return Value::Null;
+    };
+    let (media, described) = content.iter().next().unwrap();
+    let content_type = answer.headers.get("content-type").map(|v| v.to_str().unwrap()).unwrap_or("");
+    assert!(content_type.starts_with(media.as_str()), "{label}: {status} is {media}, got {content_type}");
+    if media != "application/json" {
+        return Value::Null;
+    }
+    let body: Value = serde_json::from_slice(&answer.body).unwrap_or_else(|e| panic!("{label}: not JSON: {e}"));
+    if let Some(schema) = described.get("schema") {
+        let errors: Vec<String> =
+            doc.validator(schema, true).iter_errors(&body).map(|e| format!("{} at {}", e, e.instance_path())).collect();
+        assert!(errors.is_empty(), "{label}: the {status} body does not match its schema: {errors:?}\n{body}");
+    }
+    body
+}
+
+fn shown(body: &Option<Value>) -> String {
+    let text = body.as_ref().map(Value::to_string).unwrap_or_default();
+    if text.len() > 200 { format!("{}…", &text[..200]) } else { text }
+}
+
+/// Makes what a valid call of `operation_id` needs and gives the path parameters it
+/// fixes: a task to get, a live lease, a dead task.
+async fn prepare(s: &TestServer, operation_id: &str, params: &mut HashMap<String, String>) {
+    static UNIQUE: AtomicUsize = AtomicUsize::new(0);
+    let n = UNIQUE.fetch_add(1, Ordering::Relaxed);
+    let queue = params.get("queue").cloned().unwrap_or_else(|| "contract.fixture".into());
+    let key = params.get("key").cloned().unwrap_or_else(|| format!("fixture-{n}"));
+    let task = format!("/v1/queues/{}/tasks/{}", encode(&queue), encode(&key));
+    match operation_id {
+        "get_task" | "delete_task" => {
+            assert!(s.put(&task, json!({"delay": "1h"})).await.0.is_success());
+        }
+        // A due task, so that a long poll (up to the longest wait) answers at once.
+        "lease" => {
+            let (status, _) = s.put(&format!("/v1/queues/{}/tasks/due-{n}", encode(&queue)), json!({})).await;
+            assert!(status.is_success());
+        }
+        "ack" | "extend" => {
+            let queue = format!("contract.lease.{n}");
+            let (status, _) = s.put(&format!("/v1/queues/{queue}/tasks/k"), json!({})).await;
+            assert!(status.is_success());
+            let lease = s.lease(&queue, json!({"lease": "1h"})).await;
+            params.insert("lease_id".into(), lease[0]["lease_id"].as_str().unwrap().to_owned());
+        }
+        "retry_dead" | "delete_dead" => {
+            let lane = format!("contract.dead.{n}");
+            let (status, _) = s.put(&format!("/v1/queues/{lane}/tasks/{}", encode(&key)), json!({})).await;
+            assert!(status.is_success());
+            let lease = s.lease(&lane, json!({})).await;
+            let id = lease[0]["lease_id"].as_str().unwrap();
+            let (status, _) = s.post(&format!("/v1/leases/{id}/ack"), json!({"outcome": "fail"})).await;
+            assert_eq!(status, StatusCode::NO_CONTENT);
+            params.insert("queue".into(), lane);
+        }
+        _ => {}
+    }
+}
+
+fn encode(text: &str) -> String {
+    utf8_percent_encode(text, NON_ALPHANUMERIC).to_string()
+}
+
+/// The operation's parameters, resolved: (name, in, schema).
+fn parameters(doc: &Doc, operation: &Value) -> Vec<(String, String, Value)> {
+    operation["parameters"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|p| {
+            let p = doc.resolve(p);
+            (p["name"].as_str().unwrap().to_owned(), p["in"].as_str().unwrap().to_owned(), p["schema"].clone())
+        })
+        .collect()
+}
+
+/// A path's template filled in with `params` (percent-encoded), plus `query`.
+fn fill(template: &str, params: &HashMap<String, String>, query: &str) -> String {
+    let mut path = template.to_owned();
+    for (name, value) in params {
+        path = path.replace(&format!("{{{name}}}"), &encode(value));
+    }
+    if query.is_empty() { path } else { format!("{path}?{query}") }
+}
+
+/// Path parameters from the document's examples (an unconstrained one, such as a lease
+/// id, is the text `x`).
+fn example_params(doc: &Doc, operation: &Value) -> HashMap<String, String> {
+    parameters(doc, operation)
+        .into_iter()
+        .filter(|(_, place, _)| place == "path")
+        .map(|(name, _, schema)| {
+            let value = example_of(doc, &schema);
+            (name, value.as_str().unwrap_or("x").to_owned())
+        })
+        .collect()
+}
+
+/// The request bodies the document calls valid: its examples and the smallest body.
+fn valid_bodies(doc: &Doc, operation: &Value) -> Vec<Option<Value>> {
+    let Some(body) = operation.get("requestBody") else { return vec![None] };
+    let schema = &body["content"]["application/json"]["schema"];
+    let resolved = doc.resolve(schema);
+    let mut bodies: Vec<Option<Value>> =
+        resolved["examples"].as_array().into_iter().flatten().cloned().map(Some).collect();
+    let mut bare = resolved.clone();
+    bare.as_object_mut().unwrap().remove("examples");
+    bodies.push(Some(example_of(doc, &bare)));
+    if body["required"] != true {
+        bodies.push(None);
+    }
+    for body in bodies.iter().flatten() {
+        assert!(doc.valid(schema, body), "the document's example {body} does not match its own schema {schema}");
+    }
+    let mut extremes = Vec::new();
+    for base in bodies.iter().flatten() {
+        variants(doc, schema, base, &[], schema, true, &mut extremes);
+    }
+    bodies.extend(extremes.into_iter().map(Some));
+    bodies
+}
+
+/// For a body of a batch that the document refuses only for some of its items (the
+/// batch itself is well formed, within its limit): the indexes of those items.
+fn invalid_items(doc: &Doc, schema: &Value, items: &str, body: &Value) -> Option<Vec<usize>> {
+    let list = body.get(items)?.as_array()?;
+    let batch = &doc.resolve(schema)["properties"][items];
+    let mut emptied = body.clone();
+    emptied[items] = json!([]);
+    let within = list.len() as u64 <= batch["maxItems"].as_u64().unwrap_or(u64::MAX);
+    if !within || !doc.valid(schema, &emptied) {
+        return None;
+    }
+    Some((0..list.len()).filter(|i| !doc.valid(&batch["items"], &list[*i])).collect())
+}
+
+/// Whether a batch's result shows its item refused.
+fn item_refused(result: &Value) -> bool {
+    result.get("error").is_some_and(Value::is_object)
+        && result.get("status").is_none_or(|s| s.as_u64().is_some_and(|s| (400..500).contains(&s)))
+}
+
+async fn server(tokens: bool) -> TestServer {
+    let mut options = HttpOptions::default();
+    if tokens {
+        options.tokens = vec![TOKEN.into()];
+    }
+    TestServer::build(options, EngineConfig::default(), None).await
+}
+
+async fn document(s: &TestServer, token: Option<&'static str>) -> Doc {
+    let call = Call { method: Method::GET, path: "/openapi.json".into(), body: None, token };
+    let answer = send(s, &call).await;
+    assert_eq!(answer.status, StatusCode::OK);
+    Doc::new(serde_json::from_slice(&answer.body).unwrap())
+}
+
+/// Whether the schema itself names a value (an example, an enum, a least value), so
+/// that a request may send it: an unconstrained string (a cursor) has none.
+fn names_a_value(doc: &Doc, schema: &Value) -> bool {
+    let schema = doc.resolve(schema);
+    ["examples", "example", "enum", "const", "minimum"].iter().any(|k| schema.get(k).is_some())
+}
+
+#[tokio::test]
+async fn valid_requests_from_the_document_succeed_and_answer_as_documented() {
+    let s = server(false).await;
+    let doc = document(&s, None).await;
+    let mut checked = BTreeSet::new();
+    for (template, method, operation) in doc.operations() {
+        let id = operation["operationId"].as_str().unwrap().to_owned();
+        let query = parameters(&doc, &operation)
+            .into_iter()
+            .filter(|(_, place, schema)| place == "query" && names_a_value(&doc, schema))
+            .map(|(name, _, schema)| format!("{name}={}", example_of(&doc, &schema).to_string().trim_matches('"')))
+            .collect::<Vec<_>>()
+            .join("&");
+        let queries = if query.is_empty() { vec![String::new()] } else { vec![String::new(), query] };
+        // Path parameters at their longest, too.
+        let mut longest = vec![None];
+        for (name, place, schema) in parameters(&doc, &operation) {
+            if let Some(max) = doc.resolve(&schema)["maxLength"].as_u64().filter(|_| place == "path") {
+                longest.push(Some((name, "x".repeat(max as usize))));
+            }
+        }
+        let bodies = valid_bodies(&doc, &operation);
+        let cases = bodies.iter().enumerate().flat_map(|(i, b)| queries.iter().map(move |q| (i, b, q, None)));
+        let at_length = longest.into_iter().flatten().map(|long| (0, &bodies[0], &queries[0], Some(long)));
+        for (i, body, query, long) in cases.chain(at_length) {
+            {
+                let mut params = example_params(&doc, &operation);
+                if let Some(key) = params.get_mut("key") {
+                    key.push_str(&format!("-{i}"));
+                }
+                if let Some((name, value)) = &long {
+                    params.insert(name.clone(), value.clone());
+                }
+                prepare(&s, &id, &mut params).await;
+                let path = fill(&template, &params, query);
+                let call = Call { method: method.clone(), path, body: body.clone(), token: None };
+                let answer = send(&s, &call).await;
+                conforms(&doc, &operation, &call, &answer);
+                assert!(
+                    answer.status.is_success(),
+                    "{method} {} {}: a valid request answered {}: {}",
+                    call.path,
+                    shown(&call.body),
+                    answer.status,
+                    String::from_utf8_lossy(&answer.body)
+                );
+            }
+        }
+        checked.insert(id);
+    }
+    assert!(checked.len() >= 21, "too few operations checked: {checked:?}");
+}
+
+#[tokio::test]
+async fn requests_that_break_the_document_are_refused_as_documented() {
+    let s = server(false).await;
+    let doc = document(&s, None).await;
+    let mut refused = 0;
+    for (template, method, operation) in doc.operations() {
+        let id = operation["operationId"].as_str().unwrap().to_owned();
+        let mut calls: Vec<(Call, Option<Vec<usize>>)> = Vec::new();
+        let mut params = example_params(&doc, &operation);
+        prepare(&s, &id, &mut params).await;
+        let valid = valid_bodies(&doc, &operation);
+        let valid_body = valid[0].clone();
+
+        // Path parameters: each value the document refuses (an empty one is another path).
+        for (name, place, schema) in parameters(&doc, &operation) {
+            let example = example_of(&doc, &schema);
+            for value in candidates(&doc, &schema, &example) {
+                let Some(text) = value.as_str().filter(|t| !t.is_empty()) else { continue };
+                // A query value is text; a numeric parameter reads it as a number.
+                let numeric = matches!(doc.resolve(&schema)["type"].as_str(), Some("integer" | "number"));
+                let as_sent = match text.parse::<f64>() {
+                    Ok(n) if numeric && place == "query" => json!(n),
+                    _ => json!(text),
+                };
+                if doc.valid(&schema, &as_sent) {
+                    continue;
+                }
+                let call = if place == "path" {
+                    let mut bad = params.clone();
+                    bad.insert(name.clone(), text.to_owned());
+                    Call {
+                        method: method.clone(),
+                        path: fill(&template, &bad, ""),
+                        body: valid_body.clone(),
+                        token: None,
+                    }
+                } else {
+                    let query = format!("{name}={}", encode(text));
+                    Call {
+                        method: method.clone(),
+                        path: fill(&template, &params, &query),
+                        body: valid_body.clone(),
+                        token: None,
+                    }
+                };
+                calls.push((call, None));
+            }
+            let numeric = matches!(doc.resolve(&schema)["type"].as_str(), Some("integer" | "number"));
+            for number in [-1.0, 0.0, 1001.0, 1e10, 2.5] {
+                if place == "query" && numeric && !doc.valid(&schema, &json!(number)) {
+                    let query = format!("{name}={number}");
+                    let path = fill(&template, &params, &query);
+                    calls.push((Call { method: method.clone(), path, body: valid_body.clone(), token: None }, None));
+                }
+            }
+        }
+
+        // Bodies: each constraint of the body's schema broken once.
+        if let Some(body) = operation.get("requestBody") {
+            if body["required"] == true {
+                let path = fill(&template, &params, "");
+                calls.push((Call { method: method.clone(), path, body: None, token: None }, None));
+            }
+            let schema = body["content"]["application/json"]["schema"].clone();
+            let mut broken = Vec::new();
+            for base in valid.iter().flatten() {
+                variants(&doc, &schema, base, &[], &schema, false, &mut broken);
+            }
+            // Two valid examples together may break a rule between fields.
+            let examples = doc.resolve(&schema)["examples"].as_array().cloned().unwrap_or_default();
+            for a in &examples {
+                for b in &examples {
+                    let mut merged = a.clone();
+                    for (k, v) in b.as_object().unwrap() {
+                        merged[k] = v.clone();
+                    }
+                    if !doc.valid(&schema, &merged) {
+                        broken.push(merged);
+                    }
+                }
+            }
+            let batch = BATCHES.iter().find(|(op, _)| *op == id).map(|(_, items)| *items);
+            for body in broken {
+                let invalid_items = batch.and_then(|items| invalid_items(&doc, &schema, items, &body));
+                let path = fill(&template, &params, "");
+                calls.push((Call { method: method.clone(), path, body: Some(body), token: None }, invalid_items));
+            }
+        }
+
+        for (call, invalid_items) in calls {
+            let answer = send(&s, &call).await;
+            let body = conforms(&doc, &operation, &call, &answer);
+            if let Some(invalid_items) = invalid_items {
+                assert_eq!(answer.status, StatusCode::OK, "{} {}: a batch answers 200", call.method, shown(&call.body));
+                for i in invalid_items {
+                    assert!(
+                        item_refused(&body["results"][i]),
+                        "{} {} {}: invalid item {i} was not refused: {body}",
+                        call.method,
+                        call.path,
+                        shown(&call.body)
+                    );
+                }
+            } else {
+                assert!(
+                    answer.status.is_client_error(),
+                    "{} {} {}: an invalid request answered {}: {}",
+                    call.method,
+                    &call.path[..call.path.len().min(120)],
+                    shown(&call.body),
+                    answer.status,
+                    String::from_utf8_lossy(&answer.body)
+                );
+            }
+            refused += 1;
+        }
+    }
+    assert!(refused > 200, "only {refused} invalid requests were made");
+}
+
+#[tokio::test]
+async fn auth_is_documented_exactly_when_the_server_has_tokens() {
+    let open = server(false).await;
+    let doc = document(&open, None).await;
+    let text = doc.root.to_string();
+    assert!(!text.contains("\"security\"") && !text.contains("securitySchemes"), "no tokens, no security");
+    assert!(!text.contains("\"401\""), "no tokens, no 401");
+
+    let guarded = server(true).await;
+    let doc = document(&guarded, Some(TOKEN)).await;
+    assert_eq!(doc.root["components"]["securitySchemes"]["bearer"], json!({"type": "http", "scheme": "bearer"}));
+    assert_eq!(doc.root["security"], json!([{"bearer": []}]));
+    for (template, method, operation) in doc.operations() {
+        let needs_token = operation.get("security") != Some(&json!([]));
+        assert_eq!(needs_token, operation["responses"].get("401").is_some(), "{method} {template}");
+        let params = example_params(&doc, &operation);
+        let body = valid_bodies(&doc, &operation).into_iter().next().unwrap();
+        for token in [None, Some("wrong"), Some(TOKEN)] {
+            let call = Call { method: method.clone(), path: fill(&template, &params, ""), body: body.clone(), token };
+            let answer = send(&guarded, &call).await;
+            conforms(&doc, &operation, &call, &answer);
+            if needs_token && token != Some(TOKEN) {
+                assert_eq!(answer.status, StatusCode::UNAUTHORIZED, "{method} {template} with {token:?}");
+                assert_eq!(answer.headers["www-authenticate"], "Bearer");
+            } else {
+                assert_ne!(answer.status, StatusCode::UNAUTHORIZED, "{method} {template} with {token:?}");
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_method_a_documented_path_does_not_take_answers_the_documented_405() {
+    let s = server(false).await;
+    let doc = document(&s, None).await;
+    let response = doc.resolve(&doc.root["components"]["responses"]["MethodNotAllowed"]).clone();
+    let schema = &response["content"]["application/json"]["schema"];
+    for (template, item) in doc.root["paths"].as_object().unwrap() {
+        let mut documented: BTreeSet<String> = item.as_object().unwrap().keys().map(|m| m.to_uppercase()).collect();
+        if documented.contains("GET") {
+            documented.insert("HEAD".into());
+        }
+        let params: HashMap<String, String> = item
+            .as_object()
+            .unwrap()
+            .values()
+            .next()
+            .map(|operation| example_params(&doc, operation))
+            .unwrap_or_default();
+        for method in [Method::GET, Method::PUT, Method::POST, Method::DELETE, Method::PATCH] {
+            if documented.contains(method.as_str()) {
+                continue;
+            }
+            let call = Call { method: method.clone(), path: fill(template, &params, ""), body: None, token: None };
+            let answer = send(&s, &call).await;
+            assert_eq!(answer.status, StatusCode::METHOD_NOT_ALLOWED, "{method} {template}");
+            let allowed: BTreeSet<String> =
+                answer.headers["allow"].to_str().unwrap().split(',').map(|m| m.trim().to_owned()).collect();
+            assert_eq!(allowed, documented, "{method} {template}: Allow");
+            let body: Value = serde_json::from_slice(&answer.body).unwrap();
+            assert!(doc.validator(schema, true).is_valid(&body), "{method} {template}: {body}");
+            assert_eq!(body["error"]["code"], "method_not_allowed");
+        }
+    }
+}
