@@ -8,6 +8,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use punctual_core::policy::Rate;
 use punctual_core::{QueueName, Result, Timestamp};
 
 use crate::Shared;
@@ -22,14 +23,14 @@ pub struct RedisRates {
 }
 
 impl RedisRates {
-    /// Atomically takes a slot of `queue`'s rate of `count` per `per` when fewer than
-    /// `count` started in the window before now: `None`. Otherwise takes nothing and
+    /// Atomically takes a slot of `queue`'s `rate` when fewer than `rate.count` started
+    /// in the window of `rate.per` before now: `None`. Otherwise takes nothing and
     /// answers how long until the window's oldest slot frees. Now is Redis' `TIME`
     /// ([`TimeSource::Redis`](crate::TimeSource::Redis)) or `now`
     /// ([`TimeSource::Caller`](crate::TimeSource::Caller)).
-    pub async fn take(&self, queue: &QueueName, count: u32, per: Duration, now: Timestamp) -> Result<Option<Duration>> {
+    pub async fn take(&self, queue: &QueueName, rate: Rate, now: Timestamp) -> Result<Option<Duration>> {
         self.shared.check_open()?;
-        let wait = self.shared.take_rate_slot(queue, count, per, now).await?;
+        let wait = self.shared.take_rate_slot(queue, rate, now).await?;
         Ok((wait > 0).then(|| Duration::from_millis(wait)))
     }
 }

@@ -15,6 +15,7 @@
 
 use std::time::Duration;
 
+use punctual_core::policy::Rate;
 use punctual_core::store::{
     CompleteRequest, Lease, LeaseBatch, LeaseToken, QueueStats, ReapResult, Reaped, Scheduled, Swept, corrupt,
 };
@@ -136,21 +137,15 @@ impl Shared {
         self.conn.invoke(&reserve).await
     }
 
-    /// `lua/rate.lua`: takes a slot of `queue`'s rate of `count` per `per`; 0 when taken,
-    /// else the ms until one frees.
-    pub(crate) async fn take_rate_slot(
-        &self,
-        queue: &QueueName,
-        count: u32,
-        per: Duration,
-        now: Timestamp,
-    ) -> Result<u64> {
+    /// `lua/rate.lua`: takes a slot of `queue`'s `rate`; 0 when taken, else the ms
+    /// until one frees.
+    pub(crate) async fn take_rate_slot(&self, queue: &QueueName, rate: Rate, now: Timestamp) -> Result<u64> {
         let mut invocation = self.scripts.rate.prepare_invoke();
         invocation
             .key(keys::rate(&self.config.prefix, queue))
             .arg(codes::now(self.config.time, now))
-            .arg(count.max(1))
-            .arg(millis(per).max(1));
+            .arg(rate.count.max(1))
+            .arg(millis(rate.per).max(1));
         self.conn.invoke(&invocation).await
     }
 }

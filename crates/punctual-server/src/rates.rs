@@ -14,7 +14,7 @@ pub(crate) struct SharedRates(pub(crate) RedisRates);
 impl RateSlots for SharedRates {
     fn take<'a>(&'a self, queue: &'a QueueName, rate: Rate, now: Timestamp) -> SlotFuture<'a> {
         Box::pin(async move {
-            Ok(match self.0.take(queue, rate.count, rate.per, now).await? {
+            Ok(match self.0.take(queue, rate, now).await? {
                 None => Slot::Taken,
                 Some(wait) => Slot::Full(wait),
             })

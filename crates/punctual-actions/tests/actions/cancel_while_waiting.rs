@@ -54,7 +54,7 @@ struct InRedis(RedisRates);
 impl RateSlots for InRedis {
     fn take<'a>(&'a self, queue: &'a QueueName, rate: Rate, now: Timestamp) -> SlotFuture<'a> {
         Box::pin(async move {
-            let wait = self.0.take(queue, rate.count, rate.per, now).await?;
+            let wait = self.0.take(queue, rate, now).await?;
             Ok(wait.map_or(Slot::Taken, Slot::Full))
         })
     }

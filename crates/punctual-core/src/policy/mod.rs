@@ -6,11 +6,14 @@
 //! - [`Repeat`] (`repeat.rs`): when a task fires again after a successful occurrence;
 //!   missed occurrences are skipped, never caught up. Cron rules themselves
 //!   ([`CronRule`]) live in `crate::cron`.
+//! - [`Rate`] (`rate.rs`): a queue's rate limit, `count` deliveries per window.
 
 mod backoff;
+mod rate;
 mod repeat;
 
 pub use self::backoff::Backoff;
+pub use self::rate::Rate;
 pub use self::repeat::{Repeat, RepeatRule};
 pub use crate::cron::CronRule;
 

@@ -13,6 +13,7 @@ use crate::support;
 
 use std::time::Duration;
 
+use punctual_core::policy::Rate;
 use punctual_core::{QueueName, Timestamp};
 use punctual_redis::{RedisConfig, RedisStore, Target, TimeSource};
 
@@ -27,22 +28,25 @@ async fn two_processes_share_the_slots(one: RedisStore, two: RedisStore) {
     let (one, two) = (one.rates(), two.rates());
     let queue = QueueName::new("flow.remind").unwrap();
     let other = QueueName::new("ops.alerts").unwrap();
-    assert_eq!(one.take(&queue, 3, PER, at(0)).await.unwrap(), None);
-    assert_eq!(two.take(&queue, 3, PER, at(100)).await.unwrap(), None);
-    assert_eq!(one.take(&queue, 3, PER, at(200)).await.unwrap(), None);
+    assert_eq!(one.take(&queue, Rate { count: 3, per: PER }, at(0)).await.unwrap(), None);
+    assert_eq!(two.take(&queue, Rate { count: 3, per: PER }, at(100)).await.unwrap(), None);
+    assert_eq!(one.take(&queue, Rate { count: 3, per: PER }, at(200)).await.unwrap(), None);
     // The window is full for both; the wait is until the oldest slot frees.
-    assert_eq!(two.take(&queue, 3, PER, at(300)).await.unwrap(), Some(Duration::from_millis(700)));
-    assert_eq!(one.take(&queue, 3, PER, at(999)).await.unwrap(), Some(Duration::from_millis(1)));
+    assert_eq!(two.take(&queue, Rate { count: 3, per: PER }, at(300)).await.unwrap(), Some(Duration::from_millis(700)));
+    assert_eq!(one.take(&queue, Rate { count: 3, per: PER }, at(999)).await.unwrap(), Some(Duration::from_millis(1)));
     // Another queue has its own slots.
-    assert_eq!(two.take(&other, 3, PER, at(300)).await.unwrap(), None);
+    assert_eq!(two.take(&other, Rate { count: 3, per: PER }, at(300)).await.unwrap(), None);
     // Sliding: at 1000 the first slot frees, and only it.
-    assert_eq!(two.take(&queue, 3, PER, at(1000)).await.unwrap(), None);
-    assert_eq!(one.take(&queue, 3, PER, at(1050)).await.unwrap(), Some(Duration::from_millis(50)));
-    assert_eq!(one.take(&queue, 3, PER, at(1100)).await.unwrap(), None);
+    assert_eq!(two.take(&queue, Rate { count: 3, per: PER }, at(1000)).await.unwrap(), None);
+    assert_eq!(one.take(&queue, Rate { count: 3, per: PER }, at(1050)).await.unwrap(), Some(Duration::from_millis(50)));
+    assert_eq!(one.take(&queue, Rate { count: 3, per: PER }, at(1100)).await.unwrap(), None);
     // A smaller count (a changed configuration) counts the latest slots only.
-    assert_eq!(one.take(&queue, 1, PER, at(1500)).await.unwrap(), Some(Duration::from_millis(600)));
-    assert_eq!(one.take(&queue, 1, PER, at(2100)).await.unwrap(), None);
-    assert_eq!(two.take(&queue, 3, PER, at(2200)).await.unwrap(), None);
+    assert_eq!(
+        one.take(&queue, Rate { count: 1, per: PER }, at(1500)).await.unwrap(),
+        Some(Duration::from_millis(600))
+    );
+    assert_eq!(one.take(&queue, Rate { count: 1, per: PER }, at(2100)).await.unwrap(), None);
+    assert_eq!(two.take(&queue, Rate { count: 3, per: PER }, at(2200)).await.unwrap(), None);
 }
 
 #[tokio::test]
@@ -75,7 +79,11 @@ async fn redis_time_decides_by_default() {
     let rates = store.rates();
     let queue = QueueName::new("q").unwrap();
     // The caller's time is ignored: a clock a day off changes nothing.
-    assert_eq!(rates.take(&queue, 1, Duration::from_secs(60), Timestamp::EPOCH).await.unwrap(), None);
-    let wait = rates.take(&queue, 1, Duration::from_secs(60), at(86_400_000)).await.unwrap().unwrap();
+    assert_eq!(
+        rates.take(&queue, Rate { count: 1, per: Duration::from_secs(60) }, Timestamp::EPOCH).await.unwrap(),
+        None
+    );
+    let wait =
+        rates.take(&queue, Rate { count: 1, per: Duration::from_secs(60) }, at(86_400_000)).await.unwrap().unwrap();
     assert!(wait > Duration::from_secs(55) && wait <= Duration::from_secs(60), "{wait:?}");
 }
