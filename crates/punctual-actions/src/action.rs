@@ -22,7 +22,7 @@ use crate::chat::{Chat, ChatConfig};
 use crate::egress::EgressPolicy;
 use crate::email::{Email, EmailConfig};
 use crate::error::ActionError;
-use crate::http::FinalStatuses;
+use crate::http::{FinalStatuses, Sender};
 use crate::rate::{Rate, RateLimiter, RateSlots, RateStats};
 use crate::template::{Templates, zone};
 use crate::webhook::{Webhook, WebhookConfig};
@@ -124,9 +124,13 @@ impl ActionSpec {
             ActionKind::Email(config) => crate::email::prepare(config, templates).map(drop),
             ActionKind::Chat(config) => {
                 // A client that is never used: building one opens nothing.
-                let client = reqwest::Client::new();
-                let clock: Arc<dyn Clock> = Arc::new(punctual_core::SystemClock);
-                Chat::new(config.clone(), templates, client, self.timeout, self.final_statuses.clone(), clock).map(drop)
+                let sender = Sender {
+                    client: reqwest::Client::new(),
+                    timeout: self.timeout,
+                    finals: self.final_statuses.clone(),
+                    clock: Arc::new(punctual_core::SystemClock),
+                };
+                Chat::new(config.clone(), templates, sender).map(drop)
             }
         }
     }
@@ -234,25 +238,18 @@ impl Action {
         spec.check_egress(&runtime.egress)?;
         let templates = Templates::new(zone(spec.timezone.as_deref())?);
         let clock = Arc::clone(&runtime.clock);
+        let sender = Sender {
+            client: runtime.client.clone(),
+            timeout: spec.timeout,
+            finals: spec.final_statuses.clone(),
+            clock: clock.clone(),
+        };
         let deliverer = match &spec.kind {
-            ActionKind::Webhook(config) => Deliverer::Webhook(Webhook::new(
-                config.clone(),
-                runtime.client.clone(),
-                spec.timeout,
-                spec.final_statuses.clone(),
-                clock.clone(),
-            )?),
+            ActionKind::Webhook(config) => Deliverer::Webhook(Webhook::new(config.clone(), sender)?),
             ActionKind::Email(config) => {
                 Deliverer::Email(Email::new(config, templates, spec.timeout, spec.concurrency, clock.clone())?)
             }
-            ActionKind::Chat(config) => Deliverer::Chat(Chat::new(
-                config.clone(),
-                templates,
-                runtime.client.clone(),
-                spec.timeout,
-                spec.final_statuses.clone(),
-                clock.clone(),
-            )?),
+            ActionKind::Chat(config) => Deliverer::Chat(Chat::new(config.clone(), templates, sender)?),
         };
         Ok(Action {
             inner: Arc::new(Inner {

@@ -46,18 +46,17 @@
 //! timeout or a connection error → retry (after `Retry-After` when given). A template
 //! error → dead.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use hmac::{Hmac, KeyInit, Mac};
-use punctual_core::{Clock, Delivery, Outcome, Timestamp};
+use punctual_core::{Delivery, Outcome, Timestamp};
 use serde_json::{Value as Json, json};
 use sha2::Sha256;
 
 use crate::error::ActionError;
-use crate::http::{Answer, FinalStatuses, transport_failure};
+use crate::http::{Answer, FinalStatuses, Sender, transport_failure};
 use crate::secret::Secret;
 use crate::template::Templates;
 use crate::webhook::parse_url;
@@ -193,10 +192,7 @@ pub(crate) struct Chat {
     mobiles: usize,
     mention_all: bool,
     templates: Templates,
-    client: reqwest::Client,
-    timeout: Duration,
-    finals: FinalStatuses,
-    clock: Arc<dyn Clock>,
+    sender: Sender,
 }
 
 impl std::fmt::Debug for Chat {
@@ -206,21 +202,14 @@ impl std::fmt::Debug for Chat {
             .field("platform", &self.platform)
             .field("host", &self.url.host_str())
             .field("signed", &self.secret.is_some())
-            .field("timeout", &self.timeout)
-            .field("final_statuses", &self.finals.as_slice())
+            .field("timeout", &self.sender.timeout)
+            .field("final_statuses", &self.sender.finals.as_slice())
             .finish()
     }
 }
 
 impl Chat {
-    pub(crate) fn new(
-        config: ChatConfig,
-        mut templates: Templates,
-        client: reqwest::Client,
-        timeout: Duration,
-        finals: FinalStatuses,
-        clock: Arc<dyn Clock>,
-    ) -> Result<Chat, ActionError> {
+    pub(crate) fn new(config: ChatConfig, mut templates: Templates, sender: Sender) -> Result<Chat, ActionError> {
         let platform = config.platform;
         let url = match (&config.url, platform.default_url()) {
             (Some(url), _) => parse_url(url, "url")?,
@@ -265,15 +254,12 @@ impl Chat {
             mobiles: config.mention_mobiles.len(),
             mention_all: config.mention_all,
             templates,
-            client,
-            timeout,
-            finals,
-            clock,
+            sender,
         })
     }
 
     pub(crate) async fn deliver(&self, delivery: &Delivery) -> Outcome {
-        let now = self.clock.now();
+        let now = self.sender.clock.now();
         let context = self.templates.context(delivery, now);
         let rendered = (|| {
             let text = self.templates.render("text", &context)?;
@@ -301,20 +287,21 @@ impl Chat {
             Err(e) => return Outcome::fail(format!("cannot encode the message as JSON: {e}")),
         };
         let sent = self
+            .sender
             .client
             .post(request.url)
-            .timeout(self.timeout)
+            .timeout(self.sender.timeout)
             .header(reqwest::header::CONTENT_TYPE, "application/json; charset=utf-8")
             .body(body)
             .send()
             .await;
         let response = match sent {
             Ok(response) => response,
-            Err(e) => return transport_failure(&what, &e.without_url(), self.timeout),
+            Err(e) => return transport_failure(&what, &e.without_url(), self.sender.timeout),
         };
         match Answer::read(response).await {
-            Ok(answer) => outcome_of(self.platform, &answer, &what, self.clock.now(), &self.finals),
-            Err(e) => transport_failure(&what, &e.without_url(), self.timeout),
+            Ok(answer) => outcome_of(self.platform, &answer, &what, self.sender.clock.now(), &self.sender.finals),
+            Err(e) => transport_failure(&what, &e.without_url(), self.sender.timeout),
         }
     }
 }

@@ -14,7 +14,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use punctual_core::{Outcome, Timestamp};
+use punctual_core::{Clock, Outcome, Timestamp};
 use reqwest::StatusCode;
 use reqwest::header::{HeaderMap, RETRY_AFTER};
 
@@ -25,6 +25,17 @@ use crate::error::ActionError;
 pub(crate) const MAX_ANSWER_BYTES: usize = 64 * 1024;
 /// The most of an answer's body quoted in `last_error`.
 const QUOTE_CHARS: usize = 200;
+
+/// How an HTTP action (a webhook, a chat robot) sends: the process's pooled client, the
+/// timeout of one request, the answers that are final, and the clock that stamps the
+/// outcome.
+#[derive(Clone)]
+pub(crate) struct Sender {
+    pub(crate) client: reqwest::Client,
+    pub(crate) timeout: Duration,
+    pub(crate) finals: FinalStatuses,
+    pub(crate) clock: Arc<dyn Clock>,
+}
 
 /// The answers of a receiver that end a delivery at once (the task goes to dead):
 /// trying again would get the same answer until someone changes the request or the

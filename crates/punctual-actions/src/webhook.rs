@@ -19,19 +19,18 @@
 //! A 2xx whose JSON names an outcome punctual does not understand is retried: the
 //! receiver has a bug, and dropping the task would hide it.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use hmac::{Hmac, KeyInit, Mac};
 use punctual_core::time::parse_duration;
-use punctual_core::{Clock, Delivery, Outcome, Timestamp};
+use punctual_core::{Delivery, Outcome, Timestamp};
 use reqwest::StatusCode;
 use reqwest::header::CONTENT_TYPE;
 use serde::{Deserialize, Serialize};
 use sha2::Sha256;
 
 use crate::error::ActionError;
-use crate::http::{Answer, FinalStatuses, hex, transport_failure};
+use crate::http::{Answer, FinalStatuses, Sender, hex, transport_failure};
 use crate::secret::Secret;
 
 /// A webhook's settings.
@@ -91,10 +90,7 @@ struct Reply {
 pub(crate) struct Webhook {
     url: reqwest::Url,
     secret: Option<Secret>,
-    client: reqwest::Client,
-    timeout: Duration,
-    finals: FinalStatuses,
-    clock: Arc<dyn Clock>,
+    sender: Sender,
 }
 
 impl std::fmt::Debug for Webhook {
@@ -102,27 +98,21 @@ impl std::fmt::Debug for Webhook {
         f.debug_struct("Webhook")
             .field("url", &self.url.as_str())
             .field("signed", &self.secret.is_some())
-            .field("timeout", &self.timeout)
-            .field("final_statuses", &self.finals.as_slice())
+            .field("timeout", &self.sender.timeout)
+            .field("final_statuses", &self.sender.finals.as_slice())
             .finish()
     }
 }
 
 impl Webhook {
-    pub(crate) fn new(
-        config: WebhookConfig,
-        client: reqwest::Client,
-        timeout: Duration,
-        finals: FinalStatuses,
-        clock: Arc<dyn Clock>,
-    ) -> Result<Webhook, ActionError> {
+    pub(crate) fn new(config: WebhookConfig, sender: Sender) -> Result<Webhook, ActionError> {
         let url = parse_url(&config.url, "url")?;
-        Ok(Webhook { url, secret: config.secret, client, timeout, finals, clock })
+        Ok(Webhook { url, secret: config.secret, sender })
     }
 
     pub(crate) async fn deliver(&self, delivery: &Delivery) -> Outcome {
         let task = &delivery.task;
-        let fired_at = self.clock.now();
+        let fired_at = self.sender.clock.now();
         let body = Body {
             queue: task.queue.as_str(),
             key: task.key.as_str(),
@@ -138,9 +128,10 @@ impl Webhook {
             Err(e) => return Outcome::fail(format!("cannot encode the delivery as JSON: {e}")),
         };
         let mut request = self
+            .sender
             .client
             .post(self.url.clone())
-            .timeout(self.timeout)
+            .timeout(self.sender.timeout)
             .header(CONTENT_TYPE, "application/json")
             .header("Punctual-Delivery", &delivery.delivery_id);
         if let Some(secret) = &self.secret {
@@ -150,11 +141,11 @@ impl Webhook {
         let what = format!("webhook {}", self.url);
         let response = match request.body(body).send().await {
             Ok(response) => response,
-            Err(e) => return transport_failure(&what, &e, self.timeout),
+            Err(e) => return transport_failure(&what, &e, self.sender.timeout),
         };
         match Answer::read(response).await {
-            Ok(answer) => outcome_of(&answer, &what, self.clock.now(), &self.finals),
-            Err(e) => transport_failure(&what, &e, self.timeout),
+            Ok(answer) => outcome_of(&answer, &what, self.sender.clock.now(), &self.sender.finals),
+            Err(e) => transport_failure(&what, &e, self.sender.timeout),
         }
     }
 }
