@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 use crate::events::Event;
 use crate::model::{QueueName, Task};
 use crate::outcome::{Outcome, TryEnd};
-use crate::store::{CompleteRequest, Completion, Lease, LeaseRequest, LeaseToken, Store};
+use crate::store::{CompleteRequest, Completion, ExtendRequest, Lease, LeaseRequest, LeaseToken, Store};
 use crate::time::Timestamp;
 use crate::wake::WakeAt;
 
@@ -200,7 +200,7 @@ impl<S: Store> Engine<S> {
     /// Extends a live lease to `lease_for` from now; the new expiry.
     pub async fn extend(&self, token: &LeaseToken, lease_for: Duration) -> Result<Timestamp> {
         check_lease_for(lease_for)?;
-        self.inner.store.extend(token, lease_for, self.now()).await
+        self.inner.store.extend(ExtendRequest::new(token.clone(), lease_for, self.now())).await
     }
 
     /// Gives a live lease back untried; the task is due again at once.

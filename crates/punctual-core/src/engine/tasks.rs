@@ -9,7 +9,10 @@ use crate::error::{Error, Result};
 use crate::events::Event;
 use crate::model::{NewTask, QueueName, Tag, Task, TaskKey, TaskSpec, TaskState, When};
 use crate::policy::Repeat;
-use crate::store::{DeadSelection, ListRequest, Page, QueueStats, RetryDeadRequest, ScheduleOutcome, Scheduled, Store};
+use crate::store::{
+    DeadSelection, ListRequest, Page, QueueStats, RetryDeadBatchRequest, RetryDeadRequest, ScheduleOutcome, Scheduled,
+    Store,
+};
 use crate::time::Timestamp;
 
 impl<S: Store> Engine<S> {
@@ -185,7 +188,7 @@ impl<S: Store> Engine<S> {
     pub async fn retry_dead(&self, queue: &str, key: &str) -> Result<Task> {
         self.check_running()?;
         let (queue, key) = (QueueName::new(queue)?, TaskKey::new(key)?);
-        let task = self.inner.store.retry_dead(&queue, &key, self.now()).await?;
+        let task = self.inner.store.retry_dead(RetryDeadRequest::new(queue.clone(), key.clone(), self.now())).await?;
         let task = task.ok_or_else(|| Error::NotFound(format!("dead task '{key}' in queue '{queue}'")))?;
         self.waker(&queue).offer(Some(task.due_at));
         Ok(task)
@@ -215,7 +218,7 @@ impl<S: Store> Engine<S> {
         let now = self.now();
         let mut retried = 0;
         for selection in walks {
-            let mut request = RetryDeadRequest::new(queue.clone(), selection, DEAD_BATCH, now);
+            let mut request = RetryDeadBatchRequest::new(queue.clone(), selection, DEAD_BATCH, now);
             loop {
                 let batch = self.inner.store.retry_dead_batch(request.clone()).await?;
                 retried += batch.retried;
