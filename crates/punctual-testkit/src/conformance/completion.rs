@@ -108,7 +108,7 @@ pub async fn engine_retries_with_backoff_then_the_task_dies<S: Store>(store: S) 
 
     let first = engine_lease_one(&engine, "orders", secs(30)).await;
     assert_eq!(first.attempt, 1);
-    engine.complete(&first.token, &first.task, Outcome::retry("boom 1")).await.expect("complete");
+    engine.complete(&first, Outcome::retry("boom 1")).await.expect("complete");
     let task = stored(engine.store(), "orders", "order-1").await;
     let (earliest, latest) = backoff_bounds(&backoff, 1, T0);
     assert_eq!((task.state, task.attempts), (TaskState::Scheduled, 1));
