@@ -9,7 +9,7 @@ use std::time::Duration;
 use arbitrary::{Arbitrary, Unstructured};
 use libfuzzer_sys::fuzz_target;
 use punctual_core::policy::CronRule;
-use punctual_core::{Repeat, Timestamp};
+use punctual_core::{Repeat, TaskMeta, Timestamp};
 
 const ZONES: &[&str] = &["UTC", "Asia/Shanghai", "America/New_York", "Europe/London", "Australia/Lord_Howe"];
 
@@ -25,8 +25,9 @@ struct Numbers {
     until_ms: Option<i64>,
 }
 
-fn later(rule: &Repeat, done: u32, anchor: Timestamp, now: Timestamp) {
-    if let Some(next) = rule.next_after(done, anchor, now) {
+fn later(rule: &Repeat, meta: &TaskMeta, now: Timestamp) {
+    if let Some(next) = rule.next_after(meta, now) {
+        let (anchor, done) = (meta.anchor, meta.occurrence);
         assert!(next > now, "{rule:?}: after {now:?} (anchor {anchor:?}, done {done}) came {next:?}");
         if let Some(until) = rule.until_limit() {
             assert!(next <= until, "{rule:?}: {next:?} is past until");
@@ -42,7 +43,9 @@ fuzz_target!(|data: &[u8]| {
     // A zone's line that is a number picks one of a few zones with odd rules.
     let zone = zone.parse::<usize>().ok().and_then(|i| ZONES.get(i).copied()).unwrap_or(&zone);
     let at = Timestamp::from_millis(input.at_ms);
-    let anchor = Timestamp::from_millis(input.anchor_ms);
+    let mut meta = TaskMeta::default();
+    meta.occurrence = input.done;
+    meta.anchor = Timestamp::from_millis(input.anchor_ms);
     let mut rules = Vec::new();
     if let Ok(rule) = CronRule::new(&expr, zone) {
         if let Some(next) = rule.next_after(at) {
@@ -63,7 +66,7 @@ fuzz_target!(|data: &[u8]| {
         if let Some(until) = input.until_ms {
             rule = rule.until(Timestamp::from_millis(until));
         }
-        later(&rule, input.done, anchor, at);
+        later(&rule, &meta, at);
         // What the API shows of a rule is read back as the same rule.
         let json = serde_json::to_string(&rule).expect("a rule serializes");
         let back: Repeat = serde_json::from_str(&json).unwrap_or_else(|e| panic!("{json} does not read back: {e}"));

@@ -26,14 +26,14 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Bound;
 use std::sync::{Mutex, MutexGuard};
-use std::time::Duration;
 
 use crate::error::{Error, Result};
 use crate::identity::StoreId;
 use crate::model::{NewTask, QueueName, Tag, Task, TaskKey, TaskState};
 use crate::store::{
-    CompleteRequest, DeadSelection, Lease, LeaseBatch, LeaseRequest, LeaseToken, ListRequest, Page, QueueStats,
-    ReapResult, Reaped, RetriedDead, RetryDeadRequest, ScheduleOutcome, Scheduled, Store, SweepRequest, Swept,
+    CompleteRequest, DeadSelection, ExtendRequest, Lease, LeaseBatch, LeaseRequest, LeaseToken, ListRequest, Page,
+    QueueStats, ReapResult, Reaped, RetriedDead, RetryDeadBatchRequest, RetryDeadRequest, ScheduleOutcome, Scheduled,
+    Store, SweepRequest, Swept,
 };
 use crate::time::Timestamp;
 use crate::transitions;
@@ -270,23 +270,19 @@ impl Inner {
     }
 
     fn complete(&mut self, req: &CompleteRequest) -> Result<()> {
-        let (queue, key) = (&req.token.queue, &req.token.key);
-        let task = transitions::live(self.get(queue, key), &req.token, req.now)?;
+        let task = self.live(&req.token, req.now)?;
         match transitions::complete(task, &req.completion, req.now) {
             Some(next) => self.put(next),
             None => {
-                self.take(queue, key);
+                self.take(&req.token.queue, &req.token.key);
             }
         }
         Ok(())
     }
 
-    /// Applies `change` to the task of the live lease `token`; the task afterwards.
-    fn on_live(&mut self, token: &LeaseToken, now: Timestamp, change: impl FnOnce(&Task) -> Task) -> Result<Task> {
-        let task = transitions::live(self.get(&token.queue, &token.key), token, now)?;
-        let next = change(task);
-        self.put(next.clone());
-        Ok(next)
+    /// The task of the lease `token` if that lease is live at `now`, else `LeaseLost`.
+    fn live(&self, token: &LeaseToken, now: Timestamp) -> Result<&Task> {
+        transitions::live(self.get(&token.queue, &token.key), token, now)
     }
 
     fn reap(&mut self, now: Timestamp, limit: u32) -> ReapResult {
@@ -306,9 +302,9 @@ impl Inner {
         ReapResult::new(reaped, next_expiry)
     }
 
-    /// Moves the dead task in (queue, key) back to work; it, or `None` if not dead.
-    fn revive(&mut self, queue: &QueueName, key: &TaskKey, now: Timestamp) -> Option<Task> {
-        let revived = transitions::retry_dead(self.get(queue, key)?, now)?;
+    /// Moves the dead task `req` names back to work; it, or `None` if not dead.
+    fn revive(&mut self, req: &RetryDeadRequest) -> Option<Task> {
+        let revived = transitions::retry_dead(self.get(&req.queue, &req.key)?, req.now)?;
         self.put(revived.clone());
         Some(revived)
     }
@@ -316,7 +312,7 @@ impl Inner {
     /// Cursors: with every dead task, the first batch's now in epoch ms (each batch
     /// takes the earliest deaths up to it, and revives all it looked at, so the next
     /// starts again from the earliest); with a tag, the last key looked at.
-    fn retry_dead_batch(&mut self, req: &RetryDeadRequest) -> Result<RetriedDead> {
+    fn retry_dead_batch(&mut self, req: &RetryDeadBatchRequest) -> Result<RetriedDead> {
         let limit = req.limit.max(1) as usize;
         let bad_cursor =
             || Error::invalid("cursor", "this cursor was not issued by this store; start again without one");
@@ -352,7 +348,10 @@ impl Inner {
             // A key given twice counts once.
             DeadSelection::Keys(keys) => (keys.iter().cloned().collect::<BTreeSet<_>>().into_iter().collect(), None),
         };
-        let retried = looked_at.iter().filter(|key| self.revive(&req.queue, key, req.now).is_some()).count();
+        let retried = looked_at
+            .into_iter()
+            .filter_map(|key| self.revive(&RetryDeadRequest::new(req.queue.clone(), key, req.now)))
+            .count();
         Ok(RetriedDead::new(retried as u64, next_cursor))
     }
 
@@ -442,24 +441,30 @@ impl Store for MemoryStore {
         Ok(reqs.iter().map(|req| inner.complete(req)).collect())
     }
 
-    async fn extend(&self, token: &LeaseToken, lease_for: Duration, now: Timestamp) -> Result<Timestamp> {
-        let extended = self.open()?.on_live(token, now, |task| transitions::extend(task, lease_for, now))?;
-        extended.lease_expires_at.ok_or_else(|| Error::Internal("an extended lease has an expiry".into()))
+    async fn extend(&self, req: ExtendRequest) -> Result<Timestamp> {
+        let mut inner = self.open()?;
+        let extended = transitions::extend(inner.live(&req.token, req.now)?, req.lease_for, req.now);
+        let expiry = extended.lease_expires_at;
+        inner.put(extended);
+        expiry.ok_or_else(|| Error::Internal("an extended lease has an expiry".into()))
     }
 
     async fn release(&self, token: &LeaseToken, now: Timestamp) -> Result<()> {
-        self.open()?.on_live(token, now, |task| transitions::release(task, now)).map(drop)
+        let mut inner = self.open()?;
+        let released = transitions::release(inner.live(token, now)?, now);
+        inner.put(released);
+        Ok(())
     }
 
     async fn reap(&self, now: Timestamp, limit: u32) -> Result<ReapResult> {
         Ok(self.open()?.reap(now, limit))
     }
 
-    async fn retry_dead(&self, queue: &QueueName, key: &TaskKey, now: Timestamp) -> Result<Option<Task>> {
-        Ok(self.open()?.revive(queue, key, now))
+    async fn retry_dead(&self, req: RetryDeadRequest) -> Result<Option<Task>> {
+        Ok(self.open()?.revive(&req))
     }
 
-    async fn retry_dead_batch(&self, req: RetryDeadRequest) -> Result<RetriedDead> {
+    async fn retry_dead_batch(&self, req: RetryDeadBatchRequest) -> Result<RetriedDead> {
         self.open()?.retry_dead_batch(&req)
     }
 
@@ -491,6 +496,8 @@ impl Store for MemoryStore {
 #[cfg(test)]
 #[allow(clippy::unwrap_used, reason = "a test: a failed unwrap is a failed test with its line")]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
 
     const T0: Timestamp = Timestamp::from_millis(1_767_225_600_000);

@@ -179,6 +179,22 @@ impl CompleteRequest {
     }
 }
 
+/// Extend a live lease.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ExtendRequest {
+    pub token: LeaseToken,
+    /// The lease then expires this long after `now`.
+    pub lease_for: Duration,
+    pub now: Timestamp,
+}
+
+impl ExtendRequest {
+    pub fn new(token: LeaseToken, lease_for: Duration, now: Timestamp) -> ExtendRequest {
+        ExtendRequest { token, lease_for, now }
+    }
+}
+
 /// One page of tasks.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -220,10 +236,25 @@ pub enum DeadSelection {
     Keys(Vec<TaskKey>),
 }
 
-/// One batch of a bulk retry of dead tasks.
+/// Put one dead task back to work.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct RetryDeadRequest {
+    pub queue: QueueName,
+    pub key: TaskKey,
+    pub now: Timestamp,
+}
+
+impl RetryDeadRequest {
+    pub fn new(queue: QueueName, key: TaskKey, now: Timestamp) -> RetryDeadRequest {
+        RetryDeadRequest { queue, key, now }
+    }
+}
+
+/// One batch of a bulk retry of dead tasks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RetryDeadBatchRequest {
     pub queue: QueueName,
     pub selection: DeadSelection,
     /// At most this many tasks are looked at (≥ 1); with [`DeadSelection::Keys`],
@@ -234,14 +265,14 @@ pub struct RetryDeadRequest {
     pub now: Timestamp,
 }
 
-impl RetryDeadRequest {
+impl RetryDeadBatchRequest {
     /// The first batch.
-    pub fn new(queue: QueueName, selection: DeadSelection, limit: u32, now: Timestamp) -> RetryDeadRequest {
-        RetryDeadRequest { queue, selection, limit, cursor: None, now }
+    pub fn new(queue: QueueName, selection: DeadSelection, limit: u32, now: Timestamp) -> RetryDeadBatchRequest {
+        RetryDeadBatchRequest { queue, selection, limit, cursor: None, now }
     }
 
     /// The batch after the one that answered `cursor`.
-    pub fn after(mut self, cursor: String) -> RetryDeadRequest {
+    pub fn after(mut self, cursor: String) -> RetryDeadBatchRequest {
         self.cursor = Some(cursor);
         self
     }
@@ -480,12 +511,7 @@ pub trait Store: Send + Sync + 'static {
     fn complete_many(&self, reqs: Vec<CompleteRequest>) -> impl Future<Output = Result<Vec<Result<()>>>> + Send;
 
     /// Moves a live lease's expiry to `now + lease_for`; the new expiry.
-    fn extend(
-        &self,
-        token: &LeaseToken,
-        lease_for: Duration,
-        now: Timestamp,
-    ) -> impl Future<Output = Result<Timestamp>> + Send;
+    fn extend(&self, req: ExtendRequest) -> impl Future<Output = Result<Timestamp>> + Send;
 
     /// Gives a live lease back unused: the task is `scheduled` again with its `due_at`
     /// and `attempts` unchanged (the try did not happen).
@@ -499,12 +525,7 @@ pub trait Store: Send + Sync + 'static {
 
     /// Moves a `dead` task back to `scheduled`, due `now`, `attempts` 0, `last_error`
     /// kept for reference; the task, or `None` when there is no such dead task.
-    fn retry_dead(
-        &self,
-        queue: &QueueName,
-        key: &TaskKey,
-        now: Timestamp,
-    ) -> impl Future<Output = Result<Option<Task>>> + Send;
+    fn retry_dead(&self, req: RetryDeadRequest) -> impl Future<Output = Result<Option<Task>>> + Send;
 
     /// One batch of a bulk [`Store::retry_dead`]: each selected task that is `dead` is
     /// moved back as `retry_dead` moves it (due `now`, `attempts` 0, `last_error`
@@ -519,7 +540,7 @@ pub trait Store: Send + Sync + 'static {
     /// retried (now due later) that dies again meanwhile is left alone, unless all of
     /// it happened within that millisecond; with a tag, the tag's tasks
     /// in a store-defined order; with keys, those keys in one batch (no cursor).
-    fn retry_dead_batch(&self, req: RetryDeadRequest) -> impl Future<Output = Result<RetriedDead>> + Send;
+    fn retry_dead_batch(&self, req: RetryDeadBatchRequest) -> impl Future<Output = Result<RetriedDead>> + Send;
 
     /// Deletes a `dead` task; `false` when there is no such dead task (a task in
     /// another state is left alone).

@@ -9,15 +9,14 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Duration;
 
 use crate::clock::Stopwatch;
 use crate::error::{Error, Result};
 use crate::events::{Bus, Event, StoreOp};
 use crate::model::{NewTask, QueueName, Tag, Task, TaskKey};
 use crate::store::{
-    CompleteRequest, LeaseBatch, LeaseRequest, LeaseToken, ListRequest, Page, Peers, QueueStats, ReapResult,
-    RetriedDead, RetryDeadRequest, Scheduled, Store, SweepRequest, Swept,
+    CompleteRequest, ExtendRequest, LeaseBatch, LeaseRequest, LeaseToken, ListRequest, Page, Peers, QueueStats,
+    ReapResult, RetriedDead, RetryDeadBatchRequest, RetryDeadRequest, Scheduled, Store, SweepRequest, Swept,
 };
 use crate::time::Timestamp;
 
@@ -73,8 +72,8 @@ impl<S: Store> Store for Timed<S> {
     async fn complete_many(&self, reqs: Vec<CompleteRequest>) -> Result<Vec<Result<()>>> {
         self.call(StoreOp::CompleteMany, self.store.complete_many(reqs)).await
     }
-    async fn extend(&self, token: &LeaseToken, lease_for: Duration, now: Timestamp) -> Result<Timestamp> {
-        self.call(StoreOp::Extend, self.store.extend(token, lease_for, now)).await
+    async fn extend(&self, req: ExtendRequest) -> Result<Timestamp> {
+        self.call(StoreOp::Extend, self.store.extend(req)).await
     }
     async fn release(&self, token: &LeaseToken, now: Timestamp) -> Result<()> {
         self.call(StoreOp::Release, self.store.release(token, now)).await
@@ -82,10 +81,10 @@ impl<S: Store> Store for Timed<S> {
     async fn reap(&self, now: Timestamp, limit: u32) -> Result<ReapResult> {
         self.call(StoreOp::Reap, self.store.reap(now, limit)).await
     }
-    async fn retry_dead(&self, queue: &QueueName, key: &TaskKey, now: Timestamp) -> Result<Option<Task>> {
-        self.call(StoreOp::RetryDead, self.store.retry_dead(queue, key, now)).await
+    async fn retry_dead(&self, req: RetryDeadRequest) -> Result<Option<Task>> {
+        self.call(StoreOp::RetryDead, self.store.retry_dead(req)).await
     }
-    async fn retry_dead_batch(&self, req: RetryDeadRequest) -> Result<RetriedDead> {
+    async fn retry_dead_batch(&self, req: RetryDeadBatchRequest) -> Result<RetriedDead> {
         self.call(StoreOp::RetryDeadBatch, self.store.retry_dead_batch(req)).await
     }
     async fn delete_dead(&self, queue: &QueueName, key: &TaskKey) -> Result<bool> {

@@ -212,12 +212,10 @@ pub fn retry_dead(task: &Task, now: Timestamp) -> Option<Task> {
 /// - `fail`: [`Completion::Dead`].
 pub fn completion_for(task: &Task, outcome: Outcome, now: Timestamp, jitter: f64) -> Completion {
     match outcome {
-        Outcome::Done => {
-            match task.repeat.as_ref().and_then(|r| r.next_after(task.meta.occurrence, task.meta.anchor, now)) {
-                Some(at) => Completion::Reschedule { at },
-                None => Completion::Done,
-            }
-        }
+        Outcome::Done => match task.repeat.as_ref().and_then(|r| r.next_after(&task.meta, now)) {
+            Some(at) => Completion::Reschedule { at },
+            None => Completion::Done,
+        },
         Outcome::Retry { after, error } => {
             let failures = task.attempts + 1;
             if failures >= task.max_attempts {

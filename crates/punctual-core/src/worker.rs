@@ -30,7 +30,7 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use crate::engine::Engine;
+use crate::engine::{Engine, LeaseWait};
 use crate::error::{Error, Result};
 use crate::model::{QueueName, Task};
 use crate::outcome::Outcome;
@@ -301,16 +301,14 @@ impl<S: Store> Dispatcher<S> {
                 _ = self.stop_leasing.cancelled() => break,
             };
             let free = 1 + self.slots.available_permits().min(self.concurrency);
-            let leased = self
-                .engine
-                .lease_until(
-                    &self.queue,
-                    free.min(1000) as u32,
-                    self.lease_for,
-                    Timestamp::from_millis(i64::MAX),
-                    Some(&self.stop_leasing),
-                )
-                .await;
+            let wait = LeaseWait {
+                queue: &self.queue,
+                max: free.min(1000) as u32,
+                lease_for: self.lease_for,
+                deadline: Timestamp::from_millis(i64::MAX),
+                cancel: Some(&self.stop_leasing),
+            };
+            let leased = self.engine.lease_until(wait).await;
             let leases = match leased {
                 Ok(leases) => {
                     failures = 0;
@@ -410,7 +408,7 @@ impl<S: Store> RunOne<S> {
             tracing::info!(queue = %token.queue, key = %token.key, "handler stood down: the task was cancelled or replaced, or its lease expired, while it waited");
             return;
         }
-        match self.engine.complete(token, &self.lease.task, outcome).await {
+        match self.engine.complete(&self.lease, outcome).await {
             Ok(()) => {}
             Err(Error::LeaseLost) => {
                 tracing::info!(queue = %token.queue, key = %token.key, "ack refused: the lease expired or the task was replaced or cancelled")

@@ -14,8 +14,8 @@ use std::time::Duration;
 
 use punctual_core::events::{Event, Restarted, StoreOp};
 use punctual_core::store::{
-    CompleteRequest, LeaseBatch, LeaseRequest, ListRequest, Page, QueueStats, ReapResult, RetriedDead,
-    RetryDeadRequest, Scheduled, SweepRequest, Swept,
+    CompleteRequest, ExtendRequest, LeaseBatch, LeaseRequest, ListRequest, Page, QueueStats, ReapResult, RetriedDead,
+    RetryDeadBatchRequest, RetryDeadRequest, Scheduled, SweepRequest, Swept,
 };
 use punctual_core::{
     Delivery, Engine, EngineConfig, LeaseOptions, LeaseToken, ManualClock, MemoryStore, NewTask, Outcome, QueueName,
@@ -163,13 +163,8 @@ impl Store for FirstReapHangs {
     async fn complete_many(&self, reqs: Vec<CompleteRequest>) -> punctual_core::Result<Vec<punctual_core::Result<()>>> {
         self.inner.complete_many(reqs).await
     }
-    async fn extend(
-        &self,
-        token: &LeaseToken,
-        lease_for: Duration,
-        now: Timestamp,
-    ) -> punctual_core::Result<Timestamp> {
-        self.inner.extend(token, lease_for, now).await
+    async fn extend(&self, req: ExtendRequest) -> punctual_core::Result<Timestamp> {
+        self.inner.extend(req).await
     }
     async fn release(&self, token: &LeaseToken, now: Timestamp) -> punctual_core::Result<()> {
         self.inner.release(token, now).await
@@ -180,15 +175,10 @@ impl Store for FirstReapHangs {
         }
         self.inner.reap(now, limit).await
     }
-    async fn retry_dead(
-        &self,
-        queue: &QueueName,
-        key: &TaskKey,
-        now: Timestamp,
-    ) -> punctual_core::Result<Option<Task>> {
-        self.inner.retry_dead(queue, key, now).await
+    async fn retry_dead(&self, req: RetryDeadRequest) -> punctual_core::Result<Option<Task>> {
+        self.inner.retry_dead(req).await
     }
-    async fn retry_dead_batch(&self, req: RetryDeadRequest) -> punctual_core::Result<RetriedDead> {
+    async fn retry_dead_batch(&self, req: RetryDeadBatchRequest) -> punctual_core::Result<RetriedDead> {
         self.inner.retry_dead_batch(req).await
     }
     async fn delete_dead(&self, queue: &QueueName, key: &TaskKey) -> punctual_core::Result<bool> {

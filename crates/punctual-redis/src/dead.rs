@@ -8,8 +8,8 @@
 //! shard (empty: from the tag's first). Keys need no cursor: each shard's share goes in
 //! one script.
 
-use punctual_core::store::{DeadSelection, RetriedDead, RetryDeadRequest, SweepRequest, Swept};
-use punctual_core::{QueueName, Result, Tag, Task, TaskKey, Timestamp};
+use punctual_core::store::{DeadSelection, RetriedDead, RetryDeadBatchRequest, RetryDeadRequest, SweepRequest, Swept};
+use punctual_core::{QueueName, Result, Tag, Task, TaskKey};
 
 use crate::cursor::bad_cursor;
 use crate::keys::{self, ShardKeys};
@@ -18,9 +18,10 @@ use crate::shards::{earliest, take_earliest};
 use crate::{SCRIPT_BATCH, Shared};
 
 impl Shared {
-    pub(crate) async fn retry_dead(&self, queue: &QueueName, key: &TaskKey, now: Timestamp) -> Result<Option<Task>> {
-        let shard = self.shard_of(queue, key, false).await?;
-        let Some(task) = self.on(queue, shard).retry_dead(key, now).await? else { return Ok(None) };
+    pub(crate) async fn retry_dead(&self, req: &RetryDeadRequest) -> Result<Option<Task>> {
+        let queue = &req.queue;
+        let shard = self.shard_of(queue, &req.key, false).await?;
+        let Some(task) = self.on(queue, shard).retry_dead(&req.key, req.now).await? else { return Ok(None) };
         self.replicate(queue, shard).await?;
         Ok(Some(task))
     }
@@ -29,7 +30,7 @@ impl Shared {
         self.delete(queue, key, DeleteIf::Dead).await
     }
 
-    pub(crate) async fn retry_dead_batch(&self, req: &RetryDeadRequest) -> Result<RetriedDead> {
+    pub(crate) async fn retry_dead_batch(&self, req: &RetryDeadBatchRequest) -> Result<RetriedDead> {
         let shards = self.shard_count(&req.queue, false).await?;
         match &req.selection {
             DeadSelection::Keys(keys) => self.retry_dead_keys(req, keys, shards).await,
@@ -39,7 +40,7 @@ impl Shared {
     }
 
     /// Each shard's share of `keys`, in scripts of at most a batch.
-    async fn retry_dead_keys(&self, req: &RetryDeadRequest, keys: &[TaskKey], shards: u32) -> Result<RetriedDead> {
+    async fn retry_dead_keys(&self, req: &RetryDeadBatchRequest, keys: &[TaskKey], shards: u32) -> Result<RetriedDead> {
         let mut retried = 0;
         for shard in 0..shards {
             let mine: Vec<&TaskKey> = keys.iter().filter(|key| keys::shard_of(key, shards) == shard).collect();
@@ -53,7 +54,12 @@ impl Shared {
 
     /// One batch of the walk over every dead task (`tag` `None`) or a tag's tasks, in
     /// the shard the cursor names.
-    async fn retry_dead_walk(&self, req: &RetryDeadRequest, tag: Option<&Tag>, shards: u32) -> Result<RetriedDead> {
+    async fn retry_dead_walk(
+        &self,
+        req: &RetryDeadBatchRequest,
+        tag: Option<&Tag>,
+        shards: u32,
+    ) -> Result<RetriedDead> {
         let (shard, rest) = match req.cursor.as_deref() {
             Some(cursor) => {
                 let (shard, rest) = cursor.split_once('.').ok_or_else(bad_cursor)?;
@@ -116,6 +122,6 @@ impl Shared {
 }
 
 /// Tasks one script of `req` looks at.
-fn batch_of(req: &RetryDeadRequest) -> usize {
+fn batch_of(req: &RetryDeadBatchRequest) -> usize {
     (req.limit.max(1) as usize).min(SCRIPT_BATCH)
 }

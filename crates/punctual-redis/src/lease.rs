@@ -5,9 +5,7 @@
 //! the earliest due tasks across all its shards (read each shard's due heads, then
 //! have each shard's script lease its share), at most [`SCRIPT_BATCH`] in all.
 
-use std::time::Duration;
-
-use punctual_core::store::{LeaseBatch, LeaseRequest, LeaseToken};
+use punctual_core::store::{ExtendRequest, LeaseBatch, LeaseRequest, LeaseToken};
 use punctual_core::{Result, Timestamp};
 
 use crate::keys::ShardKeys;
@@ -43,9 +41,10 @@ impl Shared {
         Ok(take_earliest(&mut due, shards as usize, max))
     }
 
-    pub(crate) async fn extend(&self, token: &LeaseToken, lease_for: Duration, now: Timestamp) -> Result<Timestamp> {
+    pub(crate) async fn extend(&self, req: &ExtendRequest) -> Result<Timestamp> {
+        let token = &req.token;
         let shard = self.shard_of(&token.queue, &token.key, false).await?;
-        self.on(&token.queue, shard).extend(token, lease_for, now).await
+        self.on(&token.queue, shard).extend(req).await
     }
 
     pub(crate) async fn release(&self, token: &LeaseToken, now: Timestamp) -> Result<()> {

@@ -59,11 +59,10 @@ mod tasks;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
 
 use punctual_core::store::{
-    CompleteRequest, LeaseBatch, LeaseRequest, LeaseToken, ListRequest, Page, Peers, QueueStats, ReapResult,
-    RetriedDead, RetryDeadRequest, Scheduled, SweepRequest, Swept,
+    CompleteRequest, ExtendRequest, LeaseBatch, LeaseRequest, LeaseToken, ListRequest, Page, Peers, QueueStats,
+    ReapResult, RetriedDead, RetryDeadBatchRequest, RetryDeadRequest, Scheduled, SweepRequest, Swept,
 };
 use punctual_core::{
     Clock, Error, NewTask, QueueName, Result, Store, StoreId, SystemClock, Tag, Task, TaskKey, Timestamp, Wakeup,
@@ -213,8 +212,8 @@ impl Store for RedisStore {
         self.open()?.complete_many(reqs).await
     }
 
-    async fn extend(&self, token: &LeaseToken, lease_for: Duration, now: Timestamp) -> Result<Timestamp> {
-        self.open()?.extend(token, lease_for, now).await
+    async fn extend(&self, req: ExtendRequest) -> Result<Timestamp> {
+        self.open()?.extend(&req).await
     }
 
     async fn release(&self, token: &LeaseToken, now: Timestamp) -> Result<()> {
@@ -225,11 +224,11 @@ impl Store for RedisStore {
         self.open()?.reap(now, limit).await
     }
 
-    async fn retry_dead(&self, queue: &QueueName, key: &TaskKey, now: Timestamp) -> Result<Option<Task>> {
-        self.open()?.retry_dead(queue, key, now).await
+    async fn retry_dead(&self, req: RetryDeadRequest) -> Result<Option<Task>> {
+        self.open()?.retry_dead(&req).await
     }
 
-    async fn retry_dead_batch(&self, req: RetryDeadRequest) -> Result<RetriedDead> {
+    async fn retry_dead_batch(&self, req: RetryDeadBatchRequest) -> Result<RetriedDead> {
         self.open()?.retry_dead_batch(&req).await
     }
 

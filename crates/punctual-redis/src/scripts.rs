@@ -232,9 +232,9 @@ impl OnShard<'_> {
     }
 
     /// `lua/extend.lua`: the lease's new expiry, or `LeaseLost`.
-    pub(crate) async fn extend(&self, token: &LeaseToken, lease_for: Duration, now: Timestamp) -> Result<Timestamp> {
-        let mut invocation = self.invocation(&self.shared.scripts.extend, now);
-        with_token(&mut invocation, token).arg(millis(lease_for));
+    pub(crate) async fn extend(&self, req: &punctual_core::store::ExtendRequest) -> Result<Timestamp> {
+        let mut invocation = self.invocation(&self.shared.scripts.extend, req.now);
+        with_token(&mut invocation, &req.token).arg(millis(req.lease_for));
         let expiry: i64 = self.shared.conn.invoke(&invocation).await?;
         if expiry < 0 { Err(Error::LeaseLost) } else { Ok(Timestamp::from_millis(expiry)) }
     }

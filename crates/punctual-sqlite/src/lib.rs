@@ -34,8 +34,8 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use punctual_core::store::{
-    CompleteRequest, LeaseBatch, LeaseRequest, LeaseToken, ListRequest, Page, QueueStats, ReapResult, RetriedDead,
-    RetryDeadRequest, Scheduled, SweepRequest, Swept,
+    CompleteRequest, ExtendRequest, LeaseBatch, LeaseRequest, LeaseToken, ListRequest, Page, QueueStats, ReapResult,
+    RetriedDead, RetryDeadBatchRequest, RetryDeadRequest, Scheduled, SweepRequest, Swept,
 };
 use punctual_core::{Error, NewTask, QueueName, Result, Store, StoreId, Tag, Task, TaskKey, Timestamp};
 use rusqlite::{Connection, OpenFlags};
@@ -285,10 +285,9 @@ impl Store for SqliteStore {
         .await
     }
 
-    async fn extend(&self, token: &LeaseToken, lease_for: Duration, now: Timestamp) -> Result<Timestamp> {
-        let token = token.clone();
+    async fn extend(&self, req: ExtendRequest) -> Result<Timestamp> {
         let id = self.shared.id;
-        self.write_soft(move |conn| ops::extend(conn, id, &token, lease_for, now)).await
+        self.write_soft(move |conn| ops::extend(conn, id, &req)).await
     }
 
     async fn release(&self, token: &LeaseToken, now: Timestamp) -> Result<()> {
@@ -301,13 +300,12 @@ impl Store for SqliteStore {
         self.write_soft(move |conn| ops::reap(conn, now, limit)).await
     }
 
-    async fn retry_dead(&self, queue: &QueueName, key: &TaskKey, now: Timestamp) -> Result<Option<Task>> {
-        let (queue, key) = (queue.clone(), key.clone());
+    async fn retry_dead(&self, req: RetryDeadRequest) -> Result<Option<Task>> {
         let id = self.shared.id;
-        self.write(move |conn| ops::retry_dead(conn, id, &queue, &key, now)).await
+        self.write(move |conn| ops::retry_dead(conn, id, &req)).await
     }
 
-    async fn retry_dead_batch(&self, req: RetryDeadRequest) -> Result<RetriedDead> {
+    async fn retry_dead_batch(&self, req: RetryDeadBatchRequest) -> Result<RetriedDead> {
         let id = self.shared.id;
         self.write(move |conn| ops::retry_dead_batch(conn, id, &req)).await
     }

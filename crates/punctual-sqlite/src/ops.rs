@@ -6,9 +6,9 @@
 use std::time::Duration;
 
 use punctual_core::store::{
-    CompleteRequest, Completion, DeadSelection, Lease, LeaseBatch, LeaseRequest, LeaseToken, ListRequest, Page,
-    QueueStats, ReapResult, Reaped, RetriedDead, RetryDeadRequest, ScheduleOutcome, Scheduled, SweepRequest, Swept,
-    corrupt,
+    CompleteRequest, Completion, DeadSelection, ExtendRequest, Lease, LeaseBatch, LeaseRequest, LeaseToken,
+    ListRequest, Page, QueueStats, ReapResult, Reaped, RetriedDead, RetryDeadBatchRequest, RetryDeadRequest,
+    ScheduleOutcome, Scheduled, SweepRequest, Swept, corrupt,
 };
 use punctual_core::{
     Backoff, Error, IfExists, NewTask, QueueName, Repeat, Result, StoreId, Tag, Task, TaskKey, TaskMeta, TaskState,
@@ -424,15 +424,10 @@ pub(crate) fn complete(conn: &Connection, store: StoreId, req: &CompleteRequest)
     result.map(|_| ()).map_err(map_err)
 }
 
-pub(crate) fn extend(
-    conn: &Connection,
-    store: StoreId,
-    token: &LeaseToken,
-    lease_for: Duration,
-    now: Timestamp,
-) -> Result<Timestamp> {
-    let (_, task) = live(conn, store, token, now)?;
-    let expires = now.saturating_add(lease_for);
+pub(crate) fn extend(conn: &Connection, store: StoreId, req: &ExtendRequest) -> Result<Timestamp> {
+    let now = req.now;
+    let (_, task) = live(conn, store, &req.token, now)?;
+    let expires = now.saturating_add(req.lease_for);
     conn.prepare_cached("UPDATE tasks SET lease_expires_at = ?2, updated_at = ?3 WHERE id = ?1")
         .and_then(|mut stmt| stmt.execute(params![task.meta.id as i64, expires.as_millis(), now.as_millis()]))
         .map_err(map_err)?;
@@ -488,18 +483,13 @@ fn revive(conn: &Connection, id: i64, now: Timestamp) -> Result<()> {
     Ok(())
 }
 
-pub(crate) fn retry_dead(
-    conn: &Connection,
-    store: StoreId,
-    queue: &QueueName,
-    key: &TaskKey,
-    now: Timestamp,
-) -> Result<Option<Task>> {
+pub(crate) fn retry_dead(conn: &Connection, store: StoreId, req: &RetryDeadRequest) -> Result<Option<Task>> {
+    let queue = &req.queue;
     let Some(queue_id) = queue_id(conn, queue)? else { return Ok(None) };
-    match load(conn, store, queue_id, queue, key.as_str())? {
+    match load(conn, store, queue_id, queue, req.key.as_str())? {
         Some(task) if task.state == TaskState::Dead => {
             let id = i64::try_from(task.meta.id).map_err(corrupt)?;
-            revive(conn, id, now)?;
+            revive(conn, id, req.now)?;
             load_by_id(conn, store, id, queue).map(Some)
         }
         _ => Ok(None),
@@ -509,7 +499,7 @@ pub(crate) fn retry_dead(
 /// Cursors: with every dead task, `<bound>`, the first batch's now (dead tasks due
 /// after it died during the walk); with a tag, `<id>`, the last task id looked at (the
 /// tag's rows are walked in task id order).
-pub(crate) fn retry_dead_batch(conn: &Connection, store: StoreId, req: &RetryDeadRequest) -> Result<RetriedDead> {
+pub(crate) fn retry_dead_batch(conn: &Connection, store: StoreId, req: &RetryDeadBatchRequest) -> Result<RetriedDead> {
     let Some(queue_id) = queue_id(conn, &req.queue)? else { return Ok(RetriedDead::new(0, None)) };
     let now = req.now;
     let limit = i64::from(req.limit.max(1));

@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 use crate::events::Event;
 use crate::model::{QueueName, Task};
 use crate::outcome::{Outcome, TryEnd};
-use crate::store::{CompleteRequest, Completion, Lease, LeaseRequest, LeaseToken, Store};
+use crate::store::{CompleteRequest, Completion, ExtendRequest, Lease, LeaseRequest, LeaseToken, Store};
 use crate::time::Timestamp;
 use crate::wake::WakeAt;
 
@@ -37,19 +37,15 @@ impl<S: Store> Engine<S> {
         let queue = QueueName::new(queue)?;
         options.validate()?;
         let deadline = self.now().saturating_add(options.wait);
-        self.lease_until(&queue, options.max, options.lease_for, deadline, Some(cancel)).await
+        let wait =
+            LeaseWait { queue: &queue, max: options.max, lease_for: options.lease_for, deadline, cancel: Some(cancel) };
+        self.lease_until(wait).await
     }
 
     /// The heart of every consumer: lease when the queue's wake time has come, else
-    /// sleep until it, an earlier offer, `deadline`, or `cancel`.
-    pub(crate) async fn lease_until(
-        &self,
-        queue: &QueueName,
-        max: u32,
-        lease_for: Duration,
-        deadline: Timestamp,
-        cancel: Option<&CancellationToken>,
-    ) -> Result<Vec<Lease>> {
+    /// sleep until it, an earlier offer, the wait's deadline, or its cancel.
+    pub(crate) async fn lease_until(&self, wait: LeaseWait<'_>) -> Result<Vec<Lease>> {
+        let LeaseWait { queue, max, lease_for, deadline, cancel } = wait;
         let waker = self.waker(queue);
         let _waiting = waker.wait();
         loop {
@@ -120,7 +116,7 @@ impl<S: Store> Engine<S> {
         let task = self.inner.store.get(&token.queue, &token.key).await?;
         let now = self.now();
         match task {
-            Some(task) if token.is_live_for(&task, now) => self.complete(token, &task, outcome).await,
+            Some(task) if token.is_live_for(&task, now) => self.finish(Held { token, task: &task }, outcome).await,
             _ => {
                 self.refused(token);
                 Err(Error::LeaseLost)
@@ -131,19 +127,25 @@ impl<S: Store> Engine<S> {
     /// Completes `lease` with `outcome` using the task as it was leased: repeats are
     /// re-armed, failures retried with backoff or sent to `dead`, atomically with the
     /// ack. [`Error::LeaseLost`] if the lease is no longer live.
-    pub async fn complete(&self, token: &LeaseToken, task: &Task, outcome: Outcome) -> Result<()> {
-        let now = self.now();
-        let handler_done = matches!(outcome, Outcome::Done);
-        let completion = completion_for(task, outcome, now, rand::random::<f64>());
-        let ended = TryEnd::of(&completion, handler_done);
-        let next_due = completion.next_due();
-        let applied = self.inner.store.complete(CompleteRequest::new(token.clone(), completion.clone(), now)).await;
+    pub async fn complete(&self, lease: &Lease, outcome: Outcome) -> Result<()> {
+        self.finish(Held { token: &lease.token, task: &lease.task }, outcome).await
+    }
+
+    /// [`Engine::complete`] of a lease held by a worker or read back by an ack.
+    async fn finish(&self, held: Held<'_>, outcome: Outcome) -> Result<()> {
+        let ending = held.end(outcome, self.now());
+        let next_due = ending.completion.next_due();
+        let applied = self
+            .inner
+            .store
+            .complete(CompleteRequest::new(held.token.clone(), ending.completion.clone(), ending.at))
+            .await;
         if let Err(Error::LeaseLost) = applied {
-            self.refused(token);
+            self.refused(held.token);
         }
         applied?;
-        self.completed(token, task, ended, &completion, now);
-        self.waker(&token.queue).offer(next_due);
+        self.completed(held, &ending);
+        self.waker(&held.token.queue).offer(next_due);
         Ok(())
     }
 
@@ -163,14 +165,12 @@ impl<S: Store> Engine<S> {
         for ((token, outcome), task) in acks.into_iter().zip(tasks) {
             match task {
                 Some(task) if token.is_live_for(&task, now) => {
-                    let handler_done = matches!(outcome, Outcome::Done);
-                    let completion = completion_for(&task, outcome, now, rand::random::<f64>());
-                    if let Some(at) = completion.next_due() {
+                    let ending = Held { token: &token, task: &task }.end(outcome, now);
+                    if let Some(at) = ending.completion.next_due() {
                         offers.push((token.queue.clone(), at));
                     }
-                    let ended = TryEnd::of(&completion, handler_done);
-                    finished.push((token.clone(), task, ended, completion.clone()));
-                    requests.push(CompleteRequest::new(token, completion, now));
+                    requests.push(CompleteRequest::new(token.clone(), ending.completion.clone(), now));
+                    finished.push((token, task, ending));
                     results.push(None);
                 }
                 _ => {
@@ -180,9 +180,9 @@ impl<S: Store> Engine<S> {
             }
         }
         let applied = self.inner.store.complete_many(requests).await?;
-        for (result, (token, task, ended, completion)) in applied.iter().zip(finished) {
+        for (result, (token, task, ending)) in applied.iter().zip(finished) {
             match result {
-                Ok(()) => self.completed(&token, &task, ended, &completion, now),
+                Ok(()) => self.completed(Held { token: &token, task: &task }, &ending),
                 Err(Error::LeaseLost) => self.refused(&token),
                 Err(_) => {}
             }
@@ -200,7 +200,7 @@ impl<S: Store> Engine<S> {
     /// Extends a live lease to `lease_for` from now; the new expiry.
     pub async fn extend(&self, token: &LeaseToken, lease_for: Duration) -> Result<Timestamp> {
         check_lease_for(lease_for)?;
-        self.inner.store.extend(token, lease_for, self.now()).await
+        self.inner.store.extend(ExtendRequest::new(token.clone(), lease_for, self.now())).await
     }
 
     /// Gives a live lease back untried; the task is due again at once.
@@ -221,10 +221,12 @@ impl<S: Store> Engine<S> {
         self.publish(Event::AckRefused { queue: token.queue.clone(), key: token.key.clone() });
     }
 
-    /// Publishes what an applied completion did: the try ended as `ended`, and the
-    /// task died if it did.
-    fn completed(&self, token: &LeaseToken, task: &Task, ended: TryEnd, completion: &Completion, now: Timestamp) {
-        let error = match completion {
+    /// Publishes what an applied completion did: how the try of `held` ended, and
+    /// that the task died if it did.
+    fn completed(&self, held: Held<'_>, ending: &Ending) {
+        let Held { token, task } = held;
+        let now = ending.at;
+        let error = match &ending.completion {
             Completion::Retry { error, .. } | Completion::Dead { error } => Some(error.clone()),
             Completion::Done | Completion::Reschedule { .. } => None,
         };
@@ -235,16 +237,57 @@ impl<S: Store> Engine<S> {
             fence: token.fence,
             delivery_id: task.delivery_id(),
             attempt: task.attempts + 1,
-            ended,
+            ended: ending.ended,
             error: error.clone(),
             due_at: task.due_at,
             updated_at: task.updated_at,
             at: now,
         });
-        if let (TryEnd::Dead, Some(error)) = (ended, error) {
+        if let (TryEnd::Dead, Some(error)) = (ending.ended, error) {
             self.publish(Event::Dead { queue: token.queue.clone(), key: token.key.clone(), error, at: now });
         }
     }
+}
+
+/// What a consumer leases, and until when it waits for it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct LeaseWait<'a> {
+    pub(crate) queue: &'a QueueName,
+    /// At most this many leases (≥ 1).
+    pub(crate) max: u32,
+    /// Each lease expires this long after it is taken.
+    pub(crate) lease_for: Duration,
+    /// No lease by then: the wait answers an empty list.
+    pub(crate) deadline: Timestamp,
+    /// Ends the wait early, answering an empty list (leases already taken are kept).
+    pub(crate) cancel: Option<&'a CancellationToken>,
+}
+
+/// A lease being completed: its token, and the task as it was leased (a worker's
+/// [`Lease`], or the task an ack read back and found live for the token).
+#[derive(Debug, Clone, Copy)]
+struct Held<'a> {
+    token: &'a LeaseToken,
+    task: &'a Task,
+}
+
+impl Held<'_> {
+    /// How the try ends when its handler answered `outcome` at `now`, by the task's
+    /// policies.
+    fn end(self, outcome: Outcome, now: Timestamp) -> Ending {
+        let handler_done = matches!(outcome, Outcome::Done);
+        let completion = completion_for(self.task, outcome, now, rand::random::<f64>());
+        let ended = TryEnd::of(&completion, handler_done);
+        Ending { completion, ended, at: now }
+    }
+}
+
+/// How the engine ends a try: what the store is to apply, how the try ended, and when.
+#[derive(Debug)]
+struct Ending {
+    completion: Completion,
+    ended: TryEnd,
+    at: Timestamp,
 }
 
 /// What the engine keeps per queue: its wake-up, and the consumer's own counts the

@@ -53,7 +53,7 @@ pub use config::{
     EngineConfig, LeaseOptions, Limits, ListOptions, MAX_LEASE, MAX_LEASE_BATCH, MAX_LIST_LIMIT, MAX_SWEEP_WAIT,
     MAX_WAIT, MIN_LEASE, QueueDefaults,
 };
-pub(crate) use consumer::QueueState;
+pub(crate) use consumer::{LeaseWait, QueueState};
 pub use watchdog::WatchdogConfig;
 
 /// Schedules, cancels and hands out tasks of one store. Cheap to clone; clones share

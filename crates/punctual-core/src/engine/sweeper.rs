@@ -16,30 +16,35 @@ impl<S: Store> Engine<S> {
     /// sleeping between looks (see the module docs).
     pub(super) async fn run_sweeper(self) {
         let now = self.now();
-        let mut queues: Vec<(QueueName, Duration, Timestamp)> =
-            self.inner.config.dead_retention.iter().map(|(queue, keep)| (queue.clone(), *keep, now)).collect();
+        let mut queues: Vec<Retention> = self
+            .inner
+            .config
+            .dead_retention
+            .iter()
+            .map(|(queue, keep)| Retention { queue: queue.clone(), keep: *keep, next: now })
+            .collect();
         let mut failures = 0u32;
         loop {
             let now = self.now();
-            for (queue, keep, next) in queues.iter_mut().filter(|(_, _, next)| *next <= now) {
-                match self.sweep(queue, *keep, now).await {
+            for retention in queues.iter_mut().filter(|retention| retention.next <= now) {
+                match self.sweep(retention, now).await {
                     Ok(at) => {
                         failures = 0;
-                        *next = at;
+                        retention.next = at;
                     }
                     Err(e) => {
                         failures += 1;
                         if failures == 1 {
-                            tracing::warn!(queue = %queue, error = %e, "dead-task retention cannot reach the store; retrying");
+                            tracing::warn!(queue = %retention.queue, error = %e, "dead-task retention cannot reach the store; retrying");
                         }
-                        *next = now.saturating_add(Duration::from_millis(100u64 << failures.min(6)));
+                        retention.next = now.saturating_add(Duration::from_millis(100u64 << failures.min(6)));
                     }
                 }
                 if self.inner.stopping.is_cancelled() {
                     return;
                 }
             }
-            let Some(wake) = queues.iter().map(|(_, _, next)| *next).min() else { return };
+            let Some(wake) = queues.iter().map(|retention| retention.next).min() else { return };
             tokio::select! {
                 _ = self.inner.timer.sleep_until(wake) => {}
                 _ = self.inner.stopping.cancelled() => return,
@@ -47,10 +52,11 @@ impl<S: Store> Engine<S> {
         }
     }
 
-    /// Deletes `queue`'s dead tasks that died `keep` or longer before `now`; when to
-    /// look again: once the earliest dead task left is due to go, within
+    /// Deletes the queue's dead tasks that died its `keep` or longer before `now`; when
+    /// to look again: once the earliest dead task left is due to go, within
     /// [`MAX_SWEEP_WAIT`].
-    async fn sweep(&self, queue: &QueueName, keep: Duration, now: Timestamp) -> Result<Timestamp> {
+    async fn sweep(&self, retention: &Retention, now: Timestamp) -> Result<Timestamp> {
+        let (queue, keep) = (&retention.queue, retention.keep);
         let keep_ms = i64::try_from(keep.as_millis()).unwrap_or(i64::MAX);
         let died_by = Timestamp::from_millis(now.as_millis().saturating_sub(keep_ms));
         loop {
@@ -67,4 +73,14 @@ impl<S: Store> Engine<S> {
             tokio::task::yield_now().await;
         }
     }
+}
+
+/// A queue with a dead-task retention, as the sweeper keeps it.
+#[derive(Debug)]
+struct Retention {
+    queue: QueueName,
+    /// Dead tasks go once they have been dead this long.
+    keep: Duration,
+    /// When the sweeper looks at the queue next.
+    next: Timestamp,
 }

@@ -4,12 +4,15 @@
 use serde_json::Value;
 
 use super::config::{DEAD_BATCH, MAX_LIST_LIMIT};
-use super::{Engine, ListOptions};
+use super::{Engine, ListOptions, QueueDefaults};
 use crate::error::{Error, Result};
 use crate::events::Event;
 use crate::model::{NewTask, QueueName, Tag, Task, TaskKey, TaskSpec, TaskState, When};
 use crate::policy::Repeat;
-use crate::store::{DeadSelection, ListRequest, Page, QueueStats, RetryDeadRequest, ScheduleOutcome, Scheduled, Store};
+use crate::store::{
+    DeadSelection, ListRequest, Page, QueueStats, RetryDeadBatchRequest, RetryDeadRequest, ScheduleOutcome, Scheduled,
+    Store,
+};
 use crate::time::Timestamp;
 
 impl<S: Store> Engine<S> {
@@ -17,7 +20,7 @@ impl<S: Store> Engine<S> {
     pub async fn schedule(&self, queue: &str, key: &str, spec: TaskSpec) -> Result<Scheduled> {
         let queue = QueueName::new(queue)?;
         let now = self.now();
-        let task = self.prepare(&queue, key, spec, now)?;
+        let task = self.intake(&queue, now).prepare(key, spec)?;
         let mut results = self.write(vec![task], now).await?;
         results.pop().ok_or_else(|| Error::Internal("store answered an empty batch".into()))?
     }
@@ -32,10 +35,11 @@ impl<S: Store> Engine<S> {
             return Err(Error::invalid("tasks", format!("{} tasks is over the batch limit of {limit}", items.len())));
         }
         let now = self.now();
+        let intake = self.intake(&queue, now);
         let mut results: Vec<Option<Result<Scheduled>>> = Vec::with_capacity(items.len());
         let mut valid = Vec::with_capacity(items.len());
         for (key, spec) in items {
-            match self.prepare(&queue, &key, spec, now) {
+            match intake.prepare(&key, spec) {
                 Ok(task) => {
                     valid.push(task);
                     results.push(None);
@@ -83,53 +87,10 @@ impl<S: Store> Engine<S> {
         Ok(results)
     }
 
-    /// Validates one task and applies the queue's defaults.
-    fn prepare(&self, queue: &QueueName, key: &str, spec: TaskSpec, now: Timestamp) -> Result<NewTask> {
-        let key = TaskKey::new(key)?;
-        let limit = self.inner.config.limits.max_payload_bytes;
-        let size = payload_size(&spec.payload);
-        if size > limit {
-            return Err(Error::PayloadTooLarge { size, limit });
-        }
-        let defaults = self.defaults(queue);
-        let max_attempts = spec.max_attempts.unwrap_or(defaults.max_attempts);
-        if max_attempts == 0 {
-            return Err(Error::invalid("max_attempts", "max_attempts must be at least 1"));
-        }
-        if spec.tags.len() > Tag::MAX_PER_TASK {
-            return Err(Error::invalid(
-                "tags",
-                format!("{} tags is over the limit of {}", spec.tags.len(), Tag::MAX_PER_TASK),
-            ));
-        }
-        let mut tags = spec.tags.into_iter().map(Tag::new).collect::<Result<Vec<_>>>()?;
-        tags.sort();
-        tags.dedup();
-        let repeat = spec.repeat.or_else(|| defaults.repeat.clone());
-        // "Now" with a repeat means its first occurrence.
-        let due_at = match (spec.when, &repeat) {
-            (When::Now, Some(repeat)) => repeat.first_at(now).ok_or_else(|| {
-                Error::invalid("repeat.cron", "has no occurrence left before the end of time (9999-12-30)")
-            })?,
-            (when, _) => when.resolve(now),
-        };
-        // An `until` before the first occurrence would leave a task that never fires.
-        if let Some(until) = repeat.as_ref().and_then(Repeat::until_limit)
-            && due_at > until
-        {
-            return Err(Error::invalid(
-                "repeat.until",
-                format!("{until} is before the first occurrence, due at {due_at}: the task would never fire"),
-            ));
-        }
-        let mut task = NewTask::new(queue.clone(), key, due_at);
-        task.payload = spec.payload;
-        task.max_attempts = max_attempts;
-        task.backoff = spec.backoff.unwrap_or(defaults.backoff);
-        task.repeat = repeat;
-        task.tags = tags;
-        task.if_exists = spec.if_exists;
-        Ok(task)
+    /// What the tasks of one schedule call into `queue` at `now` are checked against.
+    fn intake<'a>(&'a self, queue: &'a QueueName, now: Timestamp) -> Intake<'a> {
+        let max_payload_bytes = self.inner.config.limits.max_payload_bytes;
+        Intake { queue, defaults: self.defaults(queue), max_payload_bytes, now }
     }
 
     /// The task, in any state.
@@ -185,7 +146,7 @@ impl<S: Store> Engine<S> {
     pub async fn retry_dead(&self, queue: &str, key: &str) -> Result<Task> {
         self.check_running()?;
         let (queue, key) = (QueueName::new(queue)?, TaskKey::new(key)?);
-        let task = self.inner.store.retry_dead(&queue, &key, self.now()).await?;
+        let task = self.inner.store.retry_dead(RetryDeadRequest::new(queue.clone(), key.clone(), self.now())).await?;
         let task = task.ok_or_else(|| Error::NotFound(format!("dead task '{key}' in queue '{queue}'")))?;
         self.waker(&queue).offer(Some(task.due_at));
         Ok(task)
@@ -215,7 +176,7 @@ impl<S: Store> Engine<S> {
         let now = self.now();
         let mut retried = 0;
         for selection in walks {
-            let mut request = RetryDeadRequest::new(queue.clone(), selection, DEAD_BATCH, now);
+            let mut request = RetryDeadBatchRequest::new(queue.clone(), selection, DEAD_BATCH, now);
             loop {
                 let batch = self.inner.store.retry_dead_batch(request.clone()).await?;
                 retried += batch.retried;
@@ -240,6 +201,66 @@ impl<S: Store> Engine<S> {
         } else {
             Err(Error::NotFound(format!("dead task '{key}' in queue '{queue}'")))
         }
+    }
+}
+
+/// The tasks of one schedule call: all of one queue, with its defaults, and "now" the
+/// same instant for each.
+#[derive(Debug)]
+struct Intake<'a> {
+    queue: &'a QueueName,
+    defaults: &'a QueueDefaults,
+    max_payload_bytes: usize,
+    now: Timestamp,
+}
+
+impl Intake<'_> {
+    /// Validates one task and applies the queue's defaults.
+    fn prepare(&self, key: &str, spec: TaskSpec) -> Result<NewTask> {
+        let key = TaskKey::new(key)?;
+        let limit = self.max_payload_bytes;
+        let size = payload_size(&spec.payload);
+        if size > limit {
+            return Err(Error::PayloadTooLarge { size, limit });
+        }
+        let max_attempts = spec.max_attempts.unwrap_or(self.defaults.max_attempts);
+        if max_attempts == 0 {
+            return Err(Error::invalid("max_attempts", "max_attempts must be at least 1"));
+        }
+        if spec.tags.len() > Tag::MAX_PER_TASK {
+            return Err(Error::invalid(
+                "tags",
+                format!("{} tags is over the limit of {}", spec.tags.len(), Tag::MAX_PER_TASK),
+            ));
+        }
+        let mut tags = spec.tags.into_iter().map(Tag::new).collect::<Result<Vec<_>>>()?;
+        tags.sort();
+        tags.dedup();
+        let repeat = spec.repeat.or_else(|| self.defaults.repeat.clone());
+        // "Now" with a repeat means its first occurrence.
+        let due_at = match (spec.when, &repeat) {
+            (When::Now, Some(repeat)) => repeat.first_at(self.now).ok_or_else(|| {
+                Error::invalid("repeat.cron", "has no occurrence left before the end of time (9999-12-30)")
+            })?,
+            (when, _) => when.resolve(self.now),
+        };
+        // An `until` before the first occurrence would leave a task that never fires.
+        if let Some(until) = repeat.as_ref().and_then(Repeat::until_limit)
+            && due_at > until
+        {
+            return Err(Error::invalid(
+                "repeat.until",
+                format!("{until} is before the first occurrence, due at {due_at}: the task would never fire"),
+            ));
+        }
+        let mut task = NewTask::new(self.queue.clone(), key, due_at);
+        task.payload = spec.payload;
+        task.max_attempts = max_attempts;
+        task.backoff = spec.backoff.unwrap_or(self.defaults.backoff);
+        task.repeat = repeat;
+        task.tags = tags;
+        task.if_exists = spec.if_exists;
+        Ok(task)
     }
 }
 

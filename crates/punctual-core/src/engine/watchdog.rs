@@ -85,7 +85,7 @@ impl<S: Store> Engine<S> {
     /// One check of every loop.
     async fn watchdog_pass(&self, config: WatchdogConfig, state: &mut PassState) {
         let now = self.now();
-        state.reaper_late = self.check_reaper(now, config.stall_after, state.reaper_late);
+        state.reaper_late = self.check_reaper(now, config, state.reaper_late);
         let last_fired = &mut state.last_fired;
         let mut seen = HashMap::new();
         let consumed: Vec<(QueueName, Arc<QueueState>)> = {
@@ -127,15 +127,17 @@ impl<S: Store> Engine<S> {
         *last_fired = seen;
     }
 
-    /// Restarts the reaper if it ended or is still late with the wake time it was late
-    /// with at the previous pass (`was_late`); the wake time it is late with now.
-    fn check_reaper(&self, now: Timestamp, stall_after: Duration, was_late: Option<Timestamp>) -> Option<Timestamp> {
+    /// Restarts the reaper if it ended or is still late (by `config.stall_after` or
+    /// more) with the wake time it was late with at the previous pass (`was_late`); the
+    /// wake time it is late with now.
+    fn check_reaper(&self, now: Timestamp, config: WatchdogConfig, was_late: Option<Timestamp>) -> Option<Timestamp> {
         if self.is_stopping() {
             return None;
         }
         let mut reaper = self.inner.reaper.lock().expect("reaper lock poisoned");
         let ended = reaper.as_ref().is_some_and(|handle| handle.is_finished());
-        let late_with = self.inner.reaper_wake.get().filter(|at| *at < now && now.saturating_since(*at) >= stall_after);
+        let late_with =
+            self.inner.reaper_wake.get().filter(|at| *at < now && now.saturating_since(*at) >= config.stall_after);
         let late = late_with.is_some() && late_with == was_late;
         if !(ended || late) {
             return late_with;

@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::cron::CronRule;
 use crate::error::{Error, Result};
+use crate::model::TaskMeta;
 use crate::time::{Timestamp, serde_duration};
 
 /// When a task fires again after a successful occurrence.
@@ -87,10 +88,11 @@ impl Repeat {
         }
     }
 
-    /// The next occurrence after occurrence number `done` (1-based) succeeded at
-    /// `now`, for a task whose first occurrence was due at `anchor`; `None` when the
-    /// repeat is exhausted.
-    pub fn next_after(&self, done: u32, anchor: Timestamp, now: Timestamp) -> Option<Timestamp> {
+    /// The next occurrence after the task's current one succeeded at `now`: `meta`
+    /// tells which that was (`occurrence`, 1-based) and when the first was due
+    /// (`anchor`); `None` when the repeat is exhausted.
+    pub fn next_after(&self, meta: &TaskMeta, now: Timestamp) -> Option<Timestamp> {
+        let TaskMeta { occurrence: done, anchor, .. } = *meta;
         if self.times.is_some_and(|limit| done >= limit) {
             return None;
         }
@@ -199,27 +201,45 @@ mod tests {
         Timestamp::parse(text).unwrap()
     }
 
+    /// A task's bookkeeping after its occurrence `done` succeeded, the first due at
+    /// `anchor`.
+    fn occurrence(done: u32, anchor: Timestamp) -> TaskMeta {
+        TaskMeta { occurrence: done, anchor, ..TaskMeta::default() }
+    }
+
     #[test]
     fn every_is_fixed_rate_and_skips_missed_occurrences() {
         let r = Repeat::every(Duration::from_secs(10)).unwrap();
         let anchor = Timestamp::from_millis(100_000);
         // Done promptly: the next slot.
-        assert_eq!(r.next_after(1, anchor, Timestamp::from_millis(100_050)), Some(Timestamp::from_millis(110_000)));
+        assert_eq!(
+            r.next_after(&occurrence(1, anchor), Timestamp::from_millis(100_050)),
+            Some(Timestamp::from_millis(110_000))
+        );
         // Handler took 35 s: slots at 110 s, 120 s, 130 s are skipped, not caught up.
-        assert_eq!(r.next_after(1, anchor, Timestamp::from_millis(135_000)), Some(Timestamp::from_millis(140_000)));
+        assert_eq!(
+            r.next_after(&occurrence(1, anchor), Timestamp::from_millis(135_000)),
+            Some(Timestamp::from_millis(140_000))
+        );
         // Exactly on a slot: strictly after now.
-        assert_eq!(r.next_after(2, anchor, Timestamp::from_millis(120_000)), Some(Timestamp::from_millis(130_000)));
+        assert_eq!(
+            r.next_after(&occurrence(2, anchor), Timestamp::from_millis(120_000)),
+            Some(Timestamp::from_millis(130_000))
+        );
     }
 
     #[test]
     fn times_counts_occurrences_in_all_and_until_bounds_them() {
         let r = Repeat::every(Duration::from_secs(10)).unwrap().times(3).unwrap();
         let anchor = Timestamp::from_millis(0);
-        assert!(r.next_after(2, anchor, Timestamp::from_millis(10_001)).is_some());
-        assert_eq!(r.next_after(3, anchor, Timestamp::from_millis(20_001)), None);
+        assert!(r.next_after(&occurrence(2, anchor), Timestamp::from_millis(10_001)).is_some());
+        assert_eq!(r.next_after(&occurrence(3, anchor), Timestamp::from_millis(20_001)), None);
         let r = Repeat::every(Duration::from_secs(10)).unwrap().until(Timestamp::from_millis(20_000));
-        assert_eq!(r.next_after(1, anchor, Timestamp::from_millis(10_001)), Some(Timestamp::from_millis(20_000)));
-        assert_eq!(r.next_after(2, anchor, Timestamp::from_millis(20_001)), None);
+        assert_eq!(
+            r.next_after(&occurrence(1, anchor), Timestamp::from_millis(10_001)),
+            Some(Timestamp::from_millis(20_000))
+        );
+        assert_eq!(r.next_after(&occurrence(2, anchor), Timestamp::from_millis(20_001)), None);
         assert_eq!(Repeat::every(Duration::ZERO).unwrap_err().field(), Some("repeat.every"));
     }
 
@@ -228,10 +248,10 @@ mod tests {
         let r = Repeat::cron("0 9 * * MON-FRI", "Asia/Shanghai").unwrap();
         // Friday 2026-11-27 09:00 +08:00 fired; next is Monday 2026-11-30 09:00 +08:00.
         let friday = at("2026-11-27T01:00:00.020Z");
-        assert_eq!(r.next_after(1, friday, friday), Some(at("2026-11-30T01:00:00Z")));
+        assert_eq!(r.next_after(&occurrence(1, friday), friday), Some(at("2026-11-30T01:00:00Z")));
         // Numeric weekdays follow Vixie cron: 1-5 is Monday to Friday.
         let numeric = Repeat::cron("0 9 * * 1-5", "Asia/Shanghai").unwrap();
-        assert_eq!(numeric.next_after(1, friday, friday), Some(at("2026-11-30T01:00:00Z")));
+        assert_eq!(numeric.next_after(&occurrence(1, friday), friday), Some(at("2026-11-30T01:00:00Z")));
         assert_eq!(r.first_at(at("2026-11-29T12:00:00Z")), Some(at("2026-11-30T01:00:00Z")));
     }
 
@@ -240,16 +260,16 @@ mod tests {
         // New York springs forward on 2026-03-08: 02:30 local does not exist that day.
         let r = Repeat::cron("30 2 * * *", "America/New_York").unwrap();
         let before = at("2026-03-07T07:30:00Z"); // 02:30 EST on the 7th
-        let next = r.next_after(1, before, before).unwrap();
+        let next = r.next_after(&occurrence(1, before), before).unwrap();
         // Fires once that day, at the first valid time after the gap (03:00 EDT).
         assert_eq!(next, at("2026-03-08T07:00:00Z"));
-        let after = r.next_after(2, before, next).unwrap();
+        let after = r.next_after(&occurrence(2, before), next).unwrap();
         assert_eq!(after, at("2026-03-09T06:30:00Z")); // 02:30 EDT
         // Falls back on 2026-11-01: 01:30 local happens twice, fires once.
         let r = Repeat::cron("30 1 * * *", "America/New_York").unwrap();
-        let first = r.next_after(1, before, at("2026-11-01T04:00:00Z")).unwrap();
+        let first = r.next_after(&occurrence(1, before), at("2026-11-01T04:00:00Z")).unwrap();
         assert_eq!(first, at("2026-11-01T05:30:00Z")); // 01:30 EDT
-        let second = r.next_after(2, before, first).unwrap();
+        let second = r.next_after(&occurrence(2, before), first).unwrap();
         assert_eq!(second, at("2026-11-02T06:30:00Z")); // next day 01:30 EST
     }
 
@@ -280,11 +300,17 @@ mod tests {
         // fired again and again forever.
         let r = Repeat::every(Duration::from_secs(1)).unwrap();
         let anchor = Timestamp::from_millis(Timestamp::MAX.as_millis() - 1_500);
-        assert_eq!(r.next_after(1, anchor, anchor), Some(Timestamp::from_millis(anchor.as_millis() + 1_000)));
-        assert_eq!(r.next_after(2, anchor, Timestamp::MAX), None);
-        assert_eq!(r.next_after(2, anchor, Timestamp::from_millis(Timestamp::MAX.as_millis() - 400)), None);
+        assert_eq!(
+            r.next_after(&occurrence(1, anchor), anchor),
+            Some(Timestamp::from_millis(anchor.as_millis() + 1_000))
+        );
+        assert_eq!(r.next_after(&occurrence(2, anchor), Timestamp::MAX), None);
+        assert_eq!(
+            r.next_after(&occurrence(2, anchor), Timestamp::from_millis(Timestamp::MAX.as_millis() - 400)),
+            None
+        );
         let yearly = Repeat::every(Duration::from_secs(366 * 86_400)).unwrap();
-        assert_eq!(yearly.next_after(1, anchor, anchor), None);
+        assert_eq!(yearly.next_after(&occurrence(1, anchor), anchor), None);
     }
 
     fn any_time() -> impl Strategy<Value = Timestamp> {
@@ -333,7 +359,7 @@ mod tests {
             let step = i128::try_from(step.as_millis()).unwrap();
             let now = Timestamp::from_millis(anchor.as_millis().saturating_add(now_from_anchor));
             let (anchor_ms, now_ms) = (i128::from(anchor.as_millis()), i128::from(now.as_millis()));
-            let next = repeat.next_after(done, anchor, now);
+            let next = repeat.next_after(&occurrence(done, anchor), now);
             if repeat.times_limit().is_some_and(|limit| done >= limit) {
                 prop_assert_eq!(next, None, "times exhausted");
                 return Ok(());
@@ -366,10 +392,16 @@ mod tests {
         // `Timestamp` accepted; and the crate we used searched up to the year 5000
         // only. Now occurrences run to the end of time, and past it there are none.
         let r = Repeat::cron("* * * * *", "America/New_York").unwrap();
-        assert_eq!(r.next_after(1, Timestamp::EPOCH, Timestamp::from_millis(i64::MAX)), None);
-        assert_eq!(r.next_after(1, Timestamp::EPOCH, at("5000-06-01T00:00:00Z")), Some(at("5000-06-01T00:01:00Z")));
-        assert_eq!(r.next_after(1, Timestamp::EPOCH, at("9999-12-30T21:59:00Z")), Some(at("9999-12-30T22:00:00Z")));
-        assert_eq!(r.next_after(1, Timestamp::EPOCH, at("9999-12-30T22:00:00Z")), None);
+        assert_eq!(r.next_after(&occurrence(1, Timestamp::EPOCH), Timestamp::from_millis(i64::MAX)), None);
+        assert_eq!(
+            r.next_after(&occurrence(1, Timestamp::EPOCH), at("5000-06-01T00:00:00Z")),
+            Some(at("5000-06-01T00:01:00Z"))
+        );
+        assert_eq!(
+            r.next_after(&occurrence(1, Timestamp::EPOCH), at("9999-12-30T21:59:00Z")),
+            Some(at("9999-12-30T22:00:00Z"))
+        );
+        assert_eq!(r.next_after(&occurrence(1, Timestamp::EPOCH), at("9999-12-30T22:00:00Z")), None);
     }
 
     /// A 5-field expression of a simple shape, with a matcher written independently
@@ -549,7 +581,7 @@ mod tests {
             } else {
                 rule_next.filter(|next| until.is_none_or(|until| *next <= until))
             };
-            prop_assert_eq!(repeat.next_after(done, Timestamp::EPOCH, now), expected);
+            prop_assert_eq!(repeat.next_after(&occurrence(done, Timestamp::EPOCH), now), expected);
         }
     }
 }

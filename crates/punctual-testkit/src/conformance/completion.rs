@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use punctual_core::store::{CompleteRequest, Completion};
+use punctual_core::store::{CompleteRequest, Completion, RetryDeadRequest};
 use punctual_core::{Backoff, Clock, Error, ListOptions, Outcome, Store, TaskSpec, TaskState, Timestamp};
 
 use super::support::*;
@@ -108,7 +108,7 @@ pub async fn engine_retries_with_backoff_then_the_task_dies<S: Store>(store: S) 
 
     let first = engine_lease_one(&engine, "orders", secs(30)).await;
     assert_eq!(first.attempt, 1);
-    engine.complete(&first.token, &first.task, Outcome::retry("boom 1")).await.expect("complete");
+    engine.complete(&first, Outcome::retry("boom 1")).await.expect("complete");
     let task = stored(engine.store(), "orders", "order-1").await;
     let (earliest, latest) = backoff_bounds(&backoff, 1, T0);
     assert_eq!((task.state, task.attempts), (TaskState::Scheduled, 1));
@@ -196,13 +196,18 @@ pub async fn dead_tasks_are_listed_and_can_be_retried<S: Store>(store: S) {
     assert_eq!(dead.iter().map(name_of).collect::<Vec<_>>(), ["orders/dead"]);
 
     let before = contents(&store, &["orders"]).await;
-    let retried = store.retry_dead(&queue("orders"), &key("alive"), at_secs(60)).await.expect("retry_dead");
+    let retried =
+        store.retry_dead(RetryDeadRequest::new(queue("orders"), key("alive"), at_secs(60))).await.expect("retry_dead");
     assert_eq!(retried, None, "'alive' is not dead");
-    let missing = store.retry_dead(&queue("orders"), &key("missing"), at_secs(60)).await.expect("retry_dead");
+    let missing = store
+        .retry_dead(RetryDeadRequest::new(queue("orders"), key("missing"), at_secs(60)))
+        .await
+        .expect("retry_dead");
     assert_eq!(missing, None);
     assert_eq!(contents(&store, &["orders"]).await, before, "retry_dead of a task that is not dead changed the store");
 
-    let retried = store.retry_dead(&queue("orders"), &key("dead"), at_secs(60)).await.expect("retry_dead");
+    let retried =
+        store.retry_dead(RetryDeadRequest::new(queue("orders"), key("dead"), at_secs(60))).await.expect("retry_dead");
     let retried = retried.expect("a dead task is retried");
     assert_eq!(retried.state, TaskState::Scheduled);
     assert_eq!((retried.due_at, retried.attempts), (at_secs(60), 0), "due now, attempts reset");

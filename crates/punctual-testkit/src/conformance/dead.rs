@@ -10,13 +10,13 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use punctual_core::store::{Completion, DeadSelection, RetryDeadRequest, SweepRequest, Swept};
+use punctual_core::store::{Completion, DeadSelection, RetryDeadBatchRequest, RetryDeadRequest, SweepRequest, Swept};
 use punctual_core::{Engine, EngineConfig, Error, LeaseOptions, ManualClock, Store, TaskSpec, TaskState, Timestamp};
 
 use super::support::*;
 
 /// Follows a bulk retry's cursor from its first batch; the batches' counts.
-async fn walk<S: Store>(store: &S, first: RetryDeadRequest) -> Vec<u64> {
+async fn walk<S: Store>(store: &S, first: RetryDeadBatchRequest) -> Vec<u64> {
     let mut counts = Vec::new();
     let mut request = first;
     for _ in 0..1000 {
@@ -30,8 +30,8 @@ async fn walk<S: Store>(store: &S, first: RetryDeadRequest) -> Vec<u64> {
     panic!("the bulk retry did not end after 1,000 batches");
 }
 
-fn retry_request(queue_name: &str, selection: DeadSelection, limit: u32, now: Timestamp) -> RetryDeadRequest {
-    RetryDeadRequest::new(queue(queue_name), selection, limit, now)
+fn retry_request(queue_name: &str, selection: DeadSelection, limit: u32, now: Timestamp) -> RetryDeadBatchRequest {
+    RetryDeadBatchRequest::new(queue(queue_name), selection, limit, now)
 }
 
 fn keys_in(tasks: &[punctual_core::Task]) -> BTreeSet<String> {
@@ -221,7 +221,11 @@ pub async fn sweep_dead_deletes_what_died_by_the_time_those_first<S: Store>(stor
     assert_eq!(keys_in(&tagged), ["leased"].map(String::from).into(), "the swept task's tags went with it");
 
     // Retried and dead again at 50 s: it died at 50 s now.
-    store.retry_dead(&queue("orders"), &key("died-30"), at_secs(40)).await.expect("retry_dead").expect("dead");
+    store
+        .retry_dead(RetryDeadRequest::new(queue("orders"), key("died-30"), at_secs(40)))
+        .await
+        .expect("retry_dead")
+        .expect("dead");
     kill_due(&store, "orders", at_secs(50)).await;
     assert_eq!(sweep(&store, "orders", at_secs(45), 10).await, Swept::new(0, Some(at_secs(50))));
     assert_eq!(sweep(&store, "orders", at_secs(50), 10).await, Swept::new(1, None), "none left");

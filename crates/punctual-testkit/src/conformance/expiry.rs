@@ -4,7 +4,7 @@
 //! nothing (guarantee 3). Also the ways a lease ends without an ack: `reap`, `extend`,
 //! `release`.
 
-use punctual_core::store::{Completion, Reaped};
+use punctual_core::store::{Completion, ExtendRequest, Reaped};
 use punctual_core::{LeaseToken, Store, TaskState};
 
 use super::support::*;
@@ -26,7 +26,7 @@ async fn assert_token_refused<S: Store>(store: &S, token: &LeaseToken, now: punc
         let tried = format!("{what}: complete {completion:?}");
         assert_lease_lost(complete(store, token, completion, now).await, &tried);
     }
-    assert_lease_lost(store.extend(token, secs(30), now).await, &format!("{what}: extend"));
+    assert_lease_lost(store.extend(ExtendRequest::new(token.clone(), secs(30), now)).await, &format!("{what}: extend"));
     assert_lease_lost(store.release(token, now).await, &format!("{what}: release"));
 }
 
@@ -206,7 +206,10 @@ pub async fn reap_takes_the_earliest_expiries_first_and_reports_the_next<S: Stor
 pub async fn extend_moves_the_expiry_and_the_task_is_not_reaped_before_it<S: Store>(store: S) {
     create(&store, new_task("orders", "order-1", T0), T0).await;
     let held = lease_one(&store, "orders", secs(10), T0).await;
-    let expiry = store.extend(&held.token, secs(10), at_secs(5)).await.expect("extend of a live lease");
+    let expiry = store
+        .extend(ExtendRequest::new(held.token.clone(), secs(10), at_secs(5)))
+        .await
+        .expect("extend of a live lease");
     assert_eq!(expiry, at_secs(15));
     assert_eq!(stored(&store, "orders", "order-1").await.lease_expires_at, Some(at_secs(15)));
 

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use punctual_core::store::{Completion, QueueStats};
+use punctual_core::store::{Completion, ExtendRequest, QueueStats};
 use punctual_core::{Error, Repeat, Store, TaskState, Timestamp};
 
 use super::support::*;
@@ -45,7 +45,10 @@ pub async fn cancel_of_a_leased_task_refuses_its_ack_and_stops_retries_and_repea
         let retry = Completion::Retry { at: now, error: "boom".into() };
         assert_lease_lost(complete(&store, &lease.token, retry, now).await, &format!("retry of cancelled {name}"));
         assert_lease_lost(complete(&store, &lease.token, Completion::Done, now).await, &format!("ack of {name}"));
-        assert_lease_lost(store.extend(&lease.token, secs(30), now).await, &format!("extend of cancelled {name}"));
+        assert_lease_lost(
+            store.extend(ExtendRequest::new(lease.token.clone(), secs(30), now)).await,
+            &format!("extend of cancelled {name}"),
+        );
         assert_lease_lost(store.release(&lease.token, now).await, &format!("release of cancelled {name}"));
     }
     assert!(list_all(&store, "orders", None).await.is_empty(), "a cancelled task came back");

@@ -2,7 +2,7 @@
 //! (a new version, identity kept), keep (untouched) and error (that item refused
 //! alone) — including a replace that races a live lease (guarantee 5).
 
-use punctual_core::store::Completion;
+use punctual_core::store::{Completion, ExtendRequest};
 use punctual_core::{Backoff, Error, IfExists, Repeat, ScheduleOutcome, Store, TaskState};
 use serde_json::json;
 
@@ -220,7 +220,10 @@ pub async fn replace_while_leased_keeps_the_new_version<S: Store>(store: S) {
     assert_lease_lost(complete(&store, &old.token, retry, now).await, "Retry on the replaced version");
     let dead = Completion::Dead { error: "old".into() };
     assert_lease_lost(complete(&store, &old.token, dead, now).await, "Dead on the replaced version");
-    assert_lease_lost(store.extend(&old.token, secs(30), now).await, "extend of the replaced version");
+    assert_lease_lost(
+        store.extend(ExtendRequest::new(old.token.clone(), secs(30), now)).await,
+        "extend of the replaced version",
+    );
     assert_lease_lost(store.release(&old.token, now).await, "release of the replaced version");
     assert_eq!(stored(&store, "orders", "order-1").await, replaced.task, "the old lease changed the new version");
 

@@ -10,7 +10,8 @@ use std::mem::discriminant;
 use std::time::Duration;
 
 use punctual_core::store::{
-    CompleteRequest, Completion, DeadSelection, LeaseRequest, RetryDeadRequest, ScheduleOutcome, SweepRequest,
+    CompleteRequest, Completion, DeadSelection, ExtendRequest, LeaseRequest, RetryDeadBatchRequest, RetryDeadRequest,
+    ScheduleOutcome, SweepRequest,
 };
 use punctual_core::transitions::{self, completion_for};
 use punctual_core::{
@@ -108,8 +109,9 @@ impl<'s, S: Store> Twin<'s, S> {
             Op::Reap { limit } => self.reap(*limit).await,
             Op::RetryDead(pick) => {
                 let (queue, key) = self.pick_task(pick);
-                let real = self.real.retry_dead(&queue, &key, self.now).await;
-                let reference = self.reference.retry_dead(&queue, &key, self.now).await;
+                let request = RetryDeadRequest::new(queue.clone(), key.clone(), self.now);
+                let real = self.real.retry_dead(request.clone()).await;
+                let reference = self.reference.retry_dead(request).await;
                 self.same_tasks(format!("retry_dead {queue}/{key}"), real, reference)
             }
             Op::DeleteDead(pick) => {
@@ -418,8 +420,8 @@ impl<'s, S: Store> Twin<'s, S> {
 
     async fn extend(&mut self, pick: &TokenPick, lease_for: Duration) -> Result<(), String> {
         let Some((reference_token, real_token)) = self.pick_token(pick) else { return Ok(()) };
-        let real = self.real.extend(&real_token, lease_for, self.now).await;
-        let reference = self.reference.extend(&reference_token, lease_for, self.now).await;
+        let real = self.real.extend(ExtendRequest::new(real_token.clone(), lease_for, self.now)).await;
+        let reference = self.reference.extend(ExtendRequest::new(reference_token, lease_for, self.now)).await;
         if reference.is_ok() {
             self.extended.insert((real_token.queue.clone(), real_token.key.clone()));
         }
@@ -517,7 +519,7 @@ async fn bulk_retry(
 ) -> Result<u64, String> {
     let mut retried = 0;
     for selection in walks {
-        let mut request = RetryDeadRequest::new(queue.clone(), selection.clone(), limit, now);
+        let mut request = RetryDeadBatchRequest::new(queue.clone(), selection.clone(), limit, now);
         for batch_number in 1.. {
             if batch_number > MAX_PAGES * 4 {
                 return Err(format!("the bulk retry did not end after {} batches", MAX_PAGES * 4));
