@@ -43,8 +43,12 @@ use writer::Durability;
 
 /// SQLite page cache per connection, in KiB.
 pub const CACHE_KIB: i64 = 8 * 1024;
-/// The most reader connections kept open.
-const MAX_IDLE_READERS: usize = 4;
+/// The most reads running at once, each on a reader connection of its own; every
+/// reader is kept open for the next read. More reads wait for one to come free, never
+/// opening another: opening a connection reads the schema, and under a burst of acks
+/// (each reading its task) opening and closing readers was the embedded store's
+/// costliest work over HTTP.
+const MAX_READERS: usize = 8;
 /// The database file inside the store's directory.
 pub const DB_FILE: &str = "punctual.db";
 
@@ -60,6 +64,8 @@ struct Shared {
     writer: Mutex<Option<std::sync::mpsc::Sender<writer::Message>>>,
     writer_thread: Mutex<Option<JoinHandle<()>>>,
     readers: Mutex<Vec<Connection>>,
+    /// One permit per reader connection (at most [`MAX_READERS`]).
+    reading: Arc<tokio::sync::Semaphore>,
     /// Fences handed out by this open are at least this (the epoch, shifted).
     fence_floor: i64,
     /// The store's identity, stamped on every task read.
@@ -103,6 +109,7 @@ impl SqliteStore {
                 writer: Mutex::new(Some(sender)),
                 writer_thread: Mutex::new(Some(handle)),
                 readers: Mutex::new(Vec::new()),
+                reading: Arc::new(tokio::sync::Semaphore::new(MAX_READERS)),
                 fence_floor,
                 id,
                 _lock: lock,
@@ -155,18 +162,20 @@ impl SqliteStore {
         if self.shared.writer.lock().expect("writer lock poisoned").is_none() {
             return Err(writer::closed());
         }
+        // The permit moves into the blocking task: it is held for as long as the
+        // connection is in use, even if the caller stops waiting.
+        let permit = Arc::clone(&self.shared.reading).acquire_owned().await.map_err(|_| writer::closed())?;
         let shared = Arc::clone(&self.shared);
         tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            // With a permit, a reader is pooled unless fewer than MAX_READERS were opened.
             let pooled = shared.readers.lock().expect("readers lock poisoned").pop();
             let conn = match pooled {
                 Some(conn) => conn,
                 None => open_reader(&shared.path)?,
             };
             let result = work(&conn);
-            let mut readers = shared.readers.lock().expect("readers lock poisoned");
-            if readers.len() < MAX_IDLE_READERS {
-                readers.push(conn);
-            }
+            shared.readers.lock().expect("readers lock poisoned").push(conn);
             result
         })
         .await
