@@ -34,3 +34,22 @@ pub fn is_api_time(text: &str) -> bool {
             _ => c.is_ascii_digit(),
         })
 }
+
+/// Asserts `task` has exactly API.md's fields ([`TASK_FIELDS`]), reading each of its
+/// times with `read_time`, which asserts the time's form (each test kit reads the wire
+/// its own way).
+#[track_caller]
+pub fn assert_task_shape<T>(task: &serde_json::Value, read_time: impl Fn(&serde_json::Value) -> T) {
+    let object = task.as_object().unwrap_or_else(|| panic!("a task must be a JSON object, got {task}"));
+    let mut got: Vec<&str> = object.keys().map(String::as_str).collect();
+    got.sort_unstable();
+    let mut want = TASK_FIELDS.to_vec();
+    want.sort_unstable();
+    assert_eq!(got, want, "the task object's fields differ from API.md: {task}");
+    for field in ["due_at", "created_at", "updated_at"] {
+        read_time(&task[field]);
+    }
+    if !task["lease_expires_at"].is_null() {
+        read_time(&task["lease_expires_at"]);
+    }
+}

@@ -367,24 +367,11 @@ pub fn parse_duration(value: &Value) -> u64 {
     total
 }
 
-pub use punctual_testkit::api::TASK_FIELDS;
-
 /// Asserts a task object has exactly API.md's fields and its times are of API.md's
 /// form.
 #[track_caller]
 pub fn assert_task_shape(task: &Value) {
-    let object = task.as_object().unwrap_or_else(|| panic!("a task must be a JSON object, got {task}"));
-    let mut got: Vec<&str> = object.keys().map(String::as_str).collect();
-    got.sort_unstable();
-    let mut want = TASK_FIELDS.to_vec();
-    want.sort_unstable();
-    assert_eq!(got, want, "the task object's fields differ from API.md: {task}");
-    for field in ["due_at", "created_at", "updated_at"] {
-        parse_time(&task[field]);
-    }
-    if !task["lease_expires_at"].is_null() {
-        parse_time(&task["lease_expires_at"]);
-    }
+    punctual_testkit::api::assert_task_shape(task, parse_time);
 }
 
 /// Asserts `|actual - expected| <= tolerance` for two epoch-millisecond times.

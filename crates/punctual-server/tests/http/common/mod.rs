@@ -188,8 +188,6 @@ pub fn enc(segment: &str) -> String {
     out
 }
 
-pub use punctual_testkit::api::TASK_FIELDS;
-
 /// Reads a time of a response, asserting API.md's form: RFC 3339 UTC with exactly three
 /// fractional digits and `Z` (`2026-11-30T12:00:00.000Z`).
 #[track_caller]
@@ -203,18 +201,7 @@ pub fn time(value: &Value) -> Timestamp {
 /// Asserts a task object has exactly API.md's fields and its times are of API.md's form.
 #[track_caller]
 pub fn assert_task_shape(task: &Value) {
-    let object = task.as_object().unwrap_or_else(|| panic!("a task must be a JSON object, got {task}"));
-    let mut got: Vec<&str> = object.keys().map(String::as_str).collect();
-    got.sort_unstable();
-    let mut want = TASK_FIELDS.to_vec();
-    want.sort_unstable();
-    assert_eq!(got, want, "the task object's fields differ from API.md: {task}");
-    for field in ["due_at", "created_at", "updated_at"] {
-        time(&task[field]);
-    }
-    if !task["lease_expires_at"].is_null() {
-        time(&task["lease_expires_at"]);
-    }
+    punctual_testkit::api::assert_task_shape(task, time);
 }
 
 /// Lease ids that differ from a real `id` by one changed character (first, middle,
