@@ -107,6 +107,7 @@ pub enum Restarted {
 pub enum StoreOp {
     Schedule,
     Get,
+    GetMany,
     Cancel,
     CancelTag,
     List,
@@ -127,9 +128,10 @@ pub enum StoreOp {
 
 impl StoreOp {
     /// Every operation, in declaration order (`op as usize` is its index).
-    pub const ALL: [StoreOp; 18] = [
+    pub const ALL: [StoreOp; 19] = [
         StoreOp::Schedule,
         StoreOp::Get,
+        StoreOp::GetMany,
         StoreOp::Cancel,
         StoreOp::CancelTag,
         StoreOp::List,
@@ -153,6 +155,7 @@ impl StoreOp {
         match self {
             StoreOp::Schedule => "schedule",
             StoreOp::Get => "get",
+            StoreOp::GetMany => "get_many",
             StoreOp::Cancel => "cancel",
             StoreOp::CancelTag => "cancel_tag",
             StoreOp::List => "list",

@@ -482,6 +482,13 @@ pub trait Store: Send + Sync + 'static {
     /// The task in any state, or `None`.
     fn get(&self, queue: &QueueName, key: &TaskKey) -> impl Future<Output = Result<Option<Task>>> + Send;
 
+    /// The task of each `(queue, key)`, in order, each in any state or `None`, as
+    /// [`Store::get`] would read it. A store whose reads cost a hand-off each reads
+    /// them all in one; the default reads them concurrently.
+    fn get_many(&self, keys: Vec<(QueueName, TaskKey)>) -> impl Future<Output = Result<Vec<Option<Task>>>> + Send {
+        async move { futures_util::future::try_join_all(keys.iter().map(|(queue, key)| self.get(queue, key))).await }
+    }
+
     /// Deletes the task in any state. A leased task is thereby cancelled for good: its
     /// lease can no longer complete, so it neither retries nor repeats. `false` when
     /// there was no such task.

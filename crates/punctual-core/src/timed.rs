@@ -54,6 +54,9 @@ impl<S: Store> Store for Timed<S> {
     async fn get(&self, queue: &QueueName, key: &TaskKey) -> Result<Option<Task>> {
         self.call(StoreOp::Get, self.store.get(queue, key)).await
     }
+    async fn get_many(&self, keys: Vec<(QueueName, TaskKey)>) -> Result<Vec<Option<Task>>> {
+        self.call(StoreOp::GetMany, self.store.get_many(keys)).await
+    }
     async fn cancel(&self, queue: &QueueName, key: &TaskKey) -> Result<bool> {
         self.call(StoreOp::Cancel, self.store.cancel(queue, key)).await
     }

@@ -111,7 +111,8 @@ macro_rules! store_conformance {
             times_fires_exactly_n_times_then_the_task_is_gone,
             until_ends_the_repeat_after_its_last_instant,
             cron_is_re_armed_with_the_ack_across_a_daylight_saving_change,
-            // cancel, list, stats, secret, close
+            // get, cancel, list, stats, secret, close
+            get_many_reads_each_key_as_get_does,
             cancel_removes_a_scheduled_task_so_it_never_fires,
             cancel_of_a_leased_task_refuses_its_ack_and_stops_retries_and_repeats,
             cancel_tag_removes_only_that_queues_tasks_with_the_tag,

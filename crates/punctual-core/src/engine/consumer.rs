@@ -155,12 +155,10 @@ impl<S: Store> Engine<S> {
         let mut requests = Vec::with_capacity(acks.len());
         let mut offers = Vec::with_capacity(acks.len());
         let mut finished = Vec::with_capacity(acks.len());
-        // Every task is read at once (one pipelined round trip on a remote store), since
-        // the completion of each depends on its policies as stored.
-        let tasks = futures_util::future::try_join_all(
-            acks.iter().map(|(token, _)| self.inner.store.get(&token.queue, &token.key)),
-        )
-        .await?;
+        // Every task is read in one call (one pipelined round trip on a remote store),
+        // since the completion of each depends on its policies as stored.
+        let keys = acks.iter().map(|(token, _)| (token.queue.clone(), token.key.clone())).collect();
+        let tasks = self.inner.store.get_many(keys).await?;
         let now = self.now();
         for ((token, outcome), task) in acks.into_iter().zip(tasks) {
             match task {

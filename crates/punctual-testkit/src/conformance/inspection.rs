@@ -1,5 +1,6 @@
-//! Cancelling (one task, or every task of a queue carrying a tag), listing in due order
-//! with cursors, per-queue counts, the store's secret, and closing the store.
+//! Reading many tasks at once, cancelling (one task, or every task of a queue carrying
+//! a tag), listing in due order with cursors, per-queue counts, the store's secret, and
+//! closing the store.
 
 use std::collections::BTreeSet;
 
@@ -7,6 +8,33 @@ use punctual_core::store::{Completion, ExtendRequest, QueueStats};
 use punctual_core::{Error, Repeat, Store, TaskState, Timestamp};
 
 use super::support::*;
+
+/// The `get_many` contract: each `(queue, key)` read as `get` reads it, in the order
+/// asked, in every state, `None` for a key or a queue that holds no such task, and the
+/// same key twice answered twice.
+pub async fn get_many_reads_each_key_as_get_does<S: Store>(store: S) {
+    create(&store, new_task("orders", "waiting", at_secs(10)), T0).await;
+    create(&store, new_task("orders", "leased", T0), T0).await;
+    create(&store, new_task("mail", "waiting", at_secs(20)), T0).await;
+    let leased = lease_one(&store, "orders", secs(30), T0).await;
+    assert_eq!(leased.token.key.as_str(), "leased");
+    let asked = [
+        ("orders", "leased"),
+        ("mail", "waiting"),
+        ("orders", "missing"),
+        ("nowhere", "waiting"),
+        ("orders", "waiting"),
+        ("orders", "leased"),
+    ];
+    let many = store.get_many(asked.iter().map(|(q, k)| (queue(q), key(k))).collect()).await.expect("get_many");
+    assert_eq!(many.len(), asked.len(), "one answer per key asked");
+    for ((queue_name, key_name), task) in asked.iter().zip(&many) {
+        assert_eq!(task, &get(&store, queue_name, key_name).await, "get_many of {queue_name}/{key_name}");
+    }
+    assert_eq!(many[0].as_ref().map(|t| t.state), Some(TaskState::Leased));
+    assert!(many[2].is_none() && many[3].is_none(), "a missing key or queue read as a task");
+    assert!(store.get_many(Vec::new()).await.expect("get_many of nothing").is_empty());
+}
 
 /// Guarantee 4 (a cancelled scheduled task never fires) and the `cancel` contract:
 /// `true` and gone; `false` when there is no such task; other tasks untouched.
