@@ -49,6 +49,10 @@ pub const CACHE_KIB: i64 = 8 * 1024;
 /// (each reading its task) opening and closing readers was the embedded store's
 /// costliest work over HTTP.
 const MAX_READERS: usize = 8;
+/// Prepared statements kept per connection: more than the store has (rusqlite keeps
+/// 16 by default, fewer than the store's statements, so a busy mix of calls would
+/// parse its SQL again and again).
+const STATEMENT_CACHE: usize = 64;
 /// The database file inside the store's directory.
 pub const DB_FILE: &str = "punctual.db";
 
@@ -185,6 +189,7 @@ impl SqliteStore {
 
 fn configure(conn: &Connection) -> Result<()> {
     conn.busy_timeout(Duration::from_secs(5)).map_err(map_err)?;
+    conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
     conn.execute_batch(&format!(
         "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA cache_size = -{CACHE_KIB}; \
          PRAGMA temp_store = MEMORY; PRAGMA wal_autocheckpoint = 0;"
@@ -196,6 +201,7 @@ fn open_reader(path: &Path) -> Result<Connection> {
     let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     let conn = Connection::open_with_flags(path, flags).map_err(map_err)?;
     conn.busy_timeout(Duration::from_secs(5)).map_err(map_err)?;
+    conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
     conn.execute_batch(&format!("PRAGMA cache_size = -{CACHE_KIB};")).map_err(map_err)?;
     Ok(conn)
 }
@@ -250,6 +256,11 @@ impl Store for SqliteStore {
         self.read(move |conn| ops::get(conn, id, &queue, &key)).await
     }
 
+    async fn get_many(&self, keys: Vec<(QueueName, TaskKey)>) -> Result<Vec<Option<Task>>> {
+        let id = self.shared.id;
+        self.read(move |conn| keys.iter().map(|(queue, key)| ops::get(conn, id, queue, key)).collect()).await
+    }
+
     async fn cancel(&self, queue: &QueueName, key: &TaskKey) -> Result<bool> {
         let (queue, key) = (queue.clone(), key.clone());
         let id = self.shared.id;
@@ -280,16 +291,7 @@ impl Store for SqliteStore {
     async fn complete_many(&self, reqs: Vec<CompleteRequest>) -> Result<Vec<Result<()>>> {
         let id = self.shared.id;
         self.write_soft(move |conn| {
-            Ok(reqs
-                .iter()
-                .map(|req| {
-                    conn.execute_batch("SAVEPOINT ack").map_err(map_err)?;
-                    let result = ops::complete(conn, id, req);
-                    let end = if result.is_ok() { "RELEASE ack" } else { "ROLLBACK TO ack; RELEASE ack" };
-                    conn.execute_batch(end).map_err(map_err)?;
-                    result
-                })
-                .collect())
+            Ok(reqs.iter().map(|req| writer::in_savepoint(conn, |conn| ops::complete(conn, id, req))).collect())
         })
         .await
     }

@@ -373,22 +373,24 @@ pub(crate) fn lease(conn: &Connection, store: StoreId, req: &LeaseRequest, fence
     let Some(queue_id) = queue_id(conn, &req.queue)? else { return Ok(LeaseBatch::new(Vec::new(), None)) };
     let now = req.now.as_millis();
     let expires = req.now.saturating_add(req.lease_for).as_millis();
-    let ids: Vec<i64> = conn
-        .prepare_cached(
-            "SELECT id FROM tasks WHERE queue_id = ?1 AND state = 0 AND due_at <= ?2 ORDER BY due_at, id LIMIT ?3",
-        )
-        .and_then(|mut stmt| stmt.query_map(params![queue_id, now, req.max.max(1)], |row| row.get(0))?.collect())
-        .map_err(map_err)?;
+    // One statement leases the whole batch: the due tasks are picked first (SQLite
+    // computes the `IN` list before changing any row), then each is updated and
+    // returned, in no particular order.
     let sql = format!(
-        "UPDATE tasks SET state = 1, lease_expires_at = ?2, fence = MAX(fence + 1, ?4), updated_at = ?3 \
-         WHERE id = ?1 RETURNING {TASK_COLUMNS}"
+        "UPDATE tasks SET state = 1, lease_expires_at = ?3, fence = MAX(fence + 1, ?5), updated_at = ?2 \
+         WHERE id IN (SELECT id FROM tasks WHERE queue_id = ?1 AND state = 0 AND due_at <= ?2 \
+                      ORDER BY due_at, id LIMIT ?4) \
+         RETURNING {TASK_COLUMNS}"
     );
-    let mut stmt = conn.prepare_cached(&sql).map_err(map_err)?;
-    let mut leases = Vec::with_capacity(ids.len());
-    for id in ids {
-        let raw = stmt.query_row(params![id, expires, now, fence_floor], raw).map_err(map_err)?;
-        leases.push(Lease::of(decode(store, &req.queue, raw)?));
-    }
+    let raws: Vec<RawTask> = conn
+        .prepare_cached(&sql)
+        .and_then(|mut stmt| {
+            stmt.query_map(params![queue_id, now, expires, req.max.max(1), fence_floor], raw)?.collect()
+        })
+        .map_err(map_err)?;
+    let mut leases =
+        raws.into_iter().map(|raw| decode(store, &req.queue, raw).map(Lease::of)).collect::<Result<Vec<Lease>>>()?;
+    leases.sort_by_key(|lease| (lease.task.due_at, lease.task.meta.id));
     Ok(LeaseBatch::new(leases, next_due(conn, queue_id)?))
 }
 
@@ -403,25 +405,27 @@ pub(crate) fn complete(conn: &Connection, store: StoreId, req: &CompleteRequest)
     let (queue_id, task) = live(conn, store, &req.token, req.now)?;
     let id = i64::try_from(task.meta.id).map_err(corrupt)?;
     let now = req.now.as_millis();
-    let result = match &req.completion {
-        Completion::Done => return delete_task(conn, queue_id, &task),
-        Completion::Retry { at, error } => conn.execute(
+    let update = |sql: &str, parameters: &[&dyn rusqlite::ToSql]| {
+        conn.prepare_cached(sql).and_then(|mut statement| statement.execute(parameters)).map(|_| ()).map_err(map_err)
+    };
+    match &req.completion {
+        Completion::Done => delete_task(conn, queue_id, &task),
+        Completion::Retry { at, error } => update(
             "UPDATE tasks SET state = 0, due_at = ?2, lease_expires_at = NULL, attempts = attempts + 1, \
              last_error = ?3, updated_at = ?4 WHERE id = ?1",
             params![id, at.as_millis(), error, now],
         ),
-        Completion::Reschedule { at } => conn.execute(
+        Completion::Reschedule { at } => update(
             "UPDATE tasks SET state = 0, due_at = ?2, lease_expires_at = NULL, attempts = 0, \
              occurrence = occurrence + 1, last_error = NULL, updated_at = ?3 WHERE id = ?1",
             params![id, at.as_millis(), now],
         ),
-        Completion::Dead { error } => conn.execute(
+        Completion::Dead { error } => update(
             "UPDATE tasks SET state = 2, lease_expires_at = NULL, attempts = attempts + 1, last_error = ?2, \
              updated_at = ?3 WHERE id = ?1",
             params![id, error, now],
         ),
-    };
-    result.map(|_| ()).map_err(map_err)
+    }
 }
 
 pub(crate) fn extend(conn: &Connection, store: StoreId, req: &ExtendRequest) -> Result<Timestamp> {

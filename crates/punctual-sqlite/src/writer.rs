@@ -104,18 +104,29 @@ pub(crate) fn job<T: Send + 'static>(
     Box::new(Work { durability, work, reply })
 }
 
-fn in_savepoint<T>(conn: &Connection, work: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
-    conn.execute_batch("SAVEPOINT job").map_err(map_err)?;
+/// Runs `work` in a savepoint of its own, undone alone if it fails. Savepoints nest
+/// (the innermost of a name is the one released or rolled back), so work that runs
+/// several parts each on its own calls this again inside.
+pub(crate) fn in_savepoint<T>(conn: &Connection, work: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+    run_cached(conn, "SAVEPOINT job")?;
     match work(conn) {
         Ok(value) => {
-            conn.execute_batch("RELEASE job").map_err(map_err)?;
+            run_cached(conn, "RELEASE job")?;
             Ok(value)
         }
         Err(e) => {
-            conn.execute_batch("ROLLBACK TO job; RELEASE job").map_err(map_err)?;
+            run_cached(conn, "ROLLBACK TO job")?;
+            run_cached(conn, "RELEASE job")?;
             Err(e)
         }
     }
+}
+
+/// Runs a statement without parameters or rows from the connection's statement cache
+/// (a savepoint is begun and ended per job and per ack: parsing each again was work
+/// every write paid).
+fn run_cached(conn: &Connection, sql: &str) -> Result<()> {
+    conn.prepare_cached(sql).and_then(|mut statement| statement.execute([])).map(|_| ()).map_err(map_err)
 }
 
 /// Starts the writer thread on `conn` (the database at `path`), with its checkpointer.
