@@ -394,11 +394,49 @@ pub(crate) fn lease(conn: &Connection, store: StoreId, req: &LeaseRequest, fence
     Ok(LeaseBatch::new(leases, next_due(conn, queue_id)?))
 }
 
-/// The task of a live lease, or `LeaseLost`.
+/// The task of a live lease, or `LeaseLost`: only what the writes under a lease use
+/// (its id and tags) and what liveness is decided on (state, id, version, fence and
+/// expiry). The payload and policies are not read, let alone parsed: every ack, extend
+/// and release comes here, on the writer's thread.
 fn live(conn: &Connection, store: StoreId, token: &LeaseToken, now: Timestamp) -> Result<(i64, Task)> {
     let queue_id = queue_id(conn, &token.queue)?.ok_or(Error::LeaseLost)?;
-    let task = load(conn, store, queue_id, &token.queue, token.key.as_str())?.ok_or(Error::LeaseLost)?;
-    if token.is_live_for(&task, now) { Ok((queue_id, task)) } else { Err(Error::LeaseLost) }
+    let row = conn
+        .prepare_cached(
+            "SELECT id, state, version, fence, lease_expires_at, tags FROM tasks WHERE queue_id = ?1 AND key = ?2",
+        )
+        .and_then(|mut stmt| {
+            stmt.query_row(params![queue_id, token.key.as_str()], |row| {
+                Ok((
+                    row.get::<_, i64>(0)?,
+                    row.get::<_, i64>(1)?,
+                    row.get::<_, i64>(2)?,
+                    row.get::<_, i64>(3)?,
+                    row.get::<_, Option<i64>>(4)?,
+                    row.get::<_, Option<String>>(5)?,
+                ))
+            })
+            .optional()
+        })
+        .map_err(map_err)?;
+    let (id, state, version, fence, lease_expires_at, tags) = row.ok_or(Error::LeaseLost)?;
+    let meta = TaskMeta::new(
+        store,
+        u64::try_from(id).map_err(corrupt)?,
+        u64::try_from(fence).map_err(corrupt)?,
+        1,
+        Timestamp::EPOCH,
+    );
+    let mut task = blank_task(token.queue.clone(), token.key.clone(), meta);
+    task.state = state_of(state)?;
+    task.version = u64::try_from(version).map_err(corrupt)?;
+    task.lease_expires_at = lease_expires_at.map(Timestamp::from_millis);
+    if !token.is_live_for(&task, now) {
+        return Err(Error::LeaseLost);
+    }
+    if let Some(json) = tags {
+        task.tags = serde_json::from_str::<Vec<Tag>>(&json).map_err(corrupt)?;
+    }
+    Ok((queue_id, task))
 }
 
 pub(crate) fn complete(conn: &Connection, store: StoreId, req: &CompleteRequest) -> Result<()> {

@@ -123,8 +123,8 @@ pub(crate) fn in_savepoint<T>(conn: &Connection, work: impl FnOnce(&Connection) 
 }
 
 /// Runs a statement without parameters or rows from the connection's statement cache
-/// (a savepoint is begun and ended per job and per ack: parsing each again was work
-/// every write paid).
+/// (transactions, savepoints and the durability pragma are begun and ended per group,
+/// per job and per ack: parsing each again was work every write paid).
 fn run_cached(conn: &Connection, sql: &str) -> Result<()> {
     conn.prepare_cached(sql).and_then(|mut statement| statement.execute([])).map(|_| ()).map_err(map_err)
 }
@@ -224,8 +224,7 @@ fn commit_group(conn: &Connection, synchronous: &mut Synchronous, group: Vec<Job
     let full = group.iter().any(|job| job.needs_fsync());
     if full != synchronous.full {
         let pragma = if full { "PRAGMA synchronous = FULL" } else { "PRAGMA synchronous = NORMAL" };
-        if let Err(e) = conn.execute_batch(pragma) {
-            let error = map_err(e);
+        if let Err(error) = run_cached(conn, pragma) {
             tracing::error!(error = %error, "cannot set the durability of a write");
             for job in group {
                 job.fail(error.clone());
@@ -234,8 +233,7 @@ fn commit_group(conn: &Connection, synchronous: &mut Synchronous, group: Vec<Job
         }
         synchronous.full = full;
     }
-    if let Err(e) = conn.execute_batch("BEGIN IMMEDIATE") {
-        let error = map_err(e);
+    if let Err(error) = run_cached(conn, "BEGIN IMMEDIATE") {
         tracing::error!(error = %error, "cannot begin a write transaction");
         for job in group {
             job.fail(error.clone());
@@ -243,7 +241,7 @@ fn commit_group(conn: &Connection, synchronous: &mut Synchronous, group: Vec<Job
         return;
     }
     let replies: Vec<Reply> = group.into_iter().map(|job| job.run(conn)).collect();
-    let commit = conn.execute_batch("COMMIT").map_err(map_err);
+    let commit = run_cached(conn, "COMMIT");
     if commit.is_err() {
         let _ = conn.execute_batch("ROLLBACK");
     }
