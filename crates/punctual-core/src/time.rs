@@ -97,9 +97,22 @@ impl Timestamp {
 }
 
 impl fmt::Display for Timestamp {
-    /// RFC 3339 UTC with exactly three fractional digits.
+    /// RFC 3339 UTC with exactly three fractional digits. Written field by field (every
+    /// timestamp is within years 1970 to 9999): a `strftime` pattern is parsed again at
+    /// each use, and every task answered over HTTP carries four or five timestamps.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.to_jiff().strftime("%Y-%m-%dT%H:%M:%S%.3fZ"))
+        let at = jiff::tz::Offset::UTC.to_datetime(self.to_jiff());
+        write!(
+            f,
+            "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
+            at.year(),
+            at.month(),
+            at.day(),
+            at.hour(),
+            at.minute(),
+            at.second(),
+            at.millisecond()
+        )
     }
 }
 
@@ -372,6 +385,13 @@ mod tests {
     }
 
     proptest! {
+        #[test]
+        fn display_is_rfc_3339_utc_with_milliseconds(ms in prop_oneof![0..=MAX_MS, MAX_MS - 1_000..=MAX_MS, 0..1_000i64]) {
+            let t = Timestamp::from_millis(ms);
+            prop_assert_eq!(t.to_string(), t.to_jiff().strftime("%Y-%m-%dT%H:%M:%S%.3fZ").to_string());
+            prop_assert_eq!(Timestamp::parse(&t.to_string()), Ok(t));
+        }
+
         #[test]
         fn every_duration_round_trips_through_its_text(
             ms in prop_oneof![any::<u64>(), 0..100_000_000u64, u64::MAX - 1_000..=u64::MAX],
