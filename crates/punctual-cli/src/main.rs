@@ -25,6 +25,12 @@ use cli::{Cli, Command};
 // here keep calling it `crate::client`.
 use punctual_client as client;
 
+/// mimalloc instead of the system's allocator: under a burst of leases and acks over
+/// HTTP on the embedded store, glibc's `malloc`, `free` and their consolidation were
+/// 12% of the server's samples (`perf record`; see BENCHMARKS.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[tokio::main]
 async fn main() -> ExitCode {
     let result = match Cli::parse().command {
