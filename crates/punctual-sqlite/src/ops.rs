@@ -16,8 +16,8 @@ use punctual_core::{
 };
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
-use crate::map_err;
 use crate::schema::{DEAD, LEASED, SCHEDULED, TASK_COLUMNS};
+use crate::{map_err, writer};
 
 fn state_code(state: TaskState) -> i64 {
     match state {
@@ -446,8 +446,12 @@ pub(crate) fn complete(conn: &Connection, store: StoreId, req: &CompleteRequest)
     let update = |sql: &str, parameters: &[&dyn rusqlite::ToSql]| {
         conn.prepare_cached(sql).and_then(|mut statement| statement.execute(parameters)).map(|_| ()).map_err(map_err)
     };
+    // Nothing was written yet, and each arm is one statement (atomic by itself) but the
+    // deletion of a tagged task: so a failure leaves the task as it was, and a batch of
+    // completions needs no savepoint per completion.
     match &req.completion {
-        Completion::Done => delete_task(conn, queue_id, &task),
+        Completion::Done if task.tags.is_empty() => delete_task(conn, queue_id, &task),
+        Completion::Done => writer::in_savepoint(conn, |conn| delete_task(conn, queue_id, &task)),
         Completion::Retry { at, error } => update(
             "UPDATE tasks SET state = 0, due_at = ?2, lease_expires_at = NULL, attempts = attempts + 1, \
              last_error = ?3, updated_at = ?4 WHERE id = ?1",
