@@ -40,7 +40,7 @@ Workloads:
 
 Examples:
   punctual bench burst --serve                         # over HTTP on the default (embedded) store
-  punctual bench all --serve --store private-redis     # the same on a redis-server started for the run
+  punctual bench all --serve --store private-redis     # the same on a private redis-server
   punctual bench spread                                # the engine in this process, embedded store
   punctual bench burst --store redis://127.0.0.1:6379  # an existing Redis (keys removed after)
   punctual bench pending --tasks 10000000 --data /var/tmp/pb   # 10 million, kept in /var/tmp/pb
