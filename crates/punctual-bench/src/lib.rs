@@ -210,7 +210,20 @@ fn run_prefix() -> String {
 /// Runs `punctual bench`: the workloads asked for, each one's table (or, with `--json`,
 /// all of them as one JSON array at the end) handed to `emit`, which prints a text and a
 /// newline on stdout (the binary's one rule for a closed pipe applies).
+///
+/// Ctrl-C ends the run as an error after everything it started is dropped: a served
+/// server and private redis-servers stopped, temporary directories removed.
 pub async fn run(args: BenchArgs, emit: fn(&str) -> Result<()>) -> Result<()> {
+    tokio::select! {
+        result = run_workloads(args, emit) => result,
+        signal = tokio::signal::ctrl_c() => {
+            signal.context("cannot listen for Ctrl-C")?;
+            bail!("interrupted: the processes this run started were stopped and its temporary directories removed")
+        }
+    }
+}
+
+async fn run_workloads(args: BenchArgs, emit: fn(&str) -> Result<()>) -> Result<()> {
     let workloads: Vec<Workload> = match args.workload {
         Workload::All => vec![Workload::Spread, Workload::Burst, Workload::Throughput, Workload::Pending],
         one => vec![one],

@@ -4,11 +4,13 @@
 //!
 //! No server outlives the run, however the bench ends (an error, Ctrl-C, `kill -9`): the
 //! server runs under a small shell that holds a pipe from this process and stops the
-//! server when the pipe closes, which happens when [`Served`] is dropped or this process
-//! exits in any way (the private redis-server's guard, in `punctual-private-redis`, works
-//! the same). The shell ignores SIGINT, so a Ctrl-C that reaches the whole process
-//! group cannot end it before it has stopped the server. Stopping is SIGTERM (the
-//! server's graceful shutdown), then SIGKILL if it has not exited within [`STOP_TIMEOUT`].
+//! server when the pipe closes, which happens when [`Served`] is dropped (at the end, on
+//! an error, or on Ctrl-C, which [`crate::run`] turns into dropping the run) or this
+//! process exits in any other way (the private redis-server's guard, in
+//! `punctual-private-redis`, works the same). The shell ignores SIGINT, so a Ctrl-C that
+//! reaches the whole process group cannot end it before it has stopped the server.
+//! Stopping is SIGTERM (the server's graceful shutdown), then SIGKILL if it has not
+//! exited within [`STOP_TIMEOUT`].
 //!
 //! On a Redis store the server gets a config file naming the store and the run's key
 //! prefix (`[redis] prefix`), so it shares a Redis with nothing else's keys; its data

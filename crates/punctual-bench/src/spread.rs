@@ -130,6 +130,13 @@ pub(crate) async fn run<D: Driver>(
     let bullmq = match cx.bullmq() {
         Some((bullmq, redis)) => {
             let mut theirs = bullmq.spread(redis, tasks, window, &cx.progress).await?;
+            if theirs.scheduled_after_due > 0 {
+                notes.push(format!(
+                    "{} BullMQ jobs were added after their due time (adding was slower than the window); \
+                     their lag includes that wait",
+                    theirs.scheduled_after_due
+                ));
+            }
             theirs.punctual_over_bullmq = Some(LagRatios::of(&lag, &theirs.lag_ms));
             Some(theirs)
         }
