@@ -303,15 +303,16 @@ async function main() {
     const run = { burst, spread, throughput, pending }[opts.workload];
     const figures = await run(opts, redis);
     const out = { bullmq: VERSION, workload: opts.workload, concurrency: opts.concurrency, ...figures };
-    process.stdout.write(`${JSON.stringify(out)}\n`);
+    return `${JSON.stringify(out)}\n`;
   } finally {
     await cleanUp(redis, opts.prefix);
     redis.disconnect();
   }
 }
 
+// Writes to a pipe are asynchronous: exit only once the whole answer is written.
 main().then(
-  () => process.exit(0),
+  (text) => process.stdout.write(text, () => process.exit(0)),
   (e) => {
     console.error(`bench.mjs: ${e && e.message ? e.message : e}`);
     process.exit(1);
