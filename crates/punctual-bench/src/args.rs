@@ -5,10 +5,21 @@
 //!
 //! Checks that need nothing running happen here, as usage errors (exit 2): a store is
 //! `embedded`, `redis://…` or `private-redis` (a Cluster is benched through `--server`),
-//! `--server` an http(s) URL, sizes and durations above zero.
+//! `--server` an http(s) URL (and not with `--serve`), sizes and durations above zero,
+//! the pull loops' settings within what the server accepts (`--lease-max` up to the
+//! core's [`MAX_LEASE_BATCH`], `--long-poll` up to its [`MAX_WAIT`]) and given only
+//! where pull loops run (`--server` or `--serve`).
 
-use clap::{Args, ValueEnum};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{ArgGroup, Args, ValueEnum};
 use punctual_client::{Url, parse_server_url};
+use punctual_core::{MAX_LEASE_BATCH, MAX_WAIT};
+use serde::Serialize;
+
+/// The most pull loops `--loops` starts (each holds one connection to the server).
+pub const MAX_LOOPS: u32 = 1_000;
 
 /// What `punctual bench --help` shows after the flags.
 pub const AFTER_HELP: &str = "\
@@ -16,8 +27,8 @@ Workloads:
   spread       N tasks (--tasks, default 100,000) due uniformly over --window (20s): fire
                lag (handler start, or lease receipt over HTTP, - due) p50/p90/p99/p99.9/max,
                beside Redis keyspace notifications (key expiry events) and a ZSet polled
-               every second, the two approaches teams build by hand
-  burst        N tasks (default 100,000) due at one instant: time to drain, tasks/s
+               every second, the two approaches teams build by hand, and BullMQ
+  burst        N tasks (default 100,000) due at one instant: time to drain, tasks/s, lag
   throughput   for --duration (10s) each: schedule + fire + ack sustained (producers
                scheduling due-now tasks while a worker fires and acks them), then single
                schedule calls from 64 clients and batches of 1,000; on the embedded store
@@ -28,19 +39,36 @@ Workloads:
   all          the four, in that order
 
 Examples:
-  punctual bench spread                                # embedded store in a temp dir
-  punctual bench all --store private-redis             # a redis-server started for the run
+  punctual bench burst --serve                         # over HTTP on the default (embedded) store
+  punctual bench all --serve --store private-redis     # the same on a private redis-server
+  punctual bench spread                                # the engine in this process, embedded store
   punctual bench burst --store redis://127.0.0.1:6379  # an existing Redis (keys removed after)
   punctual bench pending --tasks 10000000 --data /var/tmp/pb   # 10 million, kept in /var/tmp/pb
-  punctual bench throughput --server http://127.0.0.1:7575 --token s3cret
+  punctual bench throughput --server http://127.0.0.1:7575 --token s3cret --loops 16
+  punctual bench burst --serve --acks each --lease-max 10      # a naive worker's settings
   punctual bench all --tasks 200 --window 1s --duration 1s --json   # tiny, for CI
 
 Targets: the engine runs in this process on a fresh store per workload (--store embedded
 in --data DIR/<workload> or a temporary directory; --store redis://HOST:PORT under a key
-prefix of its own; --store private-redis), or --server runs spread, burst and throughput
-against a running punctual serve over HTTP (pull workers: long-poll leases, batch acks).
-The baselines run on a Redis: the target's, else a private redis-server when one is
-installed (--baselines demands them, --baselines=false skips them).
+prefix of its own; --store private-redis); or --serve starts a punctual serve of this
+binary for the run (on a free 127.0.0.1 port, on --store, its data in a temporary
+directory or DIR/serve, stopped at the end) and --server names one already running:
+then spread, burst and throughput run over HTTP as users run pull workers.
+
+Pull loops (over HTTP): --loops (50) loops each long-poll POST /v1/queues/Q/lease for up
+to --lease-max (100) tasks, waiting up to --long-poll (2s), then acknowledge them:
+--acks batch (one POST /v1/acks per answer) or each (one POST /v1/leases/ID/ack per
+task, in turn). In process, a worker of 256 handler slots consumes instead. Each report
+states the settings it ran with.
+
+Baselines, on a Redis (the target's, else a private redis-server when one is installed):
+the seeds' keyspace notifications and 1-second ZSet poller beside spread, and BullMQ
+beside every workload: the Node program in bench/bullmq (--bullmq DIR; default
+./bench/bullmq, else the source tree's) runs the same workload with a Worker of
+concurrency --loops, under the run's key prefix, deleted after. Its column shows the
+ratio punctual / BullMQ. It needs node on PATH and `npm ci --prefix bench/bullmq` once;
+without them it is skipped, and the report says why. --baselines demands every baseline
+(a missing one is then an error); --baselines=false skips them all.
 
 Progress bars go to stderr (not with --quiet or when it is not a terminal); results to
 stdout as a table per workload, or with --json as an array of one object per workload.
@@ -48,6 +76,7 @@ Build with --release for figures worth quoting (cargo run --release -- bench ...
 
 /// `punctual bench WORKLOAD`.
 #[derive(Debug, Args)]
+#[command(group(ArgGroup::new("http").args(["server", "serve"])))]
 pub struct BenchArgs {
     /// What to measure
     #[arg(value_enum)]
@@ -57,10 +86,29 @@ pub struct BenchArgs {
     pub store: BenchStore,
     /// The embedded store's directory; each workload uses DIR/<workload>, kept after the run [default: a temporary directory]
     #[arg(long, value_name = "DIR")]
-    pub data: Option<std::path::PathBuf>,
+    pub data: Option<PathBuf>,
     /// Run spread, burst and throughput against this running punctual serve over HTTP
-    #[arg(long, value_name = "URL", value_parser = parse_server_url, conflicts_with = "store")]
+    #[arg(long, value_name = "URL", value_parser = parse_server_url, conflicts_with_all = ["store", "serve"])]
     pub server: Option<Url>,
+    /// Start a punctual serve of this binary on --store for the run, and run spread, burst and throughput against it over HTTP
+    #[arg(long)]
+    pub serve: bool,
+    /// Concurrent pull loops over HTTP; also the BullMQ Worker's concurrency
+    #[arg(long, value_name = "N", default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_LOOPS)))]
+    pub loops: u32,
+    /// Tasks one lease call of a pull loop asks for (the server hands out at most 1000)
+    #[arg(long, value_name = "N", default_value_t = 100, requires = "http",
+          value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_LEASE_BATCH)))]
+    pub lease_max: u32,
+    /// How long a lease call waits for a task to fall due (0s: it answers at once; at most 60s)
+    #[arg(long, value_name = "D", default_value = "2s", requires = "http", value_parser = parse_long_poll)]
+    pub long_poll: Duration,
+    /// How pull loops acknowledge: batch (one POST /v1/acks per lease answer) or each (one call per task)
+    #[arg(long, value_enum, value_name = "HOW", default_value = "batch", requires = "http")]
+    pub acks: Acks,
+    /// The BullMQ baseline's directory (bench/bullmq of the source tree) [default: ./bench/bullmq, else the source tree's]
+    #[arg(long, value_name = "DIR")]
+    pub bullmq: Option<PathBuf>,
     /// Bearer token, for a --server started with --token
     #[arg(long, env = "PUNCTUAL_TOKEN", value_name = "T", hide_env_values = true)]
     pub token: Option<String>,
@@ -69,11 +117,11 @@ pub struct BenchArgs {
     pub tasks: Option<u64>,
     /// spread: the window the due times are spread over
     #[arg(long, value_name = "D", default_value = "20s", value_parser = parse_bench_duration)]
-    pub window: std::time::Duration,
+    pub window: Duration,
     /// throughput: how long each phase runs
     #[arg(long, value_name = "D", default_value = "10s", value_parser = parse_bench_duration)]
-    pub duration: std::time::Duration,
-    /// Run Redis keyspace notifications and a 1-second ZSet poller beside spread (default: when a Redis is at hand)
+    pub duration: Duration,
+    /// Run the baselines: keyspace notifications and a 1-second ZSet poller beside spread, BullMQ beside each workload (default: those at hand)
     #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
     pub baselines: Option<bool>,
     /// Print the results as JSON (an array, one object per workload) instead of tables
@@ -105,6 +153,16 @@ impl Workload {
             Workload::All => "all",
         }
     }
+}
+
+/// `punctual bench --acks`: how a pull loop acknowledges the tasks of a lease answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Acks {
+    /// One `POST /v1/acks` for all the leases of an answer.
+    Batch,
+    /// One `POST /v1/leases/{id}/ack` per task, one after the other.
+    Each,
 }
 
 /// `punctual bench --store`.
@@ -142,4 +200,13 @@ fn parse_bench_store(text: &str) -> Result<BenchStore, String> {
 fn parse_bench_duration(text: &str) -> Result<std::time::Duration, String> {
     let d = punctual_core::parse_duration(text)?;
     if d.is_zero() { Err("must be longer than 0".into()) } else { Ok(d) }
+}
+
+fn parse_long_poll(text: &str) -> Result<Duration, String> {
+    let d = punctual_core::parse_duration(text)?;
+    if d > MAX_WAIT {
+        Err(format!("a lease call waits at most {}s (the server's longest wait)", MAX_WAIT.as_secs()))
+    } else {
+        Ok(d)
+    }
 }

@@ -6,14 +6,18 @@
 //! a drain that starts late measures the scheduling too. On a private redis-server the
 //! longest script Redis ran during the burst is read from `LATENCY HISTOGRAM evalsha`
 //! (reset first with `CONFIG RESETSTAT`; the bound of the highest non-empty bucket).
+//! BullMQ then drains the same burst (see [`super::bullmq`]), its instant 3 s + N/10 ms
+//! after adding starts, as BullMQ adds jobs more slowly (its `scheduled_before_due` is
+//! reported too).
 
 use std::time::Duration;
 
 use anyhow::{Context as _, Result, bail};
 use serde::Serialize;
 
-use super::driver::{BenchTask, Driver, Recorder};
-use super::report::{figures, millis, rate, thousands};
+use super::bullmq::{BullmqBurst, BurstRatios, over};
+use super::driver::{BenchTask, ConsumerSettings, Driver, Recorder};
+use super::report::{Figure, figures_beside, millis, rate, thousands, times};
 use super::stats::{LagStats, per_second};
 use super::{Context, Side};
 
@@ -26,6 +30,7 @@ const DRAIN_LIMIT: Duration = Duration::from_secs(600);
 pub(crate) struct BurstReport {
     pub(crate) workload: &'static str,
     pub(crate) target: String,
+    pub(crate) consumer: ConsumerSettings,
     pub(crate) tasks: usize,
     /// Whether every task was stored before the instant they were due.
     pub(crate) scheduled_before_due: bool,
@@ -38,6 +43,8 @@ pub(crate) struct BurstReport {
     pub(crate) lag_ms: LagStats,
     /// The longest Lua script Redis ran, as a histogram bucket bound (private Redis only).
     pub(crate) longest_script_ms: Option<f64>,
+    /// The same burst on BullMQ, when it ran.
+    pub(crate) bullmq: Option<BullmqBurst>,
     pub(crate) notes: Vec<String>,
 }
 
@@ -83,18 +90,40 @@ pub(crate) async fn run<D: Driver>(driver: &D, tasks: usize, cx: &Context<'_>) -
         ),
         None => None,
     };
+    let tasks_per_second = per_second(fired as u64, Duration::from_millis(drained_in_ms.max(1)));
+    let bullmq = match cx.bullmq() {
+        Some((bullmq, redis)) => {
+            let mut theirs = bullmq.burst(redis, tasks, &cx.progress).await?;
+            if !theirs.scheduled_before_due {
+                notes.push("BullMQ's adding ended after the due instant: its drain time includes part of it".into());
+            }
+            theirs.punctual_over_bullmq = Some(BurstRatios {
+                drained_in: over(drained_in_ms.max(1) as f64, theirs.drained_in_ms.max(1) as f64),
+                tasks_per_second: over(tasks_per_second, theirs.tasks_per_second),
+                lag_p50: over(lag.p50.max(1) as f64, theirs.lag_ms.p50.max(1) as f64),
+                lag_p99: over(lag.p99.max(1) as f64, theirs.lag_ms.p99.max(1) as f64),
+            });
+            Some(theirs)
+        }
+        None => {
+            notes.extend(cx.bullmq_skipped.clone());
+            None
+        }
+    };
     Ok(BurstReport {
         workload: "burst",
         target: cx.target.clone(),
+        consumer: driver.settings(),
         tasks,
         scheduled_before_due,
         fired,
         duplicates,
         lost: tasks - fired,
         drained_in_ms,
-        tasks_per_second: per_second(fired as u64, Duration::from_millis(drained_in_ms.max(1))),
+        tasks_per_second,
         lag_ms: lag,
         longest_script_ms,
+        bullmq,
         notes,
     })
 }
@@ -110,20 +139,54 @@ fn longest_script(histogram: &str) -> Option<f64> {
 
 impl BurstReport {
     pub(crate) fn table(&self) -> String {
+        let theirs = self.bullmq.as_ref();
+        let ratios = theirs.and_then(|t| t.punctual_over_bullmq.as_ref());
+        let ratio = |f: fn(&BurstRatios) -> f64| ratios.map(|r| times(f(r)));
+        let fired = |fired: usize, tasks: usize| format!("{} of {}", thousands(fired as f64), thousands(tasks as f64));
+        let lag = |l: &LagStats| format!("{} / {} ms", thousands(l.p50 as f64), thousands(l.p99 as f64));
         let mut rows = vec![
-            ("fired".into(), format!("{} of {}", thousands(self.fired as f64), thousands(self.tasks as f64))),
-            ("fired twice".into(), thousands(self.duplicates as f64)),
-            ("drained in (due → last fired)".into(), millis(self.drained_in_ms)),
-            ("drain rate".into(), rate(self.tasks_per_second)),
-            ("lag p50 / p99".into(), format!("{} / {} ms", self.lag_ms.p50, self.lag_ms.p99)),
+            Figure::beside("fired", fired(self.fired, self.tasks), theirs.map(|t| fired(t.fired, t.tasks)), None),
+            Figure::beside(
+                "fired twice",
+                thousands(self.duplicates as f64),
+                theirs.map(|t| thousands(t.duplicates as f64)),
+                None,
+            ),
+            Figure::beside(
+                "drained in (due → last fired)",
+                millis(self.drained_in_ms),
+                theirs.map(|t| millis(t.drained_in_ms)),
+                ratio(|r| r.drained_in),
+            ),
+            Figure::beside(
+                "drain rate",
+                rate(self.tasks_per_second),
+                theirs.map(|t| rate(t.tasks_per_second)),
+                ratio(|r| r.tasks_per_second),
+            ),
+            Figure::beside(
+                "lag p50 / p99",
+                lag(&self.lag_ms),
+                theirs.map(|t| lag(&t.lag_ms)),
+                ratios.map(|r| format!("{} / {}", times(r.lag_p50), times(r.lag_p99))),
+            ),
         ];
         if let Some(ms) = self.longest_script_ms {
-            rows.push(("longest Redis script (histogram bound)".into(), format!("≤ {ms:.1} ms")));
+            rows.push(Figure::ours("longest Redis script (histogram bound)", format!("≤ {ms:.1} ms")));
         }
-        let mut text = figures(
-            &format!("burst: {} tasks due at one instant on {}", thousands(self.tasks as f64), self.target),
+        let mut text = figures_beside(
+            &format!(
+                "burst: {} tasks due at one instant on {}\n{}",
+                thousands(self.tasks as f64),
+                self.target,
+                self.consumer.describe()
+            ),
             rows,
+            theirs.map(|t| t.version.as_str()),
         );
+        if let Some(t) = theirs {
+            text.push_str(&format!("\n{}", t.approach));
+        }
         for note in &self.notes {
             text.push_str(&format!("\nnote: {note}"));
         }

@@ -4,9 +4,14 @@
 //! - [`EngineDriver`] runs an [`Engine`] in this process (embedded or Redis store) and
 //!   consumes with a [`Worker`] of [`WORKER_CONCURRENCY`] slots; the lag is handler
 //!   start − due, both on the engine's clock (Redis' own time on the Redis store).
-//! - [`HttpDriver`] talks to a running `punctual serve` as pull workers do:
-//!   [`HTTP_WORKERS`] long polls (`max` 100, `wait` 1 s) and one batch ack (`POST
-//!   /v1/acks`) per answer; the lag is lease receipt (this machine's clock) − due.
+//! - [`HttpDriver`] talks to a running `punctual serve` as pull workers do, with the
+//!   [`PullLoops`] settings of the command line: `loops` concurrent long polls (`max`
+//!   `lease_max`, `wait` `long_poll`), each answer acknowledged with one batch ack
+//!   (`POST /v1/acks`) or one ack call per task, in turn; the lag is lease receipt
+//!   (this machine's clock) − due.
+//!
+//! Every report states the consumer's settings ([`ConsumerSettings`], from
+//! [`Driver::settings`]), since the figures depend on them.
 //!
 //! A [`Recorder`] counts each key once (keys are decimal numbers), so a second firing
 //! of a task is counted as a duplicate rather than hiding a lost one.
@@ -21,18 +26,59 @@ use indicatif::ProgressBar;
 use punctual_core::{
     BoxError, Delivery, Engine, Event, Outcome, RunningWorker, Store, TaskSpec, Timestamp, TryEnd, Worker,
 };
+use serde::Serialize;
 use serde_json::{Value, json};
 use tokio::sync::{Notify, watch};
 use tokio::task::JoinHandle;
 
-use punctual_client::Client;
+use punctual_client::{ApiError, Client, ClientError};
+
+use crate::args::Acks;
 
 /// Handler slots of the in-process worker.
 pub(crate) const WORKER_CONCURRENCY: usize = 256;
-/// Concurrent long polls of the HTTP consumer.
-pub(crate) const HTTP_WORKERS: usize = 8;
-/// Leases asked for per long poll.
-const HTTP_LEASE_MAX: u32 = 100;
+
+/// How the HTTP consumer pulls: `punctual bench --loops --lease-max --long-poll --acks`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct PullLoops {
+    pub(crate) loops: u32,
+    pub(crate) lease_max: u32,
+    pub(crate) long_poll: Duration,
+    pub(crate) acks: Acks,
+}
+
+/// How a workload's tasks were consumed, as its report states it.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub(crate) enum ConsumerSettings {
+    /// A [`Worker`] in this process.
+    InProcess { concurrency: usize },
+    /// Pull loops over HTTP.
+    HttpPull { loops: u32, lease_max: u32, long_poll_ms: u64, acks: Acks },
+}
+
+impl ConsumerSettings {
+    /// One line for a table.
+    pub(crate) fn describe(&self) -> String {
+        match self {
+            ConsumerSettings::InProcess { concurrency } => {
+                format!("consumer: a worker in this process, {concurrency} handler slots")
+            }
+            ConsumerSettings::HttpPull { loops, lease_max, long_poll_ms, acks } => format!(
+                "consumer: {loops} pull loops, leases of up to {lease_max}, long poll {}, {}",
+                if long_poll_ms % 1000 == 0 {
+                    format!("{}s", long_poll_ms / 1000)
+                } else {
+                    format!("{long_poll_ms}ms")
+                },
+                match acks {
+                    Acks::Batch => "one POST /v1/acks per answer",
+                    Acks::Each => "one ack call per task",
+                }
+            ),
+        }
+    }
+}
 
 /// One task to schedule: its key, its due time (epoch ms on the driver's clock; a time
 /// already past means due now) and an optional payload.
@@ -68,6 +114,8 @@ pub(crate) trait Driver: Clone + Send + Sync + 'static {
     fn completed(&self, queue: &str, recorder: &Recorder) -> u64;
     /// Tasks of `queue` still stored, in any state.
     fn remaining(&self, queue: &str) -> impl Future<Output = Result<u64>> + Send;
+    /// How [`Driver::consume`] consumes.
+    fn settings(&self) -> ConsumerSettings;
 }
 
 /// A running consumer; [`Consumer::stop`] ends it.
@@ -253,17 +301,25 @@ impl<S: Store> Driver for EngineDriver<S> {
         let stats = self.engine.stats(Some(queue)).await.context("stats")?;
         Ok(stats.iter().map(|s| s.scheduled + s.leased + s.dead).sum())
     }
+
+    fn settings(&self) -> ConsumerSettings {
+        ConsumerSettings::InProcess { concurrency: WORKER_CONCURRENCY }
+    }
 }
 
 /// A running `punctual serve`, over its HTTP API.
 #[derive(Debug, Clone)]
 pub(crate) struct HttpDriver {
     client: Client,
+    pull: PullLoops,
 }
 
 impl HttpDriver {
-    pub(crate) fn new(client: Client) -> HttpDriver {
-        HttpDriver { client }
+    /// A driver of the server at `url`; its requests may take a long poll's wait on
+    /// top of the client's usual timeout.
+    pub(crate) fn new(url: &punctual_client::Url, token: Option<String>, pull: PullLoops) -> Result<HttpDriver> {
+        let client = Client::with_timeout(url, token, punctual_client::REQUEST_TIMEOUT + pull.long_poll)?;
+        Ok(HttpDriver { client, pull })
     }
 }
 
@@ -305,9 +361,15 @@ impl Driver for HttpDriver {
 
     fn consume(&self, queue: &str, recorder: Arc<Recorder>) -> Result<Consumer> {
         let (stop, stopped) = watch::channel(false);
-        let workers = (0..HTTP_WORKERS)
+        let workers = (0..self.pull.loops)
             .map(|_| {
-                tokio::spawn(pull_worker(self.client.clone(), queue.to_owned(), recorder.clone(), stopped.clone()))
+                tokio::spawn(pull_loop(
+                    self.client.clone(),
+                    self.pull,
+                    queue.to_owned(),
+                    recorder.clone(),
+                    stopped.clone(),
+                ))
             })
             .collect();
         Ok(Consumer::Http { stop, workers })
@@ -321,17 +383,23 @@ impl Driver for HttpDriver {
         let stats = self.client.get(&["v1", "queues", queue], &[]).await?.value;
         Ok(["scheduled", "leased", "dead"].iter().map(|s| stats[s].as_u64().unwrap_or(0)).sum())
     }
+
+    fn settings(&self) -> ConsumerSettings {
+        let PullLoops { loops, lease_max, long_poll, acks } = self.pull;
+        ConsumerSettings::HttpPull { loops, lease_max, long_poll_ms: long_poll.as_millis() as u64, acks }
+    }
 }
 
-/// One pull worker: long-polls `queue`, records each lease's lag at receipt, and
-/// acknowledges every lease of an answer in one batch.
-async fn pull_worker(
+/// One pull loop: long-polls `queue`, records each lease's lag at receipt, and
+/// acknowledges the leases of an answer in one batch or one by one.
+async fn pull_loop(
     client: Client,
+    pull: PullLoops,
     queue: String,
     recorder: Arc<Recorder>,
     mut stop: watch::Receiver<bool>,
 ) -> Result<()> {
-    let request = json!({ "max": HTTP_LEASE_MAX, "wait": "1s" });
+    let request = json!({ "max": pull.lease_max, "wait": pull.long_poll.as_millis() as u64 });
     let lease = ["v1", "queues", queue.as_str(), "lease"];
     loop {
         if *stop.borrow() {
@@ -346,16 +414,41 @@ async fn pull_worker(
         if leases.is_empty() {
             continue;
         }
-        let mut acks = Vec::with_capacity(leases.len());
+        let mut ids = Vec::with_capacity(leases.len());
         for lease in leases {
             let task = &lease["task"];
             let due =
                 task["due_at"].as_str().and_then(|t| Timestamp::parse(t).ok()).context("a lease without due_at")?;
             recorder.record(task["key"].as_str().unwrap_or_default(), received - due.as_millis());
-            acks.push(json!({ "lease_id": lease["lease_id"], "outcome": "done" }));
+            ids.push(lease["lease_id"].as_str().context("a lease without lease_id")?.to_owned());
         }
-        let answer = client.post_json(&["v1", "acks"], &json!({ "acks": acks })).await?.json()?;
-        let results = answer.value["results"].as_array().context("the ack answer has no results")?;
-        recorder.add_acked(results.iter().filter(|r| r["status"] == 204).count() as u64);
+        let acked = match pull.acks {
+            Acks::Batch => ack_batch(&client, &ids).await?,
+            Acks::Each => ack_each(&client, &ids).await?,
+        };
+        recorder.add_acked(acked);
     }
+}
+
+/// `POST /v1/acks` of every lease: how many were acknowledged (`204`).
+async fn ack_batch(client: &Client, ids: &[String]) -> Result<u64> {
+    let acks: Vec<Value> = ids.iter().map(|id| json!({ "lease_id": id, "outcome": "done" })).collect();
+    let answer = client.post_json(&["v1", "acks"], &json!({ "acks": acks })).await?.json()?;
+    let results = answer.value["results"].as_array().context("the ack answer has no results")?;
+    Ok(results.iter().filter(|r| r["status"] == 204).count() as u64)
+}
+
+/// `POST /v1/leases/{id}/ack` of each lease in turn: how many were acknowledged. A
+/// lease that expired or is unknown (`409`, `404`) is not counted, as in a batch.
+async fn ack_each(client: &Client, ids: &[String]) -> Result<u64> {
+    let done = json!({ "outcome": "done" });
+    let mut acked = 0;
+    for id in ids {
+        match client.post_json(&["v1", "leases", id, "ack"], &done).await {
+            Ok(_) => acked += 1,
+            Err(ClientError::Api(ApiError { status: 404 | 409, .. })) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(acked)
 }

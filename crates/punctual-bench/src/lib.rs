@@ -12,21 +12,28 @@
 //! schedule + fire + ack, and scheduling alone), [`pending`] (memory and disk per
 //! waiting task, restart after `kill -9`). Each drives a [`driver::Driver`]: an engine
 //! in this process on a fresh store per workload (embedded in `--data DIR/<workload>`
-//! or a temporary directory; Redis under a key prefix of its own), or a running
-//! `punctual serve` over HTTP. [`baselines`] holds the seeds' approaches, [`stats`] the
-//! arithmetic, [`report`] the progress bars and tables.
+//! or a temporary directory; Redis under a key prefix of its own), or a `punctual
+//! serve` over HTTP with pull loops as users run them: one already running
+//! (`--server`) or one of this binary started for the run on `--store` ([`serve`],
+//! `--serve`). [`baselines`] holds the seeds' approaches and [`bullmq`] runs BullMQ on
+//! the same workloads (the Node program in `bench/bullmq/`), both on one Redis: the
+//! target's, else a private redis-server. [`stats`] holds the arithmetic, [`report`]
+//! the progress bars and tables.
 //!
-//! Nothing is left behind: temporary directories are removed, a private redis-server
-//! is killed, and on an existing Redis every key under the run's prefix is deleted.
+//! Nothing is left behind: temporary directories are removed, a served `punctual
+//! serve` and a private redis-server are stopped (even when this process is killed),
+//! and on an existing Redis every key under the run's prefix is deleted.
 
 #![allow(clippy::disallowed_methods, reason = "a benchmark measures elapsed wall-clock time")]
 
 mod args;
 mod baselines;
+mod bullmq;
 mod burst;
 mod driver;
 mod pending;
 mod report;
+mod serve;
 mod spread;
 mod stats;
 mod throughput;
@@ -34,16 +41,17 @@ mod throughput;
 use std::path::PathBuf;
 
 use anyhow::{Context as _, Result, bail};
-use punctual_client::Client;
 use punctual_core::{Engine, EngineConfig};
 use punctual_private_redis::{Persistence, RedisServer};
 use punctual_redis::{RedisConfig, RedisStore};
 use punctual_sqlite::SqliteStore;
 use serde::Serialize;
 
-pub use args::{AFTER_HELP, BenchArgs, BenchStore, Workload};
-use driver::{Driver, EngineDriver, HttpDriver};
+pub use args::{AFTER_HELP, Acks, BenchArgs, BenchStore, MAX_LOOPS, Workload};
+use bullmq::Bullmq;
+use driver::{Driver, EngineDriver, HttpDriver, PullLoops};
 use report::Progress;
+use serve::{ServeStore, Served};
 
 const DEFAULT_TASKS: usize = 100_000;
 const DEFAULT_PENDING: u64 = 1_000_000;
@@ -76,6 +84,17 @@ pub(crate) struct Context<'a> {
     baselines: Option<&'a BaselineRedis>,
     /// Why the baselines did not run, when they did not.
     baselines_skipped: Vec<String>,
+    /// The BullMQ program, when it can run (on `baselines`).
+    bullmq: Option<&'a Bullmq>,
+    /// Why BullMQ did not run, when it did not and was not turned off.
+    bullmq_skipped: Option<String>,
+}
+
+impl Context<'_> {
+    /// The BullMQ program and the Redis it runs on, when it runs.
+    pub(crate) fn bullmq(&self) -> Option<(&Bullmq, &BaselineRedis)> {
+        self.bullmq.zip(self.baselines)
+    }
 }
 
 /// One workload's results.
@@ -101,9 +120,66 @@ impl Report {
 
 /// Where the workloads run.
 enum Target {
-    Embedded { root: PathBuf, _temp: Option<tempfile::TempDir> },
-    Redis { url: String, private: Option<RedisServer>, prefix: String },
-    Http { driver: HttpDriver, url: String },
+    Embedded {
+        root: PathBuf,
+        _temp: Option<tempfile::TempDir>,
+    },
+    Redis {
+        url: String,
+        private: Option<RedisServer>,
+        prefix: String,
+    },
+    /// Over HTTP; `served` when this run started the server (`--serve`).
+    Http {
+        driver: HttpDriver,
+        url: String,
+        served: Option<Box<ServedTarget>>,
+    },
+}
+
+/// A `punctual serve` this run started, and the Redis it runs on (if not embedded).
+struct ServedTarget {
+    /// Stopped first: fields drop in order, and the server needs its Redis to stop.
+    served: Served,
+    redis: Option<ServedRedis>,
+}
+
+struct ServedRedis {
+    url: String,
+    prefix: String,
+    private: Option<RedisServer>,
+}
+
+impl ServedTarget {
+    async fn start(args: &BenchArgs) -> Result<ServedTarget> {
+        let redis = match &args.store {
+            BenchStore::Embedded => None,
+            BenchStore::Redis(url) => Some(ServedRedis { url: url.clone(), prefix: run_prefix(), private: None }),
+            BenchStore::PrivateRedis => {
+                let server = private_redis()?;
+                Some(ServedRedis { url: server.url(), prefix: run_prefix(), private: Some(server) })
+            }
+        };
+        let store = match &redis {
+            None => ServeStore::Embedded,
+            Some(r) => ServeStore::Redis { url: &r.url, prefix: &r.prefix },
+        };
+        let served = Served::start(store, args.data.as_deref()).await.context("--serve")?;
+        Ok(ServedTarget { served, redis })
+    }
+
+    /// What the reports call it.
+    fn describe(&self) -> String {
+        let store = match &self.redis {
+            None => "the embedded store".to_owned(),
+            Some(ServedRedis { private: Some(_), url, .. }) => format!("a private redis-server at {url}"),
+            Some(ServedRedis { url, .. }) => format!("Redis at {url}"),
+        };
+        format!(
+            "punctual serve at {} (started for the run, on {store})",
+            self.served.url().as_str().trim_end_matches('/')
+        )
+    }
 }
 
 /// Starts a private redis-server, saying what to do when there is none.
@@ -134,29 +210,71 @@ fn run_prefix() -> String {
 /// Runs `punctual bench`: the workloads asked for, each one's table (or, with `--json`,
 /// all of them as one JSON array at the end) handed to `emit`, which prints a text and a
 /// newline on stdout (the binary's one rule for a closed pipe applies).
+///
+/// Ctrl-C ends the run as an error after everything it started is dropped: a served
+/// server and private redis-servers stopped, temporary directories removed.
 pub async fn run(args: BenchArgs, emit: fn(&str) -> Result<()>) -> Result<()> {
+    tokio::select! {
+        result = run_workloads(args, emit) => result,
+        signal = tokio::signal::ctrl_c() => {
+            signal.context("cannot listen for Ctrl-C")?;
+            bail!("interrupted: the processes this run started were stopped and its temporary directories removed")
+        }
+    }
+}
+
+async fn run_workloads(args: BenchArgs, emit: fn(&str) -> Result<()>) -> Result<()> {
     let workloads: Vec<Workload> = match args.workload {
         Workload::All => vec![Workload::Spread, Workload::Burst, Workload::Throughput, Workload::Pending],
         one => vec![one],
     };
+    let over_http = if args.serve { Some("--serve") } else { args.server.as_ref().map(|_| "--server") };
     if args.server.is_some() && args.data.is_some() {
         bail!("--data is the embedded store's directory; with --server the server keeps its own data");
     }
-    if args.data.is_some() && !matches!(args.store, BenchStore::Embedded) {
+    if args.data.is_some() && !args.serve && !matches!(args.store, BenchStore::Embedded) {
         bail!("--data is the embedded store's directory; it does not apply to --store {}", args.store);
     }
-    if args.server.is_some() && args.workload == Workload::Pending {
+    if let Some(flag) = over_http
+        && args.workload == Workload::Pending
+    {
         bail!(
             "pending measures the memory of the process holding the engine and restarts an embedded server itself; \
-             run it without --server (e.g. punctual bench pending --store embedded)"
+             run it without {flag} (e.g. punctual bench pending --store embedded)"
         );
     }
+    // BullMQ, unless the baselines are off; demanded with --baselines.
+    let bullmq = match args.baselines {
+        Some(false) => None,
+        _ => Some(bullmq::locate(args.bullmq.as_deref(), args.loops)?),
+    };
+    if args.baselines == Some(true)
+        && let Some(Err(why)) = &bullmq
+    {
+        bail!("--baselines demands the BullMQ baseline, which cannot run here: {why}");
+    }
+    let mut bullmq_skipped = match &bullmq {
+        Some(Err(why)) => Some(format!("BullMQ baseline skipped: {why}")),
+        _ => None,
+    };
+    let bullmq = bullmq.and_then(Result::ok);
     let progress = Progress::new(args.quiet);
+    let pull = PullLoops { loops: args.loops, lease_max: args.lease_max, long_poll: args.long_poll, acks: args.acks };
     let target = match (&args.server, &args.store) {
         (Some(url), _) => Target::Http {
-            driver: HttpDriver::new(Client::new(url, args.token.clone())?),
+            driver: HttpDriver::new(url, args.token.clone(), pull)?,
             url: url.as_str().trim_end_matches('/').to_owned(),
+            served: None,
         },
+        (None, _) if args.serve => {
+            let served = ServedTarget::start(&args).await?;
+            Target::Http {
+                // The server started for the run has no tokens.
+                driver: HttpDriver::new(served.served.url(), None, pull)?,
+                url: served.describe(),
+                served: Some(Box::new(served)),
+            }
+        }
         (None, BenchStore::Embedded) => match &args.data {
             Some(dir) => Target::Embedded { root: dir.clone(), _temp: None },
             None => {
@@ -173,12 +291,15 @@ pub async fn run(args: BenchArgs, emit: fn(&str) -> Result<()>) -> Result<()> {
 
     // The baselines' Redis: the target's own, else a private one when redis-server is
     // installed (or demanded with --baselines).
-    let wants_baselines = workloads.contains(&Workload::Spread) && args.baselines != Some(false);
+    let wants_baselines = args.baselines != Some(false) && (workloads.contains(&Workload::Spread) || bullmq.is_some());
     let mut baselines_skipped = Vec::new();
     let mut _baseline_server = None;
     let baseline_redis = match &target {
         _ if !wants_baselines => None,
         Target::Redis { url, prefix, .. } => Some(BaselineRedis { url: url.clone(), prefix: prefix.clone() }),
+        Target::Http { served: Some(served), .. } if served.redis.is_some() => {
+            served.redis.as_ref().map(|redis| BaselineRedis { url: redis.url.clone(), prefix: redis.prefix.clone() })
+        }
         _ if args.baselines == Some(true) || redis_server_installed() => {
             let server = private_redis().context("the baselines need a Redis")?;
             let redis = BaselineRedis { url: server.url(), prefix: run_prefix() };
@@ -191,45 +312,48 @@ pub async fn run(args: BenchArgs, emit: fn(&str) -> Result<()>) -> Result<()> {
                  redis-server) or pass --store redis://HOST:PORT to compare with Redis keyspace notifications and a 1-second ZSet poller"
                     .to_owned(),
             );
+            if bullmq.is_some() {
+                bullmq_skipped = Some(
+                    "BullMQ baseline skipped: it runs on a Redis, and redis-server is not on PATH; install it \
+                     (Debian: apt-get install redis-server) or pass --store redis://HOST:PORT"
+                        .to_owned(),
+                );
+            }
             None
         }
     };
+    let bullmq = bullmq.filter(|_| baseline_redis.is_some());
+    let shared = Shared {
+        baselines: &baseline_redis,
+        skipped: &baselines_skipped,
+        bullmq: bullmq.as_ref(),
+        bullmq_skipped: &bullmq_skipped,
+    };
 
     let mut reports = Vec::new();
+    let mut notes = Vec::new();
     for workload in workloads {
         if workload == Workload::Pending && matches!(target, Target::Http { .. }) {
-            baselines_skipped.push("pending was skipped: it runs in process, not over --server".into());
+            notes.push(format!("pending was skipped: it runs in process, not over {}", over_http.unwrap_or("HTTP")));
             continue;
         }
         let report = match &target {
             Target::Embedded { root, .. } => {
                 let dir = root.join(workload.name());
                 let side = Side::Embedded { dir: dir.clone() };
-                let cx = context(
-                    progress.clone(),
-                    &side,
-                    format!("the embedded store ({})", dir.display()),
-                    &baseline_redis,
-                    &baselines_skipped,
-                );
+                let cx = shared.context(progress.clone(), &side, format!("the embedded store ({})", dir.display()));
                 run_embedded(workload, &args, &dir, &cx).await?
             }
             Target::Redis { url, private, prefix } => {
                 let side = Side::Redis { url, private: private.as_ref() };
                 let what = if private.is_some() { "a private redis-server" } else { "Redis" };
-                let cx =
-                    context(progress.clone(), &side, format!("{what} at {url}"), &baseline_redis, &baselines_skipped);
+                let cx = shared.context(progress.clone(), &side, format!("{what} at {url}"));
                 run_redis(workload, &args, url, prefix, &cx).await?
             }
-            Target::Http { driver, url } => {
+            Target::Http { driver, url, served } => {
                 let side = Side::Http;
-                let cx = context(
-                    progress.clone(),
-                    &side,
-                    format!("punctual serve at {url}"),
-                    &baseline_redis,
-                    &baselines_skipped,
-                );
+                let what = if served.is_some() { url.clone() } else { format!("punctual serve at {url}") };
+                let cx = shared.context(progress.clone(), &side, what);
                 run_workload(driver, workload, &args, &cx).await?
             }
         };
@@ -238,28 +362,47 @@ pub async fn run(args: BenchArgs, emit: fn(&str) -> Result<()>) -> Result<()> {
         }
         reports.push(report);
     }
-    if let Target::Redis { url, private: None, prefix } = &target {
-        delete_prefix(url, prefix).await?;
+    match target {
+        Target::Redis { url, private: None, prefix } => delete_prefix(&url, &prefix).await?,
+        Target::Http { served: Some(served), .. } => {
+            let ServedTarget { served, redis } = *served;
+            drop(served);
+            if let Some(ServedRedis { url, prefix, private: None }) = redis {
+                delete_prefix(&url, &prefix).await?;
+            }
+        }
+        _ => {}
     }
     if args.json {
         emit(&serde_json::to_string_pretty(&reports)?)?;
     } else {
-        for note in baselines_skipped.iter().filter(|n| n.starts_with("pending")) {
+        for note in &notes {
             emit(&format!("note: {note}"))?;
         }
     }
     Ok(())
 }
 
-fn context<'a>(
-    progress: Progress,
-    side: &'a Side<'a>,
-    target: String,
+/// What every workload's [`Context`] shares.
+struct Shared<'a> {
     baselines: &'a Option<BaselineRedis>,
-    skipped: &[String],
-) -> Context<'a> {
-    let baselines_skipped = skipped.iter().filter(|n| n.starts_with("baselines")).cloned().collect();
-    Context { progress, side, target, baselines: baselines.as_ref(), baselines_skipped }
+    skipped: &'a [String],
+    bullmq: Option<&'a Bullmq>,
+    bullmq_skipped: &'a Option<String>,
+}
+
+impl<'a> Shared<'a> {
+    fn context(&self, progress: Progress, side: &'a Side<'a>, target: String) -> Context<'a> {
+        Context {
+            progress,
+            side,
+            target,
+            baselines: self.baselines.as_ref(),
+            baselines_skipped: self.skipped.to_vec(),
+            bullmq: self.bullmq,
+            bullmq_skipped: self.bullmq_skipped.clone(),
+        }
+    }
 }
 
 async fn run_embedded(workload: Workload, args: &BenchArgs, dir: &std::path::Path, cx: &Context<'_>) -> Result<Report> {
@@ -280,6 +423,7 @@ async fn run_embedded(workload: Workload, args: &BenchArgs, dir: &std::path::Pat
     let mut report = report?;
     report.closed(dir, &before)?;
     report.recovery = Some(pending::recovery(dir, cx).await?);
+    report.beside_bullmq(cx).await?;
     Ok(Report::Pending(report))
 }
 
@@ -296,7 +440,13 @@ async fn run_redis(workload: Workload, args: &BenchArgs, url: &str, prefix: &str
         None => run_workload(&driver, workload, args, cx).await,
     };
     engine.shutdown().await?;
-    report
+    match report? {
+        Report::Pending(mut report) => {
+            report.beside_bullmq(cx).await?;
+            Ok(Report::Pending(report))
+        }
+        other => Ok(other),
+    }
 }
 
 /// Runs `spread`, `burst` or `throughput` on `driver`.
@@ -315,7 +465,7 @@ fn pending_tasks(args: &BenchArgs) -> u64 {
 }
 
 /// Deletes every key under `prefix` on the Redis at `url` (what this run wrote there).
-async fn delete_prefix(url: &str, prefix: &str) -> Result<()> {
+pub(crate) async fn delete_prefix(url: &str, prefix: &str) -> Result<()> {
     let client = redis::Client::open(url)?;
     let mut conn = client.get_multiplexed_async_connection().await?;
     let mut cursor: u64 = 0;

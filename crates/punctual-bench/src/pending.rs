@@ -28,6 +28,11 @@
 //!    the answer holding that task arrived: process start, opening the store after the
 //!    crash, the HTTP listener, and one lease. The reopened server's own `VmRSS` is
 //!    read then.
+//!
+//! BullMQ then adds the same N jobs, delayed by 30 days with the same payload, on the
+//! baselines' Redis: its `used_memory` growth per job (see [`super::bullmq`]), compared
+//! with punctual's Redis `used_memory` per task, or on the embedded store with its
+//! resident memory + disk per task while running.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -37,8 +42,9 @@ use anyhow::{Context as _, Result, bail};
 use serde::Serialize;
 use serde_json::json;
 
+use super::bullmq::{BullmqPending, PendingRatios, over};
 use super::driver::{BenchTask, Driver, Recorder};
-use super::report::{figures, mib, millis, rate, thousands};
+use super::report::{Figure, figures_beside, mib, millis, rate, thousands, times};
 use super::stats::{dir_bytes, per_second, rss_kib};
 use super::{Context, Side};
 use punctual_client::{Client, ClientError};
@@ -72,6 +78,8 @@ pub(crate) struct PendingReport {
     /// Redis: growth of `used_memory` per task.
     pub(crate) redis_bytes_per_task: Option<f64>,
     pub(crate) recovery: Option<Recovery>,
+    /// The same pending jobs on BullMQ, when it ran.
+    pub(crate) bullmq: Option<BullmqPending>,
     pub(crate) notes: Vec<String>,
 }
 
@@ -165,11 +173,33 @@ pub(crate) async fn run<D: Driver>(driver: &D, tasks: u64, before: Before, cx: &
         disk_bytes_per_task_closed: None,
         redis_bytes_per_task,
         recovery: None,
+        bullmq: None,
         notes,
     })
 }
 
 impl PendingReport {
+    /// punctual's memory per pending task, as compared with BullMQ's: Redis
+    /// `used_memory`, or on the embedded store resident memory + disk while running.
+    fn bytes_per_task(&self) -> f64 {
+        self.redis_bytes_per_task.unwrap_or(self.rss_bytes_per_task + self.disk_bytes_per_task.unwrap_or(0.0))
+    }
+
+    /// Runs BullMQ beside, once punctual's figures are all in (its engine stopped).
+    pub(crate) async fn beside_bullmq(&mut self, cx: &Context<'_>) -> Result<()> {
+        let Some((bullmq, redis)) = cx.bullmq() else {
+            self.notes.extend(cx.bullmq_skipped.clone());
+            return Ok(());
+        };
+        let mut theirs = bullmq.pending(redis, self.tasks, &cx.progress).await?;
+        theirs.punctual_over_bullmq = Some(PendingRatios {
+            bytes_per_task: over(self.bytes_per_task(), theirs.redis_bytes_per_task),
+            insert_per_second: over(self.insert_per_second, theirs.insert_per_second),
+        });
+        self.bullmq = Some(theirs);
+        Ok(())
+    }
+
     /// The embedded store's size after the engine shut down (`before`: the empty store).
     pub(crate) fn closed(&mut self, dir: &Path, before: &Before) -> Result<()> {
         let bytes = dir_bytes(dir)?;
@@ -309,10 +339,17 @@ impl Drop for Serve {
 impl PendingReport {
     pub(crate) fn table(&self) -> String {
         let n = self.tasks as f64;
+        let theirs = self.bullmq.as_ref();
+        let ratios = theirs.and_then(|t| t.punctual_over_bullmq.as_ref());
         let mut rows = vec![
-            ("insert rate (batches of up to 10,000)".into(), rate(self.insert_per_second)),
-            (
-                "this process's memory: no engine → 10% in → all in".into(),
+            Figure::beside(
+                "insert rate (batches of up to 10,000; BullMQ 1,000)",
+                rate(self.insert_per_second),
+                theirs.map(|t| rate(t.insert_per_second)),
+                ratios.map(|r| times(r.insert_per_second)),
+            ),
+            Figure::ours(
+                "this process's memory: no engine → 10% in → all in",
                 format!(
                     "{} → {} → {}",
                     mib(self.rss_before_kib * 1024),
@@ -320,22 +357,51 @@ impl PendingReport {
                     mib(self.rss_after_kib * 1024)
                 ),
             ),
-            ("memory per pending task (growth after 10%)".into(), format!("{:.1} bytes", self.rss_bytes_per_task)),
+            Figure::ours("memory per pending task (growth after 10%)", format!("{:.1} bytes", self.rss_bytes_per_task)),
         ];
         if let (Some(bytes), Some(per_task)) = (self.disk_bytes, self.disk_bytes_per_task) {
-            rows.push(("disk, engine running (db + WAL)".into(), format!("{} = {per_task:.0} bytes/task", mib(bytes))));
+            rows.push(Figure::ours(
+                "disk, engine running (db + WAL)",
+                format!("{} = {per_task:.0} bytes/task", mib(bytes)),
+            ));
         }
         if let (Some(bytes), Some(per_task)) = (self.disk_bytes_closed, self.disk_bytes_per_task_closed) {
-            rows.push(("disk after a clean shutdown".into(), format!("{} = {per_task:.0} bytes/task", mib(bytes))));
+            rows.push(Figure::ours(
+                "disk after a clean shutdown",
+                format!("{} = {per_task:.0} bytes/task", mib(bytes)),
+            ));
         }
         if let Some(per_task) = self.redis_bytes_per_task {
-            rows.push(("Redis used_memory per pending task".into(), format!("{per_task:.0} bytes")));
+            rows.push(Figure::ours("Redis used_memory per pending task", format!("{per_task:.0} bytes")));
+        }
+        if let Some(t) = theirs {
+            let what = if self.redis_bytes_per_task.is_some() {
+                "per task: Redis used_memory"
+            } else {
+                "per task: memory + disk (BullMQ: Redis used_memory)"
+            };
+            rows.push(Figure::beside(
+                what,
+                format!("{:.0} bytes", self.bytes_per_task()),
+                Some(format!("{:.0} bytes", t.redis_bytes_per_task)),
+                ratios.map(|r| times(r.bytes_per_task)),
+            ));
         }
         if let Some(recovery) = &self.recovery {
-            rows.push(("kill -9, restart: process start → first fire".into(), millis(recovery.start_to_first_fire_ms)));
-            rows.push(("  restarted server's resident memory".into(), mib(recovery.rss_kib * 1024)));
+            rows.push(Figure::ours(
+                "kill -9, restart: process start → first fire",
+                millis(recovery.start_to_first_fire_ms),
+            ));
+            rows.push(Figure::ours("  restarted server's resident memory", mib(recovery.rss_kib * 1024)));
         }
-        let mut text = figures(&format!("pending: {} tasks due in 30 days on {}", thousands(n), self.target), rows);
+        let mut text = figures_beside(
+            &format!("pending: {} tasks due in 30 days on {}", thousands(n), self.target),
+            rows,
+            theirs.map(|t| t.version.as_str()),
+        );
+        if let Some(t) = theirs {
+            text.push_str(&format!("\n{}", t.approach));
+        }
         for note in &self.notes {
             text.push_str(&format!("\nnote: {note}"));
         }

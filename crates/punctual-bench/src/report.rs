@@ -52,6 +52,52 @@ pub(crate) fn figures(title: &str, rows: Vec<(String, String)>) -> String {
     format!("{title}\n{}", table(&["FIGURE", "VALUE"], rows, &[1]))
 }
 
+/// One figure of a report: punctual's value and, when BullMQ ran beside it, BullMQ's
+/// and the ratio punctual / BullMQ (none for counts such as duplicates).
+#[derive(Debug)]
+pub(crate) struct Figure {
+    pub(crate) name: String,
+    pub(crate) ours: String,
+    pub(crate) theirs: Option<String>,
+    pub(crate) ratio: Option<String>,
+}
+
+impl Figure {
+    /// A figure BullMQ has no counterpart of.
+    pub(crate) fn ours(name: impl Into<String>, ours: String) -> Figure {
+        Figure { name: name.into(), ours, theirs: None, ratio: None }
+    }
+
+    /// A figure with BullMQ's beside it (when it ran) and the ratio.
+    pub(crate) fn beside(
+        name: impl Into<String>,
+        ours: String,
+        theirs: Option<String>,
+        ratio: Option<String>,
+    ) -> Figure {
+        Figure { name: name.into(), ours, theirs, ratio }
+    }
+}
+
+/// A heading and a table of figures: two columns, or with `bullmq` (its version) four:
+/// punctual's value, BullMQ's and the ratio punctual / BullMQ.
+pub(crate) fn figures_beside(title: &str, rows: Vec<Figure>, bullmq: Option<&str>) -> String {
+    let Some(version) = bullmq else {
+        return figures(title, rows.into_iter().map(|f| (f.name, f.ours)).collect());
+    };
+    let header = format!("BULLMQ {version}");
+    let rows = rows
+        .into_iter()
+        .map(|f| vec![f.name, f.ours, f.theirs.unwrap_or_default(), f.ratio.unwrap_or_default()])
+        .collect();
+    format!("{title}\n{}", table(&["FIGURE", "PUNCTUAL", &header, "PUNCTUAL / BULLMQ"], rows, &[1, 2, 3]))
+}
+
+/// `0.42×`, `3.10×`, `12×`.
+pub(crate) fn times(ratio: f64) -> String {
+    if ratio >= 10.0 { format!("{ratio:.0}×") } else { format!("{ratio:.2}×") }
+}
+
 /// A table in the look of the CLI's own (`punctual ls`): no borders, three spaces
 /// between columns, the columns numbered in `right` aligned right. A copy of the CLI's
 /// `render::table` rather than a dependency on it: the binary depends on this crate.
@@ -140,6 +186,22 @@ mod tests {
         assert_eq!(millis(850), "850 ms");
         assert_eq!(millis(12_345), "12.3 s");
         assert_eq!(mib(33 * 1024 * 1024), "33.0 MiB");
+        assert_eq!((times(0.4183), times(12.4)), ("0.42×".to_owned(), "12×".to_owned()));
+    }
+
+    #[test]
+    fn bullmq_gets_a_column_when_it_ran() {
+        let rows = || {
+            vec![
+                Figure::beside("drained in", millis(900), Some(millis(3_000)), Some(times(0.3))),
+                Figure::ours("fired twice", "0".into()),
+            ]
+        };
+        let with = figures_beside("burst", rows(), Some("6.7.0"));
+        assert!(with.contains("BULLMQ 6.7.0") && with.contains("PUNCTUAL / BULLMQ"), "{with}");
+        assert!(with.contains("3,000 ms") && with.contains("0.30×"), "{with}");
+        let without = figures_beside("burst", rows(), None);
+        assert!(without.contains("VALUE") && !without.contains("BULLMQ"), "{without}");
     }
 
     #[test]

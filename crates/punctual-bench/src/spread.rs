@@ -6,8 +6,10 @@
 //! ([`HTTP_LEAD_MS`] over HTTP), so each batch is stored before it falls due as long as
 //! scheduling outpaces the window; tasks whose schedule call returned after their due
 //! time are counted (`scheduled_after_due`), since their lag includes that wait.
-//! The baselines (keyspace notifications, a 1-second ZSet poller) then get the same
-//! workload, one after the other, on a Redis (see [`super::baselines`]).
+//! The baselines (keyspace notifications, a 1-second ZSet poller, BullMQ) then get the
+//! same workload, one after the other, on a Redis (see [`super::baselines`] and
+//! [`super::bullmq`]). The seeds' ratios are theirs / punctual's (how many times
+//! punctual's lag theirs is); BullMQ's, as in every report, punctual's / BullMQ's.
 
 use std::time::Duration;
 
@@ -15,8 +17,9 @@ use anyhow::{Context as _, Result, bail};
 use serde::Serialize;
 
 use super::baselines::{self, BaselineRun};
-use super::driver::{BenchTask, Driver, Recorder};
-use super::report::{figures, lag_row, lag_table, millis, thousands};
+use super::bullmq::{BullmqSpread, LagRatios};
+use super::driver::{BenchTask, ConsumerSettings, Driver, Recorder};
+use super::report::{figures, lag_row, lag_table, millis, thousands, times};
 use super::stats::{LagStats, ratio};
 use super::{Context, Side};
 
@@ -34,6 +37,7 @@ const BATCH: usize = 1_000;
 pub(crate) struct SpreadReport {
     pub(crate) workload: &'static str,
     pub(crate) target: String,
+    pub(crate) consumer: ConsumerSettings,
     pub(crate) tasks: usize,
     pub(crate) window_ms: u64,
     /// Tasks whose schedule call returned after their due time.
@@ -43,6 +47,8 @@ pub(crate) struct SpreadReport {
     pub(crate) lost: usize,
     pub(crate) lag_ms: LagStats,
     pub(crate) baselines: Vec<LagBaseline>,
+    /// The same spread on BullMQ, when it ran.
+    pub(crate) bullmq: Option<BullmqSpread>,
     pub(crate) notes: Vec<String>,
 }
 
@@ -121,9 +127,28 @@ pub(crate) async fn run<D: Driver>(
         }
         None => notes.extend(cx.baselines_skipped.clone()),
     }
+    let bullmq = match cx.bullmq() {
+        Some((bullmq, redis)) => {
+            let mut theirs = bullmq.spread(redis, tasks, window, &cx.progress).await?;
+            if theirs.scheduled_after_due > 0 {
+                notes.push(format!(
+                    "{} BullMQ jobs were added after their due time (adding was slower than the window); \
+                     their lag includes that wait",
+                    theirs.scheduled_after_due
+                ));
+            }
+            theirs.punctual_over_bullmq = Some(LagRatios::of(&lag, &theirs.lag_ms));
+            Some(theirs)
+        }
+        None => {
+            notes.extend(cx.bullmq_skipped.clone());
+            None
+        }
+    };
     Ok(SpreadReport {
         workload: "spread",
         target: cx.target.clone(),
+        consumer: driver.settings(),
         tasks,
         window_ms: window.as_millis() as u64,
         scheduled_after_due,
@@ -132,6 +157,7 @@ pub(crate) async fn run<D: Driver>(
         lost: tasks - fired,
         lag_ms: lag,
         baselines,
+        bullmq,
         notes,
     })
 }
@@ -140,10 +166,11 @@ impl SpreadReport {
     pub(crate) fn table(&self) -> String {
         let mut text = figures(
             &format!(
-                "spread: {} tasks due uniformly over {} on {}",
+                "spread: {} tasks due uniformly over {} on {}\n{}",
                 thousands(self.tasks as f64),
                 millis(self.window_ms),
-                self.target
+                self.target,
+                self.consumer.describe()
             ),
             vec![
                 ("fired".into(), format!("{} of {}", thousands(self.fired as f64), thousands(self.tasks as f64))),
@@ -159,8 +186,24 @@ impl SpreadReport {
             }
             rows.push(row);
         }
+        if let Some(bullmq) = &self.bullmq {
+            let mut row = lag_row(&bullmq.approach, &bullmq.lag_ms, Some(&self.lag_ms));
+            if bullmq.lost > 0 || bullmq.duplicates > 0 {
+                row[0].push_str(&format!(" ({} never fired, {} twice)", bullmq.lost, bullmq.duplicates));
+            }
+            rows.push(row);
+        }
         text.push_str("\n\nfire lag (fire − due)\n");
         text.push_str(&lag_table(rows));
+        if let Some(r) = self.bullmq.as_ref().and_then(|b| b.punctual_over_bullmq.as_ref()) {
+            text.push_str(&format!(
+                "\npunctual / BullMQ: lag p50 {}, p90 {}, p99 {}, max {}",
+                times(r.p50),
+                times(r.p90),
+                times(r.p99),
+                times(r.max)
+            ));
+        }
         for note in &self.notes {
             text.push_str(&format!("\nnote: {note}"));
         }

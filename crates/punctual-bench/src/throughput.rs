@@ -11,6 +11,7 @@
 //!    making single schedule calls (each durable on return: group commit on the
 //!    embedded store), then one client scheduling batches of 1,000.
 //! 3. On the embedded store, the naive baseline: one durable SQLite commit per task.
+//! 4. BullMQ's sustained add + process, shaped as step 1 (see [`super::bullmq`]).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -20,8 +21,9 @@ use anyhow::{Context as _, Result};
 use serde::Serialize;
 
 use super::baselines;
-use super::driver::{BenchTask, Driver, Recorder};
-use super::report::{figures, rate, thousands};
+use super::bullmq::{BullmqThroughput, ThroughputRatios, over};
+use super::driver::{BenchTask, ConsumerSettings, Driver, Recorder};
+use super::report::{Figure, figures_beside, rate, thousands, times};
 use super::stats::per_second;
 use super::{Context, Side};
 
@@ -40,6 +42,7 @@ const DRAIN_LIMIT: Duration = Duration::from_secs(120);
 pub(crate) struct ThroughputReport {
     pub(crate) workload: &'static str,
     pub(crate) target: String,
+    pub(crate) consumer: ConsumerSettings,
     pub(crate) duration_ms: u64,
     pub(crate) sustained: Sustained,
     /// Single schedule calls from concurrent clients, tasks/s.
@@ -48,6 +51,8 @@ pub(crate) struct ThroughputReport {
     /// Batches of 1,000, tasks/s.
     pub(crate) schedule_batch_per_second: f64,
     pub(crate) baselines: Vec<RateBaseline>,
+    /// BullMQ's sustained add + process, when it ran.
+    pub(crate) bullmq: Option<BullmqThroughput>,
     pub(crate) notes: Vec<String>,
 }
 
@@ -98,15 +103,31 @@ pub(crate) async fn run<D: Driver>(driver: &D, duration: Duration, cx: &Context<
             ratio_batch: batch / naive.max(f64::MIN_POSITIVE),
         });
     }
+    let bullmq = match cx.bullmq() {
+        Some((bullmq, redis)) => {
+            let mut theirs = bullmq.throughput(redis, duration, &cx.progress).await?;
+            theirs.punctual_over_bullmq = Some(ThroughputRatios {
+                completed_per_second: over(sustained.completed_per_second, theirs.completed_per_second),
+                scheduled_per_second: over(sustained.scheduled_per_second, theirs.scheduled_per_second),
+            });
+            Some(theirs)
+        }
+        None => {
+            notes.extend(cx.bullmq_skipped.clone());
+            None
+        }
+    };
     Ok(ThroughputReport {
         workload: "throughput",
         target: cx.target.clone(),
+        consumer: driver.settings(),
         duration_ms: duration.as_millis() as u64,
         sustained,
         schedule_single_per_second: single,
         schedule_clients: CLIENTS,
         schedule_batch_per_second: batch,
         baselines: rate_baselines,
+        bullmq,
         notes,
     })
 }
@@ -216,29 +237,59 @@ async fn schedule_batches<D: Driver>(driver: &D, duration: Duration, cx: &Contex
 impl ThroughputReport {
     pub(crate) fn table(&self) -> String {
         let s = &self.sustained;
+        let theirs = self.bullmq.as_ref();
+        let ratios = theirs.and_then(|t| t.punctual_over_bullmq.as_ref());
         let mut rows = vec![
-            ("schedule + fire + ack: completed".into(), rate(s.completed_per_second)),
-            ("schedule + fire + ack: scheduled".into(), rate(s.scheduled_per_second)),
-            (
-                "  fired (after the last drained)".into(),
-                format!("{} of {}", thousands(s.fired as f64), thousands(s.scheduled as f64)),
+            Figure::beside(
+                "schedule + fire + ack: completed",
+                rate(s.completed_per_second),
+                theirs.map(|t| rate(t.completed_per_second)),
+                ratios.map(|r| times(r.completed_per_second)),
             ),
-            ("  fired twice / left in store".into(), format!("{} / {}", s.duplicates, s.left_in_store)),
-            (
+            Figure::beside(
+                "schedule + fire + ack: scheduled",
+                rate(s.scheduled_per_second),
+                theirs.map(|t| rate(t.scheduled_per_second)),
+                ratios.map(|r| times(r.scheduled_per_second)),
+            ),
+            Figure::beside(
+                "  fired (after the last drained)",
+                format!("{} of {}", thousands(s.fired as f64), thousands(s.scheduled as f64)),
+                theirs.map(|t| format!("{} of {}", thousands(t.fired as f64), thousands(t.scheduled as f64))),
+                None,
+            ),
+            Figure::beside(
+                "  fired twice / left in store",
+                format!("{} / {}", s.duplicates, s.left_in_store),
+                theirs.map(|t| format!("{} / {}", t.duplicates, t.left_in_queue)),
+                None,
+            ),
+            Figure::ours(
                 format!("schedule only: single calls, {} clients", self.schedule_clients),
                 rate(self.schedule_single_per_second),
             ),
-            ("schedule only: batches of 1,000".into(), rate(self.schedule_batch_per_second)),
+            Figure::ours("schedule only: batches of 1,000", rate(self.schedule_batch_per_second)),
         ];
         for b in &self.baselines {
-            rows.push((b.approach.into(), rate(b.per_second)));
-            rows.push((
-                "  ratio: punctual single calls / batches".into(),
+            rows.push(Figure::ours(b.approach, rate(b.per_second)));
+            rows.push(Figure::ours(
+                "  ratio: punctual single calls / batches",
                 format!("{:.1}× / {:.1}×", b.ratio_single, b.ratio_batch),
             ));
         }
-        let mut text =
-            figures(&format!("throughput: {} s per phase on {}", self.duration_ms as f64 / 1000.0, self.target), rows);
+        let mut text = figures_beside(
+            &format!(
+                "throughput: {} s per phase on {}\n{}",
+                self.duration_ms as f64 / 1000.0,
+                self.target,
+                self.consumer.describe()
+            ),
+            rows,
+            theirs.map(|t| t.version.as_str()),
+        );
+        if let Some(t) = theirs {
+            text.push_str(&format!("\n{}", t.approach));
+        }
         for note in &self.notes {
             text.push_str(&format!("\nnote: {note}"));
         }

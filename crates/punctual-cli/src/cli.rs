@@ -154,7 +154,7 @@ pub(crate) enum Command {
     /// Check a server configuration file without starting anything
     #[command(after_help = CHECK_CONFIG_AFTER_HELP)]
     CheckConfig(CheckConfigArgs),
-    /// Measure fire lag, bursts, throughput and the cost of pending tasks, beside Redis keyspace notifications and a ZSet polled every second
+    /// Measure fire lag, bursts, throughput and the cost of pending tasks, in process or over HTTP, beside Redis keyspace notifications, a ZSet polled every second and BullMQ
     #[command(after_help = punctual_bench::AFTER_HELP)]
     Bench(Box<punctual_bench::BenchArgs>),
     #[command(flatten)]
@@ -439,7 +439,7 @@ mod tests {
     use super::*;
     use clap::CommandFactory;
     use clap::error::ErrorKind;
-    use punctual_bench::{BenchStore, Workload};
+    use punctual_bench::{Acks, BenchStore, Workload};
 
     fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
         Cli::try_parse_from(std::iter::once("punctual").chain(args.iter().copied()))
@@ -566,6 +566,31 @@ mod tests {
             (Workload::Spread, &BenchStore::Embedded, None, None)
         );
         assert_eq!((args.window.as_secs(), args.duration.as_secs()), (20, 10));
+        assert_eq!(
+            (args.serve, args.loops, args.lease_max, args.long_poll.as_secs(), args.acks),
+            (false, 50, 100, 2, Acks::Batch),
+            "the pull loops' defaults"
+        );
+        let args = bench(&[
+            "bench",
+            "burst",
+            "--serve",
+            "--store",
+            "private-redis",
+            "--loops",
+            "4",
+            "--lease-max",
+            "1000",
+            "--long-poll",
+            "0s",
+            "--acks",
+            "each",
+        ])
+        .unwrap();
+        assert_eq!(
+            (args.serve, &args.store, args.loops, args.lease_max, args.long_poll.is_zero(), args.acks),
+            (true, &BenchStore::PrivateRedis, 4, 1000, true, Acks::Each)
+        );
         let args = bench(&[
             "bench",
             "all",
@@ -593,6 +618,17 @@ mod tests {
             &["bench", "spread", "--tasks", "0"],
             &["bench", "sprint"],
             &["bench", "spread", "--server", "http://x", "--store", "private-redis"],
+            &["bench", "spread", "--server", "http://x", "--serve"],
+            &["bench", "burst", "--serve", "--loops", "0"],
+            &["bench", "burst", "--serve", "--loops", "1001"],
+            &["bench", "burst", "--serve", "--lease-max", "0"],
+            &["bench", "burst", "--serve", "--lease-max", "1001"],
+            &["bench", "burst", "--serve", "--long-poll", "61s"],
+            &["bench", "burst", "--serve", "--acks", "sometimes"],
+            // The pull loops' settings apply over HTTP only.
+            &["bench", "burst", "--lease-max", "10"],
+            &["bench", "burst", "--long-poll", "1s"],
+            &["bench", "burst", "--acks", "each"],
         ] {
             assert_eq!(bench(wrong).unwrap_err().exit_code(), 2, "{wrong:?}");
         }

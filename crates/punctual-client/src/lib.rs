@@ -36,6 +36,8 @@ pub struct Client {
     /// server behind a proxy, is kept).
     base: String,
     token: Option<String>,
+    /// The longest wait for one whole request.
+    timeout: Duration,
 }
 
 /// An answer with a 2xx status.
@@ -69,8 +71,9 @@ pub enum ClientError {
     Api(ApiError),
     /// No connection could be made.
     Unreachable { server: String, reason: String },
-    /// Connected, but no complete answer within [`REQUEST_TIMEOUT`].
-    Timeout { server: String },
+    /// Connected, but no complete answer within `after` ([`REQUEST_TIMEOUT`] unless the
+    /// client was made [`Client::with_timeout`]).
+    Timeout { server: String, after: Duration },
     /// The answer is not the API's (another service at that address, a proxy page…).
     Protocol { detail: String },
 }
@@ -94,11 +97,11 @@ impl fmt::Display for ClientError {
                 "cannot reach the punctual server at {server} ({reason}). \
                  Is it running? Start one with: punctual serve"
             ),
-            ClientError::Timeout { server } => write!(
+            ClientError::Timeout { server, after } => write!(
                 f,
                 "the punctual server at {server} did not answer within {}s; \
                  it may be overloaded or its store unreachable",
-                REQUEST_TIMEOUT.as_secs()
+                after.as_secs()
             ),
             ClientError::Protocol { detail } => f.write_str(detail),
         }
@@ -158,14 +161,20 @@ impl Client {
     /// A client of the server at `base` (an `http` or `https` URL, see
     /// [`parse_server_url`]) sending `token` as a bearer token when given.
     pub fn new(base: &Url, token: Option<String>) -> anyhow::Result<Client> {
+        Client::with_timeout(base, token, REQUEST_TIMEOUT)
+    }
+
+    /// As [`Client::new`], waiting up to `timeout` for each whole request instead of
+    /// [`REQUEST_TIMEOUT`]: a long poll holds its request open for its wait.
+    pub fn with_timeout(base: &Url, token: Option<String>, timeout: Duration) -> anyhow::Result<Client> {
         let http = reqwest::Client::builder()
             .user_agent(concat!("punctual-cli/", env!("CARGO_PKG_VERSION")))
             .connect_timeout(CONNECT_TIMEOUT)
-            .timeout(REQUEST_TIMEOUT)
+            .timeout(timeout)
             .build()
             .map_err(|e| anyhow::anyhow!("cannot set up the HTTP client: {e}"))?;
         let base = base.as_str().trim_end_matches('/').to_owned();
-        Ok(Client { http, base, token: token.filter(|t| !t.is_empty()) })
+        Ok(Client { http, base, token: token.filter(|t| !t.is_empty()), timeout })
     }
 
     /// The URL of `segments` (each percent-encoded) under the base, with `query` pairs.
@@ -250,7 +259,7 @@ impl Client {
             };
             ClientError::Unreachable { server, reason }
         } else if error.is_timeout() {
-            ClientError::Timeout { server }
+            ClientError::Timeout { server, after: self.timeout }
         } else {
             ClientError::Protocol { detail: format!("the call to the server at {server} failed: {}", innermost(error)) }
         }

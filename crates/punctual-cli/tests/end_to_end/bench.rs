@@ -1,20 +1,29 @@
 //! `punctual bench` end to end: the real binary through every workload at a tiny size,
-//! on the embedded store, on a private redis-server with the seeds' baselines, and
-//! against a real `punctual serve` over HTTP.
+//! on the embedded store, on a private redis-server with the seeds' baselines and
+//! BullMQ's, against a real `punctual serve` over HTTP, and against one it starts
+//! itself (`--serve`) with the pull loops' flags.
 //!
 //! Guards against the benchmark command rotting: a workload that no longer runs, a
-//! target that no longer connects, a figure missing from `--json`, or a run that loses
-//! or double-counts tasks. It asserts correctness (every task scheduled fired once,
-//! nothing left behind, lags not negative), never speed: benchmarks are not timed tests.
+//! target that no longer connects, a figure missing from `--json`, settings that are
+//! not the ones asked for, a served server left running, or a run that loses or
+//! double-counts tasks (punctual's or BullMQ's). It asserts correctness (every task
+//! scheduled fired once, nothing left behind, lags not negative), never speed:
+//! benchmarks are not timed tests.
+//!
+//! The BullMQ baseline needs `node` and `npm ci --prefix bench/bullmq`; its tests run
+//! when `bench/bullmq/node_modules` exists, and always in CI (`.ci/run` installs it).
 
 use crate::common;
 
+use std::path::Path;
 use std::process::{Command, Output};
 
 use common::{BIN, start_server};
 use serde_json::Value;
 
 const TASKS: u64 = 200;
+/// The BullMQ program of the source tree, which the binary falls back to.
+const BULLMQ_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../bench/bullmq");
 const TINY: &[&str] = &["--tasks", "200", "--window", "1s", "--duration", "1s", "--json", "--quiet"];
 
 fn bench(args: &[&str]) -> Output {
@@ -120,15 +129,38 @@ fn every_workload_runs_on_the_embedded_store() {
     assert!(number(pending, "recovery.rss_kib") > 0.0, "{pending:#}");
 }
 
-#[test]
-fn spread_on_a_private_redis_runs_beside_the_seeds_baselines() {
+/// Is the BullMQ baseline installed? Required in CI; elsewhere its tests are skipped
+/// with a note when it is not.
+fn bullmq_installed() -> bool {
+    let installed = Path::new(BULLMQ_DIR).join("node_modules/bullmq").is_dir();
+    if !installed {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{BULLMQ_DIR}/node_modules is missing in CI: .ci/run must run `npm ci` there"
+        );
+        eprintln!("note: the BullMQ baseline is not installed (npm ci --prefix bench/bullmq): its checks are skipped");
+    }
+    installed
+}
+
+fn assert_redis_server_installed() {
     let installed =
         Command::new("sh").args(["-c", "command -v redis-server"]).output().is_ok_and(|o| o.status.success());
     assert!(
         installed,
         "redis-server is not installed; install it (Debian: apt-get install redis-server) to run this test"
     );
-    let mut args = vec!["spread", "--store", "private-redis", "--baselines"];
+}
+
+#[test]
+fn spread_on_a_private_redis_runs_beside_the_seeds_baselines() {
+    assert_redis_server_installed();
+    // --baselines demands every baseline, BullMQ's too; without it, those at hand run.
+    let mut args = vec!["spread", "--store", "private-redis"];
+    let bullmq = bullmq_installed();
+    if bullmq {
+        args.push("--baselines");
+    }
     args.extend(TINY);
     let reports = reports(&args);
     let spread = find(&reports, "spread");
@@ -145,6 +177,11 @@ fn spread_on_a_private_redis_runs_beside_the_seeds_baselines() {
     }
     // The poller loses nothing: it only comes late.
     assert_eq!(number(&baselines[1], "missing"), 0.0, "{spread:#}");
+    if bullmq {
+        assert_bullmq_processed_all(spread);
+    } else {
+        assert!(spread["notes"].to_string().contains("BullMQ baseline skipped"), "{spread:#}");
+    }
 }
 
 #[test]
@@ -160,6 +197,113 @@ fn spread_burst_and_throughput_run_against_a_server_over_http() {
     assert_throughput(find(&reports, "throughput"), false);
 }
 
+/// The `served` server's address, from a report's target ("punctual serve at URL (…").
+fn served_url(report: &Value) -> String {
+    let target = report["target"].as_str().unwrap_or_default();
+    let url = target.strip_prefix("punctual serve at ").and_then(|t| t.split(' ').next());
+    url.unwrap_or_else(|| panic!("no served URL in {report:#}")).to_owned()
+}
+
+/// Nothing answers at `url` any more: the served server was stopped.
+fn assert_stopped(url: &str) {
+    let addr = url.trim_start_matches("http://");
+    assert!(std::net::TcpStream::connect(addr).is_err(), "punctual serve at {url} is still running after the bench");
+}
+
+#[test]
+fn burst_over_http_on_a_server_it_starts_is_one_command() {
+    let reports = reports(&["burst", "--serve", "--tasks", "200", "--loops", "4", "--json", "--quiet"]);
+    let burst = find(&reports, "burst");
+    assert_all_fired_once(burst);
+    assert!(burst["target"].as_str().is_some_and(|t| t.contains("on the embedded store")), "{burst:#}");
+    let consumer = &burst["consumer"];
+    assert_eq!(consumer["kind"], "http_pull", "{burst:#}");
+    assert_eq!(
+        (number(consumer, "loops"), number(consumer, "lease_max"), number(consumer, "long_poll_ms")),
+        (4.0, 100.0, 2000.0),
+        "the settings used: {burst:#}"
+    );
+    assert_eq!(consumer["acks"], "batch", "{burst:#}");
+    assert_stopped(&served_url(burst));
+}
+
+#[test]
+fn pull_loops_that_ack_each_task_on_a_served_redis() {
+    assert_redis_server_installed();
+    let args = [
+        "spread",
+        "--serve",
+        "--store",
+        "private-redis",
+        "--loops",
+        "2",
+        "--lease-max",
+        "10",
+        "--long-poll",
+        "500ms",
+        "--acks",
+        "each",
+        "--baselines=false",
+    ];
+    let mut all = args.to_vec();
+    all.extend(TINY);
+    let reports = reports(&all);
+    let spread = find(&reports, "spread");
+    assert_all_fired_once(spread);
+    assert!(spread["target"].as_str().is_some_and(|t| t.contains("private redis-server")), "{spread:#}");
+    let consumer = &spread["consumer"];
+    assert_eq!((number(consumer, "loops"), number(consumer, "lease_max")), (2.0, 10.0), "{spread:#}");
+    assert_eq!((number(consumer, "long_poll_ms"), &consumer["acks"]), (500.0, &Value::from("each")), "{spread:#}");
+    assert!(spread["bullmq"].is_null(), "--baselines=false: {spread:#}");
+    assert_stopped(&served_url(spread));
+}
+
+/// BullMQ's figures of a report: every job processed once.
+fn assert_bullmq_processed_all(report: &Value) -> &Value {
+    let bullmq = &report["bullmq"];
+    assert_eq!(bullmq["version"], "6.7.0", "{report:#}");
+    assert_eq!(number(bullmq, "fired"), TASKS as f64, "{report:#}");
+    assert_eq!((number(bullmq, "lost"), number(bullmq, "duplicates")), (0.0, 0.0), "{report:#}");
+    assert!(number(bullmq, "lag_ms.min") >= 0.0, "a job ran before it was due: {report:#}");
+    bullmq
+}
+
+#[test]
+fn bullmq_runs_beside_every_workload() {
+    assert_redis_server_installed();
+    if !bullmq_installed() {
+        return;
+    }
+    let mut args = vec!["all", "--store", "private-redis", "--baselines", "--loops", "8"];
+    args.extend(TINY);
+    let reports = reports(&args);
+
+    let burst = find(&reports, "burst");
+    let bullmq = assert_bullmq_processed_all(burst);
+    assert_eq!(number(bullmq, "concurrency"), 8.0, "BullMQ's Worker has --loops slots: {burst:#}");
+    assert!(number(bullmq, "tasks_per_second") > 0.0, "{burst:#}");
+    assert!(number(bullmq, "punctual_over_bullmq.drained_in") > 0.0, "{burst:#}");
+
+    let spread = find(&reports, "spread");
+    assert_bullmq_processed_all(spread);
+    assert!(number(spread, "bullmq.punctual_over_bullmq.p99") > 0.0, "{spread:#}");
+
+    let throughput = find(&reports, "throughput");
+    let bullmq = &throughput["bullmq"];
+    let scheduled = number(bullmq, "scheduled");
+    assert!(scheduled > 0.0 && number(bullmq, "completed") > 0.0, "{throughput:#}");
+    assert_eq!(number(bullmq, "fired"), scheduled, "every job added was processed: {throughput:#}");
+    assert_eq!((number(bullmq, "lost"), number(bullmq, "duplicates")), (0.0, 0.0), "{throughput:#}");
+    assert_eq!(number(bullmq, "left_in_queue"), 0.0, "{throughput:#}");
+    assert!(number(throughput, "bullmq.punctual_over_bullmq.completed_per_second") > 0.0, "{throughput:#}");
+
+    let pending = find(&reports, "pending");
+    let bullmq = &pending["bullmq"];
+    assert_eq!(number(bullmq, "delayed"), TASKS as f64, "{pending:#}");
+    assert!(number(bullmq, "redis_bytes_per_task") > 0.0, "{pending:#}");
+    assert!(number(pending, "bullmq.punctual_over_bullmq.bytes_per_task") > 0.0, "{pending:#}");
+}
+
 #[test]
 fn without_json_each_workload_prints_a_table() {
     let output = bench(&["burst", "--tasks", "50", "--quiet"]);
@@ -167,14 +311,32 @@ fn without_json_each_workload_prints_a_table() {
     assert!(text.starts_with("burst: 50 tasks due at one instant"), "{text}");
     assert!(text.contains("drained in (due → last fired)"), "{text}");
     assert!(text.contains("50 of 50"), "{text}");
+    if bullmq_installed() {
+        assert!(text.contains("BULLMQ 6.7.0") && text.contains("PUNCTUAL / BULLMQ"), "BullMQ's column: {text}");
+    } else {
+        assert!(text.contains("note: BullMQ baseline skipped"), "{text}");
+    }
 }
 
 #[test]
 fn mistakes_say_what_to_do() {
-    let output = Command::new(BIN).args(["bench", "pending", "--server", "http://127.0.0.1:9"]).output().unwrap();
-    assert_eq!(output.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&output.stderr).contains("run it without --server"), "{output:?}");
-    let output = Command::new(BIN).args(["bench", "spread", "--store", "mysql://x"]).output().unwrap();
-    assert_eq!(output.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&output.stderr).contains("use embedded, redis://HOST:PORT or private-redis"));
+    let run = |args: &[&str]| Command::new(BIN).arg("bench").args(args).output().unwrap();
+    for (args, code, says) in [
+        (&["pending", "--server", "http://127.0.0.1:9"][..], 1, "run it without --server"),
+        (&["pending", "--serve"], 1, "run it without --serve"),
+        (&["spread", "--store", "mysql://x"], 2, "use embedded, redis://HOST:PORT or private-redis"),
+        (&["burst", "--serve", "--server", "http://127.0.0.1:9"], 2, "cannot be used with"),
+        (&["burst", "--serve", "--loops", "0"], 2, "0 is not in 1..=1000"),
+        (&["burst", "--serve", "--loops", "1001"], 2, "1001 is not in 1..=1000"),
+        (&["burst", "--serve", "--lease-max", "1001"], 2, "1001 is not in 1..=1000"),
+        (&["burst", "--serve", "--long-poll", "61s"], 2, "waits at most 60s"),
+        (&["burst", "--serve", "--acks", "sometimes"], 2, "possible values: batch, each"),
+        (&["burst", "--lease-max", "10"], 2, "--serve"),
+        (&["burst", "--bullmq", "/nonexistent"], 1, "no bench.mjs"),
+    ] {
+        let output = run(args);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(code), "{args:?}: {stderr}");
+        assert!(stderr.contains(says), "{args:?} should say '{says}': {stderr}");
+    }
 }
