@@ -2,9 +2,10 @@
 //! (both formats in `lua/common.lua`): a header of numbers the scripts change, the last
 //! error, the tags, and a body the scripts never look into.
 //!
-//! Every new task is written in format 2: a state mark, base-36 numbers, usual values
-//! and trailing fields left out, `created` as its distance from `due`, and a body that
-//! is the payload's JSON alone unless the policies differ from the defaults. A pending
+//! Every new task is written in format 2: a state mark, base-36 numbers, times other
+//! than `due` and `anchor` as distances (created from due, updated from created, the
+//! lease's expiry from updated), usual values and trailing fields left out, and a body
+//! that is the payload's JSON alone unless the policies differ from the defaults. A pending
 //! task with a small payload then takes one 48-byte allocation in Redis where format 1
 //! took 80 (see BENCHMARKS.md). Records of format 1, written before, are still read here
 //! and by the scripts, which write them back in format 1 (their body untouched) until
@@ -135,7 +136,13 @@ fn header_v2(state: TaskState, header: &str) -> Result<Header> {
     };
     let or = |i: usize, usual: i64| number(i).map(|n| n.unwrap_or(usual));
     let due = number(0)?.ok_or_else(|| bad("no due time"))?;
+    // Distances: created from due, updated from created, the lease's expiry from updated.
     let created = due.checked_sub(or(2, 0)?).ok_or_else(|| bad("created out of range"))?;
+    let updated = created.checked_add(or(7, 0)?).ok_or_else(|| bad("updated out of range"))?;
+    let exp = match number(5)? {
+        None => 0,
+        Some(lease) => updated.checked_add(lease).ok_or_else(|| bad("lease expiry out of range"))?,
+    };
     Ok(Header {
         state,
         due,
@@ -143,9 +150,9 @@ fn header_v2(state: TaskState, header: &str) -> Result<Header> {
         created,
         max: or(3, USUAL_MAX_ATTEMPTS)?,
         taglen: or(4, 0)?,
-        exp: or(5, 0)?,
+        exp,
         fence: or(6, 0)?,
-        updated: or(7, created)?,
+        updated,
         att: or(8, 0)?,
         errlen: or(9, -1)?,
         ver: or(10, 1)?,
@@ -258,11 +265,12 @@ mod tests {
     #[test]
     fn a_record_of_format_2_decodes_with_error_tags_and_body() {
         // The same task as above but for its backoff (the default one is left out): due
-        // 1000 = "rs", created 10 (since 990 = "ri"), max 20 left out, taglen 7, exp
-        // 31000 = "nx4", fence 7, updated 20 = "k", att 1, errlen 4, version 2,
-        // occurrence 3, anchor 500 = "dw".
+        // 1000 = "rs", id 42 = "16", created 10 (990 before due: "ri"), max 20 left out,
+        // taglen 7, lease expiry 31000 (30980 after updated: "nwk"), fence 7, updated
+        // 20 (10 after created: "a"), att 1, errlen 4, version 2, occurrence 3, anchor
+        // 500 = "dw".
         let body = "{\"order\":7}\n{\"b\":{\"initial\":\"2s\",\"factor\":2.0,\"max\":\"1h\"}}";
-        let record = format!("Lrs,16,ri,,7,nx4,7,k,1,4,2,3,dw|boom{}{body}", "a\nbc\nde");
+        let record = format!("Lrs,16,ri,,7,nwk,7,a,1,4,2,3,dw|boom{}{body}", "a\nbc\nde");
         let q = QueueName::new("q").unwrap();
         let v1 = r#"1,1000,31000,7,2,1,20,3,500,42,10,20,4,7|boomaXbcXde{"p":{"order":7},"b":{"initial":"2s","factor":2.0,"max":"1h"}}"#;
         let expected = decode(STORE, &q, "k", v1.replace('X', "\n").as_bytes()).unwrap();
@@ -386,22 +394,24 @@ mod tests {
     }
 
     /// The record of `task` exactly as `encode` in `lua/common.lua` writes a new task
-    /// (format 2): usual values left empty, empty fields at the end left out, then the
-    /// error, the tags and the body.
+    /// (format 2): times as distances, usual values left empty, empty fields at the end
+    /// left out, then the error, the tags and the body.
     fn encode_as_the_scripts_do(task: &Task) -> Vec<u8> {
         let unless = |n: i64, usual: i64| if n == usual { String::new() } else { b36(n) };
         let (due, created) = (task.due_at.as_millis(), task.created_at.as_millis());
         let error = task.last_error.as_deref();
         let tags = tags_of(&task.tags);
+        let updated = task.updated_at.as_millis();
+        let exp = task.lease_expires_at.map_or(0, Timestamp::as_millis);
         let mut fields = vec![
             b36(due),
             b36(task.meta.id as i64),
             unless(due - created, 0),
             unless(i64::from(task.max_attempts), 20),
             unless(tags.len() as i64, 0),
-            unless(task.lease_expires_at.map_or(0, Timestamp::as_millis), 0),
+            if exp == 0 { String::new() } else { b36(exp - updated) },
             unless(task.meta.fence as i64, 0),
-            unless(task.updated_at.as_millis(), created),
+            unless(updated - created, 0),
             unless(i64::from(task.attempts), 0),
             unless(error.map_or(-1, |e| e.len() as i64), -1),
             unless(task.version as i64, 1),

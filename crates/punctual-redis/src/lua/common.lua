@@ -15,12 +15,17 @@
 -- Record, format 2 (written for every new task): a mark, then up to 13 fields in
 -- base 36 ('-' before a negative one) separated by ",", then "|":
 --   mark: S scheduled, L leased, D dead
---   due,id,since,max,taglen,exp,fence,updated,att,errlen,ver,occ,anchor
--- since is due - created; errlen is -1 when there is no last_error. An empty field
--- holds its usual value, and empty fields at the end are left out, so a new task is
--- "S<due>,<id>,<since>|": since 0, max 20, taglen 0, exp 0, fence 0, updated =
--- created, att 0, errlen -1, ver 1, occ 1, anchor = due. The usual values belong to
--- the format: they never change, whatever the defaults of a later punctual.
+--   due,id,due-created,max,taglen,exp-updated,fence,updated-created,att,errlen,ver,occ,anchor
+-- Times other than due and anchor are written as distances, which are short: created
+-- as due - created, updated as updated - created, and a lease's expiry as exp -
+-- updated (empty: exp 0, not leased). errlen is -1 when there is no last_error. The
+-- digits go two at a time (`b36`): one at a time, encoding took a lease script twice
+-- as long as format 1's decimal.
+-- An empty field holds its usual value, and empty fields at the end are left out, so
+-- a new task is "S<due>,<id>,<due - created>|": due - created 0, max 20, taglen 0,
+-- exp 0, fence 0, updated - created 0, att 0, errlen -1, ver 1, occ 1, anchor = due.
+-- The usual values belong to the format: they never change, whatever the defaults of
+-- a later punctual.
 -- After "|": errlen bytes of last_error, taglen bytes of tags joined by "\n", then
 -- the body (written by the Rust side, opaque here): the payload's JSON (empty:
 -- null), and when backoff or repeat are not the defaults a "\n" and their JSON.
@@ -58,21 +63,36 @@ end
 
 local B36 = '0123456789abcdefghijklmnopqrstuvwxyz'
 
+-- The 1296 two-digit strings "00" to "zz", by value; made on first use (a script
+-- cannot keep anything between runs), as writing a number two digits at a time takes
+-- half the time of one at a time.
+local b36_pairs = nil
+
 -- The integer `n` in base 36, '-' before a negative one.
 local function b36(n)
   if n < 0 then return '-' .. b36(-n) end
-  local digits = {}
-  repeat
-    local d = n % 36
-    digits[#digits + 1] = string.sub(B36, d + 1, d + 1)
-    n = (n - d) / 36
-  until n == 0
-  return string.reverse(table.concat(digits))
+  if n < 36 then return string.sub(B36, n + 1, n + 1) end
+  if b36_pairs == nil then
+    b36_pairs = {}
+    for i = 0, 1295 do
+      local lo = i % 36
+      local hi = (i - lo) / 36
+      b36_pairs[i] = string.sub(B36, hi + 1, hi + 1) .. string.sub(B36, lo + 1, lo + 1)
+    end
+  end
+  local text = ''
+  while n >= 1296 do
+    local d = n % 1296
+    text = b36_pairs[d] .. text
+    n = (n - d) / 1296
+  end
+  if n < 36 then return string.sub(B36, n + 1, n + 1) .. text end
+  return b36_pairs[n] .. text
 end
 
--- The base-36 field `s`, or `usual` when it is empty or missing.
+-- The base-36 field `s`, or `usual` when it is empty.
 local function field(s, usual)
-  if s == nil or s == '' then return usual end
+  if s == '' then return usual end
   if string.byte(s) == 45 then return -tonumber(string.sub(s, 2), 36) end
   return tonumber(s, 36)
 end
@@ -81,18 +101,20 @@ local STATE_OF_MARK = { S = 0, L = 1, D = 2 }
 local MARK_OF_STATE = { [0] = 'S', 'L', 'D' }
 -- The usual max_attempts of format 2 (DEFAULT_MAX_ATTEMPTS when the format was made).
 local USUAL_MAX = 20
+-- A mark, 13 fields (missing ones at the end match empty), "|".
+local HEADER_V2 = '^.' .. string.rep('([^,|]*),?', 13) .. '|()'
 
 -- Format 2: the header's fields, then the rest of the record from `pos`.
 local function decode_v2(rec, st)
-  local bar = string.find(rec, '|', 2, true)
-  local f = {}
-  for s in string.gmatch(string.sub(rec, 2, bar - 1) .. ',', '([^,]*),') do f[#f + 1] = s end
-  local t = { st = st, due = field(f[1]), id = field(f[2]) }
-  t.created = t.due - field(f[3], 0)
-  t.max = field(f[4], USUAL_MAX)
-  t.exp, t.fence, t.updated, t.att = field(f[6], 0), field(f[7], 0), field(f[8], t.created), field(f[9], 0)
-  t.ver, t.occ, t.anc = field(f[11], 1), field(f[12], 1), field(f[13], t.due)
-  return t, field(f[10], -1), field(f[5], 0), bar + 1
+  local due, id, lead, max, taglen, lease, fence, age, att, errlen, ver, occ, anc, pos = string.match(rec, HEADER_V2)
+  local t = { st = st, due = field(due), id = field(id) }
+  t.created = t.due - field(lead, 0)
+  t.updated = t.created + field(age, 0)
+  t.exp = field(lease, nil)
+  if t.exp == nil then t.exp = 0 else t.exp = t.updated + t.exp end
+  t.max, t.fence, t.att = field(max, USUAL_MAX), field(fence, 0), field(att, 0)
+  t.ver, t.occ, t.anc = field(ver, 1), field(occ, 1), field(anc, t.due)
+  return t, field(errlen, -1), field(taglen, 0), pos
 end
 
 -- The record `rec`, in either format.
@@ -142,9 +164,11 @@ local function encode(t)
       unless(errlen, -1, int), ',', int(#t.tags), '|', tail,
     })
   end
+  local lease = ''
+  if t.exp ~= 0 then lease = b36(t.exp - t.updated) end
   local f = {
     b36(t.due), b36(t.id), unless(t.due - t.created, 0, b36), unless(t.max, USUAL_MAX, b36),
-    unless(#t.tags, 0, b36), unless(t.exp, 0, b36), unless(t.fence, 0, b36), unless(t.updated, t.created, b36),
+    unless(#t.tags, 0, b36), lease, unless(t.fence, 0, b36), unless(t.updated - t.created, 0, b36),
     unless(t.att, 0, b36), unless(errlen, -1, b36), unless(t.ver, 1, b36), unless(t.occ, 1, b36),
     unless(t.anc, t.due, b36),
   }

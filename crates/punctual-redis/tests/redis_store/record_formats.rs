@@ -1,5 +1,6 @@
 //! Records written before format 2 (format 1, `lua/common.lua`) are still leased,
-//! read, listed, completed, retried and cancelled, and new tasks are written in format 2.
+//! read, listed, completed, retried and cancelled; new tasks are written in format 2,
+//! exactly as documented, and the scripts' base 36 is Rust's.
 //!
 //! Guards against an upgrade that loses work: a user with millions of tasks pending in
 //! Redis, written by an earlier punctual, upgrades; if any script or the Rust decoder
@@ -30,6 +31,23 @@ fn key(k: &str) -> TaskKey {
 
 fn at(offset_ms: i64) -> Timestamp {
     Timestamp::from_millis(NOW + offset_ms)
+}
+
+/// `n` in base 36, as `i64::from_str_radix` reads it.
+fn base36(n: i64) -> String {
+    let mut digits = Vec::new();
+    let mut rest = n.unsigned_abs();
+    loop {
+        digits.push(char::from_digit((rest % 36) as u32, 36).expect("a digit"));
+        rest /= 36;
+        if rest == 0 {
+            break;
+        }
+    }
+    if n < 0 {
+        digits.push('-');
+    }
+    digits.iter().rev().collect()
 }
 
 /// Runs one command on the private server, panicking on an error reply.
@@ -242,16 +260,42 @@ async fn a_new_pending_task_is_written_in_format_2_and_kept_small() {
     task.payload = json!({"n": 999_999});
     let scheduled = store.schedule(vec![task], created).await.expect("schedule").remove(0).expect("scheduled");
     let stored = redis(&["HGET", "format2:{upgrade}:tasks", "999999"]);
-    let id = scheduled.task.meta.id;
-    let mut id36 = String::new();
-    let mut rest = id;
-    while rest > 0 {
-        id36.insert(0, char::from_digit((rest % 36) as u32, 36).expect("a digit"));
-        rest /= 36;
-    }
+    let id36 = base36(i64::try_from(scheduled.task.meta.id).expect("ids are below 2^53"));
     // due NOW + 30 days = "lq5rbf28" in base 36, 30 days = "16v7k00".
     assert_eq!(stored, format!(r#"Slq5rbf28,{id36},16v7k00|{{"n":999999}}"#));
     // Redis' sds header and terminator add 4 bytes: jemalloc's 48-byte class.
     assert!(stored.len() + 4 <= 48, "{} bytes: {stored}", stored.len());
     assert_eq!(store.get(&q, &key("999999")).await.expect("get"), Some(scheduled.task));
+
+    // Leased when due for 30 s: the lease's expiry 30 s after updated ("n5c"), fence 1,
+    // updated 30 days after created.
+    let lease_for = Duration::from_secs(30);
+    let batch = store.lease(LeaseRequest::new(q.clone(), 1, lease_for, at(30 * 86_400_000))).await.expect("lease");
+    let lease = batch.leases.into_iter().next().expect("the task was due");
+    let stored = redis(&["HGET", "format2:{upgrade}:tasks", "999999"]);
+    assert_eq!(stored, format!(r#"Llq5rbf28,{id36},16v7k00,,,n5c,1,16v7k00|{{"n":999999}}"#));
+    assert_eq!(store.get(&q, &key("999999")).await.expect("get"), Some(lease.task));
+}
+
+#[test]
+fn the_scripts_write_and_read_base_36_as_rust_does() {
+    let numbers: Vec<i64> = [0, 1, 35, 36, 37, 1295, 1296, 1297, 46_655, 46_656, 1_679_615, 1_679_616]
+        .into_iter()
+        .chain([(1 << 41) - 1, 253_402_207_200_999, (1 << 53) - 1])
+        .flat_map(|n: i64| [n, -n])
+        .collect();
+    let script = format!(
+        "{}\nlocal out = {{}}\nfor i, n in ipairs(ARGV) do\n  local text = b36(tonumber(n))\n  \
+         out[i] = text .. '=' .. string.format('%d', field(text))\nend\nreturn out",
+        include_str!("../../src/lua/common.lua")
+    );
+    let texts: Vec<String> = numbers.iter().map(i64::to_string).collect();
+    let mut args = vec!["EVAL", script.as_str(), "0"];
+    args.extend(texts.iter().map(String::as_str));
+    let answer = redis(&args);
+    let expected: Vec<String> = numbers.iter().map(|&n| format!("{}={n}", base36(n))).collect();
+    assert_eq!(answer.lines().collect::<Vec<_>>(), expected);
+    for n in &numbers {
+        assert_eq!(i64::from_str_radix(&base36(*n), 36), Ok(*n));
+    }
 }
