@@ -40,6 +40,27 @@ pub(crate) fn state_of(code: i64) -> Option<TaskState> {
     }
 }
 
+/// A state as the first byte of a record of format 2 (`lua/common.lua`) marks it. Only
+/// the scripts write records; the tests write them as the scripts do.
+#[cfg(test)]
+pub(crate) fn state_mark(state: TaskState) -> u8 {
+    match state {
+        TaskState::Scheduled => b'S',
+        TaskState::Leased => b'L',
+        TaskState::Dead => b'D',
+    }
+}
+
+/// The state a record of format 2 marks with `mark`; `None` for a byte no state has.
+pub(crate) fn state_of_mark(mark: u8) -> Option<TaskState> {
+    match mark {
+        b'S' => Some(TaskState::Scheduled),
+        b'L' => Some(TaskState::Leased),
+        b'D' => Some(TaskState::Dead),
+        _unknown => None,
+    }
+}
+
 /// The state filter of the listing scripts: a state's code, or `""` for any state.
 pub(crate) fn state_filter(filter: Option<TaskState>) -> String {
     filter.map(|s| state(s).to_string()).unwrap_or_default()
@@ -85,9 +106,15 @@ mod tests {
         for s in [TaskState::Scheduled, TaskState::Leased, TaskState::Dead] {
             assert_eq!(state_of(i64::from(state(s))), Some(s));
             assert_eq!(state_filter(Some(s)), state(s).to_string());
+            assert_eq!(state_of_mark(state_mark(s)), Some(s));
         }
         assert_eq!(state_filter(None), "");
         assert_eq!((state_of(3), state_of(-1)), (None, None));
+        // A mark is never a digit: a record of format 1 opens with one.
+        assert!((0..=u8::MAX).filter(u8::is_ascii_digit).all(|b| state_of_mark(b).is_none()));
+        // Fixed by the record format (lua/common.lua).
+        let marks = [TaskState::Scheduled, TaskState::Leased, TaskState::Dead].map(state_mark);
+        assert_eq!(&marks, b"SLD");
     }
 
     #[test]

@@ -11,7 +11,7 @@
 //! | `…:inflight` | ZSet | key → due_at ms of leased tasks (listing in due order) |
 //! | `…:dead` | ZSet | key → due_at ms of dead tasks |
 //! | `…:died` | ZSet | key → when each dead task died, ms (its `updated_at`): the retention sweep's index |
-//! | `…:tasks` | Hash | key → task record (see `record`) |
+//! | `…:tasks` | Hash | key → task record: format 2, or format 1 as an earlier punctual wrote it (both in `lua/common.lua`, see `record`) |
 //! | `…:tags` | ZSet, scores 0 | `"<tag>\n<key>"`, read by lexicographic range |
 //! | `…:seq` | string counter | the last fence handed out in the shard |
 //! | `<p>:{<queue>}:rate` | List | start times (ms) of the queue's latest rate-limit slots, at most the rate's count, shared by every process (`lua/rate.lua`); expires a window after the newest |
@@ -23,6 +23,14 @@
 //! Channel `<p>:wake` carries `"<queue>\n<due ms>"` whenever a script makes a queue's
 //! earliest due time earlier. Queue names cannot hold `{`, `}` or `/`, so each shard's
 //! hash tag is distinct.
+//!
+//! A pending task is one member of `scheduled` and one field of `tasks`, which Redis
+//! keeps as a skiplist and a dict once a queue has more than 128 tasks. With a million
+//! of them, Redis 7.0 and jemalloc: about 102 bytes in `scheduled` (skiplist node, dict
+//! entry, bucket, the key's sds) and 48 + the record's allocation in `tasks` (dict
+//! entry, bucket, the key's sds; then the record's sds, its length + 2 under 32 bytes
+//! and + 4 from there, rounded up to jemalloc's class: 8, 16, 32, 48, 64, 80…), so
+//! about 158 bytes with an empty record (BENCHMARKS.md has the measurements).
 //!
 //! Invariants: a task's record is in `tasks` exactly when its key is in the set of its
 //! state (`scheduled`; `leases` and `inflight`; or `dead` and `died`), and in `tags`

@@ -1,6 +1,15 @@
 //! The task record stored in a shard's `tasks` hash, as the scripts read and write it
-//! (format in `lua/common.lua`): a header of numbers the scripts change, the last
-//! error, the tags, and a JSON body the scripts never look into.
+//! (both formats in `lua/common.lua`): a header of numbers the scripts change, the last
+//! error, the tags, and a body the scripts never look into.
+//!
+//! Every new task is written in format 2: a state mark, base-36 numbers, times other
+//! than `due` and `anchor` as distances (created from due, updated from created, the
+//! lease's expiry from updated), usual values and trailing fields left out, and a body
+//! that is the payload's JSON alone unless the policies differ from the defaults. A pending
+//! task with a small payload then takes one 48-byte allocation in Redis where format 1
+//! took 80 (see BENCHMARKS.md). Records of format 1, written before, are still read here
+//! and by the scripts, which write them back in format 1 (their body untouched) until
+//! the task ends or is replaced.
 
 use punctual_core::store::corrupt;
 use punctual_core::{
@@ -10,8 +19,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::codes;
 
-/// What only the Rust side reads: payload and policies.
-#[derive(Serialize, Deserialize)]
+/// What only the Rust side reads: payload and policies. Format 1's body is this object;
+/// format 2's the payload's JSON, then this object without the payload after a `\n`
+/// when the policies are not the defaults.
+#[derive(Default, Serialize, Deserialize)]
 struct Body {
     #[serde(rename = "p", default, skip_serializing_if = "serde_json::Value::is_null")]
     payload: serde_json::Value,
@@ -26,10 +37,25 @@ fn is_default_backoff(backoff: &Backoff) -> bool {
     *backoff == Backoff::default()
 }
 
-/// The body of a new or replacing task.
+/// The usual `max_attempts` of format 2, which an empty field holds. Part of the
+/// format, so fixed: it was `DEFAULT_MAX_ATTEMPTS` when the format was made, and a later
+/// default must not change what stored records mean.
+const USUAL_MAX_ATTEMPTS: i64 = 20;
+
+/// The body (format 2) of a new or replacing task.
 pub(crate) fn body_of(task: &NewTask) -> Result<String> {
-    let body = Body { payload: task.payload.clone(), backoff: task.backoff, repeat: task.repeat.clone() };
-    serde_json::to_string(&body).map_err(|e| punctual_core::Error::Internal(e.to_string()))
+    let mut body = if task.payload.is_null() { String::new() } else { json(&task.payload)? };
+    if !is_default_backoff(&task.backoff) || task.repeat.is_some() {
+        // serde_json escapes every control character in strings: the payload has no `\n`.
+        let policies = Body { payload: serde_json::Value::Null, backoff: task.backoff, repeat: task.repeat.clone() };
+        body.push('\n');
+        body.push_str(&json(&policies)?);
+    }
+    Ok(body)
+}
+
+fn json(value: &impl Serialize) -> Result<String> {
+    serde_json::to_string(value).map_err(|e| punctual_core::Error::Internal(e.to_string()))
 }
 
 /// Tags as the scripts keep them.
@@ -44,13 +70,28 @@ pub(crate) fn tags_of(tags: &[Tag]) -> String {
     joined
 }
 
-/// Decodes the record of `key` in `queue` of the store `store` (the record does not
-/// hold it: every task of a store has the same).
-pub(crate) fn decode(store: StoreId, queue: &QueueName, key: &str, record: &[u8]) -> Result<Task> {
-    let bar = record.iter().position(|&b| b == b'|').ok_or_else(|| corrupt("a record without a header"))?;
-    let header = std::str::from_utf8(&record[..bar]).map_err(corrupt)?;
-    // An empty field holds its usual value, which may be another field's (see
-    // `lua/common.lua`); `None` until then.
+/// A record's header, in either format, with the usual values filled in.
+struct Header {
+    state: TaskState,
+    due: i64,
+    exp: i64,
+    fence: i64,
+    ver: i64,
+    att: i64,
+    max: i64,
+    occ: i64,
+    anchor: i64,
+    id: i64,
+    created: i64,
+    updated: i64,
+    /// Negative: no last error.
+    errlen: i64,
+    taglen: i64,
+}
+
+/// Format 1's header (without its `|`): 14 decimal fields.
+fn header_v1(header: &str) -> Result<Header> {
+    // An empty field holds its usual value, which may be another field's; `None` until then.
     let numbers = header
         .split(',')
         .map(|n| if n.is_empty() { Ok(None) } else { n.parse::<i64>().map(Some) })
@@ -60,11 +101,98 @@ pub(crate) fn decode(store: StoreId, queue: &QueueName, key: &str, record: &[u8]
         return Err(corrupt(format!("record header '{header}' has {} fields, not 14", n.len())));
     };
     let required = |v: Option<i64>| v.ok_or_else(|| corrupt(format!("record header '{header}' lacks a field")));
-    let (st, due, max, id, created, taglen) =
-        (required(st)?, required(due)?, required(max)?, required(id)?, required(created)?, required(taglen)?);
-    let (exp, fence, ver, att, occ) =
-        (exp.unwrap_or(0), fence.unwrap_or(0), ver.unwrap_or(1), att.unwrap_or(0), occ.unwrap_or(1));
-    let (anchor, updated, errlen) = (anchor.unwrap_or(due), updated.unwrap_or(created), errlen.unwrap_or(-1));
+    let st = required(st)?;
+    let (due, created) = (required(due)?, required(created)?);
+    Ok(Header {
+        state: codes::state_of(st).ok_or_else(|| corrupt(format!("unknown state {st}")))?,
+        due,
+        exp: exp.unwrap_or(0),
+        fence: fence.unwrap_or(0),
+        ver: ver.unwrap_or(1),
+        att: att.unwrap_or(0),
+        max: required(max)?,
+        occ: occ.unwrap_or(1),
+        anchor: anchor.unwrap_or(due),
+        id: required(id)?,
+        created,
+        updated: updated.unwrap_or(created),
+        errlen: errlen.unwrap_or(-1),
+        taglen: required(taglen)?,
+    })
+}
+
+/// Format 2's header after its mark (without its `|`): up to 13 base-36 fields.
+fn header_v2(state: TaskState, header: &str) -> Result<Header> {
+    let bad = |what: &str| corrupt(format!("record header '{header}': {what}"));
+    let fields: Vec<&str> = header.split(',').collect();
+    if fields.len() > 13 {
+        return Err(bad("more than 13 fields"));
+    }
+    let number = |i: usize| -> Result<Option<i64>> {
+        match fields.get(i) {
+            None | Some(&"") => Ok(None),
+            Some(digits) => i64::from_str_radix(digits, 36).map(Some).map_err(|e| bad(&e.to_string())),
+        }
+    };
+    let or = |i: usize, usual: i64| number(i).map(|n| n.unwrap_or(usual));
+    let due = number(0)?.ok_or_else(|| bad("no due time"))?;
+    // Distances: created from due, updated from created, the lease's expiry from updated.
+    let created = due.checked_sub(or(2, 0)?).ok_or_else(|| bad("created out of range"))?;
+    let updated = created.checked_add(or(7, 0)?).ok_or_else(|| bad("updated out of range"))?;
+    let exp = match number(5)? {
+        None => 0,
+        Some(lease) => updated.checked_add(lease).ok_or_else(|| bad("lease expiry out of range"))?,
+    };
+    Ok(Header {
+        state,
+        due,
+        id: number(1)?.ok_or_else(|| bad("no id"))?,
+        created,
+        max: or(3, USUAL_MAX_ATTEMPTS)?,
+        taglen: or(4, 0)?,
+        exp,
+        fence: or(6, 0)?,
+        updated,
+        att: or(8, 0)?,
+        errlen: or(9, -1)?,
+        ver: or(10, 1)?,
+        occ: or(11, 1)?,
+        anchor: or(12, due)?,
+    })
+}
+
+/// Format 2's body: the payload's JSON (empty: null), then the policies after a `\n`.
+fn body_v2(body: &[u8]) -> Result<Body> {
+    let (payload, policies) = match body.iter().position(|&b| b == b'\n') {
+        Some(newline) => (&body[..newline], Some(&body[newline + 1..])),
+        None => (body, None),
+    };
+    let mut body: Body = match policies {
+        Some(policies) => serde_json::from_slice(policies).map_err(corrupt)?,
+        None => Body::default(),
+    };
+    if !body.payload.is_null() {
+        return Err(corrupt("a payload among the policies"));
+    }
+    if !payload.is_empty() {
+        body.payload = serde_json::from_slice(payload).map_err(corrupt)?;
+    }
+    Ok(body)
+}
+
+/// Decodes the record of `key` in `queue` of the store `store` (the record does not
+/// hold it: every task of a store has the same), in either format.
+pub(crate) fn decode(store: StoreId, queue: &QueueName, key: &str, record: &[u8]) -> Result<Task> {
+    let bar = record.iter().position(|&b| b == b'|').ok_or_else(|| corrupt("a record without a header"))?;
+    let header = std::str::from_utf8(&record[..bar]).map_err(corrupt)?;
+    // Format 1 opens with its state's number, format 2 with its state's mark.
+    let (h, format_2) = match record[0] {
+        b'0'..=b'9' => (header_v1(header)?, false),
+        mark => {
+            let state = codes::state_of_mark(mark).ok_or_else(|| corrupt(format!("record header '{header}'")))?;
+            (header_v2(state, &header[1..])?, true)
+        }
+    };
     let count = |v: i64| u32::try_from(v).map_err(corrupt);
     let unsigned = |v: i64| u64::try_from(v).map_err(corrupt);
     let mut rest = &record[bar + 1..];
@@ -76,32 +204,33 @@ pub(crate) fn decode(store: StoreId, queue: &QueueName, key: &str, record: &[u8]
         rest = tail;
         Ok(head)
     };
-    let last_error = match usize::try_from(errlen) {
+    let last_error = match usize::try_from(h.errlen) {
         Ok(len) => Some(String::from_utf8(take(len)?.to_vec()).map_err(corrupt)?),
         Err(_) => None,
     };
-    let tags_text = std::str::from_utf8(take(usize::try_from(taglen).map_err(corrupt)?)?).map_err(corrupt)?;
+    let tags_text = std::str::from_utf8(take(usize::try_from(h.taglen).map_err(corrupt)?)?).map_err(corrupt)?;
     let tags = if tags_text.is_empty() {
         Vec::new()
     } else {
         tags_text.split('\n').map(|t| Tag::new(t).map_err(corrupt)).collect::<Result<Vec<_>>>()?
     };
-    let body: Body = serde_json::from_slice(rest).map_err(corrupt)?;
-    let meta = TaskMeta::new(store, unsigned(id)?, unsigned(fence)?, count(occ)?, Timestamp::from_millis(anchor));
+    let body: Body = if format_2 { body_v2(rest)? } else { serde_json::from_slice(rest).map_err(corrupt)? };
+    let meta =
+        TaskMeta::new(store, unsigned(h.id)?, unsigned(h.fence)?, count(h.occ)?, Timestamp::from_millis(h.anchor));
     let key = TaskKey::new(key).map_err(corrupt)?;
     let mut task =
-        Task::from_new(NewTask::new(queue.clone(), key, Timestamp::from_millis(due)), meta, Timestamp::EPOCH);
-    task.state = codes::state_of(st).ok_or_else(|| corrupt(format!("unknown state {st}")))?;
+        Task::from_new(NewTask::new(queue.clone(), key, Timestamp::from_millis(h.due)), meta, Timestamp::EPOCH);
+    task.state = h.state;
     task.payload = body.payload;
-    task.attempts = count(att)?;
-    task.max_attempts = count(max)?;
+    task.attempts = count(h.att)?;
+    task.max_attempts = count(h.max)?;
     task.backoff = body.backoff;
     task.repeat = body.repeat;
     task.tags = tags;
-    task.version = unsigned(ver)?;
-    task.created_at = Timestamp::from_millis(created);
-    task.updated_at = Timestamp::from_millis(updated);
-    task.lease_expires_at = (task.state == TaskState::Leased).then(|| Timestamp::from_millis(exp));
+    task.version = unsigned(h.ver)?;
+    task.created_at = Timestamp::from_millis(h.created);
+    task.updated_at = Timestamp::from_millis(h.updated);
+    task.lease_expires_at = (task.state == TaskState::Leased).then(|| Timestamp::from_millis(h.exp));
     task.last_error = last_error;
     Ok(task)
 }
@@ -118,7 +247,7 @@ mod tests {
     const STORE: StoreId = StoreId::from_bits(0x5eed);
 
     #[test]
-    fn a_record_decodes_with_error_tags_and_body() {
+    fn a_record_of_format_1_decodes_with_error_tags_and_body() {
         let body = r#"{"p":{"order":7},"b":{"initial":"1s","factor":2.0,"max":"1h"}}"#;
         let record = format!("1,1000,31000,7,2,1,20,3,500,42,10,20,4,7|boom{}{body}", "a\nbc\nde");
         let q = QueueName::new("q").unwrap();
@@ -130,32 +259,97 @@ mod tests {
         assert_eq!(task.tags.iter().map(|t| t.as_str()).collect::<Vec<_>>(), ["a", "bc", "de"]);
         assert_eq!(task.payload, serde_json::json!({"order": 7}));
         assert_eq!((task.version, task.attempts, task.max_attempts), (2, 1, 20));
+        assert_eq!(task.backoff, Backoff::new(Duration::from_secs(1), 2.0, Duration::from_secs(3600)).unwrap());
+    }
+
+    #[test]
+    fn a_record_of_format_2_decodes_with_error_tags_and_body() {
+        // The same task as above but for its backoff (the default one is left out): due
+        // 1000 = "rs", id 42 = "16", created 10 (990 before due: "ri"), max 20 left out,
+        // taglen 7, lease expiry 31000 (30980 after updated: "nwk"), fence 7, updated
+        // 20 (10 after created: "a"), att 1, errlen 4, version 2, occurrence 3, anchor
+        // 500 = "dw".
+        let body = "{\"order\":7}\n{\"b\":{\"initial\":\"2s\",\"factor\":2.0,\"max\":\"1h\"}}";
+        let record = format!("Lrs,16,ri,,7,nwk,7,a,1,4,2,3,dw|boom{}{body}", "a\nbc\nde");
+        let q = QueueName::new("q").unwrap();
+        let v1 = r#"1,1000,31000,7,2,1,20,3,500,42,10,20,4,7|boomaXbcXde{"p":{"order":7},"b":{"initial":"2s","factor":2.0,"max":"1h"}}"#;
+        let expected = decode(STORE, &q, "k", v1.replace('X', "\n").as_bytes()).unwrap();
+        assert_eq!(decode(STORE, &q, "k", record.as_bytes()), Ok(expected.clone()));
+        assert_eq!(encode_as_the_scripts_do(&expected), record.as_bytes());
     }
 
     #[test]
     fn empty_fields_take_their_usual_values() {
-        let record = "0,1000,,,,,20,,,42,10,,,0|{}";
-        let task = decode(STORE, &QueueName::new("q").unwrap(), "k", record.as_bytes()).unwrap();
-        assert_eq!(task.state, TaskState::Scheduled);
-        assert_eq!(task.meta, TaskMeta::new(STORE, 42, 0, 1, Timestamp::from_millis(1000)));
-        assert_eq!((task.version, task.attempts, task.last_error), (1, 0, None));
-        assert_eq!((task.created_at, task.updated_at), (Timestamp::from_millis(10), Timestamp::from_millis(10)));
-        assert_eq!((task.payload, task.backoff), (serde_json::Value::Null, Backoff::default()));
+        let q = QueueName::new("q").unwrap();
+        // Format 1 writes every field; format 2 leaves the empty ones at the end out.
+        for record in ["0,1000,,,,,20,,,42,10,,,0|{}", "Srs,16,ri|", "Srs,16,ri,,,,,,,,,,|", "Srs,16,ri,k,0|"] {
+            let task = decode(STORE, &q, "k", record.as_bytes()).unwrap();
+            assert_eq!(task.state, TaskState::Scheduled, "{record}");
+            assert_eq!(task.meta, TaskMeta::new(STORE, 42, 0, 1, Timestamp::from_millis(1000)), "{record}");
+            assert_eq!((task.version, task.attempts, task.max_attempts, &task.last_error), (1, 0, 20, &None));
+            assert_eq!((task.created_at, task.updated_at), (Timestamp::from_millis(10), Timestamp::from_millis(10)));
+            assert_eq!((&task.payload, task.backoff, &task.tags), (&Value::Null, Backoff::default(), &vec![]));
+        }
+        let due_when_created = decode(STORE, &q, "k", b"Srs,16|").unwrap();
+        assert_eq!(due_when_created.created_at, Timestamp::from_millis(1000));
+        let created_after_due = decode(STORE, &q, "k", b"Srs,16,-a|").unwrap();
+        assert_eq!(created_after_due.created_at, Timestamp::from_millis(1010));
     }
 
     #[test]
-    fn a_small_task_has_a_small_body() {
+    fn a_small_task_has_a_small_body_and_a_small_record() {
         let task = NewTask::new(QueueName::new("q").unwrap(), TaskKey::new("k").unwrap(), Timestamp::from_millis(5));
         let mut with_payload = task.clone();
         with_payload.payload = serde_json::json!({"n": 1});
-        assert_eq!(body_of(&task).unwrap(), "{}");
-        assert_eq!(body_of(&with_payload).unwrap(), r#"{"p":{"n":1}}"#);
+        assert_eq!(body_of(&task).unwrap(), "");
+        assert_eq!(body_of(&with_payload).unwrap(), r#"{"n":1}"#);
+        let mut with_policy = with_payload.clone();
+        with_policy.repeat = Some(Repeat::every(Duration::from_secs(60)).unwrap());
+        assert_eq!(body_of(&with_policy).unwrap(), "{\"n\":1}\n{\"r\":{\"every\":\"1m\"}}");
+
+        // The benchmark's pending task: payload {"n": 999999}, due in 30 days, an id
+        // from [2^40, 2^41). Redis keeps it in one sds string of 4 bytes more than the
+        // record; up to 44 bytes, that is jemalloc's 48-byte class (format 1: 80).
+        let created = 1_700_000_000_000;
+        let due = Timestamp::from_millis(created + 30 * 86_400_000);
+        let meta = TaskMeta::new(STORE, (1 << 41) - 1, 0, 1, due);
+        let mut new = NewTask::new(QueueName::new("q").unwrap(), TaskKey::new("999999").unwrap(), due);
+        new.payload = serde_json::json!({"n": 999_999});
+        let pending = Task::from_new(new, meta, Timestamp::from_millis(created));
+        let record = encode_as_the_scripts_do(&pending);
+        assert_eq!(String::from_utf8_lossy(&record), r#"Slq5rbf28,s27to3cv,16v7k00|{"n":999999}"#);
+        assert!(record.len() + 4 <= 48, "{} bytes", record.len());
+        assert!(encode_v1_as_the_scripts_did(&pending).len() + 4 > 64);
     }
 
     #[test]
     fn a_damaged_record_is_an_error_not_a_panic() {
         let q = QueueName::new("q").unwrap();
-        for bad in ["", "1,2,3|", "9,0,0,0,1,0,20,1,0,1,0,0,-1,0|{}", "0,0,0,0,1,0,20,1,0,1,0,0,50,0|short"] {
+        let bad = [
+            "",
+            "|{}",
+            "1,2,3|",
+            "9,0,0,0,1,0,20,1,0,1,0,0,-1,0|{}",
+            "0,0,0,0,1,0,20,1,0,1,0,0,50,0|short",
+            "X0,1|",
+            "S|",
+            "S0|",
+            ",1|",
+            "S,1|",
+            "S0,1,,,,,,,,,,,,|",
+            "S0,1,,,z|short",
+            "S0,1,,,,,,,,z|short",
+            "S0,1,,-1|",
+            "S0,-1|",
+            "S-1y2p0ij32e8e7,1,1y2p0ij32e8e7|",
+            "S0,1,,,,,,,,,-1zzzzzzzzzzzzz|",
+            "S0,1,a.b|",
+            "S0,1|{",
+            "S0,1|1\n{\"p\":2}",
+            "S0,1|1\nnull",
+            "S0,1|1\n",
+        ];
+        for bad in bad {
             assert!(decode(STORE, &q, "k", bad.as_bytes()).is_err(), "{bad:?}");
         }
     }
@@ -166,21 +360,79 @@ mod tests {
         // -3.2963952160180844e-143, one ulp off: a payload changed by being stored.
         let mut task = NewTask::new(QueueName::new("q").unwrap(), TaskKey::new("k").unwrap(), Timestamp::EPOCH);
         task.payload = serde_json::json!([-3.296395216018084e-143, 0.1, 5e-324, 1.7976931348623157e308]);
-        let record = format!("0,0,,,,,20,,,1,0,,,0|{}", body_of(&task).unwrap());
+        let record = format!("S0,1|{}", body_of(&task).unwrap());
         let decoded = decode(STORE, &task.queue, "k", record.as_bytes()).unwrap();
         assert_eq!(decoded.payload, task.payload);
     }
 
-    /// The record of `task` exactly as `encode` in `lua/common.lua` writes it: fields at
-    /// their usual value left empty, then the error, the tags and the body.
-    fn encode_as_the_scripts_do(task: &Task) -> Vec<u8> {
-        let unless = |n: i64, usual: i64| if n == usual { String::new() } else { n.to_string() };
-        let state = codes::state(task.state);
-        let (due, created) = (task.due_at.as_millis(), task.created_at.as_millis());
+    /// `n` in base 36 as `b36` in `lua/common.lua` writes it.
+    fn b36(n: i64) -> String {
+        let digits = b"0123456789abcdefghijklmnopqrstuvwxyz";
+        let mut out = Vec::new();
+        let mut rest = n.unsigned_abs();
+        loop {
+            out.push(digits[(rest % 36) as usize]);
+            rest /= 36;
+            if rest == 0 {
+                break;
+            }
+        }
+        if n < 0 {
+            out.push(b'-');
+        }
+        out.reverse();
+        String::from_utf8(out).unwrap()
+    }
+
+    /// The new task `task` came from, for its body.
+    fn new_task_of(task: &Task) -> NewTask {
         let mut new = NewTask::new(task.queue.clone(), task.key.clone(), task.due_at);
         new.payload = task.payload.clone();
         new.backoff = task.backoff;
         new.repeat = task.repeat.clone();
+        new
+    }
+
+    /// The record of `task` exactly as `encode` in `lua/common.lua` writes a new task
+    /// (format 2): times as distances, usual values left empty, empty fields at the end
+    /// left out, then the error, the tags and the body.
+    fn encode_as_the_scripts_do(task: &Task) -> Vec<u8> {
+        let unless = |n: i64, usual: i64| if n == usual { String::new() } else { b36(n) };
+        let (due, created) = (task.due_at.as_millis(), task.created_at.as_millis());
+        let error = task.last_error.as_deref();
+        let tags = tags_of(&task.tags);
+        let updated = task.updated_at.as_millis();
+        let exp = task.lease_expires_at.map_or(0, Timestamp::as_millis);
+        let mut fields = vec![
+            b36(due),
+            b36(task.meta.id as i64),
+            unless(due - created, 0),
+            unless(i64::from(task.max_attempts), 20),
+            unless(tags.len() as i64, 0),
+            if exp == 0 { String::new() } else { b36(exp - updated) },
+            unless(task.meta.fence as i64, 0),
+            unless(updated - created, 0),
+            unless(i64::from(task.attempts), 0),
+            unless(error.map_or(-1, |e| e.len() as i64), -1),
+            unless(task.version as i64, 1),
+            unless(i64::from(task.meta.occurrence), 1),
+            unless(task.meta.anchor.as_millis(), due),
+        ];
+        while fields.last().is_some_and(String::is_empty) {
+            fields.pop();
+        }
+        let mark = char::from(codes::state_mark(task.state));
+        let mut record = format!("{mark}{}|{}{tags}", fields.join(","), error.unwrap_or("")).into_bytes();
+        record.extend_from_slice(body_of(&new_task_of(task)).unwrap().as_bytes());
+        record
+    }
+
+    /// The record of `task` exactly as the scripts wrote it before format 2 (format 1),
+    /// and as they still write a task read in format 1.
+    fn encode_v1_as_the_scripts_did(task: &Task) -> Vec<u8> {
+        let unless = |n: i64, usual: i64| if n == usual { String::new() } else { n.to_string() };
+        let state = codes::state(task.state);
+        let (due, created) = (task.due_at.as_millis(), task.created_at.as_millis());
         let error = task.last_error.as_deref();
         let tags = tags_of(&task.tags);
         let header = [
@@ -200,8 +452,9 @@ mod tests {
             tags.len().to_string(),
         ]
         .join(",");
+        let body = Body { payload: task.payload.clone(), backoff: task.backoff, repeat: task.repeat.clone() };
         let mut record = format!("{header}|{}{tags}", error.unwrap_or("")).into_bytes();
-        record.extend_from_slice(body_of(&new).unwrap().as_bytes());
+        record.extend_from_slice(serde_json::to_string(&body).unwrap().as_bytes());
         record
     }
 
@@ -336,7 +589,8 @@ mod tests {
         }
     }
 
-    /// A header of 12 to 16 fields, each empty, a number (in or out of range) or junk.
+    /// A header of either format: 12 to 16 decimal fields, or a mark (or another byte)
+    /// and 0 to 15 base-36 fields, each empty, a number (in or out of range) or junk.
     fn any_header() -> impl Strategy<Value = String> {
         let field = prop_oneof![
             Just(String::new()),
@@ -346,12 +600,34 @@ mod tests {
             Just("-1".into()),
             ".{0,3}"
         ];
-        prop::collection::vec(field, 12..=16).prop_map(|fields| fields.join(","))
+        let b36_field = prop_oneof![
+            Just(String::new()),
+            "-?[0-9a-z]{1,3}",
+            "-?[0-9a-zA-Z]{1,14}",
+            Just("k".into()),
+            Just("-1".into()),
+            ".{0,3}"
+        ];
+        prop_oneof![
+            prop::collection::vec(field, 12..=16).prop_map(|fields| fields.join(",")),
+            ("[SLDX0]", prop::collection::vec(b36_field, 0..=15))
+                .prop_map(|(mark, fields)| format!("{mark}{}", fields.join(","))),
+        ]
     }
 
-    /// Bodies close to valid ones: odd policies, odd JSON.
+    /// Bodies close to valid ones of either format: odd policies, odd JSON.
     fn any_body() -> impl Strategy<Value = String> {
+        let policies = prop_oneof![
+            ("[0-9a-z .]{0,12}", "-?[0-9.e]{1,8}", "[0-9a-z ]{0,12}")
+                .prop_map(|(i, f, m)| format!(r#"{{"b":{{"initial":"{i}","factor":{f},"max":"{m}"}}}}"#)),
+            ("[0-9*/,A-Z#L -]{0,20}", "[A-Za-z/_+-]{0,16}")
+                .prop_map(|(c, tz)| format!(r#"{{"r":{{"cron":"{c}","tz":"{tz}"}}}}"#)),
+        ];
+        let format_2 = (prop_oneof![Just(String::new()), any_payload().prop_map(|p| p.to_string())], policies)
+            .prop_map(|(payload, policies)| format!("{payload}\n{policies}"));
         prop_oneof![
+            format_2,
+            Just(String::new()),
             Just("{}".to_owned()),
             ".*",
             any_payload().prop_map(|p| p.to_string()),
@@ -374,6 +650,13 @@ mod tests {
         }
 
         #[test]
+        fn any_task_round_trips_through_its_record_of_format_1(task in any_task()) {
+            let record = encode_v1_as_the_scripts_did(&task);
+            let decoded = decode(STORE, &task.queue, task.key.as_str(), &record);
+            prop_assert_eq!(decoded, Ok(task), "{}", String::from_utf8_lossy(&record));
+        }
+
+        #[test]
         fn decoding_any_bytes_is_an_error_or_a_task_never_a_panic(
             record in prop_oneof![
                 prop::collection::vec(any::<u8>(), 0..200),
@@ -383,7 +666,9 @@ mod tests {
                     record.extend_from_slice(body.as_bytes());
                     record
                 }),
-                any_task().prop_map(|t| encode_as_the_scripts_do(&t)).prop_flat_map(|record| {
+                any_task().prop_flat_map(|t| {
+                    prop_oneof![Just(encode_as_the_scripts_do(&t)), Just(encode_v1_as_the_scripts_did(&t))]
+                }).prop_flat_map(|record| {
                     let len = record.len();
                     (Just(record), 0..len, any::<u8>())
                 }).prop_map(|(mut record, at, byte)| {

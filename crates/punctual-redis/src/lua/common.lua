@@ -12,11 +12,29 @@
 --   ARGV[1] now in ms since the epoch, or '' to use Redis' own clock (TIME)
 --   ARGV[2] the channel on which wake-ups are published
 --   ARGV[3] the queue name, for wake-up messages
--- Record: "st,due,exp,fence,ver,att,max,occ,anchor,id,created,updated,errlen,taglen|"
--- followed by errlen bytes of last_error (errlen -1: none), taglen bytes of tags
--- joined by "\n", then the body (JSON written by the Rust side, opaque here).
--- Fields at their usual value are left empty, to keep pending tasks small: exp 0,
--- fence 0, ver 1, att 0, occ 1, anchor = due, updated = created, errlen -1.
+-- Record, format 2 (written for every new task): a mark, then up to 13 fields in
+-- base 36 ('-' before a negative one) separated by ",", then "|":
+--   mark: S scheduled, L leased, D dead
+--   due,id,due-created,max,taglen,exp-updated,fence,updated-created,att,errlen,ver,occ,anchor
+-- Times other than due and anchor are written as distances, which are short: created
+-- as due - created, updated as updated - created, and a lease's expiry as exp -
+-- updated (empty: exp 0, not leased). errlen is -1 when there is no last_error. The
+-- digits go two at a time (`b36`): one at a time, encoding took a lease script twice
+-- as long as format 1's decimal.
+-- An empty field holds its usual value, and empty fields at the end are left out, so
+-- a new task is "S<due>,<id>,<due - created>|": due - created 0, max 20, taglen 0,
+-- exp 0, fence 0, updated - created 0, att 0, errlen -1, ver 1, occ 1, anchor = due.
+-- The usual values belong to the format: they never change, whatever the defaults of
+-- a later punctual.
+-- After "|": errlen bytes of last_error, taglen bytes of tags joined by "\n", then
+-- the body (written by the Rust side, opaque here): the payload's JSON (empty:
+-- null), and when backoff or repeat are not the defaults a "\n" and their JSON.
+-- Record, format 1 (written before format 2; still read, and written back in format 1
+-- with its body untouched, so no body is ever converted here):
+--   "st,due,exp,fence,ver,att,max,occ,anchor,id,created,updated,errlen,taglen|"
+-- in decimal, st the state's number, the same fields left empty at the same usual
+-- values (max and taglen always written), then the error, the tags and a body that is
+-- one JSON object {"p": payload, "b": backoff, "r": repeat}.
 -- States: 0 scheduled, 1 leased, 2 dead. Keys and tags hold no control characters.
 
 local function now_ms()
@@ -29,18 +47,85 @@ local function int(n)
   return string.format('%d', n)
 end
 
-local function decode(rec)
+-- Format 1: the header's fields, then the rest of the record from `pos`.
+local function decode_v1(rec)
   local st, due, exp, fence, ver, att, max, occ, anc, id, created, updated, errlen, taglen, pos = string.match(rec,
     '^(%d+),(%-?%d+),(%-?%d*),(%d*),(%d*),(%d*),(%d+),(%d*),(%-?%d*),(%d+),(%-?%d+),(%-?%d*),(%-?%d*),(%d+)|()')
   local t = {
-    st = tonumber(st), due = tonumber(due), exp = tonumber(exp) or 0, fence = tonumber(fence) or 0,
+    v1 = true, st = tonumber(st), due = tonumber(due), exp = tonumber(exp) or 0, fence = tonumber(fence) or 0,
     ver = tonumber(ver) or 1, att = tonumber(att) or 0, max = tonumber(max), occ = tonumber(occ) or 1,
     id = tonumber(id), created = tonumber(created),
   }
   t.anc = tonumber(anc) or t.due
   t.updated = tonumber(updated) or t.created
-  errlen = tonumber(errlen) or -1
-  taglen = tonumber(taglen)
+  return t, tonumber(errlen) or -1, tonumber(taglen), pos
+end
+
+local B36 = '0123456789abcdefghijklmnopqrstuvwxyz'
+
+-- The 1296 two-digit strings "00" to "zz", by value; made on first use (a script
+-- cannot keep anything between runs), as writing a number two digits at a time takes
+-- half the time of one at a time.
+local b36_pairs = nil
+
+-- The integer `n` in base 36, '-' before a negative one.
+local function b36(n)
+  if n < 0 then return '-' .. b36(-n) end
+  if n < 36 then return string.sub(B36, n + 1, n + 1) end
+  if b36_pairs == nil then
+    b36_pairs = {}
+    for i = 0, 1295 do
+      local lo = i % 36
+      local hi = (i - lo) / 36
+      b36_pairs[i] = string.sub(B36, hi + 1, hi + 1) .. string.sub(B36, lo + 1, lo + 1)
+    end
+  end
+  local text = ''
+  while n >= 1296 do
+    local d = n % 1296
+    text = b36_pairs[d] .. text
+    n = (n - d) / 1296
+  end
+  if n < 36 then return string.sub(B36, n + 1, n + 1) .. text end
+  return b36_pairs[n] .. text
+end
+
+-- The base-36 field `s`, or `usual` when it is empty.
+local function field(s, usual)
+  if s == '' then return usual end
+  if string.byte(s) == 45 then return -tonumber(string.sub(s, 2), 36) end
+  return tonumber(s, 36)
+end
+
+local STATE_OF_MARK = { S = 0, L = 1, D = 2 }
+local MARK_OF_STATE = { [0] = 'S', 'L', 'D' }
+-- The usual max_attempts of format 2 (DEFAULT_MAX_ATTEMPTS when the format was made).
+local USUAL_MAX = 20
+-- A mark, 13 fields (missing ones at the end match empty), "|".
+local HEADER_V2 = '^.' .. string.rep('([^,|]*),?', 13) .. '|()'
+
+-- Format 2: the header's fields, then the rest of the record from `pos`.
+local function decode_v2(rec, st)
+  local due, id, lead, max, taglen, lease, fence, age, att, errlen, ver, occ, anc, pos = string.match(rec, HEADER_V2)
+  local t = { st = st, due = field(due), id = field(id) }
+  t.created = t.due - field(lead, 0)
+  t.updated = t.created + field(age, 0)
+  t.exp = field(lease, nil)
+  if t.exp == nil then t.exp = 0 else t.exp = t.updated + t.exp end
+  t.max, t.fence, t.att = field(max, USUAL_MAX), field(fence, 0), field(att, 0)
+  t.ver, t.occ, t.anc = field(ver, 1), field(occ, 1), field(anc, t.due)
+  return t, field(errlen, -1), field(taglen, 0), pos
+end
+
+-- The record `rec`, in either format.
+local function decode(rec)
+  local st = STATE_OF_MARK[string.sub(rec, 1, 1)]
+  local t, errlen, taglen, pos
+  if st == nil then
+    t, errlen, taglen, pos = decode_v1(rec)
+  else
+    t, errlen, taglen, pos = decode_v2(rec, st)
+  end
   if errlen >= 0 then
     t.err = string.sub(rec, pos, pos + errlen - 1)
     pos = pos + errlen
@@ -50,21 +135,46 @@ local function decode(rec)
   return t
 end
 
--- `n`, or '' when it is `usual` (see the record format above).
-local function unless(n, usual)
-  if n == usual then return '' end
-  return int(n)
+-- The state and due time of `rec`, which lead it in either format, without the rest.
+local function state_and_due(rec)
+  local st = STATE_OF_MARK[string.sub(rec, 1, 1)]
+  if st == nil then
+    local s, due = string.match(rec, '^(%d+),(%-?%d+),')
+    return tonumber(s), tonumber(due)
+  end
+  return st, field(string.match(rec, '^.([^,|]*)'))
 end
 
+-- `n`, or '' when it is `usual` (see the record formats above); `digits` writes it.
+local function unless(n, usual, digits)
+  if n == usual then return '' end
+  return digits(n)
+end
+
+-- `t` in the format it was read in (format 2 for a new task).
 local function encode(t)
   local errlen = -1
   if t.err then errlen = #t.err end
-  return table.concat({
-    int(t.st), ',', int(t.due), ',', unless(t.exp, 0), ',', unless(t.fence, 0), ',', unless(t.ver, 1), ',',
-    unless(t.att, 0), ',', int(t.max), ',', unless(t.occ, 1), ',', unless(t.anc, t.due), ',', int(t.id), ',',
-    int(t.created), ',', unless(t.updated, t.created), ',', unless(errlen, -1), ',', int(#t.tags), '|',
-    t.err or '', t.tags, t.body,
-  })
+  local tail = (t.err or '') .. t.tags .. t.body
+  if t.v1 then
+    return table.concat({
+      int(t.st), ',', int(t.due), ',', unless(t.exp, 0, int), ',', unless(t.fence, 0, int), ',',
+      unless(t.ver, 1, int), ',', unless(t.att, 0, int), ',', int(t.max), ',', unless(t.occ, 1, int), ',',
+      unless(t.anc, t.due, int), ',', int(t.id), ',', int(t.created), ',', unless(t.updated, t.created, int), ',',
+      unless(errlen, -1, int), ',', int(#t.tags), '|', tail,
+    })
+  end
+  local lease = ''
+  if t.exp ~= 0 then lease = b36(t.exp - t.updated) end
+  local f = {
+    b36(t.due), b36(t.id), unless(t.due - t.created, 0, b36), unless(t.max, USUAL_MAX, b36),
+    unless(#t.tags, 0, b36), lease, unless(t.fence, 0, b36), unless(t.updated - t.created, 0, b36),
+    unless(t.att, 0, b36), unless(errlen, -1, b36), unless(t.ver, 1, b36), unless(t.occ, 1, b36),
+    unless(t.anc, t.due, b36),
+  }
+  local n = #f
+  while f[n] == '' do n = n - 1 end
+  return MARK_OF_STATE[t.st] .. table.concat(f, ',', 1, n) .. '|' .. tail
 end
 
 -- The earliest due time this script made (published once, at the end).

@@ -14,14 +14,13 @@ if #members == batch then out[1] = members[#members] end
 if #keys == 0 then return out end
 local records = redis.call('HMGET', KEYS[5], unpack(keys))
 local cursor_due = tonumber(ARGV[6])
+local state = tonumber(ARGV[5])
 for i, key in ipairs(keys) do
   local rec = records[i]
   if rec then
-    -- The state and due time lead the record (see the format above).
-    local st, due = string.match(rec, '^(%d+),(%-?%d+),')
-    due = tonumber(due)
+    local st, due = state_and_due(rec)
     local after = cursor_due == nil or due > cursor_due or (due == cursor_due and bytes_before(ARGV[7], key))
-    if (ARGV[5] == '' or st == ARGV[5]) and after then
+    if (state == nil or st == state) and after then
       out[#out + 1] = key
       out[#out + 1] = int(due)
     end

@@ -1,6 +1,7 @@
 //! The Redis store against real, private `redis-server` processes: the conformance
 //! suite (single server, Cluster, sharded Cluster), the model test, rate slots,
-//! replicas, a frozen server and a server that lost its data.
+//! replicas, a frozen server, a server that lost its data and the stored records'
+//! formats, old and new.
 //!
 //! One test binary, one module per concern: linked once, and tests from different
 //! modules run side by side. Modules share one private server and one private Cluster
@@ -17,5 +18,6 @@ mod frozen;
 mod model;
 mod model_cluster;
 mod rate_slots;
+mod record_formats;
 mod replicas;
 mod store_reset;

@@ -1,0 +1,301 @@
+//! Records written before format 2 (format 1, `lua/common.lua`) are still leased,
+//! read, listed, completed, retried and cancelled; new tasks are written in format 2,
+//! exactly as documented, and the scripts' base 36 is Rust's.
+//!
+//! Guards against an upgrade that loses work: a user with millions of tasks pending in
+//! Redis, written by an earlier punctual, upgrades; if any script or the Rust decoder
+//! read only the new format, those tasks would never fire, or fail every call that
+//! touches them. The records here are written straight into a real `redis-server`, byte
+//! for byte as the earlier scripts wrote them, with the sets and indexes they kept.
+
+use std::time::Duration;
+
+use punctual_core::store::{CompleteRequest, Completion, LeaseRequest, LeaseToken, ListRequest, RetryDeadRequest};
+use punctual_core::{Backoff, IfExists, NewTask, QueueName, Store, Tag, TaskKey, TaskState, Timestamp};
+use punctual_redis::{RedisConfig, RedisStore, Target, TimeSource};
+use serde_json::json;
+
+use crate::support;
+
+const NOW: i64 = 1_700_000_000_000;
+const PREFIX: &str = "format1";
+const ID: u64 = 1_099_511_627_776;
+
+fn queue() -> QueueName {
+    QueueName::new("upgrade").expect("a queue name")
+}
+
+fn key(k: &str) -> TaskKey {
+    TaskKey::new(k).expect("a key")
+}
+
+fn at(offset_ms: i64) -> Timestamp {
+    Timestamp::from_millis(NOW + offset_ms)
+}
+
+/// `n` in base 36, as `i64::from_str_radix` reads it.
+fn base36(n: i64) -> String {
+    let mut digits = Vec::new();
+    let mut rest = n.unsigned_abs();
+    loop {
+        digits.push(char::from_digit((rest % 36) as u32, 36).expect("a digit"));
+        rest /= 36;
+        if rest == 0 {
+            break;
+        }
+    }
+    if n < 0 {
+        digits.push('-');
+    }
+    digits.iter().rev().collect()
+}
+
+/// Runs one command on the private server, panicking on an error reply.
+fn redis(args: &[&str]) -> String {
+    support::server().command(args).unwrap_or_else(|e| panic!("{args:?}: {e}"))
+}
+
+fn shard_key(name: &str) -> String {
+    format!("{PREFIX}:{{upgrade}}:{name}")
+}
+
+/// The stored record of `k`.
+fn record(k: &str) -> String {
+    redis(&["HGET", &shard_key("tasks"), k])
+}
+
+/// Writes what an earlier punctual left in Redis: the queue registered with one shard,
+/// the fence counter, and six tasks in format 1 with their sets and their tag.
+fn seed() {
+    let ms = |offset: i64| (NOW + offset).to_string();
+    let tasks = [
+        // key, record, (set, score) of each set the task is in
+        ("due-1", format!(r#"0,{},,,,,20,,,{},{},,,0|{{"p":{{"n":1}}}}"#, ms(-5000), ID + 1, ms(-90_000)), "scheduled"),
+        (
+            "due-2",
+            format!(
+                r#"0,{},,,,,5,,,{},{},{},,6|urgent{{"p":{{"n":2}},"b":{{"initial":"1s","factor":2.0,"max":"1h"}}}}"#,
+                ms(-4000),
+                ID + 2,
+                ms(-90_000),
+                ms(-60_000)
+            ),
+            "scheduled",
+        ),
+        (
+            "later",
+            format!(
+                r#"0,{},,,3,2,20,,,{},{},{},4,0|boom{{"p":{{"n":3}}}}"#,
+                ms(3_600_000),
+                ID + 3,
+                ms(-90_000),
+                ms(-1000)
+            ),
+            "scheduled",
+        ),
+        (
+            "leased",
+            format!(
+                r#"1,{},{},7,,,20,,,{},{},{},,0|{{"p":{{"n":4}}}}"#,
+                ms(-10_000),
+                ms(60_000),
+                ID + 4,
+                ms(-90_000),
+                ms(-2000)
+            ),
+            "leases",
+        ),
+        (
+            "dead",
+            format!(
+                r#"2,{},,3,,20,20,,,{},{},{},4,0|gone{{"p":{{"n":5}}}}"#,
+                ms(-20_000),
+                ID + 5,
+                ms(-90_000),
+                ms(-3000)
+            ),
+            "dead",
+        ),
+        (
+            "repeating",
+            format!(
+                r#"0,{},,,,,20,,,{},{},,,0|{{"p":{{"n":6}},"r":{{"every":"1m"}}}}"#,
+                ms(-1000),
+                ID + 6,
+                ms(-90_000)
+            ),
+            "scheduled",
+        ),
+    ];
+    redis(&["HSET", &format!("{PREFIX}:queues"), "upgrade", "1"]);
+    redis(&["SET", &shard_key("seq"), "7"]);
+    for (k, rec, set) in &tasks {
+        redis(&["HSET", &shard_key("tasks"), k, rec]);
+        let due = rec.split(',').nth(1).expect("a due time");
+        match *set {
+            "leases" => {
+                redis(&["ZADD", &shard_key("leases"), &ms(60_000), k]);
+                redis(&["ZADD", &shard_key("inflight"), due, k]);
+            }
+            "dead" => {
+                redis(&["ZADD", &shard_key("dead"), due, k]);
+                redis(&["ZADD", &shard_key("died"), &ms(-3000), k]);
+            }
+            _ => {
+                redis(&["ZADD", &shard_key("scheduled"), due, k]);
+            }
+        }
+    }
+    redis(&["ZADD", &shard_key("tags"), "0", "urgent\ndue-2"]);
+}
+
+async fn store() -> RedisStore {
+    let mut config = RedisConfig::new(Target::parse(&support::server().url()).expect("server url"));
+    config.prefix = PREFIX.into();
+    config.time = TimeSource::Caller;
+    RedisStore::connect(config).await.expect("connect to the private redis-server")
+}
+
+#[tokio::test]
+async fn tasks_stored_in_format_1_are_served_as_before_and_new_ones_in_format_2() {
+    seed();
+    let store = store().await;
+    let q = queue();
+
+    // Read: every field as the earlier punctual stored it.
+    let due_2 = store.get(&q, &key("due-2")).await.expect("get").expect("due-2 is there");
+    assert_eq!((due_2.state, due_2.due_at, due_2.max_attempts), (TaskState::Scheduled, at(-4000), 5));
+    assert_eq!((due_2.created_at, due_2.updated_at, due_2.meta.id), (at(-90_000), at(-60_000), ID + 2));
+    assert_eq!(due_2.payload, json!({"n": 2}));
+    assert_eq!(due_2.backoff, Backoff::new(Duration::from_secs(1), 2.0, Duration::from_secs(3600)).expect("backoff"));
+    assert_eq!(due_2.tags, [Tag::new("urgent").expect("a tag")]);
+    let later = store.get(&q, &key("later")).await.expect("get").expect("later is there");
+    assert_eq!((later.version, later.attempts, later.last_error.as_deref()), (3, 2, Some("boom")));
+    let leased = store.get(&q, &key("leased")).await.expect("get").expect("leased is there");
+    assert_eq!((leased.state, leased.lease_expires_at, leased.meta.fence), (TaskState::Leased, Some(at(60_000)), 7));
+    let dead = store.get(&q, &key("dead")).await.expect("get").expect("dead is there");
+    assert_eq!((dead.state, dead.attempts, dead.last_error.as_deref()), (TaskState::Dead, 20, Some("gone")));
+    let repeating = store.get(&q, &key("repeating")).await.expect("get").expect("repeating is there");
+    assert!(repeating.repeat.is_some(), "the repeat policy was read");
+
+    // Listed, in every state and by tag.
+    let page = store.list(ListRequest::new(q.clone(), None, 100, None)).await.expect("list");
+    assert_eq!(page.tasks.len(), 6, "{page:?}");
+    let tagged =
+        store.list(ListRequest::new(q.clone(), None, 100, None).tagged(Tag::new("urgent").expect("a tag"))).await;
+    assert_eq!(tagged.expect("list by tag").tasks.iter().map(|t| t.key.as_str()).collect::<Vec<_>>(), ["due-2"]);
+    let stats = store.stats(Some(&q)).await.expect("stats");
+    assert_eq!((stats[0].scheduled, stats[0].leased, stats[0].dead), (4, 1, 1));
+
+    // Leased in due order, with fences after the old counter.
+    let batch = store.lease(LeaseRequest::new(q.clone(), 10, Duration::from_secs(30), at(0))).await.expect("lease");
+    let leased_keys: Vec<&str> = batch.leases.iter().map(|l| l.task.key.as_str()).collect();
+    assert_eq!(leased_keys, ["due-1", "due-2", "repeating"]);
+    assert_eq!(batch.leases.iter().map(|l| l.token.fence).collect::<Vec<_>>(), [8, 9, 10]);
+    assert_eq!(batch.leases[0].task.payload, json!({"n": 1}));
+    assert!(record("due-1").starts_with("1,"), "a task read in format 1 is written back in format 1");
+
+    // Completed: done, retried (error kept), rescheduled (next occurrence).
+    let token = |k: &str| batch.leases.iter().find(|l| l.task.key.as_str() == k).expect("leased").token.clone();
+    let acks = vec![
+        CompleteRequest::new(token("due-1"), Completion::Done, at(1)),
+        CompleteRequest::new(token("due-2"), Completion::Retry { at: at(1000), error: "again".into() }, at(1)),
+        CompleteRequest::new(token("repeating"), Completion::Reschedule { at: at(59_000) }, at(1)),
+    ];
+    for outcome in store.complete_many(acks).await.expect("complete") {
+        outcome.expect("each lease was live");
+    }
+    assert_eq!(store.get(&q, &key("due-1")).await.expect("get"), None);
+    let due_2 = store.get(&q, &key("due-2")).await.expect("get").expect("due-2 retried");
+    assert_eq!((due_2.state, due_2.attempts, due_2.last_error.as_deref()), (TaskState::Scheduled, 1, Some("again")));
+    assert_eq!((due_2.due_at, due_2.payload.clone()), (at(1000), json!({"n": 2})));
+    let repeating = store.get(&q, &key("repeating")).await.expect("get").expect("repeating rescheduled");
+    assert_eq!((repeating.meta.occurrence, repeating.due_at), (2, at(59_000)));
+
+    // The lease the earlier punctual handed out is still honoured, and fenced.
+    let old = LeaseToken::new(q.clone(), key("leased"), ID + 4, 1, 7);
+    let stale = LeaseToken::new(q.clone(), key("leased"), ID + 4, 1, 6);
+    assert!(store.complete(CompleteRequest::new(stale, Completion::Done, at(2))).await.is_err(), "a stale fence");
+    store.complete(CompleteRequest::new(old, Completion::Done, at(2))).await.expect("the old lease completes");
+    assert_eq!(store.get(&q, &key("leased")).await.expect("get"), None);
+
+    // A dead task comes back to work and runs.
+    let retried = store.retry_dead(RetryDeadRequest::new(q.clone(), key("dead"), at(3))).await.expect("retry");
+    assert_eq!(retried.map(|t| (t.state, t.attempts)), Some((TaskState::Scheduled, 0)));
+    let batch = store.lease(LeaseRequest::new(q.clone(), 10, Duration::from_secs(30), at(3))).await.expect("lease");
+    assert_eq!(batch.leases.iter().map(|l| l.task.key.as_str()).collect::<Vec<_>>(), ["dead"]);
+    let token = batch.leases[0].token.clone();
+    store.complete(CompleteRequest::new(token, Completion::Done, at(4))).await.expect("done");
+
+    // Cancelled, one by key and one by tag.
+    assert!(store.cancel(&q, &key("later")).await.expect("cancel"));
+    assert_eq!(store.cancel_tag(&q, &Tag::new("urgent").expect("a tag")).await.expect("cancel by tag"), 1);
+
+    // Replaced: the task keeps its id and creation, and is written in format 2.
+    assert!(record("repeating").starts_with("0,"), "{}", record("repeating"));
+    let mut replacement = NewTask::new(q.clone(), key("repeating"), at(120_000));
+    replacement.payload = json!({"n": 7});
+    replacement.if_exists = IfExists::Replace;
+    let replaced = store.schedule(vec![replacement], at(5)).await.expect("schedule").remove(0).expect("replaced");
+    assert_eq!((replaced.task.meta.id, replaced.task.created_at, replaced.task.version), (ID + 6, at(-90_000), 2));
+    assert!(record("repeating").starts_with('S'), "{}", record("repeating"));
+    let again = store.get(&q, &key("repeating")).await.expect("get").expect("replaced");
+    assert_eq!((again.payload, again.due_at, again.repeat), (json!({"n": 7}), at(120_000), None));
+
+    let stats = store.stats(Some(&q)).await.expect("stats");
+    assert_eq!((stats[0].scheduled, stats[0].leased, stats[0].dead), (1, 0, 0));
+    assert_eq!(redis(&["HLEN", &shard_key("tasks")]), "1");
+    assert_eq!(redis(&["ZCARD", &shard_key("tags")]), "0");
+}
+
+#[tokio::test]
+async fn a_new_pending_task_is_written_in_format_2_and_kept_small() {
+    let mut config = RedisConfig::new(Target::parse(&support::server().url()).expect("server url"));
+    config.prefix = "format2".into();
+    config.time = TimeSource::Caller;
+    let store = RedisStore::connect(config).await.expect("connect");
+    let q = queue();
+    let created = at(0);
+    let mut task = NewTask::new(q.clone(), key("999999"), at(30 * 86_400_000));
+    task.payload = json!({"n": 999_999});
+    let scheduled = store.schedule(vec![task], created).await.expect("schedule").remove(0).expect("scheduled");
+    let stored = redis(&["HGET", "format2:{upgrade}:tasks", "999999"]);
+    let id36 = base36(i64::try_from(scheduled.task.meta.id).expect("ids are below 2^53"));
+    // due NOW + 30 days = "lq5rbf28" in base 36, 30 days = "16v7k00".
+    assert_eq!(stored, format!(r#"Slq5rbf28,{id36},16v7k00|{{"n":999999}}"#));
+    // Redis' sds header and terminator add 4 bytes: jemalloc's 48-byte class.
+    assert!(stored.len() + 4 <= 48, "{} bytes: {stored}", stored.len());
+    assert_eq!(store.get(&q, &key("999999")).await.expect("get"), Some(scheduled.task));
+
+    // Leased when due for 30 s: the lease's expiry 30 s after updated ("n5c"), fence 1,
+    // updated 30 days after created.
+    let lease_for = Duration::from_secs(30);
+    let batch = store.lease(LeaseRequest::new(q.clone(), 1, lease_for, at(30 * 86_400_000))).await.expect("lease");
+    let lease = batch.leases.into_iter().next().expect("the task was due");
+    let stored = redis(&["HGET", "format2:{upgrade}:tasks", "999999"]);
+    assert_eq!(stored, format!(r#"Llq5rbf28,{id36},16v7k00,,,n5c,1,16v7k00|{{"n":999999}}"#));
+    assert_eq!(store.get(&q, &key("999999")).await.expect("get"), Some(lease.task));
+}
+
+#[test]
+fn the_scripts_write_and_read_base_36_as_rust_does() {
+    let numbers: Vec<i64> = [0, 1, 35, 36, 37, 1295, 1296, 1297, 46_655, 46_656, 1_679_615, 1_679_616]
+        .into_iter()
+        .chain([(1 << 41) - 1, 253_402_207_200_999, (1 << 53) - 1])
+        .flat_map(|n: i64| [n, -n])
+        .collect();
+    let script = format!(
+        "{}\nlocal out = {{}}\nfor i, n in ipairs(ARGV) do\n  local text = b36(tonumber(n))\n  \
+         out[i] = text .. '=' .. string.format('%d', field(text))\nend\nreturn out",
+        include_str!("../../src/lua/common.lua")
+    );
+    let texts: Vec<String> = numbers.iter().map(i64::to_string).collect();
+    let mut args = vec!["EVAL", script.as_str(), "0"];
+    args.extend(texts.iter().map(String::as_str));
+    let answer = redis(&args);
+    let expected: Vec<String> = numbers.iter().map(|&n| format!("{}={n}", base36(n))).collect();
+    assert_eq!(answer.lines().collect::<Vec<_>>(), expected);
+    for n in &numbers {
+        assert_eq!(i64::from_str_radix(&base36(*n), 36), Ok(*n));
+    }
+}
