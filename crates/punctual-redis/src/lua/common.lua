@@ -63,31 +63,35 @@ end
 
 local B36 = '0123456789abcdefghijklmnopqrstuvwxyz'
 
--- The 1296 two-digit strings "00" to "zz", by value; made on first use (a script
--- cannot keep anything between runs), as writing a number two digits at a time takes
--- half the time of one at a time.
-local b36_pairs = nil
+-- Two-digit strings "00" to "zz" by value, each made the first time a script writes it
+-- (a script cannot keep anything between runs): writing a number two digits at a time
+-- takes half the time of one at a time, and making all 1296 up front cost a script
+-- that writes one record more than the record itself.
+local b36_pairs = {}
+
+local function b36_pair(d)
+  local pair = b36_pairs[d]
+  if pair == nil then
+    local lo = d % 36
+    local hi = (d - lo) / 36
+    pair = string.sub(B36, hi + 1, hi + 1) .. string.sub(B36, lo + 1, lo + 1)
+    b36_pairs[d] = pair
+  end
+  return pair
+end
 
 -- The integer `n` in base 36, '-' before a negative one.
 local function b36(n)
   if n < 0 then return '-' .. b36(-n) end
   if n < 36 then return string.sub(B36, n + 1, n + 1) end
-  if b36_pairs == nil then
-    b36_pairs = {}
-    for i = 0, 1295 do
-      local lo = i % 36
-      local hi = (i - lo) / 36
-      b36_pairs[i] = string.sub(B36, hi + 1, hi + 1) .. string.sub(B36, lo + 1, lo + 1)
-    end
-  end
   local text = ''
   while n >= 1296 do
     local d = n % 1296
-    text = b36_pairs[d] .. text
+    text = b36_pair(d) .. text
     n = (n - d) / 1296
   end
   if n < 36 then return string.sub(B36, n + 1, n + 1) .. text end
-  return b36_pairs[n] .. text
+  return b36_pair(n) .. text
 end
 
 -- The base-36 field `s`, or `usual` when it is empty.
