@@ -17,7 +17,7 @@ use serde::Serialize;
 
 use super::bullmq::{BullmqBurst, BurstRatios, over};
 use super::driver::{BenchTask, ConsumerSettings, Driver, Recorder};
-use super::report::{Figure, figures_beside, millis, rate, thousands, times};
+use super::report::{Figure, figures_beside, millis, rate, thousands, times, with_footer};
 use super::stats::{LagStats, per_second};
 use super::{Context, Side};
 
@@ -174,7 +174,7 @@ impl BurstReport {
         if let Some(ms) = self.longest_script_ms {
             rows.push(Figure::ours("longest Redis script (histogram bound)", format!("≤ {ms:.1} ms")));
         }
-        let mut text = figures_beside(
+        let text = figures_beside(
             &format!(
                 "burst: {} tasks due at one instant on {}\n{}",
                 thousands(self.tasks as f64),
@@ -184,13 +184,7 @@ impl BurstReport {
             rows,
             theirs.map(|t| t.version.as_str()),
         );
-        if let Some(t) = theirs {
-            text.push_str(&format!("\n{}", t.approach));
-        }
-        for note in &self.notes {
-            text.push_str(&format!("\nnote: {note}"));
-        }
-        text
+        with_footer(text, theirs.map(|t| t.approach.as_str()), &self.notes)
     }
 }
 

@@ -44,7 +44,7 @@ use serde_json::json;
 
 use super::bullmq::{BullmqPending, PendingRatios, over};
 use super::driver::{BenchTask, Driver, Recorder};
-use super::report::{Figure, figures_beside, mib, millis, rate, thousands, times};
+use super::report::{Figure, figures_beside, mib, millis, rate, thousands, times, with_footer};
 use super::stats::{dir_bytes, per_second, rss_kib};
 use super::{Context, Side};
 use punctual_client::{Client, ClientError};
@@ -394,17 +394,11 @@ impl PendingReport {
             ));
             rows.push(Figure::ours("  restarted server's resident memory", mib(recovery.rss_kib * 1024)));
         }
-        let mut text = figures_beside(
+        let text = figures_beside(
             &format!("pending: {} tasks due in 30 days on {}", thousands(n), self.target),
             rows,
             theirs.map(|t| t.version.as_str()),
         );
-        if let Some(t) = theirs {
-            text.push_str(&format!("\n{}", t.approach));
-        }
-        for note in &self.notes {
-            text.push_str(&format!("\nnote: {note}"));
-        }
-        text
+        with_footer(text, theirs.map(|t| t.approach.as_str()), &self.notes)
     }
 }

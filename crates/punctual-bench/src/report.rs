@@ -79,6 +79,17 @@ impl Figure {
     }
 }
 
+/// Ends a workload's table: how BullMQ ran (`approach`, when it did), then each note.
+pub(crate) fn with_footer(mut text: String, approach: Option<&str>, notes: &[String]) -> String {
+    if let Some(approach) = approach {
+        text.push_str(&format!("\n{approach}"));
+    }
+    for note in notes {
+        text.push_str(&format!("\nnote: {note}"));
+    }
+    text
+}
+
 /// A heading and a table of figures: two columns, or with `bullmq` (its version) four:
 /// punctual's value, BullMQ's and the ratio punctual / BullMQ.
 pub(crate) fn figures_beside(title: &str, rows: Vec<Figure>, bullmq: Option<&str>) -> String {

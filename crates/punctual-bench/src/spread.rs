@@ -19,7 +19,7 @@ use serde::Serialize;
 use super::baselines::{self, BaselineRun};
 use super::bullmq::{BullmqSpread, LagRatios};
 use super::driver::{BenchTask, ConsumerSettings, Driver, Recorder};
-use super::report::{figures, lag_row, lag_table, millis, thousands, times};
+use super::report::{figures, lag_row, lag_table, millis, thousands, times, with_footer};
 use super::stats::{LagStats, ratio};
 use super::{Context, Side};
 
@@ -204,9 +204,6 @@ impl SpreadReport {
                 times(r.max)
             ));
         }
-        for note in &self.notes {
-            text.push_str(&format!("\nnote: {note}"));
-        }
-        text
+        with_footer(text, None, &self.notes)
     }
 }

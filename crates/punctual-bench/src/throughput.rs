@@ -23,7 +23,7 @@ use serde::Serialize;
 use super::baselines;
 use super::bullmq::{BullmqThroughput, ThroughputRatios, over};
 use super::driver::{BenchTask, ConsumerSettings, Driver, Recorder};
-use super::report::{Figure, figures_beside, rate, thousands, times};
+use super::report::{Figure, figures_beside, rate, thousands, times, with_footer};
 use super::stats::per_second;
 use super::{Context, Side};
 
@@ -277,7 +277,7 @@ impl ThroughputReport {
                 format!("{:.1}× / {:.1}×", b.ratio_single, b.ratio_batch),
             ));
         }
-        let mut text = figures_beside(
+        let text = figures_beside(
             &format!(
                 "throughput: {} s per phase on {}\n{}",
                 self.duration_ms as f64 / 1000.0,
@@ -287,12 +287,6 @@ impl ThroughputReport {
             rows,
             theirs.map(|t| t.version.as_str()),
         );
-        if let Some(t) = theirs {
-            text.push_str(&format!("\n{}", t.approach));
-        }
-        for note in &self.notes {
-            text.push_str(&format!("\nnote: {note}"));
-        }
-        text
+        with_footer(text, theirs.map(|t| t.approach.as_str()), &self.notes)
     }
 }
