@@ -66,11 +66,7 @@ impl ConsumerSettings {
             }
             ConsumerSettings::HttpPull { loops, lease_max, long_poll_ms, acks } => format!(
                 "consumer: {loops} pull loops, leases of up to {lease_max}, long poll {}, {}",
-                if long_poll_ms % 1000 == 0 {
-                    format!("{}s", long_poll_ms / 1000)
-                } else {
-                    format!("{long_poll_ms}ms")
-                },
+                punctual_core::time::format_duration(Duration::from_millis(*long_poll_ms)),
                 match acks {
                     Acks::Batch => "one POST /v1/acks per answer",
                     Acks::Each => "one ack call per task",
