@@ -46,7 +46,10 @@ pub use memory::MemoryStore;
 pub use model::{IfExists, NewTask, QueueName, Tag, Task, TaskKey, TaskMeta, TaskSpec, TaskState, When};
 pub use outcome::{Outcome, TryEnd};
 pub use policy::{Backoff, Repeat};
-pub use store::{DeadSelection, Lease, LeaseToken, Peers, ScheduleOutcome, Scheduled, Store, StoreReset, Wakeup};
+pub use store::{
+    DeadSelection, Lease, LeaseToken, Peers, PurgeSelection, QueueChange, QueueRecord, ScheduleOutcome, Scheduled, Store,
+    StoreReset, Wakeup,
+};
 pub use time::{Timestamp, parse_duration};
 pub use token::TokenCodec;
 pub use worker::{BoxError, Delivery, Handler, RunningWorker, Worker};

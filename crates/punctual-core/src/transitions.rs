@@ -27,7 +27,9 @@ use crate::Outcome;
 use crate::error::{Error, Result};
 use crate::identity::StoreId;
 use crate::model::{IfExists, NewTask, Task, TaskMeta, TaskState};
-use crate::store::{Completion, LeaseToken, ScheduleOutcome, Scheduled};
+use crate::store::{
+    Completion, LeaseToken, PurgeSelection, QueueChange, QueueChangeRequest, QueueRecord, ScheduleOutcome, Scheduled,
+};
 use crate::time::Timestamp;
 
 /// A task created from `new` at `now`, with identity `id` in store `store`: `scheduled`,
@@ -487,4 +489,35 @@ mod tests {
             Completion::Dead { error: "order not found".into() }
         );
     }
+}
+
+/// Whether a purge with `selection` cancels `task`.
+pub fn is_purged(task: &Task, selection: PurgeSelection) -> bool {
+    match selection {
+        PurgeSelection::Scheduled => task.state == TaskState::Scheduled,
+        PurgeSelection::Dead => task.state == TaskState::Dead,
+        PurgeSelection::All => true,
+    }
+}
+
+/// The queue record after `req` (see [`Store::change_queue`](crate::Store::change_queue)):
+/// created at version 1 from nothing, else one version up; [`Error::Conflict`] when
+/// the request's `if_version` is not the record's (0 standing for no record).
+pub fn change_queue(existing: Option<&QueueRecord>, req: &QueueChangeRequest) -> Result<QueueRecord> {
+    let version = existing.map_or(0, |record| record.version);
+    if let Some(expected) = req.if_version
+        && expected != version
+    {
+        return Err(Error::Conflict(match existing {
+            Some(_) => format!("queue {} is at version {version}, not {expected}", req.queue),
+            None => format!("queue {} has no settings yet, so it is not at version {expected}", req.queue),
+        }));
+    }
+    let (mut settings, mut paused) = existing.map_or((None, false), |r| (r.settings.clone(), r.paused));
+    match &req.change {
+        QueueChange::Settings(document) => settings = Some(document.clone()),
+        QueueChange::ClearSettings => settings = None,
+        QueueChange::Paused(now_paused) => paused = *now_paused,
+    }
+    Ok(QueueRecord::new(req.queue.clone(), settings, paused, version + 1, req.now))
 }
