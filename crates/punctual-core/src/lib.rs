@@ -47,8 +47,8 @@ pub use model::{IfExists, NewTask, QueueName, Tag, Task, TaskKey, TaskMeta, Task
 pub use outcome::{Outcome, TryEnd};
 pub use policy::{Backoff, Repeat};
 pub use store::{
-    DeadSelection, Lease, LeaseToken, Peers, PurgeSelection, QueueChange, QueueRecord, ScheduleOutcome, Scheduled, Store,
-    StoreReset, Wakeup,
+    DeadSelection, Lease, LeaseToken, Peers, PurgeSelection, QueueChange, QueueRecord, ScheduleOutcome, Scheduled,
+    Store, StoreReset, Wakeup,
 };
 pub use time::{Timestamp, parse_duration};
 pub use token::TokenCodec;

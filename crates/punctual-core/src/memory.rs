@@ -32,8 +32,8 @@ use crate::identity::StoreId;
 use crate::model::{NewTask, QueueName, Tag, Task, TaskKey, TaskState};
 use crate::store::{
     CompleteRequest, DeadSelection, ExtendRequest, Lease, LeaseBatch, LeaseRequest, LeaseToken, ListRequest, Page,
-    PurgeRequest, QueueChangeRequest, QueueRecord, QueueStats, ReapResult, Reaped, RetriedDead, RetryDeadBatchRequest, RetryDeadRequest, ScheduleOutcome, Scheduled,
-    Store, SweepRequest, Swept,
+    PurgeRequest, QueueChangeRequest, QueueRecord, QueueStats, ReapResult, Reaped, RetriedDead, RetryDeadBatchRequest,
+    RetryDeadRequest, ScheduleOutcome, Scheduled, Store, SweepRequest, Swept,
 };
 use crate::time::Timestamp;
 use crate::transitions;
@@ -65,7 +65,7 @@ impl MemoryStore {
             queues: BTreeMap::new(),
             expiries: BTreeSet::new(),
             prefer: Vec::new(),
-                records: BTreeMap::new(),
+            records: BTreeMap::new(),
         };
         MemoryStore { secret: rand::random(), inner: Mutex::new(inner) }
     }

@@ -413,7 +413,13 @@ pub struct QueueRecord {
 }
 
 impl QueueRecord {
-    pub fn new(queue: QueueName, settings: Option<String>, paused: bool, version: u64, updated_at: Timestamp) -> QueueRecord {
+    pub fn new(
+        queue: QueueName,
+        settings: Option<String>,
+        paused: bool,
+        version: u64,
+        updated_at: Timestamp,
+    ) -> QueueRecord {
         QueueRecord { queue, settings, paused, version, updated_at }
     }
 }
