@@ -1,7 +1,7 @@
 //! Consumers: leasing due tasks (sleeping until the queue's wake time, woken early by
 //! an earlier task) and completing their leases.
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
@@ -55,7 +55,9 @@ impl<S: Store> Engine<S> {
             changed.as_mut().enable();
             let now = self.now();
             let wake_at = waker.get();
-            if wake_at.is_some_and(|at| at <= now) {
+            // Read after `changed` is enabled, so a resume from now on wakes this wait.
+            let paused = waker.is_paused();
+            if !paused && wake_at.is_some_and(|at| at <= now) {
                 waker.take();
                 match self.inner.store.lease(LeaseRequest::new(queue.clone(), max, lease_for, now)).await {
                     Ok(batch) => {
@@ -93,7 +95,7 @@ impl<S: Store> Engine<S> {
             if now >= deadline {
                 return Ok(Vec::new());
             }
-            let until = wake_at.map_or(deadline, |at| at.min(deadline));
+            let until = if paused { deadline } else { wake_at.map_or(deadline, |at| at.min(deadline)) };
             let stopping = self.inner.stopping.cancelled();
             let cancelled = async {
                 match cancel {
@@ -288,11 +290,13 @@ struct Ending {
     at: Timestamp,
 }
 
-/// What the engine keeps per queue: its wake-up, and the consumer's own counts the
-/// watchdog reads (who waits, and how many leases were handed out).
+/// What the engine keeps per queue: its wake-up, whether it is paused, and the
+/// consumer's own counts the watchdog reads (who waits, and how many leases were
+/// handed out).
 #[derive(Debug, Default)]
 pub(crate) struct QueueState {
     wake: WakeAt,
+    paused: AtomicBool,
     waiting: AtomicUsize,
     pub(super) leased: AtomicU64,
 }
@@ -319,6 +323,21 @@ impl QueueState {
     /// Leases handed out so far.
     pub(crate) fn leased(&self) -> u64 {
         self.leased.load(Ordering::Relaxed)
+    }
+
+    /// Whether nothing of the queue is handed out now.
+    pub(crate) fn is_paused(&self) -> bool {
+        self.paused.load(Ordering::SeqCst)
+    }
+
+    /// Pauses or resumes; on resume every waiting consumer looks at the queue at once.
+    pub(crate) fn set_paused(&self, paused: bool) {
+        let was = self.paused.swap(paused, Ordering::SeqCst);
+        if was && !paused {
+            // `take` then `offer`: the offer is then a lowering, so it always notifies.
+            self.wake.take();
+            self.wake.offer(Some(Timestamp::EPOCH));
+        }
     }
 }
 

@@ -163,6 +163,19 @@ impl<S: Store> Engine<S> {
         self.queue_state(queue)
     }
 
+    /// Stops handing out the queue's tasks in this process (`true`), or starts again:
+    /// leases and workers' deliveries wait (long polls until their deadline), while
+    /// schedules, cancels and reads go on; on resume, waiting consumers look at once and
+    /// take what fell due meanwhile, in due order. Running deliveries are not touched.
+    pub fn set_paused(&self, queue: &QueueName, paused: bool) {
+        self.queue_state(queue).set_paused(paused);
+    }
+
+    /// Whether the queue is paused in this process.
+    pub fn is_paused(&self, queue: &QueueName) -> bool {
+        self.inner.queues.lock().expect("queues lock poisoned").get(queue).is_some_and(|q| q.is_paused())
+    }
+
     /// Calls `observer` inline for every event from now on (see [`crate::events`]).
     pub fn observe(&self, observer: impl Observer) {
         self.inner.bus.observe(Arc::new(observer));

@@ -10,7 +10,8 @@
 //!   HTTP requests), so the watchdog restarts their wait: the queue's wake-up is reset
 //!   to "look now", which wakes every waiting consumer to ask the store again. This
 //!   heals a wake-up that was missed, e.g. a task written to a shared store by a path
-//!   that did not notify this engine.
+//!   that did not notify this engine. A paused queue is never stalled: its tasks are
+//!   meant to wait.
 //! - **The reaper.** It is stalled when its wake time passed at least `stall_after`
 //!   ago and it has still not taken that same wake time at the next pass (it is hung:
 //!   two passes, so a clock that jumped ahead is not mistaken for a hang), or its task
@@ -90,7 +91,11 @@ impl<S: Store> Engine<S> {
         let mut seen = HashMap::new();
         let consumed: Vec<(QueueName, Arc<QueueState>)> = {
             let queues = self.inner.queues.lock().expect("queues lock poisoned");
-            queues.iter().filter(|(_, q)| q.waiting() > 0).map(|(name, q)| (name.clone(), Arc::clone(q))).collect()
+            queues
+                .iter()
+                .filter(|(_, q)| q.waiting() > 0 && !q.is_paused())
+                .map(|(name, q)| (name.clone(), Arc::clone(q)))
+                .collect()
         };
         for (queue, consumer) in consumed {
             let fired = consumer.leased();
