@@ -37,7 +37,7 @@ mod worker;
 pub use clock::{Clock, ManualClock, Stopwatch, SystemClock, TokioClock};
 pub use engine::{
     Engine, EngineConfig, LeaseOptions, Limits, ListOptions, MAX_LEASE, MAX_LEASE_BATCH, MAX_LIST_LIMIT, MAX_WAIT,
-    MIN_LEASE, QueueDefaults, WatchdogConfig,
+    MIN_LEASE, QueueDefaults, RECORDS_POLL, WatchdogConfig,
 };
 pub use error::{Error, Result};
 pub use events::{Event, EventStream, Observer, Observers, Restarted, StoreOp};
