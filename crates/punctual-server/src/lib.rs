@@ -42,6 +42,7 @@ mod rates;
 mod routes;
 mod schema;
 mod server;
+mod settings;
 mod state;
 
 use std::path::Path;
