@@ -657,9 +657,10 @@ pub trait Store: Send + Sync + 'static {
 
     /// Cancels up to `limit` tasks of the queue in the selection, each as
     /// [`Store::cancel`] would (a leased one for good), in one atomic write (on a
-    /// sharded store, per shard); the count cancelled. Fewer than `limit` means none
-    /// was left when the batch ran; a store may also cancel fewer while more remain,
-    /// so callers repeat until a batch cancels none.
+    /// sharded store, per shard and script batch); the count cancelled. A store may
+    /// cancel fewer than `limit` while more remain (a sharded one works shard by
+    /// shard), so callers repeat until a batch cancels none; a batch cancelling none
+    /// means none was left when it ran. The queue's record is not touched.
     fn purge(&self, req: PurgeRequest) -> impl Future<Output = Result<u64>> + Send;
 
     /// The queue's record, or `None` when it has none.
