@@ -179,7 +179,13 @@ async fn list<S: Store>(state: &AppState<S>, queue: &str, task_state: Option<Tas
 pub(crate) async fn list_queues<S: Store>(State(state): State<AppState<S>>) -> Answer {
     let stats = state.inner.declared.with_counts(state.inner.engine.stats(None).await?);
     let engine = &state.inner.engine;
-    let queues = stats.into_iter().map(|s| { let paused = engine.is_paused(&s.name); QueueSummary::new(s, paused) }).collect();
+    let queues = stats
+        .into_iter()
+        .map(|s| {
+            let paused = engine.is_paused(&s.name);
+            QueueSummary::new(s, paused)
+        })
+        .collect();
     Ok(Json(QueueListResponse { queues }).into_response())
 }
 

@@ -182,7 +182,8 @@ impl<S: Store> AppState<S> {
         if !self.inner.options.config_queues.contains_key(&name) {
             return Ok(());
         }
-        let file = self.inner.options.config_file.as_ref().map_or("the config file".to_owned(), |f| f.display().to_string());
+        let file =
+            self.inner.options.config_file.as_ref().map_or("the config file".to_owned(), |f| f.display().to_string());
         Err(ApiError::Conflict(format!(
             "queue '{queue}' is set in {file}: change its settings there (pause and resume work through the API)"
         )))

@@ -137,7 +137,8 @@ impl Settings {
                         .iter()
                         .find(|(queue, _)| queue == name)
                         .map(|(_, spec)| (spec.kind.name(), spec.concurrency, spec.rate));
-                    let queue = ConfigQueue { defaults: defaults.clone(), action, shards: self.shards.get(name).copied() };
+                    let queue =
+                        ConfigQueue { defaults: defaults.clone(), action, shards: self.shards.get(name).copied() };
                     (name.clone(), queue)
                 })
                 .collect(),

@@ -67,7 +67,10 @@ impl QueueSettings {
 
     /// Reads a stored document (validated when it was stored; validated again, since
     /// an environment variable it names may have gone).
-    pub(crate) fn from_document(document: Map<String, Value>, egress: &EgressPolicy) -> Result<QueueSettings, ApiError> {
+    pub(crate) fn from_document(
+        document: Map<String, Value>,
+        egress: &EgressPolicy,
+    ) -> Result<QueueSettings, ApiError> {
         refuse_secrets(&document)?;
         let targets = match document.get("targets") {
             None | Some(Value::Null) => true,
@@ -78,7 +81,9 @@ impl QueueSettings {
         let QueueTable { defaults, shards, action } =
             config::queue_table(&rendered.text, egress).map_err(|e| rendered.error(&e))?;
         let (concurrency, rate) = match &action {
-            Some(spec) => (spec.concurrency, spec.rate.map(|_| document["rate"].as_str().unwrap_or_default().to_owned())),
+            Some(spec) => {
+                (spec.concurrency, spec.rate.map(|_| document["rate"].as_str().unwrap_or_default().to_owned()))
+            }
             None => pull_only_limits(&document)?,
         };
         Ok(QueueSettings { document, defaults, action, concurrency, rate, shards, targets })
@@ -171,11 +176,11 @@ fn refuse_secrets(document: &Map<String, Value>) -> Result<(), ApiError> {
 fn pull_only_limits(document: &Map<String, Value>) -> Result<(usize, Option<String>), ApiError> {
     let concurrency = match document.get("concurrency") {
         None | Some(Value::Null) => DEFAULT_CONCURRENCY,
-        Some(value) => value
-            .as_u64()
-            .and_then(|n| usize::try_from(n).ok())
-            .filter(|n| (1..=10_000).contains(n))
-            .ok_or_else(|| ApiError::invalid("concurrency", format!("concurrency must be from 1 to 10000, not {value}")))?,
+        Some(value) => {
+            value.as_u64().and_then(|n| usize::try_from(n).ok()).filter(|n| (1..=10_000).contains(n)).ok_or_else(
+                || ApiError::invalid("concurrency", format!("concurrency must be from 1 to 10000, not {value}")),
+            )?
+        }
     };
     let rate = match document.get("rate") {
         None | Some(Value::Null) => None,
@@ -183,7 +188,9 @@ fn pull_only_limits(document: &Map<String, Value>) -> Result<(usize, Option<Stri
             Rate::parse(rate).map_err(|m| ApiError::invalid("rate", m))?;
             Some(rate.clone())
         }
-        Some(other) => return Err(ApiError::invalid("rate", format!("rate is a string such as \"20/1m\", not {other}"))),
+        Some(other) => {
+            return Err(ApiError::invalid("rate", format!("rate is a string such as \"20/1m\", not {other}")));
+        }
     };
     Ok((concurrency, rate))
 }
@@ -227,7 +234,10 @@ fn render(document: &Map<String, Value>) -> Result<Rendered, ApiError> {
             for (key, value) in defaults {
                 if !DEFAULTS.contains(&key.as_str()) {
                     let known = DEFAULTS.join(", ");
-                    return Err(ApiError::invalid(format!("defaults.{key}"), format!("unknown field; defaults take {known}")));
+                    return Err(ApiError::invalid(
+                        format!("defaults.{key}"),
+                        format!("unknown field; defaults take {known}"),
+                    ));
                 }
                 if !value.is_null() {
                     out.value(&format!("defaults.{key}"), key, value)?;
@@ -333,7 +343,11 @@ mod tests {
         let (field, _) = refused(json!({"action": {"kind": "webhook", "url": "ftp://x"}}));
         assert_eq!(field.as_deref(), Some("action.url"));
         let (field, message) = refused(json!({"action": {"kind": "webhook"}}));
-        assert_eq!((field.as_deref(), message.as_str()), (Some("action"), "a webhook action needs a url"));
+        assert_eq!(
+            (field.as_deref(), message.as_str()),
+            (Some("action.kind"), "a webhook action needs a url"),
+            "where the file points: its kind"
+        );
         let (field, _) = refused(json!({"action": {"kind": "webhook", "url": "http://127.0.0.1/", "color": 1}}));
         assert_eq!(field.as_deref(), Some("action.color"));
         let (field, _) = refused(json!({"action": {"kind": "webhook", "url": "http://10.0.0.1/"}}));
@@ -350,14 +364,18 @@ mod tests {
 
     #[test]
     fn secret_values_are_refused_and_environment_variables_taken() {
-        let (field, message) = refused(json!({"action": {"kind": "webhook", "url": "http://127.0.0.1/", "secret": "s"}}));
+        let (field, message) =
+            refused(json!({"action": {"kind": "webhook", "url": "http://127.0.0.1/", "secret": "s"}}));
         assert_eq!(field.as_deref(), Some("action.secret"));
         assert!(message.contains("secret_env"), "{message}");
-        let smtp = json!({"kind": "email", "smtp": {"host": "127.0.0.1", "password": "p"}, "from": "a@b.c", "to": ["d@e.f"]});
+        let smtp =
+            json!({"kind": "email", "smtp": {"host": "127.0.0.1", "password": "p"}, "from": "a@b.c", "to": ["d@e.f"]});
         assert_eq!(refused(json!({"action": smtp})).0.as_deref(), Some("action.smtp.password"));
         let chat = json!({"kind": "slack", "url": "https://hooks.slack.com/services/T/B/x", "text": "hi"});
         assert_eq!(refused(json!({"action": chat})).0.as_deref(), Some("action.url"));
-        let (field, message) = refused(json!({"action": {"kind": "webhook", "url": "http://127.0.0.1/", "secret_env": "PUNCTUAL_NOT_SET_ANYWHERE"}}));
+        let (field, message) = refused(
+            json!({"action": {"kind": "webhook", "url": "http://127.0.0.1/", "secret_env": "PUNCTUAL_NOT_SET_ANYWHERE"}}),
+        );
         assert_eq!(field.as_deref(), Some("action.secret_env"), "{message}");
     }
 }
