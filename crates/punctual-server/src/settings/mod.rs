@@ -19,7 +19,10 @@ use serde_json::{Map, Value};
 use crate::config::{self, QueueTable};
 
 pub(crate) mod routes;
+mod running;
+
 use crate::error::ApiError;
+pub(crate) use running::ApiQueues;
 
 /// Fields of a settings body that are shown but not set.
 const READ_ONLY: [&str; 5] = ["queue", "source", "paused", "version", "updated_at"];

@@ -32,7 +32,7 @@ const RETRIES: usize = 5;
 pub(crate) async fn get_settings<S: Store>(State(state): State<AppState<S>>, params: Params) -> Answer {
     let queue = params.get("queue");
     let record = state.inner.engine.queue_record(queue).await?;
-    Ok(Json(view(&state, queue, record.as_ref())?).into_response())
+    Ok(Json(view(&state, queue, record.as_ref(), Shown::IfAny)?).into_response())
 }
 
 /// `PUT /v1/queues/{queue}/settings`: create or replace.
@@ -49,8 +49,9 @@ pub(crate) async fn put_settings<S: Store>(
     let expected = if_match(&headers)?;
     let (before, after) =
         change(&state, queue, expected, |_| Ok(Some(QueueChange::Settings(document.clone())))).await?;
+    apply_defaults(&state, queue, Some(settings.defaults))?;
     let status = if before.is_some_and(|r| r.settings.is_some()) { StatusCode::OK } else { StatusCode::CREATED };
-    Ok((status, Json(view(&state, queue, Some(&after))?)).into_response())
+    Ok((status, Json(view(&state, queue, Some(&after), Shown::IfAny)?)).into_response())
 }
 
 /// `PATCH /v1/queues/{queue}/settings`: the given top-level fields replace the stored ones.
@@ -65,6 +66,7 @@ pub(crate) async fn patch_settings<S: Store>(
     let Some(patch) = body.as_object() else { return Err(ApiError::bad_request("a patch is a JSON object")) };
     let expected = if_match(&headers)?;
     let egress = state.egress().clone();
+    let merged_defaults = std::sync::Mutex::new(None);
     let (_, after) = change(&state, queue, expected, |record| {
         let mut merged: Map<String, Value> = match record.and_then(|r| r.settings.as_deref()) {
             Some(text) => serde_json::from_str(text).map_err(|e| ApiError::Internal { detail: e.to_string() })?,
@@ -74,10 +76,12 @@ pub(crate) async fn patch_settings<S: Store>(
             merged.insert(field.clone(), value.clone());
         }
         let settings = QueueSettings::from_body(&Value::Object(merged), &egress)?;
+        *merged_defaults.lock().expect("defaults lock poisoned") = Some(settings.defaults);
         Ok(Some(QueueChange::Settings(Value::Object(settings.document).to_string())))
     })
     .await?;
-    Ok(Json(view(&state, queue, Some(&after))?).into_response())
+    apply_defaults(&state, queue, merged_defaults.into_inner().expect("defaults lock poisoned"))?;
+    Ok(Json(view(&state, queue, Some(&after), Shown::IfAny)?).into_response())
 }
 
 /// `DELETE /v1/queues/{queue}/settings`: the tasks stay and take the built-in defaults.
@@ -95,6 +99,7 @@ pub(crate) async fn delete_settings<S: Store>(
         _ => Err(missing()),
     })
     .await?;
+    apply_defaults(&state, queue, None)?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
@@ -111,7 +116,7 @@ pub(crate) async fn resume<S: Store>(State(state): State<AppState<S>>, params: P
 async fn paused<S: Store>(state: &AppState<S>, queue: &str, paused: bool) -> Answer {
     let record = state.inner.engine.change_queue(queue, QueueChange::Paused(paused), None).await?;
     tracing::info!(queue = %queue, paused, "queue {}", if paused { "paused" } else { "resumed" });
-    Ok(Json(view(state, queue, Some(&record))?).into_response())
+    Ok(Json(view(state, queue, Some(&record), Shown::Always)?).into_response())
 }
 
 #[derive(Debug, Deserialize)]
@@ -138,6 +143,17 @@ pub(crate) async fn purge<S: Store>(
     let cancelled = state.inner.engine.purge(queue, selection).await?;
     tracing::info!(queue = %queue, cancelled, "queue purged");
     Ok(Json(CancelledResponse { cancelled }).into_response())
+}
+
+/// Applies new task defaults on this node at once, so a schedule sent here after the
+/// answer takes them (other nodes follow within a second, through `running`).
+fn apply_defaults<S: Store>(
+    state: &AppState<S>,
+    queue: &str,
+    defaults: Option<punctual_core::QueueDefaults>,
+) -> Result<(), ApiError> {
+    state.inner.engine.set_queue_defaults(&punctual_core::QueueName::new(queue)?, defaults);
+    Ok(())
 }
 
 /// `If-Match: <version>`, the bare number.
@@ -184,18 +200,28 @@ async fn change<S: Store>(
     Err(ApiError::Conflict(format!("the settings of queue '{queue}' keep changing; try again")))
 }
 
+/// When a record holding neither settings nor a pause is shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Shown {
+    /// As `404` (a `GET`).
+    IfAny,
+    /// With the built-in defaults (the answer of a resume).
+    Always,
+}
+
 /// The settings object of `queue`: from the config file, from its stored document, or
 /// the built-in defaults when only its pause state is stored; `404` when it has none.
 fn view<S: Store>(
     state: &AppState<S>,
     queue: &str,
     record: Option<&QueueRecord>,
+    shown: Shown,
 ) -> Result<super::SettingsView, ApiError> {
     let queue_name = punctual_core::QueueName::new(queue)?;
     if let Some(view) = state.config_settings_view(&queue_name, record) {
         return Ok(view);
     }
-    let Some(record) = record.filter(|r| r.settings.is_some() || r.paused) else {
+    let Some(record) = record.filter(|r| r.settings.is_some() || r.paused || shown == Shown::Always) else {
         return Err(ApiError::NotFound(format!("queue '{queue}' has no settings")));
     };
     let document = match record.settings.as_deref() {
