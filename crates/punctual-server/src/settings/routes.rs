@@ -19,8 +19,9 @@ use serde_json::{Map, Value};
 
 use super::{QueueSettings, Source};
 use crate::api::CancelledResponse;
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorBody};
 use crate::extract::{JsonBody, Params, QueryParams};
+use crate::schema;
 use crate::state::AppState;
 
 type Answer = Result<Response, ApiError>;
@@ -29,6 +30,12 @@ type Answer = Result<Response, ApiError>;
 const RETRIES: usize = 5;
 
 /// `GET /v1/queues/{queue}/settings`.
+#[utoipa::path(get, path = "/v1/queues/{queue}/settings", tag = "queues",
+    summary = "A queue's settings: from the config file (source config) or set through the API",
+    params(("queue" = schema::QueueName, Path)),
+    responses((status = 200, body = schema::QueueSettings),
+              (status = 400, description = "Invalid queue", body = ErrorBody),
+              (status = 404, description = "The queue has no settings", body = ErrorBody)))]
 pub(crate) async fn get_settings<S: Store>(State(state): State<AppState<S>>, params: Params) -> Answer {
     let queue = params.get("queue");
     let record = state.inner.engine.queue_record(queue).await?;
@@ -36,6 +43,15 @@ pub(crate) async fn get_settings<S: Store>(State(state): State<AppState<S>>, par
 }
 
 /// `PUT /v1/queues/{queue}/settings`: create or replace.
+#[utoipa::path(put, path = "/v1/queues/{queue}/settings", tag = "queues",
+    summary = "Create or replace a queue's settings; every node applies them within 1 s",
+    description = "If-Match: <version> (the bare number) makes it conditional: 409 when the settings are at another version. A queue of the config file answers 409 naming the file.",
+    params(("queue" = schema::QueueName, Path)),
+    request_body(content = schema::SettingsBody, description = "A JSON body is required: {} is the built-in defaults"),
+    responses((status = 201, description = "Created", body = schema::QueueSettings),
+              (status = 200, description = "Replaced", body = schema::QueueSettings),
+              (status = 400, description = "Invalid settings; the field names what to fix", body = ErrorBody),
+              (status = 409, description = "A config-file queue, or If-Match names another version", body = ErrorBody)))]
 pub(crate) async fn put_settings<S: Store>(
     State(state): State<AppState<S>>,
     params: Params,
@@ -55,6 +71,14 @@ pub(crate) async fn put_settings<S: Store>(
 }
 
 /// `PATCH /v1/queues/{queue}/settings`: the given top-level fields replace the stored ones.
+#[utoipa::path(patch, path = "/v1/queues/{queue}/settings", tag = "queues",
+    summary = "Change some of a queue's settings: the given top-level fields replace the stored ones",
+    description = "If-Match: <version> (the bare number) makes it conditional: 409 when the settings are at another version. A queue of the config file answers 409 naming the file.",
+    params(("queue" = schema::QueueName, Path)),
+    request_body(content = schema::SettingsBody, description = "The fields to change"),
+    responses((status = 200, description = "Changed", body = schema::QueueSettings),
+              (status = 400, description = "Invalid settings; the field names what to fix", body = ErrorBody),
+              (status = 409, description = "A config-file queue, or If-Match names another version", body = ErrorBody)))]
 pub(crate) async fn patch_settings<S: Store>(
     State(state): State<AppState<S>>,
     params: Params,
@@ -85,6 +109,14 @@ pub(crate) async fn patch_settings<S: Store>(
 }
 
 /// `DELETE /v1/queues/{queue}/settings`: the tasks stay and take the built-in defaults.
+#[utoipa::path(delete, path = "/v1/queues/{queue}/settings", tag = "queues",
+    summary = "Remove a queue's settings: its tasks stay and take the built-in defaults",
+    description = "If-Match: <version> (the bare number) makes it conditional: 409 when the settings are at another version.",
+    params(("queue" = schema::QueueName, Path)),
+    responses((status = 204, description = "Removed"),
+              (status = 400, description = "Invalid queue", body = ErrorBody),
+              (status = 404, description = "The queue has no settings", body = ErrorBody),
+              (status = 409, description = "A config-file queue, or If-Match names another version", body = ErrorBody)))]
 pub(crate) async fn delete_settings<S: Store>(
     State(state): State<AppState<S>>,
     params: Params,
@@ -104,11 +136,22 @@ pub(crate) async fn delete_settings<S: Store>(
 }
 
 /// `POST /v1/queues/{queue}/pause`.
+#[utoipa::path(post, path = "/v1/queues/{queue}/pause", tag = "queues",
+    summary = "Pause a queue: nothing of it is leased or delivered until it is resumed (schedules go on)",
+    description = "Lasts across restarts; works for config-file queues too; every node applies it within 1 s.",
+    params(("queue" = schema::QueueName, Path)),
+    responses((status = 200, body = schema::QueueSettings),
+              (status = 400, description = "Invalid queue", body = ErrorBody)))]
 pub(crate) async fn pause<S: Store>(State(state): State<AppState<S>>, params: Params) -> Answer {
     paused(&state, params.get("queue"), true).await
 }
 
 /// `POST /v1/queues/{queue}/resume`.
+#[utoipa::path(post, path = "/v1/queues/{queue}/resume", tag = "queues",
+    summary = "Resume a paused queue: its due tasks fire in due order",
+    params(("queue" = schema::QueueName, Path)),
+    responses((status = 200, body = schema::QueueSettings),
+              (status = 400, description = "Invalid queue", body = ErrorBody)))]
 pub(crate) async fn resume<S: Store>(State(state): State<AppState<S>>, params: Params) -> Answer {
     paused(&state, params.get("queue"), false).await
 }
@@ -126,6 +169,12 @@ pub(crate) struct PurgeQuery {
 }
 
 /// `DELETE /v1/queues/{queue}/tasks?state=scheduled|dead|all`.
+#[utoipa::path(delete, path = "/v1/queues/{queue}/tasks", tag = "queues",
+    summary = "Purge: cancel every task of the queue in a state (leased ones for good: their acks are then 409)",
+    params(("queue" = schema::QueueName, Path),
+           ("state" = Option<String>, Query, description = "scheduled, dead or all (default all)")),
+    responses((status = 200, description = "How many were cancelled", body = CancelledResponse),
+              (status = 400, description = "Invalid queue or state", body = ErrorBody)))]
 pub(crate) async fn purge<S: Store>(
     State(state): State<AppState<S>>,
     params: Params,
