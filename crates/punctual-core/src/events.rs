@@ -122,13 +122,17 @@ pub enum StoreOp {
     DeleteDead,
     SweepDead,
     Stats,
+    Purge,
+    QueueRecord,
+    QueueRecords,
+    ChangeQueue,
     Secret,
     Close,
 }
 
 impl StoreOp {
     /// Every operation, in declaration order (`op as usize` is its index).
-    pub const ALL: [StoreOp; 19] = [
+    pub const ALL: [StoreOp; 23] = [
         StoreOp::Schedule,
         StoreOp::Get,
         StoreOp::GetMany,
@@ -146,6 +150,10 @@ impl StoreOp {
         StoreOp::DeleteDead,
         StoreOp::SweepDead,
         StoreOp::Stats,
+        StoreOp::Purge,
+        StoreOp::QueueRecord,
+        StoreOp::QueueRecords,
+        StoreOp::ChangeQueue,
         StoreOp::Secret,
         StoreOp::Close,
     ];
@@ -170,6 +178,10 @@ impl StoreOp {
             StoreOp::DeleteDead => "delete_dead",
             StoreOp::SweepDead => "sweep_dead",
             StoreOp::Stats => "stats",
+            StoreOp::Purge => "purge",
+            StoreOp::QueueRecord => "queue_record",
+            StoreOp::QueueRecords => "queue_records",
+            StoreOp::ChangeQueue => "change_queue",
             StoreOp::Secret => "secret",
             StoreOp::Close => "close",
         }

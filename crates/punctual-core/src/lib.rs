@@ -37,7 +37,7 @@ mod worker;
 pub use clock::{Clock, ManualClock, Stopwatch, SystemClock, TokioClock};
 pub use engine::{
     Engine, EngineConfig, LeaseOptions, Limits, ListOptions, MAX_LEASE, MAX_LEASE_BATCH, MAX_LIST_LIMIT, MAX_WAIT,
-    MIN_LEASE, QueueDefaults, WatchdogConfig,
+    MIN_LEASE, QueueDefaults, RECORDS_POLL, WatchdogConfig,
 };
 pub use error::{Error, Result};
 pub use events::{Event, EventStream, Observer, Observers, Restarted, StoreOp};
@@ -46,7 +46,10 @@ pub use memory::MemoryStore;
 pub use model::{IfExists, NewTask, QueueName, Tag, Task, TaskKey, TaskMeta, TaskSpec, TaskState, When};
 pub use outcome::{Outcome, TryEnd};
 pub use policy::{Backoff, Repeat};
-pub use store::{DeadSelection, Lease, LeaseToken, Peers, ScheduleOutcome, Scheduled, Store, StoreReset, Wakeup};
+pub use store::{
+    DeadSelection, Lease, LeaseToken, Peers, PurgeSelection, QueueChange, QueueRecord, ScheduleOutcome, Scheduled,
+    Store, StoreReset, Wakeup,
+};
 pub use time::{Timestamp, parse_duration};
 pub use token::TokenCodec;
 pub use worker::{BoxError, Delivery, Handler, RunningWorker, Worker};

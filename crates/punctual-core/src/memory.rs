@@ -32,8 +32,8 @@ use crate::identity::StoreId;
 use crate::model::{NewTask, QueueName, Tag, Task, TaskKey, TaskState};
 use crate::store::{
     CompleteRequest, DeadSelection, ExtendRequest, Lease, LeaseBatch, LeaseRequest, LeaseToken, ListRequest, Page,
-    QueueStats, ReapResult, Reaped, RetriedDead, RetryDeadBatchRequest, RetryDeadRequest, ScheduleOutcome, Scheduled,
-    Store, SweepRequest, Swept,
+    PurgeRequest, QueueChangeRequest, QueueRecord, QueueStats, ReapResult, Reaped, RetriedDead, RetryDeadBatchRequest,
+    RetryDeadRequest, ScheduleOutcome, Scheduled, Store, SweepRequest, Swept,
 };
 use crate::time::Timestamp;
 use crate::transitions;
@@ -65,6 +65,7 @@ impl MemoryStore {
             queues: BTreeMap::new(),
             expiries: BTreeSet::new(),
             prefer: Vec::new(),
+            records: BTreeMap::new(),
         };
         MemoryStore { secret: rand::random(), inner: Mutex::new(inner) }
     }
@@ -144,6 +145,8 @@ struct Inner {
     expiries: BTreeSet<(Timestamp, QueueName, TaskKey)>,
     /// See [`MemoryStore::prefer_among_ties`]; emptied by the call that uses it.
     prefer: Vec<Slot>,
+    /// Queue records by name.
+    records: BTreeMap<QueueName, QueueRecord>,
 }
 
 impl Inner {
@@ -209,6 +212,19 @@ impl Inner {
             ScheduleOutcome::Kept => {}
         }
         Ok(scheduled)
+    }
+
+    /// Cancels the first `limit` tasks of the selection in due order.
+    fn purge(&mut self, req: &PurgeRequest) -> u64 {
+        let Some(queue) = self.queues.get(&req.queue) else { return 0 };
+        let keys: Vec<TaskKey> = queue
+            .by_due
+            .iter()
+            .filter(|(_, key)| transitions::is_purged(queue.task(key), req.selection))
+            .take(req.limit as usize)
+            .map(|(_, key)| key.clone())
+            .collect();
+        keys.iter().filter(|key| self.take(&req.queue, key).is_some()).count() as u64
     }
 
     fn cancel_tag(&mut self, queue: &QueueName, tag: &Tag) -> u64 {
@@ -480,6 +496,25 @@ impl Store for MemoryStore {
 
     async fn stats(&self, queue: Option<&QueueName>) -> Result<Vec<QueueStats>> {
         Ok(self.open()?.stats(queue))
+    }
+
+    async fn purge(&self, req: PurgeRequest) -> Result<u64> {
+        Ok(self.open()?.purge(&req))
+    }
+
+    async fn queue_record(&self, queue: &QueueName) -> Result<Option<QueueRecord>> {
+        Ok(self.open()?.records.get(queue).cloned())
+    }
+
+    async fn queue_records(&self) -> Result<Vec<QueueRecord>> {
+        Ok(self.open()?.records.values().cloned().collect())
+    }
+
+    async fn change_queue(&self, req: QueueChangeRequest) -> Result<QueueRecord> {
+        let mut inner = self.open()?;
+        let changed = transitions::change_queue(inner.records.get(&req.queue), &req)?;
+        inner.records.insert(req.queue, changed.clone());
+        Ok(changed)
     }
 
     async fn secret(&self) -> Result<[u8; 32]> {

@@ -392,6 +392,100 @@ impl QueueStats {
     }
 }
 
+/// What a store keeps of a queue besides its tasks, shared by every process on the
+/// store: the settings the API gave it — a JSON document the server validates and
+/// reads; the store keeps its text as given — and whether the queue is paused.
+///
+/// A record is never deleted (clearing its settings and resuming it leaves it with
+/// neither), so its `version` never repeats and a conditional change made against an
+/// old version can never match a newer record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct QueueRecord {
+    pub queue: QueueName,
+    /// The settings document; `None` when only the pause state is kept (a queue of the
+    /// server's config file paused through the API, or settings cleared).
+    pub settings: Option<String>,
+    pub paused: bool,
+    /// 1 when the record was created, 1 more at every change.
+    pub version: u64,
+    pub updated_at: Timestamp,
+}
+
+impl QueueRecord {
+    pub fn new(
+        queue: QueueName,
+        settings: Option<String>,
+        paused: bool,
+        version: u64,
+        updated_at: Timestamp,
+    ) -> QueueRecord {
+        QueueRecord { queue, settings, paused, version, updated_at }
+    }
+}
+
+/// A change to a queue's record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum QueueChange {
+    /// Stores this settings document (creating the record when there is none); the
+    /// pause state is kept.
+    Settings(String),
+    /// Removes the settings document; the pause state is kept.
+    ClearSettings,
+    /// Pauses (`true`) or resumes (`false`) the queue; the document is kept.
+    Paused(bool),
+}
+
+/// [`Store::change_queue`]'s arguments.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct QueueChangeRequest {
+    pub queue: QueueName,
+    pub change: QueueChange,
+    /// Apply only if the record's version is this one (`Some(0)`: only if there is no
+    /// record yet); else [`Error::Conflict`] and nothing changes.
+    pub if_version: Option<u64>,
+    pub now: Timestamp,
+}
+
+impl QueueChangeRequest {
+    pub fn new(queue: QueueName, change: QueueChange, now: Timestamp) -> QueueChangeRequest {
+        QueueChangeRequest { queue, change, if_version: None, now }
+    }
+
+    /// Makes the change conditional on the record's version (0: no record yet).
+    pub fn if_version(mut self, version: u64) -> QueueChangeRequest {
+        self.if_version = Some(version);
+        self
+    }
+}
+
+/// Which tasks a purge cancels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PurgeSelection {
+    /// `scheduled` tasks only (not leased ones).
+    Scheduled,
+    /// `dead` tasks only.
+    Dead,
+    /// Every task, leased ones included (their leases can then no longer complete).
+    All,
+}
+
+/// One batch of [`Store::purge`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct PurgeRequest {
+    pub queue: QueueName,
+    pub selection: PurgeSelection,
+    pub limit: u32,
+}
+
+impl PurgeRequest {
+    pub fn new(queue: QueueName, selection: PurgeSelection, limit: u32) -> PurgeRequest {
+        PurgeRequest { queue, selection, limit }
+    }
+}
+
 /// Another process's write that may have made a task of `queue` due at `due_at`,
 /// earlier than this process knew.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -560,6 +654,28 @@ pub trait Store: Send + Sync + 'static {
     /// are due, `oldest_death` is at or before `died_by`. Costs in proportion to what
     /// it deletes, not to the dead tasks kept.
     fn sweep_dead(&self, req: SweepRequest) -> impl Future<Output = Result<Swept>> + Send;
+
+    /// Cancels up to `limit` tasks of the queue in the selection, each as
+    /// [`Store::cancel`] would (a leased one for good), in one atomic write (on a
+    /// sharded store, per shard and script batch); the count cancelled. A store may
+    /// cancel fewer than `limit` while more remain (a sharded one works shard by
+    /// shard), so callers repeat until a batch cancels none; a batch cancelling none
+    /// means none was left when it ran. The queue's record is not touched.
+    fn purge(&self, req: PurgeRequest) -> impl Future<Output = Result<u64>> + Send;
+
+    /// The queue's record, or `None` when it has none.
+    fn queue_record(&self, queue: &QueueName) -> impl Future<Output = Result<Option<QueueRecord>>> + Send;
+
+    /// Every queue's record, sorted by name (few: one per queue given settings or
+    /// paused; read every second by each process to follow the others' changes).
+    fn queue_records(&self) -> impl Future<Output = Result<Vec<QueueRecord>>> + Send;
+
+    /// Applies the change atomically (creating the record, version 1, when there is
+    /// none; else version + 1 and `updated_at = now`) and returns the record as it is
+    /// after; [`Error::Conflict`] when `if_version` does not match, and nothing changes.
+    /// A change that leaves the record as it was (pausing a paused queue) still counts
+    /// as a change.
+    fn change_queue(&self, req: QueueChangeRequest) -> impl Future<Output = Result<QueueRecord>> + Send;
 
     /// Counts per queue, sorted by name: one queue, or every queue holding a task when
     /// `queue` is `None`. An unknown queue has zero counts.

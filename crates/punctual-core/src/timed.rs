@@ -15,8 +15,9 @@ use crate::error::{Error, Result};
 use crate::events::{Bus, Event, StoreOp};
 use crate::model::{NewTask, QueueName, Tag, Task, TaskKey};
 use crate::store::{
-    CompleteRequest, ExtendRequest, LeaseBatch, LeaseRequest, LeaseToken, ListRequest, Page, Peers, QueueStats,
-    ReapResult, RetriedDead, RetryDeadBatchRequest, RetryDeadRequest, Scheduled, Store, SweepRequest, Swept,
+    CompleteRequest, ExtendRequest, LeaseBatch, LeaseRequest, LeaseToken, ListRequest, Page, Peers, PurgeRequest,
+    QueueChangeRequest, QueueRecord, QueueStats, ReapResult, RetriedDead, RetryDeadBatchRequest, RetryDeadRequest,
+    Scheduled, Store, SweepRequest, Swept,
 };
 use crate::time::Timestamp;
 
@@ -98,6 +99,18 @@ impl<S: Store> Store for Timed<S> {
     }
     async fn stats(&self, queue: Option<&QueueName>) -> Result<Vec<QueueStats>> {
         self.call(StoreOp::Stats, self.store.stats(queue)).await
+    }
+    async fn purge(&self, req: PurgeRequest) -> Result<u64> {
+        self.call(StoreOp::Purge, self.store.purge(req)).await
+    }
+    async fn queue_record(&self, queue: &QueueName) -> Result<Option<QueueRecord>> {
+        self.call(StoreOp::QueueRecord, self.store.queue_record(queue)).await
+    }
+    async fn queue_records(&self) -> Result<Vec<QueueRecord>> {
+        self.call(StoreOp::QueueRecords, self.store.queue_records()).await
+    }
+    async fn change_queue(&self, req: QueueChangeRequest) -> Result<QueueRecord> {
+        self.call(StoreOp::ChangeQueue, self.store.change_queue(req)).await
     }
     async fn secret(&self) -> Result<[u8; 32]> {
         self.call(StoreOp::Secret, self.store.secret()).await

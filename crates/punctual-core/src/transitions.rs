@@ -18,8 +18,12 @@
 //!
 //! Deletions have no function of their own: `cancel` and `cancel_tag` delete a task in
 //! any state (a leased one's lease can then never complete), `delete_dead` only a task
-//! that [`is_dead`], and `sweep_dead` only one that [`died_by`] the retention's
-//! instant.
+//! that [`is_dead`], `sweep_dead` only one that [`died_by`] the retention's instant,
+//! and `purge` only one that [`is_purged`] by its selection.
+//!
+//! A queue's record (its settings and pause state) has one rule too:
+//! [`change_queue`] gives the record after a change, so every store numbers versions
+//! and checks `if_version` the same way.
 
 use std::time::Duration;
 
@@ -27,7 +31,9 @@ use crate::Outcome;
 use crate::error::{Error, Result};
 use crate::identity::StoreId;
 use crate::model::{IfExists, NewTask, Task, TaskMeta, TaskState};
-use crate::store::{Completion, LeaseToken, ScheduleOutcome, Scheduled};
+use crate::store::{
+    Completion, LeaseToken, PurgeSelection, QueueChange, QueueChangeRequest, QueueRecord, ScheduleOutcome, Scheduled,
+};
 use crate::time::Timestamp;
 
 /// A task created from `new` at `now`, with identity `id` in store `store`: `scheduled`,
@@ -228,6 +234,37 @@ pub fn completion_for(task: &Task, outcome: Outcome, now: Timestamp, jitter: f64
         Outcome::Reschedule(when) => Completion::Reschedule { at: when.resolve(now) },
         Outcome::Fail(error) => Completion::Dead { error },
     }
+}
+
+/// Whether a purge with `selection` cancels `task`.
+pub fn is_purged(task: &Task, selection: PurgeSelection) -> bool {
+    match selection {
+        PurgeSelection::Scheduled => task.state == TaskState::Scheduled,
+        PurgeSelection::Dead => task.state == TaskState::Dead,
+        PurgeSelection::All => true,
+    }
+}
+
+/// The queue record after `req` (see [`Store::change_queue`](crate::Store::change_queue)):
+/// created at version 1 from nothing, else one version up; [`Error::Conflict`] when
+/// the request's `if_version` is not the record's (0 standing for no record).
+pub fn change_queue(existing: Option<&QueueRecord>, req: &QueueChangeRequest) -> Result<QueueRecord> {
+    let version = existing.map_or(0, |record| record.version);
+    if let Some(expected) = req.if_version
+        && expected != version
+    {
+        return Err(Error::Conflict(match existing {
+            Some(_) => format!("queue {} is at version {version}, not {expected}", req.queue),
+            None => format!("queue {} has no settings yet, so it is not at version {expected}", req.queue),
+        }));
+    }
+    let (mut settings, mut paused) = existing.map_or((None, false), |r| (r.settings.clone(), r.paused));
+    match &req.change {
+        QueueChange::Settings(document) => settings = Some(document.clone()),
+        QueueChange::ClearSettings => settings = None,
+        QueueChange::Paused(now_paused) => paused = *now_paused,
+    }
+    Ok(QueueRecord::new(req.queue.clone(), settings, paused, version + 1, req.now))
 }
 
 #[cfg(test)]
@@ -486,5 +523,44 @@ mod tests {
             completion_for(&task, Outcome::fail("order not found"), at(20), 0.0),
             Completion::Dead { error: "order not found".into() }
         );
+    }
+
+    fn change(change: QueueChange, now: Timestamp) -> QueueChangeRequest {
+        QueueChangeRequest::new(QueueName::new("orders").unwrap(), change, now)
+    }
+
+    #[test]
+    fn a_queue_record_starts_at_version_1_and_every_change_adds_one() {
+        let created = change_queue(None, &change(QueueChange::Paused(true), at(1))).unwrap();
+        assert_eq!((created.settings.as_deref(), created.paused, created.version), (None, true, 1));
+        let again = change_queue(Some(&created), &change(QueueChange::Paused(true), at(2))).unwrap();
+        assert_eq!((again.paused, again.version, again.updated_at), (true, 2, at(2)), "a no-op pause counts");
+        let set = change_queue(Some(&again), &change(QueueChange::Settings("{}".into()), at(3))).unwrap();
+        assert_eq!((set.settings.as_deref(), set.paused, set.version), (Some("{}"), true, 3), "pause kept");
+        let resumed = change_queue(Some(&set), &change(QueueChange::Paused(false), at(4))).unwrap();
+        assert_eq!((resumed.settings.as_deref(), resumed.paused), (Some("{}"), false), "settings kept");
+        let cleared = change_queue(Some(&resumed), &change(QueueChange::ClearSettings, at(5))).unwrap();
+        assert_eq!((cleared.settings, cleared.paused, cleared.version), (None, false, 5));
+    }
+
+    #[test]
+    fn a_queue_change_applies_only_at_the_version_it_names() {
+        let first = change_queue(None, &change(QueueChange::ClearSettings, at(1)).if_version(1));
+        assert!(matches!(first, Err(Error::Conflict(_))), "no record is version 0");
+        let created = change_queue(None, &change(QueueChange::ClearSettings, at(1)).if_version(0)).unwrap();
+        let stale = change_queue(Some(&created), &change(QueueChange::Paused(true), at(2)).if_version(0));
+        assert!(matches!(stale, Err(Error::Conflict(_))), "0 only while there is no record");
+        let next = change_queue(Some(&created), &change(QueueChange::Paused(true), at(2)).if_version(1)).unwrap();
+        assert_eq!(next.version, 2);
+    }
+
+    #[test]
+    fn a_purge_selects_by_state() {
+        let dead = complete(&leased(), &Completion::Dead { error: "boom".into() }, at(11)).unwrap();
+        let tasks = [scheduled(), leased(), dead];
+        let selected = |selection| tasks.iter().map(|task| is_purged(task, selection)).collect::<Vec<_>>();
+        assert_eq!(selected(PurgeSelection::Scheduled), [true, false, false]);
+        assert_eq!(selected(PurgeSelection::Dead), [false, false, true]);
+        assert_eq!(selected(PurgeSelection::All), [true, true, true]);
     }
 }

@@ -14,8 +14,9 @@ use std::time::Duration;
 
 use punctual_core::events::{Event, Restarted, StoreOp};
 use punctual_core::store::{
-    CompleteRequest, ExtendRequest, LeaseBatch, LeaseRequest, ListRequest, Page, QueueStats, ReapResult, RetriedDead,
-    RetryDeadBatchRequest, RetryDeadRequest, Scheduled, SweepRequest, Swept,
+    CompleteRequest, ExtendRequest, LeaseBatch, LeaseRequest, ListRequest, Page, PurgeRequest, QueueChangeRequest,
+    QueueRecord, QueueStats, ReapResult, RetriedDead, RetryDeadBatchRequest, RetryDeadRequest, Scheduled, SweepRequest,
+    Swept,
 };
 use punctual_core::{
     Delivery, Engine, EngineConfig, LeaseOptions, LeaseToken, ManualClock, MemoryStore, NewTask, Outcome, QueueName,
@@ -189,6 +190,18 @@ impl Store for FirstReapHangs {
     }
     async fn stats(&self, queue: Option<&QueueName>) -> punctual_core::Result<Vec<QueueStats>> {
         self.inner.stats(queue).await
+    }
+    async fn purge(&self, req: PurgeRequest) -> punctual_core::Result<u64> {
+        self.inner.purge(req).await
+    }
+    async fn queue_record(&self, queue: &QueueName) -> punctual_core::Result<Option<QueueRecord>> {
+        self.inner.queue_record(queue).await
+    }
+    async fn queue_records(&self) -> punctual_core::Result<Vec<QueueRecord>> {
+        self.inner.queue_records().await
+    }
+    async fn change_queue(&self, req: QueueChangeRequest) -> punctual_core::Result<QueueRecord> {
+        self.inner.change_queue(req).await
     }
     async fn secret(&self) -> punctual_core::Result<[u8; 32]> {
         self.inner.secret().await

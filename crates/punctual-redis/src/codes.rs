@@ -7,7 +7,7 @@
 //! Invariant: a code decoded here is the code encoded for the same value (checked by
 //! the tests below); anything else is corrupt data, never read as some other value.
 
-use punctual_core::store::{Completion, ScheduleOutcome};
+use punctual_core::store::{Completion, PurgeSelection, ScheduleOutcome};
 use punctual_core::{IfExists, TaskState, Timestamp};
 
 use crate::TimeSource;
@@ -89,6 +89,15 @@ pub(crate) fn schedule_outcome(code: &[u8]) -> Option<Option<ScheduleOutcome>> {
     }
 }
 
+/// The selection as `lua/purge.lua` names it.
+pub(crate) fn purge_selection(selection: PurgeSelection) -> &'static str {
+    match selection {
+        PurgeSelection::Scheduled => "scheduled",
+        PurgeSelection::Dead => "dead",
+        PurgeSelection::All => "all",
+    }
+}
+
 /// `ARGV[1]` of every script: `now` in ms, or `""` for Redis' own `TIME`.
 pub(crate) fn now(time: TimeSource, now: Timestamp) -> String {
     match time {
@@ -130,5 +139,10 @@ mod tests {
         assert_eq!(schedule_outcome(b"e"), Some(None));
         assert_eq!(schedule_outcome(b"k"), Some(Some(ScheduleOutcome::Kept)));
         assert_eq!(schedule_outcome(b"x"), None);
+        let script = include_str!("lua/purge.lua");
+        for selection in [PurgeSelection::Scheduled, PurgeSelection::Dead, PurgeSelection::All] {
+            let code = purge_selection(selection);
+            assert!(script.contains(&format!("{code} = {{")), "lua/purge.lua knows no selection '{code}'");
+        }
     }
 }

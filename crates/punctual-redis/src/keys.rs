@@ -16,6 +16,7 @@
 //! | `…:seq` | string counter | the last fence handed out in the shard |
 //! | `<p>:{<queue>}:rate` | List | start times (ms) of the queue's latest rate-limit slots, at most the rate's count, shared by every process (`lua/rate.lua`); expires a window after the newest |
 //! | `<p>:queues` | Hash | queue name → its number of shards (the registry) |
+//! | `<p>:queue-records` | Hash | queue name → its record: settings and pause state, `"<version>,<updated ms>,<P\|R>[\|<settings>]"` (see `queue_records`); one key for the store, read whole by every process each second |
 //! | `<p>:ids` | string counter | task ids, reserved in blocks by each process; created at a random point in [2^40, 2^41) ([`ids_start`]) |
 //! | `<p>:secret` | string | the secret that signs lease tokens |
 //! | `<p>:store` | string | the store's identity (13 characters, see `identity`) |
@@ -86,6 +87,11 @@ pub(crate) fn registry(prefix: &str) -> String {
     format!("{prefix}:queues")
 }
 
+/// Every queue's record (settings, pause state), one field per queue.
+pub(crate) fn queue_records(prefix: &str) -> String {
+    format!("{prefix}:queue-records")
+}
+
 /// The counter of task ids.
 pub(crate) fn ids(prefix: &str) -> String {
     format!("{prefix}:ids")
@@ -142,6 +148,7 @@ mod tests {
         assert_eq!(two.tasks, "punctual:{order.cancel/2}:tasks");
         assert!(zero.in_script_order().iter().all(|k| k.contains("{order.cancel}:")));
         assert_eq!(rate("punctual", &q), "punctual:{order.cancel}:rate");
+        assert_eq!(queue_records("punctual"), "punctual:queue-records", "no queue's hash tag: no queue's node");
     }
 
     #[test]

@@ -4,8 +4,9 @@
 //! - Layout: every key of a queue (or of one shard of a busy queue) shares one hash
 //!   tag, so each operation is one Lua script on one node (see `keys`, `lua/`).
 //! - Atomicity: each script is atomic. A call touching several shards (a batch over a
-//!   sharded queue, `cancel_tag`, `reap`) is atomic per shard and per script batch of at
-//!   most [`SCRIPT_BATCH`] tasks, never one script holding Redis for long.
+//!   sharded queue, `cancel_tag`, `purge`, `reap`) is atomic per shard and per script
+//!   batch of at most [`SCRIPT_BATCH`] tasks, never one script holding Redis for long.
+//!   A queue record changes atomically by compare-and-set on its version.
 //! - Time: with [`TimeSource::Redis`] (the default) scripts read Redis `TIME` for every
 //!   due and expiry decision, so nodes with skewed clocks agree; [`RedisStore::clock`]
 //!   gives the engine the same time. [`TimeSource::Caller`] takes `now` from the
@@ -27,7 +28,8 @@
 //! (what the scripts call our enums), `scripts` (one typed call per Lua script),
 //! `record` (the stored task record), `shards` (the registry and fan-out over shards),
 //! `ids` (task id blocks), `tasks`, `lease`, `group_commit` (acks), `reap`, `list`
-//! and `tag_list`, `cursor`, `dead`, `stats`, `rates`; `clock`, `wake`, `identity` and
+//! and `tag_list`, `cursor`, `dead`, `stats`, `rates`, `queue_records` (settings and
+//! pause state shared by every process); `clock`, `wake`, `identity` and
 //! `durability` run beside the store. This file holds the store and its `Store` impl,
 //! one line per method.
 
@@ -37,6 +39,7 @@ mod dead;
 mod durability;
 mod identity;
 mod keys;
+mod queue_records;
 mod record;
 mod scripts;
 mod tag_list;
@@ -61,8 +64,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use punctual_core::store::{
-    CompleteRequest, ExtendRequest, LeaseBatch, LeaseRequest, LeaseToken, ListRequest, Page, Peers, QueueStats,
-    ReapResult, RetriedDead, RetryDeadBatchRequest, RetryDeadRequest, Scheduled, SweepRequest, Swept,
+    CompleteRequest, ExtendRequest, LeaseBatch, LeaseRequest, LeaseToken, ListRequest, Page, Peers, PurgeRequest,
+    QueueChangeRequest, QueueRecord, QueueStats, ReapResult, RetriedDead, RetryDeadBatchRequest, RetryDeadRequest,
+    Scheduled, SweepRequest, Swept,
 };
 use punctual_core::{
     Clock, Error, NewTask, QueueName, Result, Store, StoreId, SystemClock, Tag, Task, TaskKey, Timestamp, Wakeup,
@@ -242,6 +246,22 @@ impl Store for RedisStore {
 
     async fn stats(&self, queue: Option<&QueueName>) -> Result<Vec<QueueStats>> {
         self.open()?.stats(queue).await
+    }
+
+    async fn purge(&self, req: PurgeRequest) -> Result<u64> {
+        self.open()?.purge(&req).await
+    }
+
+    async fn queue_record(&self, queue: &QueueName) -> Result<Option<QueueRecord>> {
+        self.open()?.queue_record(queue).await
+    }
+
+    async fn queue_records(&self) -> Result<Vec<QueueRecord>> {
+        self.open()?.queue_records().await
+    }
+
+    async fn change_queue(&self, req: QueueChangeRequest) -> Result<QueueRecord> {
+        self.open()?.change_queue(&req).await
     }
 
     async fn secret(&self) -> Result<[u8; 32]> {

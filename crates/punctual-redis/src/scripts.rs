@@ -2,8 +2,8 @@
 //! the script's `KEYS` and `ARGV` exactly as its header (`lua/*.lua`) says, and reads
 //! its answer into typed results, so no caller builds an argument list by hand.
 //!
-//! Every script is `lua/common.lua` followed by its own file (but `lua/ids.lua` and
-//! `lua/rate.lua`, which work on no shard). Loaded once per Redis node and called by
+//! Every script is `lua/common.lua` followed by its own file (but `lua/ids.lua`,
+//! `lua/rate.lua` and `lua/change_queue.lua`, which work on no shard). Loaded once per Redis node and called by
 //! SHA; redis-rs reloads a script the node answers NOSCRIPT for (after a restart or a
 //! `SCRIPT FLUSH`).
 //!
@@ -17,7 +17,8 @@ use std::time::Duration;
 
 use punctual_core::policy::Rate;
 use punctual_core::store::{
-    CompleteRequest, Lease, LeaseBatch, LeaseToken, QueueStats, ReapResult, Reaped, Scheduled, Swept, corrupt,
+    CompleteRequest, Lease, LeaseBatch, LeaseToken, PurgeSelection, QueueStats, ReapResult, Reaped, Scheduled, Swept,
+    corrupt,
 };
 use punctual_core::{Error, NewTask, QueueName, Result, StoreId, Tag, Task, TaskKey, TaskState, Timestamp};
 use redis::{Script, ScriptInvocation};
@@ -40,6 +41,7 @@ pub(crate) struct Scripts {
     retry_dead: Script,
     delete: Script,
     cancel_tag: Script,
+    purge: Script,
     list: Script,
     list_tag: Script,
     retry_dead_many: Script,
@@ -47,6 +49,7 @@ pub(crate) struct Scripts {
     stats: Script,
     ids: Script,
     rate: Script,
+    change_queue: Script,
 }
 
 fn with_common(body: &str) -> Script {
@@ -65,6 +68,7 @@ impl Scripts {
             retry_dead: with_common(include_str!("lua/retry_dead.lua")),
             delete: with_common(include_str!("lua/delete.lua")),
             cancel_tag: with_common(include_str!("lua/cancel_tag.lua")),
+            purge: with_common(include_str!("lua/purge.lua")),
             list: with_common(include_str!("lua/list.lua")),
             list_tag: with_common(include_str!("lua/list_tag.lua")),
             retry_dead_many: with_common(include_str!("lua/retry_dead_many.lua")),
@@ -72,6 +76,7 @@ impl Scripts {
             stats: with_common(include_str!("lua/stats.lua")),
             ids: Script::new(include_str!("lua/ids.lua")),
             rate: Script::new(include_str!("lua/rate.lua")),
+            change_queue: Script::new(include_str!("lua/change_queue.lua")),
         }
     }
 }
@@ -105,6 +110,14 @@ pub(crate) struct RetriedBatch {
     pub(crate) more: bool,
     /// The last tags index member looked at ([`DeadBatch::Tagged`] only, else `""`).
     pub(crate) last: String,
+}
+
+/// What one `lua/purge.lua` batch did.
+#[derive(Debug)]
+pub(crate) struct Purged {
+    pub(crate) deleted: u64,
+    /// The shard may hold more of the selection (a full batch was looked at).
+    pub(crate) more: bool,
 }
 
 /// One batch of a walk over a tag's index entries.
@@ -147,6 +160,15 @@ impl Shared {
             .arg(rate.count.max(1))
             .arg(millis(rate.per).max(1));
         self.conn.invoke(&invocation).await
+    }
+
+    /// `lua/change_queue.lua`: stores `record` as `queue`'s if its stored record is still
+    /// at version `read` (0: none); whether it did.
+    pub(crate) async fn write_queue_record(&self, queue: &QueueName, read: u64, record: &str) -> Result<bool> {
+        let mut invocation = self.scripts.change_queue.prepare_invoke();
+        invocation.key(keys::queue_records(&self.config.prefix)).arg(queue.as_str()).arg(read).arg(record);
+        let written: i64 = self.conn.invoke(&invocation).await?;
+        Ok(written == 1)
     }
 }
 
@@ -323,6 +345,16 @@ impl OnShard<'_> {
         let mut invocation = self.invocation(&self.shared.scripts.cancel_tag, Timestamp::EPOCH);
         invocation.arg(tag.as_str()).arg(limit);
         self.shared.conn.invoke(&invocation).await
+    }
+
+    /// `lua/purge.lua`: deletes up to `limit` (≥ 1) tasks of `selection`, each as cancel
+    /// does.
+    pub(crate) async fn purge(&self, selection: PurgeSelection, limit: usize) -> Result<Purged> {
+        debug_assert!(limit >= 1, "a purge batch of 0 looks at nothing and tells nothing");
+        let mut invocation = self.invocation(&self.shared.scripts.purge, Timestamp::EPOCH);
+        invocation.arg(codes::purge_selection(selection)).arg(limit);
+        let (deleted, more): (u64, i64) = self.shared.conn.invoke(&invocation).await?;
+        Ok(Purged { deleted, more: more == 1 })
     }
 
     /// `lua/list.lua`: up to `limit + 1` tasks after `after`, in (due, key) order.

@@ -84,14 +84,18 @@ impl Shared {
 
     /// Waits for replicas of the shard's node when so configured.
     pub(crate) async fn replicate(&self, queue: &QueueName, shard: u32) -> Result<()> {
+        self.replicate_key(&ShardKeys::new(&self.config.prefix, queue, shard).tasks).await
+    }
+
+    /// Waits for replicas of the node holding `key` when so configured.
+    pub(crate) async fn replicate_key(&self, key: &str) -> Result<()> {
         if self.config.wait_replicas == 0 {
             return Ok(());
         }
         let timeout_ms = u64::try_from(self.config.op_timeout.as_millis()).unwrap_or(u64::MAX) / 2;
-        // WAIT goes to the node of the shard: the command names no key, so route it
-        // by a key of the shard where that matters (a Cluster).
-        let tasks_key = ShardKeys::new(&self.config.prefix, queue, shard).tasks;
-        let acked: u32 = self.conn.wait(&tasks_key, self.config.wait_replicas, timeout_ms).await?;
+        // WAIT goes to the node of `key`: the command names no key, so route it by
+        // the key where that matters (a Cluster).
+        let acked: u32 = self.conn.wait(key, self.config.wait_replicas, timeout_ms).await?;
         if acked < self.config.wait_replicas {
             return Err(Error::Unavailable(format!(
                 "only {acked} of {} replicas confirmed the write in time",

@@ -1,5 +1,5 @@
-//! Writing and reading tasks by key, and cancelling by tag: schedule (a batch, grouped
-//! by shard), get, cancel, cancel_tag.
+//! Writing and reading tasks by key, and cancelling many: schedule (a batch, grouped
+//! by shard), get, cancel, cancel_tag, purge.
 //!
 //! Invariants: a batch is applied one script per shard and [`SCRIPT_BATCH`] tasks, in
 //! the batch's order within each shard (one key is always in one shard, so a key
@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use punctual_core::store::Scheduled;
+use punctual_core::store::{PurgeRequest, Scheduled};
 use punctual_core::{Error, NewTask, QueueName, Result, Tag, Task, TaskKey, Timestamp};
 
 use crate::keys::ShardKeys;
@@ -70,6 +70,29 @@ impl Shared {
                 }
             }
             self.replicate(queue, shard).await?;
+        }
+        Ok(total)
+    }
+
+    /// Shard by shard, in scripts of at most [`SCRIPT_BATCH`], until `limit` tasks are
+    /// deleted or no shard holds more of the selection.
+    pub(crate) async fn purge(&self, req: &PurgeRequest) -> Result<u64> {
+        let mut left = req.limit as usize;
+        let mut total = 0;
+        for shard in 0..self.shard_count(&req.queue, false).await? {
+            let mut deleted = 0;
+            while left > 0 {
+                let purged = self.on(&req.queue, shard).purge(req.selection, left.min(SCRIPT_BATCH)).await?;
+                deleted += purged.deleted;
+                left -= purged.deleted as usize;
+                if !purged.more {
+                    break;
+                }
+            }
+            if deleted > 0 {
+                self.replicate(&req.queue, shard).await?;
+            }
+            total += deleted;
         }
         Ok(total)
     }

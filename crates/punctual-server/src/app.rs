@@ -28,6 +28,7 @@ use punctual_core::Store;
 use crate::error::ApiError;
 use crate::ops;
 use crate::routes;
+use crate::settings::routes as settings;
 use crate::state::AppState;
 
 /// The longest `wait` of a lease (API.md).
@@ -59,8 +60,19 @@ pub fn app<S: Store>(state: AppState<S>) -> Router {
         .route("/v1/queues/{queue}", get(routes::get_queue::<S>))
         .route(
             "/v1/queues/{queue}/tasks",
-            get(routes::list_tasks::<S>).merge(post(routes::post_tasks::<S>).layer(batch_body)),
+            get(routes::list_tasks::<S>)
+                .delete(settings::purge::<S>)
+                .merge(post(routes::post_tasks::<S>).layer(batch_body)),
         )
+        .route(
+            "/v1/queues/{queue}/settings",
+            get(settings::get_settings::<S>)
+                .put(settings::put_settings::<S>)
+                .patch(settings::patch_settings::<S>)
+                .delete(settings::delete_settings::<S>),
+        )
+        .route("/v1/queues/{queue}/pause", post(settings::pause::<S>))
+        .route("/v1/queues/{queue}/resume", post(settings::resume::<S>))
         .route(
             "/v1/queues/{queue}/tasks/{key}",
             put(routes::put_task::<S>).get(routes::get_task::<S>).delete(routes::delete_task::<S>),

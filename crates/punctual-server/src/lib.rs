@@ -42,6 +42,7 @@ mod rates;
 mod routes;
 mod schema;
 mod server;
+mod settings;
 mod state;
 
 use std::path::Path;
@@ -122,8 +123,9 @@ pub fn check_config_text(path: &Path, text: &str) -> Result<ConfigSummary, Confi
     })
 }
 
-/// The running workers of the push actions, and each action by queue.
-type StartedActions = (Vec<RunningWorker>, Vec<(String, Action)>);
+/// The running workers of the push actions, each action by queue, and the runtime
+/// they run in (the actions of queues set through the API run in it too).
+type StartedActions = (Vec<RunningWorker>, Vec<(String, Action)>, Runtime);
 
 /// What a store that many servers share gives besides itself: the time they agree on,
 /// and the rate-limit slots of its queues. `None`: the system clock, rates counted in
@@ -168,7 +170,7 @@ async fn start_actions<S: Store>(
             }
         }
     }
-    Ok((workers, actions))
+    Ok((workers, actions, runtime))
 }
 
 async fn stop_workers(workers: Vec<RunningWorker>) {
@@ -189,10 +191,12 @@ async fn run<S: Store>(store: S, sharing: Sharing, settings: &Settings) -> anyho
             return Err(e).context("cannot read the store's signing secret");
         }
     };
-    let workers = match start_actions(&engine, settings, clock, sharing.rates).await {
-        Ok((workers, actions)) => {
-            state.show_actions(actions);
-            workers
+    let stop_api_queues = tokio_util::sync::CancellationToken::new();
+    let (workers, api_queues) = match start_actions(&engine, settings, clock, sharing.rates).await {
+        Ok((workers, actions, runtime)) => {
+            state.show_actions(actions.clone());
+            let api_queues = settings::ApiQueues::new(state.clone(), runtime, settings.grace_period, actions);
+            (workers, tokio::spawn(api_queues.follow(stop_api_queues.clone())))
         }
         Err(e) => {
             let _ = engine.shutdown().await;
@@ -206,6 +210,8 @@ async fn run<S: Store>(store: S, sharing: Sharing, settings: &Settings) -> anyho
         "punctual {} is serving", env!("CARGO_PKG_VERSION")
     );
     serve_on(listener, state, server::stop_signal(), settings.grace_period).await;
+    stop_api_queues.cancel();
+    let _ = api_queues.await;
     stop_workers(workers).await;
     server::stop_engine(&engine).await
 }

@@ -18,6 +18,7 @@
 use serde_json::{Value, json};
 use utoipa::OpenApi;
 
+use crate::settings::routes as settings;
 use crate::{api, app, error, ops, routes, schema};
 
 #[derive(OpenApi)]
@@ -48,6 +49,13 @@ use crate::{api, app, error, ops, routes, schema};
         routes::retry_dead,
         routes::retry_dead_many,
         routes::delete_dead,
+        settings::get_settings,
+        settings::put_settings,
+        settings::patch_settings,
+        settings::delete_settings,
+        settings::pause,
+        settings::resume,
+        settings::purge,
         ops::healthz,
         ops::readyz,
         ops::metrics,
@@ -78,6 +86,8 @@ use crate::{api, app, error, ops, routes, schema};
         schema::AcksBody,
         schema::ExtendBody,
         schema::DeadRetryBody,
+        schema::SettingsBody,
+        schema::QueueSettings,
         schema::BatchResult,
         schema::AckResult,
         schema::Task,

@@ -7,7 +7,8 @@
 //! queue nobody drains is the same on every node sharing the store, so making it
 //! unready would take every node, and the scheduling API with them, out of the load
 //! balancer. With `max_overdue`, `/readyz` stays ready and names the queues over it in
-//! its body (`overdue`); the alert is `punctual_oldest_overdue_seconds`. `/readyz`
+//! its body (`overdue`), paused queues left out (their tasks are meant to wait); the
+//! alert is `punctual_oldest_overdue_seconds`. `/readyz`
 //! logs only when its answer changes (ready, stopping, store unreachable), so a probe
 //! every second does not flood the log. A store found emptied (Redis lost punctual's
 //! data) leaves the server ready — it serves on under the store's new identity — with
@@ -106,7 +107,12 @@ async fn readiness<S: Store>(state: &AppState<S>) -> Result<Vec<Overdue>, Unread
     };
     let stats = engine.stats(None).await.map_err(Unready::StoreUnreachable)?;
     let now = engine.clock().now();
-    let over = stats.iter().map(|s| (s, prom::oldest_overdue(s, now))).filter(|(_, overdue)| *overdue > bound);
+    // A paused queue's tasks are meant to wait.
+    let over = stats
+        .iter()
+        .filter(|s| !engine.is_paused(&s.name))
+        .map(|s| (s, prom::oldest_overdue(s, now)))
+        .filter(|(_, overdue)| *overdue > bound);
     Ok(over
         .map(|(s, overdue)| Overdue {
             queue: s.name.to_string(),
@@ -155,7 +161,8 @@ pub(crate) async fn metrics<S: Store>(State(state): State<AppState<S>>) -> Resul
         .iter()
         .filter_map(|(queue, action)| action.rate_stats().map(|stats| (queue.clone(), stats)))
         .collect();
-    let scrape = prom::Scrape { stats, metrics: state.metrics(), now: engine.clock().now(), rate_limits };
+    let paused = engine.watch_queue_records().borrow().iter().map(|r| (r.queue.to_string(), r.paused)).collect();
+    let scrape = prom::Scrape { stats, metrics: state.metrics(), now: engine.clock().now(), rate_limits, paused };
     let text = prom::render(scrape).map_err(ApiError::internal)?;
     Ok(([(header::CONTENT_TYPE, prom::CONTENT_TYPE)], text).into_response())
 }

@@ -25,6 +25,8 @@ pub(crate) struct Scrape {
     pub(crate) now: Timestamp,
     /// Per queue with a rate-limited action: its limiter's counts.
     pub(crate) rate_limits: Vec<(String, punctual_actions::RateStats)>,
+    /// Every queue with a stored record, and whether it is paused.
+    pub(crate) paused: Vec<(String, bool)>,
 }
 
 /// How long the oldest due but not yet leased task of a queue has waited.
@@ -124,6 +126,14 @@ impl Collector for Scrape {
             MetricType::Gauge,
             overdue,
         )?;
+        let paused = self.paused.iter().map(|(name, paused)| (queue(name), ConstGauge::new(i64::from(*paused))));
+        family(
+            &mut e,
+            "punctual_queue_paused",
+            "1 while the queue is paused (nothing of it is leased or delivered), else 0.",
+            MetricType::Gauge,
+            paused,
+        )?;
         let waiting = m.queues.iter().map(|q| (queue(q.queue.as_str()), ConstGauge::new(q.waiting_consumers as i64)));
         family(
             &mut e,
@@ -215,7 +225,10 @@ mod tests {
         limited.throttled = 4;
         limited.waiting = 2;
         let rate_limits = vec![("flow.remind".to_owned(), limited)];
-        let text = render(Scrape { stats, metrics, now: Timestamp::from_millis(3_500), rate_limits }).unwrap();
+        let paused = vec![("order.cancel".to_owned(), true), ("flow.remind".to_owned(), false)];
+        let text = render(Scrape { stats, metrics, now: Timestamp::from_millis(3_500), rate_limits, paused }).unwrap();
+        assert!(text.contains("punctual_queue_paused{queue=\"order.cancel\"} 1\n"), "{text}");
+        assert!(text.contains("punctual_queue_paused{queue=\"flow.remind\"} 0\n"), "{text}");
         assert!(text.contains("punctual_tasks{queue=\"order.cancel\",state=\"scheduled\"} 2\n"), "{text}");
         assert!(text.contains("punctual_oldest_overdue_seconds{queue=\"order.cancel\"} 2.5\n"), "{text}");
         assert!(text.contains("# TYPE punctual_watchdog_restarts_total counter"), "{text}");

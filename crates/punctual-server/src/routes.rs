@@ -7,7 +7,7 @@ use axum::body::Body;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use punctual_core::store::ScheduleOutcome;
+use punctual_core::store::{QueueStats, ScheduleOutcome};
 use punctual_core::{ListOptions, QueueName, Store, TaskState};
 use serde_json::Value;
 
@@ -178,7 +178,15 @@ async fn list<S: Store>(state: &AppState<S>, queue: &str, task_state: Option<Tas
     responses((status = 200, body = QueueListResponse)))]
 pub(crate) async fn list_queues<S: Store>(State(state): State<AppState<S>>) -> Answer {
     let stats = state.inner.declared.with_counts(state.inner.engine.stats(None).await?);
-    Ok(Json(QueueListResponse { queues: stats.into_iter().map(QueueSummary::from).collect() }).into_response())
+    let engine = &state.inner.engine;
+    let queues = stats
+        .into_iter()
+        .map(|s| {
+            let paused = engine.is_paused(&s.name);
+            QueueSummary::new(s, paused)
+        })
+        .collect();
+    Ok(Json(QueueListResponse { queues }).into_response())
 }
 
 #[utoipa::path(get, path = "/v1/queues/{queue}", tag = "queues",
@@ -189,10 +197,9 @@ pub(crate) async fn get_queue<S: Store>(State(state): State<AppState<S>>, params
     let name = params.get("queue");
     let engine = &state.inner.engine;
     let stats = engine.stats(Some(name)).await?;
-    let summary = match stats.into_iter().next() {
-        Some(stats) => QueueSummary::from(stats),
-        None => QueueSummary { name: name.to_owned(), scheduled: 0, leased: 0, dead: 0, next_due_at: None },
-    };
+    let queue = punctual_core::QueueName::new(name)?;
+    let stats = stats.into_iter().next().unwrap_or_else(|| QueueStats::new(queue.clone(), 0, 0, 0, None));
+    let summary = QueueSummary::new(stats, engine.is_paused(&queue));
     let now = engine.clock().now();
     let oldest_overdue_ms = summary
         .next_due_at

@@ -356,6 +356,72 @@ schemas! {
         "examples": [{}, {"tag": "pi-9"}, {"keys": ["order-1234", "order-1235"]}],
     });
 
+    /// `PUT` and `PATCH /v1/queues/{queue}/settings`.
+    SettingsBody => json!({
+        "type": "object",
+        "additionalProperties": false,
+        "description": "A queue's settings, validated as the config file's [queues.\"name\"] table is (the same \
+            messages; field is the JSON path, e.g. action.url). action takes the keys of the file's action table, \
+            except that a secret is given only by the name of an environment variable of the server \
+            (secret_env, smtp.password_env, url_env for chat robots): a secret value is refused. queue, source, \
+            paused, version and updated_at are shown by GET and ignored here, so a GET's answer can be sent back.",
+        "properties": {
+            "defaults": nullable(json!({
+                "type": "object",
+                "additionalProperties": false,
+                "description": "Policies of the queue's tasks that set none.",
+                "properties": {
+                    "max_attempts": nullable(count(1, u32::MAX, "Tries before a task goes dead.")),
+                    "backoff": nullable(r("BackoffBody")),
+                    "repeat": nullable(r("RepeatBody")),
+                },
+            })),
+            "action": nullable(json!({
+                "type": "object",
+                "required": ["kind"],
+                "description": "Push: the server delivers the queue's tasks (null: pull workers).",
+                "properties": {"kind": {"enum": ["webhook", "email", "wecom", "dingtalk", "feishu", "slack"]}},
+            })),
+            "concurrency": nullable(count(1, 10_000, "Push deliveries at once (no action: kept, unused).")),
+            "rate": nullable(json!({"type": "string", "examples": ["20/1m"],
+                "description": "At most COUNT deliveries per DURATION."})),
+            "shards": nullable(count(1, 1024, "Shards of the queue (Redis stores only).")),
+            "targets": nullable(json!({"type": "boolean", "description": "Whether tasks may carry their own HTTP target."})),
+            "queue": {}, "source": {}, "paused": {}, "version": {}, "updated_at": {},
+        },
+        "examples": [
+            {},
+            {"defaults": {"max_attempts": 10, "backoff": {"initial": "1s", "factor": 2.0, "max": "1h"}},
+             "action": {"kind": "webhook", "url": "https://shop.example.com/hooks/cancel", "timeout": "10s"},
+             "concurrency": 16, "rate": "20/1m"},
+        ],
+    });
+
+    /// The settings of a queue, in an answer.
+    QueueSettings => json!({
+        "type": "object",
+        "required": ["queue", "source", "defaults", "action", "concurrency", "rate", "shards", "targets", "paused",
+            "version", "updated_at"],
+        "properties": {
+            "queue": r("QueueName"),
+            "source": {"enum": ["api", "config"], "description": "config: set in the server's config file."},
+            "defaults": {
+                "type": "object",
+                "required": ["max_attempts", "backoff", "repeat"],
+                "properties": {"max_attempts": {"type": "integer", "minimum": 1}, "backoff": r("Backoff"),
+                    "repeat": nullable(r("Repeat"))},
+            },
+            "action": {"type": ["object", "null"], "description": "As given, with no secret in it."},
+            "concurrency": {"type": "integer", "minimum": 1},
+            "rate": {"type": ["string", "null"]},
+            "shards": {"type": "integer", "minimum": 1},
+            "targets": {"type": "boolean"},
+            "paused": {"type": "boolean"},
+            "version": {"type": "integer", "minimum": 0, "description": "For If-Match (0: never changed)."},
+            "updated_at": r("Timestamp"),
+        },
+    });
+
     /// One result of a batch of tasks.
     BatchResult => json!({
         "description": "The item's key (null when it had none or it was not a string) and its outcome, \

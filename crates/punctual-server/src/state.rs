@@ -38,6 +38,22 @@ pub struct HttpOptions {
     pub queues: Vec<QueueName>,
     /// Refuse schedules and leases naming a queue not in `queues` (`404`).
     pub strict_queues: bool,
+    /// The config file, named when its queues' settings are refused a change.
+    pub config_file: Option<std::path::PathBuf>,
+    /// Where push actions may connect: settings given through the API are checked
+    /// against it as the file's are.
+    pub egress: punctual_actions::EgressPolicy,
+    /// The queues of the config file as the settings API shows them.
+    pub(crate) config_queues: std::collections::BTreeMap<QueueName, ConfigQueue>,
+}
+
+/// A queue of the config file, as the settings API shows it (`source: config`).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ConfigQueue {
+    pub(crate) defaults: punctual_core::QueueDefaults,
+    /// `(kind, concurrency, rate)` of its action.
+    pub(crate) action: Option<(&'static str, usize, Option<punctual_core::policy::Rate>)>,
+    pub(crate) shards: Option<u32>,
 }
 
 impl Default for HttpOptions {
@@ -49,6 +65,9 @@ impl Default for HttpOptions {
             max_overdue: None,
             queues: Vec::new(),
             strict_queues: false,
+            config_file: None,
+            egress: punctual_actions::EgressPolicy::public_only(),
+            config_queues: std::collections::BTreeMap::new(),
         }
     }
 }
@@ -150,6 +169,57 @@ impl<S: Store> AppState<S> {
             Some((_, action)) => Err(push_refusal(queue, action.kind())),
             None => Ok(()),
         }
+    }
+
+    /// Where push actions may connect.
+    pub(crate) fn egress(&self) -> &punctual_actions::EgressPolicy {
+        &self.inner.options.egress
+    }
+
+    /// `409` when `queue`'s settings come from the config file.
+    pub(crate) fn refuse_config_change(&self, queue: &str) -> Result<(), ApiError> {
+        let name = QueueName::new(queue)?;
+        if !self.inner.options.config_queues.contains_key(&name) {
+            return Ok(());
+        }
+        let file =
+            self.inner.options.config_file.as_ref().map_or("the config file".to_owned(), |f| f.display().to_string());
+        Err(ApiError::Conflict(format!(
+            "queue '{queue}' is set in {file}: change its settings there (pause and resume work through the API)"
+        )))
+    }
+
+    /// The settings of a queue of the config file, with its pause state from `record`.
+    pub(crate) fn config_settings_view(
+        &self,
+        queue: &QueueName,
+        record: Option<&punctual_core::QueueRecord>,
+    ) -> Option<crate::settings::SettingsView> {
+        let config = self.inner.options.config_queues.get(queue)?;
+        let (action, concurrency, rate) = match &config.action {
+            Some((kind, concurrency, rate)) => {
+                let rate = rate.map(|r| format!("{}/{}", r.count, punctual_core::time::format_duration(r.per)));
+                (serde_json::json!({ "kind": kind }), *concurrency, rate)
+            }
+            None => (serde_json::Value::Null, 32, None),
+        };
+        Some(crate::settings::SettingsView {
+            queue: queue.to_string(),
+            source: crate::settings::Source::Config,
+            defaults: crate::settings::DefaultsView {
+                max_attempts: config.defaults.max_attempts,
+                backoff: config.defaults.backoff,
+                repeat: config.defaults.repeat.clone(),
+            },
+            action,
+            concurrency,
+            rate,
+            shards: config.shards.unwrap_or(1),
+            targets: true,
+            paused: record.is_some_and(|r| r.paused),
+            version: record.map_or(0, |r| r.version),
+            updated_at: record.map_or(punctual_core::Timestamp::EPOCH, |r| r.updated_at),
+        })
     }
 
     /// The lease-id codec (tests forge and alter ids with it).

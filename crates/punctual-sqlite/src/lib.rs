@@ -3,11 +3,12 @@
 //!
 //! - **Durable when a call returns**: a write is answered only after its transaction
 //!   committed. Writes whose loss would lose a task or revive a cancelled one
-//!   (schedule, cancel, dead retry and delete) are fsynced first (the WAL is synced
-//!   after their commit, before the answer); writes whose loss can only make a task
-//!   fire again (lease, ack, extend, release, reap) survive any crash of the process
-//!   and are fsynced with the next group that is, so power loss can at worst re-fire
-//!   a task — never lose one.
+//!   (schedule, cancel, purge, dead retry and delete), and changes to queue records
+//!   (a resumed pause must not come back), are fsynced first (the WAL is synced after
+//!   their commit, before the answer); writes whose loss can only make a task fire
+//!   again (lease, ack, extend, release, reap) survive any crash of the process and
+//!   are fsynced with the next group that is, so power loss can at worst re-fire a
+//!   task — never lose one.
 //! - **Fences never repeat**: each open bumps a durable epoch and every lease's fence
 //!   is at least `epoch << 32`, so a lease lost in a power failure cannot make a
 //!   stale token look live after restart.
@@ -36,8 +37,9 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use punctual_core::store::{
-    CompleteRequest, ExtendRequest, LeaseBatch, LeaseRequest, LeaseToken, ListRequest, Page, QueueStats, ReapResult,
-    RetriedDead, RetryDeadBatchRequest, RetryDeadRequest, Scheduled, SweepRequest, Swept,
+    CompleteRequest, ExtendRequest, LeaseBatch, LeaseRequest, LeaseToken, ListRequest, Page, PurgeRequest,
+    QueueChangeRequest, QueueRecord, QueueStats, ReapResult, RetriedDead, RetryDeadBatchRequest, RetryDeadRequest,
+    Scheduled, SweepRequest, Swept,
 };
 use punctual_core::{Error, NewTask, QueueName, Result, Store, StoreId, Tag, Task, TaskKey, Timestamp};
 use rusqlite::{Connection, OpenFlags};
@@ -340,6 +342,24 @@ impl Store for SqliteStore {
     async fn stats(&self, queue: Option<&QueueName>) -> Result<Vec<QueueStats>> {
         let queue = queue.cloned();
         self.read(move |conn| ops::stats(conn, queue.as_ref())).await
+    }
+
+    async fn purge(&self, req: PurgeRequest) -> Result<u64> {
+        let id = self.shared.id;
+        self.write(move |conn| ops::purge(conn, id, &req)).await
+    }
+
+    async fn queue_record(&self, queue: &QueueName) -> Result<Option<QueueRecord>> {
+        let queue = queue.clone();
+        self.read(move |conn| ops::queue_record(conn, &queue)).await
+    }
+
+    async fn queue_records(&self) -> Result<Vec<QueueRecord>> {
+        self.read(ops::queue_records).await
+    }
+
+    async fn change_queue(&self, req: QueueChangeRequest) -> Result<QueueRecord> {
+        self.write(move |conn| ops::change_queue(conn, &req)).await
     }
 
     async fn secret(&self) -> Result<[u8; 32]> {

@@ -7,12 +7,12 @@ use std::time::Duration;
 
 use punctual_core::store::{
     CompleteRequest, Completion, DeadSelection, ExtendRequest, Lease, LeaseBatch, LeaseRequest, LeaseToken,
-    ListRequest, Page, QueueStats, ReapResult, Reaped, RetriedDead, RetryDeadBatchRequest, RetryDeadRequest,
-    ScheduleOutcome, Scheduled, SweepRequest, Swept, corrupt,
+    ListRequest, Page, PurgeRequest, PurgeSelection, QueueChangeRequest, QueueRecord, QueueStats, ReapResult, Reaped,
+    RetriedDead, RetryDeadBatchRequest, RetryDeadRequest, ScheduleOutcome, Scheduled, SweepRequest, Swept, corrupt,
 };
 use punctual_core::{
     Backoff, Error, IfExists, NewTask, QueueName, Repeat, Result, StoreId, Tag, Task, TaskKey, TaskMeta, TaskState,
-    Timestamp,
+    Timestamp, transitions,
 };
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
@@ -191,6 +191,15 @@ fn delete_task(conn: &Connection, queue_id: i64, task: &Task) -> Result<()> {
     Ok(())
 }
 
+/// Deletes the tasks `ids` of one queue as `cancel` deletes one: each row with its
+/// tags.
+fn delete_ids(conn: &Connection, store: StoreId, queue_id: i64, queue: &QueueName, ids: &[i64]) -> Result<()> {
+    for &id in ids {
+        delete_task(conn, queue_id, &load_by_id(conn, store, id, queue)?)?;
+    }
+    Ok(())
+}
+
 pub(crate) fn schedule(
     conn: &Connection,
     store: StoreId,
@@ -304,8 +313,41 @@ pub(crate) fn cancel_tag(conn: &Connection, store: StoreId, queue: &QueueName, t
         .prepare_cached("SELECT task_id FROM tags WHERE queue_id = ?1 AND tag = ?2")
         .and_then(|mut stmt| stmt.query_map(params![queue_id, tag.as_str()], |row| row.get(0))?.collect())
         .map_err(map_err)?;
+    delete_ids(conn, store, queue_id, queue, &ids)?;
+    Ok(ids.len() as u64)
+}
+
+/// A purge's batch: the first `?2` tasks of queue `?1` in the selection, in due order.
+/// Each state's first `?2` are a range of `tasks_by_due` and every task is among the
+/// first of its state, so a batch reads at most `?2` rows per state it covers, however
+/// many the queue holds (a plain `ORDER BY due_at` over every state would sort them all).
+fn purge_sql(selection: PurgeSelection) -> &'static str {
+    match selection {
+        PurgeSelection::Scheduled => {
+            "SELECT id FROM tasks WHERE queue_id = ?1 AND state = 0 ORDER BY due_at, id LIMIT ?2"
+        }
+        PurgeSelection::Dead => "SELECT id FROM tasks WHERE queue_id = ?1 AND state = 2 ORDER BY due_at, id LIMIT ?2",
+        PurgeSelection::All => {
+            "SELECT id FROM ( \
+               SELECT * FROM (SELECT id, due_at FROM tasks WHERE queue_id = ?1 AND state = 0 ORDER BY due_at, id LIMIT ?2) \
+               UNION ALL \
+               SELECT * FROM (SELECT id, due_at FROM tasks WHERE queue_id = ?1 AND state = 1 ORDER BY due_at, id LIMIT ?2) \
+               UNION ALL \
+               SELECT * FROM (SELECT id, due_at FROM tasks WHERE queue_id = ?1 AND state = 2 ORDER BY due_at, id LIMIT ?2) \
+             ) ORDER BY due_at, id LIMIT ?2"
+        }
+    }
+}
+
+pub(crate) fn purge(conn: &Connection, store: StoreId, req: &PurgeRequest) -> Result<u64> {
+    let Some(queue_id) = queue_id(conn, &req.queue)? else { return Ok(0) };
+    let ids: Vec<i64> = conn
+        .prepare_cached(purge_sql(req.selection))
+        .and_then(|mut stmt| stmt.query_map(params![queue_id, req.limit], |row| row.get(0))?.collect())
+        .map_err(map_err)?;
     for &id in &ids {
-        let task = load_by_id(conn, store, id, queue)?;
+        let task = load_by_id(conn, store, id, &req.queue)?;
+        debug_assert!(transitions::is_purged(&task, req.selection), "the query selects what the rule purges");
         delete_task(conn, queue_id, &task)?;
     }
     Ok(ids.len() as u64)
@@ -617,10 +659,7 @@ pub(crate) fn sweep_dead(conn: &Connection, store: StoreId, req: &SweepRequest) 
             stmt.query_map(params![queue_id, req.died_by.as_millis(), req.limit.max(1)], |row| row.get(0))?.collect()
         })
         .map_err(map_err)?;
-    for &id in &ids {
-        let task = load_by_id(conn, store, id, &req.queue)?;
-        delete_task(conn, queue_id, &task)?;
-    }
+    delete_ids(conn, store, queue_id, &req.queue, &ids)?;
     let oldest: Option<i64> = conn
         .prepare_cached("SELECT MIN(updated_at) FROM tasks WHERE queue_id = ?1 AND state = 2")
         .and_then(|mut stmt| stmt.query_row([queue_id], |row| row.get(0)))
@@ -663,6 +702,57 @@ pub(crate) fn stats(conn: &Connection, queue: Option<&QueueName>) -> Result<Vec<
     Ok(all)
 }
 
+fn record_of(row: &Row<'_>) -> rusqlite::Result<(String, Option<String>, bool, i64, i64)> {
+    Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?, row.get(4)?))
+}
+
+fn decode_record(
+    (name, settings, paused, version, updated_at): (String, Option<String>, bool, i64, i64),
+) -> Result<QueueRecord> {
+    let queue = QueueName::new(name).map_err(corrupt)?;
+    let version = u64::try_from(version).map_err(corrupt)?;
+    Ok(QueueRecord::new(queue, settings, paused, version, Timestamp::from_millis(updated_at)))
+}
+
+pub(crate) fn queue_record(conn: &Connection, queue: &QueueName) -> Result<Option<QueueRecord>> {
+    let raw = conn
+        .prepare_cached("SELECT name, settings, paused, version, updated_at FROM queue_records WHERE name = ?1")
+        .and_then(|mut stmt| stmt.query_row([queue.as_str()], record_of).optional())
+        .map_err(map_err)?;
+    raw.map(decode_record).transpose()
+}
+
+/// Sorted by name: SQLite compares text bytewise, as `QueueName` orders.
+pub(crate) fn queue_records(conn: &Connection) -> Result<Vec<QueueRecord>> {
+    let raws: Vec<_> = conn
+        .prepare_cached("SELECT name, settings, paused, version, updated_at FROM queue_records ORDER BY name")
+        .and_then(|mut stmt| stmt.query_map([], record_of)?.collect::<rusqlite::Result<_>>())
+        .map_err(map_err)?;
+    raws.into_iter().map(decode_record).collect()
+}
+
+/// Read and written in one write job, so no other change comes in between.
+pub(crate) fn change_queue(conn: &Connection, req: &QueueChangeRequest) -> Result<QueueRecord> {
+    let changed = transitions::change_queue(queue_record(conn, &req.queue)?.as_ref(), req)?;
+    let version = i64::try_from(changed.version).map_err(corrupt)?;
+    conn.prepare_cached(
+        "INSERT INTO queue_records (name, settings, paused, version, updated_at) VALUES (?1, ?2, ?3, ?4, ?5) \
+         ON CONFLICT (name) DO UPDATE SET settings = excluded.settings, paused = excluded.paused, \
+         version = excluded.version, updated_at = excluded.updated_at",
+    )
+    .and_then(|mut stmt| {
+        stmt.execute(params![
+            changed.queue.as_str(),
+            changed.settings,
+            changed.paused,
+            version,
+            changed.updated_at.as_millis()
+        ])
+    })
+    .map_err(map_err)?;
+    Ok(changed)
+}
+
 /// The store's identity: `fresh` if none was stored yet (a new store, or one written
 /// before stores had one), else the stored one; and whether `fresh` was taken.
 pub(crate) fn identity(conn: &Connection, fresh: StoreId) -> Result<(StoreId, bool)> {
@@ -682,4 +772,31 @@ pub(crate) fn secret(conn: &Connection, fresh: [u8; 32]) -> Result<[u8; 32]> {
     let stored: Vec<u8> =
         conn.query_row("SELECT value FROM secrets WHERE name = 'lease'", [], |row| row.get(0)).map_err(map_err)?;
     stored.try_into().map_err(|_| corrupt("the lease secret is not 32 bytes"))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "a test: a failed unwrap is a failed test with its line")]
+mod tests {
+    use super::*;
+
+    /// The plan of a purge's batch never scans the queue's tasks: each state is a
+    /// search of `tasks_by_due`, so a batch costs what it deletes.
+    #[test]
+    fn a_purge_batch_reads_index_ranges_only() {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(crate::schema::CREATE).unwrap();
+        for selection in [PurgeSelection::Scheduled, PurgeSelection::Dead, PurgeSelection::All] {
+            let plan: Vec<String> = conn
+                .prepare(&format!("EXPLAIN QUERY PLAN {}", purge_sql(selection)))
+                .unwrap()
+                .query_map(params![1, 10], |row| row.get(3))
+                .unwrap()
+                .collect::<rusqlite::Result<_>>()
+                .unwrap();
+            let searches = plan.iter().filter(|step| step.contains("USING COVERING INDEX tasks_by_due")).count();
+            let expected = if selection == PurgeSelection::All { 3 } else { 1 };
+            assert_eq!(searches, expected, "{selection:?}: {plan:?}");
+            assert!(!plan.iter().any(|step| step.starts_with("SCAN tasks")), "{selection:?}: {plan:?}");
+        }
+    }
 }

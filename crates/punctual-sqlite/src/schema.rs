@@ -10,6 +10,13 @@
 //!   and cancelled tasks are deleted. `id` is AUTOINCREMENT so it is never reused: it
 //!   is the task's `meta.id`, unique per creation.
 //! - `tags`: (queue, tag) → task ids, so cancelling a tag is an index range, not a scan.
+//! - `queue_records`: one row per queue given settings or paused through the API, by
+//!   name (a queue may have a record and no task, so not by `queues.id`); `settings`
+//!   is the document's text as given (NULL once cleared), `paused` 0 or 1, `version`
+//!   1 at creation and 1 more at every change. Rows are never deleted. Added without
+//!   a layout change, like the indexes below: `CREATE` makes it at the next open of an
+//!   older store, and an older punctual opening a newer store only ignores it (its
+//!   queues run unpaused, with its config file's settings).
 //! - Indexes: `(queue_id, key)` unique; `(queue_id, state, due_at, id)` serves leasing,
 //!   next-due and listing in due order; a partial index on `lease_expires_at` of leased
 //!   rows serves the reaper, and one on `(queue_id, updated_at)` of dead rows (a dead
@@ -64,6 +71,13 @@ CREATE TABLE IF NOT EXISTS tags (
     tag      TEXT NOT NULL,
     task_id  INTEGER NOT NULL,
     PRIMARY KEY (queue_id, tag, task_id)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS queue_records (
+    name       TEXT PRIMARY KEY,
+    settings   TEXT,
+    paused     INTEGER NOT NULL,
+    version    INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL
 ) WITHOUT ROWID;
 ";
 

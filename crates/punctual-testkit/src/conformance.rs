@@ -7,7 +7,8 @@
 //! leases of one task, an expired or superseded lease whose late ack deletes or
 //! re-arms a task that moved on, a replace that an old ack silently undoes, retries and
 //! repeats that go missing or run forever, paging that skips or repeats tasks, counts
-//! that lie, and bad input that half-writes. Each check's doc comment names the
+//! that lie, bad input that half-writes, and queue records or purges that lose or
+//! leave behind what they should not. Each check's doc comment names the
 //! guarantee of DESIGN.md or the clause of a `Store` method's contract it guards.
 //!
 //! Three levels, all deterministic and free of wall-clock sleeps:
@@ -28,6 +29,7 @@ mod expiry;
 mod identity;
 mod inspection;
 mod leasing;
+mod queues;
 mod repeat;
 mod support;
 mod upsert;
@@ -40,6 +42,7 @@ pub use expiry::*;
 pub use identity::*;
 pub use inspection::*;
 pub use leasing::*;
+pub use queues::*;
 pub use repeat::*;
 pub use upsert::*;
 pub use validation::*;
@@ -141,6 +144,13 @@ macro_rules! store_conformance {
             worker_retries_a_failed_handler_under_the_same_delivery_id,
             // store identity and delivery ids
             every_task_and_delivery_id_carries_the_stores_identity,
+            // queue records and purge
+            a_queue_record_starts_at_version_one_and_each_change_adds_one,
+            queue_records_are_sorted_by_name_and_each_is_its_queue_record,
+            a_queue_change_at_another_version_is_a_conflict_and_changes_nothing,
+            purge_cancels_exactly_the_selection_in_its_queue,
+            a_purged_leased_task_cannot_complete_and_leaves_no_trace,
+            purge_in_batches_converges_to_none_left,
             ;
             // on two fresh stores
             two_fresh_stores_never_share_a_delivery_id,
@@ -187,6 +197,7 @@ mod tests {
             include_str!("conformance/identity.rs"),
             include_str!("conformance/inspection.rs"),
             include_str!("conformance/leasing.rs"),
+            include_str!("conformance/queues.rs"),
             include_str!("conformance/repeat.rs"),
             include_str!("conformance/upsert.rs"),
             include_str!("conformance/validation.rs"),

@@ -24,7 +24,9 @@
 //!   other operations in between: every task nobody wrote or deleted meanwhile must be
 //!   visited exactly once.
 //! - [`Op::RetryDeadMany`] runs a whole bulk retry (every batch, following the cursor)
-//!   in one step; [`Op::SweepDead`] one retention sweep.
+//!   in one step; [`Op::SweepDead`] one retention sweep; [`Op::Purge`] a whole purge
+//!   (every batch until one cancels none: which tasks a batch takes is the store's
+//!   choice, what the whole purge leaves is not).
 //! - At the end both stores are closed; a later call must fail with `Unavailable`.
 //!
 //! What the contract leaves to each store is still checked strictly (`compare`):
@@ -151,6 +153,13 @@ pub enum Op {
     RetryDeadMany {
         queue: usize,
         which: DeadPick,
+        limit: u32,
+    },
+    /// A whole purge of the queue's tasks in the selection: `purge` batches of `limit`
+    /// until one cancels none.
+    Purge {
+        queue: usize,
+        which: PurgePick,
         limit: u32,
     },
     /// One `sweep_dead` of the queue's dead tasks that died `age_ms` or longer ago.
@@ -280,6 +289,14 @@ pub enum DeadPick {
     DeadKeys(Vec<TaskPick>),
 }
 
+/// Which tasks a purge cancels (`PurgeSelection`, named apart for [`ops`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PurgePick {
+    PurgeScheduled,
+    PurgeDead,
+    PurgeAll,
+}
+
 /// Which tasks a paging session lists.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StateFilter {
@@ -296,6 +313,7 @@ pub mod ops {
     pub use super::DeadPick::*;
     pub use super::Exists::*;
     pub use super::Op::*;
+    pub use super::PurgePick::*;
     pub use super::RepeatSpec::*;
     pub use super::StateFilter::*;
     pub use super::TaskPick::*;
@@ -339,6 +357,7 @@ fn operation() -> impl Strategy<Value = Op> {
         2 => (queue.clone(), dead_pick(), 1u32..=3).prop_map(|(queue, which, limit)| Op::RetryDeadMany { queue, which, limit }),
         3 => (queue.clone(), (0u64..=8).prop_map(|halves| halves * 500), 1u32..=3)
             .prop_map(|(queue, age_ms, limit)| Op::SweepDead { queue, age_ms, limit }),
+        1 => (queue.clone(), purge_pick(), 1u32..=3).prop_map(|(queue, which, limit)| Op::Purge { queue, which, limit }),
         2 => (queue, state_filter(), proptest::option::weighted(0.4, 0..TAGS.len()), 1u32..=3)
             .prop_map(|(queue, state, tag, limit)| Op::ListPage { queue, state, tag, limit }),
         1 => proptest::option::of(0..=QUEUES.len()).prop_map(|queue| Op::Stats { queue }),
@@ -412,6 +431,10 @@ fn completion_spec() -> impl Strategy<Value = CompletionSpec> {
         2 => Just(CompletionSpec::DoneByPolicy),
         2 => Just(CompletionSpec::FailedByPolicy),
     ]
+}
+
+fn purge_pick() -> impl Strategy<Value = PurgePick> {
+    prop_oneof![Just(PurgePick::PurgeScheduled), Just(PurgePick::PurgeDead), Just(PurgePick::PurgeAll)]
 }
 
 fn dead_pick() -> impl Strategy<Value = DeadPick> {

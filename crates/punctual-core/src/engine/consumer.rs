@@ -46,6 +46,8 @@ impl<S: Store> Engine<S> {
     /// sleep until it, an earlier offer, the wait's deadline, or its cancel.
     pub(crate) async fn lease_until(&self, wait: LeaseWait<'_>) -> Result<Vec<Lease>> {
         let LeaseWait { queue, max, lease_for, deadline, cancel } = wait;
+        // Whether the queue is paused is known only once the records were read.
+        self.records_loaded().await?;
         let waker = self.waker(queue);
         let _waiting = waker.wait();
         loop {

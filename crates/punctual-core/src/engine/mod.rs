@@ -25,7 +25,7 @@
 //! with nothing to delete costs one store call per wait.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -44,6 +44,7 @@ mod config;
 mod consumer;
 mod peers;
 mod reaper;
+mod records;
 mod sweeper;
 mod tasks;
 mod watchdog;
@@ -54,6 +55,7 @@ pub use config::{
     MAX_WAIT, MIN_LEASE, QueueDefaults,
 };
 pub(crate) use consumer::{LeaseWait, QueueState};
+pub use records::RECORDS_POLL;
 pub use watchdog::WatchdogConfig;
 
 /// Schedules, cancels and hands out tasks of one store. Cheap to clone; clones share
@@ -77,6 +79,10 @@ struct Inner<S> {
     bus: Arc<Bus>,
     config: EngineConfig,
     queues: Mutex<HashMap<QueueName, Arc<QueueState>>>,
+    /// Task defaults set at run time, over the config's (see `queues`).
+    run_time_defaults: RwLock<HashMap<QueueName, QueueDefaults>>,
+    /// The store's queue records as last read, and whether they were read yet.
+    records: records::Records,
     reaper_wake: WakeAt,
     /// Every wait of the engine but the watchdog's.
     timer: Timer,
@@ -106,6 +112,8 @@ impl<S: Store> Engine<S> {
                 bus,
                 config,
                 queues: Mutex::new(HashMap::new()),
+                run_time_defaults: RwLock::new(HashMap::new()),
+                records: records::Records::default(),
                 reaper_wake: WakeAt::default(),
                 timer,
                 stopping,
@@ -119,6 +127,8 @@ impl<S: Store> Engine<S> {
             let follower = tokio::spawn(engine.clone().follow_peers(peers));
             engine.inner.background.lock().expect("background lock poisoned").push(follower);
         }
+        let follower = tokio::spawn(engine.clone().follow_queue_records());
+        engine.inner.background.lock().expect("background lock poisoned").push(follower);
         if let Some(config) = engine.inner.config.watchdog {
             tokio::spawn(engine.clone().run_watchdog(config));
         }
@@ -207,8 +217,13 @@ impl<S: Store> Engine<S> {
         waiting
     }
 
-    fn defaults(&self, queue: &QueueName) -> &QueueDefaults {
-        self.inner.config.queues.get(queue).unwrap_or(&self.inner.config.defaults)
+    /// The defaults of the queue's tasks: those set at run time
+    /// ([`Engine::set_queue_defaults`]), else the config's, else the engine's.
+    fn defaults(&self, queue: &QueueName) -> QueueDefaults {
+        if let Some(defaults) = self.inner.run_time_defaults.read().expect("defaults lock poisoned").get(queue) {
+            return defaults.clone();
+        }
+        self.inner.config.queues.get(queue).unwrap_or(&self.inner.config.defaults).clone()
     }
 
     /// Whether [`Engine::shutdown`] has begun.

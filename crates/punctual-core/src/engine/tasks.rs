@@ -209,7 +209,7 @@ impl<S: Store> Engine<S> {
 #[derive(Debug)]
 struct Intake<'a> {
     queue: &'a QueueName,
-    defaults: &'a QueueDefaults,
+    defaults: QueueDefaults,
     max_payload_bytes: usize,
     now: Timestamp,
 }

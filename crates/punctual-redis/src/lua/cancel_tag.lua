@@ -4,13 +4,6 @@
 local members, keys = tag_members(ARGV[4], '', tonumber(ARGV[5]))
 local deleted = 0
 for i, member in ipairs(members) do
-  local key = keys[i]
-  local rec = redis.call('HGET', KEYS[5], key)
-  if rec then
-    remove(key, decode(rec))
-    deleted = deleted + 1
-  else
-    redis.call('ZREM', KEYS[6], member)
-  end
+  if remove_listed(6, member, keys[i], nil) then deleted = deleted + 1 end
 end
 return deleted

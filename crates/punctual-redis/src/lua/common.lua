@@ -276,6 +276,21 @@ local function remove(key, t)
   redis.call('HDEL', KEYS[5], key)
 end
 
+-- Deletes the task `key`, which the index KEYS[index] lists as `member`, as cancel
+-- does, if its record is there and in state `st` (nil: any state); else the index
+-- disagrees with the records and only that entry goes. Whether a task was deleted.
+-- Every deletion of tasks found through an index (cancel_tag, purge, sweep_dead).
+local function remove_listed(index, member, key, st)
+  local rec = redis.call('HGET', KEYS[5], key)
+  local t = rec and decode(rec)
+  if t and (st == nil or t.st == st) then
+    remove(key, t)
+    return true
+  end
+  redis.call('ZREM', KEYS[index], member)
+  return false
+end
+
 -- The records of the `n` tasks whose keys are at ARGV[5], ARGV[5 + stride], … (false
 -- where there is none), read with one HMGET.
 local function records_at(n, stride)

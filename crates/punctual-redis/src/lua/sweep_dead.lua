@@ -8,14 +8,6 @@ if tonumber(ARGV[5]) > 0 then
 end
 local deleted = 0
 for _, key in ipairs(died) do
-  local rec = redis.call('HGET', KEYS[5], key)
-  local t = rec and decode(rec)
-  if t and t.st == 2 then
-    remove(key, t)
-    deleted = deleted + 1
-  else
-    -- Not dead (the index disagrees with the record): only the index entry goes.
-    redis.call('ZREM', KEYS[8], key)
-  end
+  if remove_listed(8, key, key, 2) then deleted = deleted + 1 end
 end
 return { deleted, head_score(KEYS[8]) }

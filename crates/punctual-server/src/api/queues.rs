@@ -19,16 +19,19 @@ pub(crate) struct QueueSummary {
     /// Earliest due time of a scheduled task.
     #[schema(value_type = Option<schema::Timestamp>)]
     pub(crate) next_due_at: Option<Timestamp>,
+    /// Nothing of the queue is leased or delivered until it is resumed.
+    pub(crate) paused: bool,
 }
 
-impl From<QueueStats> for QueueSummary {
-    fn from(s: QueueStats) -> QueueSummary {
+impl QueueSummary {
+    pub(crate) fn new(s: QueueStats, paused: bool) -> QueueSummary {
         QueueSummary {
             name: s.name.to_string(),
             scheduled: s.scheduled,
             leased: s.leased,
             dead: s.dead,
             next_due_at: s.next_due_at,
+            paused,
         }
     }
 }

@@ -37,9 +37,9 @@ use punctual_core::{EngineConfig, QueueDefaults, QueueName};
 use serde::Deserialize;
 
 pub use flags::ServeArgs;
-pub(crate) use validate::settings;
+pub(crate) use validate::{QueueTable, queue_table, settings};
 
-use crate::state::HttpOptions;
+use crate::state::{ConfigQueue, HttpOptions};
 
 /// How logs are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum, Deserialize)]
@@ -86,6 +86,8 @@ pub(crate) struct Settings {
     pub(crate) redis: RedisSettings,
     /// Where the push actions may connect.
     pub(crate) egress: EgressPolicy,
+    /// The file these settings were read from, if any.
+    pub(crate) config_file: Option<PathBuf>,
 }
 
 /// The `[redis]` table.
@@ -124,6 +126,22 @@ impl Settings {
             max_overdue: self.max_overdue,
             queues: self.queues.keys().cloned().collect(),
             strict_queues: self.strict_queues,
+            config_file: self.config_file.clone(),
+            egress: self.egress.clone(),
+            config_queues: self
+                .queues
+                .iter()
+                .map(|(name, defaults)| {
+                    let action = self
+                        .actions
+                        .iter()
+                        .find(|(queue, _)| queue == name)
+                        .map(|(_, spec)| (spec.kind.name(), spec.concurrency, spec.rate));
+                    let queue =
+                        ConfigQueue { defaults: defaults.clone(), action, shards: self.shards.get(name).copied() };
+                    (name.clone(), queue)
+                })
+                .collect(),
         }
     }
 }
@@ -151,6 +169,11 @@ impl ConfigError {
     /// The 1-based line of the file the error is on, when it is on one.
     pub fn line(&self) -> Option<usize> {
         self.line
+    }
+
+    /// What is wrong, without the file and line.
+    pub fn message(&self) -> &str {
+        &self.message
     }
 
     fn flag(message: impl Into<String>) -> ConfigError {

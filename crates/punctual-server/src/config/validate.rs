@@ -7,6 +7,7 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use punctual_actions::EgressPolicy;
 use punctual_core::Limits;
 use toml::Spanned;
 
@@ -149,6 +150,7 @@ pub(crate) fn settings(args: &ServeArgs, file: Option<(&Path, &str)>) -> Result<
         redis: redis_settings(raw.redis.as_ref(), &at)?,
         actions,
         egress,
+        config_file: file.map(|(path, _)| path.to_path_buf()),
     })
 }
 
@@ -184,6 +186,42 @@ fn redis_settings(
 }
 
 /// The 1-based line of the byte offset where `span` starts.
+/// One `[queues."name"]` table given as TOML text (the settings API renders its JSON
+/// body so), validated exactly as in the file, against the server's egress policy;
+/// the error's line is the line of `text` at fault.
+pub(crate) fn queue_table(text: &str, egress: &EgressPolicy) -> Result<QueueTable, ConfigError> {
+    #[derive(serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct OneQueue {
+        queues: std::collections::BTreeMap<Spanned<String>, super::raw::RawQueue>,
+    }
+    let source = "settings".to_owned();
+    let raw: OneQueue = toml::from_str(text).map_err(|e| ConfigError {
+        source: source.clone(),
+        line: e.span().map(|span| line_of(text, &span)),
+        message: e.message().trim().to_owned(),
+    })?;
+    let at = |span: Range<usize>, message: String| ConfigError {
+        source: source.clone(),
+        line: Some(line_of(text, &span)),
+        message,
+    };
+    let QueueTables { defaults, shards, actions, .. } = queue_tables(&raw.queues, egress, &at)?;
+    Ok(QueueTable {
+        defaults: defaults.into_values().next().unwrap_or_default(),
+        shards: shards.into_values().next(),
+        action: actions.into_iter().next().map(|(_, spec)| spec),
+    })
+}
+
+/// What one queue's table gives.
+#[derive(Debug)]
+pub(crate) struct QueueTable {
+    pub(crate) defaults: punctual_core::QueueDefaults,
+    pub(crate) shards: Option<u32>,
+    pub(crate) action: Option<punctual_actions::ActionSpec>,
+}
+
 fn line_of(text: &str, span: &Range<usize>) -> usize {
     let end = span.start.min(text.len());
     text.as_bytes()[..end].iter().filter(|b| **b == b'\n').count() + 1

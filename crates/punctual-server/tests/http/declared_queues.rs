@@ -36,7 +36,7 @@ async fn declared_queues_are_listed_before_their_first_task() {
     assert_eq!(status, StatusCode::OK);
     assert_eq!(
         list["queues"][0],
-        json!({"name": "flow.escalate", "scheduled": 0, "leased": 0, "dead": 0, "next_due_at": null})
+        json!({"name": "flow.escalate", "scheduled": 0, "leased": 0, "dead": 0, "next_due_at": null, "paused": false})
     );
     assert_eq!(names(&list), [("flow.escalate", 0), ("flow.remind", 0)]);
     assert_eq!(s.put("/v1/queues/flow.remind/tasks/a", json!({"delay": "1h"})).await.0, StatusCode::CREATED);

@@ -196,3 +196,24 @@ async fn metrics_are_prometheus_text_and_the_dashboard_is_html() {
     }
     assert!(samples > 0, "some samples:\n{text}");
 }
+
+#[tokio::test]
+async fn a_paused_queue_is_not_overdue_for_readyz_and_shows_paused_in_metrics() {
+    let clock = ManualClock::new(START);
+    let mut options = HttpOptions::default();
+    options.max_overdue = Some(Duration::from_secs(30));
+    let config = EngineConfig::default().clock(Arc::new(clock.clone()));
+    let s = TestServer::build(options, config, Some(clock.clone())).await;
+    s.put("/v1/queues/held/tasks/a", json!({})).await;
+    s.put("/v1/queues/late/tasks/a", json!({})).await;
+    let (status, _) = s.post("/v1/queues/held/pause", json!({})).await;
+    assert_eq!(status, StatusCode::OK);
+    clock.advance(Duration::from_secs(60));
+    let over = json!({"status": "ready", "overdue": [{"queue": "late", "oldest_overdue_ms": 60_000}]});
+    assert_eq!(s.get("/readyz").await, (StatusCode::OK, over), "only the queue that is not paused is named");
+    let text = metrics_text(&s).await;
+    assert_eq!(sample(&text, "punctual_queue_paused{queue=\"held\"}"), 1.0, "{text}");
+    let (status, _) = s.post("/v1/queues/held/resume", json!({})).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(sample(&metrics_text(&s).await, "punctual_queue_paused{queue=\"held\"}"), 0.0);
+}

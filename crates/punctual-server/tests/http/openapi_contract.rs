@@ -116,6 +116,10 @@ async fn prepare(s: &TestServer, operation_id: &str, params: &mut HashMap<String
     let key = params.get("key").cloned().unwrap_or_else(|| format!("fixture-{n}"));
     let task = format!("/v1/queues/{}/tasks/{}", encode(&queue), encode(&key));
     match operation_id {
+        "get_settings" | "delete_settings" => {
+            let settings = format!("/v1/queues/{}/settings", encode(&queue));
+            assert!(s.put(&settings, json!({})).await.0.is_success());
+        }
         "get_task" | "delete_task" => {
             assert!(s.put(&task, json!({"delay": "1h"})).await.0.is_success());
         }

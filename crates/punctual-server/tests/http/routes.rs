@@ -246,7 +246,7 @@ async fn queues_report_counts_overdue_time_and_lag() {
     assert_eq!(status, StatusCode::OK);
     assert_eq!(
         unknown,
-        json!({"name": "never.used", "scheduled": 0, "leased": 0, "dead": 0, "next_due_at": null,
+        json!({"name": "never.used", "scheduled": 0, "leased": 0, "dead": 0, "next_due_at": null, "paused": false,
                "oldest_overdue_ms": 0, "lag_ms": {"p50": null, "p99": null}})
     );
     let (status, body) = s.get("/v1/queues/bad%20name").await;

@@ -364,4 +364,10 @@ pub async fn closed_store_refuses_further_calls<S: Store>(store: S) {
     unavailable("lease", store.lease(request).await.map(|b| format!("{b:?}")));
     unavailable("cancel", store.cancel(&q, &k).await.map(|c| c.to_string()));
     unavailable("stats", store.stats(None).await.map(|s| format!("{s:?}")));
+    let purge = punctual_core::store::PurgeRequest::new(q.clone(), punctual_core::PurgeSelection::All, 10);
+    unavailable("purge", store.purge(purge).await.map(|n| n.to_string()));
+    unavailable("queue_record", store.queue_record(&q).await.map(|r| format!("{r:?}")));
+    unavailable("queue_records", store.queue_records().await.map(|r| format!("{r:?}")));
+    let change = punctual_core::store::QueueChangeRequest::new(q, punctual_core::QueueChange::Paused(true), T0);
+    unavailable("change_queue", store.change_queue(change).await.map(|r| format!("{r:?}")));
 }

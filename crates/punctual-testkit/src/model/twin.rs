@@ -10,8 +10,8 @@ use std::mem::discriminant;
 use std::time::Duration;
 
 use punctual_core::store::{
-    CompleteRequest, Completion, DeadSelection, ExtendRequest, LeaseRequest, RetryDeadBatchRequest, RetryDeadRequest,
-    ScheduleOutcome, SweepRequest,
+    CompleteRequest, Completion, DeadSelection, ExtendRequest, LeaseRequest, PurgeRequest, PurgeSelection,
+    RetryDeadBatchRequest, RetryDeadRequest, ScheduleOutcome, SweepRequest,
 };
 use punctual_core::transitions::{self, completion_for};
 use punctual_core::{
@@ -22,8 +22,8 @@ use punctual_core::{
 use super::compare::Identities;
 use super::observe::{PagingSession, View};
 use super::{
-    CompletionSpec, DeadPick, Exists, MAX_PAGES, Op, QUEUES, RepeatSpec, START, ScheduleItem, TAGS, TaskPick,
-    TokenPick, payload, queue_name, tag, task_key,
+    CompletionSpec, DeadPick, Exists, MAX_PAGES, Op, PurgePick, QUEUES, RepeatSpec, START, ScheduleItem, TAGS,
+    TaskPick, TokenPick, payload, queue_name, tag, task_key,
 };
 
 /// (queue, key): where a task lives.
@@ -130,6 +130,23 @@ impl<'s, S: Store> Twin<'s, S> {
             }
             Op::RetryDeadMany { queue, which, limit } => self.retry_dead_many(queue_name(*queue), which, *limit).await,
             Op::SweepDead { queue, age_ms, limit } => self.sweep_dead(queue_name(*queue), *age_ms, *limit).await,
+            Op::Purge { queue, which, limit } => {
+                let selection = match which {
+                    PurgePick::PurgeScheduled => PurgeSelection::Scheduled,
+                    PurgePick::PurgeDead => PurgeSelection::Dead,
+                    PurgePick::PurgeAll => PurgeSelection::All,
+                };
+                let request = PurgeRequest::new(queue_name(*queue), selection, *limit);
+                let real = purge_until_none(self.real, &request).await?;
+                let reference = purge_until_none(self.reference, &request).await?;
+                if real == reference {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "the whole purge ({request:?}) cancelled {real} tasks, the reference store {reference}"
+                    ))
+                }
+            }
             Op::ListPage { queue, state, tag: index, limit } => {
                 self.list_page(queue_name(*queue), *state, index.map(tag), *limit).await
             }
@@ -510,6 +527,25 @@ impl<'s, S: Store> Twin<'s, S> {
 
 /// Runs every batch of each walk of a bulk retry, following the cursor; how many
 /// tasks were retried in all.
+/// Purge batches until one cancels none; how many were cancelled in all.
+async fn purge_until_none(store: &impl Store, request: &PurgeRequest) -> Result<u64, String> {
+    let mut purged = 0;
+    for batch_number in 1..=MAX_PAGES * 4 {
+        let batch = store
+            .purge(request.clone())
+            .await
+            .map_err(|e| format!("purge batch {batch_number} of {request:?} failed: {e:?}"))?;
+        if batch > u64::from(request.limit) {
+            return Err(format!("purge batch {batch_number} of {request:?} cancelled {batch}, over its limit"));
+        }
+        if batch == 0 {
+            return Ok(purged);
+        }
+        purged += batch;
+    }
+    Err(format!("the purge did not end after {} batches", MAX_PAGES * 4))
+}
+
 async fn bulk_retry(
     store: &impl Store,
     queue: &QueueName,

@@ -1,0 +1,234 @@
+//! Queues managed at run time (API.md, "Queue settings"), through the real binary on
+//! both stores: settings created, replaced, merged, changed only at the version given
+//! by `If-Match`, refused field by field and for secret values, and removed; a queue
+//! of the config file refusing changes with `409` naming the file yet pausing; a pause
+//! that lasts across a restart, a long poll on a paused queue that answers nothing and
+//! takes the task the moment the queue resumes; a purge by state after which the
+//! acks of purged leases are `409`. And a webhook action added through one server of
+//! two sharing a Redis, which then delivers from both with no restart, paused from one
+//! and stopped on the other within a second.
+//!
+//! Real processes: `punctual serve` (embedded, and on a private `redis-server`), a
+//! webhook receiver on loopback.
+
+#![allow(clippy::disallowed_methods, reason = "real processes take real time")]
+#![allow(clippy::unwrap_used, reason = "a test: a panic is a failure with its line")]
+
+use crate::common;
+
+use std::collections::BTreeSet;
+use std::net::TcpListener;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use common::receiver::{read_request, write_response};
+use common::{Api, server_builder, start};
+use punctual_testkit::server::ServerProcess;
+use reqwest::Method;
+use serde_json::{Value, json};
+
+const SETTINGS: &str = "/v1/queues/order.cancel/settings";
+
+/// A receiver answering 200; the key of each delivery and the server port it came from.
+fn receiver() -> (String, mpsc::Receiver<String>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let Some(request) = read_request(&stream) else { continue };
+            write_response(&mut stream, 200, "");
+            let body: Value = serde_json::from_slice(&request.body).unwrap_or_default();
+            if tx.send(body["key"].as_str().unwrap_or_default().to_owned()).is_err() {
+                return;
+            }
+        }
+    });
+    (format!("http://{addr}/hook"), rx)
+}
+
+/// A settings call with `If-Match: <version>`.
+fn if_match(server: &ServerProcess, method: Method, version: u64, body: Option<&Value>) -> common::Resp {
+    let mut request = reqwest::blocking::Client::new()
+        .request(method, format!("{}{SETTINGS}", server.url()))
+        .header("if-match", version.to_string());
+    if let Some(body) = body {
+        request = request.header("content-type", "application/json").body(body.to_string());
+    }
+    let response = request.send().unwrap();
+    let status = response.status().as_u16();
+    let text = response.text().unwrap();
+    let json = serde_json::from_str(&text).unwrap_or(Value::Null);
+    common::Resp { status, content_type: "application/json".into(), text, json }
+}
+
+/// Create, replace, merge, conditional changes, validation and removal.
+fn settings_round_trip(server: &ServerProcess) {
+    let api = Api::of(server);
+    api.get(SETTINGS).expect_error(404, "not_found", None, "no settings yet");
+
+    let body = json!({"defaults": {"max_attempts": 5}, "concurrency": 4});
+    let created = api.put(SETTINGS, body.clone());
+    let settings = created.expect(201, "create");
+    assert_eq!((settings["source"].as_str(), settings["version"].as_u64()), (Some("api"), Some(1)));
+    assert_eq!(settings["defaults"]["max_attempts"], 5);
+    assert_eq!(settings["defaults"]["backoff"]["initial"], "1s", "effective defaults are shown");
+    let task = api.create("order.cancel", "o-1", json!({}));
+    assert_eq!(task["max_attempts"], 5, "a new task takes the queue's default");
+
+    let replaced = api.put(SETTINGS, json!({"defaults": {"max_attempts": 7}}));
+    assert_eq!(replaced.expect(200, "replace")["version"], 2);
+    let patched = api.call(Method::PATCH, SETTINGS, Some(&json!({"rate": "10/1s"})));
+    let patched = patched.expect(200, "merge");
+    assert_eq!((patched["defaults"]["max_attempts"].as_u64(), patched["rate"].as_str()), (Some(7), Some("10/1s")));
+    assert_eq!(patched["version"], 3);
+
+    if_match(server, Method::PUT, 2, Some(&body)).expect_error(409, "conflict", None, "a stale If-Match");
+    assert_eq!(api.get(SETTINGS).expect(200, "read")["version"], 3, "a refused change changed nothing");
+    let current = if_match(server, Method::PATCH, 3, Some(&json!({"concurrency": 2})));
+    assert_eq!(current.expect(200, "a current If-Match")["concurrency"], 2);
+
+    api.put(SETTINGS, json!({"defaults": {"max_attempts": 0}})).expect_error(
+        400,
+        "invalid_argument",
+        Some("defaults.max_attempts"),
+        "a default out of range",
+    );
+    let secret = json!({"action": {"kind": "webhook", "url": "http://127.0.0.1:9/h", "secret": "whsec-1"}});
+    api.put(SETTINGS, secret).expect_error(400, "invalid_argument", Some("action.secret"), "a secret value");
+    api.put(SETTINGS, json!({"colour": "red"})).expect_error(400, "invalid_argument", Some("colour"), "unknown");
+    assert_eq!(api.get(SETTINGS).expect(200, "read")["version"], 4, "refused bodies changed nothing");
+
+    api.delete(SETTINGS).expect(204, "remove");
+    api.get(SETTINGS).expect_error(404, "not_found", None, "removed");
+    api.delete(SETTINGS).expect_error(404, "not_found", None, "nothing to remove");
+    let task = api.create("order.cancel", "o-2", json!({}));
+    assert_eq!(task["max_attempts"], 20, "built-in defaults again");
+}
+
+/// Pause lasts across a restart; a long poll waits on a paused queue and is answered
+/// at resume.
+fn pause_and_resume(server: &mut ServerProcess) {
+    let api = Api::of(server);
+    api.create("flow.remind", "due", json!({}));
+    let paused = api.post("/v1/queues/flow.remind/pause", json!({})).expect(200, "pause").clone();
+    assert_eq!(paused["paused"], true);
+    server.restart().unwrap();
+    let api = Api::of(server);
+    let queues = api.get("/v1/queues").expect(200, "list").clone();
+    let listed = queues["queues"].as_array().unwrap().iter().find(|q| q["name"] == "flow.remind").unwrap().clone();
+    assert_eq!(listed["paused"], true, "paused after the restart: {listed}");
+    assert!(api.lease("flow.remind", json!({"max": 10, "wait": "1s"})).is_empty(), "leased while paused");
+
+    let waiting = {
+        let api = Api::of(server);
+        std::thread::spawn(move || {
+            let leases = api.lease("flow.remind", json!({"max": 10, "wait": "20s"}));
+            (leases, Instant::now())
+        })
+    };
+    std::thread::sleep(Duration::from_millis(300)); // let the poll start waiting
+    let resumed_at = Instant::now();
+    assert_eq!(api.post("/v1/queues/flow.remind/resume", json!({})).expect(200, "resume")["paused"], false);
+    let (leases, at) = waiting.join().unwrap();
+    assert_eq!(leases.len(), 1, "the waiting poll took the task");
+    let after = at.duration_since(resumed_at);
+    assert!(after < Duration::from_secs(1), "the poll answered {after:?} after the resume");
+}
+
+/// A purge by state; the acks of purged leases are refused.
+fn purge(server: &ServerProcess) {
+    let api = Api::of(server);
+    for n in 0..5 {
+        api.create("purged", &format!("p{n}"), json!({}));
+    }
+    let leased = api.lease("purged", json!({"max": 2}));
+    assert_eq!(leased.len(), 2);
+    let scheduled = api.delete("/v1/queues/purged/tasks?state=scheduled");
+    assert_eq!(scheduled.expect(200, "purge scheduled")["cancelled"], 3);
+    let all = api.delete("/v1/queues/purged/tasks");
+    assert_eq!(all.expect(200, "purge the rest")["cancelled"], 2);
+    for lease in &leased {
+        let lease_id = lease["lease_id"].as_str().unwrap();
+        api.ack(lease_id, json!({"outcome": "done"})).expect_error(409, "conflict", None, "ack of a purged lease");
+    }
+    api.delete("/v1/queues/purged/tasks?state=leased").expect_error(400, "invalid_argument", Some("state"), "state");
+}
+
+#[test]
+fn queue_settings_pause_and_purge_on_the_embedded_store() {
+    let mut server = start(server_builder());
+    settings_round_trip(&server);
+    pause_and_resume(&mut server);
+    purge(&server);
+}
+
+#[test]
+fn queue_settings_pause_and_purge_on_redis() {
+    let redis = punctual_testkit::redis::server();
+    let mut server = start(server_builder().store(redis.url()));
+    settings_round_trip(&server);
+    pause_and_resume(&mut server);
+    purge(&server);
+}
+
+#[test]
+fn a_config_file_queue_refuses_changes_and_still_pauses() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("punctual.toml");
+    std::fs::write(&config, "[queues.\"order.cancel\"]\nmax_attempts = 3\n").unwrap();
+    let server = start(server_builder().arg("--config").arg(&config));
+    let api = Api::of(&server);
+    let shown = api.get(SETTINGS).expect(200, "a config queue's settings").clone();
+    assert_eq!((shown["source"].as_str(), shown["defaults"]["max_attempts"].as_u64()), (Some("config"), Some(3)));
+    for (method, body) in [(Method::PUT, Some(json!({}))), (Method::PATCH, Some(json!({}))), (Method::DELETE, None)] {
+        let answer = api.call(method.clone(), SETTINGS, body.as_ref());
+        answer.expect_error(409, "conflict", None, "a change of a config queue");
+        let message = answer.json["error"]["message"].as_str().unwrap_or_default().to_owned();
+        assert!(message.contains("punctual.toml"), "{method}: the message names the file: {message}");
+    }
+    let paused = api.post("/v1/queues/order.cancel/pause", json!({})).expect(200, "pause a config queue").clone();
+    assert_eq!((paused["paused"].as_bool(), paused["source"].as_str()), (Some(true), Some("config")));
+}
+
+#[test]
+fn a_webhook_added_through_one_server_delivers_from_both_and_pauses_on_both() {
+    let redis = punctual_testkit::redis::server();
+    let (url, deliveries) = receiver();
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("punctual.toml");
+    std::fs::write(&config, "[egress]\nallow = [\"127.0.0.1\"]\n").unwrap();
+    let node =
+        || start(server_builder().store(redis.url()).arg("--config").arg(&config).args(["--grace-period", "1s"]));
+    let (a, b) = (node(), node());
+    let (api_a, api_b) = (Api::of(&a), Api::of(&b));
+
+    let action = json!({"action": {"kind": "webhook", "url": url, "timeout": "5s"}, "concurrency": 2});
+    api_a.put(SETTINGS, action).expect(201, "add a webhook action through A");
+    // B serves the queue's tasks within a second: a lease there is refused for the action.
+    let deadline = Instant::now() + Duration::from_secs(2);
+    loop {
+        let lease = api_b.call(Method::POST, "/v1/queues/order.cancel/lease", Some(&json!({})));
+        if lease.status == 409 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "B did not take up the action within 2 s: {}", lease.status);
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let tasks: Vec<Value> = (0..40).map(|n| json!({"key": format!("o-{n}")})).collect();
+    api_b.post("/v1/queues/order.cancel/tasks", json!({ "tasks": tasks })).expect(200, "schedule through B");
+    let mut keys = BTreeSet::new();
+    while keys.len() < 40 {
+        let key = deliveries.recv_timeout(Duration::from_secs(15)).unwrap_or_else(|_| panic!("{} of 40", keys.len()));
+        assert!(keys.insert(key.clone()), "{key} was delivered twice");
+    }
+
+    api_a.post("/v1/queues/order.cancel/pause", json!({})).expect(200, "pause through A");
+    std::thread::sleep(Duration::from_millis(1_200)); // every node applies a change within 1 s
+    api_b.create("order.cancel", "while-paused", json!({}));
+    assert!(deliveries.recv_timeout(Duration::from_secs(2)).is_err(), "a paused queue was delivered");
+    api_b.post("/v1/queues/order.cancel/resume", json!({})).expect(200, "resume through B");
+    let key = deliveries.recv_timeout(Duration::from_secs(5)).expect("delivered after the resume");
+    assert_eq!(key, "while-paused");
+}

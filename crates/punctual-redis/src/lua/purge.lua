@@ -1,0 +1,22 @@
+-- purge: deletes up to ARGV[5] tasks of one shard in the selection ARGV[4],
+-- each as cancel does: 'scheduled' (not leased), 'dead', or 'all' (scheduled, then
+-- leased, then dead); within a state the earliest due first.
+-- KEYS, ARGV[1..3]: see common.lua.
+-- Returns: { how many were deleted, 1 if a full batch was looked at (the shard may
+-- hold more of the selection; index entries without a task count as looked at), else 0 }
+-- The sets each selection walks, by KEYS index, and the state of the tasks each holds.
+local SETS = { scheduled = { 1 }, dead = { 4 }, all = { 1, 3, 4 } }
+local STATE_IN = { [1] = 0, [3] = 1, [4] = 2 }
+local limit = tonumber(ARGV[5])
+local deleted, looked = 0, 0
+for _, set in ipairs(SETS[ARGV[4]]) do
+  if looked >= limit then break end
+  local keys = redis.call('ZRANGE', KEYS[set], 0, limit - looked - 1)
+  for _, key in ipairs(keys) do
+    if remove_listed(set, key, key, STATE_IN[set]) then deleted = deleted + 1 end
+  end
+  looked = looked + #keys
+end
+local more = 0
+if looked >= limit then more = 1 end
+return { deleted, more }

@@ -1,0 +1,384 @@
+//! Queue settings given through the API (`/v1/queues/{queue}/settings`): the JSON body,
+//! validated as the config file's `[queues."name"]` table is. The body is rendered
+//! into that table's TOML, one field per line, and read by the config's own code
+//! (`config::queue_table`), so the messages are the file's and the line at fault names
+//! the JSON field (`action.url`, `defaults.backoff`).
+//!
+//! Invariants: no secret value enters a document — `action.secret`,
+//! `action.smtp.password` and a chat robot's `action.url` (itself a credential) are
+//! refused, the body names environment variables of the server instead — so nothing
+//! stored, shown or logged from a document is secret. The stored document is the body
+//! without its read-only fields (`queue`, `source`, `paused`, `version`,
+//! `updated_at`, accepted so that what `GET` answers can be sent back as it is).
+
+use punctual_actions::{ActionSpec, EgressPolicy, Rate};
+use punctual_core::{QueueDefaults, QueueRecord};
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::config::{self, QueueTable};
+
+pub(crate) mod routes;
+mod running;
+
+use crate::error::ApiError;
+pub(crate) use running::ApiQueues;
+
+/// Fields of a settings body that are shown but not set.
+const READ_ONLY: [&str; 5] = ["queue", "source", "paused", "version", "updated_at"];
+/// Fields a settings body may set.
+const SETTABLE: [&str; 6] = ["defaults", "action", "concurrency", "rate", "shards", "targets"];
+/// Keys of `defaults`.
+const DEFAULTS: [&str; 3] = ["max_attempts", "backoff", "repeat"];
+/// Push deliveries at once when an action sets none (the config file's default).
+const DEFAULT_CONCURRENCY: usize = 32;
+
+/// A settings document, validated: what it stores and what it means.
+#[derive(Debug)]
+pub(crate) struct QueueSettings {
+    /// The document as stored: the settable fields of the body.
+    pub(crate) document: Map<String, Value>,
+    pub(crate) defaults: QueueDefaults,
+    /// With `concurrency` and `rate` applied.
+    pub(crate) action: Option<ActionSpec>,
+    pub(crate) concurrency: usize,
+    pub(crate) rate: Option<String>,
+    pub(crate) shards: Option<u32>,
+    /// Whether tasks of the queue may carry their own HTTP target.
+    pub(crate) targets: bool,
+}
+
+impl QueueSettings {
+    /// Validates a body (a JSON object) against the server's egress policy.
+    pub(crate) fn from_body(body: &Value, egress: &EgressPolicy) -> Result<QueueSettings, ApiError> {
+        let Some(object) = body.as_object() else {
+            return Err(ApiError::bad_request("the settings are a JSON object"));
+        };
+        let mut document = Map::new();
+        for (field, value) in object {
+            if SETTABLE.contains(&field.as_str()) {
+                document.insert(field.clone(), value.clone());
+            } else if !READ_ONLY.contains(&field.as_str()) {
+                return Err(ApiError::invalid(
+                    field.as_str(),
+                    format!("unknown field; settings take {}", SETTABLE.join(", ")),
+                ));
+            }
+        }
+        QueueSettings::from_document(document, egress)
+    }
+
+    /// Reads a stored document (validated when it was stored; validated again, since
+    /// an environment variable it names may have gone).
+    pub(crate) fn from_document(
+        document: Map<String, Value>,
+        egress: &EgressPolicy,
+    ) -> Result<QueueSettings, ApiError> {
+        refuse_secrets(&document)?;
+        let targets = match document.get("targets") {
+            None | Some(Value::Null) => true,
+            Some(Value::Bool(allowed)) => *allowed,
+            Some(_) => return Err(ApiError::invalid("targets", "targets is true or false")),
+        };
+        let rendered = render(&document)?;
+        let QueueTable { defaults, shards, action } =
+            config::queue_table(&rendered.text, egress).map_err(|e| rendered.error(&e))?;
+        let (concurrency, rate) = match &action {
+            Some(spec) => {
+                (spec.concurrency, spec.rate.map(|_| document["rate"].as_str().unwrap_or_default().to_owned()))
+            }
+            None => pull_only_limits(&document)?,
+        };
+        Ok(QueueSettings { document, defaults, action, concurrency, rate, shards, targets })
+    }
+
+    /// The settings object of API.md for `record`'s queue.
+    pub(crate) fn view(&self, record: &QueueRecord, source: Source) -> SettingsView {
+        SettingsView {
+            queue: record.queue.to_string(),
+            source,
+            defaults: DefaultsView {
+                max_attempts: self.defaults.max_attempts,
+                backoff: self.defaults.backoff,
+                repeat: self.defaults.repeat.clone(),
+            },
+            action: self.document.get("action").cloned().unwrap_or(Value::Null),
+            concurrency: self.concurrency,
+            rate: self.rate.clone(),
+            shards: self.shards.unwrap_or(1),
+            targets: self.targets,
+            paused: record.paused,
+            version: record.version,
+            updated_at: record.updated_at,
+        }
+    }
+}
+
+/// Where a queue's settings come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum Source {
+    /// Set through the API, stored with the tasks.
+    Api,
+    /// The server's config file.
+    Config,
+}
+
+/// `GET /v1/queues/{queue}/settings`.
+#[derive(Debug, Serialize)]
+pub(crate) struct SettingsView {
+    pub(crate) queue: String,
+    pub(crate) source: Source,
+    pub(crate) defaults: DefaultsView,
+    pub(crate) action: Value,
+    pub(crate) concurrency: usize,
+    pub(crate) rate: Option<String>,
+    pub(crate) shards: u32,
+    pub(crate) targets: bool,
+    pub(crate) paused: bool,
+    pub(crate) version: u64,
+    pub(crate) updated_at: punctual_core::Timestamp,
+}
+
+/// The task defaults in force.
+#[derive(Debug, Serialize)]
+pub(crate) struct DefaultsView {
+    pub(crate) max_attempts: u32,
+    pub(crate) backoff: punctual_core::Backoff,
+    pub(crate) repeat: Option<punctual_core::Repeat>,
+}
+
+/// A secret value in a body is refused: the server reads secrets from its environment.
+fn refuse_secrets(document: &Map<String, Value>) -> Result<(), ApiError> {
+    let Some(Value::Object(action)) = document.get("action") else { return Ok(()) };
+    let refuse = |field: &str, instead: &str| {
+        Err(ApiError::invalid(
+            field,
+            format!(
+                "secrets are not sent to the API; name an environment variable of the server that holds it \
+                 with {instead}"
+            ),
+        ))
+    };
+    if action.contains_key("secret") {
+        return refuse("action.secret", "action.secret_env");
+    }
+    if let Some(Value::Object(smtp)) = action.get("smtp")
+        && smtp.contains_key("password")
+    {
+        return refuse("action.smtp.password", "action.smtp.password_env");
+    }
+    let chat = matches!(action.get("kind").and_then(Value::as_str), Some("wecom" | "dingtalk" | "feishu" | "slack"));
+    if chat && action.contains_key("url") {
+        return refuse("action.url", "action.url_env (a chat robot's URL carries its token)");
+    }
+    Ok(())
+}
+
+/// `concurrency` and `rate` of a queue without an action: kept, checked, unused.
+fn pull_only_limits(document: &Map<String, Value>) -> Result<(usize, Option<String>), ApiError> {
+    let concurrency = match document.get("concurrency") {
+        None | Some(Value::Null) => DEFAULT_CONCURRENCY,
+        Some(value) => {
+            value.as_u64().and_then(|n| usize::try_from(n).ok()).filter(|n| (1..=10_000).contains(n)).ok_or_else(
+                || ApiError::invalid("concurrency", format!("concurrency must be from 1 to 10000, not {value}")),
+            )?
+        }
+    };
+    let rate = match document.get("rate") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(rate)) => {
+            Rate::parse(rate).map_err(|m| ApiError::invalid("rate", m))?;
+            Some(rate.clone())
+        }
+        Some(other) => {
+            return Err(ApiError::invalid("rate", format!("rate is a string such as \"20/1m\", not {other}")));
+        }
+    };
+    Ok((concurrency, rate))
+}
+
+/// A document as the TOML of one `[queues]` table, and the JSON field of each line.
+struct Rendered {
+    text: String,
+    fields: Vec<String>,
+}
+
+impl Rendered {
+    fn line(&mut self, field: &str, line: String) {
+        self.text.push_str(&line);
+        self.text.push('\n');
+        self.fields.push(field.to_owned());
+    }
+
+    fn value(&mut self, field: &str, key: &str, value: &Value) -> Result<(), ApiError> {
+        let toml = toml_value(field, value)?;
+        self.line(field, format!("{key} = {toml}"));
+        Ok(())
+    }
+
+    /// The config error as the API's: its line names the field.
+    fn error(&self, e: &config::ConfigError) -> ApiError {
+        let field = e.line().and_then(|line| self.fields.get(line - 1)).filter(|f| !f.is_empty());
+        let message = e.message().to_owned();
+        match field {
+            Some(field) => ApiError::invalid(field.as_str(), message),
+            None => ApiError::bad_request(message),
+        }
+    }
+}
+
+fn render(document: &Map<String, Value>) -> Result<Rendered, ApiError> {
+    let mut out = Rendered { text: String::new(), fields: Vec::new() };
+    out.line("", "[queues.q]".into());
+    match document.get("defaults") {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(defaults)) => {
+            for (key, value) in defaults {
+                if !DEFAULTS.contains(&key.as_str()) {
+                    let known = DEFAULTS.join(", ");
+                    return Err(ApiError::invalid(
+                        format!("defaults.{key}"),
+                        format!("unknown field; defaults take {known}"),
+                    ));
+                }
+                if !value.is_null() {
+                    out.value(&format!("defaults.{key}"), key, value)?;
+                }
+            }
+        }
+        Some(_) => return Err(ApiError::invalid("defaults", "defaults is an object")),
+    }
+    if let Some(shards) = document.get("shards").filter(|v| !v.is_null()) {
+        out.value("shards", "shards", shards)?;
+    }
+    match document.get("action") {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(action)) => {
+            out.line("action", "[queues.q.action]".into());
+            let mut tables = Vec::new();
+            for (key, value) in action {
+                match value {
+                    Value::Null => {}
+                    Value::Object(table) => tables.push((key, table)),
+                    _ => out.value(&format!("action.{key}"), key, value)?,
+                }
+            }
+            for key in ["concurrency", "rate"] {
+                if let Some(value) = document.get(key).filter(|v| !v.is_null()) {
+                    out.value(key, key, value)?;
+                }
+            }
+            for (key, table) in tables {
+                out.line(&format!("action.{key}"), format!("[queues.q.action.{key}]"));
+                for (inner, value) in table.iter().filter(|(_, v)| !v.is_null()) {
+                    out.value(&format!("action.{key}.{inner}"), inner, value)?;
+                }
+            }
+        }
+        Some(_) => return Err(ApiError::invalid("action", "action is an object, or null for pull workers")),
+    }
+    Ok(out)
+}
+
+/// A JSON value as a TOML value (inline), refusing what TOML cannot hold.
+fn toml_value(field: &str, value: &Value) -> Result<toml::Value, ApiError> {
+    Ok(match value {
+        Value::Null => return Err(ApiError::invalid(field, "null is not a value here; leave the field out")),
+        Value::Bool(b) => toml::Value::Boolean(*b),
+        Value::Number(n) => match (n.as_i64(), n.as_f64()) {
+            (Some(i), _) => toml::Value::Integer(i),
+            (None, Some(f)) => toml::Value::Float(f),
+            (None, None) => return Err(ApiError::invalid(field, format!("{n} is out of range"))),
+        },
+        Value::String(s) => toml::Value::String(s.clone()),
+        Value::Array(items) => {
+            toml::Value::Array(items.iter().map(|item| toml_value(field, item)).collect::<Result<_, _>>()?)
+        }
+        Value::Object(map) => {
+            let mut table = toml::map::Map::new();
+            for (key, item) in map {
+                table.insert(key.clone(), toml_value(&format!("{field}.{key}"), item)?);
+            }
+            toml::Value::Table(table)
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn policy() -> EgressPolicy {
+        EgressPolicy::public_only().allow("127.0.0.1").unwrap()
+    }
+
+    fn refused(body: Value) -> (Option<String>, String) {
+        match QueueSettings::from_body(&body, &policy()) {
+            Err(ApiError::Invalid { field, message }) => (field, message),
+            other => panic!("{body}: expected a 400, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_example_of_api_md_is_read_with_its_defaults_action_and_limits() {
+        let body = json!({
+            "defaults": {"max_attempts": 10, "backoff": {"initial": "1s", "factor": 2.0, "max": "1h"}, "repeat": null},
+            "action": {"kind": "webhook", "url": "http://127.0.0.1:8080/hook", "secret_env": "PATH", "timeout": "10s"},
+            "concurrency": 16, "rate": "20/1m", "shards": 1, "paused": false, "version": 3,
+        });
+        let settings = QueueSettings::from_body(&body, &policy()).unwrap();
+        assert_eq!(settings.defaults.max_attempts, 10);
+        let action = settings.action.as_ref().expect("an action");
+        assert_eq!((action.concurrency, action.kind.name()), (16, "webhook"));
+        assert!(action.rate.is_some());
+        assert_eq!((settings.concurrency, settings.rate.as_deref(), settings.targets), (16, Some("20/1m"), true));
+        assert!(!settings.document.contains_key("paused") && !settings.document.contains_key("version"));
+    }
+
+    #[test]
+    fn each_error_names_the_json_field_with_the_config_files_message() {
+        let (field, message) = refused(json!({"defaults": {"max_attempts": 0}}));
+        assert_eq!(field.as_deref(), Some("defaults.max_attempts"));
+        assert!(message.contains("max_attempts must be from 1"), "{message}");
+        let (field, _) = refused(json!({"action": {"kind": "webhook", "url": "ftp://x"}}));
+        assert_eq!(field.as_deref(), Some("action.url"));
+        let (field, message) = refused(json!({"action": {"kind": "webhook"}}));
+        assert_eq!(
+            (field.as_deref(), message.as_str()),
+            (Some("action.kind"), "a webhook action needs a url"),
+            "where the file points: its kind"
+        );
+        let (field, _) = refused(json!({"action": {"kind": "webhook", "url": "http://127.0.0.1/", "color": 1}}));
+        assert_eq!(field.as_deref(), Some("action.color"));
+        let (field, _) = refused(json!({"action": {"kind": "webhook", "url": "http://10.0.0.1/"}}));
+        assert_eq!(field.as_deref(), Some("action.url"), "a refused address");
+        let (field, _) = refused(json!({"concurrency": 0, "action": {"kind": "webhook", "url": "http://127.0.0.1/"}}));
+        assert_eq!(field.as_deref(), Some("concurrency"));
+        assert_eq!(refused(json!({"concurrency": 0})).0.as_deref(), Some("concurrency"), "without an action too");
+        assert_eq!(refused(json!({"rate": "fast"})).0.as_deref(), Some("rate"));
+        assert_eq!(refused(json!({"shards": 0})).0.as_deref(), Some("shards"));
+        assert_eq!(refused(json!({"targets": "yes"})).0.as_deref(), Some("targets"));
+        assert_eq!(refused(json!({"colour": 1})).0.as_deref(), Some("colour"));
+        assert_eq!(refused(json!({"defaults": {"tries": 1}})).0.as_deref(), Some("defaults.tries"));
+    }
+
+    #[test]
+    fn secret_values_are_refused_and_environment_variables_taken() {
+        let (field, message) =
+            refused(json!({"action": {"kind": "webhook", "url": "http://127.0.0.1/", "secret": "s"}}));
+        assert_eq!(field.as_deref(), Some("action.secret"));
+        assert!(message.contains("secret_env"), "{message}");
+        let smtp =
+            json!({"kind": "email", "smtp": {"host": "127.0.0.1", "password": "p"}, "from": "a@b.c", "to": ["d@e.f"]});
+        assert_eq!(refused(json!({"action": smtp})).0.as_deref(), Some("action.smtp.password"));
+        let chat = json!({"kind": "slack", "url": "https://hooks.slack.com/services/T/B/x", "text": "hi"});
+        assert_eq!(refused(json!({"action": chat})).0.as_deref(), Some("action.url"));
+        let (field, message) = refused(
+            json!({"action": {"kind": "webhook", "url": "http://127.0.0.1/", "secret_env": "PUNCTUAL_NOT_SET_ANYWHERE"}}),
+        );
+        assert_eq!(field.as_deref(), Some("action.secret_env"), "{message}");
+    }
+}
