@@ -2,7 +2,7 @@
 // token on a free port. Guards against a dashboard that cannot work with auth (the page
 // must load without the token, every data call must send it), counts that do not follow
 // the API, buttons (cancel, retry, retry all) that do not do what they say, and a task
-// list whose tag filter does not filter.
+// list whose tag filter does not filter, and pause/resume buttons that do not pause.
 //
 // Needs: the binary (`cargo build -p punctual-cli`; PUNCTUAL_BIN overrides the path),
 // Debian's chromium at /usr/bin/chromium (CHROMIUM overrides), `npm ci` here.
@@ -193,6 +193,35 @@ test("every dead task of a queue is retried with one button", async () => {
     const task = await api("GET", `/v1/queues/mail.bulk/tasks/bulk-${i}`);
     assert.equal(task.json.state, "scheduled");
   }
+});
+
+test("a queue is paused and resumed with its button, and its settings are shown", async () => {
+  const put = await api("PUT", "/v1/queues/order.cancel/settings",
+    { defaults: { max_attempts: 7, backoff: { initial: "2s", factor: 3.0, max: "10m" } } });
+  assert.equal(put.status, 201);
+  await page.goto(`${base}/#/queue/order.cancel`);
+  await page.locator('#settings td[data-col="max_attempts"]', { hasText: "7" }).waitFor();
+  assert.equal(await page.locator('#settings td[data-col="source"]').textContent(), "API");
+  assert.equal(await page.locator('#settings td[data-col="backoff"]').textContent(), "2s ×3 up to 10m");
+  await page.click("#pause-queue");
+  await page.locator("#banner", { hasText: "Paused order.cancel" }).waitFor();
+  await page.locator("#queue-paused").waitFor();
+  assert.equal((await api("GET", "/v1/queues/order.cancel/settings")).json.paused, true);
+  await api("PUT", "/v1/queues/order.cancel/tasks/while-paused", {});
+  assert.deepEqual((await api("POST", "/v1/queues/order.cancel/lease", { max: 10 })).json.leases, [], "a paused queue leased");
+  await page.screenshot({ path: join(shots, "queue-paused.png"), fullPage: true });
+  await page.goto(`${base}/#/`);
+  await page.locator('tr[data-queue="order.cancel"] [data-col="paused"]').waitFor();
+  await page.goto(`${base}/#/queue/order.cancel`);
+  await page.click("#resume-queue");
+  await page.locator("#banner", { hasText: "Resumed order.cancel" }).waitFor();
+  await page.locator("#pause-queue").waitFor();
+  const leased = (await api("POST", "/v1/queues/order.cancel/lease", { max: 1 })).json.leases;
+  assert.equal(leased.length, 1, "the resumed queue leases again");
+  await api("POST", `/v1/leases/${leased[0].lease_id}/ack`, { outcome: "done" });
+  assert.equal((await api("DELETE", "/v1/queues/order.cancel/settings")).status, 204);
+  await page.goto(`${base}/#/queue/flow.reminder`);
+  await page.locator("#settings", { hasText: "No settings" }).waitFor();
 });
 
 test("it fits a phone screen", async () => {

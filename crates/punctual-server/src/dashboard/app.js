@@ -143,7 +143,8 @@ async function overview() {
     { scheduled: 0, leased: 0, dead: 0 });
   const worst = Math.max(0, ...details.map((d) => d.detail.oldest_overdue_ms));
   const rows = details.map(({ detail: d, activity: a }) => h("tr", { "data-queue": d.name },
-    h("td", {}, h("a", { href: `#/queue/${enc(d.name)}` }, d.name)),
+    h("td", {}, h("a", { href: `#/queue/${enc(d.name)}` }, d.name),
+      d.paused ? h("span", { class: "pill paused", "data-col": "paused" }, "paused") : null),
     h("td", { class: "num", "data-col": "scheduled" }, d.scheduled),
     h("td", { class: "num", "data-col": "leased" }, d.leased),
     h("td", { class: d.dead > 0 ? "num bad" : "num", "data-col": "dead" }, d.dead),
@@ -209,15 +210,48 @@ function taskFilterForm(queue, filter) {
   filter.tag || filter.state ? h("a", { href: queueHash(queue, {}), id: "task-filter-clear" }, "clear") : null);
 }
 
+// The queue's settings, or null when it has none (built-in defaults, pull workers).
+async function queueSettings(q) {
+  try {
+    return await api("GET", `/v1/queues/${q}/settings`);
+  } catch (err) {
+    if (err.status === 404) return null;
+    throw err;
+  }
+}
+
+// The settings panel: what the queue runs with, read-only for a config-file queue.
+function settingsPanel(settings) {
+  if (!settings) return h("div", { class: "panel muted", id: "settings" }, "No settings: built-in defaults, drained by pull workers. Set them with PUT /v1/queues/{queue}/settings or punctual queue set.");
+  const action = settings.action ? settings.action.kind : "none (pull workers)";
+  const backoff = settings.defaults.backoff;
+  const row = (label, value, col) => h("tr", {}, h("th", {}, label), h("td", { "data-col": col }, value));
+  return h("div", { class: "panel", id: "settings" }, h("table", { class: "settings" }, h("tbody", {},
+    row("Source", settings.source === "config" ? "config file (change it there)" : "API", "source"),
+    row("Action", action, "action"),
+    settings.action ? row("Concurrency", settings.concurrency, "concurrency") : null,
+    settings.action ? row("Rate", settings.rate || "unlimited", "rate") : null,
+    row("Max attempts", settings.defaults.max_attempts, "max_attempts"),
+    row("Backoff", `${backoff.initial} ×${backoff.factor} up to ${backoff.max}`, "backoff"),
+    row("Repeat", settings.defaults.repeat ? JSON.stringify(settings.defaults.repeat) : "none", "repeat"),
+    row("Version", settings.version, "version"))));
+}
+
 async function queuePage(queue, filter) {
   const q = enc(queue);
-  const [detail, activity, dead, upcoming, tasks] = await Promise.all([
+  const [detail, activity, dead, upcoming, tasks, settings] = await Promise.all([
     api("GET", `/v1/queues/${q}`),
     api("GET", `/v1/queues/${q}/activity`),
     api("GET", `/v1/queues/${q}/dead?limit=100`),
     upcomingTasks(queue, chartRange),
     taskList(queue, filter),
+    queueSettings(q),
   ]);
+  const pauseButton = detail.paused
+    ? h("button", { id: "resume-queue", onclick: (e) => act(e, "POST", `/v1/queues/${q}/resume`, `Resumed ${queue}`) }, "Resume")
+    : h("button", { class: "secondary", id: "pause-queue",
+      onclick: (e) => confirmThen(`Pause ${queue}? Nothing of it is leased or delivered until it is resumed.`,
+        () => act(e, "POST", `/v1/queues/${q}/pause`, `Paused ${queue}`)) }, "Pause");
   const taskRows = tasks.tasks.map((t) => h("tr", { "data-key": t.key },
     h("td", {}, h("a", { href: `#/task/${q}/${enc(t.key)}` }, t.key)),
     h("td", {}, h("span", { class: `pill ${t.state}` }, t.state)),
@@ -245,7 +279,8 @@ async function queuePage(queue, filter) {
     h("td", { class: "hide-narrow" }, o.error || ""),
   ));
   return [
-    h("h1", {}, h("a", { href: "#/" }, "Queues"), " / ", queue),
+    h("h1", {}, h("a", { href: "#/" }, "Queues"), " / ", queue, " ",
+      detail.paused ? h("span", { class: "pill paused", id: "queue-paused" }, "paused") : null, " ", pauseButton),
     h("div", { class: "cards" },
       card("Scheduled", detail.scheduled, "scheduled"),
       card("Leased", detail.leased, "leased"),
@@ -254,6 +289,8 @@ async function queuePage(queue, filter) {
       card("Oldest overdue", detail.oldest_overdue_ms ? ms(detail.oldest_overdue_ms) : "–", "overdue"),
       card("Lag p50 / p99", `${ms(detail.lag_ms.p50)} / ${ms(detail.lag_ms.p99)}`, "lag"),
       card("Leases / min", perMinute(activity.fired, activity.slot_ms), "rate")),
+    h("h2", {}, "Settings"),
+    settingsPanel(settings),
     h("h2", {}, "Upcoming"),
     h("div", { class: "panel" },
       h("div", { class: "chart-head" },
