@@ -312,6 +312,12 @@ fn usage_errors_exit_2_without_contacting_a_server() {
         &["dead", "frob", "q"],
         &["dead", "retry", "q", "k", "--tag", "pi-9"],
         &["get", "q", "k", "extra"],
+        &["queue"],
+        &["queue", "get"],
+        &["queue", "set", "q"],
+        &["queue", "set", "q", "--file", "/no/such/settings.json"],
+        &["queue", "purge", "q", "--state", "leased", "--yes"],
+        &["queue", "rm", "q", "--if-version", "three"],
     ];
     for args in cases {
         let mut all = args.to_vec();
@@ -320,7 +326,7 @@ fn usage_errors_exit_2_without_contacting_a_server() {
         assert_eq!(out.code, 2, "punctual {args:?}: a usage error exits 2: {out:?}");
         assert!(!out.stderr.trim().is_empty(), "punctual {args:?}: a usage error says why: {out:?}");
     }
-    let subcommands: [&[&str]; 8] = [
+    let subcommands: [&[&str]; 15] = [
         &["schedule"],
         &["get"],
         &["cancel"],
@@ -329,6 +335,13 @@ fn usage_errors_exit_2_without_contacting_a_server() {
         &["dead", "ls"],
         &["dead", "retry"],
         &["dead", "rm"],
+        &["queue", "ls"],
+        &["queue", "get"],
+        &["queue", "set"],
+        &["queue", "pause"],
+        &["queue", "resume"],
+        &["queue", "purge"],
+        &["queue", "rm"],
     ];
     for sub in subcommands {
         let mut args = sub.to_vec();
