@@ -68,6 +68,13 @@ pub fn run(url: &str, args: &[&str]) -> Out {
     run_env(&all, &[])
 }
 
+/// As [`run`], writing `input` to the command's standard input.
+pub fn run_stdin(url: &str, args: &[&str], input: &str) -> Out {
+    let mut all = args.to_vec();
+    all.extend(["--server", url]);
+    run_with(&all, &[], Some(input))
+}
+
 fn run_with(args: &[&str], envs: &[(&str, &str)], input: Option<&str>) -> Out {
     let mut command = Command::new(BIN);
     let stdin = if input.is_some() { Stdio::piped() } else { Stdio::null() };
