@@ -24,6 +24,7 @@ Examples:
   punctual ls order.cancel                             # that queue's tasks, in due order
   punctual cancel order.cancel order-1234
   punctual cancel order.cancel --tag pi-9              # every task of the queue tagged pi-9
+  punctual queue pause order.cancel                    # lease and deliver nothing of it until resumed
 
 Client commands talk to the server at --server (env PUNCTUAL_SERVER, default
 http://127.0.0.1:7575) with --token (env PUNCTUAL_TOKEN). They print tables; --json prints
@@ -133,6 +134,86 @@ Examples:
 
 Exit status 1 when no dead task has that key.";
 
+const QUEUE_AFTER_HELP: &str = "\
+A queue's settings (task defaults, push action, concurrency, rate, shards, targets) are
+stored by the server and shared by every node, changed without a restart. A queue of the
+server's config file is changed in that file; it can still be paused and resumed.
+
+Examples:
+  punctual queue ls
+  punctual queue get order.cancel
+  punctual queue set order.cancel --file order-cancel.json
+  punctual queue pause order.cancel
+  punctual queue resume order.cancel
+  punctual queue purge order.cancel --state dead --yes
+  punctual queue rm order.cancel";
+
+const QUEUE_LS_AFTER_HELP: &str = "\
+Examples:
+  punctual queue ls           # counts, next due time and whether each queue is paused
+  punctual queue ls --json
+
+The same list as punctual ls without a queue.";
+
+const QUEUE_GET_AFTER_HELP: &str = "\
+Examples:
+  punctual queue get order.cancel
+  punctual queue get order.cancel --json > order-cancel.json   # edit, then queue set
+
+Exit status 1 when the queue has no settings (its tasks take the built-in defaults).";
+
+const QUEUE_SET_AFTER_HELP: &str = "\
+Examples:
+  # order-cancel.json: {\"defaults\": {\"max_attempts\": 10},
+  #   \"action\": {\"kind\": \"webhook\", \"url\": \"https://shop.example.com/hooks/cancel\",
+  #              \"secret_env\": \"ORDER_HOOK_SECRET\"}, \"concurrency\": 16, \"rate\": \"20/1m\"}
+  punctual queue set order.cancel --file order-cancel.json
+
+  # Only if nobody changed them since version 3 (what queue get showed)
+  punctual queue set order.cancel --file order-cancel.json --if-version 3
+
+  # Change only the fields given, keep the others
+  echo '{\"concurrency\": 4}' | punctual queue set order.cancel --file - --patch
+
+The file holds the settings object of punctual queue get --json (its read-only fields,
+such as version and paused, are ignored); fields left out take their defaults, or with
+--patch keep their stored values. A secret is named by an environment variable of the
+server (secret_env, password_env, url_env), never given. Exit status 1 when the server
+refuses the settings (the message names the field) or --if-version is stale; 2 when the
+file cannot be read or is not JSON.";
+
+const QUEUE_PAUSE_AFTER_HELP: &str = "\
+Examples:
+  punctual queue pause order.cancel
+
+A paused queue keeps accepting schedules, cancels and reads; nothing of it is leased or
+delivered (running deliveries finish) until it is resumed. The pause is stored: it
+lasts across restarts and holds on every node.";
+
+const QUEUE_RESUME_AFTER_HELP: &str = "\
+Examples:
+  punctual queue resume order.cancel
+
+The tasks that fell due while the queue was paused fire at once, in due order.";
+
+const QUEUE_PURGE_AFTER_HELP: &str = "\
+Examples:
+  punctual queue purge order.cancel --state dead --yes     # drop every dead task
+  punctual queue purge order.cancel --state scheduled      # asks first on a terminal
+  punctual queue purge order.cancel --yes                  # every task, leased ones too
+
+Cancels the queue's tasks in that state for good (leased ones as by cancel: their acks
+then fail). Asks for confirmation on a terminal; elsewhere (scripts, pipes) it needs
+--yes and exits 2 without it.";
+
+const QUEUE_RM_AFTER_HELP: &str = "\
+Examples:
+  punctual queue rm order.cancel
+  punctual queue rm order.cancel --if-version 4
+
+Removes the stored settings; the queue's tasks stay and take the built-in defaults.
+Exit status 1 when the queue has no settings or --if-version is stale.";
+
 /// The `punctual` command line.
 #[derive(Debug, Parser)]
 #[command(
@@ -189,6 +270,9 @@ pub(crate) enum ClientCommand {
     /// List, retry or remove dead tasks (those that used up their attempts)
     #[command(after_help = DEAD_AFTER_HELP, subcommand_required = true)]
     Dead(DeadArgs),
+    /// Show and change a queue's settings; pause, resume or purge it
+    #[command(after_help = QUEUE_AFTER_HELP, subcommand_required = true)]
+    Queue(QueueArgs),
 }
 
 /// Where the server is and how to print; every client subcommand takes these.
@@ -408,6 +492,120 @@ pub(crate) struct DeadLsArgs {
     pub(crate) client: ClientArgs,
 }
 
+#[derive(Debug, Args)]
+pub(crate) struct QueueArgs {
+    #[command(subcommand)]
+    pub(crate) command: QueueCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum QueueCommand {
+    /// List the queues: counts, next due time, paused
+    #[command(after_help = QUEUE_LS_AFTER_HELP)]
+    Ls(QueueLsArgs),
+    /// Show a queue's settings: source, task defaults, action, limits, paused, version
+    #[command(after_help = QUEUE_GET_AFTER_HELP)]
+    Get(QueueNameArgs),
+    /// Create or replace a queue's settings from a JSON file
+    #[command(after_help = QUEUE_SET_AFTER_HELP)]
+    Set(QueueSetArgs),
+    /// Stop leasing and delivering a queue's tasks until it is resumed
+    #[command(after_help = QUEUE_PAUSE_AFTER_HELP)]
+    Pause(QueueNameArgs),
+    /// Lease and deliver a paused queue's tasks again
+    #[command(after_help = QUEUE_RESUME_AFTER_HELP)]
+    Resume(QueueNameArgs),
+    /// Cancel every task of a queue in a state, for good
+    #[command(after_help = QUEUE_PURGE_AFTER_HELP)]
+    Purge(QueuePurgeArgs),
+    /// Remove a queue's settings (its tasks stay)
+    #[command(after_help = QUEUE_RM_AFTER_HELP)]
+    Rm(QueueRmArgs),
+}
+
+/// `punctual queue ls`.
+#[derive(Debug, Args)]
+pub(crate) struct QueueLsArgs {
+    #[command(flatten)]
+    pub(crate) client: ClientArgs,
+}
+
+/// One queue.
+#[derive(Debug, Args)]
+pub(crate) struct QueueNameArgs {
+    /// The queue (e.g. order.cancel)
+    #[arg(value_parser = NonEmptyStringValueParser::new())]
+    pub(crate) queue: String,
+    #[command(flatten)]
+    pub(crate) client: ClientArgs,
+}
+
+/// `punctual queue set QUEUE --file F [--if-version N] [--patch]`.
+#[derive(Debug, Args)]
+pub(crate) struct QueueSetArgs {
+    /// The queue (e.g. order.cancel)
+    #[arg(value_parser = NonEmptyStringValueParser::new())]
+    pub(crate) queue: String,
+    /// The settings as a JSON file, or - to read them from standard input
+    #[arg(long, value_name = "FILE", value_parser = parse_settings_file)]
+    pub(crate) file: Value,
+    /// Only if the settings are still at this version (as queue get shows it)
+    #[arg(long, value_name = "N")]
+    pub(crate) if_version: Option<u64>,
+    /// Change only the top-level fields the file gives; keep the others as stored
+    #[arg(long)]
+    pub(crate) patch: bool,
+    #[command(flatten)]
+    pub(crate) client: ClientArgs,
+}
+
+/// `punctual queue rm QUEUE [--if-version N]`.
+#[derive(Debug, Args)]
+pub(crate) struct QueueRmArgs {
+    /// The queue (e.g. order.cancel)
+    #[arg(value_parser = NonEmptyStringValueParser::new())]
+    pub(crate) queue: String,
+    /// Only if the settings are still at this version (as queue get shows it)
+    #[arg(long, value_name = "N")]
+    pub(crate) if_version: Option<u64>,
+    #[command(flatten)]
+    pub(crate) client: ClientArgs,
+}
+
+/// `punctual queue purge QUEUE [--state S] [--yes]`.
+#[derive(Debug, Args)]
+pub(crate) struct QueuePurgeArgs {
+    /// The queue (e.g. order.cancel)
+    #[arg(value_parser = NonEmptyStringValueParser::new())]
+    pub(crate) queue: String,
+    /// Which tasks: scheduled, dead, or all (leased ones too)
+    #[arg(long, value_enum, default_value_t = PurgeState::All)]
+    pub(crate) state: PurgeState,
+    /// Purge without asking
+    #[arg(long, short = 'y')]
+    pub(crate) yes: bool,
+    #[command(flatten)]
+    pub(crate) client: ClientArgs,
+}
+
+/// The task states a purge takes (`?state=` of the API).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum PurgeState {
+    Scheduled,
+    Dead,
+    All,
+}
+
+impl PurgeState {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            PurgeState::Scheduled => "scheduled",
+            PurgeState::Dead => "dead",
+            PurgeState::All => "all",
+        }
+    }
+}
+
 /// `--delay`, `--repeat-every`: read as the server reads them, so a typo is a usage
 /// error (exit 2) as a bad `--payload` is; sent as typed.
 fn duration_arg(text: &str) -> Result<String, String> {
@@ -422,9 +620,7 @@ fn time_arg(text: &str) -> Result<String, String> {
 /// `--payload`: JSON text, or `@FILE` holding JSON (no JSON text starts with `@`).
 fn parse_payload(text: &str) -> Result<Value, String> {
     if let Some(path) = text.strip_prefix('@') {
-        let content = std::fs::read_to_string(Path::new(path))
-            .map_err(|e| format!("cannot read the payload file '{path}': {e}"))?;
-        return serde_json::from_str(&content).map_err(|e| format!("the file '{path}' is not valid JSON: {e}"));
+        return read_json_file(path, "payload");
     }
     serde_json::from_str(text).map_err(|e| {
         format!(
@@ -432,6 +628,27 @@ fn parse_payload(text: &str) -> Result<Value, String> {
              and write strings with double quotes: --payload '\"text\"'"
         )
     })
+}
+
+/// `queue set --file`: a file holding JSON, or `-` for standard input. Read while
+/// parsing, as `--payload @FILE` is, so a file that is missing or not JSON is a usage
+/// error (exit 2) and the server is never called.
+fn parse_settings_file(path: &str) -> Result<Value, String> {
+    if path != "-" {
+        return read_json_file(path, "settings");
+    }
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
+        .map_err(|e| format!("cannot read the settings from standard input: {e}"))?;
+    serde_json::from_str(&text).map_err(|e| format!("the settings on standard input are not valid JSON: {e}"))
+}
+
+/// The JSON in the file at `path`; errors name the file as holding `what`. serde_json's
+/// message ends with the line and column at fault.
+fn read_json_file(path: &str, what: &str) -> Result<Value, String> {
+    let content =
+        std::fs::read_to_string(Path::new(path)).map_err(|e| format!("cannot read the {what} file '{path}': {e}"))?;
+    serde_json::from_str(&content).map_err(|e| format!("the {what} file '{path}' is not valid JSON: {e}"))
 }
 
 #[cfg(test)]
@@ -547,6 +764,12 @@ mod tests {
             &["cancel", "q", "--tag", ""],
             &["ls", "--tag", "t"],
             &["dead", "retry", "q", "k", "--tag", "t"],
+            &["queue"],
+            &["queue", "get"],
+            &["queue", "set", "q"],
+            &["queue", "set", "q", "--file", "/no/such/settings.json"],
+            &["queue", "rm", "q", "--if-version", "three"],
+            &["queue", "purge", "q", "--state", "leased"],
         ] {
             let e = parse(args).unwrap_err();
             assert_eq!(e.exit_code(), 2, "{args:?}: {e}");
@@ -634,16 +857,57 @@ mod tests {
         }
     }
 
+    /// A fresh directory of this test process, removed by the test.
+    fn tempfile_dir(name: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("punctual-cli-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
     #[test]
     fn payloads_can_come_from_a_file() {
-        let dir = std::env::temp_dir().join(format!("punctual-cli-payload-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = tempfile_dir("payload");
         let file = dir.join("p.json");
         std::fs::write(&file, r#"{"big": [1, 2, 3]}"#).unwrap();
         assert_eq!(parse_payload(&format!("@{}", file.display())), Ok(serde_json::json!({"big": [1, 2, 3]})));
         assert!(parse_payload("@/no/such/file").unwrap_err().contains("cannot read"));
         assert_eq!(parse_payload("\"text\""), Ok(serde_json::json!("text")));
         std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn settings_files_are_json_and_a_bad_one_names_the_file_and_position() {
+        let dir = tempfile_dir("settings");
+        let good = dir.join("good.json");
+        std::fs::write(&good, r#"{"concurrency": 4}"#).unwrap();
+        let cli =
+            parse(&["queue", "set", "q", "--file", good.to_str().unwrap(), "--if-version", "3", "--patch"]).unwrap();
+        let Command::Client(ClientCommand::Queue(QueueArgs { command: QueueCommand::Set(args) })) = cli.command else {
+            panic!("not queue set")
+        };
+        assert_eq!((args.file, args.if_version, args.patch), (serde_json::json!({"concurrency": 4}), Some(3), true));
+
+        let bad = dir.join("bad.json");
+        std::fs::write(&bad, "{\n  \"defaults\": {\"max_attempts\": 0,}\n}").unwrap();
+        let e = parse(&["queue", "set", "q", "--file", bad.to_str().unwrap()]).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        let message = e.to_string();
+        assert!(message.contains(&format!("the settings file '{}' is not valid JSON", bad.display())), "{message}");
+        assert!(message.contains("trailing comma at line 2 column 34"), "{message}");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn purge_takes_all_by_default_and_yes() {
+        let purge = |args: &[&str]| match parse(args).unwrap().command {
+            Command::Client(ClientCommand::Queue(QueueArgs { command: QueueCommand::Purge(args) })) => {
+                (args.state, args.yes)
+            }
+            other => panic!("not queue purge: {other:?}"),
+        };
+        assert_eq!(purge(&["queue", "purge", "q"]), (PurgeState::All, false));
+        assert_eq!(purge(&["queue", "purge", "q", "--state", "dead", "--yes"]), (PurgeState::Dead, true));
+        assert_eq!(purge(&["queue", "purge", "q", "-y", "--state", "scheduled"]), (PurgeState::Scheduled, true));
     }
 
     #[test]

@@ -3,20 +3,38 @@
 //!
 //! Request bodies are built by pure functions ([`schedule_body`]) so their shape is
 //! unit-tested without a server.
+//!
+//! A command that would destroy without being told to (`queue purge` without `--yes`
+//! where there is no terminal to ask on) fails with a [`UsageError`], which `main`
+//! turns into exit status 2, as clap's own errors; nothing is sent to the server first.
+
+use std::io::{BufRead, IsTerminal, Write};
 
 use anyhow::{Context, Result};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
 use crate::cli::{
-    CancelArgs, ClientArgs, ClientCommand, DeadCommand, DeadRetryArgs, LsArgs, PageArgs, ScheduleArgs, StatsArgs,
-    TaskArgs,
+    CancelArgs, ClientArgs, ClientCommand, DeadCommand, DeadRetryArgs, LsArgs, PageArgs, PurgeState, QueueCommand,
+    QueueNameArgs, QueuePurgeArgs, QueueRmArgs, QueueSetArgs, ScheduleArgs, StatsArgs, TaskArgs,
 };
-use crate::client::{Client, ClientError, Json};
+use crate::client::{Client, ClientError, Json, Method, Request, StatusCode};
 use crate::{json, render};
 
 /// Tasks asked for per request while following `next_cursor`.
 const PAGE_SIZE: u32 = 100;
+
+/// A usage error found after parsing: `main` exits 2 for it, with the message.
+#[derive(Debug)]
+pub(crate) struct UsageError(pub(crate) String);
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}
 
 /// A client of the server; the token is `--token` (or `PUNCTUAL_TOKEN`), else the first
 /// of `PUNCTUAL_TOKENS`, the server's variable, so one environment serves both.
@@ -91,6 +109,7 @@ pub(crate) async fn run(command: ClientCommand) -> Result<String> {
         ClientCommand::Ls(args) => ls(args).await,
         ClientCommand::Stats(args) => stats(args).await,
         ClientCommand::Dead(args) => dead(args.command).await,
+        ClientCommand::Queue(args) => queue(args.command).await,
     }
 }
 
@@ -118,7 +137,7 @@ async fn cancel(args: CancelArgs) -> Result<String> {
         (Some(key), _) => {
             client.delete(&["v1", "queues", queue, "tasks", key]).await?;
             Ok(if json {
-                outcome_json("cancelled", queue, key)
+                outcome_json("cancelled", queue, Some(key))
             } else {
                 format!("Cancelled task '{key}' in queue {queue}.")
             })
@@ -138,13 +157,14 @@ async fn cancel(args: CancelArgs) -> Result<String> {
 }
 
 /// What `--json` prints for a `204` (the server sends no body):
-/// `{"outcome": …, "queue": …, "key": …}`.
-fn outcome_json(outcome: &str, queue: &str, key: &str) -> String {
-    json::pretty(&json::object(&[
-        ("outcome", &json::string(outcome)),
-        ("queue", &json::string(queue)),
-        ("key", &json::string(key)),
-    ]))
+/// `{"outcome": …, "queue": …, "key": …}`, the key only when there is one.
+fn outcome_json(outcome: &str, queue: &str, key: Option<&str>) -> String {
+    let mut fields = vec![("outcome", json::string(outcome)), ("queue", json::string(queue))];
+    if let Some(key) = key {
+        fields.push(("key", json::string(key)));
+    }
+    let fields: Vec<(&str, &str)> = fields.iter().map(|(name, value)| (*name, value.as_str())).collect();
+    json::pretty(&json::object(&fields))
 }
 
 /// The count `answer[field]` of a bulk answer (`{"cancelled": N}`).
@@ -158,14 +178,7 @@ fn counted(answer: &Value, field: &str) -> Result<usize> {
 async fn ls(args: LsArgs) -> Result<String> {
     let client = connect(&args.client)?;
     let now = &render::Now::read()?;
-    let Some(queue) = &args.queue else {
-        let answer = client.get(&["v1", "queues"], &[]).await?;
-        if args.client.json {
-            return Ok(json::pretty(&answer.text));
-        }
-        let queues = array(&answer.value, "queues")?;
-        return Ok(if queues.is_empty() { no_queues() } else { render::queue_table(queues, now) });
-    };
+    let Some(queue) = &args.queue else { return list_queues(&client, args.client.json, now).await };
     let state = args.state.map(|s| s.as_str());
     let filter = Filter { state, tag: args.tag.as_deref() };
     let list = collect(&client, &["v1", "queues", queue, "tasks"], filter, &args.page).await?;
@@ -179,6 +192,16 @@ async fn ls(args: LsArgs) -> Result<String> {
         return Ok(format!("No {more}{what}{tagged} in queue {queue}."));
     }
     Ok(list.with_note(render::task_table(&list.tasks, now)))
+}
+
+/// Every queue with its counts and whether it is paused (`ls`, `queue ls`).
+async fn list_queues(client: &Client, as_json: bool, now: &render::Now) -> Result<String> {
+    let answer = client.get(&["v1", "queues"], &[]).await?;
+    if as_json {
+        return Ok(json::pretty(&answer.text));
+    }
+    let queues = array(&answer.value, "queues")?;
+    Ok(if queues.is_empty() { no_queues() } else { render::queue_table(queues, now) })
 }
 
 async fn stats(args: StatsArgs) -> Result<String> {
@@ -221,7 +244,7 @@ async fn dead(command: DeadCommand) -> Result<String> {
             let client = connect(&args.client)?;
             client.delete(&["v1", "queues", &args.queue, "dead", &args.key]).await?;
             Ok(if args.client.json {
-                outcome_json("removed", &args.queue, &args.key)
+                outcome_json("removed", &args.queue, Some(&args.key))
             } else {
                 format!("Removed dead task '{}' from queue {}.", args.key, args.queue)
             })
@@ -255,6 +278,160 @@ async fn dead_retry(args: DeadRetryArgs) -> Result<String> {
     } else {
         let which = args.tag.as_deref().map(|tag| format!(" tagged '{tag}'")).unwrap_or_default();
         format!("Retried {}{which} in queue {queue}: due now, attempts reset.", plural(count, "dead task"))
+    })
+}
+
+/// `/v1/queues/{queue}/settings`.
+fn settings_path(queue: &str) -> [&str; 4] {
+    ["v1", "queues", queue, "settings"]
+}
+
+/// The headers of `--if-version N`: `If-Match: N`, the bare number.
+fn if_match(version: Option<&str>) -> Vec<(&'static str, &str)> {
+    version.map(|v| ("if-match", v)).into_iter().collect()
+}
+
+async fn queue(command: QueueCommand) -> Result<String> {
+    match command {
+        QueueCommand::Ls(args) => list_queues(&connect(&args.client)?, args.client.json, &render::Now::read()?).await,
+        QueueCommand::Get(args) => {
+            let client = connect(&args.client)?;
+            let settings = client.get(&settings_path(&args.queue), &[]).await?;
+            Ok(if args.client.json {
+                json::pretty(&settings.text)
+            } else {
+                render::settings_block(&settings.value, &render::Now::read()?)
+            })
+        }
+        QueueCommand::Set(args) => queue_set(args).await,
+        QueueCommand::Pause(args) => pause_or_resume(args, "pause").await,
+        QueueCommand::Resume(args) => pause_or_resume(args, "resume").await,
+        QueueCommand::Purge(args) => purge(args).await,
+        QueueCommand::Rm(args) => queue_rm(args).await,
+    }
+}
+
+/// `queue set`: `PUT` the file's settings (`PATCH` with `--patch`), conditional with
+/// `--if-version`; says what happened, then shows the settings now in force.
+async fn queue_set(args: QueueSetArgs) -> Result<String> {
+    let client = connect(&args.client)?;
+    let queue = &args.queue;
+    let version = args.if_version.map(|v| v.to_string());
+    let headers = if_match(version.as_deref());
+    let method = if args.patch { Method::PATCH } else { Method::PUT };
+    let path = settings_path(queue);
+    let answer = client.request(Request { body: Some(&args.file), headers: &headers, ..Request::new(method, &path) });
+    let answer = answer.await?;
+    let status = answer.status;
+    let settings = answer.json()?;
+    if args.client.json {
+        return Ok(json::pretty(&settings.text));
+    }
+    let version = &settings.value["version"];
+    let said = match (args.patch, status) {
+        (true, _) => format!("Updated the settings of queue {queue} (now version {version})."),
+        (false, StatusCode::CREATED) => format!("Created the settings of queue {queue} (version {version})."),
+        (false, _) => format!("Replaced the settings of queue {queue} (now version {version})."),
+    };
+    Ok(format!("{said}\n\n{}", render::settings_block(&settings.value, &render::Now::read()?)))
+}
+
+/// `queue pause` and `queue resume` (`action` is the route's last segment): the state
+/// the server answers with.
+async fn pause_or_resume(args: QueueNameArgs, action: &str) -> Result<String> {
+    let client = connect(&args.client)?;
+    let queue = &args.queue;
+    let settings = client.post(&["v1", "queues", queue, action]).await?;
+    if args.client.json {
+        return Ok(json::pretty(&settings.text));
+    }
+    Ok(match settings.value["paused"].as_bool() {
+        Some(true) => format!(
+            "Queue {queue} is paused: none of its tasks is leased or delivered until \
+             punctual queue resume {queue}. It still takes schedules and cancels."
+        ),
+        Some(false) => format!("Queue {queue} is running: its due tasks are leased and delivered, in due order."),
+        None => {
+            return Err(ClientError::Protocol {
+                detail: format!("the server's answer does not say whether the queue is paused: {}", settings.text),
+            }
+            .into());
+        }
+    })
+}
+
+/// `queue purge`: confirmed by `--yes` or on a terminal, then one `DELETE`.
+async fn purge(args: QueuePurgeArgs) -> Result<String> {
+    let client = connect(&args.client)?;
+    let queue = &args.queue;
+    if !args.yes {
+        confirm_purge(&client, queue, args.state).await?;
+    }
+    let path = ["v1", "queues", queue, "tasks"];
+    let query = [("state", args.state.as_str())];
+    let answer = client.request(Request { query: &query, ..Request::new(Method::DELETE, &path) }).await?.json()?;
+    let count = counted(&answer.value, "cancelled")?;
+    Ok(if args.client.json {
+        json::pretty(&answer.text)
+    } else {
+        format!("Cancelled {} in queue {queue}.", plural(count, purged_word(args.state)))
+    })
+}
+
+/// What a purge of `state` cancels, as the word counted: "scheduled task".
+fn purged_word(state: PurgeState) -> &'static str {
+    match state {
+        PurgeState::Scheduled => "scheduled task",
+        PurgeState::Dead => "dead task",
+        PurgeState::All => "task",
+    }
+}
+
+/// Asks on the terminal whether to purge, saying how many tasks it would cancel now.
+/// Without a terminal, a usage error: a script must say `--yes`.
+async fn confirm_purge(client: &Client, queue: &str, state: PurgeState) -> Result<()> {
+    if !std::io::stdin().is_terminal() || !std::io::stderr().is_terminal() {
+        return Err(UsageError(format!(
+            "a purge cancels tasks of queue {queue} for good; pass --yes to confirm (there is no terminal to ask on)"
+        ))
+        .into());
+    }
+    let detail = client.get(&["v1", "queues", queue], &[]).await?;
+    let count = |field: &str| detail.value[field].as_u64().unwrap_or(0);
+    let held = match state {
+        PurgeState::Scheduled => count("scheduled"),
+        PurgeState::Dead => count("dead"),
+        PurgeState::All => count("scheduled") + count("leased") + count("dead"),
+    };
+    let held = usize::try_from(held).unwrap_or(usize::MAX);
+    let question = format!("Cancel {} of queue {queue} for good? [y/N] ", plural(held, purged_word(state)));
+    if confirm(&question, &mut std::io::stdin().lock(), &mut std::io::stderr())? {
+        Ok(())
+    } else {
+        anyhow::bail!("not confirmed: nothing was purged")
+    }
+}
+
+/// Writes `question` and reads one line: yes for `y` or `yes`, in any case.
+fn confirm(question: &str, input: &mut impl BufRead, output: &mut impl Write) -> Result<bool> {
+    output.write_all(question.as_bytes()).and_then(|()| output.flush()).context("cannot ask for confirmation")?;
+    let mut answer = String::new();
+    input.read_line(&mut answer).context("cannot read the confirmation")?;
+    Ok(matches!(answer.trim().to_lowercase().as_str(), "y" | "yes"))
+}
+
+/// `queue rm`: `DELETE` of the settings, conditional with `--if-version`.
+async fn queue_rm(args: QueueRmArgs) -> Result<String> {
+    let client = connect(&args.client)?;
+    let queue = &args.queue;
+    let version = args.if_version.map(|v| v.to_string());
+    let headers = if_match(version.as_deref());
+    let path = settings_path(queue);
+    client.request(Request { headers: &headers, ..Request::new(Method::DELETE, &path) }).await?;
+    Ok(if args.client.json {
+        outcome_json("removed", queue, None)
+    } else {
+        format!("Removed the settings of queue {queue}; its tasks stay and take the built-in defaults.")
     })
 }
 
@@ -461,6 +638,18 @@ mod tests {
         assert_eq!(done.to_json(), "{\n  \"tasks\": [],\n  \"next_cursor\": null\n}");
     }
 
+    #[test]
+    fn a_purge_is_confirmed_only_by_y_or_yes() {
+        for (typed, confirmed) in
+            [("y\n", true), ("YES\n", true), (" yes \n", true), ("n\n", false), ("\n", false), ("", false)]
+        {
+            let mut asked = Vec::new();
+            let answer = confirm("Cancel 3 tasks? [y/N] ", &mut typed.as_bytes(), &mut asked).unwrap();
+            assert_eq!(answer, confirmed, "{typed:?}");
+            assert_eq!(asked, b"Cancel 3 tasks? [y/N] ");
+        }
+    }
+
     /// The commands against a fake server: what goes over the wire, what is printed.
     mod over_http {
         use super::*;
@@ -586,6 +775,99 @@ mod tests {
                 run_args(&server, &["dead", "rm", "q", "k"]).await.unwrap(),
                 "Removed dead task 'k' from queue q."
             );
+        }
+
+        fn settings(version: u64, paused: bool) -> Value {
+            json!({"queue": "q", "source": "api", "defaults": {"max_attempts": 20, "backoff": null, "repeat": null},
+                   "action": null, "concurrency": 32, "rate": null, "shards": 1, "targets": true,
+                   "paused": paused, "version": version, "updated_at": "2025-01-01T00:00:00.000Z"})
+        }
+
+        #[tokio::test]
+        async fn queue_set_puts_or_patches_the_file_with_if_match_and_says_what_happened() {
+            let dir = std::env::temp_dir().join(format!("punctual-cli-queue-set-{}", std::process::id()));
+            std::fs::create_dir_all(&dir).unwrap();
+            let file = dir.join("s.json");
+            std::fs::write(&file, r#"{"defaults": {"max_attempts": 3}}"#).unwrap();
+            let file = file.to_str().unwrap();
+            let server = FakeServer::start(|r| match (r.method.as_str(), r.header("if-match")) {
+                ("PUT", None) => (201, settings(1, false).to_string()),
+                ("PUT", Some("1")) => (200, settings(2, false).to_string()),
+                ("PATCH", None) => (200, settings(3, false).to_string()),
+                _ => (409, json!({"error": {"code": "conflict", "message": "moved"}}).to_string()),
+            })
+            .await;
+            let out = run_args(&server, &["queue", "set", "q", "--file", file]).await.unwrap();
+            assert!(out.starts_with("Created the settings of queue q (version 1).\n\nQueue "), "{out}");
+            let out = run_args(&server, &["queue", "set", "q", "--file", file, "--if-version", "1"]).await.unwrap();
+            assert!(out.starts_with("Replaced the settings of queue q (now version 2)."), "{out}");
+            let out = run_args(&server, &["queue", "set", "q", "--file", file, "--patch"]).await.unwrap();
+            assert!(out.starts_with("Updated the settings of queue q (now version 3)."), "{out}");
+            let e = run_args(&server, &["queue", "set", "q", "--file", file, "--if-version", "7"]).await.unwrap_err();
+            assert_eq!(format!("{e:#}"), "moved");
+            let requests = server.requests();
+            let sent: Vec<(&str, &str, Option<&str>)> =
+                requests.iter().map(|r| (r.method.as_str(), r.target.as_str(), r.header("if-match"))).collect();
+            assert_eq!(
+                sent,
+                [
+                    ("PUT", "/v1/queues/q/settings", None),
+                    ("PUT", "/v1/queues/q/settings", Some("1")),
+                    ("PATCH", "/v1/queues/q/settings", None),
+                    ("PUT", "/v1/queues/q/settings", Some("7")),
+                ]
+            );
+            for r in &requests {
+                assert_eq!(serde_json::from_str::<Value>(&r.body).unwrap(), json!({"defaults": {"max_attempts": 3}}));
+            }
+            std::fs::remove_dir_all(dir).unwrap();
+        }
+
+        #[tokio::test]
+        async fn queue_get_pause_resume_purge_and_rm_routes() {
+            let server = FakeServer::start(|r| match (r.method.as_str(), r.target.as_str()) {
+                ("GET", "/v1/queues/q%2Fx/settings") => (200, settings(4, false).to_string()),
+                ("POST", "/v1/queues/q/pause") => (200, settings(5, true).to_string()),
+                ("POST", "/v1/queues/q/resume") => (200, settings(6, false).to_string()),
+                ("DELETE", "/v1/queues/q/tasks?state=dead") => (200, json!({"cancelled": 1}).to_string()),
+                ("DELETE", "/v1/queues/q/tasks?state=all") => (200, json!({"cancelled": 12}).to_string()),
+                ("DELETE", "/v1/queues/q/settings") => (204, String::new()),
+                _ => (404, json!({"error": {"code": "not_found", "message": "queue 'q' has no settings"}}).to_string()),
+            })
+            .await;
+            let out = run_args(&server, &["queue", "get", "q/x"]).await.unwrap();
+            assert!(
+                out.starts_with("Queue         q\nSource        api") && out.contains("\nVersion       4\n"),
+                "{out}"
+            );
+            let e = run_args(&server, &["queue", "get", "q"]).await.unwrap_err();
+            assert_eq!(format!("{e:#}"), "queue 'q' has no settings");
+            let out = run_args(&server, &["queue", "pause", "q"]).await.unwrap();
+            assert!(out.starts_with("Queue q is paused: "), "{out}");
+            let out = run_args(&server, &["queue", "resume", "q"]).await.unwrap();
+            assert!(out.starts_with("Queue q is running: "), "{out}");
+            let out = run_args(&server, &["queue", "purge", "q", "--state", "dead", "--yes"]).await.unwrap();
+            assert_eq!(out, "Cancelled 1 dead task in queue q.");
+            let out = run_args(&server, &["queue", "purge", "q", "--yes"]).await.unwrap();
+            assert_eq!(out, "Cancelled 12 tasks in queue q.");
+            let out = run_args(&server, &["queue", "rm", "q", "--if-version", "6", "--json"]).await.unwrap();
+            assert_eq!(serde_json::from_str::<Value>(&out).unwrap(), json!({"outcome": "removed", "queue": "q"}));
+            let rm = server.requests().into_iter().last().unwrap();
+            assert_eq!((rm.method.as_str(), rm.header("if-match")), ("DELETE", Some("6")));
+        }
+
+        #[tokio::test]
+        async fn queue_ls_is_ls_with_the_paused_column() {
+            let server = FakeServer::start(|_| {
+                let queues = json!({"queues": [{"name": "a", "scheduled": 1, "leased": 0, "dead": 0,
+                                                "next_due_at": null, "paused": true}]});
+                (200, queues.to_string())
+            })
+            .await;
+            let out = run_args(&server, &["queue", "ls"]).await.unwrap();
+            assert_eq!(out, run_args(&server, &["ls"]).await.unwrap());
+            let lines: Vec<&str> = out.lines().collect();
+            assert!(lines[0].ends_with("PAUSED") && lines[1].ends_with("yes"), "{out}");
         }
 
         /// Five tasks; like many cursor APIs, a full page carries a cursor even when it

@@ -5,7 +5,9 @@
 //! crate parses the command line, renders answers and maps errors to exit statuses.
 //!
 //! Exit status: 0 on success; 1 when a command fails (the server refused, the task was
-//! not found, the server could not be reached); 2 on a usage error (clap's own).
+//! not found, the server could not be reached); 2 on a usage error (clap's own, or a
+//! [`commands::UsageError`] found after parsing, such as a purge without `--yes` and
+//! without a terminal to confirm on).
 
 mod cli;
 mod commands;
@@ -44,7 +46,7 @@ async fn main() -> ExitCode {
         Err(error) => {
             // `{:#}` prints the whole chain on one line: "error: context: cause".
             eprintln!("error: {error:#}");
-            ExitCode::FAILURE
+            if error.downcast_ref::<commands::UsageError>().is_some() { ExitCode::from(2) } else { ExitCode::FAILURE }
         }
     }
 }

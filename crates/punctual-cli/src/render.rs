@@ -267,10 +267,20 @@ pub(crate) fn queue_table(queues: &[Value], now: &Now) -> String {
                 plain(&q["dead"]),
                 relative_cell(&q["next_due_at"], now),
                 now.time(&q["next_due_at"]),
+                yes_no(&q["paused"]),
             ]
         })
         .collect();
-    table(&["QUEUE", "SCHEDULED", "LEASED", "DEAD", "NEXT DUE", "NEXT DUE AT"], rows, &[1, 2, 3])
+    table(&["QUEUE", "SCHEDULED", "LEASED", "DEAD", "NEXT DUE", "NEXT DUE AT", "PAUSED"], rows, &[1, 2, 3])
+}
+
+/// `yes` or `no` for a boolean, `-` when absent (an older server).
+fn yes_no(value: &Value) -> String {
+    match value.as_bool() {
+        Some(true) => "yes".into(),
+        Some(false) => "no".into(),
+        None => plain(value),
+    }
 }
 
 /// Per-queue detail (`GET /v1/queues/{queue}` objects) with a total row when there is
@@ -393,6 +403,75 @@ pub(crate) fn queue_block(queue: &Value, now: &Now) -> String {
         ("Fire lag p50", millis_figure(&queue["lag_ms"]["p50"])),
         ("Fire lag p99", millis_figure(&queue["lag_ms"]["p99"])),
     ])
+}
+
+/// A queue's settings as a readable block (`punctual queue get`, after `queue set`).
+pub(crate) fn settings_block(settings: &Value, now: &Now) -> String {
+    let defaults = &settings["defaults"];
+    let pull = settings["action"].is_null();
+    // Without an action the server keeps concurrency and rate but nothing uses them.
+    let unused = |text: String| if pull && text != "-" { format!("{text} (unused without an action)") } else { text };
+    let source = match settings["source"].as_str() {
+        Some("config") => "config (the server's config file: change it there)".to_owned(),
+        Some("api") => "api (stored by the server)".to_owned(),
+        _ => plain(&settings["source"]),
+    };
+    let targets = match settings["targets"].as_bool() {
+        Some(true) => "allowed (tasks may carry their own HTTP target)".to_owned(),
+        Some(false) => "refused (a task with a target is 400)".to_owned(),
+        None => plain(&settings["targets"]),
+    };
+    // Version 0: nothing stored yet (a config file's queue never changed).
+    let updated =
+        if settings["version"] == 0 { "-".to_owned() } else { time_with_relative(&settings["updated_at"], now) };
+    block(&[
+        ("Queue", plain(&settings["queue"])),
+        ("Source", source),
+        ("Max attempts", plain(&defaults["max_attempts"])),
+        ("Backoff", backoff(&defaults["backoff"])),
+        ("Repeat", repeat(&defaults["repeat"], now)),
+        ("Action", action(&settings["action"])),
+        ("Concurrency", unused(plain(&settings["concurrency"]))),
+        ("Rate", unused(plain(&settings["rate"]))),
+        ("Shards", plain(&settings["shards"])),
+        ("Targets", targets),
+        ("Paused", yes_no(&settings["paused"])),
+        ("Version", plain(&settings["version"])),
+        ("Updated", updated),
+    ])
+}
+
+/// A queue's action: its kind on the first line, then each other field on a line of
+/// its own (`url: https://…`), a nested table's fields with dotted names
+/// (`smtp.host: …`), in name order.
+fn action(action: &Value) -> String {
+    let Some(fields) = action.as_object() else {
+        return if action.is_null() { "none: pull workers lease its tasks".into() } else { plain(action) };
+    };
+    let mut lines = vec![plain(&action["kind"])];
+    push_fields("", fields, &mut lines);
+    lines.join("\n")
+}
+
+/// `name: value` lines of an action's fields under `prefix`, one line each.
+fn push_fields(prefix: &str, fields: &serde_json::Map<String, Value>, lines: &mut Vec<String>) {
+    for (name, value) in fields {
+        let name = if prefix.is_empty() { name.clone() } else { format!("{prefix}.{name}") };
+        let text = match value {
+            _ if name == "kind" => continue,
+            Value::Null => continue,
+            Value::Object(inner) => {
+                push_fields(&name, inner, lines);
+                continue;
+            }
+            Value::Array(items) if items.iter().all(|item| !item.is_object() && !item.is_array()) => {
+                items.iter().map(plain).collect::<Vec<_>>().join(", ")
+            }
+            Value::Array(_) => value.to_string(),
+            scalar => plain(scalar),
+        };
+        lines.push(format!("{name}: {}", one_line(&text, CELL_TEXT_MAX)));
+    }
 }
 
 /// A payload on one line when short, otherwise pretty-printed.
@@ -552,16 +631,19 @@ mod tests {
     fn queue_tables_and_stats_totals() {
         let queues = vec![
             json!({"name": "a", "scheduled": 3, "leased": 1, "dead": 0, "next_due_at": "2025-11-30T12:05:00.000Z",
-                   "oldest_overdue_ms": 0, "lag_ms": {"p50": 4, "p99": 1250}}),
+                   "paused": false, "oldest_overdue_ms": 0, "lag_ms": {"p50": 4, "p99": 1250}}),
             json!({"name": "b.long", "scheduled": 10, "leased": 0, "dead": 2, "next_due_at": null,
-                   "oldest_overdue_ms": 95000, "lag_ms": {"p50": null, "p99": null}}),
+                   "paused": true, "oldest_overdue_ms": 95000, "lag_ms": {"p50": null, "p99": null}}),
         ];
         let overview = queue_table(&queues, &NOW);
         assert_eq!(
             overview.lines().nth(1),
-            Some("a                3        1      0   in 5m      2025-11-30T12:05:00.000Z")
+            Some("a                3        1      0   in 5m      2025-11-30T12:05:00.000Z   no")
         );
-        assert_eq!(overview.lines().nth(2), Some("b.long          10        0      2   -          -"));
+        assert_eq!(
+            overview.lines().nth(2),
+            Some("b.long          10        0      2   -          -                          yes")
+        );
         let stats = stats_table(&queues, &NOW);
         let lines: Vec<&str> = stats.lines().collect();
         assert_eq!(
@@ -593,6 +675,80 @@ mod tests {
         );
         let answer = json!({"outcome": "kept", "task": task()});
         assert!(schedule_outcome(&answer, &NOW).starts_with("Kept the existing task 'order-1234'"));
+    }
+
+    /// API.md's example of a queue's settings.
+    fn settings() -> Value {
+        json!({
+            "queue": "order.cancel", "source": "api",
+            "defaults": {"max_attempts": 10, "backoff": {"initial": "1s", "factor": 2.0, "max": "1h"}, "repeat": null},
+            "action": {"kind": "webhook", "url": "https://shop.example.com/hooks/cancel",
+                       "secret_env": "ORDER_HOOK_SECRET", "timeout": "10s"},
+            "concurrency": 16, "rate": "20/1m", "shards": 1, "targets": true, "paused": false,
+            "version": 3, "updated_at": "2025-11-30T11:57:00.000Z"
+        })
+    }
+
+    #[test]
+    fn settings_read_as_a_block_with_the_action_field_by_field() {
+        assert_eq!(
+            settings_block(&settings(), &NOW),
+            "Queue         order.cancel\n\
+             Source        api (stored by the server)\n\
+             Max attempts  10\n\
+             Backoff       1s ×2 up to 1h\n\
+             Repeat        -\n\
+             Action        webhook\n\
+             \x20             secret_env: ORDER_HOOK_SECRET\n\
+             \x20             timeout: 10s\n\
+             \x20             url: https://shop.example.com/hooks/cancel\n\
+             Concurrency   16\n\
+             Rate          20/1m\n\
+             Shards        1\n\
+             Targets       allowed (tasks may carry their own HTTP target)\n\
+             Paused        no\n\
+             Version       3\n\
+             Updated       2025-11-30T11:57:00.000Z (3m ago)"
+        );
+    }
+
+    #[test]
+    fn settings_without_an_action_or_from_the_config_file_say_so() {
+        let mut s = settings();
+        s["action"] = Value::Null;
+        s["rate"] = Value::Null;
+        s["targets"] = json!(false);
+        s["paused"] = json!(true);
+        let text = settings_block(&s, &NOW);
+        for line in [
+            "Action        none: pull workers lease its tasks",
+            "Concurrency   16 (unused without an action)",
+            "Rate          -",
+            "Targets       refused (a task with a target is 400)",
+            "Paused        yes",
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line:?} in\n{text}");
+        }
+        s["source"] = json!("config");
+        s["version"] = json!(0);
+        s["updated_at"] = json!("1970-01-01T00:00:00.000Z");
+        let text = settings_block(&s, &NOW);
+        assert!(text.contains("\nSource        config (the server's config file: change it there)\n"), "{text}");
+        assert!(text.ends_with("\nVersion       0\nUpdated       -"), "never stored: no update time\n{text}");
+    }
+
+    #[test]
+    fn nested_and_listed_action_fields_are_one_line_each() {
+        let email = json!({"kind": "email", "smtp": {"host": "smtp.example.com", "port": 587, "password_env": "SMTP_PW"},
+                           "from": "a@example.com", "to": ["b@example.com", "c@example.com"], "subject": null});
+        assert_eq!(
+            action(&email),
+            "email\nfrom: a@example.com\nsmtp.host: smtp.example.com\nsmtp.password_env: SMTP_PW\nsmtp.port: 587\n\
+             to: b@example.com, c@example.com"
+        );
+        let long = json!({"kind": "slack", "url_env": "SLACK_URL", "text": format!("line one\n{}", "x".repeat(100))});
+        let text = action(&long);
+        assert!(text.lines().count() == 3 && text.contains("text: line one xxx") && text.contains("x…"), "{text}");
     }
 
     #[test]

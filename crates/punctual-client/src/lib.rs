@@ -15,8 +15,7 @@ use std::fmt;
 use std::time::Duration;
 
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
-use reqwest::Method;
-pub use reqwest::{StatusCode, Url};
+pub use reqwest::{Method, StatusCode, Url};
 use serde_json::Value;
 
 /// Longest wait for one whole request (connect, send, answer).
@@ -53,6 +52,27 @@ pub struct Answer {
 pub struct Json {
     pub text: String,
     pub value: Value,
+}
+
+/// One request: a method and a path, and optionally a query, a JSON body and headers
+/// of its own (`If-Match: 3`). Start from [`Request::new`] and set the rest by struct
+/// update: `Request { body: Some(&body), ..Request::new(Method::PATCH, &segments) }`.
+#[derive(Debug, Clone)]
+pub struct Request<'a> {
+    pub method: Method,
+    /// Path segments under the base, each percent-encoded when sent.
+    pub segments: &'a [&'a str],
+    pub query: &'a [(&'a str, &'a str)],
+    pub body: Option<&'a Value>,
+    /// Sent besides `Accept` and `Authorization`, which the client sets itself.
+    pub headers: &'a [(&'a str, &'a str)],
+}
+
+impl<'a> Request<'a> {
+    /// `method` on `segments`, with no query, body or extra header.
+    pub fn new(method: Method, segments: &'a [&'a str]) -> Request<'a> {
+        Request { method, segments, query: &[], body: None, headers: &[] }
+    }
 }
 
 impl Answer {
@@ -194,38 +214,43 @@ impl Client {
 
     /// `GET` expecting a JSON body.
     pub async fn get(&self, segments: &[&str], query: &[(&str, &str)]) -> Result<Json, ClientError> {
-        self.send(Method::GET, self.url(segments, query)?, None).await?.json()
+        self.request(Request { query, ..Request::new(Method::GET, segments) }).await?.json()
     }
 
     /// `PUT` a JSON body.
     pub async fn put(&self, segments: &[&str], body: &Value) -> Result<Answer, ClientError> {
-        self.send(Method::PUT, self.url(segments, &[])?, Some(body)).await
+        self.request(Request { body: Some(body), ..Request::new(Method::PUT, segments) }).await
     }
 
     /// `POST` without a body, expecting a JSON answer.
     pub async fn post(&self, segments: &[&str]) -> Result<Json, ClientError> {
-        self.send(Method::POST, self.url(segments, &[])?, None).await?.json()
+        self.request(Request::new(Method::POST, segments)).await?.json()
     }
 
     /// `POST` a JSON body.
     pub async fn post_json(&self, segments: &[&str], body: &Value) -> Result<Answer, ClientError> {
-        self.send(Method::POST, self.url(segments, &[])?, Some(body)).await
+        self.request(Request { body: Some(body), ..Request::new(Method::POST, segments) }).await
     }
 
     /// `DELETE`; success is any 2xx (the API answers `204`).
     pub async fn delete(&self, segments: &[&str]) -> Result<Answer, ClientError> {
-        self.send(Method::DELETE, self.url(segments, &[])?, None).await
+        self.request(Request::new(Method::DELETE, segments)).await
     }
 
-    async fn send(&self, method: Method, url: Url, body: Option<&Value>) -> Result<Answer, ClientError> {
-        let mut request = self.http.request(method, url).header(reqwest::header::ACCEPT, "application/json");
+    /// Any request: the shorthands above are this with fewer parts.
+    pub async fn request(&self, request: Request<'_>) -> Result<Answer, ClientError> {
+        let url = self.url(request.segments, request.query)?;
+        let mut builder = self.http.request(request.method, url).header(reqwest::header::ACCEPT, "application/json");
         if let Some(token) = &self.token {
-            request = request.bearer_auth(token);
+            builder = builder.bearer_auth(token);
         }
-        if let Some(body) = body {
-            request = request.json(body);
+        for (name, value) in request.headers {
+            builder = builder.header(*name, *value);
         }
-        let response = request.send().await.map_err(|e| self.transport_error(&e))?;
+        if let Some(body) = request.body {
+            builder = builder.json(body);
+        }
+        let response = builder.send().await.map_err(|e| self.transport_error(&e))?;
         let status = response.status();
         let bytes = response.bytes().await.map_err(|e| self.transport_error(&e))?;
         if !status.is_success() {

@@ -9,105 +9,11 @@
 
 use crate::common;
 
-use std::io::Read;
 use std::net::{Ipv4Addr, TcpListener};
-use std::process::{Command, Stdio};
-use std::time::Duration;
 
-use common::{Api, BIN, assert_near, now_ms, parse_duration, parse_time, server_builder, start, start_server};
+use common::run::{run, run_env, server_message};
+use common::{Api, assert_near, now_ms, parse_duration, parse_time, server_builder, start, start_server};
 use serde_json::{Value, json};
-
-/// How long one CLI run may take before the test calls it hung.
-const CLI_TIMEOUT: Duration = Duration::from_secs(30);
-
-#[derive(Debug)]
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-impl Out {
-    /// Both streams, for content checks that do not care which one a message is on.
-    fn all(&self) -> String {
-        format!("{}\n{}", self.stdout, self.stderr)
-    }
-
-    #[track_caller]
-    fn expect_code(&self, code: i32, what: &str) -> &Out {
-        assert_eq!(self.code, code, "{what}: exit status\nstdout: {}\nstderr: {}", self.stdout, self.stderr);
-        self
-    }
-
-    /// Parses stdout as one JSON document.
-    #[track_caller]
-    fn json(&self) -> Value {
-        serde_json::from_str(self.stdout.trim())
-            .unwrap_or_else(|e| panic!("--json output is not one JSON document ({e}):\n{}", self.stdout))
-    }
-
-    #[track_caller]
-    fn expect_contains(&self, needles: &[&str], what: &str) {
-        let all = self.all().to_lowercase();
-        for needle in needles {
-            assert!(
-                all.contains(&needle.to_lowercase()),
-                "{what}: output lacks {needle:?}\nstdout: {}\nstderr: {}",
-                self.stdout,
-                self.stderr
-            );
-        }
-    }
-}
-
-/// Runs `punctual <args>` with no `PUNCTUAL_*` variables but `envs`; kills it after
-/// [`CLI_TIMEOUT`].
-fn run_env(args: &[&str], envs: &[(&str, &str)]) -> Out {
-    let mut command = Command::new(BIN);
-    command.args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
-    for (name, _) in std::env::vars() {
-        if name.starts_with("PUNCTUAL_") {
-            command.env_remove(name);
-        }
-    }
-    // Times show in `TZ` when it is set: only where a test asks.
-    command.env_remove("TZ");
-    command.envs(envs.iter().copied());
-    let mut child = command.spawn().expect("spawn punctual");
-    let mut stdout = child.stdout.take().expect("piped stdout");
-    let mut stderr = child.stderr.take().expect("piped stderr");
-    let out_reader = std::thread::spawn(move || {
-        let mut text = String::new();
-        let _ = stdout.read_to_string(&mut text);
-        text
-    });
-    let err_reader = std::thread::spawn(move || {
-        let mut text = String::new();
-        let _ = stderr.read_to_string(&mut text);
-        text
-    });
-    let Some(status) = punctual_testkit::poll_until(CLI_TIMEOUT, || child.try_wait().expect("poll punctual")) else {
-        let _ = child.kill();
-        let _ = child.wait();
-        panic!("punctual {args:?} did not exit within {CLI_TIMEOUT:?}");
-    };
-    let stdout = out_reader.join().expect("stdout reader");
-    let stderr = err_reader.join().expect("stderr reader");
-    let code = status.code().unwrap_or_else(|| panic!("punctual {args:?} was killed by a signal: {status}"));
-    Out { code, stdout, stderr }
-}
-
-/// Runs `punctual <args> --server <url>`.
-fn run(url: &str, args: &[&str]) -> Out {
-    let mut all = args.to_vec();
-    all.extend(["--server", url]);
-    run_env(&all, &[])
-}
-
-/// The message of the server's error for a request, to find in the CLI's output.
-fn server_message(resp: &common::Resp) -> String {
-    resp.json["error"]["message"].as_str().unwrap_or_else(|| panic!("an error body: {}", resp.text)).to_owned()
-}
 
 /// Every JSON object (depth first, arrays in order) with a string `key`: tasks.
 fn objects_with_key(value: &Value) -> Vec<&Value> {
@@ -406,6 +312,12 @@ fn usage_errors_exit_2_without_contacting_a_server() {
         &["dead", "frob", "q"],
         &["dead", "retry", "q", "k", "--tag", "pi-9"],
         &["get", "q", "k", "extra"],
+        &["queue"],
+        &["queue", "get"],
+        &["queue", "set", "q"],
+        &["queue", "set", "q", "--file", "/no/such/settings.json"],
+        &["queue", "purge", "q", "--state", "leased", "--yes"],
+        &["queue", "rm", "q", "--if-version", "three"],
     ];
     for args in cases {
         let mut all = args.to_vec();
@@ -414,7 +326,7 @@ fn usage_errors_exit_2_without_contacting_a_server() {
         assert_eq!(out.code, 2, "punctual {args:?}: a usage error exits 2: {out:?}");
         assert!(!out.stderr.trim().is_empty(), "punctual {args:?}: a usage error says why: {out:?}");
     }
-    let subcommands: [&[&str]; 8] = [
+    let subcommands: [&[&str]; 15] = [
         &["schedule"],
         &["get"],
         &["cancel"],
@@ -423,6 +335,13 @@ fn usage_errors_exit_2_without_contacting_a_server() {
         &["dead", "ls"],
         &["dead", "retry"],
         &["dead", "rm"],
+        &["queue", "ls"],
+        &["queue", "get"],
+        &["queue", "set"],
+        &["queue", "pause"],
+        &["queue", "resume"],
+        &["queue", "purge"],
+        &["queue", "rm"],
     ];
     for sub in subcommands {
         let mut args = sub.to_vec();

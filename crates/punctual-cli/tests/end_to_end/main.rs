@@ -23,6 +23,7 @@ mod disk_full;
 mod kill_under_load;
 mod observability;
 mod push_actions;
+mod queue_commands;
 mod queue_settings;
 mod redis_clock_skew;
 mod redis_nodes;
