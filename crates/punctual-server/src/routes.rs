@@ -174,11 +174,19 @@ async fn list<S: Store>(state: &AppState<S>, queue: &str, task_state: Option<Tas
 }
 
 #[utoipa::path(get, path = "/v1/queues", tag = "queues",
-    summary = "Every queue holding a task and every queue of the config file (zero counts while it holds none)",
+    summary = "Every queue holding a task, every queue of the config file and every queue with settings or paused \
+        (zero counts while it holds none)",
     responses((status = 200, body = QueueListResponse)))]
 pub(crate) async fn list_queues<S: Store>(State(state): State<AppState<S>>) -> Answer {
-    let stats = state.inner.declared.with_counts(state.inner.engine.stats(None).await?);
     let engine = &state.inner.engine;
+    let mut stats = state.inner.declared.with_counts(engine.stats(None).await?);
+    // A queue given settings or paused through the API is listed before its first task.
+    let records = engine.watch_queue_records().borrow().clone();
+    for record in records.iter().filter(|r| r.settings.is_some() || r.paused) {
+        if let Err(at) = stats.binary_search_by(|s| s.name.as_str().cmp(record.queue.as_str())) {
+            stats.insert(at, QueueStats::new(record.queue.clone(), 0, 0, 0, None));
+        }
+    }
     let queues = stats
         .into_iter()
         .map(|s| {

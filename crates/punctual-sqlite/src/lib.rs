@@ -4,17 +4,15 @@
 //! - **Durable when a call returns**: a write is answered only after its transaction
 //!   committed. Writes whose loss would lose a task or revive a cancelled one
 //!   (schedule, cancel, purge, dead retry and delete), and changes to queue records
-//!   (a resumed pause must not come back), are fsynced first (the WAL is synced after
-//!   their commit, before the answer); writes whose loss can only make a task fire
-//!   again (lease, ack, extend, release, reap) survive any crash of the process and
-//!   are fsynced with the next group that is, so power loss can at worst re-fire a
-//!   task — never lose one.
+//!   (a resumed pause must not come back), are fsynced first (`synchronous =
+//!   FULL`); writes whose loss can only make a task fire again (lease, ack, extend,
+//!   release, reap) survive any crash of the process and are fsynced with the next
+//!   group that is, so power loss can at worst re-fire a task — never lose one.
 //! - **Fences never repeat**: each open bumps a durable epoch and every lease's fence
 //!   is at least `epoch << 32`, so a lease lost in a power failure cannot make a
 //!   stale token look live after restart.
 //! - **Group commit**: one writer thread commits every write that queued up meanwhile
-//!   in one transaction; one fsync, on a thread of its own, covers every group that
-//!   committed while the last one ran (see `writer`).
+//!   in one transaction and one fsync (see `writer`).
 //! - **Reads never wait for writes**: they run on reader connections (WAL snapshots)
 //!   in tokio's blocking pool.
 //! - **Memory bounded**: nothing per task is held in memory; SQLite's page cache is

@@ -2,18 +2,10 @@
 //!
 //! The thread takes the first waiting job, then every job that queued up behind it
 //! (up to [`MAX_GROUP`]), runs them all in one `BEGIN IMMEDIATE` transaction — each in
-//! its own savepoint, so a job that fails is undone alone — and commits once. If the
-//! commit fails, every job of the group gets the error and nothing of the group was
-//! written.
-//!
-//! The fsync is not the writer's: it commits with `synchronous = NORMAL` (the WAL is
-//! written, not synced) and hands a group that needs power-loss durability to a syncer
-//! thread, which syncs the WAL (`fdatasync`) and only then answers that group's
-//! callers — so an answer still means durable, while the writer goes on with the next
-//! group instead of waiting for the disk. One sync answers every group that queued up
-//! for it. A group whose writes only need to survive a crash of the process is
-//! answered at its commit. Power loss keeps a prefix of the commits (the WAL's frames
-//! are checksummed in a chain), so no later commit outlives an earlier one.
+//! its own savepoint, so a job that fails is undone alone — and commits once: one
+//! fsync for the whole group. Only after the commit returns does any job's caller get
+//! its answer, so an answer always means durable. If the commit fails, every job of the
+//! group gets the error and nothing of the group was written.
 //!
 //! Checkpoints (folding the WAL back into the database file, with an fsync) never run
 //! inside a commit: the writer turns SQLite's automatic checkpoints off and, when the
@@ -94,7 +86,7 @@ where
 /// How durable a write must be before its caller is answered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Durability {
-    /// Survives power loss: the WAL is synced after the group's commit, before the answer.
+    /// Survives power loss: the group's commit is fsynced (`synchronous = FULL`).
     /// For writes whose loss would lose a task or revive a cancelled one.
     Fsync,
     /// Survives any crash of the process (the WAL is written before answering), and
@@ -137,8 +129,7 @@ fn run_cached(conn: &Connection, sql: &str) -> Result<()> {
     conn.prepare_cached(sql).and_then(|mut statement| statement.execute([])).map(|_| ()).map_err(map_err)
 }
 
-/// Starts the writer thread on `conn` (the database at `path`), with its checkpointer
-/// and its syncer.
+/// Starts the writer thread on `conn` (the database at `path`), with its checkpointer.
 pub(crate) fn spawn(conn: Connection, path: &Path) -> std::io::Result<(mpsc::Sender<Message>, thread::JoinHandle<()>)> {
     let (sender, receiver) = mpsc::channel::<Message>();
     let (checkpoint, wanted) = mpsc::sync_channel::<()>(1);
@@ -147,40 +138,11 @@ pub(crate) fn spawn(conn: Connection, path: &Path) -> std::io::Result<(mpsc::Sen
         .name("punctual-sqlite-checkpoint".into())
         .spawn(move || checkpoint_when_asked(&checkpointer_path, wanted))?;
     let wal = PathBuf::from(format!("{}-wal", path.display()));
-    let (to_sync, committed) = mpsc::channel::<Vec<Reply>>();
-    let syncer_wal = wal.clone();
-    let syncer_thread = thread::Builder::new()
-        .name("punctual-sqlite-sync".into())
-        .spawn(move || sync_when_asked(&syncer_wal, committed))?;
     let handle = thread::Builder::new().name("punctual-sqlite-writer".into()).spawn(move || {
-        run(conn, receiver, Syncer { to_sync, wal, thread: syncer_thread }, checkpoint);
+        run(conn, receiver, &wal, checkpoint);
         let _ = checkpointer.join();
     })?;
     Ok((sender, handle))
-}
-
-/// Syncs the WAL for every batch of committed groups that queued up, then answers them.
-fn sync_when_asked(wal: &Path, committed: mpsc::Receiver<Vec<Reply>>) {
-    while let Ok(mut waiting) = committed.recv() {
-        while let Ok(more) = committed.try_recv() {
-            waiting.extend(more);
-        }
-        let synced = sync_wal(wal);
-        if let Err(error) = &synced {
-            tracing::error!(error = %error, "cannot sync the WAL; the writes waiting for it are answered with the error");
-        }
-        for reply in waiting {
-            reply(synced.clone());
-        }
-    }
-}
-
-/// `fdatasync` of the WAL (any descriptor of a file syncs all of it). Opened each time,
-/// so a WAL that SQLite recreated is the one synced.
-fn sync_wal(wal: &Path) -> Result<()> {
-    std::fs::File::open(wal).and_then(|file| file.sync_data()).map_err(|e| {
-        Error::Unavailable(format!("the disk did not make the write durable ({e}); retry once it is healthy"))
-    })
 }
 
 /// Runs a passive checkpoint each time it is asked, until the asking side is dropped.
@@ -199,11 +161,8 @@ fn checkpoint_when_asked(path: &Path, wanted: mpsc::Receiver<()>) {
     }
 }
 
-fn run(conn: Connection, receiver: mpsc::Receiver<Message>, syncer: Syncer, checkpoint: mpsc::SyncSender<()>) {
-    if let Err(error) = run_cached(&conn, "PRAGMA synchronous = NORMAL") {
-        // Still durable: the commits then sync themselves (slower, nothing weaker).
-        tracing::warn!(error = %error, "cannot leave the WAL's sync to the syncer thread");
-    }
+fn run(conn: Connection, receiver: mpsc::Receiver<Message>, wal: &Path, checkpoint: mpsc::SyncSender<()>) {
+    let mut synchronous = Synchronous { full: true };
     let mut groups_since_look = 0u32;
     let mut closing = None;
     while closing.is_none() {
@@ -221,11 +180,11 @@ fn run(conn: Connection, receiver: mpsc::Receiver<Message>, syncer: Syncer, chec
             }
         }
         if !group.is_empty() {
-            commit_group(&conn, group, &syncer);
+            commit_group(&conn, &mut synchronous, group);
             groups_since_look += 1;
             if groups_since_look >= CHECK_WAL_EVERY {
                 groups_since_look = 0;
-                let wal_bytes = std::fs::metadata(&syncer.wal).map_or(0, |m| m.len());
+                let wal_bytes = std::fs::metadata(wal).map_or(0, |m| m.len());
                 if wal_bytes > WAL_LIMIT_BYTES {
                     if let Err(e) = conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)") {
                         tracing::warn!(error = %e, wal_bytes, "cannot truncate the WAL; will retry");
@@ -241,14 +200,12 @@ fn run(conn: Connection, receiver: mpsc::Receiver<Message>, syncer: Syncer, chec
     // Answer anything that raced with close, then checkpoint so the WAL is folded in.
     while let Ok(message) = receiver.try_recv() {
         match message {
-            Message::Job(job) => commit_group(&conn, vec![job], &syncer),
+            Message::Job(job) => commit_group(&conn, &mut synchronous, vec![job]),
             Message::Close(done) => {
                 let _ = done.send(());
             }
         }
     }
-    // Every synced write is answered before close is.
-    syncer.finish();
     if let Err(e) = conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)") {
         tracing::warn!(error = %e, "checkpoint at close failed; the WAL will be replayed at next open");
     }
@@ -258,10 +215,24 @@ fn run(conn: Connection, receiver: mpsc::Receiver<Message>, syncer: Syncer, chec
     }
 }
 
-/// Commits `group` in one transaction; answers it at once, or after the syncer synced
-/// the WAL when one of its jobs needs power-loss durability.
-fn commit_group(conn: &Connection, group: Vec<Job>, syncer: &Syncer) {
-    let needs_sync = group.iter().any(|job| job.needs_fsync());
+/// The connection's current `synchronous` setting, changed only between transactions.
+struct Synchronous {
+    full: bool,
+}
+
+fn commit_group(conn: &Connection, synchronous: &mut Synchronous, group: Vec<Job>) {
+    let full = group.iter().any(|job| job.needs_fsync());
+    if full != synchronous.full {
+        let pragma = if full { "PRAGMA synchronous = FULL" } else { "PRAGMA synchronous = NORMAL" };
+        if let Err(error) = run_cached(conn, pragma) {
+            tracing::error!(error = %error, "cannot set the durability of a write");
+            for job in group {
+                job.fail(error.clone());
+            }
+            return;
+        }
+        synchronous.full = full;
+    }
     if let Err(error) = run_cached(conn, "BEGIN IMMEDIATE") {
         tracing::error!(error = %error, "cannot begin a write transaction");
         for job in group {
@@ -274,38 +245,8 @@ fn commit_group(conn: &Connection, group: Vec<Job>, syncer: &Syncer) {
     if commit.is_err() {
         let _ = conn.execute_batch("ROLLBACK");
     }
-    if needs_sync && commit.is_ok() {
-        syncer.answer_when_synced(replies);
-        return;
-    }
     for reply in replies {
         reply(commit.clone());
-    }
-}
-
-/// The writer's side of the syncer thread.
-struct Syncer {
-    to_sync: mpsc::Sender<Vec<Reply>>,
-    wal: PathBuf,
-    thread: thread::JoinHandle<()>,
-}
-
-impl Syncer {
-    /// Answers `replies` of a committed group once the WAL is synced.
-    fn answer_when_synced(&self, replies: Vec<Reply>) {
-        // Sent back only if the syncer thread died: then the writer syncs itself.
-        if let Err(mpsc::SendError(replies)) = self.to_sync.send(replies) {
-            let synced = sync_wal(&self.wal);
-            for reply in replies {
-                reply(synced.clone());
-            }
-        }
-    }
-
-    /// Waits until the syncer has synced and answered everything sent to it.
-    fn finish(self) {
-        drop(self.to_sync);
-        let _ = self.thread.join();
     }
 }
 

@@ -74,6 +74,9 @@ fn settings_round_trip(server: &ServerProcess) {
     assert_eq!((settings["source"].as_str(), settings["version"].as_u64()), (Some("api"), Some(1)));
     assert_eq!(settings["defaults"]["max_attempts"], 5);
     assert_eq!(settings["defaults"]["backoff"]["initial"], "1s", "effective defaults are shown");
+    let queues = api.get("/v1/queues").expect(200, "list").clone();
+    let listed = queues["queues"].as_array().unwrap().iter().any(|q| q["name"] == "order.cancel");
+    assert!(listed, "a queue with settings is listed before its first task: {queues}");
     let task = api.create("order.cancel", "o-1", json!({}));
     assert_eq!(task["max_attempts"], 5, "a new task takes the queue's default");
 
