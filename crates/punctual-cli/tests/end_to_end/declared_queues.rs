@@ -10,38 +10,17 @@
 
 use crate::common;
 
-use std::net::TcpListener;
-use std::sync::mpsc;
 use std::time::Duration;
 
-use common::receiver::{read_request, write_response};
+use common::receiver::answering_200;
 use common::{Api, BIN, server_builder, start};
-use serde_json::{Value, json};
-
-/// A webhook receiver answering 200 to every delivery; the deliveries' bodies.
-fn receiver() -> (std::net::SocketAddr, mpsc::Receiver<Value>) {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind the receiver");
-    let addr = listener.local_addr().expect("the receiver's address");
-    let (deliveries, received) = mpsc::channel();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { return };
-            let Some(request) = read_request(&stream) else { continue };
-            write_response(&mut stream, 200, "");
-            let body = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
-            if deliveries.send(body).is_err() {
-                return;
-            }
-        }
-    });
-    (addr, received)
-}
+use serde_json::json;
 
 const TYPO: &str = "no queue 'flow.remnid': did you mean 'flow.remind'?";
 
 #[test]
 fn the_files_queues_are_listed_and_a_push_queue_is_never_leased() {
-    let (addr, deliveries) = receiver();
+    let (addr, deliveries) = answering_200();
     let dir = tempfile::tempdir().expect("a temporary directory");
     let config = dir.path().join("punctual.toml");
     let text = format!(

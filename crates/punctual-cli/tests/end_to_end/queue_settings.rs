@@ -17,36 +17,15 @@
 use crate::common;
 
 use std::collections::BTreeSet;
-use std::net::TcpListener;
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use common::receiver::{read_request, write_response};
+use common::receiver::answering_200;
 use common::{Api, server_builder, start};
 use punctual_testkit::server::ServerProcess;
 use reqwest::Method;
 use serde_json::{Value, json};
 
 const SETTINGS: &str = "/v1/queues/order.cancel/settings";
-
-/// A receiver answering 200; the key of each delivery and the server port it came from.
-fn receiver() -> (String, mpsc::Receiver<String>) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { return };
-            let Some(request) = read_request(&stream) else { continue };
-            write_response(&mut stream, 200, "");
-            let body: Value = serde_json::from_slice(&request.body).unwrap_or_default();
-            if tx.send(body["key"].as_str().unwrap_or_default().to_owned()).is_err() {
-                return;
-            }
-        }
-    });
-    (format!("http://{addr}/hook"), rx)
-}
 
 /// A settings call with `If-Match: <version>`.
 fn if_match(server: &ServerProcess, method: Method, version: u64, body: Option<&Value>) -> common::Resp {
@@ -198,7 +177,8 @@ fn a_config_file_queue_refuses_changes_and_still_pauses() {
 #[test]
 fn a_webhook_added_through_one_server_delivers_from_both_and_pauses_on_both() {
     let redis = punctual_testkit::redis::server();
-    let (url, deliveries) = receiver();
+    let (addr, deliveries) = answering_200();
+    let url = format!("http://{addr}/hook");
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("punctual.toml");
     std::fs::write(&config, "[egress]\nallow = [\"127.0.0.1\"]\n").unwrap();
@@ -223,7 +203,8 @@ fn a_webhook_added_through_one_server_delivers_from_both_and_pauses_on_both() {
     api_b.post("/v1/queues/order.cancel/tasks", json!({ "tasks": tasks })).expect(200, "schedule through B");
     let mut keys = BTreeSet::new();
     while keys.len() < 40 {
-        let key = deliveries.recv_timeout(Duration::from_secs(15)).unwrap_or_else(|_| panic!("{} of 40", keys.len()));
+        let delivery = deliveries.recv_timeout(Duration::from_secs(15));
+        let key = delivery.unwrap_or_else(|_| panic!("{} of 40", keys.len()))["key"].as_str().unwrap().to_owned();
         assert!(keys.insert(key.clone()), "{key} was delivered twice");
     }
 
@@ -232,6 +213,6 @@ fn a_webhook_added_through_one_server_delivers_from_both_and_pauses_on_both() {
     api_b.create("order.cancel", "while-paused", json!({}));
     assert!(deliveries.recv_timeout(Duration::from_secs(2)).is_err(), "a paused queue was delivered");
     api_b.post("/v1/queues/order.cancel/resume", json!({})).expect(200, "resume through B");
-    let key = deliveries.recv_timeout(Duration::from_secs(5)).expect("delivered after the resume");
-    assert_eq!(key, "while-paused");
+    let delivery = deliveries.recv_timeout(Duration::from_secs(5)).expect("delivered after the resume");
+    assert_eq!(delivery["key"], "while-paused");
 }

@@ -2,7 +2,10 @@
 //! push actions: read one request, write one answer (then the connection closes).
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::mpsc;
+
+use serde_json::Value;
 
 /// A request as the receiver read it.
 pub struct Request {
@@ -51,4 +54,24 @@ pub fn write_response(stream: &mut TcpStream, status: u16, text: &str) {
         text.len()
     );
     let _ = stream.write_all(response.as_bytes());
+}
+
+/// A receiver on loopback answering 200 to every delivery, and each delivery's body
+/// (`Null` when it is not JSON) in arrival order, until the channel is dropped.
+pub fn answering_200() -> (SocketAddr, mpsc::Receiver<Value>) {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind the receiver");
+    let addr = listener.local_addr().expect("the receiver's address");
+    let (deliveries, received) = mpsc::channel();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let Some(request) = read_request(&stream) else { continue };
+            write_response(&mut stream, 200, "");
+            let body = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
+            if deliveries.send(body).is_err() {
+                return;
+            }
+        }
+    });
+    (addr, received)
 }
