@@ -6,7 +6,9 @@
 //! takes the task the moment the queue resumes; a purge by state after which the
 //! acks of purged leases are `409`. And a webhook action added through one server of
 //! two sharing a Redis, which then delivers from both with no restart, paused from one
-//! and stopped on the other within a second.
+//! and stopped on the other within a second; its concurrency lowered through one and
+//! held by both; and 2,000 tasks due while it was paused fired at resume in due order,
+//! each once.
 //!
 //! Real processes: `punctual serve` (embedded, and on a private `redis-server`), a
 //! webhook receiver on loopback.
@@ -17,6 +19,8 @@
 use crate::common;
 
 use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 
 use common::receiver::answering_200;
@@ -215,4 +219,87 @@ fn a_webhook_added_through_one_server_delivers_from_both_and_pauses_on_both() {
     api_b.post("/v1/queues/order.cancel/resume", json!({})).expect(200, "resume through B");
     let delivery = deliveries.recv_timeout(Duration::from_secs(5)).expect("delivered after the resume");
     assert_eq!(delivery["key"], "while-paused");
+}
+
+/// A receiver that holds each delivery `hold` before answering 200, a thread per
+/// connection; the most deliveries it held at once so far, and each delivery's key.
+fn holding_receiver(hold: Duration) -> (String, Arc<AtomicUsize>, Arc<AtomicUsize>, mpsc::Receiver<String>) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    let (in_flight, most) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let (tx, rx) = mpsc::channel();
+    let (held, peak) = (Arc::clone(&in_flight), Arc::clone(&most));
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let (held, peak, tx) = (Arc::clone(&held), Arc::clone(&peak), tx.clone());
+            std::thread::spawn(move || {
+                let Some(request) = common::receiver::read_request(&stream) else { return };
+                let now = held.fetch_add(1, Ordering::SeqCst) + 1;
+                peak.fetch_max(now, Ordering::SeqCst);
+                std::thread::sleep(hold);
+                held.fetch_sub(1, Ordering::SeqCst);
+                common::receiver::write_response(&mut stream, 200, "");
+                let body: Value = serde_json::from_slice(&request.body).unwrap_or_default();
+                let _ = tx.send(body["key"].as_str().unwrap_or_default().to_owned());
+            });
+        }
+    });
+    (url, in_flight, most, rx)
+}
+
+#[test]
+fn concurrency_lowered_through_one_server_holds_on_both_and_a_resume_fires_in_due_order() {
+    const TASKS: usize = 2_000;
+    let redis = punctual_testkit::redis::server();
+    let (url, _in_flight, most, deliveries) = holding_receiver(Duration::from_millis(10));
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("punctual.toml");
+    std::fs::write(&config, "[egress]\nallow = [\"127.0.0.1\"]\n").unwrap();
+    let node =
+        || start(server_builder().store(redis.url()).arg("--config").arg(&config).args(["--grace-period", "1s"]));
+    let (a, b) = (node(), node());
+    let (api_a, api_b) = (Api::of(&a), Api::of(&b));
+
+    // Concurrency 8 on each node: more than two deliveries are held at once.
+    let action = json!({"action": {"kind": "webhook", "url": url, "timeout": "5s"}, "concurrency": 8});
+    api_a.put(SETTINGS, action).expect(201, "a webhook action");
+    std::thread::sleep(Duration::from_millis(1_200)); // both nodes take it up within 1 s
+    let wide: Vec<Value> = (0..40).map(|n| json!({"key": format!("wide-{n}")})).collect();
+    api_b.post("/v1/queues/order.cancel/tasks", json!({ "tasks": wide })).expect(200, "schedule");
+    for _ in 0..40 {
+        deliveries.recv_timeout(Duration::from_secs(15)).expect("a delivery at concurrency 8");
+    }
+    assert!(most.load(Ordering::SeqCst) > 2, "concurrency 8 held only {} at once", most.load(Ordering::SeqCst));
+
+    // Lowered to 1 through A, and paused: B applies both within a second.
+    api_a.call(Method::PATCH, SETTINGS, Some(&json!({"concurrency": 1}))).expect(200, "lower the concurrency");
+    api_a.post("/v1/queues/order.cancel/pause", json!({})).expect(200, "pause");
+    std::thread::sleep(Duration::from_millis(1_200));
+    most.store(0, Ordering::SeqCst);
+    // Due in the order of their numbers, one millisecond apart, all due by the resume.
+    let start_ms = common::now_ms();
+    let tasks: Vec<Value> =
+        (0..TASKS).map(|n| json!({"key": format!("t{n:05}"), "due_at": start_ms + n as i64})).collect();
+    for chunk in tasks.chunks(1_000) {
+        api_b.post("/v1/queues/order.cancel/tasks", json!({ "tasks": chunk })).expect(200, "schedule while paused");
+    }
+    std::thread::sleep(Duration::from_millis(2_500));
+    assert!(deliveries.try_recv().is_err(), "a paused queue was delivered");
+    api_b.post("/v1/queues/order.cancel/resume", json!({})).expect(200, "resume");
+
+    let mut seen = BTreeSet::new();
+    let mut order = Vec::with_capacity(TASKS);
+    while order.len() < TASKS {
+        let key =
+            deliveries.recv_timeout(Duration::from_secs(30)).unwrap_or_else(|_| panic!("{} of {TASKS}", order.len()));
+        assert!(seen.insert(key.clone()), "{key} was delivered twice");
+        order.push(key);
+    }
+    let most_at_once = most.load(Ordering::SeqCst);
+    assert!(most_at_once <= 2, "concurrency 1 on each of two nodes, yet {most_at_once} deliveries at once");
+    // Two nodes lease one task each at a time in due order: a delivery is at most a few
+    // places from its rank.
+    let displaced = order.iter().enumerate().map(|(at, key)| at.abs_diff(key[1..].parse::<usize>().unwrap())).max();
+    assert!(displaced.unwrap() <= 4, "deliveries out of due order by {displaced:?} places");
 }
