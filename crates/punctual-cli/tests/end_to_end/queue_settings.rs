@@ -178,18 +178,36 @@ fn a_config_file_queue_refuses_changes_and_still_pauses() {
     assert_eq!((paused["paused"].as_bool(), paused["source"].as_str()), (Some(true), Some("config")));
 }
 
+/// Two servers on one private Redis, allowed to deliver to loopback; dropped in reverse
+/// order (servers, then the config's directory, then Redis).
+struct TwoNodes {
+    a: ServerProcess,
+    b: ServerProcess,
+    _config: tempfile::TempDir,
+    _redis: punctual_testkit::redis::RedisServer,
+}
+
+impl TwoNodes {
+    fn start() -> TwoNodes {
+        let redis = punctual_testkit::redis::server();
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("punctual.toml");
+        std::fs::write(&config, "[egress]\nallow = [\"127.0.0.1\"]\n").unwrap();
+        let node = || {
+            let builder = server_builder().store(redis.url()).arg("--config").arg(&config);
+            start(builder.args(["--grace-period", "1s"]))
+        };
+        let (a, b) = (node(), node());
+        TwoNodes { a, b, _config: dir, _redis: redis }
+    }
+}
+
 #[test]
 fn a_webhook_added_through_one_server_delivers_from_both_and_pauses_on_both() {
-    let redis = punctual_testkit::redis::server();
     let (addr, deliveries) = answering_200();
     let url = format!("http://{addr}/hook");
-    let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("punctual.toml");
-    std::fs::write(&config, "[egress]\nallow = [\"127.0.0.1\"]\n").unwrap();
-    let node =
-        || start(server_builder().store(redis.url()).arg("--config").arg(&config).args(["--grace-period", "1s"]));
-    let (a, b) = (node(), node());
-    let (api_a, api_b) = (Api::of(&a), Api::of(&b));
+    let nodes = TwoNodes::start();
+    let (api_a, api_b) = (Api::of(&nodes.a), Api::of(&nodes.b));
 
     let action = json!({"action": {"kind": "webhook", "url": url, "timeout": "5s"}, "concurrency": 2});
     api_a.put(SETTINGS, action).expect(201, "add a webhook action through A");
@@ -251,15 +269,9 @@ fn holding_receiver(hold: Duration) -> (String, Arc<AtomicUsize>, Arc<AtomicUsiz
 #[test]
 fn concurrency_lowered_through_one_server_holds_on_both_and_a_resume_fires_in_due_order() {
     const TASKS: usize = 2_000;
-    let redis = punctual_testkit::redis::server();
     let (url, _in_flight, most, deliveries) = holding_receiver(Duration::from_millis(10));
-    let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("punctual.toml");
-    std::fs::write(&config, "[egress]\nallow = [\"127.0.0.1\"]\n").unwrap();
-    let node =
-        || start(server_builder().store(redis.url()).arg("--config").arg(&config).args(["--grace-period", "1s"]));
-    let (a, b) = (node(), node());
-    let (api_a, api_b) = (Api::of(&a), Api::of(&b));
+    let nodes = TwoNodes::start();
+    let (api_a, api_b) = (Api::of(&nodes.a), Api::of(&nodes.b));
 
     // Concurrency 8 on each node: more than two deliveries are held at once.
     let action = json!({"action": {"kind": "webhook", "url": url, "timeout": "5s"}, "concurrency": 8});
