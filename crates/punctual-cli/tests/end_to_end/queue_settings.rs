@@ -19,8 +19,7 @@
 use crate::common;
 
 use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, mpsc};
+use std::sync::{Arc, Condvar, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
 use common::receiver::answering_200;
@@ -114,7 +113,9 @@ fn pause_and_resume(server: &mut ServerProcess) {
             (leases, Instant::now())
         })
     };
-    std::thread::sleep(Duration::from_millis(300)); // let the poll start waiting
+    api.get_until("/metrics", "a long poll waiting on flow.remind", |m| {
+        m.text.contains("punctual_consumers_waiting{queue=\"flow.remind\"} 1")
+    });
     let resumed_at = Instant::now();
     assert_eq!(api.post("/v1/queues/flow.remind/resume", json!({})).expect(200, "resume")["paused"], false);
     let (leases, at) = waiting.join().unwrap();
@@ -200,6 +201,18 @@ impl TwoNodes {
         let (a, b) = (node(), node());
         TwoNodes { a, b, _config: dir, _redis: redis }
     }
+
+    /// Waits until both servers started the queue's push action with `tuning` (e.g.
+    /// `concurrency=2 version=1`, as their logs say).
+    fn took_up_on_both(&self, tuning: &str) {
+        for (name, node) in [("A", &self.a), ("B", &self.b)] {
+            let took_up = node.wait_for_log(
+                &format!("push action ready (settings from the API) queue=order.cancel kind=\"webhook\" {tuning}"),
+                Duration::from_secs(10),
+            );
+            took_up.unwrap_or_else(|logs| panic!("{name} did not start the action with {tuning}:\n{logs}"));
+        }
+    }
 }
 
 #[test]
@@ -211,16 +224,10 @@ fn a_webhook_added_through_one_server_delivers_from_both_and_pauses_on_both() {
 
     let action = json!({"action": {"kind": "webhook", "url": url, "timeout": "5s"}, "concurrency": 2});
     api_a.put(SETTINGS, action).expect(201, "add a webhook action through A");
-    // B serves the queue's tasks within a second: a lease there is refused for the action.
-    let deadline = Instant::now() + Duration::from_secs(2);
-    loop {
-        let lease = api_b.call(Method::POST, "/v1/queues/order.cancel/lease", Some(&json!({})));
-        if lease.status == 409 {
-            break;
-        }
-        assert!(Instant::now() < deadline, "B did not take up the action within 2 s: {}", lease.status);
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    // B takes up the action within a second; a lease there is then refused for it.
+    nodes.took_up_on_both("concurrency=2 version=1");
+    let lease = api_b.call(Method::POST, "/v1/queues/order.cancel/lease", Some(&json!({})));
+    lease.expect_error(409, "conflict", None, "a lease on B of a queue with an action");
     let tasks: Vec<Value> = (0..40).map(|n| json!({"key": format!("o-{n}")})).collect();
     api_b.post("/v1/queues/order.cancel/tasks", json!({ "tasks": tasks })).expect(200, "schedule through B");
     let mut keys = BTreeSet::new();
@@ -231,7 +238,7 @@ fn a_webhook_added_through_one_server_delivers_from_both_and_pauses_on_both() {
     }
 
     api_a.post("/v1/queues/order.cancel/pause", json!({})).expect(200, "pause through A");
-    std::thread::sleep(Duration::from_millis(1_200)); // every node applies a change within 1 s
+    paused_on(&api_b, "order.cancel");
     api_b.create("order.cancel", "while-paused", json!({}));
     assert!(deliveries.recv_timeout(Duration::from_secs(2)).is_err(), "a paused queue was delivered");
     api_b.post("/v1/queues/order.cancel/resume", json!({})).expect(200, "resume through B");
@@ -239,56 +246,86 @@ fn a_webhook_added_through_one_server_delivers_from_both_and_pauses_on_both() {
     assert_eq!(delivery["key"], "while-paused");
 }
 
-/// A receiver that holds each delivery `hold` before answering 200, a thread per
-/// connection; the most deliveries it held at once so far, and each delivery's key.
-fn holding_receiver(hold: Duration) -> (String, Arc<AtomicUsize>, Arc<AtomicUsize>, mpsc::Receiver<String>) {
+/// Deliveries held by a receiver, and the most held at once since the last reset.
+#[derive(Default)]
+struct Held {
+    counts: Mutex<(usize, usize)>,
+    changed: Condvar,
+}
+
+impl Held {
+    fn most(&self) -> usize {
+        self.counts.lock().unwrap().1
+    }
+
+    fn reset_most(&self) {
+        let mut counts = self.counts.lock().unwrap();
+        counts.1 = counts.0;
+    }
+}
+
+/// A receiver answering 200, a thread per connection, that holds each delivery until
+/// three are held at once or `bound` passes, so that deliveries running together are
+/// seen together; its counts, and each delivery's key.
+fn holding_receiver(bound: Duration) -> (String, Arc<Held>, mpsc::Receiver<String>) {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}/hook", listener.local_addr().unwrap());
-    let (in_flight, most) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let held = Arc::new(Held::default());
     let (tx, rx) = mpsc::channel();
-    let (held, peak) = (Arc::clone(&in_flight), Arc::clone(&most));
+    let counts = Arc::clone(&held);
     std::thread::spawn(move || {
         for stream in listener.incoming() {
             let Ok(mut stream) = stream else { return };
-            let (held, peak, tx) = (Arc::clone(&held), Arc::clone(&peak), tx.clone());
+            let (held, tx) = (Arc::clone(&counts), tx.clone());
             std::thread::spawn(move || {
                 let Some(request) = common::receiver::read_request(&stream) else { return };
-                let now = held.fetch_add(1, Ordering::SeqCst) + 1;
-                peak.fetch_max(now, Ordering::SeqCst);
-                std::thread::sleep(hold);
-                held.fetch_sub(1, Ordering::SeqCst);
+                let mut counts = held.counts.lock().unwrap();
+                counts.0 += 1;
+                counts.1 = counts.1.max(counts.0);
+                held.changed.notify_all();
+                let (mut counts, _) = held.changed.wait_timeout_while(counts, bound, |c| c.0 < 3).unwrap();
+                counts.0 -= 1;
+                drop(counts);
                 common::receiver::write_response(&mut stream, 200, "");
                 let body: Value = serde_json::from_slice(&request.body).unwrap_or_default();
                 let _ = tx.send(body["key"].as_str().unwrap_or_default().to_owned());
             });
         }
     });
-    (url, in_flight, most, rx)
+    (url, held, rx)
+}
+
+/// Waits until `api`'s server shows `queue` paused (it applied the pause).
+fn paused_on(api: &Api, queue: &str) {
+    api.get_until("/v1/queues", &format!("{queue} paused"), |list| {
+        list.json["queues"].as_array().is_some_and(|qs| qs.iter().any(|q| q["name"] == queue && q["paused"] == true))
+    });
 }
 
 #[test]
 fn concurrency_lowered_through_one_server_holds_on_both_and_a_resume_fires_in_due_order() {
     const TASKS: usize = 2_000;
-    let (url, _in_flight, most, deliveries) = holding_receiver(Duration::from_millis(10));
+    let (url, held, deliveries) = holding_receiver(Duration::from_millis(10));
     let nodes = TwoNodes::start();
     let (api_a, api_b) = (Api::of(&nodes.a), Api::of(&nodes.b));
 
     // Concurrency 8 on each node: more than two deliveries are held at once.
     let action = json!({"action": {"kind": "webhook", "url": url, "timeout": "5s"}, "concurrency": 8});
     api_a.put(SETTINGS, action).expect(201, "a webhook action");
-    std::thread::sleep(Duration::from_millis(1_200)); // both nodes take it up within 1 s
+    nodes.took_up_on_both("concurrency=8 version=1");
     let wide: Vec<Value> = (0..40).map(|n| json!({"key": format!("wide-{n}")})).collect();
     api_b.post("/v1/queues/order.cancel/tasks", json!({ "tasks": wide })).expect(200, "schedule");
     for _ in 0..40 {
         deliveries.recv_timeout(Duration::from_secs(15)).expect("a delivery at concurrency 8");
     }
-    assert!(most.load(Ordering::SeqCst) > 2, "concurrency 8 held only {} at once", most.load(Ordering::SeqCst));
+    assert!(held.most() > 2, "concurrency 8 held only {} at once", held.most());
 
     // Lowered to 1 through A, and paused: B applies both within a second.
     api_a.call(Method::PATCH, SETTINGS, Some(&json!({"concurrency": 1}))).expect(200, "lower the concurrency");
     api_a.post("/v1/queues/order.cancel/pause", json!({})).expect(200, "pause");
-    std::thread::sleep(Duration::from_millis(1_200));
-    most.store(0, Ordering::SeqCst);
+    nodes.took_up_on_both("concurrency=1 version=");
+    paused_on(&api_b, "order.cancel");
+    held.reset_most();
     // Due in the order of their numbers, one millisecond apart, all due by the resume.
     let start_ms = common::now_ms();
     let tasks: Vec<Value> =
@@ -296,8 +333,9 @@ fn concurrency_lowered_through_one_server_holds_on_both_and_a_resume_fires_in_du
     for chunk in tasks.chunks(1_000) {
         api_b.post("/v1/queues/order.cancel/tasks", json!({ "tasks": chunk })).expect(200, "schedule while paused");
     }
-    std::thread::sleep(Duration::from_millis(2_500));
-    assert!(deliveries.try_recv().is_err(), "a paused queue was delivered");
+    let all_due = Duration::from_millis(u64::try_from(start_ms + TASKS as i64 - common::now_ms()).unwrap_or(0));
+    let early = deliveries.recv_timeout(all_due + Duration::from_millis(500));
+    assert!(early.is_err(), "a paused queue was delivered: {early:?}");
     api_b.post("/v1/queues/order.cancel/resume", json!({})).expect(200, "resume");
 
     let mut seen = BTreeSet::new();
@@ -308,7 +346,7 @@ fn concurrency_lowered_through_one_server_holds_on_both_and_a_resume_fires_in_du
         assert!(seen.insert(key.clone()), "{key} was delivered twice");
         order.push(key);
     }
-    let most_at_once = most.load(Ordering::SeqCst);
+    let most_at_once = held.most();
     assert!(most_at_once <= 2, "concurrency 1 on each of two nodes, yet {most_at_once} deliveries at once");
     // Two nodes lease one task each at a time in due order: a delivery is at most a few
     // places from its rank.

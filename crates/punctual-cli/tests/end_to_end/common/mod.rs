@@ -242,16 +242,22 @@ impl Api {
     /// last answer.
     #[track_caller]
     pub fn readyz_until(&self, what: &str, wanted: impl Fn(&Resp) -> bool) -> Resp {
+        self.get_until("/readyz", what, wanted)
+    }
+
+    /// GETs `path` until the answer is `wanted` (at most 20 s); that answer.
+    #[track_caller]
+    pub fn get_until(&self, path: &str, what: &str, wanted: impl Fn(&Resp) -> bool) -> Resp {
         let mut last = None;
         let found = punctual_testkit::poll_until(Duration::from_secs(20), || {
-            let resp = self.get("/readyz");
+            let resp = self.get(path);
             if wanted(&resp) {
                 return Some(resp);
             }
             last = Some(resp);
             None
         });
-        found.unwrap_or_else(|| panic!("/readyz: never {what} within 20 s; last: {last:?}"))
+        found.unwrap_or_else(|| panic!("{path}: never {what} within 20 s; last: {last:?}"))
     }
 }
 
