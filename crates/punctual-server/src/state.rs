@@ -198,10 +198,9 @@ impl<S: Store> AppState<S> {
         let config = self.inner.options.config_queues.get(queue)?;
         let (action, concurrency, rate) = match &config.action {
             Some((kind, concurrency, rate)) => {
-                let rate = rate.map(|r| format!("{}/{}", r.count, punctual_core::time::format_duration(r.per)));
-                (serde_json::json!({ "kind": kind }), *concurrency, rate)
+                (serde_json::json!({ "kind": kind }), *concurrency, rate.map(|r| r.to_string()))
             }
-            None => (serde_json::Value::Null, 32, None),
+            None => (serde_json::Value::Null, punctual_actions::ActionSpec::DEFAULT_CONCURRENCY, None),
         };
         Some(crate::settings::SettingsView {
             queue: queue.to_string(),

@@ -4,8 +4,9 @@
 //! - The records are read before this engine hands out its first lease — so a queue
 //!   paused before a restart hands out nothing after it — then every [`RECORDS_POLL`]
 //!   on the engine's timer. Each read applies every record's pause to this process's
-//!   consumers and publishes the records to [`Engine::watch_queue_records`] (the
-//!   server starts, stops and tunes push workers from them).
+//!   consumers and, when they changed, publishes the records to
+//!   [`Engine::watch_queue_records`] (the server starts, stops and tunes push workers
+//!   from them).
 //! - This engine's own changes ([`Engine::change_queue`]) apply here at once; other
 //!   processes apply them at their next read, within `RECORDS_POLL`.
 //! - A failed read keeps the records last read: a store that is down resumes nothing.
@@ -141,7 +142,14 @@ impl<S: Store> Engine<S> {
         for record in &records {
             self.set_paused(&record.queue, record.paused);
         }
-        self.inner.records.latest.send_replace(Arc::new(records));
+        // Watchers (the server's push workers) wake only for a change.
+        self.inner.records.latest.send_if_modified(|latest| {
+            let changed = latest.as_slice() != records.as_slice();
+            if changed {
+                *latest = Arc::new(records);
+            }
+            changed
+        });
         self.inner.records.loaded.store(true, Ordering::Release);
         Ok(())
     }

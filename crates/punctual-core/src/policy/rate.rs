@@ -35,8 +35,9 @@ impl Rate {
 }
 
 impl fmt::Display for Rate {
+    /// As [`Rate::parse`] reads it: `20/1m`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}/{}ms", self.count, self.per.as_millis())
+        write!(f, "{}/{}", self.count, crate::time::format_duration(self.per))
     }
 }
 

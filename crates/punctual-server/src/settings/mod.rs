@@ -30,8 +30,6 @@ const READ_ONLY: [&str; 5] = ["queue", "source", "paused", "version", "updated_a
 const SETTABLE: [&str; 6] = ["defaults", "action", "concurrency", "rate", "shards", "targets"];
 /// Keys of `defaults`.
 const DEFAULTS: [&str; 3] = ["max_attempts", "backoff", "repeat"];
-/// Push deliveries at once when an action sets none (the config file's default).
-const DEFAULT_CONCURRENCY: usize = 32;
 
 /// A settings document, validated: what it stores and what it means.
 #[derive(Debug)]
@@ -178,7 +176,7 @@ fn refuse_secrets(document: &Map<String, Value>) -> Result<(), ApiError> {
 /// `concurrency` and `rate` of a queue without an action: kept, checked, unused.
 fn pull_only_limits(document: &Map<String, Value>) -> Result<(usize, Option<String>), ApiError> {
     let concurrency = match document.get("concurrency") {
-        None | Some(Value::Null) => DEFAULT_CONCURRENCY,
+        None | Some(Value::Null) => ActionSpec::DEFAULT_CONCURRENCY,
         Some(value) => {
             value.as_u64().and_then(|n| usize::try_from(n).ok()).filter(|n| (1..=10_000).contains(n)).ok_or_else(
                 || ApiError::invalid("concurrency", format!("concurrency must be from 1 to 10000, not {value}")),
