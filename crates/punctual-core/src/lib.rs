@@ -23,6 +23,7 @@ mod identity;
 mod memory;
 mod model;
 mod outcome;
+mod target;
 pub mod policy;
 pub mod store;
 pub mod time;
@@ -46,6 +47,7 @@ pub use memory::MemoryStore;
 pub use model::{IfExists, NewTask, QueueName, Tag, Task, TaskKey, TaskMeta, TaskSpec, TaskState, When};
 pub use outcome::{Outcome, TryEnd};
 pub use policy::{Backoff, Repeat};
+pub use target::{Lane, Target, TargetMethod};
 pub use store::{
     DeadSelection, Lease, LeaseToken, Peers, PurgeSelection, QueueChange, QueueRecord, ScheduleOutcome, Scheduled,
     Store, StoreReset, Wakeup,

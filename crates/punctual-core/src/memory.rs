@@ -5,7 +5,8 @@
 //!
 //! What it owns: the tasks of each queue in a `BTreeMap` by key, and indexes beside
 //! them so that no call scans what it does not return — per queue, every task and the
-//! tasks of each state by `(due_at, key)` (listing, leasing, the next due time), the
+//! tasks of each state by `(due_at, key)` (listing, the next due time), the scheduled
+//! tasks of each [`Lane`] by `(due_at, key)` (leasing), the
 //! dead tasks by `(updated_at, key)` (the sweep, the bulk retry), the keys carrying
 //! each tag; across queues, the leased tasks by `(lease_expires_at, queue, key)`
 //! (reaping). All of it sits behind one `Mutex`, so every method is atomic.
@@ -30,6 +31,7 @@ use std::sync::{Mutex, MutexGuard};
 use crate::error::{Error, Result};
 use crate::identity::StoreId;
 use crate::model::{NewTask, QueueName, Tag, Task, TaskKey, TaskState};
+use crate::target::Lane;
 use crate::store::{
     CompleteRequest, DeadSelection, ExtendRequest, Lease, LeaseBatch, LeaseRequest, LeaseToken, ListRequest, Page,
     PurgeRequest, QueueChangeRequest, QueueRecord, QueueStats, ReapResult, Reaped, RetriedDead, RetryDeadBatchRequest,
@@ -99,6 +101,11 @@ struct Queue {
     /// Every task, by `(due_at, key)`.
     by_due: BTreeSet<(Timestamp, TaskKey)>,
     scheduled: BTreeSet<(Timestamp, TaskKey)>,
+    /// The scheduled tasks carrying a target ([`Lane::Target`]), by `(due_at, key)`;
+    /// the others of `scheduled` are the [`Lane::Handler`] lane's.
+    targets_scheduled: BTreeSet<(Timestamp, TaskKey)>,
+    /// `scheduled` less `targets_scheduled`.
+    handler_scheduled: BTreeSet<(Timestamp, TaskKey)>,
     leased: BTreeSet<(Timestamp, TaskKey)>,
     dead: BTreeSet<(Timestamp, TaskKey)>,
     /// Dead tasks by `(updated_at, key)`: when they died.
@@ -120,6 +127,20 @@ impl Queue {
             TaskState::Scheduled => &mut self.scheduled,
             TaskState::Leased => &mut self.leased,
             TaskState::Dead => &mut self.dead,
+        }
+    }
+
+    fn lane_scheduled(&self, lane: Lane) -> &BTreeSet<(Timestamp, TaskKey)> {
+        match lane {
+            Lane::Handler => &self.handler_scheduled,
+            Lane::Target => &self.targets_scheduled,
+        }
+    }
+
+    fn lane_scheduled_mut(&mut self, lane: Lane) -> &mut BTreeSet<(Timestamp, TaskKey)> {
+        match lane {
+            Lane::Handler => &mut self.handler_scheduled,
+            Lane::Target => &mut self.targets_scheduled,
         }
     }
 
@@ -163,6 +184,9 @@ impl Inner {
         }
         let queue = self.queues.entry(task.queue.clone()).or_default();
         queue.by_due.insert(entry.clone());
+        if task.state == TaskState::Scheduled {
+            queue.lane_scheduled_mut(task.lane()).insert(entry.clone());
+        }
         queue.in_state_mut(task.state).insert(entry);
         if task.state == TaskState::Dead {
             queue.deaths.insert((task.updated_at, task.key.clone()));
@@ -180,6 +204,7 @@ impl Inner {
         let task = queue.tasks.remove(key)?;
         let entry = (task.due_at, task.key.clone());
         queue.by_due.remove(&entry);
+        queue.lane_scheduled_mut(task.lane()).remove(&entry);
         queue.in_state_mut(task.state).remove(&entry);
         queue.deaths.remove(&(task.updated_at, task.key.clone()));
         for tag in &task.tags {
@@ -272,7 +297,7 @@ impl Inner {
     fn lease(&mut self, req: &LeaseRequest) -> LeaseBatch {
         let prefer = std::mem::take(&mut self.prefer);
         let Some(queue) = self.queues.get(&req.queue) else { return LeaseBatch::new(Vec::new(), None) };
-        let due = queue.scheduled.iter().take_while(|(due, _)| *due <= req.now);
+        let due = queue.lane_scheduled(req.lane).iter().take_while(|(due, _)| *due <= req.now);
         let chosen = choose(due.map(|(due, key)| (*due, (req.queue.clone(), key.clone()))), req.max, &prefer);
         let mut leases = Vec::with_capacity(chosen.len());
         for (queue, key) in chosen {
@@ -281,7 +306,8 @@ impl Inner {
             self.put(leased.clone());
             leases.push(Lease::of(leased));
         }
-        let next_due = self.queues.get(&req.queue).and_then(|q| q.scheduled.first()).map(|(due, _)| *due);
+        let next_due =
+            self.queues.get(&req.queue).and_then(|q| q.lane_scheduled(req.lane).first()).map(|(due, _)| *due);
         LeaseBatch::new(leases, next_due)
     }
 

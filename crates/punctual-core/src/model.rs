@@ -14,6 +14,7 @@ use serde_json::Value;
 use crate::error::{Error, Result};
 use crate::identity::StoreId;
 use crate::policy::{Backoff, Repeat};
+use crate::target::{Lane, Target};
 use crate::time::Timestamp;
 
 macro_rules! string_newtype {
@@ -203,6 +204,8 @@ pub struct Task {
     pub updated_at: Timestamp,
     pub lease_expires_at: Option<Timestamp>,
     pub last_error: Option<String>,
+    /// Where the server delivers the task; `None`: the queue's handler runs it.
+    pub target: Option<Target>,
     /// Store bookkeeping, not part of the API's task object.
     #[serde(skip)]
     pub meta: TaskMeta,
@@ -257,8 +260,14 @@ impl Task {
             updated_at: now,
             lease_expires_at: None,
             last_error: None,
+            target: new.target,
             meta,
         }
+    }
+
+    /// Which leases may take the task: a task with a target only the server's.
+    pub fn lane(&self) -> Lane {
+        if self.target.is_some() { Lane::Target } else { Lane::Handler }
     }
 
     /// The id handlers use for idempotency, `<store>-<id in hex>-<version>-<occurrence>`:
@@ -337,6 +346,8 @@ pub struct TaskSpec {
     pub repeat: Option<Repeat>,
     pub tags: Vec<String>,
     pub if_exists: IfExists,
+    /// Delivered by the server to this HTTP target instead of the queue's handler.
+    pub target: Option<Target>,
 }
 
 impl TaskSpec {
@@ -382,6 +393,12 @@ impl TaskSpec {
         self.if_exists = mode;
         self
     }
+    /// Delivered by a server to `target` when due (see [`Target`]); pull workers and
+    /// the queue's handler never see it.
+    pub fn target(mut self, target: Target) -> TaskSpec {
+        self.target = Some(target);
+        self
+    }
 }
 
 /// A validated task to write, with effective policies, as the engine hands it to the
@@ -398,6 +415,7 @@ pub struct NewTask {
     pub repeat: Option<Repeat>,
     pub tags: Vec<Tag>,
     pub if_exists: IfExists,
+    pub target: Option<Target>,
 }
 
 impl NewTask {
@@ -413,6 +431,7 @@ impl NewTask {
             repeat: None,
             tags: Vec::new(),
             if_exists: IfExists::Replace,
+            target: None,
         }
     }
 }
@@ -467,6 +486,7 @@ mod tests {
             updated_at: Timestamp::EPOCH,
             lease_expires_at: None,
             last_error: None,
+            target: None,
             meta: TaskMeta::new(StoreId::from_bits(1), 0x7f, 0, 1, Timestamp::EPOCH),
         };
         let first = task.delivery_id();

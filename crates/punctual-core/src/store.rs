@@ -22,6 +22,7 @@ use std::time::Duration;
 use crate::error::{Error, Result};
 use crate::identity::StoreId;
 use crate::model::{NewTask, QueueName, Tag, Task, TaskKey, TaskState};
+use crate::target::Lane;
 use crate::time::Timestamp;
 
 /// What a schedule call did to one task.
@@ -105,11 +106,13 @@ impl Lease {
     }
 }
 
-/// Ask for due tasks of one queue.
+/// Ask for due tasks of one queue, of one [`Lane`]: tasks without a target
+/// ([`Lane::Handler`], the default) or only those with one ([`Lane::Target`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct LeaseRequest {
     pub queue: QueueName,
+    pub lane: Lane,
     /// At most this many leases (≥ 1).
     pub max: u32,
     /// Each lease expires this long after `now`.
@@ -119,7 +122,13 @@ pub struct LeaseRequest {
 
 impl LeaseRequest {
     pub fn new(queue: QueueName, max: u32, lease_for: Duration, now: Timestamp) -> LeaseRequest {
-        LeaseRequest { queue, max, lease_for, now }
+        LeaseRequest { queue, lane: Lane::Handler, max, lease_for, now }
+    }
+
+    /// Leases from `lane` instead of [`Lane::Handler`].
+    pub fn in_lane(mut self, lane: Lane) -> LeaseRequest {
+        self.lane = lane;
+        self
     }
 }
 
@@ -129,8 +138,9 @@ impl LeaseRequest {
 pub struct LeaseBatch {
     /// In due order.
     pub leases: Vec<Lease>,
-    /// The earliest `due_at` among the queue's tasks still `scheduled` after this call
-    /// (may be ≤ `now` when more were due than `max`); `None` when there are none.
+    /// The earliest `due_at` among the queue's tasks of the request's lane still
+    /// `scheduled` after this call (may be ≤ `now` when more were due than `max`);
+    /// `None` when there are none.
     pub next_due: Option<Timestamp>,
 }
 
@@ -486,18 +496,26 @@ impl PurgeRequest {
     }
 }
 
-/// Another process's write that may have made a task of `queue` due at `due_at`,
-/// earlier than this process knew.
+/// Another process's write that may have made a task of `queue`, in `lane`, due at
+/// `due_at`, earlier than this process knew.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Wakeup {
     pub queue: QueueName,
+    pub lane: Lane,
     pub due_at: Timestamp,
 }
 
 impl Wakeup {
+    /// A wake-up of the [`Lane::Handler`] lane.
     pub fn new(queue: QueueName, due_at: Timestamp) -> Wakeup {
-        Wakeup { queue, due_at }
+        Wakeup { queue, lane: Lane::Handler, due_at }
+    }
+
+    /// The same wake-up for `lane`.
+    pub fn in_lane(mut self, lane: Lane) -> Wakeup {
+        self.lane = lane;
+        self
     }
 }
 
@@ -597,10 +615,12 @@ pub trait Store: Send + Sync + 'static {
     /// over the tasks carrying `tag` when one is given, and `limit` tasks otherwise.
     fn list(&self, req: ListRequest) -> impl Future<Output = Result<Page>> + Send;
 
-    /// Atomically leases up to `max` `scheduled` tasks of the queue with
+    /// Atomically leases up to `max` `scheduled` tasks of the queue's `lane` with
     /// `due_at ≤ now`, earliest first: each becomes `leased` with `lease_expires_at =
     /// now + lease_for` and its fence raised above every fence it had before. No task
-    /// is ever in two live leases.
+    /// is ever in two live leases, and no lease takes a task of the other lane (a
+    /// task's lane is [`Task::lane`]: a replace may move it, a retry keeps it). The
+    /// cost is that of the leases taken, whatever the other lane holds.
     fn lease(&self, req: LeaseRequest) -> impl Future<Output = Result<LeaseBatch>> + Send;
 
     /// Applies `completion` to the task of a live lease; [`Error::LeaseLost`] when the

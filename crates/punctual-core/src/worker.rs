@@ -35,6 +35,7 @@ use crate::error::{Error, Result};
 use crate::model::{QueueName, Task};
 use crate::outcome::Outcome;
 use crate::store::{Lease, LeaseToken, Store};
+use crate::target::Lane;
 use crate::time::Timestamp;
 
 /// An error a handler returns; it becomes a retry.
@@ -161,6 +162,7 @@ impl<H: Handler> ErasedHandler for Erased<H> {
 struct Route {
     handler: Arc<dyn ErasedHandler>,
     concurrency: usize,
+    lanes: &'static [Lane],
 }
 
 /// Routes queues to handlers. Build with [`Worker::new`], [`Worker::handle`] and the
@@ -194,8 +196,9 @@ impl<S: Store> Worker<S> {
 
     /// Runs `handler` for tasks of `queue` (replacing an earlier one for that queue).
     pub fn handle(mut self, queue: &str, handler: impl Handler) -> Worker<S> {
-        let concurrency = self.routes.get(queue).map_or(self.default_concurrency, |r| r.concurrency);
-        let route = Route { handler: Arc::new(Erased(handler)), concurrency };
+        let (concurrency, lanes) =
+            self.routes.get(queue).map_or((self.default_concurrency, &[Lane::Handler][..]), |r| (r.concurrency, r.lanes));
+        let route = Route { handler: Arc::new(Erased(handler)), concurrency, lanes };
         self.routes.insert(queue.to_owned(), route);
         self
     }
@@ -204,6 +207,17 @@ impl<S: Store> Worker<S> {
     pub fn concurrency(mut self, queue: &str, n: usize) -> Worker<S> {
         if let Some(route) = self.routes.get_mut(queue) {
             route.concurrency = n;
+        }
+        self
+    }
+
+    /// Which of `queue`'s tasks the handler runs (call after [`Worker::handle`]): those
+    /// without a target (the default, `&[Lane::Handler]`), those with one
+    /// (`&[Lane::Target]`, for a server delivering targets), or both (`&Lane::ALL`),
+    /// sharing the queue's concurrency.
+    pub fn lanes(mut self, queue: &str, lanes: &'static [Lane]) -> Worker<S> {
+        if let Some(route) = self.routes.get_mut(queue) {
+            route.lanes = lanes;
         }
         self
     }
@@ -241,6 +255,7 @@ impl<S: Store> Worker<S> {
                 engine: self.engine.clone(),
                 queue,
                 handler: route.handler,
+                lanes: route.lanes,
                 slots: Arc::new(Semaphore::new(route.concurrency)),
                 concurrency: route.concurrency,
                 lease_for: self.lease_for,
@@ -281,6 +296,7 @@ struct Dispatcher<S: Store> {
     engine: Engine<S>,
     queue: QueueName,
     handler: Arc<dyn ErasedHandler>,
+    lanes: &'static [Lane],
     slots: Arc<Semaphore>,
     concurrency: usize,
     lease_for: Duration,
@@ -303,6 +319,7 @@ impl<S: Store> Dispatcher<S> {
             let free = 1 + self.slots.available_permits().min(self.concurrency);
             let wait = LeaseWait {
                 queue: &self.queue,
+                lanes: self.lanes,
                 max: free.min(1000) as u32,
                 lease_for: self.lease_for,
                 deadline: Timestamp::from_millis(i64::MAX),

@@ -32,6 +32,7 @@ mod leasing;
 mod queues;
 mod repeat;
 mod support;
+mod targets;
 mod upsert;
 mod validation;
 
@@ -44,6 +45,7 @@ pub use inspection::*;
 pub use leasing::*;
 pub use queues::*;
 pub use repeat::*;
+pub use targets::*;
 pub use upsert::*;
 pub use validation::*;
 
@@ -151,6 +153,12 @@ macro_rules! store_conformance {
             purge_cancels_exactly_the_selection_in_its_queue,
             a_purged_leased_task_cannot_complete_and_leaves_no_trace,
             purge_in_batches_converges_to_none_left,
+            a_target_is_stored_with_its_task_and_replaced_with_it,
+            leases_of_one_lane_never_take_the_other_lanes_tasks,
+            a_target_task_keeps_its_lane_through_retries_expiry_release_and_dead_retry,
+            a_replace_moves_a_task_between_lanes,
+            cancels_and_purges_reach_both_lanes,
+            engine_pull_leases_never_hand_out_a_task_with_a_target,
             ;
             // on two fresh stores
             two_fresh_stores_never_share_a_delivery_id,
@@ -199,6 +207,7 @@ mod tests {
             include_str!("conformance/leasing.rs"),
             include_str!("conformance/queues.rs"),
             include_str!("conformance/repeat.rs"),
+            include_str!("conformance/targets.rs"),
             include_str!("conformance/upsert.rs"),
             include_str!("conformance/validation.rs"),
         ];

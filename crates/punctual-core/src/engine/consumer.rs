@@ -14,6 +14,7 @@ use crate::model::{QueueName, Task};
 use crate::outcome::{Outcome, TryEnd};
 use crate::store::{CompleteRequest, Completion, ExtendRequest, Lease, LeaseRequest, LeaseToken, Store};
 use crate::time::Timestamp;
+use crate::target::Lane;
 use crate::wake::WakeAt;
 
 impl<S: Store> Engine<S> {
@@ -37,67 +38,79 @@ impl<S: Store> Engine<S> {
         let queue = QueueName::new(queue)?;
         options.validate()?;
         let deadline = self.now().saturating_add(options.wait);
-        let wait =
-            LeaseWait { queue: &queue, max: options.max, lease_for: options.lease_for, deadline, cancel: Some(cancel) };
+        let wait = LeaseWait {
+            queue: &queue,
+            lanes: &[Lane::Handler],
+            max: options.max,
+            lease_for: options.lease_for,
+            deadline,
+            cancel: Some(cancel),
+        };
         self.lease_until(wait).await
     }
 
-    /// The heart of every consumer: lease when the queue's wake time has come, else
-    /// sleep until it, an earlier offer, the wait's deadline, or its cancel.
+    /// The heart of every consumer: lease when the wake time of one of the wait's
+    /// lanes has come, else sleep until the earliest, an earlier offer, the wait's
+    /// deadline, or its cancel.
     pub(crate) async fn lease_until(&self, wait: LeaseWait<'_>) -> Result<Vec<Lease>> {
-        let LeaseWait { queue, max, lease_for, deadline, cancel } = wait;
+        let LeaseWait { queue, lanes, max, lease_for, deadline, cancel } = wait;
         // Whether the queue is paused is known only once the records were read.
         self.records_loaded().await?;
-        let waker = self.waker(queue);
-        let _waiting = waker.wait();
+        let state = self.waker(queue);
+        let watches = |lane: Lane| lanes.contains(&lane);
+        let _waiting: Vec<Waiting<'_>> = lanes.iter().map(|lane| state.wait(*lane)).collect();
         loop {
             self.check_running()?;
-            let changed = waker.changed();
-            tokio::pin!(changed);
-            changed.as_mut().enable();
+            let handler_changed = state.lane(Lane::Handler).changed();
+            let target_changed = state.lane(Lane::Target).changed();
+            tokio::pin!(handler_changed, target_changed);
+            handler_changed.as_mut().enable();
+            target_changed.as_mut().enable();
             let now = self.now();
-            let wake_at = waker.get();
             // Read after `changed` is enabled, so a resume from now on wakes this wait.
-            let paused = waker.is_paused();
-            if !paused && wake_at.is_some_and(|at| at <= now) {
+            let paused = state.is_paused();
+            let mut leases = Vec::new();
+            let mut looked = false;
+            for &lane in lanes {
+                let waker = state.lane(lane);
+                let room = max.saturating_sub(leases.len() as u32);
+                if paused || room == 0 || !waker.get().is_some_and(|at| at <= now) {
+                    continue;
+                }
+                looked = true;
                 waker.take();
-                match self.inner.store.lease(LeaseRequest::new(queue.clone(), max, lease_for, now)).await {
+                let request = LeaseRequest::new(queue.clone(), room, lease_for, now).in_lane(lane);
+                match self.inner.store.lease(request).await {
                     Ok(batch) => {
                         waker.offer(batch.next_due);
-                        waker.leased.fetch_add(batch.leases.len() as u64, Ordering::Relaxed);
-                        self.publish(Event::Looked { queue: queue.clone(), leased: batch.leases.len() });
-                        for lease in &batch.leases {
-                            self.publish(Event::Leased {
-                                queue: queue.clone(),
-                                key: lease.token.key.clone(),
-                                task_id: lease.token.task_id,
-                                fence: lease.token.fence,
-                                delivery_id: lease.delivery_id.clone(),
-                                attempt: lease.attempt,
-                                due_at: lease.task.due_at,
-                                at: now,
-                            });
-                        }
-                        if let Some(first) = batch.leases.first() {
-                            self.inner.reaper_wake.offer(Some(first.expires_at));
-                            return Ok(batch.leases);
-                        }
-                        // Nothing leased yet the store says work is due (another
-                        // consumer took it meanwhile, or a store lagging behind): let
-                        // other tasks run before asking again, never spin.
-                        tokio::task::yield_now().await;
+                        self.leased(queue, &batch.leases, now);
+                        leases.extend(batch.leases);
                     }
                     Err(e) => {
                         waker.offer(Some(now.saturating_add(Duration::from_secs(1))));
-                        return Err(e);
+                        if leases.is_empty() {
+                            return Err(e);
+                        }
                     }
                 }
+            }
+            state.leased.fetch_add(leases.len() as u64, Ordering::Relaxed);
+            if let Some(first) = leases.first() {
+                self.inner.reaper_wake.offer(Some(first.expires_at));
+                return Ok(leases);
+            }
+            if looked {
+                // Nothing leased yet the store said work was due (another consumer
+                // took it meanwhile, or a store lagging behind): let other tasks run
+                // before asking again, never spin.
+                tokio::task::yield_now().await;
                 continue;
             }
             if now >= deadline {
                 return Ok(Vec::new());
             }
-            let until = if paused { deadline } else { wake_at.map_or(deadline, |at| at.min(deadline)) };
+            let earliest = lanes.iter().filter_map(|lane| state.lane(*lane).get()).min();
+            let until = if paused { deadline } else { earliest.map_or(deadline, |at| at.min(deadline)) };
             let stopping = self.inner.stopping.cancelled();
             let cancelled = async {
                 match cancel {
@@ -107,10 +120,28 @@ impl<S: Store> Engine<S> {
             };
             tokio::select! {
                 _ = self.inner.timer.sleep_until(until) => {}
-                _ = &mut changed => {}
+                _ = &mut handler_changed, if watches(Lane::Handler) => {}
+                _ = &mut target_changed, if watches(Lane::Target) => {}
                 _ = stopping => return Err(Error::ShuttingDown),
                 _ = cancelled => return Ok(Vec::new()),
             }
+        }
+    }
+
+    /// Publishes one store lease call's result.
+    fn leased(&self, queue: &QueueName, leases: &[Lease], now: Timestamp) {
+        self.publish(Event::Looked { queue: queue.clone(), leased: leases.len() });
+        for lease in leases {
+            self.publish(Event::Leased {
+                queue: queue.clone(),
+                key: lease.token.key.clone(),
+                task_id: lease.token.task_id,
+                fence: lease.token.fence,
+                delivery_id: lease.delivery_id.clone(),
+                attempt: lease.attempt,
+                due_at: lease.task.due_at,
+                at: now,
+            });
         }
     }
 
@@ -149,7 +180,7 @@ impl<S: Store> Engine<S> {
         }
         applied?;
         self.completed(held, &ending);
-        self.waker(&held.token.queue).offer(next_due);
+        self.waker(&held.token.queue).lane(held.task.lane()).offer(next_due);
         Ok(())
     }
 
@@ -169,7 +200,7 @@ impl<S: Store> Engine<S> {
                 Some(task) if token.is_live_for(&task, now) => {
                     let ending = Held { token: &token, task: &task }.end(outcome, now);
                     if let Some(at) = ending.completion.next_due() {
-                        offers.push((token.queue.clone(), at));
+                        offers.push((token.queue.clone(), task.lane(), at));
                     }
                     requests.push(CompleteRequest::new(token.clone(), ending.completion.clone(), now));
                     finished.push((token, task, ending));
@@ -190,8 +221,8 @@ impl<S: Store> Engine<S> {
             }
         }
         let mut applied = applied.into_iter();
-        for (queue, at) in offers {
-            self.waker(&queue).offer(Some(at));
+        for (queue, lane, at) in offers {
+            self.waker(&queue).lane(lane).offer(Some(at));
         }
         Ok(results
             .into_iter()
@@ -214,7 +245,8 @@ impl<S: Store> Engine<S> {
             task_id: token.task_id,
             fence: token.fence,
         });
-        self.waker(&token.queue).offer(Some(Timestamp::EPOCH));
+        // The token does not say the task's lane; a look at the other costs one read.
+        self.waker(&token.queue).offer_both(Some(Timestamp::EPOCH));
         Ok(())
     }
 
@@ -255,6 +287,9 @@ impl<S: Store> Engine<S> {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct LeaseWait<'a> {
     pub(crate) queue: &'a QueueName,
+    /// Which of the queue's tasks: without a target, with one, or both (leased in
+    /// this order when both are due).
+    pub(crate) lanes: &'a [Lane],
     /// At most this many leases (≥ 1).
     pub(crate) max: u32,
     /// Each lease expires this long after it is taken.
@@ -292,34 +327,59 @@ struct Ending {
     at: Timestamp,
 }
 
-/// What the engine keeps per queue: its wake-up, whether it is paused, and the
-/// consumer's own counts the watchdog reads (who waits, and how many leases were
-/// handed out).
+/// What the engine keeps per queue: the wake-up of each lane, whether it is paused,
+/// and the consumers' own counts the watchdog reads (who waits, and how many leases
+/// were handed out).
 #[derive(Debug, Default)]
 pub(crate) struct QueueState {
-    wake: WakeAt,
+    handler_wake: WakeAt,
+    target_wake: WakeAt,
     paused: AtomicBool,
-    waiting: AtomicUsize,
+    /// Consumers waiting, per lane ([`Lane::Handler`] first).
+    waiting: [AtomicUsize; 2],
     pub(super) leased: AtomicU64,
 }
 
-impl std::ops::Deref for QueueState {
-    type Target = WakeAt;
-    fn deref(&self) -> &WakeAt {
-        &self.wake
-    }
-}
-
 impl QueueState {
-    /// Counts a consumer as waiting for the queue while the guard lives.
-    pub(crate) fn wait(&self) -> Waiting<'_> {
-        self.waiting.fetch_add(1, Ordering::Relaxed);
-        Waiting(self)
+    /// The wake-up of one lane's consumers.
+    pub(crate) fn lane(&self, lane: Lane) -> &WakeAt {
+        match lane {
+            Lane::Handler => &self.handler_wake,
+            Lane::Target => &self.target_wake,
+        }
     }
 
-    /// Consumers waiting for the queue now.
+    /// Offers `at` to both lanes' consumers.
+    pub(crate) fn offer_both(&self, at: Option<Timestamp>) {
+        for lane in Lane::ALL {
+            self.lane(lane).offer(at);
+        }
+    }
+
+    /// Makes both lanes' consumers look at once, even if their wake times already
+    /// said so: `take` then `offer`, so the offer is a lowering and always notifies.
+    pub(crate) fn look_now(&self) {
+        for lane in Lane::ALL {
+            self.lane(lane).take();
+            self.lane(lane).offer(Some(Timestamp::EPOCH));
+        }
+    }
+
+    /// Counts a consumer as waiting for the queue's `lane` while the guard lives.
+    pub(crate) fn wait(&self, lane: Lane) -> Waiting<'_> {
+        let count = &self.waiting[lane as usize];
+        count.fetch_add(1, Ordering::Relaxed);
+        Waiting(count)
+    }
+
+    /// Consumers waiting for the queue now, in either lane.
     pub(crate) fn waiting(&self) -> usize {
-        self.waiting.load(Ordering::Relaxed)
+        Lane::ALL.iter().map(|lane| self.waiting_in(*lane)).sum()
+    }
+
+    /// Consumers waiting for the queue's `lane` now.
+    pub(crate) fn waiting_in(&self, lane: Lane) -> usize {
+        self.waiting[lane as usize].load(Ordering::Relaxed)
     }
 
     /// Leases handed out so far.
@@ -336,19 +396,17 @@ impl QueueState {
     pub(crate) fn set_paused(&self, paused: bool) {
         let was = self.paused.swap(paused, Ordering::SeqCst);
         if was && !paused {
-            // `take` then `offer`: the offer is then a lowering, so it always notifies.
-            self.wake.take();
-            self.wake.offer(Some(Timestamp::EPOCH));
+            self.look_now();
         }
     }
 }
 
 /// A consumer counted as waiting; uncounted when dropped.
 #[derive(Debug)]
-pub(crate) struct Waiting<'a>(&'a QueueState);
+pub(crate) struct Waiting<'a>(&'a AtomicUsize);
 
 impl Drop for Waiting<'_> {
     fn drop(&mut self) {
-        self.0.waiting.fetch_sub(1, Ordering::Relaxed);
+        self.0.fetch_sub(1, Ordering::Relaxed);
     }
 }

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use super::{Engine, QueueState};
 use crate::events::Event;
 use crate::model::QueueName;
+use crate::target::Lane;
 use crate::store::{Peers, Store};
 use crate::time::Timestamp;
 
@@ -28,7 +29,7 @@ impl<S: Store> Engine<S> {
             };
             tokio::select! {
                 received = wakeup => match received {
-                    Ok(wakeup) => self.offer_known(&wakeup.queue, wakeup.due_at),
+                    Ok(wakeup) => self.offer_known(&wakeup.queue, wakeup.lane, wakeup.due_at),
                     Err(RecvError::Lagged(_)) => self.look_everywhere(),
                     Err(RecvError::Closed) => notifications = false,
                 },
@@ -50,12 +51,12 @@ impl<S: Store> Engine<S> {
         }
     }
 
-    /// Lowers the wake time of `queue` if this engine serves it (has a consumer or
-    /// wrote to it); other queues are none of its business.
-    fn offer_known(&self, queue: &QueueName, at: Timestamp) {
+    /// Lowers the wake time of `queue`'s `lane` if this engine serves the queue (has a
+    /// consumer or wrote to it); other queues are none of its business.
+    fn offer_known(&self, queue: &QueueName, lane: Lane, at: Timestamp) {
         let state = self.inner.queues.lock().expect("queues lock poisoned").get(queue).cloned();
         if let Some(state) = state {
-            state.offer(Some(at));
+            state.lane(lane).offer(Some(at));
         }
     }
 
@@ -65,7 +66,7 @@ impl<S: Store> Engine<S> {
         let states: Vec<Arc<QueueState>> =
             self.inner.queues.lock().expect("queues lock poisoned").values().cloned().collect();
         for state in states {
-            state.offer(Some(now));
+            state.offer_both(Some(now));
         }
         self.inner.reaper_wake.offer(Some(now));
     }

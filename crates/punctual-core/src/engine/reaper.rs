@@ -32,7 +32,7 @@ impl<S: Store> Engine<S> {
                             if dead {
                                 self.publish(Event::Dead { queue, key, error: EXPIRED.into(), at: now });
                             } else {
-                                self.waker(&reaped.queue).offer(Some(now));
+                                self.waker(&reaped.queue).offer_both(Some(now));
                             }
                         }
                         let more = result.reaped.len() >= self.inner.config.reap_batch as usize;

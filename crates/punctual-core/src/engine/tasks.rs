@@ -81,7 +81,7 @@ impl<S: Store> Engine<S> {
         }
         for scheduled in results.iter().flatten() {
             if scheduled.task.state == TaskState::Scheduled {
-                self.waker(&scheduled.task.queue).offer(Some(scheduled.task.due_at));
+                self.waker(&scheduled.task.queue).lane(scheduled.task.lane()).offer(Some(scheduled.task.due_at));
             }
         }
         Ok(results)
@@ -148,7 +148,7 @@ impl<S: Store> Engine<S> {
         let (queue, key) = (QueueName::new(queue)?, TaskKey::new(key)?);
         let task = self.inner.store.retry_dead(RetryDeadRequest::new(queue.clone(), key.clone(), self.now())).await?;
         let task = task.ok_or_else(|| Error::NotFound(format!("dead task '{key}' in queue '{queue}'")))?;
-        self.waker(&queue).offer(Some(task.due_at));
+        self.waker(&queue).lane(task.lane()).offer(Some(task.due_at));
         Ok(task)
     }
 
@@ -181,7 +181,7 @@ impl<S: Store> Engine<S> {
                 let batch = self.inner.store.retry_dead_batch(request.clone()).await?;
                 retried += batch.retried;
                 if batch.retried > 0 {
-                    self.waker(&queue).offer(Some(now));
+                    self.waker(&queue).offer_both(Some(now));
                 }
                 match batch.next_cursor {
                     Some(cursor) => request = request.after(cursor),
@@ -260,6 +260,7 @@ impl Intake<'_> {
         task.repeat = repeat;
         task.tags = tags;
         task.if_exists = spec.if_exists;
+        task.target = spec.target;
         Ok(task)
     }
 }

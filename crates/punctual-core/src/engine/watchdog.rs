@@ -114,19 +114,16 @@ impl<S: Store> Engine<S> {
                     continue;
                 }
             };
-            let Some(due) = page.tasks.first().map(|task| task.due_at) else { continue };
+            let Some((due, lane)) = page.tasks.first().map(|task| (task.due_at, task.lane())) else { continue };
             let overdue = now.saturating_since(due);
-            if due > now || overdue < config.stall_after || consumer.waiting() == 0 {
+            if due > now || overdue < config.stall_after || consumer.waiting_in(lane) == 0 {
                 continue;
             }
             tracing::warn!(
                 queue = %queue, overdue_ms = u64::try_from(overdue.as_millis()).unwrap_or(u64::MAX),
                 "watchdog: due tasks are not moving while consumers wait; restarting the queue's consumer loop"
             );
-            // `take` then `offer`: the offer is then always a lowering, so it always
-            // notifies, even if the wake time already said "look now".
-            consumer.take();
-            consumer.offer(Some(Timestamp::EPOCH));
+            consumer.look_now();
             self.publish(Event::WatchdogRestart(Restarted::Consumer(queue)));
         }
         *last_fired = seen;
