@@ -24,6 +24,8 @@ use crate::email::{Email, EmailConfig};
 use crate::error::ActionError;
 use crate::http::{FinalStatuses, Sender};
 use crate::rate::{Rate, RateLimiter, RateSlots, RateStats};
+use crate::secret::Secret;
+use crate::target::TargetSender;
 use crate::template::{Templates, zone};
 use crate::webhook::{Webhook, WebhookConfig};
 
@@ -172,6 +174,8 @@ pub struct Runtime {
     egress: Arc<EgressPolicy>,
     clock: Arc<dyn Clock>,
     rates: Option<Arc<dyn RateSlots>>,
+    /// Delivers tasks that carry an HTTP target, for every action built here.
+    targets: Arc<TargetSender>,
 }
 
 impl Runtime {
@@ -187,7 +191,16 @@ impl Runtime {
         let egress = Arc::new(egress);
         let client = crate::http::client(Arc::clone(&egress))
             .map_err(|e| ActionError::invalid("http", format!("cannot set up the HTTP client: {e}")))?;
-        Ok(Runtime { client, egress, clock, rates: None })
+        let targets = Arc::new(TargetSender::new(client.clone(), Arc::clone(&clock), Arc::clone(&egress), None));
+        Ok(Runtime { client, egress, clock, rates: None, targets })
+    }
+
+    /// Signs deliveries to tasks' HTTP targets with `secret` when their queue's action
+    /// has no secret of its own (the server's `[targets] secret_env`).
+    pub fn sign_targets_with(mut self, secret: Option<Secret>) -> Runtime {
+        let targets = TargetSender::new(self.client.clone(), Arc::clone(&self.clock), Arc::clone(&self.egress), secret);
+        self.targets = Arc::new(targets);
+        self
     }
 
     /// Counts the rate limits of the actions built on this runtime in `slots`, which
@@ -211,6 +224,7 @@ struct Inner {
     concurrency: usize,
     deliverer: Deliverer,
     limiter: Option<RateLimiter>,
+    targets: Arc<TargetSender>,
 }
 
 #[derive(Debug)]
@@ -218,6 +232,8 @@ enum Deliverer {
     Webhook(Webhook),
     Email(Email),
     Chat(Chat),
+    /// A queue without an action: only its tasks with a target are delivered.
+    TargetsOnly,
 }
 
 impl fmt::Debug for Action {
@@ -256,12 +272,25 @@ impl Action {
                 kind: spec.kind.name(),
                 concurrency: spec.concurrency,
                 deliverer,
-                limiter: spec.rate.map(|rate| match &runtime.rates {
-                    Some(slots) => RateLimiter::shared(rate, clock, Arc::clone(slots)),
-                    None => RateLimiter::new(rate, clock),
-                }),
+                limiter: spec.rate.map(|rate| limiter(rate, clock, runtime)),
+                targets: Arc::clone(&runtime.targets),
             }),
         })
+    }
+
+    /// The deliverer of a queue without an action: its tasks with an HTTP target, at
+    /// most `concurrency` at once and within `rate` if given. Run it on the target lane
+    /// only ([`Lane::Target`](punctual_core::Lane)); kind `targets`.
+    pub fn for_targets(concurrency: usize, rate: Option<Rate>, runtime: &Runtime) -> Action {
+        Action {
+            inner: Arc::new(Inner {
+                kind: "targets",
+                concurrency,
+                deliverer: Deliverer::TargetsOnly,
+                limiter: rate.map(|rate| limiter(rate, Arc::clone(&runtime.clock), runtime)),
+                targets: Arc::clone(&runtime.targets),
+            }),
+        }
     }
 
     /// The kind's configuration name (`webhook`, `email`, `wecom`, …).
@@ -288,11 +317,35 @@ impl Action {
             // LeaseLost: the worker completes nothing, whatever this says.
             return Outcome::retry(format!("not sent: the lease could not be confirmed before sending: {e}"));
         }
+        if let Some(target) = &delivery.task.target {
+            return self.inner.targets.deliver(delivery, target, self.signing_secret()).await;
+        }
         match &self.inner.deliverer {
             Deliverer::Webhook(webhook) => webhook.deliver(delivery).await,
             Deliverer::Email(email) => email.deliver(delivery).await,
             Deliverer::Chat(chat) => chat.deliver(delivery).await,
+            // Run on the target lane only, so a task without a target never comes here.
+            Deliverer::TargetsOnly => {
+                Outcome::retry("the queue has no action: a task without a target is for pull workers")
+            }
         }
+    }
+
+    /// The secret that signs this queue's deliveries, when its action is a webhook
+    /// with one: it signs deliveries to the queue's tasks' targets too.
+    fn signing_secret(&self) -> Option<&Secret> {
+        match &self.inner.deliverer {
+            Deliverer::Webhook(webhook) => webhook.secret(),
+            _ => None,
+        }
+    }
+}
+
+/// A rate limiter for an action of `runtime`: counted where its rates are.
+fn limiter(rate: Rate, clock: Arc<dyn Clock>, runtime: &Runtime) -> RateLimiter {
+    match &runtime.rates {
+        Some(slots) => RateLimiter::shared(rate, clock, Arc::clone(slots)),
+        None => RateLimiter::new(rate, clock),
     }
 }
 

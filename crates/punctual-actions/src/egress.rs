@@ -246,6 +246,16 @@ impl EgressPolicy {
         self.hosts.iter().any(|pattern| pattern.matches(host))
     }
 
+    /// Checks the host of the URL `text` when it is an IP literal, as every delivery
+    /// to it will (a name is checked when it is resolved, on every connection). A text
+    /// that is not a URL passes: parsing it is the caller's check.
+    pub fn check_url_text(&self, text: &str) -> Result<(), Refusal> {
+        match reqwest::Url::parse(text) {
+            Ok(url) => self.check_url(&url),
+            Err(_) => Ok(()),
+        }
+    }
+
     /// Checks the host of `url` when it is an IP literal (a name is checked when it is
     /// resolved, on every connection).
     pub(crate) fn check_url(&self, url: &reqwest::Url) -> Result<(), Refusal> {

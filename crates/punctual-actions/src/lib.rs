@@ -30,6 +30,7 @@ mod error;
 mod http;
 mod rate;
 mod secret;
+mod target;
 mod template;
 pub mod webhook;
 

@@ -111,42 +111,88 @@ impl Webhook {
     }
 
     pub(crate) async fn deliver(&self, delivery: &Delivery) -> Outcome {
-        let task = &delivery.task;
         let fired_at = self.sender.clock.now();
-        let body = Body {
-            queue: task.queue.as_str(),
-            key: task.key.as_str(),
-            payload: &task.payload,
-            attempt: delivery.attempt,
-            due_at: task.due_at,
-            fired_at,
-            delivery_id: &delivery.delivery_id,
-            tags: task.tags.iter().map(|t| t.as_str()).collect(),
-        };
-        let body = match serde_json::to_vec(&body) {
+        let body = match standard_body(delivery, fired_at) {
             Ok(body) => body,
-            Err(e) => return Outcome::fail(format!("cannot encode the delivery as JSON: {e}")),
+            Err(outcome) => return outcome,
         };
-        let mut request = self
-            .sender
-            .client
-            .post(self.url.clone())
-            .timeout(self.sender.timeout)
-            .header(CONTENT_TYPE, "application/json")
-            .header("Punctual-Delivery", &delivery.delivery_id);
-        if let Some(secret) = &self.secret {
-            let t = fired_at.as_millis() / 1000;
-            request = request.header("Punctual-Signature", signature(secret.expose().as_bytes(), t, &body));
-        }
-        let what = format!("webhook {}", self.url);
-        let response = match request.body(body).send().await {
-            Ok(response) => response,
-            Err(e) => return transport_failure(&what, &e, self.sender.timeout),
+        let request = SignedRequest {
+            method: reqwest::Method::POST,
+            url: &self.url,
+            headers: &[],
+            body: Some(body),
+            secret: self.secret.as_ref(),
+            timeout: self.sender.timeout,
+            what: format!("webhook {}", self.url),
         };
-        match Answer::read(response).await {
-            Ok(answer) => outcome_of(&answer, &what, self.sender.clock.now(), &self.sender.finals),
-            Err(e) => transport_failure(&what, &e, self.sender.timeout),
-        }
+        send(&self.sender, request, delivery, fired_at).await
+    }
+
+    /// The secret deliveries are signed with, if any.
+    pub(crate) fn secret(&self) -> Option<&Secret> {
+        self.secret.as_ref()
+    }
+}
+
+/// The standard delivery body (API.md's order) of `delivery` fired at `fired_at`, or
+/// the outcome when it cannot be encoded.
+pub(crate) fn standard_body(delivery: &Delivery, fired_at: Timestamp) -> Result<Vec<u8>, Outcome> {
+    let task = &delivery.task;
+    let body = Body {
+        queue: task.queue.as_str(),
+        key: task.key.as_str(),
+        payload: &task.payload,
+        attempt: delivery.attempt,
+        due_at: task.due_at,
+        fired_at,
+        delivery_id: &delivery.delivery_id,
+        tags: task.tags.iter().map(|t| t.as_str()).collect(),
+    };
+    serde_json::to_vec(&body).map_err(|e| Outcome::fail(format!("cannot encode the delivery as JSON: {e}")))
+}
+
+/// One request of the webhook protocol: a JSON body (or none), `Punctual-Delivery`,
+/// `Punctual-Signature` over the exact body sent when there is a secret, and the
+/// caller's extra headers.
+pub(crate) struct SignedRequest<'a> {
+    pub(crate) method: reqwest::Method,
+    pub(crate) url: &'a reqwest::Url,
+    pub(crate) headers: &'a [(String, String)],
+    pub(crate) body: Option<Vec<u8>>,
+    pub(crate) secret: Option<&'a Secret>,
+    pub(crate) timeout: Duration,
+    /// The receiver, for `last_error` ("webhook https://…").
+    pub(crate) what: String,
+}
+
+/// Sends `request` and turns the answer into the outcome of the module docs' table.
+pub(crate) async fn send(
+    sender: &Sender,
+    request: SignedRequest<'_>,
+    delivery: &Delivery,
+    fired_at: Timestamp,
+) -> Outcome {
+    let SignedRequest { method, url, headers, body, secret, timeout, what } = request;
+    let mut builder = sender.client.request(method, url.clone()).timeout(timeout);
+    for (name, value) in headers {
+        builder = builder.header(name.as_str(), value.as_str());
+    }
+    builder = builder.header("Punctual-Delivery", &delivery.delivery_id);
+    let body = body.unwrap_or_default();
+    if !body.is_empty() {
+        builder = builder.header(CONTENT_TYPE, "application/json");
+    }
+    if let Some(secret) = secret {
+        let t = fired_at.as_millis() / 1000;
+        builder = builder.header("Punctual-Signature", signature(secret.expose().as_bytes(), t, &body));
+    }
+    let response = match builder.body(body).send().await {
+        Ok(response) => response,
+        Err(e) => return transport_failure(&what, &e, timeout),
+    };
+    match Answer::read(response).await {
+        Ok(answer) => outcome_of(&answer, &what, sender.clock.now(), &sender.finals),
+        Err(e) => transport_failure(&what, &e, timeout),
     }
 }
 

@@ -23,9 +23,9 @@ mod identity;
 mod memory;
 mod model;
 mod outcome;
-mod target;
 pub mod policy;
 pub mod store;
+mod target;
 pub mod time;
 mod timed;
 mod timer;
@@ -47,11 +47,11 @@ pub use memory::MemoryStore;
 pub use model::{IfExists, NewTask, QueueName, Tag, Task, TaskKey, TaskMeta, TaskSpec, TaskState, When};
 pub use outcome::{Outcome, TryEnd};
 pub use policy::{Backoff, Repeat};
-pub use target::{Lane, Target, TargetMethod};
 pub use store::{
     DeadSelection, Lease, LeaseToken, Peers, PurgeSelection, QueueChange, QueueRecord, ScheduleOutcome, Scheduled,
     Store, StoreReset, Wakeup,
 };
+pub use target::{Lane, Target, TargetMethod};
 pub use time::{Timestamp, parse_duration};
 pub use token::TokenCodec;
 pub use worker::{BoxError, Delivery, Handler, RunningWorker, Worker};

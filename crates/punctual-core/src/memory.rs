@@ -31,12 +31,12 @@ use std::sync::{Mutex, MutexGuard};
 use crate::error::{Error, Result};
 use crate::identity::StoreId;
 use crate::model::{NewTask, QueueName, Tag, Task, TaskKey, TaskState};
-use crate::target::Lane;
 use crate::store::{
     CompleteRequest, DeadSelection, ExtendRequest, Lease, LeaseBatch, LeaseRequest, LeaseToken, ListRequest, Page,
     PurgeRequest, QueueChangeRequest, QueueRecord, QueueStats, ReapResult, Reaped, RetriedDead, RetryDeadBatchRequest,
     RetryDeadRequest, ScheduleOutcome, Scheduled, Store, SweepRequest, Swept,
 };
+use crate::target::Lane;
 use crate::time::Timestamp;
 use crate::transitions;
 

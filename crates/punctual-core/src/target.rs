@@ -177,7 +177,8 @@ impl Target {
         let Value::Object(fields) = value else {
             return Err(Error::invalid("target", "a target is an object such as {\"url\": \"https://…\"}"));
         };
-        if let Some(unknown) = fields.keys().find(|k| !["url", "method", "headers", "timeout", "body"].contains(&k.as_str()))
+        if let Some(unknown) =
+            fields.keys().find(|k| !["url", "method", "headers", "timeout", "body"].contains(&k.as_str()))
         {
             return Err(Error::invalid(
                 format!("target.{unknown}"),
@@ -187,7 +188,9 @@ impl Target {
         let url = match fields.get("url") {
             Some(Value::String(url)) => url.clone(),
             Some(_) => return Err(Error::invalid("target.url", "a target's url is a string")),
-            None => return Err(Error::invalid("target.url", "a target needs a url, such as \"https://example.com/hook\"")),
+            None => {
+                return Err(Error::invalid("target.url", "a target needs a url, such as \"https://example.com/hook\""));
+            }
         };
         let mut target = Target::new(url)?;
         match fields.get("method") {
@@ -209,7 +212,10 @@ impl Target {
                 target.headers = pairs;
             }
             Some(_) => {
-                return Err(Error::invalid("target.headers", "a target's headers are an object such as {\"X-Tenant\": \"acme\"}"));
+                return Err(Error::invalid(
+                    "target.headers",
+                    "a target's headers are an object such as {\"X-Tenant\": \"acme\"}",
+                ));
             }
         }
         match fields.get("timeout") {
@@ -219,7 +225,9 @@ impl Target {
                 check_timeout(timeout)?;
                 target.timeout = timeout;
             }
-            Some(_) => return Err(Error::invalid("target.timeout", "a target's timeout is a duration such as \"10s\"")),
+            Some(_) => {
+                return Err(Error::invalid("target.timeout", "a target's timeout is a duration such as \"10s\""));
+            }
         }
         target.body = fields.get("body").filter(|body| !body.is_null()).cloned();
         Ok(target)
@@ -302,9 +310,14 @@ impl Serialize for Target {
 fn check_url(url: &str) -> Result<()> {
     let invalid = |message: String| Error::invalid("target.url", message);
     if url.len() > Target::MAX_URL_BYTES {
-        return Err(invalid(format!("a target url is at most {} bytes, this one has {}", Target::MAX_URL_BYTES, url.len())));
+        return Err(invalid(format!(
+            "a target url is at most {} bytes, this one has {}",
+            Target::MAX_URL_BYTES,
+            url.len()
+        )));
     }
-    let parsed = url::Url::parse(url).map_err(|e| invalid(format!("'{url}' is not a URL ({e}): use http://… or https://…")))?;
+    let parsed =
+        url::Url::parse(url).map_err(|e| invalid(format!("'{url}' is not a URL ({e}): use http://… or https://…")))?;
     if !matches!(parsed.scheme(), "http" | "https") {
         return Err(invalid(format!("a target url is http or https, not '{}'", parsed.scheme())));
     }
@@ -322,13 +335,18 @@ fn check_url(url: &str) -> Result<()> {
 /// Headers the server sets itself, or that would change how the request is framed.
 fn is_forbidden(name: &str) -> bool {
     let lower = name.to_ascii_lowercase();
-    matches!(lower.as_str(), "host" | "content-length" | "transfer-encoding" | "connection") || lower.starts_with("punctual-")
+    matches!(lower.as_str(), "host" | "content-length" | "transfer-encoding" | "connection")
+        || lower.starts_with("punctual-")
 }
 
 fn check_headers(headers: &[(String, String)]) -> Result<()> {
     let invalid = |message: String| Error::invalid("target.headers", message);
     if headers.len() > Target::MAX_HEADERS {
-        return Err(invalid(format!("a target has at most {} headers, this one has {}", Target::MAX_HEADERS, headers.len())));
+        return Err(invalid(format!(
+            "a target has at most {} headers, this one has {}",
+            Target::MAX_HEADERS,
+            headers.len()
+        )));
     }
     let bytes: usize = headers.iter().map(|(k, v)| k.len() + v.len()).sum();
     if bytes > Target::MAX_HEADER_BYTES {
@@ -340,7 +358,10 @@ fn check_headers(headers: &[(String, String)]) -> Result<()> {
     for (i, (name, value)) in headers.iter().enumerate() {
         let is_token_char = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
         if name.is_empty() || !name.chars().all(is_token_char) {
-            return Err(invalid(format!("'{}' is not a header name: use letters, digits and - (such as X-Tenant)", name.escape_default())));
+            return Err(invalid(format!(
+                "'{}' is not a header name: use letters, digits and - (such as X-Tenant)",
+                name.escape_default()
+            )));
         }
         if is_forbidden(name) {
             return Err(invalid(format!(

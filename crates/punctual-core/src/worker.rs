@@ -196,8 +196,10 @@ impl<S: Store> Worker<S> {
 
     /// Runs `handler` for tasks of `queue` (replacing an earlier one for that queue).
     pub fn handle(mut self, queue: &str, handler: impl Handler) -> Worker<S> {
-        let (concurrency, lanes) =
-            self.routes.get(queue).map_or((self.default_concurrency, &[Lane::Handler][..]), |r| (r.concurrency, r.lanes));
+        let (concurrency, lanes) = self
+            .routes
+            .get(queue)
+            .map_or((self.default_concurrency, &[Lane::Handler][..]), |r| (r.concurrency, r.lanes));
         let route = Route { handler: Arc::new(Erased(handler)), concurrency, lanes };
         self.routes.insert(queue.to_owned(), route);
         self

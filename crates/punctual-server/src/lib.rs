@@ -50,7 +50,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use punctual_actions::{Action, RateSlots, Runtime};
-use punctual_core::{Clock, Engine, RunningWorker, Store, SystemClock, Worker};
+use punctual_core::{Clock, Engine, Lane, RunningWorker, Store, SystemClock, Worker};
 use punctual_redis::{RedisConfig, RedisStore, Target, redacted};
 use punctual_sqlite::SqliteStore;
 
@@ -143,7 +143,9 @@ async fn start_actions<S: Store>(
     clock: Arc<dyn Clock>,
     rates: Option<Arc<dyn RateSlots>>,
 ) -> anyhow::Result<StartedActions> {
-    let mut runtime = Runtime::with_egress(clock, settings.egress.clone()).context("cannot set up the actions")?;
+    let mut runtime = Runtime::with_egress(clock, settings.egress.clone())
+        .context("cannot set up the actions")?
+        .sign_targets_with(settings.targets_secret.clone());
     if let Some(rates) = rates {
         runtime = runtime.shared_rates(rates);
     }
@@ -155,9 +157,12 @@ async fn start_actions<S: Store>(
             .and_then(|action| {
                 tracing::info!(queue = %queue, kind = action.kind(), concurrency = spec.concurrency, "push action ready");
                 actions.push((queue.to_string(), action.clone()));
+                // Its tasks with a target are delivered to their target, sharing the
+                // action's concurrency and rate.
                 Worker::new(engine.clone())
                     .handle(queue.as_str(), action)
                     .concurrency(queue.as_str(), spec.concurrency)
+                    .lanes(queue.as_str(), &Lane::ALL)
                     .grace(settings.grace_period)
                     .start()
                     .with_context(|| format!("cannot start the worker of queue {queue}"))

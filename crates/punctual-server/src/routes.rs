@@ -48,6 +48,7 @@ pub(crate) async fn put_task<S: Store>(
         return Err(ApiError::invalid("key", "the body's key differs from the key in the path; leave it out"));
     }
     let spec = body.into_spec()?;
+    state.check_target(queue, &spec)?;
     let scheduled = state.inner.engine.schedule(queue, key, spec).await?;
     let status = if scheduled.outcome == ScheduleOutcome::Created { StatusCode::CREATED } else { StatusCode::OK };
     Ok((status, Json(ScheduleResponse { outcome: scheduled.outcome, task: scheduled.task })).into_response())
@@ -87,7 +88,9 @@ pub(crate) async fn post_tasks<S: Store>(
         }
         let parsed = from_value::<TaskBody>(value).and_then(|item| {
             let key = item.key.clone().ok_or_else(|| ApiError::invalid("key", "each task of a batch needs its key"))?;
-            Ok((key, item.into_spec()?))
+            let spec = item.into_spec()?;
+            state.check_target(queue, &spec)?;
+            Ok((key, spec))
         });
         match parsed {
             Ok(item) => {

@@ -171,6 +171,22 @@ impl<S: Store> AppState<S> {
         }
     }
 
+    /// `400` (field `target`…) when `spec` carries a target this server will not
+    /// deliver: the queue's settings say `targets: false`, or its URL's host is an IP
+    /// address the egress policy refuses (a name is checked at every connection).
+    pub(crate) fn check_target(&self, queue: &str, spec: &punctual_core::TaskSpec) -> Result<(), ApiError> {
+        let Some(target) = &spec.target else { return Ok(()) };
+        if crate::settings::refuses_targets(&self.inner.engine, queue) {
+            return Err(ApiError::invalid(
+                "target",
+                format!("queue '{queue}' refuses tasks with a target (its settings say \"targets\": false)"),
+            ));
+        }
+        self.egress().check_url_text(target.url()).map_err(|refusal| {
+            ApiError::invalid("target.url", format!("{refusal}; the server would refuse to deliver there"))
+        })
+    }
+
     /// Where push actions may connect.
     pub(crate) fn egress(&self) -> &punctual_actions::EgressPolicy {
         &self.inner.options.egress

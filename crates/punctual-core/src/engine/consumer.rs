@@ -13,8 +13,8 @@ use crate::events::Event;
 use crate::model::{QueueName, Task};
 use crate::outcome::{Outcome, TryEnd};
 use crate::store::{CompleteRequest, Completion, ExtendRequest, Lease, LeaseRequest, LeaseToken, Store};
-use crate::time::Timestamp;
 use crate::target::Lane;
+use crate::time::Timestamp;
 use crate::wake::WakeAt;
 
 impl<S: Store> Engine<S> {
@@ -74,7 +74,7 @@ impl<S: Store> Engine<S> {
             for &lane in lanes {
                 let waker = state.lane(lane);
                 let room = max.saturating_sub(leases.len() as u32);
-                if paused || room == 0 || !waker.get().is_some_and(|at| at <= now) {
+                if paused || room == 0 || waker.get().is_none_or(|at| at > now) {
                     continue;
                 }
                 looked = true;

@@ -84,6 +84,9 @@ struct Inner<S> {
     /// The store's queue records as last read, and whether they were read yet.
     records: records::Records,
     reaper_wake: WakeAt,
+    /// The queues known to hold tasks with a target: written here, or woken by another
+    /// process for their target lane (see [`Engine::watch_target_queues`]).
+    target_queues: tokio::sync::watch::Sender<std::collections::BTreeSet<QueueName>>,
     /// Every wait of the engine but the watchdog's.
     timer: Timer,
     stopping: CancellationToken,
@@ -115,6 +118,7 @@ impl<S: Store> Engine<S> {
                 run_time_defaults: RwLock::new(HashMap::new()),
                 records: records::Records::default(),
                 reaper_wake: WakeAt::default(),
+                target_queues: tokio::sync::watch::channel(std::collections::BTreeSet::new()).0,
                 timer,
                 stopping,
                 reaper: Mutex::new(None),
@@ -171,6 +175,19 @@ impl<S: Store> Engine<S> {
     /// The wake-up of a queue.
     pub(crate) fn waker(&self, queue: &QueueName) -> Arc<QueueState> {
         self.queue_state(queue)
+    }
+
+    /// The queues this engine knows to hold tasks with a target, growing: those it
+    /// scheduled such a task into, and those another process sharing the store woke
+    /// for their target lane. A server delivers targets for each (add the queues that
+    /// held tasks when it started: their targets are not known until leased).
+    pub fn watch_target_queues(&self) -> tokio::sync::watch::Receiver<std::collections::BTreeSet<QueueName>> {
+        self.inner.target_queues.subscribe()
+    }
+
+    /// Notes that `queue` holds tasks with a target.
+    pub(crate) fn note_target_queue(&self, queue: &QueueName) {
+        self.inner.target_queues.send_if_modified(|queues| queues.insert(queue.clone()));
     }
 
     /// Stops handing out the queue's tasks in this process (`true`), or starts again:

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use super::{Engine, QueueState};
 use crate::events::Event;
 use crate::model::QueueName;
-use crate::target::Lane;
 use crate::store::{Peers, Store};
+use crate::target::Lane;
 use crate::time::Timestamp;
 
 impl<S: Store> Engine<S> {
@@ -54,6 +54,9 @@ impl<S: Store> Engine<S> {
     /// Lowers the wake time of `queue`'s `lane` if this engine serves the queue (has a
     /// consumer or wrote to it); other queues are none of its business.
     fn offer_known(&self, queue: &QueueName, lane: Lane, at: Timestamp) {
+        if lane == Lane::Target {
+            self.note_target_queue(queue);
+        }
         let state = self.inner.queues.lock().expect("queues lock poisoned").get(queue).cloned();
         if let Some(state) = state {
             state.lane(lane).offer(Some(at));

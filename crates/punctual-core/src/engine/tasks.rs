@@ -13,6 +13,7 @@ use crate::store::{
     DeadSelection, ListRequest, Page, QueueStats, RetryDeadBatchRequest, RetryDeadRequest, ScheduleOutcome, Scheduled,
     Store,
 };
+use crate::target::Lane;
 use crate::time::Timestamp;
 
 impl<S: Store> Engine<S> {
@@ -81,7 +82,11 @@ impl<S: Store> Engine<S> {
         }
         for scheduled in results.iter().flatten() {
             if scheduled.task.state == TaskState::Scheduled {
-                self.waker(&scheduled.task.queue).lane(scheduled.task.lane()).offer(Some(scheduled.task.due_at));
+                let lane = scheduled.task.lane();
+                if lane == Lane::Target {
+                    self.note_target_queue(&scheduled.task.queue);
+                }
+                self.waker(&scheduled.task.queue).lane(lane).offer(Some(scheduled.task.due_at));
             }
         }
         Ok(results)

@@ -7,7 +7,7 @@ use std::time::Duration;
 use punctual_core::MAX_LIST_LIMIT;
 use punctual_core::store::ScheduleOutcome;
 use punctual_core::time::format_duration;
-use punctual_core::{Backoff, DeadSelection, IfExists, Repeat, Tag, Task, TaskKey, TaskSpec};
+use punctual_core::{Backoff, DeadSelection, IfExists, Repeat, Tag, Target, Task, TaskKey, TaskSpec};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
@@ -45,6 +45,9 @@ pub(crate) struct TaskBody {
     /// `replace` (default), `keep` or `error`.
     #[serde(default)]
     pub(crate) if_exists: IfExists,
+    /// Where the server delivers the task (API.md "HTTP targets"); null: none.
+    #[serde(default)]
+    pub(crate) target: Option<Value>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -148,6 +151,9 @@ impl TaskBody {
             spec = spec.tag(tag);
         }
         spec = spec.if_exists(self.if_exists);
+        if let Some(target) = self.target.filter(|t| !t.is_null()) {
+            spec = spec.target(Target::from_json(&target)?);
+        }
         Ok(spec)
     }
 }

@@ -86,6 +86,9 @@ pub(crate) struct Settings {
     pub(crate) redis: RedisSettings,
     /// Where the push actions may connect.
     pub(crate) egress: EgressPolicy,
+    /// Signs deliveries to tasks' HTTP targets whose queue has no webhook secret
+    /// (`[targets] secret_env`).
+    pub(crate) targets_secret: Option<punctual_actions::Secret>,
     /// The file these settings were read from, if any.
     pub(crate) config_file: Option<PathBuf>,
 }

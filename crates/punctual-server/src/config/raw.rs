@@ -29,8 +29,18 @@ pub(super) struct RawConfig {
     pub(super) max_overdue: Option<Spanned<ApiDuration>>,
     pub(super) strict_queues: Option<Spanned<bool>>,
     pub(super) egress: Option<RawEgress>,
+    pub(super) targets: Option<RawTargets>,
     #[serde(default)]
     pub(super) queues: BTreeMap<Spanned<String>, RawQueue>,
+}
+
+/// `[targets]`: tasks that carry their own HTTP target.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawTargets {
+    /// The environment variable holding the secret that signs target deliveries of
+    /// queues without a webhook secret of their own.
+    pub(super) secret_env: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -103,6 +103,13 @@ pub(crate) fn settings(args: &ServeArgs, file: Option<(&Path, &str)>) -> Result<
     };
 
     let egress = egress_policy(raw.egress.as_ref(), &at)?;
+    let targets_secret = match raw.targets.as_ref().and_then(|t| t.secret_env.as_ref()) {
+        Some(env) => Some(
+            punctual_actions::Secret::from_env(env.get_ref(), "targets.secret_env")
+                .map_err(|e| at(env.span(), e.to_string()))?,
+        ),
+        None => None,
+    };
     let QueueTables { defaults: queues, shards, dead_retention, actions } = queue_tables(&raw.queues, &egress, &at)?;
     let strict_queues = args.strict_queues || raw.strict_queues.as_ref().is_some_and(|s| *s.get_ref());
     if strict_queues && queues.is_empty() {
@@ -150,6 +157,7 @@ pub(crate) fn settings(args: &ServeArgs, file: Option<(&Path, &str)>) -> Result<
         redis: redis_settings(raw.redis.as_ref(), &at)?,
         actions,
         egress,
+        targets_secret,
         config_file: file.map(|(path, _)| path.to_path_buf()),
     })
 }

@@ -24,6 +24,16 @@ mod running;
 use crate::error::ApiError;
 pub(crate) use running::ApiQueues;
 
+/// Whether `queue`'s settings, as this node last read them, say `"targets": false`.
+pub(crate) fn refuses_targets<S: punctual_core::Store>(engine: &punctual_core::Engine<S>, queue: &str) -> bool {
+    let records = engine.watch_queue_records();
+    let records = records.borrow();
+    let Some(document) = records.iter().find(|r| r.queue.as_str() == queue).and_then(|r| r.settings.as_deref()) else {
+        return false;
+    };
+    serde_json::from_str::<Value>(document).is_ok_and(|settings| settings.get("targets") == Some(&Value::Bool(false)))
+}
+
 /// Fields of a settings body that are shown but not set.
 const READ_ONLY: [&str; 5] = ["queue", "source", "paused", "version", "updated_at"];
 /// Fields a settings body may set.

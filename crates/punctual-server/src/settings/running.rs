@@ -5,6 +5,13 @@
 //! [`RECORDS_POLL`](punctual_core::RECORDS_POLL)), so a change made through any node
 //! applies on all of them within a second, without a restart.
 //!
+//! Tasks with an HTTP target are delivered here too: a queue's push worker (config or
+//! API) serves both lanes, and every other queue known to hold such tasks (those with
+//! tasks at start-up, and those the engine learns of: written here, or woken by
+//! another node) gets a worker on its target lane alone, with the concurrency and rate
+//! of its settings if it has any. That worker is never listed as the queue's action, so
+//! pull workers still lease the queue's other tasks.
+//!
 //! Invariants: queues of the config file are never touched here (their settings come
 //! from the file, their workers are started once at start-up); a worker being replaced
 //! stops leasing first and its running deliveries get the grace period, so deliveries
@@ -16,8 +23,10 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use punctual_actions::{Action, Runtime};
-use punctual_core::{QueueName, QueueRecord, RunningWorker, Store, Worker};
+use std::collections::BTreeSet;
+
+use punctual_actions::{Action, Rate, Runtime};
+use punctual_core::{Lane, QueueName, QueueRecord, RunningWorker, Store, Worker};
 use tokio_util::sync::CancellationToken;
 
 use super::QueueSettings;
@@ -44,7 +53,16 @@ pub(crate) struct ApiQueues<S: Store> {
     /// each whose settings failed to validate (logged once).
     applied: HashMap<QueueName, String>,
     failed: HashMap<QueueName, u64>,
+    /// The concurrency and rate of each API queue without an action, for its targets.
+    limits: HashMap<QueueName, Limits>,
+    /// The queues known to hold tasks with a target.
+    target_queues: BTreeSet<QueueName>,
+    /// The target-lane workers of queues without an action, with the limits they run by.
+    targets: HashMap<QueueName, (Limits, RunningWorker)>,
 }
+
+/// How many target deliveries of a queue run at once, and at what rate.
+type Limits = (usize, Option<String>);
 
 impl<S: Store> ApiQueues<S> {
     pub(crate) fn new(
@@ -61,6 +79,9 @@ impl<S: Store> ApiQueues<S> {
             running: HashMap::new(),
             applied: HashMap::new(),
             failed: HashMap::new(),
+            limits: HashMap::new(),
+            target_queues: BTreeSet::new(),
+            targets: HashMap::new(),
         }
     }
 
@@ -69,16 +90,80 @@ impl<S: Store> ApiQueues<S> {
     pub(crate) async fn follow(mut self, stop: CancellationToken) {
         let engine = self.state.inner.engine.clone();
         let mut records = engine.watch_queue_records();
+        let mut target_queues = engine.watch_target_queues();
+        // Queues holding tasks now may hold tasks with a target.
+        match engine.stats(None).await {
+            Ok(stats) => self.target_queues.extend(stats.into_iter().map(|s| s.name)),
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot list the queues at start-up; their targets wait for a wake-up")
+            }
+        }
         loop {
             let current: Arc<Vec<QueueRecord>> = records.borrow_and_update().clone();
+            self.target_queues.extend(target_queues.borrow_and_update().iter().cloned());
             self.apply(&current).await;
+            self.deliver_targets().await;
             tokio::select! {
                 changed = records.changed() => if changed.is_err() { break },
+                changed = target_queues.changed() => if changed.is_err() { break },
                 _ = stop.cancelled() => break,
             }
         }
         let workers = self.running.drain().map(|(_, running)| running.worker.shutdown());
-        futures_util::future::join_all(workers).await;
+        let targets = self.targets.drain().map(|(_, (_, worker))| worker.shutdown());
+        futures_util::future::join_all(workers.chain(targets)).await;
+    }
+
+    /// Runs a target-lane worker for each queue known to hold tasks with a target that
+    /// has no push worker of its own, with its current limits.
+    async fn deliver_targets(&mut self) {
+        let config = &self.state.inner.options.config_queues;
+        let wanted: HashMap<QueueName, Limits> = self
+            .target_queues
+            .iter()
+            .filter(|q| !self.running.contains_key(*q) && config.get(*q).is_none_or(|c| c.action.is_none()))
+            .map(|q| {
+                let limits = match config.get(q) {
+                    Some(_) => (punctual_actions::ActionSpec::DEFAULT_CONCURRENCY, None),
+                    None => {
+                        self.limits.get(q).cloned().unwrap_or((punctual_actions::ActionSpec::DEFAULT_CONCURRENCY, None))
+                    }
+                };
+                (q.clone(), limits)
+            })
+            .collect();
+        let stale: Vec<QueueName> = self
+            .targets
+            .iter()
+            .filter(|(q, (limits, _))| wanted.get(*q) != Some(limits))
+            .map(|(q, _)| q.clone())
+            .collect();
+        for queue in stale {
+            if let Some((_, worker)) = self.targets.remove(&queue) {
+                worker.shutdown().await;
+            }
+        }
+        for (queue, limits) in wanted {
+            if self.targets.contains_key(&queue) {
+                continue;
+            }
+            let (concurrency, rate) = &limits;
+            let rate = rate.as_deref().and_then(|r| Rate::parse(r).ok());
+            let action = Action::for_targets(*concurrency, rate, &self.runtime);
+            let started = Worker::new(self.state.inner.engine.clone())
+                .handle(queue.as_str(), action)
+                .concurrency(queue.as_str(), *concurrency)
+                .lanes(queue.as_str(), &[Lane::Target])
+                .grace(self.grace)
+                .start();
+            match started {
+                Ok(worker) => {
+                    tracing::debug!(queue = %queue, concurrency, "delivering the queue's tasks with a target");
+                    self.targets.insert(queue, (limits, worker));
+                }
+                Err(e) => tracing::error!(queue = %queue, error = %e, "cannot start delivering the queue's targets"),
+            }
+        }
     }
 
     async fn apply(&mut self, records: &[QueueRecord]) {
@@ -121,6 +206,7 @@ impl<S: Store> ApiQueues<S> {
         let engine = self.state.inner.engine.clone();
         engine.set_queue_defaults(queue, Some(settings.defaults.clone()));
         self.applied.insert(queue.clone(), document.to_owned());
+        self.limits.insert(queue.clone(), (settings.concurrency, settings.rate.clone()));
         let delivery = delivery_part(&settings);
         if self.running.get(queue).is_some_and(|r| r.delivery == delivery) {
             return;
@@ -133,6 +219,7 @@ impl<S: Store> ApiQueues<S> {
             Worker::new(engine)
                 .handle(queue.as_str(), action.clone())
                 .concurrency(queue.as_str(), spec.concurrency)
+                .lanes(queue.as_str(), &Lane::ALL)
                 .grace(self.grace)
                 .start()
                 .map(|worker| (action, worker))
@@ -155,6 +242,7 @@ impl<S: Store> ApiQueues<S> {
             return;
         }
         self.state.inner.engine.set_queue_defaults(queue, None);
+        self.limits.remove(queue);
         if let Some(running) = self.running.remove(queue) {
             tracing::info!(queue = %queue, kind = running.kind, "push action stopped: the queue's settings were removed");
             running.worker.shutdown().await;

@@ -43,9 +43,16 @@ fn with_target(queue_name: &str, key_name: &str, due: Timestamp, target: Target)
     task
 }
 
-async fn lease_lane<S: Store>(store: &S, queue_name: &str, lane: Lane, max: u32, now: Timestamp) -> (Vec<String>, Option<Timestamp>) {
+async fn lease_lane<S: Store>(
+    store: &S,
+    queue_name: &str,
+    lane: Lane,
+    max: u32,
+    now: Timestamp,
+) -> (Vec<String>, Option<Timestamp>) {
     let request = LeaseRequest::new(queue(queue_name), max, secs(30), now).in_lane(lane);
-    let batch = store.lease(request).await.unwrap_or_else(|e| panic!("lease of {queue_name}'s {lane} lane failed: {e}"));
+    let batch =
+        store.lease(request).await.unwrap_or_else(|e| panic!("lease of {queue_name}'s {lane} lane failed: {e}"));
     (keys_of(&batch.leases), batch.next_due)
 }
 
