@@ -35,3 +35,4 @@ mod secrets;
 mod server_logs;
 mod shared_rate;
 mod sigterm;
+mod targets;

@@ -10,50 +10,11 @@ use crate::common;
 
 use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;
-use std::sync::mpsc;
 use std::time::Duration;
 
-use common::receiver::{Request, read_request, write_response};
+use common::receiver::{Receiver, read_request, write_response};
 use common::{Api, BIN, server_builder, start};
 use serde_json::{Value, json};
-
-/// A blocking HTTP/1.1 receiver: each request goes to the test, which sends back the
-/// status and body to answer (one request per connection: it answers
-/// `Connection: close`).
-struct Receiver {
-    addr: SocketAddr,
-    requests: mpsc::Receiver<Request>,
-    answers: mpsc::Sender<(u16, String)>,
-}
-
-impl Receiver {
-    fn start() -> Receiver {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind the receiver");
-        let addr = listener.local_addr().expect("the receiver's address");
-        let (request_tx, requests) = mpsc::channel();
-        let (answers, answer_rx) = mpsc::channel::<(u16, String)>();
-        std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                let Ok(mut stream) = stream else { return };
-                let Some(request) = read_request(&stream) else { continue };
-                if request_tx.send(request).is_err() {
-                    return;
-                }
-                let Ok((status, text)) = answer_rx.recv_timeout(Duration::from_secs(30)) else { return };
-                write_response(&mut stream, status, &text);
-            }
-        });
-        Receiver { addr, requests, answers }
-    }
-
-    fn next(&self) -> Request {
-        self.requests.recv_timeout(Duration::from_secs(15)).expect("a delivery within 15s")
-    }
-
-    fn answer(&self, status: u16, body: &str) {
-        self.answers.send((status, body.to_owned())).expect("the receiver is running");
-    }
-}
 
 fn write(dir: &tempfile::TempDir, name: &str, text: &str) -> PathBuf {
     let path = dir.path().join(name);
@@ -233,7 +194,7 @@ fn deliveries_over_the_rate_limit_wait_and_are_counted_in_metrics() {
     for key in ["step-1", "step-2"] {
         api.put(&format!("/v1/queues/flow.remind/tasks/{key}"), json!({})).expect(201, "schedule");
     }
-    let first = receiver.requests.recv_timeout(Duration::from_secs(10)).expect("the first delivery arrives");
+    let first = receiver.next();
     assert!(first.head.starts_with("POST /remind"), "{}", first.head);
     let waiting = "punctual_action_rate_waiting{queue=\"flow.remind\"} 1\n";
     let metrics = punctual_testkit::poll_until(Duration::from_secs(10), || {
@@ -242,7 +203,7 @@ fn deliveries_over_the_rate_limit_wait_and_are_counted_in_metrics() {
     .unwrap_or_else(|| api.get("/metrics").text);
     assert!(metrics.contains(waiting), "{metrics}");
     assert!(metrics.contains("punctual_action_rate_limited_total{queue=\"flow.remind\"} 1\n"), "{metrics}");
-    assert!(receiver.requests.try_recv().is_err(), "the second delivery waits for the limit, it is not sent");
+    assert!(receiver.is_idle(), "the second delivery waits for the limit, it is not sent");
     let task = api.get("/v1/queues/flow.remind/tasks/step-2");
     assert_eq!(task.expect(200, "the waiting task")["attempts"], 0, "waiting is not a failed attempt");
 }
@@ -271,7 +232,7 @@ fn a_webhook_to_a_name_that_resolves_to_loopback_is_refused_without_an_allow_ent
         "{task}"
     );
     assert!(error.contains("127.0.0.1 is a loopback address") && error.contains("[egress] allow"), "{task}");
-    assert!(receiver.requests.try_recv().is_err(), "the receiver got nothing");
+    assert!(receiver.is_idle(), "the receiver got nothing");
 
     // check-config takes the URL from url_env too and names that line.
     let literal =
@@ -320,7 +281,7 @@ fn a_node_frozen_past_its_lease_cannot_complete_the_task_late() {
     let frozen_at = std::time::Instant::now();
 
     let other = node();
-    let again = receiver.requests.recv_timeout(Duration::from_secs(60)).expect("another node delivers again");
+    let again = receiver.next_within(Duration::from_secs(60));
     let waited = frozen_at.elapsed();
     receiver.answer(200, "");
     let (first, again): (Value, Value) = (
@@ -339,7 +300,7 @@ fn a_node_frozen_past_its_lease_cannot_complete_the_task_late() {
     let refused = frozen.wait_for_log("ack refused", Duration::from_secs(5));
     assert!(refused.is_ok(), "the resumed node's late completion is refused:\n{}", frozen.logs());
     assert_eq!(other_api.task("q", "order-7").status, 404, "and changes nothing");
-    assert!(receiver.requests.try_recv().is_err(), "no third delivery");
+    assert!(receiver.is_idle(), "no third delivery");
     println!("frozen node: lease lost after {waited:?}, task delivered again by another node, late ack refused");
 }
 
