@@ -40,7 +40,7 @@ use punctual_core::store::{
     Scheduled, SweepRequest, Swept,
 };
 use punctual_core::{Error, NewTask, QueueName, Result, Store, StoreId, Tag, Task, TaskKey, Timestamp};
-use rusqlite::{Connection, OpenFlags};
+use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 use writer::Durability;
 
 /// SQLite page cache per connection, in KiB.
@@ -96,10 +96,10 @@ impl SqliteStore {
             ))
         })?;
         let path = dir.join(DB_FILE);
-        let conn = Connection::open(&path).map_err(map_err)?;
+        let mut conn = Connection::open(&path).map_err(map_err)?;
         configure(&conn)?;
         conn.execute_batch(schema::CREATE).map_err(map_err)?;
-        check_version(&conn)?;
+        check_version(&mut conn)?;
         let epoch = next_epoch(&conn)?;
         let fence_floor = epoch << 32;
         let (id, minted) = ops::identity(&conn, StoreId::random())?;
@@ -218,19 +218,26 @@ fn next_epoch(conn: &Connection) -> Result<i64> {
     conn.query_row("SELECT value FROM meta WHERE name = 'epoch'", [], |row| row.get(0)).map_err(map_err)
 }
 
-fn check_version(conn: &Connection) -> Result<()> {
-    conn.execute("INSERT OR IGNORE INTO meta (name, value) VALUES ('schema_version', ?1)", [schema::VERSION])
+/// Refuses a newer layout and migrates an older one, in one transaction: a store is
+/// never left half migrated.
+fn check_version(conn: &mut Connection) -> Result<()> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(map_err)?;
+    tx.execute("INSERT OR IGNORE INTO meta (name, value) VALUES ('schema_version', ?1)", [schema::VERSION])
         .map_err(map_err)?;
-    let found: i64 = conn
-        .query_row("SELECT value FROM meta WHERE name = 'schema_version'", [], |row| row.get(0))
-        .map_err(map_err)?;
+    let found: i64 =
+        tx.query_row("SELECT value FROM meta WHERE name = 'schema_version'", [], |row| row.get(0)).map_err(map_err)?;
     if found > schema::VERSION {
         return Err(Error::Unavailable(format!(
             "the store was written by a newer punctual (layout {found}, this one reads {}); upgrade punctual",
             schema::VERSION
         )));
     }
-    Ok(())
+    if found == 1 {
+        tx.execute_batch(schema::MIGRATE_FROM_1).map_err(map_err)?;
+        tx.execute("UPDATE meta SET value = ?1 WHERE name = 'schema_version'", [schema::VERSION]).map_err(map_err)?;
+        tracing::info!("store layout migrated from 1 to {}", schema::VERSION);
+    }
+    tx.commit().map_err(map_err)
 }
 
 /// Maps SQLite errors: the disk or file failing is `Unavailable` (retry later, nothing

@@ -11,25 +11,19 @@ use punctual_core::store::{
     RetriedDead, RetryDeadBatchRequest, RetryDeadRequest, ScheduleOutcome, Scheduled, SweepRequest, Swept, corrupt,
 };
 use punctual_core::{
-    Backoff, Error, IfExists, NewTask, QueueName, Repeat, Result, StoreId, Tag, Task, TaskKey, TaskMeta, TaskState,
-    Timestamp, transitions,
+    Backoff, Error, IfExists, Lane, NewTask, QueueName, Repeat, Result, StoreId, Tag, Target, Task, TaskKey, TaskMeta,
+    TaskState, Timestamp, transitions,
 };
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
-use crate::schema::{DEAD, LEASED, SCHEDULED, TASK_COLUMNS};
+use crate::schema::{
+    DEAD, LEASED, SCHEDULED_HANDLER_LANE, SCHEDULED_TARGET_LANE, TASK_COLUMNS, scheduled_by_target, scheduled_code,
+};
 use crate::{map_err, writer};
-
-fn state_code(state: TaskState) -> i64 {
-    match state {
-        TaskState::Scheduled => SCHEDULED,
-        TaskState::Leased => LEASED,
-        TaskState::Dead => DEAD,
-    }
-}
 
 fn state_of(code: i64) -> Result<TaskState> {
     match code {
-        SCHEDULED => Ok(TaskState::Scheduled),
+        SCHEDULED_HANDLER_LANE | SCHEDULED_TARGET_LANE => Ok(TaskState::Scheduled),
         LEASED => Ok(TaskState::Leased),
         DEAD => Ok(TaskState::Dead),
         other => Err(corrupt(format!("unknown state {other}"))),
@@ -60,6 +54,7 @@ struct RawTask {
     created_at: i64,
     updated_at: i64,
     last_error: Option<String>,
+    target: Option<String>,
 }
 
 fn raw(row: &Row<'_>) -> rusqlite::Result<RawTask> {
@@ -82,6 +77,7 @@ fn raw(row: &Row<'_>) -> rusqlite::Result<RawTask> {
         created_at: row.get(17)?,
         updated_at: row.get(18)?,
         last_error: row.get(19)?,
+        target: row.get(20)?,
     })
 }
 
@@ -119,6 +115,11 @@ fn decode(store: StoreId, queue: &QueueName, raw: RawTask) -> Result<Task> {
     task.updated_at = Timestamp::from_millis(raw.updated_at);
     task.lease_expires_at = raw.lease_expires_at.map(Timestamp::from_millis);
     task.last_error = raw.last_error;
+    task.target = raw.target.as_deref().map(Target::from_stored).transpose()?;
+    debug_assert!(
+        task.state != TaskState::Scheduled || raw.state == scheduled_code(task.lane()),
+        "a scheduled task's state code names its lane"
+    );
     Ok(task)
 }
 
@@ -224,12 +225,15 @@ fn schedule_one(conn: &Connection, store: StoreId, task: NewTask, now: Timestamp
     let tags = tags_json(&task.tags)?;
     let (initial, factor, max) = (ms(task.backoff.initial()), task.backoff.factor(), ms(task.backoff.max()));
     let due = task.due_at.as_millis();
+    let target = task.target.as_ref().map(Target::to_stored);
+    // The lane of the task written, as `Task::lane` gives it.
+    let state = scheduled_code(if task.target.is_some() { Lane::Target } else { Lane::Handler });
     match existing {
         None => {
             let sql = "INSERT INTO tasks (queue_id, key, state, due_at, lease_expires_at, fence, version, attempts, \
                        max_attempts, occurrence, anchor, backoff_initial_ms, backoff_factor, backoff_max_ms, repeat, tags, \
-                       payload, created_at, updated_at, last_error) \
-                       VALUES (?1, ?2, 0, ?3, NULL, 0, 1, 0, ?4, 1, ?3, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11, NULL)";
+                       payload, created_at, updated_at, last_error, target) \
+                       VALUES (?1, ?2, ?12, ?3, NULL, 0, 1, 0, ?4, 1, ?3, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11, NULL, ?13)";
             let id = conn
                 .prepare_cached(sql)
                 .and_then(|mut stmt| {
@@ -244,7 +248,9 @@ fn schedule_one(conn: &Connection, store: StoreId, task: NewTask, now: Timestamp
                         repeat,
                         tags,
                         payload,
-                        now.as_millis()
+                        now.as_millis(),
+                        state,
+                        target
                     ])
                 })
                 .map_err(map_err)?;
@@ -261,10 +267,10 @@ fn schedule_one(conn: &Connection, store: StoreId, task: NewTask, now: Timestamp
             IfExists::Replace => {
                 let id = i64::try_from(old.meta.id).map_err(corrupt)?;
                 delete_tags(conn, queue_id, id, &old.tags)?;
-                let sql = "UPDATE tasks SET state = 0, due_at = ?2, lease_expires_at = NULL, version = version + 1, \
+                let sql = "UPDATE tasks SET state = ?11, due_at = ?2, lease_expires_at = NULL, version = version + 1, \
                            attempts = 0, max_attempts = ?3, occurrence = 1, anchor = ?2, backoff_initial_ms = ?4, \
                            backoff_factor = ?5, backoff_max_ms = ?6, repeat = ?7, tags = ?8, payload = ?9, \
-                           updated_at = ?10, last_error = NULL WHERE id = ?1";
+                           updated_at = ?10, last_error = NULL, target = ?12 WHERE id = ?1";
                 conn.prepare_cached(sql)
                     .and_then(|mut stmt| {
                         stmt.execute(params![
@@ -277,7 +283,9 @@ fn schedule_one(conn: &Connection, store: StoreId, task: NewTask, now: Timestamp
                             repeat,
                             tags,
                             payload,
-                            now.as_millis()
+                            now.as_millis(),
+                            state,
+                            target
                         ])
                     })
                     .map_err(map_err)?;
@@ -318,18 +326,25 @@ pub(crate) fn cancel_tag(conn: &Connection, store: StoreId, queue: &QueueName, t
 }
 
 /// A purge's batch: the first `?2` tasks of queue `?1` in the selection, in due order.
-/// Each state's first `?2` are a range of `tasks_by_due` and every task is among the
-/// first of its state, so a batch reads at most `?2` rows per state it covers, however
-/// many the queue holds (a plain `ORDER BY due_at` over every state would sort them all).
+/// Each state code's first `?2` are a range of `tasks_by_due` and every task is among
+/// the first of its code, so a batch reads at most `?2` rows per code it covers, however
+/// many the queue holds (a plain `ORDER BY due_at` over several codes would sort them
+/// all). Scheduled is two codes, one per lane.
 fn purge_sql(selection: PurgeSelection) -> &'static str {
     match selection {
         PurgeSelection::Scheduled => {
-            "SELECT id FROM tasks WHERE queue_id = ?1 AND state = 0 ORDER BY due_at, id LIMIT ?2"
+            "SELECT id FROM ( \
+               SELECT * FROM (SELECT id, due_at FROM tasks WHERE queue_id = ?1 AND state = 0 ORDER BY due_at, id LIMIT ?2) \
+               UNION ALL \
+               SELECT * FROM (SELECT id, due_at FROM tasks WHERE queue_id = ?1 AND state = 3 ORDER BY due_at, id LIMIT ?2) \
+             ) ORDER BY due_at, id LIMIT ?2"
         }
         PurgeSelection::Dead => "SELECT id FROM tasks WHERE queue_id = ?1 AND state = 2 ORDER BY due_at, id LIMIT ?2",
         PurgeSelection::All => {
             "SELECT id FROM ( \
                SELECT * FROM (SELECT id, due_at FROM tasks WHERE queue_id = ?1 AND state = 0 ORDER BY due_at, id LIMIT ?2) \
+               UNION ALL \
+               SELECT * FROM (SELECT id, due_at FROM tasks WHERE queue_id = ?1 AND state = 3 ORDER BY due_at, id LIMIT ?2) \
                UNION ALL \
                SELECT * FROM (SELECT id, due_at FROM tasks WHERE queue_id = ?1 AND state = 1 ORDER BY due_at, id LIMIT ?2) \
                UNION ALL \
@@ -363,6 +378,45 @@ fn parse_cursor(cursor: &str) -> Result<(i64, i64)> {
     Ok((due.parse().map_err(|_| bad_cursor())?, id.parse().map_err(|_| bad_cursor())?))
 }
 
+/// A page of a listing: the tasks of queue `?1` after the cursor `(?2, ?3)` in due
+/// order, at most `?4`; `?5` the state code and `?6` the tag, each used only when
+/// listing by it (the others are compared with themselves, so every statement takes
+/// the same parameters).
+///
+/// One state code is a range of `tasks_by_due` already in due order. Scheduled is two
+/// codes, one per lane: the two ranges are merged (a compound `ORDER BY` that SQLite
+/// runs as a merge of two ordered searches), so a page reads at most `?4` rows of each,
+/// where `state IN (0, 3)` would need a sort (a temporary B-tree in the plan). With a
+/// tag, the tag's index rows drive the query (CROSS JOIN keeps them outer): a page
+/// costs the tag's tasks in the queue, however many others it holds.
+fn list_sql(state: Option<TaskState>, tagged: bool) -> String {
+    let (from, tag_filter) = if tagged {
+        ("tags g CROSS JOIN tasks ON tasks.id = g.task_id", "AND g.queue_id = ?1 AND g.tag = ?6")
+    } else {
+        ("tasks", "AND ?6 = ?6")
+    };
+    let select = |state_filter: &str| {
+        format!(
+            "SELECT {TASK_COLUMNS} FROM {from} WHERE tasks.queue_id = ?1 {tag_filter} {state_filter} \
+             AND (due_at, tasks.id) > (?2, ?3)"
+        )
+    };
+    match (state, tagged) {
+        (Some(TaskState::Scheduled), false) => format!(
+            "{} UNION ALL {} ORDER BY due_at, id LIMIT ?4",
+            select("AND state = 0 AND ?5 = ?5"),
+            select("AND state = 3")
+        ),
+        (Some(TaskState::Scheduled), true) => {
+            format!("{} ORDER BY due_at, tasks.id LIMIT ?4", select("AND state IN (0, 3) AND ?5 = ?5"))
+        }
+        (Some(TaskState::Leased | TaskState::Dead), _) => {
+            format!("{} ORDER BY due_at, tasks.id LIMIT ?4", select("AND state = ?5"))
+        }
+        (None, _) => format!("{} ORDER BY due_at, tasks.id LIMIT ?4", select("AND ?5 = ?5")),
+    }
+}
+
 pub(crate) fn list(conn: &Connection, store: StoreId, req: &ListRequest) -> Result<Page> {
     let (after_due, after_id) = match &req.cursor {
         Some(cursor) => parse_cursor(cursor)?,
@@ -370,24 +424,15 @@ pub(crate) fn list(conn: &Connection, store: StoreId, req: &ListRequest) -> Resu
     };
     let Some(queue_id) = queue_id(conn, &req.queue)? else { return Ok(Page::new(Vec::new(), None)) };
     let limit = i64::from(req.limit.max(1));
-    let (state_filter, state) = match req.state {
-        Some(state) => ("AND state = ?5", state_code(state)),
-        None => ("AND ?5 = ?5", 0),
+    let state = match req.state {
+        Some(TaskState::Leased) => LEASED,
+        Some(TaskState::Dead) => DEAD,
+        // Unused: scheduled is both lanes' codes, written in the SQL.
+        Some(TaskState::Scheduled) | None => SCHEDULED_HANDLER_LANE,
     };
-    // With a tag, the tag's index rows drive the query (CROSS JOIN keeps them outer):
-    // a page costs the tag's tasks in the queue, however many others it holds.
-    let (from, tag_filter, tag) = match &req.tag {
-        Some(tag) => {
-            ("tags g CROSS JOIN tasks ON tasks.id = g.task_id", "AND g.queue_id = ?1 AND g.tag = ?6", tag.as_str())
-        }
-        None => ("tasks", "AND ?6 = ?6", ""),
-    };
-    let sql = format!(
-        "SELECT {TASK_COLUMNS} FROM {from} WHERE tasks.queue_id = ?1 {tag_filter} {state_filter} \
-         AND (due_at, tasks.id) > (?2, ?3) ORDER BY due_at, tasks.id LIMIT ?4"
-    );
+    let tag = req.tag.as_ref().map_or("", Tag::as_str);
     let raws: Vec<RawTask> = conn
-        .prepare_cached(&sql)
+        .prepare_cached(&list_sql(req.state, req.tag.is_some()))
         .and_then(|mut stmt| {
             stmt.query_map(params![queue_id, after_due, after_id, limit + 1, state, tag], raw)?.collect()
         })
@@ -402,12 +447,27 @@ pub(crate) fn list(conn: &Connection, store: StoreId, req: &ListRequest) -> Resu
     Ok(Page::new(tasks, next_cursor))
 }
 
-fn next_due(conn: &Connection, queue_id: i64) -> Result<Option<Timestamp>> {
+/// The earliest due time among the queue's scheduled tasks of `lane`.
+fn next_due(conn: &Connection, queue_id: i64, lane: Lane) -> Result<Option<Timestamp>> {
     let due: Option<i64> = conn
-        .prepare_cached("SELECT MIN(due_at) FROM tasks WHERE queue_id = ?1 AND state = 0")
-        .and_then(|mut stmt| stmt.query_row([queue_id], |row| row.get(0)))
+        .prepare_cached("SELECT MIN(due_at) FROM tasks WHERE queue_id = ?1 AND state = ?2")
+        .and_then(|mut stmt| stmt.query_row(params![queue_id, scheduled_code(lane)], |row| row.get(0)))
         .map_err(map_err)?;
     Ok(due.map(Timestamp::from_millis))
+}
+
+/// A lease's batch: up to `?4` tasks of queue `?1` scheduled in the lane of state code
+/// `?6` and due by `?2`, leased until `?3` with fences of at least `?5`. One statement
+/// leases the whole batch: the due tasks are picked first (SQLite computes the `IN`
+/// list before changing any row), a range of `tasks_by_due` that holds only the lane's
+/// tasks; then each is updated and returned, in no particular order.
+fn lease_sql() -> String {
+    format!(
+        "UPDATE tasks SET state = 1, lease_expires_at = ?3, fence = MAX(fence + 1, ?5), updated_at = ?2 \
+         WHERE id IN (SELECT id FROM tasks WHERE queue_id = ?1 AND state = ?6 AND due_at <= ?2 \
+                      ORDER BY due_at, id LIMIT ?4) \
+         RETURNING {TASK_COLUMNS}"
+    )
 }
 
 /// `fence_floor`: every fence handed out is at least this (see the crate docs).
@@ -415,25 +475,17 @@ pub(crate) fn lease(conn: &Connection, store: StoreId, req: &LeaseRequest, fence
     let Some(queue_id) = queue_id(conn, &req.queue)? else { return Ok(LeaseBatch::new(Vec::new(), None)) };
     let now = req.now.as_millis();
     let expires = req.now.saturating_add(req.lease_for).as_millis();
-    // One statement leases the whole batch: the due tasks are picked first (SQLite
-    // computes the `IN` list before changing any row), then each is updated and
-    // returned, in no particular order.
-    let sql = format!(
-        "UPDATE tasks SET state = 1, lease_expires_at = ?3, fence = MAX(fence + 1, ?5), updated_at = ?2 \
-         WHERE id IN (SELECT id FROM tasks WHERE queue_id = ?1 AND state = 0 AND due_at <= ?2 \
-                      ORDER BY due_at, id LIMIT ?4) \
-         RETURNING {TASK_COLUMNS}"
-    );
+    let lane_code = scheduled_code(req.lane);
     let raws: Vec<RawTask> = conn
-        .prepare_cached(&sql)
+        .prepare_cached(&lease_sql())
         .and_then(|mut stmt| {
-            stmt.query_map(params![queue_id, now, expires, req.max.max(1), fence_floor], raw)?.collect()
+            stmt.query_map(params![queue_id, now, expires, req.max.max(1), fence_floor, lane_code], raw)?.collect()
         })
         .map_err(map_err)?;
     let mut leases =
         raws.into_iter().map(|raw| decode(store, &req.queue, raw).map(Lease::of)).collect::<Result<Vec<Lease>>>()?;
     leases.sort_by_key(|lease| (lease.task.due_at, lease.task.meta.id));
-    Ok(LeaseBatch::new(leases, next_due(conn, queue_id)?))
+    Ok(LeaseBatch::new(leases, next_due(conn, queue_id, req.lane)?))
 }
 
 /// The task of a live lease, or `LeaseLost`: only what the writes under a lease use
@@ -495,13 +547,21 @@ pub(crate) fn complete(conn: &Connection, store: StoreId, req: &CompleteRequest)
         Completion::Done if task.tags.is_empty() => delete_task(conn, queue_id, &task),
         Completion::Done => writer::in_savepoint(conn, |conn| delete_task(conn, queue_id, &task)),
         Completion::Retry { at, error } => update(
-            "UPDATE tasks SET state = 0, due_at = ?2, lease_expires_at = NULL, attempts = attempts + 1, \
-             last_error = ?3, updated_at = ?4 WHERE id = ?1",
+            concat!(
+                "UPDATE tasks SET state = ",
+                scheduled_by_target!(),
+                ", due_at = ?2, lease_expires_at = NULL, attempts = attempts + 1, \
+                 last_error = ?3, updated_at = ?4 WHERE id = ?1"
+            ),
             params![id, at.as_millis(), error, now],
         ),
         Completion::Reschedule { at } => update(
-            "UPDATE tasks SET state = 0, due_at = ?2, lease_expires_at = NULL, attempts = 0, \
-             occurrence = occurrence + 1, last_error = NULL, updated_at = ?3 WHERE id = ?1",
+            concat!(
+                "UPDATE tasks SET state = ",
+                scheduled_by_target!(),
+                ", due_at = ?2, lease_expires_at = NULL, attempts = 0, \
+                 occurrence = occurrence + 1, last_error = NULL, updated_at = ?3 WHERE id = ?1"
+            ),
             params![id, at.as_millis(), now],
         ),
         Completion::Dead { error } => update(
@@ -524,7 +584,12 @@ pub(crate) fn extend(conn: &Connection, store: StoreId, req: &ExtendRequest) -> 
 
 pub(crate) fn release(conn: &Connection, store: StoreId, token: &LeaseToken, now: Timestamp) -> Result<()> {
     let (_, task) = live(conn, store, token, now)?;
-    conn.prepare_cached("UPDATE tasks SET state = 0, lease_expires_at = NULL, updated_at = ?2 WHERE id = ?1")
+    let sql = concat!(
+        "UPDATE tasks SET state = ",
+        scheduled_by_target!(),
+        ", lease_expires_at = NULL, updated_at = ?2 WHERE id = ?1"
+    );
+    conn.prepare_cached(sql)
         .and_then(|mut stmt| stmt.execute(params![task.meta.id as i64, now.as_millis()]))
         .map_err(map_err)?;
     Ok(())
@@ -547,12 +612,16 @@ pub(crate) fn reap(conn: &Connection, now: Timestamp, limit: u32) -> Result<Reap
     let mut reaped = Vec::with_capacity(expired.len());
     for (id, queue, key, attempts, max_attempts, expired_at) in expired {
         let error = format!("lease expired at {} before the handler finished", Timestamp::from_millis(expired_at));
-        let state = if attempts + 1 >= max_attempts { TaskState::Dead } else { TaskState::Scheduled };
-        conn.prepare_cached(
-            "UPDATE tasks SET state = ?2, due_at = CASE WHEN ?2 = 0 THEN ?3 ELSE due_at END, lease_expires_at = NULL, \
-             attempts = attempts + 1, last_error = ?4, updated_at = ?3 WHERE id = ?1",
-        )
-        .and_then(|mut stmt| stmt.execute(params![id, state_code(state), now.as_millis(), error]))
+        let dies = attempts + 1 >= max_attempts;
+        let state = if dies { TaskState::Dead } else { TaskState::Scheduled };
+        // Back to scheduled, due now, in its lane; or dead, its due time kept.
+        conn.prepare_cached(concat!(
+            "UPDATE tasks SET state = CASE WHEN ?2 THEN 2 ELSE ",
+            scheduled_by_target!(),
+            " END, due_at = CASE WHEN ?2 THEN due_at ELSE ?3 END, lease_expires_at = NULL, \
+             attempts = attempts + 1, last_error = ?4, updated_at = ?3 WHERE id = ?1"
+        ))
+        .and_then(|mut stmt| stmt.execute(params![id, dies, now.as_millis(), error]))
         .map_err(map_err)?;
         reaped.push(Reaped::new(QueueName::new(queue).map_err(corrupt)?, TaskKey::new(key).map_err(corrupt)?, state));
     }
@@ -563,11 +632,14 @@ pub(crate) fn reap(conn: &Connection, now: Timestamp, limit: u32) -> Result<Reap
     Ok(ReapResult::new(reaped, next_expiry.map(Timestamp::from_millis)))
 }
 
-/// Moves the dead task `id` back to scheduled, due `now`, attempts 0.
+/// Moves the dead task `id` back to scheduled in its lane, due `now`, attempts 0.
 fn revive(conn: &Connection, id: i64, now: Timestamp) -> Result<()> {
-    conn.prepare_cached("UPDATE tasks SET state = 0, due_at = ?2, attempts = 0, updated_at = ?2 WHERE id = ?1")
-        .and_then(|mut stmt| stmt.execute(params![id, now.as_millis()]))
-        .map_err(map_err)?;
+    let sql = concat!(
+        "UPDATE tasks SET state = ",
+        scheduled_by_target!(),
+        ", due_at = ?2, attempts = 0, updated_at = ?2 WHERE id = ?1"
+    );
+    conn.prepare_cached(sql).and_then(|mut stmt| stmt.execute(params![id, now.as_millis()])).map_err(map_err)?;
     Ok(())
 }
 
@@ -592,7 +664,8 @@ pub(crate) fn retry_dead_batch(conn: &Connection, store: StoreId, req: &RetryDea
     let now = req.now;
     let limit = i64::from(req.limit.max(1));
     let cursor = req.cursor.as_deref().map(|c| c.parse::<i64>().map_err(|_| bad_cursor())).transpose()?;
-    let ids = |sql: &str, args: &[&dyn rusqlite::ToSql]| -> Result<Vec<(i64, i64)>> {
+    // (task id, whether it is dead) of each task looked at.
+    let ids = |sql: &str, args: &[&dyn rusqlite::ToSql]| -> Result<Vec<(i64, bool)>> {
         conn.prepare_cached(sql)
             .and_then(|mut stmt| stmt.query_map(args, |row| Ok((row.get(0)?, row.get(1)?)))?.collect())
             .map_err(map_err)
@@ -601,7 +674,7 @@ pub(crate) fn retry_dead_batch(conn: &Connection, store: StoreId, req: &RetryDea
         DeadSelection::All => {
             let bound = cursor.unwrap_or(now.as_millis());
             let found = ids(
-                "SELECT id, state FROM tasks WHERE queue_id = ?1 AND state = 2 AND due_at <= ?2 \
+                "SELECT id, state = 2 FROM tasks WHERE queue_id = ?1 AND state = 2 AND due_at <= ?2 \
                  ORDER BY due_at, id LIMIT ?3",
                 &[&queue_id, &bound, &limit],
             )?;
@@ -609,7 +682,7 @@ pub(crate) fn retry_dead_batch(conn: &Connection, store: StoreId, req: &RetryDea
         }
         DeadSelection::Tagged(tag) => {
             let found = ids(
-                "SELECT g.task_id, t.state FROM tags g CROSS JOIN tasks t ON t.id = g.task_id \
+                "SELECT g.task_id, t.state = 2 FROM tags g CROSS JOIN tasks t ON t.id = g.task_id \
                  WHERE g.queue_id = ?1 AND g.tag = ?2 AND g.task_id > ?3 ORDER BY g.task_id LIMIT ?4",
                 &[&queue_id, &tag.as_str(), &cursor.unwrap_or(i64::MIN), &limit],
             )?;
@@ -620,7 +693,7 @@ pub(crate) fn retry_dead_batch(conn: &Connection, store: StoreId, req: &RetryDea
             let mut found = Vec::with_capacity(keys.len());
             for key in keys {
                 if let Some(task) = load(conn, store, queue_id, &req.queue, key.as_str())? {
-                    found.push((i64::try_from(task.meta.id).map_err(corrupt)?, state_code(task.state)));
+                    found.push((i64::try_from(task.meta.id).map_err(corrupt)?, task.state == TaskState::Dead));
                 }
             }
             // Every key in one batch: nothing follows.
@@ -630,9 +703,9 @@ pub(crate) fn retry_dead_batch(conn: &Connection, store: StoreId, req: &RetryDea
     let more = looked_at.len() as i64 >= limit && !matches!(req.selection, DeadSelection::Keys(_));
     // A key given twice was read twice, dead both times: it is retried once.
     let mut revived = std::collections::BTreeSet::new();
-    for (id, state) in &looked_at {
-        if *state == DEAD && revived.insert(*id) {
-            revive(conn, *id, now)?;
+    for &(id, dead) in &looked_at {
+        if dead && revived.insert(id) {
+            revive(conn, id, now)?;
         }
     }
     let retried = revived.len() as u64;
@@ -668,17 +741,23 @@ pub(crate) fn sweep_dead(conn: &Connection, store: StoreId, req: &SweepRequest) 
 }
 
 fn stats_of(conn: &Connection, queue_id: i64, name: QueueName) -> Result<QueueStats> {
-    let mut counts = [0u64; 3];
+    let (mut scheduled, mut leased, mut dead) = (0, 0, 0);
     let rows: Vec<(i64, i64)> = conn
         .prepare_cached("SELECT state, COUNT(*) FROM tasks WHERE queue_id = ?1 GROUP BY state")
         .and_then(|mut stmt| stmt.query_map([queue_id], |row| Ok((row.get(0)?, row.get(1)?)))?.collect())
         .map_err(map_err)?;
-    for (state, count) in rows {
-        if let Some(slot) = usize::try_from(state).ok().and_then(|s| counts.get_mut(s)) {
-            *slot = u64::try_from(count).unwrap_or(0);
+    for (code, count) in rows {
+        let count = u64::try_from(count).unwrap_or(0);
+        match state_of(code)? {
+            TaskState::Scheduled => scheduled += count,
+            TaskState::Leased => leased += count,
+            TaskState::Dead => dead += count,
         }
     }
-    Ok(QueueStats::new(name, counts[0], counts[1], counts[2], next_due(conn, queue_id)?))
+    let handler_lane = next_due(conn, queue_id, Lane::Handler)?;
+    let target_lane = next_due(conn, queue_id, Lane::Target)?;
+    let next_due_at = handler_lane.into_iter().chain(target_lane).min();
+    Ok(QueueStats::new(name, scheduled, leased, dead, next_due_at))
 }
 
 pub(crate) fn stats(conn: &Connection, queue: Option<&QueueName>) -> Result<Vec<QueueStats>> {
@@ -779,24 +858,113 @@ pub(crate) fn secret(conn: &Connection, fresh: [u8; 32]) -> Result<[u8; 32]> {
 mod tests {
     use super::*;
 
-    /// The plan of a purge's batch never scans the queue's tasks: each state is a
+    fn store_with_layout() -> Connection {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(crate::schema::CREATE).unwrap();
+        conn
+    }
+
+    /// The steps of `sql`'s query plan, its parameters bound to `args`.
+    fn plan(conn: &Connection, sql: &str, args: impl rusqlite::Params) -> Vec<String> {
+        conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
+            .unwrap()
+            .query_map(args, |row| row.get(3))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap()
+    }
+
+    /// Neither a scan of the table nor a sort: rows come from index searches in order.
+    fn assert_no_scan_or_sort(plan: &[String], what: &str) {
+        assert!(!plan.iter().any(|step| step.starts_with("SCAN tasks")), "{what}: {plan:?}");
+        assert!(!plan.iter().any(|step| step.contains("TEMP B-TREE")), "{what}: {plan:?}");
+    }
+
+    /// The plan of a purge's batch never scans the queue's tasks: each state code is a
     /// search of `tasks_by_due`, so a batch costs what it deletes.
     #[test]
     fn a_purge_batch_reads_index_ranges_only() {
-        let conn = Connection::open_in_memory().unwrap();
-        conn.execute_batch(crate::schema::CREATE).unwrap();
+        let conn = store_with_layout();
         for selection in [PurgeSelection::Scheduled, PurgeSelection::Dead, PurgeSelection::All] {
-            let plan: Vec<String> = conn
-                .prepare(&format!("EXPLAIN QUERY PLAN {}", purge_sql(selection)))
-                .unwrap()
-                .query_map(params![1, 10], |row| row.get(3))
-                .unwrap()
-                .collect::<rusqlite::Result<_>>()
-                .unwrap();
+            let plan = plan(&conn, purge_sql(selection), params![1, 10]);
             let searches = plan.iter().filter(|step| step.contains("USING COVERING INDEX tasks_by_due")).count();
-            let expected = if selection == PurgeSelection::All { 3 } else { 1 };
+            let expected = match selection {
+                PurgeSelection::Scheduled => 2,
+                PurgeSelection::Dead => 1,
+                PurgeSelection::All => 4,
+            };
             assert_eq!(searches, expected, "{selection:?}: {plan:?}");
             assert!(!plan.iter().any(|step| step.starts_with("SCAN tasks")), "{selection:?}: {plan:?}");
+        }
+    }
+
+    /// A page of the tasks in one state, scheduled (both lanes) included, reads index
+    /// ranges already in due order: its cost is its limit, however many tasks follow.
+    #[test]
+    fn a_page_by_state_merges_index_ranges_without_sorting() {
+        let conn = store_with_layout();
+        for (state, ranges) in [(TaskState::Scheduled, 2), (TaskState::Leased, 1), (TaskState::Dead, 1)] {
+            let plan = plan(&conn, &list_sql(Some(state), false), params![1, 0, 0, 11, LEASED, ""]);
+            let searches = plan
+                .iter()
+                .filter(|step| step.contains("INDEX tasks_by_due (queue_id=? AND state=? AND due_at>?)"))
+                .count();
+            assert_eq!(searches, ranges, "{state:?}: {plan:?}");
+            assert_no_scan_or_sort(&plan, &format!("{state:?}"));
+        }
+    }
+
+    /// A lease and its lane's next due time each read one range of `tasks_by_due`, the
+    /// lane's: never a task of the other lane.
+    #[test]
+    fn a_lease_reads_its_lanes_range_only() {
+        let conn = store_with_layout();
+        let lease = plan(&conn, &lease_sql(), params![1, 0, 0, 10, 0, SCHEDULED_TARGET_LANE]);
+        let search = "USING COVERING INDEX tasks_by_due (queue_id=? AND state=? AND due_at<?)";
+        assert_eq!(lease.iter().filter(|step| step.contains(search)).count(), 1, "{lease:?}");
+        assert_no_scan_or_sort(&lease, "lease");
+        let next_due = plan(&conn, "SELECT MIN(due_at) FROM tasks WHERE queue_id = ?1 AND state = ?2", params![1, 3]);
+        let search = "USING COVERING INDEX tasks_by_due (queue_id=? AND state=?)";
+        assert_eq!(next_due.iter().filter(|step| step.contains(search)).count(), 1, "{next_due:?}");
+    }
+
+    /// Listing the scheduled tasks merges the lanes in due order, ties by id, and pages
+    /// through them visiting each once, ties across lanes and page ends included.
+    #[test]
+    fn listing_scheduled_tasks_pages_through_both_lanes_in_due_order() {
+        let conn = store_with_layout();
+        let store = StoreId::from_bits(7);
+        let queue = QueueName::new("mixed").unwrap();
+        let at = |s: i64| Timestamp::from_millis(s * 1000);
+        let target = Target::new("https://hooks.example.com/x").unwrap();
+        // Keys in creation (id) order; targets on every other, due times colliding.
+        let dues = [3, 1, 1, 2, 3, 1, 5, 2];
+        let tasks = dues
+            .iter()
+            .enumerate()
+            .map(|(i, due)| {
+                let mut task = NewTask::new(queue.clone(), TaskKey::new(format!("k{i}")).unwrap(), at(*due));
+                task.target = (i % 2 == 1).then(|| target.clone());
+                task
+            })
+            .collect();
+        for result in schedule(&conn, store, tasks, at(0)).unwrap() {
+            result.unwrap();
+        }
+        let mut expected: Vec<(i64, String)> =
+            dues.iter().enumerate().map(|(i, due)| (*due, format!("k{i}"))).collect();
+        expected.sort();
+        let expected: Vec<String> = expected.into_iter().map(|(_, key)| key).collect();
+        for limit in 1..=9 {
+            let (mut seen, mut cursor) = (Vec::new(), None);
+            loop {
+                let request = ListRequest::new(queue.clone(), Some(TaskState::Scheduled), limit, cursor);
+                let page = list(&conn, store, &request).unwrap();
+                seen.extend(page.tasks.iter().map(|task| task.key.to_string()));
+                let Some(next) = page.next_cursor else { break };
+                cursor = Some(next);
+            }
+            assert_eq!(seen, expected, "pages of {limit}");
         }
     }
 }

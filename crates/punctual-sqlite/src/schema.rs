@@ -6,9 +6,13 @@
 //!   a store without one gets one at its next open); `secrets`: the store's signing
 //!   secret.
 //! - `queues`: one row per queue name; tasks refer to it by `id` to keep rows small.
-//! - `tasks`: one row per (queue, key); `state` 0 scheduled, 1 leased, 2 dead. Done
-//!   and cancelled tasks are deleted. `id` is AUTOINCREMENT so it is never reused: it
-//!   is the task's `meta.id`, unique per creation.
+//! - `tasks`: one row per (queue, key); `state` 0 scheduled in the handler lane, 3
+//!   scheduled in the target lane, 1 leased, 2 dead. A scheduled task's code is 3
+//!   exactly when it has a target, so each lane's scheduled tasks are one range of
+//!   `tasks_by_due` and a lease of one lane never reads the other's rows. Done and
+//!   cancelled tasks are deleted. `id` is AUTOINCREMENT so it is never reused: it is
+//!   the task's `meta.id`, unique per creation. `target` is the task's HTTP target as
+//!   `Target::to_stored` writes it, NULL for none.
 //! - `tags`: (queue, tag) → task ids, so cancelling a tag is an index range, not a scan.
 //! - `queue_records`: one row per queue given settings or paused through the API, by
 //!   name (a queue may have a record and no task, so not by `queues.id`); `settings`
@@ -22,9 +26,23 @@
 //!   rows serves the reaper, and one on `(queue_id, updated_at)` of dead rows (a dead
 //!   task's `updated_at` is when it died) the retention sweep. An index added here is
 //!   created at the next open of an older store, with no layout change.
+//!
+//! Layout versions (`meta.schema_version`): an open migrates an older layout, in the
+//! transaction that reads the version, and refuses a newer one.
+//! - 1: the first.
+//! - 2: `tasks.target` and state code 3. A change of layout, not an addition: a
+//!   punctual of layout 1 knows neither, so it would fail on code 3 and put a target
+//!   task that it retried, released or reaped back as code 0, where its pull workers
+//!   lease it; it must refuse the store. Migrating from 1 adds the column; no task of
+//!   a layout-1 store has a target, so its codes stand.
+
+use punctual_core::Lane;
 
 /// Bumped when the layout changes; a store refuses to open a newer layout.
-pub(crate) const VERSION: i64 = 1;
+pub(crate) const VERSION: i64 = 2;
+
+/// Turns a layout-1 store into a layout-2 one.
+pub(crate) const MIGRATE_FROM_1: &str = "ALTER TABLE tasks ADD COLUMN target TEXT;";
 
 pub(crate) const CREATE: &str = "
 CREATE TABLE IF NOT EXISTS meta (
@@ -60,7 +78,8 @@ CREATE TABLE IF NOT EXISTS tasks (
     payload            TEXT NOT NULL,
     created_at         INTEGER NOT NULL,
     updated_at         INTEGER NOT NULL,
-    last_error         TEXT
+    last_error         TEXT,
+    target             TEXT
 );
 CREATE UNIQUE INDEX IF NOT EXISTS tasks_by_key ON tasks (queue_id, key);
 CREATE INDEX IF NOT EXISTS tasks_by_due ON tasks (queue_id, state, due_at, id);
@@ -84,8 +103,27 @@ CREATE TABLE IF NOT EXISTS queue_records (
 /// The task columns every query selects, in the order `row_to_task` reads them.
 pub(crate) const TASK_COLUMNS: &str = "id, key, state, due_at, lease_expires_at, fence, version, attempts, \
     max_attempts, occurrence, anchor, backoff_initial_ms, backoff_factor, backoff_max_ms, repeat, tags, payload, \
-    created_at, updated_at, last_error";
+    created_at, updated_at, last_error, target";
 
-pub(crate) const SCHEDULED: i64 = 0;
+/// `tasks.state` codes; the SQL writes them as literals.
+pub(crate) const SCHEDULED_HANDLER_LANE: i64 = 0;
 pub(crate) const LEASED: i64 = 1;
 pub(crate) const DEAD: i64 = 2;
+pub(crate) const SCHEDULED_TARGET_LANE: i64 = 3;
+
+/// The state code of a scheduled task of `lane`.
+pub(crate) fn scheduled_code(lane: Lane) -> i64 {
+    match lane {
+        Lane::Handler => SCHEDULED_HANDLER_LANE,
+        Lane::Target => SCHEDULED_TARGET_LANE,
+    }
+}
+
+/// SQL for the state code of a row put back to scheduled: its lane's, by its target.
+/// A macro, so that `concat!` builds each statement that uses it at compile time.
+macro_rules! scheduled_by_target {
+    () => {
+        "CASE WHEN target IS NULL THEN 0 ELSE 3 END"
+    };
+}
+pub(crate) use scheduled_by_target;

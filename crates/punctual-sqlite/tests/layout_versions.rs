@@ -1,0 +1,162 @@
+//! Layout versions on disk: a store of layout 1 (before targets) is migrated at its
+//! next open and keeps its tasks; a store of a newer layout is refused.
+//!
+//! Guards against an upgrade that cannot open a layout-1 store (it has no `target`
+//! column, which every task read selects), loses or alters its tasks, puts them in the
+//! wrong lane, or leaves the version at 1 so that an older punctual would go on opening
+//! a store that holds target tasks; and against opening a layout this code cannot read.
+
+use std::path::Path;
+use std::time::Duration;
+
+use punctual_core::store::{CompleteRequest, Completion, LeaseRequest};
+use punctual_core::{Error, Lane, NewTask, QueueName, Store, Tag, Target, TaskKey, TaskState, Timestamp};
+use punctual_sqlite::{DB_FILE, SqliteStore};
+use serde_json::json;
+
+const NOW: Timestamp = Timestamp::from_millis(1_796_040_000_000);
+
+/// The tables of layout 1 that hold tasks, as punctual wrote them then (the others
+/// are the same in both layouts and made by the next open).
+const LAYOUT_1: &str = "
+CREATE TABLE meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE queues (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);
+CREATE TABLE tasks (
+    id                 INTEGER PRIMARY KEY AUTOINCREMENT,
+    queue_id           INTEGER NOT NULL,
+    key                TEXT NOT NULL,
+    state              INTEGER NOT NULL,
+    due_at             INTEGER NOT NULL,
+    lease_expires_at   INTEGER,
+    fence              INTEGER NOT NULL,
+    version            INTEGER NOT NULL,
+    attempts           INTEGER NOT NULL,
+    max_attempts       INTEGER NOT NULL,
+    occurrence         INTEGER NOT NULL,
+    anchor             INTEGER NOT NULL,
+    backoff_initial_ms INTEGER NOT NULL,
+    backoff_factor     REAL NOT NULL,
+    backoff_max_ms     INTEGER NOT NULL,
+    repeat             TEXT,
+    tags               TEXT,
+    payload            TEXT NOT NULL,
+    created_at         INTEGER NOT NULL,
+    updated_at         INTEGER NOT NULL,
+    last_error         TEXT
+);
+CREATE UNIQUE INDEX tasks_by_key ON tasks (queue_id, key);
+CREATE INDEX tasks_by_due ON tasks (queue_id, state, due_at, id);
+CREATE TABLE tags (
+    queue_id INTEGER NOT NULL,
+    tag      TEXT NOT NULL,
+    task_id  INTEGER NOT NULL,
+    PRIMARY KEY (queue_id, tag, task_id)
+) WITHOUT ROWID;
+INSERT INTO meta (name, value) VALUES ('schema_version', 1), ('epoch', 3);
+INSERT INTO queues (id, name) VALUES (1, 'order.cancel');
+";
+
+fn queue() -> QueueName {
+    QueueName::new("order.cancel").expect("a queue name")
+}
+
+fn key(name: &str) -> TaskKey {
+    TaskKey::new(name).expect("a key")
+}
+
+fn at_secs(s: u64) -> Timestamp {
+    NOW.saturating_add(Duration::from_secs(s))
+}
+
+fn target() -> Target {
+    Target::new("https://shop.example.com/hooks/cancel").expect("a target")
+}
+
+/// A layout-1 store in `dir`: `scheduled` due at NOW (tagged `pi-9`, tried once), and
+/// `dead`, dead after its last try.
+fn write_layout_1_store(dir: &Path) {
+    let db = rusqlite::Connection::open(dir.join(DB_FILE)).expect("create the database");
+    db.execute_batch(LAYOUT_1).expect("the layout-1 tables");
+    let insert = "INSERT INTO tasks (queue_id, key, state, due_at, lease_expires_at, fence, version, attempts, \
+                  max_attempts, occurrence, anchor, backoff_initial_ms, backoff_factor, backoff_max_ms, repeat, tags, \
+                  payload, created_at, updated_at, last_error) \
+                  VALUES (1, ?1, ?2, ?3, NULL, ?4, 1, ?5, 3, 1, ?3, 1000, 2.0, 60000, NULL, ?6, ?7, ?8, ?8, ?9)";
+    let (due, created) = (NOW.as_millis(), NOW.as_millis() - 60_000);
+    let scheduled = rusqlite::params!["scheduled", 0, due, 1, 1, r#"["pi-9"]"#, r#"{"order":1}"#, created, "503"];
+    db.execute(insert, scheduled).expect("the scheduled task");
+    let dead = rusqlite::params!["dead", 2, due, 2, 3, None::<String>, r#"{"order":2}"#, created, "410"];
+    db.execute(insert, dead).expect("the dead task");
+    db.execute("INSERT INTO tags (queue_id, tag, task_id) VALUES (1, 'pi-9', 1)", []).expect("its tag");
+}
+
+fn layout_version(dir: &Path) -> i64 {
+    let db = rusqlite::Connection::open(dir.join(DB_FILE)).expect("open the database");
+    db.query_row("SELECT value FROM meta WHERE name = 'schema_version'", [], |row| row.get(0)).expect("the version")
+}
+
+async fn lease_lane(store: &SqliteStore, lane: Lane, now: Timestamp) -> Vec<String> {
+    let request = LeaseRequest::new(queue(), 10, Duration::from_secs(30), now).in_lane(lane);
+    let batch = store.lease(request).await.expect("lease");
+    batch.leases.iter().map(|lease| lease.task.key.to_string()).collect()
+}
+
+#[tokio::test]
+async fn a_layout_1_store_is_migrated_and_keeps_its_tasks_in_the_handler_lane() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    write_layout_1_store(dir.path());
+
+    let store = SqliteStore::open(dir.path()).expect("open the layout-1 store");
+    assert_eq!(layout_version(dir.path()), 2, "the open migrates the layout");
+    let scheduled = store.get(&queue(), &key("scheduled")).await.expect("get").expect("the scheduled task is kept");
+    assert_eq!(scheduled.state, TaskState::Scheduled);
+    assert_eq!((scheduled.due_at, scheduled.attempts, scheduled.max_attempts), (NOW, 1, 3));
+    assert_eq!(scheduled.payload, json!({"order": 1}));
+    assert_eq!(scheduled.tags, [Tag::new("pi-9").expect("a tag")]);
+    assert_eq!((scheduled.last_error.as_deref(), scheduled.target.as_ref()), (Some("503"), None));
+    let dead = store.get(&queue(), &key("dead")).await.expect("get").expect("the dead task is kept");
+    assert_eq!((dead.state, dead.attempts, dead.last_error.as_deref()), (TaskState::Dead, 3, Some("410")));
+
+    assert_eq!(lease_lane(&store, Lane::Target, NOW).await, Vec::<String>::new(), "no old task has a target");
+    let leased = store.lease(LeaseRequest::new(queue(), 10, Duration::from_secs(30), NOW)).await.expect("lease");
+    assert_eq!(leased.leases.len(), 1, "the old scheduled task is due in the handler lane");
+    let lease = &leased.leases[0];
+    assert_eq!((lease.task.key.as_str(), lease.attempt), ("scheduled", 2));
+    assert!(lease.task.meta.fence > 1, "the lease's fence is above the old store's");
+    let retry = Completion::Retry { at: at_secs(1), error: "503 again".into() };
+    store.complete(CompleteRequest::new(lease.token.clone(), retry, NOW)).await.expect("the retry is taken");
+    assert_eq!(lease_lane(&store, Lane::Handler, at_secs(1)).await, ["scheduled"], "a retry keeps it in its lane");
+
+    // An old task given a target by a replace moves to the target lane.
+    let mut replaced = NewTask::new(queue(), key("dead"), at_secs(2));
+    replaced.target = Some(target());
+    store.schedule(vec![replaced], at_secs(2)).await.expect("schedule").pop().expect("one").expect("replaced");
+    assert_eq!(lease_lane(&store, Lane::Handler, at_secs(2)).await, Vec::<String>::new());
+    let leased = store.lease(LeaseRequest::new(queue(), 10, Duration::from_secs(30), at_secs(2)).in_lane(Lane::Target));
+    let leased = leased.await.expect("lease");
+    assert_eq!(leased.leases.len(), 1, "the replaced task is due in the target lane");
+    assert_eq!(leased.leases[0].task.target, Some(target()));
+    store.close().await.expect("close");
+    drop(store);
+
+    // Migrated once: the next open finds layout 2 and adds nothing.
+    let again = SqliteStore::open(dir.path()).expect("reopen the migrated store");
+    assert_eq!(layout_version(dir.path()), 2);
+    assert_eq!(again.get(&queue(), &key("dead")).await.expect("get").and_then(|task| task.target), Some(target()));
+}
+
+#[tokio::test]
+async fn a_store_of_a_newer_layout_is_refused() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = SqliteStore::open(dir.path()).expect("open");
+    store.close().await.expect("close");
+    drop(store);
+    let db = rusqlite::Connection::open(dir.path().join(DB_FILE)).expect("open the database");
+    db.execute("UPDATE meta SET value = 3 WHERE name = 'schema_version'", []).expect("as a newer punctual wrote it");
+    drop(db);
+
+    match SqliteStore::open(dir.path()) {
+        Err(Error::Unavailable(message)) => assert!(message.contains("newer punctual (layout 3"), "{message}"),
+        other => panic!("a layout-3 store must be refused as unavailable, got {other:?}"),
+    }
+    assert_eq!(layout_version(dir.path()), 3, "a refused store is left as it was");
+}
