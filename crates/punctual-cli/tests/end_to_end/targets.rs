@@ -139,16 +139,39 @@ fn a_task_with_a_target_is_delivered_there_and_every_answer_applies() {
     assert!(late.json["last_error"].as_str().is_some_and(|e| e.contains("did not answer")), "{}", late.text);
     receiver.answer(200, ""); // to the connection the server gave up on
 
-    // Pull workers never lease a task with a target, even when it is due first.
-    api.create(QUEUE, "t-7", json!({"target": target_to(&receiver, "/pushed")}));
-    api.create(QUEUE, "pull-7", json!({"delay": "10ms"}));
-    let request = receiver.next();
-    assert!(request.head.starts_with("POST /pushed"), "{}", request.head);
-    let leases = api.lease(QUEUE, json!({"max": 10, "wait": "5s"}));
-    let keys: Vec<&str> = leases.iter().filter_map(|l| l["task"]["key"].as_str()).collect();
-    assert_eq!(keys, ["pull-7"], "a pull lease takes only the task without a target: {leases:?}");
     receiver.answer(200, "");
-    api.get_until(&format!("/v1/queues/{QUEUE}/tasks/t-7"), "done", |r| r.status == 404);
+}
+
+/// With one target delivery at a time on the queue, a second task with a target stays
+/// due and scheduled while the first is held, and a pull lease then, with both due,
+/// takes only the task without a target.
+#[test]
+fn pull_leases_never_take_a_due_task_with_a_target_and_the_queues_concurrency_holds() {
+    let receiver = Receiver::start();
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let server = start(server_builder().arg("--config").arg(config(&dir, "[egress]\nallow = [\"127.0.0.1\"]\n")));
+    let api = Api::new(server.url());
+    let queue = "one.at.a.time";
+    api.put(&format!("/v1/queues/{queue}/settings"), json!({"concurrency": 1})).expect(201, "settings created");
+    api.create(queue, "held", json!({"target": target_to(&receiver, "/held")}));
+    server
+        .wait_for_log("target deliveries ready queue=one.at.a.time concurrency=1", std::time::Duration::from_secs(10))
+        .unwrap_or_else(|logs| panic!("the queue's target worker never took up its settings: {logs}"));
+    let held = receiver.next();
+    assert!(held.head.starts_with("POST /held"), "{}", held.head);
+    api.create(queue, "waiting", json!({"target": target_to(&receiver, "/waiting")}));
+    api.create(queue, "pulled", json!({}));
+    let leases = api.lease(queue, json!({"max": 10}));
+    let keys: Vec<&str> = leases.iter().filter_map(|l| l["task"]["key"].as_str()).collect();
+    assert_eq!(keys, ["pulled"], "a pull lease takes only the task without a target: {leases:?}");
+    let waiting = api.task(queue, "waiting").expect(200, "the second target task").clone();
+    assert_eq!(waiting["state"], "scheduled", "due, but the queue's one delivery slot is taken: {waiting}");
+    assert!(receiver.is_idle(), "a second delivery was sent while the first was held (concurrency 1)");
+    receiver.answer(200, "");
+    let next = receiver.next();
+    assert!(next.head.starts_with("POST /waiting"), "{}", next.head);
+    receiver.answer(200, "");
+    api.get_until(&format!("/v1/queues/{queue}/tasks/waiting"), "done", |r| r.status == 404);
 }
 
 #[test]

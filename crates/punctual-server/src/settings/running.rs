@@ -158,7 +158,7 @@ impl<S: Store> ApiQueues<S> {
                 .start();
             match started {
                 Ok(worker) => {
-                    tracing::debug!(queue = %queue, concurrency, "delivering the queue's tasks with a target");
+                    tracing::info!(queue = %queue, concurrency, "target deliveries ready");
                     self.targets.insert(queue, (limits, worker));
                 }
                 Err(e) => tracing::error!(queue = %queue, error = %e, "cannot start delivering the queue's targets"),
