@@ -204,7 +204,8 @@ impl OnShard<'_> {
                 .arg(task.max_attempts)
                 .arg(*id)
                 .arg(record::tags_of(&task.tags))
-                .arg(record::body_of(task)?);
+                .arg(record::body_of(task)?)
+                .arg(record::target_of(task));
         }
         let answer: Vec<Vec<u8>> = self.shared.conn.invoke(&invocation).await?;
         if answer.len() != tasks.len() * 2 {

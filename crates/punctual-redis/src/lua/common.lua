@@ -12,10 +12,10 @@
 --   ARGV[1] now in ms since the epoch, or '' to use Redis' own clock (TIME)
 --   ARGV[2] the channel on which wake-ups are published
 --   ARGV[3] the queue name, for wake-up messages
--- Record, format 2 (written for every new task): a mark, then up to 13 fields in
+-- Record, format 2 (written for every new task): a mark, then up to 14 fields in
 -- base 36 ('-' before a negative one) separated by ",", then "|":
 --   mark: S scheduled, L leased, D dead
---   due,id,due-created,max,taglen,exp-updated,fence,updated-created,att,errlen,ver,occ,anchor
+--   due,id,due-created,max,taglen,exp-updated,fence,updated-created,att,errlen,ver,occ,anchor,tgtlen
 -- Times other than due and anchor are written as distances, which are short: created
 -- as due - created, updated as updated - created, and a lease's expiry as exp -
 -- updated (empty: exp 0, not leased). errlen is -1 when there is no last_error. The
@@ -23,10 +23,13 @@
 -- as long as format 1's decimal.
 -- An empty field holds its usual value, and empty fields at the end are left out, so
 -- a new task is "S<due>,<id>,<due - created>|": due - created 0, max 20, taglen 0,
--- exp 0, fence 0, updated - created 0, att 0, errlen -1, ver 1, occ 1, anchor = due.
+-- exp 0, fence 0, updated - created 0, att 0, errlen -1, ver 1, occ 1, anchor = due,
+-- tgtlen 0 (no target). tgtlen came last, with targets: a record written before has
+-- at most 13 fields and no target.
 -- The usual values belong to the format: they never change, whatever the defaults of
 -- a later punctual.
--- After "|": errlen bytes of last_error, taglen bytes of tags joined by "\n", then
+-- After "|": errlen bytes of last_error, taglen bytes of tags joined by "\n", tgtlen
+-- bytes of the target (Target::to_stored, opaque here but for being there), then
 -- the body (written by the Rust side, opaque here): the payload's JSON (empty:
 -- null), and when backoff or repeat are not the defaults a "\n" and their JSON.
 -- Record, format 1 (written before format 2; still read, and written back in format 1
@@ -34,7 +37,8 @@
 --   "st,due,exp,fence,ver,att,max,occ,anchor,id,created,updated,errlen,taglen|"
 -- in decimal, st the state's number, the same fields left empty at the same usual
 -- values (max and taglen always written), then the error, the tags and a body that is
--- one JSON object {"p": payload, "b": backoff, "r": repeat}.
+-- one JSON object {"p": payload, "b": backoff, "r": repeat}. It never holds a target:
+-- a task gets one only by a replace, which writes format 2.
 -- States: 0 scheduled, 1 leased, 2 dead. Keys and tags hold no control characters.
 
 local function now_ms()
@@ -58,7 +62,7 @@ local function decode_v1(rec)
   }
   t.anc = tonumber(anc) or t.due
   t.updated = tonumber(updated) or t.created
-  return t, tonumber(errlen) or -1, tonumber(taglen), pos
+  return t, tonumber(errlen) or -1, tonumber(taglen), 0, pos
 end
 
 local B36 = '0123456789abcdefghijklmnopqrstuvwxyz'
@@ -105,12 +109,13 @@ local STATE_OF_MARK = { S = 0, L = 1, D = 2 }
 local MARK_OF_STATE = { [0] = 'S', 'L', 'D' }
 -- The usual max_attempts of format 2 (DEFAULT_MAX_ATTEMPTS when the format was made).
 local USUAL_MAX = 20
--- A mark, 13 fields (missing ones at the end match empty), "|".
-local HEADER_V2 = '^.' .. string.rep('([^,|]*),?', 13) .. '|()'
+-- A mark, 14 fields (missing ones at the end match empty), "|".
+local HEADER_V2 = '^.' .. string.rep('([^,|]*),?', 14) .. '|()'
 
 -- Format 2: the header's fields, then the rest of the record from `pos`.
 local function decode_v2(rec, st)
-  local due, id, lead, max, taglen, lease, fence, age, att, errlen, ver, occ, anc, pos = string.match(rec, HEADER_V2)
+  local due, id, lead, max, taglen, lease, fence, age, att, errlen, ver, occ, anc, tgtlen, pos =
+    string.match(rec, HEADER_V2)
   local t = { st = st, due = field(due), id = field(id) }
   t.created = t.due - field(lead, 0)
   t.updated = t.created + field(age, 0)
@@ -118,24 +123,30 @@ local function decode_v2(rec, st)
   if t.exp == nil then t.exp = 0 else t.exp = t.updated + t.exp end
   t.max, t.fence, t.att = field(max, USUAL_MAX), field(fence, 0), field(att, 0)
   t.ver, t.occ, t.anc = field(ver, 1), field(occ, 1), field(anc, t.due)
-  return t, field(errlen, -1), field(taglen, 0), pos
+  return t, field(errlen, -1), field(taglen, 0), field(tgtlen, 0), pos
 end
 
 -- The record `rec`, in either format.
 local function decode(rec)
   local st = STATE_OF_MARK[string.sub(rec, 1, 1)]
-  local t, errlen, taglen, pos
+  local t, errlen, taglen, tgtlen, pos
   if st == nil then
-    t, errlen, taglen, pos = decode_v1(rec)
+    t, errlen, taglen, tgtlen, pos = decode_v1(rec)
   else
-    t, errlen, taglen, pos = decode_v2(rec, st)
+    t, errlen, taglen, tgtlen, pos = decode_v2(rec, st)
   end
   if errlen >= 0 then
     t.err = string.sub(rec, pos, pos + errlen - 1)
     pos = pos + errlen
   end
   t.tags = string.sub(rec, pos, pos + taglen - 1)
-  t.body = string.sub(rec, pos + taglen)
+  pos = pos + taglen
+  t.tgt = ''
+  if tgtlen > 0 then
+    t.tgt = string.sub(rec, pos, pos + tgtlen - 1)
+    pos = pos + tgtlen
+  end
+  t.body = string.sub(rec, pos)
   return t
 end
 
@@ -159,7 +170,7 @@ end
 local function encode(t)
   local errlen = -1
   if t.err then errlen = #t.err end
-  local tail = (t.err or '') .. t.tags .. t.body
+  local tail = (t.err or '') .. t.tags .. t.tgt .. t.body
   if t.v1 then
     return table.concat({
       int(t.st), ',', int(t.due), ',', unless(t.exp, 0, int), ',', unless(t.fence, 0, int), ',',
@@ -176,6 +187,7 @@ local function encode(t)
     unless(t.att, 0, b36), unless(errlen, -1, b36), unless(t.ver, 1, b36), unless(t.occ, 1, b36),
     unless(t.anc, t.due, b36),
   }
+  if t.tgt ~= '' then f[14] = b36(#t.tgt) end
   local n = #f
   while f[n] == '' do n = n - 1 end
   return MARK_OF_STATE[t.st] .. table.concat(f, ',', 1, n) .. '|' .. tail
