@@ -1,6 +1,6 @@
 -- Prepended to every script of this folder (see scripts.rs). Every script gets the
 -- same KEYS, the keys of one shard of one queue (see keys.rs):
---   KEYS[1] scheduled  ZSet key -> due_at ms
+--   KEYS[1] scheduled  ZSet key -> due_at ms of scheduled tasks without a target
 --   KEYS[2] leases     ZSet key -> lease expiry ms
 --   KEYS[3] inflight   ZSet key -> due_at ms of leased tasks (listing in due order)
 --   KEYS[4] dead       ZSet key -> due_at ms of dead tasks
@@ -8,10 +8,13 @@
 --   KEYS[6] tags       ZSet of "tag\nkey", all scores 0 (lexicographic index)
 --   KEYS[7] seq        counter: every fence handed out in this shard
 --   KEYS[8] died       ZSet key -> when each dead task died, ms (its updated)
+--   KEYS[9] scheduled:target ZSet key -> due_at ms of scheduled tasks with a target
 -- and the same first ARGV:
 --   ARGV[1] now in ms since the epoch, or '' to use Redis' own clock (TIME)
 --   ARGV[2] the channel on which wake-ups are published
 --   ARGV[3] the queue name, for wake-up messages
+-- A scheduled task is in the due set of its lane: KEYS[1] when its record holds no
+-- target (the handler lane), KEYS[9] when it holds one (the target lane).
 -- Record, format 2 (written for every new task): a mark, then up to 14 fields in
 -- base 36 ('-' before a negative one) separated by ",", then "|":
 --   mark: S scheduled, L leased, D dead
@@ -193,36 +196,53 @@ local function encode(t)
   return MARK_OF_STATE[t.st] .. table.concat(f, ',', 1, n) .. '|' .. tail
 end
 
--- The earliest due time this script made (published once, at the end).
-local woken = nil
+-- The lanes, each named by the KEYS index of its due set: HANDLER (tasks without a
+-- target) and TARGET. The lease script takes a lane by its code; a wake-up message
+-- ends with the lane's suffix, none for the handler lane, as before there were lanes.
+local HANDLER, TARGET = 1, 9
+local LANE_OF_CODE = { h = HANDLER, t = TARGET }
+local WAKE_SUFFIX = { [HANDLER] = '', [TARGET] = '\nt' }
+local OTHER_LANE = { [HANDLER] = TARGET, [TARGET] = HANDLER }
 
--- The scheduled set's earliest due time as this script last read it (false: not read
--- yet, or a removal may have made it later; nil: the set was empty).
-local head_due = false
-
--- Notes that consumers must wake for `due` (published once, at the end).
-local function wake_at(due)
-  if woken == nil or due < woken then woken = due end
+-- The lane of a task whose record holds the target `tgt` ('': none).
+local function lane_of(tgt)
+  if tgt == '' then return HANDLER end
+  return TARGET
 end
 
--- Schedules `key` at `due`, noting a wake-up if that is earlier than the queue's head.
--- The head is read once per script: arming only ever lowers it, and `unschedule`
--- forgets it.
-local function arm(key, due)
-  if head_due == false then
-    local head = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-    head_due = tonumber(head[2])
+-- The earliest due time this script made, by lane (published once, at the end).
+local woken = {}
+
+-- Each lane's earliest due time as this script last read it (false: not read yet, or
+-- a removal may have made it later; nil: the set was empty).
+local head_due = { [HANDLER] = false, [TARGET] = false }
+
+-- Notes that consumers of `lane` must wake for `due` (published once, at the end).
+local function wake_at(lane, due)
+  if woken[lane] == nil or due < woken[lane] then woken[lane] = due end
+end
+
+-- Schedules `key` (record `t`) at its due time in its lane, noting a wake-up if that
+-- is earlier than the lane's head. The head is read once per script and lane: arming
+-- only ever lowers it, and `unplace` forgets it.
+local function arm(key, t)
+  local lane = lane_of(t.tgt)
+  if head_due[lane] == false then
+    local head = redis.call('ZRANGE', KEYS[lane], 0, 0, 'WITHSCORES')
+    head_due[lane] = tonumber(head[2])
   end
-  redis.call('ZADD', KEYS[1], due, key)
-  if head_due == nil or due < head_due then
-    head_due = due
-    wake_at(due)
+  redis.call('ZADD', KEYS[lane], t.due, key)
+  if head_due[lane] == nil or t.due < head_due[lane] then
+    head_due[lane] = t.due
+    wake_at(lane, t.due)
   end
 end
 
 local function publish_wakeup()
-  if woken ~= nil then
-    redis.call('PUBLISH', ARGV[2], ARGV[3] .. '\n' .. int(woken))
+  for _, lane in ipairs({ HANDLER, TARGET }) do
+    if woken[lane] ~= nil then
+      redis.call('PUBLISH', ARGV[2], ARGV[3] .. '\n' .. int(woken[lane]) .. WAKE_SUFFIX[lane])
+    end
   end
 end
 
@@ -242,8 +262,9 @@ end
 -- Takes `key` (record `t`) out of the set of its state.
 local function unplace(key, t)
   if t.st == 0 then
-    redis.call('ZREM', KEYS[1], key)
-    head_due = false
+    local lane = lane_of(t.tgt)
+    redis.call('ZREM', KEYS[lane], key)
+    head_due[lane] = false
   elseif t.st == 1 then
     redis.call('ZREM', KEYS[2], key)
     redis.call('ZREM', KEYS[3], key)
@@ -266,7 +287,7 @@ local function revive(key, t, now)
   t.st, t.due, t.att, t.updated = 0, now, 0, now
   local rec = encode(t)
   redis.call('HSET', KEYS[5], key, rec)
-  arm(key, now)
+  arm(key, t)
   return rec
 end
 

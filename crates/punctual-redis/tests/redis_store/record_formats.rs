@@ -316,6 +316,36 @@ async fn a_record_of_format_2_written_before_targets_is_leased_in_the_handler_la
     assert_eq!(batch.leases[0].task.last_error.as_deref(), Some("boom"));
 }
 
+#[tokio::test]
+async fn a_task_with_a_target_keeps_it_in_its_record_and_its_key_in_the_target_lanes_set() {
+    let prefix = "format2-target";
+    let store = support::on_server_under(prefix).await;
+    let q = queue();
+    let shard_key = |name: &str| format!("{prefix}:{{upgrade}}:{name}");
+    let target = punctual_core::Target::new("http://127.0.0.1:9/hook").expect("a target");
+    let mut task = NewTask::new(q.clone(), key("t"), at(60_000));
+    task.payload = json!({"n": 1});
+    task.target = Some(target.clone());
+    let scheduled = store.schedule(vec![task.clone()], at(0)).await.expect("schedule").remove(0).expect("created");
+    let id36 = base36(i64::try_from(scheduled.task.meta.id).expect("ids are below 2^53"));
+    // The target's 31 bytes ("v" in base 36) in the 14th field, the target between the
+    // (empty) tags and the payload.
+    let stored = redis(&["HGET", &shard_key("tasks"), "t"]);
+    let due36 = base36(NOW + 60_000);
+    assert_eq!(stored, format!(r#"S{due36},{id36},1aao,,,,,,,,,,,v|{{"u":"http://127.0.0.1:9/hook"}}{{"n":1}}"#));
+    assert_eq!(redis(&["ZSCORE", &shard_key("scheduled:target"), "t"]), (NOW + 60_000).to_string());
+    assert_eq!(redis(&["ZCARD", &shard_key("scheduled")]), "0", "not in the handler lane's set");
+    assert_eq!(store.get(&q, &key("t")).await.expect("get"), Some(scheduled.task));
+
+    // Replaced without a target: back in the handler lane, with no 14th field.
+    task.target = None;
+    store.schedule(vec![task], at(1)).await.expect("schedule").remove(0).expect("replaced");
+    let stored = redis(&["HGET", &shard_key("tasks"), "t"]);
+    assert!(!stored.contains("hook") && stored.split('|').next().expect("a header").split(',').count() <= 13);
+    assert_eq!(redis(&["ZCARD", &shard_key("scheduled:target")]), "0", "{stored}");
+    assert_eq!(redis(&["ZSCORE", &shard_key("scheduled"), "t"]), (NOW + 60_000).to_string());
+}
+
 #[test]
 fn the_scripts_write_and_read_base_36_as_rust_does() {
     let numbers: Vec<i64> = [0, 1, 35, 36, 37, 1295, 1296, 1297, 46_655, 46_656, 1_679_615, 1_679_616]
