@@ -8,7 +8,7 @@
 //! the tests below); anything else is corrupt data, never read as some other value.
 
 use punctual_core::store::{Completion, PurgeSelection, ScheduleOutcome};
-use punctual_core::{IfExists, TaskState, Timestamp};
+use punctual_core::{IfExists, Lane, TaskState, Timestamp};
 
 use crate::TimeSource;
 
@@ -18,6 +18,14 @@ pub(crate) fn if_exists(mode: IfExists) -> &'static str {
         IfExists::Replace => "r",
         IfExists::Keep => "k",
         IfExists::Error => "e",
+    }
+}
+
+/// The lane `lua/lease.lua` leases from.
+pub(crate) fn lane(lane: Lane) -> &'static str {
+    match lane {
+        Lane::Handler => "h",
+        Lane::Target => "t",
     }
 }
 
@@ -139,6 +147,9 @@ mod tests {
         assert_eq!(schedule_outcome(b"e"), Some(None));
         assert_eq!(schedule_outcome(b"k"), Some(Some(ScheduleOutcome::Kept)));
         assert_eq!(schedule_outcome(b"x"), None);
+        let common = include_str!("lua/common.lua");
+        assert!(common.contains("LANE_OF_CODE = { h = HANDLER, t = TARGET }"), "lua/common.lua knows other lanes");
+        assert_eq!(Lane::ALL.map(lane), ["h", "t"]);
         let script = include_str!("lua/purge.lua");
         for selection in [PurgeSelection::Scheduled, PurgeSelection::Dead, PurgeSelection::All] {
             let code = purge_selection(selection);

@@ -6,7 +6,8 @@
 //!
 //! | key | type | holds |
 //! |---|---|---|
-//! | `<p>:{<queue>}:scheduled` (shard n > 0: `{<queue>/<n>}`) | ZSet | key → due_at ms |
+//! | `<p>:{<queue>}:scheduled` (shard n > 0: `{<queue>/<n>}`) | ZSet | key → due_at ms of scheduled tasks without a target (the handler lane) |
+//! | `…:scheduled:target` | ZSet | key → due_at ms of scheduled tasks with a target (the target lane) |
 //! | `…:leases` | ZSet | key → lease expiry ms |
 //! | `…:inflight` | ZSet | key → due_at ms of leased tasks (listing in due order) |
 //! | `…:dead` | ZSet | key → due_at ms of dead tasks |
@@ -21,9 +22,10 @@
 //! | `<p>:secret` | string | the secret that signs lease tokens |
 //! | `<p>:store` | string | the store's identity (13 characters, see `identity`) |
 //!
-//! Channel `<p>:wake` carries `"<queue>\n<due ms>"` whenever a script makes a queue's
-//! earliest due time earlier. Queue names cannot hold `{`, `}` or `/`, so each shard's
-//! hash tag is distinct.
+//! Channel `<p>:wake` carries `"<queue>\n<due ms>"` whenever a script makes the
+//! earliest due time of a queue's handler lane earlier, and `"<queue>\n<due ms>\nt"`
+//! for its target lane (see `wake`). Queue names cannot hold `{`, `}` or `/`, so each
+//! shard's hash tag is distinct.
 //!
 //! A pending task is one member of `scheduled` and one field of `tasks`, which Redis
 //! keeps as a skiplist and a dict once a queue has more than 128 tasks. With a million
@@ -34,17 +36,22 @@
 //! about 158 bytes with an empty record (BENCHMARKS.md has the measurements).
 //!
 //! Invariants: a task's record is in `tasks` exactly when its key is in the set of its
-//! state (`scheduled`; `leases` and `inflight`; or `dead` and `died`), and in `tags`
-//! once per tag. (`died` came after `dead`: a task that died under an earlier punctual
-//! is in `dead` only, and no retention sweep sees it.)
+//! state (scheduled: `scheduled`, or `scheduled:target` when the record holds a target;
+//! `leases` and `inflight`; or `dead` and `died`), and in `tags` once per tag. (`died`
+//! came after `dead`: a task that died under an earlier punctual is in `dead` only, and
+//! no retention sweep sees it. `scheduled:target` came with targets: an earlier
+//! punctual does not know it, so it never leases a task with a target.)
 
-use punctual_core::{QueueName, TaskKey};
+use punctual_core::{Lane, QueueName, TaskKey};
 
-/// The keys of one shard of one queue. Scripts take them as `KEYS[1..8]` in the order
+/// The keys of one shard of one queue. Scripts take them as `KEYS[1..9]` in the order
 /// of [`ShardKeys::in_script_order`] (the header of `lua/common.lua`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ShardKeys {
+    /// The handler lane's scheduled tasks (the name it had before there were lanes).
     pub(crate) scheduled: String,
+    /// The target lane's scheduled tasks.
+    pub(crate) scheduled_target: String,
     pub(crate) leases: String,
     pub(crate) inflight: String,
     pub(crate) dead: String,
@@ -60,6 +67,7 @@ impl ShardKeys {
         let key = |name: &str| format!("{prefix}:{tag}:{name}");
         ShardKeys {
             scheduled: key("scheduled"),
+            scheduled_target: key("scheduled:target"),
             leases: key("leases"),
             inflight: key("inflight"),
             dead: key("dead"),
@@ -70,9 +78,27 @@ impl ShardKeys {
         }
     }
 
-    /// `KEYS[1..8]` of every shard script, as `lua/common.lua` numbers them.
-    pub(crate) fn in_script_order(&self) -> [&str; 8] {
-        [&self.scheduled, &self.leases, &self.inflight, &self.dead, &self.tasks, &self.tags, &self.seq, &self.died]
+    /// `KEYS[1..9]` of every shard script, as `lua/common.lua` numbers them.
+    pub(crate) fn in_script_order(&self) -> [&str; 9] {
+        [
+            &self.scheduled,
+            &self.leases,
+            &self.inflight,
+            &self.dead,
+            &self.tasks,
+            &self.tags,
+            &self.seq,
+            &self.died,
+            &self.scheduled_target,
+        ]
+    }
+
+    /// The scheduled tasks of `lane`.
+    pub(crate) fn scheduled_in(&self, lane: Lane) -> &str {
+        match lane {
+            Lane::Handler => &self.scheduled,
+            Lane::Target => &self.scheduled_target,
+        }
     }
 }
 
@@ -146,6 +172,8 @@ mod tests {
         let two = ShardKeys::new("punctual", &q, 2);
         assert_eq!(zero.scheduled, "punctual:{order.cancel}:scheduled");
         assert_eq!(two.tasks, "punctual:{order.cancel/2}:tasks");
+        assert_eq!(zero.scheduled_in(Lane::Handler), "punctual:{order.cancel}:scheduled", "as before lanes");
+        assert_eq!(two.scheduled_in(Lane::Target), "punctual:{order.cancel/2}:scheduled:target");
         assert!(zero.in_script_order().iter().all(|k| k.contains("{order.cancel}:")));
         assert_eq!(rate("punctual", &q), "punctual:{order.cancel}:rate");
         assert_eq!(queue_records("punctual"), "punctual:queue-records", "no queue's hash tag: no queue's node");
@@ -156,7 +184,7 @@ mod tests {
         let keys = ShardKeys::new("p", &QueueName::new("q").unwrap(), 0);
         let header = include_str!("lua/common.lua");
         for (i, key) in keys.in_script_order().iter().enumerate() {
-            let name = key.rsplit(':').next().unwrap();
+            let name = key.split_once("}:").unwrap().1;
             let line = format!("--   KEYS[{}] {name} ", i + 1);
             assert!(header.contains(&line), "common.lua lacks {line:?}");
         }

@@ -1,9 +1,11 @@
 //! Leasing due tasks, extending and releasing leases (completions are in
 //! `group_commit`, expiries in `reap`).
 //!
-//! Invariant: a sharded queue fires in due order like any other: a lease call takes
-//! the earliest due tasks across all its shards (read each shard's due heads, then
-//! have each shard's script lease its share), at most [`SCRIPT_BATCH`] in all.
+//! Invariants: a lease reads and takes only its lane's scheduled set in each shard
+//! (`keys`), so it costs what it takes whatever the other lane holds; a sharded queue
+//! fires in due order like any other: a lease call takes the earliest due tasks of its
+//! lane across all its shards (read each shard's due heads, then have each shard's
+//! script lease its share), at most [`SCRIPT_BATCH`] in all.
 
 use punctual_core::store::{ExtendRequest, LeaseBatch, LeaseRequest, LeaseToken};
 use punctual_core::{Result, Timestamp};
@@ -21,7 +23,7 @@ impl Shared {
         let mut leases = Vec::new();
         let mut next_due = None;
         for (shard, take) in (0..shards).zip(share) {
-            let batch = self.on(&req.queue, shard).lease(take, req.lease_for, req.now).await?;
+            let batch = self.on(&req.queue, shard).lease(req, take).await?;
             next_due = earliest(next_due, batch.next_due);
             leases.extend(batch.leases);
         }
@@ -29,13 +31,13 @@ impl Shared {
         Ok(LeaseBatch::new(leases, next_due))
     }
 
-    /// How many of the `max` earliest due tasks of a sharded queue each shard holds.
+    /// How many of the `max` earliest due tasks of a sharded queue's lane each shard holds.
     async fn lease_shares(&self, req: &LeaseRequest, shards: u32, max: usize) -> Result<Vec<usize>> {
         let now = self.read_now(req.now).await?;
         let mut due = Vec::new();
         for shard in 0..shards {
             let keys = ShardKeys::new(&self.config.prefix, &req.queue, shard);
-            let heads = self.scored_until(&keys.scheduled, now, max).await?;
+            let heads = self.scored_until(keys.scheduled_in(req.lane), now, max).await?;
             due.extend(heads.into_iter().map(|(at, key)| ((at, key), shard as usize)));
         }
         Ok(take_earliest(&mut due, shards as usize, max))

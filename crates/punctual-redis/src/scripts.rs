@@ -7,7 +7,7 @@
 //! SHA; redis-rs reloads a script the node answers NOSCRIPT for (after a restart or a
 //! `SCRIPT FLUSH`).
 //!
-//! Invariants: a shard script gets the eight keys of its one shard as `KEYS` (so it
+//! Invariants: a shard script gets the nine keys of its one shard as `KEYS` (so it
 //! touches only keys it was passed, on one Cluster node) and `ARGV[1..3]` = now, the
 //! wake-up channel, the queue; the codes it gets for our enums come from `codes`. Each
 //! call here is one script call: bounding batches (at most
@@ -17,8 +17,8 @@ use std::time::Duration;
 
 use punctual_core::policy::Rate;
 use punctual_core::store::{
-    CompleteRequest, Lease, LeaseBatch, LeaseToken, PurgeSelection, QueueStats, ReapResult, Reaped, Scheduled, Swept,
-    corrupt,
+    CompleteRequest, Lease, LeaseBatch, LeaseRequest, LeaseToken, PurgeSelection, QueueStats, ReapResult, Reaped,
+    Scheduled, Swept, corrupt,
 };
 use punctual_core::{Error, NewTask, QueueName, Result, StoreId, Tag, Task, TaskKey, TaskState, Timestamp};
 use redis::{Script, ScriptInvocation};
@@ -204,7 +204,8 @@ impl OnShard<'_> {
                 .arg(task.max_attempts)
                 .arg(*id)
                 .arg(record::tags_of(&task.tags))
-                .arg(record::body_of(task)?);
+                .arg(record::body_of(task)?)
+                .arg(record::target_of(task));
         }
         let answer: Vec<Vec<u8>> = self.shared.conn.invoke(&invocation).await?;
         if answer.len() != tasks.len() * 2 {
@@ -228,10 +229,12 @@ impl OnShard<'_> {
         Ok(results)
     }
 
-    /// `lua/lease.lua`: leases up to `max` due tasks for `lease_for`, earliest first.
-    pub(crate) async fn lease(&self, max: usize, lease_for: Duration, now: Timestamp) -> Result<LeaseBatch> {
-        let mut invocation = self.invocation(&self.shared.scripts.lease, now);
-        invocation.arg(max).arg(millis(lease_for));
+    /// `lua/lease.lua`: leases up to `max` due tasks of the request's lane, earliest
+    /// first (the request's own `max` is the caller's to share among shards); the
+    /// batch's next due time is the lane's.
+    pub(crate) async fn lease(&self, req: &LeaseRequest, max: usize) -> Result<LeaseBatch> {
+        let mut invocation = self.invocation(&self.shared.scripts.lease, req.now);
+        invocation.arg(max).arg(millis(req.lease_for)).arg(codes::lane(req.lane));
         let answer: Vec<Vec<u8>> = self.shared.conn.invoke(&invocation).await?;
         let (head, pairs) = answer.split_first().ok_or_else(|| corrupt("lease answered nothing"))?;
         let next_due = parse_score(std::str::from_utf8(head).map_err(corrupt)?)?;

@@ -1,12 +1,15 @@
 //! Follows the wake-up channel: other processes' scripts publish `"<queue>\n<due ms>"`
-//! when they make a queue's earliest due time earlier, and this passes each on as a
-//! [`Wakeup`]. Reconnects by itself; what it misses while disconnected the engine's
-//! safety poll covers.
+//! when they make the earliest due time of a queue's handler lane earlier, and
+//! `"<queue>\n<due ms>\nt"` for its target lane; this passes each on as a [`Wakeup`]
+//! of that lane. A message without a lane (as every message was before lanes) is the
+//! handler lane's; one naming a lane this process does not know is dropped, which the
+//! safety poll covers. Reconnects by itself; what it misses while disconnected the
+//! engine's safety poll covers too.
 
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use punctual_core::{QueueName, Timestamp, Wakeup};
+use punctual_core::{Lane, QueueName, Timestamp, Wakeup};
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
@@ -49,8 +52,14 @@ pub(crate) async fn follow(
 
 fn parse(payload: &[u8]) -> Option<Wakeup> {
     let text = std::str::from_utf8(payload).ok()?;
-    let (queue, due) = text.split_once('\n')?;
-    Some(Wakeup::new(QueueName::new(queue).ok()?, Timestamp::from_millis(due.parse().ok()?)))
+    let (queue, rest) = text.split_once('\n')?;
+    let (due, lane) = match rest.split_once('\n') {
+        None => (rest, Lane::Handler),
+        Some((due, "t")) => (due, Lane::Target),
+        Some(_unknown) => return None,
+    };
+    let wakeup = Wakeup::new(QueueName::new(queue).ok()?, Timestamp::from_millis(due.parse().ok()?));
+    Some(wakeup.in_lane(lane))
 }
 
 #[cfg(test)]
@@ -61,6 +70,12 @@ mod tests {
     fn wake_messages_parse_and_garbage_is_ignored() {
         let w = parse(b"order.cancel\n1700000000123").unwrap();
         assert_eq!((w.queue.as_str(), w.due_at.as_millis()), ("order.cancel", 1_700_000_000_123));
+        assert_eq!(w.lane, Lane::Handler, "a message without a lane, as before lanes, is the handler lane's");
+        let w = parse(b"order.cancel\n1700000000123\nt").unwrap();
+        assert_eq!((w.queue.as_str(), w.due_at.as_millis(), w.lane), ("order.cancel", 1_700_000_000_123, Lane::Target));
+        assert!(parse(b"q\n5\nx").is_none(), "a lane this process does not know");
+        assert!(parse(b"q\n5\n").is_none());
+        assert!(parse(b"q\n5\nt\n").is_none());
         assert!(parse(b"no-newline").is_none());
         assert!(parse(b"bad queue!\n5").is_none());
         assert!(parse(b"q\nsoon").is_none());

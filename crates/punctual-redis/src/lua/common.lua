@@ -1,6 +1,6 @@
 -- Prepended to every script of this folder (see scripts.rs). Every script gets the
 -- same KEYS, the keys of one shard of one queue (see keys.rs):
---   KEYS[1] scheduled  ZSet key -> due_at ms
+--   KEYS[1] scheduled  ZSet key -> due_at ms of scheduled tasks without a target
 --   KEYS[2] leases     ZSet key -> lease expiry ms
 --   KEYS[3] inflight   ZSet key -> due_at ms of leased tasks (listing in due order)
 --   KEYS[4] dead       ZSet key -> due_at ms of dead tasks
@@ -8,14 +8,17 @@
 --   KEYS[6] tags       ZSet of "tag\nkey", all scores 0 (lexicographic index)
 --   KEYS[7] seq        counter: every fence handed out in this shard
 --   KEYS[8] died       ZSet key -> when each dead task died, ms (its updated)
+--   KEYS[9] scheduled:target ZSet key -> due_at ms of scheduled tasks with a target
 -- and the same first ARGV:
 --   ARGV[1] now in ms since the epoch, or '' to use Redis' own clock (TIME)
 --   ARGV[2] the channel on which wake-ups are published
 --   ARGV[3] the queue name, for wake-up messages
--- Record, format 2 (written for every new task): a mark, then up to 13 fields in
+-- A scheduled task is in the due set of its lane: KEYS[1] when its record holds no
+-- target (the handler lane), KEYS[9] when it holds one (the target lane).
+-- Record, format 2 (written for every new task): a mark, then up to 14 fields in
 -- base 36 ('-' before a negative one) separated by ",", then "|":
 --   mark: S scheduled, L leased, D dead
---   due,id,due-created,max,taglen,exp-updated,fence,updated-created,att,errlen,ver,occ,anchor
+--   due,id,due-created,max,taglen,exp-updated,fence,updated-created,att,errlen,ver,occ,anchor,tgtlen
 -- Times other than due and anchor are written as distances, which are short: created
 -- as due - created, updated as updated - created, and a lease's expiry as exp -
 -- updated (empty: exp 0, not leased). errlen is -1 when there is no last_error. The
@@ -23,10 +26,13 @@
 -- as long as format 1's decimal.
 -- An empty field holds its usual value, and empty fields at the end are left out, so
 -- a new task is "S<due>,<id>,<due - created>|": due - created 0, max 20, taglen 0,
--- exp 0, fence 0, updated - created 0, att 0, errlen -1, ver 1, occ 1, anchor = due.
+-- exp 0, fence 0, updated - created 0, att 0, errlen -1, ver 1, occ 1, anchor = due,
+-- tgtlen 0 (no target). tgtlen came last, with targets: a record written before has
+-- at most 13 fields and no target.
 -- The usual values belong to the format: they never change, whatever the defaults of
 -- a later punctual.
--- After "|": errlen bytes of last_error, taglen bytes of tags joined by "\n", then
+-- After "|": errlen bytes of last_error, taglen bytes of tags joined by "\n", tgtlen
+-- bytes of the target (Target::to_stored, opaque here but for being there), then
 -- the body (written by the Rust side, opaque here): the payload's JSON (empty:
 -- null), and when backoff or repeat are not the defaults a "\n" and their JSON.
 -- Record, format 1 (written before format 2; still read, and written back in format 1
@@ -34,7 +40,8 @@
 --   "st,due,exp,fence,ver,att,max,occ,anchor,id,created,updated,errlen,taglen|"
 -- in decimal, st the state's number, the same fields left empty at the same usual
 -- values (max and taglen always written), then the error, the tags and a body that is
--- one JSON object {"p": payload, "b": backoff, "r": repeat}.
+-- one JSON object {"p": payload, "b": backoff, "r": repeat}. It never holds a target:
+-- a task gets one only by a replace, which writes format 2.
 -- States: 0 scheduled, 1 leased, 2 dead. Keys and tags hold no control characters.
 
 local function now_ms()
@@ -58,7 +65,7 @@ local function decode_v1(rec)
   }
   t.anc = tonumber(anc) or t.due
   t.updated = tonumber(updated) or t.created
-  return t, tonumber(errlen) or -1, tonumber(taglen), pos
+  return t, tonumber(errlen) or -1, tonumber(taglen), 0, pos
 end
 
 local B36 = '0123456789abcdefghijklmnopqrstuvwxyz'
@@ -105,12 +112,13 @@ local STATE_OF_MARK = { S = 0, L = 1, D = 2 }
 local MARK_OF_STATE = { [0] = 'S', 'L', 'D' }
 -- The usual max_attempts of format 2 (DEFAULT_MAX_ATTEMPTS when the format was made).
 local USUAL_MAX = 20
--- A mark, 13 fields (missing ones at the end match empty), "|".
-local HEADER_V2 = '^.' .. string.rep('([^,|]*),?', 13) .. '|()'
+-- A mark, 14 fields (missing ones at the end match empty), "|".
+local HEADER_V2 = '^.' .. string.rep('([^,|]*),?', 14) .. '|()'
 
 -- Format 2: the header's fields, then the rest of the record from `pos`.
 local function decode_v2(rec, st)
-  local due, id, lead, max, taglen, lease, fence, age, att, errlen, ver, occ, anc, pos = string.match(rec, HEADER_V2)
+  local due, id, lead, max, taglen, lease, fence, age, att, errlen, ver, occ, anc, tgtlen, pos =
+    string.match(rec, HEADER_V2)
   local t = { st = st, due = field(due), id = field(id) }
   t.created = t.due - field(lead, 0)
   t.updated = t.created + field(age, 0)
@@ -118,24 +126,30 @@ local function decode_v2(rec, st)
   if t.exp == nil then t.exp = 0 else t.exp = t.updated + t.exp end
   t.max, t.fence, t.att = field(max, USUAL_MAX), field(fence, 0), field(att, 0)
   t.ver, t.occ, t.anc = field(ver, 1), field(occ, 1), field(anc, t.due)
-  return t, field(errlen, -1), field(taglen, 0), pos
+  return t, field(errlen, -1), field(taglen, 0), field(tgtlen, 0), pos
 end
 
 -- The record `rec`, in either format.
 local function decode(rec)
   local st = STATE_OF_MARK[string.sub(rec, 1, 1)]
-  local t, errlen, taglen, pos
+  local t, errlen, taglen, tgtlen, pos
   if st == nil then
-    t, errlen, taglen, pos = decode_v1(rec)
+    t, errlen, taglen, tgtlen, pos = decode_v1(rec)
   else
-    t, errlen, taglen, pos = decode_v2(rec, st)
+    t, errlen, taglen, tgtlen, pos = decode_v2(rec, st)
   end
   if errlen >= 0 then
     t.err = string.sub(rec, pos, pos + errlen - 1)
     pos = pos + errlen
   end
   t.tags = string.sub(rec, pos, pos + taglen - 1)
-  t.body = string.sub(rec, pos + taglen)
+  pos = pos + taglen
+  t.tgt = ''
+  if tgtlen > 0 then
+    t.tgt = string.sub(rec, pos, pos + tgtlen - 1)
+    pos = pos + tgtlen
+  end
+  t.body = string.sub(rec, pos)
   return t
 end
 
@@ -159,7 +173,7 @@ end
 local function encode(t)
   local errlen = -1
   if t.err then errlen = #t.err end
-  local tail = (t.err or '') .. t.tags .. t.body
+  local tail = (t.err or '') .. t.tags .. t.tgt .. t.body
   if t.v1 then
     return table.concat({
       int(t.st), ',', int(t.due), ',', unless(t.exp, 0, int), ',', unless(t.fence, 0, int), ',',
@@ -176,41 +190,59 @@ local function encode(t)
     unless(t.att, 0, b36), unless(errlen, -1, b36), unless(t.ver, 1, b36), unless(t.occ, 1, b36),
     unless(t.anc, t.due, b36),
   }
+  if t.tgt ~= '' then f[14] = b36(#t.tgt) end
   local n = #f
   while f[n] == '' do n = n - 1 end
   return MARK_OF_STATE[t.st] .. table.concat(f, ',', 1, n) .. '|' .. tail
 end
 
--- The earliest due time this script made (published once, at the end).
-local woken = nil
+-- The lanes, each named by the KEYS index of its due set: HANDLER (tasks without a
+-- target) and TARGET. The lease script takes a lane by its code; a wake-up message
+-- ends with the lane's suffix, none for the handler lane, as before there were lanes.
+local HANDLER, TARGET = 1, 9
+local LANE_OF_CODE = { h = HANDLER, t = TARGET }
+local WAKE_SUFFIX = { [HANDLER] = '', [TARGET] = '\nt' }
+local OTHER_LANE = { [HANDLER] = TARGET, [TARGET] = HANDLER }
 
--- The scheduled set's earliest due time as this script last read it (false: not read
--- yet, or a removal may have made it later; nil: the set was empty).
-local head_due = false
-
--- Notes that consumers must wake for `due` (published once, at the end).
-local function wake_at(due)
-  if woken == nil or due < woken then woken = due end
+-- The lane of a task whose record holds the target `tgt` ('': none).
+local function lane_of(tgt)
+  if tgt == '' then return HANDLER end
+  return TARGET
 end
 
--- Schedules `key` at `due`, noting a wake-up if that is earlier than the queue's head.
--- The head is read once per script: arming only ever lowers it, and `unschedule`
--- forgets it.
-local function arm(key, due)
-  if head_due == false then
-    local head = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-    head_due = tonumber(head[2])
+-- The earliest due time this script made, by lane (published once, at the end).
+local woken = {}
+
+-- Each lane's earliest due time as this script last read it (false: not read yet, or
+-- a removal may have made it later; nil: the set was empty).
+local head_due = { [HANDLER] = false, [TARGET] = false }
+
+-- Notes that consumers of `lane` must wake for `due` (published once, at the end).
+local function wake_at(lane, due)
+  if woken[lane] == nil or due < woken[lane] then woken[lane] = due end
+end
+
+-- Schedules `key` (record `t`) at its due time in its lane, noting a wake-up if that
+-- is earlier than the lane's head. The head is read once per script and lane: arming
+-- only ever lowers it, and `unplace` forgets it.
+local function arm(key, t)
+  local lane = lane_of(t.tgt)
+  if head_due[lane] == false then
+    local head = redis.call('ZRANGE', KEYS[lane], 0, 0, 'WITHSCORES')
+    head_due[lane] = tonumber(head[2])
   end
-  redis.call('ZADD', KEYS[1], due, key)
-  if head_due == nil or due < head_due then
-    head_due = due
-    wake_at(due)
+  redis.call('ZADD', KEYS[lane], t.due, key)
+  if head_due[lane] == nil or t.due < head_due[lane] then
+    head_due[lane] = t.due
+    wake_at(lane, t.due)
   end
 end
 
 local function publish_wakeup()
-  if woken ~= nil then
-    redis.call('PUBLISH', ARGV[2], ARGV[3] .. '\n' .. int(woken))
+  for _, lane in ipairs({ HANDLER, TARGET }) do
+    if woken[lane] ~= nil then
+      redis.call('PUBLISH', ARGV[2], ARGV[3] .. '\n' .. int(woken[lane]) .. WAKE_SUFFIX[lane])
+    end
   end
 end
 
@@ -230,8 +262,9 @@ end
 -- Takes `key` (record `t`) out of the set of its state.
 local function unplace(key, t)
   if t.st == 0 then
-    redis.call('ZREM', KEYS[1], key)
-    head_due = false
+    local lane = lane_of(t.tgt)
+    redis.call('ZREM', KEYS[lane], key)
+    head_due[lane] = false
   elseif t.st == 1 then
     redis.call('ZREM', KEYS[2], key)
     redis.call('ZREM', KEYS[3], key)
@@ -254,7 +287,7 @@ local function revive(key, t, now)
   t.st, t.due, t.att, t.updated = 0, now, 0, now
   local rec = encode(t)
   redis.call('HSET', KEYS[5], key, rec)
-  arm(key, now)
+  arm(key, t)
   return rec
 end
 

@@ -37,10 +37,10 @@ for i = 0, n - 1 do
       t.updated = now
       if kind == 'r' then
         t.st, t.due, t.att, t.err = 0, at, t.att + 1, err
-        arm(key, at)
+        arm(key, t)
       elseif kind == 's' then
         t.st, t.due, t.att, t.err, t.occ = 0, at, 0, nil, t.occ + 1
-        arm(key, at)
+        arm(key, t)
       else
         t.st, t.att, t.err = 2, t.att + 1, err
         bury(key, t)

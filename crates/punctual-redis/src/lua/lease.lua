@@ -1,17 +1,20 @@
--- lease: hands out up to ARGV[4] due tasks of one shard, earliest first.
--- KEYS, ARGV[1..3]: see common.lua. ARGV[4] max, ARGV[5] lease length in ms.
--- Returns: { next due ms of what stays scheduled or '', then key and record of each lease }
+-- lease: hands out up to ARGV[4] due tasks of one lane of one shard, earliest first.
+-- KEYS, ARGV[1..3]: see common.lua. ARGV[4] max, ARGV[5] lease length in ms, ARGV[6]
+--   the lane: 'h' tasks without a target, 't' tasks with one.
+-- Returns: { next due ms of what stays scheduled in the lane or '', then key and record
+--   of each lease }
 -- Each Redis command runs once for the whole batch, never once per task.
 local now = now_ms()
 local lease_ms = tonumber(ARGV[5])
+local scheduled = KEYS[LANE_OF_CODE[ARGV[6]]]
 local due = {}
 if tonumber(ARGV[4]) > 0 then
-  due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[4]))
+  due = redis.call('ZRANGEBYSCORE', scheduled, '-inf', now, 'LIMIT', 0, tonumber(ARGV[4]))
 end
 local out = { '' }
 if #due > 0 then
   -- The due tasks are the set's first #due members by rank.
-  redis.call('ZREMRANGEBYRANK', KEYS[1], 0, #due - 1)
+  redis.call('ZREMRANGEBYRANK', scheduled, 0, #due - 1)
   local records = redis.call('HMGET', KEYS[5], unpack(due))
   local fence = redis.call('INCRBY', KEYS[7], #due) - #due
   local exp = now + lease_ms
@@ -39,5 +42,5 @@ if #due > 0 then
     redis.call('ZADD', KEYS[3], unpack(inflight))
   end
 end
-out[1] = head_score(KEYS[1])
+out[1] = head_score(scheduled)
 return out

@@ -19,7 +19,11 @@ local function seek(zset)
   return lo
 end
 
-local sets = { ['0'] = { KEYS[1] }, ['1'] = { KEYS[3] }, ['2'] = { KEYS[4] }, [''] = { KEYS[1], KEYS[3], KEYS[4] } }
+-- The sets holding each state's tasks (scheduled: both lanes').
+local sets = {
+  ['0'] = { KEYS[HANDLER], KEYS[TARGET] }, ['1'] = { KEYS[3] }, ['2'] = { KEYS[4] },
+  [''] = { KEYS[HANDLER], KEYS[TARGET], KEYS[3], KEYS[4] },
+}
 local found = {}
 for _, zset in ipairs(sets[ARGV[4]]) do
   local from = seek(zset)

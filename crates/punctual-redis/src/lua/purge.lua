@@ -1,12 +1,13 @@
 -- purge: deletes up to ARGV[5] tasks of one shard in the selection ARGV[4],
 -- each as cancel does: 'scheduled' (not leased), 'dead', or 'all' (scheduled, then
--- leased, then dead); within a state the earliest due first.
+-- leased, then dead); within a set the earliest due first (the scheduled tasks of the
+-- handler lane, then those of the target lane).
 -- KEYS, ARGV[1..3]: see common.lua.
 -- Returns: { how many were deleted, 1 if a full batch was looked at (the shard may
 -- hold more of the selection; index entries without a task count as looked at), else 0 }
 -- The sets each selection walks, by KEYS index, and the state of the tasks each holds.
-local SETS = { scheduled = { 1 }, dead = { 4 }, all = { 1, 3, 4 } }
-local STATE_IN = { [1] = 0, [3] = 1, [4] = 2 }
+local SETS = { scheduled = { HANDLER, TARGET }, dead = { 4 }, all = { HANDLER, TARGET, 3, 4 } }
+local STATE_IN = { [HANDLER] = 0, [TARGET] = 0, [3] = 1, [4] = 2 }
 local limit = tonumber(ARGV[5])
 local deleted, looked = 0, 0
 for _, set in ipairs(SETS[ARGV[4]]) do

@@ -47,7 +47,7 @@ for _, key in ipairs(expired) do
     else
       t.st = 0
       t.due = now
-      arm(key, now)
+      arm(key, t)
     end
     redis.call('HSET', KEYS[5], key, encode(t))
     out[#out + 1] = key

@@ -7,6 +7,6 @@ if t == nil then return 0 end
 unplace(ARGV[4], t)
 t.st, t.exp, t.updated = 0, 0, now
 redis.call('HSET', KEYS[5], ARGV[4], encode(t))
-arm(ARGV[4], t.due)
+arm(ARGV[4], t)
 publish_wakeup()
 return 1

@@ -1,7 +1,7 @@
 //! The Redis store against real, private `redis-server` processes: the conformance
 //! suite (single server, Cluster, sharded Cluster), the model test, rate slots,
-//! replicas, a frozen server, a server that lost its data and the stored records'
-//! formats, old and new.
+//! replicas, a frozen server, a server that lost its data, each lane's wake-ups and
+//! the stored records' formats, old and new.
 //!
 //! One test binary, one module per concern: linked once, and tests from different
 //! modules run side by side. Modules share one private server and one private Cluster
@@ -15,6 +15,7 @@ mod conformance;
 mod conformance_cluster;
 mod conformance_sharded;
 mod frozen;
+mod lanes;
 mod model;
 mod model_cluster;
 mod rate_slots;

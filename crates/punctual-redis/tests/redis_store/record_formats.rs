@@ -277,6 +277,75 @@ async fn a_new_pending_task_is_written_in_format_2_and_kept_small() {
     assert_eq!(store.get(&q, &key("999999")).await.expect("get"), Some(lease.task));
 }
 
+#[tokio::test]
+async fn a_record_of_format_2_written_before_targets_is_leased_in_the_handler_lane_and_kept_so() {
+    // Every one of the 13 fields set, as before targets: due, id, 90 s before due
+    // created, max 5, no tags, no lease, fence 3, updated 10 s after created, 1
+    // attempt, a 4-byte error, version 2, occurrence 3, anchor 1 s before due.
+    let prefix = "format2-13";
+    let due = at(-1000);
+    let fields = [
+        base36(due.as_millis()),
+        base36(ID as i64 + 9),
+        base36(90_000),
+        "5".into(),
+        String::new(),
+        String::new(),
+        "3".into(),
+        base36(10_000),
+        "1".into(),
+        "4".into(),
+        "2".into(),
+        "3".into(),
+        base36(NOW - 2000),
+    ];
+    let stored = format!(r#"S{}|boom{{"n":9}}"#, fields.join(","));
+    redis(&["HSET", &format!("{prefix}:queues"), "upgrade", "1"]);
+    redis(&["HSET", &format!("{prefix}:{{upgrade}}:tasks"), "old", &stored]);
+    redis(&["ZADD", &format!("{prefix}:{{upgrade}}:scheduled"), &due.as_millis().to_string(), "old"]);
+    let store = support::on_server_under(prefix).await;
+    let q = queue();
+    let before = store.get(&q, &key("old")).await.expect("get").expect("the task is there");
+    assert_eq!((before.target, before.version, before.attempts, before.meta.fence), (None, 2, 1, 3));
+    let batch = store.lease(LeaseRequest::new(q.clone(), 10, Duration::from_secs(30), at(0))).await.expect("lease");
+    assert_eq!(batch.leases.iter().map(|l| l.task.key.as_str()).collect::<Vec<_>>(), ["old"]);
+    let leased = redis(&["HGET", &format!("{prefix}:{{upgrade}}:tasks"), "old"]);
+    let header = leased.split('|').next().expect("a header");
+    assert_eq!(header.split(',').count(), 13, "no 14th field without a target: {leased}");
+    assert!(leased.starts_with('L') && leased.ends_with(r#"|boom{"n":9}"#), "{leased}");
+    assert_eq!(batch.leases[0].task.last_error.as_deref(), Some("boom"));
+}
+
+#[tokio::test]
+async fn a_task_with_a_target_keeps_it_in_its_record_and_its_key_in_the_target_lanes_set() {
+    let prefix = "format2-target";
+    let store = support::on_server_under(prefix).await;
+    let q = queue();
+    let shard_key = |name: &str| format!("{prefix}:{{upgrade}}:{name}");
+    let target = punctual_core::Target::new("http://127.0.0.1:9/hook").expect("a target");
+    let mut task = NewTask::new(q.clone(), key("t"), at(60_000));
+    task.payload = json!({"n": 1});
+    task.target = Some(target.clone());
+    let scheduled = store.schedule(vec![task.clone()], at(0)).await.expect("schedule").remove(0).expect("created");
+    let id36 = base36(i64::try_from(scheduled.task.meta.id).expect("ids are below 2^53"));
+    // The target's 31 bytes ("v" in base 36) in the 14th field, the target between the
+    // (empty) tags and the payload.
+    let stored = redis(&["HGET", &shard_key("tasks"), "t"]);
+    let due36 = base36(NOW + 60_000);
+    assert_eq!(stored, format!(r#"S{due36},{id36},1aao,,,,,,,,,,,v|{{"u":"http://127.0.0.1:9/hook"}}{{"n":1}}"#));
+    assert_eq!(redis(&["ZSCORE", &shard_key("scheduled:target"), "t"]), (NOW + 60_000).to_string());
+    assert_eq!(redis(&["ZCARD", &shard_key("scheduled")]), "0", "not in the handler lane's set");
+    assert_eq!(store.get(&q, &key("t")).await.expect("get"), Some(scheduled.task));
+
+    // Replaced without a target: back in the handler lane, with no 14th field.
+    task.target = None;
+    store.schedule(vec![task], at(1)).await.expect("schedule").remove(0).expect("replaced");
+    let stored = redis(&["HGET", &shard_key("tasks"), "t"]);
+    assert!(!stored.contains("hook") && stored.split('|').next().expect("a header").split(',').count() <= 13);
+    assert_eq!(redis(&["ZCARD", &shard_key("scheduled:target")]), "0", "{stored}");
+    assert_eq!(redis(&["ZSCORE", &shard_key("scheduled"), "t"]), (NOW + 60_000).to_string());
+}
+
 #[test]
 fn the_scripts_write_and_read_base_36_as_rust_does() {
     let numbers: Vec<i64> = [0, 1, 35, 36, 37, 1295, 1296, 1297, 46_655, 46_656, 1_679_615, 1_679_616]

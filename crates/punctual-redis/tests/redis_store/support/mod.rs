@@ -26,8 +26,14 @@ fn fresh_prefix() -> String {
 
 /// A store on the private server, time from the caller (the suites drive a manual clock).
 pub async fn on_server() -> RedisStore {
+    on_server_under(&fresh_prefix()).await
+}
+
+/// A store on the private server under `prefix` (for tests that read its keys), time
+/// from the caller.
+pub async fn on_server_under(prefix: &str) -> RedisStore {
     let mut config = RedisConfig::new(Target::parse(&server().url()).expect("server url"));
-    config.prefix = fresh_prefix();
+    config.prefix = prefix.into();
     config.time = TimeSource::Caller;
     RedisStore::connect(config).await.expect("connect to the private redis-server")
 }
