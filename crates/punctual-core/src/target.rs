@@ -225,6 +225,14 @@ impl Target {
                 check_timeout(timeout)?;
                 target.timeout = timeout;
             }
+            // A bare number is milliseconds, as for every duration of the API.
+            Some(Value::Number(ms)) => {
+                let ms = ms.as_u64().ok_or_else(|| {
+                    Error::invalid("target.timeout", format!("{ms} is not a whole number of milliseconds"))
+                })?;
+                check_timeout(Duration::from_millis(ms))?;
+                target.timeout = Duration::from_millis(ms);
+            }
             Some(_) => {
                 return Err(Error::invalid("target.timeout", "a target's timeout is a duration such as \"10s\""));
             }
@@ -437,6 +445,9 @@ mod tests {
         assert_eq!(field(Target::from_json(&json!({"url": "https://h/x", "method": "TRACE"}))), "target.method");
         assert_eq!(field(Target::from_json(&json!({"url": "https://h/x", "timeout": "61s"}))), "target.timeout");
         assert_eq!(field(Target::from_json(&json!({"url": "https://h/x", "timeout": "500ms"}))), "target.timeout");
+        assert_eq!(field(Target::from_json(&json!({"url": "https://h/x", "timeout": 500}))), "target.timeout");
+        let in_ms = Target::from_json(&json!({"url": "https://h/x", "timeout": 5000})).unwrap();
+        assert_eq!(in_ms.delivery_timeout(), Duration::from_secs(5), "a bare number is milliseconds");
         assert_eq!(field(Target::from_json(&json!({"url": "https://h/x", "colour": 1}))), "target.colour");
         assert_eq!(field(Target::from_json(&json!("https://h/x"))), "target");
         for forbidden in ["Host", "content-length", "Transfer-Encoding", "CONNECTION", "Punctual-Signature"] {

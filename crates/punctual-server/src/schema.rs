@@ -248,10 +248,14 @@ schemas! {
             "tags": {"type": "array", "items": r("TagName"), "maxItems": Tag::MAX_PER_TASK},
             "if_exists": {"enum": ["replace", "keep", "error"], "default": "replace",
                 "description": "When the task exists: replace it, keep it, or refuse (409)."},
+            "target": nullable(r("TargetBody")),
         },
         "not": {"allOf": [present("delay"), present("due_at")]},
         "examples": [
             {"delay": "30m", "payload": {"order_id": 1234}},
+            {"delay": "30m", "payload": {"order_id": 1234},
+             "target": {"url": "https://shop.example.com/hooks/cancel", "method": "POST",
+                        "headers": {"X-Tenant": "acme"}, "timeout": "10s"}},
             {"due_at": "2026-11-30T09:00:00+08:00", "payload": {"order_id": 1234}, "repeat": {"every": "24h"},
              "tags": ["pi-9"], "max_attempts": 5, "if_exists": "keep"},
             {"delay": 1500, "backoff": {"initial": "1s", "factor": 2.0, "max": "1h"},
@@ -260,6 +264,42 @@ schemas! {
             {"due_at": 1_924_992_000_000_u64, "payload": null, "key": null},
             {},
         ],
+    });
+
+    /// An HTTP target in a request.
+    TargetBody => json!({
+        "type": "object",
+        "additionalProperties": false,
+        "required": ["url"],
+        "description": "Where the server delivers the task when due, with the webhook protocol (API.md, \
+            \"HTTP targets\"). Pull workers never lease a task with a target. A host that is an IP address \
+            the egress policy refuses is 400 (field target.url); a name is checked at every connection.",
+        "properties": {
+            "url": {"type": "string", "maxLength": punctual_core::Target::MAX_URL_BYTES,
+                    "description": "http:// or https://, without credentials."},
+            "method": {"enum": ["POST", "PUT", "PATCH", "GET", "DELETE"], "default": "POST",
+                       "description": "Any case is accepted. A GET carries no body."},
+            "headers": {"type": "object", "maxProperties": punctual_core::Target::MAX_HEADERS,
+                        "additionalProperties": {"type": "string"},
+                        "description": "At most 32; names and values at most 1 KiB together. Host, \
+                            Content-Length, Transfer-Encoding, Connection and Punctual-* are refused."},
+            "timeout": nullable(duration_within(1000, Some(60_000), "1s to 60s; default 10s.")),
+            "body": {"description": "Any JSON, sent instead of the standard delivery body; null or absent: \
+                the standard body."},
+        },
+    });
+
+    /// An HTTP target in an answer.
+    Target => json!({
+        "type": "object",
+        "required": ["url", "method", "headers", "timeout"],
+        "properties": {
+            "url": {"type": "string"},
+            "method": {"enum": ["POST", "PUT", "PATCH", "GET", "DELETE"]},
+            "headers": {"type": "object", "additionalProperties": {"type": "string"}},
+            "timeout": r("Duration"),
+            "body": {"description": "Present when the task sends its own body."},
+        },
     });
 
     /// An item of `POST /v1/queues/{queue}/tasks`.
@@ -451,7 +491,7 @@ schemas! {
     Task => json!({
         "type": "object",
         "required": ["queue", "key", "state", "due_at", "payload", "attempts", "max_attempts", "backoff",
-            "repeat", "tags", "version", "created_at", "updated_at", "lease_expires_at", "last_error"],
+            "repeat", "tags", "version", "created_at", "updated_at", "lease_expires_at", "last_error", "target"],
         "properties": {
             "queue": r("QueueName"),
             "key": r("TaskKey"),
@@ -468,6 +508,7 @@ schemas! {
             "updated_at": r("Timestamp"),
             "lease_expires_at": nullable(r("Timestamp")),
             "last_error": {"type": ["string", "null"]},
+            "target": nullable(r("Target")),
         },
     });
 

@@ -2,7 +2,7 @@
 //! tests both check, written once.
 
 /// The fields of API.md's task object, exactly.
-pub const TASK_FIELDS: [&str; 15] = [
+pub const TASK_FIELDS: [&str; 16] = [
     "queue",
     "key",
     "state",
@@ -18,6 +18,7 @@ pub const TASK_FIELDS: [&str; 15] = [
     "updated_at",
     "lease_expires_at",
     "last_error",
+    "target",
 ];
 
 /// Whether `text` has API.md's form of a time: RFC 3339 UTC with exactly three
