@@ -179,7 +179,8 @@ pub(crate) async fn send(
     }
     builder = builder.header("Punctual-Delivery", &delivery.delivery_id);
     let body = body.unwrap_or_default();
-    if !body.is_empty() {
+    // A caller's own Content-Type (a target's header) wins over the default.
+    if !body.is_empty() && !headers.iter().any(|(name, _)| name.eq_ignore_ascii_case("content-type")) {
         builder = builder.header(CONTENT_TYPE, "application/json");
     }
     if let Some(secret) = secret {

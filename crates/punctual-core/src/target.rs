@@ -124,8 +124,7 @@ impl Target {
 
     /// A `POST` to `url` with no extra headers, a 10 s timeout and the standard body.
     pub fn new(url: impl Into<String>) -> Result<Target> {
-        let url = url.into();
-        check_url(&url)?;
+        let url = check_url(&url.into())?;
         Ok(Target { url, method: TargetMethod::Post, headers: Vec::new(), timeout: Self::DEFAULT_TIMEOUT, body: None })
     }
 
@@ -238,6 +237,9 @@ impl Target {
             }
         }
         target.body = fields.get("body").filter(|body| !body.is_null()).cloned();
+        if target.body.is_some() && target.method == TargetMethod::Get {
+            return Err(Error::invalid("target.body", "a GET carries no body: use POST, PUT or PATCH to send one"));
+        }
         Ok(target)
     }
 
@@ -315,7 +317,9 @@ impl Serialize for Target {
     }
 }
 
-fn check_url(url: &str) -> Result<()> {
+/// The URL as the parser normalises it (what is delivered to, shown and stored), if
+/// it is one a target may have.
+fn check_url(url: &str) -> Result<String> {
     let invalid = |message: String| Error::invalid("target.url", message);
     if url.len() > Target::MAX_URL_BYTES {
         return Err(invalid(format!(
@@ -337,7 +341,7 @@ fn check_url(url: &str) -> Result<()> {
             "a target url cannot carry credentials (they would be shown with the task): send them in a header".into(),
         ));
     }
-    Ok(())
+    Ok(parsed.to_string())
 }
 
 /// Headers the server sets itself, or that would change how the request is framed.
@@ -420,6 +424,12 @@ mod tests {
     }
 
     #[test]
+    fn a_url_is_kept_as_the_parser_normalises_it() {
+        let target = Target::new("HTTPS://Shop.Example.COM/a b\t?x=1").unwrap();
+        assert_eq!(target.url(), "https://shop.example.com/a%20b?x=1", "what is delivered to is what is shown");
+    }
+
+    #[test]
     fn the_stored_form_is_compact_and_reads_back() {
         let plain = Target::new("https://a.example/h").unwrap();
         assert_eq!(plain.to_stored(), r#"{"u":"https://a.example/h"}"#);
@@ -449,6 +459,8 @@ mod tests {
         let in_ms = Target::from_json(&json!({"url": "https://h/x", "timeout": 5000})).unwrap();
         assert_eq!(in_ms.delivery_timeout(), Duration::from_secs(5), "a bare number is milliseconds");
         assert_eq!(field(Target::from_json(&json!({"url": "https://h/x", "colour": 1}))), "target.colour");
+        let get_with_body = json!({"url": "https://h/x", "method": "GET", "body": {"a": 1}});
+        assert_eq!(field(Target::from_json(&get_with_body)), "target.body");
         assert_eq!(field(Target::from_json(&json!("https://h/x"))), "target");
         for forbidden in ["Host", "content-length", "Transfer-Encoding", "CONNECTION", "Punctual-Signature"] {
             let body = json!({"url": "https://h/x", "headers": {forbidden: "v"}});

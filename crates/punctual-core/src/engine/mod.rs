@@ -35,6 +35,7 @@ use crate::error::{Error, Result};
 use crate::events::{Bus, Event, EventStream, Observer};
 use crate::model::QueueName;
 use crate::store::Store;
+use crate::target::Lane;
 use crate::time::Timestamp;
 use crate::timed::Timed;
 use crate::timer::Timer;
@@ -225,11 +226,15 @@ impl<S: Store> Engine<S> {
     }
 
     /// The queues with consumers waiting for (or leasing from) them now, and how many:
-    /// workers' dispatchers with free slots and long polls.
+    /// workers' dispatchers with free slots and long polls, for the queue's tasks
+    /// without a target (a server's deliveries to targets are not counted).
     pub fn waiting_consumers(&self) -> Vec<(QueueName, usize)> {
         let queues = self.inner.queues.lock().expect("queues lock poisoned");
-        let mut waiting: Vec<(QueueName, usize)> =
-            queues.iter().map(|(queue, state)| (queue.clone(), state.waiting())).filter(|(_, n)| *n > 0).collect();
+        let mut waiting: Vec<(QueueName, usize)> = queues
+            .iter()
+            .map(|(queue, state)| (queue.clone(), state.waiting_in(Lane::Handler)))
+            .filter(|(_, n)| *n > 0)
+            .collect();
         waiting.sort_by(|a, b| a.0.as_str().cmp(b.0.as_str()));
         waiting
     }
