@@ -2,7 +2,9 @@
 // token on a free port. Guards against a dashboard that cannot work with auth (the page
 // must load without the token, every data call must send it), counts that do not follow
 // the API, buttons (cancel, retry, retry all) that do not do what they say, and a task
-// list whose tag filter does not filter, and pause/resume buttons that do not pause.
+// list whose tag filter does not filter, pause/resume buttons that do not pause, and a
+// task's HTTP target that is not shown or whose headers (an API caller's text) go in
+// as HTML.
 //
 // Needs: the binary (`cargo build -p punctual-cli`; PUNCTUAL_BIN overrides the path),
 // Debian's chromium at /usr/bin/chromium (CHROMIUM overrides), `npm ci` here.
@@ -134,6 +136,36 @@ test("a task found by key is cancelled with its button", async () => {
   await page.locator("#banner", { hasText: "Cancelled order-1007" }).waitFor();
   await page.locator("#card-scheduled .value", { hasText: "23" }).waitFor();
   assert.equal((await api("GET", "/v1/queues/order.cancel/tasks/order-1007")).status, 404);
+});
+
+// Needs a store that keeps targets: on the embedded store before it does, GET shows
+// "target": null and this step fails.
+test("a task's HTTP target is shown, its headers as text", async () => {
+  const injected = '<img id="injected" src="x" onerror="window.pwned = 1">';
+  const r = await api("PUT", "/v1/queues/shop.hooks/tasks/order-77", {
+    delay: "1h",
+    payload: { order_id: 77 },
+    target: { url: "https://shop.example.com/hooks/cancel?order=77", method: "PUT",
+      headers: { "X-Tenant": "acme", "X-Note": injected }, timeout: "15s", body: { order_id: 77 } },
+  });
+  assert.equal(r.status, 201);
+  await page.goto(`${base}/#/task/shop.hooks/order-77`);
+  const cell = (col) => page.locator(`#task-target td[data-col="${col}"]`);
+  await cell("method").filter({ hasText: "PUT" }).waitFor();
+  assert.equal(await cell("url").textContent(), "https://shop.example.com/hooks/cancel?order=77");
+  assert.equal(await cell("timeout").textContent(), "15s");
+  assert.equal(await cell("body").textContent(), "custom (set by the task)");
+  assert.equal(await page.locator('#task-target li[data-header="X-Tenant"]').textContent(), "X-Tenant: acme");
+  assert.equal(await page.locator('#task-target li[data-header="X-Note"]').textContent(), `X-Note: ${injected}`);
+  assert.equal(await page.locator("#injected").count(), 0, "a header value was put in as HTML");
+  assert.equal(await page.evaluate(() => window.pwned), undefined);
+
+  // A task without a target shows no target.
+  await api("PUT", "/v1/queues/shop.hooks/tasks/order-78", { delay: "1h" });
+  await page.goto(`${base}/#/task/shop.hooks/order-78`);
+  await page.locator("h1", { hasText: "order-78" }).waitFor();
+  assert.equal(await page.locator("#task-target").count(), 0);
+  assert.equal((await api("DELETE", "/v1/queues/shop.hooks/tasks?state=all")).json.cancelled, 2);
 });
 
 async function kill(key, error, queue = "order.cancel") {

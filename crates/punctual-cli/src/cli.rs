@@ -3,13 +3,16 @@
 //!
 //! Checks that need no server happen here, so they are usage errors (exit 2) before
 //! any request: `--payload` must be JSON, `--server` an http(s) URL, names non-empty,
-//! `--delay` and `--at` exclusive. Durations and times are passed through as typed:
-//! the server owns their syntax and names the wrong part when it refuses one.
+//! `--delay` and `--at` exclusive, `--target-header` of the form `NAME: VALUE`.
+//! Durations and times are passed through as typed: the server owns their syntax and
+//! names the wrong part when it refuses one. The `--target-*` flags are checked
+//! together, as one target, once parsed (`commands::schedule_body`).
 
 use std::path::Path;
 
 use clap::builder::NonEmptyStringValueParser;
 use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
+use punctual_core::TargetMethod;
 use reqwest::Url;
 use serde_json::Value;
 
@@ -50,10 +53,19 @@ Examples:
   # Create only if absent; leave an existing task untouched
   punctual schedule order.cancel order-1234 --delay 30m --if-exists keep
 
+  # The server itself calls your endpoint when the task is due (an HTTP target)
+  punctual schedule order.cancel order-1234 --delay 30m --payload '{\"order_id\": 1234}' \\
+      --target-url https://shop.example.com/hooks/cancel --target-header 'X-Tenant: acme'
+
 Scheduling the same QUEUE and KEY again replaces the task (new due time, payload and
 policies) unless --if-exists says otherwise, so a key names one pending action.
 Durations: 1500ms, 30s, 30m, '1h 30m', 24h, 7d, or integer milliseconds. With neither
---delay nor --at the task is due now. Policies not given take the queue's defaults.";
+--delay nor --at the task is due now. Policies not given take the queue's defaults.
+
+With --target-url the server delivers the task when due, as a webhook of its own: POST
+(or --target-method) with the standard delivery body (or --target-body), signed when
+the queue or the server has a secret, answered as docs/webhooks.md says; pull workers
+never lease it. The other --target-* flags need --target-url.";
 
 const CHECK_CONFIG_AFTER_HELP: &str = "\
 Examples:
@@ -369,6 +381,26 @@ pub(crate) struct ScheduleArgs {
     /// When the key exists: replace it (the default), keep it untouched, or error (exit 1)
     #[arg(long, value_enum, value_name = "MODE")]
     pub(crate) if_exists: Option<IfExists>,
+    /// The server delivers the task to this http(s) URL when due, instead of a handler
+    #[arg(long, value_name = "URL", help_heading = "HTTP target")]
+    pub(crate) target_url: Option<String>,
+    /// The target's method: POST (default), PUT, PATCH, GET (sent without a body) or DELETE
+    #[arg(long, value_name = "M", help_heading = "HTTP target", value_parser = target_method_arg)]
+    pub(crate) target_method: Option<TargetMethod>,
+    /// A header sent to the target, such as 'X-Tenant: acme' (repeatable)
+    #[arg(
+        long = "target-header",
+        value_name = "NAME: VALUE",
+        help_heading = "HTTP target",
+        value_parser = target_header_arg
+    )]
+    pub(crate) target_headers: Vec<(String, String)>,
+    /// How long the target may take to answer, 1s to 60s (default 10s)
+    #[arg(long, value_name = "D", help_heading = "HTTP target", value_parser = duration_arg)]
+    pub(crate) target_timeout: Option<String>,
+    /// The body sent instead of the standard delivery body: JSON, or @FILE
+    #[arg(long, value_name = "JSON", help_heading = "HTTP target", value_parser = parse_target_body)]
+    pub(crate) target_body: Option<Value>,
     #[command(flatten)]
     pub(crate) client: ClientArgs,
 }
@@ -619,15 +651,43 @@ fn time_arg(text: &str) -> Result<String, String> {
 
 /// `--payload`: JSON text, or `@FILE` holding JSON (no JSON text starts with `@`).
 fn parse_payload(text: &str) -> Result<Value, String> {
+    json_arg(text, "payload")
+}
+
+/// `--target-body`: as `--payload`.
+fn parse_target_body(text: &str) -> Result<Value, String> {
+    json_arg(text, "target-body")
+}
+
+/// JSON text or `@FILE` for the flag `--{flag}`; a mistake shows how to quote it.
+fn json_arg(text: &str, flag: &str) -> Result<Value, String> {
     if let Some(path) = text.strip_prefix('@') {
-        return read_json_file(path, "payload");
+        return read_json_file(path, &flag.replace('-', " "));
     }
     serde_json::from_str(text).map_err(|e| {
         format!(
-            "not valid JSON ({e}); quote it for the shell, e.g. --payload '{{\"order_id\": 1234}}', \
-             and write strings with double quotes: --payload '\"text\"'"
+            "not valid JSON ({e}); quote it for the shell, e.g. --{flag} '{{\"order_id\": 1234}}', \
+             and write strings with double quotes: --{flag} '\"text\"'"
         )
     })
+}
+
+/// `--target-method`: a method of the contract, in any case.
+fn target_method_arg(text: &str) -> Result<TargetMethod, String> {
+    TargetMethod::parse(text).map_err(|e| match e {
+        punctual_core::Error::Invalid { reason, .. } => reason,
+        other => other.to_string(),
+    })
+}
+
+/// `--target-header 'NAME: VALUE'`: split at the first `:`, both sides trimmed (the
+/// form curl takes). Whether the header may be sent is checked with the whole target,
+/// in [`crate::commands::schedule_body`].
+fn target_header_arg(text: &str) -> Result<(String, String), String> {
+    match text.split_once(':') {
+        Some((name, value)) if !name.trim().is_empty() => Ok((name.trim().to_owned(), value.trim().to_owned())),
+        _ => Err(format!("'{text}' is not a header: write NAME: VALUE, such as --target-header 'X-Tenant: acme'")),
+    }
 }
 
 /// `queue set --file`: a file holding JSON, or `-` for standard input. Read while
@@ -773,6 +833,56 @@ mod tests {
         ] {
             let e = parse(args).unwrap_err();
             assert_eq!(e.exit_code(), 2, "{args:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn target_flags_are_read_as_typed_and_their_syntax_checked_while_parsing() {
+        let cli = parse(&[
+            "schedule",
+            "q",
+            "k",
+            "--target-url",
+            "https://shop.example.com/hooks/cancel",
+            "--target-method",
+            "patch",
+            "--target-header",
+            "X-Tenant:  acme ",
+            "--target-header",
+            "X-Empty:",
+            "--target-timeout",
+            "1500ms",
+            "--target-body",
+            "\"text\"",
+        ])
+        .unwrap();
+        let Command::Client(ClientCommand::Schedule(args)) = cli.command else { panic!("not schedule") };
+        assert_eq!(args.target_url.as_deref(), Some("https://shop.example.com/hooks/cancel"));
+        assert_eq!(args.target_method, Some(TargetMethod::Patch));
+        let headers = [("X-Tenant".to_owned(), "acme".to_owned()), ("X-Empty".to_owned(), String::new())];
+        assert_eq!(args.target_headers, headers);
+        assert_eq!(args.target_timeout.as_deref(), Some("1500ms"));
+        assert_eq!(args.target_body, Some(serde_json::json!("text")));
+
+        let no_colon =
+            parse(&["schedule", "q", "k", "--target-url", "https://h.example/x", "--target-header", "X-Tenant"])
+                .unwrap_err();
+        assert_eq!(no_colon.exit_code(), 2);
+        let message = no_colon.to_string();
+        assert!(message.contains("--target-header"), "{message}");
+        assert!(message.contains("write NAME: VALUE, such as --target-header 'X-Tenant: acme'"), "{message}");
+        let method = parse(&["schedule", "q", "k", "--target-url", "https://h.example/x", "--target-method", "TRACE"])
+            .unwrap_err();
+        assert!(method.to_string().contains("use POST, PUT, PATCH, GET or DELETE"), "{method}");
+        let body = parse(&["schedule", "q", "k", "--target-url", "https://h.example/x", "--target-body", "{a: 1}"])
+            .unwrap_err();
+        assert!(body.to_string().contains("e.g. --target-body '{\"order_id\": 1234}'"), "{body}");
+        for args in [
+            &["schedule", "q", "k", "--target-url", "https://h.example/x", "--target-header", ": v"][..],
+            &["schedule", "q", "k", "--target-url", "https://h.example/x", "--target-timeout", "ten seconds"],
+            &["schedule", "q", "k", "--target-url", "https://h.example/x", "--target-body", "@/no/such/body.json"],
+        ] {
+            assert_eq!(parse(args).unwrap_err().exit_code(), 2, "{args:?}");
         }
     }
 

@@ -5,12 +5,14 @@
 //! unit-tested without a server.
 //!
 //! A command that would destroy without being told to (`queue purge` without `--yes`
-//! where there is no terminal to ask on) fails with a [`UsageError`], which `main`
-//! turns into exit status 2, as clap's own errors; nothing is sent to the server first.
+//! where there is no terminal to ask on), or a schedule whose `--target-*` flags do
+//! not make a target, fails with a [`UsageError`], which `main` turns into exit status
+//! 2, as clap's own errors; nothing is sent to the server first.
 
 use std::io::{BufRead, IsTerminal, Write};
 
 use anyhow::{Context, Result};
+use punctual_core::{Target, parse_duration};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
@@ -57,8 +59,9 @@ fn duration_or_time(text: &str) -> Value {
 }
 
 /// The body of `PUT /v1/queues/{queue}/tasks/{key}`: only what was given, so the
-/// server applies its defaults to the rest.
-pub(crate) fn schedule_body(args: &ScheduleArgs) -> Value {
+/// server applies its defaults to the rest. A `--target-*` flag that is wrong is a
+/// [`UsageError`] naming it (see [`target`]).
+pub(crate) fn schedule_body(args: &ScheduleArgs) -> Result<Value, UsageError> {
     let mut body = Map::new();
     if let Some(delay) = &args.delay {
         body.insert("delay".into(), duration_or_time(delay));
@@ -97,7 +100,71 @@ pub(crate) fn schedule_body(args: &ScheduleArgs) -> Value {
     if let Some(mode) = args.if_exists {
         body.insert("if_exists".into(), json!(mode.as_str()));
     }
-    Value::Object(body)
+    if let Some(target) = target(args)? {
+        body.insert("target".into(), target);
+    }
+    Ok(Value::Object(body))
+}
+
+/// The `target` of a schedule, from `--target-url` and the flags that shape it: only
+/// the fields given, so the server fills in the contract's defaults.
+///
+/// The target is first built with the core's [`Target`], the rules the server applies
+/// (a URL with a host, headers it may send, none twice, their limits, the timeout's
+/// range), so a mistake is a usage error naming the flag and nothing is sent. Whether
+/// the host may be reached is the server's egress policy: it answers 400 `target.url`.
+fn target(args: &ScheduleArgs) -> Result<Option<Value>, UsageError> {
+    let Some(url) = &args.target_url else {
+        let given = [
+            ("--target-method", args.target_method.is_some()),
+            ("--target-header", !args.target_headers.is_empty()),
+            ("--target-timeout", args.target_timeout.is_some()),
+            ("--target-body", args.target_body.is_some()),
+        ];
+        return match given.iter().find(|(_, given)| *given) {
+            Some((flag, _)) => Err(UsageError(format!(
+                "{flag} needs --target-url, the address the server delivers the task to \
+                 (e.g. --target-url https://shop.example.com/hooks/cancel {flag} …)"
+            ))),
+            None => Ok(None),
+        };
+    };
+    let refused = |flag: &'static str| {
+        move |e: punctual_core::Error| {
+            let reason = match e {
+                punctual_core::Error::Invalid { reason, .. } => reason,
+                other => other.to_string(),
+            };
+            UsageError(format!("{flag}: {reason}"))
+        }
+    };
+    let mut check = Target::new(url.as_str()).map_err(refused("--target-url"))?;
+    for (name, value) in &args.target_headers {
+        check = check.header(name.as_str(), value.as_str()).map_err(refused("--target-header"))?;
+    }
+    if let Some(timeout) = &args.target_timeout {
+        // Read by clap already; this is the same parser.
+        let timeout = parse_duration(timeout).map_err(|reason| UsageError(format!("--target-timeout: {reason}")))?;
+        check.timeout(timeout).map_err(refused("--target-timeout"))?;
+    }
+
+    let mut target = Map::new();
+    target.insert("url".into(), json!(url));
+    if let Some(method) = args.target_method {
+        target.insert("method".into(), json!(method.as_str()));
+    }
+    if !args.target_headers.is_empty() {
+        let headers = args.target_headers.iter().map(|(name, value)| (name.clone(), json!(value))).collect();
+        target.insert("headers".into(), Value::Object(headers));
+    }
+    if let Some(timeout) = &args.target_timeout {
+        // A string even when it is digits: a target's timeout is a duration string.
+        target.insert("timeout".into(), json!(timeout));
+    }
+    if let Some(body) = &args.target_body {
+        target.insert("body".into(), body.clone());
+    }
+    Ok(Some(Value::Object(target)))
 }
 
 /// Runs one client subcommand and returns what to print.
@@ -114,8 +181,8 @@ pub(crate) async fn run(command: ClientCommand) -> Result<String> {
 }
 
 async fn schedule(args: ScheduleArgs) -> Result<String> {
+    let body = schedule_body(&args)?;
     let client = connect(&args.client)?;
-    let body = schedule_body(&args);
     let answer = client.put(&["v1", "queues", &args.queue, "tasks", &args.key], &body).await?.json()?;
     Ok(if args.client.json {
         json::pretty(&answer.text)
@@ -568,14 +635,24 @@ mod tests {
         *args
     }
 
+    /// The body `punctual schedule q k ARGS` sends.
+    fn body_of(args: &[&str]) -> Value {
+        schedule_body(&schedule_args(args)).unwrap()
+    }
+
+    /// The usage error `punctual schedule q k ARGS` stops at, before any request.
+    fn refusal_of(args: &[&str]) -> String {
+        schedule_body(&schedule_args(args)).unwrap_err().0
+    }
+
     #[test]
     fn a_bare_schedule_sends_an_empty_body_so_the_server_applies_defaults() {
-        assert_eq!(schedule_body(&schedule_args(&[])), json!({}));
+        assert_eq!(body_of(&[]), json!({}));
     }
 
     #[test]
     fn schedule_bodies_carry_exactly_what_was_given() {
-        let body = schedule_body(&schedule_args(&[
+        let body = body_of(&[
             "--delay",
             "1h 30m",
             "--payload",
@@ -590,7 +667,7 @@ mod tests {
             "5",
             "--if-exists",
             "error",
-        ]));
+        ]);
         assert_eq!(
             body,
             json!({
@@ -603,25 +680,87 @@ mod tests {
 
     #[test]
     fn times_and_cron_pass_through_and_digits_are_milliseconds() {
-        let body = schedule_body(&schedule_args(&[
+        let body = body_of(&[
             "--at",
             "2026-11-30T09:00:00+08:00",
             "--repeat-cron",
             "0 9 * * MON-FRI",
             "--tz",
             "Asia/Shanghai",
-        ]));
+        ]);
         assert_eq!(
             body,
             json!({"due_at": "2026-11-30T09:00:00+08:00", "repeat": {"cron": "0 9 * * MON-FRI", "tz": "Asia/Shanghai"}})
         );
-        assert_eq!(schedule_body(&schedule_args(&["--delay", "1500"])), json!({"delay": 1500}));
-        assert_eq!(schedule_body(&schedule_args(&["--at", "1764464400000"])), json!({"due_at": 1_764_464_400_000u64}));
+        assert_eq!(body_of(&["--delay", "1500"]), json!({"delay": 1500}));
+        assert_eq!(body_of(&["--at", "1764464400000"]), json!({"due_at": 1_764_464_400_000u64}));
         // Sent as typed, once read as the server reads it: a typo is a usage error.
-        assert_eq!(schedule_body(&schedule_args(&["--delay", "1h 30m"])), json!({"delay": "1h 30m"}));
+        assert_eq!(body_of(&["--delay", "1h 30m"]), json!({"delay": "1h 30m"}));
         let typo = Cli::try_parse_from(["punctual", "schedule", "q", "k", "--delay", "30 seconds"]).unwrap_err();
         assert_eq!(typo.exit_code(), 2);
         assert!(typo.to_string().contains("'seconds' in '30 seconds' is not a unit"), "{typo}");
+    }
+
+    #[test]
+    fn a_target_carries_exactly_the_flags_given() {
+        assert_eq!(
+            body_of(&["--delay", "30m", "--target-url", "https://shop.example.com/hooks/cancel"]),
+            json!({"delay": "30m", "target": {"url": "https://shop.example.com/hooks/cancel"}})
+        );
+        let body = body_of(&[
+            "--target-url",
+            "https://shop.example.com/hooks/cancel?v=2",
+            "--target-method",
+            "put",
+            "--target-header",
+            "X-Tenant: acme",
+            "--target-header",
+            "Authorization:Bearer a:b ",
+            "--target-timeout",
+            "30s",
+            "--target-body",
+            r#"{"order_id": 1234}"#,
+        ]);
+        assert_eq!(
+            body,
+            json!({"target": {"url": "https://shop.example.com/hooks/cancel?v=2", "method": "PUT",
+                              "headers": {"X-Tenant": "acme", "Authorization": "Bearer a:b"},
+                              "timeout": "30s", "body": {"order_id": 1234}}})
+        );
+        // Digits are milliseconds, sent as the string typed: a target's timeout is a
+        // duration string.
+        assert_eq!(
+            body_of(&["--target-url", "https://h.example/x", "--target-timeout", "1500"])["target"]["timeout"],
+            "1500"
+        );
+    }
+
+    #[test]
+    fn target_flags_without_a_url_or_against_the_rules_are_usage_errors_naming_the_flag() {
+        for (args, flag) in [
+            (&["--target-method", "PUT"][..], "--target-method"),
+            (&["--target-header", "X-Tenant: acme"], "--target-header"),
+            (&["--target-timeout", "5s"], "--target-timeout"),
+            (&["--target-body", "{}"], "--target-body"),
+        ] {
+            let message = refusal_of(args);
+            assert!(message.starts_with(&format!("{flag} needs --target-url")), "{args:?}: {message}");
+        }
+        let url = |extra: &[&'static str]| {
+            let mut args = vec!["--target-url", "https://h.example/x"];
+            args.extend_from_slice(extra);
+            refusal_of(&args)
+        };
+        let message = refusal_of(&["--target-url", "ftp://h.example/x"]);
+        assert_eq!(message, "--target-url: a target url is http or https, not 'ftp'");
+        assert!(refusal_of(&["--target-url", "not a url"]).starts_with("--target-url: 'not a url' is not a URL"));
+        let message = url(&["--target-header", "Host: evil.example"]);
+        assert!(message.starts_with("--target-header: header 'Host' cannot be set"), "{message}");
+        let message = url(&["--target-header", "X-A: 1", "--target-header", "x-a: 2"]);
+        assert_eq!(message, "--target-header: header 'x-a' is given twice");
+        let message = url(&["--target-header", "X Bad: 1"]);
+        assert!(message.starts_with("--target-header: 'X Bad' is not a header name"), "{message}");
+        assert_eq!(url(&["--target-timeout", "61s"]), "--target-timeout: a target's timeout is 1s to 60s, not 1m 1s");
     }
 
     #[test]
@@ -697,6 +836,77 @@ mod tests {
             assert_eq!(r.header("authorization"), Some("Bearer s3cret"));
             assert_eq!(r.header("content-type"), Some("application/json"));
             assert_eq!(serde_json::from_str::<Value>(&r.body).unwrap(), json!({"delay": "30m", "payload": {"x": 1}}));
+        }
+
+        #[tokio::test]
+        async fn schedule_sends_the_target_and_get_shows_it() {
+            let target = json!({"url": "https://shop.example.com/hooks/cancel", "method": "PUT",
+                                "headers": {"X-Tenant": "acme", "X-Trace": "t-1"}, "timeout": "10s"});
+            let with_target = {
+                let mut t = task("k");
+                t["target"] = target.clone();
+                t
+            };
+            let answer = with_target.clone();
+            let server = FakeServer::start(move |r| match r.method.as_str() {
+                "PUT" => (201, json!({"outcome": "created", "task": answer}).to_string()),
+                _ => (200, answer.to_string()),
+            })
+            .await;
+            let out = run_args(
+                &server,
+                &[
+                    "schedule",
+                    "q",
+                    "k",
+                    "--target-url",
+                    "https://shop.example.com/hooks/cancel",
+                    "--target-method",
+                    "PUT",
+                    "--target-header",
+                    "X-Tenant: acme",
+                    "--target-header",
+                    "X-Trace: t-1",
+                ],
+            )
+            .await
+            .unwrap();
+            assert!(
+                out.ends_with(
+                    "\nDelivered by the server to PUT https://shop.example.com/hooks/cancel (2 headers, timeout 10s)."
+                ),
+                "{out}"
+            );
+            let sent: Value = serde_json::from_str(&server.requests()[0].body).unwrap();
+            assert_eq!(
+                sent,
+                json!({"target": {"url": "https://shop.example.com/hooks/cancel", "method": "PUT",
+                                  "headers": {"X-Tenant": "acme", "X-Trace": "t-1"}}})
+            );
+
+            let out = run_args(&server, &["get", "q", "k"]).await.unwrap();
+            assert!(
+                out.lines()
+                    .any(|l| l == "Target    PUT https://shop.example.com/hooks/cancel (2 headers, timeout 10s)"),
+                "{out}"
+            );
+            let out = run_args(&server, &["get", "q", "k", "--json"]).await.unwrap();
+            assert_eq!(serde_json::from_str::<Value>(&out).unwrap(), with_target, "--json: the server's object");
+        }
+
+        #[tokio::test]
+        async fn a_target_against_the_rules_sends_nothing() {
+            let server = FakeServer::start(|_| (500, String::new())).await;
+            let e = run_args(&server, &["schedule", "q", "k", "--target-header", "X-A: 1"]).await.unwrap_err();
+            assert!(e.downcast_ref::<UsageError>().is_some(), "exit 2: {e:#}");
+            let e = run_args(
+                &server,
+                &["schedule", "q", "k", "--target-url", "https://h.example/x", "--target-header", "Connection: close"],
+            )
+            .await
+            .unwrap_err();
+            assert!(e.downcast_ref::<UsageError>().is_some(), "exit 2: {e:#}");
+            assert!(server.requests().is_empty(), "nothing sent");
         }
 
         #[tokio::test]

@@ -357,11 +357,16 @@ pub(crate) fn task_block(task: &Value, now: &Now) -> String {
         ("Attempts", format!("{} of {}", plain(&task["attempts"]), plain(&task["max_attempts"]))),
         ("Backoff", backoff(&task["backoff"])),
         ("Repeat", repeat(&task["repeat"], now)),
+    ];
+    if !task["target"].is_null() {
+        lines.push(("Target", target(&task["target"])));
+    }
+    lines.extend([
         ("Tags", tags(task)),
         ("Version", plain(&task["version"])),
         ("Created", time_with_relative(&task["created_at"], now)),
         ("Updated", time_with_relative(&task["updated_at"], now)),
-    ];
+    ]);
     if !task["lease_expires_at"].is_null() {
         lines.push(("Lease expires", time_with_relative(&task["lease_expires_at"], now)));
     }
@@ -388,7 +393,38 @@ pub(crate) fn schedule_outcome(answer: &Value, now: &Now) -> String {
     if task["repeat"].is_object() {
         text.push_str(&format!("\nRepeats {}.", repeat(&task["repeat"], now)));
     }
+    if !task["target"].is_null() {
+        text.push_str(&format!("\nDelivered by the server to {}.", target(&task["target"])));
+    }
     text
+}
+
+/// A task's HTTP target on one line: `PUT https://… (2 headers, timeout 10s, custom
+/// body)`. Header values are left out, as they often hold credentials; `--json` shows
+/// the whole target. The URL came from an API caller: control characters are escaped
+/// so it cannot break the block or write to the terminal.
+fn target(target: &Value) -> String {
+    if !target.is_object() {
+        return plain(target);
+    }
+    let url: String = plain(&target["url"])
+        .chars()
+        .map(|c| if c.is_control() { c.escape_default().to_string() } else { c.to_string() })
+        .collect();
+    let mut notes = Vec::new();
+    match target["headers"].as_object().map_or(0, serde_json::Map::len) {
+        0 => {}
+        1 => notes.push("1 header".to_owned()),
+        n => notes.push(format!("{n} headers")),
+    }
+    if !target["timeout"].is_null() {
+        notes.push(format!("timeout {}", plain(&target["timeout"])));
+    }
+    if !target["body"].is_null() {
+        notes.push("custom body".to_owned());
+    }
+    let line = format!("{} {url}", plain(&target["method"]));
+    if notes.is_empty() { line } else { format!("{line} ({})", notes.join(", ")) }
 }
 
 /// One queue's detail as a block (`punctual stats QUEUE`).
@@ -557,6 +593,38 @@ mod tests {
              Updated   2025-11-30T11:57:00.000Z (3m ago)\n\
              Payload   {\"order_id\":1234}"
         );
+    }
+
+    #[test]
+    fn a_target_shows_on_a_line_of_its_own_without_header_values() {
+        let mut t = task();
+        t["target"] = json!({"url": "https://shop.example.com/hooks/cancel", "method": "PUT",
+                             "headers": {"X-Tenant": "acme", "Authorization": "Bearer s3cret"}, "timeout": "10s"});
+        let text = task_block(&t, &NOW);
+        assert!(
+            text.contains(
+                "\nRepeat    -\nTarget    PUT https://shop.example.com/hooks/cancel (2 headers, timeout 10s)\n"
+            ),
+            "{text}"
+        );
+        assert!(!text.contains("s3cret") && !text.contains("acme"), "header values stay out: {text}");
+        let answer = json!({"outcome": "created", "task": t});
+        assert!(
+            schedule_outcome(&answer, &NOW).ends_with(
+                "\nDelivered by the server to PUT https://shop.example.com/hooks/cancel (2 headers, timeout 10s)."
+            ),
+            "{}",
+            schedule_outcome(&answer, &NOW)
+        );
+
+        let one = json!({"url": "https://h.example/x", "method": "POST", "headers": {"X-A": "1"}, "timeout": "3s",
+                         "body": {"a": 1}});
+        assert_eq!(target(&one), "POST https://h.example/x (1 header, timeout 3s, custom body)");
+        let bare = json!({"url": "https://h.example/x\n\u{1b}[2J", "method": "GET", "headers": {}});
+        assert_eq!(target(&bare), "GET https://h.example/x\\n\\u{1b}[2J", "control characters escaped");
+        // Without a target, the block has no Target line (a_task_reads_as_a_block).
+        t["target"] = Value::Null;
+        assert!(!task_block(&t, &NOW).contains("Target"));
     }
 
     #[test]

@@ -14,6 +14,7 @@ mod auth;
 mod bad_input;
 mod bench;
 mod cli;
+mod cli_targets;
 mod config;
 mod crash;
 mod cron_dst;

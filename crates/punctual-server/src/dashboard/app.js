@@ -418,9 +418,28 @@ async function taskPage(queue, key) {
     h("div", { class: "panel" },
       h("dl", { class: "task" }, fields.map(([k, v]) => [h("dt", {}, k), h("dd", {}, v)])),
       h("div", { class: "actions" }, buttons),
+      task.target ? [h("h2", {}, "HTTP target"), targetTable(task.target)] : null,
       h("h2", {}, "Payload"),
       h("pre", {}, JSON.stringify(task.payload, null, 2))),
   ];
+}
+
+// Where the server delivers a task that carries its own HTTP target. The URL and the
+// headers come from whoever scheduled the task: as text only, like everything here.
+function targetTable(target) {
+  const headers = Object.entries(target.headers || {});
+  const row = (label, value, col) => h("tr", {}, h("th", {}, label), h("td", { "data-col": col }, value));
+  let body = "the standard delivery body";
+  if (target.method === "GET") body = "none (a GET is sent without a body)";
+  else if (target.body !== undefined && target.body !== null) body = "custom (set by the task)";
+  return h("table", { class: "settings", id: "task-target" }, h("tbody", {},
+    row("Method", target.method, "method"),
+    row("URL", target.url, "url"),
+    row("Headers", headers.length
+      ? h("ul", { class: "headers" }, headers.map(([name, value]) => h("li", { "data-header": name }, h("code", {}, name), ": ", value)))
+      : "none", "headers"),
+    row("Timeout", target.timeout, "timeout"),
+    row("Body", body, "body")));
 }
 
 // ---- actions ------------------------------------------------------------------------
