@@ -52,15 +52,14 @@ impl TargetSender {
             return Outcome::fail(format!("{what}: refused: {refusal}"));
         }
         let fired_at = self.clock.now();
-        let body = match (target.http_method(), target.custom_body()) {
-            // A GET carries no body: many receivers refuse one.
-            (TargetMethod::Get, _) => None,
-            (_, Some(custom)) => match serde_json::to_vec(custom) {
-                Ok(body) => Some(body),
+        // Every method carries the body, as API.md says (a GET too).
+        let body = match target.custom_body() {
+            Some(custom) => match serde_json::to_vec(custom) {
+                Ok(body) => body,
                 Err(e) => return Outcome::fail(format!("cannot encode the target's body as JSON: {e}")),
             },
-            (_, None) => match standard_body(delivery, fired_at) {
-                Ok(body) => Some(body),
+            None => match standard_body(delivery, fired_at) {
+                Ok(body) => body,
                 Err(outcome) => return outcome,
             },
         };
@@ -74,7 +73,7 @@ impl TargetSender {
             method: method_of(target.http_method()),
             url: &url,
             headers: target.headers(),
-            body,
+            body: Some(body),
             secret: queue_secret.or(self.secret.as_ref()),
             timeout: target.delivery_timeout(),
             what,

@@ -237,9 +237,6 @@ impl Target {
             }
         }
         target.body = fields.get("body").filter(|body| !body.is_null()).cloned();
-        if target.body.is_some() && target.method == TargetMethod::Get {
-            return Err(Error::invalid("target.body", "a GET carries no body: use POST, PUT or PATCH to send one"));
-        }
         Ok(target)
     }
 
@@ -459,8 +456,6 @@ mod tests {
         let in_ms = Target::from_json(&json!({"url": "https://h/x", "timeout": 5000})).unwrap();
         assert_eq!(in_ms.delivery_timeout(), Duration::from_secs(5), "a bare number is milliseconds");
         assert_eq!(field(Target::from_json(&json!({"url": "https://h/x", "colour": 1}))), "target.colour");
-        let get_with_body = json!({"url": "https://h/x", "method": "GET", "body": {"a": 1}});
-        assert_eq!(field(Target::from_json(&get_with_body)), "target.body");
         assert_eq!(field(Target::from_json(&json!("https://h/x"))), "target");
         for forbidden in ["Host", "content-length", "Transfer-Encoding", "CONNECTION", "Punctual-Signature"] {
             let body = json!({"url": "https://h/x", "headers": {forbidden: "v"}});

@@ -278,7 +278,7 @@ schemas! {
             "url": {"type": "string", "maxLength": punctual_core::Target::MAX_URL_BYTES,
                     "description": "http:// or https://, without credentials."},
             "method": {"enum": ["POST", "PUT", "PATCH", "GET", "DELETE"], "default": "POST",
-                       "description": "Any case is accepted. A GET carries no body."},
+                       "description": "Any case is accepted. Every method carries the body."},
             "headers": {"type": "object", "maxProperties": punctual_core::Target::MAX_HEADERS,
                         "additionalProperties": {"type": "string"},
                         "description": "At most 32; names and values at most 1 KiB together. Host, \

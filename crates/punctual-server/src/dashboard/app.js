@@ -429,9 +429,8 @@ async function taskPage(queue, key) {
 function targetTable(target) {
   const headers = Object.entries(target.headers || {});
   const row = (label, value, col) => h("tr", {}, h("th", {}, label), h("td", { "data-col": col }, value));
-  let body = "the standard delivery body";
-  if (target.method === "GET") body = "none (a GET is sent without a body)";
-  else if (target.body !== undefined && target.body !== null) body = "custom (set by the task)";
+  const custom = target.body !== undefined && target.body !== null;
+  const body = custom ? "custom (set by the task)" : "the standard delivery body";
   return h("table", { class: "settings", id: "task-target" }, h("tbody", {},
     row("Method", target.method, "method"),
     row("URL", target.url, "url"),
