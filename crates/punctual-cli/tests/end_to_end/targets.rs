@@ -96,6 +96,31 @@ fn a_task_with_a_target_is_delivered_there_and_every_answer_applies() {
     receiver.answer(410, "");
     api.get_until(&format!("/v1/queues/{QUEUE}/tasks/o-2"), "gone after 410", |r| r.status == 404);
 
+    // 429 with Retry-After is retried after it; a 4xx not among the final statuses is
+    // retried with the task's backoff; so is a refused connection.
+    let slow_backoff = json!({"initial": "1h", "factor": 2.0, "max": "1h"});
+    api.create(QUEUE, "o-429", json!({"target": target_to(&receiver, "/busy")}));
+    let _ = receiver.next();
+    let asked = now_ms();
+    receiver.answer_with(429, &[("Retry-After", "1")], "slow down");
+    let _ = receiver.next();
+    assert!(now_ms() - asked >= 900, "the retry came {} ms after a Retry-After of 1 s", now_ms() - asked);
+    receiver.answer(200, "");
+    api.get_until(&format!("/v1/queues/{QUEUE}/tasks/o-429"), "done", |r| r.status == 404);
+    api.create(QUEUE, "o-404", json!({"target": target_to(&receiver, "/missing"), "backoff": slow_backoff}));
+    let _ = receiver.next();
+    receiver.answer(404, "no such hook");
+    let retried = api.get_until(&format!("/v1/queues/{QUEUE}/tasks/o-404"), "retried", |r| r.json["attempts"] == 1);
+    assert_eq!(retried.json["state"], "scheduled", "a 404 is retried: {}", retried.text);
+    assert!(retried.json["last_error"].as_str().is_some_and(|e| e.contains("404")), "{}", retried.text);
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+    let closed_port = closed.local_addr().expect("its address").port();
+    drop(closed);
+    let unreachable = json!({"url": format!("http://127.0.0.1:{closed_port}/x")});
+    api.create(QUEUE, "o-refused", json!({"target": unreachable, "backoff": slow_backoff}));
+    let refused = api.get_until(&format!("/v1/queues/{QUEUE}/tasks/o-refused"), "retried", |r| r.json["attempts"] == 1);
+    assert!(refused.json["last_error"].as_str().is_some_and(|e| e.contains("cannot connect")), "{}", refused.text);
+
     // A final status makes it dead; so does {"outcome": "fail"}.
     api.create(QUEUE, "o-3", json!({"target": target_to(&receiver, "/final")}));
     let _ = receiver.next();
