@@ -4,7 +4,12 @@
 // the API, buttons (cancel, retry, retry all) that do not do what they say, and a task
 // list whose tag filter does not filter, pause/resume buttons that do not pause, and a
 // task's HTTP target that is not shown or whose headers (an API caller's text) go in
-// as HTML.
+// as HTML, and forms that do not do what curl does: a queue created, its settings
+// edited (a stale edit refused, not overwriting) or removed, a task scheduled with its
+// own target, each refusal shown with the field the server names.
+//
+// The server's config allows egress to 127.0.0.1 (a webhook queue of the tests points
+// there) and its environment holds HOOK_SECRET, a secret that must never show.
 //
 // Needs: the binary (`cargo build -p punctual-cli`; PUNCTUAL_BIN overrides the path),
 // Debian's chromium at /usr/bin/chromium (CHROMIUM overrides), `npm ci` here.
@@ -13,7 +18,7 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync, mkdirSync, existsSync } from "node:fs";
+import { mkdtempSync, rmSync, mkdirSync, existsSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, dirname, resolve } from "node:path";
@@ -25,6 +30,7 @@ const bin = process.env.PUNCTUAL_BIN || join(root, "target/debug/punctual");
 const browserPath = process.env.CHROMIUM || "/usr/bin/chromium";
 const shots = join(root, "docs/screenshots");
 const TOKEN = "s3cret-dashboard";
+const HOOK_SECRET = "hook-secret-value-9f2c";
 const PATIENCE = 20_000;
 
 let server, base, work, context, page, serverLog = "";
@@ -68,8 +74,10 @@ before(async () => {
   work = mkdtempSync(join(tmpdir(), "punctual-browser-"));
   const port = await freePort();
   base = `http://127.0.0.1:${port}`;
-  server = spawn(bin, ["serve", "--listen", `127.0.0.1:${port}`, "--data", join(work, "data"), "--token", TOKEN],
-    { stdio: ["ignore", "pipe", "pipe"], env: { PATH: process.env.PATH } });
+  const config = join(work, "punctual.toml");
+  writeFileSync(config, '[egress]\nallow = ["127.0.0.1"]\n');
+  server = spawn(bin, ["serve", "--config", config, "--listen", `127.0.0.1:${port}`, "--data", join(work, "data"), "--token", TOKEN],
+    { stdio: ["ignore", "pipe", "pipe"], env: { PATH: process.env.PATH, HOOK_SECRET } });
   server.stdout.on("data", (d) => { serverLog += d; });
   server.stderr.on("data", (d) => { serverLog += d; });
   await waitFor("the server's /healthz", async () => {
@@ -256,6 +264,158 @@ test("a queue is paused and resumed with its button, and its settings are shown"
   await page.locator("#settings", { hasText: "No settings" }).waitFor();
 });
 
+const settingsCell = (col) => page.locator(`#settings td[data-col="${col}"]`);
+
+test("a queue is created from the overview, its settings edited; a stale edit is refused", async () => {
+  await page.goto(`${base}/#/`);
+  await page.locator("#new-queue summary").click();
+  await page.fill("#new-queue-name", "hooks.refused");
+  await page.fill("#new-queue-json", '{"action": {"kind": "webhook", "url": "http://10.0.0.1/hook"}}');
+  await page.click("#new-queue-create");
+  await page.locator("#new-queue-error", { hasText: "action.url" }).waitFor();
+  assert.equal(await page.locator("#new-queue-error").getAttribute("data-field"), "action.url");
+  assert.equal((await api("GET", "/v1/queues/hooks.refused/settings")).status, 404, "a refused queue was stored");
+
+  const hook = `http://127.0.0.1:${new URL(base).port}/never-called`;
+  await page.fill("#new-queue-name", "hooks.order");
+  await page.fill("#new-queue-json",
+    JSON.stringify({ action: { kind: "webhook", url: hook, secret_env: "HOOK_SECRET" }, concurrency: 4 }));
+  await page.click("#new-queue-create");
+  await page.waitForURL(/#\/queue\/hooks\.order$/);
+  await settingsCell("concurrency").filter({ hasText: "4" }).waitFor();
+  assert.equal(await settingsCell("action").textContent(), "webhook");
+  assert.equal(await settingsCell("source").textContent(), "API");
+  const created = (await api("GET", "/v1/queues/hooks.order/settings")).json;
+  assert.equal(await settingsCell("version").textContent(), String(created.version));
+
+  // The editor holds the settable fields only, the secret by its variable's name.
+  await page.locator("#edit-settings summary").click();
+  const doc = JSON.parse(await page.inputValue("#settings-json"));
+  assert.deepEqual(Object.keys(doc).sort(), ["action", "concurrency", "defaults", "rate", "shards", "targets"]);
+  assert.equal(doc.action.secret_env, "HOOK_SECRET");
+  assert.equal(doc.action.url, hook);
+  assert.ok(!(await page.content()).includes(HOOK_SECRET), "the secret's value is on the page");
+
+  // A refusal names the field, and changes nothing.
+  await page.fill("#settings-json", JSON.stringify({ ...doc, concurrency: 0 }));
+  await page.click("#settings-save");
+  await page.locator("#settings-error", { hasText: "concurrency" }).waitFor();
+  assert.equal(await page.locator("#settings-error").getAttribute("data-field"), "concurrency");
+  assert.equal((await api("GET", "/v1/queues/hooks.order/settings")).json.version, created.version);
+
+  await page.fill("#settings-json", JSON.stringify({ ...doc, concurrency: 8 }));
+  await page.click("#settings-save");
+  await page.locator("#banner", { hasText: `Saved the settings of hooks.order (version ${created.version + 1})` }).waitFor();
+  await settingsCell("concurrency").filter({ hasText: "8" }).waitFor();
+  assert.equal(await settingsCell("version").textContent(), String(created.version + 1));
+
+  // Another change lands while the editor is open: saving is a conflict, not an overwrite.
+  await page.locator("#edit-settings summary").click();
+  const stale = JSON.parse(await page.inputValue("#settings-json"));
+  const other = await api("PATCH", "/v1/queues/hooks.order/settings", { rate: "10/1m" });
+  assert.equal(other.status, 200);
+  await page.fill("#settings-json", JSON.stringify({ ...stale, concurrency: 6 }));
+  await page.click("#settings-save");
+  await page.locator("#settings-error", { hasText: "Changed meanwhile, reload" }).waitFor();
+  const now = (await api("GET", "/v1/queues/hooks.order/settings")).json;
+  assert.deepEqual([now.concurrency, now.rate, now.version], [8, "10/1m", other.json.version]);
+  await page.click("#settings-reload");
+  await settingsCell("version").filter({ hasText: String(other.json.version) }).waitFor();
+  assert.equal(await settingsCell("rate").textContent(), "10/1m");
+  await page.screenshot({ path: join(shots, "queue-settings.png"), fullPage: true });
+
+  // The overview does not replace settings that exist: it sends to the queue's page.
+  await page.goto(`${base}/#/`);
+  await page.locator("#new-queue summary").click();
+  await page.fill("#new-queue-name", "hooks.order");
+  await page.fill("#new-queue-json", '{"concurrency": 2}');
+  await page.click("#new-queue-create");
+  await page.locator("#new-queue-error", { hasText: "has settings already" }).waitFor();
+  assert.equal((await api("GET", "/v1/queues/hooks.order/settings")).json.concurrency, 8);
+});
+
+test("the created queue is paused and resumed with its buttons, and its settings removed", async () => {
+  await page.goto(`${base}/#/queue/hooks.order`);
+  await page.click("#pause-queue");
+  await page.locator("#queue-paused").waitFor();
+  assert.equal((await api("GET", "/v1/queues/hooks.order/settings")).json.paused, true);
+  await page.click("#resume-queue");
+  await page.locator("#pause-queue").waitFor();
+  assert.equal((await api("GET", "/v1/queues/hooks.order/settings")).json.paused, false);
+  await page.locator("#edit-settings summary").click();
+  await page.click("#settings-remove");
+  await page.locator("#banner", { hasText: "Removed the settings of hooks.order" }).waitFor();
+  await page.locator("#settings", { hasText: "No settings" }).waitFor();
+  assert.equal((await api("GET", "/v1/queues/hooks.order/settings")).status, 404);
+  // With none, the editor sets them anew.
+  await page.locator("#edit-settings summary").click();
+  assert.equal(await page.inputValue("#settings-json"), "");
+  await page.fill("#settings-json", '{"concurrency": 2}');
+  await page.click("#settings-save");
+  await settingsCell("source").filter({ hasText: "API" }).waitFor();
+  assert.equal((await api("DELETE", "/v1/queues/hooks.order/settings")).status, 204);
+});
+
+test("a task with its own HTTP target is scheduled from the queue's page", async () => {
+  const injected = '<img id="injected2" src="x" onerror="window.pwned = 2">';
+  await page.goto(`${base}/#/queue/shop.form`);
+  await page.locator("#schedule summary").click();
+  assert.doesNotMatch(await page.locator("#view").innerText(), /\bnull\b|undefined/, "a missing part shows as text");
+  await page.fill("#schedule-key", "order/90");
+  await page.fill("#schedule-delay", "1h");
+  await page.fill("#schedule-payload", '{"order_id": 90}');
+  await page.fill("#target-url", "https://shop.example.com/hooks/90");
+  await page.selectOption("#target-method", "PATCH");
+  await page.fill("#target-headers", `X-Tenant: acme\n\nX-Note: ${injected}\n`);
+  await page.fill("#target-timeout", "15s");
+  await page.click("#schedule-send");
+  await page.locator("#schedule-result", { hasText: "Task created" }).waitFor();
+  const task = (await api("GET", `/v1/queues/shop.form/tasks/${encodeURIComponent("order/90")}`)).json;
+  assert.deepEqual(task.payload, { order_id: 90 });
+  assert.deepEqual(task.target.headers, { "X-Tenant": "acme", "X-Note": injected });
+  assert.ok(Date.parse(task.due_at) - Date.now() > 50 * 60_000, `due in about an hour: ${task.due_at}`);
+  await page.locator('#tasks tr[data-key="order/90"]').waitFor();
+
+  await page.locator("#schedule-result a").click();
+  const cell = (col) => page.locator(`#task-target td[data-col="${col}"]`);
+  await cell("method").filter({ hasText: "PATCH" }).waitFor();
+  assert.equal(await cell("url").textContent(), "https://shop.example.com/hooks/90");
+  assert.equal(await cell("timeout").textContent(), "15s");
+  assert.equal(await page.locator('#task-target li[data-header="X-Tenant"]').textContent(), "X-Tenant: acme");
+  assert.equal(await page.locator('#task-target li[data-header="X-Note"]').textContent(), `X-Note: ${injected}`);
+  assert.equal(await page.locator("#injected2").count(), 0, "a header typed in the form went in as HTML");
+
+  // The same key again replaces the task.
+  await page.goto(`${base}/#/queue/shop.form`);
+  await page.locator("#schedule summary").click();
+  assert.doesNotMatch(await page.locator("#view").innerText(), /\bnull\b|undefined/, "a missing part shows as text");
+  await page.fill("#schedule-key", "order/90");
+  await page.fill("#schedule-delay", "2h");
+  await page.click("#schedule-send");
+  await page.locator("#schedule-result", { hasText: "Task replaced" }).waitFor();
+  assert.equal((await api("GET", `/v1/queues/shop.form/tasks/${encodeURIComponent("order/90")}`)).json.target, null);
+
+  // Refusals, the server's and the form's own, name the field and store nothing.
+  await page.locator("#schedule summary").click();
+  await page.fill("#schedule-key", "order-91");
+  await page.fill("#schedule-delay", "1h");
+  await page.fill("#target-url", "https://shop.example.com/hooks/91");
+  await page.fill("#target-headers", "Host: x");
+  await page.click("#schedule-send");
+  await page.locator("#schedule-error", { hasText: "target.headers" }).waitFor();
+  assert.equal(await page.locator("#schedule-error").getAttribute("data-field"), "target.headers");
+  await page.fill("#target-headers", "X-Tenant acme");
+  await page.click("#schedule-send");
+  await page.locator("#schedule-error", { hasText: "is not a header" }).waitFor();
+  await page.fill("#target-headers", "");
+  await page.fill("#schedule-payload", "{order: 91}");
+  await page.click("#schedule-send");
+  await page.locator("#schedule-error", { hasText: "payload: not JSON" }).waitFor();
+  assert.equal((await api("GET", "/v1/queues/shop.form/tasks/order-91")).status, 404);
+  assert.equal(await page.evaluate(() => window.pwned), undefined);
+  assert.equal((await api("DELETE", "/v1/queues/shop.form/tasks?state=all")).json.cancelled, 1);
+});
+
 test("it fits a phone screen", async () => {
   await page.setViewportSize({ width: 390, height: 844 });
   await page.goto(`${base}/#/`);
@@ -263,6 +423,18 @@ test("it fits a phone screen", async () => {
   const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
   assert.ok(overflow <= 1, `the page scrolls sideways by ${overflow}px on a phone`);
   await page.screenshot({ path: join(shots, "overview-phone.png"), fullPage: true });
+  // The forms too, open.
+  await page.locator("#new-queue summary").click();
+  await page.locator("#new-queue-name").waitFor();
+  assert.ok(await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth) <= 1,
+    "the new-queue form scrolls sideways on a phone");
+  await page.goto(`${base}/#/queue/order.cancel`);
+  await page.locator("#schedule summary").click();
+  await page.locator("#edit-settings summary").click();
+  await page.locator("#target-headers").waitFor();
+  const formOverflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  assert.ok(formOverflow <= 1, `the queue's forms scroll sideways by ${formOverflow}px on a phone`);
+  await page.screenshot({ path: join(shots, "queue-forms-phone.png"), fullPage: true });
 });
 
 test("the page asked nothing of any other host and threw no error", () => {

@@ -5,7 +5,8 @@
 // filter lives in the hash, so a filtered list survives the refresh and can be linked
 // to. Every data call goes to the /v1 API with the token saved in localStorage
 // ("punctual.token") as a Bearer header. Data is put into the page with textContent
-// only, never as HTML, so task keys and payloads cannot inject markup.
+// only, never as HTML, so task keys and payloads cannot inject markup. Forms (see
+// "forms") create a queue, edit or remove its settings and schedule a task.
 "use strict";
 
 const TOKEN_KEY = "punctual.token";
@@ -50,11 +51,13 @@ class ApiError extends Error {
     super((body && body.error && body.error.message) || `HTTP ${status}`);
     this.status = status;
     this.code = body && body.error && body.error.code;
+    this.field = body && body.error && body.error.field;
   }
 }
 
-async function api(method, path, body) {
-  const headers = { Accept: "application/json" };
+// `extra` adds request headers (`If-Match` of a settings change).
+async function api(method, path, body, extra) {
+  const headers = { Accept: "application/json", ...(extra || {}) };
   const token = localStorage.getItem(TOKEN_KEY);
   if (token) headers.Authorization = `Bearer ${token}`;
   if (body !== undefined) headers["Content-Type"] = "application/json";
@@ -163,7 +166,7 @@ async function overview() {
       card("Oldest overdue", worst ? ms(worst) : "–", "overdue")),
     h("h2", {}, "By queue"),
     queues.length === 0
-      ? h("div", { class: "panel muted", id: "no-queues" }, "No tasks yet. Schedule one: PUT /v1/queues/{queue}/tasks/{key}.")
+      ? h("div", { class: "panel muted", id: "no-queues" }, "No tasks yet. Schedule one: PUT /v1/queues/{queue}/tasks/{key}, or create a queue below.")
       : h("div", { class: "panel" }, h("table", { id: "queues" },
         h("thead", {}, h("tr", {},
           h("th", {}, "Queue"), h("th", { class: "num" }, "Scheduled"), h("th", { class: "num" }, "Leased"),
@@ -171,6 +174,7 @@ async function overview() {
           h("th", { class: "num" }, "Oldest overdue"), h("th", { class: "num hide-narrow" }, "Lag p50 / p99"),
           h("th", { class: "hide-narrow" }, "Throughput (15 min)"))),
         h("tbody", {}, rows))),
+    newQueueForm(),
   ];
 }
 
@@ -222,7 +226,7 @@ async function queueSettings(q) {
 
 // The settings panel: what the queue runs with, read-only for a config-file queue.
 function settingsPanel(settings) {
-  if (!settings) return h("div", { class: "panel muted", id: "settings" }, "No settings: built-in defaults, drained by pull workers. Set them with PUT /v1/queues/{queue}/settings or punctual queue set.");
+  if (!settings) return h("div", { class: "panel muted", id: "settings" }, "No settings: built-in defaults, drained by pull workers. Set them below, with PUT /v1/queues/{queue}/settings or punctual queue set.");
   const action = settings.action ? settings.action.kind : "none (pull workers)";
   const backoff = settings.defaults.backoff;
   const row = (label, value, col) => h("tr", {}, h("th", {}, label), h("td", { "data-col": col }, value));
@@ -234,6 +238,7 @@ function settingsPanel(settings) {
     row("Max attempts", settings.defaults.max_attempts, "max_attempts"),
     row("Backoff", `${backoff.initial} ×${backoff.factor} up to ${backoff.max}`, "backoff"),
     row("Repeat", settings.defaults.repeat ? JSON.stringify(settings.defaults.repeat) : "none", "repeat"),
+    row("Task targets", settings.targets === false ? "refused" : "allowed", "targets"),
     row("Version", settings.version, "version"))));
 }
 
@@ -291,6 +296,7 @@ async function queuePage(queue, filter) {
       card("Leases / min", perMinute(activity.fired, activity.slot_ms), "rate")),
     h("h2", {}, "Settings"),
     settingsPanel(settings),
+    !settings || settings.source === "api" ? settingsEditor(queue, settings) : null,
     h("h2", {}, "Upcoming"),
     h("div", { class: "panel" },
       h("div", { class: "chart-head" },
@@ -298,6 +304,8 @@ async function queuePage(queue, filter) {
         h("span", { class: "muted" }, upcoming.note)),
       chart(upcoming, chartRange)),
     h("h2", {}, "Tasks", filtered ? h("span", { class: "muted" }, ` (${filtered})`) : null),
+    scheduledNote(queue),
+    scheduleForm(queue),
     h("div", { class: "panel" },
       taskFilterForm(queue, filter),
       tasks.tasks.length === 0
@@ -441,6 +449,213 @@ function targetTable(target) {
     row("Body", body, "body")));
 }
 
+// ---- forms --------------------------------------------------------------------------
+//
+// The new-queue form, a queue's settings editor and its schedule form each sit in a
+// <details> that starts closed. While one is open the periodic refresh leaves the page
+// alone (it would close the form and drop what was typed). A refused request leaves the
+// form as it was, with the server's message beside it naming the field at fault.
+
+// The fields a settings document sets; the rest of what GET answers is shown, not set.
+const SETTABLE = ["defaults", "action", "concurrency", "rate", "shards", "targets"];
+const WEBHOOK_EXAMPLE = '{"action": {"kind": "webhook", "url": "https://…", "secret_env": "HOOK_SECRET"}, "concurrency": 4}';
+const METHODS = ["POST", "PUT", "PATCH", "GET", "DELETE"];
+
+// The task of the last schedule sent from this page, shown until the page changes.
+let lastScheduled = null;
+
+// A mistake found before anything is sent, named by the field of the request at fault.
+class FormError extends Error {
+  constructor(field, message, link) {
+    super(message);
+    this.field = field;
+    this.link = link;
+  }
+}
+
+// The settable part of `settings`, as the editor's text. The server never answers a
+// secret (a document names environment variables of the server instead), so nothing
+// here can be one.
+function settingsText(settings) {
+  const doc = {};
+  for (const field of SETTABLE) if (settings[field] !== undefined) doc[field] = settings[field];
+  return JSON.stringify(doc, null, 2);
+}
+
+function parseJson(text, field) {
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw new FormError(field, `not JSON: ${err.message}`);
+  }
+}
+
+// A duration as typed: digits alone are milliseconds, as the API takes them.
+function durationValue(text) {
+  return /^\d+$/.test(text) ? Number(text) : text;
+}
+
+// "Name: value" lines as a headers object; blank lines are skipped.
+function parseHeaders(text) {
+  const headers = {};
+  const seen = new Set();
+  for (const raw of text.split("\n")) {
+    const line = raw.trim();
+    if (!line) continue;
+    const colon = line.indexOf(":");
+    if (colon <= 0) throw new FormError("target.headers", `"${line}" is not a header: write Name: value, one a line`);
+    const name = line.slice(0, colon).trim();
+    if (seen.has(name.toLowerCase())) throw new FormError("target.headers", `header ${name} is given twice`);
+    seen.add(name.toLowerCase());
+    headers[name] = line.slice(colon + 1).trim();
+  }
+  return headers;
+}
+
+function field(label, control) {
+  return h("label", { class: "field" }, h("span", {}, label), control);
+}
+
+function errorLine(id) {
+  return h("p", { class: "form-error", id, role: "alert", hidden: true });
+}
+
+// Says on `line` why a request was refused: the field and the message; a 409 with a
+// way out (`reload`, a function making a button) offers it.
+function showError(line, err, reload) {
+  line.hidden = false;
+  line.dataset.field = err.field || "";
+  if (err.status === 401) line.replaceChildren(explain(err));
+  else if (err.status === 409 && reload) line.replaceChildren(`Changed meanwhile, reload: ${err.message} `, reload());
+  else line.replaceChildren(err.field ? `${err.field}: ${err.message}` : err.message,
+    err.link ? [" ", h("a", { href: err.link.href }, err.link.text)] : null);
+}
+
+// Runs `send` for a form: its button disabled meanwhile, `line` cleared before and
+// filled when the request is refused.
+async function submitting(button, line, send, reload) {
+  button.disabled = true;
+  line.hidden = true;
+  line.replaceChildren();
+  try {
+    await send();
+  } catch (err) {
+    showError(line, err, reload);
+  } finally {
+    button.disabled = false;
+  }
+}
+
+// Overview: a queue created by giving it settings (PUT), then its page. A queue that
+// has settings already is not replaced from here: its page edits them.
+function newQueueForm() {
+  const name = h("input", { id: "new-queue-name", placeholder: "order.cancel", required: true, autocapitalize: "off" });
+  const text = h("textarea", { id: "new-queue-json", class: "json", rows: 5, spellcheck: "false", placeholder: WEBHOOK_EXAMPLE });
+  const line = errorLine("new-queue-error");
+  const create = h("button", { type: "submit", id: "new-queue-create" }, "Create");
+  const form = h("form", { class: "edit", autocomplete: "off", onsubmit: (e) => {
+    e.preventDefault();
+    submitting(create, line, async () => {
+      const queue = name.value.trim();
+      const body = text.value.trim() ? parseJson(text.value, "settings") : {};
+      const page = `#/queue/${enc(queue)}`;
+      if (await queueSettings(enc(queue))) {
+        throw new FormError("queue", `${queue} has settings already:`, { href: page, text: "change them on its page" });
+      }
+      await api("PUT", `/v1/queues/${enc(queue)}/settings`, body);
+      showBanner(`Created queue ${queue}`, "info");
+      keepBanner = true;
+      location.hash = page;
+    });
+  } },
+  field("Queue name", name),
+  field("Settings (JSON; empty: built-in defaults, pull workers). Secrets by environment variable name (secret_env).", text),
+  h("div", { class: "actions" }, create), line);
+  return h("details", { class: "form", id: "new-queue" }, h("summary", {}, "New queue"), form);
+}
+
+// A queue's settings as JSON, saved with If-Match so that a change made meanwhile is a
+// 409 instead of being overwritten; removed with its own button.
+function settingsEditor(queue, settings) {
+  const path = `/v1/queues/${enc(queue)}/settings`;
+  const ifMatch = settings ? { "If-Match": String(settings.version) } : undefined;
+  const text = h("textarea", { id: "settings-json", class: "json", rows: 12, spellcheck: "false", placeholder: WEBHOOK_EXAMPLE });
+  text.value = settings ? settingsText(settings) : "";
+  const line = errorLine("settings-error");
+  const reload = () => h("button", { type: "button", class: "secondary", id: "settings-reload", onclick: () => render() }, "Reload");
+  const save = h("button", { type: "submit", id: "settings-save" }, "Save");
+  const remove = settings ? h("button", { type: "button", class: "danger", id: "settings-remove",
+    onclick: () => confirmThen(`Remove the settings of ${queue}? Its tasks stay and take the built-in defaults.`,
+      () => submitting(remove, line, async () => {
+        await api("DELETE", path, undefined, ifMatch);
+        showBanner(`Removed the settings of ${queue}`, "info");
+        await render();
+      }, reload)) }, "Remove settings") : null;
+  const form = h("form", { class: "edit", autocomplete: "off", onsubmit: (e) => {
+    e.preventDefault();
+    submitting(save, line, async () => {
+      const body = text.value.trim() ? parseJson(text.value, "settings") : {};
+      const saved = await api("PUT", path, body, ifMatch);
+      showBanner(`Saved the settings of ${queue} (version ${saved.version})`, "info");
+      await render();
+    }, reload);
+  } },
+  field(`Settings (JSON): ${SETTABLE.join(", ")}. Secrets by environment variable name (secret_env).`, text),
+  h("div", { class: "actions" }, save, remove), line);
+  return h("details", { class: "form", id: "edit-settings" }, h("summary", {}, "Edit settings"), form);
+}
+
+// One task, scheduled with only what was filled in; an HTTP target when any of its
+// fields is.
+function scheduleForm(queue) {
+  const input = (id, placeholder, attrs) => h("input", { id, placeholder, autocapitalize: "off", ...attrs });
+  const key = input("schedule-key", "order-1234", { required: true });
+  const delay = input("schedule-delay", "30m (empty: now)");
+  const payload = h("textarea", { id: "schedule-payload", class: "json", rows: 3, spellcheck: "false" });
+  payload.value = "{}";
+  const url = input("target-url", "https://shop.example.com/hooks/cancel", { inputmode: "url" });
+  const method = h("select", { id: "target-method" }, METHODS.map((m) => h("option", { value: m }, m)));
+  const headers = h("textarea", { id: "target-headers", class: "json", rows: 2, spellcheck: "false", placeholder: "X-Tenant: acme" });
+  const timeout = input("target-timeout", "10s");
+  const line = errorLine("schedule-error");
+  const send = h("button", { type: "submit", id: "schedule-send" }, "Schedule");
+  const form = h("form", { class: "edit", autocomplete: "off", onsubmit: (e) => {
+    e.preventDefault();
+    submitting(send, line, async () => {
+      const body = {};
+      if (delay.value.trim()) body.delay = durationValue(delay.value.trim());
+      if (payload.value.trim()) body.payload = parseJson(payload.value, "payload");
+      const given = { url: url.value.trim(), headers: parseHeaders(headers.value), timeout: timeout.value.trim() };
+      if (given.url || Object.keys(given.headers).length || given.timeout || method.value !== "POST") {
+        const target = { method: method.value };
+        if (given.url) target.url = given.url;
+        if (Object.keys(given.headers).length) target.headers = given.headers;
+        if (given.timeout) target.timeout = durationValue(given.timeout);
+        body.target = target;
+      }
+      const answer = await api("PUT", `/v1/queues/${enc(queue)}/tasks/${enc(key.value)}`, body);
+      lastScheduled = { queue, key: key.value, outcome: answer.outcome };
+      await render();
+    });
+  } },
+  h("div", { class: "row" }, field("Key", key), field("Delay", delay)),
+  field("Payload (JSON)", payload),
+  h("fieldset", {}, h("legend", {}, "HTTP target (optional)"),
+    field("URL", url),
+    h("div", { class: "row" }, field("Method", method), field("Timeout", timeout)),
+    field("Headers (one Name: value a line)", headers)),
+  h("div", { class: "actions" }, send), line);
+  return h("details", { class: "form", id: "schedule" }, h("summary", {}, "Schedule a task"), form);
+}
+
+// What the last schedule from this queue's page did, with a link to the task.
+function scheduledNote(queue) {
+  if (!lastScheduled || lastScheduled.queue !== queue) return null;
+  const { key, outcome } = lastScheduled;
+  return h("p", { class: "result", id: "schedule-result", "data-outcome": outcome },
+    `Task ${outcome}: `, h("a", { href: `#/task/${enc(queue)}/${enc(key)}` }, key));
+}
+
 // ---- actions ------------------------------------------------------------------------
 
 function confirmThen(question, then) {
@@ -483,14 +698,18 @@ function route() {
 
 // One render at a time; a render asked for meanwhile (a new hash, a button) runs
 // right after, so the page always ends up showing the latest route.
+// A quiet render (the periodic refresh) that finds a form open when its data comes in
+// leaves the page as it is.
 let rendering = false;
-let again = false;
-async function render() {
-  if (rendering) { again = true; return; }
+let again = null;  // null, or whether the render asked for meanwhile is quiet
+async function render(quiet = false) {
+  if (rendering) { again = again === null ? quiet : again && quiet; return; }
   rendering = true;
   try {
     const nodes = await route()();
-    view.replaceChildren(...nodes);
+    if (quiet && formInUse()) return;
+    // A view leaves out what does not apply as null (as h() does with its children).
+    view.replaceChildren(...nodes.filter((node) => node !== null && node !== undefined && node !== false));
     if (!banner.classList.contains("info")) showBanner(null);
     document.getElementById("updated").textContent = `updated ${new Date().toLocaleTimeString()}`;
   } catch (err) {
@@ -498,16 +717,25 @@ async function render() {
     if (err.status === 401) view.replaceChildren(h("p", { class: "muted" }, "Waiting for a valid token."));
   } finally {
     rendering = false;
-    if (again) { again = false; render(); }
+    if (again !== null) {
+      const next = again;
+      again = null;
+      render(next);
+    }
   }
 }
 
-// The periodic refresh skips a turn while a form of the page is being typed into (it
-// would replace the form, and what was typed).
-function refresh() {
+// Whether a form of the page is being typed into or is open: the refresh would replace
+// it, and what was typed.
+function formInUse() {
   const active = document.activeElement;
-  if (active && view.contains(active) && active.closest("form")) return;
-  render();
+  if (active && view.contains(active) && active.closest("form")) return true;
+  return view.querySelector("details.form[open]") !== null;
+}
+
+// The periodic refresh skips a turn while a form is in use.
+function refresh() {
+  if (!formInUse()) render(true);
 }
 
 function schedule() {
@@ -533,6 +761,7 @@ document.getElementById("auto-refresh").addEventListener("change", schedule);
 window.addEventListener("hashchange", () => {
   // A message about an action that navigated here stays; any other is cleared.
   if (keepBanner) keepBanner = false; else showBanner(null);
+  lastScheduled = null;
   render();
 });
 render();
