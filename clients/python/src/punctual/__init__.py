@@ -1,0 +1,58 @@
+"""punctual: a client and a pull worker for the punctual delayed-task server.
+
+    import punctual
+
+    client = punctual.Client()                      # $PUNCTUAL_SERVER, $PUNCTUAL_TOKEN
+    client.schedule("reminders", "r-1", delay="24h", payload={"to": "ana"}, tags=["flow-9"])
+
+    worker = punctual.Worker(client)
+
+    @worker.handler("reminders", concurrency=4)
+    def remind(task: punctual.Lease) -> None:       # None (or Done()) = done
+        print("remind", task.payload["to"], "attempt", task.attempt)
+
+    worker.run()                                    # until SIGINT / SIGTERM
+"""
+from .client import DEFAULT_SERVER, Client
+from .errors import (
+    Conflict,
+    Forbidden,
+    InvalidArgument,
+    InvalidSignature,
+    NotFound,
+    PayloadTooLarge,
+    PunctualError,
+    Unauthorized,
+    Unavailable,
+    error_from_response,
+)
+from .signature import check_signature, sign, verify_signature
+from .types import (
+    AckResult,
+    Backoff,
+    BatchResult,
+    Done,
+    Fail,
+    Lease,
+    Outcome,
+    Page,
+    Repeat,
+    Reschedule,
+    Retry,
+    ScheduleResult,
+    Target,
+    Task,
+    TaskSpec,
+)
+from .worker import Worker
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "DEFAULT_SERVER", "Client", "Worker",
+    "PunctualError", "InvalidArgument", "Unauthorized", "Forbidden", "NotFound", "Conflict",
+    "PayloadTooLarge", "Unavailable", "InvalidSignature", "error_from_response",
+    "verify_signature", "check_signature", "sign",
+    "Task", "Lease", "Page", "ScheduleResult", "BatchResult", "AckResult", "TaskSpec",
+    "Backoff", "Repeat", "Target", "Done", "Retry", "Reschedule", "Fail", "Outcome",
+]

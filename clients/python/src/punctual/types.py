@@ -1,0 +1,389 @@
+"""The API's objects as Python values, and the conversions to and from JSON.
+
+Durations given to the client are ``datetime.timedelta``, a number of **seconds**
+(``int`` or ``float``, as ``time.sleep`` takes) or a string the server parses
+(``"1500ms"``, ``"30s"``, ``"1h 30m"``, ``"PT30M"``). Times are aware ``datetime``
+values, or strings in RFC 3339. Times read from the server are aware UTC ``datetime``.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Mapping, Optional, Union
+
+Duration = Union[_dt.timedelta, int, float, str]
+Time = Union[_dt.datetime, str]
+Json = Any
+
+
+def duration_json(value: Duration, name: str = "duration") -> Union[int, str]:
+    """A duration as the API takes it: integer milliseconds, or the string unchanged."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        raise TypeError(f"{name}: a bool is not a duration")
+    if isinstance(value, _dt.timedelta):
+        seconds = value.total_seconds()
+    elif isinstance(value, (int, float)):
+        seconds = float(value)
+    else:
+        raise TypeError(f"{name}: expected timedelta, seconds or a string, got {type(value).__name__}")
+    if seconds < 0:
+        raise ValueError(f"{name}: a duration cannot be negative")
+    return int(round(seconds * 1000))
+
+
+def duration_seconds(value: Duration) -> float:
+    """A duration given to the worker, in seconds (strings are not parsed here)."""
+    if isinstance(value, _dt.timedelta):
+        return value.total_seconds()
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    raise TypeError("expected a timedelta or a number of seconds")
+
+
+def time_json(value: Time, name: str = "time") -> str:
+    """A time as the API takes it: RFC 3339. A naive datetime is refused (which zone?)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, _dt.datetime):
+        if value.tzinfo is None or value.utcoffset() is None:
+            raise ValueError(f"{name}: a naive datetime is ambiguous; give it a tzinfo")
+        return value.isoformat()
+    raise TypeError(f"{name}: expected an aware datetime or an RFC 3339 string")
+
+
+def parse_time(value: Optional[str]) -> Optional[_dt.datetime]:
+    """An RFC 3339 time of a response (``2026-11-30T12:00:00.000Z``) as an aware datetime."""
+    if value is None:
+        return None
+    text = value[:-1] + "+00:00" if value.endswith("Z") else value
+    return _dt.datetime.fromisoformat(text)
+
+
+@dataclass(frozen=True)
+class Backoff:
+    """Retry delays: ``initial``, times ``factor`` after each failure, at most ``max``."""
+
+    initial: Duration
+    factor: float
+    max: Duration
+
+    def to_json(self) -> Dict[str, Any]:
+        return {
+            "initial": duration_json(self.initial, "backoff.initial"),
+            "factor": float(self.factor),
+            "max": duration_json(self.max, "backoff.max"),
+        }
+
+
+@dataclass(frozen=True)
+class Repeat:
+    """Fire again: ``every`` (fixed rate) or ``cron`` (with ``tz``), not both."""
+
+    every: Optional[Duration] = None
+    cron: Optional[str] = None
+    tz: Optional[str] = None
+    times: Optional[int] = None
+    until: Optional[Time] = None
+
+    def to_json(self) -> Dict[str, Any]:
+        out: Dict[str, Any] = {}
+        if self.every is not None:
+            out["every"] = duration_json(self.every, "repeat.every")
+        if self.cron is not None:
+            out["cron"] = self.cron
+        if self.tz is not None:
+            out["tz"] = self.tz
+        if self.times is not None:
+            out["times"] = self.times
+        if self.until is not None:
+            out["until"] = time_json(self.until, "repeat.until")
+        return out
+
+
+@dataclass(frozen=True)
+class Target:
+    """A task's own HTTP target, delivered by the server (API.md, "HTTP targets")."""
+
+    url: str
+    method: Optional[str] = None
+    headers: Optional[Mapping[str, str]] = None
+    timeout: Optional[Duration] = None
+    body: Json = None
+    has_body: bool = False  # True sends ``body`` even when it is None (JSON null)
+
+    def to_json(self) -> Dict[str, Any]:
+        out: Dict[str, Any] = {"url": self.url}
+        if self.method is not None:
+            out["method"] = self.method
+        if self.headers is not None:
+            out["headers"] = dict(self.headers)
+        if self.timeout is not None:
+            out["timeout"] = duration_json(self.timeout, "target.timeout")
+        if self.body is not None or self.has_body:
+            out["body"] = self.body
+        return out
+
+
+def _policy_json(value: Any) -> Any:
+    to_json = getattr(value, "to_json", None)
+    return to_json() if callable(to_json) else value
+
+
+def task_body(
+    *,
+    payload: Json = None,
+    delay: Optional[Duration] = None,
+    due_at: Optional[Time] = None,
+    repeat: Union[Repeat, Mapping[str, Any], None] = None,
+    tags: Optional[List[str]] = None,
+    max_attempts: Optional[int] = None,
+    backoff: Union[Backoff, Mapping[str, Any], None] = None,
+    if_exists: Optional[str] = None,
+    target: Union[Target, Mapping[str, Any], None] = None,
+) -> Dict[str, Any]:
+    """The JSON body of a ``PUT`` of a task (and of a batch item, without its key)."""
+    if delay is not None and due_at is not None:
+        raise ValueError("give delay or due_at, not both")
+    body: Dict[str, Any] = {}
+    if delay is not None:
+        body["delay"] = duration_json(delay, "delay")
+    if due_at is not None:
+        body["due_at"] = time_json(due_at, "due_at")
+    if payload is not None:
+        body["payload"] = payload
+    if repeat is not None:
+        body["repeat"] = _policy_json(repeat)
+    if tags is not None:
+        body["tags"] = list(tags)
+    if max_attempts is not None:
+        body["max_attempts"] = max_attempts
+    if backoff is not None:
+        body["backoff"] = _policy_json(backoff)
+    if if_exists is not None:
+        if if_exists not in ("replace", "keep", "error"):
+            raise ValueError("if_exists must be 'replace', 'keep' or 'error'")
+        body["if_exists"] = if_exists
+    if target is not None:
+        body["target"] = _policy_json(target)
+    return body
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """One item of ``Client.schedule_many``: a key and the fields of ``Client.schedule``."""
+
+    key: str
+    payload: Json = None
+    delay: Optional[Duration] = None
+    due_at: Optional[Time] = None
+    repeat: Union[Repeat, Mapping[str, Any], None] = None
+    tags: Optional[List[str]] = None
+    max_attempts: Optional[int] = None
+    backoff: Union[Backoff, Mapping[str, Any], None] = None
+    if_exists: Optional[str] = None
+    target: Union[Target, Mapping[str, Any], None] = None
+
+    def to_json(self) -> Dict[str, Any]:
+        body = task_body(
+            payload=self.payload, delay=self.delay, due_at=self.due_at, repeat=self.repeat,
+            tags=self.tags, max_attempts=self.max_attempts, backoff=self.backoff,
+            if_exists=self.if_exists, target=self.target,
+        )
+        body["key"] = self.key
+        return body
+
+
+@dataclass(frozen=True)
+class Task:
+    """A task as the server shows it (API.md, "Task object"); ``raw`` is the JSON."""
+
+    queue: str
+    key: str
+    state: str
+    due_at: Optional[_dt.datetime]
+    payload: Json
+    attempts: int
+    max_attempts: int
+    backoff: Optional[Dict[str, Any]]
+    repeat: Optional[Dict[str, Any]]
+    tags: List[str]
+    version: int
+    created_at: Optional[_dt.datetime]
+    updated_at: Optional[_dt.datetime]
+    lease_expires_at: Optional[_dt.datetime]
+    last_error: Optional[str]
+    target: Optional[Dict[str, Any]]
+    raw: Dict[str, Any] = field(repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, data: Dict[str, Any]) -> "Task":
+        return cls(
+            queue=data.get("queue", ""),
+            key=data.get("key", ""),
+            state=data.get("state", ""),
+            due_at=parse_time(data.get("due_at")),
+            payload=data.get("payload"),
+            attempts=int(data.get("attempts") or 0),
+            max_attempts=int(data.get("max_attempts") or 0),
+            backoff=data.get("backoff"),
+            repeat=data.get("repeat"),
+            tags=list(data.get("tags") or []),
+            version=int(data.get("version") or 0),
+            created_at=parse_time(data.get("created_at")),
+            updated_at=parse_time(data.get("updated_at")),
+            lease_expires_at=parse_time(data.get("lease_expires_at")),
+            last_error=data.get("last_error"),
+            target=data.get("target"),
+            raw=data,
+        )
+
+
+@dataclass(frozen=True)
+class ScheduleResult:
+    """The answer to a schedule: ``created``, ``replaced`` or ``kept``, and the task."""
+
+    outcome: str
+    task: Task
+
+
+@dataclass(frozen=True)
+class BatchResult:
+    """One item's result in ``schedule_many``: an ``outcome``, or an ``error``."""
+
+    key: Optional[str]
+    outcome: Optional[str] = None
+    error: Optional[Exception] = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+@dataclass(frozen=True)
+class Page:
+    """One page of a list: its tasks and the cursor of the next (None at the end)."""
+
+    tasks: List[Task]
+    next_cursor: Optional[str]
+
+
+@dataclass(frozen=True)
+class Lease:
+    """A leased task, as the worker hands it to a handler.
+
+    ``attempt`` is this try's ordinal (1 for the first); ``delivery_id`` is the same for
+    every try of one occurrence: store it to make a handler idempotent.
+    """
+
+    lease_id: str
+    expires_at: Optional[_dt.datetime]
+    attempt: int
+    delivery_id: str
+    task: Task
+
+    @property
+    def queue(self) -> str:
+        return self.task.queue
+
+    @property
+    def key(self) -> str:
+        return self.task.key
+
+    @property
+    def payload(self) -> Json:
+        return self.task.payload
+
+    @property
+    def due_at(self) -> Optional[_dt.datetime]:
+        return self.task.due_at
+
+    @property
+    def tags(self) -> List[str]:
+        return self.task.tags
+
+    @classmethod
+    def from_json(cls, data: Dict[str, Any]) -> "Lease":
+        return cls(
+            lease_id=data["lease_id"],
+            expires_at=parse_time(data.get("expires_at")),
+            attempt=int(data.get("attempt") or 0),
+            delivery_id=data.get("delivery_id", ""),
+            task=Task.from_json(data.get("task") or {}),
+        )
+
+
+# Outcomes: what a handler returns (or what ``Client.ack`` sends).
+
+
+@dataclass(frozen=True)
+class Done:
+    """The task is done (a repeating task is re-armed). Returning None means the same."""
+
+    def to_json(self) -> Dict[str, Any]:
+        return {"outcome": "done"}
+
+
+@dataclass(frozen=True)
+class Retry:
+    """Try again after ``delay``, or after the task's backoff when ``delay`` is None."""
+
+    delay: Optional[Duration] = None
+    error: Optional[str] = None
+
+    def to_json(self) -> Dict[str, Any]:
+        out: Dict[str, Any] = {"outcome": "retry"}
+        if self.delay is not None:
+            out["delay"] = duration_json(self.delay, "delay")
+        if self.error is not None:
+            out["error"] = self.error
+        return out
+
+
+@dataclass(frozen=True)
+class Reschedule:
+    """Fire again later as a new occurrence (attempts reset, a new delivery_id)."""
+
+    delay: Optional[Duration] = None
+    due_at: Optional[Time] = None
+
+    def to_json(self) -> Dict[str, Any]:
+        if (self.delay is None) == (self.due_at is None):
+            raise ValueError("Reschedule takes exactly one of delay and due_at")
+        out: Dict[str, Any] = {"outcome": "reschedule"}
+        if self.delay is not None:
+            out["delay"] = duration_json(self.delay, "delay")
+        else:
+            assert self.due_at is not None
+            out["due_at"] = time_json(self.due_at, "due_at")
+        return out
+
+
+@dataclass(frozen=True)
+class Fail:
+    """Dead now, with ``error`` as its ``last_error``."""
+
+    error: Optional[str] = None
+
+    def to_json(self) -> Dict[str, Any]:
+        out: Dict[str, Any] = {"outcome": "fail"}
+        if self.error is not None:
+            out["error"] = self.error
+        return out
+
+
+Outcome = Union[Done, Retry, Reschedule, Fail]
+
+
+@dataclass(frozen=True)
+class AckResult:
+    """One item of a batch ack: ``status`` 204 when applied, else 400/404/409 and why."""
+
+    lease_id: Optional[str]
+    status: int
+    error: Optional[Exception] = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == 204
