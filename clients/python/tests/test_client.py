@@ -1,0 +1,104 @@
+"""The rest of the API through the client, and the pure helpers.
+
+Guards against calls the scenarios do not reach: a wrong path or body for batches,
+paging, settings with If-Match, pause and purge, batch acks and extension.
+"""
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+import punctual
+from punctual.types import duration_json, parse_time
+
+
+def test_signature_vector_from_the_docs() -> None:
+    header = "t=1700000000,v1=7d44587dddbaf4c7f70fef20f48cd594834ffea1641e3ac227b84408298738af"
+    assert punctual.verify_signature(b"{}", header, "whsec", now=1700000000)
+    assert punctual.sign(b"{}", "whsec", 1700000000) == header
+    assert not punctual.verify_signature(b"{}", header, "whsec", now=1700000000 + 301)
+    assert not punctual.verify_signature(b"{}", "garbage", "whsec")
+    assert not punctual.verify_signature(b"{}", "", "whsec")
+
+
+def test_durations_and_times() -> None:
+    assert duration_json(1.5) == 1500
+    assert duration_json(dt.timedelta(minutes=30)) == 1_800_000
+    assert duration_json("1h 30m") == "1h 30m"
+    with pytest.raises(ValueError):
+        punctual.Client("http://127.0.0.1:1").schedule("q", "k", due_at=dt.datetime(2030, 1, 1))
+    assert parse_time("2026-11-30T12:00:00.000Z") == dt.datetime(2026, 11, 30, 12, tzinfo=dt.timezone.utc)
+
+
+def test_schedule_every_field_and_batch(client: punctual.Client, queue_name: str) -> None:
+    due = dt.datetime.now(dt.timezone.utc) + dt.timedelta(days=1)
+    r = client.schedule(
+        queue_name, "full", payload={"a": 1}, due_at=due,
+        repeat=punctual.Repeat(cron="0 9 * * MON-FRI", tz="Asia/Shanghai", times=3),
+        tags=["t1", "t2"], max_attempts=5,
+        backoff=punctual.Backoff(initial="2s", factor=3, max="1m"),
+    )
+    assert r.outcome == "created"
+    t = r.task
+    assert t.max_attempts == 5 and t.tags == ["t1", "t2"] and t.repeat and t.repeat["cron"]
+    assert client.schedule(queue_name, "full", delay="1h", if_exists="keep").outcome == "kept"
+    assert client.schedule(queue_name, "full", delay=3600, repeat={"every": "24h"}).outcome == "replaced"
+
+    results = client.schedule_many(queue_name, [
+        punctual.TaskSpec("b1", delay="1h", tags=["batch"]),
+        {"key": "b2", "delay": "nonsense"},
+        punctual.TaskSpec("b3", delay=dt.timedelta(hours=2), tags=["batch"]),
+    ])
+    assert [r.key for r in results] == ["b1", "b2", "b3"]
+    assert results[0].ok and results[2].ok
+    assert isinstance(results[1].error, punctual.InvalidArgument) and results[1].error.field == "tasks[1].delay"
+
+    keys = [task.key for task in client.list(queue_name, page_size=1)]
+    assert sorted(keys) == ["b1", "b3", "full"]
+    assert [task.key for task in client.list(queue_name, tag="batch", page_size=1)] == ["b1", "b3"]
+    assert client.cancel_tag(queue_name, "batch") == 2
+    client.cancel(queue_name, "full")
+    with pytest.raises(punctual.NotFound):
+        client.cancel(queue_name, "full")
+
+
+def test_queues_settings_pause_purge(client: punctual.Client, queue_name: str) -> None:
+    client.schedule(queue_name, "x", delay="1h")
+    assert any(q["name"] == queue_name for q in client.queues())
+    assert client.queue_stats(queue_name)["scheduled"] == 1
+    with pytest.raises(punctual.NotFound):
+        client.get_settings(queue_name)
+    s = client.put_settings(queue_name, {"defaults": {"max_attempts": 7}})
+    assert s["defaults"]["max_attempts"] == 7
+    with pytest.raises(punctual.Conflict):
+        client.patch_settings(queue_name, {"concurrency": 3}, if_version=s["version"] + 5)
+    s2 = client.patch_settings(queue_name, {"concurrency": 3}, if_version=s["version"])
+    assert s2["concurrency"] == 3
+    assert client.pause(queue_name)["paused"] is True
+    assert client.lease(queue_name, wait=0) == []
+    assert client.resume(queue_name)["paused"] is False
+    client.delete_settings(queue_name, if_version=client.get_settings(queue_name)["version"])
+    assert client.purge(queue_name, "scheduled") == 1
+
+
+def test_lease_extend_ack_batch_and_dead(client: punctual.Client, queue_name: str) -> None:
+    for key in ("a", "b", "c"):
+        client.schedule(queue_name, key, max_attempts=1)
+    leases = client.lease(queue_name, max=3, lease_for=5)
+    assert sorted(l.key for l in leases) == ["a", "b", "c"]
+    assert client.extend(leases[0].lease_id, 10) > dt.datetime.now(dt.timezone.utc)
+    results = client.ack_many([
+        (leases[0].lease_id, None),
+        (leases[1].lease_id, punctual.Fail("nope")),
+        ("not-a-lease", punctual.Done()),
+    ])
+    assert [r.status for r in results[:2]] == [204, 204]
+    assert results[2].status == 404 and isinstance(results[2].error, punctual.NotFound)
+    client.ack(leases[2].lease_id, punctual.Fail("also nope"))
+    with pytest.raises((punctual.Conflict, punctual.NotFound)):
+        client.ack(leases[2].lease_id)
+    assert sorted(t.key for t in client.dead(queue_name)) == sorted([leases[1].key, leases[2].key])
+    client.delete_dead(queue_name, leases[1].key)
+    assert client.retry_dead_many(queue_name) == 1
+    assert client.purge(queue_name) == 1
