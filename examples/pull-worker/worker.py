@@ -1,40 +1,34 @@
-"""A pull worker for punctual in plain Python (standard library only).
+"""A pull worker for punctual with the Python client (clients/python).
 
-Long-polls a queue, handles each task, and acknowledges it. Run a server first
-(`cargo run --release -- serve`), then: `python3 examples/pull-worker/worker.py order.cancel`.
+Handles the tasks of one queue, four at a time, with leases extended while a handler
+runs, acks batched, reconnection when the server goes away, and a graceful stop on
+Ctrl-C / SIGTERM. The server comes from $PUNCTUAL_SERVER (default
+http://127.0.0.1:7575) and the token from $PUNCTUAL_TOKEN.
+
+    pip install -e clients/python
+    python3 examples/pull-worker/worker.py order.cancel
 """
-import json
+import logging
 import sys
-import urllib.request
 
-SERVER = "http://127.0.0.1:7575"
+import punctual
+
 QUEUE = sys.argv[1] if len(sys.argv) > 1 else "order.cancel"
 
-
-def call(method, path, body=None):
-    request = urllib.request.Request(
-        SERVER + path,
-        method=method,
-        data=None if body is None else json.dumps(body).encode(),
-        headers={"content-type": "application/json"},
-    )
-    with urllib.request.urlopen(request, timeout=90) as response:
-        text = response.read()
-        return json.loads(text) if text else None
+logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per request otherwise
+worker = punctual.Worker(punctual.Client(), lease_for=30)
 
 
-def handle(task):
+@worker.handler(QUEUE, concurrency=4)
+def cancel_unpaid_order(task: punctual.Lease):
     """Your code. Return normally when done; raise to retry with backoff."""
-    print(f"cancelling unpaid order {task['key']} (payload {task['payload']})", flush=True)
+    if task.payload is None:
+        return punctual.Fail("no payload: nothing to cancel")
+    print(f"cancelling unpaid order {task.key} (payload {task.payload}, attempt {task.attempt})",
+          flush=True)
+    return punctual.Done()
 
 
-while True:
-    # Answers the moment a task falls due, or with no leases after 20 s.
-    leases = call("POST", f"/v1/queues/{QUEUE}/lease", {"max": 10, "lease": "30s", "wait": "20s"})["leases"]
-    for lease in leases:
-        try:
-            handle(lease["task"])
-            outcome = {"outcome": "done"}
-        except Exception as error:  # any failure: try again later, with backoff
-            outcome = {"outcome": "retry", "error": str(error)}
-        call("POST", f"/v1/leases/{lease['lease_id']}/ack", outcome)
+if __name__ == "__main__":
+    worker.run(grace=10)
