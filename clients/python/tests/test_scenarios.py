@@ -7,10 +7,8 @@ disagrees with the server's signatures.
 """
 from __future__ import annotations
 
-import datetime as dt
 import http.server
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -18,7 +16,7 @@ import textwrap
 import threading
 import time
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Tuple
+from typing import Any, List, Tuple
 
 import pytest
 
