@@ -1,0 +1,303 @@
+// Type declarations of punctual-client (hand-written; checked by `npm run typecheck`).
+
+/** A duration: "1500ms", "30s", "1h 30m", "7d", ISO 8601 "PT30M", or integer milliseconds. */
+export type Duration = string | number;
+/** A time: RFC 3339 string, epoch milliseconds, or a Date. */
+export type Time = string | number | Date;
+
+export interface Backoff {
+  initial?: Duration;
+  factor?: number;
+  max?: Duration;
+}
+
+export interface Repeat {
+  every?: Duration;
+  cron?: string;
+  tz?: string;
+  times?: number;
+  until?: Time;
+}
+
+export type HttpMethod = "POST" | "PUT" | "PATCH" | "GET" | "DELETE";
+
+export interface Target {
+  url: string;
+  method?: HttpMethod;
+  headers?: Record<string, string>;
+  timeout?: Duration;
+  body?: unknown;
+}
+
+export interface ScheduleOptions {
+  /** Exactly one of delay / dueAt; neither: due now. */
+  delay?: Duration;
+  dueAt?: Time;
+  payload?: unknown;
+  repeat?: Repeat | null;
+  tags?: string[];
+  maxAttempts?: number;
+  backoff?: Backoff;
+  ifExists?: "replace" | "keep" | "error";
+  target?: Target | null;
+}
+
+export interface BatchItem extends ScheduleOptions {
+  key: string;
+}
+
+/** The server's task object (API.md, "Task object"). */
+export interface Task {
+  queue: string;
+  key: string;
+  state: "scheduled" | "leased" | "dead";
+  due_at: string;
+  payload: unknown;
+  attempts: number;
+  max_attempts: number;
+  backoff: { initial: string; factor: number; max: string };
+  repeat: { every?: string; cron?: string; tz?: string; times?: number; until?: string } | null;
+  tags: string[];
+  version: number;
+  created_at: string;
+  updated_at: string;
+  lease_expires_at: string | null;
+  last_error: string | null;
+  target: (Target & { method: HttpMethod; timeout: string }) | null;
+}
+
+export interface ScheduleResult {
+  outcome: "created" | "replaced" | "kept";
+  task: Task;
+}
+
+export interface ApiErrorBody {
+  code: string;
+  message: string;
+  field?: string;
+}
+
+export type BatchResult = { key: string; outcome: "created" | "replaced" | "kept" } | { key: string; error: ApiErrorBody };
+
+export interface Page {
+  tasks: Task[];
+  next_cursor: string | null;
+}
+
+export interface ListOptions {
+  state?: "scheduled" | "leased" | "dead";
+  tag?: string;
+  limit?: number;
+  cursor?: string;
+}
+
+export interface QueueSummary {
+  name: string;
+  scheduled: number;
+  leased: number;
+  dead: number;
+  next_due_at: string | null;
+  paused: boolean;
+}
+
+export interface QueueStats extends QueueSummary {
+  oldest_overdue_ms: number | null;
+  lag_ms: { p50: number | null; p99: number | null };
+}
+
+export interface QueueSettings {
+  queue: string;
+  source: "api" | "config";
+  defaults: { max_attempts?: number; backoff?: Backoff; repeat?: Repeat | null };
+  action: Record<string, unknown> | null;
+  concurrency: number;
+  rate: string | null;
+  shards: number;
+  paused: boolean;
+  version: number;
+  updated_at: string;
+  [field: string]: unknown;
+}
+
+export interface SettingsInput {
+  defaults?: { max_attempts?: number; backoff?: Backoff; repeat?: Repeat | null };
+  action?: Record<string, unknown> | null;
+  concurrency?: number;
+  rate?: string | null;
+  shards?: number;
+  targets?: boolean;
+  [field: string]: unknown;
+}
+
+export interface Lease {
+  lease_id: string;
+  expires_at: string;
+  attempt: number;
+  delivery_id: string;
+  task: Task;
+}
+
+export type AckOutcome =
+  | { outcome: "done" }
+  | { outcome: "retry"; delay?: Duration; error?: string }
+  | { outcome: "reschedule"; delay?: Duration; dueAt?: Time }
+  | { outcome: "fail"; error?: string };
+
+export type AckItem = AckOutcome & { leaseId: string };
+
+export interface AckResult {
+  lease_id: string | null;
+  status: 204 | 400 | 404 | 409;
+  error?: ApiErrorBody | string;
+}
+
+export interface ClientOptions {
+  /** Default: PUNCTUAL_SERVER, else http://127.0.0.1:7575. */
+  server?: string;
+  /** Default: PUNCTUAL_TOKEN. */
+  token?: string;
+  /** Per attempt (a long poll gets its wait on top). Default 10 000. */
+  timeoutMs?: number;
+  /** Retries on 503 and connection errors for calls safe to repeat. Default 3. */
+  retries?: number;
+  retryBaseMs?: number;
+  retryMaxMs?: number;
+}
+
+export interface RequestOptions {
+  body?: unknown;
+  query?: Record<string, string | number | undefined | null>;
+  headers?: Record<string, string>;
+  retry?: boolean;
+  retries?: number;
+  signal?: AbortSignal;
+  timeoutMs?: number;
+}
+
+export declare class Client {
+  constructor(options?: ClientOptions);
+  readonly server: string;
+  readonly token: string | undefined;
+  request(method: string, path: string, options?: RequestOptions): Promise<{ status: number; body: any; headers: Headers }>;
+
+  schedule(queue: string, key: string, options?: ScheduleOptions): Promise<ScheduleResult>;
+  scheduleMany(queue: string, items: BatchItem[]): Promise<BatchResult[]>;
+  get(queue: string, key: string): Promise<Task>;
+  cancel(queue: string, key: string): Promise<void>;
+  cancelTag(queue: string, tag: string): Promise<number>;
+  listPage(queue: string, options?: ListOptions): Promise<Page>;
+  list(queue: string, options?: Omit<ListOptions, "cursor">): AsyncGenerator<Task, void, undefined>;
+
+  queues(): Promise<QueueSummary[]>;
+  queue(queue: string): Promise<QueueStats>;
+  getSettings(queue: string): Promise<QueueSettings>;
+  putSettings(queue: string, settings: SettingsInput, options?: { ifVersion?: number }): Promise<QueueSettings>;
+  patchSettings(queue: string, fields: SettingsInput, options?: { ifVersion?: number }): Promise<QueueSettings>;
+  deleteSettings(queue: string, options?: { ifVersion?: number }): Promise<void>;
+  pause(queue: string): Promise<QueueSettings>;
+  resume(queue: string): Promise<QueueSettings>;
+  purge(queue: string, options?: { state?: "scheduled" | "dead" | "all" }): Promise<number>;
+
+  deadPage(queue: string, options?: { limit?: number; cursor?: string }): Promise<Page>;
+  dead(queue: string, options?: { limit?: number }): AsyncGenerator<Task, void, undefined>;
+  retryDead(queue: string, key: string): Promise<Task>;
+  retryDeadMany(queue: string, options?: { tag?: string; keys?: string[] }): Promise<number>;
+  deleteDead(queue: string, key: string): Promise<void>;
+
+  lease(
+    queue: string,
+    options?: { max?: number; lease?: Duration; wait?: Duration; signal?: AbortSignal; retries?: number },
+  ): Promise<Lease[]>;
+  ack(leaseId: string, outcome?: AckOutcome, options?: { signal?: AbortSignal }): Promise<void>;
+  acks(items: AckItem[], options?: { signal?: AbortSignal }): Promise<AckResult[]>;
+  extend(leaseId: string, lease: Duration, options?: { signal?: AbortSignal }): Promise<{ lease_id: string; expires_at: string }>;
+}
+
+/** Milliseconds of a duration string ("1h 30m", "1500ms") or number; null when not understood. */
+export declare function durationMs(d: Duration): number | null;
+
+export interface Logger {
+  debug(msg: string, fields?: Record<string, unknown>): void;
+  info(msg: string, fields?: Record<string, unknown>): void;
+  warn(msg: string, fields?: Record<string, unknown>): void;
+  error(msg: string, fields?: Record<string, unknown>): void;
+}
+
+export declare function jsonLogger(options?: {
+  level?: "debug" | "info" | "warn" | "error";
+  stream?: { write(line: string): unknown };
+}): Logger;
+export declare const quietLogger: Logger;
+
+export interface TaskContext {
+  queue: string;
+  key: string;
+  payload: any;
+  /** This try's ordinal, from 1. */
+  attempt: number;
+  /** The same for every try of one occurrence: use it to make the handler idempotent. */
+  deliveryId: string;
+  dueAt: string;
+  tags: string[];
+  leaseId: string;
+  task: Task;
+  /** Aborted when the lease is lost or the worker stops without waiting for this handler. */
+  signal: AbortSignal;
+}
+
+export type HandlerResult = void | undefined | null | AckOutcome;
+export type Handler = (task: TaskContext) => HandlerResult | Promise<HandlerResult>;
+
+export interface WorkerOptions {
+  /** The lease asked for, extended every leaseForMs/3 while a handler runs. Default 30 000. */
+  leaseForMs?: number;
+  /** Long-poll wait of each lease request (≤ 60 000). Default 5 000. */
+  waitMs?: number;
+  /** Default: JSON lines on stderr from info up. null: quiet. */
+  logger?: Logger | null;
+  reconnectMinMs?: number;
+  reconnectMaxMs?: number;
+}
+
+export declare class Worker {
+  constructor(client: Client, options?: WorkerOptions);
+  handle(queue: string, handler: Handler, options?: { concurrency?: number }): this;
+  start(): Promise<void>;
+  run(): Promise<void>;
+  stop(options?: { graceMs?: number }): Promise<void>;
+  readonly running: number;
+}
+
+export declare function done(): { outcome: "done" };
+export declare function retry(delayMs?: Duration, error?: unknown): { outcome: "retry"; delay?: Duration; error?: string };
+export declare function reschedule(when: { delay?: Duration; dueAt?: Time }): {
+  outcome: "reschedule";
+  delay?: Duration;
+  dueAt?: Time;
+};
+export declare function fail(error?: unknown): { outcome: "fail"; error?: string };
+
+export declare function verifySignature(options: {
+  body: string | Uint8Array;
+  header: string | null | undefined;
+  secret: string | Uint8Array;
+  toleranceSec?: number;
+  now?: number | Date;
+}): boolean;
+
+export declare class PunctualError extends Error {
+  constructor(message: string, options?: { code?: string; status?: number; field?: string | null; cause?: unknown });
+  /** The API's error code (not_found, conflict, …; "unavailable" for connection errors). */
+  readonly code: string;
+  /** The HTTP status; 0 when no answer came. */
+  readonly status: number;
+  /** The request field the server named, for invalid_argument. */
+  readonly field: string | null;
+}
+export declare class NotFoundError extends PunctualError {}
+export declare class ConflictError extends PunctualError {}
+export declare class InvalidArgumentError extends PunctualError {}
+export declare class UnauthorizedError extends PunctualError {}
+export declare class ForbiddenError extends PunctualError {}
+export declare class UnavailableError extends PunctualError {}
+export declare function errorFromResponse(status: number, body: unknown): PunctualError;

@@ -1,0 +1,14 @@
+// punctual-client: the client, the pull worker and the webhook verifier.
+export { Client, durationMs } from "./client.js";
+export { Worker, done, retry, reschedule, fail, jsonLogger, quietLogger } from "./worker.js";
+export { verifySignature } from "./signature.js";
+export {
+  PunctualError,
+  NotFoundError,
+  ConflictError,
+  InvalidArgumentError,
+  UnauthorizedError,
+  ForbiddenError,
+  UnavailableError,
+  errorFromResponse,
+} from "./errors.js";

@@ -1,0 +1,95 @@
+// The rest of the API through the client, beyond the ten scenarios: batch schedule with
+// per-item errors, the paging iterator, cancel by tag, queue stats, settings with
+// If-Match, pause/resume, purge, dead tasks in bulk, lease/extend/ack and batch acks.
+import { test, after } from "node:test";
+import assert from "node:assert/strict";
+import { Client, ConflictError, NotFoundError } from "punctual-client";
+import { startServer, uniqueQueue } from "./helpers.js";
+
+const server = await startServer();
+after(() => server.close());
+const client = new Client({ server: server.url });
+
+test("scheduleMany reports per item; list follows next_cursor; cancelTag; queue stats", async () => {
+  const queue = uniqueQueue("api");
+  const items = Array.from({ length: 7 }, (_, i) => ({ key: `k/${i}`, delay: `${i + 1}h`, tags: i % 2 ? ["odd"] : [] }));
+  items.push({ key: "bad", delay: "never" });
+  const results = await client.scheduleMany(queue, items);
+  assert.equal(results.length, 8);
+  assert.ok(results.slice(0, 7).every((r) => "outcome" in r && r.outcome === "created"));
+  assert.equal(results[7].error.field, "tasks[7].delay");
+
+  const keys = [];
+  for await (const t of client.list(queue, { limit: 2 })) keys.push(t.key);
+  assert.deepEqual(keys, items.slice(0, 7).map((i) => i.key), "every page, in due order");
+  const page = await client.listPage(queue, { limit: 2 });
+  assert.equal(page.tasks.length, 2);
+  assert.ok(page.next_cursor);
+
+  const got = await client.get(queue, "k/1");
+  assert.equal(got.key, "k/1", "a key with / round-trips");
+  assert.equal(await client.cancelTag(queue, "odd"), 3);
+  const stats = await client.queue(queue);
+  assert.equal(stats.scheduled, 4);
+  assert.ok((await client.queues()).some((q) => q.name === queue));
+  await client.cancel(queue, "k/0");
+  await assert.rejects(client.cancel(queue, "k/0"), NotFoundError);
+});
+
+test("schedule takes every field: due_at, repeat with cron and tz, max_attempts, backoff, if_exists keep", async () => {
+  const queue = uniqueQueue("api");
+  const dueAt = new Date(Date.now() + 3_600_000);
+  const r = await client.schedule(queue, "r", {
+    dueAt,
+    payload: { a: 1 },
+    repeat: { cron: "0 9 * * MON-FRI", tz: "Asia/Shanghai", times: 3 },
+    tags: ["x"],
+    maxAttempts: 5,
+    backoff: { initial: "2s", factor: 3, max: "1m" },
+  });
+  assert.equal(r.outcome, "created");
+  assert.equal(r.task.max_attempts, 5);
+  assert.equal(r.task.repeat.cron, "0 9 * * MON-FRI");
+  const kept = await client.schedule(queue, "r", { delay: "1s", ifExists: "keep" });
+  assert.equal(kept.outcome, "kept");
+  const every = await client.schedule(queue, "e", { delay: "1h", repeat: { every: "24h", until: new Date(Date.now() + 7 * 86_400_000) } });
+  assert.equal(every.task.repeat.every !== undefined, true);
+});
+
+test("settings: put, patch with If-Match, a stale version is a conflict; pause, resume, delete", async () => {
+  const queue = uniqueQueue("api");
+  const s = await client.putSettings(queue, { defaults: { max_attempts: 3 } });
+  const p = await client.patchSettings(queue, { defaults: { max_attempts: 4 } }, { ifVersion: s.version });
+  assert.ok(p.version > s.version);
+  await assert.rejects(client.patchSettings(queue, { defaults: { max_attempts: 5 } }, { ifVersion: s.version }), ConflictError);
+  assert.equal((await client.pause(queue)).paused, true);
+  assert.equal((await client.getSettings(queue)).paused, true);
+  assert.equal((await client.resume(queue)).paused, false);
+  await client.deleteSettings(queue);
+  await assert.rejects(client.getSettings(queue), NotFoundError);
+});
+
+test("lease, extend, ack one and many; dead tasks in bulk; purge", async () => {
+  const queue = uniqueQueue("api");
+  await client.scheduleMany(queue, ["a", "b", "c"].map((key) => ({ key, tags: ["t"] })));
+  const leases = await client.lease(queue, { max: 3, lease: "10s", wait: "1s" });
+  assert.equal(leases.length, 3);
+  const ext = await client.extend(leases[0].lease_id, "20s");
+  assert.ok(Date.parse(ext.expires_at) > Date.parse(leases[0].expires_at));
+  await client.ack(leases[0].lease_id, { outcome: "fail", error: "no" });
+  await assert.rejects(client.ack(leases[0].lease_id), (e) => e instanceof ConflictError || e instanceof NotFoundError);
+  const results = await client.acks([
+    { leaseId: leases[1].lease_id, outcome: "fail", error: "no" },
+    { leaseId: leases[2].lease_id, outcome: "done" },
+    { leaseId: "nonsense", outcome: "done" },
+  ]);
+  assert.deepEqual(results.map((r) => r.status), [204, 204, 404]);
+  const dead = [];
+  for await (const t of client.dead(queue, { limit: 1 })) dead.push(t.key);
+  assert.deepEqual(dead.sort(), ["a", "b"]);
+  assert.equal(await client.retryDeadMany(queue, { keys: ["a"] }), 1);
+  await client.deleteDead(queue, "b");
+  assert.equal((await client.queue(queue)).dead, 0);
+  await client.schedule(queue, "later", { delay: "1h" });
+  assert.equal(await client.purge(queue, { state: "all" }), 2);
+});

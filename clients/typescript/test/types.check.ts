@@ -1,0 +1,30 @@
+// Compiled by `npm run typecheck` only (never run): the README's use of the package,
+// so a declaration that drifts from how the API is meant to be used fails the build.
+import { Client, Worker, retry, reschedule, fail, verifySignature, InvalidArgumentError } from "punctual-client";
+
+const client = new Client({ server: "http://127.0.0.1:7575", timeoutMs: 5000, retries: 2 });
+await client.schedule("flow.remind", "step-42", { delay: "24h", payload: { step: 42 }, tags: ["flow-7"] });
+await client.schedule("x", "y", { dueAt: new Date(), repeat: { cron: "0 9 * * MON-FRI", tz: "Asia/Shanghai", times: 3 } });
+const results = await client.scheduleMany("x", [{ key: "a", delay: 1000, ifExists: "keep", backoff: { initial: "1s", factor: 2 } }]);
+results.forEach((r) => ("error" in r ? r.error.code : r.outcome));
+for await (const t of client.list("x", { tag: "flow-7" })) t.due_at.toUpperCase();
+const n: number = await client.cancelTag("flow.remind", "flow-7");
+const s = await client.putSettings("x", { concurrency: 4 }, { ifVersion: 3 });
+s.version.toFixed();
+try {
+  await client.get("x", "missing");
+} catch (e) {
+  if (e instanceof InvalidArgumentError) e.field?.toUpperCase();
+}
+
+const worker = new Worker(client, { leaseForMs: 30_000, logger: null });
+worker.handle("flow.remind", async ({ payload, attempt, deliveryId, signal }) => {
+  if (signal.aborted) return retry(1000, new Error("stop"));
+  if (attempt > 3) return fail("gave up");
+  if (deliveryId === "") return reschedule({ delay: "24h" });
+  return payload ? undefined : { outcome: "done" };
+}, { concurrency: 8 });
+await worker.start();
+await worker.stop({ graceMs: 5000 });
+const ok: boolean = verifySignature({ body: "{}", header: "t=1,v1=00", secret: "whsec" });
+void n, ok;
