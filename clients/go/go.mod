@@ -1,0 +1,3 @@
+module github.com/punctual-dev/punctual/clients/go
+
+go 1.19

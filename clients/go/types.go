@@ -1,0 +1,395 @@
+package punctual
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Task is a task as the server shows it.
+type Task struct {
+	Queue          string          `json:"queue"`
+	Key            string          `json:"key"`
+	State          string          `json:"state"` // scheduled | leased | dead
+	DueAt          time.Time       `json:"due_at"`
+	Payload        json.RawMessage `json:"payload"`
+	Attempts       int             `json:"attempts"`
+	MaxAttempts    int             `json:"max_attempts"`
+	Backoff        Backoff         `json:"backoff"`
+	Repeat         *Repeat         `json:"repeat"`
+	Tags           []string        `json:"tags"`
+	Version        int64           `json:"version"`
+	CreatedAt      time.Time       `json:"created_at"`
+	UpdatedAt      time.Time       `json:"updated_at"`
+	LeaseExpiresAt *time.Time      `json:"lease_expires_at"`
+	LastError      *string         `json:"last_error"`
+	Target         *Target         `json:"target"`
+}
+
+// Backoff is a retry policy: Initial, then ×Factor each attempt, up to Max.
+type Backoff struct {
+	Initial time.Duration
+	Factor  float64
+	Max     time.Duration
+}
+
+// MarshalJSON sends durations as integer milliseconds; zero fields are left out.
+func (b Backoff) MarshalJSON() ([]byte, error) {
+	m := map[string]any{}
+	if b.Initial != 0 {
+		m["initial"] = b.Initial.Milliseconds()
+	}
+	if b.Factor != 0 {
+		m["factor"] = b.Factor
+	}
+	if b.Max != 0 {
+		m["max"] = b.Max.Milliseconds()
+	}
+	return json.Marshal(m)
+}
+
+// UnmarshalJSON reads the server's duration strings ("1s", "1h 30m") or milliseconds.
+func (b *Backoff) UnmarshalJSON(data []byte) error {
+	var raw struct {
+		Initial json.RawMessage `json:"initial"`
+		Factor  float64         `json:"factor"`
+		Max     json.RawMessage `json:"max"`
+	}
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return err
+	}
+	var err error
+	if b.Initial, err = decodeDuration(raw.Initial); err != nil {
+		return err
+	}
+	if b.Max, err = decodeDuration(raw.Max); err != nil {
+		return err
+	}
+	b.Factor = raw.Factor
+	return nil
+}
+
+// Repeat makes a task fire again: every Every, or on a Cron expression in TZ; Times
+// counts occurrences in all (0: no limit).
+type Repeat struct {
+	Every time.Duration
+	Cron  string
+	TZ    string
+	Times int
+}
+
+// MarshalJSON sends the set fields, Every as milliseconds.
+func (r Repeat) MarshalJSON() ([]byte, error) {
+	m := map[string]any{}
+	if r.Every != 0 {
+		m["every"] = r.Every.Milliseconds()
+	}
+	if r.Cron != "" {
+		m["cron"] = r.Cron
+	}
+	if r.TZ != "" {
+		m["tz"] = r.TZ
+	}
+	if r.Times != 0 {
+		m["times"] = r.Times
+	}
+	return json.Marshal(m)
+}
+
+// UnmarshalJSON reads the server's form of a repeat.
+func (r *Repeat) UnmarshalJSON(data []byte) error {
+	var raw struct {
+		Every json.RawMessage `json:"every"`
+		Cron  string          `json:"cron"`
+		TZ    string          `json:"tz"`
+		Times int             `json:"times"`
+	}
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return err
+	}
+	every, err := decodeDuration(raw.Every)
+	if err != nil {
+		return err
+	}
+	*r = Repeat{Every: every, Cron: raw.Cron, TZ: raw.TZ, Times: raw.Times}
+	return nil
+}
+
+// Target is a task's own HTTP delivery.
+type Target struct {
+	URL     string
+	Method  string
+	Headers map[string]string
+	Timeout time.Duration
+	Body    any // any JSON; nil: the standard delivery body
+}
+
+// MarshalJSON sends the set fields, Timeout as milliseconds.
+func (t Target) MarshalJSON() ([]byte, error) {
+	m := map[string]any{"url": t.URL}
+	if t.Method != "" {
+		m["method"] = t.Method
+	}
+	if len(t.Headers) > 0 {
+		m["headers"] = t.Headers
+	}
+	if t.Timeout != 0 {
+		m["timeout"] = t.Timeout.Milliseconds()
+	}
+	if t.Body != nil {
+		m["body"] = t.Body
+	}
+	return json.Marshal(m)
+}
+
+// UnmarshalJSON reads the server's form of a target.
+func (t *Target) UnmarshalJSON(data []byte) error {
+	var raw struct {
+		URL     string            `json:"url"`
+		Method  string            `json:"method"`
+		Headers map[string]string `json:"headers"`
+		Timeout json.RawMessage   `json:"timeout"`
+		Body    json.RawMessage   `json:"body"`
+	}
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return err
+	}
+	timeout, err := decodeDuration(raw.Timeout)
+	if err != nil {
+		return err
+	}
+	*t = Target{URL: raw.URL, Method: raw.Method, Headers: raw.Headers, Timeout: timeout}
+	if len(raw.Body) > 0 && string(raw.Body) != "null" {
+		t.Body = raw.Body
+	}
+	return nil
+}
+
+// decodeDuration reads a duration as the server writes it: a string such as "1500ms",
+// "30s", "1h 30m", "7d", or an integer of milliseconds. Absent or null is zero.
+func decodeDuration(raw json.RawMessage) (time.Duration, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return 0, nil
+	}
+	var ms int64
+	if json.Unmarshal(raw, &ms) == nil {
+		return time.Duration(ms) * time.Millisecond, nil
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return 0, fmt.Errorf("punctual: duration %s: %w", raw, err)
+	}
+	return ParseDuration(s)
+}
+
+// ParseDuration parses the API's duration strings: parts such as "1500ms", "30s",
+// "30m", "2h", "7d", optionally separated by spaces ("1h 30m").
+func ParseDuration(s string) (time.Duration, error) {
+	var total time.Duration
+	rest := strings.ReplaceAll(strings.TrimSpace(s), " ", "")
+	if rest == "" {
+		return 0, fmt.Errorf("punctual: empty duration")
+	}
+	for rest != "" {
+		i := 0
+		for i < len(rest) && (rest[i] >= '0' && rest[i] <= '9' || rest[i] == '.') {
+			i++
+		}
+		j := i
+		for j < len(rest) && (rest[j] < '0' || rest[j] > '9') {
+			j++
+		}
+		n, err := strconv.ParseFloat(rest[:i], 64)
+		if err != nil {
+			return 0, fmt.Errorf("punctual: duration %q: %w", s, err)
+		}
+		var unit time.Duration
+		switch rest[i:j] {
+		case "ms":
+			unit = time.Millisecond
+		case "s":
+			unit = time.Second
+		case "m":
+			unit = time.Minute
+		case "h":
+			unit = time.Hour
+		case "d":
+			unit = 24 * time.Hour
+		default:
+			return 0, fmt.Errorf("punctual: duration %q: unknown unit %q", s, rest[i:j])
+		}
+		total += time.Duration(n * float64(unit))
+		rest = rest[j:]
+	}
+	return total, nil
+}
+
+// ScheduleParams are the fields of a schedule. Zero values are not sent: neither
+// Delay nor DueAt means due now; unset policies take the queue's defaults.
+type ScheduleParams struct {
+	Delay       time.Duration
+	DueAt       time.Time
+	Payload     any
+	Repeat      *Repeat
+	Tags        []string
+	MaxAttempts int
+	Backoff     *Backoff
+	IfExists    string // replace (default) | keep | error
+	Target      *Target
+}
+
+func (p ScheduleParams) body() map[string]any {
+	m := map[string]any{}
+	if p.Delay != 0 {
+		m["delay"] = p.Delay.Milliseconds()
+	}
+	if !p.DueAt.IsZero() {
+		m["due_at"] = p.DueAt.UTC().Format(time.RFC3339Nano)
+	}
+	if p.Payload != nil {
+		m["payload"] = p.Payload
+	}
+	if p.Repeat != nil {
+		m["repeat"] = p.Repeat
+	}
+	if p.Tags != nil {
+		m["tags"] = p.Tags
+	}
+	if p.MaxAttempts != 0 {
+		m["max_attempts"] = p.MaxAttempts
+	}
+	if p.Backoff != nil {
+		m["backoff"] = p.Backoff
+	}
+	if p.IfExists != "" {
+		m["if_exists"] = p.IfExists
+	}
+	if p.Target != nil {
+		m["target"] = p.Target
+	}
+	return m
+}
+
+// ScheduleResult is the answer to a schedule: created, replaced or kept.
+type ScheduleResult struct {
+	Outcome string `json:"outcome"`
+	Task    Task   `json:"task"`
+}
+
+// BatchItem is one task of ScheduleMany.
+type BatchItem struct {
+	Key string
+	ScheduleParams
+}
+
+// BatchResult is the answer for one item of ScheduleMany: an Outcome, or an Error.
+type BatchResult struct {
+	Key     string `json:"key"`
+	Outcome string `json:"outcome,omitempty"`
+	Error   *Error `json:"error,omitempty"`
+}
+
+// ListParams filter and page a list of tasks.
+type ListParams struct {
+	State  string // scheduled | leased | dead
+	Tag    string
+	Limit  int
+	Cursor string
+}
+
+// Page is one page of a task list; NextCursor is empty at the end.
+type Page struct {
+	Tasks      []Task  `json:"tasks"`
+	NextCursor *string `json:"next_cursor"`
+}
+
+// QueueStats are a queue's counts (and, for one queue, its lag).
+type QueueStats struct {
+	Name            string     `json:"name"`
+	Scheduled       int64      `json:"scheduled"`
+	Leased          int64      `json:"leased"`
+	Dead            int64      `json:"dead"`
+	NextDueAt       *time.Time `json:"next_due_at"`
+	Paused          bool       `json:"paused"`
+	OldestOverdueMs *int64     `json:"oldest_overdue_ms,omitempty"`
+	LagMs           *struct {
+		P50 *float64 `json:"p50"`
+		P99 *float64 `json:"p99"`
+	} `json:"lag_ms,omitempty"`
+}
+
+// Settings are a queue's stored settings. Defaults and Action are kept as JSON.
+type Settings struct {
+	Queue       string          `json:"queue"`
+	Source      string          `json:"source"` // api | config
+	Defaults    json.RawMessage `json:"defaults"`
+	Action      json.RawMessage `json:"action"`
+	Concurrency int             `json:"concurrency"`
+	Rate        *string         `json:"rate"`
+	Shards      int             `json:"shards"`
+	Paused      bool            `json:"paused"`
+	Targets     *bool           `json:"targets,omitempty"`
+	Version     int64           `json:"version"`
+	UpdatedAt   time.Time       `json:"updated_at"`
+}
+
+// LeaseParams ask for up to Max tasks, leased for Lease, waiting up to Wait for one.
+type LeaseParams struct {
+	Max   int
+	Lease time.Duration
+	Wait  time.Duration
+}
+
+// Lease is a leased task.
+type Lease struct {
+	LeaseID    string    `json:"lease_id"`
+	ExpiresAt  time.Time `json:"expires_at"`
+	Attempt    int       `json:"attempt"`
+	DeliveryID string    `json:"delivery_id"`
+	Task       Task      `json:"task"`
+}
+
+// Ack outcomes.
+const (
+	OutcomeDone       = "done"
+	OutcomeRetry      = "retry"
+	OutcomeReschedule = "reschedule"
+	OutcomeFail       = "fail"
+)
+
+// Ack acknowledges a lease. Delay (retry, reschedule) and DueAt (reschedule) are
+// optional; Error is the text kept as the task's last_error.
+type Ack struct {
+	LeaseID string
+	Outcome string
+	Delay   time.Duration
+	DueAt   time.Time
+	Error   string
+}
+
+// MarshalJSON sends the set fields.
+func (a Ack) MarshalJSON() ([]byte, error) {
+	m := map[string]any{"outcome": a.Outcome}
+	if a.LeaseID != "" {
+		m["lease_id"] = a.LeaseID
+	}
+	if a.Delay != 0 {
+		m["delay"] = a.Delay.Milliseconds()
+	}
+	if !a.DueAt.IsZero() {
+		m["due_at"] = a.DueAt.UTC().Format(time.RFC3339Nano)
+	}
+	if a.Error != "" {
+		m["error"] = a.Error
+	}
+	return json.Marshal(m)
+}
+
+// AckResult is the answer for one ack of Acks: Status 204 when applied.
+type AckResult struct {
+	LeaseID *string `json:"lease_id"`
+	Status  int     `json:"status"`
+	Error   *Error  `json:"error,omitempty"`
+}
