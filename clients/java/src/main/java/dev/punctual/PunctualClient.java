@@ -95,6 +95,18 @@ public final class PunctualClient {
         return new ScheduleResult(r.path("outcome").asText(), r.path("task"));
     }
 
+    /** Sends a raw JSON body as the task (for fields this client does not model yet). */
+    public ScheduleResult putRaw(String queue, String key, String json) {
+        JsonNode body;
+        try {
+            body = MAPPER.readTree(json);
+        } catch (IOException e) {
+            throw new IllegalArgumentException("not JSON: " + e.getMessage(), e);
+        }
+        JsonNode r = call("PUT", tasks(queue) + "/" + seg(key), body, null, true, null);
+        return new ScheduleResult(r.path("outcome").asText(), r.path("task"));
+    }
+
     /** {@code POST /v1/queues/{queue}/tasks}: many at once; each spec needs {@link TaskSpec#key(String)}. */
     public List<BatchResult> scheduleMany(String queue, List<TaskSpec> specs) {
         ObjectNode body = MAPPER.createObjectNode();
