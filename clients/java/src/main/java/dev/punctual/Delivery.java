@@ -1,0 +1,19 @@
+package dev.punctual;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import java.time.Instant;
+
+/**
+ * One leased try of a task: {@code attempt} is this try's ordinal (1 for the first),
+ * {@code deliveryId} is the same for every try of one occurrence.
+ */
+public record Delivery(String leaseId, Instant expiresAt, int attempt, String deliveryId, JsonNode task) {
+    public String queue() { return task.path("queue").asText(); }
+    public String key() { return task.path("key").asText(); }
+    public JsonNode payload() { return task.path("payload"); }
+
+    /** The payload converted to {@code type} with the client's Jackson mapper. */
+    public <T> T payloadAs(Class<T> type) {
+        return PunctualClient.MAPPER.convertValue(payload(), type);
+    }
+}

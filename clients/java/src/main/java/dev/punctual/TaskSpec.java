@@ -1,0 +1,92 @@
+package dev.punctual;
+
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * What to schedule: every field of the API's task body, all optional. Without
+ * {@link #delay} or {@link #dueAt} the task is due now. {@link #key} is used only in a
+ * batch ({@link PunctualClient#scheduleMany}).
+ */
+public final class TaskSpec {
+    public enum IfExists { REPLACE, KEEP, ERROR }
+
+    private String key;
+    private Duration delay;
+    private Instant dueAt;
+    private Object payload;
+    private Duration repeatEvery;
+    private Integer repeatTimes;
+    private String repeatCron;
+    private String repeatTz;
+    private final List<String> tags = new ArrayList<>();
+    private Integer maxAttempts;
+    private Duration backoffInitial;
+    private Double backoffFactor;
+    private Duration backoffMax;
+    private IfExists ifExists;
+    private Target target;
+
+    public static TaskSpec create() { return new TaskSpec(); }
+
+    /** A batch item: the task with this key. */
+    public static TaskSpec key(String key) { TaskSpec s = new TaskSpec(); s.key = key; return s; }
+
+    public TaskSpec delay(Duration delay) { this.delay = delay; return this; }
+    public TaskSpec dueAt(Instant dueAt) { this.dueAt = dueAt; return this; }
+    /** Any value Jackson can serialize (a Map, a record, a JsonNode). */
+    public TaskSpec payload(Object payload) { this.payload = payload; return this; }
+    /** Fire every {@code every}; {@code times} occurrences in all (null: forever). */
+    public TaskSpec repeatEvery(Duration every, Integer times) { this.repeatEvery = every; this.repeatTimes = times; return this; }
+    /** Fire on a cron schedule in time zone {@code tz} (null: UTC). */
+    public TaskSpec repeatCron(String cron, String tz) { this.repeatCron = cron; this.repeatTz = tz; return this; }
+    public TaskSpec tag(String... tags) { this.tags.addAll(List.of(tags)); return this; }
+    public TaskSpec maxAttempts(int maxAttempts) { this.maxAttempts = maxAttempts; return this; }
+    public TaskSpec backoff(Duration initial, double factor, Duration max) {
+        this.backoffInitial = initial; this.backoffFactor = factor; this.backoffMax = max; return this;
+    }
+    public TaskSpec ifExists(IfExists ifExists) { this.ifExists = ifExists; return this; }
+    public TaskSpec target(Target target) { this.target = target; return this; }
+
+    String key() { return key; }
+
+    ObjectNode toJson() {
+        ObjectNode o = PunctualClient.MAPPER.createObjectNode();
+        if (key != null) o.put("key", key);
+        if (delay != null) o.put("delay", delay.toMillis());
+        if (dueAt != null) o.put("due_at", dueAt.toString());
+        if (payload != null) o.set("payload", PunctualClient.MAPPER.valueToTree(payload));
+        if (repeatEvery != null || repeatCron != null) {
+            ObjectNode r = o.putObject("repeat");
+            if (repeatEvery != null) r.put("every", repeatEvery.toMillis());
+            if (repeatTimes != null) r.put("times", repeatTimes);
+            if (repeatCron != null) r.put("cron", repeatCron);
+            if (repeatTz != null) r.put("tz", repeatTz);
+        }
+        if (!tags.isEmpty()) {
+            ArrayNode t = o.putArray("tags");
+            tags.forEach(t::add);
+        }
+        if (maxAttempts != null) o.put("max_attempts", maxAttempts);
+        if (backoffInitial != null || backoffFactor != null || backoffMax != null) {
+            ObjectNode b = o.putObject("backoff");
+            if (backoffInitial != null) b.put("initial", backoffInitial.toMillis());
+            if (backoffFactor != null) b.put("factor", backoffFactor);
+            if (backoffMax != null) b.put("max", backoffMax.toMillis());
+        }
+        if (ifExists != null) o.put("if_exists", ifExists.name().toLowerCase());
+        if (target != null) {
+            ObjectNode t = o.putObject("target");
+            t.put("url", target.url());
+            if (target.method() != null) t.put("method", target.method());
+            if (target.headers() != null) t.set("headers", PunctualClient.MAPPER.valueToTree(target.headers()));
+            if (target.timeout() != null) t.put("timeout", target.timeout().toMillis());
+            if (target.body() != null) t.set("body", target.body());
+        }
+        return o;
+    }
+}
