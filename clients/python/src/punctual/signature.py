@@ -15,11 +15,15 @@ from typing import Optional, Union
 from .errors import InvalidSignature
 
 
+def _digest(body: bytes, secret: Union[str, bytes], timestamp: str) -> str:
+    """Hex HMAC-SHA256 of ``"<timestamp>.<body>"`` with ``secret``."""
+    key = secret.encode("utf-8") if isinstance(secret, str) else secret
+    return hmac.new(key, timestamp.encode("ascii") + b"." + body, hashlib.sha256).hexdigest()
+
+
 def sign(body: bytes, secret: Union[str, bytes], timestamp: int) -> str:
     """The header value the server would send for ``body`` at ``timestamp`` (for tests)."""
-    key = secret.encode("utf-8") if isinstance(secret, str) else secret
-    mac = hmac.new(key, str(timestamp).encode("ascii") + b"." + body, hashlib.sha256)
-    return f"t={timestamp},v1={mac.hexdigest()}"
+    return f"t={timestamp},v1={_digest(body, secret, str(timestamp))}"
 
 
 def check_signature(
@@ -44,10 +48,7 @@ def check_signature(
             sent.append(value)
     if timestamp is None or not timestamp.isdigit() or not sent:
         raise InvalidSignature("malformed Punctual-Signature header")
-    key = secret.encode("utf-8") if isinstance(secret, str) else secret
-    expected = hmac.new(
-        key, timestamp.encode("ascii") + b"." + body, hashlib.sha256
-    ).hexdigest().encode("ascii")
+    expected = _digest(body, secret, timestamp).encode("ascii")
     # Every v1 is compared (a server rotating secrets could send two), each in constant time.
     matched = False
     for candidate in sent:

@@ -64,8 +64,14 @@ impl<S: Store> Engine<S> {
             let handler_changed = state.lane(Lane::Handler).changed();
             let target_changed = state.lane(Lane::Target).changed();
             tokio::pin!(handler_changed, target_changed);
-            handler_changed.as_mut().enable();
-            target_changed.as_mut().enable();
+            // Only the watched lanes' notifiers are registered with: an offer to the
+            // other lane is none of this wait's business.
+            if watches(Lane::Handler) {
+                handler_changed.as_mut().enable();
+            }
+            if watches(Lane::Target) {
+                target_changed.as_mut().enable();
+            }
             let now = self.now();
             // Read after `changed` is enabled, so a resume from now on wakes this wait.
             let paused = state.is_paused();
