@@ -1,5 +1,6 @@
-//! An action: what the server runs for every task of a queue — a webhook, an email or
-//! a chat message — built from an [`ActionSpec`] and run by the core
+//! An action: what the server runs for every task of a queue — a webhook, an email, a
+//! chat message or a message published to a broker (RabbitMQ, NATS JetStream, a Redis
+//! stream) — built from an [`ActionSpec`] and run by the core
 //! [`Worker`](punctual_core::Worker) as the queue's [`Handler`].
 //!
 //! Invariants: delivering never returns an error and never panics on bad input: every
@@ -23,7 +24,10 @@ use crate::egress::EgressPolicy;
 use crate::email::{Email, EmailConfig};
 use crate::error::ActionError;
 use crate::http::{FinalStatuses, Sender};
+use crate::nats::{Nats, NatsConfig};
+use crate::rabbitmq::{Rabbitmq, RabbitmqConfig};
 use crate::rate::{Rate, RateLimiter, RateSlots, RateStats};
+use crate::redis_stream::{RedisStream, RedisStreamConfig};
 use crate::secret::Secret;
 use crate::target::TargetSender;
 use crate::template::{Templates, zone};
@@ -36,15 +40,31 @@ pub enum ActionKind {
     Webhook(WebhookConfig),
     Email(EmailConfig),
     Chat(ChatConfig),
+    Rabbitmq(RabbitmqConfig),
+    Nats(NatsConfig),
+    RedisStream(RedisStreamConfig),
 }
 
 impl ActionKind {
+    /// The URL schemes of a broker kind's `url` (none for the others).
+    pub(crate) fn schemes(&self) -> Vec<&'static str> {
+        match self {
+            ActionKind::Rabbitmq(_) => vec!["amqp", "amqps"],
+            ActionKind::Nats(_) => vec!["nats", "tls"],
+            ActionKind::RedisStream(_) => vec!["redis", "rediss"],
+            _ => Vec::new(),
+        }
+    }
+
     /// The configuration's name of the kind (`webhook`, `email`, `wecom`, …).
     pub fn name(&self) -> &'static str {
         match self {
             ActionKind::Webhook(_) => "webhook",
             ActionKind::Email(_) => "email",
             ActionKind::Chat(chat) => chat.platform.name(),
+            ActionKind::Rabbitmq(_) => "rabbitmq",
+            ActionKind::Nats(_) => "nats",
+            ActionKind::RedisStream(_) => "redis-stream",
         }
     }
 }
@@ -134,6 +154,11 @@ impl ActionSpec {
                 };
                 Chat::new(config.clone(), templates, sender).map(drop)
             }
+            broker => {
+                // Building a broker action opens nothing either.
+                let (egress, clock) = (Arc::new(EgressPolicy::public_only()), Arc::new(punctual_core::SystemClock));
+                Deliverer::broker(broker, templates, self.timeout, egress, clock).map(drop)
+            }
         }
     }
 
@@ -145,6 +170,12 @@ impl ActionSpec {
             ActionKind::Webhook(config) => Some(config.url.as_str()),
             ActionKind::Chat(config) => config.url.as_deref().or(config.platform.default_url()),
             ActionKind::Email(_) => None,
+            ActionKind::Rabbitmq(RabbitmqConfig { url, .. })
+            | ActionKind::Nats(NatsConfig { url, .. })
+            | ActionKind::RedisStream(RedisStreamConfig { url, .. }) => {
+                let url = crate::broker::parse_url(url.expose(), &self.kind.schemes(), "url")?;
+                return crate::broker::check_egress(&url, policy);
+            }
         };
         let Some(url) = url else { return Ok(()) };
         let url = crate::webhook::parse_url(url, "url")?;
@@ -232,8 +263,33 @@ enum Deliverer {
     Webhook(Webhook),
     Email(Email),
     Chat(Chat),
+    Rabbitmq(Rabbitmq),
+    Nats(Nats),
+    RedisStream(RedisStream),
     /// A queue without an action: only its tasks with a target are delivered.
     TargetsOnly,
+}
+
+impl Deliverer {
+    /// The deliverer of a broker kind (`None` for the others).
+    fn broker(
+        kind: &ActionKind,
+        templates: Templates,
+        timeout: Duration,
+        egress: Arc<EgressPolicy>,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Deliverer, ActionError> {
+        Ok(match kind {
+            ActionKind::Rabbitmq(config) => {
+                Deliverer::Rabbitmq(Rabbitmq::new(config, templates, timeout, egress, clock)?)
+            }
+            ActionKind::Nats(config) => Deliverer::Nats(Nats::new(config, templates, timeout, egress, clock)?),
+            ActionKind::RedisStream(config) => {
+                Deliverer::RedisStream(RedisStream::new(config, templates, timeout, egress, clock)?)
+            }
+            other => return Err(ActionError::invalid("kind", format!("{} is not a broker action", other.name()))),
+        })
+    }
 }
 
 impl fmt::Debug for Action {
@@ -266,6 +322,7 @@ impl Action {
                 Deliverer::Email(Email::new(config, templates, spec.timeout, spec.concurrency, clock.clone())?)
             }
             ActionKind::Chat(config) => Deliverer::Chat(Chat::new(config.clone(), templates, sender)?),
+            broker => Deliverer::broker(broker, templates, spec.timeout, Arc::clone(&runtime.egress), clock.clone())?,
         };
         Ok(Action {
             inner: Arc::new(Inner {
@@ -324,6 +381,9 @@ impl Action {
             Deliverer::Webhook(webhook) => webhook.deliver(delivery).await,
             Deliverer::Email(email) => email.deliver(delivery).await,
             Deliverer::Chat(chat) => chat.deliver(delivery).await,
+            Deliverer::Rabbitmq(rabbitmq) => rabbitmq.deliver(delivery).await,
+            Deliverer::Nats(nats) => nats.deliver(delivery).await,
+            Deliverer::RedisStream(stream) => stream.deliver(delivery).await,
             // Run on the target lane only, so a task without a target never comes here.
             Deliverer::TargetsOnly => {
                 Outcome::retry("the queue has no action: a task without a target is for pull workers")

@@ -7,6 +7,10 @@
 //! - [`email`]: a message over SMTP (plain, STARTTLS or TLS; AUTH; pooled connections).
 //! - [`chat`]: WeCom, DingTalk, Feishu/Lark and Slack robots, with their JSON,
 //!   signatures, mentions and error codes.
+//! - brokers: a message published to RabbitMQ ([`RabbitmqConfig`], publisher
+//!   confirms), NATS JetStream ([`NatsConfig`], acknowledged, deduplicated by delivery
+//!   id) or a Redis stream ([`RedisStreamConfig`], `XADD`): punctual as the delay layer
+//!   in front of a broker a team already runs.
 //!
 //! Build an [`ActionSpec`], then an [`Action`] with a shared [`Runtime`], and give it to
 //! the core [`Worker`](punctual_core::Worker) for its queue.
@@ -23,12 +27,16 @@
 //! formatted ([`Secret`]). Rate limits delay, never fail ([`RateLimiter`]).
 
 mod action;
+mod broker;
 pub mod chat;
 mod egress;
 pub mod email;
 mod error;
 mod http;
+mod nats;
+mod rabbitmq;
 mod rate;
+mod redis_stream;
 mod secret;
 mod target;
 mod template;
@@ -40,7 +48,10 @@ pub use egress::{EgressPolicy, Refusal};
 pub use email::{EmailConfig, SmtpConfig, SmtpSecurity};
 pub use error::ActionError;
 pub use http::FinalStatuses;
+pub use nats::NatsConfig;
+pub use rabbitmq::RabbitmqConfig;
 pub use rate::{Rate, RateLimiter, RateSlots, RateStats, Slot, SlotFuture};
+pub use redis_stream::RedisStreamConfig;
 pub use secret::Secret;
 pub use template::check_template;
 pub use webhook::{WebhookConfig, signature};

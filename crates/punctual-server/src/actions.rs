@@ -12,16 +12,24 @@
 //! refuses is an error on the line of its `url` (or `url_env`), saying how to allow it:
 //! such a host bypasses the resolver that checks host names when connecting.
 //!
+//! Broker kinds (`rabbitmq`, `nats`, `redis-stream`) take the broker's `url` (or
+//! `url_env`) and where to publish: `exchange` (default `""`, the default exchange),
+//! `routing_key` and `mandatory` (default true); `subject`; `stream`, `maxlen` and a
+//! `fields` table. `routing_key`, `subject`, `stream`, `body` and each field are
+//! templates; without `body` (or `fields`) a message is the standard delivery body.
+//!
 //! Secrets (`secret`, `smtp.password`) may be written in the file or, better, named by
-//! an environment variable (`secret_env`, `smtp.password_env`); a chat robot's URL,
-//! itself a credential, may come from the environment too (`url_env`). They are
+//! an environment variable (`secret_env`, `smtp.password_env`); a chat robot's URL and
+//! a broker's URL, which carry credentials, may come from the environment too
+//! (`url_env`). They are
 //! wrapped in [`Secret`] at once, so they never reach a log.
 
+use std::collections::BTreeMap;
 use std::ops::Range;
 
 use punctual_actions::{
-    ActionError, ActionKind, ActionSpec, ChatConfig, EgressPolicy, EmailConfig, FinalStatuses, Platform, Rate, Secret,
-    SmtpConfig, SmtpSecurity, WebhookConfig,
+    ActionError, ActionKind, ActionSpec, ChatConfig, EgressPolicy, EmailConfig, FinalStatuses, NatsConfig, Platform,
+    RabbitmqConfig, Rate, RedisStreamConfig, Secret, SmtpConfig, SmtpSecurity, WebhookConfig,
 };
 use serde::Deserialize;
 use toml::Spanned;
@@ -40,6 +48,10 @@ pub(crate) enum Kind {
     Dingtalk,
     Feishu,
     Slack,
+    Rabbitmq,
+    Nats,
+    #[serde(rename = "redis-stream")]
+    RedisStream,
 }
 
 impl Kind {
@@ -51,6 +63,9 @@ impl Kind {
             Kind::Dingtalk => "dingtalk",
             Kind::Feishu => "feishu",
             Kind::Slack => "slack",
+            Kind::Rabbitmq => "rabbitmq",
+            Kind::Nats => "nats",
+            Kind::RedisStream => "redis-stream",
         }
     }
 
@@ -60,7 +75,7 @@ impl Kind {
             Kind::Dingtalk => Some(Platform::Dingtalk),
             Kind::Feishu => Some(Platform::Feishu),
             Kind::Slack => Some(Platform::Slack),
-            Kind::Webhook | Kind::Email => None,
+            _ => None,
         }
     }
 }
@@ -89,6 +104,13 @@ pub(crate) struct RawAction {
     cc: Option<Vec<Spanned<String>>>,
     subject: Option<Spanned<String>>,
     html: Option<Spanned<String>>,
+    exchange: Option<Spanned<String>>,
+    routing_key: Option<Spanned<String>>,
+    mandatory: Option<Spanned<bool>>,
+    body: Option<Spanned<String>>,
+    stream: Option<Spanned<String>>,
+    maxlen: Option<Spanned<i64>>,
+    fields: Option<Spanned<BTreeMap<String, Spanned<String>>>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -105,8 +127,8 @@ struct RawSmtp {
 /// Which keys a kind takes besides `kind`, `timeout`, `concurrency` and `rate`.
 fn applies(kind: Kind, key: &str) -> bool {
     if key == "final_statuses" {
-        // Every HTTP kind has answers with a status; email goes by the SMTP reply.
-        return kind != Kind::Email;
+        // Every HTTP kind has answers with a status; email and brokers have none.
+        return kind.platform().is_some() || kind == Kind::Webhook;
     }
     match kind {
         Kind::Webhook => matches!(key, "url" | "url_env" | "secret" | "secret_env"),
@@ -127,6 +149,11 @@ fn applies(kind: Kind, key: &str) -> bool {
                 | "mention_all"
                 | "timezone"
         ),
+        Kind::Rabbitmq => {
+            matches!(key, "url" | "url_env" | "exchange" | "routing_key" | "mandatory" | "body" | "timezone")
+        }
+        Kind::Nats => matches!(key, "url" | "url_env" | "subject" | "body" | "timezone"),
+        Kind::RedisStream => matches!(key, "url" | "url_env" | "stream" | "maxlen" | "fields" | "timezone"),
     }
 }
 
@@ -155,6 +182,13 @@ impl RawAction {
         add("subject", self.subject.as_ref().map(Spanned::span));
         add("html", self.html.as_ref().map(Spanned::span));
         add("final_statuses", self.final_statuses.as_ref().and_then(|m| m.first()).map(Spanned::span));
+        add("exchange", self.exchange.as_ref().map(Spanned::span));
+        add("routing_key", self.routing_key.as_ref().map(Spanned::span));
+        add("mandatory", self.mandatory.as_ref().map(Spanned::span));
+        add("body", self.body.as_ref().map(Spanned::span));
+        add("stream", self.stream.as_ref().map(Spanned::span));
+        add("maxlen", self.maxlen.as_ref().map(Spanned::span));
+        add("fields", self.fields.as_ref().map(Spanned::span));
         keys
     }
 
@@ -172,6 +206,10 @@ impl RawAction {
             f if f.starts_with("to[") => item(f, &self.to, "to"),
             f if f.starts_with("cc[") => item(f, &self.cc, "cc"),
             f if f.starts_with("final_statuses[") => item(f, &self.final_statuses, "final_statuses"),
+            f if f.starts_with("fields.") => {
+                let fields = self.fields.as_ref()?.get_ref();
+                fields.get(f.strip_prefix("fields.")?).map(Spanned::span)
+            }
             other => self.present().into_iter().find(|(name, _)| *name == other).map(|(_, span)| span),
         }
     }
@@ -220,6 +258,44 @@ impl RawAction {
                 config.html = self.html.as_ref().map(|h| h.get_ref().clone());
                 ActionKind::Email(config)
             }
+            Kind::Rabbitmq => {
+                let url = self.broker_url(url, kind)?;
+                let routing_key = self
+                    .routing_key
+                    .as_ref()
+                    .ok_or((kind_span.clone(), "a rabbitmq action needs a routing_key".to_owned()))?;
+                let exchange = self.exchange.as_ref().map(|e| e.get_ref().clone()).unwrap_or_default();
+                let mut config = RabbitmqConfig::new(url, exchange, routing_key.get_ref().clone());
+                config.body = self.body.as_ref().map(|b| b.get_ref().clone());
+                config.mandatory = self.mandatory.as_ref().is_none_or(|m| *m.get_ref());
+                ActionKind::Rabbitmq(config)
+            }
+            Kind::Nats => {
+                let url = self.broker_url(url, kind)?;
+                let subject =
+                    self.subject.as_ref().ok_or((kind_span.clone(), "a nats action needs a subject".to_owned()))?;
+                let mut config = NatsConfig::new(url, subject.get_ref().clone());
+                config.body = self.body.as_ref().map(|b| b.get_ref().clone());
+                ActionKind::Nats(config)
+            }
+            Kind::RedisStream => {
+                let url = self.broker_url(url, kind)?;
+                let stream = self
+                    .stream
+                    .as_ref()
+                    .ok_or((kind_span.clone(), "a redis-stream action needs a stream".to_owned()))?;
+                let mut config = RedisStreamConfig::new(url, stream.get_ref().clone());
+                if let Some(maxlen) = &self.maxlen {
+                    config.maxlen =
+                        Some(u64::try_from(*maxlen.get_ref()).ok().filter(|n| *n > 0).ok_or_else(|| {
+                            (Some(maxlen.span()), format!("maxlen must be 1 or more, not {}", maxlen.get_ref()))
+                        })?);
+                }
+                for (name, value) in self.fields.iter().flat_map(|f| f.get_ref()) {
+                    config.fields.push((name.clone(), value.get_ref().clone()));
+                }
+                ActionKind::RedisStream(config)
+            }
             chat => {
                 let platform = chat.platform().ok_or((kind_span.clone(), "not a chat kind".to_owned()))?;
                 let text = self
@@ -255,6 +331,12 @@ impl RawAction {
         spec.check().map_err(|e| self.locate(&e))?;
         spec.check_egress(egress).map_err(|e| self.locate(&e))?;
         Ok(spec)
+    }
+
+    /// A broker kind's URL, which it needs; a secret, since it may carry a password.
+    fn broker_url(&self, url: Option<String>, kind: Kind) -> Result<Secret, SpanError> {
+        let url = url.ok_or((Some(self.kind.span()), format!("a {} action needs a url (or url_env)", kind.name())))?;
+        Ok(Secret::new(url))
     }
 
     fn locate(&self, error: &ActionError) -> SpanError {

@@ -420,7 +420,9 @@ schemas! {
                 "type": "object",
                 "required": ["kind"],
                 "description": "Push: the server delivers the queue's tasks (null: pull workers).",
-                "properties": {"kind": {"enum": ["webhook", "email", "wecom", "dingtalk", "feishu", "slack"]}},
+                "properties": {"kind": {"enum": [
+                    "webhook", "email", "wecom", "dingtalk", "feishu", "slack", "rabbitmq", "nats", "redis-stream",
+                ]}},
             })),
             "concurrency": nullable(count(1, 10_000, "Push deliveries at once (no action: kept, unused).")),
             "rate": nullable(json!({"type": "string", "examples": ["20/1m"],

@@ -10,6 +10,7 @@ pub mod conformance;
 pub mod cron_gen;
 pub mod cron_model;
 pub mod model;
+pub mod proxy;
 pub mod redis;
 pub mod server;
 

@@ -5,8 +5,8 @@
 //! the JSON field (`action.url`, `defaults.backoff`).
 //!
 //! Invariants: no secret value enters a document — `action.secret`,
-//! `action.smtp.password` and a chat robot's `action.url` (itself a credential) are
-//! refused, the body names environment variables of the server instead — so nothing
+//! `action.smtp.password`, a chat robot's `action.url` (itself a credential) and a
+//! broker URL with a user or password are refused, the body names environment variables of the server instead — so nothing
 //! stored, shown or logged from a document is secret. The stored document is the body
 //! without its read-only fields (`queue`, `source`, `paused`, `version`,
 //! `updated_at`, accepted so that what `GET` answers can be sent back as it is).
@@ -180,7 +180,20 @@ fn refuse_secrets(document: &Map<String, Value>) -> Result<(), ApiError> {
     if chat && action.contains_key("url") {
         return refuse("action.url", "action.url_env (a chat robot's URL carries its token)");
     }
+    let broker = matches!(action.get("kind").and_then(Value::as_str), Some("rabbitmq" | "nats" | "redis-stream"));
+    if broker
+        && let Some(Value::String(url)) = action.get("url")
+        && has_credentials(url)
+    {
+        return refuse("action.url", "action.url_env (this URL carries credentials)");
+    }
     Ok(())
+}
+
+/// Whether a URL's authority holds a user or password (`scheme://user:pass@host`).
+fn has_credentials(url: &str) -> bool {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    rest.split(['/', '?', '#']).next().is_some_and(|authority| authority.contains('@'))
 }
 
 /// `concurrency` and `rate` of a queue without an action: kept, checked, unused.
