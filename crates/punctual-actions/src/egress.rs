@@ -1,6 +1,7 @@
-//! The egress policy: where HTTP push actions (webhooks and chat robots) may connect.
+//! The egress policy: where push actions (webhooks, chat robots, SMTP relays, brokers)
+//! may connect.
 //!
-//! Invariant: no HTTP push action connects to an address the policy refuses. By
+//! Invariant: no push action connects to an address the policy refuses. By
 //! default only public addresses are allowed; refused unless allowed are the ranges of
 //! [`REFUSED_V4`] and [`REFUSED_V6`] (unspecified, loopback, private, link-local with the
 //! cloud metadata address 169.254.169.254, shared CGNAT, multicast, broadcast, reserved
@@ -30,9 +31,9 @@
 //! CGNAT 100.64/10 at once, for deployments whose receivers are all internal; loopback,
 //! link-local (the metadata address) and the rest still need an explicit entry.
 //!
-//! SMTP is not covered: lettre resolves and connects by itself (no resolver can be
-//! plugged in), and the relay is a fixed host named by the operator, most often a
-//! local one.
+//! - SMTP and the brokers do not go through the HTTP client: their host is resolved
+//!   and screened by [`EgressPolicy::resolve`] before each connection, and the
+//!   connection is made to an address it allowed.
 
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -41,6 +42,17 @@ use std::sync::Arc;
 use ipnet::{IpNet, Ipv4Net, Ipv6Net};
 
 use crate::error::ActionError;
+
+/// What [`EgressPolicy::resolve`] found.
+#[derive(Debug)]
+pub(crate) enum Resolved {
+    /// The addresses a connection may use.
+    Allowed(Vec<SocketAddr>),
+    /// Every address the name resolved to is refused.
+    Refused(Refusal),
+    /// The name could not be resolved (retry: DNS may be back later).
+    Failed(std::io::Error),
+}
 
 /// Why an address is refused by default.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -299,6 +311,25 @@ impl EgressPolicy {
         match host.trim_start_matches('[').trim_end_matches(']').parse::<IpAddr>() {
             Ok(ip) => self.check(ip),
             Err(_) => Ok(()),
+        }
+    }
+
+    /// Resolves `host:port` and keeps the addresses a connection may use (see
+    /// [`EgressPolicy::screen`]); an IP literal is checked as it is.
+    pub(crate) async fn resolve(&self, host: &str, port: u16) -> Resolved {
+        let literal = host.trim_start_matches('[').trim_end_matches(']');
+        if let Ok(ip) = literal.parse::<IpAddr>() {
+            return match self.check(ip) {
+                Ok(()) => Resolved::Allowed(vec![SocketAddr::new(ip, port)]),
+                Err(refusal) => Resolved::Refused(refusal),
+            };
+        }
+        match tokio::net::lookup_host((host, port)).await {
+            Ok(resolved) => match self.screen(host, resolved.collect()) {
+                Ok(allowed) => Resolved::Allowed(allowed),
+                Err(refusal) => Resolved::Refused(refusal),
+            },
+            Err(e) => Resolved::Failed(e),
         }
     }
 
