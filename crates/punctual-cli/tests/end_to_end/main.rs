@@ -21,6 +21,7 @@ mod cron_dst;
 mod dead_retention;
 mod declared_queues;
 mod disk_full;
+mod import_keyspace;
 mod kill_under_load;
 mod observability;
 mod push_actions;
