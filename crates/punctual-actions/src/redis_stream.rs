@@ -225,6 +225,14 @@ impl RedisStream {
                 tracing::debug!(redis = %self.shown, %stream, entry = %id, delivery = %delivery.delivery_id, "appended");
                 return Outcome::Done;
             }
+            Ok(Err(e)) if e.code().is_none() && verdict_of(&e) == Verdict::Reconnect => (
+                Verdict::Reconnect,
+                format!(
+                    "lost the connection to {} before it confirmed the entry ({}); the next try reconnects, and appends only if this one did not",
+                    self.shown,
+                    described(&e)
+                ),
+            ),
             Ok(Err(e)) => {
                 let verdict = verdict_of(&e);
                 (verdict, format!("{} did not append to {stream}: {}", self.shown, described(&e)))
