@@ -36,6 +36,7 @@ const QUEUE: &str = "order.cancel";
 /// A try's end as the engine applied it.
 #[derive(Debug, Clone)]
 struct End {
+    queue: String,
     key: String,
     delivery_id: String,
     ended: TryEnd,
@@ -58,9 +59,14 @@ impl Setup {
         let clock = ManualClock::new(Timestamp::from_millis(START_MS));
         let (tx, ends) = mpsc::unbounded_channel();
         let observer = move |event: &Event| {
-            if let Event::Completed { key, delivery_id, ended, error, .. } = event {
-                let end =
-                    End { key: key.to_string(), delivery_id: delivery_id.clone(), ended: *ended, error: error.clone() };
+            if let Event::Completed { queue, key, delivery_id, ended, error, .. } = event {
+                let end = End {
+                    queue: queue.to_string(),
+                    key: key.to_string(),
+                    delivery_id: delivery_id.clone(),
+                    ended: *ended,
+                    error: error.clone(),
+                };
                 let _ = tx.send(end);
             }
         };
@@ -391,6 +397,49 @@ async fn ten_thousand_tasks_due_at_once_become_ten_thousand_entries() {
     }
     assert_eq!(seen, delivered, "each delivery id exactly once, with its task");
 
+    worker.shutdown().await;
+    setup.engine.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_refused_login_or_address_fails_the_task_and_never_shows_the_password() {
+    let server = redis(Persistence::None, &["--requirepass", "right-password"]);
+    let mut setup = Setup::start();
+    let port = server.port();
+    let wrong =
+        setup.action(RedisStreamConfig::new(Secret::new(format!("redis://:hunter2@127.0.0.1:{port}")), "events"), 1);
+    let none = setup.action(RedisStreamConfig::new(Secret::new(server.url()), "events"), 1);
+    // A name, not an address: checked when it is resolved, at the connection. The
+    // default policy refuses loopback.
+    let refused = {
+        let spec = ActionSpec::new(ActionKind::RedisStream(RedisStreamConfig::new(
+            Secret::new(format!("redis://localhost:{port}")),
+            "events",
+        )));
+        Action::build(&spec, &punctual_actions::Runtime::new(Arc::new(setup.clock.clone())).unwrap()).unwrap()
+    };
+    let worker = Worker::new(setup.engine.clone())
+        .handle("wrong", wrong)
+        .handle("none", none)
+        .handle("refused", refused)
+        .start()
+        .unwrap();
+    for queue in ["wrong", "none", "refused"] {
+        setup.engine.schedule(queue, "k", TaskSpec::now()).await.unwrap();
+    }
+    let mut errors = BTreeMap::new();
+    while errors.len() < 3 {
+        let end = setup.next_end().await;
+        assert_eq!(end.ended, TryEnd::Dead, "the first try fails for good: {end:?}");
+        errors.insert(end.queue, end.error.unwrap_or_default());
+    }
+    println!("{errors:#?}");
+    let name = format!("Redis redis://127.0.0.1:{port}");
+    assert!(!format!("{errors:?}").contains("hunter2"), "the password is never shown: {errors:?}");
+    assert!(errors["wrong"].starts_with(&format!("{name} refused the connection: WRONGPASS")), "{errors:?}");
+    assert!(errors["none"].starts_with(&format!("{name} did not append to events: NOAUTH")), "{errors:?}");
+    let refused = format!("not connecting to Redis redis://localhost:{port}: refused: ");
+    assert!(errors["refused"].starts_with(&refused), "{errors:?}");
     worker.shutdown().await;
     setup.engine.shutdown().await.unwrap();
 }
