@@ -107,7 +107,8 @@ impl RedisStreamConfig {
 /// A built `redis-stream` action.
 pub(crate) struct RedisStream {
     /// Parsed by the redis crate (password and database included); never formatted.
-    client: redis::Client,
+    /// Boxed: it is large, and actions of every kind share one enum.
+    client: Box<redis::Client>,
     /// `redis://host:port`, for messages.
     shown: String,
     /// Host and port to resolve and screen at each connection.
@@ -165,6 +166,7 @@ impl RedisStream {
         // repeats the URL.
         let client = redis::Client::open(url.as_str())
             .map_err(|e| ActionError::invalid("url", format!("url is not a Redis URL the client accepts ({e})")))?;
+        let client = Box::new(client);
         // An IPv6 host is written in brackets, which the resolver does not take.
         let host = url.host_str().unwrap_or("").trim_start_matches('[').trim_end_matches(']').to_owned();
         if config.maxlen == Some(0) {
