@@ -12,4 +12,5 @@ mod cancel_while_waiting;
 mod chat;
 mod egress;
 mod email;
+mod rabbitmq;
 mod webhook;
