@@ -87,7 +87,8 @@ const SHORT_STRING_MAX: usize = 255;
 /// A built `rabbitmq` action.
 pub(crate) struct Rabbitmq {
     url: Url,
-    uri: AMQPUri,
+    /// Boxed, as the action's other large parts: one variant of the deliverers' enum.
+    uri: Box<AMQPUri>,
     /// `RabbitMQ amqp://host:port`: how every message names the broker.
     broker: String,
     exchange: String,
@@ -97,7 +98,7 @@ pub(crate) struct Rabbitmq {
     timeout: Duration,
     egress: Arc<EgressPolicy>,
     clock: Arc<dyn Clock>,
-    link: Link<Publisher>,
+    link: Box<Link<Publisher>>,
     /// The last connection failure when retrying cannot cure it (bad credentials, an
     /// address the policy refuses): deliveries during the link's pause fail with it too.
     refusal: Mutex<Option<String>>,
@@ -156,7 +157,7 @@ impl Rabbitmq {
         let broker = format!("RabbitMQ {}", shown(&url));
         Ok(Rabbitmq {
             url,
-            uri,
+            uri: Box::new(uri),
             broker,
             exchange: config.exchange.clone(),
             mandatory: config.mandatory,
@@ -164,7 +165,7 @@ impl Rabbitmq {
             templated_body: config.body.is_some(),
             timeout,
             egress,
-            link: Link::new(Arc::clone(&clock)),
+            link: Box::new(Link::new(Arc::clone(&clock))),
             clock,
             refusal: Mutex::new(None),
         })
@@ -177,10 +178,7 @@ impl Rabbitmq {
         let context = self.templates.context(delivery, fired_at);
         let routing_key = match self.templates.render("routing_key", &context) {
             Ok(key) if key.len() > SHORT_STRING_MAX => {
-                return Outcome::fail(format!(
-                    "the routing key is {} bytes long; AMQP allows at most 255",
-                    key.len()
-                ));
+                return Outcome::fail(format!("the routing key is {} bytes long; AMQP allows at most 255", key.len()));
             }
             Ok(key) => key,
             Err(e) => return Outcome::fail(e),
@@ -338,7 +336,11 @@ impl Rabbitmq {
         let (host, port) = self.host_and_port();
         let addresses = screened_addresses(&host, port, &self.egress).await.map_err(|error| {
             let error = format!("{}: {error}", self.broker);
-            if error.contains("refused:") { Trouble::Refused(error) } else { Trouble::Transient { error, broken: true } }
+            if error.contains("refused:") {
+                Trouble::Refused(error)
+            } else {
+                Trouble::Transient { error, broken: true }
+            }
         })?;
         let tls = (self.uri.scheme == AMQPScheme::AMQPS).then_some(host);
         let runtime = lapin::runtime::default_runtime().map_err(|e| self.trouble(&e))?;
@@ -351,15 +353,14 @@ impl Rabbitmq {
             }
         };
         let properties = ConnectionProperties::default().with_connection_name("punctual".into());
-        let connection =
-            lapin::Connection::connector(self.uri.clone(), runtime, connect, properties).await.map_err(|e| {
-                match self.trouble(&e) {
-                    Trouble::Transient { error, broken } => Trouble::Transient {
-                        error: format!("{error} (cannot connect; check that the broker runs and url points to it)"),
-                        broken,
-                    },
-                    refused => refused,
-                }
+        let connection = lapin::Connection::connector((*self.uri).clone(), runtime, connect, properties)
+            .await
+            .map_err(|e| match self.trouble(&e) {
+                Trouble::Transient { error, broken } => Trouble::Transient {
+                    error: format!("{error} (cannot connect; check that the broker runs and url points to it)"),
+                    broken,
+                },
+                refused => refused,
             })?;
         let channel = connection.create_channel().await.map_err(|e| self.trouble(&e))?;
         channel.confirm_select(ConfirmSelectOptions::default()).await.map_err(|e| self.trouble(&e))?;

@@ -240,7 +240,8 @@ async fn a_delivery_is_done_once_the_broker_confirmed_it() {
     worker.shutdown().await;
 
     // A templated body, without a content type.
-    let templated = action(&h, 5672, &topology.exchange, "orders.{{ region }}", Some("order {{ order_id }} ({{ key }})"));
+    let templated =
+        action(&h, 5672, &topology.exchange, "orders.{{ region }}", Some("order {{ order_id }} ({{ key }})"));
     let worker = Worker::new(h.engine.clone()).handle(QUEUE, templated).start().unwrap();
     let spec = TaskSpec::now().payload(json!({"region": "eu", "order_id": 77}));
     h.engine.schedule(QUEUE, "order-77", spec).await.unwrap();
@@ -269,7 +270,8 @@ async fn refusals_go_dead_with_the_reason_and_the_next_delivery_gets_a_fresh_cha
     h.engine.schedule(QUEUE, "nobody", TaskSpec::now()).await.unwrap();
     let task = h.completed(QUEUE, "nobody").await.unwrap();
     assert_eq!((task.state, task.attempts), (TaskState::Dead, 1));
-    let wanted = format!("unroutable: exchange \"{}\" has no queue bound for routing key \"rk.nobody\"", topology.exchange);
+    let wanted =
+        format!("unroutable: exchange \"{}\" has no queue bound for routing key \"rk.nobody\"", topology.exchange);
     check_error(task.last_error.as_deref().unwrap(), 5672, &wanted);
     // The same action, a routable key: delivered.
     h.engine.schedule(QUEUE, "good", TaskSpec::now()).await.unwrap();
@@ -285,9 +287,15 @@ async fn refusals_go_dead_with_the_reason_and_the_next_delivery_gets_a_fresh_cha
     // channel instead of publishing on the closed one.
     let channel = &topology.channel;
     let options = ExchangeDeclareOptions { auto_delete: true, ..ExchangeDeclareOptions::default() };
-    channel.exchange_declare(missing.as_str().into(), ExchangeKind::Direct, options, FieldTable::default()).await.unwrap();
+    channel
+        .exchange_declare(missing.as_str().into(), ExchangeKind::Direct, options, FieldTable::default())
+        .await
+        .unwrap();
     let (queue, options) = (topology.queue.as_str(), QueueBindOptions::default());
-    channel.queue_bind(queue.into(), missing.as_str().into(), "rk.again".into(), options, FieldTable::default()).await.unwrap();
+    channel
+        .queue_bind(queue.into(), missing.as_str().into(), "rk.again".into(), options, FieldTable::default())
+        .await
+        .unwrap();
     h.engine.schedule("to-missing", "again", TaskSpec::now()).await.unwrap();
     assert_eq!(h.completed("to-missing", "again").await, None);
     assert_eq!(topology.next().await.routing_key, "rk.again");
@@ -300,7 +308,8 @@ async fn refusals_go_dead_with_the_reason_and_the_next_delivery_gets_a_fresh_cha
 async fn bad_credentials_and_a_template_error_go_dead() {
     let mut h = Harness::start();
     let topology = Topology::start("credentials", "rk").await;
-    let mut config = RabbitmqConfig::new(Secret::new("amqp://guest:wrong-s3cret@127.0.0.1:5672/%2f"), &topology.exchange, "rk");
+    let mut config =
+        RabbitmqConfig::new(Secret::new("amqp://guest:wrong-s3cret@127.0.0.1:5672/%2f"), &topology.exchange, "rk");
     config.mandatory = true;
     let spec = ActionSpec::new(ActionKind::Rabbitmq(config)).timeout(Duration::from_secs(5));
     let wrong = Action::build(&spec, &common::loopback_runtime(Arc::new(h.clock.clone()))).unwrap();
@@ -330,7 +339,8 @@ async fn a_cut_connection_retries_with_a_clear_error_and_recovers_without_losing
     let mut topology = Topology::start("cut", "rk").await;
     let proxy = TcpProxy::start(BROKER.parse().unwrap()).unwrap();
     let port = proxy.port();
-    let worker = Worker::new(h.engine.clone()).handle(QUEUE, action(&h, port, &topology.exchange, "rk", None)).start().unwrap();
+    let worker =
+        Worker::new(h.engine.clone()).handle(QUEUE, action(&h, port, &topology.exchange, "rk", None)).start().unwrap();
 
     h.engine.schedule(QUEUE, "before", TaskSpec::now()).await.unwrap();
     assert_eq!(h.completed(QUEUE, "before").await, None);
@@ -366,7 +376,8 @@ async fn a_cut_connection_retries_with_a_clear_error_and_recovers_without_losing
 async fn a_task_cancelled_before_it_is_due_is_never_published() {
     let mut h = Harness::start();
     let mut topology = Topology::start("cancel", "rk").await;
-    let worker = Worker::new(h.engine.clone()).handle(QUEUE, action(&h, 5672, &topology.exchange, "rk", None)).start().unwrap();
+    let worker =
+        Worker::new(h.engine.clone()).handle(QUEUE, action(&h, 5672, &topology.exchange, "rk", None)).start().unwrap();
     h.engine.schedule(QUEUE, "cancelled", TaskSpec::after(Duration::from_secs(3600))).await.unwrap();
     h.engine.schedule(QUEUE, "by-tag", TaskSpec::after(Duration::from_secs(3600)).tag("wf-1")).await.unwrap();
     assert!(h.engine.cancel(QUEUE, "cancelled").await.unwrap());

@@ -8,6 +8,8 @@
 //! after the broker confirmed it, a password accepted through the API (where it would
 //! be stored with the settings and shown to readers of them).
 
+#![allow(clippy::unwrap_used, reason = "a test: a failed unwrap is a failed test")]
+
 use crate::common;
 
 use std::sync::mpsc;
@@ -50,9 +52,13 @@ impl Rabbit {
             let connect = Connection::connect(URL, ConnectionProperties::default());
             let connection = match tokio::time::timeout(Duration::from_secs(5), connect).await {
                 Ok(Ok(connection)) => connection,
-                other => panic!(
-                    "RabbitMQ is not reachable at 127.0.0.1:5672 ({:?}): start it with `rabbitmq-server -detached`",
-                    other.err().map(|_| "no answer within 5 s".to_owned()).or_else(|| Some("refused".to_owned()))
+                Ok(Err(e)) => {
+                    panic!(
+                        "RabbitMQ is not reachable at 127.0.0.1:5672 ({e}): start it with `rabbitmq-server -detached`"
+                    )
+                }
+                Err(_) => panic!(
+                    "RabbitMQ at 127.0.0.1:5672 did not answer within 5 s: start it with `rabbitmq-server -detached`"
                 ),
             };
             let channel = connection.create_channel().await.unwrap();
@@ -156,11 +162,7 @@ fn the_settings_api_refuses_a_broker_password_and_takes_its_environment_variable
     let dir = tempfile::tempdir().unwrap();
     let config = config_file(&dir, "[egress]\nallow = [\"127.0.0.1\"]\n");
     let server = start(
-        server_builder()
-            .arg("--config")
-            .arg(&config)
-            .args(["--grace-period", "1s"])
-            .env("PUNCTUAL_E2E_AMQP_URL", URL),
+        server_builder().arg("--config").arg(&config).args(["--grace-period", "1s"]).env("PUNCTUAL_E2E_AMQP_URL", URL),
     );
     let api = Api::of(&server);
     let settings = "/v1/queues/order.remind/settings";
