@@ -12,5 +12,6 @@ mod cancel_while_waiting;
 mod chat;
 mod egress;
 mod email;
+mod rabbitmq;
 mod redis_stream;
 mod webhook;
