@@ -52,7 +52,6 @@ use async_nats::jetstream::{self, ErrorCode};
 use async_nats::{ConnectErrorKind, ConnectOptions, Event, HeaderMap, ServerAddr};
 use punctual_core::{Clock, Delivery, Outcome};
 use reqwest::Url;
-use reqwest::header::CONTENT_TYPE;
 
 use crate::broker::{Lent, Link, parse_url, screened_addresses, shown};
 use crate::egress::EgressPolicy;
@@ -210,7 +209,8 @@ impl Nats {
         headers.insert("Punctual-Attempt", delivery.attempt.to_string().as_str());
         headers.insert("Punctual-Due-At", delivery.task.due_at.to_string().as_str());
         if !self.custom_body {
-            headers.insert(CONTENT_TYPE.as_str(), "application/json");
+            // NATS header names are case-sensitive: written as HTTP spells them.
+            headers.insert("Content-Type", "application/json");
         }
         headers
     }
