@@ -402,12 +402,14 @@ fn connect_failure(server: &str, kind: ConnectErrorKind, error: &str) -> String 
         ConnectErrorKind::AuthorizationViolation | ConnectErrorKind::Authentication => {
             format!("{server}{BAD_CREDENTIALS} ({error}): fix the user and password (or token) in the url")
         }
-        ConnectErrorKind::TimedOut => format!("{server}: no answer to the connection ({error})"),
+        ConnectErrorKind::TimedOut => format!("{server}: no answer to the connection within the timeout ({error})"),
         ConnectErrorKind::Tls => format!("{server}: TLS failed ({error})"),
         ConnectErrorKind::ServerParse
         | ConnectErrorKind::Dns
         | ConnectErrorKind::Io
-        | ConnectErrorKind::MaxReconnects => format!("{server} is unreachable: {error}"),
+        | ConnectErrorKind::MaxReconnects => {
+            format!("{server} is unreachable ({error}): is it running, and is the url right?")
+        }
     }
 }
 

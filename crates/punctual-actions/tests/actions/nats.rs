@@ -448,3 +448,84 @@ async fn ten_thousand_tasks_with_a_cut_midway_are_none_lost_and_none_stored_twic
     worker.shutdown().await;
     setup.engine.shutdown().await.unwrap();
 }
+
+/// A NATS server of the test's own (the machine's has no users to refuse), on a free
+/// loopback port, with one user who may not publish to `denied.>`; killed on drop.
+struct PrivateNats {
+    child: std::process::Child,
+    port: u16,
+    _dir: tempfile::TempDir,
+}
+
+impl PrivateNats {
+    fn start() -> PrivateNats {
+        let dir = tempfile::tempdir().unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let config = dir.path().join("nats.conf");
+        std::fs::write(
+            &config,
+            format!(
+                r#"listen: "127.0.0.1:{port}"
+authorization {{
+  users = [
+    {{ user: punctual, password: right-pw, permissions: {{ publish: {{ deny: ["denied.>"] }} }} }}
+  ]
+}}
+"#
+            ),
+        )
+        .unwrap();
+        let child = std::process::Command::new("/usr/sbin/nats-server")
+            .arg("-c")
+            .arg(&config)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot run /usr/sbin/nats-server ({e}): install nats-server"));
+        let mut server = PrivateNats { child, port, _dir: dir };
+        let up = punctual_testkit::poll_until(WAIT, || std::net::TcpStream::connect(("127.0.0.1", port)).ok());
+        if up.is_none() {
+            let status = server.child.try_wait();
+            panic!("the private nats-server did not listen on {port} within {WAIT:?} ({status:?})");
+        }
+        server
+    }
+
+    fn url(&self, user: &str, password: &str) -> Secret {
+        Secret::new(format!("nats://{user}:{password}@127.0.0.1:{}", self.port))
+    }
+}
+
+impl Drop for PrivateNats {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[tokio::test]
+async fn rejected_credentials_and_a_permissions_violation_send_the_task_to_dead_with_the_reason() {
+    let mut setup = Setup::start();
+    let server = PrivateNats::start();
+    let shown = format!("NATS nats://127.0.0.1:{}", server.port);
+    let wrong = setup.action(NatsConfig::new(server.url("punctual", "wrong-pw"), "allowed.x".to_owned()), WAIT);
+    let denied = setup.action(NatsConfig::new(server.url("punctual", "right-pw"), "denied.x".to_owned()), WAIT);
+    let worker = Worker::new(setup.engine.clone()).handle("q.wrong", wrong).handle("q.denied", denied).start().unwrap();
+
+    setup.engine.schedule("q.wrong", "k", TaskSpec::now()).await.unwrap();
+    let end = setup.end_of("k").await;
+    assert_eq!(end.ended, TryEnd::Dead, "{end:?}");
+    let error = end.error.unwrap();
+    assert!(error.starts_with(&format!("{shown} rejected the credentials")), "{error}");
+    assert!(!error.contains("wrong-pw"), "{error}");
+
+    setup.engine.schedule("q.denied", "k", TaskSpec::now()).await.unwrap();
+    let end = setup.end_of("k").await;
+    assert_eq!(end.ended, TryEnd::Dead, "{end:?}");
+    let error = end.error.unwrap();
+    assert!(error.starts_with(&shown), "{error}");
+    assert!(error.contains(r#"Permissions Violation for Publish to "denied.x""#), "{error}");
+    assert!(!error.contains("right-pw"), "{error}");
+    worker.shutdown().await;
+    setup.engine.shutdown().await.unwrap();
+}

@@ -13,6 +13,7 @@ mod common;
 mod auth;
 mod bad_input;
 mod bench;
+mod broker_nats;
 mod cli;
 mod cli_targets;
 mod config;
