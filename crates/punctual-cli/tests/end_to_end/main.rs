@@ -13,6 +13,7 @@ mod common;
 mod auth;
 mod bad_input;
 mod bench;
+mod broker_nats;
 mod broker_rabbitmq;
 mod broker_redis_stream;
 mod cli;
