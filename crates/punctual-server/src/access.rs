@@ -323,7 +323,7 @@ pub(crate) enum Scope {
     /// does not decode names no queue: the handler answers 404).
     PathLease,
     /// Queues named inside the body (`POST /v1/acks`): the handler checks each before
-    /// it changes anything; the token needs the permission on some queue to get there.
+    /// it changes anything, and its refusal names the queue.
     InBody,
     /// A listing of queues (`GET /v1/queues`): the handler shows only those the token
     /// may read; the token needs the permission on some queue to get there.

@@ -194,7 +194,9 @@ async fn permit<S: Store>(
                 None => grant.check_any(permission, &what),
             }
         }
-        Scope::InBody | Scope::Listed => grant.check_any(permission, &what),
+        // The handler checks each lease's queue before it applies any, naming the queue.
+        Scope::InBody => Ok(()),
+        Scope::Listed => grant.check_any(permission, &what),
         Scope::Everywhere => grant.check_everywhere(permission, &what),
     }
 }
