@@ -972,7 +972,8 @@ mod tests {
                 (403, json!({"error": {"code": "forbidden", "message": message}}).to_string())
             })
             .await;
-            for args in [&["schedule", "billing", "k", "--token", "t"][..], &["cancel", "billing", "k", "--token", "t"]] {
+            for args in [&["schedule", "billing", "k", "--token", "t"][..], &["cancel", "billing", "k", "--token", "t"]]
+            {
                 let e = run_args(&server, args).await.unwrap_err();
                 assert_eq!(format!("{e:#}"), format!("forbidden: {message}"), "{args:?}");
             }

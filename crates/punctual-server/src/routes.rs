@@ -2,11 +2,11 @@
 //! through [`crate::extract`], validates it through [`crate::api`], calls the engine,
 //! and answers the object API.md gives, or an [`ApiError`].
 
-use axum::{Extension, Json};
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
 use punctual_core::store::{QueueStats, ScheduleOutcome};
 use punctual_core::{ListOptions, QueueName, Store, TaskState};
 use serde_json::Value;

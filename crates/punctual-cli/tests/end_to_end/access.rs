@@ -73,9 +73,13 @@ use Needs::{AnyToken, Everywhere, Listing, OnQueue, Open};
 /// `/openapi.json` by the table test.
 const ROUTES: &[Route] = &[
     with_body("PUT", "/v1/queues/{queue}/tasks/{key}", OnQueue("schedule"), 200, |_| json!({"delay": "2h"})),
-    with_body("POST", "/v1/queues/{queue}/tasks", OnQueue("schedule"), 200, |_| {
-        json!({"tasks": [{"key": "batched", "delay": "1h"}]})
-    }),
+    with_body(
+        "POST",
+        "/v1/queues/{queue}/tasks",
+        OnQueue("schedule"),
+        200,
+        |_| json!({"tasks": [{"key": "batched", "delay": "1h"}]}),
+    ),
     route("GET", "/v1/queues/{queue}/tasks/{key}", OnQueue("read"), 200),
     route("DELETE", "/v1/queues/{queue}/tasks/{key}", OnQueue("schedule"), 204),
     route("DELETE", "/v1/queues/{queue}/tags/{tag}", OnQueue("schedule"), 200),
@@ -85,9 +89,13 @@ const ROUTES: &[Route] = &[
     route("GET", "/v1/queues/{queue}/activity", OnQueue("read"), 200),
     with_body("POST", "/v1/queues/{queue}/lease", OnQueue("work"), 200, |_| json!({"max": 1})),
     with_body("POST", "/v1/leases/{lease_id}/ack", OnQueue("work"), 204, |_| json!({"outcome": "done"})),
-    with_body("POST", "/v1/acks", OnQueue("work"), 200, |case| {
-        json!({"acks": [{"lease_id": case.lease_id, "outcome": "done"}]})
-    }),
+    with_body(
+        "POST",
+        "/v1/acks",
+        OnQueue("work"),
+        200,
+        |case| json!({"acks": [{"lease_id": case.lease_id, "outcome": "done"}]}),
+    ),
     with_body("POST", "/v1/leases/{lease_id}/extend", OnQueue("work"), 200, |_| json!({"lease": "2h"})),
     route("GET", "/v1/queues/{queue}/dead", OnQueue("admin"), 200),
     route("POST", "/v1/queues/{queue}/dead/{dead}/retry", OnQueue("admin"), 200),
@@ -151,9 +159,8 @@ impl Case {
 }
 
 fn write_config(dir: &tempfile::TempDir) -> PathBuf {
-    let mut text = format!(
-        "tokens = [\"{ROOT}\"]\n\n[[access]]\ntoken = \"{READ_EVERYWHERE}\"\npermissions = [\"read\"]\n"
-    );
+    let mut text =
+        format!("tokens = [\"{ROOT}\"]\n\n[[access]]\ntoken = \"{READ_EVERYWHERE}\"\npermissions = [\"read\"]\n");
     for (permission, token) in SCOPED {
         text.push_str(&format!(
             "\n[[access]]\ntoken = \"{token}\"\npermissions = [\"{permission}\"]\nqueues = [\"allowed.*\"]\n"
@@ -239,9 +246,12 @@ fn every_route_with_every_permission_on_a_matching_and_another_queue() {
 
     // /metrics shows every queue: a token that reads every queue may see it.
     api.token(READ_EVERYWHERE).get("/metrics").expect(200, "read on every queue");
-    api.token(READ_EVERYWHERE)
-        .put("/v1/queues/allowed.x/tasks/k", json!({}))
-        .expect_error(403, "forbidden", None, "read only");
+    api.token(READ_EVERYWHERE).put("/v1/queues/allowed.x/tasks/k", json!({})).expect_error(
+        403,
+        "forbidden",
+        None,
+        "read only",
+    );
     // The grant as the token asks for it.
     let (_, reader) = SCOPED[0];
     let grant = api.token(reader).get("/v1/access").expect(200, "the grant").clone();

@@ -172,7 +172,11 @@ token = "everything"
             ("[[access]]\ntoken = \"a\"\nqueues = [\"\"]\n", 3, "cannot be empty"),
             ("[[access]]\ntoken = \"a\"\ntoken_env = \"X\"\n", 3, "not both"),
             ("[[access]]\npermissions = [\"read\"]\n", 2, "needs its token"),
-            ("[[access]]\ntoken_env = \"PUNCTUAL_SURELY_UNSET_ACCESS_9\"\n", 2, "PUNCTUAL_SURELY_UNSET_ACCESS_9 is not set"),
+            (
+                "[[access]]\ntoken_env = \"PUNCTUAL_SURELY_UNSET_ACCESS_9\"\n",
+                2,
+                "PUNCTUAL_SURELY_UNSET_ACCESS_9 is not set",
+            ),
             ("tokens = [\"a\"]\n[[access]]\ntoken = \"a\"\n", 3, "already given on line 1"),
             ("[[access]]\ntoken = \"b\"\n[[access]]\ntoken = \"b\"\n", 4, "already given on line 2"),
             ("[[access]]\ntoken = \"has space\"\n", 2, "printable"),
