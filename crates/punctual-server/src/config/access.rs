@@ -171,7 +171,7 @@ token = "everything"
             ("[[access]]\ntoken = \"a\"\n\nqueues = [\"order/*\"]\n", 4, "holds '/'"),
             ("[[access]]\ntoken = \"a\"\nqueues = [\"\"]\n", 3, "cannot be empty"),
             ("[[access]]\ntoken = \"a\"\ntoken_env = \"X\"\n", 3, "not both"),
-            ("[[access]]\npermissions = [\"read\"]\n", 2, "needs its token"),
+            ("[[access]]\npermissions = [\"read\"]\n", 1, "needs its token"),
             (
                 "[[access]]\ntoken_env = \"PUNCTUAL_SURELY_UNSET_ACCESS_9\"\n",
                 2,
