@@ -10,6 +10,7 @@
 
 mod common;
 
+mod access;
 mod auth;
 mod bad_input;
 mod bench;
