@@ -164,12 +164,21 @@ impl ActionSpec {
 
     /// Checks that the action's host, when it is an IP address, is one `policy`
     /// allows (a host name is checked when it is resolved, on every connection). The
-    /// field at fault is `url`. Email is not checked: SMTP is outside the policy.
+    /// field at fault is `url` (email: `smtp.host`).
     pub fn check_egress(&self, policy: &EgressPolicy) -> Result<(), ActionError> {
         let url = match &self.kind {
             ActionKind::Webhook(config) => Some(config.url.as_str()),
             ActionKind::Chat(config) => config.url.as_deref().or(config.platform.default_url()),
-            ActionKind::Email(_) => None,
+            ActionKind::Email(config) => {
+                let host = config.smtp.host.trim();
+                let literal = host.trim_start_matches('[').trim_end_matches(']');
+                return match literal.parse::<std::net::IpAddr>() {
+                    Ok(ip) => policy
+                        .check(ip)
+                        .map_err(|refusal| ActionError::invalid("smtp.host", format!("refused: {refusal}"))),
+                    Err(_) => Ok(()),
+                };
+            }
             ActionKind::Rabbitmq(RabbitmqConfig { url, .. })
             | ActionKind::Nats(NatsConfig { url, .. })
             | ActionKind::RedisStream(RedisStreamConfig { url, .. }) => {
@@ -319,7 +328,8 @@ impl Action {
         let deliverer = match &spec.kind {
             ActionKind::Webhook(config) => Deliverer::Webhook(Webhook::new(config.clone(), sender)?),
             ActionKind::Email(config) => {
-                Deliverer::Email(Email::new(config, templates, spec.timeout, spec.concurrency, clock.clone())?)
+                let egress = Arc::clone(&runtime.egress);
+                Deliverer::Email(Email::new(config, templates, spec.timeout, spec.concurrency, egress, clock.clone())?)
             }
             ActionKind::Chat(config) => Deliverer::Chat(Chat::new(config.clone(), templates, sender)?),
             broker => Deliverer::broker(broker, templates, spec.timeout, Arc::clone(&runtime.egress), clock.clone())?,

@@ -1,12 +1,15 @@
-//! The egress policy: where HTTP push actions (webhooks and chat robots) may connect.
+//! The egress policy: where push actions (webhooks, chat robots, SMTP relays, brokers)
+//! may connect.
 //!
-//! Invariant: no HTTP push action connects to an address the policy refuses. By
+//! Invariant: no push action connects to an address the policy refuses. By
 //! default only public addresses are allowed; refused unless allowed are the ranges of
 //! [`REFUSED_V4`] and [`REFUSED_V6`] (unspecified, loopback, private, link-local with the
 //! cloud metadata address 169.254.169.254, shared CGNAT, multicast, broadcast, reserved
 //! and documentation ranges), and IPv6 addresses that embed an IPv4 address
-//! (IPv4-mapped `::ffff:a.b.c.d`, IPv4-compatible `::a.b.c.d`, NAT64 `64:ff9b::a.b.c.d`)
-//! are judged by the IPv4 address they carry.
+//! (IPv4-mapped `::ffff:a.b.c.d`, IPv4-compatible `::a.b.c.d`, NAT64 `64:ff9b::a.b.c.d`,
+//! 6to4 `2002:aabb:ccdd::`, Teredo `2001:0::` with its server and its obfuscated
+//! client address) are refused when an IPv4 address they carry is: a relay would
+//! forward the connection there.
 //!
 //! The policy is enforced where connections are made, not on the text of a URL:
 //!
@@ -28,9 +31,9 @@
 //! CGNAT 100.64/10 at once, for deployments whose receivers are all internal; loopback,
 //! link-local (the metadata address) and the rest still need an explicit entry.
 //!
-//! SMTP is not covered: lettre resolves and connects by itself (no resolver can be
-//! plugged in), and the relay is a fixed host named by the operator, most often a
-//! local one.
+//! - SMTP and the brokers do not go through the HTTP client: their host is resolved
+//!   and screened by [`EgressPolicy::resolve`] before each connection, and the
+//!   connection is made to an address it allowed.
 
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -39,6 +42,17 @@ use std::sync::Arc;
 use ipnet::{IpNet, Ipv4Net, Ipv6Net};
 
 use crate::error::ActionError;
+
+/// What [`EgressPolicy::resolve`] found.
+#[derive(Debug)]
+pub(crate) enum Resolved {
+    /// The addresses a connection may use.
+    Allowed(Vec<SocketAddr>),
+    /// Every address the name resolved to is refused.
+    Refused(Refusal),
+    /// The name could not be resolved (retry: DNS may be back later).
+    Failed(std::io::Error),
+}
 
 /// Why an address is refused by default.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -120,25 +134,51 @@ const fn v6(s: [u16; 8], prefix: u8) -> Ipv6Net {
     Ipv6Net::new_assert(Ipv6Addr::new(s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7]), prefix)
 }
 
-/// The IPv4 address `ip` carries, for the forms of [`EMBEDDING_V4`] (`::` and `::1`
-/// are themselves, not IPv4).
-fn embedded_v4(ip: Ipv6Addr) -> Option<Ipv4Addr> {
+/// 6to4 (RFC 3056): `2002:AABB:CCDD::/48` carries the IPv4 address `A.B.C.D` of its
+/// relay's far end.
+const SIX_TO_FOUR: Ipv6Net = v6([0x2002, 0, 0, 0, 0, 0, 0, 0], 16);
+/// Teredo (RFC 4380): `2001:0:SSSS:SSSS:…:CCCC:CCCC` carries its server's IPv4 address
+/// and its client's, the client's with every bit inverted.
+const TEREDO: Ipv6Net = v6([0x2001, 0, 0, 0, 0, 0, 0, 0], 32);
+
+/// The IPv4 addresses `ip` carries: one for the forms of [`EMBEDDING_V4`] and 6to4,
+/// two for Teredo (server, client), none otherwise (`::` and `::1` are themselves, not
+/// IPv4).
+fn embedded_v4(ip: Ipv6Addr) -> Vec<Ipv4Addr> {
     if ip.is_unspecified() || ip.is_loopback() {
-        return None;
+        return Vec::new();
     }
-    EMBEDDING_V4.iter().any(|net| net.contains(&ip)).then(|| Ipv4Addr::from_bits(ip.to_bits() as u32))
+    let bits = ip.to_bits();
+    // Each cast keeps exactly the 32 bits shifted into place.
+    if EMBEDDING_V4.iter().any(|net| net.contains(&ip)) {
+        vec![Ipv4Addr::from_bits(bits as u32)]
+    } else if SIX_TO_FOUR.contains(&ip) {
+        vec![Ipv4Addr::from_bits((bits >> 80) as u32)]
+    } else if TEREDO.contains(&ip) {
+        vec![Ipv4Addr::from_bits((bits >> 64) as u32), Ipv4Addr::from_bits(!(bits as u32))]
+    } else {
+        Vec::new()
+    }
+}
+
+/// The class an IPv4 address is refused as, or `None` for a public one.
+fn class_of_v4(v4: Ipv4Addr) -> Option<AddressClass> {
+    REFUSED_V4.iter().find(|(net, _)| net.contains(&v4)).map(|(_, class)| *class)
 }
 
 /// The class `ip` is refused as, or `None` for a public address.
 pub(crate) fn class_of(ip: IpAddr) -> Option<AddressClass> {
-    let v4 = match ip {
-        IpAddr::V4(v4) => v4,
-        IpAddr::V6(v6) => match embedded_v4(v6) {
-            Some(v4) => v4,
-            None => return REFUSED_V6.iter().find(|(net, _)| net.contains(&v6)).map(|(_, class)| *class),
-        },
-    };
-    REFUSED_V4.iter().find(|(net, _)| net.contains(&v4)).map(|(_, class)| *class)
+    match ip {
+        IpAddr::V4(v4) => class_of_v4(v4),
+        IpAddr::V6(v6) => {
+            let embedded = embedded_v4(v6);
+            if embedded.is_empty() {
+                REFUSED_V6.iter().find(|(net, _)| net.contains(&v6)).map(|(_, class)| *class)
+            } else {
+                embedded.into_iter().find_map(class_of_v4)
+            }
+        }
+    }
 }
 
 /// An allowed host name: exact, or every name under a suffix (`*.internal.example`).
@@ -233,12 +273,18 @@ impl EgressPolicy {
         if self.private && class.is_private() {
             return None;
         }
-        let as_v4 = match ip {
-            IpAddr::V6(v6) => embedded_v4(v6).map(IpAddr::V4),
-            IpAddr::V4(_) => None,
+        let listed = |ip: &IpAddr| self.networks.iter().any(|net| net.contains(ip));
+        if listed(&ip) {
+            return None;
+        }
+        // An address embedding IPv4 is allowed when every refused address it carries is.
+        let embedded = match ip {
+            IpAddr::V6(v6) => embedded_v4(v6),
+            IpAddr::V4(_) => Vec::new(),
         };
-        let listed = self.networks.iter().any(|net| net.contains(&ip) || as_v4.is_some_and(|v4| net.contains(&v4)));
-        (!listed).then_some(class)
+        let carried_allowed = !embedded.is_empty()
+            && embedded.into_iter().filter(|v4| class_of_v4(*v4).is_some()).all(|v4| listed(&IpAddr::V4(v4)));
+        (!carried_allowed).then_some(class)
     }
 
     /// Whether `host` (a name, not an address) is allowed whatever it resolves to.
@@ -265,6 +311,25 @@ impl EgressPolicy {
         match host.trim_start_matches('[').trim_end_matches(']').parse::<IpAddr>() {
             Ok(ip) => self.check(ip),
             Err(_) => Ok(()),
+        }
+    }
+
+    /// Resolves `host:port` and keeps the addresses a connection may use (see
+    /// [`EgressPolicy::screen`]); an IP literal is checked as it is.
+    pub(crate) async fn resolve(&self, host: &str, port: u16) -> Resolved {
+        let literal = host.trim_start_matches('[').trim_end_matches(']');
+        if let Ok(ip) = literal.parse::<IpAddr>() {
+            return match self.check(ip) {
+                Ok(()) => Resolved::Allowed(vec![SocketAddr::new(ip, port)]),
+                Err(refusal) => Resolved::Refused(refusal),
+            };
+        }
+        match tokio::net::lookup_host((host, port)).await {
+            Ok(resolved) => match self.screen(host, resolved.collect()) {
+                Ok(allowed) => Resolved::Allowed(allowed),
+                Err(refusal) => Resolved::Refused(refusal),
+            },
+            Err(e) => Resolved::Failed(e),
         }
     }
 
@@ -328,8 +393,12 @@ impl std::error::Error for Refusal {}
 impl fmt::Display for Refusal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let described = |(ip, class): &(IpAddr, AddressClass)| {
+            // The carried address that is refused: the reason the IPv6 address is.
             let carried = match ip {
-                IpAddr::V6(v6) => embedded_v4(*v6).map(|v4| format!(" (IPv4 {v4} in IPv6 form)")),
+                IpAddr::V6(v6) => embedded_v4(*v6)
+                    .into_iter()
+                    .find(|v4| class_of_v4(*v4).is_some())
+                    .map(|v4| format!(" (IPv4 {v4} in IPv6 form)")),
                 IpAddr::V4(_) => None,
             };
             format!("{ip} is {}{}", class.described(), carried.unwrap_or_default())
@@ -484,9 +553,28 @@ mod tests {
             ("::192.168.1.1", Private),
             ("64:ff9b::127.0.0.1", Loopback),
             ("64:ff9b::a9fe:a9fe", LinkLocal),
+            // 6to4: 2002:AABB:CCDD:: carries A.B.C.D.
+            ("2002:7f00:1::", Loopback),
+            ("2002:a9fe:a9fe:1::5", LinkLocal),
+            ("2002:c0a8:0101::1", Private),
+            // Teredo: the server's address, then the client's with its bits inverted
+            // (!127.0.0.1 = 0x80ff_fffe, !10.0.0.1 = 0xf5ff_fffe).
+            ("2001:0:7f00:1::1", Loopback),
+            ("2001:0:808:808::80ff:fffe", Loopback),
+            ("2001:0:808:808:8000:ffff:f5ff:fffe", Private),
         ] {
             assert_eq!(refused(&policy, text), Some(class), "{text}");
         }
+        // Public addresses carried in 6to4 and Teredo are public.
+        assert_eq!(refused(&policy, "2002:808:808::1"), None);
+        assert_eq!(refused(&policy, "2001:0:808:808::f7f7:f7f7"), None, "server 8.8.8.8, client 8.8.8.8");
+        let message = policy.check(ip("2001:0:808:808::80ff:fffe")).unwrap_err().to_string();
+        assert!(message.contains("(IPv4 127.0.0.1 in IPv6 form)"), "{message}");
+        // Allowing every refused address a Teredo address carries allows it; one is not enough.
+        let one = EgressPolicy::default().allow("127.0.0.1").unwrap();
+        assert_eq!(refused(&one, "2001:0:a00:1::80ff:fffe"), Some(Private), "server 10.0.0.1 is still refused");
+        let both = one.allow("10.0.0.0/8").unwrap();
+        assert_eq!(refused(&both, "2001:0:a00:1::80ff:fffe"), None);
         let message = policy.check(ip("::ffff:127.0.0.1")).unwrap_err().to_string();
         assert_eq!(
             message,

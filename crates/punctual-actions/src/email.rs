@@ -2,7 +2,15 @@
 //!
 //! Subject, text body, optional HTML body (escaped) and recipients are templates (see
 //! `template`). The transport is lettre's pooled async tokio transport: connections are
-//! reused across deliveries, at most the action's concurrency of them. Security is
+//! reused across deliveries, at most the action's concurrency of them.
+//!
+//! The SMTP host is under the egress policy like every other action's: an IP literal
+//! is checked when the action is built, and a name is resolved here before every send
+//! and screened ([`EgressPolicy::resolve`]); lettre is then pointed at the first
+//! allowed address, never at the name (TLS still verifies the certificate against the
+//! name). A name that resolves only to refused addresses fails the delivery (dead,
+//! with the refusal). The pool belongs to the address it connects to: when the name
+//! resolves elsewhere, a new pool is made for the new address. Security is
 //! `plain` (no TLS: a local relay), `starttls` (upgrade required; nothing is sent if
 //! the server cannot) or `tls` (implicit TLS, "SMTPS"); AUTH happens when a username
 //! is set.
@@ -14,15 +22,18 @@
 //! `<delivery_id@punctual>`, the same for every try of one occurrence, so receiving
 //! systems can drop duplicates.
 
-use std::sync::Arc;
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use lettre::message::{Mailbox, MultiPart, SinglePart};
 use lettre::transport::smtp::PoolConfig;
 use lettre::transport::smtp::authentication::Credentials;
+use lettre::transport::smtp::client::{Tls, TlsParameters};
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 use punctual_core::{Clock, Delivery, Outcome};
 
+use crate::egress::{EgressPolicy, Resolved};
 use crate::error::ActionError;
 use crate::http::chain;
 use crate::secret::Secret;
@@ -111,6 +122,20 @@ impl EmailConfig {
     }
 }
 
+/// How the connection to the server's address is protected: TLS verifies the
+/// certificate against the configured host name, whatever address it resolved to.
+fn tls_parameters(smtp: &SmtpConfig) -> Result<Option<Tls>, ActionError> {
+    let parameters = || {
+        TlsParameters::new(smtp.host.clone())
+            .map_err(|e| ActionError::invalid("smtp.host", format!("cannot set up TLS for '{}': {e}", smtp.host)))
+    };
+    Ok(match smtp.security {
+        SmtpSecurity::Plain => None,
+        SmtpSecurity::StartTls => Some(Tls::Required(parameters()?)),
+        SmtpSecurity::Tls => Some(Tls::Wrapper(parameters()?)),
+    })
+}
+
 /// An email action without its transport: what [`crate::ActionSpec::check`] builds.
 pub(crate) struct Prepared {
     from: Mailbox,
@@ -150,7 +175,13 @@ pub(crate) fn prepare(config: &EmailConfig, mut templates: Templates) -> Result<
 
 pub(crate) struct Email {
     prepared: Prepared,
-    transport: AsyncSmtpTransport<Tokio1Executor>,
+    smtp: SmtpConfig,
+    port: u16,
+    timeout: Duration,
+    pool_size: u32,
+    egress: Arc<EgressPolicy>,
+    /// The pooled transport to the address the host last resolved to.
+    transport: Mutex<Option<(IpAddr, AsyncSmtpTransport<Tokio1Executor>)>>,
     server: String,
     clock: Arc<dyn Clock>,
 }
@@ -168,27 +199,18 @@ impl Email {
         templates: Templates,
         timeout: Duration,
         concurrency: usize,
+        egress: Arc<EgressPolicy>,
         clock: Arc<dyn Clock>,
     ) -> Result<Email, ActionError> {
         let prepared = prepare(config, templates)?;
-        let smtp = &config.smtp;
-        let host = smtp.host.trim();
-        let builder = match smtp.security {
-            SmtpSecurity::Plain => Ok(AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous(host)),
-            SmtpSecurity::StartTls => AsyncSmtpTransport::<Tokio1Executor>::starttls_relay(host),
-            SmtpSecurity::Tls => AsyncSmtpTransport::<Tokio1Executor>::relay(host),
-        };
+        let mut smtp = config.smtp.clone();
+        smtp.host = smtp.host.trim().to_owned();
         let port = smtp.port.unwrap_or(smtp.security.default_port());
-        let mut builder = builder
-            .map_err(|e| ActionError::invalid("smtp.host", format!("cannot set up TLS for '{host}': {e}")))?
-            .port(port)
-            .timeout(Some(timeout))
-            .pool_config(PoolConfig::new().max_size(u32::try_from(concurrency).unwrap_or(u32::MAX).max(1)));
-        if let Some(user) = &smtp.username {
-            let password = smtp.password.as_ref().map(|p| p.expose().to_owned()).unwrap_or_default();
-            builder = builder.credentials(Credentials::new(user.clone(), password));
-        }
-        Ok(Email { prepared, transport: builder.build(), server: format!("{host}:{port}"), clock })
+        // Checked now, so a bad name is a start-up error rather than a dead task.
+        tls_parameters(&smtp)?;
+        let server = format!("{}:{port}", smtp.host);
+        let pool_size = u32::try_from(concurrency).unwrap_or(u32::MAX).max(1);
+        Ok(Email { prepared, smtp, port, timeout, pool_size, egress, transport: Mutex::new(None), server, clock })
     }
 
     pub(crate) async fn deliver(&self, delivery: &Delivery) -> Outcome {
@@ -196,7 +218,24 @@ impl Email {
             Ok(message) => message,
             Err(e) => return Outcome::fail(e),
         };
-        match self.transport.send(message).await {
+        let address = match self.egress.resolve(&self.smtp.host, self.port).await {
+            Resolved::Allowed(addresses) => match addresses.first() {
+                Some(address) => address.ip(),
+                None => return Outcome::retry(format!("SMTP server {}: the name resolved to no address", self.server)),
+            },
+            Resolved::Refused(refusal) => {
+                tracing::warn!(target: "punctual_actions::egress", "SMTP server {}: refused: {refusal}", self.server);
+                return Outcome::fail(format!("SMTP server {}: refused: {refusal}", self.server));
+            }
+            Resolved::Failed(e) => {
+                return Outcome::retry(format!("SMTP server {}: cannot resolve the host: {e}", self.server));
+            }
+        };
+        let transport = match self.transport_to(address) {
+            Ok(transport) => transport,
+            Err(e) => return Outcome::fail(format!("SMTP server {}: {e}", self.server)),
+        };
+        match transport.send(message).await {
             Ok(_) => Outcome::Done,
             Err(e) if e.is_permanent() => {
                 Outcome::fail(format!("SMTP server {} refused the message: {e}", self.server))
@@ -204,6 +243,30 @@ impl Email {
             Err(e) if e.is_timeout() => Outcome::retry(format!("SMTP server {} timed out: {e}", self.server)),
             Err(e) => Outcome::retry(format!("cannot send through SMTP server {}: {}", self.server, chain(&e))),
         }
+    }
+
+    /// The pooled transport to `address`, made when the host resolved elsewhere before.
+    fn transport_to(&self, address: IpAddr) -> Result<AsyncSmtpTransport<Tokio1Executor>, String> {
+        let mut current = self.transport.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((ip, transport)) = current.as_ref()
+            && *ip == address
+        {
+            return Ok(transport.clone());
+        }
+        let mut builder = AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous(address.to_string())
+            .port(self.port)
+            .timeout(Some(self.timeout))
+            .pool_config(PoolConfig::new().max_size(self.pool_size));
+        if let Some(tls) = tls_parameters(&self.smtp).map_err(|e| e.to_string())? {
+            builder = builder.tls(tls);
+        }
+        if let Some(user) = &self.smtp.username {
+            let password = self.smtp.password.as_ref().map(|p| p.expose().to_owned()).unwrap_or_default();
+            builder = builder.credentials(Credentials::new(user.clone(), password));
+        }
+        let transport = builder.build();
+        *current = Some((address, transport.clone()));
+        Ok(transport)
     }
 
     /// The message for `delivery`, or why there is none.

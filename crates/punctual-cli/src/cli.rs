@@ -18,6 +18,46 @@ use serde_json::Value;
 
 use crate::client::parse_server_url;
 
+const IMPORT_AFTER_HELP: &str = "\
+Examples:
+  punctual import keyspace --redis redis://127.0.0.1:6379 --match 'flow:reminder:*' \\
+      --strip-prefix flow:reminder: --queue flow.reminder --dry-run
+
+See punctual import keyspace --help, and docs/migrate-from-keyspace-notifications.md for
+the cut-over plan.";
+
+const IMPORT_KEYSPACE_AFTER_HELP: &str = "\
+Examples:
+  # What would be imported: reads Redis, writes nothing
+  punctual import keyspace --redis redis://127.0.0.1:6379 --match 'flow:reminder:*' \\
+      --strip-prefix flow:reminder: --queue flow.reminder --dry-run
+
+  # Import, and delete each key once punctual has its task (the cut-over's step 3)
+  punctual import keyspace --redis redis://:s3cret@10.0.0.5:6379/0 --match 'flow:reminder:*' \\
+      --strip-prefix flow:reminder: --queue flow.reminder --payload json --delete-source
+
+Each key with a TTL becomes a task in --queue, due when the key would expire (now +
+its remaining TTL); its key is the Redis key without --strip-prefix. Tasks are sent
+with if_exists keep, so a task already in punctual is left as it is and a re-run
+imports nothing twice. Skipped and counted: keys without a TTL, keys that are not
+strings (hashes, lists… carry no value to import), keys that expire while being read,
+keys that do not start with --strip-prefix or are not valid task keys (1-512 bytes of
+UTF-8, no control characters), with --payload value a value that is not UTF-8, with
+--payload json a value that is not JSON; each is named on standard error (the first
+50).
+
+Redis is never blocked: SCAN in pages of 1000, pipelined reads (PEXPIRETIME or PTTL,
+and GET), one batch request per page. --delete-source deletes a key only after the
+server confirmed its task, and only if its value and expiry are still what was read
+(one script per key compares and deletes); a changed key is kept and counted. It needs
+Redis 7 (PEXPIRETIME) and refuses to run on an older one. Progress goes to standard
+error, the counts to standard output (--json: as JSON).
+
+Exit status: 0 when done (skipped keys are counted, not errors), 1 when Redis or the
+server cannot be reached or the server refused keys (named on standard error), 2 on a
+usage error (a bad --match pattern, a --strip-prefix no matched key can start with, a
+bad --payload).";
+
 const TOP_AFTER_HELP: &str = "\
 Examples:
   punctual serve                                       # start a server on 127.0.0.1:7575
@@ -28,6 +68,7 @@ Examples:
   punctual cancel order.cancel order-1234
   punctual cancel order.cancel --tag pi-9              # every task of the queue tagged pi-9
   punctual queue pause order.cancel                    # lease and deliver nothing of it until resumed
+  punctual import keyspace --redis redis://127.0.0.1:6379 --match 'flow:*' --queue flow.reminder --dry-run
 
 Client commands talk to the server at --server (env PUNCTUAL_SERVER, default
 http://127.0.0.1:7575) with --token (env PUNCTUAL_TOKEN). They print tables; --json prints
@@ -285,6 +326,9 @@ pub(crate) enum ClientCommand {
     /// Show and change a queue's settings; pause, resume or purge it
     #[command(after_help = QUEUE_AFTER_HELP, subcommand_required = true)]
     Queue(QueueArgs),
+    /// Move tasks kept elsewhere into punctual (Redis keys with a TTL)
+    #[command(after_help = IMPORT_AFTER_HELP, subcommand_required = true)]
+    Import(ImportArgs),
 }
 
 /// Where the server is and how to print; every client subcommand takes these.
@@ -620,6 +664,61 @@ pub(crate) struct QueuePurgeArgs {
     pub(crate) client: ClientArgs,
 }
 
+#[derive(Debug, Args)]
+pub(crate) struct ImportArgs {
+    #[command(subcommand)]
+    pub(crate) command: ImportCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum ImportCommand {
+    /// Schedule a task for each Redis key with a TTL, due when the key would expire
+    #[command(after_help = IMPORT_KEYSPACE_AFTER_HELP)]
+    Keyspace(Box<KeyspaceArgs>),
+}
+
+/// `punctual import keyspace --redis URL --match PATTERN --queue Q …`.
+#[derive(Debug, Args)]
+pub(crate) struct KeyspaceArgs {
+    /// The Redis the keys are in (redis://[:PASSWORD@]HOST:PORT[/DB], rediss:// for TLS)
+    #[arg(long, value_name = "URL", value_parser = redis_url_arg)]
+    pub(crate) redis: String,
+    /// Which keys: a Redis glob, as SCAN MATCH reads it (e.g. 'flow:reminder:*')
+    #[arg(long = "match", value_name = "PATTERN", value_parser = NonEmptyStringValueParser::new())]
+    pub(crate) pattern: String,
+    /// The punctual queue the tasks go to (e.g. flow.reminder)
+    #[arg(long, value_name = "Q", value_parser = queue_arg)]
+    pub(crate) queue: String,
+    /// Cut this from the start of each Redis key to make the task key; keys that do not start with it are skipped
+    #[arg(long, value_name = "P")]
+    pub(crate) strip_prefix: Option<String>,
+    /// What the task carries: the value as a JSON string, the value parsed as JSON (a value that is not JSON is skipped and named), or nothing
+    #[arg(long, value_enum, value_name = "MODE", default_value_t = PayloadMode::Value)]
+    pub(crate) payload: PayloadMode,
+    /// Delete each key from Redis once its task is stored, if it did not change meanwhile (Redis 7 or newer)
+    #[arg(long)]
+    pub(crate) delete_source: bool,
+    /// With --delete-source: keys expiring sooner than this are left to the expiry listener
+    #[arg(long, value_name = "D", default_value = "5s", value_parser = std_duration_arg)]
+    pub(crate) min_ttl: std::time::Duration,
+    /// Read and report what would be imported and deleted; write nothing, to Redis or to punctual
+    #[arg(long)]
+    pub(crate) dry_run: bool,
+    #[command(flatten)]
+    pub(crate) client: ClientArgs,
+}
+
+/// `--payload` of `import keyspace`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum PayloadMode {
+    /// The string value, as a JSON string
+    Value,
+    /// The value parsed as JSON
+    Json,
+    /// No payload (the key says it all)
+    None,
+}
+
 /// The task states a purge takes (`?state=` of the API).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(crate) enum PurgeState {
@@ -636,6 +735,26 @@ impl PurgeState {
             PurgeState::All => "all",
         }
     }
+}
+
+/// `--redis`: a URL the Redis client can connect with (its syntax only).
+fn redis_url_arg(text: &str) -> Result<String, String> {
+    redis::Client::open(text).map(|_| text.to_owned()).map_err(|e| {
+        format!("not a Redis URL ({e}); write e.g. redis://127.0.0.1:6379 or redis://:PASSWORD@HOST:6379/0")
+    })
+}
+
+/// `--queue`: a valid queue name, so a typo is a usage error before Redis is read.
+fn queue_arg(text: &str) -> Result<String, String> {
+    punctual_core::QueueName::new(text).map(|_| text.to_owned()).map_err(|e| match e {
+        punctual_core::Error::Invalid { reason, .. } => reason,
+        other => other.to_string(),
+    })
+}
+
+/// `--min-ttl`: a duration of the API's syntax, read here (it is used here).
+fn std_duration_arg(text: &str) -> Result<std::time::Duration, String> {
+    punctual_core::parse_duration(text)
 }
 
 /// `--delay`, `--repeat-every`: read as the server reads them, so a typo is a usage

@@ -17,8 +17,8 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
 use crate::cli::{
-    CancelArgs, ClientArgs, ClientCommand, DeadCommand, DeadRetryArgs, LsArgs, PageArgs, PurgeState, QueueCommand,
-    QueueNameArgs, QueuePurgeArgs, QueueRmArgs, QueueSetArgs, ScheduleArgs, StatsArgs, TaskArgs,
+    CancelArgs, ClientArgs, ClientCommand, DeadCommand, DeadRetryArgs, ImportCommand, LsArgs, PageArgs, PurgeState,
+    QueueCommand, QueueNameArgs, QueuePurgeArgs, QueueRmArgs, QueueSetArgs, ScheduleArgs, StatsArgs, TaskArgs,
 };
 use crate::client::{Client, ClientError, Json, Method, Request, StatusCode};
 use crate::{json, render};
@@ -40,7 +40,7 @@ impl std::error::Error for UsageError {}
 
 /// A client of the server; the token is `--token` (or `PUNCTUAL_TOKEN`), else the first
 /// of `PUNCTUAL_TOKENS`, the server's variable, so one environment serves both.
-fn connect(args: &ClientArgs) -> Result<Client> {
+pub(crate) fn connect(args: &ClientArgs) -> Result<Client> {
     let token = args.token.clone().filter(|token| !token.is_empty()).or_else(|| {
         let list = std::env::var("PUNCTUAL_TOKENS").ok()?;
         list.split(',').map(str::trim).find(|token| !token.is_empty()).map(str::to_owned)
@@ -177,6 +177,9 @@ pub(crate) async fn run(command: ClientCommand) -> Result<String> {
         ClientCommand::Stats(args) => stats(args).await,
         ClientCommand::Dead(args) => dead(args.command).await,
         ClientCommand::Queue(args) => queue(args.command).await,
+        ClientCommand::Import(args) => match args.command {
+            ImportCommand::Keyspace(args) => crate::import::run(*args).await,
+        },
     }
 }
 

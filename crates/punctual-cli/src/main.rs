@@ -13,6 +13,7 @@ mod cli;
 mod commands;
 #[cfg(test)]
 mod fake_server;
+mod import;
 mod json;
 mod render;
 

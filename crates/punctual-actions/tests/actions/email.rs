@@ -25,11 +25,13 @@ fn smtp(sink: &SmtpSink) -> SmtpConfig {
     smtp
 }
 
+fn spec(config: EmailConfig) -> ActionSpec {
+    ActionSpec::new(ActionKind::Email(config)).timezone("Asia/Shanghai").timeout(Duration::from_secs(5))
+}
+
+/// The action on a runtime whose egress policy allows the sink on 127.0.0.1.
 fn build(h: &Harness, config: EmailConfig) -> Action {
-    let spec = ActionSpec::new(ActionKind::Email(config)).timezone("Asia/Shanghai").timeout(Duration::from_secs(5));
-    // The default runtime (public addresses only) on purpose: SMTP is outside the
-    // egress policy, so the sink on 127.0.0.1 is reached without an allow entry.
-    Action::build(&spec, &Runtime::new(Arc::new(h.clock.clone())).unwrap()).unwrap()
+    Action::build(&spec(config), &common::loopback_runtime(Arc::new(h.clock.clone()))).unwrap()
 }
 
 #[tokio::test]
@@ -145,6 +147,42 @@ async fn starttls_is_required_so_nothing_is_sent_in_clear_to_a_server_without_it
     let error = task.last_error.unwrap();
     assert!(error.starts_with("cannot send through SMTP server 127.0.0.1:"), "{error}");
     assert!(sink.mails.try_recv().is_err(), "no message (and no credentials) went over the plain connection");
+    worker.shutdown().await;
+    h.engine.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn smtp_hosts_are_under_the_egress_policy_as_literals_and_as_names() {
+    let mut h = Harness::start();
+    let mut sink = SmtpSink::start().await;
+    let public_only = Runtime::new(Arc::new(h.clock.clone())).unwrap();
+    let message =
+        |smtp: SmtpConfig| EmailConfig::new(smtp, "reminders@example.com", vec!["a@example.com".into()], "s", "t");
+
+    // A literal address the policy refuses is refused when the action is built.
+    let error = Action::build(&spec(message(smtp(&sink))), &public_only).unwrap_err();
+    assert_eq!(error.field(), "smtp.host");
+    assert!(error.to_string().contains("127.0.0.1 is a loopback address"), "{error}");
+
+    // A name resolving only to refused addresses sends nothing: the task goes dead with why.
+    let mut by_name = smtp(&sink);
+    by_name.host = "localhost".into();
+    let worker = Worker::new(h.engine.clone())
+        .handle("refused-name", Action::build(&spec(message(by_name.clone())), &public_only).unwrap())
+        .handle("allowed-name", build(&h, message(by_name)))
+        .start()
+        .unwrap();
+    h.engine.schedule("refused-name", "k", TaskSpec::now()).await.unwrap();
+    let task = h.completed("refused-name", "k").await.unwrap();
+    assert_eq!(task.state, TaskState::Dead, "{task:?}");
+    let error = task.last_error.unwrap();
+    assert!(error.contains("refused: localhost resolves only to refused addresses"), "{error}");
+    assert!(sink.mails.try_recv().is_err(), "nothing reached the sink");
+
+    // With loopback allowed the same name is sent to, at the address it resolved to.
+    h.engine.schedule("allowed-name", "k", TaskSpec::now()).await.unwrap();
+    next(&mut sink.mails, "the email through the allowed name").await;
+    assert_eq!(h.completed("allowed-name", "k").await, None, "sent: done");
     worker.shutdown().await;
     h.engine.shutdown().await.unwrap();
 }

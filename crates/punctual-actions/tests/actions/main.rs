@@ -1,6 +1,6 @@
 //! The push actions against real receivers on loopback: HTTP servers for webhooks and
-//! chat robots, an SMTP conversation for email, the egress policy, and cancellation of
-//! a delivery waiting for its turn.
+//! chat robots, an SMTP conversation for email, private `redis-server`s for Redis
+//! streams, the egress policy, and cancellation of a delivery waiting for its turn.
 //!
 //! One test binary, one module per concern: linked once, and tests from different
 //! modules run side by side. Run one module with a filter:
@@ -12,4 +12,6 @@ mod cancel_while_waiting;
 mod chat;
 mod egress;
 mod email;
+mod rabbitmq;
+mod redis_stream;
 mod webhook;
