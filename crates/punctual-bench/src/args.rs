@@ -49,8 +49,9 @@ Workloads:
                lettered to a work queue: head-of-line blocking makes later-due
                messages late) beside punctual's rabbitmq action: lateness p50/p99/max,
                how many > 1 s late, and the ratio TTL / punctual. Needs RabbitMQ
-               (--rabbitmq) and NATS with JetStream (--nats); their exchanges, queues
-               and stream are named punctual-bench-<pid>-<ms>... and deleted after
+               (--rabbitmq) and NATS with JetStream (--nats), or one of them with
+               --broker rabbitmq|nats; their exchanges, queues and stream are named
+               punctual-bench-<pid>-<ms>... and deleted after
 
 Examples:
   punctual bench burst --serve                         # over HTTP on the default (embedded) store
@@ -137,6 +138,9 @@ pub struct BenchArgs {
     /// brokers: the RabbitMQ broker (amqp:// or amqps://)
     #[arg(long, value_name = "URL", default_value = "amqp://guest:guest@127.0.0.1:5672/%2f")]
     pub rabbitmq: String,
+    /// brokers: which to measure: rabbitmq (its burst and the TTL + dead letter comparison), nats (its burst) or both
+    #[arg(long, value_enum, value_name = "WHICH", default_value = "both")]
+    pub broker: Broker,
     /// brokers: the NATS server, with JetStream
     #[arg(long, value_name = "URL", default_value = "nats://127.0.0.1:4222")]
     pub nats: String,
@@ -182,6 +186,24 @@ impl Workload {
             Workload::All => "all",
             Workload::Brokers => "brokers",
         }
+    }
+}
+
+/// `punctual bench brokers --broker`: which brokers the run measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Broker {
+    Rabbitmq,
+    Nats,
+    Both,
+}
+
+impl Broker {
+    pub(crate) fn rabbitmq(self) -> bool {
+        matches!(self, Broker::Rabbitmq | Broker::Both)
+    }
+
+    pub(crate) fn nats(self) -> bool {
+        matches!(self, Broker::Nats | Broker::Both)
     }
 }
 

@@ -50,7 +50,7 @@ use punctual_redis::{RedisConfig, RedisStore};
 use punctual_sqlite::SqliteStore;
 use serde::Serialize;
 
-pub use args::{AFTER_HELP, Acks, BenchArgs, BenchStore, MAX_LOOPS, Workload};
+pub use args::{AFTER_HELP, Acks, BenchArgs, BenchStore, Broker, MAX_LOOPS, Workload};
 use bullmq::Bullmq;
 use driver::{Driver, EngineDriver, HttpDriver, PullLoops};
 use report::Progress;

@@ -26,6 +26,8 @@
 //! the run waits until punctual holds none of the queue's tasks (every publish
 //! confirmed) and the broker has handed over all it holds.
 //!
+//! `--broker rabbitmq` runs 1 and 3, `--broker nats` 2 alone.
+//!
 //! Everything the run declares is named `punctual-bench-<pid>-<ms>…` and deleted at the
 //! end, also on an error or Ctrl-C ([`run`] handles Ctrl-C itself so it can). Should
 //! the process be killed outright, RabbitMQ still removes the queues (`x-expires`: a
@@ -239,9 +241,10 @@ pub(crate) struct BrokersReport {
     pub(crate) target: String,
     /// The push actions' `concurrency` (publishes in flight per queue).
     pub(crate) action_concurrency: u32,
-    pub(crate) rabbitmq: BrokerBurst,
-    pub(crate) nats: BrokerBurst,
-    pub(crate) delays: Delays,
+    /// Each part, unless `--broker` left it out (the delays go with RabbitMQ).
+    pub(crate) rabbitmq: Option<BrokerBurst>,
+    pub(crate) nats: Option<BrokerBurst>,
+    pub(crate) delays: Option<Delays>,
     pub(crate) notes: Vec<String>,
 }
 
@@ -257,16 +260,24 @@ pub(crate) async fn run(args: BenchArgs, emit: fn(&str) -> Result<()>) -> Result
     }
     let names = Names::new();
     let progress = Progress::new(args.quiet);
-    let rabbit = rabbitmq::Rabbit::connect(&args.rabbitmq, &names, args.window).await?;
-    let nats = match nats::Nats::connect(&args.nats, &names).await {
-        Ok(nats) => nats,
-        Err(e) => {
-            rabbit.delete().await;
-            return Err(e);
-        }
+    let rabbit = match args.broker.rabbitmq() {
+        true => Some(rabbitmq::Rabbit::connect(&args.rabbitmq, &names, args.window).await?),
+        false => None,
+    };
+    let nats = match args.broker.nats() {
+        true => match nats::Nats::connect(&args.nats, &names).await {
+            Ok(nats) => Some(nats),
+            Err(e) => {
+                if let Some(rabbit) = &rabbit {
+                    rabbit.delete().await;
+                }
+                return Err(e);
+            }
+        },
+        false => None,
     };
     let result = tokio::select! {
-        report = measure(&args, &names, &rabbit, &nats, &progress) => report,
+        report = measure(&args, &names, rabbit.as_ref(), nats.as_ref(), &progress) => report,
         signal = tokio::signal::ctrl_c() => {
             signal.context("cannot listen for Ctrl-C")?;
             Err(anyhow::anyhow!(
@@ -275,8 +286,12 @@ pub(crate) async fn run(args: BenchArgs, emit: fn(&str) -> Result<()>) -> Result
         }
     };
     // `measure` stopped the server (dropped on every path out of it) before this.
-    rabbit.delete().await;
-    nats.delete().await;
+    if let Some(rabbit) = &rabbit {
+        rabbit.delete().await;
+    }
+    if let Some(nats) = &nats {
+        nats.delete().await;
+    }
     let report = result?;
     if args.json {
         emit(&serde_json::to_string_pretty(&[&report])?)?;
@@ -287,7 +302,8 @@ pub(crate) async fn run(args: BenchArgs, emit: fn(&str) -> Result<()>) -> Result
 }
 
 /// The config file of the served server: egress to the brokers' hosts and the three
-/// queues' actions.
+/// queues' actions (all three whatever `--broker` says: an action connects only when
+/// it publishes).
 fn server_config(args: &BenchArgs, names: &Names) -> Result<String> {
     let mut hosts = Vec::new();
     for url in [&args.rabbitmq, &args.nats] {
@@ -324,8 +340,8 @@ fn server_config(args: &BenchArgs, names: &Names) -> Result<String> {
 async fn measure(
     args: &BenchArgs,
     names: &Names,
-    rabbit: &rabbitmq::Rabbit,
-    nats: &nats::Nats,
+    rabbit: Option<&rabbitmq::Rabbit>,
+    nats: Option<&nats::Nats>,
     progress: &Progress,
 ) -> Result<BrokersReport> {
     let config = server_config(args, names)?;
@@ -335,34 +351,58 @@ async fn measure(
     let pull = PullLoops { loops: 1, lease_max: args.lease_max, long_poll: args.long_poll, acks: args.acks };
     let driver = HttpDriver::new(served.served.url(), None, pull)?;
     let tasks = args.tasks.map_or(DEFAULT_TASKS, |n| n as usize);
-    let delays = args.delays as usize;
     let mut notes = Vec::new();
 
-    let received = Received::new(tasks, progress.bar(tasks as u64, "rabbitmq: received"));
-    let source = rabbit.consume(rabbitmq::BURST, received.clone()).await?;
-    let rabbitmq = burst(&driver, RABBITMQ_QUEUE, &received, &source, progress, &mut notes).await;
-    drop(source);
-    let rabbitmq =
-        BrokerBurst { broker: "rabbitmq", route: rabbit.route(rabbitmq::BURST), ..rabbitmq.context("rabbitmq")? };
+    let rabbitmq = match rabbit {
+        Some(rabbit) => {
+            let received = Received::new(tasks, progress.bar(tasks as u64, "rabbitmq: received"));
+            let source = rabbit.consume(rabbitmq::BURST, received.clone()).await?;
+            let burst = burst(&driver, RABBITMQ_QUEUE, &received, &source, progress, &mut notes).await;
+            drop(source);
+            Some(BrokerBurst { broker: "rabbitmq", route: rabbit.route(rabbitmq::BURST), ..burst.context("rabbitmq")? })
+        }
+        None => None,
+    };
+    let nats = match nats {
+        Some(nats) => {
+            let received = Received::new(tasks, progress.bar(tasks as u64, "nats: received"));
+            let source = nats.consume(received.clone()).await?;
+            let burst = burst(&driver, NATS_QUEUE, &received, &source, progress, &mut notes).await;
+            drop(source);
+            Some(BrokerBurst { broker: "nats", route: nats.route(), ..burst.context("nats")? })
+        }
+        None => None,
+    };
+    let delays = match rabbit {
+        Some(rabbit) => Some(delays(args, rabbit, &driver, progress, &mut notes).await?),
+        None => None,
+    };
+    drop(served);
+    Ok(BrokersReport {
+        workload: "brokers",
+        target,
+        action_concurrency: args.concurrency,
+        rabbitmq,
+        nats,
+        delays,
+        notes,
+    })
+}
 
-    let received = Received::new(tasks, progress.bar(tasks as u64, "nats: received"));
-    let source = nats.consume(received.clone()).await?;
-    let nats_burst = burst(&driver, NATS_QUEUE, &received, &source, progress, &mut notes).await;
-    drop(source);
-    let nats = BrokerBurst { broker: "nats", route: nats.route(), ..nats_burst.context("nats")? };
-
+/// The delays' comparison: the seeds' TTL + dead letter, then punctual's action.
+async fn delays(
+    args: &BenchArgs,
+    rabbit: &rabbitmq::Rabbit,
+    driver: &HttpDriver,
+    progress: &Progress,
+    notes: &mut Vec<String>,
+) -> Result<Delays> {
+    let delays = args.delays as usize;
     let window = args.window;
     let due_in: Vec<i64> = (0..delays).map(|_| (rand::random::<f64>() * window.as_millis() as f64) as i64).collect();
     let received = Received::new(delays, progress.bar(delays as u64, "ttl + dead letter: received"));
     let ttl = rabbit.ttl_dead_letter(&due_in, received.clone(), progress).await?;
     let ttl_dead_letter = lateness(rabbit.ttl_route(), delays, received.take());
-
-    let received = Received::new(delays, progress.bar(delays as u64, "punctual delays: received"));
-    let source = rabbit.consume(rabbitmq::DELAYS, received.clone()).await?;
-    let ours = delayed(&driver, &due_in, &received, &source, progress).await;
-    drop(source);
-    ours.context("punctual delays")?;
-    let punctual = lateness(format!("punctual → {}", rabbit.route(rabbitmq::DELAYS)), delays, received.take());
     if !ttl {
         notes.push(format!(
             "only {} of {delays} TTL messages came out within {}s of the last due time",
@@ -370,28 +410,26 @@ async fn measure(
             DRAIN_LIMIT.as_secs()
         ));
     }
-    drop(served);
 
+    let received = Received::new(delays, progress.bar(delays as u64, "punctual delays: received"));
+    let source = rabbit.consume(rabbitmq::DELAYS, received.clone()).await?;
+    let ours = delayed(driver, &due_in, &received, &source, progress).await;
+    drop(source);
+    ours.context("punctual delays")?;
+    let punctual = lateness(format!("punctual → {}", rabbit.route(rabbitmq::DELAYS)), delays, received.take());
+    if punctual.lost > 0 {
+        notes.push(format!(
+            "only {} of {delays} of punctual's delayed messages arrived within {}s of the last due time",
+            punctual.received,
+            DRAIN_LIMIT.as_secs()
+        ));
+    }
     let ttl_over_punctual = LatenessRatios {
         p50: ratio(ttl_dead_letter.lateness_ms.p50, punctual.lateness_ms.p50),
         p99: ratio(ttl_dead_letter.lateness_ms.p99, punctual.lateness_ms.p99),
         max: ratio(ttl_dead_letter.lateness_ms.max, punctual.lateness_ms.max),
     };
-    Ok(BrokersReport {
-        workload: "brokers",
-        target,
-        action_concurrency: args.concurrency,
-        rabbitmq,
-        nats,
-        delays: Delays {
-            messages: delays,
-            window_ms: window.as_millis() as u64,
-            ttl_dead_letter,
-            punctual,
-            ttl_over_punctual,
-        },
-        notes,
-    })
+    Ok(Delays { messages: delays, window_ms: window.as_millis() as u64, ttl_dead_letter, punctual, ttl_over_punctual })
 }
 
 /// Schedules `tasks` due at one instant in `queue` and waits until `received` read
@@ -551,9 +589,8 @@ impl BrokerBurst {
     }
 }
 
-impl BrokersReport {
-    pub(crate) fn table(&self) -> String {
-        let d = &self.delays;
+impl Delays {
+    fn table(&self) -> String {
         let row = |l: &Lateness| {
             vec![
                 l.approach.clone(),
@@ -565,26 +602,36 @@ impl BrokersReport {
                 thousands(l.duplicates as f64),
             ]
         };
-        let delays = table(
+        let rows = table(
             &["APPROACH", "P50 MS", "P99 MS", "MAX MS", "> 1 S LATE", "RECEIVED", "DUPLICATES"],
-            vec![row(&d.ttl_dead_letter), row(&d.punctual)],
+            vec![row(&self.ttl_dead_letter), row(&self.punctual)],
             &[1, 2, 3, 4, 5, 6],
         );
-        let r = &d.ttl_over_punctual;
-        let mut text = format!(
-            "brokers: on {}, push actions of concurrency {}\n\n{}\n\n{}\n\ndelays: {} messages, delays uniform over {}, \
-             published in random order; lateness = receipt − (submission + delay)\n{delays}\nTTL + dead letter / \
-             punctual: p50 {}, p99 {}, max {} (punctual's floored at 1 ms)",
-            self.target,
-            self.action_concurrency,
-            self.rabbitmq.table(),
-            self.nats.table(),
-            thousands(d.messages as f64),
-            millis(d.window_ms),
+        let r = &self.ttl_over_punctual;
+        format!(
+            "delays: {} messages, delays uniform over {}, published in random order; lateness = receipt − \
+             (submission + delay)\n{rows}\nTTL + dead letter / punctual: p50 {}, p99 {}, max {} (punctual's \
+             floored at 1 ms)",
+            thousands(self.messages as f64),
+            millis(self.window_ms),
             times(r.p50),
             times(r.p99),
             times(r.max),
-        );
+        )
+    }
+}
+
+impl BrokersReport {
+    pub(crate) fn table(&self) -> String {
+        let mut text = format!("brokers: on {}, push actions of concurrency {}", self.target, self.action_concurrency);
+        let parts = [
+            self.rabbitmq.as_ref().map(BrokerBurst::table),
+            self.nats.as_ref().map(BrokerBurst::table),
+            self.delays.as_ref().map(Delays::table),
+        ];
+        for part in parts.into_iter().flatten() {
+            text.push_str(&format!("\n\n{part}"));
+        }
         for note in &self.notes {
             text.push_str(&format!("\nnote: {note}"));
         }
