@@ -416,7 +416,7 @@ async fn delays(
     let ours = delayed(driver, &due_in, &received, &source, progress).await;
     drop(source);
     ours.context("punctual delays")?;
-    let punctual = lateness(format!("punctual → {}", rabbit.route(rabbitmq::DELAYS)), delays, received.take());
+    let punctual = lateness(rabbit.delays_route(), delays, received.take());
     if punctual.lost > 0 {
         notes.push(format!(
             "only {} of {delays} of punctual's delayed messages arrived within {}s of the last due time",

@@ -120,8 +120,13 @@ impl Rabbit {
         )
     }
 
+    /// Punctual's side of the delays, in a word (the route is the burst's, by `delays`).
+    pub(crate) fn delays_route(&self) -> String {
+        format!("punctual, rabbitmq action (→ queue {})", self.names.name(DELAYS))
+    }
+
     pub(crate) fn ttl_route(&self) -> String {
-        "TTL + dead letter (holding queue → DLX → work queue)".to_owned()
+        "seeds: TTL + dead letter (holding → DLX → work)".to_owned()
     }
 
     /// Starts a consumer of queue `<prefix>.<key>` recording into `received`; it stops
