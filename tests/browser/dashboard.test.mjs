@@ -6,7 +6,8 @@
 // task's HTTP target that is not shown or whose headers (an API caller's text) go in
 // as HTML, and forms that do not do what curl does: a queue created, its settings
 // edited (a stale edit refused, not overwriting) or removed, a task scheduled with its
-// own target, each refusal shown with the field the server names.
+// own target, each refusal shown with the field the server names; and a scoped
+// read-only token that must be shown no schedule, cancel, pause or settings control.
 //
 // The server's config allows egress to 127.0.0.1 (a webhook queue of the tests points
 // there) and its environment holds HOOK_SECRET, a secret that must never show.
@@ -30,6 +31,7 @@ const bin = process.env.PUNCTUAL_BIN || join(root, "target/debug/punctual");
 const browserPath = process.env.CHROMIUM || "/usr/bin/chromium";
 const shots = join(root, "docs/screenshots");
 const TOKEN = "s3cret-dashboard";
+const READ_ONLY = "read-only-dashboard";  // [[access]] with permissions = ["read"]
 const HOOK_SECRET = "hook-secret-value-9f2c";
 const PATIENCE = 20_000;
 
@@ -75,7 +77,7 @@ before(async () => {
   const port = await freePort();
   base = `http://127.0.0.1:${port}`;
   const config = join(work, "punctual.toml");
-  writeFileSync(config, '[egress]\nallow = ["127.0.0.1"]\n');
+  writeFileSync(config, `[egress]\nallow = ["127.0.0.1"]\n\n[[access]]\ntoken = "${READ_ONLY}"\npermissions = ["read"]\n`);
   server = spawn(bin, ["serve", "--config", config, "--listen", `127.0.0.1:${port}`, "--data", join(work, "data"), "--token", TOKEN],
     { stdio: ["ignore", "pipe", "pipe"], env: { PATH: process.env.PATH, HOOK_SECRET } });
   server.stdout.on("data", (d) => { serverLog += d; });
@@ -435,6 +437,30 @@ test("it fits a phone screen", async () => {
   const formOverflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
   assert.ok(formOverflow <= 1, `the queue's forms scroll sideways by ${formOverflow}px on a phone`);
   await page.screenshot({ path: join(shots, "queue-forms-phone.png"), fullPage: true });
+});
+
+test("a read-only token sees the data but no schedule, cancel, pause, settings or dead-task controls", async () => {
+  assert.equal((await api("PUT", "/v1/queues/readonly.q/tasks/ro-1", { delay: "1h" })).status, 201);
+  await page.goto(`${base}/#/`);
+  await page.fill("#token", READ_ONLY);
+  await page.click("#token-form button");
+  await page.locator('#queues tr[data-queue="readonly.q"]').waitFor();
+  assert.equal(await page.locator("#new-queue-create").count(), 0, "no queue creation without admin");
+  await page.goto(`${base}/#/queue/readonly.q`);
+  await page.locator('#tasks tr[data-key="ro-1"]').waitFor();
+  await page.locator("#settings-forbidden").waitFor();
+  await page.locator("#dead-forbidden").waitFor();
+  for (const id of ["#schedule-send", "#pause-queue", "#resume-queue", "#settings-save", "#settings-remove", "#retry-all-dead"]) {
+    assert.equal(await page.locator(id).count(), 0, `${id} is not shown to a read-only token`);
+  }
+  await page.goto(`${base}/#/task/readonly.q/ro-1`);
+  await page.locator("#task-state").waitFor();
+  assert.equal(await page.locator("#cancel-task").count(), 0, "no cancel without schedule");
+  assert.equal(await page.locator("#banner").isHidden(), true, "no refusal met on the way");
+  // The full token again: its controls come back.
+  await page.fill("#token", TOKEN);
+  await page.click("#token-form button");
+  await page.locator("#cancel-task").waitFor();
 });
 
 test("the page asked nothing of any other host and threw no error", () => {

@@ -17,7 +17,7 @@ use std::time::Duration;
 use punctual_core::{Clock, Timestamp};
 use reqwest::Url;
 
-use crate::egress::EgressPolicy;
+use crate::egress::{EgressPolicy, Resolved};
 use crate::error::ActionError;
 
 /// The pause after the first failed connection attempt.
@@ -57,16 +57,19 @@ pub(crate) fn check_egress(url: &Url, policy: &EgressPolicy) -> Result<(), Actio
     policy.check_url(url).map_err(|refusal| ActionError::invalid("url", format!("refused: {refusal}")))
 }
 
-/// Resolves `host:port` and keeps the addresses `policy` allows; none allowed is the
-/// refusal as a sentence.
+/// Resolves `host:port` and keeps the addresses `policy` allows
+/// ([`EgressPolicy::resolve`]); the error is a sentence for `last_error` (a refusal
+/// starts with `refused: `).
 pub(crate) async fn screened_addresses(
     host: &str,
     port: u16,
     policy: &EgressPolicy,
 ) -> Result<Vec<std::net::SocketAddr>, String> {
-    let resolved: Vec<_> =
-        tokio::net::lookup_host((host, port)).await.map_err(|e| format!("cannot resolve {host}: {e}"))?.collect();
-    policy.screen(host, resolved).map_err(|refusal| format!("refused: {refusal}"))
+    match policy.resolve(host, port).await {
+        Resolved::Allowed(addresses) => Ok(addresses),
+        Resolved::Refused(refusal) => Err(format!("refused: {refusal}")),
+        Resolved::Failed(e) => Err(format!("cannot resolve {host}: {e}")),
+    }
 }
 
 /// One connection of an action, shared by its deliveries (`C` is a cheap clone: a

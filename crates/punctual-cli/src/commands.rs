@@ -969,6 +969,20 @@ mod tests {
         }
 
         #[tokio::test]
+        async fn a_forbidden_call_says_so_with_the_servers_message() {
+            let message = "this token lacks the schedule permission on queue 'billing'; it has read on queues order.*";
+            let server = FakeServer::start(move |_| {
+                (403, json!({"error": {"code": "forbidden", "message": message}}).to_string())
+            })
+            .await;
+            for args in [&["schedule", "billing", "k", "--token", "t"][..], &["cancel", "billing", "k", "--token", "t"]]
+            {
+                let e = run_args(&server, args).await.unwrap_err();
+                assert_eq!(format!("{e:#}"), format!("forbidden: {message}"), "{args:?}");
+            }
+        }
+
+        #[tokio::test]
         async fn cancel_and_dead_routes() {
             let server = FakeServer::start(|r| match (r.method.as_str(), r.target.as_str()) {
                 ("DELETE", "/v1/queues/q/tasks/k") | ("DELETE", "/v1/queues/q/dead/k") => (204, String::new()),

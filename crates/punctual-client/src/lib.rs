@@ -132,6 +132,11 @@ impl std::error::Error for ClientError {}
 
 impl fmt::Display for ApiError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // A refusal for lack of permission says so first: the message alone ("this token
+        // lacks …") reads like any other refusal.
+        if self.code == "forbidden" {
+            f.write_str("forbidden: ")?;
+        }
         match &self.field {
             Some(field) if !field.is_empty() => write!(f, "{field}: {}", self.message),
             _ => f.write_str(&self.message),

@@ -4,7 +4,8 @@
 //! Order of the middleware, outermost first: a response sent before the request body
 //! was read says `Connection: close`; a panic in a handler becomes a 500 (the
 //! connection and the server live on); auth, which runs for every path, matched or not
-//! ("before routing": an unknown `/v1` path without a token is 401, not 404); the
+//! ("before routing": an unknown `/v1` path without a token is 401, not 404), then the
+//! route's access rule (`access::rule`: 403 before the handler runs); the
 //! request timeout (a lease gets the longest `wait` on top); the body size limit
 //! (batches get their own, larger one).
 
@@ -17,7 +18,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::body::Body;
-use axum::extract::{DefaultBodyLimit, MatchedPath, Request, State};
+use axum::extract::{DefaultBodyLimit, FromRequestParts, MatchedPath, RawPathParams, Request, State};
 use axum::http::{Method, Uri, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
@@ -25,6 +26,7 @@ use axum::routing::{delete, get, post, put};
 use futures_util::FutureExt;
 use punctual_core::Store;
 
+use crate::access::{self, Grant, Rule, Scope};
 use crate::error::ApiError;
 use crate::ops;
 use crate::routes;
@@ -91,6 +93,7 @@ pub fn app<S: Store>(state: AppState<S>) -> Router {
         .route("/readyz", get(ops::readyz::<S>))
         .route("/metrics", get(ops::metrics::<S>))
         .route("/openapi.json", get(ops::openapi_json::<S>))
+        .route("/v1/access", get(routes::access))
         .route("/", get(ops::index))
         .route(DASHBOARD_JS, get(ops::dashboard_js))
         .route(DASHBOARD_CSS, get(ops::dashboard_css))
@@ -113,22 +116,89 @@ async fn no_method(method: Method, uri: Uri) -> ApiError {
     ApiError::MethodNotAllowed(format!("{} does not take {method}; see /openapi.json", uri.path()))
 }
 
+/// Who is calling: the token's grant, put in the request's extensions by [`auth`] for
+/// the handlers that check inside (`GET /v1/queues`, `POST /v1/acks`). Without tokens,
+/// everything.
+pub(crate) type Caller = axum::Extension<Arc<Grant>>;
+
+/// Identifies the token (401 when it is missing or unknown, before routing), then
+/// applies the route's access rule (403 before the handler runs; see `access`).
 async fn auth<S: Store>(State(state): State<AppState<S>>, req: Request, next: Next) -> Response {
     let auth = &state.inner.auth;
-    if !auth.required() || is_open(req.uri().path()) {
+    if is_open(req.uri().path()) {
         return next.run(req).await;
     }
-    let presented = req
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|value| {
+    let grant = if auth.required() {
+        let presented = req.headers().get(header::AUTHORIZATION).and_then(|value| {
             let bytes = value.as_bytes();
             let space = bytes.iter().position(|b| *b == b' ')?;
             let (scheme, rest) = bytes.split_at(space);
             scheme.eq_ignore_ascii_case(b"bearer").then(|| rest.trim_ascii())
-        })
-        .is_some_and(|token| auth.accepts(token));
-    if presented { next.run(req).await } else { ApiError::Unauthorized.into_response() }
+        });
+        match presented.and_then(|token| auth.identify(token)) {
+            Some(grant) => grant,
+            None => return ApiError::Unauthorized.into_response(),
+        }
+    } else {
+        Arc::new(Grant::all())
+    };
+    let (mut parts, body) = req.into_parts();
+    if let Err(refused) = permit(&state, &grant, &mut parts).await {
+        return refused.into_response();
+    }
+    parts.extensions.insert(grant);
+    next.run(Request::from_parts(parts, body)).await
+}
+
+/// `Ok` when the route's rule lets `grant` through. A path no route matches, or a
+/// method the path does not take, passes: the router answers 404 or 405, changing
+/// nothing.
+async fn permit<S: Store>(
+    state: &AppState<S>,
+    grant: &Grant,
+    parts: &mut axum::http::request::Parts,
+) -> Result<(), ApiError> {
+    let Some(path) = parts.extensions.get::<MatchedPath>().map(|p| p.as_str().to_owned()) else { return Ok(()) };
+    let what = format!("{} {}", parts.method, parts.uri.path());
+    let Some(rule) = access::rule(&parts.method, &path) else {
+        let known = ["GET", "PUT", "POST", "PATCH", "DELETE"]
+            .iter()
+            .any(|m| access::rule(&m.parse().expect("a method name"), &path).is_some());
+        if known {
+            return Ok(());
+        }
+        return Err(ApiError::internal(format!("the route {path} has no access rule (see access::rule)")));
+    };
+    let (permission, scope) = match rule {
+        Rule::Open | Rule::AnyToken => return Ok(()),
+        Rule::Needs(permission, scope) => (permission, scope),
+    };
+    // Percent-decoded; a segment that is not UTF-8 is left out.
+    let params: Vec<(String, String)> = match RawPathParams::from_request_parts(parts, &()).await {
+        Ok(params) => params.iter().map(|(k, v)| (k.to_owned(), v.to_owned())).collect(),
+        Err(_) => Vec::new(),
+    };
+    let param = |name: &str| params.iter().find(|(key, _)| key == name).map(|(_, value)| value.as_str());
+    match scope {
+        Scope::PathQueue => match param("queue") {
+            Some(queue) => grant.check(permission, queue),
+            // A queue name that is not UTF-8: only a token for every queue gets to the
+            // handler's 400.
+            None => grant.check_everywhere(permission, &what),
+        },
+        Scope::PathLease => {
+            let lease = param("lease_id").and_then(|id| state.inner.codec.decode(id).ok());
+            match lease {
+                Some(lease) => grant.check(permission, lease.queue.as_str()),
+                // Names no lease: the handler answers 404, and no queue is told.
+                None => grant.check_any(permission, &what),
+            }
+        }
+        // The handler checks each lease's queue before it applies any, naming the queue.
+        Scope::InBody => Ok(()),
+        Scope::Listed => grant.check_any(permission, &what),
+        Scope::Everywhere => grant.check_everywhere(permission, &what),
+    }
 }
 
 /// Ends requests that take too long: a client still sending its body is refused (408),

@@ -21,6 +21,8 @@ pub(crate) enum ApiError {
     Invalid { field: Option<String>, message: String },
     /// 401: no valid bearer token.
     Unauthorized,
+    /// 403: the token lacks the permission; the message names it and the queue.
+    Forbidden(String),
     /// 404.
     NotFound(String),
     /// 405: the path exists, the method does not (the router adds the `Allow` header).
@@ -51,6 +53,8 @@ pub(crate) enum ErrorCode {
     InvalidArgument,
     /// 401.
     Unauthorized,
+    /// 403.
+    Forbidden,
     /// 404.
     NotFound,
     /// 405.
@@ -76,6 +80,7 @@ impl ErrorCode {
         match self {
             ErrorCode::InvalidArgument => StatusCode::BAD_REQUEST,
             ErrorCode::Unauthorized => StatusCode::UNAUTHORIZED,
+            ErrorCode::Forbidden => StatusCode::FORBIDDEN,
             ErrorCode::NotFound => StatusCode::NOT_FOUND,
             ErrorCode::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             ErrorCode::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
@@ -127,6 +132,7 @@ impl ApiError {
         match self {
             ApiError::Invalid { .. } => ErrorCode::InvalidArgument,
             ApiError::Unauthorized => ErrorCode::Unauthorized,
+            ApiError::Forbidden(_) => ErrorCode::Forbidden,
             ApiError::NotFound(_) => ErrorCode::NotFound,
             ApiError::MethodNotAllowed(_) => ErrorCode::MethodNotAllowed,
             ApiError::RequestTimeout { .. } => ErrorCode::RequestTimeout,
@@ -169,7 +175,7 @@ impl ApiError {
             ApiError::Unauthorized => {
                 ("a valid token is required: send the header 'Authorization: Bearer <token>'".to_owned(), None)
             }
-            ApiError::NotFound(message) => (message.clone(), None),
+            ApiError::Forbidden(message) | ApiError::NotFound(message) => (message.clone(), None),
             ApiError::MethodNotAllowed(message) => (message.clone(), None),
             ApiError::RequestTimeout { after } => {
                 (format!("the request body did not arrive within {}", format_duration(*after)), None)

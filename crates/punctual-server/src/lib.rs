@@ -25,6 +25,7 @@
 //! shutdown the HTTP side stops first, then the workers (running deliveries get the
 //! grace period), then the engine.
 
+mod access;
 mod actions;
 mod api;
 mod app;
@@ -54,6 +55,7 @@ use punctual_core::{Clock, Engine, Lane, RunningWorker, Store, SystemClock, Work
 use punctual_redis::{RedisConfig, RedisStore, Target, redacted};
 use punctual_sqlite::SqliteStore;
 
+pub use access::{AccessToken, Permission, QueuePattern};
 pub use app::app;
 pub use config::{ConfigError, ServeArgs};
 pub use server::serve_on;
@@ -211,7 +213,11 @@ async fn run<S: Store>(store: S, sharing: Sharing, settings: &Settings) -> anyho
     let address = listener.local_addr().map_or_else(|_| settings.listen.clone(), |a| a.to_string());
     tracing::info!(
         listen = %address,
-        auth = if settings.tokens.is_empty() { "off" } else { "bearer tokens" },
+        auth = match (settings.tokens.is_empty(), settings.access.is_empty()) {
+            (true, true) => "off",
+            (false, true) => "bearer tokens",
+            (_, false) => "bearer tokens, some scoped",
+        },
         "punctual {} is serving", env!("CARGO_PKG_VERSION")
     );
     serve_on(listener, state, server::stop_signal(), settings.grace_period).await;

@@ -5,6 +5,9 @@
 //! What [`document`] adds, each in one place instead of on every handler:
 //! - auth: with tokens, the bearer scheme, and `401` on every operation that needs one
 //!   (all but those of [`crate::app::is_open`]); without tokens, no `security` at all;
+//! - scoped access: with tokens, `403` on every operation that needs a permission, and
+//!   the permission (from `access::rule`, the one table the server enforces) at the
+//!   end of its description;
 //! - the answers any request can get from the middleware and the connection: `414` and
 //!   `431` (a head too large), `500` (a bug, logged); on the `/v1` API and `/metrics`,
 //!   `503` (the store is down, the server is stopping, or the request took too long);
@@ -18,6 +21,7 @@
 use serde_json::{Value, json};
 use utoipa::OpenApi;
 
+use crate::access::{self, Permission, Rule, Scope};
 use crate::settings::routes as settings;
 use crate::{api, app, error, ops, routes, schema};
 
@@ -29,7 +33,12 @@ use crate::{api, app, error, ops, routes, schema};
         has the body {\"error\": {\"code\", \"message\", \"field\"}}. A method a path does not take \
         answers 405 (components.responses.MethodNotAllowed) with an Allow header; an unknown path, 404. \
         When the server runs with tokens, every path but /healthz, /readyz and / needs \
-        'Authorization: Bearer <token>', checked before routing."
+        'Authorization: Bearer <token>', checked before routing. A scoped token holds some of the \
+        permissions read (get, list, stats), schedule (create, update, cancel), work (lease, ack, extend) \
+        and admin (dead tasks, queue settings, pause, resume, purge) on the queues its name patterns match \
+        (* stands for any run of characters); each operation's description names the permission it needs, \
+        and a call outside the token's grant answers 403 forbidden, naming the permission and the queue, \
+        before anything changes. GET /v1/access answers the calling token's grant."
     ),
     paths(
         routes::put_task,
@@ -61,6 +70,7 @@ use crate::{api, app, error, ops, routes, schema};
         ops::metrics,
         ops::openapi_json,
         ops::index,
+        routes::access,
     ),
     components(schemas(
         error::ErrorBody,
@@ -110,6 +120,7 @@ use crate::{api, app, error, ops, routes, schema};
         api::RetriedResponse,
         api::ActivityResponse,
         api::RecentOutcome,
+        api::AccessResponse,
         ops::Status,
         ops::Overdue,
     ))
@@ -151,6 +162,16 @@ pub(crate) fn document(served: Served) -> Value {
             if served.tokens && !open {
                 shared.push(("401", "Unauthorized"));
             }
+            let rule = method.to_uppercase().parse().ok().and_then(|m| access::rule(&m, path));
+            if let (true, Some(Rule::Needs(permission, scope))) = (served.tokens, rule) {
+                shared.push(("403", "Forbidden"));
+                let needs = needs(permission, scope);
+                let text = match operation.get("description").and_then(Value::as_str) {
+                    Some(description) => format!("{description}\n\n{needs}"),
+                    None => needs,
+                };
+                operation.insert("description".into(), Value::String(text));
+            }
             if let Some(body) = operation.get_mut("requestBody") {
                 shared.extend([("408", "RequestTimeout"), ("413", "PayloadTooLarge")]);
                 // utoipa writes an optional body (`Option<T>`) as "T or null"; it is
@@ -176,6 +197,21 @@ pub(crate) fn document(served: Served) -> Value {
     doc
 }
 
+/// The sentence that says what an operation needs of a scoped token.
+fn needs(permission: Permission, scope: Scope) -> String {
+    let p = permission.name();
+    match scope {
+        Scope::PathQueue => format!("Needs the {p} permission on the path's queue."),
+        Scope::PathLease => format!("Needs the {p} permission on the queue of the lease."),
+        Scope::InBody => format!(
+            "Needs the {p} permission on the queue of every lease named: one outside it refuses the whole call \
+             (403, nothing applied)."
+        ),
+        Scope::Listed => format!("Needs the {p} permission; lists only the queues the token may {p}."),
+        Scope::Everywhere => format!("Needs the {p} permission on every queue (queues = [\"*\"])."),
+    }
+}
+
 /// The answers many operations share, by name.
 fn shared_responses() -> Value {
     let error = |description: &str| {
@@ -189,6 +225,7 @@ fn shared_responses() -> Value {
                                               "schema": {"type": "string"}}});
     json!({
         "Unauthorized": unauthorized,
+        "Forbidden": error("The token lacks the permission on the queue (a scoped token): the message names both"),
         "MethodNotAllowed": not_allowed,
         "RequestTimeout": error("The request body did not arrive within the request timeout"),
         "PayloadTooLarge": error("The request body is over the route's size limit"),

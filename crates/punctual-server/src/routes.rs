@@ -2,16 +2,18 @@
 //! through [`crate::extract`], validates it through [`crate::api`], calls the engine,
 //! and answers the object API.md gives, or an [`ApiError`].
 
-use axum::Json;
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
 use punctual_core::store::{QueueStats, ScheduleOutcome};
 use punctual_core::{ListOptions, QueueName, Store, TaskState};
 use serde_json::Value;
 
+use crate::access::Permission;
 use crate::api::*;
+use crate::app::Caller;
 use crate::delivery::{DeliveryBody, Undelivered};
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::{JsonBody, Params, QueryParams, from_value};
@@ -180,7 +182,7 @@ async fn list<S: Store>(state: &AppState<S>, queue: &str, task_state: Option<Tas
     summary = "Every queue holding a task, every queue of the config file and every queue with settings or paused \
         (zero counts while it holds none)",
     responses((status = 200, body = QueueListResponse)))]
-pub(crate) async fn list_queues<S: Store>(State(state): State<AppState<S>>) -> Answer {
+pub(crate) async fn list_queues<S: Store>(State(state): State<AppState<S>>, Extension(caller): Caller) -> Answer {
     let engine = &state.inner.engine;
     let mut stats = state.inner.declared.with_counts(engine.stats(None).await?);
     // A queue given settings or paused through the API is listed before its first task.
@@ -190,8 +192,10 @@ pub(crate) async fn list_queues<S: Store>(State(state): State<AppState<S>>) -> A
             stats.insert(at, QueueStats::new(record.queue.clone(), 0, 0, 0, None));
         }
     }
+    // A scoped token sees only the queues it may read.
     let queues = stats
         .into_iter()
+        .filter(|s| caller.may(Permission::Read, s.name.as_str()))
         .map(|s| {
             let paused = engine.is_paused(&s.name);
             QueueSummary::new(s, paused)
@@ -316,7 +320,11 @@ pub(crate) async fn ack<S: Store>(
     responses((status = 200, description = "One result per item, in order; a malformed item gets status 400", body = AcksResponse),
               (status = 400, description = "Not a batch of acks, or more than the limit (field acks)", body = ErrorBody),
               (status = 413, description = "The body is too large", body = ErrorBody)))]
-pub(crate) async fn acks<S: Store>(State(state): State<AppState<S>>, JsonBody(body): JsonBody<AcksBody>) -> Answer {
+pub(crate) async fn acks<S: Store>(
+    State(state): State<AppState<S>>,
+    Extension(caller): Caller,
+    JsonBody(body): JsonBody<AcksBody>,
+) -> Answer {
     let limit = state.inner.engine.limits().max_batch;
     if body.acks.len() > limit {
         return Err(ApiError::invalid("acks", format!("{} acks is over the batch limit of {limit}", body.acks.len())));
@@ -340,6 +348,14 @@ pub(crate) async fn acks<S: Store>(State(state): State<AppState<S>>, JsonBody(bo
                 let e = e.within(&format!("acks[{i}]"));
                 results.push(AckResult { lease_id, status: e.status().as_u16(), error: Some(e.detail()) });
             }
+        }
+    }
+    // Refused as a whole, before any ack is applied, when one names a lease of a queue
+    // the token may not work on.
+    for (position, (token, _)) in positions.iter().zip(&valid) {
+        if !caller.may(Permission::Work, token.queue.as_str()) {
+            let refusal = caller.refusal(Permission::Work, token.queue.as_str());
+            return Err(ApiError::Forbidden(format!("acks[{position}]: {refusal}; no ack was applied")));
         }
     }
     let applied = state.inner.engine.ack_many(valid).await?;
@@ -434,4 +450,13 @@ pub(crate) async fn retry_dead_many<S: Store>(
 pub(crate) async fn delete_dead<S: Store>(State(state): State<AppState<S>>, params: Params) -> Answer {
     state.inner.engine.delete_dead(params.get("queue"), params.get("key")).await?;
     Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+#[utoipa::path(get, path = "/v1/access", tag = "operations",
+    summary = "What the calling token may do: its permissions and the queue patterns they hold on",
+    description = "Any valid token may ask. A token of tokens (or a server without tokens) has every permission \
+        on [\"*\"]. The dashboard shows only the controls this allows.",
+    responses((status = 200, body = AccessResponse)))]
+pub(crate) async fn access(Extension(caller): Caller) -> Answer {
+    Ok(Json(AccessResponse::of(&caller)).into_response())
 }

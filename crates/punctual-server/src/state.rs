@@ -1,18 +1,14 @@
-//! What every handler shares: the engine, the lease-id codec, the tokens, the HTTP
-//! limits, the declared queues and push actions, and the shutdown signal.
-//!
-//! Invariant: tokens are kept only as SHA-256 digests and compared in constant time,
-//! every configured token checked on every request, so neither the timing nor the
-//! order of a mismatch tells anything about a token.
+//! What every handler shares: the engine, the lease-id codec, the tokens and their
+//! grants (kept as digests, see `access`), the HTTP limits, the declared queues and
+//! push actions, and the shutdown signal.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use punctual_core::{Engine, QueueName, Store, TokenCodec};
-use sha2::{Digest, Sha256};
-use subtle::ConstantTimeEq;
 use tokio_util::sync::CancellationToken;
 
+use crate::access::{AccessToken, Auth};
 use crate::error::ApiError;
 use crate::metrics::{Metrics, MetricsSnapshot, QueueActivity};
 use crate::openapi::Served;
@@ -22,8 +18,11 @@ use crate::queues::{Declared, push_refusal};
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct HttpOptions {
-    /// Bearer tokens; when empty, no request needs one.
+    /// Bearer tokens that may do everything; when empty and `access` is too, no
+    /// request needs one.
     pub tokens: Vec<String>,
+    /// Scoped tokens (`[[access]]`): each may do what its grant says.
+    pub access: Vec<AccessToken>,
     /// The longest a request may take (reading its body included); a lease request
     /// gets this on top of the longest `wait` (60 s).
     pub request_timeout: Duration,
@@ -60,6 +59,7 @@ impl Default for HttpOptions {
     fn default() -> HttpOptions {
         HttpOptions {
             tokens: Vec::new(),
+            access: Vec::new(),
             request_timeout: Duration::from_secs(30),
             max_body_bytes: 32 * 1024 * 1024,
             max_overdue: None,
@@ -114,7 +114,8 @@ impl<S: Store> AppState<S> {
     /// State over a started engine; reads the store's signing secret for lease ids.
     pub async fn new(engine: Engine<S>, options: HttpOptions) -> Result<AppState<S>, punctual_core::Error> {
         let codec = TokenCodec::new(engine.store().secret().await?);
-        let served = Served { tokens: !options.tokens.is_empty(), max_batch: engine.limits().max_batch };
+        let auth = Auth::new(&options.tokens, &options.access);
+        let served = Served { tokens: auth.required(), max_batch: engine.limits().max_batch };
         let metrics = Arc::new(Metrics::default());
         let observer = Arc::clone(&metrics);
         engine.observe(move |event: &punctual_core::Event| observer.observe(event));
@@ -122,7 +123,7 @@ impl<S: Store> AppState<S> {
             inner: Arc::new(Inner {
                 engine,
                 codec,
-                auth: Auth::new(&options.tokens),
+                auth,
                 declared: Declared::new(options.queues.iter().cloned(), options.strict_queues),
                 options,
                 shutdown: CancellationToken::new(),
@@ -240,52 +241,5 @@ impl<S: Store> AppState<S> {
     /// The lease-id codec (tests forge and alter ids with it).
     pub fn codec(&self) -> &TokenCodec {
         &self.inner.codec
-    }
-}
-
-/// The configured bearer tokens, as digests.
-#[derive(Debug)]
-pub(crate) struct Auth {
-    digests: Vec<[u8; 32]>,
-}
-
-impl Auth {
-    pub(crate) fn new(tokens: &[String]) -> Auth {
-        Auth { digests: tokens.iter().map(|t| digest(t.as_bytes())).collect() }
-    }
-
-    pub(crate) fn required(&self) -> bool {
-        !self.digests.is_empty()
-    }
-
-    /// Whether `presented` is one of the tokens. Every token is compared, in constant
-    /// time, whatever matches.
-    pub(crate) fn accepts(&self, presented: &[u8]) -> bool {
-        let presented = digest(presented);
-        let mut found = subtle::Choice::from(0u8);
-        for d in &self.digests {
-            found |= d.ct_eq(&presented);
-        }
-        found.into()
-    }
-}
-
-fn digest(bytes: &[u8]) -> [u8; 32] {
-    Sha256::digest(bytes).into()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn tokens_match_exactly() {
-        let auth = Auth::new(&["s3cret".into(), "other".into()]);
-        assert!(auth.required());
-        assert!(auth.accepts(b"s3cret") && auth.accepts(b"other"));
-        for bad in [&b""[..], b"s3cre", b"s3cret ", b"S3CRET"] {
-            assert!(!auth.accepts(bad));
-        }
-        assert!(!Auth::new(&[]).required());
     }
 }

@@ -10,9 +10,11 @@
 
 mod common;
 
+mod access;
 mod auth;
 mod bad_input;
 mod bench;
+mod broker_nats;
 mod broker_rabbitmq;
 mod broker_redis_stream;
 mod cli;

@@ -67,6 +67,11 @@ Configuration file (TOML; every key optional; unknown keys are an error):
   rate = \"20/1m\"                     # on Redis: for every server together
   timezone = \"Asia/Shanghai\"
 
+  [[access]]                          # a scoped token (those in tokens may do everything)
+  token_env = \"SHOP_TOKEN\"            # or token = \"…\"
+  permissions = [\"schedule\", \"read\"]  # read | schedule | work | admin (default: all)
+  queues = [\"order.*\"]                # name patterns, * = any run (default: every queue)
+
 Durations are written \"1500ms\", \"30s\", \"1h 30m\", \"7d\" or as integer milliseconds.
 A queue without an action is drained by pull workers (POST /v1/queues/{queue}/lease).
 Check a file without starting: punctual check-config FILE.

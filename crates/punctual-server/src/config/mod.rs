@@ -19,8 +19,10 @@
 //! This module owns the validated [`Settings`], [`ConfigError`] and the entry points
 //! (`load`, `settings`, `unreadable`); `flags` holds `ServeArgs` and its `--help`,
 //! `raw` the structs of the file as typed, `validate` the merge of flags, file and
-//! defaults, and `queues` the `[queues]` and `[egress]` tables.
+//! defaults, `queues` the `[queues]` and `[egress]` tables, and `access` the
+//! `[[access]]` tables of scoped tokens.
 
+mod access;
 mod flags;
 mod queues;
 mod raw;
@@ -66,7 +68,10 @@ pub(crate) enum Backend {
 pub(crate) struct Settings {
     pub(crate) listen: String,
     pub(crate) backend: Backend,
+    /// Tokens that may do everything.
     pub(crate) tokens: Vec<String>,
+    /// Scoped tokens (`[[access]]`).
+    pub(crate) access: Vec<crate::access::AccessToken>,
     pub(crate) log_format: LogFormat,
     pub(crate) grace_period: Duration,
     pub(crate) request_timeout: Duration,
@@ -124,6 +129,7 @@ impl Settings {
     pub(crate) fn http_options(&self) -> HttpOptions {
         HttpOptions {
             tokens: self.tokens.clone(),
+            access: self.access.clone(),
             request_timeout: self.request_timeout,
             max_body_bytes: self.max_body_bytes,
             max_overdue: self.max_overdue,

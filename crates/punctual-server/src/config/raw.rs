@@ -32,6 +32,19 @@ pub(super) struct RawConfig {
     pub(super) targets: Option<RawTargets>,
     #[serde(default)]
     pub(super) queues: BTreeMap<Spanned<String>, RawQueue>,
+    #[serde(default)]
+    pub(super) access: Vec<Spanned<RawAccess>>,
+}
+
+/// `[[access]]`: a scoped token.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawAccess {
+    pub(super) token: Option<Spanned<String>>,
+    /// The environment variable holding the token.
+    pub(super) token_env: Option<Spanned<String>>,
+    pub(super) permissions: Option<Spanned<Vec<Spanned<String>>>>,
+    pub(super) queues: Option<Spanned<Vec<Spanned<String>>>>,
 }
 
 /// `[targets]`: tasks that carry their own HTTP target.

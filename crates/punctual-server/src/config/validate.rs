@@ -11,6 +11,7 @@ use punctual_actions::EgressPolicy;
 use punctual_core::Limits;
 use toml::Spanned;
 
+use super::access::access_tokens;
 use super::queues::{QueueTables, egress_policy, queue_tables};
 use super::raw::{RawConfig, RawRedis};
 use super::{Backend, ConfigError, RedisSettings, ServeArgs, Settings};
@@ -61,19 +62,22 @@ pub(crate) fn settings(args: &ServeArgs, file: Option<(&Path, &str)>) -> Result<
         },
     };
 
-    let tokens = if args.tokens.is_empty() {
+    // Each with its span when it comes from the file (scoped tokens name its line).
+    let tokens: Vec<(String, Option<Range<usize>>)> = if args.tokens.is_empty() {
         let mut tokens = Vec::new();
         for token in raw.tokens.iter().flatten() {
             check_token(token.get_ref()).map_err(|m| at(token.span(), m))?;
-            tokens.push(token.get_ref().clone());
+            tokens.push((token.get_ref().clone(), Some(token.span())));
         }
         tokens
     } else {
         for token in &args.tokens {
             check_token(token).map_err(ConfigError::flag)?;
         }
-        args.tokens.clone()
+        args.tokens.iter().map(|t| (t.clone(), None)).collect()
     };
+    let access = access_tokens(&raw.access, &tokens, &at, &|span: &Range<usize>| line_of(text, span))?;
+    let tokens = tokens.into_iter().map(|(token, _)| token).collect();
 
     let duration = |flag: Option<Duration>, value: &Option<Spanned<ApiDuration>>, name: &str, default: Duration| {
         let (d, span) = match (flag, value) {
@@ -125,6 +129,7 @@ pub(crate) fn settings(args: &ServeArgs, file: Option<(&Path, &str)>) -> Result<
         listen,
         backend,
         tokens,
+        access,
         log_format: args.log_format.or(raw.log_format.as_ref().map(|f| *f.get_ref())).unwrap_or_default(),
         grace_period: duration(args.grace_period, &raw.grace_period, "grace_period", Duration::from_secs(10))?,
         request_timeout: duration(
@@ -256,7 +261,7 @@ fn backend_of(url: &str) -> Result<Backend, String> {
     }
 }
 
-fn check_token(token: &str) -> Result<(), String> {
+pub(super) fn check_token(token: &str) -> Result<(), String> {
     if token.is_empty() {
         return Err("a token cannot be empty".into());
     }

@@ -7,6 +7,11 @@
 // ("punctual.token") as a Bearer header. Data is put into the page with textContent
 // only, never as HTML, so task keys and payloads cannot inject markup. Forms (see
 // "forms") create a queue, edit or remove its settings and schedule a task.
+//
+// Scoped tokens: the page asks GET /v1/access what the token may do (permissions and
+// queue patterns) and shows only the controls that allows: no schedule form or cancel
+// button without `schedule` on the queue, no settings, pause, purge or dead-task
+// controls without `admin`. The server refuses anything else anyway (403).
 "use strict";
 
 const TOKEN_KEY = "punctual.token";
@@ -16,6 +21,8 @@ const banner = document.getElementById("banner");
 let timer = null;
 let chartRange = "hour";
 let keepBanner = false;
+// What the token may do ({permissions, queues}); null until asked, after a new token.
+let grant = null;
 
 // ---- helpers ------------------------------------------------------------------------
 
@@ -84,6 +91,7 @@ function showBanner(message, kind) {
 
 function explain(err) {
   if (err.status === 401) return "This server needs a token: type it in the token field above and press Save.";
+  if (err.status === 403) return `Forbidden: ${err.message}`;
   return `Error: ${err.message}`;
 }
 
@@ -131,6 +139,31 @@ function perMinute(fired, slotMs) {
   return Math.round((recent * 60000) / (slotMs * 6));
 }
 
+// ---- access -------------------------------------------------------------------------
+
+// The token's grant. A server older than GET /v1/access (404) lets every token do
+// everything.
+async function loadGrant() {
+  try {
+    return await api("GET", "/v1/access");
+  } catch (err) {
+    if (err.status === 404) return { permissions: ["read", "schedule", "work", "admin"], queues: ["*"] };
+    throw err;
+  }
+}
+
+// Whether a queue name pattern matches: `*` is any run of characters, the rest itself.
+function patternMatches(pattern, queue) {
+  const escaped = pattern.split("*").map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"));
+  return new RegExp(`^${escaped.join(".*")}$`).test(queue);
+}
+
+// Whether the token holds `permission` on `queue` (no queue: on some queue).
+function may(permission, queue) {
+  if (!grant || !grant.permissions.includes(permission)) return false;
+  return queue === undefined || grant.queues.some((p) => patternMatches(p, queue));
+}
+
 // ---- views --------------------------------------------------------------------------
 
 async function overview() {
@@ -174,7 +207,7 @@ async function overview() {
           h("th", { class: "num" }, "Oldest overdue"), h("th", { class: "num hide-narrow" }, "Lag p50 / p99"),
           h("th", { class: "hide-narrow" }, "Throughput (15 min)"))),
         h("tbody", {}, rows))),
-    newQueueForm(),
+    may("admin") ? newQueueForm() : null,
   ];
 }
 
@@ -244,15 +277,17 @@ function settingsPanel(settings) {
 
 async function queuePage(queue, filter) {
   const q = enc(queue);
+  // Dead tasks and settings need `admin`; without it they are not asked for.
+  const admin = may("admin", queue);
   const [detail, activity, dead, upcoming, tasks, settings] = await Promise.all([
     api("GET", `/v1/queues/${q}`),
     api("GET", `/v1/queues/${q}/activity`),
-    api("GET", `/v1/queues/${q}/dead?limit=100`),
+    admin ? api("GET", `/v1/queues/${q}/dead?limit=100`) : { tasks: [] },
     upcomingTasks(queue, chartRange),
     taskList(queue, filter),
-    queueSettings(q),
+    admin ? queueSettings(q) : null,
   ]);
-  const pauseButton = detail.paused
+  const pauseButton = !admin ? null : detail.paused
     ? h("button", { id: "resume-queue", onclick: (e) => act(e, "POST", `/v1/queues/${q}/resume`, `Resumed ${queue}`) }, "Resume")
     : h("button", { class: "secondary", id: "pause-queue",
       onclick: (e) => confirmThen(`Pause ${queue}? Nothing of it is leased or delivered until it is resumed.`,
@@ -295,8 +330,8 @@ async function queuePage(queue, filter) {
       card("Lag p50 / p99", `${ms(detail.lag_ms.p50)} / ${ms(detail.lag_ms.p99)}`, "lag"),
       card("Leases / min", perMinute(activity.fired, activity.slot_ms), "rate")),
     h("h2", {}, "Settings"),
-    settingsPanel(settings),
-    !settings || settings.source === "api" ? settingsEditor(queue, settings) : null,
+    admin ? settingsPanel(settings) : needs("admin", "settings"),
+    admin && (!settings || settings.source === "api") ? settingsEditor(queue, settings) : null,
     h("h2", {}, "Upcoming"),
     h("div", { class: "panel" },
       h("div", { class: "chart-head" },
@@ -305,7 +340,7 @@ async function queuePage(queue, filter) {
       chart(upcoming, chartRange)),
     h("h2", {}, "Tasks", filtered ? h("span", { class: "muted" }, ` (${filtered})`) : null),
     scheduledNote(queue),
-    scheduleForm(queue),
+    may("schedule", queue) ? scheduleForm(queue) : null,
     h("div", { class: "panel" },
       taskFilterForm(queue, filter),
       tasks.tasks.length === 0
@@ -318,11 +353,11 @@ async function queuePage(queue, filter) {
         filter.cursor ? h("a", { href: queueHash(queue, { ...filter, cursor: null }) }, "first page") : null,
         tasks.next_cursor ? h("a", { id: "tasks-next", href: queueHash(queue, { ...filter, cursor: tasks.next_cursor }) }, "next page") : null)),
     h("h2", {}, `Dead tasks (${detail.dead})`,
-      detail.dead > 0 ? h("button", { class: "retry", id: "retry-all-dead",
+      admin && detail.dead > 0 ? h("button", { class: "retry", id: "retry-all-dead",
         onclick: (e) => confirmThen(`Retry all ${detail.dead} dead tasks of ${queue}?`,
           () => act(e, "POST", `/v1/queues/${q}/dead/retry`, (answer) => `Retried ${answer.retried} dead tasks`, undefined, {})) },
       "Retry all") : null),
-    dead.tasks.length === 0
+    !admin ? needs("admin", "dead") : dead.tasks.length === 0
       ? h("div", { class: "panel muted", id: "dead-empty" }, "No dead tasks.")
       : h("div", { class: "panel" }, h("table", { id: "dead" },
         h("thead", {}, h("tr", {}, h("th", {}, "Key"), h("th", { class: "num" }, "Attempts"),
@@ -337,6 +372,11 @@ async function queuePage(queue, filter) {
           h("th", {}, "When"), h("th", { class: "hide-narrow" }, "Error"))),
         h("tbody", {}, recentRows))),
   ];
+}
+
+// In place of what the token may not see.
+function needs(permission, what) {
+  return h("div", { class: "panel muted", id: `${what}-forbidden` }, `This token lacks the ${permission} permission on this queue.`);
 }
 
 function rangeButton(range, label) {
@@ -416,9 +456,12 @@ async function taskPage(queue, key) {
     ["Lease expires", task.lease_expires_at ? shortTime(task.lease_expires_at) : "–"],
     ["Last error", task.last_error || "–"],
   ];
-  const buttons = [h("button", { class: "danger", id: "cancel-task",
-    onclick: (e) => confirmThen(`Cancel ${key}?`, () => act(e, "DELETE", path, `Cancelled ${key}`, `#/queue/${enc(queue)}`)) }, "Cancel task")];
-  if (task.state === "dead") {
+  const buttons = [];
+  if (may("schedule", queue)) {
+    buttons.push(h("button", { class: "danger", id: "cancel-task",
+      onclick: (e) => confirmThen(`Cancel ${key}?`, () => act(e, "DELETE", path, `Cancelled ${key}`, `#/queue/${enc(queue)}`)) }, "Cancel task"));
+  }
+  if (task.state === "dead" && may("admin", queue)) {
     buttons.push(h("button", { class: "retry", onclick: (e) => act(e, "POST", `/v1/queues/${enc(queue)}/dead/${enc(key)}/retry`, `Retried ${key}`) }, "Retry"));
   }
   return [
@@ -706,6 +749,7 @@ async function render(quiet = false) {
   if (rendering) { again = again === null ? quiet : again && quiet; return; }
   rendering = true;
   try {
+    if (grant === null) grant = await loadGrant();
     const nodes = await route()();
     if (quiet && formInUse()) return;
     // A view leaves out what does not apply as null (as h() does with its children).
@@ -748,6 +792,7 @@ document.getElementById("token-form").addEventListener("submit", (e) => {
   e.preventDefault();
   const value = document.getElementById("token").value.trim();
   if (value) localStorage.setItem(TOKEN_KEY, value); else localStorage.removeItem(TOKEN_KEY);
+  grant = null;
   showBanner(null);
   render();
 });

@@ -271,6 +271,7 @@ pub const API_ROUTES: &[(&str, &str)] = &[
     ("GET", "/metrics"),
     ("GET", "/"),
     ("GET", "/openapi.json"),
+    ("GET", "/v1/access"),
 ];
 
 /// A concrete path for a template.

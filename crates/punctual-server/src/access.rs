@@ -1,0 +1,489 @@
+//! Scoped access: which bearer tokens the server takes, what each may do, and which
+//! permission every route needs.
+//!
+//! A token is either unlimited (`tokens = [...]`, `--token`, `PUNCTUAL_TOKENS`) or
+//! scoped (`[[access]]`): a set of [`Permission`]s and a list of [`QueuePattern`]s. A
+//! scoped token that leaves out `permissions` has all four, one that leaves out
+//! `queues` covers every queue (`["*"]`), so an unlimited token is the [`Grant`] with
+//! everything (API.md: "A token with no limits may do everything").
+//!
+//! Invariants:
+//! - tokens are kept only as SHA-256 digests; [`Auth::identify`] compares the digest of
+//!   the presented token with every configured one in constant time (`subtle`) and
+//!   selects the match without a branch, so neither the timing nor the order of a
+//!   mismatch tells anything about a token; no token value is ever logged or shown
+//!   (`AccessToken`'s `Debug` leaves it out);
+//! - every route of the router has one rule in [`rule`] (`tests` check it against the
+//!   OpenAPI document, so a new route cannot be forgotten silently); a matched route
+//!   without a rule is refused, never let through;
+//! - a call outside its grant is refused with `403 forbidden` before its handler runs,
+//!   except the two whose queues are known only inside the handler, which check before
+//!   they change anything: `POST /v1/acks` (each lease id's queue) and `GET /v1/queues`
+//!   (filtered to the queues the token may read).
+//!
+//! The routes and their permissions are listed in the README ("Scoped tokens").
+
+use std::sync::Arc;
+
+use axum::http::Method;
+use sha2::{Digest, Sha256};
+use subtle::{ConditionallySelectable, ConstantTimeEq};
+
+use crate::error::ApiError;
+
+/// What a token may do (API.md, "Auth").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Permission {
+    /// Get, list, stats.
+    Read,
+    /// Create, update, cancel.
+    Schedule,
+    /// Lease, ack, extend.
+    Work,
+    /// Dead tasks, queue settings, pause, resume, purge.
+    Admin,
+}
+
+impl Permission {
+    /// Every permission, in the order API.md lists them.
+    pub const ALL: [Permission; 4] = [Permission::Read, Permission::Schedule, Permission::Work, Permission::Admin];
+
+    /// The name used in the config file, the API and messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Permission::Read => "read",
+            Permission::Schedule => "schedule",
+            Permission::Work => "work",
+            Permission::Admin => "admin",
+        }
+    }
+
+    /// The permission of a name; the error says which names there are.
+    pub fn parse(name: &str) -> Result<Permission, String> {
+        Permission::ALL.into_iter().find(|p| p.name() == name).ok_or_else(|| {
+            format!("'{name}' is not a permission: use read, schedule, work or admin (see API.md, \"Auth\")")
+        })
+    }
+
+    fn bit(self) -> u8 {
+        match self {
+            Permission::Read => 1,
+            Permission::Schedule => 2,
+            Permission::Work => 4,
+            Permission::Admin => 8,
+        }
+    }
+}
+
+/// A queue name pattern: the characters of a queue name (`A-Z a-z 0-9 . _ : -`) and
+/// `*`, which stands for any run of them, empty included and dots included: `order.*`
+/// matches `order.cancel` and `order.eu.refund` but not `order`; `*` matches every
+/// queue; a pattern without `*` matches only the queue of that name. At most 128
+/// characters, like a queue name.
+#[derive(Clone, PartialEq, Eq)]
+pub struct QueuePattern(String);
+
+impl QueuePattern {
+    /// The longest pattern.
+    const MAX_LEN: usize = 128;
+
+    /// The pattern of `text`; the error says what is wrong.
+    pub fn parse(text: &str) -> Result<QueuePattern, String> {
+        if text.is_empty() {
+            return Err("a queue pattern cannot be empty: write a queue name, or use * for a run of characters".into());
+        }
+        if text.len() > QueuePattern::MAX_LEN {
+            return Err(format!("the queue pattern '{text}' is longer than {} characters", QueuePattern::MAX_LEN));
+        }
+        if let Some(bad) = text.chars().find(|c| !(c.is_ascii_alphanumeric() || "._:-*".contains(*c))) {
+            return Err(format!(
+                "the queue pattern '{text}' holds '{bad}': a pattern is made of A-Z a-z 0-9 . _ : - \
+                 and * (any run of characters), e.g. order.*"
+            ));
+        }
+        Ok(QueuePattern(text.to_owned()))
+    }
+
+    /// The pattern that matches every queue.
+    pub fn any() -> QueuePattern {
+        QueuePattern("*".into())
+    }
+
+    /// The pattern as written.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// Whether `queue` matches: `*` matches any run of characters, everything else
+    /// itself. Linear backtracking over the last `*`, so no input makes it slow.
+    pub fn matches(&self, queue: &str) -> bool {
+        let (pattern, text) = (self.0.as_bytes(), queue.as_bytes());
+        let (mut p, mut t) = (0, 0);
+        // The position after the last `*` seen, and where in `text` it began to match.
+        let mut star: Option<(usize, usize)> = None;
+        while t < text.len() {
+            if p < pattern.len() && pattern[p] == b'*' {
+                star = Some((p + 1, t));
+                p += 1;
+            } else if p < pattern.len() && pattern[p] == text[t] {
+                p += 1;
+                t += 1;
+            } else if let Some((after, from)) = star {
+                // Let the last `*` take one more character and try again from there.
+                p = after;
+                t = from + 1;
+                star = Some((after, from + 1));
+            } else {
+                return false;
+            }
+        }
+        pattern[p..].iter().all(|b| *b == b'*')
+    }
+
+    fn is_any(&self) -> bool {
+        self.0.bytes().all(|b| b == b'*')
+    }
+}
+
+impl std::fmt::Debug for QueuePattern {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:?}", self.0)
+    }
+}
+
+/// What one token may do: its permissions, on the queues its patterns match.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Grant {
+    /// One bit per [`Permission`].
+    permissions: u8,
+    /// Never empty.
+    queues: Vec<QueuePattern>,
+}
+
+impl Grant {
+    /// Everything on every queue: a token of `tokens`, or no auth at all.
+    pub(crate) fn all() -> Grant {
+        Grant::new(&Permission::ALL, vec![QueuePattern::any()])
+    }
+
+    fn new(permissions: &[Permission], queues: Vec<QueuePattern>) -> Grant {
+        debug_assert!(!queues.is_empty(), "a grant covers at least one pattern");
+        Grant { permissions: permissions.iter().fold(0, |bits, p| bits | p.bit()), queues }
+    }
+
+    /// Whether the grant holds `permission` on some queue.
+    pub(crate) fn has(&self, permission: Permission) -> bool {
+        self.permissions & permission.bit() != 0
+    }
+
+    /// Whether the grant holds `permission` on `queue`.
+    pub(crate) fn may(&self, permission: Permission, queue: &str) -> bool {
+        self.has(permission) && self.queues.iter().any(|p| p.matches(queue))
+    }
+
+    /// Whether the grant holds `permission` on every queue there may be.
+    pub(crate) fn may_everywhere(&self, permission: Permission) -> bool {
+        self.has(permission) && self.queues.iter().any(QueuePattern::is_any)
+    }
+
+    /// The permissions held, in API.md's order.
+    pub(crate) fn permissions(&self) -> Vec<Permission> {
+        Permission::ALL.into_iter().filter(|p| self.has(*p)).collect()
+    }
+
+    /// The queue patterns, as written.
+    pub(crate) fn queues(&self) -> &[QueuePattern] {
+        &self.queues
+    }
+
+    /// `403` unless the grant holds `permission` on `queue`.
+    pub(crate) fn check(&self, permission: Permission, queue: &str) -> Result<(), ApiError> {
+        if self.may(permission, queue) { Ok(()) } else { Err(ApiError::Forbidden(self.refusal(permission, queue))) }
+    }
+
+    /// Why the grant does not hold `permission` on `queue`: the permission, the queue,
+    /// and what the token has instead.
+    pub(crate) fn refusal(&self, permission: Permission, queue: &str) -> String {
+        format!("this token lacks the {} permission on queue '{queue}'; {}", permission.name(), self.describe())
+    }
+
+    /// `403` unless the grant holds `permission` on some queue (`what` is the call).
+    pub(crate) fn check_any(&self, permission: Permission, what: &str) -> Result<(), ApiError> {
+        if self.has(permission) {
+            return Ok(());
+        }
+        Err(ApiError::Forbidden(format!(
+            "{what} needs the {} permission, which this token lacks on every queue; {}",
+            permission.name(),
+            self.describe()
+        )))
+    }
+
+    /// `403` unless the grant holds `permission` on every queue (`what` is the call).
+    pub(crate) fn check_everywhere(&self, permission: Permission, what: &str) -> Result<(), ApiError> {
+        if self.may_everywhere(permission) {
+            return Ok(());
+        }
+        Err(ApiError::Forbidden(format!(
+            "{what} shows every queue, so it needs the {} permission on every queue (queues = [\"*\"]), \
+             which this token lacks; {}",
+            permission.name(),
+            self.describe()
+        )))
+    }
+
+    /// "it has read, schedule on queues order.*, billing" (or "no permission").
+    fn describe(&self) -> String {
+        let permissions: Vec<&str> = self.permissions().iter().map(|p| p.name()).collect();
+        let queues: Vec<&str> = self.queues.iter().map(QueuePattern::as_str).collect();
+        if permissions.is_empty() {
+            return "it has no permission".into();
+        }
+        format!("it has {} on queues {}", permissions.join(", "), queues.join(", "))
+    }
+}
+
+/// A token of the config file's `[[access]]` table, validated.
+#[derive(Clone, PartialEq, Eq)]
+pub struct AccessToken {
+    token: String,
+    grant: Arc<Grant>,
+}
+
+impl AccessToken {
+    /// A token with these permissions (empty: all of them) on the queues these
+    /// patterns match (empty: every queue).
+    pub fn new(token: impl Into<String>, permissions: &[Permission], queues: Vec<QueuePattern>) -> AccessToken {
+        let permissions = if permissions.is_empty() { &Permission::ALL[..] } else { permissions };
+        let queues = if queues.is_empty() { vec![QueuePattern::any()] } else { queues };
+        AccessToken { token: token.into(), grant: Arc::new(Grant::new(permissions, queues)) }
+    }
+
+    /// The token itself (to compare with others at start-up; never to log).
+    pub(crate) fn token(&self) -> &str {
+        &self.token
+    }
+}
+
+impl std::fmt::Debug for AccessToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The token is a secret: it stays out of every debug print.
+        f.debug_struct("AccessToken").field("token", &"…").field("grant", &self.grant).finish()
+    }
+}
+
+/// The configured bearer tokens, as digests with their grants.
+#[derive(Debug)]
+pub(crate) struct Auth {
+    digests: Vec<[u8; 32]>,
+    grants: Vec<Arc<Grant>>,
+}
+
+impl Auth {
+    /// `tokens` may do everything; each of `scoped` what its grant says.
+    pub(crate) fn new(tokens: &[String], scoped: &[AccessToken]) -> Auth {
+        let all = Arc::new(Grant::all());
+        let unlimited = tokens.iter().map(|t| (digest(t.as_bytes()), Arc::clone(&all)));
+        let limited = scoped.iter().map(|s| (digest(s.token.as_bytes()), Arc::clone(&s.grant)));
+        let (digests, grants) = unlimited.chain(limited).unzip();
+        Auth { digests, grants }
+    }
+
+    /// Whether requests need a token at all.
+    pub(crate) fn required(&self) -> bool {
+        !self.digests.is_empty()
+    }
+
+    /// The grant of `presented`, if it is one of the tokens. Every digest is compared,
+    /// in constant time, and the index of the match selected without branching on it.
+    pub(crate) fn identify(&self, presented: &[u8]) -> Option<Arc<Grant>> {
+        let presented = digest(presented);
+        let mut found = subtle::Choice::from(0u8);
+        let mut index = 0u64;
+        for (i, d) in self.digests.iter().enumerate() {
+            let equal = d.ct_eq(&presented);
+            index.conditional_assign(&(i as u64), equal);
+            found |= equal;
+        }
+        let found: bool = found.into();
+        found.then(|| Arc::clone(&self.grants[usize::try_from(index).expect("an index of the digests")]))
+    }
+}
+
+fn digest(bytes: &[u8]) -> [u8; 32] {
+    Sha256::digest(bytes).into()
+}
+
+/// Which queue a route's permission applies to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Scope {
+    /// The `{queue}` of the path.
+    PathQueue,
+    /// The queue of the lease named by the `{lease_id}` of the path (a lease id that
+    /// does not decode names no queue: the handler answers 404).
+    PathLease,
+    /// Queues named inside the body (`POST /v1/acks`): the handler checks each before
+    /// it changes anything, and its refusal names the queue.
+    InBody,
+    /// A listing of queues (`GET /v1/queues`): the handler shows only those the token
+    /// may read; the token needs the permission on some queue to get there.
+    Listed,
+    /// Every queue at once (`/metrics`): the token needs the permission on `*`.
+    Everywhere,
+}
+
+/// What a route needs from a token.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Rule {
+    /// Never needs a token (health, the dashboard's page and assets).
+    Open,
+    /// Any valid token, whatever its grant (`/openapi.json`, `/v1/access`).
+    AnyToken,
+    /// This permission, on these queues.
+    Needs(Permission, Scope),
+}
+
+/// The rule of the route `path` (the router's template, e.g.
+/// `/v1/queues/{queue}/tasks/{key}`) under `method`; `None` for a pair the router does
+/// not serve. `HEAD` follows `GET`, as the router does.
+pub(crate) fn rule(method: &Method, path: &str) -> Option<Rule> {
+    use Permission::{Admin, Read, Schedule, Work};
+    use Scope::{Everywhere, InBody, Listed, PathLease, PathQueue};
+    let method = if method == Method::HEAD { "GET" } else { method.as_str() };
+    let rule = match (method, path) {
+        ("GET", "/healthz" | "/readyz" | "/" | "/dashboard/app.js" | "/dashboard/style.css") => Rule::Open,
+        ("GET", "/openapi.json" | "/v1/access") => Rule::AnyToken,
+        ("GET", "/metrics") => Rule::Needs(Read, Everywhere),
+        ("GET", "/v1/queues") => Rule::Needs(Read, Listed),
+        ("GET", "/v1/queues/{queue}" | "/v1/queues/{queue}/activity" | "/v1/queues/{queue}/tasks")
+        | ("GET", "/v1/queues/{queue}/tasks/{key}") => Rule::Needs(Read, PathQueue),
+        ("PUT", "/v1/queues/{queue}/tasks/{key}")
+        | ("POST", "/v1/queues/{queue}/tasks")
+        | ("DELETE", "/v1/queues/{queue}/tasks/{key}" | "/v1/queues/{queue}/tags/{tag}") => {
+            Rule::Needs(Schedule, PathQueue)
+        }
+        ("POST", "/v1/queues/{queue}/lease") => Rule::Needs(Work, PathQueue),
+        ("POST", "/v1/leases/{lease_id}/ack" | "/v1/leases/{lease_id}/extend") => Rule::Needs(Work, PathLease),
+        ("POST", "/v1/acks") => Rule::Needs(Work, InBody),
+        ("GET", "/v1/queues/{queue}/dead" | "/v1/queues/{queue}/settings")
+        | ("POST", "/v1/queues/{queue}/dead/retry" | "/v1/queues/{queue}/dead/{key}/retry")
+        | ("POST", "/v1/queues/{queue}/pause" | "/v1/queues/{queue}/resume")
+        | ("DELETE", "/v1/queues/{queue}/dead/{key}" | "/v1/queues/{queue}/tasks")
+        | ("PUT" | "PATCH" | "DELETE", "/v1/queues/{queue}/settings") => Rule::Needs(Admin, PathQueue),
+        _ => return None,
+    };
+    Some(rule)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pattern(text: &str) -> QueuePattern {
+        QueuePattern::parse(text).unwrap()
+    }
+
+    #[test]
+    fn patterns_match_whole_names_with_star_for_any_run() {
+        let cases: &[(&str, &[&str], &[&str])] = &[
+            ("order.*", &["order.cancel", "order.", "order.eu.refund"], &["order", "orders.x", "x.order.cancel"]),
+            ("*", &["a", "order.cancel", "*"], &[]),
+            ("billing", &["billing"], &["billing.x", "billin", "xbilling", "Billing"]),
+            ("*.cancel", &["order.cancel", ".cancel", "a.b.cancel"], &["order.cancel2", "cancel"]),
+            ("a*b*c", &["abc", "axxbyyc", "abbbc", "acbc"], &["ab", "acb", "abcx"]),
+            ("flow.*.remind", &["flow.x.remind", "flow.a.b.remind"], &["flow.remind", "flow.x.remind.y"]),
+        ];
+        for (text, yes, no) in cases {
+            let p = pattern(text);
+            for q in *yes {
+                assert!(p.matches(q), "{text} matches {q}");
+            }
+            for q in *no {
+                assert!(!p.matches(q), "{text} does not match {q}");
+            }
+        }
+        // Backtracking stays linear-ish: a long near miss answers at once.
+        let long = "a".repeat(128);
+        assert!(!pattern("*a*a*a*a*a*b").matches(&long));
+    }
+
+    #[test]
+    fn bad_patterns_say_what_a_pattern_is() {
+        for (text, needle) in [("", "empty"), ("order/*", "'/'"), ("ord er", "' '"), ("é", "'é'")] {
+            let e = QueuePattern::parse(text).unwrap_err();
+            assert!(e.contains(needle), "{text:?}: {e}");
+        }
+        assert!(QueuePattern::parse(&"a".repeat(129)).unwrap_err().contains("longer than 128"));
+        assert!(QueuePattern::parse(&"a".repeat(128)).is_ok());
+    }
+
+    #[test]
+    fn permissions_have_their_api_names() {
+        for p in Permission::ALL {
+            assert_eq!(Permission::parse(p.name()), Ok(p));
+        }
+        let e = Permission::parse("write").unwrap_err();
+        assert!(e.contains("'write'") && e.contains("read, schedule, work or admin"), "{e}");
+    }
+
+    #[test]
+    fn a_grant_holds_its_permissions_on_its_queues_only() {
+        let scoped = AccessToken::new("t", &[Permission::Read, Permission::Schedule], vec![pattern("order.*")]);
+        let g = &scoped.grant;
+        assert!(g.may(Permission::Read, "order.cancel") && g.may(Permission::Schedule, "order.x"));
+        assert!(!g.may(Permission::Read, "billing") && !g.may(Permission::Work, "order.cancel"));
+        assert!(g.has(Permission::Read) && !g.may_everywhere(Permission::Read));
+        let e = g.check(Permission::Work, "order.cancel").unwrap_err();
+        let message = e.detail().message;
+        assert_eq!(e.status().as_u16(), 403);
+        assert_eq!(
+            message,
+            "this token lacks the work permission on queue 'order.cancel'; it has read, schedule on queues order.*"
+        );
+        assert!(g.check_everywhere(Permission::Read, "GET /metrics").unwrap_err().detail().message.contains("read"));
+        let everything = AccessToken::new("u", &[], Vec::new());
+        assert_eq!(*everything.grant, Grant::all(), "left out: every permission on every queue");
+        assert!(Grant::all().may_everywhere(Permission::Admin));
+    }
+
+    #[test]
+    fn tokens_are_identified_exactly_with_their_grant() {
+        let reader = AccessToken::new("reader", &[Permission::Read], Vec::new());
+        let auth = Auth::new(&["s3cret".into(), "other".into()], std::slice::from_ref(&reader));
+        assert!(auth.required());
+        assert_eq!(auth.identify(b"s3cret").as_deref(), Some(&Grant::all()));
+        assert_eq!(auth.identify(b"other").as_deref(), Some(&Grant::all()));
+        assert_eq!(auth.identify(b"reader").as_deref(), Some(&*reader.grant));
+        for bad in [&b""[..], b"s3cre", b"s3cret ", b"S3CRET", b"reade", b"readerx"] {
+            assert!(auth.identify(bad).is_none(), "{bad:?}");
+        }
+        assert!(!Auth::new(&[], &[]).required());
+        assert!(Auth::new(&[], &[]).identify(b"").is_none());
+    }
+
+    #[test]
+    fn a_token_never_shows_in_debug_output() {
+        let token = AccessToken::new("very-secret-value", &[Permission::Read], Vec::new());
+        assert!(!format!("{token:?}").contains("very-secret-value"));
+        assert!(format!("{token:?}").contains("permissions"));
+    }
+
+    #[test]
+    fn every_route_of_the_openapi_document_has_a_rule() {
+        let doc = crate::openapi::document(crate::openapi::Served { tokens: true, max_batch: 10 });
+        let mut seen = 0;
+        for (path, item) in doc["paths"].as_object().unwrap() {
+            for method in item.as_object().unwrap().keys() {
+                let method: Method = method.to_uppercase().parse().unwrap();
+                let found = rule(&method, path);
+                assert!(found.is_some(), "{method} {path} has no access rule");
+                let open = crate::app::is_open(path);
+                assert_eq!(found == Some(Rule::Open), open, "{method} {path}: open routes and open rules agree");
+                seen += 1;
+            }
+        }
+        assert!(seen >= 30, "{seen} operations");
+        assert_eq!(rule(&Method::HEAD, "/v1/queues"), rule(&Method::GET, "/v1/queues"));
+        assert_eq!(rule(&Method::POST, "/v1/queues"), None);
+    }
+}

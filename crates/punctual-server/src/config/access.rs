@@ -1,0 +1,194 @@
+//! The `[[access]]` tables: scoped tokens, validated into [`AccessToken`]s.
+//!
+//! Each table gives its token as `token = "…"` or `token_env = "VAR"` (exactly one;
+//! the variable must be set, non-empty, when the server starts), `permissions` (of
+//! `read`, `schedule`, `work`, `admin`; left out: all four) and `queues` (name
+//! patterns, see [`QueuePattern`]; left out: every queue). Every error names the line
+//! at fault and never the token itself.
+//!
+//! Invariant: a token has one grant. The same token twice — in `tokens` (or
+//! `--token`) and an `[[access]]` table, or in two tables — is an error on the line of
+//! the second, so which grant applies never depends on the order of the file.
+
+use std::ops::Range;
+
+use toml::Spanned;
+
+use super::ConfigError;
+use super::raw::RawAccess;
+use super::validate::check_token;
+use crate::access::{AccessToken, Permission, QueuePattern};
+
+/// The scoped tokens of the file; `tokens` are the unlimited ones the server runs
+/// with (from the file or the flags), each with its line when from the file.
+pub(super) fn access_tokens(
+    raw: &[Spanned<RawAccess>],
+    tokens: &[(String, Option<Range<usize>>)],
+    at: &dyn Fn(Range<usize>, String) -> ConfigError,
+    line: &dyn Fn(&Range<usize>) -> usize,
+) -> Result<Vec<AccessToken>, ConfigError> {
+    let mut scoped: Vec<(AccessToken, Range<usize>)> = Vec::with_capacity(raw.len());
+    for table in raw {
+        let (token, span) = token_of(table, at)?;
+        let mut permissions = Vec::new();
+        if let Some(list) = &table.get_ref().permissions {
+            if list.get_ref().is_empty() {
+                return Err(at(
+                    list.span(),
+                    "permissions = [] allows nothing: name some of read, schedule, work, admin, \
+                     or leave permissions out for all of them"
+                        .into(),
+                ));
+            }
+            for name in list.get_ref() {
+                let permission = Permission::parse(name.get_ref()).map_err(|m| at(name.span(), m))?;
+                if !permissions.contains(&permission) {
+                    permissions.push(permission);
+                }
+            }
+        }
+        let mut queues = Vec::new();
+        if let Some(list) = &table.get_ref().queues {
+            if list.get_ref().is_empty() {
+                return Err(at(
+                    list.span(),
+                    "queues = [] covers no queue: name patterns such as \"order.*\", \
+                     or leave queues out for every queue"
+                        .into(),
+                ));
+            }
+            for text in list.get_ref() {
+                queues.push(QueuePattern::parse(text.get_ref()).map_err(|m| at(text.span(), m))?);
+            }
+        }
+        let first = tokens
+            .iter()
+            .find(|(t, _)| *t == token)
+            .map(|(_, s)| s.clone())
+            .or_else(|| scoped.iter().find(|(s, _)| s.token() == token).map(|(_, s)| Some(s.clone())));
+        if let Some(first) = first {
+            let where_ = match first {
+                Some(first) => format!("line {}", line(&first)),
+                None => "--token or PUNCTUAL_TOKENS".to_owned(),
+            };
+            return Err(at(
+                span,
+                format!("this token is already given on {where_}: a token has one grant, so give each token once"),
+            ));
+        }
+        scoped.push((AccessToken::new(token, &permissions, queues), span));
+    }
+    Ok(scoped.into_iter().map(|(token, _)| token).collect())
+}
+
+/// The token of one table and the span to name it by.
+fn token_of(
+    table: &Spanned<RawAccess>,
+    at: &dyn Fn(Range<usize>, String) -> ConfigError,
+) -> Result<(String, Range<usize>), ConfigError> {
+    let raw = table.get_ref();
+    match (&raw.token, &raw.token_env) {
+        (Some(_), Some(env)) => {
+            Err(at(env.span(), "give token or token_env, not both: one [[access]] table is one token".into()))
+        }
+        (None, None) => Err(at(
+            table.span(),
+            "an [[access]] table needs its token: token = \"…\" or token_env = \"VARIABLE\"".into(),
+        )),
+        (Some(token), None) => {
+            check_token(token.get_ref()).map_err(|m| at(token.span(), m))?;
+            Ok((token.get_ref().clone(), token.span()))
+        }
+        (None, Some(env)) => {
+            let var = env.get_ref();
+            let value = match std::env::var(var) {
+                Ok(value) if !value.is_empty() => value,
+                _ => {
+                    return Err(at(
+                        env.span(),
+                        format!(
+                            "token_env: the environment variable {var} is not set: set it to the token \
+                             before starting the server"
+                        ),
+                    ));
+                }
+            };
+            check_token(&value).map_err(|m| at(env.span(), format!("token_env: the value of {var}: {m}")))?;
+            Ok((value, env.span()))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::access::Permission;
+    use crate::config::testing::{error_line, file};
+
+    #[test]
+    fn the_example_of_api_md_is_read() {
+        // PATH is set wherever tests run (the workspace forbids the unsafe set_var).
+        let path = std::env::var("PATH").unwrap();
+        let s = file(
+            r#"tokens = ["s3cret"]
+
+[[access]]                          # a scoped token (those in `tokens` may do everything)
+token_env = "PATH"                  # or token = "…"
+permissions = ["schedule", "read"]  # read | schedule | work | admin
+queues = ["order.*"]                # name patterns (default: every queue)
+
+[[access]]
+token = "everything"
+"#,
+        )
+        .unwrap();
+        assert_eq!(s.access.len(), 2);
+        let debug = format!("{:?}", s.access);
+        assert!(!debug.contains(&path) && !debug.contains("everything"), "{debug}");
+        let options = s.http_options();
+        assert_eq!(options.access, s.access);
+        let auth = crate::access::Auth::new(&options.tokens, &options.access);
+        let shop = auth.identify(path.as_bytes()).unwrap();
+        assert!(shop.may(Permission::Schedule, "order.cancel") && !shop.may(Permission::Work, "order.cancel"));
+        assert!(!shop.may(Permission::Read, "billing"));
+        let all = auth.identify(b"everything").unwrap();
+        assert!(all.may_everywhere(Permission::Admin), "left out: every permission on every queue");
+        assert!(auth.identify(b"s3cret").unwrap().may_everywhere(Permission::Admin));
+    }
+
+    #[test]
+    fn a_token_of_the_flags_cannot_be_scoped_too() {
+        let args = crate::config::ServeArgs { tokens: vec!["a".into()], ..Default::default() };
+        let text = "[[access]]\ntoken = \"a\"\npermissions = [\"read\"]\n";
+        let e = crate::config::settings(&args, Some((std::path::Path::new("f.toml"), text))).unwrap_err();
+        assert_eq!(e.line(), Some(2));
+        assert!(e.message().contains("already given on --token or PUNCTUAL_TOKENS"), "{e}");
+    }
+
+    #[test]
+    fn bad_tables_are_errors_on_their_line() {
+        let cases: &[(&str, usize, &str)] = &[
+            ("[[access]]\ntoken = \"a\"\npermissions = [\"read\", \"write\"]\n", 3, "'write' is not a permission"),
+            ("[[access]]\ntoken = \"a\"\n\nqueues = [\"order/*\"]\n", 4, "holds '/'"),
+            ("[[access]]\ntoken = \"a\"\nqueues = [\"\"]\n", 3, "cannot be empty"),
+            ("[[access]]\ntoken = \"a\"\ntoken_env = \"X\"\n", 3, "not both"),
+            ("[[access]]\npermissions = [\"read\"]\n", 1, "needs its token"),
+            (
+                "[[access]]\ntoken_env = \"PUNCTUAL_SURELY_UNSET_ACCESS_9\"\n",
+                2,
+                "PUNCTUAL_SURELY_UNSET_ACCESS_9 is not set",
+            ),
+            ("tokens = [\"a\"]\n[[access]]\ntoken = \"a\"\n", 3, "already given on line 1"),
+            ("[[access]]\ntoken = \"b\"\n[[access]]\ntoken = \"b\"\n", 4, "already given on line 2"),
+            ("[[access]]\ntoken = \"has space\"\n", 2, "printable"),
+            ("[[access]]\ntoken = \"a\"\npermissions = []\n", 3, "allows nothing"),
+            ("[[access]]\ntoken = \"a\"\nqueues = []\n", 3, "covers no queue"),
+            ("[[access]]\ntoken = \"a\"\nqueue = [\"x\"]\n", 3, "queue"),
+        ];
+        for (text, line, needle) in cases {
+            let (found, message) = error_line(text);
+            assert_eq!(found, Some(*line), "{text:?}: {message}");
+            assert!(message.contains(needle), "{text:?}: {message}");
+            assert!(!message.contains("has space"), "the token is not shown: {message}");
+        }
+    }
+}
