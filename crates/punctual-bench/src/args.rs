@@ -37,6 +37,21 @@ Workloads:
                per task; embedded: a real punctual serve killed with kill -9 and restarted,
                process start -> first fire
   all          the four, in that order
+  brokers      punctual publishing into RabbitMQ and NATS JetStream through its push
+               actions (a punctual serve started for the run on --store, whatever the
+               target flags): N tasks (default 100,000) due at one instant in a queue
+               whose rabbitmq action publishes to the run's exchange and queue, then the
+               same through a nats action into the run's stream; a consumer here reads
+               every message: drain time, messages/s, lag (receipt - the due_at or
+               Punctual-Due-At header) p50/p99/max, duplicates (by delivery id), lost.
+               Then --delays messages (10,000) with random delays over --window (20s),
+               the seeds' RabbitMQ way (per-message TTL into a holding queue, dead-
+               lettered to a work queue: head-of-line blocking makes later-due
+               messages late) beside punctual's rabbitmq action: lateness p50/p99/max,
+               how many > 1 s late, and the ratio TTL / punctual. Needs RabbitMQ
+               (--rabbitmq) and NATS with JetStream (--nats), or one of them with
+               --broker rabbitmq|nats; their exchanges, queues and stream are named
+               punctual-bench-<pid>-<ms>... and deleted after
 
 Examples:
   punctual bench burst --serve                         # over HTTP on the default (embedded) store
@@ -47,6 +62,8 @@ Examples:
   punctual bench throughput --server http://127.0.0.1:7575 --token s3cret --loops 16
   punctual bench burst --serve --acks each --lease-max 10      # a naive worker's settings
   punctual bench all --tasks 200 --window 1s --duration 1s --json   # tiny, for CI
+  punctual bench brokers                               # RabbitMQ and NATS on this machine
+  punctual bench brokers --rabbitmq amqp://u:p@mq:5672/%2f --nats nats://mq:4222 --concurrency 128
 
 Targets: the engine runs in this process on a fresh store per workload (--store embedded
 in --data DIR/<workload> or a temporary directory; --store redis://HOST:PORT under a key
@@ -112,12 +129,27 @@ pub struct BenchArgs {
     /// Bearer token, for a --server started with --token
     #[arg(long, env = "PUNCTUAL_TOKEN", value_name = "T", hide_env_values = true)]
     pub token: Option<String>,
-    /// Tasks of spread, burst and pending [default: 100000; pending 1000000]
+    /// Tasks of spread, burst, pending and brokers' bursts [default: 100000; pending 1000000]
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
     pub tasks: Option<u64>,
-    /// spread: the window the due times are spread over
+    /// spread: the window the due times are spread over; brokers: the delays' range
     #[arg(long, value_name = "D", default_value = "20s", value_parser = parse_bench_duration)]
     pub window: Duration,
+    /// brokers: the RabbitMQ broker (amqp:// or amqps://)
+    #[arg(long, value_name = "URL", default_value = "amqp://guest:guest@127.0.0.1:5672/%2f")]
+    pub rabbitmq: String,
+    /// brokers: which to measure: rabbitmq (its burst and the TTL + dead letter comparison), nats (its burst) or both
+    #[arg(long, value_enum, value_name = "WHICH", default_value = "both")]
+    pub broker: Broker,
+    /// brokers: the NATS server, with JetStream
+    #[arg(long, value_name = "URL", default_value = "nats://127.0.0.1:4222")]
+    pub nats: String,
+    /// brokers: messages of the TTL + dead letter comparison
+    #[arg(long, value_name = "N", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    pub delays: u64,
+    /// brokers: the push actions' concurrency (publishes in flight per queue)
+    #[arg(long, value_name = "N", default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub concurrency: u32,
     /// throughput: how long each phase runs
     #[arg(long, value_name = "D", default_value = "10s", value_parser = parse_bench_duration)]
     pub duration: Duration,
@@ -140,6 +172,7 @@ pub enum Workload {
     Throughput,
     Pending,
     All,
+    Brokers,
 }
 
 impl Workload {
@@ -151,7 +184,26 @@ impl Workload {
             Workload::Throughput => "throughput",
             Workload::Pending => "pending",
             Workload::All => "all",
+            Workload::Brokers => "brokers",
         }
+    }
+}
+
+/// `punctual bench brokers --broker`: which brokers the run measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Broker {
+    Rabbitmq,
+    Nats,
+    Both,
+}
+
+impl Broker {
+    pub(crate) fn rabbitmq(self) -> bool {
+        matches!(self, Broker::Rabbitmq | Broker::Both)
+    }
+
+    pub(crate) fn nats(self) -> bool {
+        matches!(self, Broker::Nats | Broker::Both)
     }
 }
 

@@ -10,7 +10,9 @@
 //! Workloads, one module each: [`spread`] (fire lag of tasks due over a window),
 //! [`burst`] (tasks due at one instant: time to drain), [`throughput`] (sustained
 //! schedule + fire + ack, and scheduling alone), [`pending`] (memory and disk per
-//! waiting task, restart after `kill -9`). Each drives a [`driver::Driver`]: an engine
+//! waiting task, restart after `kill -9`), [`brokers`] (punctual's push actions
+//! publishing into RabbitMQ and NATS, beside the seeds' RabbitMQ TTL + dead letter;
+//! it starts its own server, configured with the actions). Each of the first four drives a [`driver::Driver`]: an engine
 //! in this process on a fresh store per workload (embedded in `--data DIR/<workload>`
 //! or a temporary directory; Redis under a key prefix of its own), or a `punctual
 //! serve` over HTTP with pull loops as users run them: one already running
@@ -28,6 +30,7 @@
 
 mod args;
 mod baselines;
+mod brokers;
 mod bullmq;
 mod burst;
 mod driver;
@@ -47,7 +50,7 @@ use punctual_redis::{RedisConfig, RedisStore};
 use punctual_sqlite::SqliteStore;
 use serde::Serialize;
 
-pub use args::{AFTER_HELP, Acks, BenchArgs, BenchStore, MAX_LOOPS, Workload};
+pub use args::{AFTER_HELP, Acks, BenchArgs, BenchStore, Broker, MAX_LOOPS, Workload};
 use bullmq::Bullmq;
 use driver::{Driver, EngineDriver, HttpDriver, PullLoops};
 use report::Progress;
@@ -151,7 +154,8 @@ struct ServedRedis {
 }
 
 impl ServedTarget {
-    async fn start(args: &BenchArgs) -> Result<ServedTarget> {
+    /// Starts the server on `args.store`, with `config` (TOML) in its config file.
+    async fn start(args: &BenchArgs, config: Option<&str>) -> Result<ServedTarget> {
         let redis = match &args.store {
             BenchStore::Embedded => None,
             BenchStore::Redis(url) => Some(ServedRedis { url: url.clone(), prefix: run_prefix(), private: None }),
@@ -164,7 +168,7 @@ impl ServedTarget {
             None => ServeStore::Embedded,
             Some(r) => ServeStore::Redis { url: &r.url, prefix: &r.prefix },
         };
-        let served = Served::start(store, args.data.as_deref()).await.context("--serve")?;
+        let served = Served::start(store, args.data.as_deref(), config).await.context("--serve")?;
         Ok(ServedTarget { served, redis })
     }
 
@@ -214,6 +218,10 @@ fn run_prefix() -> String {
 /// Ctrl-C ends the run as an error after everything it started is dropped: a served
 /// server and private redis-servers stopped, temporary directories removed.
 pub async fn run(args: BenchArgs, emit: fn(&str) -> Result<()>) -> Result<()> {
+    if args.workload == Workload::Brokers {
+        // It handles Ctrl-C itself, to delete what it declared on the brokers.
+        return brokers::run(args, emit).await;
+    }
     tokio::select! {
         result = run_workloads(args, emit) => result,
         signal = tokio::signal::ctrl_c() => {
@@ -267,7 +275,7 @@ async fn run_workloads(args: BenchArgs, emit: fn(&str) -> Result<()>) -> Result<
             served: None,
         },
         (None, _) if args.serve => {
-            let served = ServedTarget::start(&args).await?;
+            let served = ServedTarget::start(&args, None).await?;
             Target::Http {
                 // The server started for the run has no tokens.
                 driver: HttpDriver::new(served.served.url(), None, pull)?,
@@ -456,7 +464,9 @@ async fn run_workload<D: Driver>(driver: &D, workload: Workload, args: &BenchArg
         Workload::Spread => Report::Spread(spread::run(driver, tasks, args.window, cx).await?),
         Workload::Burst => Report::Burst(burst::run(driver, tasks, cx).await?),
         Workload::Throughput => Report::Throughput(throughput::run(driver, args.duration, cx).await?),
-        Workload::Pending | Workload::All => unreachable!("pending and all are dispatched before"),
+        Workload::Pending | Workload::All | Workload::Brokers => {
+            unreachable!("pending, all and brokers are dispatched before")
+        }
     })
 }
 

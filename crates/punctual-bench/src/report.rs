@@ -112,7 +112,7 @@ pub(crate) fn times(ratio: f64) -> String {
 /// A table in the look of the CLI's own (`punctual ls`): no borders, three spaces
 /// between columns, the columns numbered in `right` aligned right. A copy of the CLI's
 /// `render::table` rather than a dependency on it: the binary depends on this crate.
-fn table(headers: &[&str], rows: Vec<Vec<String>>, right: &[usize]) -> String {
+pub(crate) fn table(headers: &[&str], rows: Vec<Vec<String>>, right: &[usize]) -> String {
     let mut table = Table::new();
     table.load_style(comfy_table::presets::NOTHING);
     table.set_header(headers.to_vec());

@@ -14,7 +14,8 @@
 //!
 //! On a Redis store the server gets a config file naming the store and the run's key
 //! prefix (`[redis] prefix`), so it shares a Redis with nothing else's keys; its data
-//! directory then holds only that file and the server's log.
+//! directory then holds only that file and the server's log. A workload may add to
+//! that file (`brokers` writes its queues' push actions and `[egress]` there).
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -56,8 +57,9 @@ pub(crate) struct Served {
 
 impl Served {
     /// Starts the server in a fresh directory (`parent/serve`, which must not exist or
-    /// be empty, or a temporary one) and waits until `/readyz` answers.
-    pub(crate) async fn start(store: ServeStore<'_>, parent: Option<&Path>) -> Result<Served> {
+    /// be empty, or a temporary one), with `config` (TOML: queues, actions, egress) in
+    /// its config file, and waits until `/readyz` answers.
+    pub(crate) async fn start(store: ServeStore<'_>, parent: Option<&Path>, config: Option<&str>) -> Result<Served> {
         let (dir, temp) = match parent {
             Some(parent) => {
                 let dir = parent.join("serve");
@@ -79,16 +81,20 @@ impl Served {
         let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
         let log = dir.join("serve.log");
         let mut args: Vec<String> = vec!["serve".into(), "--listen".into(), format!("127.0.0.1:{port}")];
+        let mut text = String::new();
         match store {
             ServeStore::Embedded => {
                 args.extend(["--data".into(), dir.join("store").display().to_string()]);
             }
             ServeStore::Redis { url, prefix } => {
-                let config = dir.join("serve.toml");
-                let text = format!("store = {}\n\n[redis]\nprefix = {}\n", toml_string(url), toml_string(prefix));
-                std::fs::write(&config, text).with_context(|| format!("cannot write {}", config.display()))?;
-                args.extend(["--config".into(), config.display().to_string()]);
+                text = format!("store = {}\n\n[redis]\nprefix = {}\n\n", toml_string(url), toml_string(prefix));
             }
+        }
+        text.push_str(config.unwrap_or_default());
+        if !text.is_empty() {
+            let file = dir.join("serve.toml");
+            std::fs::write(&file, text).with_context(|| format!("cannot write {}", file.display()))?;
+            args.extend(["--config".into(), file.display().to_string()]);
         }
 
         // `sh -c SCRIPT sh EXE LOG ARGS…`: the server gets ARGS, its output goes to LOG,
@@ -186,7 +192,7 @@ impl Drop for Served {
 }
 
 /// `text` as a TOML basic string.
-fn toml_string(text: &str) -> String {
+pub(crate) fn toml_string(text: &str) -> String {
     let mut out = String::from("\"");
     for c in text.chars() {
         match c {

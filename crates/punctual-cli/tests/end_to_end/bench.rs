@@ -1,7 +1,8 @@
 //! `punctual bench` end to end: the real binary through every workload at a tiny size,
 //! on the embedded store, on a private redis-server with the seeds' baselines and
 //! BullMQ's, against a real `punctual serve` over HTTP, and against one it starts
-//! itself (`--serve`) with the pull loops' flags.
+//! itself (`--serve`) with the pull loops' flags; `brokers` into the RabbitMQ and NATS
+//! this machine runs (CI starts them).
 //!
 //! Guards against the benchmark command rotting: a workload that no longer runs, a
 //! target that no longer connects, a figure missing from `--json`, settings that are
@@ -258,6 +259,53 @@ fn pull_loops_that_ack_each_task_on_a_served_redis() {
     assert_stopped(&served_url(spread));
 }
 
+/// RabbitMQ and NATS answer on their default ports (CI starts them; `.ci/run`).
+fn assert_brokers_running() {
+    for (name, addr) in [("RabbitMQ", "127.0.0.1:5672"), ("NATS", "127.0.0.1:4222")] {
+        assert!(
+            std::net::TcpStream::connect(addr).is_ok(),
+            "{name} is not running on {addr}; start it (see .ci/run) to run this test"
+        );
+    }
+}
+
+/// A lateness of the delays' comparison: every message once, none early.
+fn assert_all_received_late_or_on_time(lateness: &Value, messages: f64) {
+    assert_eq!(number(lateness, "received"), messages, "{lateness:#}");
+    assert_eq!((number(lateness, "lost"), number(lateness, "duplicates")), (0.0, 0.0), "{lateness:#}");
+    assert_eq!(number(lateness, "unreadable"), 0.0, "{lateness:#}");
+    let l = &lateness["lateness_ms"];
+    assert!(number(l, "min") >= 0.0, "a message came out before it was due: {lateness:#}");
+    assert!(number(l, "p50") <= number(l, "p99") && number(l, "p99") <= number(l, "max"), "{lateness:#}");
+    assert!(number(lateness, "over_1s_late") <= messages, "{lateness:#}");
+}
+
+#[test]
+fn brokers_receive_every_task_once_from_punctuals_actions() {
+    assert_brokers_running();
+    let reports = reports(&["brokers", "--tasks", "200", "--delays", "100", "--window", "2s", "--json", "--quiet"]);
+    assert_eq!(reports.len(), 1, "{reports:#?}");
+    let brokers = find(&reports, "brokers");
+    for broker in ["rabbitmq", "nats"] {
+        let burst = &brokers[broker];
+        assert_eq!(burst["broker"], broker, "{brokers:#}");
+        assert_eq!(number(burst, "received"), TASKS as f64, "every task arrived: {brokers:#}");
+        assert_eq!((number(burst, "lost"), number(burst, "duplicates")), (0.0, 0.0), "{brokers:#}");
+        assert_eq!(number(burst, "unreadable"), 0.0, "every message had its headers: {brokers:#}");
+        let lag = &burst["lag_ms"];
+        assert!(number(lag, "min") >= 0.0, "a message was published before it was due: {brokers:#}");
+        assert_eq!(number(burst, "drained_in_ms"), number(lag, "max"), "{brokers:#}");
+        assert!(number(burst, "messages_per_second") > 0.0, "{brokers:#}");
+    }
+    let delays = &brokers["delays"];
+    assert_eq!((number(delays, "messages"), number(delays, "window_ms")), (100.0, 2000.0), "{brokers:#}");
+    assert_all_received_late_or_on_time(&delays["ttl_dead_letter"], 100.0);
+    assert_all_received_late_or_on_time(&delays["punctual"], 100.0);
+    assert!(number(delays, "ttl_over_punctual.p99") > 0.0, "{brokers:#}");
+    assert!(brokers["notes"].as_array().is_some_and(Vec::is_empty), "{brokers:#}");
+    assert_stopped(&served_url(brokers));
+}
+
 /// BullMQ's figures of a report: every job processed once.
 fn assert_bullmq_processed_all(report: &Value) -> &Value {
     let bullmq = &report["bullmq"];
@@ -333,6 +381,8 @@ fn mistakes_say_what_to_do() {
         (&["burst", "--serve", "--acks", "sometimes"], 2, "possible values: batch, each"),
         (&["burst", "--lease-max", "10"], 2, "--serve"),
         (&["burst", "--bullmq", "/nonexistent"], 1, "no bench.mjs"),
+        (&["brokers", "--server", "http://127.0.0.1:9"], 1, "run it without --server"),
+        (&["brokers", "--delays", "0"], 2, "0 is not in 1..=10000000"),
     ] {
         let output = run(args);
         let stderr = String::from_utf8_lossy(&output.stderr);
