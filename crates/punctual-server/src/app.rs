@@ -121,6 +121,9 @@ async fn no_method(method: Method, uri: Uri) -> ApiError {
 /// everything.
 pub(crate) type Caller = axum::Extension<Arc<Grant>>;
 
+/// The grant of every call to a server without tokens, made once.
+static UNLIMITED: std::sync::LazyLock<Arc<Grant>> = std::sync::LazyLock::new(|| Arc::new(Grant::all()));
+
 /// Identifies the token (401 when it is missing or unknown, before routing), then
 /// applies the route's access rule (403 before the handler runs; see `access`).
 async fn auth<S: Store>(State(state): State<AppState<S>>, req: Request, next: Next) -> Response {
@@ -128,7 +131,13 @@ async fn auth<S: Store>(State(state): State<AppState<S>>, req: Request, next: Ne
     if is_open(req.uri().path()) {
         return next.run(req).await;
     }
-    let grant = if auth.required() {
+    if !auth.required() {
+        // Without tokens every call may do everything: no rule to apply.
+        let mut req = req;
+        req.extensions_mut().insert(Arc::clone(&UNLIMITED));
+        return next.run(req).await;
+    }
+    let grant = {
         let presented = req.headers().get(header::AUTHORIZATION).and_then(|value| {
             let bytes = value.as_bytes();
             let space = bytes.iter().position(|b| *b == b' ')?;
@@ -139,8 +148,6 @@ async fn auth<S: Store>(State(state): State<AppState<S>>, req: Request, next: Ne
             Some(grant) => grant,
             None => return ApiError::Unauthorized.into_response(),
         }
-    } else {
-        Arc::new(Grant::all())
     };
     let (mut parts, body) = req.into_parts();
     if let Err(refused) = permit(&state, &grant, &mut parts).await {
