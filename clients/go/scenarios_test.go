@@ -1,6 +1,6 @@
 package punctual_test
 
-// The ten scenarios of clients/SCENARIOS.md, against the real `punctual serve`.
+// The eleven scenarios of clients/SCENARIOS.md, against the real `punctual serve`.
 
 import (
 	"bufio"
@@ -483,7 +483,7 @@ func TestS10EveryErrorCodeMapped(t *testing.T) {
 		t.Fatalf("unavailable: %v", err)
 	}
 
-	// Scoped tokens (issue O) are not in the server yet: the decoder's mapping of a 403.
+	// The decoder's mapping of a 403 (TestS11ScopedToken gets one from the server).
 	f := punctual.DecodeError(403, []byte(`{"error":{"code":"forbidden","message":"this token lacks the schedule permission on queue q"}}`))
 	if !errors.Is(f, punctual.ErrForbidden) || f.Message != "this token lacks the schedule permission on queue q" || f.Status != 403 {
 		t.Fatalf("forbidden: %v", f)
@@ -491,4 +491,67 @@ func TestS10EveryErrorCodeMapped(t *testing.T) {
 	if u := punctual.DecodeError(503, []byte("down")); !errors.Is(u, punctual.ErrUnavailable) {
 		t.Fatalf("503: %v", u)
 	}
+}
+
+func TestS11ScopedToken(t *testing.T) {
+	id := strconv.FormatInt(time.Now().UnixNano(), 36)
+	fullToken, readerToken := "full-"+id, "reader-"+id
+	s := startServer(t, serverOpts{config: fmt.Sprintf(`tokens = [%q]
+
+[[access]]
+token = %q
+permissions = ["read"]
+queues = ["scoped.*"]
+`, fullToken, readerToken)})
+	full := s.client(punctual.WithToken(fullToken))
+	reader := s.client(punctual.WithToken(readerToken))
+	scoped := uniqueQueue("scoped.go")
+	other := uniqueQueue("go.s11")
+
+	if _, err := full.Schedule(bg, scoped, "readable", punctual.ScheduleParams{Payload: map[string]int{"v": 1}, Delay: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	task, err := reader.Get(bg, scoped, "readable")
+	if err != nil {
+		t.Fatalf("the scoped token reads its queue: %v", err)
+	}
+	if task.Key != "readable" || task.State != "scheduled" || string(task.Payload) != `{"v":1}` {
+		t.Fatalf("task: %+v (payload %s)", task, task.Payload)
+	}
+
+	// forbidden checks err is the client's forbidden error: ErrForbidden under
+	// errors.Is, an *Error with status 403, code forbidden, naming what and queue.
+	forbidden := func(what string, err error, permission, queue string) {
+		t.Helper()
+		var e *punctual.Error
+		if !errors.Is(err, punctual.ErrForbidden) || !errors.As(err, &e) {
+			t.Fatalf("%s: want the forbidden error, got %v", what, err)
+		}
+		if e.Status != 403 || e.Code != "forbidden" {
+			t.Fatalf("%s: status %d code %q", what, e.Status, e.Code)
+		}
+		if !strings.Contains(e.Message, permission+" permission") || !strings.Contains(e.Message, "'"+queue+"'") {
+			t.Fatalf("%s: the message names neither %s nor %s: %q", what, permission, queue, e.Message)
+		}
+	}
+
+	_, err = reader.Schedule(bg, scoped, "refused", punctual.ScheduleParams{Payload: map[string]int{"v": 2}})
+	forbidden("schedule with the scoped token", err, "schedule", scoped)
+	if _, err := full.Get(bg, scoped, "refused"); !errors.Is(err, punctual.ErrNotFound) {
+		t.Fatalf("the refused task was stored: %v", err)
+	}
+	_, err = reader.Schedule(bg, scoped, "readable", punctual.ScheduleParams{Payload: map[string]int{"v": 3}})
+	forbidden("replace with the scoped token", err, "schedule", scoped)
+	if got, err := full.Get(bg, scoped, "readable"); err != nil || string(got.Payload) != `{"v":1}` {
+		t.Fatalf("after the refused replacement: %v %v", got, err)
+	}
+
+	if _, err := full.Schedule(bg, other, "elsewhere", punctual.ScheduleParams{Delay: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := full.Get(bg, other, "elsewhere"); err != nil || got.State != "scheduled" {
+		t.Fatalf("the full token reads %s: %v %v", other, got, err)
+	}
+	_, err = reader.Get(bg, other, "elsewhere")
+	forbidden("get outside the grant", err, "read", other)
 }

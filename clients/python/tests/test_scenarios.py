@@ -1,4 +1,4 @@
-"""The ten scenarios of clients/SCENARIOS.md, against the real `punctual serve`.
+"""The eleven scenarios of clients/SCENARIOS.md, against the real `punctual serve`.
 
 Each test is named after its scenario's number. They guard against a client that
 works against a mock and not the server: a wrong body, a lease never extended, acks
@@ -352,7 +352,7 @@ def test_s10_every_error_code_mapped(client: punctual.Client, queue_name: str,
         nobody.get(queue_name, "x")
     assert "cannot reach" in unavailable.value.message and time.monotonic() - t0 < 5
 
-    # The server has no scoped tokens yet (issue O): check the client's decoder of a 403.
+    # The client's decoder of a 403 (scenario 11 gets one from the real server).
     body = json.dumps({"error": {"code": "forbidden",
                                  "message": "this token lacks the schedule permission on queue q"}})
     forbidden = punctual.error_from_response(403, body.encode())
@@ -360,3 +360,49 @@ def test_s10_every_error_code_mapped(client: punctual.Client, queue_name: str,
     assert forbidden.message == "this token lacks the schedule permission on queue q"
     unavailable503 = punctual.error_from_response(503, b'{"error":{"code":"unavailable","message":"store down"}}')
     assert isinstance(unavailable503, punctual.Unavailable) and unavailable503.is_transient
+
+
+def test_s11_scoped_token(make_server: Any, tmp: Path, queue_name: str) -> None:
+    full_token = "full-" + queue_name.rsplit(".", 1)[-1]
+    reader_token = "reader-" + queue_name.rsplit(".", 1)[-1]
+    scoped_queue = "scoped." + queue_name
+    config = tmp / "scoped.toml"
+    config.write_text(textwrap.dedent(f"""
+        tokens = ["{full_token}"]
+
+        [[access]]
+        token = "{reader_token}"
+        permissions = ["read"]
+        queues = ["scoped.*"]
+    """))
+    srv: Server = make_server(args=["--config", str(config)])
+    full = srv.client(token=full_token)
+    reader = srv.client(token=reader_token, retries=0)
+    try:
+        full.schedule(scoped_queue, "readable", payload={"v": 1}, delay="1h")
+        task = reader.get(scoped_queue, "readable")
+        assert task.key == "readable" and task.state == "scheduled" and task.payload == {"v": 1}
+
+        with pytest.raises(punctual.Forbidden) as refused:
+            reader.schedule(scoped_queue, "refused", payload={"v": 2})
+        err = refused.value
+        assert err.status == 403 and err.code == "forbidden"
+        assert "schedule permission" in err.message and f"'{scoped_queue}'" in err.message, err.message
+        with pytest.raises(punctual.NotFound):
+            full.get(scoped_queue, "refused")
+
+        with pytest.raises(punctual.Forbidden) as replaced:
+            reader.schedule(scoped_queue, "readable", payload={"v": 3})
+        assert replaced.value.status == 403 and "schedule permission" in replaced.value.message
+        assert full.get(scoped_queue, "readable").payload == {"v": 1}
+
+        full.schedule(queue_name, "elsewhere", delay="1h")
+        assert full.get(queue_name, "elsewhere").state == "scheduled"
+        with pytest.raises(punctual.Forbidden) as unread:
+            reader.get(queue_name, "elsewhere")
+        err = unread.value
+        assert err.status == 403 and err.code == "forbidden"
+        assert "read permission" in err.message and f"'{queue_name}'" in err.message, err.message
+    finally:
+        full.close()
+        reader.close()

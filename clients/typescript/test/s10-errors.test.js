@@ -92,10 +92,9 @@ test("s10 unavailable: a 503 is retried, then mapped", async () => {
   }
 });
 
-// The server has no scoped tokens yet (issue O: its config refuses [[access]]), so no
-// real 403 can be provoked; the client's decoder is checked on the API's 403 body,
-// first directly, then through a stub answering it over HTTP.
-test("s10 forbidden: the API's 403 body decoded (no scoped tokens in the server yet)", async () => {
+// The client's decoder checked on the API's 403 body, first directly, then through a
+// stub answering it over HTTP; scenario 11 (s11-scoped-token) gets one from the server.
+test("s10 forbidden: the API's 403 body decoded", async () => {
   const body = { error: { code: "forbidden", message: "this token lacks the admin permission for queue order.cancel" } };
   const direct = errorFromResponse(403, body);
   assert.ok(direct instanceof ForbiddenError);

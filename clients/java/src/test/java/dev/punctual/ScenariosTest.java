@@ -25,7 +25,7 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** The ten scenarios of clients/SCENARIOS.md against the real `punctual serve`. */
+/** The eleven scenarios of clients/SCENARIOS.md against the real `punctual serve`. */
 class ScenariosTest {
     static ServerProcess shared;
     static PunctualClient client;
@@ -317,6 +317,51 @@ class ScenariosTest {
         assertTrue(fe instanceof ForbiddenException);
         assertEquals(403, fe.status());
         assertTrue(fe.getMessage().contains("admin"));
+    }
+
+    @Test
+    void s11ScopedToken(@TempDir Path dir) throws Exception {
+        String id = UUID.randomUUID().toString().substring(0, 8);
+        String fullToken = "full-" + id;
+        String readerToken = "reader-" + id;
+        String scoped = "scoped." + queue();
+        String other = queue();
+        Path config = dir.resolve("scoped.toml");
+        Files.writeString(config, "tokens = [\"" + fullToken + "\"]\n\n[[access]]\ntoken = \"" + readerToken
+                + "\"\npermissions = [\"read\"]\nqueues = [\"scoped.*\"]\n");
+        ServerProcess srv = new ServerProcess(dir, List.of("--config", config.toString()), Map.of());
+        try {
+            srv.start();
+            PunctualClient full = PunctualClient.builder().server(srv.url()).token(fullToken).build();
+            PunctualClient reader = PunctualClient.builder().server(srv.url()).token(readerToken).build();
+
+            full.schedule(scoped, "readable", TaskSpec.create().payload(Map.of("v", 1)).delay(Duration.ofHours(1)));
+            JsonNode task = reader.get(scoped, "readable");
+            assertEquals("readable", task.path("key").asText());
+            assertEquals("scheduled", task.path("state").asText());
+            assertEquals(1, task.path("payload").path("v").asInt());
+
+            ForbiddenException refused = assertThrows(ForbiddenException.class,
+                    () -> reader.schedule(scoped, "refused", TaskSpec.create().payload(Map.of("v", 2))));
+            assertEquals(403, refused.status());
+            assertEquals("forbidden", refused.code());
+            assertTrue(refused.getMessage().contains("schedule permission"), refused.getMessage());
+            assertTrue(refused.getMessage().contains("'" + scoped + "'"), refused.getMessage());
+            assertThrows(NotFoundException.class, () -> full.get(scoped, "refused"));
+
+            ForbiddenException replaced = assertThrows(ForbiddenException.class,
+                    () -> reader.schedule(scoped, "readable", TaskSpec.create().payload(Map.of("v", 3))));
+            assertEquals(403, replaced.status());
+            assertEquals(1, full.get(scoped, "readable").path("payload").path("v").asInt());
+
+            full.schedule(other, "elsewhere", TaskSpec.create().delay(Duration.ofHours(1)));
+            assertEquals("scheduled", full.get(other, "elsewhere").path("state").asText());
+            ForbiddenException unread = assertThrows(ForbiddenException.class, () -> reader.get(other, "elsewhere"));
+            assertEquals(403, unread.status());
+            assertEquals("forbidden", unread.code());
+            assertTrue(unread.getMessage().contains("read permission"), unread.getMessage());
+            assertTrue(unread.getMessage().contains("'" + other + "'"), unread.getMessage());
+        } finally { srv.stop(); }
     }
 
     @Test
