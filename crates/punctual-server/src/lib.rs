@@ -12,7 +12,8 @@
 //! (the one mapping to the error body), `delivery` (leases a client never received are
 //! released), `ops` (health, readiness, metrics, OpenAPI, the dashboard), `prom` (the
 //! Prometheus text of `/metrics`), `server` (the socket and graceful
-//! shutdown), `head` (request heads too large for hyper, answered in the error body),
+//! shutdown), `tls` (HTTPS: the certificate and its reload on SIGHUP), `head` (request
+//! heads too large for hyper, answered in the error body),
 //! `rates` (push actions' rate limits counted in Redis), `queues` (the config file's
 //! queues: listed, with `strict_queues` the only ones served; no leases on push queues).
 //!
@@ -45,6 +46,7 @@ mod schema;
 mod server;
 mod settings;
 mod state;
+mod tls;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -68,12 +70,14 @@ use config::{Backend, LogFormat, Settings};
 pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let settings = config::load(&args)?;
     init_logging(settings.log_format);
+    // Before the store opens: a certificate that does not load stops start-up at once.
+    let tls = settings.tls.clone().map(tls::Tls::load).transpose()?;
     match settings.backend.clone() {
         Backend::Embedded(dir) => {
             let store = SqliteStore::open(&dir)
                 .with_context(|| format!("cannot open the embedded store in {}", dir.display()))?;
             tracing::info!(data = %dir.display(), "embedded store opened");
-            run(store, Sharing::default(), &settings).await
+            run(store, Sharing::default(), &settings, tls).await
         }
         Backend::Redis(url) => {
             let mut config = RedisConfig::new(Target::parse(&url)?);
@@ -93,7 +97,7 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             tracing::info!(store = %redacted(&url), prefix = %settings.redis.prefix, "Redis store connected");
             let sharing =
                 Sharing { clock: Some(store.clock()), rates: Some(Arc::new(rates::SharedRates(store.rates()))) };
-            run(store, sharing, &settings).await
+            run(store, sharing, &settings, tls).await
         }
     }
 }
@@ -185,10 +189,30 @@ async fn stop_workers(workers: Vec<RunningWorker>) {
 }
 
 /// Serves on `store`, with what it shares with other servers (Redis' time and rates).
-async fn run<S: Store>(store: S, sharing: Sharing, settings: &Settings) -> anyhow::Result<()> {
+async fn run<S: Store>(store: S, sharing: Sharing, settings: &Settings, tls: Option<tls::Tls>) -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(&settings.listen)
         .await
         .with_context(|| format!("cannot listen on {}", settings.listen))?;
+    // SIGHUP is caught before anything starts, so that none stops the server.
+    let stop_reloads = tokio_util::sync::CancellationToken::new();
+    // Also on an early return below.
+    let _stop_reloads_on_return = stop_reloads.clone().drop_guard();
+    let reloads = match &tls {
+        Some(tls) => {
+            tracing::info!(
+                certificate = %tls.files().cert.display(),
+                key = %tls.files().key.display(),
+                "TLS on, certificate {}; HTTP/2 and HTTP/1.1; SIGHUP reloads it",
+                tls.files().cert.display()
+            );
+            #[cfg(unix)]
+            let reloads = Some(server::reload_on_sighup(tls.clone(), stop_reloads.clone())?);
+            #[cfg(not(unix))]
+            let reloads = None;
+            reloads
+        }
+        None => None,
+    };
     let clock: Arc<dyn Clock> = sharing.clock.unwrap_or_else(|| Arc::new(SystemClock));
     let engine = Engine::start(store, settings.engine_config().clock(Arc::clone(&clock)));
     let state = match AppState::new(engine.clone(), settings.http_options()).await {
@@ -220,8 +244,12 @@ async fn run<S: Store>(store: S, sharing: Sharing, settings: &Settings) -> anyho
         },
         "punctual {} is serving", env!("CARGO_PKG_VERSION")
     );
-    serve_on(listener, state, server::stop_signal(), settings.grace_period).await;
+    server::serve_with(listener, state, server::stop_signal(), settings.grace_period, tls).await;
     stop_api_queues.cancel();
+    stop_reloads.cancel();
+    if let Some(reloads) = reloads {
+        let _ = reloads.await;
+    }
     let _ = api_queues.await;
     stop_workers(workers).await;
     server::stop_engine(&engine).await

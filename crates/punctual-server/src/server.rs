@@ -10,6 +10,11 @@
 //! ([`stop_engine`]), which makes every acknowledged write durable. Its last line says
 //! only what is true: while the store cannot be reached, writes it did not confirm were
 //! answered `503` and could not be made durable.
+//!
+//! With TLS (`--tls-cert`, `--tls-key`, see `tls`) each connection first completes its
+//! handshake (within the head deadline), then speaks what ALPN chose: HTTP/2 for `h2`,
+//! else HTTP/1.1 as above. SIGHUP reloads the certificate for new handshakes; open
+//! connections keep theirs.
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -19,8 +24,10 @@ use anyhow::Context;
 use axum::Router;
 use axum::body::Body;
 use hyper::body::Incoming;
+use hyper_util::rt::TokioExecutor;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use punctual_core::{Engine, Store};
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -30,6 +37,7 @@ use crate::app::app;
 use crate::head::Guarded;
 use crate::ops::store_answers;
 use crate::state::AppState;
+use crate::tls::Tls;
 
 /// How long a client may take to send a request's head.
 const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
@@ -46,6 +54,17 @@ pub async fn serve_on<S: Store>(
     stop: impl Future<Output = ()> + Send,
     grace: Duration,
 ) {
+    serve_with(listener, state, stop, grace, None).await;
+}
+
+/// [`serve_on`], over TLS when `tls` is set.
+pub(crate) async fn serve_with<S: Store>(
+    listener: TcpListener,
+    state: AppState<S>,
+    stop: impl Future<Output = ()> + Send,
+    grace: Duration,
+    tls: Option<Tls>,
+) {
     if let Ok(address) = listener.local_addr() {
         warn_if_open(address, state.inner.auth.required());
     }
@@ -57,7 +76,15 @@ pub async fn serve_on<S: Store>(
         tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((stream, _peer)) => {
-                    connections.spawn(serve_connection(stream, router.clone(), stopping.clone()));
+                    let _ = stream.set_nodelay(true);
+                    match &tls {
+                        None => {
+                            connections.spawn(serve_http1(stream, router.clone(), stopping.clone()));
+                        }
+                        Some(tls) => {
+                            connections.spawn(serve_tls(stream, tls.clone(), router.clone(), stopping.clone()));
+                        }
+                    }
                 }
                 Err(e) => {
                     // Out of file descriptors and the like: pause instead of spinning.
@@ -110,13 +137,39 @@ pub(crate) async fn stop_engine<S: Store>(engine: &Engine<S>) -> anyhow::Result<
     Ok(())
 }
 
-async fn serve_connection(stream: TcpStream, router: Router, stopping: CancellationToken) {
-    let _ = stream.set_nodelay(true);
+/// Completes the handshake, then serves the protocol ALPN chose.
+async fn serve_tls(stream: TcpStream, tls: Tls, router: Router, stopping: CancellationToken) {
+    let handshake = tokio::select! {
+        done = tokio::time::timeout(HEADER_TIMEOUT, tls.acceptor().accept(stream)) => done,
+        () = stopping.cancelled() => return,
+    };
+    let stream = match handshake {
+        Ok(Ok(stream)) => stream,
+        Ok(Err(e)) => {
+            tracing::debug!(error = %e, "TLS handshake failed");
+            return;
+        }
+        Err(_) => {
+            tracing::debug!(timeout = ?HEADER_TIMEOUT, "TLS handshake not done in time");
+            return;
+        }
+    };
+    if stream.get_ref().1.alpn_protocol() == Some(b"h2") {
+        serve_http2(stream, router, stopping).await;
+    } else {
+        serve_http1(stream, router, stopping).await;
+    }
+}
+
+async fn serve_http1<IO>(io: IO, router: Router, stopping: CancellationToken)
+where
+    IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
     let service =
         hyper::service::service_fn(move |req: hyper::Request<Incoming>| router.clone().oneshot(req.map(Body::new)));
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder.timer(TokioTimer::new()).header_read_timeout(HEADER_TIMEOUT).keep_alive(true);
-    let conn = builder.serve_connection(TokioIo::new(Guarded::new(stream)), service);
+    let conn = builder.serve_connection(TokioIo::new(Guarded::new(io)), service);
     tokio::pin!(conn);
     tokio::select! {
         result = conn.as_mut() => {
@@ -131,6 +184,61 @@ async fn serve_connection(stream: TcpStream, router: Router, stopping: Cancellat
             }
         }
     }
+}
+
+/// HTTP/2 (TLS only, by ALPN). Its heads are hpack-framed, so hyper's own limits apply
+/// and `Guarded` (which reads HTTP/1.1 answers) does not.
+async fn serve_http2<IO>(io: IO, router: Router, stopping: CancellationToken)
+where
+    IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let service =
+        hyper::service::service_fn(move |req: hyper::Request<Incoming>| router.clone().oneshot(req.map(Body::new)));
+    let mut builder = hyper::server::conn::http2::Builder::new(TokioExecutor::new());
+    builder.timer(TokioTimer::new());
+    let conn = builder.serve_connection(TokioIo::new(io), service);
+    tokio::pin!(conn);
+    tokio::select! {
+        result = conn.as_mut() => {
+            if let Err(e) = result {
+                tracing::debug!(error = %e, "connection ended with an error");
+            }
+        }
+        () = stopping.cancelled() => {
+            conn.as_mut().graceful_shutdown();
+            if let Err(e) = conn.await {
+                tracing::debug!(error = %e, "connection ended with an error while stopping");
+            }
+        }
+    }
+}
+
+/// Reloads `tls` on every SIGHUP until `stop` is cancelled. The handler is installed
+/// before this returns, so a SIGHUP right after start-up is not the default (exit).
+#[cfg(unix)]
+pub(crate) fn reload_on_sighup(tls: Tls, stop: CancellationToken) -> anyhow::Result<tokio::task::JoinHandle<()>> {
+    let mut hangups = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
+        .context("cannot listen for SIGHUP (which reloads the TLS certificate)")?;
+    Ok(tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                got = hangups.recv() => if got.is_none() { return },
+                () = stop.cancelled() => return,
+            }
+            let files = tls.files();
+            match tls.reload() {
+                Ok(()) => tracing::info!(
+                    certificate = %files.cert.display(),
+                    key = %files.key.display(),
+                    "SIGHUP: TLS certificate reloaded; new connections use it"
+                ),
+                Err(e) => tracing::error!(
+                    error = format!("{e:#}"),
+                    "SIGHUP: TLS certificate not reloaded; still serving the previous one"
+                ),
+            }
+        }
+    }))
 }
 
 /// Completes on SIGTERM or SIGINT (Ctrl-C).

@@ -39,6 +39,7 @@ mod redis_tls;
 mod routes;
 mod secrets;
 mod server_logs;
+mod server_tls;
 mod shared_rate;
 mod sigterm;
 mod targets;

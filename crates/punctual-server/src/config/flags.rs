@@ -16,6 +16,7 @@ Examples:
   punctual serve --config punctual.toml        # flags override the file
   punctual serve --token s3cret --token other  # or PUNCTUAL_TOKENS=s3cret,other
   punctual serve --store redis://127.0.0.1:6379
+  punctual serve --tls-cert cert.pem --tls-key key.pem   # HTTPS; SIGHUP reloads both
   PUNCTUAL_STORE=redis://:PASSWORD@10.0.0.5:6379 punctual serve   # not in `ps`
   punctual serve --store redis-cluster://10.0.0.1:7000,10.0.0.2:7000,10.0.0.3:7000
   RUST_LOG=debug punctual serve --log-format json
@@ -32,6 +33,8 @@ Configuration file (TOML; every key optional; unknown keys are an error):
   max_body_bytes = 33554432
   max_overdue = \"1m\"                # /readyz names queues whose due tasks wait longer
   strict_queues = false               # true: only the [queues.\"…\"] below take tasks (else 404)
+  tls_cert = \"/etc/punctual/cert.pem\"  # HTTPS: PEM chain and key, both or neither;
+  tls_key = \"/etc/punctual/key.pem\"    #   SIGHUP re-reads them
 
   [redis]                             # with store = \"redis://…\" only
   prefix = \"punctual\"                 # of every key: deployments can share a Redis
@@ -77,7 +80,9 @@ A queue without an action is drained by pull workers (POST /v1/queues/{queue}/le
 Check a file without starting: punctual check-config FILE.
 Logs go to stderr; RUST_LOG filters them (default: info).
 SIGTERM or SIGINT: stop accepting, let running requests finish within the grace period
-(long polls answer at once with no leases), make every write durable, exit 0.";
+(long polls answer at once with no leases), make every write durable, exit 0.
+SIGHUP (with TLS): re-read the certificate and key; new connections get them, open ones
+stay; files that do not load are logged and the previous certificate kept.";
 
 /// The flags of `punctual serve`.
 #[derive(Debug, Clone, Default, Args)]
@@ -134,4 +139,11 @@ pub struct ServeArgs {
     /// ([queues."NAME"]), with 404 naming the nearest declared queue [file: strict_queues].
     #[arg(long)]
     pub(crate) strict_queues: bool,
+    /// Serve HTTPS (HTTP/2 and HTTP/1.1 by ALPN) with this PEM certificate chain, the
+    /// server's certificate first; needs --tls-key. SIGHUP re-reads both [file: tls_cert].
+    #[arg(long, value_name = "FILE")]
+    pub(crate) tls_cert: Option<PathBuf>,
+    /// The PEM private key of --tls-cert (PKCS#8, RSA or EC) [file: tls_key].
+    #[arg(long, value_name = "FILE")]
+    pub(crate) tls_key: Option<PathBuf>,
 }

@@ -94,6 +94,8 @@ pub(crate) struct Settings {
     /// Signs deliveries to tasks' HTTP targets whose queue has no webhook secret
     /// (`[targets] secret_env`).
     pub(crate) targets_secret: Option<punctual_actions::Secret>,
+    /// HTTPS: the certificate chain and key to serve with.
+    pub(crate) tls: Option<crate::tls::TlsFiles>,
     /// The file these settings were read from, if any.
     pub(crate) config_file: Option<PathBuf>,
 }

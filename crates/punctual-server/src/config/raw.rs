@@ -28,6 +28,8 @@ pub(super) struct RawConfig {
     pub(super) redis: Option<Spanned<RawRedis>>,
     pub(super) max_overdue: Option<Spanned<ApiDuration>>,
     pub(super) strict_queues: Option<Spanned<bool>>,
+    pub(super) tls_cert: Option<Spanned<String>>,
+    pub(super) tls_key: Option<Spanned<String>>,
     pub(super) egress: Option<RawEgress>,
     pub(super) targets: Option<RawTargets>,
     #[serde(default)]

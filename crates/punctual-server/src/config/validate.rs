@@ -17,6 +17,7 @@ use super::raw::{RawConfig, RawRedis};
 use super::{Backend, ConfigError, RedisSettings, ServeArgs, Settings};
 use crate::extract::ApiDuration;
 use crate::state::HttpOptions;
+use crate::tls::TlsFiles;
 
 /// Validates the file (if any) and the flags into settings.
 pub(crate) fn settings(args: &ServeArgs, file: Option<(&Path, &str)>) -> Result<Settings, ConfigError> {
@@ -125,6 +126,8 @@ pub(crate) fn settings(args: &ServeArgs, file: Option<(&Path, &str)>) -> Result<
         });
     }
 
+    let tls = tls_files(args, &raw, &at)?;
+
     Ok(Settings {
         listen,
         backend,
@@ -163,8 +166,44 @@ pub(crate) fn settings(args: &ServeArgs, file: Option<(&Path, &str)>) -> Result<
         actions,
         egress,
         targets_secret,
+        tls,
         config_file: file.map(|(path, _)| path.to_path_buf()),
     })
+}
+
+/// `--tls-cert`/`tls_cert` and `--tls-key`/`tls_key`, each flag over its key: both or
+/// neither. The files are read when the server starts (`tls`), not here.
+fn tls_files(
+    args: &ServeArgs,
+    raw: &RawConfig,
+    at: &dyn Fn(Range<usize>, String) -> ConfigError,
+) -> Result<Option<TlsFiles>, ConfigError> {
+    let pick = |flag: &Option<PathBuf>, value: &Option<Spanned<String>>, name: &str| match (flag, value) {
+        (Some(path), _) if path.as_os_str().is_empty() => {
+            Err(ConfigError::flag(format!("--{} names a file and cannot be empty", name.replace('_', "-"))))
+        }
+        (Some(path), _) => Ok(Some((path.clone(), None))),
+        (None, Some(v)) if v.get_ref().is_empty() => {
+            Err(at(v.span(), format!("{name} names a file and cannot be empty")))
+        }
+        (None, Some(v)) => Ok(Some((PathBuf::from(v.get_ref()), Some(v.span())))),
+        (None, None) => Ok(None),
+    };
+    let cert = pick(&args.tls_cert, &raw.tls_cert, "tls_cert")?;
+    let key = pick(&args.tls_key, &raw.tls_key, "tls_key")?;
+    let lonely = |span: Option<Range<usize>>, has: &str, lacks: &str| {
+        let message = format!(
+            "{has} is set but {lacks} is not: HTTPS needs both the certificate chain (--tls-cert, tls_cert) and its \
+             private key (--tls-key, tls_key), or neither for plain HTTP"
+        );
+        span.map_or_else(|| ConfigError::flag(message.clone()), |s| at(s, message.clone()))
+    };
+    match (cert, key) {
+        (Some((cert, _)), Some((key, _))) => Ok(Some(TlsFiles { cert, key })),
+        (None, None) => Ok(None),
+        (Some((_, span)), None) => Err(lonely(span, "tls_cert", "tls_key")),
+        (None, Some((_, span))) => Err(lonely(span, "tls_key", "tls_cert")),
+    }
 }
 
 fn redis_settings(
@@ -385,5 +424,22 @@ backoff = { initial = "1s", factor = 2.0, max = "1h" }
         assert_eq!(s.max_batch, 5);
         let e = settings(&ServeArgs { max_batch: Some(0), ..ServeArgs::default() }, None).unwrap_err();
         assert_eq!(e.to_string(), "command line: max_batch must be at least 1, not 0");
+    }
+
+    #[test]
+    fn tls_needs_both_the_certificate_and_the_key() {
+        assert_eq!(file("").unwrap().tls, None, "plain HTTP by default");
+        let both = file("tls_cert = \"c.pem\"\ntls_key = \"k.pem\"\n").unwrap().tls.unwrap();
+        assert_eq!((both.cert, both.key), (PathBuf::from("c.pem"), PathBuf::from("k.pem")));
+        let (line, message) = error_line("\ntls_cert = \"c.pem\"\n");
+        assert_eq!(line, Some(2));
+        assert!(message.starts_with("tls_cert is set but tls_key is not"), "{message}");
+        let args = ServeArgs { tls_key: Some("k.pem".into()), ..ServeArgs::default() };
+        let e = settings(&args, None).unwrap_err();
+        assert!(e.to_string().starts_with("command line: tls_key is set but tls_cert is not"), "{e}");
+        // A flag completes (and overrides) the file.
+        let args = ServeArgs { tls_key: Some("flag.pem".into()), ..ServeArgs::default() };
+        let s = settings(&args, Some((Path::new("f.toml"), "tls_cert = \"c.pem\"\n"))).unwrap();
+        assert_eq!(s.tls.unwrap().key, PathBuf::from("flag.pem"));
     }
 }
