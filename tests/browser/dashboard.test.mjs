@@ -444,6 +444,9 @@ test("a read-only token sees the data but no schedule, cancel, pause, settings o
   await page.goto(`${base}/#/`);
   await page.fill("#token", READ_ONLY);
   await page.click("#token-form button");
+  // The page rendered for the earlier token may still be showing: wait for the new
+  // token's view (it fails here if the control never goes).
+  await page.locator("#new-queue-create").waitFor({ state: "detached" });
   await page.locator('#queues tr[data-queue="readonly.q"]').waitFor();
   assert.equal(await page.locator("#new-queue-create").count(), 0, "no queue creation without admin");
   await page.goto(`${base}/#/queue/readonly.q`);

@@ -743,20 +743,29 @@ function route() {
 // right after, so the page always ends up showing the latest route.
 // A quiet render (the periodic refresh) that finds a form open when its data comes in
 // leaves the page as it is.
+// A render that began under another token than the current one shows nothing: the
+// render the new token asked for follows it.
 let rendering = false;
 let again = null;  // null, or whether the render asked for meanwhile is quiet
+let tokenGeneration = 0;
 async function render(quiet = false) {
   if (rendering) { again = again === null ? quiet : again && quiet; return; }
   rendering = true;
+  const generation = tokenGeneration;
   try {
-    if (grant === null) grant = await loadGrant();
+    if (grant === null) {
+      const loaded = await loadGrant();
+      if (generation === tokenGeneration) grant = loaded;
+    }
     const nodes = await route()();
+    if (generation !== tokenGeneration) return;
     if (quiet && formInUse()) return;
     // A view leaves out what does not apply as null (as h() does with its children).
     view.replaceChildren(...nodes.filter((node) => node !== null && node !== undefined && node !== false));
     if (!banner.classList.contains("info")) showBanner(null);
     document.getElementById("updated").textContent = `updated ${new Date().toLocaleTimeString()}`;
   } catch (err) {
+    if (generation !== tokenGeneration) return;
     showBanner(explain(err));
     if (err.status === 401) view.replaceChildren(h("p", { class: "muted" }, "Waiting for a valid token."));
   } finally {
@@ -792,6 +801,7 @@ document.getElementById("token-form").addEventListener("submit", (e) => {
   e.preventDefault();
   const value = document.getElementById("token").value.trim();
   if (value) localStorage.setItem(TOKEN_KEY, value); else localStorage.removeItem(TOKEN_KEY);
+  tokenGeneration += 1;
   grant = null;
   showBanner(null);
   render();
