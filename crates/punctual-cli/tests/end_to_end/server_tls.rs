@@ -13,7 +13,7 @@ use crate::common;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use reqwest::blocking::Client;
 use serde_json::{Value, json};
@@ -98,18 +98,9 @@ fn certificate(dir: &Path, name: &str) {
     );
 }
 
-/// Polls `check` until it gives a value or the deadline passes.
-#[allow(clippy::disallowed_methods, reason = "real processes take real time")]
-fn wait_for<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
-    let until = Instant::now() + DEADLINE;
-    loop {
-        if let Some(value) = check() {
-            return value;
-        }
-        assert!(Instant::now() < until, "{what}: not within {DEADLINE:?}");
-        // A pause between probes of a condition that has a deadline, not a wait for it.
-        std::thread::sleep(Duration::from_millis(20));
-    }
+/// Polls `check` until it gives a value, failing the test after [`DEADLINE`].
+fn wait_for<T>(what: &str, check: impl FnMut() -> Option<T>) -> T {
+    punctual_testkit::poll_until(DEADLINE, check).unwrap_or_else(|| panic!("{what}: not within {DEADLINE:?}"))
 }
 
 /// A `punctual serve` with TLS, killed on drop.
