@@ -13,73 +13,11 @@ use crate::common;
 
 use std::net::TcpListener;
 use std::path::Path;
-use std::process::Command;
 
+use common::certs::{authority, certificate};
 use common::*;
 use punctual_testkit::redis::{self, Persistence, RedisServer};
 use serde_json::json;
-
-/// Runs `openssl` with `args` in `dir`; panics with its output when it fails.
-fn openssl(dir: &Path, args: &[&str]) {
-    let out = Command::new("openssl")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run openssl ({e}): install Debian's openssl package to run this test"));
-    assert!(out.status.success(), "openssl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-}
-
-/// A certificate authority `<name>.pem` (key `<name>.key`) in `dir`.
-fn authority(dir: &Path, name: &str) {
-    let (key, pem, subject) = (format!("{name}.key"), format!("{name}.pem"), format!("/CN=punctual test {name}"));
-    openssl(
-        dir,
-        &[
-            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", &key, "-out", &pem, "-days", "2", "-subj",
-            &subject,
-        ],
-    );
-}
-
-/// `server.pem` and `server.key` for 127.0.0.1, signed by the authority `ca`.
-fn server_certificate(dir: &Path) {
-    openssl(
-        dir,
-        &[
-            "req",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-keyout",
-            "server.key",
-            "-out",
-            "server.csr",
-            "-subj",
-            "/CN=127.0.0.1",
-        ],
-    );
-    std::fs::write(dir.join("ext"), "subjectAltName=IP:127.0.0.1,DNS:localhost\n").unwrap();
-    openssl(
-        dir,
-        &[
-            "x509",
-            "-req",
-            "-in",
-            "server.csr",
-            "-CA",
-            "ca.pem",
-            "-CAkey",
-            "ca.key",
-            "-CAcreateserial",
-            "-out",
-            "server.pem",
-            "-days",
-            "2",
-            "-extfile",
-            "ext",
-        ],
-    );
-}
 
 /// A private redis-server answering TLS on the returned port.
 fn tls_redis(dir: &Path) -> (RedisServer, u16) {
@@ -106,7 +44,7 @@ fn rediss_schedules_and_fires_over_tls_and_refuses_an_unknown_authority() {
     let certs = tempfile::tempdir().unwrap();
     authority(certs.path(), "ca");
     authority(certs.path(), "other");
-    server_certificate(certs.path());
+    certificate(certs.path(), "server");
     let (redis, tls_port) = tls_redis(certs.path());
     let store = format!("rediss://127.0.0.1:{tls_port}");
 

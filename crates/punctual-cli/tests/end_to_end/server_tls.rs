@@ -18,85 +18,10 @@ use std::time::Duration;
 use reqwest::blocking::Client;
 use serde_json::{Value, json};
 
+use crate::common::certs::{authority, certificate};
+
 /// How long anything waited on here may take.
 const DEADLINE: Duration = Duration::from_secs(30);
-
-/// Runs `openssl` with `args` in `dir`; panics with its output when it fails.
-fn openssl(dir: &Path, args: &[&str]) {
-    let out = Command::new("openssl")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run openssl ({e}): install Debian's openssl package to run this test"));
-    assert!(out.status.success(), "openssl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-}
-
-/// The authority `ca.pem` (key `ca.key`) in `dir`.
-fn authority(dir: &Path) {
-    openssl(
-        dir,
-        &[
-            "req",
-            "-x509",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-keyout",
-            "ca.key",
-            "-out",
-            "ca.pem",
-            "-days",
-            "2",
-            "-subj",
-            "/CN=punctual test ca",
-        ],
-    );
-}
-
-/// `<name>.pem` and `<name>.key` (EC P-256, PKCS#8) for 127.0.0.1 with the subject
-/// `punctual tls <name>`, signed by `ca`.
-fn certificate(dir: &Path, name: &str) {
-    let (key, csr, pem) = (format!("{name}.key"), format!("{name}.csr"), format!("{name}.pem"));
-    let subject = format!("/CN=punctual tls {name}");
-    openssl(
-        dir,
-        &[
-            "req",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:P-256",
-            "-nodes",
-            "-keyout",
-            &key,
-            "-out",
-            &csr,
-            "-subj",
-            &subject,
-        ],
-    );
-    std::fs::write(dir.join("ext"), "subjectAltName=IP:127.0.0.1,DNS:localhost\n").unwrap();
-    openssl(
-        dir,
-        &[
-            "x509",
-            "-req",
-            "-in",
-            &csr,
-            "-CA",
-            "ca.pem",
-            "-CAkey",
-            "ca.key",
-            "-CAcreateserial",
-            "-out",
-            &pem,
-            "-days",
-            "2",
-            "-extfile",
-            "ext",
-        ],
-    );
-}
 
 /// Polls `check` until it gives a value, failing the test after [`DEADLINE`].
 fn wait_for<T>(what: &str, check: impl FnMut() -> Option<T>) -> T {
@@ -202,7 +127,7 @@ fn get(client: &Client, url: &str) -> (reqwest::blocking::Response, &'static str
 
 fn certificates() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    authority(dir.path());
+    authority(dir.path(), "ca");
     certificate(dir.path(), "one");
     certificate(dir.path(), "two");
     dir
