@@ -166,29 +166,23 @@ impl ActionSpec {
     /// allows (a host name is checked when it is resolved, on every connection). The
     /// field at fault is `url` (email: `smtp.host`).
     pub fn check_egress(&self, policy: &EgressPolicy) -> Result<(), ActionError> {
+        let refused = |field: &str, refusal| ActionError::invalid(field, format!("refused: {refusal}"));
         let url = match &self.kind {
-            ActionKind::Webhook(config) => Some(config.url.as_str()),
-            ActionKind::Chat(config) => config.url.as_deref().or(config.platform.default_url()),
+            ActionKind::Webhook(config) => crate::webhook::parse_url(&config.url, "url")?,
+            ActionKind::Chat(config) => match config.url.as_deref().or(config.platform.default_url()) {
+                Some(url) => crate::webhook::parse_url(url, "url")?,
+                None => return Ok(()),
+            },
             ActionKind::Email(config) => {
-                let host = config.smtp.host.trim();
-                let literal = host.trim_start_matches('[').trim_end_matches(']');
-                return match literal.parse::<std::net::IpAddr>() {
-                    Ok(ip) => policy
-                        .check(ip)
-                        .map_err(|refusal| ActionError::invalid("smtp.host", format!("refused: {refusal}"))),
-                    Err(_) => Ok(()),
-                };
+                return policy.check_host(config.smtp.host.trim()).map_err(|r| refused("smtp.host", r));
             }
             ActionKind::Rabbitmq(RabbitmqConfig { url, .. })
             | ActionKind::Nats(NatsConfig { url, .. })
             | ActionKind::RedisStream(RedisStreamConfig { url, .. }) => {
-                let url = crate::broker::parse_url(url.expose(), &self.kind.schemes(), "url")?;
-                return crate::broker::check_egress(&url, policy);
+                crate::broker::parse_url(url.expose(), &self.kind.schemes(), "url")?
             }
         };
-        let Some(url) = url else { return Ok(()) };
-        let url = crate::webhook::parse_url(url, "url")?;
-        policy.check_url(&url).map_err(|refusal| ActionError::invalid("url", format!("refused: {refusal}")))
+        policy.check_url(&url).map_err(|r| refused("url", r))
     }
 
     fn check_limits(&self) -> Result<(), ActionError> {

@@ -51,12 +51,6 @@ pub(crate) fn shown(url: &Url) -> String {
     }
 }
 
-/// Checks `url`'s host when it is an IP address (a name is checked when it is resolved,
-/// at each connection: [`screened_addresses`]).
-pub(crate) fn check_egress(url: &Url, policy: &EgressPolicy) -> Result<(), ActionError> {
-    policy.check_url(url).map_err(|refusal| ActionError::invalid("url", format!("refused: {refusal}")))
-}
-
 /// Resolves `host:port` and keeps the addresses `policy` allows
 /// ([`EgressPolicy::resolve`]); the error is a sentence for `last_error` (a refusal
 /// starts with `refused: `).

@@ -307,7 +307,12 @@ impl EgressPolicy {
     pub(crate) fn check_url(&self, url: &reqwest::Url) -> Result<(), Refusal> {
         // The URL parser has already normalised every IPv4 spelling (`2130706433`,
         // `0x7f.1`) to dotted form; IPv6 comes in brackets.
-        let host = url.host_str().unwrap_or_default();
+        self.check_host(url.host_str().unwrap_or_default())
+    }
+
+    /// Checks `host` when it is an IP literal (`[::1]` in brackets or bare); a name
+    /// passes here and is checked when it is resolved.
+    pub(crate) fn check_host(&self, host: &str) -> Result<(), Refusal> {
         match host.trim_start_matches('[').trim_end_matches(']').parse::<IpAddr>() {
             Ok(ip) => self.check(ip),
             Err(_) => Ok(()),
