@@ -53,6 +53,8 @@ struct Setup {
     engine: Engine<SqliteStore>,
     clock: ManualClock,
     ends: mpsc::UnboundedReceiver<End>,
+    /// Ends [`Setup::end_of`] passed over, for a later call to find.
+    passed: Vec<End>,
     _dir: tempfile::TempDir,
 }
 
@@ -68,7 +70,7 @@ impl Setup {
         };
         let config = EngineConfig::default().clock(Arc::new(clock.clone())).observe(observer);
         let engine = Engine::start(SqliteStore::open(dir.path()).unwrap(), config);
-        Setup { engine, clock, ends, _dir: dir }
+        Setup { engine, clock, ends, passed: Vec::new(), _dir: dir }
     }
 
     /// A `nats` action on this engine's clock, allowed to reach loopback.
@@ -77,18 +79,25 @@ impl Setup {
         Action::build(&spec, &common::loopback_runtime(Arc::new(self.clock.clone()))).unwrap()
     }
 
-    /// The next try's end.
+    /// The next try's end (those [`Setup::end_of`] passed over first).
     async fn end(&mut self) -> End {
+        if !self.passed.is_empty() {
+            return self.passed.remove(0);
+        }
         common::next(&mut self.ends, "a try's end").await
     }
 
-    /// The end of `key`'s next try (the others' before it are passed over).
+    /// The end of `key`'s next try; other keys' ends seen first are kept for later.
     async fn end_of(&mut self, key: &str) -> End {
+        if let Some(i) = self.passed.iter().position(|end| end.key == key) {
+            return self.passed.remove(i);
+        }
         loop {
-            let end = self.end().await;
+            let end = common::next(&mut self.ends, "a try's end").await;
             if end.key == key {
                 return end;
             }
+            self.passed.push(end);
         }
     }
 }
