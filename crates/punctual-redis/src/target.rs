@@ -1,6 +1,10 @@
 //! Which Redis: the store URL as an operator writes it (`redis://`, `rediss://`,
-//! `redis-cluster://h1:p1,h2:p2`), read into a [`Target`], and the redaction of the
-//! passwords such a URL may carry.
+//! `redis-cluster://h1:p1,h2:p2`, `rediss-cluster://h1:p1,h2:p2`), read into a
+//! [`Target`], and the redaction of the passwords such a URL may carry.
+//!
+//! Invariant: every node of a `rediss-cluster://` target is a `rediss://` URL, so the
+//! Cluster client, and the wake-up follower that subscribes through the same nodes,
+//! speak TLS to each of them (redis-rs refuses initial nodes of mixed TLS modes).
 //!
 //! Invariant: a password given in a URL never reaches a log line, an error message or
 //! a `Debug` output: everything here that shows a URL shows it [`redacted`].
@@ -22,8 +26,11 @@ pub enum Target {
 
 impl Target {
     /// Reads `redis://…` or `rediss://…` (one Redis) or
-    /// `redis-cluster://h1:p1,h2:p2,…` (a Cluster).
+    /// `redis-cluster://h1:p1,h2:p2,…` (a Cluster), `rediss-cluster://…` over TLS.
     pub fn parse(url: &str) -> Result<Target> {
+        if let Some(nodes) = url.strip_prefix("rediss-cluster://") {
+            return tls_cluster(nodes);
+        }
         if let Some(nodes) = url.strip_prefix("redis-cluster://") {
             let nodes: Vec<String> =
                 nodes.split(',').map(str::trim).filter(|n| !n.is_empty()).map(|n| format!("redis://{n}")).collect();
@@ -41,9 +48,27 @@ impl Target {
         }
         Err(Error::invalid(
             "store",
-            format!("'{}' is not a Redis address: use redis://host:port or redis-cluster://h1:p1,h2:p2", redacted(url)),
+            format!(
+                "'{}' is not a Redis address: use redis://host:port, rediss://host:port (TLS), \
+                 redis-cluster://h1:p1,h2:p2 or rediss-cluster://h1:p1,h2:p2 (Cluster over TLS)",
+                redacted(url)
+            ),
         ))
     }
+}
+
+/// The nodes of `rediss-cluster://h1:p1,h2:p2,…` (what follows the scheme), each as
+/// `rediss://h:p`: TLS to every node, its certificate verified.
+fn tls_cluster(nodes: &str) -> Result<Target> {
+    let nodes: Vec<String> =
+        nodes.split(',').map(str::trim).filter(|n| !n.is_empty()).map(|n| format!("rediss://{n}")).collect();
+    if nodes.is_empty() {
+        return Err(Error::invalid("store", "rediss-cluster:// needs at least one host:port"));
+    }
+    for node in &nodes {
+        info(node)?;
+    }
+    Ok(Target::Cluster(nodes))
 }
 
 impl fmt::Debug for Target {
@@ -102,6 +127,32 @@ mod tests {
         let config = RedisConfig::new(Target::parse("redis-cluster://:s3cret@h1:1,:s3cret@h2:2").unwrap());
         assert!(!format!("{config:?}").contains("s3cret"));
         let e = Target::parse("redis://:s3cret@[bad").unwrap_err();
+        assert!(!e.to_string().contains("s3cret"), "{e}");
+    }
+
+    #[test]
+    fn a_tls_cluster_is_tls_to_every_node_and_hides_its_passwords() {
+        let target = Target::parse("rediss-cluster://:s3cret@h1:7000, :s3cret@h2:7001,").unwrap();
+        assert_eq!(target, Target::Cluster(vec!["rediss://:s3cret@h1:7000".into(), "rediss://:s3cret@h2:7001".into()]));
+        let Target::Cluster(nodes) = &target else { unreachable!("parsed as a Cluster just above") };
+        for node in nodes {
+            let addr = info(node).unwrap().addr().clone();
+            assert!(matches!(addr, redis::ConnectionAddr::TcpTls { insecure: false, .. }), "TLS, verified: {addr:?}");
+        }
+        assert!(!format!("{target:?}").contains("s3cret"), "{target:?}");
+        let config = RedisConfig::new(target);
+        assert!(!format!("{config:?}").contains("s3cret"), "{config:?}");
+        assert_eq!(
+            redacted("rediss-cluster://:s3cret@h1:1,app:s3cret@h2:2"),
+            "rediss-cluster://:***@h1:1,app:***@h2:2"
+        );
+
+        let e = Target::parse("rediss-cluster://").unwrap_err();
+        assert!(e.to_string().contains("rediss-cluster:// needs at least one host:port"), "{e}");
+        let e = Target::parse("rediss-cluster://:s3cret@[bad,h2:1").unwrap_err();
+        assert!(!e.to_string().contains("s3cret"), "{e}");
+        let e = Target::parse("memcached://:s3cret@h:1").unwrap_err();
+        assert!(e.to_string().contains("rediss-cluster://h1:p1,h2:p2"), "the error lists the TLS Cluster: {e}");
         assert!(!e.to_string().contains("s3cret"), "{e}");
     }
 }

@@ -1,6 +1,6 @@
 //! Private `redis-server` processes for tests: one server, or a Redis Cluster of
-//! several, each on free loopback ports in its own temporary directory, never the
-//! machine's own Redis. Killed (SIGKILL) and reaped on drop, and never outliving the
+//! several (in plain text, or over TLS: [`TlsRedisCluster`]), each on free loopback
+//! ports in its own temporary directory, never the machine's own Redis. Killed (SIGKILL) and reaped on drop, and never outliving the
 //! test process (see [`punctual_private_redis`], which owns the launcher; the
 //! benchmark command uses the same one).
 //!
@@ -10,6 +10,7 @@
 #![allow(clippy::disallowed_methods, reason = "waiting for real processes takes real time, not a Clock's")]
 
 use std::net::TcpListener;
+use std::path::PathBuf;
 use std::process::Command;
 
 pub use punctual_private_redis::{Persistence, RedisServer, START_TIMEOUT, command};
@@ -95,4 +96,125 @@ fn free_port_with_bus() -> u16 {
         }
     }
     panic!("no free port pair for a Redis Cluster node");
+}
+
+/// The PEM files a TLS Redis serves with, made by the test (`openssl`): the server's
+/// certificate for 127.0.0.1 and its key, and the authority that signed it, which the
+/// nodes also trust for the Cluster bus and which `redis-cli` verifies them against.
+#[derive(Debug, Clone)]
+pub struct TlsFiles {
+    pub cert: PathBuf,
+    pub key: PathBuf,
+    pub ca: PathBuf,
+}
+
+/// A Redis Cluster of `masters` nodes with no replicas whose clients, Cluster bus and
+/// replication all speak TLS (`--tls-cluster yes`, `--tls-replication yes`; client
+/// certificates not required).
+///
+/// Invariant: a TLS client asking where the slots are (`CLUSTER SLOTS`, `CLUSTER
+/// SHARDS`) is told the TLS ports, so a client given [`TlsRedisCluster::url`] never
+/// reaches a plain port. Each node also keeps a plain port on 127.0.0.1, for the
+/// launcher's PING and the test's own look ([`RedisServer::command`]); a plain client
+/// is told the plain ports.
+#[derive(Debug)]
+pub struct TlsRedisCluster {
+    nodes: Vec<RedisServer>,
+    tls_ports: Vec<u16>,
+}
+
+impl TlsRedisCluster {
+    /// Starts the nodes and joins them with `redis-cli --tls --cluster create` on their
+    /// TLS ports; fails the test when any step fails.
+    pub fn start(masters: usize, files: &TlsFiles) -> TlsRedisCluster {
+        let (mut nodes, mut tls_ports) = (Vec::with_capacity(masters), Vec::with_capacity(masters));
+        let path = |p: &PathBuf| p.display().to_string();
+        let (cert, key, ca) = (path(&files.cert), path(&files.key), path(&files.ca));
+        for _ in 0..masters {
+            // With `tls-cluster yes` the bus listens on the TLS port + 10000.
+            let tls_port = free_port_with_bus();
+            let plain_port = free_port_apart_from(tls_port);
+            let tls_port_text = tls_port.to_string();
+            let extra = [
+                "--cluster-enabled",
+                "yes",
+                "--cluster-config-file",
+                "nodes.conf",
+                "--cluster-node-timeout",
+                "5000",
+                "--tls-port",
+                &tls_port_text,
+                "--tls-cert-file",
+                &cert,
+                "--tls-key-file",
+                &key,
+                "--tls-ca-cert-file",
+                &ca,
+                "--tls-auth-clients",
+                "no",
+                "--tls-cluster",
+                "yes",
+                "--tls-replication",
+                "yes",
+            ];
+            let node = RedisServer::start_on(plain_port, Persistence::None, &extra)
+                .unwrap_or_else(|e| panic!("{}", start_failure(&e)));
+            nodes.push(node);
+            tls_ports.push(tls_port);
+        }
+        let addresses: Vec<String> = tls_ports.iter().map(|port| format!("127.0.0.1:{port}")).collect();
+        let output = Command::new("redis-cli")
+            .args(["--tls", "--cacert", &ca, "--cluster", "create"])
+            .args(&addresses)
+            .args(["--cluster-replicas", "0", "--cluster-yes"])
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run redis-cli ({e}); install it (Debian: apt-get install redis-tools)"));
+        assert!(
+            output.status.success(),
+            "redis-cli --tls --cluster create failed: {}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        wait_for_cluster_ok(&nodes);
+        TlsRedisCluster { nodes, tls_ports }
+    }
+
+    /// `rediss-cluster://127.0.0.1:t1,127.0.0.1:t2,…`, the nodes' TLS ports.
+    pub fn url(&self) -> String {
+        let nodes: Vec<String> = self.tls_ports.iter().map(|port| format!("127.0.0.1:{port}")).collect();
+        format!("rediss-cluster://{}", nodes.join(","))
+    }
+
+    /// Each node; [`RedisServer::port`] and [`RedisServer::command`] are its plain port.
+    pub fn nodes(&self) -> &[RedisServer] {
+        &self.nodes
+    }
+
+    /// Each node's TLS port, in the order of [`TlsRedisCluster::nodes`].
+    pub fn tls_ports(&self) -> &[u16] {
+        &self.tls_ports
+    }
+}
+
+/// Waits until every node says `cluster_state:ok`; fails the test when one does not
+/// within [`START_TIMEOUT`].
+fn wait_for_cluster_ok(nodes: &[RedisServer]) {
+    for node in nodes {
+        let ok = || node.command(&["CLUSTER", "INFO"]).unwrap_or_default().contains("cluster_state:ok").then_some(());
+        let reached = crate::poll_until(START_TIMEOUT, ok).is_some();
+        let info = node.command(&["CLUSTER", "INFO"]).unwrap_or_default();
+        assert!(reached, "the cluster did not reach state ok: {info}");
+    }
+}
+
+/// A port free on 127.0.0.1 other than `taken` and its bus port.
+fn free_port_apart_from(taken: u16) -> u16 {
+    for _ in 0..100 {
+        let port =
+            TcpListener::bind("127.0.0.1:0").expect("bind a free port").local_addr().expect("local address").port();
+        if port != taken && port != taken + 10_000 {
+            return port;
+        }
+    }
+    panic!("no free port for a Redis Cluster node's plain port");
 }

@@ -1,22 +1,26 @@
-//! `rediss://`: the server reaches a Redis over TLS, trusting the certificate
-//! authorities of the system or of `SSL_CERT_FILE`. Guards against docs/redis.md
-//! offering `rediss://` while the binary answered "the feature is not enabled", and
-//! against a certificate no authority vouches for being accepted.
+//! `rediss://` and `rediss-cluster://`: the server reaches a Redis, or a Redis Cluster,
+//! over TLS, trusting the certificate authorities of the system or of `SSL_CERT_FILE`.
+//! Guards against docs/redis.md offering `rediss://` while the binary answered "the
+//! feature is not enabled", against a Cluster client (or the wake-up follower) falling
+//! back to plain ports, and against a certificate no authority vouches for being
+//! accepted, or hanging the start-up.
 //!
-//! The test makes its own authority and server certificate with `openssl` and starts
-//! a private `redis-server` with TLS on one port (and plain on another, for the test's
-//! own look at what was stored).
+//! The tests make their own authority and server certificate with `openssl` and start
+//! private `redis-server`s with TLS on one port (and plain on another, for the test's
+//! own look at what was stored and who is connected).
 
+#![allow(clippy::disallowed_methods, reason = "timing a real process's start-up takes real time")]
 #![allow(clippy::unwrap_used, reason = "a test: a panic is a failure with its line")]
 
 use crate::common;
 
 use std::net::TcpListener;
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 use common::certs::{authority, certificate};
 use common::*;
-use punctual_testkit::redis::{self, Persistence, RedisServer};
+use punctual_testkit::redis::{self, Persistence, RedisServer, TlsFiles, TlsRedisCluster};
 use serde_json::json;
 
 /// A private redis-server answering TLS on the returned port.
@@ -66,4 +70,87 @@ fn rediss_schedules_and_fires_over_tls_and_refuses_an_unknown_authority() {
     let text = error.to_string();
     assert!(text.contains("not signed by an authority this machine trusts"), "the error says why: {error}");
     assert!(text.contains("SSL_CERT_FILE"), "the error says what to do: {error}");
+}
+
+/// The local port of each client connected to `node` (`laddr` of `CLIENT LIST`), but
+/// for this inspection's own connection; `subscriber` marks the clients subscribed to a
+/// channel (the wake-up follower).
+fn client_ports(node: &RedisServer) -> Vec<(u16, bool)> {
+    let list = node.command(&["CLIENT", "LIST"]).unwrap();
+    let field = |line: &str, name: &str| {
+        line.split(' ').find_map(|f| f.strip_prefix(name)).map(str::to_owned).unwrap_or_default()
+    };
+    list.lines()
+        .filter(|line| !line.contains("cmd=client|list"))
+        .map(|line| {
+            let port = field(line, "laddr=").rsplit(':').next().unwrap().parse().unwrap();
+            (port, field(line, "sub=") != "0")
+        })
+        .collect()
+}
+
+#[test]
+fn rediss_cluster_fires_over_tls_on_every_node_and_refuses_an_unknown_authority() {
+    let certs = tempfile::tempdir().unwrap();
+    authority(certs.path(), "ca");
+    authority(certs.path(), "other");
+    certificate(certs.path(), "server");
+    let files = TlsFiles {
+        cert: certs.path().join("server.pem"),
+        key: certs.path().join("server.key"),
+        ca: certs.path().join("ca.pem"),
+    };
+    let cluster = TlsRedisCluster::start(3, &files);
+    let store = cluster.url();
+    assert!(store.starts_with("rediss-cluster://"), "{store}");
+
+    let started = Instant::now();
+    let server = start(server_builder().store(&store).env("SSL_CERT_FILE", &files.ca));
+    println!("rediss-cluster: server ready in {} ms", started.elapsed().as_millis());
+    let api = Api::of(&server);
+    // Queues spread over the nodes' slots, each task due a moment later: the timer fires it.
+    let queues = ["tls.a", "tls.b", "tls.c", "tls.d", "tls.e", "tls.f"];
+    for queue in queues {
+        let body = json!({"delay": "200ms", "payload": {"over": "tls", "queue": queue}});
+        api.put(&format!("/v1/queues/{queue}/tasks/k"), body).expect(201, "schedule over TLS");
+    }
+    for queue in queues {
+        let leased = api.post(&format!("/v1/queues/{queue}/lease"), json!({"wait": "10s"}));
+        let leases = leased.expect(200, "lease over TLS")["leases"].as_array().unwrap().clone();
+        assert_eq!(leases.len(), 1, "{queue}: {leases:?}");
+        assert_eq!(leases[0]["task"]["payload"], json!({"over": "tls", "queue": queue}));
+        let acks = json!({"acks": [{"lease_id": leases[0]["lease_id"], "outcome": "done"}]});
+        let acked = api.post("/v1/acks", acks);
+        assert_eq!(acked.expect(200, "ack over TLS")["results"][0]["status"], 204, "{}", acked.text);
+        api.get(&format!("/v1/queues/{queue}/tasks/k")).expect_error(404, "not_found", None, "done is deleted");
+    }
+
+    // Read on the plain ports: the tasks' keys went to more than one node, and every
+    // connection the server made (its Cluster client and its wake-up follower) is on a
+    // TLS port: the Cluster told it the TLS ports of its nodes.
+    let holding = cluster.nodes().iter().filter(|n| n.command(&["DBSIZE"]).unwrap().trim() != "0").count();
+    assert!(holding >= 2, "the queues' keys spread over the nodes ({holding} hold keys)");
+    let subscribed_over_tls = punctual_testkit::poll_until(Duration::from_secs(20), || {
+        let mut subscriber = false;
+        for (node, tls_port) in cluster.nodes().iter().zip(cluster.tls_ports()) {
+            for (port, subscribed) in client_ports(node) {
+                assert_eq!(port, *tls_port, "every client of the node on {} uses TLS", node.port());
+                subscriber |= subscribed;
+            }
+        }
+        subscriber.then_some(())
+    });
+    assert!(subscribed_over_tls.is_some(), "the wake-up follower is subscribed, over TLS");
+    drop(server);
+
+    // A certificate signed by an authority the server does not trust: no start, at once.
+    let started = Instant::now();
+    let refused = server_builder().store(&store).env("SSL_CERT_FILE", certs.path().join("other.pem")).start();
+    let error = refused.expect_err("a server must not start on a Cluster whose certificates it cannot verify");
+    let refused_in = started.elapsed();
+    println!("rediss-cluster: unknown authority refused in {} ms", refused_in.as_millis());
+    let text = error.to_string();
+    assert!(text.contains("not signed by an authority this machine trusts"), "the error says why: {error}");
+    assert!(text.contains("SSL_CERT_FILE"), "the error says what to do: {error}");
+    assert!(refused_in < Duration::from_secs(20), "refused, not hung: {refused_in:?}");
 }

@@ -289,12 +289,12 @@ fn check_listen(addr: &str) -> Result<String, String> {
 }
 
 fn backend_of(url: &str) -> Result<Backend, String> {
-    if ["redis://", "rediss://", "redis-cluster://"].iter().any(|scheme| url.starts_with(scheme)) {
+    if ["redis://", "rediss://", "redis-cluster://", "rediss-cluster://"].iter().any(|scheme| url.starts_with(scheme)) {
         Ok(Backend::Redis(url.to_owned()))
     } else {
         Err(format!(
-            "'{}' is not a store URL: use redis://HOST:PORT or redis-cluster://HOST:PORT,…, \
-             or data (--data DIR) for the embedded store",
+            "'{}' is not a store URL: use redis://HOST:PORT or redis-cluster://HOST:PORT,… \
+             (rediss://, rediss-cluster:// over TLS), or data (--data DIR) for the embedded store",
             punctual_redis::redacted(url)
         ))
     }
@@ -424,6 +424,15 @@ backoff = { initial = "1s", factor = 2.0, max = "1h" }
         assert_eq!(s.max_batch, 5);
         let e = settings(&ServeArgs { max_batch: Some(0), ..ServeArgs::default() }, None).unwrap_err();
         assert_eq!(e.to_string(), "command line: max_batch must be at least 1, not 0");
+    }
+
+    #[test]
+    fn a_redis_cluster_over_tls_is_a_store_and_the_refusal_of_others_names_it() {
+        let s = file("store = \"rediss-cluster://10.0.0.1:7000,10.0.0.2:7000\"\n").unwrap();
+        assert_eq!(s.backend, Backend::Redis("rediss-cluster://10.0.0.1:7000,10.0.0.2:7000".into()));
+        let (line, message) = error_line("store = \"rediss-cluster:/h:1\"\n");
+        assert_eq!(line, Some(1));
+        assert!(message.contains("not a store URL") && message.contains("rediss-cluster://"), "{message}");
     }
 
     #[test]
