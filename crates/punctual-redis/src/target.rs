@@ -29,18 +29,10 @@ impl Target {
     /// `redis-cluster://h1:p1,h2:p2,…` (a Cluster), `rediss-cluster://…` over TLS.
     pub fn parse(url: &str) -> Result<Target> {
         if let Some(nodes) = url.strip_prefix("rediss-cluster://") {
-            return tls_cluster(nodes);
+            return cluster(nodes, "rediss-cluster", "rediss");
         }
         if let Some(nodes) = url.strip_prefix("redis-cluster://") {
-            let nodes: Vec<String> =
-                nodes.split(',').map(str::trim).filter(|n| !n.is_empty()).map(|n| format!("redis://{n}")).collect();
-            if nodes.is_empty() {
-                return Err(Error::invalid("store", "redis-cluster:// needs at least one host:port"));
-            }
-            for node in &nodes {
-                info(node)?;
-            }
-            return Ok(Target::Cluster(nodes));
+            return cluster(nodes, "redis-cluster", "redis");
         }
         if url.starts_with("redis://") || url.starts_with("rediss://") {
             info(url)?;
@@ -57,13 +49,14 @@ impl Target {
     }
 }
 
-/// The nodes of `rediss-cluster://h1:p1,h2:p2,…` (what follows the scheme), each as
-/// `rediss://h:p`: TLS to every node, its certificate verified.
-fn tls_cluster(nodes: &str) -> Result<Target> {
+/// A Cluster from the nodes of `<scheme>://h1:p1,h2:p2,…` (what follows the scheme),
+/// each as `<node_scheme>://h:p`: `rediss` for TLS to every node, its certificate
+/// verified.
+fn cluster(nodes: &str, scheme: &str, node_scheme: &str) -> Result<Target> {
     let nodes: Vec<String> =
-        nodes.split(',').map(str::trim).filter(|n| !n.is_empty()).map(|n| format!("rediss://{n}")).collect();
+        nodes.split(',').map(str::trim).filter(|n| !n.is_empty()).map(|n| format!("{node_scheme}://{n}")).collect();
     if nodes.is_empty() {
-        return Err(Error::invalid("store", "rediss-cluster:// needs at least one host:port"));
+        return Err(Error::invalid("store", format!("{scheme}:// needs at least one host:port")));
     }
     for node in &nodes {
         info(node)?;

@@ -1,8 +1,9 @@
 //! Private `redis-server` processes for tests: one server, or a Redis Cluster of
 //! several (in plain text, or over TLS: [`TlsRedisCluster`]), each on free loopback
-//! ports in its own temporary directory, never the machine's own Redis. Killed (SIGKILL) and reaped on drop, and never outliving the
-//! test process (see [`punctual_private_redis`], which owns the launcher; the
-//! benchmark command uses the same one).
+//! ports in its own temporary directory, never the machine's own Redis. Killed
+//! (SIGKILL) and reaped on drop, and never outliving the test process (see
+//! [`punctual_private_redis`], which owns the launcher; the benchmark command uses the
+//! same one).
 //!
 //! A missing `redis-server` (or `redis-cli`, for a Cluster) fails the test with a
 //! message saying what to install; it is never skipped.
@@ -10,7 +11,7 @@
 #![allow(clippy::disallowed_methods, reason = "waiting for real processes takes real time, not a Clock's")]
 
 use std::net::TcpListener;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 pub use punctual_private_redis::{Persistence, RedisServer, START_TIMEOUT, command};
@@ -45,32 +46,12 @@ impl RedisCluster {
     pub fn start(masters: usize) -> RedisCluster {
         let mut nodes = Vec::with_capacity(masters);
         for _ in 0..masters {
-            let extra =
-                ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "5000"];
-            let node = RedisServer::start_on(free_port_with_bus(), Persistence::None, &extra)
+            let node = RedisServer::start_on(free_port_with_bus(), Persistence::None, &CLUSTER_NODE)
                 .unwrap_or_else(|e| panic!("{}", start_failure(&e)));
             nodes.push(node);
         }
-        let addresses: Vec<String> = nodes.iter().map(|n| format!("127.0.0.1:{}", n.port())).collect();
-        let output = Command::new("redis-cli")
-            .args(["--cluster", "create"])
-            .args(&addresses)
-            .args(["--cluster-replicas", "0", "--cluster-yes"])
-            .output()
-            .unwrap_or_else(|e| panic!("cannot run redis-cli ({e}); install it (Debian: apt-get install redis-tools)"));
-        assert!(
-            output.status.success(),
-            "redis-cli --cluster create failed: {}{}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        );
-        for node in &nodes {
-            let ok =
-                || node.command(&["CLUSTER", "INFO"]).unwrap_or_default().contains("cluster_state:ok").then_some(());
-            let reached = crate::poll_until(START_TIMEOUT, ok).is_some();
-            let info = node.command(&["CLUSTER", "INFO"]).unwrap_or_default();
-            assert!(reached, "the cluster did not reach state ok: {info}");
-        }
+        let ports: Vec<u16> = nodes.iter().map(RedisServer::port).collect();
+        create_cluster(&nodes, &ports, &[]);
         RedisCluster { nodes }
     }
 
@@ -108,6 +89,31 @@ pub struct TlsFiles {
     pub ca: PathBuf,
 }
 
+impl TlsFiles {
+    /// `server.pem`, `server.key` and `ca.pem` of `dir`.
+    pub fn in_dir(dir: &Path) -> TlsFiles {
+        TlsFiles { cert: dir.join("server.pem"), key: dir.join("server.key"), ca: dir.join("ca.pem") }
+    }
+
+    /// The `redis-server` arguments that serve TLS with these files on `tls_port`,
+    /// clients not asked for certificates; a Cluster's bus and replication over TLS too.
+    pub fn server_args(&self, tls_port: u16) -> Vec<String> {
+        let path = |p: &PathBuf| p.display().to_string();
+        let mut args = vec!["--tls-port".to_owned(), tls_port.to_string()];
+        for (name, value) in [
+            ("--tls-cert-file", path(&self.cert)),
+            ("--tls-key-file", path(&self.key)),
+            ("--tls-ca-cert-file", path(&self.ca)),
+            ("--tls-auth-clients", "no".into()),
+            ("--tls-cluster", "yes".into()),
+            ("--tls-replication", "yes".into()),
+        ] {
+            args.extend([name.to_owned(), value]);
+        }
+        args
+    }
+}
+
 /// A Redis Cluster of `masters` nodes with no replicas whose clients, Cluster bus and
 /// replication all speak TLS (`--tls-cluster yes`, `--tls-replication yes`; client
 /// certificates not required).
@@ -128,54 +134,20 @@ impl TlsRedisCluster {
     /// TLS ports; fails the test when any step fails.
     pub fn start(masters: usize, files: &TlsFiles) -> TlsRedisCluster {
         let (mut nodes, mut tls_ports) = (Vec::with_capacity(masters), Vec::with_capacity(masters));
-        let path = |p: &PathBuf| p.display().to_string();
-        let (cert, key, ca) = (path(&files.cert), path(&files.key), path(&files.ca));
         for _ in 0..masters {
             // With `tls-cluster yes` the bus listens on the TLS port + 10000.
             let tls_port = free_port_with_bus();
             let plain_port = free_port_apart_from(tls_port);
-            let tls_port_text = tls_port.to_string();
-            let extra = [
-                "--cluster-enabled",
-                "yes",
-                "--cluster-config-file",
-                "nodes.conf",
-                "--cluster-node-timeout",
-                "5000",
-                "--tls-port",
-                &tls_port_text,
-                "--tls-cert-file",
-                &cert,
-                "--tls-key-file",
-                &key,
-                "--tls-ca-cert-file",
-                &ca,
-                "--tls-auth-clients",
-                "no",
-                "--tls-cluster",
-                "yes",
-                "--tls-replication",
-                "yes",
-            ];
+            let extra: Vec<String> =
+                CLUSTER_NODE.iter().map(|arg| arg.to_string()).chain(files.server_args(tls_port)).collect();
+            let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
             let node = RedisServer::start_on(plain_port, Persistence::None, &extra)
                 .unwrap_or_else(|e| panic!("{}", start_failure(&e)));
             nodes.push(node);
             tls_ports.push(tls_port);
         }
-        let addresses: Vec<String> = tls_ports.iter().map(|port| format!("127.0.0.1:{port}")).collect();
-        let output = Command::new("redis-cli")
-            .args(["--tls", "--cacert", &ca, "--cluster", "create"])
-            .args(&addresses)
-            .args(["--cluster-replicas", "0", "--cluster-yes"])
-            .output()
-            .unwrap_or_else(|e| panic!("cannot run redis-cli ({e}); install it (Debian: apt-get install redis-tools)"));
-        assert!(
-            output.status.success(),
-            "redis-cli --tls --cluster create failed: {}{}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        );
-        wait_for_cluster_ok(&nodes);
+        let ca = files.ca.display().to_string();
+        create_cluster(&nodes, &tls_ports, &["--tls", "--cacert", &ca]);
         TlsRedisCluster { nodes, tls_ports }
     }
 
@@ -196,9 +168,29 @@ impl TlsRedisCluster {
     }
 }
 
-/// Waits until every node says `cluster_state:ok`; fails the test when one does not
-/// within [`START_TIMEOUT`].
-fn wait_for_cluster_ok(nodes: &[RedisServer]) {
+/// The arguments of every Cluster node.
+const CLUSTER_NODE: [&str; 6] =
+    ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "5000"];
+
+/// Joins `nodes`, reached on `ports` (with `redis-cli`'s `connection` options, such as
+/// TLS ones), into a Cluster of primaries with `redis-cli --cluster create`, and waits
+/// until every node says `cluster_state:ok`; fails the test when a step fails.
+fn create_cluster(nodes: &[RedisServer], ports: &[u16], connection: &[&str]) {
+    let addresses: Vec<String> = ports.iter().map(|port| format!("127.0.0.1:{port}")).collect();
+    let output = Command::new("redis-cli")
+        .args(connection)
+        .args(["--cluster", "create"])
+        .args(&addresses)
+        .args(["--cluster-replicas", "0", "--cluster-yes"])
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run redis-cli ({e}); install it (Debian: apt-get install redis-tools)"));
+    assert!(
+        output.status.success(),
+        "redis-cli {} --cluster create failed: {}{}",
+        connection.join(" "),
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
     for node in nodes {
         let ok = || node.command(&["CLUSTER", "INFO"]).unwrap_or_default().contains("cluster_state:ok").then_some(());
         let reached = crate::poll_until(START_TIMEOUT, ok).is_some();

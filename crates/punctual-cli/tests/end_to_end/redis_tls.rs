@@ -26,29 +26,24 @@ use serde_json::json;
 /// A private redis-server answering TLS on the returned port.
 fn tls_redis(dir: &Path) -> (RedisServer, u16) {
     let tls_port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let file = |name: &str| dir.join(name).display().to_string();
-    let (port, cert, key, ca) = (tls_port.to_string(), file("server.pem"), file("server.key"), file("ca.pem"));
-    let args = [
-        "--tls-port",
-        &port,
-        "--tls-cert-file",
-        &cert,
-        "--tls-key-file",
-        &key,
-        "--tls-ca-cert-file",
-        &ca,
-        "--tls-auth-clients",
-        "no",
-    ];
+    let args = TlsFiles::in_dir(dir).server_args(tls_port);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
     (redis::server_with(Persistence::None, &args), tls_port)
 }
 
-#[test]
-fn rediss_schedules_and_fires_over_tls_and_refuses_an_unknown_authority() {
+/// A directory with the authority `ca`, the server certificate it signed (`server`,
+/// for 127.0.0.1) and another authority, `other`, that signed nothing the servers use.
+fn certificates() -> tempfile::TempDir {
     let certs = tempfile::tempdir().unwrap();
     authority(certs.path(), "ca");
     authority(certs.path(), "other");
     certificate(certs.path(), "server");
+    certs
+}
+
+#[test]
+fn rediss_schedules_and_fires_over_tls_and_refuses_an_unknown_authority() {
+    let certs = certificates();
     let (redis, tls_port) = tls_redis(certs.path());
     let store = format!("rediss://127.0.0.1:{tls_port}");
 
@@ -91,15 +86,8 @@ fn client_ports(node: &RedisServer) -> Vec<(u16, bool)> {
 
 #[test]
 fn rediss_cluster_fires_over_tls_on_every_node_and_refuses_an_unknown_authority() {
-    let certs = tempfile::tempdir().unwrap();
-    authority(certs.path(), "ca");
-    authority(certs.path(), "other");
-    certificate(certs.path(), "server");
-    let files = TlsFiles {
-        cert: certs.path().join("server.pem"),
-        key: certs.path().join("server.key"),
-        ca: certs.path().join("ca.pem"),
-    };
+    let certs = certificates();
+    let files = TlsFiles::in_dir(certs.path());
     let cluster = TlsRedisCluster::start(3, &files);
     let store = cluster.url();
     assert!(store.starts_with("rediss-cluster://"), "{store}");
