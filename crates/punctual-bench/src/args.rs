@@ -52,6 +52,23 @@ Workloads:
                (--rabbitmq) and NATS with JetStream (--nats), or one of them with
                --broker rabbitmq|nats; their exchanges, queues and stream are named
                punctual-bench-<pid>-<ms>... and deleted after
+  soak         a punctual serve started for the run on --store (private-redis: AOF with
+               appendfsync always) under steady load for --duration (give it: 30m): a
+               producer scheduling --rate (100) one-off tasks a second (90% due within
+               5 s in batches, 10% due 10-90 s out one by one, a third of those
+               cancelled), 10 tasks repeating every 5 s, and 4 pull loops leasing (10 s
+               leases) and acknowledging over HTTP. Every --kill-every (2m) the server is
+               killed with kill -9 and restarted on the same store; a private redis-server
+               is also killed and restarted once, mid-run, while the server stays up.
+               After a drain it checks every acknowledged task: lost (acknowledged, not
+               cancelled, never delivered and no longer stored: must be 0, else the run
+               fails), duplicates (a delivery id leased twice; each is explained by an
+               ack left unconfirmed at a kill or the Redis restart, or counted as
+               unexplained), fired after a confirmed cancel (must be 0); and per minute
+               the lag (lease received - due) p50/p99/max and the server's resident
+               memory, the memory just before each kill, and the growth of that memory
+               after the first 5 minutes (goal: at most 5%). One line a minute on
+               stderr; with --json the table also goes to stderr, the JSON to stdout
 
 Examples:
   punctual bench burst --serve                         # over HTTP on the default (embedded) store
@@ -63,6 +80,8 @@ Examples:
   punctual bench burst --serve --acks each --lease-max 10      # a naive worker's settings
   punctual bench all --tasks 200 --window 1s --duration 1s --json   # tiny, for CI
   punctual bench brokers                               # RabbitMQ and NATS on this machine
+  punctual bench soak --duration 30m --store private-redis --json > soak.json   # 15 kills
+  punctual bench soak --duration 20s --kill-every 5s  # a quick look
   punctual bench brokers --rabbitmq amqp://u:p@mq:5672/%2f --nats nats://mq:4222 --concurrency 128
 
 Targets: the engine runs in this process on a fresh store per workload (--store embedded
@@ -150,9 +169,15 @@ pub struct BenchArgs {
     /// brokers: the push actions' concurrency (publishes in flight per queue)
     #[arg(long, value_name = "N", default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub concurrency: u32,
-    /// throughput: how long each phase runs
+    /// throughput: how long each phase runs; soak: how long the load runs (give it: 30m for a real soak)
     #[arg(long, value_name = "D", default_value = "10s", value_parser = parse_bench_duration)]
     pub duration: Duration,
+    /// soak: how often the server is killed with kill -9 and restarted on the same store
+    #[arg(long, value_name = "D", default_value = "2m", value_parser = parse_bench_duration)]
+    pub kill_every: Duration,
+    /// soak: one-off tasks the producer schedules per second (besides 10 repeating tasks)
+    #[arg(long, value_name = "N", default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub rate: u32,
     /// Run the baselines: keyspace notifications and a 1-second ZSet poller beside spread, BullMQ beside each workload (default: those at hand)
     #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
     pub baselines: Option<bool>,
@@ -173,6 +198,7 @@ pub enum Workload {
     Pending,
     All,
     Brokers,
+    Soak,
 }
 
 impl Workload {
@@ -185,6 +211,7 @@ impl Workload {
             Workload::Pending => "pending",
             Workload::All => "all",
             Workload::Brokers => "brokers",
+            Workload::Soak => "soak",
         }
     }
 }

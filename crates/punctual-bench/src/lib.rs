@@ -12,7 +12,10 @@
 //! schedule + fire + ack, and scheduling alone), [`pending`] (memory and disk per
 //! waiting task, restart after `kill -9`), [`brokers`] (punctual's push actions
 //! publishing into RabbitMQ and NATS, beside the seeds' RabbitMQ TTL + dead letter;
-//! it starts its own server, configured with the actions). Each of the first four drives a [`driver::Driver`]: an engine
+//! it starts its own server, configured with the actions), [`soak`] (a server it starts
+//! under steady load for a long time, killed with `kill -9` and restarted every few
+//! minutes: nothing acknowledged lost, duplicates explained, lag and memory per
+//! minute). Each of the first four drives a [`driver::Driver`]: an engine
 //! in this process on a fresh store per workload (embedded in `--data DIR/<workload>`
 //! or a temporary directory; Redis under a key prefix of its own), or a `punctual
 //! serve` over HTTP with pull loops as users run them: one already running
@@ -37,6 +40,7 @@ mod driver;
 mod pending;
 mod report;
 mod serve;
+mod soak;
 mod spread;
 mod stats;
 mod throughput;
@@ -232,6 +236,9 @@ pub async fn run(args: BenchArgs, emit: fn(&str) -> Result<()>) -> Result<()> {
 }
 
 async fn run_workloads(args: BenchArgs, emit: fn(&str) -> Result<()>) -> Result<()> {
+    if args.workload == Workload::Soak {
+        return soak::run(args, emit).await;
+    }
     let workloads: Vec<Workload> = match args.workload {
         Workload::All => vec![Workload::Spread, Workload::Burst, Workload::Throughput, Workload::Pending],
         one => vec![one],
@@ -464,8 +471,8 @@ async fn run_workload<D: Driver>(driver: &D, workload: Workload, args: &BenchArg
         Workload::Spread => Report::Spread(spread::run(driver, tasks, args.window, cx).await?),
         Workload::Burst => Report::Burst(burst::run(driver, tasks, cx).await?),
         Workload::Throughput => Report::Throughput(throughput::run(driver, args.duration, cx).await?),
-        Workload::Pending | Workload::All | Workload::Brokers => {
-            unreachable!("pending, all and brokers are dispatched before")
+        Workload::Pending | Workload::All | Workload::Brokers | Workload::Soak => {
+            unreachable!("pending, all, brokers and soak are dispatched before")
         }
     })
 }

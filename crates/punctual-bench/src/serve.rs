@@ -50,6 +50,9 @@ pub(crate) struct Served {
     /// The server's own PID (the shell's child), for SIGKILL when SIGTERM is not enough.
     pid: u32,
     url: Url,
+    /// This binary and the arguments of `punctual serve`, to start it again the same way.
+    exe: PathBuf,
+    args: Vec<String>,
     log: PathBuf,
     /// Removed after the server stopped (fields drop in order: `shell` goes first).
     _temp: Option<tempfile::TempDir>,
@@ -97,36 +100,9 @@ impl Served {
             args.extend(["--config".into(), file.display().to_string()]);
         }
 
-        // `sh -c SCRIPT sh EXE LOG ARGS…`: the server gets ARGS, its output goes to LOG,
-        // the shell prints its PID and waits on stdin, then stops it.
-        let mut command = Command::new("sh");
-        command
-            .arg("-c")
-            .arg(
-                r#"trap '' INT; exe="$1"; log="$2"; shift 2; "$exe" "$@" </dev/null >>"$log" 2>&1 & pid=$!; echo "$pid"; read _; kill -TERM "$pid" 2>/dev/null; wait "$pid""#,
-            )
-            .arg("sh")
-            .arg(&exe)
-            .arg(&log)
-            .args(&args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null());
-        // The bench's own environment must not configure the server (a config file,
-        // tokens, another store).
-        for (name, _) in std::env::vars_os() {
-            if name.to_string_lossy().starts_with("PUNCTUAL_") {
-                command.env_remove(name);
-            }
-        }
-        let mut shell = command.spawn().context("cannot run sh to start punctual serve")?;
-        let stdin = shell.stdin.take().context("sh has no stdin pipe")?;
-        let stdout = shell.stdout.take().context("sh has no stdout pipe")?;
-        let mut line = String::new();
-        BufReader::new(stdout).read_line(&mut line).context("cannot read the server's PID")?;
-        let pid = line.trim().parse().with_context(|| format!("sh printed '{}' for the server's PID", line.trim()))?;
+        let (shell, stdin, pid) = spawn_guarded(&exe, &log, &args)?;
         let url = punctual_client::parse_server_url(&format!("http://127.0.0.1:{port}")).map_err(anyhow::Error::msg)?;
-        let mut served = Served { shell: Some((shell, stdin)), pid, url, log, _temp: temp };
+        let mut served = Served { shell: Some((shell, stdin)), pid, url, exe, args, log, _temp: temp };
         served.wait_ready().await?;
         Ok(served)
     }
@@ -134,6 +110,26 @@ impl Served {
     /// The server's base URL.
     pub(crate) fn url(&self) -> &Url {
         &self.url
+    }
+
+    /// The server's own PID, to read its memory or kill it.
+    pub(crate) fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    /// `kill -9` of the server, as a crash, then the same server started again on the
+    /// same port, store and config (the soak's restarts); returns once `/readyz` answers.
+    pub(crate) async fn kill_and_restart(&mut self) -> Result<()> {
+        let _ = Command::new("kill").arg("-KILL").arg(self.pid.to_string()).status();
+        if let Some((mut shell, stdin)) = self.shell.take() {
+            // The shell waits on its stdin, then reaps the dead server and exits.
+            drop(stdin);
+            let _ = shell.wait();
+        }
+        let (shell, stdin, pid) = spawn_guarded(&self.exe, &self.log, &self.args)?;
+        self.shell = Some((shell, stdin));
+        self.pid = pid;
+        self.wait_ready().await
     }
 
     async fn wait_ready(&mut self) -> Result<()> {
@@ -189,6 +185,41 @@ impl Drop for Served {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+/// Runs `exe ARGS` under the guarding shell (see the module docs), its output appended
+/// to `log`; answers the shell, the pipe whose closing stops the server, and the
+/// server's PID.
+fn spawn_guarded(exe: &Path, log: &Path, args: &[String]) -> Result<(Child, ChildStdin, u32)> {
+    // `sh -c SCRIPT sh EXE LOG ARGS…`: the server gets ARGS, its output goes to LOG,
+    // the shell prints its PID and waits on stdin, then stops it.
+    let mut command = Command::new("sh");
+    command
+        .arg("-c")
+        .arg(
+            r#"trap '' INT; exe="$1"; log="$2"; shift 2; "$exe" "$@" </dev/null >>"$log" 2>&1 & pid=$!; echo "$pid"; read _; kill -TERM "$pid" 2>/dev/null; wait "$pid""#,
+        )
+        .arg("sh")
+        .arg(exe)
+        .arg(log)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    // The bench's own environment must not configure the server (a config file,
+    // tokens, another store).
+    for (name, _) in std::env::vars_os() {
+        if name.to_string_lossy().starts_with("PUNCTUAL_") {
+            command.env_remove(name);
+        }
+    }
+    let mut shell = command.spawn().context("cannot run sh to start punctual serve")?;
+    let stdin = shell.stdin.take().context("sh has no stdin pipe")?;
+    let stdout = shell.stdout.take().context("sh has no stdout pipe")?;
+    let mut line = String::new();
+    BufReader::new(stdout).read_line(&mut line).context("cannot read the server's PID")?;
+    let pid = line.trim().parse().with_context(|| format!("sh printed '{}' for the server's PID", line.trim()))?;
+    Ok((shell, stdin, pid))
 }
 
 /// `text` as a TOML basic string.

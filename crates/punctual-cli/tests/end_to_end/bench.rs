@@ -383,10 +383,53 @@ fn mistakes_say_what_to_do() {
         (&["burst", "--bullmq", "/nonexistent"], 1, "no bench.mjs"),
         (&["brokers", "--server", "http://127.0.0.1:9"], 1, "run it without --server"),
         (&["brokers", "--delays", "0"], 2, "0 is not in 1..=10000000"),
+        (&["soak", "--server", "http://127.0.0.1:9"], 1, "cannot run against --server"),
     ] {
         let output = run(args);
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert_eq!(output.status.code(), Some(code), "{args:?}: {stderr}");
         assert!(stderr.contains(says), "{args:?} should say '{says}': {stderr}");
     }
+}
+
+/// `soak` at a tiny size: 20 s of load, the server killed with `kill -9` every 5 s and
+/// restarted on the same embedded store. Nothing acknowledged may be lost, nothing
+/// cancelled may fire, and every duplicate must be explained by an ack left unconfirmed
+/// (at-least-once); the report carries its per-minute rows and the kills.
+#[test]
+fn soak_kills_the_server_and_loses_nothing_acknowledged() {
+    let reports = reports(&["soak", "--duration", "20s", "--kill-every", "5s", "--rate", "50", "--json", "--quiet"]);
+    let soak = find(&reports, "soak");
+    eprintln!(
+        "soak 20s/5s: scheduled {}, leases {}, kills {}, lost {}, duplicates {}, lag p99 {} ms",
+        soak["scheduled"],
+        soak["leases"],
+        soak["kill_count"],
+        soak["lost"],
+        soak["duplicates"]["total"],
+        soak["lag"]["p99"]
+    );
+    assert_eq!(number(soak, "lost"), 0.0, "{soak:#}");
+    assert_eq!(number(soak, "fired_after_cancel"), 0.0, "{soak:#}");
+    assert_eq!(number(soak, "duplicates.unexplained"), 0.0, "{soak:#}");
+    assert_eq!(number(soak, "kill_count"), 4.0, "kills at 5, 10, 15 and 20 s: {soak:#}");
+    let kills = soak["kills"].as_array().expect("kills");
+    assert_eq!(kills.len(), 4, "{soak:#}");
+    assert!(kills.iter().all(|k| number(k, "rss_before_kib") > 0.0), "memory read before each kill: {soak:#}");
+    let scheduled = number(soak, "scheduled");
+    assert!(scheduled > 0.0, "{soak:#}");
+    assert_eq!(
+        number(soak, "delivered") + number(soak, "still_present"),
+        scheduled - number(soak, "cancels_confirmed") - number(soak, "cancels_unconfirmed"),
+        "every acknowledged task not cancelled was delivered or is still stored: {soak:#}"
+    );
+    assert!(number(soak, "repeat_occurrences") > number(soak, "repeating"), "repeating tasks fired again: {soak:#}");
+    let minutes = soak["minutes"].as_array().expect("minutes");
+    assert!(!minutes.is_empty(), "{soak:#}");
+    assert_eq!(number(&minutes[0], "minute"), 0.0, "{soak:#}");
+    assert!(number(&minutes[0], "rss_kib") > 0.0, "{soak:#}");
+    assert_eq!(number(&minutes[0], "kills"), 4.0, "{soak:#}");
+    let leases: f64 = minutes.iter().map(|m| number(m, "leases")).sum();
+    assert_eq!(leases, number(soak, "leases"), "every lease in one minute's row: {soak:#}");
+    assert!(number(&minutes[0], "lag_p50_ms") <= number(&minutes[0], "lag_p99_ms"), "{soak:#}");
 }
