@@ -266,11 +266,16 @@ fn parse_bench_store(text: &str) -> Result<BenchStore, String> {
     match text.trim() {
         "embedded" => Ok(BenchStore::Embedded),
         "private-redis" => Ok(BenchStore::PrivateRedis),
-        url if url.starts_with("redis-cluster://") => Err(
-            "punctual bench runs on one Redis; to measure a Cluster, run punctual serve --store redis-cluster://... \
-             and bench it with --server URL"
-                .into(),
-        ),
+        url if ["redis-cluster", "rediss-cluster", "redis-sentinel", "rediss-sentinel"]
+            .iter()
+            .any(|scheme| url.strip_prefix(scheme).is_some_and(|rest| rest.starts_with("://"))) =>
+        {
+            let scheme = url.split_once("://").map_or(url, |(scheme, _)| scheme);
+            Err(format!(
+                "punctual bench runs on one Redis; to measure {scheme}://, run punctual serve --store {scheme}://... \
+                 and bench it with --server URL"
+            ))
+        }
         url if url.starts_with("redis://") || url.starts_with("rediss://") => Ok(BenchStore::Redis(url.to_owned())),
         other => Err(format!("'{other}' is not a store: use embedded, redis://HOST:PORT or private-redis")),
     }

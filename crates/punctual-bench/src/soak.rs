@@ -246,6 +246,10 @@ pub(crate) struct SoakReport {
     cancels_confirmed: u64,
     cancels_unconfirmed: u64,
     cancels_not_found: u64,
+    /// Acknowledged one-off tasks whose cancel was confirmed or left unanswered (the
+    /// cancels above include the repeating tasks'). With `delivered`, `still_present`
+    /// and the one-off part of `lost`, these partition `scheduled`.
+    one_off_cancelled: u64,
     leases: u64,
     lease_calls_failed: u64,
     acks_confirmed: u64,
@@ -875,6 +879,11 @@ impl SoakReport {
                     && !record.cancels_unconfirmed.contains(*k)
             })
             .count() as u64;
+        let one_off_cancelled = record
+            .scheduled
+            .keys()
+            .filter(|k| record.cancelled.contains_key(*k) || record.cancels_unconfirmed.contains(*k))
+            .count() as u64;
 
         // Repeating tasks: occurrences, and the longest gap between two of a live one.
         let mut repeat_occurrences = 0;
@@ -965,6 +974,7 @@ impl SoakReport {
             cancels_confirmed: record.cancelled.len() as u64,
             cancels_unconfirmed: record.cancels_unconfirmed.len() as u64,
             cancels_not_found: record.cancels_not_found,
+            one_off_cancelled,
             leases: deliveries.len() as u64,
             lease_calls_failed: record.lease_calls_failed,
             acks_confirmed: count(Ack::Confirmed),
@@ -999,8 +1009,11 @@ impl SoakReport {
                 format!("{} ({})", thousands(self.scheduled as f64), thousands(self.schedules_failed as f64)),
             ),
             (
-                "cancels confirmed / unconfirmed / not found".to_owned(),
-                format!("{} / {} / {}", self.cancels_confirmed, self.cancels_unconfirmed, self.cancels_not_found),
+                "cancels confirmed / unconfirmed / not found (of one-off tasks)".to_owned(),
+                format!(
+                    "{} / {} / {} ({})",
+                    self.cancels_confirmed, self.cancels_unconfirmed, self.cancels_not_found, self.one_off_cancelled
+                ),
             ),
             (
                 "repeating tasks, occurrences leased".to_owned(),
