@@ -164,7 +164,9 @@ impl Conn {
                         key,
                         SlotAddr::Master,
                     )));
-                    let value = c.clone().route_command(cmd.clone(), route).await?;
+                    // A routed command's refusal comes back as a value: raise it as the
+                    // error it is (UNBLOCKED when the node was demoted mid-WAIT).
+                    let value = c.clone().route_command(cmd.clone(), route).await?.extract_error()?;
                     redis::from_redis_value(value).map_err(redis::RedisError::from)
                 }
             }
@@ -197,10 +199,12 @@ impl Conn {
 }
 
 /// Redis errors as store errors: anything that may pass with time (connection lost,
-/// cluster reconfiguring, Redis loading its data) is `Unavailable`; the rest is a bug
-/// or misconfiguration, `Internal`.
+/// cluster reconfiguring, a primary demoted to replica while a call waited on it —
+/// `UNBLOCKED` —, Redis loading its data) is `Unavailable`; the rest is a bug or
+/// misconfiguration, `Internal`.
 pub(crate) fn map_err(e: RedisError) -> Error {
     let transient = e.is_io_error()
+        || e.code() == Some("UNBLOCKED")
         || e.is_timeout()
         || e.is_connection_dropped()
         || e.is_connection_refusal()
@@ -219,4 +223,24 @@ pub(crate) fn map_err(e: RedisError) -> Error {
                 )
         );
     if transient { Error::Unavailable(format!("Redis: {e}")) } else { Error::Internal(format!("Redis: {e}")) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refusal(reply: &[u8]) -> RedisError {
+        let value = redis::parse_redis_value(reply).expect("a RESP error reply parses as a value");
+        value.extract_error().expect_err("an error reply is an error")
+    }
+
+    #[test]
+    fn a_primary_demoted_mid_call_is_unavailable_and_a_bad_command_is_internal() {
+        let demoted = refusal(b"-UNBLOCKED force unblock from blocking operation, instance state changed\r\n");
+        assert!(matches!(map_err(demoted), Error::Unavailable(_)));
+        let readonly = refusal(b"-READONLY You can't write against a read only replica.\r\n");
+        assert!(matches!(map_err(readonly), Error::Unavailable(_)));
+        let wrong = refusal(b"-ERR unknown command 'WAITT'\r\n");
+        assert!(matches!(map_err(wrong), Error::Internal(_)));
+    }
 }

@@ -1,5 +1,6 @@
 //! Private `redis-server` processes for tests: one server, or a Redis Cluster of
-//! several (in plain text, or over TLS: [`TlsRedisCluster`]), each on free loopback
+//! several (primaries only or with replicas; in plain text, or over TLS:
+//! [`TlsRedisCluster`]), each on free loopback
 //! ports in its own temporary directory, never the machine's own Redis. Killed
 //! (SIGKILL) and reaped on drop, and never outliving the test process (see
 //! [`punctual_private_redis`], which owns the launcher; the benchmark command uses the
@@ -13,6 +14,7 @@
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::Duration;
 
 pub use punctual_private_redis::{Persistence, RedisServer, START_TIMEOUT, command};
 
@@ -35,27 +37,54 @@ fn start_failure(e: &std::io::Error) -> String {
     }
 }
 
-/// A Redis Cluster of `masters` nodes with no replicas, made with
-/// `redis-cli --cluster create`.
+/// A Redis Cluster made with `redis-cli --cluster create`: primaries only
+/// ([`RedisCluster::start`]), or each primary with replicas
+/// ([`RedisCluster::start_replicated`]), for failover tests. Nodes keep nothing on
+/// disk: a killed node is not started again, a replica takes over.
 #[derive(Debug)]
 pub struct RedisCluster {
     nodes: Vec<RedisServer>,
+    node_timeout: Duration,
 }
 
 impl RedisCluster {
+    /// `masters` primaries, no replicas.
     pub fn start(masters: usize) -> RedisCluster {
-        let mut nodes = Vec::with_capacity(masters);
-        for _ in 0..masters {
-            let node = RedisServer::start_on(free_port_with_bus(), Persistence::None, &CLUSTER_NODE)
-                .unwrap_or_else(|e| panic!("{}", start_failure(&e)));
-            nodes.push(node);
-        }
-        let ports: Vec<u16> = nodes.iter().map(RedisServer::port).collect();
-        create_cluster(&nodes, &ports, &[]);
-        RedisCluster { nodes }
+        RedisCluster::start_with(masters, 0, Duration::from_millis(5_000))
     }
 
-    /// `redis-cluster://127.0.0.1:p1,127.0.0.1:p2,…`
+    /// `masters` primaries with `replicas` replicas each, whose nodes count a peer
+    /// failed after `node_timeout` unanswered (`cluster-node-timeout`); returns once
+    /// every replica has synchronised with its primary.
+    pub fn start_replicated(masters: usize, replicas: usize, node_timeout: Duration) -> RedisCluster {
+        assert!(replicas > 0, "a replicated Cluster has at least one replica per primary");
+        RedisCluster::start_with(masters, replicas, node_timeout)
+    }
+
+    fn start_with(masters: usize, replicas: usize, node_timeout: Duration) -> RedisCluster {
+        let args = cluster_node_args(node_timeout);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let nodes: Vec<RedisServer> = (0..masters * (1 + replicas))
+            .map(|_| {
+                RedisServer::start_on(free_port_with_bus(), Persistence::None, &args)
+                    .unwrap_or_else(|e| panic!("{}", start_failure(&e)))
+            })
+            .collect();
+        let ports: Vec<u16> = nodes.iter().map(RedisServer::port).collect();
+        create_cluster(&nodes, &ports, &[], replicas);
+        let cluster = RedisCluster { nodes, node_timeout };
+        if replicas > 0 {
+            let synced = crate::poll_until(START_TIMEOUT, || {
+                let links = cluster.nodes.iter().filter_map(|n| n.command(&["INFO", "replication"]).ok());
+                (links.filter(|info| info.contains("master_link_status:up")).count() == masters * replicas)
+                    .then_some(())
+            });
+            assert!(synced.is_some(), "the replicas did not synchronise with their primaries");
+        }
+        cluster
+    }
+
+    /// `redis-cluster://127.0.0.1:p1,127.0.0.1:p2,…`, every node, replicas included.
     pub fn url(&self) -> String {
         let nodes: Vec<String> = self.nodes.iter().map(|n| format!("127.0.0.1:{}", n.port())).collect();
         format!("redis-cluster://{}", nodes.join(","))
@@ -64,6 +93,52 @@ impl RedisCluster {
     /// Each node.
     pub fn nodes(&self) -> &[RedisServer] {
         &self.nodes
+    }
+
+    /// Its `cluster-node-timeout`.
+    pub fn node_timeout(&self) -> Duration {
+        self.node_timeout
+    }
+
+    /// The index of each running node that is a primary now.
+    pub fn primaries(&self) -> Vec<usize> {
+        (0..self.nodes.len()).filter(|&i| self.role(i).is_some_and(|role| role.starts_with("master"))).collect()
+    }
+
+    /// The index of a running node replicating `primary`, if any.
+    pub fn replica_of(&self, primary: usize) -> Option<usize> {
+        let port = self.nodes[primary].port().to_string();
+        (0..self.nodes.len()).find(|&i| {
+            self.role(i).is_some_and(|role| {
+                let mut lines = role.lines();
+                lines.next() == Some("slave") && lines.nth(1) == Some(port.as_str())
+            })
+        })
+    }
+
+    /// `ROLE` of node `i` as text, `None` when it was killed or does not answer.
+    fn role(&self, i: usize) -> Option<String> {
+        let node = &self.nodes[i];
+        node.pid()?;
+        node.command(&["ROLE"]).ok()
+    }
+
+    /// Kills node `i` with SIGKILL, as a crash; it is not started again.
+    pub fn kill(&mut self, i: usize) {
+        self.nodes[i].kill();
+    }
+
+    /// Waits until every running node says `cluster_state:ok` with `masters` primaries
+    /// running (a killed primary's replica promoted); false when `timeout` passes first.
+    pub fn wait_until_served(&self, masters: usize, timeout: Duration) -> bool {
+        crate::poll_until(timeout, || {
+            let running = self.nodes.iter().filter(|n| n.pid().is_some());
+            let ok = running
+                .map(|n| n.command(&["CLUSTER", "INFO"]).unwrap_or_default())
+                .all(|info| info.contains("cluster_state:ok"));
+            (ok && self.primaries().len() == masters).then_some(())
+        })
+        .is_some()
     }
 }
 
@@ -138,8 +213,10 @@ impl TlsRedisCluster {
             // With `tls-cluster yes` the bus listens on the TLS port + 10000.
             let tls_port = free_port_with_bus();
             let plain_port = free_port_apart_from(tls_port);
-            let extra: Vec<String> =
-                CLUSTER_NODE.iter().map(|arg| arg.to_string()).chain(files.server_args(tls_port)).collect();
+            let extra: Vec<String> = cluster_node_args(Duration::from_millis(5_000))
+                .into_iter()
+                .chain(files.server_args(tls_port))
+                .collect();
             let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
             let node = RedisServer::start_on(plain_port, Persistence::None, &extra)
                 .unwrap_or_else(|e| panic!("{}", start_failure(&e)));
@@ -147,7 +224,7 @@ impl TlsRedisCluster {
             tls_ports.push(tls_port);
         }
         let ca = files.ca.display().to_string();
-        create_cluster(&nodes, &tls_ports, &["--tls", "--cacert", &ca]);
+        create_cluster(&nodes, &tls_ports, &["--tls", "--cacert", &ca], 0);
         TlsRedisCluster { nodes, tls_ports }
     }
 
@@ -168,20 +245,25 @@ impl TlsRedisCluster {
     }
 }
 
-/// The arguments of every Cluster node.
-const CLUSTER_NODE: [&str; 6] =
-    ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "5000"];
+/// The arguments of every Cluster node, `node_timeout` its `cluster-node-timeout`.
+fn cluster_node_args(node_timeout: Duration) -> Vec<String> {
+    let timeout = node_timeout.as_millis().to_string();
+    ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", &timeout]
+        .map(str::to_owned)
+        .to_vec()
+}
 
 /// Joins `nodes`, reached on `ports` (with `redis-cli`'s `connection` options, such as
-/// TLS ones), into a Cluster of primaries with `redis-cli --cluster create`, and waits
-/// until every node says `cluster_state:ok`; fails the test when a step fails.
-fn create_cluster(nodes: &[RedisServer], ports: &[u16], connection: &[&str]) {
+/// TLS ones), into a Cluster with `replicas` replicas per primary with `redis-cli
+/// --cluster create`, and waits until every node says `cluster_state:ok`; fails the
+/// test when a step fails.
+fn create_cluster(nodes: &[RedisServer], ports: &[u16], connection: &[&str], replicas: usize) {
     let addresses: Vec<String> = ports.iter().map(|port| format!("127.0.0.1:{port}")).collect();
     let output = Command::new("redis-cli")
         .args(connection)
         .args(["--cluster", "create"])
         .args(&addresses)
-        .args(["--cluster-replicas", "0", "--cluster-yes"])
+        .args(["--cluster-replicas", &replicas.to_string(), "--cluster-yes"])
         .output()
         .unwrap_or_else(|e| panic!("cannot run redis-cli ({e}); install it (Debian: apt-get install redis-tools)"));
     assert!(

@@ -19,6 +19,7 @@ mod broker_rabbitmq;
 mod broker_redis_stream;
 mod cli;
 mod cli_targets;
+mod cluster_failover;
 mod config;
 mod crash;
 mod cron_dst;

@@ -89,24 +89,6 @@ fn schedule_until(api: Api, prefix: &str, stop: Stop, seen: Arc<Seen>) {
     }
 }
 
-fn stored_keys(api: &Api) -> HashSet<String> {
-    let mut keys = HashSet::new();
-    let mut cursor: Option<String> = None;
-    loop {
-        let path = match &cursor {
-            Some(c) => format!("/v1/queues/order.cancel/tasks?limit=1000&cursor={c}"),
-            None => "/v1/queues/order.cancel/tasks?limit=1000".to_owned(),
-        };
-        let page = api.get(&path);
-        let body = page.expect(200, "list the stored tasks");
-        keys.extend(body["tasks"].as_array().unwrap().iter().map(|t| t["key"].as_str().unwrap().to_owned()));
-        match body["next_cursor"].as_str() {
-            Some(next) => cursor = Some(next.to_owned()),
-            None => return keys,
-        }
-    }
-}
-
 /// What one outage run saw.
 struct Outage {
     acknowledged: Vec<(String, Instant)>,
@@ -161,7 +143,7 @@ fn outage(persistence: Persistence) -> Outage {
     client.join().unwrap();
 
     let acknowledged = seen.acknowledged.lock().unwrap().clone();
-    let stored = stored_keys(&Api::of(&server));
+    let stored = Api::of(&server).stored_keys("order.cancel");
     let lost = acknowledged.iter().filter(|(k, _)| !stored.contains(k)).cloned().collect();
     let refused = seen.refused.lock().unwrap();
     let slowest_refusal = refused.iter().map(|r| r.took).max().unwrap();
@@ -443,7 +425,7 @@ fn redis_frozen_for_five_seconds_under_load_is_answered_with_quick_503s_and_lose
 
     let api = Api::of(&server);
     let scheduled: Vec<(String, Instant)> = seen.acknowledged.lock().unwrap().clone();
-    let stored = stored_keys(&api);
+    let stored = api.stored_keys("order.cancel");
     let lost: Vec<&String> = scheduled.iter().map(|(k, _)| k).filter(|k| !stored.contains(*k)).collect();
     let fired = work.fired.lock().unwrap();
     let unconfirmed = work.unconfirmed.lock().unwrap();

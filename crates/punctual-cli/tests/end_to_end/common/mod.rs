@@ -239,6 +239,26 @@ impl Api {
         self.post(&format!("/v1/leases/{}/extend", enc(lease_id)), body)
     }
 
+    /// The keys of every task stored in `queue`, read page by page.
+    pub fn stored_keys(&self, queue: &str) -> std::collections::HashSet<String> {
+        let mut keys = std::collections::HashSet::new();
+        let mut cursor: Option<String> = None;
+        loop {
+            let path = match &cursor {
+                Some(c) => format!("/v1/queues/{}/tasks?limit=1000&cursor={c}", enc(queue)),
+                None => format!("/v1/queues/{}/tasks?limit=1000", enc(queue)),
+            };
+            let page = self.get(&path);
+            let body = page.expect(200, "list the stored tasks");
+            let tasks = body["tasks"].as_array().expect("a page lists tasks");
+            keys.extend(tasks.iter().map(|t| t["key"].as_str().expect("each task has a key").to_owned()));
+            match body["next_cursor"].as_str() {
+                Some(next) => cursor = Some(next.to_owned()),
+                None => return keys,
+            }
+        }
+    }
+
     /// Calls `GET /readyz` until its answer is `wanted`, failing after 20 s with the
     /// last answer.
     #[track_caller]
