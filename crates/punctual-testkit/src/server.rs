@@ -66,6 +66,8 @@ pub struct ServerBuilder {
     wrapper: Vec<OsString>,
     /// `--listen 0.0.0.0:<port>` instead of `127.0.0.1:<port>`.
     every_interface: bool,
+    /// The address it listens on and is reached at, instead of 127.0.0.1.
+    host: Ipv4Addr,
 }
 
 impl ServerBuilder {
@@ -108,6 +110,14 @@ impl ServerBuilder {
     /// only; the test still reaches it at [`ServerProcess::url`].
     pub fn every_interface(mut self) -> Self {
         self.every_interface = true;
+        self
+    }
+
+    /// Listens on, and is reached at, `host` instead of 127.0.0.1: for a server run in
+    /// another network namespace (with a [`ServerBuilder::wrapper`] such as `ip netns
+    /// exec NS`), the address of its interface there.
+    pub fn host(mut self, host: Ipv4Addr) -> Self {
+        self.host = host;
         self
     }
 
@@ -158,6 +168,7 @@ impl ServerProcess {
             envs: Vec::new(),
             wrapper: Vec::new(),
             every_interface: false,
+            host: Ipv4Addr::LOCALHOST,
         }
     }
 
@@ -166,14 +177,15 @@ impl ServerProcess {
         ServerProcess::builder(exe).start()
     }
 
-    /// The base URL, `http://127.0.0.1:<port>`, without a trailing slash.
+    /// The base URL, `http://127.0.0.1:<port>` (or its [`ServerBuilder::host`]),
+    /// without a trailing slash.
     pub fn url(&self) -> String {
         format!("http://{}", self.addr())
     }
 
     /// The address the server listens on.
     pub fn addr(&self) -> SocketAddr {
-        SocketAddr::from((Ipv4Addr::LOCALHOST, self.port))
+        SocketAddr::from((self.config.host, self.port))
     }
 
     /// The data directory passed as `--data`; it survives [`ServerProcess::restart`].
@@ -423,9 +435,10 @@ fn probe_healthz(addr: SocketAddr) -> bool {
 }
 
 /// Whether process `pid` holds the socket listening on TCP `port` (IPv4), from
-/// `/proc`; `None` where `/proc` cannot tell.
+/// `/proc`; `None` where `/proc` cannot tell. Reads the socket table of the process's
+/// own network namespace, which is not this one's when it runs under `ip netns exec`.
 fn listens_on(pid: u32, port: u16) -> Option<bool> {
-    let table = std::fs::read_to_string("/proc/net/tcp").ok()?;
+    let table = std::fs::read_to_string(format!("/proc/{pid}/net/tcp")).ok()?;
     let port_suffix = format!(":{port:04X}");
     // Columns: sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode.
     let inodes: Vec<String> = table

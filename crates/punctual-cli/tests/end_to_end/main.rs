@@ -29,6 +29,7 @@ mod disk_full;
 mod import_keyspace;
 mod kill_under_load;
 mod observability;
+mod partition;
 mod push_actions;
 mod queue_commands;
 mod queue_settings;
