@@ -1,6 +1,7 @@
 //! Which Redis: the store URL as an operator writes it (`redis://`, `rediss://`,
-//! `redis-cluster://h1:p1,h2:p2`, `rediss-cluster://h1:p1,h2:p2`), read into a
-//! [`Target`], and the redaction of the passwords such a URL may carry.
+//! `redis-cluster://h1:p1,h2:p2`, `rediss-cluster://h1:p1,h2:p2`,
+//! `redis-sentinel://h1:p1,h2:p2/NAME`), read into a [`Target`], and the redaction of
+//! the passwords such a URL may carry.
 //!
 //! Invariant: every node of a `rediss-cluster://` target is a `rediss://` URL, so the
 //! Cluster client, and the wake-up follower that subscribes through the same nodes,
@@ -22,12 +23,29 @@ pub enum Target {
     Single(String),
     /// A Redis Cluster, given any of its nodes.
     Cluster(Vec<String>),
+    /// A primary and its replicas watched by Redis Sentinel: the Sentinels
+    /// (`redis://h:p` each), the name they know the primary by, and how its nodes are
+    /// opened (`redis://[user:password@]sentinel-named/DB`: the credentials and
+    /// database, not the address, which the Sentinels tell).
+    Sentinel { sentinels: Vec<String>, primary: String, node: String },
 }
 
 impl Target {
     /// Reads `redis://…` or `rediss://…` (one Redis) or
-    /// `redis-cluster://h1:p1,h2:p2,…` (a Cluster), `rediss-cluster://…` over TLS.
+    /// `redis-cluster://h1:p1,h2:p2,…` (a Cluster), `rediss-cluster://…` over TLS, or
+    /// `redis-sentinel://[user:password@]h1:p1,h2:p2/NAME[/DB]` (the primary named NAME
+    /// by those Sentinels; the credentials and database are the primary's).
     pub fn parse(url: &str) -> Result<Target> {
+        if url.starts_with("rediss-sentinel://") {
+            return Err(Error::invalid(
+                "store",
+                "rediss-sentinel:// (Sentinel over TLS) is not supported yet: use redis-sentinel:// on a \
+                 trusted network, or rediss:// to the primary itself",
+            ));
+        }
+        if let Some(rest) = url.strip_prefix("redis-sentinel://") {
+            return sentinel(rest);
+        }
         if let Some(nodes) = url.strip_prefix("rediss-cluster://") {
             return cluster(nodes, "rediss-cluster", "rediss");
         }
@@ -42,7 +60,8 @@ impl Target {
             "store",
             format!(
                 "'{}' is not a Redis address: use redis://host:port, rediss://host:port (TLS), \
-                 redis-cluster://h1:p1,h2:p2 or rediss-cluster://h1:p1,h2:p2 (Cluster over TLS)",
+                 redis-cluster://h1:p1,h2:p2, rediss-cluster://h1:p1,h2:p2 (Cluster over TLS) \
+                 or redis-sentinel://h1:26379,h2:26379/NAME (the primary Sentinel names NAME)",
                 redacted(url)
             ),
         ))
@@ -64,6 +83,32 @@ fn cluster(nodes: &str, scheme: &str, node_scheme: &str) -> Result<Target> {
     Ok(Target::Cluster(nodes))
 }
 
+/// A Sentinel target from what follows `redis-sentinel://`:
+/// `[user:password@]h1:p1,h2:p2/NAME[/DB]`.
+fn sentinel(rest: &str) -> Result<Target> {
+    const USAGE: &str = "use redis-sentinel://[:password@]h1:26379,h2:26379/NAME[/DB], NAME the primary's name \
+                         in the Sentinels' configuration (sentinel monitor NAME …)";
+    let (hosts, path) = rest.split_once('/').unwrap_or((rest, ""));
+    let (userinfo, hosts) = match hosts.rsplit_once('@') {
+        Some((userinfo, hosts)) => (Some(userinfo), hosts),
+        None => (None, hosts),
+    };
+    let sentinels: Vec<String> =
+        hosts.split(',').map(str::trim).filter(|h| !h.is_empty()).map(|h| format!("redis://{h}")).collect();
+    let (primary, db) = path.split_once('/').unwrap_or((path, ""));
+    if sentinels.is_empty() || primary.is_empty() {
+        let given = redacted(&format!("redis-sentinel://{rest}"));
+        return Err(Error::invalid("store", format!("'{given}' names no Sentinel or no primary: {USAGE}")));
+    }
+    for sentinel in &sentinels {
+        info(sentinel)?;
+    }
+    let userinfo = userinfo.map(|u| format!("{u}@")).unwrap_or_default();
+    let node = format!("redis://{userinfo}sentinel-named/{db}");
+    info(&node).map_err(|e| Error::invalid("store", format!("{e}; {USAGE}")))?;
+    Ok(Target::Sentinel { sentinels, primary: primary.to_owned(), node })
+}
+
 impl fmt::Debug for Target {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -71,6 +116,12 @@ impl fmt::Debug for Target {
             Target::Cluster(urls) => {
                 f.debug_tuple("Cluster").field(&urls.iter().map(|u| redacted(u)).collect::<Vec<_>>()).finish()
             }
+            Target::Sentinel { sentinels, primary, node } => f
+                .debug_struct("Sentinel")
+                .field("sentinels", sentinels)
+                .field("primary", primary)
+                .field("node", &redacted(node))
+                .finish(),
         }
     }
 }
@@ -147,5 +198,34 @@ mod tests {
         let e = Target::parse("memcached://:s3cret@h:1").unwrap_err();
         assert!(e.to_string().contains("rediss-cluster://h1:p1,h2:p2"), "the error lists the TLS Cluster: {e}");
         assert!(!e.to_string().contains("s3cret"), "{e}");
+    }
+
+    #[test]
+    fn a_sentinel_url_names_the_sentinels_the_primary_and_what_the_nodes_are_opened_with() {
+        let target = Target::parse("redis-sentinel://app:s3cret@h1:26379, h2:26380/mymaster/3").unwrap();
+        let Target::Sentinel { sentinels, primary, node } = &target else { panic!("a Sentinel: {target:?}") };
+        assert_eq!(sentinels, &["redis://h1:26379", "redis://h2:26380"]);
+        assert_eq!(primary, "mymaster");
+        let settings = info(node).unwrap().redis_settings().clone();
+        assert_eq!((settings.db(), settings.username(), settings.password()), (3, Some("app"), Some("s3cret")));
+        assert!(!format!("{target:?}").contains("s3cret"), "{target:?}");
+
+        let plain = Target::parse("redis-sentinel://127.0.0.1:26379/punctual").unwrap();
+        let Target::Sentinel { node, .. } = &plain else { panic!("a Sentinel: {plain:?}") };
+        assert_eq!(
+            (info(node).unwrap().redis_settings().db(), info(node).unwrap().redis_settings().password()),
+            (0, None)
+        );
+
+        for bad in ["redis-sentinel://h1:26379", "redis-sentinel://h1:26379/", "redis-sentinel:///mymaster"] {
+            let e = Target::parse(bad).unwrap_err();
+            assert!(e.to_string().contains("redis-sentinel://[:password@]h1:26379"), "{bad}: {e}");
+        }
+        let e = Target::parse("redis-sentinel://:s3cret@h1:26379/m/notanumber").unwrap_err();
+        assert!(!e.to_string().contains("s3cret"), "{e}");
+        let e = Target::parse("rediss-sentinel://h1:26379/m").unwrap_err();
+        assert!(e.to_string().contains("not supported yet"), "{e}");
+        let e = Target::parse("sentinel://h1:26379/m").unwrap_err();
+        assert!(e.to_string().contains("redis-sentinel://"), "the error lists Sentinel: {e}");
     }
 }

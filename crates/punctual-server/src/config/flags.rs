@@ -19,6 +19,7 @@ Examples:
   punctual serve --tls-cert cert.pem --tls-key key.pem   # HTTPS; SIGHUP reloads both
   PUNCTUAL_STORE=redis://:PASSWORD@10.0.0.5:6379 punctual serve   # not in `ps`
   punctual serve --store redis-cluster://10.0.0.1:7000,10.0.0.2:7000,10.0.0.3:7000
+  punctual serve --store redis-sentinel://10.0.0.1:26379,10.0.0.2:26379/mymaster
   RUST_LOG=debug punctual serve --log-format json
 
 Configuration file (TOML; every key optional; unknown keys are an error):
@@ -98,8 +99,9 @@ pub struct ServeArgs {
     #[arg(long, value_name = "DIR", conflicts_with = "store")]
     pub(crate) data: Option<PathBuf>,
     /// A shared store instead of the embedded one, for many servers sharing the work:
-    /// redis://HOST:PORT[/DB] or redis-cluster://HOST:PORT,HOST:PORT,… (rediss://,
-    /// rediss-cluster:// over TLS, trusting SSL_CERT_FILE if set); or in
+    /// redis://HOST:PORT[/DB], redis-cluster://HOST:PORT,HOST:PORT,… (rediss://,
+    /// rediss-cluster:// over TLS, trusting SSL_CERT_FILE if set) or
+    /// redis-sentinel://HOST:PORT,…/NAME[/DB] (the primary Sentinel names NAME); or in
     /// PUNCTUAL_STORE, which keeps a password in the URL out of the process list.
     #[arg(long, value_name = "URL", env = "PUNCTUAL_STORE", hide_env_values = true)]
     pub(crate) store: Option<String>,

@@ -289,12 +289,14 @@ fn check_listen(addr: &str) -> Result<String, String> {
 }
 
 fn backend_of(url: &str) -> Result<Backend, String> {
-    if ["redis://", "rediss://", "redis-cluster://", "rediss-cluster://"].iter().any(|scheme| url.starts_with(scheme)) {
+    let schemes = ["redis://", "rediss://", "redis-cluster://", "rediss-cluster://", "redis-sentinel://"];
+    if schemes.iter().any(|scheme| url.starts_with(scheme)) {
         Ok(Backend::Redis(url.to_owned()))
     } else {
         Err(format!(
-            "'{}' is not a store URL: use redis://HOST:PORT or redis-cluster://HOST:PORT,… \
-             (rediss://, rediss-cluster:// over TLS), or data (--data DIR) for the embedded store",
+            "'{}' is not a store URL: use redis://HOST:PORT, redis-cluster://HOST:PORT,… \
+             (rediss://, rediss-cluster:// over TLS) or redis-sentinel://HOST:PORT,…/NAME, \
+             or data (--data DIR) for the embedded store",
             punctual_redis::redacted(url)
         ))
     }
@@ -433,6 +435,9 @@ backoff = { initial = "1s", factor = 2.0, max = "1h" }
         let (line, message) = error_line("store = \"rediss-cluster:/h:1\"\n");
         assert_eq!(line, Some(1));
         assert!(message.contains("not a store URL") && message.contains("rediss-cluster://"), "{message}");
+        assert!(message.contains("redis-sentinel://"), "{message}");
+        let s = file("store = \"redis-sentinel://10.0.0.1:26379,10.0.0.2:26379/mymaster\"\n").unwrap();
+        assert_eq!(s.backend, Backend::Redis("redis-sentinel://10.0.0.1:26379,10.0.0.2:26379/mymaster".into()));
     }
 
     #[test]

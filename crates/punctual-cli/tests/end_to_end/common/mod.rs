@@ -6,6 +6,7 @@
 //! Every test file includes this module and uses a different part of it.
 
 pub mod certs;
+pub mod failover;
 pub mod netns;
 pub mod receiver;
 pub mod run;
