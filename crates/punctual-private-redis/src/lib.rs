@@ -1,8 +1,16 @@
-//! A private `redis-server` process on a free loopback port, in its own temporary
-//! directory, never the machine's own Redis: what the tests run the Redis store against
-//! (through `punctual-testkit`, which adds panicking helpers and Redis Clusters) and what
+//! A private `redis-server` process (or a Sentinel, `redis-server --sentinel`) on a
+//! free loopback port, in its own temporary directory, never the machine's own Redis:
+//! what the tests run the Redis store against (through `punctual-testkit`, which adds
+//! panicking helpers, Redis Clusters and primaries watched by Sentinels) and what
 //! `punctual bench --store private-redis` measures on. Killed (SIGKILL) and reaped on
 //! drop.
+//!
+//! A Sentinel ([`RedisServer::start_sentinel`]) is the one `redis-server` binary in
+//! `--sentinel` mode (`redis-sentinel` is that binary under another name, and not always
+//! installed), configured by `sentinel.conf` in its own directory. That file is the
+//! Sentinel's state as well as its configuration: it rewrites it with what it learns
+//! (replicas, other Sentinels, the current primary, epochs), so it lives in the
+//! directory the server owns, and a restart reads it back.
 //!
 //! A crate of its own, depending on nothing but `tempfile`: the production Redis store
 //! has no use for it, and the benchmark (linked into the `punctual` binary) needs it
@@ -39,7 +47,21 @@ pub enum Persistence {
     AofAlways,
 }
 
-/// One `redis-server` on a loopback port.
+/// The name of a Sentinel's configuration file in its directory.
+const SENTINEL_CONF: &str = "sentinel.conf";
+
+/// What [`RedisServer::launch`] starts, fixed for the life of a [`RedisServer`] so a
+/// restart starts the same kind of process.
+#[derive(Debug, Clone, Copy)]
+enum Kind {
+    /// A data server, keeping data as its persistence says.
+    Data(Persistence),
+    /// A Sentinel configured by [`SENTINEL_CONF`] in its directory. It takes neither
+    /// `--save` nor `--appendonly`: it keeps no data set, only that file.
+    Sentinel,
+}
+
+/// One `redis-server` on a loopback port: a data server or a Sentinel.
 #[derive(Debug)]
 pub struct RedisServer {
     /// The guarding shell and the pipe whose closing kills the server.
@@ -48,7 +70,7 @@ pub struct RedisServer {
     pid: Option<u32>,
     port: u16,
     dir: tempfile::TempDir,
-    persistence: Persistence,
+    kind: Kind,
     extra: Vec<String>,
 }
 
@@ -63,17 +85,37 @@ impl RedisServer {
     /// As [`RedisServer::start`], on a port the caller chose (a Cluster node needs its
     /// bus port, `port + 10000`, free too).
     pub fn start_on(port: u16, persistence: Persistence, extra: &[&str]) -> io::Result<RedisServer> {
-        let dir = tempfile::Builder::new().prefix("punctual-redis-").tempdir()?;
-        let mut server = RedisServer {
-            child: None,
-            pid: None,
-            port,
-            dir,
-            persistence,
-            extra: extra.iter().map(|s| s.to_string()).collect(),
-        };
+        let mut server = RedisServer::unlaunched(port, Kind::Data(persistence))?;
+        server.extra = extra.iter().map(|s| s.to_string()).collect();
         server.launch()?;
         Ok(server)
+    }
+
+    /// Starts a Redis Sentinel on a free port, configured by `config` (lines such as
+    /// `sentinel monitor <name> <ip> <port> <quorum>`), and waits until it answers PING.
+    ///
+    /// `config` is written to `sentinel.conf` in the Sentinel's own directory, which the
+    /// Sentinel then rewrites with what it learns; [`RedisServer::restart`] starts it
+    /// again from that rewritten file, not from `config`. Port, bind address, directory
+    /// and log file are given on the command line, so `config` need not name them.
+    pub fn start_sentinel(config: &str) -> io::Result<RedisServer> {
+        let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+        let mut server = RedisServer::unlaunched(port, Kind::Sentinel)?;
+        let path = server.dir.path().join(SENTINEL_CONF);
+        let mut text = config.to_owned();
+        if !text.ends_with('\n') {
+            text.push('\n');
+        }
+        std::fs::write(&path, text)
+            .map_err(|e| io::Error::new(e.kind(), format!("cannot write {}: {e}", path.display())))?;
+        server.launch()?;
+        Ok(server)
+    }
+
+    /// A handle with its own new temporary directory and no process yet.
+    fn unlaunched(port: u16, kind: Kind) -> io::Result<RedisServer> {
+        let dir = tempfile::Builder::new().prefix("punctual-redis-").tempdir()?;
+        Ok(RedisServer { child: None, pid: None, port, dir, kind, extra: Vec::new() })
     }
 
     fn launch(&mut self) -> io::Result<()> {
@@ -81,22 +123,30 @@ impl RedisServer {
         let mut cmd = Command::new("sh");
         cmd.arg("-c")
             .arg("command -v redis-server >/dev/null || exit 127; redis-server \"$@\" & pid=$!; read _; kill -9 $pid; wait $pid")
-            .arg("sh")
-            .arg("--port")
+            .arg("sh");
+        if let Kind::Sentinel = self.kind {
+            // The configuration file must come first, before any `--option`.
+            cmd.arg(self.dir.path().join(SENTINEL_CONF)).arg("--sentinel");
+        }
+        cmd.arg("--port")
             .arg(self.port.to_string())
             .arg("--bind")
             .arg("127.0.0.1")
             .arg("--dir")
             .arg(self.dir.path())
-            .arg("--save")
-            .arg("")
             .arg("--logfile")
             .arg(self.dir.path().join("redis.log"));
-        match self.persistence {
-            Persistence::None => cmd.args(["--appendonly", "no"]),
-            Persistence::AofEverySec => cmd.args(["--appendonly", "yes", "--appendfsync", "everysec"]),
-            Persistence::AofAlways => cmd.args(["--appendonly", "yes", "--appendfsync", "always"]),
-        };
+        match self.kind {
+            Kind::Data(persistence) => {
+                cmd.args(["--save", ""]);
+                match persistence {
+                    Persistence::None => cmd.args(["--appendonly", "no"]),
+                    Persistence::AofEverySec => cmd.args(["--appendonly", "yes", "--appendfsync", "everysec"]),
+                    Persistence::AofAlways => cmd.args(["--appendonly", "yes", "--appendfsync", "always"]),
+                };
+            }
+            Kind::Sentinel => {}
+        }
         cmd.args(&self.extra).stdin(Stdio::piped()).stdout(Stdio::null()).stderr(Stdio::null());
         let mut child = cmd.spawn().map_err(|e| io::Error::new(e.kind(), format!("cannot run sh: {e}")))?;
         let stdin = child.stdin.take().ok_or_else(|| io::Error::other("sh has no stdin pipe"))?;
@@ -186,7 +236,8 @@ impl RedisServer {
         }
     }
 
-    /// Starts it again on the same port and directory (it reloads its AOF).
+    /// Starts it again on the same port and directory: a data server reloads its AOF, a
+    /// Sentinel rereads its `sentinel.conf` with what it had learnt.
     pub fn restart(&mut self) -> io::Result<()> {
         self.kill();
         self.launch()
@@ -247,5 +298,32 @@ fn read_reply(reader: &mut BufReader<TcpStream>) -> io::Result<String> {
             Ok(items.join("\n"))
         }
         other => Err(io::Error::other(format!("unexpected reply type '{other}'"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A Sentinel is launched from its own `sentinel.conf`, answers PING, names its PID,
+    /// and after a restart (the same kind of process, not a data server) still monitors
+    /// what the rewritten file says.
+    #[test]
+    fn a_sentinel_starts_and_restarts_from_its_own_configuration() {
+        let primary = RedisServer::start(Persistence::None, &[]).expect("start a data server");
+        let config = format!("sentinel monitor watched 127.0.0.1 {} 1", primary.port());
+        let mut sentinel = RedisServer::start_sentinel(&config).expect("start a Sentinel");
+        let first_pid = sentinel.pid().expect("a running Sentinel has a PID");
+        let mode =
+            |s: &RedisServer| s.command(&["INFO", "server"]).expect("INFO server").contains("redis_mode:sentinel");
+        assert!(mode(&sentinel), "it runs in Sentinel mode");
+        let rewritten = std::fs::read_to_string(sentinel.dir().join(SENTINEL_CONF)).expect("read sentinel.conf");
+        assert!(rewritten.contains("sentinel myid"), "the Sentinel rewrote its file: {rewritten}");
+
+        sentinel.restart().expect("restart the Sentinel");
+        assert_ne!(sentinel.pid(), Some(first_pid), "a new process");
+        assert!(mode(&sentinel), "still in Sentinel mode after a restart");
+        let address = sentinel.command(&["SENTINEL", "GET-MASTER-ADDR-BY-NAME", "watched"]).expect("ask the Sentinel");
+        assert_eq!(address, format!("127.0.0.1\n{}", primary.port()));
     }
 }

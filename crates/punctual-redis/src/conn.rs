@@ -210,8 +210,12 @@ impl Conn {
                         sentinels.iter().map(|s| redacted(s)).collect::<Vec<_>>().join(", ")
                     ))
                 };
-                let nodes_with = SentinelNodeConnectionInfo::default()
-                    .set_redis_connection_info(info(node)?.redis_settings().clone());
+                let node = info(node)?;
+                let mut nodes_with =
+                    SentinelNodeConnectionInfo::default().set_redis_connection_info(node.redis_settings().clone());
+                if matches!(node.addr(), redis::ConnectionAddr::TcpTls { .. }) {
+                    nodes_with = nodes_with.set_tls_mode(redis::TlsMode::Secure);
+                }
                 let lookup = async {
                     let mut sentinel = redis::sentinel::Sentinel::build(sentinels.clone()).map_err(map_err)?;
                     let primary_client =

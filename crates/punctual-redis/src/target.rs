@@ -1,7 +1,7 @@
 //! Which Redis: the store URL as an operator writes it (`redis://`, `rediss://`,
 //! `redis-cluster://h1:p1,h2:p2`, `rediss-cluster://h1:p1,h2:p2`,
-//! `redis-sentinel://h1:p1,h2:p2/NAME`), read into a [`Target`], and the redaction of
-//! the passwords such a URL may carry.
+//! `redis-sentinel://h1:p1,h2:p2/NAME`, `rediss-sentinel://…`), read into a [`Target`],
+//! and the redaction of the passwords such a URL may carry.
 //!
 //! Invariant: every node of a `rediss-cluster://` target is a `rediss://` URL, so the
 //! Cluster client, and the wake-up follower that subscribes through the same nodes,
@@ -24,9 +24,10 @@ pub enum Target {
     /// A Redis Cluster, given any of its nodes.
     Cluster(Vec<String>),
     /// A primary and its replicas watched by Redis Sentinel: the Sentinels
-    /// (`redis://h:p` each), the name they know the primary by, and how its nodes are
-    /// opened (`redis://[user:password@]sentinel-named/DB`: the credentials and
-    /// database, not the address, which the Sentinels tell).
+    /// (`redis://h:p` each, `rediss://` over TLS), the name they know the primary by,
+    /// and how its nodes are opened (`redis://[user:password@]sentinel-named/DB`, or
+    /// `rediss://`: TLS, the credentials and the database, not the address, which the
+    /// Sentinels tell).
     Sentinel { sentinels: Vec<String>, primary: String, node: String },
 }
 
@@ -34,17 +35,14 @@ impl Target {
     /// Reads `redis://…` or `rediss://…` (one Redis) or
     /// `redis-cluster://h1:p1,h2:p2,…` (a Cluster), `rediss-cluster://…` over TLS, or
     /// `redis-sentinel://[user:password@]h1:p1,h2:p2/NAME[/DB]` (the primary named NAME
-    /// by those Sentinels; the credentials and database are the primary's).
+    /// by those Sentinels; the credentials and database are the primary's),
+    /// `rediss-sentinel://…` with TLS to the Sentinels and to the nodes they name.
     pub fn parse(url: &str) -> Result<Target> {
-        if url.starts_with("rediss-sentinel://") {
-            return Err(Error::invalid(
-                "store",
-                "rediss-sentinel:// (Sentinel over TLS) is not supported yet: use redis-sentinel:// on a \
-                 trusted network, or rediss:// to the primary itself",
-            ));
+        if let Some(rest) = url.strip_prefix("rediss-sentinel://") {
+            return sentinel(rest, "rediss");
         }
         if let Some(rest) = url.strip_prefix("redis-sentinel://") {
-            return sentinel(rest);
+            return sentinel(rest, "redis");
         }
         if let Some(nodes) = url.strip_prefix("rediss-cluster://") {
             return cluster(nodes, "rediss-cluster", "rediss");
@@ -61,7 +59,8 @@ impl Target {
             format!(
                 "'{}' is not a Redis address: use redis://host:port, rediss://host:port (TLS), \
                  redis-cluster://h1:p1,h2:p2, rediss-cluster://h1:p1,h2:p2 (Cluster over TLS) \
-                 or redis-sentinel://h1:26379,h2:26379/NAME (the primary Sentinel names NAME)",
+                 or redis-sentinel://h1:26379,h2:26379/NAME (the primary Sentinel names NAME; \
+                 rediss-sentinel:// over TLS)",
                 redacted(url)
             ),
         ))
@@ -83,9 +82,10 @@ fn cluster(nodes: &str, scheme: &str, node_scheme: &str) -> Result<Target> {
     Ok(Target::Cluster(nodes))
 }
 
-/// A Sentinel target from what follows `redis-sentinel://`:
+/// A Sentinel target from what follows `redis-sentinel://` (`scheme` `redis`) or
+/// `rediss-sentinel://` (`rediss`, TLS to every Sentinel and node):
 /// `[user:password@]h1:p1,h2:p2/NAME[/DB]`.
-fn sentinel(rest: &str) -> Result<Target> {
+fn sentinel(rest: &str, scheme: &str) -> Result<Target> {
     const USAGE: &str = "use redis-sentinel://[:password@]h1:26379,h2:26379/NAME[/DB], NAME the primary's name \
                          in the Sentinels' configuration (sentinel monitor NAME …)";
     let (hosts, path) = rest.split_once('/').unwrap_or((rest, ""));
@@ -94,17 +94,17 @@ fn sentinel(rest: &str) -> Result<Target> {
         None => (None, hosts),
     };
     let sentinels: Vec<String> =
-        hosts.split(',').map(str::trim).filter(|h| !h.is_empty()).map(|h| format!("redis://{h}")).collect();
+        hosts.split(',').map(str::trim).filter(|h| !h.is_empty()).map(|h| format!("{scheme}://{h}")).collect();
     let (primary, db) = path.split_once('/').unwrap_or((path, ""));
     if sentinels.is_empty() || primary.is_empty() {
-        let given = redacted(&format!("redis-sentinel://{rest}"));
+        let given = redacted(&format!("{scheme}-sentinel://{rest}"));
         return Err(Error::invalid("store", format!("'{given}' names no Sentinel or no primary: {USAGE}")));
     }
     for sentinel in &sentinels {
         info(sentinel)?;
     }
     let userinfo = userinfo.map(|u| format!("{u}@")).unwrap_or_default();
-    let node = format!("redis://{userinfo}sentinel-named/{db}");
+    let node = format!("{scheme}://{userinfo}sentinel-named/{db}");
     info(&node).map_err(|e| Error::invalid("store", format!("{e}; {USAGE}")))?;
     Ok(Target::Sentinel { sentinels, primary: primary.to_owned(), node })
 }
@@ -223,8 +223,13 @@ mod tests {
         }
         let e = Target::parse("redis-sentinel://:s3cret@h1:26379/m/notanumber").unwrap_err();
         assert!(!e.to_string().contains("s3cret"), "{e}");
-        let e = Target::parse("rediss-sentinel://h1:26379/m").unwrap_err();
-        assert!(e.to_string().contains("not supported yet"), "{e}");
+        let tls = Target::parse("rediss-sentinel://:s3cret@h1:26379,h2:26379/m").unwrap();
+        let Target::Sentinel { sentinels, node, .. } = &tls else { panic!("a Sentinel: {tls:?}") };
+        for url in sentinels.iter().chain([node]) {
+            let addr = info(url).unwrap().addr().clone();
+            assert!(matches!(addr, redis::ConnectionAddr::TcpTls { insecure: false, .. }), "TLS, verified: {addr:?}");
+        }
+        assert!(!format!("{tls:?}").contains("s3cret"), "{tls:?}");
         let e = Target::parse("sentinel://h1:26379/m").unwrap_err();
         assert!(e.to_string().contains("redis-sentinel://"), "the error lists Sentinel: {e}");
     }

@@ -1,8 +1,8 @@
-//! Private `redis-server` processes for tests: one server, or a Redis Cluster of
-//! several (primaries only or with replicas; in plain text, or over TLS:
-//! [`TlsRedisCluster`]), each on free loopback
-//! ports in its own temporary directory, never the machine's own Redis. Killed
-//! (SIGKILL) and reaped on drop, and never outliving the test process (see
+//! Private `redis-server` processes for tests: one server, a Redis Cluster of several
+//! (primaries only or with replicas; in plain text, or over TLS: [`TlsRedisCluster`]),
+//! or a primary with replicas watched by three Sentinels ([`RedisSentinels`]), each on
+//! free loopback ports in its own temporary directory, never the machine's own Redis.
+//! Killed (SIGKILL) and reaped on drop, and never outliving the test process (see
 //! [`punctual_private_redis`], which owns the launcher; the benchmark command uses the
 //! same one).
 //!
@@ -14,7 +14,7 @@
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 pub use punctual_private_redis::{Persistence, RedisServer, START_TIMEOUT, command};
 
@@ -140,6 +140,175 @@ impl RedisCluster {
         })
         .is_some()
     }
+}
+
+/// The name the Sentinels of [`RedisSentinels`] know the primary by.
+pub const SENTINEL_PRIMARY: &str = "punctual";
+
+/// How many Sentinels watch a [`RedisSentinels`] primary, and how many of them must
+/// agree it is down (the quorum) before one of them fails it over.
+const SENTINELS: usize = 3;
+const QUORUM: usize = 2;
+
+/// The Sentinels' `failover-timeout`. Besides bounding each step of a failover (the
+/// election, the promotion, moving the other replicas), it spaces attempts: after one
+/// fails (split votes, no replica fit to promote) no Sentinel tries again for twice
+/// this. Three seconds leaves a 30 s wait room for several attempts, and is ample on
+/// loopback, where a promotion takes milliseconds.
+const FAILOVER_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// One primary with replicas, watched by three Sentinels (quorum 2) that promote a
+/// replica when the primary stops answering: a Sentinel deployment of Redis, for
+/// failover tests. Nodes keep nothing on disk: a killed node is not started again, a
+/// replica takes over.
+///
+/// Invariants once [`RedisSentinels::start`] has returned: `nodes()[0]` is the primary
+/// and every other node a replica of it with its link up, and every Sentinel knows
+/// that primary as [`SENTINEL_PRIMARY`], its replicas and the two other Sentinels, so
+/// a failover can begin as soon as the primary is counted down.
+#[derive(Debug)]
+pub struct RedisSentinels {
+    nodes: Vec<RedisServer>,
+    sentinels: Vec<RedisServer>,
+    down_after: Duration,
+}
+
+impl RedisSentinels {
+    /// One primary (`nodes()[0]`) with `replicas` replicas, watched by three Sentinels
+    /// (quorum 2) that count it down after `down_after` unanswered
+    /// (`down-after-milliseconds`); returns once every replica's link to the primary is
+    /// up and every Sentinel sees the replicas and the two other Sentinels. Fails the
+    /// test when a step fails or takes longer than [`START_TIMEOUT`].
+    pub fn start(replicas: usize, down_after: Duration) -> RedisSentinels {
+        // A primary waits 5 s (`repl-diskless-sync-delay`) for more replicas before a
+        // full synchronisation; none comes later than the first here. Every node gets
+        // it, since any may be promoted.
+        let no_delay = ["--repl-diskless-sync-delay", "0"];
+        let primary = server_with(Persistence::None, &no_delay);
+        let primary_port = primary.port().to_string();
+        let replica_args = [&no_delay[..], &["--replicaof", "127.0.0.1", &primary_port]].concat();
+        let mut nodes = vec![primary];
+        nodes.extend((0..replicas).map(|_| server_with(Persistence::None, &replica_args)));
+        // Synchronised before any Sentinel starts: a Sentinel learns the replicas from
+        // the primary's `INFO`, which it asks at once and then only every 10 s.
+        let synced = crate::poll_until(START_TIMEOUT, || {
+            nodes[1..]
+                .iter()
+                .all(|n| n.command(&["INFO", "replication"]).is_ok_and(|info| info.contains("master_link_status:up")))
+                .then_some(())
+        });
+        assert!(synced.is_some(), "the replicas did not synchronise with the primary");
+
+        let name = SENTINEL_PRIMARY;
+        let config = [
+            format!("sentinel monitor {name} 127.0.0.1 {primary_port} {QUORUM}"),
+            format!("sentinel down-after-milliseconds {name} {}", down_after.as_millis()),
+            format!("sentinel failover-timeout {name} {}", FAILOVER_TIMEOUT.as_millis()),
+            format!("sentinel parallel-syncs {name} 1"),
+        ]
+        .join("\n");
+        let sentinels: Vec<RedisServer> = (0..SENTINELS)
+            .map(|_| RedisServer::start_sentinel(&config).unwrap_or_else(|e| panic!("{}", start_failure(&e))))
+            .collect();
+        let redis = RedisSentinels { nodes, sentinels, down_after };
+
+        // Sentinels find each other through the hello messages each publishes on the
+        // primary and the replicas every 2 s.
+        let (others, replicas) = ((SENTINELS - 1).to_string(), replicas.to_string());
+        let master = |s: &RedisServer| s.command(&["SENTINEL", "MASTER", name]);
+        let ready = crate::poll_until(START_TIMEOUT, || {
+            let sees_all = |reply: String| {
+                field(&reply, "num-other-sentinels") == Some(&others) && field(&reply, "num-slaves") == Some(&replicas)
+            };
+            redis.sentinels.iter().all(|s| master(s).is_ok_and(sees_all)).then_some(())
+        });
+        let seen: Vec<String> = redis.sentinels.iter().map(|s| master(s).unwrap_or_else(|e| e.to_string())).collect();
+        assert!(
+            ready.is_some(),
+            "the Sentinels did not all see {replicas} replicas and {others} other Sentinels: {seen:?}"
+        );
+        redis
+    }
+
+    /// `redis-sentinel://127.0.0.1:s1,127.0.0.1:s2,127.0.0.1:s3/punctual`: the
+    /// Sentinels, and the name they know the primary by.
+    pub fn url(&self) -> String {
+        let sentinels: Vec<String> = self.sentinels.iter().map(|s| format!("127.0.0.1:{}", s.port())).collect();
+        format!("redis-sentinel://{}/{SENTINEL_PRIMARY}", sentinels.join(","))
+    }
+
+    /// Each data node: the primary it started with first, then the replicas.
+    pub fn nodes(&self) -> &[RedisServer] {
+        &self.nodes
+    }
+
+    /// The three Sentinels.
+    pub fn sentinels(&self) -> &[RedisServer] {
+        &self.sentinels
+    }
+
+    /// The Sentinels' `down-after-milliseconds`.
+    pub fn down_after(&self) -> Duration {
+        self.down_after
+    }
+
+    /// The index of the node that the first Sentinel to answer names as the primary
+    /// now (`SENTINEL GET-MASTER-ADDR-BY-NAME`); `None` when no Sentinel answers or the
+    /// one that does names none of these nodes.
+    pub fn primary(&self) -> Option<usize> {
+        self.named_primaries().into_iter().next().flatten()
+    }
+
+    /// Kills node `i` with SIGKILL, as a crash; it is not started again.
+    pub fn kill(&mut self, i: usize) {
+        self.nodes[i].kill();
+    }
+
+    /// Waits until a running node other than `old` is the primary both for the
+    /// Sentinels, every one that answers naming it (so a client is told the same
+    /// whichever it asks), and for itself (`ROLE` says `master`); answers how long that
+    /// took, or `None` when `timeout` passes first.
+    ///
+    /// It does not wait for the other replicas to follow the new primary.
+    pub fn wait_until_promoted(&self, old: usize, timeout: Duration) -> Option<Duration> {
+        let started = Instant::now();
+        crate::poll_until(timeout, || {
+            let named = self.named_primaries();
+            let new = (*named.first()?)?;
+            let agreed = named.iter().all(|&n| n == Some(new));
+            let node = &self.nodes[new];
+            let master = || node.command(&["ROLE"]).is_ok_and(|role| role.lines().next() == Some("master"));
+            (new != old && agreed && node.pid().is_some() && master()).then_some(())
+        })?;
+        Some(started.elapsed())
+    }
+
+    /// For each Sentinel that answers, in order, the index of the node it names as the
+    /// primary; `None` for one that names none of these nodes or does not know the name.
+    fn named_primaries(&self) -> Vec<Option<usize>> {
+        self.sentinels
+            .iter()
+            .filter_map(|s| s.command(&["SENTINEL", "GET-MASTER-ADDR-BY-NAME", SENTINEL_PRIMARY]).ok())
+            .map(|address| {
+                // Two lines, the IP and the port; empty for an unknown name.
+                let port: u16 = address.lines().nth(1)?.parse().ok()?;
+                self.nodes.iter().position(|n| n.port() == port)
+            })
+            .collect()
+    }
+}
+
+/// The value after `key` in a flat key/value reply rendered one item per line, as
+/// [`command`] renders `SENTINEL MASTER`.
+fn field<'a>(reply: &'a str, key: &str) -> Option<&'a str> {
+    let mut items = reply.lines();
+    while let Some(item) = items.next() {
+        let value = items.next()?;
+        if item == key {
+            return Some(value);
+        }
+    }
+    None
 }
 
 /// A port free on 127.0.0.1 whose Cluster bus port (+ 10000) is free too.
@@ -291,4 +460,39 @@ fn free_port_apart_from(taken: u16) -> u16 {
         }
     }
     panic!("no free port for a Redis Cluster node's plain port");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn field_reads_a_flat_key_value_reply() {
+        let reply = "name\npunctual\nnum-slaves\n2\nnum-other-sentinels\n2";
+        assert_eq!(field(reply, "num-slaves"), Some("2"));
+        assert_eq!(field(reply, "punctual"), None, "a value is not a key");
+        assert_eq!(field(reply, "quorum"), None);
+    }
+
+    /// What the Sentinel failover tests stand on: if the Sentinels never promoted a
+    /// replica, or `wait_until_promoted` could not tell, those tests would fail for a
+    /// reason that is not the store's.
+    #[test]
+    fn sentinels_promote_a_replica_when_the_primary_is_killed() {
+        let started = Instant::now();
+        let mut redis = RedisSentinels::start(2, Duration::from_secs(1));
+        println!("a primary, 2 replicas and 3 Sentinels ready in {:?}", started.elapsed());
+        assert_eq!(redis.primary(), Some(0), "the Sentinels name the first node the primary");
+        redis.kill(0);
+        let took = redis.wait_until_promoted(0, Duration::from_secs(30));
+        let logs: Vec<String> = redis
+            .sentinels()
+            .iter()
+            .map(|s| std::fs::read_to_string(s.dir().join("redis.log")).unwrap_or_default())
+            .collect();
+        let took = took.unwrap_or_else(|| panic!("no replica promoted within 30 s; the Sentinels' logs: {logs:#?}"));
+        let now = redis.primary();
+        assert!(matches!(now, Some(1 | 2)), "a replica is the primary now, not {now:?}");
+        println!("node {} promoted {took:?} after the primary was killed", now.unwrap_or_default());
+    }
 }

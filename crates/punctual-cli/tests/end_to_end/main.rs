@@ -40,6 +40,7 @@ mod redis_reset;
 mod redis_tls;
 mod routes;
 mod secrets;
+mod sentinel_failover;
 mod server_logs;
 mod server_tls;
 mod shared_rate;

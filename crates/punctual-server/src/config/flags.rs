@@ -99,9 +99,10 @@ pub struct ServeArgs {
     #[arg(long, value_name = "DIR", conflicts_with = "store")]
     pub(crate) data: Option<PathBuf>,
     /// A shared store instead of the embedded one, for many servers sharing the work:
-    /// redis://HOST:PORT[/DB], redis-cluster://HOST:PORT,HOST:PORT,… (rediss://,
-    /// rediss-cluster:// over TLS, trusting SSL_CERT_FILE if set) or
-    /// redis-sentinel://HOST:PORT,…/NAME[/DB] (the primary Sentinel names NAME); or in
+    /// redis://HOST:PORT[/DB], redis-cluster://HOST:PORT,HOST:PORT,… or
+    /// redis-sentinel://HOST:PORT,…/NAME[/DB] (the primary Sentinel names NAME);
+    /// rediss://, rediss-cluster://, rediss-sentinel:// over TLS, trusting
+    /// SSL_CERT_FILE if set; or in
     /// PUNCTUAL_STORE, which keeps a password in the URL out of the process list.
     #[arg(long, value_name = "URL", env = "PUNCTUAL_STORE", hide_env_values = true)]
     pub(crate) store: Option<String>,

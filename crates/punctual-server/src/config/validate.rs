@@ -289,13 +289,14 @@ fn check_listen(addr: &str) -> Result<String, String> {
 }
 
 fn backend_of(url: &str) -> Result<Backend, String> {
-    let schemes = ["redis://", "rediss://", "redis-cluster://", "rediss-cluster://", "redis-sentinel://"];
+    let schemes =
+        ["redis://", "rediss://", "redis-cluster://", "rediss-cluster://", "redis-sentinel://", "rediss-sentinel://"];
     if schemes.iter().any(|scheme| url.starts_with(scheme)) {
         Ok(Backend::Redis(url.to_owned()))
     } else {
         Err(format!(
             "'{}' is not a store URL: use redis://HOST:PORT, redis-cluster://HOST:PORT,… \
-             (rediss://, rediss-cluster:// over TLS) or redis-sentinel://HOST:PORT,…/NAME, \
+             or redis-sentinel://HOST:PORT,…/NAME (rediss://, rediss-cluster://, rediss-sentinel:// over TLS), \
              or data (--data DIR) for the embedded store",
             punctual_redis::redacted(url)
         ))
