@@ -171,6 +171,12 @@ pub struct RedisSentinels {
     nodes: Vec<RedisServer>,
     sentinels: Vec<RedisServer>,
     down_after: Duration,
+    /// The port each node is known by to the Sentinels and to clients (its TLS port
+    /// over TLS), in the order of `nodes`.
+    node_ports: Vec<u16>,
+    /// The port clients reach each Sentinel on (its TLS port over TLS).
+    sentinel_ports: Vec<u16>,
+    tls: bool,
 }
 
 impl RedisSentinels {
@@ -180,15 +186,47 @@ impl RedisSentinels {
     /// up and every Sentinel sees the replicas and the two other Sentinels. Fails the
     /// test when a step fails or takes longer than [`START_TIMEOUT`].
     pub fn start(replicas: usize, down_after: Duration) -> RedisSentinels {
+        RedisSentinels::start_with(replicas, down_after, None)
+    }
+
+    /// As [`RedisSentinels::start`], with every client connection, replication link and
+    /// Sentinel link over TLS (`tls-replication yes`: the nodes and Sentinels tell each
+    /// other, and clients, their TLS ports); each process keeps a plain port on
+    /// 127.0.0.1 for the test's own look ([`RedisServer::command`]).
+    pub fn start_tls(replicas: usize, down_after: Duration, files: &TlsFiles) -> RedisSentinels {
+        RedisSentinels::start_with(replicas, down_after, Some(files))
+    }
+
+    fn start_with(replicas: usize, down_after: Duration, tls: Option<&TlsFiles>) -> RedisSentinels {
+        // A free port for a process's TLS side, and the arguments that serve TLS on it.
+        let tls_side = |files: &TlsFiles| {
+            let port = free_port_apart_from(0);
+            (port, files.server_args(port))
+        };
         // A primary waits 5 s (`repl-diskless-sync-delay`) for more replicas before a
         // full synchronisation; none comes later than the first here. Every node gets
         // it, since any may be promoted.
-        let no_delay = ["--repl-diskless-sync-delay", "0"];
-        let primary = server_with(Persistence::None, &no_delay);
-        let primary_port = primary.port().to_string();
-        let replica_args = [&no_delay[..], &["--replicaof", "127.0.0.1", &primary_port]].concat();
-        let mut nodes = vec![primary];
-        nodes.extend((0..replicas).map(|_| server_with(Persistence::None, &replica_args)));
+        let node = |replica_of: Option<u16>| {
+            let (announced, mut args) = match tls {
+                Some(files) => tls_side(files),
+                None => (0, Vec::new()),
+            };
+            args.extend(["--repl-diskless-sync-delay".to_owned(), "0".to_owned()]);
+            if let Some(port) = replica_of {
+                args.extend(["--replicaof".to_owned(), "127.0.0.1".to_owned(), port.to_string()]);
+            }
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let server = server_with(Persistence::None, &args);
+            let announced = if tls.is_some() { announced } else { server.port() };
+            (server, announced)
+        };
+        let (primary, primary_port) = node(None);
+        let (mut nodes, mut node_ports) = (vec![primary], vec![primary_port]);
+        for _ in 0..replicas {
+            let (replica, port) = node(Some(primary_port));
+            nodes.push(replica);
+            node_ports.push(port);
+        }
         // Synchronised before any Sentinel starts: a Sentinel learns the replicas from
         // the primary's `INFO`, which it asks at once and then only every 10 s.
         let synced = crate::poll_until(START_TIMEOUT, || {
@@ -200,17 +238,29 @@ impl RedisSentinels {
         assert!(synced.is_some(), "the replicas did not synchronise with the primary");
 
         let name = SENTINEL_PRIMARY;
-        let config = [
+        let monitor = [
             format!("sentinel monitor {name} 127.0.0.1 {primary_port} {QUORUM}"),
             format!("sentinel down-after-milliseconds {name} {}", down_after.as_millis()),
             format!("sentinel failover-timeout {name} {}", FAILOVER_TIMEOUT.as_millis()),
             format!("sentinel parallel-syncs {name} 1"),
-        ]
-        .join("\n");
-        let sentinels: Vec<RedisServer> = (0..SENTINELS)
-            .map(|_| RedisServer::start_sentinel(&config).unwrap_or_else(|e| panic!("{}", start_failure(&e))))
-            .collect();
-        let redis = RedisSentinels { nodes, sentinels, down_after };
+        ];
+        let (mut sentinels, mut sentinel_ports) = (Vec::new(), Vec::new());
+        for _ in 0..SENTINELS {
+            // In a configuration file, each `--name value` argument is a `name value` line.
+            let (tls_port, tls_lines) = match tls {
+                Some(files) => {
+                    let (port, args) = tls_side(files);
+                    let lines = args.chunks(2).map(|pair| format!("{} {}", pair[0].trim_start_matches("--"), pair[1]));
+                    (Some(port), lines.collect())
+                }
+                None => (None, Vec::new()),
+            };
+            let config = tls_lines.iter().chain(&monitor).cloned().collect::<Vec<_>>().join("\n");
+            let sentinel = RedisServer::start_sentinel(&config).unwrap_or_else(|e| panic!("{}", start_failure(&e)));
+            sentinel_ports.push(tls_port.unwrap_or(sentinel.port()));
+            sentinels.push(sentinel);
+        }
+        let redis = RedisSentinels { nodes, sentinels, down_after, node_ports, sentinel_ports, tls: tls.is_some() };
 
         // Sentinels find each other through the hello messages each publishes on the
         // primary and the replicas every 2 s.
@@ -231,15 +281,23 @@ impl RedisSentinels {
     }
 
     /// `redis-sentinel://127.0.0.1:s1,127.0.0.1:s2,127.0.0.1:s3/punctual`: the
-    /// Sentinels, and the name they know the primary by.
+    /// Sentinels, and the name they know the primary by; `rediss-sentinel://` and the
+    /// Sentinels' TLS ports when started over TLS.
     pub fn url(&self) -> String {
-        let sentinels: Vec<String> = self.sentinels.iter().map(|s| format!("127.0.0.1:{}", s.port())).collect();
-        format!("redis-sentinel://{}/{SENTINEL_PRIMARY}", sentinels.join(","))
+        let sentinels: Vec<String> = self.sentinel_ports.iter().map(|port| format!("127.0.0.1:{port}")).collect();
+        let scheme = if self.tls { "rediss-sentinel" } else { "redis-sentinel" };
+        format!("{scheme}://{}/{SENTINEL_PRIMARY}", sentinels.join(","))
     }
 
     /// Each data node: the primary it started with first, then the replicas.
     pub fn nodes(&self) -> &[RedisServer] {
         &self.nodes
+    }
+
+    /// The port each node is known by to the Sentinels and to clients (its TLS port
+    /// when started over TLS), in the order of [`RedisSentinels::nodes`].
+    pub fn node_ports(&self) -> &[u16] {
+        &self.node_ports
     }
 
     /// The three Sentinels.
@@ -292,7 +350,7 @@ impl RedisSentinels {
             .map(|address| {
                 // Two lines, the IP and the port; empty for an unknown name.
                 let port: u16 = address.lines().nth(1)?.parse().ok()?;
-                self.nodes.iter().position(|n| n.port() == port)
+                self.node_ports.iter().position(|&p| p == port)
             })
             .collect()
     }

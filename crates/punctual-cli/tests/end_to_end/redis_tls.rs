@@ -1,5 +1,6 @@
-//! `rediss://` and `rediss-cluster://`: the server reaches a Redis, or a Redis Cluster,
-//! over TLS, trusting the certificate authorities of the system or of `SSL_CERT_FILE`.
+//! `rediss://`, `rediss-cluster://` and `rediss-sentinel://`: the server reaches a
+//! Redis, a Redis Cluster, or the Sentinels and the primary they name, over TLS,
+//! trusting the certificate authorities of the system or of `SSL_CERT_FILE`.
 //! Guards against docs/redis.md offering `rediss://` while the binary answered "the
 //! feature is not enabled", against a Cluster client (or the wake-up follower) falling
 //! back to plain ports, and against a certificate no authority vouches for being
@@ -20,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use common::certs::{authority, certificate};
 use common::*;
-use punctual_testkit::redis::{self, Persistence, RedisServer, TlsFiles, TlsRedisCluster};
+use punctual_testkit::redis::{self, Persistence, RedisSentinels, RedisServer, TlsFiles, TlsRedisCluster};
 use serde_json::json;
 
 /// A private redis-server answering TLS on the returned port.
@@ -60,11 +61,20 @@ fn rediss_schedules_and_fires_over_tls_and_refuses_an_unknown_authority() {
     drop(server);
 
     // A certificate signed by an authority the server does not trust: no start.
-    let refused = server_builder().store(&store).env("SSL_CERT_FILE", certs.path().join("other.pem")).start();
+    refused_for_an_unknown_authority(&store, certs.path());
+}
+
+/// Starts a server on `store` trusting only the authority `other` of `certs`, which
+/// signed none of Redis' certificates: it must not start, and must say why and what to
+/// do. Answers how long the refusal took.
+fn refused_for_an_unknown_authority(store: &str, certs: &Path) -> Duration {
+    let started = Instant::now();
+    let refused = server_builder().store(store).env("SSL_CERT_FILE", certs.join("other.pem")).start();
     let error = refused.expect_err("a server must not start on a Redis whose certificate it cannot verify");
     let text = error.to_string();
     assert!(text.contains("not signed by an authority this machine trusts"), "the error says why: {error}");
     assert!(text.contains("SSL_CERT_FILE"), "the error says what to do: {error}");
+    started.elapsed()
 }
 
 /// The local port of each client connected to `node` (`laddr` of `CLIENT LIST`), but
@@ -132,13 +142,51 @@ fn rediss_cluster_fires_over_tls_on_every_node_and_refuses_an_unknown_authority(
     drop(server);
 
     // A certificate signed by an authority the server does not trust: no start, at once.
-    let started = Instant::now();
-    let refused = server_builder().store(&store).env("SSL_CERT_FILE", certs.path().join("other.pem")).start();
-    let error = refused.expect_err("a server must not start on a Cluster whose certificates it cannot verify");
-    let refused_in = started.elapsed();
+    let refused_in = refused_for_an_unknown_authority(&store, certs.path());
     println!("rediss-cluster: unknown authority refused in {} ms", refused_in.as_millis());
-    let text = error.to_string();
-    assert!(text.contains("not signed by an authority this machine trusts"), "the error says why: {error}");
-    assert!(text.contains("SSL_CERT_FILE"), "the error says what to do: {error}");
     assert!(refused_in < Duration::from_secs(20), "refused, not hung: {refused_in:?}");
+}
+
+/// Schedules a task due now into `queue` and leases and acks it: the store answers.
+fn fires(api: &Api, queue: &str) {
+    api.put(&format!("/v1/queues/{queue}/tasks/k"), json!({"payload": {"over": "tls"}})).expect(201, "schedule");
+    let leased = api.post(&format!("/v1/queues/{queue}/lease"), json!({"wait": "10s"}));
+    let leases = leased.expect(200, "lease")["leases"].as_array().unwrap().clone();
+    assert_eq!(leases.len(), 1, "{queue}: {leases:?}");
+    let acks = json!({"acks": [{"lease_id": leases[0]["lease_id"], "outcome": "done"}]});
+    assert_eq!(api.post("/v1/acks", acks).expect(200, "ack")["results"][0]["status"], 204);
+}
+
+#[test]
+fn rediss_sentinel_follows_a_failover_over_tls_and_refuses_an_unknown_authority() {
+    let certs = certificates();
+    let files = TlsFiles::in_dir(certs.path());
+    let mut redis = RedisSentinels::start_tls(2, Duration::from_secs(1), &files);
+    let store = redis.url();
+    assert!(store.starts_with("rediss-sentinel://"), "{store}");
+
+    let server = start(server_builder().store(&store).env("SSL_CERT_FILE", &files.ca));
+    let api = Api::of(&server);
+    fires(&api, "tls.before");
+    // Every client of the primary, punctual's included, came in on its TLS port.
+    let primary = redis.primary().expect("the Sentinels name a primary");
+    let clients = client_ports(&redis.nodes()[primary]);
+    assert!(clients.len() >= 2, "punctual and the Sentinels are connected: {clients:?}");
+    assert!(clients.iter().all(|(port, _)| *port == redis.node_ports()[primary]), "all over TLS: {clients:?}");
+
+    // The primary dies: the server asks the Sentinels, over TLS, for the new one.
+    redis.kill(primary);
+    let promoted = redis.wait_until_promoted(primary, Duration::from_secs(30));
+    assert!(promoted.is_some(), "Sentinel did not promote a replica within 30 s");
+    let served = punctual_testkit::poll_until(Duration::from_secs(20), || {
+        let resp = api.put("/v1/queues/tls.probe/tasks/k", json!({"delay": "1h"}));
+        (resp.status == 201).then_some(())
+    });
+    assert!(served.is_some(), "the server did not reach the promoted primary:\n{}", server.logs());
+    fires(&api, "tls.after");
+    let now = redis.primary().unwrap();
+    assert!(client_ports(&redis.nodes()[now]).iter().all(|(port, _)| *port == redis.node_ports()[now]));
+    drop(server);
+
+    refused_for_an_unknown_authority(&store, certs.path());
 }
