@@ -186,7 +186,14 @@ impl RedisSentinels {
     /// up and every Sentinel sees the replicas and the two other Sentinels. Fails the
     /// test when a step fails or takes longer than [`START_TIMEOUT`].
     pub fn start(replicas: usize, down_after: Duration) -> RedisSentinels {
-        RedisSentinels::start_with(replicas, down_after, None)
+        RedisSentinels::start_with(replicas, down_after, None, &[])
+    }
+
+    /// As [`RedisSentinels::start`], each data node started with `node_args` as well
+    /// (such as an ACL user: `--user app on >secret ~* &* +@all`, each word an argument; the default user
+    /// stays open, for the Sentinels and the test's own look).
+    pub fn start_with_node_args(replicas: usize, down_after: Duration, node_args: &[&str]) -> RedisSentinels {
+        RedisSentinels::start_with(replicas, down_after, None, node_args)
     }
 
     /// As [`RedisSentinels::start`], with every client connection, replication link and
@@ -194,10 +201,10 @@ impl RedisSentinels {
     /// other, and clients, their TLS ports); each process keeps a plain port on
     /// 127.0.0.1 for the test's own look ([`RedisServer::command`]).
     pub fn start_tls(replicas: usize, down_after: Duration, files: &TlsFiles) -> RedisSentinels {
-        RedisSentinels::start_with(replicas, down_after, Some(files))
+        RedisSentinels::start_with(replicas, down_after, Some(files), &[])
     }
 
-    fn start_with(replicas: usize, down_after: Duration, tls: Option<&TlsFiles>) -> RedisSentinels {
+    fn start_with(replicas: usize, down_after: Duration, tls: Option<&TlsFiles>, node_args: &[&str]) -> RedisSentinels {
         // A free port for a process's TLS side, and the arguments that serve TLS on it.
         let tls_side = |files: &TlsFiles| {
             let port = free_port_apart_from(0);
@@ -212,6 +219,7 @@ impl RedisSentinels {
                 None => (0, Vec::new()),
             };
             args.extend(["--repl-diskless-sync-delay".to_owned(), "0".to_owned()]);
+            args.extend(node_args.iter().map(|a| a.to_string()));
             if let Some(port) = replica_of {
                 args.extend(["--replicaof".to_owned(), "127.0.0.1".to_owned(), port.to_string()]);
             }
@@ -472,12 +480,23 @@ impl TlsRedisCluster {
     }
 }
 
-/// The arguments of every Cluster node, `node_timeout` its `cluster-node-timeout`.
+/// The arguments of every Cluster node, `node_timeout` its `cluster-node-timeout`. A
+/// primary would otherwise wait 5 s (`repl-diskless-sync-delay`) for more replicas
+/// before synchronising its first one.
 fn cluster_node_args(node_timeout: Duration) -> Vec<String> {
     let timeout = node_timeout.as_millis().to_string();
-    ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", &timeout]
-        .map(str::to_owned)
-        .to_vec()
+    [
+        "--cluster-enabled",
+        "yes",
+        "--cluster-config-file",
+        "nodes.conf",
+        "--cluster-node-timeout",
+        &timeout,
+        "--repl-diskless-sync-delay",
+        "0",
+    ]
+    .map(str::to_owned)
+    .to_vec()
 }
 
 /// Joins `nodes`, reached on `ports` (with `redis-cli`'s `connection` options, such as
