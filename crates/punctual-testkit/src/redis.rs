@@ -480,23 +480,12 @@ impl TlsRedisCluster {
     }
 }
 
-/// The arguments of every Cluster node, `node_timeout` its `cluster-node-timeout`. A
-/// primary would otherwise wait 5 s (`repl-diskless-sync-delay`) for more replicas
-/// before synchronising its first one.
+/// The arguments of every Cluster node, `node_timeout` its `cluster-node-timeout`.
 fn cluster_node_args(node_timeout: Duration) -> Vec<String> {
     let timeout = node_timeout.as_millis().to_string();
-    [
-        "--cluster-enabled",
-        "yes",
-        "--cluster-config-file",
-        "nodes.conf",
-        "--cluster-node-timeout",
-        &timeout,
-        "--repl-diskless-sync-delay",
-        "0",
-    ]
-    .map(str::to_owned)
-    .to_vec()
+    ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", &timeout]
+        .map(str::to_owned)
+        .to_vec()
 }
 
 /// Joins `nodes`, reached on `ports` (with `redis-cli`'s `connection` options, such as
