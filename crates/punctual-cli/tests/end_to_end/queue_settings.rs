@@ -390,8 +390,11 @@ fn a_resume_through_one_server_fires_ten_thousand_due_tasks_from_both_in_due_ord
         order.push(key);
     }
     // Two nodes with four deliveries each in flight, leased in due order: a delivery is
-    // at most a few batches from its rank (ties of one millisecond are in any order).
+    // at most a few batches of 8 from its rank (ties of one millisecond are in any
+    // order). One node's batch can wait on a loaded machine while the other goes on
+    // (26 places seen in CI), so the bound is 6 batches; a lease out of due order would
+    // put deliveries thousands of places off.
     let rank = |key: &str| key[1..].parse::<usize>().unwrap() / 10 * 10;
     let displaced = order.iter().enumerate().map(|(at, key)| at.abs_diff(rank(key))).max().unwrap_or(0);
-    assert!(displaced <= 24, "deliveries out of due order by {displaced} places");
+    assert!(displaced <= 48, "deliveries out of due order by {displaced} places");
 }
