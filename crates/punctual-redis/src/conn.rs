@@ -236,10 +236,21 @@ impl Conn {
                     SentinelServerType::Master,
                 )
                 .map_err(map_err)?;
+                // The primary just found is the first connection's: the Sentinels are
+                // asked again only once it stops answering.
+                let config = manager_config(op_timeout);
+                let first = tokio::time::timeout(
+                    op_timeout,
+                    ConnectionManager::new_with_config(primary_client.clone(), config.clone()),
+                )
+                .await
+                .map_err(|_| Error::Unavailable(format!("the primary did not answer within {op_timeout:?}")))
+                .and_then(|connected| connected.map_err(map_err))
+                .map_err(asked)?;
                 let handle = SentinelPrimary {
                     sentinel: tokio::sync::Mutex::new(client),
-                    current: Mutex::new(None),
-                    config: manager_config(op_timeout),
+                    current: Mutex::new(Some(first)),
+                    config,
                 };
                 // Wake-ups through the primary and its replicas: each replica gets
                 // every publication too, and one of them is the primary after a failover.

@@ -111,7 +111,7 @@ fn work_until(api: &Api, stop: &Stop, seen: &Seen, drain_by: &Mutex<Option<Insta
             Ok(resp) if resp.status == 200 => resp,
             Ok(resp) => {
                 seen.refusal("lease", &resp);
-                thread::sleep(Duration::from_millis(50));
+                stop.back_off(Duration::from_millis(50));
                 continue;
             }
             Err(e) => panic!("the server must answer a lease, not drop the call: {e}"),
