@@ -6,8 +6,10 @@
 //! queue has free handler slots, and runs each handler in its own tokio task while a
 //! heartbeat renews the lease. Whatever a handler does — return an outcome, return an
 //! error, panic — ends in exactly one completion; a handler never takes a dispatcher
-//! down. On shutdown, dispatchers stop leasing, running handlers get a grace period,
-//! and leases of handlers still running after it are released so the tasks fire again.
+//! down. A completion the store did not answer is asked again a few times (fenced by
+//! the lease, so never applied twice) before the worker leaves it to the lease expiry.
+//! On shutdown, dispatchers stop leasing, running handlers get a grace period, and
+//! leases of handlers still running after it are released so the tasks fire again.
 //!
 //! A task is leased only when a handler slot is free, so no lease waits for a slot: a
 //! task waiting for the queue's concurrency is still `scheduled`, and a cancel removes
@@ -427,17 +429,51 @@ impl<S: Store> RunOne<S> {
             tracing::info!(queue = %token.queue, key = %token.key, "handler stood down: the task was cancelled or replaced, or its lease expired, while it waited");
             return;
         }
-        match self.engine.complete(&self.lease, outcome).await {
-            Ok(()) => {}
-            Err(Error::LeaseLost) => {
-                tracing::info!(queue = %token.queue, key = %token.key, "ack refused: the lease expired or the task was replaced or cancelled")
+        self.acknowledge(outcome).await;
+    }
+
+    /// Completes the lease with `outcome`. A completion the store did not answer is
+    /// asked again, [`ACK_TRIES`] tries in all: giving up costs a second delivery when
+    /// the lease expires, and a repeat is harmless (completions are fenced, so one the
+    /// store applied without answering refuses the repeat, never applies it twice).
+    async fn acknowledge(&self, outcome: Outcome) {
+        let token = &self.lease.token;
+        let mut pause = ACK_RETRY_PAUSE;
+        for tries in 1..=ACK_TRIES {
+            let error = match self.engine.complete(&self.lease, outcome.clone()).await {
+                Ok(()) => return,
+                Err(Error::LeaseLost) if tries == 1 => {
+                    tracing::info!(queue = %token.queue, key = %token.key, "ack refused: the lease expired or the task was replaced or cancelled");
+                    return;
+                }
+                Err(Error::LeaseLost) => {
+                    tracing::info!(queue = %token.queue, key = %token.key, tries, "ack refused when asked again: the lease expired meanwhile, or the unanswered try was applied");
+                    return;
+                }
+                Err(e @ Error::Unavailable(_)) if tries < ACK_TRIES => e,
+                Err(e) => {
+                    tracing::warn!(queue = %token.queue, key = %token.key, error = %e, tries, "cannot acknowledge; the lease will expire and the task fire again");
+                    return;
+                }
+            };
+            tracing::info!(queue = %token.queue, key = %token.key, error = %error, "the store did not answer an ack; asking again");
+            tokio::select! {
+                _ = self.engine.sleep(pause) => {}
+                _ = self.abort.cancelled() => {
+                    tracing::warn!(queue = %token.queue, key = %token.key, error = %error, "cannot acknowledge before shutdown; the lease will expire and the task fire again");
+                    return;
+                }
             }
-            Err(e) => {
-                tracing::warn!(queue = %token.queue, key = %token.key, error = %e, "cannot acknowledge; the lease will expire and the task fire again")
-            }
+            pause *= 4;
         }
     }
 }
+
+/// How many times a worker tries one completion the store does not answer
+/// ([`RunOne::acknowledge`]), and its pause before the second try (four times longer
+/// before each later one).
+const ACK_TRIES: u32 = 3;
+const ACK_RETRY_PAUSE: Duration = Duration::from_millis(100);
 
 fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
     if let Some(text) = payload.downcast_ref::<&str>() {

@@ -8,19 +8,17 @@
 
 #![allow(clippy::unwrap_used, reason = "helpers of tests: a failed unwrap is a failed test")]
 
+mod common;
+
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use common::Faulty;
 use punctual_core::events::{Event, Restarted, StoreOp};
-use punctual_core::store::{
-    CompleteRequest, ExtendRequest, LeaseBatch, LeaseRequest, ListRequest, Page, PurgeRequest, QueueChangeRequest,
-    QueueRecord, QueueStats, ReapResult, RetriedDead, RetryDeadBatchRequest, RetryDeadRequest, Scheduled, SweepRequest,
-    Swept,
-};
 use punctual_core::{
-    Delivery, Engine, EngineConfig, LeaseOptions, LeaseToken, ManualClock, MemoryStore, NewTask, Outcome, QueueName,
-    Store, Tag, Task, TaskKey, TaskSpec, Timestamp, WatchdogConfig, Worker,
+    Delivery, Engine, EngineConfig, LeaseOptions, ManualClock, MemoryStore, NewTask, Outcome, QueueName, Store,
+    TaskKey, TaskSpec, Timestamp, WatchdogConfig, Worker,
 };
 use tokio::sync::mpsc;
 use tokio::time::timeout;
@@ -129,94 +127,12 @@ async fn without_the_watchdog_the_same_task_stays_stuck() {
     engine.shutdown().await.unwrap();
 }
 
-/// The embedded store, except that its first `reap` never returns (a hung call).
-struct FirstReapHangs {
-    inner: MemoryStore,
-    reaps: AtomicUsize,
-}
-
-impl Store for FirstReapHangs {
-    async fn schedule(
-        &self,
-        tasks: Vec<NewTask>,
-        now: Timestamp,
-    ) -> punctual_core::Result<Vec<punctual_core::Result<Scheduled>>> {
-        self.inner.schedule(tasks, now).await
-    }
-    async fn get(&self, queue: &QueueName, key: &TaskKey) -> punctual_core::Result<Option<Task>> {
-        self.inner.get(queue, key).await
-    }
-    async fn cancel(&self, queue: &QueueName, key: &TaskKey) -> punctual_core::Result<bool> {
-        self.inner.cancel(queue, key).await
-    }
-    async fn cancel_tag(&self, queue: &QueueName, tag: &Tag) -> punctual_core::Result<u64> {
-        self.inner.cancel_tag(queue, tag).await
-    }
-    async fn list(&self, req: ListRequest) -> punctual_core::Result<Page> {
-        self.inner.list(req).await
-    }
-    async fn lease(&self, req: LeaseRequest) -> punctual_core::Result<LeaseBatch> {
-        self.inner.lease(req).await
-    }
-    async fn complete(&self, req: CompleteRequest) -> punctual_core::Result<()> {
-        self.inner.complete(req).await
-    }
-    async fn complete_many(&self, reqs: Vec<CompleteRequest>) -> punctual_core::Result<Vec<punctual_core::Result<()>>> {
-        self.inner.complete_many(reqs).await
-    }
-    async fn extend(&self, req: ExtendRequest) -> punctual_core::Result<Timestamp> {
-        self.inner.extend(req).await
-    }
-    async fn release(&self, token: &LeaseToken, now: Timestamp) -> punctual_core::Result<()> {
-        self.inner.release(token, now).await
-    }
-    async fn reap(&self, now: Timestamp, limit: u32) -> punctual_core::Result<ReapResult> {
-        if self.reaps.fetch_add(1, Ordering::SeqCst) == 0 {
-            std::future::pending::<()>().await;
-        }
-        self.inner.reap(now, limit).await
-    }
-    async fn retry_dead(&self, req: RetryDeadRequest) -> punctual_core::Result<Option<Task>> {
-        self.inner.retry_dead(req).await
-    }
-    async fn retry_dead_batch(&self, req: RetryDeadBatchRequest) -> punctual_core::Result<RetriedDead> {
-        self.inner.retry_dead_batch(req).await
-    }
-    async fn delete_dead(&self, queue: &QueueName, key: &TaskKey) -> punctual_core::Result<bool> {
-        self.inner.delete_dead(queue, key).await
-    }
-    async fn sweep_dead(&self, req: SweepRequest) -> punctual_core::Result<Swept> {
-        self.inner.sweep_dead(req).await
-    }
-    async fn stats(&self, queue: Option<&QueueName>) -> punctual_core::Result<Vec<QueueStats>> {
-        self.inner.stats(queue).await
-    }
-    async fn purge(&self, req: PurgeRequest) -> punctual_core::Result<u64> {
-        self.inner.purge(req).await
-    }
-    async fn queue_record(&self, queue: &QueueName) -> punctual_core::Result<Option<QueueRecord>> {
-        self.inner.queue_record(queue).await
-    }
-    async fn queue_records(&self) -> punctual_core::Result<Vec<QueueRecord>> {
-        self.inner.queue_records().await
-    }
-    async fn change_queue(&self, req: QueueChangeRequest) -> punctual_core::Result<QueueRecord> {
-        self.inner.change_queue(req).await
-    }
-    async fn secret(&self) -> punctual_core::Result<[u8; 32]> {
-        self.inner.secret().await
-    }
-    async fn close(&self) -> punctual_core::Result<()> {
-        self.inner.close().await
-    }
-}
-
 #[tokio::test(start_paused = true)]
 async fn a_hung_reaper_is_replaced_and_expired_leases_come_back() {
     let clock = ManualClock::new(START);
     let mut config = EngineConfig::default().clock(Arc::new(clock.clone()));
     config.watchdog = Some(WatchdogConfig::new(Duration::from_secs(5), Duration::from_secs(10)));
-    let store = FirstReapHangs { inner: MemoryStore::new(), reaps: AtomicUsize::new(0) };
+    let store = Faulty { hung_reaps: 1, ..Faulty::default() };
     let engine = Engine::start(store, config);
     let counts = Counts::of(&engine);
     // The reaper's first pass (at start) hangs in the store.

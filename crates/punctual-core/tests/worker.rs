@@ -1,11 +1,14 @@
 //! The worker on the reference store with tokio's paused time: guards against a
 //! handler that panics or errors taking its dispatcher down, leases expiring under a
 //! slow but healthy handler (no heartbeat), shutdown losing or double-running work,
-//! concurrency limits being exceeded, and a sleeping timer missing an earlier task.
+//! concurrency limits being exceeded, a sleeping timer missing an earlier task, and an
+//! ack the store did not answer costing a second delivery or applying twice.
 //!
 //! Time is tokio's, paused ([`TokioClock`]): it moves only when every task waits,
 //! straight to the next deadline, so a handler that works for three lease lengths takes
 //! no wall time, and every run sees the same instants.
+
+mod common;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -16,6 +19,8 @@ use punctual_core::{
 };
 use tokio::sync::mpsc;
 use tokio::time::timeout;
+
+use common::Faulty;
 
 const PATIENCE: Duration = Duration::from_secs(20);
 const START: Timestamp = Timestamp::from_millis(1_796_040_000_000);
@@ -256,6 +261,105 @@ async fn a_repeating_task_keeps_firing_until_its_tag_is_cancelled() {
     let _ = timeout(Duration::from_millis(300), rx.recv()).await;
     assert!(timeout(Duration::from_millis(400), rx.recv()).await.is_err(), "no reminder after cancel");
     assert_eq!(engine.get("remind", "step-1").await.unwrap(), None);
+    worker.shutdown().await;
+    engine.shutdown().await.unwrap();
+}
+
+/// An engine on a store whose next completions go unanswered: `applied` says, for each,
+/// whether the store applied it before the answer was lost.
+fn start_unanswered(applied: &[bool]) -> Engine<Faulty> {
+    let store =
+        Faulty { unanswered_completes: std::sync::Mutex::new(applied.iter().copied().collect()), ..Faulty::default() };
+    Engine::start(store, EngineConfig::default().clock(Arc::new(TokioClock::starting_at(START))))
+}
+
+/// A worker on `queue` reporting each try's attempt and answering `Done`.
+fn reporting_worker(
+    engine: &Engine<Faulty>,
+    queue: &str,
+) -> (punctual_core::RunningWorker, mpsc::UnboundedReceiver<u32>) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let worker = Worker::new(engine.clone())
+        .lease_for(Duration::from_secs(1))
+        .handle(queue, move |d: Delivery| {
+            let tx = tx.clone();
+            async move {
+                tx.send(d.attempt).expect("the test listens");
+                Ok::<_, punctual_core::BoxError>(Outcome::Done)
+            }
+        })
+        .start()
+        .expect("the worker starts");
+    (worker, rx)
+}
+
+async fn gone(engine: &Engine<Faulty>, queue: &str, key: &str) {
+    timeout(PATIENCE, async {
+        while engine.get(queue, key).await.expect("the store answers reads").is_some() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("{queue}/{key} was completed"));
+}
+
+/// Guards against a store blip (Redis slow to answer one call, a node resuming from a
+/// pause) costing a second delivery: the worker asks again and the task runs once.
+#[tokio::test(start_paused = true)]
+async fn an_ack_the_store_did_not_answer_is_asked_again_and_the_task_runs_once() {
+    let engine = start_unanswered(&[false]);
+    engine.schedule("q", "k", TaskSpec::now()).await.unwrap();
+    let (worker, mut rx) = reporting_worker(&engine, "q");
+    assert_eq!(next(&mut rx, "the first try").await, 1);
+    gone(&engine, "q", "k").await;
+    assert_eq!(engine.store().completes.load(Ordering::SeqCst), 2, "the unanswered ack, then the one applied");
+    // Well past the lease: a lost ack would have brought the task back by now.
+    assert!(timeout(Duration::from_secs(5), rx.recv()).await.is_err(), "one try only");
+    worker.shutdown().await;
+    engine.shutdown().await.unwrap();
+}
+
+/// Guards against asking again applying a completion twice: the store applied the
+/// first one and lost its answer, so the repeat is refused (the lease is spent) and
+/// the task, done once, never fires again.
+#[tokio::test(start_paused = true)]
+async fn an_ack_applied_without_an_answer_is_refused_when_asked_again() {
+    let engine = start_unanswered(&[true]);
+    let refused = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&refused);
+    engine.observe(move |event: &punctual_core::Event| {
+        if matches!(event, punctual_core::Event::AckRefused { .. }) {
+            counter.fetch_add(1, Ordering::SeqCst);
+        }
+    });
+    engine.schedule("q", "k", TaskSpec::now()).await.unwrap();
+    let (worker, mut rx) = reporting_worker(&engine, "q");
+    assert_eq!(next(&mut rx, "the first try").await, 1);
+    gone(&engine, "q", "k").await;
+    timeout(PATIENCE, async {
+        while refused.load(Ordering::SeqCst) == 0 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("the repeat is refused");
+    assert_eq!(engine.store().completes.load(Ordering::SeqCst), 2);
+    assert!(timeout(Duration::from_secs(5), rx.recv()).await.is_err(), "one try only");
+    worker.shutdown().await;
+    engine.shutdown().await.unwrap();
+}
+
+/// The bound on asking again: a store that answers none of three tries leaves the
+/// task to its lease, and it fires again, as before the retries existed.
+#[tokio::test(start_paused = true)]
+async fn an_ack_unanswered_three_times_is_left_to_the_lease_and_the_task_fires_again() {
+    let engine = start_unanswered(&[false, false, false]);
+    engine.schedule("q", "k", TaskSpec::now()).await.unwrap();
+    let (worker, mut rx) = reporting_worker(&engine, "q");
+    assert_eq!(next(&mut rx, "the first try").await, 1);
+    assert_eq!(next(&mut rx, "the second try, after the lease expired").await, 2);
+    gone(&engine, "q", "k").await;
+    assert_eq!(engine.store().completes.load(Ordering::SeqCst), 4, "three unanswered, then the second try's");
     worker.shutdown().await;
     engine.shutdown().await.unwrap();
 }
