@@ -15,7 +15,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use punctual_core::{
-    Backoff, Delivery, Engine, EngineConfig, MemoryStore, Outcome, TaskSpec, TaskState, Timestamp, TokioClock, Worker,
+    Backoff, Delivery, Engine, EngineConfig, Event, EventStream, MemoryStore, Outcome, TaskSpec, TaskState, Timestamp,
+    TokioClock, Worker,
 };
 use tokio::sync::mpsc;
 use tokio::time::timeout;
@@ -293,14 +294,9 @@ fn reporting_worker(
     (worker, rx)
 }
 
-async fn gone(engine: &Engine<Faulty>, queue: &str, key: &str) {
-    timeout(PATIENCE, async {
-        while engine.get(queue, key).await.expect("the store answers reads").is_some() {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    })
-    .await
-    .unwrap_or_else(|_| panic!("{queue}/{key} was completed"));
+/// Waits for the engine to say what `pick` looks for.
+async fn until(events: &mut EventStream, what: &str, pick: impl Fn(&Event) -> bool) {
+    events.wait_for(PATIENCE, |event| pick(event).then_some(())).await.unwrap_or_else(|| panic!("{what}"));
 }
 
 /// Guards against a store blip (Redis slow to answer one call, a node resuming from a
@@ -308,10 +304,12 @@ async fn gone(engine: &Engine<Faulty>, queue: &str, key: &str) {
 #[tokio::test(start_paused = true)]
 async fn an_ack_the_store_did_not_answer_is_asked_again_and_the_task_runs_once() {
     let engine = start_unanswered(&[false]);
+    let mut events = engine.subscribe();
     engine.schedule("q", "k", TaskSpec::now()).await.unwrap();
     let (worker, mut rx) = reporting_worker(&engine, "q");
     assert_eq!(next(&mut rx, "the first try").await, 1);
-    gone(&engine, "q", "k").await;
+    until(&mut events, "the first try's ack is applied", |e| matches!(e, Event::Completed { attempt: 1, .. })).await;
+    assert_eq!(engine.get("q", "k").await.unwrap(), None);
     assert_eq!(engine.store().completes.load(Ordering::SeqCst), 2, "the unanswered ack, then the one applied");
     // Well past the lease: a lost ack would have brought the task back by now.
     assert!(timeout(Duration::from_secs(5), rx.recv()).await.is_err(), "one try only");
@@ -325,24 +323,12 @@ async fn an_ack_the_store_did_not_answer_is_asked_again_and_the_task_runs_once()
 #[tokio::test(start_paused = true)]
 async fn an_ack_applied_without_an_answer_is_refused_when_asked_again() {
     let engine = start_unanswered(&[true]);
-    let refused = Arc::new(AtomicUsize::new(0));
-    let counter = Arc::clone(&refused);
-    engine.observe(move |event: &punctual_core::Event| {
-        if matches!(event, punctual_core::Event::AckRefused { .. }) {
-            counter.fetch_add(1, Ordering::SeqCst);
-        }
-    });
+    let mut events = engine.subscribe();
     engine.schedule("q", "k", TaskSpec::now()).await.unwrap();
     let (worker, mut rx) = reporting_worker(&engine, "q");
     assert_eq!(next(&mut rx, "the first try").await, 1);
-    gone(&engine, "q", "k").await;
-    timeout(PATIENCE, async {
-        while refused.load(Ordering::SeqCst) == 0 {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    })
-    .await
-    .expect("the repeat is refused");
+    until(&mut events, "the repeat is refused", |e| matches!(e, Event::AckRefused { .. })).await;
+    assert_eq!(engine.get("q", "k").await.unwrap(), None, "the first, unanswered, ack was applied");
     assert_eq!(engine.store().completes.load(Ordering::SeqCst), 2);
     assert!(timeout(Duration::from_secs(5), rx.recv()).await.is_err(), "one try only");
     worker.shutdown().await;
@@ -354,11 +340,13 @@ async fn an_ack_applied_without_an_answer_is_refused_when_asked_again() {
 #[tokio::test(start_paused = true)]
 async fn an_ack_unanswered_three_times_is_left_to_the_lease_and_the_task_fires_again() {
     let engine = start_unanswered(&[false, false, false]);
+    let mut events = engine.subscribe();
     engine.schedule("q", "k", TaskSpec::now()).await.unwrap();
     let (worker, mut rx) = reporting_worker(&engine, "q");
     assert_eq!(next(&mut rx, "the first try").await, 1);
     assert_eq!(next(&mut rx, "the second try, after the lease expired").await, 2);
-    gone(&engine, "q", "k").await;
+    until(&mut events, "the second try's ack is applied", |e| matches!(e, Event::Completed { attempt: 2, .. })).await;
+    assert_eq!(engine.get("q", "k").await.unwrap(), None);
     assert_eq!(engine.store().completes.load(Ordering::SeqCst), 4, "three unanswered, then the second try's");
     worker.shutdown().await;
     engine.shutdown().await.unwrap();
