@@ -17,7 +17,7 @@
 //! whenever a call finds Redis unavailable or the node refuses as a replica (the old
 //! primary demoted), so a failover is followed without a restart.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -44,8 +44,10 @@ enum Handle {
 struct ClusterHandle {
     client: ClusterClient,
     connection: Mutex<ClusterConnection>,
-    /// When the calls began to fail, `None` while they answer.
-    failing_since: Mutex<Option<Instant>>,
+    /// When the calls began to fail, in milliseconds after `opened` plus one; 0 while
+    /// they answer. An atomic: every answered call reads it, on the lease path.
+    failing_since: AtomicU64,
+    opened: Instant,
     replacing: AtomicBool,
     stall: Duration,
 }
@@ -56,21 +58,24 @@ impl ClusterHandle {
     }
 
     fn answered(&self) {
-        *locked(&self.failing_since) = None;
+        if self.failing_since.load(Ordering::Relaxed) != 0 {
+            self.failing_since.store(0, Ordering::Relaxed);
+        }
     }
 
     /// Counts a call that found Redis unavailable; past `stall` of those in a row,
     /// opens a replacement connection (one at a time).
     fn failed(self: &Arc<Self>) {
-        let now = Instant::now();
+        let now = u64::try_from(self.opened.elapsed().as_millis()).unwrap_or(u64::MAX - 1) + 1;
+        let began = match self.failing_since.compare_exchange(0, now, Ordering::Relaxed, Ordering::Relaxed) {
+            Ok(_) => now,
+            Err(began) => began,
+        };
+        if Duration::from_millis(now.saturating_sub(began)) < self.stall || self.replacing.swap(true, Ordering::SeqCst)
         {
-            let mut since = locked(&self.failing_since);
-            let began = *since.get_or_insert(now);
-            if now.duration_since(began) < self.stall || self.replacing.swap(true, Ordering::SeqCst) {
-                return;
-            }
-            *since = None;
+            return;
         }
+        self.failing_since.store(0, Ordering::Relaxed);
         let handle = Arc::clone(self);
         tokio::spawn(async move {
             match tokio::time::timeout(handle.stall, handle.client.get_async_connection()).await {
@@ -193,7 +198,8 @@ impl Conn {
                 let handle = ClusterHandle {
                     client,
                     connection: Mutex::new(connection),
-                    failing_since: Mutex::new(None),
+                    failing_since: AtomicU64::new(0),
+                    opened: Instant::now(),
                     replacing: AtomicBool::new(false),
                     stall: stall(op_timeout),
                 };
@@ -258,9 +264,7 @@ impl Conn {
                     .chain(replicas)
                     .map(|client| client.get_connection_info().clone())
                     .collect();
-                let conn = Conn::new(Handle::Sentinel(Arc::new(handle)), op_timeout);
-                conn.query::<String>(&redis::cmd("PING")).await.map_err(asked)?;
-                Ok((conn, nodes))
+                Ok((Conn::new(Handle::Sentinel(Arc::new(handle)), op_timeout), nodes))
             }
         }
     }
