@@ -94,6 +94,10 @@ impl ClusterHandle {
     }
 }
 
+/// The Cluster client's shortest pause before trying a command again, in milliseconds;
+/// the longest is four times that.
+const CLUSTER_RETRY_PAUSE_MS: u64 = 50;
+
 /// How long Cluster calls may all fail before the connection is replaced: three
 /// operation timeouts, at least three seconds (a failover the client follows by itself
 /// takes about that).
@@ -188,6 +192,12 @@ impl Conn {
                     .connection_timeout(connect_timeout)
                     .response_timeout(op_timeout)
                     .retries(3)
+                    // A redirected or failed command is tried again within the call's
+                    // time limit: the client's default pause (1.28 s or more) outlasts
+                    // a 1 s `[redis] timeout`, so a call that met a failover's MOVED or
+                    // a refreshed slot map answered 503 instead of its answer.
+                    .min_retry_wait(CLUSTER_RETRY_PAUSE_MS)
+                    .max_retry_wait(CLUSTER_RETRY_PAUSE_MS * 4)
                     .build()
                     .map_err(map_err)?;
                 let connection = tokio::time::timeout(op_timeout, client.get_async_connection())
