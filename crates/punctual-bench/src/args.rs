@@ -33,6 +33,8 @@ Workloads:
                scheduling due-now tasks while a worker fires and acks them), then single
                schedule calls from 64 clients and batches of 1,000; on the embedded store
                beside one durable SQLite commit per task
+               (burst and throughput on Redis, in process or --serve: Redis CPU per task,
+               from INFO cpu, for scheduling, lease + ack and the two together)
   pending      N tasks (default 1,000,000) due in 30 days: memory and disk (or Redis memory)
                per task; embedded: a real punctual serve killed with kill -9 and restarted,
                process start -> first fire
@@ -123,6 +125,10 @@ pub struct BenchArgs {
     /// The embedded store's directory; each workload uses DIR/<workload>, kept after the run [default: a temporary directory]
     #[arg(long, value_name = "DIR")]
     pub data: Option<PathBuf>,
+    /// Redis: split each benchmark queue into N shards (in process, or the server --serve starts)
+    #[arg(long, value_name = "N", default_value_t = 1, conflicts_with = "server",
+          value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub shards: u32,
     /// Run spread, burst and throughput against this running punctual serve over HTTP
     #[arg(long, value_name = "URL", value_parser = parse_server_url, conflicts_with_all = ["store", "serve"])]
     pub server: Option<Url>,

@@ -17,6 +17,7 @@ use serde::Serialize;
 
 use super::bullmq::{BullmqBurst, BurstRatios, over};
 use super::driver::{BenchTask, ConsumerSettings, Driver, Recorder};
+use super::redis_cpu::{self, CpuPerTask};
 use super::report::{Figure, figures_beside, millis, rate, thousands, times, with_footer};
 use super::stats::{LagStats, per_second};
 use super::{Context, Side};
@@ -43,6 +44,9 @@ pub(crate) struct BurstReport {
     pub(crate) lag_ms: LagStats,
     /// The longest Lua script Redis ran, as a histogram bucket bound (private Redis only).
     pub(crate) longest_script_ms: Option<f64>,
+    /// Redis CPU per task (when the run knows the Redis): scheduling the burst, and the
+    /// burst scheduled, fired and acknowledged.
+    pub(crate) redis_cpu_us_per_task: Option<CpuPerTask>,
     /// The same burst on BullMQ, when it ran.
     pub(crate) bullmq: Option<BullmqBurst>,
     pub(crate) notes: Vec<String>,
@@ -59,6 +63,7 @@ pub(crate) async fn run<D: Driver>(driver: &D, tasks: usize, cx: &Context<'_>) -
         }
         _ => None,
     };
+    let cpu_at_start = redis_cpu::read(cx.redis_cpu.as_ref()).await?;
     let recorder = Recorder::new(tasks, cx.progress.bar(tasks as u64, "burst: fired"));
     let consumer = driver.consume(QUEUE, recorder.clone())?;
     let at = driver.now_ms() + 3_000 + tasks as i64 / 50;
@@ -70,11 +75,15 @@ pub(crate) async fn run<D: Driver>(driver: &D, tasks: usize, cx: &Context<'_>) -
         schedule_bar.inc(n);
     }
     schedule_bar.finish_and_clear();
+    let cpu_scheduled = redis_cpu::read(cx.redis_cpu.as_ref()).await?;
     let scheduled_before_due = driver.now_ms() <= at;
     let all_fired = recorder.wait_all(Duration::from_millis((at - driver.now_ms()).max(0) as u64) + DRAIN_LIMIT).await;
     consumer.stop().await?;
+    let cpu_drained = redis_cpu::read(cx.redis_cpu.as_ref()).await?;
     let (lags, duplicates) = recorder.take();
     let fired = lags.len();
+    let redis_cpu_us_per_task =
+        redis_cpu::per_task([cpu_at_start, cpu_scheduled], tasks as u64, [cpu_at_start, cpu_drained], tasks as u64);
     let lag = LagStats::of(lags);
     let drained_in_ms = lag.max.max(0) as u64;
     let mut notes = Vec::new();
@@ -123,6 +132,7 @@ pub(crate) async fn run<D: Driver>(driver: &D, tasks: usize, cx: &Context<'_>) -
         tasks_per_second,
         lag_ms: lag,
         longest_script_ms,
+        redis_cpu_us_per_task,
         bullmq,
         notes,
     })
@@ -173,6 +183,9 @@ impl BurstReport {
         ];
         if let Some(ms) = self.longest_script_ms {
             rows.push(Figure::ours("longest Redis script (histogram bound)", format!("≤ {ms:.1} ms")));
+        }
+        if let Some(cpu) = &self.redis_cpu_us_per_task {
+            rows.push(Figure::ours("Redis CPU per task: schedule + lease/ack = together", cpu.describe()));
         }
         let text = figures_beside(
             &format!(

@@ -38,6 +38,7 @@ mod bullmq;
 mod burst;
 mod driver;
 mod pending;
+mod redis_cpu;
 mod report;
 mod serve;
 mod soak;
@@ -95,6 +96,8 @@ pub(crate) struct Context<'a> {
     bullmq: Option<&'a Bullmq>,
     /// Why BullMQ did not run, when it did not and was not turned off.
     bullmq_skipped: Option<String>,
+    /// The Redis of the punctual under test, when the run knows it.
+    redis_cpu: Option<redis_cpu::RedisCpu>,
 }
 
 impl Context<'_> {
@@ -282,7 +285,8 @@ async fn run_workloads(args: BenchArgs, emit: fn(&str) -> Result<()>) -> Result<
             served: None,
         },
         (None, _) if args.serve => {
-            let served = ServedTarget::start(&args, None).await?;
+            let config = shards_config(args.shards);
+            let served = ServedTarget::start(&args, config.as_deref()).await?;
             Target::Http {
                 // The server started for the run has no tokens.
                 driver: HttpDriver::new(served.served.url(), None, pull)?,
@@ -356,19 +360,21 @@ async fn run_workloads(args: BenchArgs, emit: fn(&str) -> Result<()>) -> Result<
             Target::Embedded { root, .. } => {
                 let dir = root.join(workload.name());
                 let side = Side::Embedded { dir: dir.clone() };
-                let cx = shared.context(progress.clone(), &side, format!("the embedded store ({})", dir.display()));
+                let cx =
+                    shared.context(progress.clone(), &side, format!("the embedded store ({})", dir.display()), None);
                 run_embedded(workload, &args, &dir, &cx).await?
             }
             Target::Redis { url, private, prefix } => {
                 let side = Side::Redis { url, private: private.as_ref() };
                 let what = if private.is_some() { "a private redis-server" } else { "Redis" };
-                let cx = shared.context(progress.clone(), &side, format!("{what} at {url}"));
+                let cx = shared.context(progress.clone(), &side, format!("{what} at {url}"), Some(url));
                 run_redis(workload, &args, url, prefix, &cx).await?
             }
             Target::Http { driver, url, served } => {
                 let side = Side::Http;
                 let what = if served.is_some() { url.clone() } else { format!("punctual serve at {url}") };
-                let cx = shared.context(progress.clone(), &side, what);
+                let redis = served.as_ref().and_then(|s| s.redis.as_ref()).map(|r| r.url.as_str());
+                let cx = shared.context(progress.clone(), &side, what, redis);
                 run_workload(driver, workload, &args, &cx).await?
             }
         };
@@ -407,7 +413,7 @@ struct Shared<'a> {
 }
 
 impl<'a> Shared<'a> {
-    fn context(&self, progress: Progress, side: &'a Side<'a>, target: String) -> Context<'a> {
+    fn context(&self, progress: Progress, side: &'a Side<'a>, target: String, redis: Option<&str>) -> Context<'a> {
         Context {
             progress,
             side,
@@ -416,6 +422,7 @@ impl<'a> Shared<'a> {
             baselines_skipped: self.skipped.to_vec(),
             bullmq: self.bullmq,
             bullmq_skipped: self.bullmq_skipped.clone(),
+            redis_cpu: redis.map(redis_cpu::RedisCpu::new),
         }
     }
 }
@@ -446,6 +453,7 @@ async fn run_redis(workload: Workload, args: &BenchArgs, url: &str, prefix: &str
     let before = if workload == Workload::Pending { Some(pending::before(cx).await?) } else { None };
     let mut config = RedisConfig::new(punctual_redis::Target::parse(url)?);
     config.prefix = prefix.to_owned();
+    config.default_shards = args.shards;
     let store = RedisStore::connect(config).await.with_context(|| format!("cannot connect to Redis at {url}"))?;
     let clock = store.clock();
     let engine = Engine::start(store, EngineConfig::default().clock(clock));
@@ -462,6 +470,15 @@ async fn run_redis(workload: Workload, args: &BenchArgs, url: &str, prefix: &str
         }
         other => Ok(other),
     }
+}
+
+/// The config file of a served punctual splitting the benchmark queues into `shards`.
+fn shards_config(shards: u32) -> Option<String> {
+    (shards > 1).then(|| {
+        let queues =
+            ["bench.spread", "bench.burst", "bench.throughput", "bench.throughput.single", "bench.throughput.batch"];
+        queues.iter().map(|queue| format!("[queues.\"{queue}\"]\nshards = {shards}\n")).collect()
+    })
 }
 
 /// Runs `spread`, `burst` or `throughput` on `driver`.

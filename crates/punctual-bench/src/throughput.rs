@@ -23,6 +23,7 @@ use serde::Serialize;
 use super::baselines;
 use super::bullmq::{BullmqThroughput, ThroughputRatios, over};
 use super::driver::{BenchTask, ConsumerSettings, Driver, Recorder};
+use super::redis_cpu::{self, CpuPerTask};
 use super::report::{Figure, figures_beside, rate, thousands, times, with_footer};
 use super::stats::per_second;
 use super::{Context, Side};
@@ -50,6 +51,10 @@ pub(crate) struct ThroughputReport {
     pub(crate) schedule_clients: usize,
     /// Batches of 1,000, tasks/s.
     pub(crate) schedule_batch_per_second: f64,
+    /// Redis CPU per task (when the run knows the Redis): scheduling, from the batches
+    /// phase; together, from the sustained phase (every task scheduled, fired and
+    /// acknowledged); lease + ack, the difference.
+    pub(crate) redis_cpu_us_per_task: Option<CpuPerTask>,
     pub(crate) baselines: Vec<RateBaseline>,
     /// BullMQ's sustained add + process, when it ran.
     pub(crate) bullmq: Option<BullmqThroughput>,
@@ -84,9 +89,16 @@ pub(crate) struct RateBaseline {
 
 pub(crate) async fn run<D: Driver>(driver: &D, duration: Duration, cx: &Context<'_>) -> Result<ThroughputReport> {
     let mut notes = Vec::new();
+    let redis = cx.redis_cpu.as_ref();
+    let before = redis_cpu::read(redis).await?;
     let sustained = sustained(driver, duration, cx, &mut notes).await?;
+    let after_sustained = redis_cpu::read(redis).await?;
     let single = schedule_singles(driver, duration, cx).await?;
-    let batch = schedule_batches(driver, duration, cx).await?;
+    let before_batches = redis_cpu::read(redis).await?;
+    let (batch, batched) = schedule_batches(driver, duration, cx).await?;
+    let after_batches = redis_cpu::read(redis).await?;
+    let redis_cpu_us_per_task =
+        redis_cpu::per_task([before_batches, after_batches], batched, [before, after_sustained], sustained.scheduled);
     let mut rate_baselines = Vec::new();
     if let Side::Embedded { dir } = cx.side {
         let bar = cx.progress.counter("baseline: one commit per task");
@@ -126,6 +138,7 @@ pub(crate) async fn run<D: Driver>(driver: &D, duration: Duration, cx: &Context<
         schedule_single_per_second: single,
         schedule_clients: CLIENTS,
         schedule_batch_per_second: batch,
+        redis_cpu_us_per_task,
         baselines: rate_baselines,
         bullmq,
         notes,
@@ -216,8 +229,9 @@ async fn schedule_singles<D: Driver>(driver: &D, duration: Duration, cx: &Contex
     Ok(per_second(bar.position(), elapsed))
 }
 
-/// Tasks per second of one client scheduling batches of [`SCHEDULE_BATCH`].
-async fn schedule_batches<D: Driver>(driver: &D, duration: Duration, cx: &Context<'_>) -> Result<f64> {
+/// Tasks per second of one client scheduling batches of [`SCHEDULE_BATCH`], and how many
+/// it scheduled.
+async fn schedule_batches<D: Driver>(driver: &D, duration: Duration, cx: &Context<'_>) -> Result<(f64, u64)> {
     let bar = cx.progress.counter("schedule: batches of 1,000");
     let started = Instant::now();
     let deadline = started + duration;
@@ -231,7 +245,7 @@ async fn schedule_batches<D: Driver>(driver: &D, duration: Duration, cx: &Contex
     }
     let elapsed = started.elapsed();
     bar.finish_and_clear();
-    Ok(per_second(next_key, elapsed))
+    Ok((per_second(next_key, elapsed), next_key))
 }
 
 impl ThroughputReport {
@@ -270,6 +284,9 @@ impl ThroughputReport {
             ),
             Figure::ours("schedule only: batches of 1,000", rate(self.schedule_batch_per_second)),
         ];
+        if let Some(cpu) = &self.redis_cpu_us_per_task {
+            rows.push(Figure::ours("Redis CPU per task: schedule + lease/ack = together", cpu.describe()));
+        }
         for b in &self.baselines {
             rows.push(Figure::ours(b.approach, rate(b.per_second)));
             rows.push(Figure::ours(

@@ -37,6 +37,11 @@ pub struct RedisConfig {
     pub shards: HashMap<QueueName, u32>,
     /// Shards of queues not in `shards` (default 1).
     pub default_shards: u32,
+    /// How far a sharded queue's leases may stray from due order across its shards
+    /// (default 1 s): no task is leased while another shard of its queue holds a task
+    /// due more than this earlier. Zero keeps strict due order, at the cost of a script
+    /// per run of tasks that one shard holds before the next shard's earliest.
+    pub shard_order_slack: Duration,
     /// No call waits longer than this for Redis (default 5 s); then `Unavailable`.
     pub op_timeout: Duration,
     /// The engine looks at its queues at least this often (default 1 s).
@@ -54,6 +59,7 @@ impl RedisConfig {
             time: TimeSource::Redis,
             shards: HashMap::new(),
             default_shards: 1,
+            shard_order_slack: Duration::from_secs(1),
             op_timeout: Duration::from_secs(5),
             safety_poll: Duration::from_secs(1),
             wait_replicas: 0,

@@ -114,7 +114,15 @@ impl Shared {
         for chunk in reqs.chunks(SCRIPT_BATCH) {
             // Callers group by `now` (see `complete_each`): one `now` per script.
             let now = chunk.first().map_or(Timestamp::EPOCH, |r| r.now);
-            applied.extend(self.on(queue, shard).complete(chunk, now).await?);
+            let answers = self.on(queue, shard).complete(chunk, now).await?;
+            // A retried or rescheduled task is scheduled again (in its lane, which the
+            // token does not tell): the shard's heads are read afresh.
+            let rearmed =
+                chunk.iter().zip(&answers).any(|(req, applied)| *applied && req.completion.next_due().is_some());
+            if rearmed {
+                self.heads.forget(queue, shard);
+            }
+            applied.extend(answers);
         }
         self.replicate(queue, shard).await?;
         Ok(applied)

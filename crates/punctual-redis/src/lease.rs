@@ -2,45 +2,108 @@
 //! `group_commit`, expiries in `reap`).
 //!
 //! Invariants: a lease reads and takes only its lane's scheduled set in each shard
-//! (`keys`), so it costs what it takes whatever the other lane holds; a sharded queue
-//! fires in due order like any other: a lease call takes the earliest due tasks of its
-//! lane across all its shards (read each shard's due heads, then have each shard's
-//! script lease its share), at most [`SCRIPT_BATCH`] in all.
+//! (`keys`), so it costs what it takes whatever the other lane holds. An unsharded
+//! queue is one script, earliest due first. A sharded queue's lease takes from the
+//! shards whose head is due as this process knows it (`heads`, reading first the heads
+//! it does not trust), one script per shard visited, each bounded by the other shards'
+//! earliest head (plus `shard_order_slack`), until it has its batch: due order holds
+//! within a shard and, across shards, to within the slack (docs/redis.md). Each script
+//! takes at most [`SCRIPT_BATCH`] tasks.
 
 use punctual_core::store::{ExtendRequest, LeaseBatch, LeaseRequest, LeaseToken};
-use punctual_core::{Result, Timestamp};
+use punctual_core::{Lane, QueueName, Result, Timestamp};
 
-use crate::keys::ShardKeys;
-use crate::shards::{earliest, take_earliest};
 use crate::{SCRIPT_BATCH, Shared};
+
+/// The longest a lease waits for another call's script on the shards it would visit
+/// (a landing ends it sooner).
+const BUSY_WAIT: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// How many times one lease call waits so before it answers what it has (the engine
+/// asks again).
+const MAX_BUSY_WAITS: u32 = 4;
 
 impl Shared {
     pub(crate) async fn lease(&self, req: &LeaseRequest) -> Result<LeaseBatch> {
         let shards = self.shard_count(&req.queue, false).await?;
         let max = (req.max.max(1) as usize).min(SCRIPT_BATCH);
-        // One shard: one script, no reads first.
-        let share = if shards == 1 { vec![max] } else { self.lease_shares(req, shards, max).await? };
+        if shards == 1 {
+            let taken = self.on(&req.queue, 0).lease(req, max, None).await?;
+            let next_due = in_engine_time(taken.batch.next_due, taken.now, req.now);
+            return Ok(LeaseBatch::new(taken.batch.leases, next_due));
+        }
+        let (queue, lane) = (&req.queue, req.lane);
+        self.read_heads(queue, lane, shards, req.now).await?;
         let mut leases = Vec::new();
-        let mut next_due = None;
-        for (shard, take) in (0..shards).zip(share) {
-            let batch = self.on(&req.queue, shard).lease(req, take).await?;
-            next_due = earliest(next_due, batch.next_due);
-            leases.extend(batch.leases);
+        // Shards this call found with nothing due (Redis' clock may be a moment behind
+        // the engine's): not picked again by this call. Each visit either takes tasks or
+        // spends its shard, so the loop ends; the bound is a backstop.
+        let mut spent = Vec::new();
+        let mut script_now = None;
+        let (mut visits, mut waits) = (0, 0);
+        while visits <= 2 * shards && leases.len() < max {
+            let room = max - leases.len();
+            // Before the pick, so a landing between the two is not missed.
+            let landing = self.heads.landing();
+            let Some(pick) = self.heads.pick(queue, lane, shards, req.now, &spent) else { break };
+            if pick.busy {
+                // Every due shard is being leased from by another call of this process,
+                // which is likely to empty it: hand out what this call has, or wait
+                // for one of them to land and look again, rather than send a script that
+                // finds nothing (many pull loops woken by one wake-up would).
+                if !leases.is_empty() || waits == MAX_BUSY_WAITS {
+                    break;
+                }
+                waits += 1;
+                let _ = tokio::time::timeout(BUSY_WAIT, landing).await;
+                continue;
+            }
+            visits += 1;
+            let departure = self.heads.depart(queue, lane, shards, pick.shard, true);
+            match self.on(queue, pick.shard).lease(req, room, pick.bound.as_ref()).await {
+                Ok(taken) => {
+                    self.heads.land(departure, taken.head, req.now);
+                    script_now = Some(script_now.map_or(taken.now, |at: Timestamp| at.max(taken.now)));
+                    if taken.batch.leases.is_empty() {
+                        spent.push(pick.shard);
+                    }
+                    leases.extend(taken.batch.leases);
+                }
+                Err(e) => {
+                    self.heads.crash(departure);
+                    // Leases already taken are handed out, not left to expire.
+                    if leases.is_empty() {
+                        return Err(e);
+                    }
+                    break;
+                }
+            }
         }
         leases.sort_by(|a, b| (a.task.due_at, a.task.key.as_str()).cmp(&(b.task.due_at, b.task.key.as_str())));
+        let mut next_due = self.heads.next_due(queue, lane, shards, req.now);
+        if let Some(script_now) = script_now {
+            next_due = in_engine_time(next_due, script_now, req.now);
+        }
         Ok(LeaseBatch::new(leases, next_due))
     }
 
-    /// How many of the `max` earliest due tasks of a sharded queue's lane each shard holds.
-    async fn lease_shares(&self, req: &LeaseRequest, shards: u32, max: usize) -> Result<Vec<usize>> {
-        let now = self.read_now(req.now).await?;
-        let mut due = Vec::new();
-        for shard in 0..shards {
-            let keys = ShardKeys::new(&self.config.prefix, &req.queue, shard);
-            let heads = self.scored_until(keys.scheduled_in(req.lane), now, max).await?;
-            due.extend(heads.into_iter().map(|(at, key)| ((at, key), shard as usize)));
-        }
-        Ok(take_earliest(&mut due, shards as usize, max))
+    /// Reads the heads of `queue`'s `lane` this process does not trust, all at once.
+    async fn read_heads(&self, queue: &QueueName, lane: Lane, shards: u32, now: Timestamp) -> Result<()> {
+        let untrusted = self.heads.untrusted(queue, lane, shards, now);
+        let reads = untrusted.into_iter().map(|shard| async move {
+            let departure = self.heads.depart(queue, lane, shards, shard, false);
+            match self.on(queue, shard).head(lane).await {
+                Ok(head) => {
+                    self.heads.land(departure, head, now);
+                    Ok(())
+                }
+                Err(e) => {
+                    self.heads.crash(departure);
+                    Err(e)
+                }
+            }
+        });
+        futures_util::future::join_all(reads).await.into_iter().collect()
     }
 
     pub(crate) async fn extend(&self, req: &ExtendRequest) -> Result<Timestamp> {
@@ -51,6 +114,32 @@ impl Shared {
 
     pub(crate) async fn release(&self, token: &LeaseToken, now: Timestamp) -> Result<()> {
         let shard = self.shard_of(&token.queue, &token.key, false).await?;
-        self.on(&token.queue, shard).release(token, now).await
+        self.on(&token.queue, shard).release(token, now).await?;
+        // Scheduled again at its due time: the shard's head is read afresh.
+        self.heads.forget(&token.queue, shard);
+        Ok(())
+    }
+}
+
+/// `next_due` as the engine's clock should read it: a task Redis' clock (`script_now`,
+/// a script's) says is due in Δ is due Δ after the engine's `now`. The engine's clock
+/// follows Redis' to within a millisecond or so, and a head due in that millisecond
+/// would otherwise have the engine ask again at once, over and over, until Redis' clock
+/// caught up.
+fn in_engine_time(next_due: Option<Timestamp>, script_now: Timestamp, now: Timestamp) -> Option<Timestamp> {
+    next_due.map(|due| if due > script_now { now.saturating_add(due.saturating_since(script_now)) } else { due })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_head_due_by_redis_clock_in_a_moment_is_due_that_moment_after_the_engines_now() {
+        let at = Timestamp::from_millis;
+        assert_eq!(in_engine_time(Some(at(101)), at(100), at(102)), Some(at(103)), "Redis a moment behind");
+        assert_eq!(in_engine_time(Some(at(150)), at(100), at(100)), Some(at(150)), "the same clock");
+        assert_eq!(in_engine_time(Some(at(90)), at(100), at(102)), Some(at(90)), "already due: as it is");
+        assert_eq!(in_engine_time(None, at(100), at(102)), None);
     }
 }

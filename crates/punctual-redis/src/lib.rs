@@ -11,8 +11,10 @@
 //!   due and expiry decision, so nodes with skewed clocks agree; [`RedisStore::clock`]
 //!   gives the engine the same time. [`TimeSource::Caller`] takes `now` from the
 //!   caller, for tests that drive a manual clock.
-//! - Wake-ups: scripts publish when they make a queue's next due time earlier; each
-//!   store follows the channel and reports [`Peers`] to its engine.
+//! - Wake-ups: scripts publish when they make a queue's next due time earlier, naming
+//!   the shard; each store follows the channel, keeps which shards of a sharded queue
+//!   hold due work (`heads`, so a lease visits only those) and reports [`Peers`] to its
+//!   engine.
 //! - Durability: as durable as Redis is configured to be (see `docs/redis.md`; settings
 //!   that can lose tasks are warned about at connect, see `durability`); optionally
 //!   each write waits for replicas (`WAIT`) before answering.
@@ -27,7 +29,7 @@
 //! `conn` (connecting, time limits, errors), `keys` (every key, in one table), `codes`
 //! (what the scripts call our enums), `scripts` (one typed call per Lua script),
 //! `record` (the stored task record), `shards` (the registry and fan-out over shards),
-//! `ids` (task id blocks), `tasks`, `lease`, `group_commit` (acks), `reap`, `list`
+//! `ids` (task id blocks), `tasks`, `lease` and `heads`, `group_commit` (acks), `reap`, `list`
 //! and `tag_list`, `cursor`, `dead`, `stats`, `rates`, `queue_records` (settings and
 //! pause state shared by every process); `clock`, `wake`, `identity` and
 //! `durability` run beside the store. This file holds the store and its `Store` impl,
@@ -37,6 +39,7 @@ mod clock;
 mod conn;
 mod dead;
 mod durability;
+mod heads;
 mod identity;
 mod keys;
 mod queue_records;
@@ -103,6 +106,9 @@ struct Shared {
     scripts: Scripts,
     clock: RedisClock,
     shards: shards::Shards,
+    heads: heads::Heads,
+    /// This process's name in the wake-ups of sharded queues (random).
+    publisher: String,
     ids: ids::Ids,
     identity: Identity,
     wakeups: broadcast::Sender<Wakeup>,
@@ -122,10 +128,11 @@ impl RedisStore {
         durability::warn_about_settings(&conn).await;
         let (wakeups, _) = broadcast::channel(4096);
         let stop = CancellationToken::new();
-        tokio::spawn(wake::follow(nodes, keys::wake_channel(&config.prefix), wakeups.clone(), stop.clone()));
         tokio::spawn(clock::refresh(clock.clone(), conn.clone(), stop.clone()));
         let shared = Arc::new(Shared {
             conn,
+            heads: heads::Heads::new(config.safety_poll, config.shard_order_slack),
+            publisher: format!("{:016x}", rand::random::<u64>()),
             config,
             scripts: Scripts::new(),
             clock,
@@ -136,6 +143,7 @@ impl RedisStore {
             stop,
             closed: AtomicBool::new(false),
         });
+        tokio::spawn(wake::follow(Arc::clone(&shared), nodes));
         let committer = Committer::start(Arc::clone(&shared));
         tokio::spawn(identity::watch(Arc::clone(&shared)));
         Ok(RedisStore { shared, committer })

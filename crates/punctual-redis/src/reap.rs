@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 
 use punctual_core::store::{ReapResult, Reaped};
-use punctual_core::{Result, Timestamp};
+use punctual_core::{Result, TaskState, Timestamp};
 
 use crate::keys::ShardKeys;
 use crate::shards::{earliest, take_earliest};
@@ -37,6 +37,10 @@ impl Shared {
         let mut next_expiry = None;
         for (index, ((queue, shard), take)) in shards.iter().zip(share).enumerate() {
             let result = self.on(queue, *shard).reap(take.min(SCRIPT_BATCH), now).await?;
+            if result.reaped.iter().any(|r| r.state == TaskState::Scheduled) {
+                // Due again: the shard's head is read afresh.
+                self.heads.forget(queue, *shard);
+            }
             next_expiry = earliest(next_expiry, result.next_expiry);
             for ended in result.reaped {
                 let at = expiry.get(&(index, ended.key.as_str())).copied().unwrap_or(now);

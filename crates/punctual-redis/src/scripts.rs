@@ -20,10 +20,11 @@ use punctual_core::store::{
     CompleteRequest, Lease, LeaseBatch, LeaseRequest, LeaseToken, PurgeSelection, QueueStats, ReapResult, Reaped,
     Scheduled, Swept, corrupt,
 };
-use punctual_core::{Error, NewTask, QueueName, Result, StoreId, Tag, Task, TaskKey, TaskState, Timestamp};
+use punctual_core::{Error, Lane, NewTask, QueueName, Result, StoreId, Tag, Task, TaskKey, TaskState, Timestamp};
 use redis::{Script, ScriptInvocation};
 
 use crate::cursor::Cursor;
+use crate::heads::{Bound, HeadTask};
 use crate::keys::{self, ShardKeys};
 use crate::{Shared, codes, record};
 
@@ -112,6 +113,15 @@ pub(crate) struct RetriedBatch {
     pub(crate) last: String,
 }
 
+/// What one `lua/lease.lua` call leased, and the head it left.
+#[derive(Debug)]
+pub(crate) struct ShardLease {
+    pub(crate) batch: LeaseBatch,
+    pub(crate) head: Option<HeadTask>,
+    /// The script's now (Redis' clock, or the caller's).
+    pub(crate) now: Timestamp,
+}
+
 /// What one `lua/purge.lua` batch did.
 #[derive(Debug)]
 pub(crate) struct Purged {
@@ -134,13 +144,14 @@ pub(crate) struct TagBatch {
 pub(crate) struct OnShard<'a> {
     shared: &'a Shared,
     queue: &'a QueueName,
+    shard: u32,
     keys: ShardKeys,
 }
 
 impl Shared {
     /// The scripts of shard `shard` of `queue`.
     pub(crate) fn on<'a>(&'a self, queue: &'a QueueName, shard: u32) -> OnShard<'a> {
-        OnShard { shared: self, queue, keys: ShardKeys::new(&self.config.prefix, queue, shard) }
+        OnShard { shared: self, queue, shard, keys: ShardKeys::new(&self.config.prefix, queue, shard) }
     }
 
     /// `lua/ids.lua`: reserves `want` task ids; the last of the block.
@@ -180,10 +191,13 @@ impl OnShard<'_> {
             invocation.key(key);
         }
         let prefix = &self.shared.config.prefix;
-        invocation
-            .arg(codes::now(self.shared.config.time, now))
-            .arg(keys::wake_channel(prefix))
-            .arg(self.queue.as_str());
+        invocation.arg(codes::now(self.shared.config.time, now)).arg(keys::wake_channel(prefix));
+        // A sharded queue's wake-ups name the shard and this process (see `wake`).
+        if self.shared.shards.get(self.queue).is_some_and(|n| n > 1) {
+            invocation.arg(format!("{}\ns{}\np{}", self.queue, self.shard, self.shared.publisher));
+        } else {
+            invocation.arg(self.queue.as_str());
+        }
         invocation
     }
 
@@ -230,16 +244,38 @@ impl OnShard<'_> {
     }
 
     /// `lua/lease.lua`: leases up to `max` due tasks of the request's lane, earliest
-    /// first (the request's own `max` is the caller's to share among shards); the
-    /// batch's next due time is the lane's.
-    pub(crate) async fn lease(&self, req: &LeaseRequest, max: usize) -> Result<LeaseBatch> {
+    /// first, none past `bound` (the request's own `max` is the caller's to share among
+    /// shards); the batch's next due time, and the head task, are this shard's lane's.
+    pub(crate) async fn lease(&self, req: &LeaseRequest, max: usize, bound: Option<&Bound>) -> Result<ShardLease> {
         let mut invocation = self.invocation(&self.shared.scripts.lease, req.now);
         invocation.arg(max).arg(millis(req.lease_for)).arg(codes::lane(req.lane));
+        match bound {
+            None => invocation.arg("").arg(""),
+            Some(Bound { due, before: None }) => invocation.arg(due.as_millis()).arg(""),
+            Some(Bound { due, before: Some(key) }) => invocation.arg(due.as_millis()).arg(format!("k{key}")),
+        };
         let answer: Vec<Vec<u8>> = self.shared.conn.invoke(&invocation).await?;
-        let (head, pairs) = answer.split_first().ok_or_else(|| corrupt("lease answered nothing"))?;
-        let next_due = parse_score(std::str::from_utf8(head).map_err(corrupt)?)?;
+        let [score, key, now, pairs @ ..] = answer.as_slice() else { return Err(corrupt("lease answered no head")) };
+        let now =
+            parse_score(std::str::from_utf8(now).map_err(corrupt)?)?.ok_or_else(|| corrupt("lease without now"))?;
+        let next_due = parse_score(std::str::from_utf8(score).map_err(corrupt)?)?;
+        let head = match next_due {
+            Some(due) => Some(HeadTask { due, key: String::from_utf8(key.clone()).map_err(corrupt)? }),
+            None => None,
+        };
         let leases = self.decode_pairs(pairs)?.into_iter().map(Lease::of).collect();
-        Ok(LeaseBatch::new(leases, next_due))
+        Ok(ShardLease { batch: LeaseBatch::new(leases, next_due), head, now })
+    }
+
+    /// The head task of the request's lane in this shard (`ZRANGE … 0 0`).
+    pub(crate) async fn head(&self, lane: Lane) -> Result<Option<HeadTask>> {
+        let zset = match lane {
+            Lane::Handler => &self.keys.scheduled,
+            Lane::Target => &self.keys.scheduled_target,
+        };
+        let head: Vec<(String, f64)> =
+            self.shared.conn.query(redis::cmd("ZRANGE").arg(zset).arg(0).arg(0).arg("WITHSCORES")).await?;
+        Ok(head.into_iter().next().map(|(key, due)| HeadTask { due: Timestamp::from_millis(due as i64), key }))
     }
 
     /// `lua/complete.lua`: applies `reqs`, all judged at `now`; whether each applied

@@ -23,7 +23,7 @@ pub(crate) struct Shards {
 }
 
 impl Shards {
-    fn get(&self, queue: &QueueName) -> Option<u32> {
+    pub(crate) fn get(&self, queue: &QueueName) -> Option<u32> {
         self.known.lock().expect("shards lock poisoned").get(queue).copied()
     }
 

@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use punctual_core::store::{PurgeRequest, Scheduled};
+use punctual_core::store::{PurgeRequest, ScheduleOutcome, Scheduled};
 use punctual_core::{Error, NewTask, QueueName, Result, Tag, Task, TaskKey, Timestamp};
 
 use crate::keys::ShardKeys;
@@ -31,6 +31,15 @@ impl Shared {
                     chunk.iter().map(|&i| (&tasks[i], ids.next().unwrap_or_default())).collect();
                 let answers = self.on(&queue, shard).schedule(&batch, now).await?;
                 for (&i, answer) in chunk.iter().zip(answers) {
+                    // This process's leases know at once (the wake-up follows); a
+                    // replace may have moved the shard's head later.
+                    if let Ok(written) = &answer {
+                        if written.outcome == ScheduleOutcome::Created {
+                            self.heads.lower(&queue, written.task.lane(), shard, written.task.due_at);
+                        } else if written.outcome == ScheduleOutcome::Replaced {
+                            self.heads.forget(&queue, shard);
+                        }
+                    }
                     results[i] = Some(answer);
                 }
             }
@@ -54,6 +63,9 @@ impl Shared {
     pub(crate) async fn delete(&self, queue: &QueueName, key: &TaskKey, only: DeleteIf) -> Result<bool> {
         let shard = self.shard_of(queue, key, false).await?;
         let deleted = self.on(queue, shard).delete(key, only).await?;
+        if deleted {
+            self.heads.forget(queue, shard);
+        }
         self.replicate(queue, shard).await?;
         Ok(deleted)
     }
@@ -64,6 +76,9 @@ impl Shared {
         for shard in 0..self.shard_count(queue, false).await? {
             loop {
                 let deleted = self.on(queue, shard).cancel_tag(tag, SCRIPT_BATCH).await?;
+                if deleted > 0 {
+                    self.heads.forget(queue, shard);
+                }
                 total += deleted;
                 if deleted < SCRIPT_BATCH as u64 {
                     break;
@@ -90,6 +105,7 @@ impl Shared {
                 }
             }
             if deleted > 0 {
+                self.heads.forget(&req.queue, shard);
                 self.replicate(&req.queue, shard).await?;
             }
             total += deleted;

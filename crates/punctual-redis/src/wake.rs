@@ -1,26 +1,29 @@
-//! Follows the wake-up channel: other processes' scripts publish `"<queue>\n<due ms>"`
-//! when they make the earliest due time of a queue's handler lane earlier, and
-//! `"<queue>\n<due ms>\nt"` for its target lane; this passes each on as a [`Wakeup`]
-//! of that lane. A message without a lane (as every message was before lanes) is the
-//! handler lane's; one naming a lane this process does not know is dropped, which the
-//! safety poll covers. Reconnects by itself; what it misses while disconnected the
-//! engine's safety poll covers too.
+//! Follows the wake-up channel: scripts of every process publish
+//! `"<queue>\n<due ms>"` when they make the earliest due time of a queue's handler lane
+//! earlier, then `"\nt"` when it is the target lane's; a sharded queue's messages then
+//! name the shard and the publishing process, `"\ns<n>\np<process>"`. Each is passed on
+//! as a [`Wakeup`] of its lane, and another process's lowers that shard's head
+//! (`heads`; this process lowered its own when its call was answered, and its message
+//! arriving later must not lower a head a lease has learnt since). A message without a
+//! lane (as every message was before lanes) is the handler lane's; one naming anything
+//! this process does not know is dropped, which the safety poll covers (an earlier
+//! punctual drops the messages of sharded queues likewise). Reconnects by itself; every
+//! (re)subscription forgets the shard heads, since messages may have been missed, and
+//! what it misses while disconnected the engine's safety poll covers.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::StreamExt;
 use punctual_core::{Lane, QueueName, Timestamp, Wakeup};
-use tokio::sync::broadcast;
-use tokio_util::sync::CancellationToken;
+
+use crate::{Shared, keys};
 
 /// Subscribes through the first of `nodes` that answers (any node of a Cluster
-/// receives every publication) until `stop`.
-pub(crate) async fn follow(
-    nodes: Vec<redis::ConnectionInfo>,
-    channel: String,
-    sink: broadcast::Sender<Wakeup>,
-    stop: CancellationToken,
-) {
+/// receives every publication) until the store stops.
+pub(crate) async fn follow(shared: Arc<Shared>, nodes: Vec<redis::ConnectionInfo>) {
+    let channel = keys::wake_channel(&shared.config.prefix);
+    let stop = shared.stop.clone();
     let mut attempt = 0usize;
     loop {
         let node = nodes[attempt % nodes.len()].clone();
@@ -29,11 +32,20 @@ pub(crate) async fn follow(
             let client = redis::Client::open(node)?;
             let mut pubsub = client.get_async_pubsub().await?;
             pubsub.subscribe(&channel).await?;
+            shared.heads.forget_all();
             tracing::debug!(channel = %channel, "following wake-ups");
             let mut messages = pubsub.into_on_message();
             while let Some(message) = messages.next().await {
-                if let Some(wakeup) = parse(message.get_payload_bytes()) {
-                    let _ = sink.send(wakeup);
+                if let Some(message) = parse(message.get_payload_bytes()) {
+                    if let Some(shard) = message.shard.filter(|s| s.from != shared.publisher) {
+                        shared.heads.lower(
+                            &message.wakeup.queue,
+                            message.wakeup.lane,
+                            shard.index,
+                            message.wakeup.due_at,
+                        );
+                    }
+                    let _ = shared.wakeups.send(message.wakeup);
                 }
             }
             Ok::<(), redis::RedisError>(())
@@ -50,16 +62,39 @@ pub(crate) async fn follow(
     }
 }
 
-fn parse(payload: &[u8]) -> Option<Wakeup> {
+/// What one message says.
+#[derive(Debug)]
+struct Message<'a> {
+    wakeup: Wakeup,
+    /// A sharded queue's: which shard, and who published it.
+    shard: Option<ShardOf<'a>>,
+}
+
+#[derive(Debug, PartialEq)]
+struct ShardOf<'a> {
+    index: u32,
+    from: &'a str,
+}
+
+fn parse(payload: &[u8]) -> Option<Message<'_>> {
     let text = std::str::from_utf8(payload).ok()?;
-    let (queue, rest) = text.split_once('\n')?;
-    let (due, lane) = match rest.split_once('\n') {
-        None => (rest, Lane::Handler),
-        Some((due, "t")) => (due, Lane::Target),
-        Some(_unknown) => return None,
+    let mut lines = text.split('\n');
+    let queue = QueueName::new(lines.next()?).ok()?;
+    let due = Timestamp::from_millis(lines.next()?.parse().ok()?);
+    let mut rest = lines.peekable();
+    let lane = if rest.next_if_eq(&"t").is_some() { Lane::Target } else { Lane::Handler };
+    let shard = match (rest.next(), rest.next()) {
+        (None, _) => None,
+        (Some(shard), Some(from)) => Some(ShardOf {
+            index: shard.strip_prefix('s')?.parse().ok()?,
+            from: from.strip_prefix('p').filter(|from| !from.is_empty())?,
+        }),
+        (Some(_), None) => return None,
     };
-    let wakeup = Wakeup::new(QueueName::new(queue).ok()?, Timestamp::from_millis(due.parse().ok()?));
-    Some(wakeup.in_lane(lane))
+    if rest.next().is_some() {
+        return None;
+    }
+    Some(Message { wakeup: Wakeup::new(queue, due).in_lane(lane), shard })
 }
 
 #[cfg(test)]
@@ -68,12 +103,20 @@ mod tests {
 
     #[test]
     fn wake_messages_parse_and_garbage_is_ignored() {
-        let w = parse(b"order.cancel\n1700000000123").unwrap();
-        assert_eq!((w.queue.as_str(), w.due_at.as_millis()), ("order.cancel", 1_700_000_000_123));
-        assert_eq!(w.lane, Lane::Handler, "a message without a lane, as before lanes, is the handler lane's");
-        let w = parse(b"order.cancel\n1700000000123\nt").unwrap();
-        assert_eq!((w.queue.as_str(), w.due_at.as_millis(), w.lane), ("order.cancel", 1_700_000_000_123, Lane::Target));
+        let m = parse(b"order.cancel\n1700000000123").unwrap();
+        assert_eq!((m.wakeup.queue.as_str(), m.wakeup.due_at.as_millis()), ("order.cancel", 1_700_000_000_123));
+        assert_eq!((m.wakeup.lane, m.shard), (Lane::Handler, None), "a message as before lanes: the handler lane");
+        let m = parse(b"order.cancel\n1700000000123\nt").unwrap();
+        assert_eq!((m.wakeup.lane, m.shard), (Lane::Target, None));
+        let m = parse(b"q\n5\ns12\npab12").unwrap();
+        assert_eq!((m.wakeup.lane, m.shard), (Lane::Handler, Some(ShardOf { index: 12, from: "ab12" })));
+        let m = parse(b"q\n5\nt\ns0\npx").unwrap();
+        assert_eq!((m.wakeup.lane, m.shard), (Lane::Target, Some(ShardOf { index: 0, from: "x" })));
         assert!(parse(b"q\n5\nx").is_none(), "a lane this process does not know");
+        assert!(parse(b"q\n5\ns3").is_none(), "a shard without its publisher");
+        assert!(parse(b"q\n5\ns3\np").is_none());
+        assert!(parse(b"q\n5\ns3\npa\nt").is_none(), "the lane comes first");
+        assert!(parse(b"q\n5\nsx\npa").is_none());
         assert!(parse(b"q\n5\n").is_none());
         assert!(parse(b"q\n5\nt\n").is_none());
         assert!(parse(b"no-newline").is_none());

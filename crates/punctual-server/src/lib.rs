@@ -84,6 +84,7 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             config.prefix = settings.redis.prefix.clone();
             config.wait_replicas = settings.redis.wait_replicas;
             config.op_timeout = settings.redis.timeout;
+            config.shard_order_slack = settings.redis.shard_order_slack;
             config.shards = settings.shards.clone();
             let store = RedisStore::connect(config).await.map_err(|e| {
                 let hint = if e.to_string().contains("certificate") {

@@ -12,7 +12,8 @@
 -- and the same first ARGV:
 --   ARGV[1] now in ms since the epoch, or '' to use Redis' own clock (TIME)
 --   ARGV[2] the channel on which wake-ups are published
---   ARGV[3] the queue name, for wake-up messages
+--   ARGV[3] the queue name, for wake-up messages; of a sharded queue, followed by
+--     "\ns<shard>\np<process>" (see publish_wakeup)
 -- A scheduled task is in the due set of its lane: KEYS[1] when its record holds no
 -- target (the handler lane), KEYS[9] when it holds one (the target lane).
 -- Record, format 2 (written for every new task): a mark, then up to 14 fields in
@@ -238,10 +239,15 @@ local function arm(key, t)
   end
 end
 
+-- Publishes the wake-ups noted: "<queue>\n<due ms>", "\nt" for the target lane, then
+-- the rest of ARGV[3] after the queue name (for a sharded queue "\ns<shard>\np<the
+-- publishing process>").
 local function publish_wakeup()
+  local queue, tail = nil, nil
   for _, lane in ipairs({ HANDLER, TARGET }) do
     if woken[lane] ~= nil then
-      redis.call('PUBLISH', ARGV[2], ARGV[3] .. '\n' .. int(woken[lane]) .. WAKE_SUFFIX[lane])
+      if queue == nil then queue, tail = string.match(ARGV[3], '^([^\n]*)(.*)$') end
+      redis.call('PUBLISH', ARGV[2], queue .. '\n' .. int(woken[lane]) .. WAKE_SUFFIX[lane] .. tail)
     end
   end
 end

@@ -1,17 +1,34 @@
 -- lease: hands out up to ARGV[4] due tasks of one lane of one shard, earliest first.
 -- KEYS, ARGV[1..3]: see common.lua. ARGV[4] max, ARGV[5] lease length in ms, ARGV[6]
---   the lane: 'h' tasks without a target, 't' tasks with one.
--- Returns: { next due ms of what stays scheduled in the lane or '', then key and record
---   of each lease }
+--   the lane: 'h' tasks without a target, 't' tasks with one. ARGV[7] a bound ('':
+--   none): only tasks due at or before it (ms), and ARGV[8] ('' or 'k' .. key): of
+--   those due at the bound, only keys before that key (bytewise), so that a sharded
+--   queue's lease keeps due order across its shards (see heads.rs).
+-- Returns: { next due ms of what stays scheduled in the lane or '', its key or '',
+--   the script's now in ms, then key and record of each lease }
 -- Each Redis command runs once for the whole batch, never once per task.
 local now = now_ms()
 local lease_ms = tonumber(ARGV[5])
 local scheduled = KEYS[LANE_OF_CODE[ARGV[6]]]
+local limit, before = now, nil
+if ARGV[7] ~= '' and tonumber(ARGV[7]) <= now then
+  limit = tonumber(ARGV[7])
+  if ARGV[8] ~= '' then before = string.sub(ARGV[8], 2) end
+end
 local due = {}
 if tonumber(ARGV[4]) > 0 then
-  due = redis.call('ZRANGEBYSCORE', scheduled, '-inf', now, 'LIMIT', 0, tonumber(ARGV[4]))
+  if before == nil then
+    due = redis.call('ZRANGEBYSCORE', scheduled, '-inf', limit, 'LIMIT', 0, tonumber(ARGV[4]))
+  else
+    -- Members of one score come in key order: those at the bound from `before` on end it.
+    local scored = redis.call('ZRANGEBYSCORE', scheduled, '-inf', limit, 'WITHSCORES', 'LIMIT', 0, tonumber(ARGV[4]))
+    for i = 1, #scored, 2 do
+      if tonumber(scored[i + 1]) == limit and not bytes_before(scored[i], before) then break end
+      due[#due + 1] = scored[i]
+    end
+  end
 end
-local out = { '' }
+local out = { '', '', int(now) }
 if #due > 0 then
   -- The due tasks are the set's first #due members by rank.
   redis.call('ZREMRANGEBYRANK', scheduled, 0, #due - 1)
@@ -42,5 +59,6 @@ if #due > 0 then
     redis.call('ZADD', KEYS[3], unpack(inflight))
   end
 end
-out[1] = head_score(scheduled)
+local head = redis.call('ZRANGE', scheduled, 0, 0, 'WITHSCORES')
+out[1], out[2] = head[2] or '', head[1] or ''
 return out

@@ -41,6 +41,7 @@ Configuration file (TOML; every key optional; unknown keys are an error):
   prefix = \"punctual\"                 # of every key: deployments can share a Redis
   wait_replicas = 0                   # after each write, WAIT for this many replicas
   timeout = \"5s\"                      # no call waits longer for Redis: then 503
+  shard_order_slack = \"1s\"            # sharded queues: due order across shards within this
 
   [queues.\"order.cancel\"]             # defaults for tasks of this queue
   max_attempts = 10

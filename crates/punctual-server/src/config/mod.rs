@@ -106,11 +106,18 @@ pub(crate) struct RedisSettings {
     pub(crate) prefix: String,
     pub(crate) wait_replicas: u32,
     pub(crate) timeout: Duration,
+    /// How far a sharded queue's leases may stray from due order across its shards.
+    pub(crate) shard_order_slack: Duration,
 }
 
 impl Default for RedisSettings {
     fn default() -> RedisSettings {
-        RedisSettings { prefix: "punctual".into(), wait_replicas: 0, timeout: Duration::from_secs(5) }
+        RedisSettings {
+            prefix: "punctual".into(),
+            wait_replicas: 0,
+            timeout: Duration::from_secs(5),
+            shard_order_slack: Duration::from_secs(1),
+        }
     }
 }
 

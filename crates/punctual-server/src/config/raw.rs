@@ -72,6 +72,7 @@ pub(super) struct RawRedis {
     pub(super) prefix: Option<Spanned<String>>,
     pub(super) wait_replicas: Option<Spanned<i64>>,
     pub(super) timeout: Option<Spanned<ApiDuration>>,
+    pub(super) shard_order_slack: Option<Spanned<ApiDuration>>,
 }
 
 #[derive(Debug, Deserialize)]

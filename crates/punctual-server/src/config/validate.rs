@@ -234,6 +234,12 @@ fn redis_settings(
         }
         settings.timeout = timeout.get_ref().0;
     }
+    if let Some(slack) = &raw.shard_order_slack {
+        if slack.get_ref().0 > Duration::from_secs(3600) {
+            return Err(at(slack.span(), "shard_order_slack must be at most 1h".into()));
+        }
+        settings.shard_order_slack = slack.get_ref().0;
+    }
     Ok(settings)
 }
 

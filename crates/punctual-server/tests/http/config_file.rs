@@ -74,6 +74,8 @@ async fn a_redis_store_that_does_not_answer_is_refused_at_start_up_with_what_to_
     assert!(message.contains("not a store URL"), "{message}");
     let message = refusal("store = \"redis://127.0.0.1:1\"\n[redis]\nwait_replicas = 99\n", &[]).await;
     assert!(message.contains("line 3") && message.contains("wait_replicas"), "{message}");
+    let message = refusal("store = \"redis://127.0.0.1:1\"\n[redis]\n\nshard_order_slack = \"2h\"\n", &[]).await;
+    assert!(message.contains("line 4") && message.contains("shard_order_slack must be at most 1h"), "{message}");
     let message = refusal("[queues.q]\nshards = 0\n", &[]).await;
     assert!(message.contains("line 2") && message.contains("shards"), "{message}");
 }

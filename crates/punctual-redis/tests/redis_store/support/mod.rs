@@ -39,11 +39,13 @@ pub async fn on_server_under(prefix: &str) -> RedisStore {
 }
 
 /// A store on the private Cluster, time from the caller, every queue in `shards`
-/// shards.
+/// shards, leased in strict due order across them (`shard_order_slack` zero: the
+/// order the store contract states; `shard_order.rs` tests the default slack's bound).
 pub async fn on_cluster(shards: u32) -> RedisStore {
     let mut config = RedisConfig::new(Target::parse(&cluster().url()).expect("cluster url"));
     config.prefix = fresh_prefix();
     config.default_shards = shards;
     config.time = TimeSource::Caller;
+    config.shard_order_slack = std::time::Duration::ZERO;
     RedisStore::connect(config).await.expect("connect to the private Redis Cluster")
 }

@@ -1,0 +1,474 @@
+//! Which shards of a sharded queue hold due work, as this process last heard: a lease
+//! visits only those, so a queue split into many shards costs a lease what one shard
+//! costs, and a server spreads its leases over the due shards instead of reading every
+//! shard first.
+//!
+//! Per queue and lane, one head per shard: the earliest due time of the shard's lane
+//! (`None`: empty) and when this process learnt it. A head is learnt from a lease
+//! script's answer (the lane's head as the script left it), and lowered by every
+//! wake-up naming the shard (every script that makes a shard's head earlier publishes
+//! one) and by this process's own schedules.
+//!
+//! Invariant: a trusted head is never later than the shard's true head. A lease
+//! answer is as old as its script: wake-ups that arrive while it is in flight (the
+//! only ones that can postdate the script) are kept beside it and lower it when it
+//! lands. A head that is too early is harmless (a visit finds nothing due and learns
+//! the truth); one that is too late is only possible after a lost wake-up, so a head
+//! is trusted for at most `trust` (the safety poll) after it was learnt, a shard never
+//! learnt is visited, and every head is forgotten whenever the wake-up subscription
+//! (re)connects. A lost wake-up therefore delays a task by at most two safety polls,
+//! as before shards had heads.
+//!
+//! Order: a lease visits the due shards in turn, starting one shard further on each
+//! call (and each process from a shard of its own), and stops when it has its batch.
+//! Within a shard tasks leave in due order; across shards, a task is leased at most one
+//! round of a server's lease calls (one per due shard) after strict due order would
+//! have taken it (docs/redis.md).
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use punctual_core::{Lane, QueueName, Timestamp};
+
+/// The earliest scheduled task of a shard's lane: its due time and key (`""` when only
+/// the time is known, from a wake-up: it then sorts before every task due then).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct HeadTask {
+    pub(crate) due: Timestamp,
+    pub(crate) key: String,
+}
+
+/// How far a lease of one shard may go so that due order holds across shards: tasks
+/// due at or before `due`, and of those due at `due`, with `before`, only keys before it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Bound {
+    pub(crate) due: Timestamp,
+    pub(crate) before: Option<String>,
+}
+
+/// Where a lease should take from next.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Pick {
+    pub(crate) shard: u32,
+    pub(crate) bound: Option<Bound>,
+    /// Every eligible shard, this one too, is being leased from by another call.
+    pub(crate) busy: bool,
+}
+
+/// The heads of every sharded queue's lanes this process has leased from.
+#[derive(Debug)]
+pub(crate) struct Heads {
+    /// By queue, then by lane ([`lane_slot`]).
+    lanes: Mutex<HashMap<QueueName, [Option<LaneHeads>; 2]>>,
+    /// How long a learnt head is trusted.
+    trust: Duration,
+    /// How much later than the earliest head of the other shards a lease may take a
+    /// shard's tasks (zero: strict due order).
+    slack: Duration,
+    /// Where this process's first lease of a lane starts.
+    first_start: usize,
+    /// Told whenever a script in flight lands (or crashes).
+    landed: tokio::sync::Notify,
+}
+
+#[derive(Debug)]
+struct LaneHeads {
+    shards: Vec<Head>,
+    /// The shard the next pick starts looking at.
+    next_start: usize,
+    /// Scripts in flight, each with the lowest wake-up since it was sent.
+    flights: Vec<Flight>,
+    next_flight: u64,
+}
+
+#[derive(Debug, Clone, Default)]
+struct Head {
+    /// `None`: the lane is empty in this shard.
+    task: Option<HeadTask>,
+    /// When it was learnt; `None`: never (or forgotten).
+    learnt: Option<Timestamp>,
+}
+
+#[derive(Debug)]
+struct Flight {
+    id: u64,
+    shard: u32,
+    lowest: Option<Timestamp>,
+    /// A lease script (it takes the shard's due tasks), not a read of the head.
+    leasing: bool,
+}
+
+/// A script in flight on one shard, from [`Heads::depart`] to [`Heads::land`] or
+/// [`Heads::crash`]; dropped without either (its call was cancelled), it is a crash.
+#[derive(Debug)]
+pub(crate) struct Departure<'a> {
+    heads: &'a Heads,
+    queue: QueueName,
+    lane: Lane,
+    shards: u32,
+    shard: u32,
+    id: u64,
+    settled: bool,
+}
+
+impl Drop for Departure<'_> {
+    fn drop(&mut self) {
+        if !self.settled {
+            self.heads.settle(self, None);
+        }
+    }
+}
+
+/// The earlier of a head and a wake-up's time (which knows no key).
+fn lowered(head: Option<HeadTask>, due: Option<Timestamp>) -> Option<HeadTask> {
+    match (head, due) {
+        (Some(head), Some(due)) if head.due <= due => Some(head),
+        (_, Some(due)) => Some(HeadTask { due, key: String::new() }),
+        (head, None) => head,
+    }
+}
+
+impl Heads {
+    pub(crate) fn new(trust: Duration, slack: Duration) -> Heads {
+        Heads {
+            lanes: Mutex::new(HashMap::new()),
+            trust,
+            slack,
+            first_start: rand::random::<u16>() as usize,
+            landed: tokio::sync::Notify::new(),
+        }
+    }
+
+    fn with<T>(&self, queue: &QueueName, lane: Lane, shards: u32, f: impl FnOnce(&mut LaneHeads) -> T) -> T {
+        let mut lanes = self.lanes.lock().expect("heads lock poisoned");
+        let slot = match lanes.get_mut(queue) {
+            Some(slots) => &mut slots[lane_slot(lane)],
+            None => &mut lanes.entry(queue.clone()).or_default()[lane_slot(lane)],
+        };
+        let heads = slot.get_or_insert_with(|| LaneHeads {
+            shards: vec![Head::default(); shards as usize],
+            next_start: self.first_start % shards.max(1) as usize,
+            flights: Vec::new(),
+            next_flight: 0,
+        });
+        if heads.shards.len() != shards as usize {
+            heads.shards = vec![Head::default(); shards as usize];
+        }
+        f(heads)
+    }
+
+    fn trusted(&self, head: &Head, now: Timestamp) -> bool {
+        head.learnt.is_some_and(|at| now.saturating_since(at) < self.trust)
+    }
+
+    /// The shards of `queue`'s `lane` whose head must be read before a lease at `now`:
+    /// those never learnt, forgotten, or learnt too long ago.
+    pub(crate) fn untrusted(&self, queue: &QueueName, lane: Lane, shards: u32, now: Timestamp) -> Vec<u32> {
+        self.with(queue, lane, shards, |heads| {
+            (0..heads.shards.len()).filter(|&s| !self.trusted(&heads.shards[s], now)).map(|s| s as u32).collect()
+        })
+    }
+
+    /// The shard a lease at `now` should take from next, and how far: the shard with
+    /// the earliest due head (with slack, any shard whose due head is within the slack
+    /// of the earliest, in turn from this lane's next start), bounded by the earliest
+    /// head of the other shards (plus the slack). `None` when no head is due. Shards in
+    /// `spent` (visited by this call and found with nothing due by Redis' clock, which
+    /// may be a moment behind `now`) are passed over.
+    pub(crate) fn pick(
+        &self,
+        queue: &QueueName,
+        lane: Lane,
+        shards: u32,
+        now: Timestamp,
+        spent: &[u32],
+    ) -> Option<Pick> {
+        self.with(queue, lane, shards, |heads| {
+            let n = heads.shards.len();
+            let head = |s: usize| heads.shards[s].task.as_ref();
+            let earliest = (0..n).filter(|s| !spent.contains(&(*s as u32))).filter_map(head).min()?;
+            if earliest.due > now {
+                return None;
+            }
+            let start = heads.next_start % n;
+            let eligible = |s: &usize| {
+                head(*s).is_some_and(|h| match self.slack.is_zero() {
+                    true => h == earliest,
+                    false => h.due <= earliest.due.saturating_add(self.slack),
+                })
+            };
+            // A shard another lease of this process is taking from is likely emptied by
+            // it: take from another eligible shard first, if there is one.
+            let leasing = |s: &usize| heads.flights.iter().any(|f| f.leasing && f.shard as usize == *s);
+            let order = || (0..n).map(|i| (start + i) % n).filter(eligible);
+            let free = order().find(|s| !leasing(s));
+            let busy = free.is_none();
+            let chosen = free.or_else(|| order().next())?;
+            heads.next_start = (chosen + 1) % n;
+            let others = (0..n).filter(|&s| s != chosen).filter_map(head).min();
+            let bound = others.map(|other| match self.slack.is_zero() {
+                true => Bound { due: other.due, before: Some(other.key.clone()) },
+                false => Bound { due: other.due.saturating_add(self.slack), before: None },
+            });
+            Some(Pick { shard: chosen as u32, bound, busy })
+        })
+    }
+
+    /// Notes a script about to be sent to `shard` that will tell its head: a lease
+    /// script when `leasing`, else a read of the head.
+    pub(crate) fn depart(
+        &self,
+        queue: &QueueName,
+        lane: Lane,
+        shards: u32,
+        shard: u32,
+        leasing: bool,
+    ) -> Departure<'_> {
+        let id = self.with(queue, lane, shards, |heads| {
+            let id = heads.next_flight;
+            heads.next_flight += 1;
+            heads.flights.push(Flight { id, shard, lowest: None, leasing });
+            id
+        });
+        Departure { heads: self, queue: queue.clone(), lane, shards, shard, id, settled: false }
+    }
+
+    /// The script of `departure` answered that the lane's head of its shard is `head`
+    /// (learnt at `now`).
+    pub(crate) fn land(&self, mut departure: Departure<'_>, head: Option<HeadTask>, now: Timestamp) {
+        self.settle(&departure, Some((head, now)));
+        departure.settled = true;
+    }
+
+    /// The script of `departure` failed: its shard's head is read again next time.
+    pub(crate) fn crash(&self, mut departure: Departure<'_>) {
+        self.settle(&departure, None);
+        departure.settled = true;
+    }
+
+    /// Ends `departure`'s flight: its shard's head is `learnt` (the answer and when),
+    /// or unknown.
+    fn settle(&self, departure: &Departure<'_>, learnt: Option<(Option<HeadTask>, Timestamp)>) {
+        self.with(&departure.queue, departure.lane, departure.shards, |heads| {
+            let lowest = take_flight(heads, departure.id);
+            if let Some(slot) = heads.shards.get_mut(departure.shard as usize) {
+                match learnt {
+                    Some((head, now)) => *slot = Head { task: lowered(head, lowest), learnt: Some(now) },
+                    None => slot.learnt = None,
+                }
+            }
+        });
+        self.landed.notify_waiters();
+    }
+
+    /// Resolves once some script in flight has landed after this call (create it before
+    /// looking at the heads, so a landing in between is not missed).
+    pub(crate) fn landing(&self) -> tokio::sync::futures::Notified<'_> {
+        self.landed.notified()
+    }
+
+    /// A task of `shard` in `queue`'s `lane` is due at `due` (a wake-up, or a change
+    /// this process made). Lanes this process never leased from are left alone: their
+    /// heads are unknown, so read anyway.
+    pub(crate) fn lower(&self, queue: &QueueName, lane: Lane, shard: u32, due: Timestamp) {
+        let mut lanes = self.lanes.lock().expect("heads lock poisoned");
+        let Some(heads) = lanes.get_mut(queue).and_then(|slots| slots[lane_slot(lane)].as_mut()) else { return };
+        if let Some(slot) = heads.shards.get_mut(shard as usize) {
+            slot.task = lowered(slot.task.take(), Some(due));
+        }
+        for flight in heads.flights.iter_mut().filter(|f| f.shard == shard) {
+            flight.lowest = Some(flight.lowest.map_or(due, |lowest| lowest.min(due)));
+        }
+    }
+
+    /// The earliest a lease of `queue`'s `lane` should look again after a call at
+    /// `now`: the earliest trusted head, or `now` while a shard is not trusted.
+    pub(crate) fn next_due(&self, queue: &QueueName, lane: Lane, shards: u32, now: Timestamp) -> Option<Timestamp> {
+        self.with(queue, lane, shards, |heads| {
+            heads.shards.iter().fold(None, |next: Option<Timestamp>, head| {
+                let due = if self.trusted(head, now) { head.task.as_ref().map(|h| h.due) } else { Some(now) };
+                match (next, due) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                }
+            })
+        })
+    }
+
+    /// Forgets the heads of `shard` of `queue` (a change that may have made them
+    /// later: a cancel, a replace, a purge): they are read again before the next lease.
+    pub(crate) fn forget(&self, queue: &QueueName, shard: u32) {
+        let mut lanes = self.lanes.lock().expect("heads lock poisoned");
+        for heads in lanes.get_mut(queue).into_iter().flatten().flatten() {
+            if let Some(head) = heads.shards.get_mut(shard as usize) {
+                head.learnt = None;
+            }
+        }
+    }
+
+    /// Forgets every head (wake-ups may have been missed): each is read again before
+    /// it is trusted.
+    pub(crate) fn forget_all(&self) {
+        for heads in self.lanes.lock().expect("heads lock poisoned").values_mut().flatten().flatten() {
+            for head in &mut heads.shards {
+                head.learnt = None;
+            }
+        }
+    }
+}
+
+fn lane_slot(lane: Lane) -> usize {
+    match lane {
+        Lane::Handler => 0,
+        Lane::Target => 1,
+    }
+}
+
+/// Removes the flight `id`; the lowest wake-up it saw.
+fn take_flight(heads: &mut LaneHeads, id: u64) -> Option<Timestamp> {
+    let at = heads.flights.iter().position(|f| f.id == id)?;
+    heads.flights.swap_remove(at).lowest
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn q() -> QueueName {
+        QueueName::new("q").unwrap()
+    }
+
+    fn at(ms: i64) -> Timestamp {
+        Timestamp::from_millis(ms)
+    }
+
+    fn head(due: i64, key: &str) -> Option<HeadTask> {
+        Some(HeadTask { due: at(due), key: key.into() })
+    }
+
+    const H: Lane = Lane::Handler;
+
+    /// A pick's shard and bound.
+    fn pk(pick: Option<Pick>) -> Option<(u32, Option<Bound>)> {
+        pick.map(|p| (p.shard, p.bound))
+    }
+
+    /// Heads learnt for shards 0..n, all at `now`.
+    fn learn(heads: &Heads, learnt: &[Option<HeadTask>], now: i64) {
+        let n = learnt.len() as u32;
+        for (shard, task) in learnt.iter().enumerate() {
+            let flight = heads.depart(&q(), H, n, shard as u32, false);
+            heads.land(flight, task.clone(), at(now));
+        }
+    }
+
+    fn strict() -> Heads {
+        Heads::new(Duration::from_secs(1), Duration::ZERO)
+    }
+
+    #[test]
+    fn strict_order_takes_the_earliest_head_up_to_the_next_one() {
+        let heads = strict();
+        assert_eq!(heads.untrusted(&q(), H, 3, at(0)), vec![0, 1, 2], "nothing learnt yet");
+        learn(&heads, &[head(20, "b"), head(10, "a"), None], 0);
+        assert!(heads.untrusted(&q(), H, 3, at(5)).is_empty());
+        let bound = Bound { due: at(20), before: Some("b".into()) };
+        assert_eq!(pk(heads.pick(&q(), H, 3, at(100), &[])), Some((1, Some(bound))));
+        assert_eq!(
+            pk(heads.pick(&q(), H, 3, at(15), &[])),
+            Some((1, Some(Bound { due: at(20), before: Some("b".into()) })))
+        );
+        assert_eq!(pk(heads.pick(&q(), H, 3, at(9), &[])), None, "nothing due yet");
+        assert_eq!(heads.next_due(&q(), H, 3, at(9)), Some(at(10)));
+        learn(&heads, &[head(20, "b"), None, None], 1);
+        assert_eq!(pk(heads.pick(&q(), H, 3, at(100), &[])), Some((0, None)), "the only shard with work: no bound");
+    }
+
+    #[test]
+    fn slack_spreads_leases_over_shards_due_within_it() {
+        let heads = Heads::new(Duration::from_secs(1), Duration::from_millis(50));
+        learn(&heads, &[head(10, "a"), head(40, "b"), head(70, "c"), head(55, "d")], 0);
+        let mut picked = Vec::new();
+        for _ in 0..6 {
+            let (shard, bound) = pk(heads.pick(&q(), H, 4, at(100), &[])).unwrap();
+            let expected = if shard == 0 { at(90) } else { at(60) };
+            assert_eq!(bound, Some(Bound { due: expected, before: None }), "the others' earliest + slack");
+            picked.push(shard);
+        }
+        picked.sort();
+        picked.dedup();
+        assert_eq!(picked, vec![0, 1, 3], "in turn, the shards whose head is within 50 ms of the earliest");
+    }
+
+    #[test]
+    fn a_shard_another_lease_is_taking_from_comes_last() {
+        let heads = Heads::new(Duration::from_secs(1), Duration::from_millis(50));
+        learn(&heads, &[head(10, "a"), head(20, "b")], 0);
+        let (first, _) = pk(heads.pick(&q(), H, 2, at(100), &[])).unwrap();
+        let flight = heads.depart(&q(), H, 2, first, true);
+        for _ in 0..3 {
+            assert_ne!(pk(heads.pick(&q(), H, 2, at(100), &[])).unwrap().0, first, "the other eligible shard first");
+        }
+        let second = heads.depart(&q(), H, 2, 1 - first, true);
+        assert!(
+            heads.pick(&q(), H, 2, at(100), &[]).unwrap().busy,
+            "every eligible shard taken from: one of them, busy"
+        );
+        heads.land(flight, None, at(1));
+        heads.land(second, head(20, "b"), at(1));
+        assert_eq!(pk(heads.pick(&q(), H, 2, at(100), &[])), Some((1 - first, None)));
+        assert_eq!(pk(heads.pick(&q(), H, 2, at(100), &[1 - first])), None, "spent this call");
+    }
+
+    #[test]
+    fn a_head_is_trusted_for_a_while_only() {
+        let heads = strict();
+        learn(&heads, &[None, None], 0);
+        assert!(heads.untrusted(&q(), H, 2, at(999)).is_empty());
+        assert_eq!(heads.next_due(&q(), H, 2, at(999)), None);
+        assert_eq!(heads.untrusted(&q(), H, 2, at(1000)), vec![0, 1], "a second on: read again");
+        assert_eq!(heads.next_due(&q(), H, 2, at(1000)), Some(at(1000)));
+        learn(&heads, &[None, None], 1000);
+        heads.forget_all();
+        assert_eq!(heads.untrusted(&q(), H, 2, at(1001)), vec![0, 1], "forgotten: read again");
+    }
+
+    #[test]
+    fn a_wake_up_during_a_script_is_not_overwritten_by_its_answer() {
+        let heads = strict();
+        learn(&heads, &[head(100, "x"), head(100, "y")], 0);
+        let flight = heads.depart(&q(), H, 2, 1, true);
+        // A schedule after the script ran: its wake-up arrives before the answer.
+        heads.lower(&q(), H, 1, at(7));
+        heads.land(flight, head(100, "y"), at(1));
+        assert_eq!(
+            pk(heads.pick(&q(), H, 2, at(8), &[])),
+            Some((1, Some(Bound { due: at(100), before: Some("x".into()) })))
+        );
+        // Known only by its time, a head sorts before every key due then.
+        heads.lower(&q(), H, 0, at(7));
+        assert_eq!(
+            pk(heads.pick(&q(), H, 2, at(8), &[])),
+            Some((0, Some(Bound { due: at(7), before: Some(String::new()) })))
+        );
+        // A failed script's shard is read again.
+        let flight = heads.depart(&q(), H, 2, 0, true);
+        heads.crash(flight);
+        assert_eq!(heads.untrusted(&q(), H, 2, at(2)), vec![0]);
+        assert_eq!(heads.next_due(&q(), H, 2, at(2)), Some(at(2)), "unknown: look now");
+    }
+
+    #[test]
+    fn lanes_and_queues_have_heads_of_their_own() {
+        let heads = strict();
+        learn(&heads, &[None], 0);
+        heads.lower(&q(), Lane::Target, 0, at(1));
+        heads.lower(&QueueName::new("other").unwrap(), H, 0, at(1));
+        assert_eq!(pk(heads.pick(&q(), H, 1, at(5), &[])), None);
+        heads.lower(&q(), H, 0, at(1));
+        assert_eq!(pk(heads.pick(&q(), H, 1, at(5), &[])), Some((0, None)));
+        heads.forget(&q(), 0);
+        assert_eq!(heads.untrusted(&q(), H, 1, at(5)), vec![0]);
+    }
+}
