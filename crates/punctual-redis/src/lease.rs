@@ -36,8 +36,8 @@ impl Shared {
         self.read_heads(queue, lane, shards, req.now).await?;
         let mut leases = Vec::new();
         // Shards this call found with nothing due (Redis' clock may be a moment behind
-        // the engine's): not picked again by this call. Each visit either takes tasks or
-        // spends its shard, so the loop ends; the bound is a backstop.
+        // the engine's): not picked again by this call. A visit takes tasks, spends its
+        // shard, or corrects a head that was too early; the bound is a backstop.
         let mut spent = Vec::new();
         let mut script_now = None;
         let (mut visits, mut waits) = (0, 0);
@@ -62,11 +62,15 @@ impl Shared {
             let departure = self.heads.depart(queue, lane, shards, pick.shard, true);
             match self.on(queue, pick.shard).lease(req, room, pick.bound.as_ref()).await {
                 Ok(taken) => {
-                    self.heads.land(departure, taken.head, req.now);
-                    script_now = Some(script_now.map_or(taken.now, |at: Timestamp| at.max(taken.now)));
-                    if taken.batch.leases.is_empty() {
+                    // Nothing taken and nothing due by the script's clock: spent. (A
+                    // bound from a head known only by its time can also take nothing;
+                    // the shard's head is exact now, so it is picked again rightly.)
+                    let due_by_redis = taken.head.as_ref().is_some_and(|head| head.due <= taken.now);
+                    if taken.batch.leases.is_empty() && !due_by_redis {
                         spent.push(pick.shard);
                     }
+                    self.heads.land(departure, taken.head, req.now);
+                    script_now = Some(script_now.map_or(taken.now, |at: Timestamp| at.max(taken.now)));
                     leases.extend(taken.batch.leases);
                 }
                 Err(e) => {
