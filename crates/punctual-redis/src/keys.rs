@@ -24,7 +24,7 @@
 //!
 //! Channel `<p>:wake` carries `"<queue>\n<due ms>"` whenever a script makes the
 //! earliest due time of a queue's handler lane earlier, and `"<queue>\n<due ms>\nt"`
-//! for its target lane, followed by `"\ns<n>"` for shard n > 0 (see `wake`). Queue names cannot hold `{`, `}` or `/`, so each
+//! for its target lane (see `wake`). Queue names cannot hold `{`, `}` or `/`, so each
 //! shard's hash tag is distinct.
 //!
 //! A pending task is one member of `scheduled` and one field of `tasks`, which Redis
@@ -42,7 +42,7 @@
 //! no retention sweep sees it. `scheduled:target` came with targets: an earlier
 //! punctual does not know it, so it never leases a task with a target.)
 
-use punctual_core::{QueueName, TaskKey};
+use punctual_core::{Lane, QueueName, TaskKey};
 
 /// The keys of one shard of one queue. Scripts take them as `KEYS[1..9]` in the order
 /// of [`ShardKeys::in_script_order`] (the header of `lua/common.lua`).
@@ -91,6 +91,14 @@ impl ShardKeys {
             &self.died,
             &self.scheduled_target,
         ]
+    }
+
+    /// The scheduled tasks of `lane`.
+    pub(crate) fn scheduled_in(&self, lane: Lane) -> &str {
+        match lane {
+            Lane::Handler => &self.scheduled,
+            Lane::Target => &self.scheduled_target,
+        }
     }
 }
 
@@ -164,8 +172,8 @@ mod tests {
         let two = ShardKeys::new("punctual", &q, 2);
         assert_eq!(zero.scheduled, "punctual:{order.cancel}:scheduled");
         assert_eq!(two.tasks, "punctual:{order.cancel/2}:tasks");
-        assert_eq!(zero.scheduled, "punctual:{order.cancel}:scheduled", "as before lanes");
-        assert_eq!(two.scheduled_target, "punctual:{order.cancel/2}:scheduled:target");
+        assert_eq!(zero.scheduled_in(Lane::Handler), "punctual:{order.cancel}:scheduled", "as before lanes");
+        assert_eq!(two.scheduled_in(Lane::Target), "punctual:{order.cancel/2}:scheduled:target");
         assert!(zero.in_script_order().iter().all(|k| k.contains("{order.cancel}:")));
         assert_eq!(rate("punctual", &q), "punctual:{order.cancel}:rate");
         assert_eq!(queue_records("punctual"), "punctual:queue-records", "no queue's hash tag: no queue's node");
