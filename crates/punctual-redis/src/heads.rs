@@ -31,6 +31,8 @@ use std::time::Duration;
 
 use punctual_core::{Lane, QueueName, Timestamp};
 
+use crate::shards::earliest;
+
 /// The earliest scheduled task of a shard's lane: its due time and key (`""` when only
 /// the time is known, from a wake-up: it then sorts before every task due then).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -286,12 +288,9 @@ impl Heads {
     /// `now`: the earliest trusted head, or `now` while a shard is not trusted.
     pub(crate) fn next_due(&self, queue: &QueueName, lane: Lane, shards: u32, now: Timestamp) -> Option<Timestamp> {
         self.with(queue, lane, shards, |heads| {
-            heads.shards.iter().fold(None, |next: Option<Timestamp>, head| {
+            heads.shards.iter().fold(None, |next, head| {
                 let due = if self.trusted(head, now) { head.task.as_ref().map(|h| h.due) } else { Some(now) };
-                match (next, due) {
-                    (Some(a), Some(b)) => Some(a.min(b)),
-                    (a, b) => a.or(b),
-                }
+                earliest(next, due)
             })
         })
     }
@@ -318,7 +317,8 @@ impl Heads {
     }
 }
 
-fn lane_slot(lane: Lane) -> usize {
+/// The index of `lane` in per-lane arrays.
+pub(crate) fn lane_slot(lane: Lane) -> usize {
     match lane {
         Lane::Handler => 0,
         Lane::Target => 1,

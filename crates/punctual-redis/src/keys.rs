@@ -24,7 +24,8 @@
 //!
 //! Channel `<p>:wake` carries `"<queue>\n<due ms>"` whenever a script makes the
 //! earliest due time of a queue's handler lane earlier, and `"<queue>\n<due ms>\nt"`
-//! for its target lane (see `wake`). Queue names cannot hold `{`, `}` or `/`, so each
+//! for its target lane; a sharded queue's messages end with `"\ns<shard>\np<publishing
+//! process>"` (see `wake`). Queue names cannot hold `{`, `}` or `/`, so each
 //! shard's hash tag is distinct.
 //!
 //! A pending task is one member of `scheduled` and one field of `tasks`, which Redis

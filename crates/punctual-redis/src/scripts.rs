@@ -193,7 +193,7 @@ impl OnShard<'_> {
         let prefix = &self.shared.config.prefix;
         invocation.arg(codes::now(self.shared.config.time, now)).arg(keys::wake_channel(prefix));
         // A sharded queue's wake-ups name the shard and this process (see `wake`).
-        if self.shared.shards.get(self.queue).is_some_and(|n| n > 1) {
+        if self.shared.sharded(self.queue) {
             invocation.arg(format!("{}\ns{}\np{}", self.queue, self.shard, self.shared.publisher));
         } else {
             invocation.arg(self.queue.as_str());
@@ -269,10 +269,7 @@ impl OnShard<'_> {
 
     /// The head task of the request's lane in this shard (`ZRANGE … 0 0`).
     pub(crate) async fn head(&self, lane: Lane) -> Result<Option<HeadTask>> {
-        let zset = match lane {
-            Lane::Handler => &self.keys.scheduled,
-            Lane::Target => &self.keys.scheduled_target,
-        };
+        let zset = self.keys.scheduled_in(lane);
         let head: Vec<(String, f64)> =
             self.shared.conn.query(redis::cmd("ZRANGE").arg(zset).arg(0).arg(0).arg("WITHSCORES")).await?;
         Ok(head.into_iter().next().map(|(key, due)| HeadTask { due: Timestamp::from_millis(due as i64), key }))

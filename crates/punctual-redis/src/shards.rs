@@ -23,7 +23,7 @@ pub(crate) struct Shards {
 }
 
 impl Shards {
-    pub(crate) fn get(&self, queue: &QueueName) -> Option<u32> {
+    fn get(&self, queue: &QueueName) -> Option<u32> {
         self.known.lock().expect("shards lock poisoned").get(queue).copied()
     }
 
@@ -57,6 +57,12 @@ impl Shared {
         }
         self.shards.learn(queue, stored);
         Ok(stored)
+    }
+
+    /// Whether `queue` is split into shards, as this process has learnt (every call on
+    /// a queue learns its count first).
+    pub(crate) fn sharded(&self, queue: &QueueName) -> bool {
+        self.shards.get(queue).is_some_and(|n| n > 1)
     }
 
     /// The shard of `key` in `queue`; `register` as in [`Shared::shard_count`].

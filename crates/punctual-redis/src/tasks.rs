@@ -9,10 +9,12 @@
 use std::collections::BTreeMap;
 
 use punctual_core::store::{PurgeRequest, ScheduleOutcome, Scheduled};
-use punctual_core::{Error, NewTask, QueueName, Result, Tag, Task, TaskKey, Timestamp};
+use punctual_core::{Error, Lane, NewTask, QueueName, Result, Tag, Task, TaskKey, Timestamp};
 
+use crate::heads::lane_slot;
 use crate::keys::ShardKeys;
 use crate::scripts::DeleteIf;
+use crate::shards::earliest;
 use crate::{SCRIPT_BATCH, Shared, record};
 
 impl Shared {
@@ -30,22 +32,41 @@ impl Shared {
                 let batch: Vec<(&NewTask, u64)> =
                     chunk.iter().map(|&i| (&tasks[i], ids.next().unwrap_or_default())).collect();
                 let answers = self.on(&queue, shard).schedule(&batch, now).await?;
+                if self.sharded(&queue) {
+                    self.note_written(&queue, shard, &answers);
+                }
                 for (&i, answer) in chunk.iter().zip(answers) {
-                    // This process's leases know at once (the wake-up follows); a
-                    // replace may have moved the shard's head later.
-                    if let Ok(written) = &answer {
-                        if written.outcome == ScheduleOutcome::Created {
-                            self.heads.lower(&queue, written.task.lane(), shard, written.task.due_at);
-                        } else if written.outcome == ScheduleOutcome::Replaced {
-                            self.heads.forget(&queue, shard);
-                        }
-                    }
                     results[i] = Some(answer);
                 }
             }
             self.replicate(&queue, shard).await?;
         }
         results.into_iter().map(|r| r.ok_or_else(|| Error::Internal("a task got no answer".into()))).collect()
+    }
+
+    /// Tells this process's shard heads what one schedule script wrote, so its leases
+    /// know at once (other processes hear the wake-up): the earliest task created in
+    /// each lane lowers that lane's head; a replace may have moved the head later, so
+    /// the shard's heads are read again.
+    fn note_written(&self, queue: &QueueName, shard: u32, answers: &[Result<Scheduled>]) {
+        let mut created: [Option<Timestamp>; 2] = [None, None];
+        let mut replaced = false;
+        for written in answers.iter().flatten() {
+            if written.outcome == ScheduleOutcome::Created {
+                let slot = &mut created[lane_slot(written.task.lane())];
+                *slot = earliest(*slot, Some(written.task.due_at));
+            } else if written.outcome == ScheduleOutcome::Replaced {
+                replaced = true;
+            }
+        }
+        for lane in Lane::ALL {
+            if let Some(due) = created[lane_slot(lane)] {
+                self.heads.lower(queue, lane, shard, due);
+            }
+        }
+        if replaced {
+            self.heads.forget(queue, shard);
+        }
     }
 
     pub(crate) async fn get(&self, queue: &QueueName, key: &TaskKey) -> Result<Option<Task>> {
