@@ -216,8 +216,15 @@ public final class PunctualClient {
     /** Like {@link #lease} but cancellable: cancelling the future aborts the request (the server then releases the leases). */
     CompletableFuture<List<Delivery>> leaseAsync(String queue, int max, Duration lease, Duration wait) {
         ObjectNode body = MAPPER.createObjectNode().put("max", max).put("lease", lease.toMillis()).put("wait", wait.toMillis());
-        return http.sendAsync(request("POST", q(queue) + "/lease", body, null, wait), HttpResponse.BodyHandlers.ofByteArray())
-                .thenApply(resp -> leases(decode(resp)));
+        CompletableFuture<HttpResponse<byte[]>> exchange =
+                http.sendAsync(request("POST", q(queue) + "/lease", body, null, wait), HttpResponse.BodyHandlers.ofByteArray());
+        CompletableFuture<List<Delivery>> answer = exchange.thenApply(resp -> leases(decode(resp)));
+        // Cancelling a dependent stage leaves its source running: without this the long
+        // poll stays open on the server and leases what falls due to a worker that left.
+        answer.whenComplete((leases, error) -> {
+            if (answer.isCancelled()) exchange.cancel(true);
+        });
+        return answer;
     }
 
     public void ack(String leaseId, Outcome outcome) {

@@ -41,6 +41,8 @@ public final class PunctualWorker {
     private final ScheduledExecutorService extender;
     private final LinkedBlockingQueue<Ack> acks = new LinkedBlockingQueue<>();
     private final AtomicBoolean stopping = new AtomicBoolean();
+    /** Set once {@link #stop} has aborted every long poll in flight. */
+    private volatile boolean leasingStopped;
     private final AtomicBoolean abandoned = new AtomicBoolean();
     private final CountDownLatch stopSignal = new CountDownLatch(1);
     private Thread acker;
@@ -92,8 +94,8 @@ public final class PunctualWorker {
         return this;
     }
 
-    /** True once {@link #stop} was called: nothing more is leased. */
-    public boolean isStopping() { return stopping.get(); }
+    /** True once {@link #stop} has begun and aborted its long polls: nothing more is leased. */
+    public boolean isStopping() { return leasingStopped; }
 
     /**
      * Stops leasing, waits up to {@code grace} for running handlers and sends their acks;
@@ -104,6 +106,7 @@ public final class PunctualWorker {
         LOG.log(Level.INFO, "punctual worker stopping (grace {0})", grace);
         stopSignal.countDown();
         for (QueueLoop l : loops) l.stopPolling();
+        leasingStopped = true;
         long deadline = System.nanoTime() + grace.toNanos();
         boolean all = true;
         for (QueueLoop l : loops) {
