@@ -197,6 +197,54 @@ local function encode(t)
   return MARK_OF_STATE[t.st] .. table.concat(f, ',', 1, n) .. '|' .. tail
 end
 
+-- The record of a task created at `now`: what encode(t) writes of it, made without
+-- the table (every field after the fifth holds its usual value, but for a target's
+-- length).
+local function fresh(due, id, max, now, tags, tgt, body)
+  local f = { b36(due), b36(id), unless(due - now, 0, b36), unless(max, USUAL_MAX, b36), unless(#tags, 0, b36) }
+  local n = 5
+  if tgt ~= '' then
+    for i = 6, 13 do f[i] = '' end
+    f[14], n = b36(#tgt), 14
+  else
+    while f[n] == '' do n = n - 1 end
+  end
+  return 'S' .. table.concat(f, ',', 1, n) .. '|' .. tags .. tgt .. body
+end
+
+-- The scheduled record `rec` leased with `fence` from `now` for `lease_ms`: what
+-- encode(t) writes after decode(rec) and those changes, but in format 2 only the
+-- changed header fields are made anew; the rest is copied as it was written.
+local function leased(rec, fence, now, lease_ms)
+  if STATE_OF_MARK[string.sub(rec, 1, 1)] == nil then
+    local t = decode(rec)
+    t.st, t.fence, t.exp, t.updated = 1, fence, now + lease_ms, now
+    return encode(t)
+  end
+  local due, id, lead, max, taglen, _, _, _, att, errlen, ver, occ, anc, tgtlen, pos = string.match(rec, HEADER_V2)
+  local f = {
+    due, id, lead, max, taglen, b36(lease_ms), b36(fence), unless(now - (field(due) - field(lead, 0)), 0, b36),
+    att, errlen, ver, occ, anc, tgtlen,
+  }
+  local n = 14
+  while f[n] == '' do n = n - 1 end
+  return 'L' .. table.concat(f, ',', 1, n) .. '|' .. string.sub(rec, pos)
+end
+
+-- What a completion that deletes the task needs of `rec`: state, id, ver, fence, exp
+-- and tags. A leased record in format 2 is read from its header alone; any other is
+-- decoded.
+local function lease_view(rec)
+  if string.sub(rec, 1, 1) ~= 'L' then return decode(rec) end
+  local due, id, lead, _, taglen, lease, fence, age, _, errlen, ver, _, _, _, pos = string.match(rec, HEADER_V2)
+  local t = { st = 1, id = field(id), ver = field(ver, 1), fence = field(fence, 0), exp = 0 }
+  if lease ~= '' then t.exp = field(due) - field(lead, 0) + field(age, 0) + field(lease) end
+  local errors = field(errlen, -1)
+  if errors > 0 then pos = pos + errors end
+  t.tags = string.sub(rec, pos, pos + field(taglen, 0) - 1)
+  return t
+end
+
 -- The lanes, each named by the KEYS index of its due set: HANDLER (tasks without a
 -- target) and TARGET. The lease script takes a lane by its code; a wake-up message
 -- ends with the lane's suffix, none for the handler lane, as before there were lanes.
@@ -342,10 +390,11 @@ local function records_at(n, stride)
 end
 
 -- The decoded `rec` if it is the live lease named by ARGV[i..i+3] (key, id, version,
--- fence) at `now`, else nil (`rec` may be false: no such task).
-local function live_record(rec, i, now)
+-- fence) at `now`, else nil (`rec` may be false: no such task). `read` decodes it
+-- (default `decode`; `lease_view` where the caller needs only what that reads).
+local function live_record(rec, i, now, read)
   if not rec then return nil end
-  local t = decode(rec)
+  local t = (read or decode)(rec)
   if t.st == 1 and t.id == tonumber(ARGV[i + 1]) and t.ver == tonumber(ARGV[i + 2])
       and t.fence == tonumber(ARGV[i + 3]) and now < t.exp then
     return t

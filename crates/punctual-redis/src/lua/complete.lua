@@ -20,12 +20,15 @@ for i = 0, n - 1 do
   elseif changed[key] then
     rec = redis.call('HGET', KEYS[5], key)
   end
-  local t = live_record(rec, a, now)
+  local kind, at, err = ARGV[a + 4], tonumber(ARGV[a + 5]), ARGV[a + 6]
+  -- Done deletes the task: it needs the lease and the tags, not the whole record.
+  local read = decode
+  if kind == 'd' then read = lease_view end
+  local t = live_record(rec, a, now, read)
   if t == nil then
     out[#out + 1] = 0
   else
     changed[key] = true
-    local kind, at, err = ARGV[a + 4], tonumber(ARGV[a + 5]), ARGV[a + 6]
     if kind == 'd' then
       -- A live lease is in `leases` and `inflight`: removed below with the record.
       unindex_tags(key, t.tags)

@@ -15,17 +15,15 @@ if ARGV[7] ~= '' and tonumber(ARGV[7]) <= now then
   limit = tonumber(ARGV[7])
   if ARGV[8] ~= '' then before = string.sub(ARGV[8], 2) end
 end
-local due = {}
+-- The due keys, and the score of each as Redis wrote it (the inflight set's score).
+local due, scores = {}, {}
 if tonumber(ARGV[4]) > 0 then
-  if before == nil then
-    due = redis.call('ZRANGEBYSCORE', scheduled, '-inf', limit, 'LIMIT', 0, tonumber(ARGV[4]))
-  else
+  local scored = redis.call('ZRANGEBYSCORE', scheduled, '-inf', limit, 'WITHSCORES', 'LIMIT', 0, tonumber(ARGV[4]))
+  for i = 1, #scored, 2 do
     -- Members of one score come in key order: those at the bound from `before` on end it.
-    local scored = redis.call('ZRANGEBYSCORE', scheduled, '-inf', limit, 'WITHSCORES', 'LIMIT', 0, tonumber(ARGV[4]))
-    for i = 1, #scored, 2 do
-      if tonumber(scored[i + 1]) == limit and not bytes_before(scored[i], before) then break end
-      due[#due + 1] = scored[i]
-    end
+    if before ~= nil and tonumber(scored[i + 1]) == limit and not bytes_before(scored[i], before) then break end
+    due[#due + 1] = scored[i]
+    scores[#scores + 1] = scored[i + 1]
   end
 end
 local out = { '', '', int(now) }
@@ -34,20 +32,18 @@ if #due > 0 then
   redis.call('ZREMRANGEBYRANK', scheduled, 0, #due - 1)
   local records = redis.call('HMGET', KEYS[5], unpack(due))
   local fence = redis.call('INCRBY', KEYS[7], #due) - #due
-  local exp = now + lease_ms
+  local exp = int(now + lease_ms)
   local written, leases, inflight = {}, {}, {}
   for i, key in ipairs(due) do
     local rec = records[i]
     if rec then
-      local t = decode(rec)
       fence = fence + 1
-      t.st, t.fence, t.exp, t.updated = 1, fence, exp, now
-      rec = encode(t)
+      rec = leased(rec, fence, now, lease_ms)
       written[#written + 1] = key
       written[#written + 1] = rec
       leases[#leases + 1] = exp
       leases[#leases + 1] = key
-      inflight[#inflight + 1] = t.due
+      inflight[#inflight + 1] = scores[i]
       inflight[#inflight + 1] = key
       out[#out + 1] = key
       out[#out + 1] = rec

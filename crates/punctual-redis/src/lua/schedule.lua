@@ -27,6 +27,7 @@ for i = 0, n - 1 do
   local rec = earlier or records[i + 1]
   local t = nil
   local outcome = 'c'
+  local created = false
   if rec then
     local old = decode(rec)
     if mode == 'k' then
@@ -43,11 +44,10 @@ for i = 0, n - 1 do
             id = old.id, created = old.created, updated = now, tags = tags, tgt = tgt, body = body }
     end
   else
-    t = { st = 0, due = due, exp = 0, fence = 0, ver = 1, att = 0, max = max, occ = 1, anc = due, id = id,
-          created = now, updated = now, tags = tags, tgt = tgt, body = body }
+    created = true
   end
-  if t then
-    rec = encode(t)
+  if t or created then
+    if created then rec = fresh(due, id, max, now, tags, tgt, body) else rec = encode(t) end
     latest[key] = rec
     written[#written + 1] = key
     written[#written + 1] = rec
