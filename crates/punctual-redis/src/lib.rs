@@ -199,6 +199,10 @@ impl Store for RedisStore {
         self.open()?.get(queue, key).await
     }
 
+    async fn get_many(&self, keys: Vec<(QueueName, TaskKey)>) -> Result<Vec<Option<Task>>> {
+        self.open()?.get_many(keys).await
+    }
+
     async fn cancel(&self, queue: &QueueName, key: &TaskKey) -> Result<bool> {
         self.open()?.cancel(queue, key).await
     }

@@ -76,6 +76,36 @@ impl Shared {
         record.map(|r| record::decode(self.identity.current(), queue, key.as_str(), &r)).transpose()
     }
 
+    /// Each task as [`Shared::get`] reads it, with one `HMGET` per shard (shards
+    /// concurrently) instead of a command per key.
+    pub(crate) async fn get_many(&self, keys: Vec<(QueueName, TaskKey)>) -> Result<Vec<Option<Task>>> {
+        let mut by_shard: BTreeMap<(&QueueName, u32), Vec<usize>> = BTreeMap::new();
+        for (i, (queue, key)) in keys.iter().enumerate() {
+            by_shard.entry((queue, self.shard_of(queue, key, false).await?)).or_default().push(i);
+        }
+        let reads = by_shard.into_iter().map(|((queue, shard), indices)| {
+            let tasks = ShardKeys::new(&self.config.prefix, queue, shard).tasks;
+            let mut hmget = redis::cmd("HMGET");
+            hmget.arg(&tasks);
+            for &i in &indices {
+                hmget.arg(keys[i].1.as_str());
+            }
+            async move {
+                let records: Vec<Option<Vec<u8>>> = self.conn.query(&hmget).await?;
+                Ok::<_, Error>((indices, records))
+            }
+        });
+        let mut tasks: Vec<Option<Task>> = keys.iter().map(|_| None).collect();
+        for (indices, records) in futures_util::future::try_join_all(reads).await? {
+            for (i, record) in indices.into_iter().zip(records) {
+                let (queue, key) = &keys[i];
+                tasks[i] =
+                    record.map(|r| record::decode(self.identity.current(), queue, key.as_str(), &r)).transpose()?;
+            }
+        }
+        Ok(tasks)
+    }
+
     pub(crate) async fn cancel(&self, queue: &QueueName, key: &TaskKey) -> Result<bool> {
         self.delete(queue, key, DeleteIf::Any).await
     }
