@@ -13,6 +13,7 @@
 use punctual_core::store::{ExtendRequest, LeaseBatch, LeaseRequest, LeaseToken};
 use punctual_core::{Lane, QueueName, Result, Timestamp};
 
+use crate::heads::{Departure, Pick};
 use crate::{SCRIPT_BATCH, Shared};
 
 /// The longest a lease waits for another call's script on the shards it would visit
@@ -41,12 +42,18 @@ impl Shared {
         let mut spent = Vec::new();
         let mut script_now = None;
         let (mut visits, mut waits) = (0, 0);
+        // Tasks per shard the last visits took.
+        let mut yielded = 0;
         while visits <= 2 * shards && leases.len() < max {
             let room = max - leases.len();
-            // Before the pick, so a landing between the two is not missed.
+            // Before the picks, so a landing between the two is not missed.
             let landing = self.heads.landing();
-            let Some(pick) = self.heads.pick(queue, lane, shards, req.now, &spent) else { break };
-            if pick.busy {
+            // The first visit alone, with all the room: a shard with plenty due fills
+            // the batch with one script. Once shards run dry, as many at once as the
+            // room needs if each holds what the last ones yielded.
+            let together = if visits == 0 { 1 } else { room.div_ceil(yielded.max(1)) };
+            let Some(picks) = self.pick_due_shards(queue, lane, shards, req.now, &spent, together) else { break };
+            if picks.is_empty() {
                 // Every due shard is being leased from by another call of this process,
                 // which is likely to empty it: hand out what this call has, or wait
                 // for one of them to land and look again, rather than send a script that
@@ -58,29 +65,44 @@ impl Shared {
                 let _ = tokio::time::timeout(BUSY_WAIT, landing).await;
                 continue;
             }
-            visits += 1;
-            let departure = self.heads.depart(queue, lane, shards, pick.shard, true);
-            match self.on(queue, pick.shard).lease(req, room, pick.bound.as_ref()).await {
-                Ok(taken) => {
-                    // Nothing taken and nothing due by the script's clock: spent. (A
-                    // bound from a head known only by its time can also take nothing;
-                    // the shard's head is exact now, so it is picked again rightly.)
-                    let due_by_redis = taken.head.as_ref().is_some_and(|head| head.due <= taken.now);
-                    if taken.batch.leases.is_empty() && !due_by_redis {
-                        spent.push(pick.shard);
+            visits += picks.len() as u32;
+            // The room shared out over the shards visited together.
+            let (share, extra) = (room / picks.len(), room % picks.len());
+            let visited = picks.iter().enumerate().map(|(i, (pick, _))| {
+                let room = share + usize::from(i < extra);
+                async move { self.on(queue, pick.shard).lease(req, room, pick.bound.as_ref()).await }
+            });
+            let answers = futures_util::future::join_all(visited).await;
+            let before = leases.len();
+            let visiting = answers.len();
+            let mut failed = None;
+            for ((pick, departure), answer) in picks.into_iter().zip(answers) {
+                match answer {
+                    Ok(taken) => {
+                        // Nothing taken and nothing due by the script's clock: spent. (A
+                        // bound from a head known only by its time can also take nothing;
+                        // the shard's head is exact now, so it is picked again rightly.)
+                        let due_by_redis = taken.head.as_ref().is_some_and(|head| head.due <= taken.now);
+                        if taken.batch.leases.is_empty() && !due_by_redis {
+                            spent.push(pick.shard);
+                        }
+                        self.heads.land(departure, taken.head, req.now);
+                        script_now = Some(script_now.map_or(taken.now, |at: Timestamp| at.max(taken.now)));
+                        leases.extend(taken.batch.leases);
                     }
-                    self.heads.land(departure, taken.head, req.now);
-                    script_now = Some(script_now.map_or(taken.now, |at: Timestamp| at.max(taken.now)));
-                    leases.extend(taken.batch.leases);
-                }
-                Err(e) => {
-                    self.heads.crash(departure);
-                    // Leases already taken are handed out, not left to expire.
-                    if leases.is_empty() {
-                        return Err(e);
+                    Err(e) => {
+                        self.heads.crash(departure);
+                        failed = Some(e);
                     }
-                    break;
                 }
+            }
+            yielded = (leases.len() - before) / visiting;
+            if let Some(e) = failed {
+                // Leases already taken are handed out, not left to expire.
+                if leases.is_empty() {
+                    return Err(e);
+                }
+                break;
             }
         }
         leases.sort_by(|a, b| (a.task.due_at, a.task.key.as_str()).cmp(&(b.task.due_at, b.task.key.as_str())));
@@ -89,6 +111,36 @@ impl Shared {
             next_due = in_engine_time(next_due, script_now, req.now);
         }
         Ok(LeaseBatch::new(leases, next_due))
+    }
+
+    /// The shards a lease should visit together now, each with its pick and its
+    /// departure; empty when every due shard is being leased from by another call,
+    /// `None` when none is due. One shard when the order is strict; with slack, up to
+    /// `most` of the free shards whose head is due within the slack of the earliest,
+    /// each bounded by the others' heads as picked, which taking from the others only
+    /// raises.
+    fn pick_due_shards(
+        &self,
+        queue: &QueueName,
+        lane: Lane,
+        shards: u32,
+        now: Timestamp,
+        spent: &[u32],
+        most: usize,
+    ) -> Option<Vec<(Pick, Departure<'_>)>> {
+        let mut picks = Vec::new();
+        while picks.len() < most {
+            let Some(pick) = self.heads.pick(queue, lane, shards, now, spent) else { break };
+            if pick.busy {
+                return Some(picks);
+            }
+            let departure = self.heads.depart(queue, lane, shards, pick.shard, true);
+            picks.push((pick, departure));
+            if self.config.shard_order_slack.is_zero() {
+                break;
+            }
+        }
+        (!picks.is_empty()).then_some(picks)
     }
 
     /// Reads the heads of `queue`'s `lane` this process does not trust, all at once.

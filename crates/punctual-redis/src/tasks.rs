@@ -26,20 +26,34 @@ impl Shared {
             let shard = self.shard_of(&task.queue, &task.key, true).await?;
             groups.entry((task.queue.clone(), shard)).or_default().push(i);
         }
-        let mut results: Vec<Option<Result<Scheduled>>> = (0..tasks.len()).map(|_| None).collect();
-        for ((queue, shard), indices) in groups {
-            for chunk in indices.chunks(SCRIPT_BATCH) {
-                let batch: Vec<(&NewTask, u64)> =
-                    chunk.iter().map(|&i| (&tasks[i], ids.next().unwrap_or_default())).collect();
-                let answers = self.on(&queue, shard).schedule(&batch, now).await?;
-                if self.sharded(&queue) {
-                    self.note_written(&queue, shard, &answers);
+        // Ids in the order of the call, then the shards concurrently (each shard's
+        // scripts in order): a batch spread over k shards waits for the slowest
+        // shard, not for k scripts in a row.
+        let groups: Vec<_> = groups
+            .into_iter()
+            .map(|(place, indices)| {
+                let numbered: Vec<(usize, u64)> =
+                    indices.into_iter().map(|i| (i, ids.next().unwrap_or_default())).collect();
+                (place, numbered)
+            })
+            .collect();
+        let tasks = &tasks;
+        let writes = groups.iter().map(|((queue, shard), numbered)| async move {
+            let mut answered = Vec::with_capacity(numbered.len());
+            for chunk in numbered.chunks(SCRIPT_BATCH) {
+                let batch: Vec<(&NewTask, u64)> = chunk.iter().map(|&(i, id)| (&tasks[i], id)).collect();
+                let answers = self.on(queue, *shard).schedule(&batch, now).await?;
+                if self.sharded(queue) {
+                    self.note_written(queue, *shard, &answers);
                 }
-                for (&i, answer) in chunk.iter().zip(answers) {
-                    results[i] = Some(answer);
-                }
+                answered.extend(chunk.iter().map(|&(i, _)| i).zip(answers));
             }
-            self.replicate(&queue, shard).await?;
+            self.replicate(queue, *shard).await?;
+            Ok::<_, Error>(answered)
+        });
+        let mut results: Vec<Option<Result<Scheduled>>> = (0..tasks.len()).map(|_| None).collect();
+        for (i, answer) in futures_util::future::try_join_all(writes).await?.into_iter().flatten() {
+            results[i] = Some(answer);
         }
         results.into_iter().map(|r| r.ok_or_else(|| Error::Internal("a task got no answer".into()))).collect()
     }
