@@ -84,7 +84,9 @@ Workloads:
                sustained load of throughput (4 producers, --loops pull loops each). After
                a 2 s warm-up, --duration (10s) is measured: tries acknowledged per
                second, in total and per server; each node's CPU (INFO cpu, system + user,
-               in % of one core) and keys (DBSIZE); and the efficiency, the total at K /
+               in % of one core) and keys (DBSIZE), and their CPU per task acknowledged
+               (what one task costs Redis, the same at every K when the Cluster adds no
+               work per task); and the efficiency, the total at K /
                (K x the total at 1 primary in the same run): 1.00 means each primary adds
                what one carries alone, 0.50 at K=4 that 4 primaries carry twice what one
                does (shown when 1 is in --primaries). Then every task must fire once: lost

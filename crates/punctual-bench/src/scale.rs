@@ -10,7 +10,8 @@
 //! and acknowledging them). After [`WARM_UP`], a window of `--duration` is measured:
 //! tries acknowledged per second, per server and in total; each node's CPU (`INFO
 //! cpu`, system + user, over the window, in % of one core) and its keys (`DBSIZE`, at
-//! the end of the window). Then every load drains, and every task scheduled must have
+//! the end of the window), and the nodes' CPU per task acknowledged. Then every load
+//! drains, and every task scheduled must have
 //! fired once: lost and duplicated are counted as `throughput` counts them. The
 //! servers are stopped before their Cluster, and both before the next K.
 //!
@@ -23,7 +24,9 @@
 //! `--shards` slots, and the K nodes would split only those between them.
 //!
 //! The nodes, the servers and this process's load all run on this machine and share
-//! its cores; the report says how many there are.
+//! its cores; the report says how many there are. Where they are too few, the rate
+//! stops growing with K for want of cores, not of Redis; the CPU per task then still
+//! shows whether more primaries cost Redis more work per task.
 
 use std::time::{Duration, Instant};
 
@@ -72,6 +75,11 @@ pub(crate) struct ClusterRun {
     pub(crate) scheduled_per_second: f64,
     /// `completed_per_second` ÷ (primaries × that of 1 primary); none without a run of 1.
     pub(crate) efficiency: Option<f64>,
+    /// Every node's CPU time over the window ÷ the tries acknowledged in it, in µs:
+    /// what scheduling, leasing and acknowledging one task costs Redis. The same at
+    /// every K when spreading over more primaries adds no work per task, whatever
+    /// limits the rate on this machine.
+    pub(crate) redis_cpu_us_per_task: f64,
     pub(crate) lost: u64,
     pub(crate) duplicates: u64,
     pub(crate) servers: Vec<ServerRun>,
@@ -174,7 +182,8 @@ struct Reading {
 /// window, drains, and stops them all.
 async fn measure(size: Size, progress: &Progress, notes: &mut Vec<String>) -> Result<ClusterRun> {
     let Size { primaries, servers, shards, pull, duration } = size;
-    let bar = progress.counter(&format!("{primaries} primaries: starting"));
+    let label = format!("{primaries} {}", if primaries == 1 { "primary" } else { "primaries" });
+    let bar = progress.counter(&format!("{label}: starting"));
     let cluster = tokio::task::spawn_blocking(move || RedisCluster::start(primaries as usize, 0, NODE_TIMEOUT))
         .await
         .context("starting the Redis Cluster panicked")?
@@ -195,9 +204,9 @@ async fn measure(size: Size, progress: &Progress, notes: &mut Vec<String>) -> Re
         let load = SustainedLoad::start(&driver, &queue, bar.clone())?;
         loaded.push(Loaded { load, prefix, queue, served });
     }
-    bar.set_message(format!("{primaries} primaries: warm-up"));
+    bar.set_message(format!("{label}: warm-up"));
     tokio::time::sleep(WARM_UP).await;
-    bar.set_message(format!("{primaries} primaries: measuring"));
+    bar.set_message(format!("{label}: measuring"));
     let before = read(&loaded, &node_cpu).await?;
     tokio::time::sleep(duration).await;
     let after = read(&loaded, &node_cpu).await?;
@@ -205,7 +214,7 @@ async fn measure(size: Size, progress: &Progress, notes: &mut Vec<String>) -> Re
     for node in cluster.nodes() {
         keys.push(dbsize(node.port()).await?);
     }
-    bar.set_message(format!("{primaries} primaries: draining"));
+    bar.set_message(format!("{label}: draining"));
     let elapsed = after.at - before.at;
     let (loads, servers): (Vec<_>, Vec<_>) =
         loaded.into_iter().map(|l| (l.load, (l.prefix, l.queue, l.served))).unzip();
@@ -215,7 +224,7 @@ async fn measure(size: Size, progress: &Progress, notes: &mut Vec<String>) -> Re
     for (i, (drained, (prefix, queue, served))) in drained.into_iter().zip(servers).enumerate() {
         drop(served);
         if let Some(note) = drained.note {
-            notes.push(format!("{primaries} primaries, server {}: {note}", i + 1));
+            notes.push(format!("{label}, server {}: {note}", i + 1));
         }
         let (start, end) = (&before.counts[i], &after.counts[i]);
         server_runs.push(ServerRun {
@@ -231,7 +240,7 @@ async fn measure(size: Size, progress: &Progress, notes: &mut Vec<String>) -> Re
         });
     }
     bar.finish_and_clear();
-    let nodes = (cluster.nodes().iter().zip(&keys))
+    let nodes: Vec<NodeRun> = (cluster.nodes().iter().zip(&keys))
         .enumerate()
         .map(|(i, (node, &keys))| NodeRun {
             port: node.port(),
@@ -240,11 +249,14 @@ async fn measure(size: Size, progress: &Progress, notes: &mut Vec<String>) -> Re
         })
         .collect();
     drop(cluster);
+    let completed_per_second: f64 = server_runs.iter().map(|s| s.completed_per_second).sum();
+    let cpu_share: f64 = nodes.iter().map(|n| n.cpu_percent / 100.0).sum();
     Ok(ClusterRun {
         primaries,
-        completed_per_second: server_runs.iter().map(|s| s.completed_per_second).sum(),
+        completed_per_second,
         scheduled_per_second: server_runs.iter().map(|s| s.scheduled_per_second).sum(),
         efficiency: None,
+        redis_cpu_us_per_task: cpu_share * 1e6 / completed_per_second.max(f64::MIN_POSITIVE),
         lost: server_runs.iter().map(|s| s.lost).sum(),
         duplicates: server_runs.iter().map(|s| s.duplicates).sum(),
         servers: server_runs,
@@ -282,7 +294,7 @@ impl ScaleReport {
     pub(crate) fn table(&self) -> String {
         let sizes: Vec<String> = self.clusters.iter().map(|c| c.primaries.to_string()).collect();
         let title = format!(
-            "scale: schedule + fire + ack on Redis Clusters of {} primaries, {} s measured after a {} s warm-up\n\
+            "scale: schedule + fire + ack on Redis Clusters of K primaries (K = {}), {} s measured after a {} s warm-up\n\
              each server: its own prefix and queue of {} shards, {} producers; {}\n\
              on this machine's {} cores, shared by the nodes, the servers and the load",
             sizes.join(", "),
@@ -304,6 +316,7 @@ impl ScaleReport {
                     rate(c.completed_per_second),
                     per_server.join(" + "),
                     c.efficiency.map_or("-".into(), |e| format!("{e:.2}")),
+                    format!("{:.1} µs", c.redis_cpu_us_per_task),
                     thousands(c.lost as f64),
                     thousands(c.duplicates as f64),
                 ]
@@ -326,9 +339,18 @@ impl ScaleReport {
         let mut text = format!(
             "{title}\n{}\n\n{}",
             table(
-                &["PRIMARIES", "SERVERS", "ACKED/S", "PER SERVER", "EFFICIENCY", "LOST", "DUPLICATES"],
+                &[
+                    "PRIMARIES",
+                    "SERVERS",
+                    "ACKED/S",
+                    "PER SERVER",
+                    "EFFICIENCY",
+                    "REDIS CPU/TASK",
+                    "LOST",
+                    "DUPLICATES"
+                ],
                 totals,
-                &[1, 2, 4, 5, 6]
+                &[1, 2, 4, 5, 6, 7]
             ),
             table(&["PRIMARIES", "NODE", "CPU", "KEYS"], nodes, &[2, 3])
         );

@@ -457,6 +457,7 @@ fn scale_measures_each_cluster_size_and_loses_nothing() {
         let primaries = number(cluster, "primaries");
         assert!(number(cluster, "completed_per_second") > 0.0, "{scale:#}");
         assert!(number(cluster, "efficiency") > 0.0, "{scale:#}");
+        assert!(number(cluster, "redis_cpu_us_per_task") > 0.0, "{scale:#}");
         assert_eq!((number(cluster, "lost"), number(cluster, "duplicates")), (0.0, 0.0), "{scale:#}");
         let servers = cluster["servers"].as_array().expect("servers");
         assert_eq!(servers.len() as f64, primaries, "one server per primary by default: {scale:#}");
