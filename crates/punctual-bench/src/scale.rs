@@ -11,9 +11,9 @@
 //! tries acknowledged per second, per server and in total; each node's CPU (`INFO
 //! cpu`, system + user, over the window, in % of one core) and its keys (`DBSIZE`, at
 //! the end of the window), and the nodes' CPU per task acknowledged. Then every load
-//! drains, and every task scheduled must have
-//! fired once: lost and duplicated are counted as `throughput` counts them. The
-//! servers are stopped before their Cluster, and both before the next K.
+//! drains, and every task scheduled must have fired once: lost and duplicated are
+//! counted as `throughput` counts them. The servers are stopped before their Cluster,
+//! and both before the next K.
 //!
 //! Efficiency at K = total at K ÷ (K × total at 1 primary in the same run): 1 when
 //! each primary adds what one carries alone. Only when 1 is in `--primaries`.
@@ -46,7 +46,7 @@ use crate::throughput::{Counts, PRODUCERS, SustainedLoad};
 
 /// Shards of each server's queue unless `--shards` says otherwise: enough hash tags to
 /// spread one queue over every primary of the Clusters measured by default.
-pub(crate) const DEFAULT_SHARDS: u32 = 16;
+const DEFAULT_SHARDS: u32 = 16;
 /// Load before the measured window: connections opened, shard heads learnt.
 const WARM_UP: Duration = Duration::from_secs(2);
 
