@@ -8,7 +8,8 @@
 //! `--server` an http(s) URL (and not with `--serve`), sizes and durations above zero,
 //! the pull loops' settings within what the server accepts (`--lease-max` up to the
 //! core's [`MAX_LEASE_BATCH`], `--long-poll` up to its [`MAX_WAIT`]) and given only
-//! where pull loops run (`--server` or `--serve`).
+//! where pull loops run (`--server` or `--serve`), `scale`'s `--primaries` a list of
+//! counts from 1 to [`MAX_NODES`].
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -20,6 +21,10 @@ use serde::Serialize;
 
 /// The most pull loops `--loops` starts (each holds one connection to the server).
 pub const MAX_LOOPS: u32 = 1_000;
+
+/// The most primaries (`--primaries`) and servers (`--servers`) `scale` starts at once
+/// on this machine.
+pub const MAX_NODES: u32 = 64;
 
 /// What `punctual bench --help` shows after the flags.
 pub const AFTER_HELP: &str = "\
@@ -71,6 +76,23 @@ Workloads:
                memory, the memory just before each kill, and the growth of that memory
                after the first 5 minutes (goal: at most 5%). One line a minute on
                stderr; with --json the table also goes to stderr, the JSON to stdout
+  scale        how schedule + fire + ack grows as a Redis Cluster gets more primaries.
+               For each K of --primaries (default 1,2,4,8): a private Redis Cluster of K
+               primaries (no replicas, loopback ports, killed after), --servers punctual
+               serve on it (default K), each with its own key prefix and its own queue of
+               --shards shards (default 16 here), and on every server at once the
+               sustained load of throughput (4 producers, --loops pull loops each). After
+               a 2 s warm-up, --duration (10s) is measured: tries acknowledged per
+               second, in total and per server; each node's CPU (INFO cpu, system + user,
+               in % of one core) and keys (DBSIZE), and their CPU per task acknowledged
+               (what one task costs Redis, the same at every K when the Cluster adds no
+               work per task); and the efficiency, the total at K /
+               (K x the total at 1 primary in the same run): 1.00 means each primary adds
+               what one carries alone, 0.50 at K=4 that 4 primaries carry twice what one
+               does (shown when 1 is in --primaries). Then every task must fire once: lost
+               and duplicated are counted. Needs redis-server. Nodes, servers and the load
+               share this machine's cores: the efficiency shows how the Cluster scales
+               only where the cores outnumber them
 
 Examples:
   punctual bench burst --serve                         # over HTTP on the default (embedded) store
@@ -84,6 +106,8 @@ Examples:
   punctual bench brokers                               # RabbitMQ and NATS on this machine
   punctual bench soak --duration 30m --store private-redis --json > soak.json   # 15 kills
   punctual bench soak --duration 20s --kill-every 5s  # a quick look
+  punctual bench scale                                 # 1, 2, 4 and 8 primaries, 10 s each
+  punctual bench scale --primaries 1,2,3 --servers 2 --shards 32 --json
   punctual bench brokers --rabbitmq amqp://u:p@mq:5672/%2f --nats nats://mq:4222 --concurrency 128
 
 Targets: the engine runs in this process on a fresh store per workload (--store embedded
@@ -97,7 +121,8 @@ Pull loops (over HTTP): --loops (50) loops each long-poll POST /v1/queues/Q/leas
 to --lease-max (100) tasks, waiting up to --long-poll (2s), then acknowledge them:
 --acks batch (one POST /v1/acks per answer) or each (one POST /v1/leases/ID/ack per
 task, in turn). In process, a worker of 256 handler slots consumes instead. Each report
-states the settings it ran with.
+states the settings it ran with. scale runs --loops pull loops on each server it starts;
+--lease-max, --long-poll and --acks need --serve there too (scale always serves).
 
 Baselines, on a Redis (the target's, else a private redis-server when one is installed):
 the seeds' keyspace notifications and 1-second ZSet poller beside spread, and BullMQ
@@ -125,10 +150,9 @@ pub struct BenchArgs {
     /// The embedded store's directory; each workload uses DIR/<workload>, kept after the run [default: a temporary directory]
     #[arg(long, value_name = "DIR")]
     pub data: Option<PathBuf>,
-    /// Redis: split each benchmark queue into N shards (in process, or the server --serve starts)
-    #[arg(long, value_name = "N", default_value_t = 1, conflicts_with = "server",
-          value_parser = clap::value_parser!(u32).range(1..=1024))]
-    pub shards: u32,
+    /// Redis: split each benchmark queue into N shards (in process, or the servers --serve and scale start) [default: 1; scale 16]
+    #[arg(long, value_name = "N", conflicts_with = "server", value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub shards: Option<u32>,
     /// Run spread, burst and throughput against this running punctual serve over HTTP
     #[arg(long, value_name = "URL", value_parser = parse_server_url, conflicts_with_all = ["store", "serve"])]
     pub server: Option<Url>,
@@ -175,12 +199,19 @@ pub struct BenchArgs {
     /// brokers: the push actions' concurrency (publishes in flight per queue)
     #[arg(long, value_name = "N", default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub concurrency: u32,
-    /// throughput: how long each phase runs; soak: how long the load runs (give it: 30m for a real soak)
+    /// throughput: how long each phase runs; soak: how long the load runs (give it: 30m for a real soak); scale: the window measured on each Cluster
     #[arg(long, value_name = "D", default_value = "10s", value_parser = parse_bench_duration)]
     pub duration: Duration,
     /// soak: how often the server is killed with kill -9 and restarted on the same store
     #[arg(long, value_name = "D", default_value = "2m", value_parser = parse_bench_duration)]
     pub kill_every: Duration,
+    /// scale: the Redis Cluster sizes to measure, in primaries, comma-separated
+    #[arg(long, value_name = "K,K,…", value_delimiter = ',', default_value = "1,2,4,8",
+          value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_NODES)))]
+    pub primaries: Vec<u32>,
+    /// scale: punctual serve processes on each Cluster [default: as many as its primaries]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_NODES)))]
+    pub servers: Option<u32>,
     /// soak: one-off tasks the producer schedules per second (besides 10 repeating tasks)
     #[arg(long, value_name = "N", default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub rate: u32,
@@ -205,6 +236,7 @@ pub enum Workload {
     All,
     Brokers,
     Soak,
+    Scale,
 }
 
 impl Workload {
@@ -218,6 +250,7 @@ impl Workload {
             Workload::All => "all",
             Workload::Brokers => "brokers",
             Workload::Soak => "soak",
+            Workload::Scale => "scale",
         }
     }
 }

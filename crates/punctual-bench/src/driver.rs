@@ -47,6 +47,14 @@ pub(crate) struct PullLoops {
     pub(crate) acks: Acks,
 }
 
+impl PullLoops {
+    /// How a report states them.
+    pub(crate) fn settings(&self) -> ConsumerSettings {
+        let PullLoops { loops, lease_max, long_poll, acks } = *self;
+        ConsumerSettings::HttpPull { loops, lease_max, long_poll_ms: long_poll.as_millis() as u64, acks }
+    }
+}
+
 /// How a workload's tasks were consumed, as its report states it.
 #[derive(Debug, Clone, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -381,8 +389,7 @@ impl Driver for HttpDriver {
     }
 
     fn settings(&self) -> ConsumerSettings {
-        let PullLoops { loops, lease_max, long_poll, acks } = self.pull;
-        ConsumerSettings::HttpPull { loops, lease_max, long_poll_ms: long_poll.as_millis() as u64, acks }
+        self.pull.settings()
     }
 }
 

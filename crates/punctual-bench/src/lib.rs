@@ -15,7 +15,9 @@
 //! it starts its own server, configured with the actions), [`soak`] (a server it starts
 //! under steady load for a long time, killed with `kill -9` and restarted every few
 //! minutes: nothing acknowledged lost, duplicates explained, lag and memory per
-//! minute). Each of the first four drives a [`driver::Driver`]: an engine
+//! minute), [`scale`] (throughput's sustained load on several servers it starts on
+//! private Redis Clusters of growing size: the rate per primary). Each of the first
+//! four drives a [`driver::Driver`]: an engine
 //! in this process on a fresh store per workload (embedded in `--data DIR/<workload>`
 //! or a temporary directory; Redis under a key prefix of its own), or a `punctual
 //! serve` over HTTP with pull loops as users run them: one already running
@@ -26,7 +28,8 @@
 //! the progress bars and tables.
 //!
 //! Nothing is left behind: temporary directories are removed, a served `punctual
-//! serve` and a private redis-server are stopped (even when this process is killed),
+//! serve` and a private redis-server or Cluster are stopped (even when this process is
+//! killed),
 //! and on an existing Redis every key under the run's prefix is deleted.
 
 #![allow(clippy::disallowed_methods, reason = "a benchmark measures elapsed wall-clock time")]
@@ -40,6 +43,7 @@ mod driver;
 mod pending;
 mod redis_cpu;
 mod report;
+mod scale;
 mod serve;
 mod soak;
 mod spread;
@@ -55,7 +59,7 @@ use punctual_redis::{RedisConfig, RedisStore};
 use punctual_sqlite::SqliteStore;
 use serde::Serialize;
 
-pub use args::{AFTER_HELP, Acks, BenchArgs, BenchStore, Broker, MAX_LOOPS, Workload};
+pub use args::{AFTER_HELP, Acks, BenchArgs, BenchStore, Broker, MAX_LOOPS, MAX_NODES, Workload};
 use bullmq::Bullmq;
 use driver::{Driver, EngineDriver, HttpDriver, PullLoops};
 use report::Progress;
@@ -242,6 +246,9 @@ async fn run_workloads(args: BenchArgs, emit: fn(&str) -> Result<()>) -> Result<
     if args.workload == Workload::Soak {
         return soak::run(args, emit).await;
     }
+    if args.workload == Workload::Scale {
+        return scale::run(args, emit).await;
+    }
     let workloads: Vec<Workload> = match args.workload {
         Workload::All => vec![Workload::Spread, Workload::Burst, Workload::Throughput, Workload::Pending],
         one => vec![one],
@@ -285,7 +292,7 @@ async fn run_workloads(args: BenchArgs, emit: fn(&str) -> Result<()>) -> Result<
             served: None,
         },
         (None, _) if args.serve => {
-            let config = shards_config(args.shards);
+            let config = shards_config(args.shards.unwrap_or(1));
             let served = ServedTarget::start(&args, config.as_deref()).await?;
             Target::Http {
                 // The server started for the run has no tokens.
@@ -453,7 +460,7 @@ async fn run_redis(workload: Workload, args: &BenchArgs, url: &str, prefix: &str
     let before = if workload == Workload::Pending { Some(pending::before(cx).await?) } else { None };
     let mut config = RedisConfig::new(punctual_redis::Target::parse(url)?);
     config.prefix = prefix.to_owned();
-    config.default_shards = args.shards;
+    config.default_shards = args.shards.unwrap_or(1);
     let store = RedisStore::connect(config).await.with_context(|| format!("cannot connect to Redis at {url}"))?;
     let clock = store.clock();
     let engine = Engine::start(store, EngineConfig::default().clock(clock));
@@ -488,8 +495,8 @@ async fn run_workload<D: Driver>(driver: &D, workload: Workload, args: &BenchArg
         Workload::Spread => Report::Spread(spread::run(driver, tasks, args.window, cx).await?),
         Workload::Burst => Report::Burst(burst::run(driver, tasks, cx).await?),
         Workload::Throughput => Report::Throughput(throughput::run(driver, args.duration, cx).await?),
-        Workload::Pending | Workload::All | Workload::Brokers | Workload::Soak => {
-            unreachable!("pending, all, brokers and soak are dispatched before")
+        Workload::Pending | Workload::All | Workload::Brokers | Workload::Soak | Workload::Scale => {
+            unreachable!("pending, all, brokers, soak and scale are dispatched before")
         }
     })
 }

@@ -1,12 +1,13 @@
 //! `throughput`: the most schedule + fire + ack per second the target sustains, then
 //! the rate of scheduling alone, each for `--duration`.
 //!
-//! 1. **Sustained**: [`PRODUCERS`] producers schedule batches of [`PRODUCER_BATCH`]
-//!    tasks due now while the consumer fires and acknowledges them. Producers pause
-//!    while more than [`MAX_BACKLOG`] tasks wait (scheduled, not yet fired), so the
-//!    rate measured is one the target keeps up with, not a queue growing without end.
-//!    Reported: tasks scheduled per second and tries completed (acknowledged done) per
-//!    second over the duration; then every task scheduled must fire (checked).
+//! 1. **Sustained** ([`SustainedLoad`], which `scale` runs on several servers at once):
+//!    [`PRODUCERS`] producers schedule batches of [`PRODUCER_BATCH`] tasks due now
+//!    while the consumer fires and acknowledges them. Producers pause while more than
+//!    [`MAX_BACKLOG`] tasks wait (scheduled, not yet fired), so the rate measured is
+//!    one the target keeps up with, not a queue growing without end. Reported: tasks
+//!    scheduled per second and tries completed (acknowledged done) per second over the
+//!    duration; then every task scheduled must fire (checked).
 //! 2. **Schedule only** (tasks due in a day): [`CLIENTS`] concurrent clients each
 //!    making single schedule calls (each durable on return: group commit on the
 //!    embedded store), then one client scheduling batches of 1,000.
@@ -14,22 +15,25 @@
 //! 4. BullMQ's sustained add + process, shaped as step 1 (see [`super::bullmq`]).
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result};
+use indicatif::ProgressBar;
 use serde::Serialize;
+use tokio::task::JoinHandle;
 
 use super::baselines;
 use super::bullmq::{BullmqThroughput, ThroughputRatios, over};
-use super::driver::{BenchTask, ConsumerSettings, Driver, Recorder};
+use super::driver::{BenchTask, Consumer, ConsumerSettings, Driver, Recorder};
 use super::redis_cpu::{self, CpuPerTask};
 use super::report::{Figure, figures_beside, rate, thousands, times, with_footer};
 use super::stats::per_second;
 use super::{Context, Side};
 
 const QUEUE: &str = "bench.throughput";
-const PRODUCERS: usize = 4;
+/// Producers of a [`SustainedLoad`].
+pub(crate) const PRODUCERS: usize = 4;
 const PRODUCER_BATCH: u64 = 100;
 const MAX_BACKLOG: u64 = 5_000;
 /// Concurrent clients making single schedule calls.
@@ -151,55 +155,144 @@ async fn sustained<D: Driver>(
     cx: &Context<'_>,
     notes: &mut Vec<String>,
 ) -> Result<Sustained> {
-    let recorder = Recorder::new(usize::MAX, cx.progress.counter("throughput: fired + acked"));
-    let consumer = driver.consume(QUEUE, recorder.clone())?;
-    let next_key = Arc::new(AtomicU64::new(0));
-    let scheduled = Arc::new(AtomicU64::new(0));
+    let mut load = SustainedLoad::start(driver, QUEUE, cx.progress.counter("throughput: fired + acked"))?;
     let started = Instant::now();
-    let deadline = started + duration;
-    let mut producers = Vec::new();
-    for _ in 0..PRODUCERS {
-        let (driver, recorder, next_key, scheduled) =
-            (driver.clone(), recorder.clone(), next_key.clone(), scheduled.clone());
-        producers.push(tokio::spawn(async move {
-            while Instant::now() < deadline {
-                if scheduled.load(Ordering::SeqCst).saturating_sub(recorder.fired() as u64) >= MAX_BACKLOG {
-                    tokio::time::sleep(Duration::from_millis(1)).await;
-                    continue;
-                }
-                let first = next_key.fetch_add(PRODUCER_BATCH, Ordering::SeqCst);
-                let now = driver.now_ms();
-                let batch = (first..first + PRODUCER_BATCH).map(|key| BenchTask::new(key, now)).collect();
-                driver.schedule(QUEUE, batch).await?;
-                scheduled.fetch_add(PRODUCER_BATCH, Ordering::SeqCst);
-            }
-            anyhow::Ok(())
-        }));
-    }
-    for producer in producers {
-        producer.await.context("a producer panicked")?.context("a producer failed")?;
-    }
+    tokio::time::sleep(duration).await;
+    let done = load.stop_producers().await?;
     let elapsed = started.elapsed();
-    let completed = driver.completed(QUEUE, &recorder);
-    let scheduled = scheduled.load(Ordering::SeqCst);
-    recorder.expect(scheduled as usize);
-    if !recorder.wait_all(DRAIN_LIMIT).await {
-        notes.push(format!("not every task scheduled fired within {}s after the duration", DRAIN_LIMIT.as_secs()));
-    }
-    consumer.stop().await?;
-    let left_in_store = driver.remaining(QUEUE).await?;
-    let (lags, duplicates) = recorder.take();
-    let fired = lags.len();
+    let Drained { scheduled, fired, duplicates, lost, left_in_store, note } = load.drain().await?;
+    debug_assert_eq!(scheduled, done.scheduled, "nothing is scheduled once the producers stopped");
+    notes.extend(note);
     Ok(Sustained {
-        scheduled,
-        scheduled_per_second: per_second(scheduled, elapsed),
-        completed,
-        completed_per_second: per_second(completed, elapsed),
+        scheduled: done.scheduled,
+        scheduled_per_second: per_second(done.scheduled, elapsed),
+        completed: done.completed,
+        completed_per_second: per_second(done.completed, elapsed),
         fired,
         duplicates,
-        lost: scheduled.saturating_sub(fired as u64),
+        lost,
         left_in_store,
     })
+}
+
+/// Schedule + fire + ack on one driver, kept going until stopped: [`PRODUCERS`]
+/// producers scheduling batches of [`PRODUCER_BATCH`] tasks due now in one queue, each
+/// pausing while [`MAX_BACKLOG`] or more wait to fire, and the driver's consumer firing
+/// and acknowledging them. Its [`Counts`] can be read at any time, so a caller measures
+/// whichever window it wants; [`SustainedLoad::drain`] then accounts for every task.
+pub(crate) struct SustainedLoad<D: Driver> {
+    driver: D,
+    queue: String,
+    recorder: Arc<Recorder>,
+    consumer: Consumer,
+    scheduled: Arc<AtomicU64>,
+    stop: Arc<AtomicBool>,
+    /// Empty once stopped.
+    producers: Vec<JoinHandle<Result<()>>>,
+}
+
+/// What a [`SustainedLoad`] has done so far.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Counts {
+    /// Tasks scheduled (each batch counted once the target accepted it).
+    pub(crate) scheduled: u64,
+    /// Tries acknowledged done.
+    pub(crate) completed: u64,
+}
+
+/// What became of every task a [`SustainedLoad`] scheduled.
+#[derive(Debug, Clone)]
+pub(crate) struct Drained {
+    pub(crate) scheduled: u64,
+    /// Distinct tasks fired.
+    pub(crate) fired: usize,
+    /// Firings of a task already fired.
+    pub(crate) duplicates: u64,
+    /// Scheduled and never fired.
+    pub(crate) lost: u64,
+    /// Tasks of the queue still stored once the consumer stopped.
+    pub(crate) left_in_store: u64,
+    /// Why the drain ended before every task fired, when it did.
+    pub(crate) note: Option<String>,
+}
+
+impl<D: Driver> SustainedLoad<D> {
+    /// Starts the consumer of `queue` on `driver`, then the producers; `bar` counts the
+    /// tasks fired.
+    pub(crate) fn start(driver: &D, queue: &str, bar: ProgressBar) -> Result<SustainedLoad<D>> {
+        let recorder = Recorder::new(usize::MAX, bar);
+        let consumer = driver.consume(queue, recorder.clone())?;
+        let next_key = Arc::new(AtomicU64::new(0));
+        let scheduled = Arc::new(AtomicU64::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
+        let producers = (0..PRODUCERS)
+            .map(|_| {
+                let (driver, queue, recorder, next_key, scheduled, stop) = (
+                    driver.clone(),
+                    queue.to_owned(),
+                    recorder.clone(),
+                    next_key.clone(),
+                    scheduled.clone(),
+                    stop.clone(),
+                );
+                tokio::spawn(async move {
+                    while !stop.load(Ordering::SeqCst) {
+                        if scheduled.load(Ordering::SeqCst).saturating_sub(recorder.fired() as u64) >= MAX_BACKLOG {
+                            tokio::time::sleep(Duration::from_millis(1)).await;
+                            continue;
+                        }
+                        let first = next_key.fetch_add(PRODUCER_BATCH, Ordering::SeqCst);
+                        let now = driver.now_ms();
+                        let batch = (first..first + PRODUCER_BATCH).map(|key| BenchTask::new(key, now)).collect();
+                        driver.schedule(&queue, batch).await?;
+                        scheduled.fetch_add(PRODUCER_BATCH, Ordering::SeqCst);
+                    }
+                    anyhow::Ok(())
+                })
+            })
+            .collect();
+        Ok(SustainedLoad {
+            driver: driver.clone(),
+            queue: queue.to_owned(),
+            recorder,
+            consumer,
+            scheduled,
+            stop,
+            producers,
+        })
+    }
+
+    /// Tasks scheduled and tries completed so far.
+    pub(crate) fn counts(&self) -> Counts {
+        Counts {
+            scheduled: self.scheduled.load(Ordering::SeqCst),
+            completed: self.driver.completed(&self.queue, &self.recorder),
+        }
+    }
+
+    /// Stops the producers, each after the batch it is sending, and answers the counts
+    /// once they all stopped; the consumer goes on. An error is a producer's.
+    pub(crate) async fn stop_producers(&mut self) -> Result<Counts> {
+        self.stop.store(true, Ordering::SeqCst);
+        for producer in std::mem::take(&mut self.producers) {
+            producer.await.context("a producer panicked")?.context("a producer failed")?;
+        }
+        Ok(self.counts())
+    }
+
+    /// Stops the producers (if still running), waits up to [`DRAIN_LIMIT`] for every
+    /// task scheduled to fire, stops the consumer and counts what fired.
+    pub(crate) async fn drain(mut self) -> Result<Drained> {
+        let scheduled = self.stop_producers().await?.scheduled;
+        self.recorder.expect(scheduled as usize);
+        let note = (!self.recorder.wait_all(DRAIN_LIMIT).await)
+            .then(|| format!("not every task scheduled fired within {}s after the duration", DRAIN_LIMIT.as_secs()));
+        self.consumer.stop().await?;
+        let left_in_store = self.driver.remaining(&self.queue).await?;
+        let (lags, duplicates) = self.recorder.take();
+        let fired = lags.len();
+        Ok(Drained { scheduled, fired, duplicates, lost: scheduled.saturating_sub(fired as u64), left_in_store, note })
+    }
 }
 
 /// Tasks per second of single schedule calls from [`CLIENTS`] concurrent clients.

@@ -1063,6 +1063,10 @@ mod tests {
             bench(&["bench", "burst", "--store", "private-redis", "--baselines=false"]).unwrap().baselines,
             Some(false)
         );
+        let args = bench(&["bench", "scale"]).unwrap();
+        assert_eq!((args.primaries.as_slice(), args.servers, args.shards), (&[1, 2, 4, 8][..], None, None));
+        let args = bench(&["bench", "scale", "--primaries", "1,3", "--servers", "2", "--shards", "32"]).unwrap();
+        assert_eq!((args.primaries.as_slice(), args.servers, args.shards), (&[1, 3][..], Some(2), Some(32)));
         for wrong in [
             &["bench", "spread", "--store", "redis-cluster://a:1"][..],
             &["bench", "spread", "--store", "sqlite"],

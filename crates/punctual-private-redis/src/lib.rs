@@ -1,9 +1,10 @@
 //! A private `redis-server` process (or a Sentinel, `redis-server --sentinel`) on a
-//! free loopback port, in its own temporary directory, never the machine's own Redis:
-//! what the tests run the Redis store against (through `punctual-testkit`, which adds
-//! panicking helpers, Redis Clusters and primaries watched by Sentinels) and what
-//! `punctual bench --store private-redis` measures on. Killed (SIGKILL) and reaped on
-//! drop.
+//! free loopback port, in its own temporary directory, never the machine's own Redis,
+//! and a Redis Cluster of them ([`RedisCluster`], in [`cluster`]): what the tests run
+//! the Redis store against (through `punctual-testkit`, which adds panicking helpers,
+//! failover helpers and primaries watched by Sentinels) and what `punctual bench
+//! --store private-redis` and `punctual bench scale` measure on. Killed (SIGKILL) and
+//! reaped on drop.
 //!
 //! A Sentinel ([`RedisServer::start_sentinel`]) is the one `redis-server` binary in
 //! `--sentinel` mode (`redis-sentinel` is that binary under another name, and not always
@@ -27,14 +28,37 @@
 
 #![allow(clippy::disallowed_methods, reason = "waiting for a real process takes real time, not a Clock's")]
 
+pub mod cluster;
+
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// How long a server may take to answer PING.
+pub use cluster::RedisCluster;
+
+/// How long a server may take to answer PING, and a Cluster each step of its forming.
 pub const START_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// Calls `check` until it answers `Some`, at most until `timeout` has passed: the
+/// answer, or `None` when time ran out.
+///
+/// The one way to wait on a real process (a server, `redis-server`): such a process
+/// cannot signal its owner, so this looks again every 10 ms. (`punctual-testkit`
+/// hands it to the tests; tests of the engine itself wait on signals or paused time.)
+pub fn poll_until<T>(timeout: Duration, mut check: impl FnMut() -> Option<T>) -> Option<T> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(found) = check() {
+            return Some(found);
+        }
+        if Instant::now() >= deadline {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
 
 /// How a server keeps data on disk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

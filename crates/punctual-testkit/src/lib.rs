@@ -14,25 +14,9 @@ pub mod proxy;
 pub mod redis;
 pub mod server;
 
-/// Calls `check` until it answers `Some`, at most until `timeout` has passed: the
-/// answer, or `None` when time ran out.
-///
-/// The one place tests wait on a real process (a server, `redis-server`): such a
-/// process cannot signal the test, so this looks again every 10 ms. Tests of the engine
-/// itself wait on signals or paused time instead.
-#[allow(clippy::disallowed_methods, reason = "waiting for a real process takes real time, not a Clock's")]
-pub fn poll_until<T>(timeout: std::time::Duration, mut check: impl FnMut() -> Option<T>) -> Option<T> {
-    let deadline = std::time::Instant::now() + timeout;
-    loop {
-        if let Some(found) = check() {
-            return Some(found);
-        }
-        if std::time::Instant::now() >= deadline {
-            return None;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
-}
+/// Waits on a real process (a server, `redis-server`) by looking again every 10 ms;
+/// the tests of the engine itself wait on signals or paused time instead.
+pub use punctual_private_redis::poll_until;
 
 /// Sends `signal` (`STOP`, `CONT`, …) to process `pid` with `kill`: freezing and
 /// resuming a real server or `redis-server`. Fails the test when it cannot.

@@ -3,19 +3,20 @@
 //! or a primary with replicas watched by three Sentinels ([`RedisSentinels`]), each on
 //! free loopback ports in its own temporary directory, never the machine's own Redis.
 //! Killed (SIGKILL) and reaped on drop, and never outliving the test process (see
-//! [`punctual_private_redis`], which owns the launcher; the benchmark command uses the
-//! same one).
+//! [`punctual_private_redis`], which owns the launcher and forms the Clusters; the
+//! benchmark command uses the same ones). This module adds what tests want on top:
+//! panics instead of errors, and a Cluster's failover helpers.
 //!
-//! A missing `redis-server` (or `redis-cli`, for a Cluster) fails the test with a
-//! message saying what to install; it is never skipped.
+//! A missing `redis-server` fails the test with a message saying what to install; it
+//! is never skipped.
 
 #![allow(clippy::disallowed_methods, reason = "waiting for real processes takes real time, not a Clock's")]
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
+use punctual_private_redis::cluster::{self, NODE_TIMEOUT, create_cluster, free_port_with_bus, node_args};
 pub use punctual_private_redis::{Persistence, RedisServer, START_TIMEOUT, command};
 
 /// A server keeping nothing on disk. Fails the test when it cannot start.
@@ -37,78 +38,60 @@ fn start_failure(e: &std::io::Error) -> String {
     }
 }
 
-/// A Redis Cluster made with `redis-cli --cluster create`: primaries only
+/// A Redis Cluster ([`punctual_private_redis::RedisCluster`]): primaries only
 /// ([`RedisCluster::start`]), or each primary with replicas
 /// ([`RedisCluster::start_replicated`]), for failover tests. Nodes keep nothing on
 /// disk: a killed node is not started again, a replica takes over.
 #[derive(Debug)]
 pub struct RedisCluster {
-    nodes: Vec<RedisServer>,
-    node_timeout: Duration,
+    cluster: cluster::RedisCluster,
 }
 
 impl RedisCluster {
-    /// `masters` primaries, no replicas.
+    /// `masters` primaries, no replicas. Fails the test when it cannot start.
     pub fn start(masters: usize) -> RedisCluster {
-        RedisCluster::start_with(masters, 0, Duration::from_millis(5_000))
+        RedisCluster::start_with(masters, 0, NODE_TIMEOUT)
     }
 
     /// `masters` primaries with `replicas` replicas each, whose nodes count a peer
     /// failed after `node_timeout` unanswered (`cluster-node-timeout`); returns once
-    /// every replica has synchronised with its primary.
+    /// every replica has synchronised with its primary. Fails the test when it cannot
+    /// start.
     pub fn start_replicated(masters: usize, replicas: usize, node_timeout: Duration) -> RedisCluster {
         assert!(replicas > 0, "a replicated Cluster has at least one replica per primary");
         RedisCluster::start_with(masters, replicas, node_timeout)
     }
 
     fn start_with(masters: usize, replicas: usize, node_timeout: Duration) -> RedisCluster {
-        let args = cluster_node_args(node_timeout);
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let nodes: Vec<RedisServer> = (0..masters * (1 + replicas))
-            .map(|_| {
-                RedisServer::start_on(free_port_with_bus(), Persistence::None, &args)
-                    .unwrap_or_else(|e| panic!("{}", start_failure(&e)))
-            })
-            .collect();
-        let ports: Vec<u16> = nodes.iter().map(RedisServer::port).collect();
-        create_cluster(&nodes, &ports, &[], replicas);
-        let cluster = RedisCluster { nodes, node_timeout };
-        if replicas > 0 {
-            let synced = crate::poll_until(START_TIMEOUT, || {
-                let links = cluster.nodes.iter().filter_map(|n| n.command(&["INFO", "replication"]).ok());
-                (links.filter(|info| info.contains("master_link_status:up")).count() == masters * replicas)
-                    .then_some(())
-            });
-            assert!(synced.is_some(), "the replicas did not synchronise with their primaries");
-        }
-        cluster
+        let cluster = cluster::RedisCluster::start(masters, replicas, node_timeout)
+            .unwrap_or_else(|e| panic!("{}", start_failure(&e)));
+        RedisCluster { cluster }
     }
 
     /// `redis-cluster://127.0.0.1:p1,127.0.0.1:p2,…`, every node, replicas included.
     pub fn url(&self) -> String {
-        let nodes: Vec<String> = self.nodes.iter().map(|n| format!("127.0.0.1:{}", n.port())).collect();
-        format!("redis-cluster://{}", nodes.join(","))
+        self.cluster.url()
     }
 
     /// Each node.
     pub fn nodes(&self) -> &[RedisServer] {
-        &self.nodes
+        self.cluster.nodes()
     }
 
     /// Its `cluster-node-timeout`.
     pub fn node_timeout(&self) -> Duration {
-        self.node_timeout
+        self.cluster.node_timeout()
     }
 
     /// The index of each running node that is a primary now.
     pub fn primaries(&self) -> Vec<usize> {
-        (0..self.nodes.len()).filter(|&i| self.role(i).is_some_and(|role| role.starts_with("master"))).collect()
+        (0..self.nodes().len()).filter(|&i| self.role(i).is_some_and(|role| role.starts_with("master"))).collect()
     }
 
     /// The index of a running node replicating `primary`, if any.
     pub fn replica_of(&self, primary: usize) -> Option<usize> {
-        let port = self.nodes[primary].port().to_string();
-        (0..self.nodes.len()).find(|&i| {
+        let port = self.nodes()[primary].port().to_string();
+        (0..self.nodes().len()).find(|&i| {
             self.role(i).is_some_and(|role| {
                 let mut lines = role.lines();
                 lines.next() == Some("slave") && lines.nth(1) == Some(port.as_str())
@@ -118,21 +101,21 @@ impl RedisCluster {
 
     /// `ROLE` of node `i` as text, `None` when it was killed or does not answer.
     fn role(&self, i: usize) -> Option<String> {
-        let node = &self.nodes[i];
+        let node = &self.nodes()[i];
         node.pid()?;
         node.command(&["ROLE"]).ok()
     }
 
     /// Kills node `i` with SIGKILL, as a crash; it is not started again.
     pub fn kill(&mut self, i: usize) {
-        self.nodes[i].kill();
+        self.cluster.kill(i);
     }
 
     /// Waits until every running node says `cluster_state:ok` with `masters` primaries
     /// running (a killed primary's replica promoted); false when `timeout` passes first.
     pub fn wait_until_served(&self, masters: usize, timeout: Duration) -> bool {
         crate::poll_until(timeout, || {
-            let running = self.nodes.iter().filter(|n| n.pid().is_some());
+            let running = self.nodes().iter().filter(|n| n.pid().is_some());
             let ok = running
                 .map(|n| n.command(&["CLUSTER", "INFO"]).unwrap_or_default())
                 .all(|info| info.contains("cluster_state:ok"));
@@ -377,21 +360,9 @@ fn field<'a>(reply: &'a str, key: &str) -> Option<&'a str> {
     None
 }
 
-/// A port free on 127.0.0.1 whose Cluster bus port (+ 10000) is free too.
-fn free_port_with_bus() -> u16 {
-    for _ in 0..100 {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind a free port");
-        let port = listener.local_addr().expect("local address").port();
-        if port < 55_000 && TcpListener::bind(("127.0.0.1", port + 10_000)).is_ok() {
-            return port;
-        }
-    }
-    panic!("no free port pair for a Redis Cluster node");
-}
-
 /// The PEM files a TLS Redis serves with, made by the test (`openssl`): the server's
 /// certificate for 127.0.0.1 and its key, and the authority that signed it, which the
-/// nodes also trust for the Cluster bus and which `redis-cli` verifies them against.
+/// nodes also trust for the Cluster bus and between replicas and primaries.
 #[derive(Debug, Clone)]
 pub struct TlsFiles {
     pub cert: PathBuf,
@@ -440,26 +411,22 @@ pub struct TlsRedisCluster {
 }
 
 impl TlsRedisCluster {
-    /// Starts the nodes and joins them with `redis-cli --tls --cluster create` on their
-    /// TLS ports; fails the test when any step fails.
+    /// Starts the nodes and forms them into a Cluster known by their TLS ports (see
+    /// [`create_cluster`]); fails the test when any step fails.
     pub fn start(masters: usize, files: &TlsFiles) -> TlsRedisCluster {
         let (mut nodes, mut tls_ports) = (Vec::with_capacity(masters), Vec::with_capacity(masters));
         for _ in 0..masters {
             // With `tls-cluster yes` the bus listens on the TLS port + 10000.
-            let tls_port = free_port_with_bus();
+            let tls_port = free_port_with_bus().unwrap_or_else(|e| panic!("{e}"));
             let plain_port = free_port_apart_from(tls_port);
-            let extra: Vec<String> = cluster_node_args(Duration::from_millis(5_000))
-                .into_iter()
-                .chain(files.server_args(tls_port))
-                .collect();
+            let extra: Vec<String> = node_args(NODE_TIMEOUT).into_iter().chain(files.server_args(tls_port)).collect();
             let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
             let node = RedisServer::start_on(plain_port, Persistence::None, &extra)
                 .unwrap_or_else(|e| panic!("{}", start_failure(&e)));
             nodes.push(node);
             tls_ports.push(tls_port);
         }
-        let ca = files.ca.display().to_string();
-        create_cluster(&nodes, &tls_ports, &["--tls", "--cacert", &ca], 0);
+        create_cluster(&nodes, &tls_ports, 0).unwrap_or_else(|e| panic!("cannot form a TLS Redis Cluster: {e}"));
         TlsRedisCluster { nodes, tls_ports }
     }
 
@@ -477,42 +444,6 @@ impl TlsRedisCluster {
     /// Each node's TLS port, in the order of [`TlsRedisCluster::nodes`].
     pub fn tls_ports(&self) -> &[u16] {
         &self.tls_ports
-    }
-}
-
-/// The arguments of every Cluster node, `node_timeout` its `cluster-node-timeout`.
-fn cluster_node_args(node_timeout: Duration) -> Vec<String> {
-    let timeout = node_timeout.as_millis().to_string();
-    ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", &timeout]
-        .map(str::to_owned)
-        .to_vec()
-}
-
-/// Joins `nodes`, reached on `ports` (with `redis-cli`'s `connection` options, such as
-/// TLS ones), into a Cluster with `replicas` replicas per primary with `redis-cli
-/// --cluster create`, and waits until every node says `cluster_state:ok`; fails the
-/// test when a step fails.
-fn create_cluster(nodes: &[RedisServer], ports: &[u16], connection: &[&str], replicas: usize) {
-    let addresses: Vec<String> = ports.iter().map(|port| format!("127.0.0.1:{port}")).collect();
-    let output = Command::new("redis-cli")
-        .args(connection)
-        .args(["--cluster", "create"])
-        .args(&addresses)
-        .args(["--cluster-replicas", &replicas.to_string(), "--cluster-yes"])
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run redis-cli ({e}); install it (Debian: apt-get install redis-tools)"));
-    assert!(
-        output.status.success(),
-        "redis-cli {} --cluster create failed: {}{}",
-        connection.join(" "),
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    for node in nodes {
-        let ok = || node.command(&["CLUSTER", "INFO"]).unwrap_or_default().contains("cluster_state:ok").then_some(());
-        let reached = crate::poll_until(START_TIMEOUT, ok).is_some();
-        let info = node.command(&["CLUSTER", "INFO"]).unwrap_or_default();
-        assert!(reached, "the cluster did not reach state ok: {info}");
     }
 }
 

@@ -2,7 +2,7 @@
 //! on the embedded store, on a private redis-server with the seeds' baselines and
 //! BullMQ's, against a real `punctual serve` over HTTP, and against one it starts
 //! itself (`--serve`) with the pull loops' flags; `brokers` into the RabbitMQ and NATS
-//! this machine runs (CI starts them).
+//! this machine runs (CI starts them); `scale` on the Redis Clusters it starts.
 //!
 //! Guards against the benchmark command rotting: a workload that no longer runs, a
 //! target that no longer connects, a figure missing from `--json`, settings that are
@@ -386,6 +386,10 @@ fn mistakes_say_what_to_do() {
         (&["brokers", "--server", "http://127.0.0.1:9"], 1, "run it without --server"),
         (&["brokers", "--delays", "0"], 2, "0 is not in 1..=10000000"),
         (&["soak", "--server", "http://127.0.0.1:9"], 1, "cannot run against --server"),
+        (&["scale", "--server", "http://127.0.0.1:9"], 1, "run it without --server"),
+        (&["scale", "--store", "private-redis"], 1, "run it without --store"),
+        (&["scale", "--primaries", "1,0"], 2, "0 is not in 1..=64"),
+        (&["scale", "--servers", "65"], 2, "65 is not in 1..=64"),
     ] {
         let output = run(args);
         let stderr = String::from_utf8_lossy(&output.stderr);
@@ -434,4 +438,39 @@ fn soak_kills_the_server_and_loses_nothing_acknowledged() {
     let leases: f64 = minutes.iter().map(|m| number(m, "leases")).sum();
     assert_eq!(leases, number(soak, "leases"), "every lease in one minute's row: {soak:#}");
     assert!(number(&minutes[0], "lag_p50_ms") <= number(&minutes[0], "lag_p99_ms"), "{soak:#}");
+}
+
+/// `scale` at a tiny size: Clusters of 1 and 2 primaries, 2 s measured on each. A row
+/// per size with one server per primary, every server acknowledging tasks and every
+/// node working and holding keys, nothing lost or fired twice, and the efficiency
+/// measured against 1 primary.
+#[test]
+fn scale_measures_each_cluster_size_and_loses_nothing() {
+    assert_redis_server_installed();
+    let reports = reports(&["scale", "--primaries", "1,2", "--duration", "2s", "--json", "--quiet"]);
+    let scale = find(&reports, "scale");
+    assert_eq!((number(scale, "shards"), number(scale, "duration_ms")), (16.0, 2000.0), "{scale:#}");
+    let clusters = scale["clusters"].as_array().expect("clusters");
+    let sizes: Vec<f64> = clusters.iter().map(|c| number(c, "primaries")).collect();
+    assert_eq!(sizes, [1.0, 2.0], "{scale:#}");
+    for cluster in clusters {
+        let primaries = number(cluster, "primaries");
+        assert!(number(cluster, "completed_per_second") > 0.0, "{scale:#}");
+        assert!(number(cluster, "efficiency") > 0.0, "{scale:#}");
+        assert!(number(cluster, "redis_cpu_us_per_task") > 0.0, "{scale:#}");
+        assert_eq!((number(cluster, "lost"), number(cluster, "duplicates")), (0.0, 0.0), "{scale:#}");
+        let servers = cluster["servers"].as_array().expect("servers");
+        assert_eq!(servers.len() as f64, primaries, "one server per primary by default: {scale:#}");
+        for server in servers {
+            assert!(number(server, "completed_per_second") > 0.0, "{scale:#}");
+            assert_eq!(number(server, "fired"), number(server, "scheduled"), "every task fired: {scale:#}");
+            assert_eq!(number(server, "left_in_store"), 0.0, "every task acknowledged: {scale:#}");
+        }
+        let nodes = cluster["nodes"].as_array().expect("nodes");
+        assert_eq!(nodes.len() as f64, primaries, "{scale:#}");
+        for node in nodes {
+            assert!(number(node, "cpu_percent") > 0.0 && number(node, "keys") > 0.0, "{scale:#}");
+        }
+    }
+    assert_eq!(number(&clusters[0], "efficiency"), 1.0, "1 primary against itself: {scale:#}");
 }
