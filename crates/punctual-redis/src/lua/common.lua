@@ -213,22 +213,38 @@ local function fresh(due, id, max, now, tags, tgt, body)
 end
 
 -- The scheduled record `rec` leased with `fence` from `now` for `lease_ms`: what
--- encode(t) writes after decode(rec) and those changes, but in format 2 only the
--- changed header fields are made anew; the rest is copied as it was written.
+-- encode(t) writes after decode(rec) and those changes. In format 2 only the fields
+-- that change (lease, fence, age) are made anew, between the header's first five
+-- fields and its fields from the ninth on, both copied as written, found by their
+-- commas without splitting the header.
 local function leased(rec, fence, now, lease_ms)
   if STATE_OF_MARK[string.sub(rec, 1, 1)] == nil then
     local t = decode(rec)
     t.st, t.fence, t.exp, t.updated = 1, fence, now + lease_ms, now
     return encode(t)
   end
-  local due, id, lead, max, taglen, _, _, _, att, errlen, ver, occ, anc, tgtlen, pos = string.match(rec, HEADER_V2)
-  local f = {
-    due, id, lead, max, taglen, b36(lease_ms), b36(fence), unless(now - (field(due) - field(lead, 0)), 0, b36),
-    att, errlen, ver, occ, anc, tgtlen,
-  }
-  local n = 14
-  while f[n] == '' do n = n - 1 end
-  return 'L' .. table.concat(f, ',', 1, n) .. '|' .. string.sub(rec, pos)
+  local bar = string.find(rec, '|', 2, true)
+  -- commas[i]: the comma after field i, for the fields the header has (up to 8).
+  local commas, at = {}, 1
+  for i = 1, 8 do
+    at = string.find(rec, ',', at + 1, true)
+    if at == nil or at > bar then break end
+    commas[i] = at
+  end
+  local fields = #commas + 1
+  local lead = ''
+  if fields >= 3 then lead = string.sub(rec, commas[2] + 1, (commas[3] or bar) - 1) end
+  local due = field(string.sub(rec, 2, (commas[1] or bar) - 1))
+  local first_five
+  if fields > 5 then
+    first_five = string.sub(rec, 2, commas[5])
+  else
+    first_five = string.sub(rec, 2, bar - 1) .. string.rep(',', 6 - fields)
+  end
+  local age = unless(now - (due - field(lead, 0)), 0, b36)
+  local rest = string.sub(rec, commas[8] or bar)
+  if age ~= '' or commas[8] then age = ',' .. age end
+  return 'L' .. first_five .. b36(lease_ms) .. ',' .. b36(fence) .. age .. rest
 end
 
 -- What a completion that deletes the task needs of `rec`: state, id, ver, fence, exp
