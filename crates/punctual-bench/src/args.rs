@@ -38,8 +38,8 @@ Workloads:
                scheduling due-now tasks while a worker fires and acks them), then single
                schedule calls from 64 clients and batches of 1,000; on the embedded store
                beside one durable SQLite commit per task
-               (burst and throughput on Redis, in process or --serve: Redis CPU per task,
-               from INFO cpu, for scheduling, lease + ack and the two together)
+               (spread, burst and throughput on Redis, in process or --serve: Redis CPU
+               per task, from INFO cpu, for scheduling, lease + ack and the two together)
   pending      N tasks (default 1,000,000) due in 30 days: memory and disk (or Redis memory)
                per task; embedded: a real punctual serve killed with kill -9 and restarted,
                process start -> first fire

@@ -1,7 +1,9 @@
 //! `spread`: N tasks due uniformly over a window; fire lag (handler start, or lease
 //! receipt over HTTP, − due) at p50/p90/p99/p99.9/max.
 //!
-//! The consumer runs before the first task is scheduled. Tasks are scheduled in
+//! The consumer runs before the first task is scheduled. On Redis, Redis' CPU per
+//! task is read across the scheduling and across the whole run (its safety polls and
+//! idle waits over the window included: what the workload costs Redis). Tasks are scheduled in
 //! batches of 1,000 in due order, the first due [`LEAD_MS`] after scheduling starts
 //! ([`HTTP_LEAD_MS`] over HTTP), so each batch is stored before it falls due as long as
 //! scheduling outpaces the window; tasks whose schedule call returned after their due
@@ -19,6 +21,7 @@ use serde::Serialize;
 use super::baselines::{self, BaselineRun};
 use super::bullmq::{BullmqSpread, LagRatios};
 use super::driver::{BenchTask, ConsumerSettings, Driver, Recorder};
+use super::redis_cpu::{self, CpuPerTask};
 use super::report::{figures, lag_row, lag_table, millis, thousands, times, with_footer};
 use super::stats::{LagStats, ratio};
 use super::{Context, Side};
@@ -46,6 +49,8 @@ pub(crate) struct SpreadReport {
     pub(crate) duplicates: u64,
     pub(crate) lost: usize,
     pub(crate) lag_ms: LagStats,
+    /// Redis CPU per task (`--store` on Redis, or `--serve` on one).
+    pub(crate) redis_cpu_us_per_task: Option<CpuPerTask>,
     pub(crate) baselines: Vec<LagBaseline>,
     /// The same spread on BullMQ, when it ran.
     pub(crate) bullmq: Option<BullmqSpread>,
@@ -72,6 +77,7 @@ pub(crate) async fn run<D: Driver>(
     if tasks == 0 {
         bail!("--tasks must be at least 1");
     }
+    let cpu_at_start = redis_cpu::read(cx.redis_cpu.as_ref()).await?;
     let recorder = Recorder::new(tasks, cx.progress.bar(tasks as u64, "spread: fired"));
     let consumer = driver.consume(QUEUE, recorder.clone())?;
     let lead = if matches!(cx.side, Side::Http) { HTTP_LEAD_MS } else { LEAD_MS };
@@ -84,8 +90,12 @@ pub(crate) async fn run<D: Driver>(
         let now = driver.now_ms();
         scheduled_after_due += chunk.iter().filter(|t| t.due_ms < now).count();
     }
+    let cpu_scheduled = redis_cpu::read(cx.redis_cpu.as_ref()).await?;
     let all_fired = recorder.wait_all(window + FIRE_GRACE).await;
     consumer.stop().await?;
+    let cpu_fired = redis_cpu::read(cx.redis_cpu.as_ref()).await?;
+    let redis_cpu_us_per_task =
+        redis_cpu::per_task([cpu_at_start, cpu_scheduled], tasks as u64, [cpu_at_start, cpu_fired], tasks as u64);
     let (lags, duplicates) = recorder.take();
     let fired = lags.len();
     let lag = LagStats::of(lags);
@@ -156,6 +166,7 @@ pub(crate) async fn run<D: Driver>(
         duplicates,
         lost: tasks - fired,
         lag_ms: lag,
+        redis_cpu_us_per_task,
         baselines,
         bullmq,
         notes,
@@ -176,7 +187,13 @@ impl SpreadReport {
                 ("fired".into(), format!("{} of {}", thousands(self.fired as f64), thousands(self.tasks as f64))),
                 ("fired twice".into(), thousands(self.duplicates as f64)),
                 ("stored after their due time".into(), thousands(self.scheduled_after_due as f64)),
-            ],
+            ]
+            .into_iter()
+            .chain(
+                self.redis_cpu_us_per_task
+                    .map(|cpu| ("Redis CPU per task: schedule + lease/ack = together".to_owned(), cpu.describe())),
+            )
+            .collect(),
         );
         let mut rows = vec![lag_row("punctual", &self.lag_ms, None)];
         for baseline in &self.baselines {

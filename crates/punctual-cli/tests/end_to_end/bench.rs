@@ -166,6 +166,10 @@ fn spread_on_a_private_redis_runs_beside_the_seeds_baselines() {
     let reports = reports(&args);
     let spread = find(&reports, "spread");
     assert_all_fired_once(spread);
+    // Redis' CPU across the scheduling, and across the whole run (more).
+    let (schedule, together) =
+        (number(spread, "redis_cpu_us_per_task.schedule"), number(spread, "redis_cpu_us_per_task.together"));
+    assert!(schedule > 0.0 && together > schedule, "{spread:#}");
     let baselines = spread["baselines"].as_array().expect("baselines");
     let names: Vec<&str> = baselines.iter().filter_map(|b| b["name"].as_str()).collect();
     assert_eq!(names, ["keyspace_notifications", "zset_poller_1s"], "{spread:#}");
