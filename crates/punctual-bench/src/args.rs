@@ -4,7 +4,8 @@
 //! beside the workloads it describes.
 //!
 //! Checks that need nothing running happen here, as usage errors (exit 2): a store is
-//! `embedded`, `redis://…` or `private-redis` (a Cluster is benched through `--server`),
+//! `embedded`, `redis://…`, `private-redis` or `private-cluster` (an existing Cluster is
+//! benched through `--server`),
 //! `--server` an http(s) URL (and not with `--serve`), sizes and durations above zero,
 //! the pull loops' settings within what the server accepts (`--lease-max` up to the
 //! core's [`MAX_LEASE_BATCH`], `--long-poll` up to its [`MAX_WAIT`]) and given only
@@ -42,7 +43,11 @@ Workloads:
                per task, from INFO cpu, for scheduling, lease + ack and the two together)
   pending      N tasks (default 1,000,000) due in 30 days: memory and disk (or Redis memory)
                per task; embedded: a real punctual serve killed with kill -9 and restarted,
-               process start -> first fire
+               process start -> first fire. --store private-cluster: a private Redis
+               Cluster of --primaries primaries (one count, default 3), the queue in
+               --shards shards (default 16 there): Redis used_memory per task summed over
+               the nodes and per node, then a new punctual serve started on the Cluster
+               with the tasks stored, process start -> lease of a task due now
   all          the four, in that order
   brokers      punctual publishing into RabbitMQ and NATS JetStream through its push
                actions (a punctual serve started for the run on --store, whatever the
@@ -100,6 +105,7 @@ Examples:
   punctual bench spread                                # the engine in this process, embedded store
   punctual bench burst --store redis://127.0.0.1:6379  # an existing Redis (keys removed after)
   punctual bench pending --tasks 10000000 --data /var/tmp/pb   # 10 million, kept in /var/tmp/pb
+  punctual bench pending --store private-cluster --primaries 3 --tasks 10000000
   punctual bench throughput --server http://127.0.0.1:7575 --token s3cret --loops 16
   punctual bench burst --serve --acks each --lease-max 10      # a naive worker's settings
   punctual bench all --tasks 200 --window 1s --duration 1s --json   # tiny, for CI
@@ -112,10 +118,11 @@ Examples:
 
 Targets: the engine runs in this process on a fresh store per workload (--store embedded
 in --data DIR/<workload> or a temporary directory; --store redis://HOST:PORT under a key
-prefix of its own; --store private-redis); or --serve starts a punctual serve of this
-binary for the run (on a free 127.0.0.1 port, on --store, its data in a temporary
-directory or DIR/serve, stopped at the end) and --server names one already running:
-then spread, burst and throughput run over HTTP as users run pull workers.
+prefix of its own; --store private-redis; --store private-cluster, pending only); or
+--serve starts a punctual serve of this binary for the run (on a free 127.0.0.1 port, on
+--store, its data in a temporary directory or DIR/serve, stopped at the end) and --server
+names one already running: then spread, burst and throughput run over HTTP as users run
+pull workers.
 
 Pull loops (over HTTP): --loops (50) loops each long-poll POST /v1/queues/Q/lease for up
 to --lease-max (100) tasks, waiting up to --long-poll (2s), then acknowledge them:
@@ -144,13 +151,13 @@ pub struct BenchArgs {
     /// What to measure
     #[arg(value_enum)]
     pub workload: Workload,
-    /// Where tasks live: embedded, redis://HOST:PORT (an existing Redis) or private-redis (one started for the run)
+    /// Where tasks live: embedded, redis://HOST:PORT (an existing Redis), private-redis (one started for the run) or private-cluster (a Redis Cluster started for the run; pending only)
     #[arg(long, value_name = "STORE", default_value = "embedded", value_parser = parse_bench_store)]
     pub store: BenchStore,
     /// The embedded store's directory; each workload uses DIR/<workload>, kept after the run [default: a temporary directory]
     #[arg(long, value_name = "DIR")]
     pub data: Option<PathBuf>,
-    /// Redis: split each benchmark queue into N shards (in process, or the servers --serve and scale start) [default: 1; scale 16]
+    /// Redis: split each benchmark queue into N shards (in process, or the servers --serve and scale start) [default: 1; scale and private-cluster 16]
     #[arg(long, value_name = "N", conflicts_with = "server", value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub shards: Option<u32>,
     /// Run spread, burst and throughput against this running punctual serve over HTTP
@@ -205,10 +212,10 @@ pub struct BenchArgs {
     /// soak: how often the server is killed with kill -9 and restarted on the same store
     #[arg(long, value_name = "D", default_value = "2m", value_parser = parse_bench_duration)]
     pub kill_every: Duration,
-    /// scale: the Redis Cluster sizes to measure, in primaries, comma-separated
-    #[arg(long, value_name = "K,K,…", value_delimiter = ',', default_value = "1,2,4,8",
+    /// scale: the Redis Cluster sizes to measure, in primaries, comma-separated [default: 1,2,4,8]; pending on private-cluster: the Cluster's primaries, one count [default: 3]
+    #[arg(long, value_name = "K,K,…", value_delimiter = ',',
           value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_NODES)))]
-    pub primaries: Vec<u32>,
+    pub primaries: Option<Vec<u32>>,
     /// scale: punctual serve processes on each Cluster [default: as many as its primaries]
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_NODES)))]
     pub servers: Option<u32>,
@@ -289,6 +296,8 @@ pub enum BenchStore {
     Embedded,
     Redis(String),
     PrivateRedis,
+    /// A Redis Cluster started for the run (`pending` only).
+    PrivateCluster,
 }
 
 impl std::fmt::Display for BenchStore {
@@ -297,6 +306,7 @@ impl std::fmt::Display for BenchStore {
             BenchStore::Embedded => f.write_str("embedded"),
             BenchStore::Redis(url) => f.write_str(url),
             BenchStore::PrivateRedis => f.write_str("private-redis"),
+            BenchStore::PrivateCluster => f.write_str("private-cluster"),
         }
     }
 }
@@ -305,18 +315,21 @@ fn parse_bench_store(text: &str) -> Result<BenchStore, String> {
     match text.trim() {
         "embedded" => Ok(BenchStore::Embedded),
         "private-redis" => Ok(BenchStore::PrivateRedis),
+        "private-cluster" => Ok(BenchStore::PrivateCluster),
         url if ["redis-cluster", "rediss-cluster", "redis-sentinel", "rediss-sentinel"]
             .iter()
             .any(|scheme| url.strip_prefix(scheme).is_some_and(|rest| rest.starts_with("://"))) =>
         {
             let scheme = url.split_once("://").map_or(url, |(scheme, _)| scheme);
             Err(format!(
-                "punctual bench runs on one Redis; to measure {scheme}://, run punctual serve --store {scheme}://... \
-                 and bench it with --server URL"
+                "punctual bench runs on one Redis (pending also on a private-cluster); to measure {scheme}://, \
+                 run punctual serve --store {scheme}://... and bench it with --server URL"
             ))
         }
         url if url.starts_with("redis://") || url.starts_with("rediss://") => Ok(BenchStore::Redis(url.to_owned())),
-        other => Err(format!("'{other}' is not a store: use embedded, redis://HOST:PORT or private-redis")),
+        other => {
+            Err(format!("'{other}' is not a store: use embedded, redis://HOST:PORT, private-redis or private-cluster"))
+        }
     }
 }
 

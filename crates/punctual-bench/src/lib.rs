@@ -27,6 +27,11 @@
 //! target's, else a private redis-server. [`stats`] holds the arithmetic, [`report`]
 //! the progress bars and tables.
 //!
+//! `pending` also runs on a private Redis Cluster (`--store private-cluster`): the
+//! engine in this process on the Redis store connected to it, its queue sharded so the
+//! tasks spread over the primaries, then a new `punctual serve` started on the tasks
+//! stored there.
+//!
 //! Nothing is left behind: temporary directories are removed, a served `punctual
 //! serve` and a private redis-server or Cluster are stopped (even when this process is
 //! killed),
@@ -54,7 +59,8 @@ use std::path::PathBuf;
 
 use anyhow::{Context as _, Result, bail};
 use punctual_core::{Engine, EngineConfig};
-use punctual_private_redis::{Persistence, RedisServer};
+use punctual_private_redis::cluster::NODE_TIMEOUT;
+use punctual_private_redis::{Persistence, RedisCluster, RedisServer};
 use punctual_redis::{RedisConfig, RedisStore};
 use punctual_sqlite::SqliteStore;
 use serde::Serialize;
@@ -67,6 +73,15 @@ use serve::{ServeStore, Served};
 
 const DEFAULT_TASKS: usize = 100_000;
 const DEFAULT_PENDING: u64 = 1_000_000;
+/// `pending`'s Cluster (`--store private-cluster`) unless `--primaries` says otherwise.
+const DEFAULT_CLUSTER_PRIMARIES: u32 = 3;
+/// Shards of `pending`'s queue on a Cluster unless `--shards` says otherwise: enough
+/// hash tags to spread it over every primary of a small Cluster.
+const DEFAULT_CLUSTER_SHARDS: u32 = 16;
+
+/// Why a workload other than `pending` refuses `--store private-cluster`.
+const PRIVATE_CLUSTER_IS_FOR_PENDING: &str = "--store private-cluster is for pending (scale starts Clusters of its own); \
+     to bench an existing Cluster, run punctual serve --store redis-cluster://... and pass --server URL";
 
 /// What a workload runs against, beyond its driver.
 #[derive(Debug)]
@@ -75,6 +90,8 @@ pub(crate) enum Side<'a> {
     Embedded { dir: PathBuf },
     /// A Redis; `private` when this run started it.
     Redis { url: &'a str, private: Option<&'a RedisServer> },
+    /// A private Redis Cluster started for the run: its `redis-cluster://` URL, its nodes.
+    Cluster { url: &'a str, nodes: &'a [RedisServer] },
     /// A `punctual serve` over HTTP.
     Http,
 }
@@ -143,6 +160,12 @@ enum Target {
         private: Option<RedisServer>,
         prefix: String,
     },
+    /// A private Redis Cluster (`pending` only), its queue in `shards` shards.
+    Cluster {
+        cluster: RedisCluster,
+        prefix: String,
+        shards: u32,
+    },
     /// Over HTTP; `served` when this run started the server (`--serve`).
     Http {
         driver: HttpDriver,
@@ -174,6 +197,7 @@ impl ServedTarget {
                 let server = private_redis()?;
                 Some(ServedRedis { url: server.url(), prefix: run_prefix(), private: Some(server) })
             }
+            BenchStore::PrivateCluster => bail!(PRIVATE_CLUSTER_IS_FOR_PENDING),
         };
         let store = match &redis {
             None => ServeStore::Embedded,
@@ -260,6 +284,12 @@ async fn run_workloads(args: BenchArgs, emit: fn(&str) -> Result<()>) -> Result<
     if args.data.is_some() && !args.serve && !matches!(args.store, BenchStore::Embedded) {
         bail!("--data is the embedded store's directory; it does not apply to --store {}", args.store);
     }
+    if args.store == BenchStore::PrivateCluster && args.workload != Workload::Pending {
+        bail!(PRIVATE_CLUSTER_IS_FOR_PENDING);
+    }
+    if args.primaries.is_some() && args.store != BenchStore::PrivateCluster {
+        bail!("--primaries is for scale, and for pending on --store private-cluster");
+    }
     if let Some(flag) = over_http
         && args.workload == Workload::Pending
     {
@@ -312,6 +342,21 @@ async fn run_workloads(args: BenchArgs, emit: fn(&str) -> Result<()>) -> Result<
         (None, BenchStore::PrivateRedis) => {
             let server = private_redis()?;
             Target::Redis { url: server.url(), private: Some(server), prefix: run_prefix() }
+        }
+        (None, BenchStore::PrivateCluster) => {
+            let primaries = cluster_primaries(&args)?;
+            if !redis_server_installed() {
+                bail!(
+                    "private-cluster starts a Redis Cluster, and redis-server is not on PATH: install it \
+                     (Debian: apt-get install redis-server)"
+                );
+            }
+            let cluster = tokio::task::spawn_blocking(move || RedisCluster::start(primaries as usize, 0, NODE_TIMEOUT))
+                .await
+                .context("starting the Redis Cluster panicked")?
+                .with_context(|| format!("cannot start a Redis Cluster of {primaries} primaries"))?;
+            let shards = args.shards.unwrap_or(DEFAULT_CLUSTER_SHARDS);
+            Target::Cluster { cluster, prefix: run_prefix(), shards }
         }
     };
 
@@ -375,7 +420,17 @@ async fn run_workloads(args: BenchArgs, emit: fn(&str) -> Result<()>) -> Result<
                 let side = Side::Redis { url, private: private.as_ref() };
                 let what = if private.is_some() { "a private redis-server" } else { "Redis" };
                 let cx = shared.context(progress.clone(), &side, format!("{what} at {url}"), Some(url));
-                run_redis(workload, &args, url, prefix, &cx).await?
+                run_redis(workload, &args, url, prefix, args.shards.unwrap_or(1), &cx).await?
+            }
+            Target::Cluster { cluster, prefix, shards } => {
+                let url = cluster.url();
+                let side = Side::Cluster { url: &url, nodes: cluster.nodes() };
+                let what = format!(
+                    "a private Redis Cluster of {} primaries, the queue in {shards} shards",
+                    cluster.nodes().len()
+                );
+                let cx = shared.context(progress.clone(), &side, what, None);
+                run_redis(workload, &args, &url, prefix, *shards, &cx).await?
             }
             Target::Http { driver, url, served } => {
                 let side = Side::Http;
@@ -456,11 +511,20 @@ async fn run_embedded(workload: Workload, args: &BenchArgs, dir: &std::path::Pat
     Ok(Report::Pending(report))
 }
 
-async fn run_redis(workload: Workload, args: &BenchArgs, url: &str, prefix: &str, cx: &Context<'_>) -> Result<Report> {
+/// Runs `workload` in process on the Redis (or Cluster) at `url`, its queues in `shards`
+/// shards; on a Cluster, `pending` then starts a new server on the tasks stored.
+async fn run_redis(
+    workload: Workload,
+    args: &BenchArgs,
+    url: &str,
+    prefix: &str,
+    shards: u32,
+    cx: &Context<'_>,
+) -> Result<Report> {
     let before = if workload == Workload::Pending { Some(pending::before(cx).await?) } else { None };
     let mut config = RedisConfig::new(punctual_redis::Target::parse(url)?);
     config.prefix = prefix.to_owned();
-    config.default_shards = args.shards.unwrap_or(1);
+    config.default_shards = shards;
     let store = RedisStore::connect(config).await.with_context(|| format!("cannot connect to Redis at {url}"))?;
     let clock = store.clock();
     let engine = Engine::start(store, EngineConfig::default().clock(clock));
@@ -472,6 +536,9 @@ async fn run_redis(workload: Workload, args: &BenchArgs, url: &str, prefix: &str
     engine.shutdown().await?;
     match report? {
         Report::Pending(mut report) => {
+            if let Side::Cluster { url, .. } = cx.side {
+                report.recovery = Some(pending::new_server(url, prefix, shards, cx).await?);
+            }
             report.beside_bullmq(cx).await?;
             Ok(Report::Pending(report))
         }
@@ -499,6 +566,15 @@ async fn run_workload<D: Driver>(driver: &D, workload: Workload, args: &BenchArg
             unreachable!("pending, all, brokers, soak and scale are dispatched before")
         }
     })
+}
+
+/// The primaries of `pending`'s Cluster: `--primaries`, which must be one count here.
+fn cluster_primaries(args: &BenchArgs) -> Result<u32> {
+    match args.primaries.as_deref() {
+        None => Ok(DEFAULT_CLUSTER_PRIMARIES),
+        Some(&[primaries]) => Ok(primaries),
+        Some(_) => bail!("pending starts one Cluster: give --primaries one count (e.g. --primaries 3), not a list"),
+    }
 }
 
 fn pending_tasks(args: &BenchArgs) -> u64 {

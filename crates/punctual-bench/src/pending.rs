@@ -29,6 +29,19 @@
 //!    crash, the HTTP listener, and one lease. The reopened server's own `VmRSS` is
 //!    read then.
 //!
+//! On a private Redis Cluster (`--store private-cluster`), its queue split into
+//! `--shards` shards so that the tasks spread over the primaries:
+//!
+//! - Redis memory per task (step 4) is the growth of `used_memory` summed over every
+//!   node, / N; each node's growth / N is reported too (the nodes' figures add up to
+//!   the total), which shows how the tasks spread.
+//! - Before this process's engine shuts down, one more task due now goes into the same
+//!   queue, where nothing leases it. The clock starts just before a new `punctual serve`
+//!   is spawned on the Cluster (the same key prefix, the queue's shards in its config),
+//!   and the bench asks it for a lease on that queue as in step 6: **start → first
+//!   fire** with the N tasks stored (process start, connecting to every node, the HTTP
+//!   listener, and one lease among the N). Its `VmRSS` is read then.
+//!
 //! BullMQ then adds the same N jobs, delayed by 30 days with the same payload, on the
 //! baselines' Redis: its `used_memory` growth per job (see [`super::bullmq`]), compared
 //! with punctual's Redis `used_memory` per task, or on the embedded store with its
@@ -38,13 +51,15 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context as _, Result, bail};
+use anyhow::{Context as _, Result, anyhow, bail};
+use punctual_private_redis::RedisServer;
 use serde::Serialize;
 use serde_json::json;
 
 use super::bullmq::{BullmqPending, PendingRatios, over};
 use super::driver::{BenchTask, Driver, Recorder};
 use super::report::{Figure, figures_beside, mib, millis, rate, thousands, times, with_footer};
+use super::serve::{ServeStore, Served, toml_string};
 use super::stats::{dir_bytes, per_second, rss_kib};
 use super::{Context, Side};
 use punctual_client::{Client, ClientError};
@@ -75,20 +90,43 @@ pub(crate) struct PendingReport {
     /// Embedded: the same after the engine's clean shutdown (WAL checkpointed).
     pub(crate) disk_bytes_closed: Option<u64>,
     pub(crate) disk_bytes_per_task_closed: Option<f64>,
-    /// Redis: growth of `used_memory` per task.
+    /// Redis: growth of `used_memory` per task (on a Cluster, every node's summed).
     pub(crate) redis_bytes_per_task: Option<f64>,
+    /// On a Cluster: each node's growth, in the order of the nodes' slots.
+    pub(crate) cluster_nodes: Option<Vec<NodeMemory>>,
     pub(crate) recovery: Option<Recovery>,
     /// The same pending jobs on BullMQ, when it ran.
     pub(crate) bullmq: Option<BullmqPending>,
     pub(crate) notes: Vec<String>,
 }
 
-/// A `punctual serve` restarted after `kill -9` with every task on disk.
+/// One Cluster node's `used_memory` growth over the run.
+#[derive(Debug, Serialize)]
+pub(crate) struct NodeMemory {
+    pub(crate) port: u16,
+    pub(crate) used_memory_growth: u64,
+    /// `used_memory_growth` / N: the nodes' figures add up to `redis_bytes_per_task`.
+    pub(crate) bytes_per_task: f64,
+}
+
+/// How the server of [`Recovery`] started.
+#[derive(Debug, Clone, Copy, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum ServerStart {
+    /// Embedded: the same store after `kill -9` of the server holding it.
+    RestartAfterKill,
+    /// Cluster: a server that never ran on it, on the tasks stored there.
+    New,
+}
+
+/// A `punctual serve` started with every task stored: after `kill -9` on the embedded
+/// store, or a new one on the Cluster.
 #[derive(Debug, Serialize)]
 pub(crate) struct Recovery {
-    /// Spawn → the lease of the task due before the crash received.
+    pub(crate) server: ServerStart,
+    /// Spawn → the lease of the task due before it started received.
     pub(crate) start_to_first_fire_ms: u64,
-    /// The restarted server's resident memory then.
+    /// The server's resident memory then.
     pub(crate) rss_kib: u64,
 }
 
@@ -97,7 +135,8 @@ pub(crate) struct Recovery {
 pub(crate) struct Before {
     rss_kib: u64,
     disk: Option<u64>,
-    redis: Option<u64>,
+    /// `used_memory` of the Redis, or of each Cluster node; empty on the embedded store.
+    redis: Vec<u64>,
 }
 
 pub(crate) async fn before(cx: &Context<'_>) -> Result<Before> {
@@ -107,11 +146,22 @@ pub(crate) async fn before(cx: &Context<'_>) -> Result<Before> {
             Side::Embedded { dir } => Some(dir_bytes(dir)?),
             _ => None,
         },
-        redis: match cx.side {
-            Side::Redis { url, .. } => Some(used_memory(url).await?),
-            _ => None,
-        },
+        redis: used_memories(cx.side).await?,
     })
+}
+
+/// `used_memory` of the Redis, or of each node of the Cluster; none on other sides.
+async fn used_memories(side: &Side<'_>) -> Result<Vec<u64>> {
+    let urls = match side {
+        Side::Redis { url, .. } => vec![(*url).to_owned()],
+        Side::Cluster { nodes, .. } => nodes.iter().map(RedisServer::url).collect(),
+        Side::Embedded { .. } | Side::Http => Vec::new(),
+    };
+    let mut bytes = Vec::new();
+    for url in urls {
+        bytes.push(used_memory(&url).await?);
+    }
+    Ok(bytes)
 }
 
 /// Steps 2–4, with the engine of `driver` running; `before` was read before the
@@ -149,10 +199,34 @@ pub(crate) async fn run<D: Driver>(driver: &D, tasks: u64, before: Before, cx: &
         Side::Embedded { dir } => Some(dir_bytes(dir)?),
         _ => None,
     };
-    let redis_bytes_per_task = match (cx.side, before.redis) {
-        (Side::Redis { url, .. }, Some(before)) => Some(per_task(used_memory(url).await?, before)),
+    let growth: Vec<u64> = used_memories(cx.side)
+        .await?
+        .iter()
+        .zip(&before.redis)
+        .map(|(after, before)| after.saturating_sub(*before))
+        .collect();
+    let redis_bytes_per_task = (!growth.is_empty()).then(|| growth.iter().sum::<u64>() as f64 / tasks.max(1) as f64);
+    let cluster_nodes = match cx.side {
+        Side::Cluster { nodes, .. } => Some(
+            nodes
+                .iter()
+                .zip(&growth)
+                .map(|(node, &bytes)| NodeMemory {
+                    port: node.port(),
+                    used_memory_growth: bytes,
+                    bytes_per_task: bytes as f64 / tasks.max(1) as f64,
+                })
+                .collect(),
+        ),
         _ => None,
     };
+    if let Side::Cluster { .. } = cx.side {
+        // For the new server of `new_server` to lease: nothing here consumes it any more.
+        driver
+            .schedule(QUEUE, vec![BenchTask::new(tasks + 1, driver.now_ms())])
+            .await
+            .context("scheduling the task the new server is to fire")?;
+    }
     let mut notes = Vec::new();
     if let Side::Redis { private: None, .. } = cx.side {
         notes.push("on a shared Redis, other clients' writes during the run count in used_memory".into());
@@ -172,6 +246,7 @@ pub(crate) async fn run<D: Driver>(driver: &D, tasks: u64, before: Before, cx: &
         disk_bytes_closed: None,
         disk_bytes_per_task_closed: None,
         redis_bytes_per_task,
+        cluster_nodes,
         recovery: None,
         bullmq: None,
         notes,
@@ -243,25 +318,59 @@ pub(crate) async fn recovery(dir: &Path, cx: &Context<'_>) -> Result<Recovery> {
 
     let started = Instant::now();
     let mut second = Serve::spawn(&exe, dir, &log)?;
+    let fired = first_fire(&second.client, "bench.recovery", started, || matches!(second.child.try_wait(), Ok(None)))
+        .await
+        .map_err(|e| anyhow!("the restarted punctual serve: {e}{}", second.log_tail()))?;
+    let rss_kib = rss_kib(Some(second.child.id()))?;
+    bar.finish_and_clear();
+    Ok(Recovery { server: ServerStart::RestartAfterKill, start_to_first_fire_ms: fired.as_millis() as u64, rss_kib })
+}
+
+/// The Cluster's recovery step: a new `punctual serve` on the tasks stored under `prefix` at
+/// `url`, its config giving the queue its `shards`; spawn → the lease of the task due
+/// now that [`run`] left in the queue.
+pub(crate) async fn new_server(url: &str, prefix: &str, shards: u32, cx: &Context<'_>) -> Result<Recovery> {
+    let bar = cx.progress.counter("pending: a new server on the Cluster");
+    let config = format!("[queues.{}]\nshards = {shards}\n", toml_string(QUEUE));
+    let started = Instant::now();
+    let mut served = Served::spawn(ServeStore::Redis { url, prefix }, None, Some(&config))?;
+    let client = Client::new(served.url(), None)?;
+    let fired = first_fire(&client, QUEUE, started, || served.running())
+        .await
+        .map_err(|e| anyhow!("the new punctual serve on the Cluster: {e}{}", served.log_tail()))?;
+    let rss_kib = rss_kib(Some(served.pid()))?;
+    bar.finish_and_clear();
+    Ok(Recovery { server: ServerStart::New, start_to_first_fire_ms: fired.as_millis() as u64, rss_kib })
+}
+
+/// Asks the server behind `client` for one lease of `queue`, again every [`RETRY`]
+/// while its port refuses connections and `running` says it has not exited; answers
+/// the time from `started` to the answer, which must hold a task.
+async fn first_fire(
+    client: &Client,
+    queue: &str,
+    started: Instant,
+    mut running: impl FnMut() -> bool,
+) -> Result<Duration> {
     let request = json!({ "max": 1, "wait": "10s" });
-    let fired = loop {
-        match second.client.post_json(&["v1", "queues", "bench.recovery", "lease"], &request).await {
+    loop {
+        match client.post_json(&["v1", "queues", queue, "lease"], &request).await {
             Ok(answer) => {
                 let answer = answer.json()?;
                 if answer.value["leases"].as_array().is_some_and(|l| !l.is_empty()) {
-                    break started.elapsed();
+                    return Ok(started.elapsed());
                 }
-                bail!("the restarted server had no due task to lease: the probe was lost{}", second.log_tail());
+                bail!("it had no due task to lease: the task due now was lost");
             }
-            Err(ClientError::Unreachable { .. }) if started.elapsed() < SERVE_TIMEOUT && second.running()? => {
+            Err(ClientError::Unreachable { .. }) if started.elapsed() < SERVE_TIMEOUT => {
+                if !running() {
+                    bail!("it exited before it answered");
+                }
                 tokio::time::sleep(RETRY).await
             }
-            Err(e) => bail!("the restarted punctual serve did not answer: {e}{}", second.log_tail()),
+            Err(e) => bail!("it did not answer: {e}"),
         }
-    };
-    let rss_kib = rss_kib(Some(second.child.id()))?;
-    bar.finish_and_clear();
-    Ok(Recovery { start_to_first_fire_ms: fired.as_millis() as u64, rss_kib })
+    }
 }
 
 /// Waits until no engine of this process holds the store in `dir` any more (its last
@@ -372,7 +481,18 @@ impl PendingReport {
             ));
         }
         if let Some(per_task) = self.redis_bytes_per_task {
-            rows.push(Figure::ours("Redis used_memory per pending task", format!("{per_task:.0} bytes")));
+            let what = if self.cluster_nodes.is_some() {
+                "Redis used_memory per pending task, every node"
+            } else {
+                "Redis used_memory per pending task"
+            };
+            rows.push(Figure::ours(what, format!("{per_task:.0} bytes")));
+        }
+        for (i, node) in self.cluster_nodes.iter().flatten().enumerate() {
+            rows.push(Figure::ours(
+                format!("  node {} (port {})", i + 1, node.port),
+                format!("{:.0} bytes/task = {}", node.bytes_per_task, mib(node.used_memory_growth)),
+            ));
         }
         if let Some(t) = theirs {
             let what = if self.redis_bytes_per_task.is_some() {
@@ -388,11 +508,16 @@ impl PendingReport {
             ));
         }
         if let Some(recovery) = &self.recovery {
-            rows.push(Figure::ours(
-                "kill -9, restart: process start → first fire",
-                millis(recovery.start_to_first_fire_ms),
-            ));
-            rows.push(Figure::ours("  restarted server's resident memory", mib(recovery.rss_kib * 1024)));
+            let (what, memory) = match recovery.server {
+                ServerStart::RestartAfterKill => {
+                    ("kill -9, restart: process start → first fire", "  restarted server's resident memory")
+                }
+                ServerStart::New => {
+                    ("new punctual serve on them: process start → first fire", "  new server's resident memory")
+                }
+            };
+            rows.push(Figure::ours(what, millis(recovery.start_to_first_fire_ms)));
+            rows.push(Figure::ours(memory, mib(recovery.rss_kib * 1024)));
         }
         let text = figures_beside(
             &format!("pending: {} tasks due in 30 days on {}", thousands(n), self.target),

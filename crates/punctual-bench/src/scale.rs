@@ -47,6 +47,8 @@ use crate::throughput::{Counts, PRODUCERS, SustainedLoad};
 /// Shards of each server's queue unless `--shards` says otherwise: enough hash tags to
 /// spread one queue over every primary of the Clusters measured by default.
 const DEFAULT_SHARDS: u32 = 16;
+/// The Cluster sizes measured unless `--primaries` says otherwise.
+const DEFAULT_PRIMARIES: [u32; 4] = [1, 2, 4, 8];
 /// Load before the measured window: connections opened, shard heads learnt.
 const WARM_UP: Duration = Duration::from_secs(2);
 
@@ -140,7 +142,7 @@ pub(crate) async fn run(args: BenchArgs, emit: fn(&str) -> Result<()>) -> Result
         clusters: Vec::new(),
         notes: Vec::new(),
     };
-    for &primaries in &args.primaries {
+    for primaries in args.primaries.clone().unwrap_or(DEFAULT_PRIMARIES.to_vec()) {
         let servers = args.servers.unwrap_or(primaries);
         let size = Size { primaries, servers, shards, pull, duration: args.duration };
         let run = measure(size, &progress, &mut report.notes).await?;

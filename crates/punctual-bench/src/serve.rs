@@ -63,6 +63,14 @@ impl Served {
     /// be empty, or a temporary one), with `config` (TOML: queues, actions, egress) in
     /// its config file, and waits until `/readyz` answers.
     pub(crate) async fn start(store: ServeStore<'_>, parent: Option<&Path>, config: Option<&str>) -> Result<Served> {
+        let mut served = Served::spawn(store, parent, config)?;
+        served.wait_ready().await?;
+        Ok(served)
+    }
+
+    /// [`Served::start`] without the wait: the server may not listen yet (to time its
+    /// start from the spawn; [`Served::running`] tells whether it is still trying).
+    pub(crate) fn spawn(store: ServeStore<'_>, parent: Option<&Path>, config: Option<&str>) -> Result<Served> {
         let (dir, temp) = match parent {
             Some(parent) => {
                 let dir = parent.join("serve");
@@ -102,9 +110,7 @@ impl Served {
 
         let (shell, stdin, pid) = spawn_guarded(&exe, &log, &args)?;
         let url = punctual_client::parse_server_url(&format!("http://127.0.0.1:{port}")).map_err(anyhow::Error::msg)?;
-        let mut served = Served { shell: Some((shell, stdin)), pid, url, exe, args, log, _temp: temp };
-        served.wait_ready().await?;
-        Ok(served)
+        Ok(Served { shell: Some((shell, stdin)), pid, url, exe, args, log, _temp: temp })
     }
 
     /// The server's base URL.
@@ -152,13 +158,14 @@ impl Served {
     }
 
     /// Is the server still running? (Its shell exits only after it.)
-    fn running(&mut self) -> bool {
+    pub(crate) fn running(&mut self) -> bool {
         let alive = Path::new(&format!("/proc/{}", self.pid)).exists();
         let shell_alive = self.shell.as_mut().is_some_and(|(shell, _)| matches!(shell.try_wait(), Ok(None)));
         alive && shell_alive
     }
 
-    fn log_tail(&self) -> String {
+    /// The last lines of its log, to end an error message with.
+    pub(crate) fn log_tail(&self) -> String {
         let text = std::fs::read_to_string(&self.log).unwrap_or_default();
         let lines: Vec<&str> = text.lines().collect();
         let tail = &lines[lines.len().saturating_sub(20)..];

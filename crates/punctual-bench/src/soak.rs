@@ -299,6 +299,7 @@ pub(crate) async fn run(args: BenchArgs, emit: fn(&str) -> Result<()>) -> Result
         BenchStore::Embedded => None,
         BenchStore::Redis(url) => Some(SoakRedis::External(url.clone())),
         BenchStore::PrivateRedis => Some(SoakRedis::Private(private_redis_aof()?)),
+        BenchStore::PrivateCluster => bail!(crate::PRIVATE_CLUSTER_IS_FOR_PENDING),
     };
     let redis_url = match &redis {
         None => None,

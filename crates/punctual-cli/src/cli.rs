@@ -1064,9 +1064,13 @@ mod tests {
             Some(false)
         );
         let args = bench(&["bench", "scale"]).unwrap();
-        assert_eq!((args.primaries.as_slice(), args.servers, args.shards), (&[1, 2, 4, 8][..], None, None));
+        assert_eq!((args.primaries, args.servers, args.shards), (None, None, None));
         let args = bench(&["bench", "scale", "--primaries", "1,3", "--servers", "2", "--shards", "32"]).unwrap();
-        assert_eq!((args.primaries.as_slice(), args.servers, args.shards), (&[1, 3][..], Some(2), Some(32)));
+        assert_eq!((args.primaries, args.servers, args.shards), (Some(vec![1, 3]), Some(2), Some(32)));
+        assert_eq!(
+            bench(&["bench", "pending", "--store", "private-cluster"]).unwrap().store,
+            BenchStore::PrivateCluster
+        );
         for wrong in [
             &["bench", "spread", "--store", "redis-cluster://a:1"][..],
             &["bench", "spread", "--store", "sqlite"],

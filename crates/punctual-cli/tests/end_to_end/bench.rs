@@ -2,7 +2,8 @@
 //! on the embedded store, on a private redis-server with the seeds' baselines and
 //! BullMQ's, against a real `punctual serve` over HTTP, and against one it starts
 //! itself (`--serve`) with the pull loops' flags; `brokers` into the RabbitMQ and NATS
-//! this machine runs (CI starts them); `scale` on the Redis Clusters it starts.
+//! this machine runs (CI starts them); `scale` on the Redis Clusters it starts, and
+//! `pending` on one (`--store private-cluster`).
 //!
 //! Guards against the benchmark command rotting: a workload that no longer runs, a
 //! target that no longer connects, a figure missing from `--json`, settings that are
@@ -376,7 +377,10 @@ fn mistakes_say_what_to_do() {
     for (args, code, says) in [
         (&["pending", "--server", "http://127.0.0.1:9"][..], 1, "run it without --server"),
         (&["pending", "--serve"], 1, "run it without --serve"),
-        (&["spread", "--store", "mysql://x"], 2, "use embedded, redis://HOST:PORT or private-redis"),
+        (&["spread", "--store", "mysql://x"], 2, "use embedded, redis://HOST:PORT, private-redis or private-cluster"),
+        (&["spread", "--store", "private-cluster"], 1, "private-cluster is for pending"),
+        (&["pending", "--store", "private-cluster", "--primaries", "1,2"], 1, "give --primaries one count"),
+        (&["pending", "--primaries", "2"], 1, "--primaries is for scale, and for pending on --store private-cluster"),
         (&["spread", "--store", "rediss-cluster://h:1"], 2, "run punctual serve --store rediss-cluster://"),
         (&["spread", "--store", "redis-sentinel://h:1/m"], 2, "run punctual serve --store redis-sentinel://"),
         (&["burst", "--serve", "--server", "http://127.0.0.1:9"], 2, "cannot be used with"),
@@ -477,4 +481,37 @@ fn scale_measures_each_cluster_size_and_loses_nothing() {
         }
     }
     assert_eq!(number(&clusters[0], "efficiency"), 1.0, "1 primary against itself: {scale:#}");
+}
+
+/// `pending` on a private Cluster of 2 primaries: Redis memory per task summed over
+/// the nodes and given per node (both holding a share: the queue's shards spread over
+/// the primaries), and a new server's start to its first fire with the tasks stored.
+#[test]
+fn pending_on_a_private_cluster_reports_every_node_and_a_new_servers_first_fire() {
+    assert_redis_server_installed();
+    let reports = reports(&[
+        "pending",
+        "--store",
+        "private-cluster",
+        "--primaries",
+        "2",
+        "--tasks",
+        "20000",
+        "--baselines=false",
+        "--json",
+        "--quiet",
+    ]);
+    let pending = find(&reports, "pending");
+    assert_eq!(number(pending, "tasks"), 20_000.0, "{pending:#}");
+    let per_task = number(pending, "redis_bytes_per_task");
+    assert!((50.0..=1000.0).contains(&per_task), "implausible bytes per task: {pending:#}");
+    let nodes = pending["cluster_nodes"].as_array().expect("cluster_nodes");
+    assert_eq!(nodes.len(), 2, "{pending:#}");
+    for node in nodes {
+        assert!(number(node, "bytes_per_task") > 0.0, "every primary holds tasks: {pending:#}");
+    }
+    let summed: f64 = nodes.iter().map(|node| number(node, "bytes_per_task")).sum();
+    assert!((summed - per_task).abs() < 1e-6 * per_task, "the nodes add up to the total: {pending:#}");
+    assert_eq!(pending["recovery"]["server"], "new", "{pending:#}");
+    assert!(number(pending, "recovery.start_to_first_fire_ms") > 0.0, "{pending:#}");
 }
