@@ -21,7 +21,10 @@ impl Shared {
     pub(crate) async fn retry_dead(&self, req: &RetryDeadRequest) -> Result<Option<Task>> {
         let queue = &req.queue;
         let shard = self.shard_of(queue, &req.key, false).await?;
-        let Some(task) = self.on(queue, shard).retry_dead(&req.key, req.now).await? else { return Ok(None) };
+        let arming = self.heads.arming(queue, shard);
+        let revived = self.on(queue, shard).retry_dead(&req.key, req.now).await?;
+        arming.done();
+        let Some(task) = revived else { return Ok(None) };
         self.heads.lower(queue, task.lane(), shard, task.due_at);
         self.replicate(queue, shard).await?;
         Ok(Some(task))
@@ -46,12 +49,14 @@ impl Shared {
         for shard in 0..shards {
             let mine: Vec<&TaskKey> = keys.iter().filter(|key| keys::shard_of(key, shards) == shard).collect();
             for chunk in mine.chunks(batch_of(req)) {
+                let arming = self.heads.arming(&req.queue, shard);
                 let revived =
                     self.on(&req.queue, shard).retry_dead_many(DeadBatch::Keys(chunk), req.now).await?.retried;
                 if revived > 0 {
                     // Revived tasks are due now, each in its lane: the heads are read afresh.
                     self.heads.forget(&req.queue, shard);
                 }
+                arming.done();
                 retried += revived;
                 self.replicate(&req.queue, shard).await?;
             }
@@ -84,10 +89,12 @@ impl Shared {
                 (DeadBatch::All { bound, size: batch_of(req) }, Some(bound.to_string()))
             }
         };
+        let arming = self.heads.arming(&req.queue, shard);
         let done = self.on(&req.queue, shard).retry_dead_many(batch, req.now).await?;
         if done.retried > 0 {
             self.heads.forget(&req.queue, shard);
         }
+        arming.done();
         self.replicate(&req.queue, shard).await?;
         // A tag's walk starts afresh in the next shard; the bound stays.
         let next_cursor = if done.more {

@@ -114,6 +114,7 @@ impl Shared {
         for chunk in reqs.chunks(SCRIPT_BATCH) {
             // Callers group by `now` (see `complete_each`): one `now` per script.
             let now = chunk.first().map_or(Timestamp::EPOCH, |r| r.now);
+            let arming = self.heads.arming(queue, shard);
             let answers = self.on(queue, shard).complete(chunk, now).await?;
             // A retried or rescheduled task is scheduled again (in its lane, which the
             // token does not tell): the shard's heads are read afresh.
@@ -122,6 +123,7 @@ impl Shared {
             if rearmed {
                 self.heads.forget(queue, shard);
             }
+            arming.done();
             applied.extend(answers);
         }
         self.replicate(queue, shard).await?;

@@ -7,7 +7,9 @@
 //! (`None`: empty) and when this process learnt it. A head is learnt from a lease
 //! script's answer (the lane's head as the script left it), and lowered by every
 //! wake-up naming the shard (every script that makes a shard's head earlier publishes
-//! one) and by this process's own schedules.
+//! one) and by this process's own calls when they are answered; a call that may have
+//! made a head earlier and was not answered (an error, a cancelled call: [`Arming`])
+//! forgets the shard's heads, as this process does not listen to its own wake-ups.
 //!
 //! Invariant: a trusted head is never later than the shard's true head. A lease
 //! answer is as old as its script: wake-ups that arrive while it is in flight (the
@@ -20,10 +22,10 @@
 //! as before shards had heads.
 //!
 //! Order: a lease visits the due shards in turn, starting one shard further on each
-//! call (and each process from a shard of its own), and stops when it has its batch.
-//! Within a shard tasks leave in due order; across shards, a task is leased at most one
-//! round of a server's lease calls (one per due shard) after strict due order would
-//! have taken it (docs/redis.md).
+//! call (and each process from a shard of its own), each bounded by the other shards'
+//! earliest head plus the slack, and stops when it has its batch. Within a shard tasks
+//! leave in due order; across shards, no task is leased while one due more than the
+//! slack earlier waits (zero slack: strict due order; docs/redis.md).
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -118,6 +120,34 @@ impl Drop for Departure<'_> {
     fn drop(&mut self) {
         if !self.settled {
             self.heads.settle(self, None);
+        }
+    }
+}
+
+/// A script that may make a shard's heads earlier (it schedules, retries, revives or
+/// re-arms tasks), from before it is sent until its caller has told the heads what it
+/// did ([`Arming::done`]). Dropped before that (the script failed, or its call was
+/// cancelled), it forgets the shard's heads: the script may have applied, and this
+/// process does not listen to its own wake-ups.
+#[derive(Debug)]
+pub(crate) struct Arming<'a> {
+    heads: &'a Heads,
+    queue: &'a QueueName,
+    shard: u32,
+    done: bool,
+}
+
+impl Arming<'_> {
+    /// The heads were told (or need not be).
+    pub(crate) fn done(mut self) {
+        self.done = true;
+    }
+}
+
+impl Drop for Arming<'_> {
+    fn drop(&mut self) {
+        if !self.done {
+            self.heads.forget(self.queue, self.shard);
         }
     }
 }
@@ -217,6 +247,36 @@ impl Heads {
         })
     }
 
+    /// The shards a lease should visit together now, each with its pick and its
+    /// departure; empty when every due shard is being leased from by another call,
+    /// `None` when none is due. One shard when the order is strict; with slack, up to
+    /// `most` of the free shards whose head is due within the slack of the earliest,
+    /// each bounded by the others' heads as picked, which taking from the others only
+    /// raises.
+    pub(crate) fn pick_together(
+        &self,
+        queue: &QueueName,
+        lane: Lane,
+        shards: u32,
+        now: Timestamp,
+        spent: &[u32],
+        most: usize,
+    ) -> Option<Vec<(Pick, Departure<'_>)>> {
+        let mut picks = Vec::new();
+        while picks.len() < most {
+            let Some(pick) = self.pick(queue, lane, shards, now, spent) else { break };
+            if pick.busy {
+                return Some(picks);
+            }
+            let departure = self.depart(queue, lane, shards, pick.shard, true);
+            picks.push((pick, departure));
+            if self.slack.is_zero() {
+                break;
+            }
+        }
+        (!picks.is_empty()).then_some(picks)
+    }
+
     /// Notes a script about to be sent to `shard` that will tell its head: a lease
     /// script when `leasing`, else a read of the head.
     pub(crate) fn depart(
@@ -293,6 +353,11 @@ impl Heads {
                 earliest(next, due)
             })
         })
+    }
+
+    /// A script about to be sent to `shard` of `queue` that may make its heads earlier.
+    pub(crate) fn arming<'a>(&'a self, queue: &'a QueueName, shard: u32) -> Arming<'a> {
+        Arming { heads: self, queue, shard, done: false }
     }
 
     /// Forgets the heads of `shard` of `queue` (a change that may have made them
@@ -457,6 +522,16 @@ mod tests {
         heads.crash(flight);
         assert_eq!(heads.untrusted(&q(), H, 2, at(2)), vec![0]);
         assert_eq!(heads.next_due(&q(), H, 2, at(2)), Some(at(2)), "unknown: look now");
+    }
+
+    #[test]
+    fn a_call_that_may_have_armed_a_task_unanswered_forgets_the_shards_heads() {
+        let heads = strict();
+        learn(&heads, &[None, None], 0);
+        heads.arming(&q(), 1).done();
+        assert!(heads.untrusted(&q(), H, 2, at(1)).is_empty(), "answered and told: trusted");
+        drop(heads.arming(&q(), 1));
+        assert_eq!(heads.untrusted(&q(), H, 2, at(1)), vec![1], "unanswered: read again");
     }
 
     #[test]

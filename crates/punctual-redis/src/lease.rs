@@ -13,7 +13,6 @@
 use punctual_core::store::{ExtendRequest, LeaseBatch, LeaseRequest, LeaseToken};
 use punctual_core::{Lane, QueueName, Result, Timestamp};
 
-use crate::heads::{Departure, Pick};
 use crate::{SCRIPT_BATCH, Shared};
 
 /// The longest a lease waits for another call's script on the shards it would visit
@@ -52,7 +51,7 @@ impl Shared {
             // the batch with one script. Once shards run dry, as many at once as the
             // room needs if each holds what the last ones yielded.
             let together = if visits == 0 { 1 } else { room.div_ceil(yielded.max(1)) };
-            let Some(picks) = self.pick_due_shards(queue, lane, shards, req.now, &spent, together) else { break };
+            let Some(picks) = self.heads.pick_together(queue, lane, shards, req.now, &spent, together) else { break };
             if picks.is_empty() {
                 // Every due shard is being leased from by another call of this process,
                 // which is likely to empty it: hand out what this call has, or wait
@@ -113,36 +112,6 @@ impl Shared {
         Ok(LeaseBatch::new(leases, next_due))
     }
 
-    /// The shards a lease should visit together now, each with its pick and its
-    /// departure; empty when every due shard is being leased from by another call,
-    /// `None` when none is due. One shard when the order is strict; with slack, up to
-    /// `most` of the free shards whose head is due within the slack of the earliest,
-    /// each bounded by the others' heads as picked, which taking from the others only
-    /// raises.
-    fn pick_due_shards(
-        &self,
-        queue: &QueueName,
-        lane: Lane,
-        shards: u32,
-        now: Timestamp,
-        spent: &[u32],
-        most: usize,
-    ) -> Option<Vec<(Pick, Departure<'_>)>> {
-        let mut picks = Vec::new();
-        while picks.len() < most {
-            let Some(pick) = self.heads.pick(queue, lane, shards, now, spent) else { break };
-            if pick.busy {
-                return Some(picks);
-            }
-            let departure = self.heads.depart(queue, lane, shards, pick.shard, true);
-            picks.push((pick, departure));
-            if self.config.shard_order_slack.is_zero() {
-                break;
-            }
-        }
-        (!picks.is_empty()).then_some(picks)
-    }
-
     /// Reads the heads of `queue`'s `lane` this process does not trust, all at once.
     async fn read_heads(&self, queue: &QueueName, lane: Lane, shards: u32, now: Timestamp) -> Result<()> {
         let untrusted = self.heads.untrusted(queue, lane, shards, now);
@@ -170,9 +139,11 @@ impl Shared {
 
     pub(crate) async fn release(&self, token: &LeaseToken, now: Timestamp) -> Result<()> {
         let shard = self.shard_of(&token.queue, &token.key, false).await?;
+        let arming = self.heads.arming(&token.queue, shard);
         self.on(&token.queue, shard).release(token, now).await?;
         // Scheduled again at its due time: the shard's head is read afresh.
         self.heads.forget(&token.queue, shard);
+        arming.done();
         Ok(())
     }
 }

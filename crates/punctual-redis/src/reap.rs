@@ -36,11 +36,13 @@ impl Shared {
         let mut reaped: Vec<(Timestamp, Reaped)> = Vec::new();
         let mut next_expiry = None;
         for (index, ((queue, shard), take)) in shards.iter().zip(share).enumerate() {
+            let arming = self.heads.arming(queue, *shard);
             let result = self.on(queue, *shard).reap(take.min(SCRIPT_BATCH), now).await?;
             if result.reaped.iter().any(|r| r.state == TaskState::Scheduled) {
                 // Due again: the shard's head is read afresh.
                 self.heads.forget(queue, *shard);
             }
+            arming.done();
             next_expiry = earliest(next_expiry, result.next_expiry);
             for ended in result.reaped {
                 let at = expiry.get(&(index, ended.key.as_str())).copied().unwrap_or(now);

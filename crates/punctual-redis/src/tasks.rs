@@ -42,10 +42,12 @@ impl Shared {
             let mut answered = Vec::with_capacity(numbered.len());
             for chunk in numbered.chunks(SCRIPT_BATCH) {
                 let batch: Vec<(&NewTask, u64)> = chunk.iter().map(|&(i, id)| (&tasks[i], id)).collect();
+                let arming = self.heads.arming(queue, *shard);
                 let answers = self.on(queue, *shard).schedule(&batch, now).await?;
                 if self.sharded(queue) {
                     self.note_written(queue, *shard, &answers);
                 }
+                arming.done();
                 answered.extend(chunk.iter().map(|&(i, _)| i).zip(answers));
             }
             self.replicate(queue, *shard).await?;

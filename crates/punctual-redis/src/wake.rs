@@ -3,8 +3,9 @@
 //! earlier, then `"\nt"` when it is the target lane's; a sharded queue's messages then
 //! name the shard and the publishing process, `"\ns<n>\np<process>"`. Each is passed on
 //! as a [`Wakeup`] of its lane, and another process's lowers that shard's head
-//! (`heads`; this process lowered its own when its call was answered, and its message
-//! arriving later must not lower a head a lease has learnt since). A message without a
+//! (`heads`; this process lowered its own when its call was answered, or forgot them
+//! when it was not, and its message arriving later must not lower a head a lease has
+//! learnt since). A message without a
 //! lane (as every message was before lanes) is the handler lane's; one naming anything
 //! this process does not know is dropped, which the safety poll covers (an earlier
 //! punctual drops the messages of sharded queues likewise). Reconnects by itself; every
