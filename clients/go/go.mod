@@ -1,3 +1,3 @@
-module github.com/punctual-dev/punctual/clients/go
+module github.com/punctual-rs/punctual/clients/go
 
 go 1.19

@@ -20,7 +20,7 @@ import (
 	"testing"
 	"time"
 
-	punctual "github.com/punctual-dev/punctual/clients/go"
+	punctual "github.com/punctual-rs/punctual/clients/go"
 )
 
 func binary(t *testing.T) string {

@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	punctual "github.com/punctual-dev/punctual/clients/go"
+	punctual "github.com/punctual-rs/punctual/clients/go"
 )
 
 var bg = context.Background()
