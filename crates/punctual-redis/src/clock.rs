@@ -43,14 +43,23 @@ impl RedisClock {
 
 /// Measures the offset every [`REFRESH`] until `stop`.
 pub(crate) async fn refresh(clock: RedisClock, conn: Conn, stop: CancellationToken) {
+    let mut every = periodic(REFRESH);
     loop {
         tokio::select! {
-            _ = tokio::time::sleep(REFRESH) => {}
+            _ = every.tick() => {}
             _ = stop.cancelled() => return,
         }
         // A failure keeps the last offset; the connection logs unreachability.
         let _ = clock.measure(&conn).await;
     }
+}
+
+/// Ticks every `period`, the first tick one period from now; a late tick delays the
+/// next ones instead of bunching them (a background check after a pause runs once).
+pub(crate) fn periodic(period: Duration) -> tokio::time::Interval {
+    let mut every = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    every
 }
 
 /// Redis' own time (`TIME`), to the millisecond.

@@ -33,6 +33,7 @@ use punctual_core::store::corrupt;
 use punctual_core::{Clock, Result, StoreId, StoreReset};
 use tokio::sync::broadcast;
 
+use crate::clock::periodic;
 use crate::conn::Conn;
 use crate::{Shared, keys};
 
@@ -100,9 +101,10 @@ fn parse(stored: &str) -> Result<StoreId> {
 pub(crate) async fn watch(shared: Arc<Shared>) {
     // The last failure logged, so a damaged key is one line, not one every check.
     let mut failing: Option<String> = None;
+    let mut every = periodic(CHECK_EVERY);
     loop {
         tokio::select! {
-            _ = tokio::time::sleep(CHECK_EVERY) => {}
+            _ = every.tick() => {}
             _ = shared.conn.reconnected().notified() => {}
             _ = shared.stop.cancelled() => return,
         }
