@@ -195,34 +195,36 @@ impl RedisServer {
     }
 
     fn wait_for_ping(&mut self) -> io::Result<()> {
-        let deadline = Instant::now() + START_TIMEOUT;
-        loop {
-            if let Some((child, _)) = self.child.as_mut()
-                && let Some(status) = child.try_wait()?
-            {
-                if status.code() == Some(127) {
-                    return Err(io::Error::new(io::ErrorKind::NotFound, "redis-server not found on PATH"));
+        let port = self.port;
+        // `Some` ends the wait: the server answered, or its process exited.
+        let answered = poll_until(START_TIMEOUT, || {
+            if let Some((child, _)) = self.child.as_mut() {
+                match child.try_wait() {
+                    Ok(Some(status)) if status.code() == Some(127) => {
+                        return Some(Err(io::Error::new(io::ErrorKind::NotFound, "redis-server not found on PATH")));
+                    }
+                    Ok(Some(status)) => {
+                        return Some(Err(io::Error::other(format!(
+                            "redis-server on port {port} exited at start ({status})"
+                        ))));
+                    }
+                    Ok(None) => {}
+                    Err(e) => return Some(Err(e)),
                 }
-                return Err(io::Error::other(format!(
-                    "redis-server on port {} exited at start ({status}); its log:\n{}",
-                    self.port,
+            }
+            command(port, &["PING"]).is_ok_and(|r| r == "PONG").then_some(Ok(()))
+        });
+        match answered {
+            Some(Ok(())) => Ok(()),
+            Some(Err(e)) if e.kind() == io::ErrorKind::NotFound => Err(e),
+            Some(Err(e)) => Err(io::Error::new(e.kind(), format!("{e}; its log:\n{}", self.log()))),
+            None => Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!(
+                    "redis-server on port {port} did not answer PING within {START_TIMEOUT:?}; its log:\n{}",
                     self.log()
-                )));
-            }
-            if command(self.port, &["PING"]).is_ok_and(|r| r == "PONG") {
-                return Ok(());
-            }
-            if Instant::now() >= deadline {
-                return Err(io::Error::new(
-                    io::ErrorKind::TimedOut,
-                    format!(
-                        "redis-server on port {} did not answer PING within {START_TIMEOUT:?}; its log:\n{}",
-                        self.port,
-                        self.log()
-                    ),
-                ));
-            }
-            std::thread::sleep(Duration::from_millis(20));
+                ),
+            )),
         }
     }
 
