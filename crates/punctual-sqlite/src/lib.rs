@@ -23,9 +23,31 @@
 //! - **An identity per store**: minted at the first open (of a new store, or of one
 //!   written before stores had one) and kept in `meta`, so delivery ids of two stores
 //!   never meet. The store is never emptied under its owner, so it never changes.
+//!
+//! Each operation is a plain function on a connection, in a module per concern
+//! (`schedule`, `tasks`, `cancel`, `list`, `lease`, `complete`, `reap`, `dead`,
+//! `stats`, `queue_records`, `identity`; rows in `row`, state codes in `codes`).
+//! Writes run inside the writer's transaction, reads on a reader connection; none of
+//! them commits or reads the clock. Functions that read tasks take the store's
+//! identity, which every task read is stamped with.
 
-mod ops;
+mod cancel;
+mod codes;
+mod complete;
+mod dead;
+mod identity;
+mod lease;
+mod list;
+#[cfg(test)]
+mod query_plans;
+mod queue_records;
+mod queues;
+mod reap;
+mod row;
+mod schedule;
 mod schema;
+mod stats;
+mod tasks;
 mod writer;
 
 use std::fs::File;
@@ -98,11 +120,11 @@ impl SqliteStore {
         let path = dir.join(DB_FILE);
         let mut conn = Connection::open(&path).map_err(map_err)?;
         configure(&conn)?;
-        conn.execute_batch(schema::CREATE).map_err(map_err)?;
+        conn.execute_batch(&schema::CREATE).map_err(map_err)?;
         check_version(&mut conn)?;
         let epoch = next_epoch(&conn)?;
         let fence_floor = epoch << 32;
-        let (id, minted) = ops::identity(&conn, StoreId::random())?;
+        let (id, minted) = identity::identity(&conn, StoreId::random())?;
         if minted {
             let what = if epoch == 1 { "a new store" } else { "a store written by an earlier punctual" };
             tracing::info!(store = %id, path = %path.display(), "store identity {id} minted for {what}");
@@ -256,120 +278,120 @@ pub(crate) fn map_err(e: rusqlite::Error) -> Error {
 impl Store for SqliteStore {
     async fn schedule(&self, tasks: Vec<NewTask>, now: Timestamp) -> Result<Vec<Result<Scheduled>>> {
         let id = self.shared.id;
-        self.write(move |conn| ops::schedule(conn, id, tasks, now)).await
+        self.write(move |conn| schedule::schedule(conn, id, tasks, now)).await
     }
 
     async fn get(&self, queue: &QueueName, key: &TaskKey) -> Result<Option<Task>> {
         let (queue, key) = (queue.clone(), key.clone());
         let id = self.shared.id;
-        self.read(move |conn| ops::get(conn, id, &queue, &key)).await
+        self.read(move |conn| tasks::get(conn, id, &queue, &key)).await
     }
 
     async fn get_many(&self, keys: Vec<(QueueName, TaskKey)>) -> Result<Vec<Option<Task>>> {
         let id = self.shared.id;
-        self.read(move |conn| keys.iter().map(|(queue, key)| ops::get(conn, id, queue, key)).collect()).await
+        self.read(move |conn| keys.iter().map(|(queue, key)| tasks::get(conn, id, queue, key)).collect()).await
     }
 
     async fn cancel(&self, queue: &QueueName, key: &TaskKey) -> Result<bool> {
         let (queue, key) = (queue.clone(), key.clone());
         let id = self.shared.id;
-        self.write(move |conn| ops::cancel(conn, id, &queue, &key)).await
+        self.write(move |conn| cancel::cancel(conn, id, &queue, &key)).await
     }
 
     async fn cancel_tag(&self, queue: &QueueName, tag: &Tag) -> Result<u64> {
         let (queue, tag) = (queue.clone(), tag.clone());
         let id = self.shared.id;
-        self.write(move |conn| ops::cancel_tag(conn, id, &queue, &tag)).await
+        self.write(move |conn| cancel::cancel_tag(conn, id, &queue, &tag)).await
     }
 
     async fn list(&self, req: ListRequest) -> Result<Page> {
         let id = self.shared.id;
-        self.read(move |conn| ops::list(conn, id, &req)).await
+        self.read(move |conn| list::list(conn, id, &req)).await
     }
 
     async fn lease(&self, req: LeaseRequest) -> Result<LeaseBatch> {
         let (id, fence_floor) = (self.shared.id, self.shared.fence_floor);
-        self.write_soft(move |conn| ops::lease(conn, id, &req, fence_floor)).await
+        self.write_soft(move |conn| lease::lease(conn, id, &req, fence_floor)).await
     }
 
     async fn complete(&self, req: CompleteRequest) -> Result<()> {
         let id = self.shared.id;
-        self.write_soft(move |conn| ops::complete(conn, id, &req)).await
+        self.write_soft(move |conn| complete::complete(conn, id, &req)).await
     }
 
     async fn complete_many(&self, reqs: Vec<CompleteRequest>) -> Result<Vec<Result<()>>> {
         let id = self.shared.id;
         self.write_soft(move |conn| {
-            // Each ack applies alone without a savepoint of its own: `ops::complete`
+            // Each ack applies alone without a savepoint of its own: `complete::complete`
             // writes nothing until the lease is found live, then one statement (atomic
             // by itself), or a savepoint around the several a tagged task's deletion takes.
-            Ok(reqs.iter().map(|req| ops::complete(conn, id, req)).collect())
+            Ok(reqs.iter().map(|req| complete::complete(conn, id, req)).collect())
         })
         .await
     }
 
     async fn extend(&self, req: ExtendRequest) -> Result<Timestamp> {
         let id = self.shared.id;
-        self.write_soft(move |conn| ops::extend(conn, id, &req)).await
+        self.write_soft(move |conn| lease::extend(conn, id, &req)).await
     }
 
     async fn release(&self, token: &LeaseToken, now: Timestamp) -> Result<()> {
         let token = token.clone();
         let id = self.shared.id;
-        self.write_soft(move |conn| ops::release(conn, id, &token, now)).await
+        self.write_soft(move |conn| lease::release(conn, id, &token, now)).await
     }
 
     async fn reap(&self, now: Timestamp, limit: u32) -> Result<ReapResult> {
-        self.write_soft(move |conn| ops::reap(conn, now, limit)).await
+        self.write_soft(move |conn| reap::reap(conn, now, limit)).await
     }
 
     async fn retry_dead(&self, req: RetryDeadRequest) -> Result<Option<Task>> {
         let id = self.shared.id;
-        self.write(move |conn| ops::retry_dead(conn, id, &req)).await
+        self.write(move |conn| dead::retry_dead(conn, id, &req)).await
     }
 
     async fn retry_dead_batch(&self, req: RetryDeadBatchRequest) -> Result<RetriedDead> {
         let id = self.shared.id;
-        self.write(move |conn| ops::retry_dead_batch(conn, id, &req)).await
+        self.write(move |conn| dead::retry_dead_batch(conn, id, &req)).await
     }
 
     async fn delete_dead(&self, queue: &QueueName, key: &TaskKey) -> Result<bool> {
         let (queue, key) = (queue.clone(), key.clone());
         let id = self.shared.id;
-        self.write(move |conn| ops::delete_dead(conn, id, &queue, &key)).await
+        self.write(move |conn| dead::delete_dead(conn, id, &queue, &key)).await
     }
 
     async fn sweep_dead(&self, req: SweepRequest) -> Result<Swept> {
         let id = self.shared.id;
-        self.write(move |conn| ops::sweep_dead(conn, id, &req)).await
+        self.write(move |conn| dead::sweep_dead(conn, id, &req)).await
     }
 
     async fn stats(&self, queue: Option<&QueueName>) -> Result<Vec<QueueStats>> {
         let queue = queue.cloned();
-        self.read(move |conn| ops::stats(conn, queue.as_ref())).await
+        self.read(move |conn| stats::stats(conn, queue.as_ref())).await
     }
 
     async fn purge(&self, req: PurgeRequest) -> Result<u64> {
         let id = self.shared.id;
-        self.write(move |conn| ops::purge(conn, id, &req)).await
+        self.write(move |conn| cancel::purge(conn, id, &req)).await
     }
 
     async fn queue_record(&self, queue: &QueueName) -> Result<Option<QueueRecord>> {
         let queue = queue.clone();
-        self.read(move |conn| ops::queue_record(conn, &queue)).await
+        self.read(move |conn| queue_records::queue_record(conn, &queue)).await
     }
 
     async fn queue_records(&self) -> Result<Vec<QueueRecord>> {
-        self.read(ops::queue_records).await
+        self.read(queue_records::queue_records).await
     }
 
     async fn change_queue(&self, req: QueueChangeRequest) -> Result<QueueRecord> {
-        self.write(move |conn| ops::change_queue(conn, &req)).await
+        self.write(move |conn| queue_records::change_queue(conn, &req)).await
     }
 
     async fn secret(&self) -> Result<[u8; 32]> {
         let fresh: [u8; 32] = rand::random();
-        self.write(move |conn| ops::secret(conn, fresh)).await
+        self.write(move |conn| identity::secret(conn, fresh)).await
     }
 
     async fn close(&self) -> Result<()> {

@@ -7,12 +7,12 @@
 //!   secret.
 //! - `queues`: one row per queue name; tasks refer to it by `id` to keep rows small.
 //! - `tasks`: one row per (queue, key); `state` 0 scheduled in the handler lane, 3
-//!   scheduled in the target lane, 1 leased, 2 dead. A scheduled task's code is 3
-//!   exactly when it has a target, so each lane's scheduled tasks are one range of
-//!   `tasks_by_due` and a lease of one lane never reads the other's rows. Done and
-//!   cancelled tasks are deleted. `id` is AUTOINCREMENT so it is never reused: it is
-//!   the task's `meta.id`, unique per creation. `target` is the task's HTTP target as
-//!   `Target::to_stored` writes it, NULL for none.
+//!   scheduled in the target lane, 1 leased, 2 dead (named in `codes`, which the SQL
+//!   uses). A scheduled task's code is 3 exactly when it has a target, so each lane's
+//!   scheduled tasks are one range of `tasks_by_due` and a lease of one lane never reads
+//!   the other's rows. Done and cancelled tasks are deleted. `id` is AUTOINCREMENT so it
+//!   is never reused: it is the task's `meta.id`, unique per creation. `target` is the
+//!   task's HTTP target as `Target::to_stored` writes it, NULL for none.
 //! - `tags`: (queue, tag) → task ids, so cancelling a tag is an index range, not a scan.
 //! - `queue_records`: one row per queue given settings or paused through the API, by
 //!   name (a queue may have a record and no task, so not by `queues.id`); `settings`
@@ -36,7 +36,7 @@
 //!   lease it; it must refuse the store. Migrating from 1 adds the column; no task of
 //!   a layout-1 store has a target, so its codes stand.
 
-use punctual_core::Lane;
+use crate::codes::{DEAD, LEASED, Sql};
 
 /// Bumped when the layout changes; a store refuses to open a newer layout.
 pub(crate) const VERSION: i64 = 2;
@@ -44,7 +44,10 @@ pub(crate) const VERSION: i64 = 2;
 /// Turns a layout-1 store into a layout-2 one.
 pub(crate) const MIGRATE_FROM_1: &str = "ALTER TABLE tasks ADD COLUMN target TEXT;";
 
-pub(crate) const CREATE: &str = "
+/// Every table and index, each made at an open that finds it missing.
+pub(crate) static CREATE: Sql = Sql::new(|| {
+    format!(
+        "
 CREATE TABLE IF NOT EXISTS meta (
     name  TEXT PRIMARY KEY,
     value INTEGER NOT NULL
@@ -83,8 +86,8 @@ CREATE TABLE IF NOT EXISTS tasks (
 );
 CREATE UNIQUE INDEX IF NOT EXISTS tasks_by_key ON tasks (queue_id, key);
 CREATE INDEX IF NOT EXISTS tasks_by_due ON tasks (queue_id, state, due_at, id);
-CREATE INDEX IF NOT EXISTS tasks_by_expiry ON tasks (lease_expires_at) WHERE state = 1;
-CREATE INDEX IF NOT EXISTS tasks_dead_by_death ON tasks (queue_id, updated_at) WHERE state = 2;
+CREATE INDEX IF NOT EXISTS tasks_by_expiry ON tasks (lease_expires_at) WHERE state = {LEASED};
+CREATE INDEX IF NOT EXISTS tasks_dead_by_death ON tasks (queue_id, updated_at) WHERE state = {DEAD};
 CREATE TABLE IF NOT EXISTS tags (
     queue_id INTEGER NOT NULL,
     tag      TEXT NOT NULL,
@@ -98,32 +101,15 @@ CREATE TABLE IF NOT EXISTS queue_records (
     version    INTEGER NOT NULL,
     updated_at INTEGER NOT NULL
 ) WITHOUT ROWID;
-";
+"
+    )
+});
 
-/// The task columns every query selects, in the order `row_to_task` reads them.
-pub(crate) const TASK_COLUMNS: &str = "id, key, state, due_at, lease_expires_at, fence, version, attempts, \
-    max_attempts, occurrence, anchor, backoff_initial_ms, backoff_factor, backoff_max_ms, repeat, tags, payload, \
-    created_at, updated_at, last_error, target";
-
-/// `tasks.state` codes; the SQL writes them as literals.
-pub(crate) const SCHEDULED_HANDLER_LANE: i64 = 0;
-pub(crate) const LEASED: i64 = 1;
-pub(crate) const DEAD: i64 = 2;
-pub(crate) const SCHEDULED_TARGET_LANE: i64 = 3;
-
-/// The state code of a scheduled task of `lane`.
-pub(crate) fn scheduled_code(lane: Lane) -> i64 {
-    match lane {
-        Lane::Handler => SCHEDULED_HANDLER_LANE,
-        Lane::Target => SCHEDULED_TARGET_LANE,
-    }
+/// A connection to an empty store of this layout, in memory.
+#[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "a test: a failed unwrap is a failed test with its line")]
+pub(crate) fn in_memory() -> rusqlite::Connection {
+    let conn = rusqlite::Connection::open_in_memory().unwrap();
+    conn.execute_batch(&CREATE).unwrap();
+    conn
 }
-
-/// SQL for the state code of a row put back to scheduled: its lane's, by its target.
-/// A macro, so that `concat!` builds each statement that uses it at compile time.
-macro_rules! scheduled_by_target {
-    () => {
-        "CASE WHEN target IS NULL THEN 0 ELSE 3 END"
-    };
-}
-pub(crate) use scheduled_by_target;

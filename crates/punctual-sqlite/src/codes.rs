@@ -1,0 +1,73 @@
+//! The `tasks.state` codes, named once: every statement writes them through these
+//! names ([`Sql`] formats them in, once per statement), and a row's code is read back
+//! only through [`state_of`]. The codes are part of the on-disk layout (`schema`), so
+//! they never change. They are written into the SQL as literals, not bound as
+//! parameters, where a partial index (`WHERE state = …`) must serve the statement:
+//! SQLite uses one only for a query whose own terms name the same code.
+//!
+//! Invariants: a scheduled task's code names its lane ([`scheduled_code`]), so each
+//! lane's scheduled tasks are one range of `tasks_by_due`; a code decodes to the state
+//! it was written for, and a code no state has is corrupt data, never read as another
+//! state (checked by the tests below).
+
+use std::sync::LazyLock;
+
+use punctual_core::store::corrupt;
+use punctual_core::{Lane, Result, TaskState};
+
+/// Scheduled, in the handler lane (no target).
+pub(crate) const SCHEDULED_HANDLER_LANE: i64 = 0;
+/// Leased.
+pub(crate) const LEASED: i64 = 1;
+/// Dead.
+pub(crate) const DEAD: i64 = 2;
+/// Scheduled, in the target lane.
+pub(crate) const SCHEDULED_TARGET_LANE: i64 = 3;
+
+/// A statement built from named parts (state codes, [`TASK_COLUMNS`]): formatted at
+/// its first use, then kept.
+///
+/// [`TASK_COLUMNS`]: crate::row::TASK_COLUMNS
+pub(crate) type Sql = LazyLock<String>;
+
+/// The state code of a scheduled task of `lane`.
+pub(crate) fn scheduled_code(lane: Lane) -> i64 {
+    match lane {
+        Lane::Handler => SCHEDULED_HANDLER_LANE,
+        Lane::Target => SCHEDULED_TARGET_LANE,
+    }
+}
+
+/// The state a row's code stands for.
+pub(crate) fn state_of(code: i64) -> Result<TaskState> {
+    match code {
+        SCHEDULED_HANDLER_LANE | SCHEDULED_TARGET_LANE => Ok(TaskState::Scheduled),
+        LEASED => Ok(TaskState::Leased),
+        DEAD => Ok(TaskState::Dead),
+        other => Err(corrupt(format!("unknown state {other}"))),
+    }
+}
+
+/// SQL for the state code of a row put back to scheduled: its lane's, by its target.
+pub(crate) fn scheduled_by_target() -> String {
+    format!("CASE WHEN target IS NULL THEN {SCHEDULED_HANDLER_LANE} ELSE {SCHEDULED_TARGET_LANE} END")
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "a test: a failed unwrap is a failed test with its line")]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_code_reads_back_as_its_state_and_unknown_codes_as_corrupt() {
+        for lane in Lane::ALL {
+            assert_eq!(state_of(scheduled_code(lane)).unwrap(), TaskState::Scheduled);
+        }
+        assert_eq!(state_of(LEASED).unwrap(), TaskState::Leased);
+        assert_eq!(state_of(DEAD).unwrap(), TaskState::Dead);
+        assert!(state_of(4).is_err() && state_of(-1).is_err());
+        // Fixed by the on-disk layout (`schema`): stores already written hold them.
+        assert_eq!([SCHEDULED_HANDLER_LANE, LEASED, DEAD, SCHEDULED_TARGET_LANE], [0, 1, 2, 3]);
+        assert_eq!(Lane::ALL.map(scheduled_code), [0, 3]);
+    }
+}

@@ -1,0 +1,54 @@
+//! Completing a lease: its task done (deleted), retried, rescheduled (its next
+//! occurrence) or dead.
+//!
+//! Invariants: nothing is written unless the lease is live (`lease::live`); then each
+//! completion is one statement, atomic by itself, but the deletion of a tagged task,
+//! which runs in a savepoint: so a failed completion leaves its task as it was, and a
+//! batch of completions needs no savepoint per completion. A task put back to scheduled
+//! takes its lane's code.
+
+use punctual_core::store::{CompleteRequest, Completion, corrupt};
+use punctual_core::{Result, StoreId};
+use rusqlite::{Connection, params};
+
+use crate::codes::{DEAD, Sql, scheduled_by_target};
+use crate::lease::live;
+use crate::tasks::delete_task;
+use crate::{map_err, writer};
+
+static RETRY: Sql = Sql::new(|| {
+    format!(
+        "UPDATE tasks SET state = {}, due_at = ?2, lease_expires_at = NULL, attempts = attempts + 1, \
+         last_error = ?3, updated_at = ?4 WHERE id = ?1",
+        scheduled_by_target()
+    )
+});
+static RESCHEDULE: Sql = Sql::new(|| {
+    format!(
+        "UPDATE tasks SET state = {}, due_at = ?2, lease_expires_at = NULL, attempts = 0, \
+         occurrence = occurrence + 1, last_error = NULL, updated_at = ?3 WHERE id = ?1",
+        scheduled_by_target()
+    )
+});
+static DIE: Sql = Sql::new(|| {
+    format!(
+        "UPDATE tasks SET state = {DEAD}, lease_expires_at = NULL, attempts = attempts + 1, last_error = ?2, \
+         updated_at = ?3 WHERE id = ?1"
+    )
+});
+
+pub(crate) fn complete(conn: &Connection, store: StoreId, req: &CompleteRequest) -> Result<()> {
+    let (queue_id, task) = live(conn, store, &req.token, req.now)?;
+    let id = i64::try_from(task.meta.id).map_err(corrupt)?;
+    let now = req.now.as_millis();
+    let update = |sql: &str, parameters: &[&dyn rusqlite::ToSql]| {
+        conn.prepare_cached(sql).and_then(|mut statement| statement.execute(parameters)).map(|_| ()).map_err(map_err)
+    };
+    match &req.completion {
+        Completion::Done if task.tags.is_empty() => delete_task(conn, queue_id, &task),
+        Completion::Done => writer::in_savepoint(conn, |conn| delete_task(conn, queue_id, &task)),
+        Completion::Retry { at, error } => update(&RETRY, params![id, at.as_millis(), error, now]),
+        Completion::Reschedule { at } => update(&RESCHEDULE, params![id, at.as_millis(), now]),
+        Completion::Dead { error } => update(&DIE, params![id, error, now]),
+    }
+}

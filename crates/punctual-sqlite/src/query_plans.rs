@@ -1,0 +1,79 @@
+//! The plans SQLite makes of the statements whose cost must not grow with the queue:
+//! a purge batch, a page of a listing, a lease and its lane's next due time each read
+//! index ranges only, never a scan of the queue's tasks or a sort of them.
+
+#![allow(clippy::unwrap_used, reason = "tests: a failed unwrap is a failed test with its line")]
+
+use punctual_core::TaskState;
+use punctual_core::store::PurgeSelection;
+use rusqlite::{Connection, params};
+
+use crate::cancel::purge_sql;
+use crate::codes::{LEASED, SCHEDULED_TARGET_LANE};
+use crate::lease::{LEASE, NEXT_DUE};
+use crate::list::list_sql;
+use crate::schema::in_memory;
+
+/// The steps of `sql`'s query plan, its parameters bound to `args`.
+fn plan(conn: &Connection, sql: &str, args: impl rusqlite::Params) -> Vec<String> {
+    conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
+        .unwrap()
+        .query_map(args, |row| row.get(3))
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap()
+}
+
+/// Neither a scan of the table nor a sort: rows come from index searches in order.
+fn assert_no_scan_or_sort(plan: &[String], what: &str) {
+    assert!(!plan.iter().any(|step| step.starts_with("SCAN tasks")), "{what}: {plan:?}");
+    assert!(!plan.iter().any(|step| step.contains("TEMP B-TREE")), "{what}: {plan:?}");
+}
+
+/// The plan of a purge's batch never scans the queue's tasks: each state code is a
+/// search of `tasks_by_due`, so a batch costs what it deletes.
+#[test]
+fn a_purge_batch_reads_index_ranges_only() {
+    let conn = in_memory();
+    for selection in [PurgeSelection::Scheduled, PurgeSelection::Dead, PurgeSelection::All] {
+        let plan = plan(&conn, purge_sql(selection), params![1, 10]);
+        let searches = plan.iter().filter(|step| step.contains("USING COVERING INDEX tasks_by_due")).count();
+        let expected = match selection {
+            PurgeSelection::Scheduled => 2,
+            PurgeSelection::Dead => 1,
+            PurgeSelection::All => 4,
+        };
+        assert_eq!(searches, expected, "{selection:?}: {plan:?}");
+        assert!(!plan.iter().any(|step| step.starts_with("SCAN tasks")), "{selection:?}: {plan:?}");
+    }
+}
+
+/// A page of the tasks in one state, scheduled (both lanes) included, reads index
+/// ranges already in due order: its cost is its limit, however many tasks follow.
+#[test]
+fn a_page_by_state_merges_index_ranges_without_sorting() {
+    let conn = in_memory();
+    for (state, ranges) in [(TaskState::Scheduled, 2), (TaskState::Leased, 1), (TaskState::Dead, 1)] {
+        let plan = plan(&conn, list_sql(Some(state), false), params![1, 0, 0, 11, LEASED, ""]);
+        let searches = plan
+            .iter()
+            .filter(|step| step.contains("INDEX tasks_by_due (queue_id=? AND state=? AND due_at>?)"))
+            .count();
+        assert_eq!(searches, ranges, "{state:?}: {plan:?}");
+        assert_no_scan_or_sort(&plan, &format!("{state:?}"));
+    }
+}
+
+/// A lease and its lane's next due time each read one range of `tasks_by_due`, the
+/// lane's: never a task of the other lane.
+#[test]
+fn a_lease_reads_its_lanes_range_only() {
+    let conn = in_memory();
+    let lease = plan(&conn, &LEASE, params![1, 0, 0, 10, 0, SCHEDULED_TARGET_LANE]);
+    let search = "USING COVERING INDEX tasks_by_due (queue_id=? AND state=? AND due_at<?)";
+    assert_eq!(lease.iter().filter(|step| step.contains(search)).count(), 1, "{lease:?}");
+    assert_no_scan_or_sort(&lease, "lease");
+    let next_due = plan(&conn, NEXT_DUE, params![1, SCHEDULED_TARGET_LANE]);
+    let search = "USING COVERING INDEX tasks_by_due (queue_id=? AND state=?)";
+    assert_eq!(next_due.iter().filter(|step| step.contains(search)).count(), 1, "{next_due:?}");
+}

@@ -1,0 +1,177 @@
+//! Scheduling: a batch of tasks, each created, kept or replaced by its `if_exists`.
+//!
+//! Invariants: a created and a replaced task are written from one list of columns
+//! ([`WRITTEN`]): a replaced task starts over as a created one does (first occurrence,
+//! no attempts, no lease, no error, in the scheduled code of its lane), keeping only
+//! its id, fence and creation time, its version one more. Every parameter of those
+//! statements is bound by name (checked by a `debug_assert!`).
+
+use std::time::Duration;
+
+use punctual_core::store::{ScheduleOutcome, Scheduled, corrupt};
+use punctual_core::{Error, IfExists, Lane, NewTask, Result, StoreId, Tag, Target, Task, TaskMeta, Timestamp};
+use rusqlite::{Connection, Statement, ToSql};
+
+use crate::codes::{Sql, scheduled_code};
+use crate::map_err;
+use crate::queues::queue_id_or_create;
+use crate::tasks::{delete_tags, load, write_tags};
+
+/// Every column a schedule writes, created or replaced alike, with its value: SQL, or a
+/// parameter that [`Written::run`] binds.
+const WRITTEN: [(&str, &str); 16] = [
+    ("state", ":state"),
+    ("due_at", ":due_at"),
+    ("lease_expires_at", "NULL"),
+    ("attempts", "0"),
+    ("max_attempts", ":max_attempts"),
+    ("occurrence", "1"),
+    ("anchor", ":due_at"),
+    ("backoff_initial_ms", ":backoff_initial_ms"),
+    ("backoff_factor", ":backoff_factor"),
+    ("backoff_max_ms", ":backoff_max_ms"),
+    ("repeat", ":repeat"),
+    ("tags", ":tags"),
+    ("payload", ":payload"),
+    ("updated_at", ":now"),
+    ("last_error", "NULL"),
+    ("target", ":target"),
+];
+
+/// A new row: [`WRITTEN`], and the columns only a creation writes.
+static INSERT: Sql = Sql::new(|| {
+    let (columns, values): (Vec<&str>, Vec<&str>) = WRITTEN.into_iter().unzip();
+    format!(
+        "INSERT INTO tasks (queue_id, key, fence, version, created_at, {}) VALUES (:queue_id, :key, 0, 1, :now, {})",
+        columns.join(", "),
+        values.join(", ")
+    )
+});
+
+/// The row `:id` written again: [`WRITTEN`], and its version one more.
+static REPLACE: Sql = Sql::new(|| {
+    let assignments: Vec<String> = WRITTEN.iter().map(|(column, value)| format!("{column} = {value}")).collect();
+    format!("UPDATE tasks SET version = version + 1, {} WHERE id = :id", assignments.join(", "))
+});
+
+/// The parameters of [`WRITTEN`], as a task to schedule gives them.
+struct Written {
+    state: i64,
+    due_at: i64,
+    max_attempts: u32,
+    backoff_initial_ms: i64,
+    backoff_factor: f64,
+    backoff_max_ms: i64,
+    repeat: Option<String>,
+    tags: Option<String>,
+    payload: String,
+    now: i64,
+    target: Option<String>,
+}
+
+impl Written {
+    fn of(task: &NewTask, now: Timestamp) -> Result<Written> {
+        let json = |e: serde_json::Error| Error::Internal(e.to_string());
+        Ok(Written {
+            // The lane of the task written, as `Task::lane` gives it.
+            state: scheduled_code(if task.target.is_some() { Lane::Target } else { Lane::Handler }),
+            due_at: task.due_at.as_millis(),
+            max_attempts: task.max_attempts,
+            backoff_initial_ms: ms(task.backoff.initial()),
+            backoff_factor: task.backoff.factor(),
+            backoff_max_ms: ms(task.backoff.max()),
+            repeat: task.repeat.as_ref().map(serde_json::to_string).transpose().map_err(json)?,
+            tags: tags_json(&task.tags)?,
+            payload: serde_json::to_string(&task.payload).map_err(json)?,
+            now: now.as_millis(),
+            target: task.target.as_ref().map(Target::to_stored),
+        })
+    }
+
+    /// Runs `sql` by `call` with these parameters and `more`, each bound by its name.
+    fn run<'a, T>(
+        &'a self,
+        conn: &Connection,
+        sql: &str,
+        more: &[(&'static str, &'a dyn ToSql)],
+        call: impl FnOnce(&mut Statement<'_>, &[(&'static str, &'a dyn ToSql)]) -> rusqlite::Result<T>,
+    ) -> Result<T> {
+        let mut bound: Vec<(&'static str, &dyn ToSql)> = vec![
+            (":state", &self.state),
+            (":due_at", &self.due_at),
+            (":max_attempts", &self.max_attempts),
+            (":backoff_initial_ms", &self.backoff_initial_ms),
+            (":backoff_factor", &self.backoff_factor),
+            (":backoff_max_ms", &self.backoff_max_ms),
+            (":repeat", &self.repeat),
+            (":tags", &self.tags),
+            (":payload", &self.payload),
+            (":now", &self.now),
+            (":target", &self.target),
+        ];
+        bound.extend_from_slice(more);
+        let mut stmt = conn.prepare_cached(sql).map_err(map_err)?;
+        debug_assert_eq!(stmt.parameter_count(), bound.len(), "every parameter of {sql} is bound");
+        call(&mut stmt, &bound).map_err(map_err)
+    }
+}
+
+fn ms(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+fn tags_json(tags: &[Tag]) -> Result<Option<String>> {
+    if tags.is_empty() {
+        return Ok(None);
+    }
+    serde_json::to_string(tags).map(Some).map_err(|e| Error::Internal(e.to_string()))
+}
+
+pub(crate) fn schedule(
+    conn: &Connection,
+    store: StoreId,
+    tasks: Vec<NewTask>,
+    now: Timestamp,
+) -> Result<Vec<Result<Scheduled>>> {
+    let mut results = Vec::with_capacity(tasks.len());
+    for task in tasks {
+        results.push(schedule_one(conn, store, task, now)?);
+    }
+    Ok(results)
+}
+
+/// The outer `Result` fails the whole batch (the store cannot write); the inner one is
+/// this task's own answer.
+fn schedule_one(conn: &Connection, store: StoreId, task: NewTask, now: Timestamp) -> Result<Result<Scheduled>> {
+    let queue_id = queue_id_or_create(conn, &task.queue)?;
+    let existing = load(conn, store, queue_id, &task.queue, task.key.as_str())?;
+    let written = Written::of(&task, now)?;
+    match existing {
+        None => {
+            let key = task.key.as_str();
+            let more: [(&str, &dyn ToSql); 2] = [(":queue_id", &queue_id), (":key", &key)];
+            let id = written.run(conn, &INSERT, &more, |stmt, bound| stmt.insert(bound))?;
+            write_tags(conn, queue_id, id, &task.tags)?;
+            let meta = TaskMeta::new(store, u64::try_from(id).map_err(corrupt)?, 0, 1, task.due_at);
+            Ok(Ok(Scheduled::new(ScheduleOutcome::Created, Task::from_new(task, meta, now))))
+        }
+        Some(old) => match task.if_exists {
+            IfExists::Keep => Ok(Ok(Scheduled::new(ScheduleOutcome::Kept, old))),
+            IfExists::Error => Ok(Err(Error::Conflict(format!(
+                "task '{}' already exists in queue '{}' (if_exists is error)",
+                task.key, task.queue
+            )))),
+            IfExists::Replace => {
+                let id = i64::try_from(old.meta.id).map_err(corrupt)?;
+                delete_tags(conn, queue_id, id, &old.tags)?;
+                written.run(conn, &REPLACE, &[(":id", &id)], |stmt, bound| stmt.execute(bound))?;
+                write_tags(conn, queue_id, id, &task.tags)?;
+                let meta = TaskMeta::new(store, old.meta.id, old.meta.fence, 1, task.due_at);
+                let mut replaced = Task::from_new(task, meta, now);
+                replaced.version = old.version + 1;
+                replaced.created_at = old.created_at;
+                Ok(Ok(Scheduled::new(ScheduleOutcome::Replaced, replaced)))
+            }
+        },
+    }
+}

@@ -1,0 +1,93 @@
+//! A task's row by key or by id: reading it whole (`get`, and `load` for the other
+//! operations), and deleting it with its rows in `tags`.
+//!
+//! Invariant: a task's rows in `tags` are the tags of its `tags` column: written with
+//! the row (`schedule`), deleted with it ([`delete_task`]), so cancelling a tag reads
+//! exactly the tasks that hold it.
+
+use punctual_core::store::corrupt;
+use punctual_core::{QueueName, Result, StoreId, Tag, Task, TaskKey};
+use rusqlite::{Connection, OptionalExtension, params};
+
+use crate::codes::Sql;
+use crate::map_err;
+use crate::queues::queue_id;
+use crate::row::{RawTask, TASK_COLUMNS};
+
+static LOAD_BY_KEY: Sql = Sql::new(|| format!("SELECT {TASK_COLUMNS} FROM tasks WHERE queue_id = ?1 AND key = ?2"));
+static LOAD_BY_ID: Sql = Sql::new(|| format!("SELECT {TASK_COLUMNS} FROM tasks WHERE id = ?1"));
+
+pub(crate) fn get(conn: &Connection, store: StoreId, queue: &QueueName, key: &TaskKey) -> Result<Option<Task>> {
+    match queue_id(conn, queue)? {
+        Some(queue_id) => load(conn, store, queue_id, queue, key.as_str()),
+        None => Ok(None),
+    }
+}
+
+/// The task `key` of the queue `queue_id`, named `queue`.
+pub(crate) fn load(
+    conn: &Connection,
+    store: StoreId,
+    queue_id: i64,
+    queue: &QueueName,
+    key: &str,
+) -> Result<Option<Task>> {
+    let raw = conn
+        .prepare_cached(&LOAD_BY_KEY)
+        .and_then(|mut stmt| stmt.query_row(params![queue_id, key], RawTask::from_row).optional())
+        .map_err(map_err)?;
+    raw.map(|raw| raw.decode(store, queue)).transpose()
+}
+
+/// The task `id`, of the queue named `queue`.
+pub(crate) fn load_by_id(conn: &Connection, store: StoreId, id: i64, queue: &QueueName) -> Result<Task> {
+    let raw = conn
+        .prepare_cached(&LOAD_BY_ID)
+        .and_then(|mut stmt| stmt.query_row([id], RawTask::from_row))
+        .map_err(map_err)?;
+    raw.decode(store, queue)
+}
+
+/// Adds the rows in `tags` of the task `task_id`.
+pub(crate) fn write_tags(conn: &Connection, queue_id: i64, task_id: i64, tags: &[Tag]) -> Result<()> {
+    let mut stmt = conn
+        .prepare_cached("INSERT OR IGNORE INTO tags (queue_id, tag, task_id) VALUES (?1, ?2, ?3)")
+        .map_err(map_err)?;
+    for tag in tags {
+        stmt.execute(params![queue_id, tag.as_str(), task_id]).map_err(map_err)?;
+    }
+    Ok(())
+}
+
+/// Removes the rows in `tags` of the task `task_id`.
+pub(crate) fn delete_tags(conn: &Connection, queue_id: i64, task_id: i64, tags: &[Tag]) -> Result<()> {
+    let mut stmt =
+        conn.prepare_cached("DELETE FROM tags WHERE queue_id = ?1 AND tag = ?2 AND task_id = ?3").map_err(map_err)?;
+    for tag in tags {
+        stmt.execute(params![queue_id, tag.as_str(), task_id]).map_err(map_err)?;
+    }
+    Ok(())
+}
+
+/// Deletes `task`'s row and its rows in `tags`.
+pub(crate) fn delete_task(conn: &Connection, queue_id: i64, task: &Task) -> Result<()> {
+    let id = i64::try_from(task.meta.id).map_err(corrupt)?;
+    delete_tags(conn, queue_id, id, &task.tags)?;
+    conn.prepare_cached("DELETE FROM tasks WHERE id = ?1").and_then(|mut stmt| stmt.execute([id])).map_err(map_err)?;
+    Ok(())
+}
+
+/// Deletes the tasks `ids` of one queue as `cancel` deletes one: each row with its
+/// tags.
+pub(crate) fn delete_ids(
+    conn: &Connection,
+    store: StoreId,
+    queue_id: i64,
+    queue: &QueueName,
+    ids: &[i64],
+) -> Result<()> {
+    for &id in ids {
+        delete_task(conn, queue_id, &load_by_id(conn, store, id, queue)?)?;
+    }
+    Ok(())
+}
