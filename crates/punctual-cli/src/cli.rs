@@ -739,8 +739,12 @@ impl PurgeState {
 
 /// `--redis`: a URL the Redis client can connect with (its syntax only).
 fn redis_url_arg(text: &str) -> Result<String, String> {
-    redis::Client::open(text).map(|_| text.to_owned()).map_err(|e| {
-        format!("not a Redis URL ({e}); write e.g. redis://127.0.0.1:6379 or redis://:PASSWORD@HOST:6379/0")
+    punctual_redis::keyspace::check_url(text).map(|()| text.to_owned()).map_err(|e| {
+        let reason = match e {
+            punctual_core::Error::Invalid { reason, .. } => reason,
+            other => other.to_string(),
+        };
+        format!("not a Redis URL ({reason}); write e.g. redis://127.0.0.1:6379 or redis://:PASSWORD@HOST:6379/0")
     })
 }
 

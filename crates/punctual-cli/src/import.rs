@@ -3,37 +3,31 @@
 //! listener — into punctual, each key one task due when the key would have expired
 //! (`docs/migrate-from-keyspace-notifications.md` is the cut-over plan around it).
 //!
-//! One page at a time: `SCAN` a page of keys, read it ([`read_batch`]), turn each read
-//! into a batch item ([`Plan::item`]), store the batch with one `POST
-//! /v1/queues/{queue}/tasks`, and with `--delete-source` delete the keys the server
-//! confirmed ([`delete_unchanged`]). Invariants:
+//! One page at a time: read a page of keys ([`punctual_redis::keyspace`], which keeps
+//! the Redis-side invariants: it never blocks Redis, and deletes a key only if it is
+//! unchanged since it was read, atomically), turn each read into a batch item
+//! ([`Plan::item`]), store the batch with one `POST /v1/queues/{queue}/tasks`, and with
+//! `--delete-source` delete the keys the server confirmed. Invariants:
 //!
-//! - **It never blocks Redis.** `SCAN … COUNT` pages, never `KEYS`; reads are one
-//!   non-transactional pipeline per page (no `MULTI`); the delete is a script per key
-//!   that does O(1) work on that key alone (`lua/delete_if_unchanged.lua`), pipelined.
-//! - **It deletes only unchanged keys, atomically, after the task is stored.** A key is
-//!   deleted only when the server answered `created` or `kept` for its task, and only by
-//!   the script, which compares the type, the value and `PEXPIRETIME` with what was read
-//!   and deletes in the same step; a key changed or gone meanwhile is left as it is.
-//!   Deleting needs `PEXPIRETIME` (Redis 7), so on an older Redis `--delete-source` is
-//!   refused.
+//! - **It deletes only after the task is stored.** A key is deleted only when the server
+//!   answered `created` or `kept` for its task. Deleting needs `PEXPIRETIME` (Redis 7),
+//!   so on an older Redis `--delete-source` is refused.
 //! - **A re-run is harmless.** Every item is sent with `if_exists: "keep"`: a task that
 //!   exists (from an earlier run, or scheduled by a writer already switched to
 //!   punctual) is left untouched and counted as already present.
 //! - **A dry run writes nothing**: it reads Redis and never calls the server or a script.
 //!
 //! A task's `delay` is the key's remaining time as Redis computed it when the page was
-//! read (`PEXPIRETIME` minus Redis' `TIME`, or `PTTL` before Redis 7), so neither this
-//! machine's clock nor Redis' has to agree with the server's; the task is late by the
-//! time from the read to the server storing the batch, never early.
+//! read, so neither this machine's clock nor Redis' has to agree with the server's; the
+//! task is late by the time from the read to the server storing the batch, never early.
 
 use std::io::{IsTerminal, Write};
 use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail};
 use punctual_core::{Stopwatch, TaskKey};
-use redis::aio::MultiplexedConnection;
-use redis::{RedisResult, Value as RedisValue};
+use punctual_redis::keyspace::{Deleted, Deleter, LegacyEntry, LegacyKeyspace, Read};
+use punctual_redis::redacted;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
@@ -41,54 +35,12 @@ use crate::cli::{KeyspaceArgs, PayloadMode};
 use crate::client::Client;
 use crate::commands::{UsageError, connect};
 
-/// The `COUNT` hint of each `SCAN`: keys read, stored and deleted per page.
-const SCAN_COUNT: usize = 1_000;
 /// The API's batch limit (API.md, "Conventions").
 const MAX_BATCH: usize = 10_000;
-/// How long connecting to Redis may take.
-const REDIS_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
-/// How long one Redis call (a page's pipeline) may take.
-const REDIS_RESPONSE_TIMEOUT: Duration = Duration::from_secs(30);
 /// Keys named one by one on standard error; the rest are only counted.
 const MAX_NOTES: usize = 50;
 /// Without a terminal, a progress line at most this often.
 const PROGRESS_EVERY: Duration = Duration::from_secs(5);
-
-const DELETE_IF_UNCHANGED: &str = include_str!("lua/delete_if_unchanged.lua");
-
-/// A string key with an expiry, as it was read.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Found {
-    pub(crate) key: Vec<u8>,
-    pub(crate) value: Vec<u8>,
-    /// Milliseconds until it expires, by Redis' clock at the read (0 at the least).
-    pub(crate) remaining_ms: i64,
-    /// Its `PEXPIRETIME` (epoch ms); `None` on a Redis older than 7.
-    pub(crate) expire_at_ms: Option<i64>,
-}
-
-/// What reading one key found.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Read {
-    Found(Found),
-    /// It exists but has no expiry: not a reminder of the legacy approach.
-    NoTtl,
-    /// It expired (or was deleted) between the `SCAN` and the read.
-    Gone,
-    /// A list, hash, set… with an expiry: there is no value to carry, so it is skipped.
-    NotString,
-}
-
-/// What the delete script did with one key.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Deleted {
-    /// Unchanged since the read: deleted.
-    Yes,
-    /// Its type, value or expiry changed: left in Redis.
-    Changed,
-    /// It no longer existed.
-    Gone,
-}
 
 /// Why a key that was read is not sent.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -103,101 +55,6 @@ pub(crate) enum Skip {
     NotJson(String),
     /// `--delete-source` and it expires within `--min-ttl`: left to the listener.
     ExpiresSoon,
-}
-
-/// Reads each of `keys` in one pipeline: with `expiretime` (Redis ≥ 7) `TIME`, then
-/// `PEXPIRETIME` and `GET` of each key; else `PTTL` and `GET`. Not a transaction, so a
-/// key may change between its two reads: the delete script then finds it changed.
-pub(crate) async fn read_batch(
-    conn: &mut MultiplexedConnection,
-    keys: &[Vec<u8>],
-    expiretime: bool,
-) -> RedisResult<Vec<Read>> {
-    let mut pipe = redis::pipe();
-    pipe.ignore_errors();
-    if expiretime {
-        pipe.cmd("TIME");
-    }
-    for key in keys {
-        pipe.cmd(if expiretime { "PEXPIRETIME" } else { "PTTL" }).arg(key);
-        pipe.cmd("GET").arg(key);
-    }
-    let mut replies: Vec<RedisResult<RedisValue>> = pipe.query_async(conn).await?;
-    let now_ms = if expiretime {
-        let time: (i64, i64) = redis::from_redis_value(replies.remove(0)?)?;
-        Some(time.0 * 1_000 + time.1 / 1_000)
-    } else {
-        None
-    };
-    let mut replies = replies.into_iter();
-    let mut reads = Vec::with_capacity(keys.len());
-    for key in keys {
-        let (Some(expiry), Some(value)) = (replies.next(), replies.next()) else {
-            return Err(redis::RedisError::from((redis::ErrorKind::Client, "a pipeline answered too few replies")));
-        };
-        let expiry: i64 = redis::from_redis_value(expiry?)?;
-        reads.push(match (expiry, value) {
-            (-2, _) => Read::Gone,
-            (-1, _) => Read::NoTtl,
-            (_, Err(e)) if e.code() == Some("WRONGTYPE") => Read::NotString,
-            (_, Err(e)) => return Err(e),
-            (_, Ok(RedisValue::Nil)) => Read::Gone,
-            (expiry, Ok(value)) => {
-                let value: Vec<u8> = redis::from_redis_value(value)?;
-                let (remaining_ms, expire_at_ms) = match now_ms {
-                    Some(now) => (expiry - now, Some(expiry)),
-                    None => (expiry, None),
-                };
-                Read::Found(Found { key: key.clone(), value, remaining_ms: remaining_ms.max(0), expire_at_ms })
-            }
-        });
-    }
-    Ok(reads)
-}
-
-/// The delete script, loaded once (`SCRIPT LOAD`) and called by its SHA.
-#[derive(Debug, Clone)]
-pub(crate) struct DeleteScript {
-    sha: String,
-}
-
-impl DeleteScript {
-    pub(crate) async fn load(conn: &mut MultiplexedConnection) -> RedisResult<DeleteScript> {
-        let sha = redis::cmd("SCRIPT").arg("LOAD").arg(DELETE_IF_UNCHANGED).query_async(conn).await?;
-        Ok(DeleteScript { sha })
-    }
-}
-
-/// Deletes each of `found` that still holds the value and expiry it was read with, one
-/// script call per key, pipelined. Call it only for keys whose task the server
-/// confirmed. Each read needs its `PEXPIRETIME` (Redis ≥ 7).
-pub(crate) async fn delete_unchanged(
-    conn: &mut MultiplexedConnection,
-    script: &DeleteScript,
-    found: &[&Found],
-) -> RedisResult<Vec<Deleted>> {
-    if found.is_empty() {
-        return Ok(Vec::new());
-    }
-    let mut pipe = redis::pipe();
-    for read in found {
-        let Some(expire_at) = read.expire_at_ms else {
-            return Err(redis::RedisError::from((
-                redis::ErrorKind::Client,
-                "deleting needs the expiry read with PEXPIRETIME (Redis 7)",
-            )));
-        };
-        pipe.cmd("EVALSHA").arg(&script.sha).arg(1).arg(&read.key).arg(&read.value).arg(expire_at);
-    }
-    let answers: Vec<i64> = pipe.query_async(conn).await?;
-    Ok(answers
-        .into_iter()
-        .map(|answer| match answer {
-            1 => Deleted::Yes,
-            -1 => Deleted::Gone,
-            _ => Deleted::Changed,
-        })
-        .collect())
 }
 
 /// What to make of each key read: the checked flags of one run.
@@ -232,7 +89,7 @@ impl Plan {
     }
 
     /// The batch item for one key: `{"key", "delay", "payload"?, "if_exists": "keep"}`.
-    pub(crate) fn item(&self, found: &Found) -> Result<Value, Skip> {
+    pub(crate) fn item(&self, found: &LegacyEntry) -> Result<Value, Skip> {
         let rest = found.key.strip_prefix(self.strip_prefix.as_slice()).ok_or(Skip::NoPrefix)?;
         let key = std::str::from_utf8(rest).map_err(|_| Skip::InvalidKey("a key is UTF-8 text".into()))?;
         let key = TaskKey::new(key).map_err(|e| Skip::InvalidKey(invalid_reason(e)))?;
@@ -474,40 +331,20 @@ impl Progress {
     }
 }
 
-/// The Redis URL without its password, for messages.
-fn shown_url(url: &str) -> String {
-    match reqwest::Url::parse(url) {
-        Ok(mut parsed) if parsed.password().is_some() => {
-            let _ = parsed.set_password(Some("***"));
-            parsed.to_string()
+/// Connects to the legacy Redis: a bad `--redis` is a usage error, an unreachable Redis
+/// an error that says what to check.
+async fn open(url: &str) -> Result<LegacyKeyspace> {
+    LegacyKeyspace::connect(url).await.map_err(|e| match e {
+        punctual_core::Error::Invalid { reason, .. } => UsageError(format!(
+            "--redis '{}' is not a Redis URL ({reason}); write e.g. redis://127.0.0.1:6379",
+            redacted(url)
+        ))
+        .into(),
+        punctual_core::Error::Unavailable(why) => {
+            anyhow!("{why}. Is it running, and is --redis its address (with the password if it needs one)?")
         }
-        _ => url.to_owned(),
-    }
-}
-
-/// Connects to Redis; an address nobody answers at is an error that says what to check.
-async fn open(url: &str) -> Result<(MultiplexedConnection, u32)> {
-    let shown = shown_url(url);
-    let client = redis::Client::open(url).map_err(|e| {
-        UsageError(format!("--redis '{shown}' is not a Redis URL ({e}); write e.g. redis://127.0.0.1:6379"))
-    })?;
-    let config = redis::AsyncConnectionConfig::new()
-        .set_connection_timeout(Some(REDIS_CONNECT_TIMEOUT))
-        .set_response_timeout(Some(REDIS_RESPONSE_TIMEOUT));
-    let mut conn = client.get_multiplexed_async_connection_with_config(&config).await.map_err(|e| {
-        anyhow!("cannot reach Redis at {shown} ({e}). Is it running, and is --redis its address (with the password if it needs one)?")
-    })?;
-    let info: String = redis::cmd("INFO")
-        .arg("server")
-        .query_async(&mut conn)
-        .await
-        .with_context(|| format!("Redis at {shown} does not answer INFO server"))?;
-    let major = info
-        .lines()
-        .find_map(|line| line.strip_prefix("redis_version:"))
-        .and_then(|version| version.trim().split('.').next()?.parse().ok())
-        .unwrap_or(0);
-    Ok((conn, major))
+        other => other.into(),
+    })
 }
 
 /// Runs `punctual import keyspace` and returns the summary to print.
@@ -515,14 +352,14 @@ pub(crate) async fn run(args: KeyspaceArgs) -> Result<String> {
     let clock = Stopwatch::start();
     let min_ttl = args.delete_source.then_some(args.min_ttl);
     let plan = Plan::new(&args.pattern, args.strip_prefix.as_deref(), args.payload, min_ttl)?;
-    let (mut conn, major) = open(&args.redis).await?;
-    let expiretime = major >= 7;
-    if args.delete_source && !expiretime {
+    let keyspace = open(&args.redis).await?;
+    if args.delete_source && !keyspace.reads_expire_times() {
         bail!(
             "--delete-source needs Redis 7 or newer (it compares each key's PEXPIRETIME before deleting it), and \
-             {} runs Redis {major}. Upgrade Redis, or import without --delete-source and turn the expiry \
+             {} runs Redis {}. Upgrade Redis, or import without --delete-source and turn the expiry \
              listener off first, or every imported key fires twice",
-            shown_url(&args.redis)
+            redacted(&args.redis),
+            keyspace.major_version()
         );
     }
     let client = if args.dry_run {
@@ -532,36 +369,28 @@ pub(crate) async fn run(args: KeyspaceArgs) -> Result<String> {
         client.request(crate::client::Request::new(crate::client::Method::GET, &["healthz"])).await?;
         Some(client)
     };
-    let script = match (&client, args.delete_source) {
-        (Some(_), true) => {
-            Some(DeleteScript::load(&mut conn).await.context("cannot load the delete script into Redis")?)
-        }
+    let deleter = match (&client, args.delete_source) {
+        (Some(_), true) => Some(keyspace.deleter().await.context("cannot load the delete script into Redis")?),
         _ => None,
     };
     let mut run = Run {
-        conn,
-        expiretime,
         plan,
         queue: args.queue.clone(),
         client,
         delete_source: args.delete_source,
-        script,
+        deleter,
         counts: Counts { dry_run: args.dry_run, ..Counts::default() },
         notes: Notes::default(),
     };
     let mut progress = Progress::new();
-    let mut cursor: u64 = 0;
+    let mut scan = keyspace.scan(&args.pattern);
     loop {
-        let (next, keys): (u64, Vec<Vec<u8>>) = redis::cmd("SCAN")
-            .arg(cursor)
-            .arg("MATCH")
-            .arg(&args.pattern)
-            .arg("COUNT")
-            .arg(SCAN_COUNT)
-            .query_async(&mut run.conn)
-            .await
-            .context("SCAN failed")?;
-        if let Err(e) = run.page(&keys).await {
+        let step = match scan.next_page().await.context("reading the keys failed") {
+            Ok(Some(reads)) => run.page(reads).await,
+            Ok(None) => break,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = step {
             progress.finish(&run.counts);
             return Err(e.context(format!(
                 "the import stopped after {} new tasks (nothing unconfirmed was deleted); \
@@ -570,10 +399,6 @@ pub(crate) async fn run(args: KeyspaceArgs) -> Result<String> {
             )));
         }
         progress.show(&run.counts);
-        cursor = next;
-        if cursor == 0 {
-            break;
-        }
     }
     progress.finish(&run.counts);
     run.notes.finish();
@@ -593,28 +418,22 @@ pub(crate) async fn run(args: KeyspaceArgs) -> Result<String> {
 /// The state of one run, page after page.
 #[derive(Debug)]
 struct Run {
-    conn: MultiplexedConnection,
-    expiretime: bool,
     plan: Plan,
     queue: String,
     /// `None` for a dry run.
     client: Option<Client>,
     delete_source: bool,
     /// `Some` with `--delete-source`, except in a dry run.
-    script: Option<DeleteScript>,
+    deleter: Option<Deleter>,
     counts: Counts,
     notes: Notes,
 }
 
 impl Run {
     /// Reads, stores and (with `--delete-source`) deletes one page of keys.
-    async fn page(&mut self, keys: &[Vec<u8>]) -> Result<()> {
-        if keys.is_empty() {
-            return Ok(());
-        }
-        self.counts.scanned += keys.len() as u64;
-        let reads = read_batch(&mut self.conn, keys, self.expiretime).await.context("reading the keys failed")?;
-        let mut batch: Vec<(Found, Value)> = Vec::with_capacity(reads.len());
+    async fn page(&mut self, reads: Vec<Read>) -> Result<()> {
+        self.counts.scanned += reads.len() as u64;
+        let mut batch: Vec<(LegacyEntry, Value)> = Vec::with_capacity(reads.len());
         for read in reads {
             match read {
                 Read::NoTtl => self.counts.skipped_no_ttl += 1,
@@ -654,7 +473,7 @@ impl Run {
             let results = answer.value["results"].as_array().filter(|r| r.len() == chunk.len()).ok_or_else(|| {
                 anyhow!("the server's answer to a batch of {} has no result for each: {}", chunk.len(), answer.text)
             })?;
-            let mut stored: Vec<&Found> = Vec::with_capacity(chunk.len());
+            let mut stored: Vec<&LegacyEntry> = Vec::with_capacity(chunk.len());
             for ((found, _), result) in chunk.iter().zip(results) {
                 match result["outcome"].as_str() {
                     Some("created") => {
@@ -672,8 +491,9 @@ impl Run {
                     }
                 }
             }
-            if let Some(script) = &self.script {
-                let outcomes = delete_unchanged(&mut self.conn, script, &stored)
+            if let Some(deleter) = &self.deleter {
+                let outcomes = deleter
+                    .delete_if_unchanged(&stored)
                     .await
                     .context("deleting the imported keys failed (their tasks are stored)")?;
                 for (found, outcome) in stored.iter().zip(outcomes) {
@@ -703,14 +523,8 @@ impl Run {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use punctual_testkit::redis::{RedisServer, server};
-
-    async fn connection(redis: &RedisServer) -> MultiplexedConnection {
-        redis::Client::open(redis.url()).unwrap().get_multiplexed_async_connection().await.unwrap()
-    }
-
-    fn found(key: &str, value: &str, remaining_ms: i64) -> Found {
-        Found { key: key.into(), value: value.into(), remaining_ms, expire_at_ms: None }
+    fn found(key: &str, value: &str, remaining_ms: i64) -> LegacyEntry {
+        LegacyEntry { key: key.into(), value: value.into(), remaining_ms, expire_at_ms: None }
     }
 
     #[test]
@@ -726,7 +540,7 @@ mod tests {
         assert_eq!(plan(PayloadMode::Json).item(&read).unwrap()["payload"], json!({"n": 1}));
         assert!(plan(PayloadMode::None).item(&read).unwrap().get("payload").is_none());
         assert!(matches!(plan(PayloadMode::Json).item(&found("legacy:a", "1 2", 5)), Err(Skip::NotJson(_))));
-        let binary = Found { value: vec![0xff, 0xfe], ..found("legacy:a", "", 5) };
+        let binary = LegacyEntry { value: vec![0xff, 0xfe], ..found("legacy:a", "", 5) };
         assert_eq!(plan(PayloadMode::Value).item(&binary), Err(Skip::NotText));
         assert!(plan(PayloadMode::None).item(&binary).is_ok(), "the value is not used");
     }
@@ -738,7 +552,7 @@ mod tests {
         assert!(matches!(plan.item(&found("legacy:", "", 5)), Err(Skip::InvalidKey(_))), "empty after the prefix");
         assert!(matches!(plan.item(&found("legacy:a\u{1}b", "", 5)), Err(Skip::InvalidKey(_))));
         assert!(matches!(plan.item(&found(&format!("legacy:{}", "k".repeat(513)), "", 5)), Err(Skip::InvalidKey(_))));
-        let not_utf8 = Found { key: b"legacy:\xff".to_vec(), ..found("", "", 5) };
+        let not_utf8 = LegacyEntry { key: b"legacy:\xff".to_vec(), ..found("", "", 5) };
         assert!(matches!(plan.item(&not_utf8), Err(Skip::InvalidKey(_))));
     }
 
@@ -760,126 +574,5 @@ mod tests {
         assert!(Plan::new("flow:reminder:*", Some("flow:"), PayloadMode::Value, None).is_ok(), "wider prefix");
         let e = Plan::new("order:*", Some("flow:"), PayloadMode::Value, None).unwrap_err();
         assert!(e.0.contains("none starts with --strip-prefix 'flow:'"), "{e}");
-    }
-
-    #[tokio::test]
-    async fn reads_tell_strings_with_a_ttl_from_the_rest() {
-        let redis = server();
-        let mut conn = connection(&redis).await;
-        redis::pipe()
-            .cmd("SET")
-            .arg("ttl")
-            .arg("v")
-            .arg("PX")
-            .arg(60_000)
-            .ignore()
-            .cmd("SET")
-            .arg("forever")
-            .arg("v")
-            .ignore()
-            .cmd("HSET")
-            .arg("hash")
-            .arg("f")
-            .arg("v")
-            .ignore()
-            .cmd("PEXPIRE")
-            .arg("hash")
-            .arg(60_000)
-            .ignore()
-            .exec_async(&mut conn)
-            .await
-            .unwrap();
-        let keys: Vec<Vec<u8>> = ["ttl", "forever", "hash", "missing"].iter().map(|k| k.as_bytes().to_vec()).collect();
-        for expiretime in [true, false] {
-            let reads = read_batch(&mut conn, &keys, expiretime).await.unwrap();
-            let Read::Found(read) = &reads[0] else { panic!("{reads:?}") };
-            assert_eq!((read.key.as_slice(), read.value.as_slice()), (&b"ttl"[..], &b"v"[..]));
-            assert!((59_000..=60_000).contains(&read.remaining_ms), "{read:?}");
-            assert_eq!(read.expire_at_ms.is_some(), expiretime);
-            assert_eq!(reads[1..], [Read::NoTtl, Read::NotString, Read::Gone]);
-        }
-    }
-
-    /// The delete step on its own: between the read and the delete, one key's value
-    /// changes, another's TTL, a third is replaced by a hash, a fourth expires; only
-    /// the key left as it was is deleted.
-    #[tokio::test]
-    async fn only_keys_unchanged_since_the_read_are_deleted() {
-        let redis = server();
-        let mut conn = connection(&redis).await;
-        let names = ["same", "new-value", "new-ttl", "new-type", "gone", "same-again"];
-        for name in names {
-            redis::cmd("SET").arg(name).arg("v").arg("PX").arg(600_000).exec_async(&mut conn).await.unwrap();
-        }
-        let keys: Vec<Vec<u8>> = names.iter().map(|k| k.as_bytes().to_vec()).collect();
-        let reads = read_batch(&mut conn, &keys, true).await.unwrap();
-        let found: Vec<&Found> =
-            reads.iter().map(|r| if let Read::Found(f) = r { f } else { panic!("{r:?}") }).collect();
-
-        redis::pipe()
-            .cmd("SET")
-            .arg("new-value")
-            .arg("w")
-            .arg("KEEPTTL")
-            .ignore()
-            .cmd("PEXPIRE")
-            .arg("new-ttl")
-            .arg(900_000)
-            .ignore()
-            .cmd("DEL")
-            .arg("new-type")
-            .ignore()
-            .cmd("HSET")
-            .arg("new-type")
-            .arg("f")
-            .arg("v")
-            .ignore()
-            .cmd("PEXPIRE")
-            .arg("new-type")
-            .arg(600_000)
-            .ignore()
-            .cmd("DEL")
-            .arg("gone")
-            .ignore()
-            // Written again with the same value and expiry: unchanged as far as anyone can tell.
-            .cmd("SET")
-            .arg("same-again")
-            .arg("v")
-            .arg("PXAT")
-            .arg(found[5].expire_at_ms.unwrap())
-            .ignore()
-            .exec_async(&mut conn)
-            .await
-            .unwrap();
-
-        let script = DeleteScript::load(&mut conn).await.unwrap();
-        let outcomes = delete_unchanged(&mut conn, &script, &found).await.unwrap();
-        use Deleted::*;
-        assert_eq!(outcomes, [Yes, Changed, Changed, Changed, Gone, Yes]);
-        let exists: Vec<i64> = {
-            let mut pipe = redis::pipe();
-            for name in names {
-                pipe.cmd("EXISTS").arg(name);
-            }
-            pipe.query_async(&mut conn).await.unwrap()
-        };
-        assert_eq!(exists, [0, 1, 1, 1, 0, 0]);
-        let value: String = redis::cmd("GET").arg("new-value").query_async(&mut conn).await.unwrap();
-        assert_eq!(value, "w", "a changed key is left as it is");
-    }
-
-    #[tokio::test]
-    async fn deleting_without_the_expiry_read_is_refused() {
-        let redis = server();
-        let mut conn = connection(&redis).await;
-        let script = DeleteScript::load(&mut conn).await.unwrap();
-        let read = found("k", "v", 5);
-        assert!(delete_unchanged(&mut conn, &script, &[&read]).await.is_err());
-    }
-
-    #[test]
-    fn passwords_are_not_shown() {
-        assert_eq!(shown_url("redis://:s3cret@127.0.0.1:6379/0"), "redis://:***@127.0.0.1:6379/0");
-        assert_eq!(shown_url("redis://127.0.0.1:6379"), "redis://127.0.0.1:6379");
     }
 }

@@ -33,7 +33,8 @@
 //! and `tag_list`, `cursor`, `dead`, `stats`, `rates`, `queue_records` (settings and
 //! pause state shared by every process); `clock`, `wake`, `identity` and
 //! `durability` run beside the store. This file holds the store and its `Store` impl,
-//! one line per method.
+//! one line per method. Apart from the store, [`keyspace`] reads and deletes the keys
+//! `punctual import keyspace` moves out of a legacy Redis.
 
 mod clock;
 mod conn;
@@ -47,6 +48,9 @@ mod record;
 mod scripts;
 mod tag_list;
 mod wake;
+
+// Not the store: the Redis half of `punctual import keyspace`.
+pub mod keyspace;
 
 // Configuration, and the store's operations by concern (see above).
 mod codes;

@@ -3,9 +3,10 @@
 //! its answer into typed results, so no caller builds an argument list by hand.
 //!
 //! Every script is `lua/common.lua` followed by its own file (but `lua/ids.lua`,
-//! `lua/rate.lua` and `lua/change_queue.lua`, which work on no shard). Loaded once per Redis node and called by
-//! SHA; redis-rs reloads a script the node answers NOSCRIPT for (after a restart or a
-//! `SCRIPT FLUSH`).
+//! `lua/rate.lua` and `lua/change_queue.lua`, which work on no shard). Loaded once per
+//! Redis node and called by SHA; redis-rs reloads a script the node answers NOSCRIPT
+//! for (after a restart or a `SCRIPT FLUSH`). (`lua/delete_if_unchanged.lua` is not the
+//! store's: `keyspace` loads and calls it.)
 //!
 //! Invariants: a shard script gets the nine keys of its one shard as `KEYS` (so it
 //! touches only keys it was passed, on one Cluster node) and `ARGV[1..3]` = now, the

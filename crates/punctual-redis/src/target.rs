@@ -158,6 +158,8 @@ mod tests {
         for (url, shown) in [
             ("redis://127.0.0.1:6379/0", "redis://127.0.0.1:6379/0"),
             ("redis://:s3cret@127.0.0.1:6379", "redis://:***@127.0.0.1:6379"),
+            ("redis://:s3cret@127.0.0.1:6379/0", "redis://:***@127.0.0.1:6379/0"),
+            ("redis://127.0.0.1:6379", "redis://127.0.0.1:6379"),
             ("rediss://app:s3cret@cache.internal:6380/2", "rediss://app:***@cache.internal:6380/2"),
             ("redis://app@h:1", "redis://app@h:1"),
             ("redis://:p@ss:word@h:1", "redis://:***@h:1"),

@@ -5,8 +5,8 @@
 //! re-run that imports twice, a dry run that writes, a `--delete-source` that deletes
 //! what punctual does not hold, and bad input that fails silently or with the wrong
 //! exit status. (That a key changed between the read and the delete is kept is tested
-//! on the delete step itself, in `src/import.rs`: from outside, the window cannot be hit
-//! on purpose.)
+//! on the delete step itself, in `punctual-redis`'s `src/keyspace.rs`: from outside, the
+//! window cannot be hit on purpose.)
 
 #![allow(clippy::disallowed_methods, reason = "real processes take real time")]
 #![allow(clippy::unwrap_used, reason = "a test: a panic is a failure with its line")]
