@@ -21,6 +21,12 @@ use serde_json::json;
 /// One simulated "hour".
 const HOUR: Duration = Duration::from_millis(50);
 
+/// The story's time going by: `hours` simulated hours on the real clock, while the
+/// engine fires what falls due meanwhile (the example waits as a user's process would).
+async fn hours_pass(hours: u32) {
+    tokio::time::sleep(hours * HOUR).await;
+}
+
 type HandlerResult = Result<Outcome, punctual::BoxError>;
 
 async fn remind_assignee(delivery: Delivery) -> HandlerResult {
@@ -79,23 +85,23 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         )
         .await?;
 
-    tokio::time::sleep(80 * HOUR).await;
+    hours_pass(80).await;
     println!("  … the assignee completes the step: cancel everything tagged pi-9");
     let mut cancelled = 0;
     for queue in ["flow.express-return.reminder", "flow.express-return.chief"] {
         cancelled += engine.cancel_tag(queue, "pi-9").await?;
     }
     println!("  cancelled {cancelled} pending reminder(s); no more will fire");
-    tokio::time::sleep(30 * HOUR).await;
+    hours_pass(30).await;
 
     println!("\nScenario 2: two orders, 30 min = {:?}", 30 * HOUR);
     for order in ["order-1001", "order-1002"] {
         engine.schedule("order.cancel", order, TaskSpec::after(30 * HOUR).payload(json!({"order_id": order}))).await?;
     }
-    tokio::time::sleep(10 * HOUR).await;
+    hours_pass(10).await;
     engine.cancel("order.cancel", "order-1002").await?;
     println!("  order-1002 paid: its auto-cancel is cancelled");
-    tokio::time::sleep(30 * HOUR).await;
+    hours_pass(30).await;
 
     worker.shutdown().await;
     engine.shutdown().await?;
