@@ -1,7 +1,7 @@
-//! The command line of `punctual bench`, as clap reads it: the workload, its target
-//! and sizes. The `punctual` binary embeds [`BenchArgs`] as its `bench` subcommand,
-//! with [`AFTER_HELP`] under its flags, so `punctual bench --help` is written here,
-//! beside the workloads it describes.
+//! The command line of `punctual bench` (the `punctual-bench` binary, which `punctual
+//! bench` runs), as clap reads it: the workload, its target and sizes. [`AFTER_HELP`]
+//! goes under its flags, so `punctual bench --help` is written here, beside the
+//! workloads it describes.
 //!
 //! Checks that need nothing running happen here, as usage errors (exit 2): a store is
 //! `embedded`, `redis://…`, `private-redis` or `private-cluster` (an existing Cluster is
@@ -57,10 +57,11 @@ Workloads:
                every message: drain time, messages/s, lag (receipt - the due_at or
                Punctual-Due-At header) p50/p99/max, duplicates (by delivery id), lost.
                Then --delays messages (10,000) with random delays over --window (20s),
-               the seeds' RabbitMQ way (per-message TTL into a holding queue, dead-
-               lettered to a work queue: head-of-line blocking makes later-due
-               messages late) beside punctual's rabbitmq action: lateness p50/p99/max,
-               how many > 1 s late, and the ratio TTL / punctual. Needs RabbitMQ
+               RabbitMQ's TTL + dead-letter delay, the usual hand-built approach
+               (per-message TTL into a holding queue, dead-lettered to a work queue:
+               head-of-line blocking makes later-due messages late) beside
+               punctual's rabbitmq action: lateness p50/p99/max, how many > 1 s
+               late, and the ratio TTL / punctual. Needs RabbitMQ
                (--rabbitmq) and NATS with JetStream (--nats), or one of them with
                --broker rabbitmq|nats; their exchanges, queues and stream are named
                punctual-bench-<pid>-<ms>... and deleted after
@@ -119,10 +120,10 @@ Examples:
 Targets: the engine runs in this process on a fresh store per workload (--store embedded
 in --data DIR/<workload> or a temporary directory; --store redis://HOST:PORT under a key
 prefix of its own; --store private-redis; --store private-cluster, pending only); or
---serve starts a punctual serve of this binary for the run (on a free 127.0.0.1 port, on
---store, its data in a temporary directory or DIR/serve, stopped at the end) and --server
-names one already running: then spread, burst and throughput run over HTTP as users run
-pull workers.
+--serve starts a punctual server for the run (the server's own code, built into this
+binary; on a free 127.0.0.1 port, on --store, its data in a temporary directory or
+DIR/serve, stopped at the end) and --server names one already running: then spread,
+burst and throughput run over HTTP as users run pull workers.
 
 Pull loops (over HTTP): --loops (50) loops each long-poll POST /v1/queues/Q/lease for up
 to --lease-max (100) tasks, waiting up to --long-poll (2s), then acknowledge them:
@@ -132,7 +133,8 @@ states the settings it ran with. scale runs --loops pull loops on each server it
 --lease-max, --long-poll and --acks need --serve there too (scale always serves).
 
 Baselines, on a Redis (the target's, else a private redis-server when one is installed):
-the seeds' keyspace notifications and 1-second ZSet poller beside spread, and BullMQ
+the two delays teams build by hand on Redis, keyspace notifications (key expiry events)
+and a ZSet polled every second, beside spread, and BullMQ
 beside every workload: the Node program in bench/bullmq (--bullmq DIR; default
 ./bench/bullmq, else the source tree's) runs the same workload with a Worker of
 concurrency --loops, under the run's key prefix, deleted after. Its column shows the
@@ -142,9 +144,10 @@ without them it is skipped, and the report says why. --baselines demands every b
 
 Progress bars go to stderr (not with --quiet or when it is not a terminal); results to
 stdout as a table per workload, or with --json as an array of one object per workload.
-Build with --release for figures worth quoting (cargo run --release -- bench ...).";
+Build with --release for figures worth quoting: cargo build --release, then
+target/release/punctual bench ... (or cargo run --release -p punctual-bench -- ...).";
 
-/// `punctual bench WORKLOAD`.
+/// `punctual bench WORKLOAD [FLAGS]`.
 #[derive(Debug, Args)]
 #[command(group(ArgGroup::new("http").args(["server", "serve"])))]
 pub struct BenchArgs {
@@ -163,7 +166,7 @@ pub struct BenchArgs {
     /// Run spread, burst and throughput against this running punctual serve over HTTP
     #[arg(long, value_name = "URL", value_parser = parse_server_url, conflicts_with_all = ["store", "serve"])]
     pub server: Option<Url>,
-    /// Start a punctual serve of this binary on --store for the run, and run spread, burst and throughput against it over HTTP
+    /// Start a punctual server (the server's own code, built into this binary) on --store for the run, and run spread, burst and throughput against it over HTTP
     #[arg(long)]
     pub serve: bool,
     /// Concurrent pull loops over HTTP; also the BullMQ Worker's concurrency

@@ -1,17 +1,19 @@
-//! `punctual bench`: reproducible measurements of punctual beside the seeds' naive
-//! approaches, in the same run on the same machine (see BENCHMARKS.md).
+//! `punctual bench`: reproducible measurements of punctual beside the delays teams
+//! build by hand (Redis keyspace notifications, a ZSet poller, RabbitMQ's TTL + dead
+//! letter) and BullMQ, in the same run on the same machine (see BENCHMARKS.md).
 //!
-//! A library of its own so the `punctual` binary stays thin: the binary parses
-//! [`BenchArgs`] (with [`AFTER_HELP`], the help that explains the workloads) and calls
-//! [`run`]. The benchmark's dependencies (the seeds' Redis and SQLite clients, progress
-//! bars, the private redis-server launcher) are this crate's, not the binary's. Not
-//! published: it is a part of the binary, not an API.
+//! The library of the `punctual-bench` binary (`main.rs`), which `punctual bench` runs:
+//! the binary parses [`BenchArgs`] (with [`AFTER_HELP`], the help that explains the
+//! workloads) and calls [`run`]. The benchmark's dependencies (the baselines' Redis and
+//! SQLite clients, the brokers' clients, progress bars, the private redis-server
+//! launcher) are this crate's; the `punctual` binary links none of them. Not published:
+//! it is a tool, not an API.
 //!
 //! Workloads, one module each: [`spread`] (fire lag of tasks due over a window),
 //! [`burst`] (tasks due at one instant: time to drain), [`throughput`] (sustained
 //! schedule + fire + ack, and scheduling alone), [`pending`] (memory and disk per
 //! waiting task, restart after `kill -9`), [`brokers`] (punctual's push actions
-//! publishing into RabbitMQ and NATS, beside the seeds' RabbitMQ TTL + dead letter;
+//! publishing into RabbitMQ and NATS, beside RabbitMQ's TTL + dead letter built by hand;
 //! it starts its own server, configured with the actions), [`soak`] (a server it starts
 //! under steady load for a long time, killed with `kill -9` and restarted every few
 //! minutes: nothing acknowledged lost, duplicates explained, lag and memory per
@@ -21,8 +23,8 @@
 //! in this process on a fresh store per workload (embedded in `--data DIR/<workload>`
 //! or a temporary directory; Redis under a key prefix of its own), or a `punctual
 //! serve` over HTTP with pull loops as users run them: one already running
-//! (`--server`) or one of this binary started for the run on `--store` ([`serve`],
-//! `--serve`). [`baselines`] holds the seeds' approaches and [`bullmq`] runs BullMQ on
+//! (`--server`) or one this binary starts for the run on `--store` ([`serve`],
+//! `--serve`). [`baselines`] holds the hand-built delays and [`bullmq`] runs BullMQ on
 //! the same workloads (the Node program in `bench/bullmq/`), both on one Redis: the
 //! target's, else a private redis-server. [`stats`] holds the arithmetic, [`report`]
 //! the progress bars and tables.

@@ -17,7 +17,8 @@
 //!    again after its clean shutdown; Redis memory per task the growth of `INFO memory`
 //!    `used_memory` / N (on a shared Redis, other clients' writes count too).
 //!
-//! Recovery (embedded store only), with the real binary (`std::env::current_exe()`):
+//! Recovery (embedded store only), with the real server (`punctual-bench serve`, the
+//! server's own code in this binary: see [`super::serve`]):
 //!
 //! 5. `punctual serve --data DIR` starts on the directory holding the N tasks, takes one
 //!    more task due now in a pull queue (so nothing fires it) over HTTP, and is killed

@@ -5,8 +5,9 @@
 use std::io::IsTerminal;
 use std::time::Duration;
 
-use comfy_table::{CellAlignment, Table};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
+// The tables of `punctual ls` and of the bench's reports look the same: one function.
+pub(crate) use punctual_client::output::table;
 
 use super::stats::{LagStats, ratio};
 
@@ -107,25 +108,6 @@ pub(crate) fn figures_beside(title: &str, rows: Vec<Figure>, bullmq: Option<&str
 /// `0.42×`, `3.10×`, `12×`.
 pub(crate) fn times(ratio: f64) -> String {
     if ratio >= 10.0 { format!("{ratio:.0}×") } else { format!("{ratio:.2}×") }
-}
-
-/// A table in the look of the CLI's own (`punctual ls`): no borders, three spaces
-/// between columns, the columns numbered in `right` aligned right. A copy of the CLI's
-/// `render::table` rather than a dependency on it: the binary depends on this crate.
-pub(crate) fn table(headers: &[&str], rows: Vec<Vec<String>>, right: &[usize]) -> String {
-    let mut table = Table::new();
-    table.load_style(comfy_table::presets::NOTHING);
-    table.set_header(headers.to_vec());
-    for row in rows {
-        table.add_row(row);
-    }
-    for (i, column) in table.column_iter_mut().enumerate() {
-        column.set_padding((0, 3));
-        if right.contains(&i) {
-            column.set_cell_alignment(CellAlignment::Right);
-        }
-    }
-    table.trim_fmt()
 }
 
 /// One row of a lag table: an approach and its lag, with the ratio to `ours` at p50

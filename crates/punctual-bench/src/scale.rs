@@ -3,7 +3,7 @@
 //!
 //! For each K of `--primaries`, one after the other: a private Redis Cluster of K
 //! primaries without replicas ([`punctual_private_redis::RedisCluster`]); `--servers`
-//! (default K) `punctual serve` of this binary on it ([`Served`]), each under its own
+//! (default K) punctual servers on it ([`Served`]), each under its own
 //! key prefix with its own queue split into `--shards` shards (default
 //! [`DEFAULT_SHARDS`]); and on every server at once `throughput`'s sustained load
 //! ([`SustainedLoad`]: producers scheduling due-now tasks, `--loops` pull loops firing

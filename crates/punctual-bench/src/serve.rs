@@ -1,6 +1,11 @@
-//! `--serve`: a `punctual serve` of this same binary (`std::env::current_exe()`) for the
-//! run, on a free 127.0.0.1 port, a fresh data directory and the store the bench was
-//! given, stopped when the run ends.
+//! `--serve`: a punctual server for the run, on a free 127.0.0.1 port, a fresh data
+//! directory and the store the bench was given, stopped when the run ends.
+//!
+//! The server is this same binary (`std::env::current_exe()`) run as `punctual-bench
+//! serve`, a hidden subcommand that calls exactly `punctual_server::serve(args)`, the
+//! library call `punctual serve` makes (see `main.rs`): the server measured is the code
+//! users run, with the same flags, and the bench needs no `punctual` binary beside it.
+//! Every server the bench starts (`pending`'s and `scale`'s too) is started this way.
 //!
 //! No server outlives the run, however the bench ends (an error, Ctrl-C, `kill -9`): the
 //! server runs under a small shell that holds a pipe from this process and stops the

@@ -114,8 +114,8 @@ pub(crate) async fn run<D: Driver>(
     match cx.baselines {
         Some(redis) => {
             for (name, approach) in [
-                ("keyspace_notifications", "seeds: SET … PXAT + subscriber on __keyevent@0__:expired"),
-                ("zset_poller_1s", "seeds: ZSet polled once a second"),
+                ("keyspace_notifications", "by hand: SET … PXAT + subscriber on __keyevent@0__:expired"),
+                ("zset_poller_1s", "by hand: ZSet polled once a second"),
             ] {
                 let bar = cx.progress.counter(&format!("baseline: {name}"));
                 let BaselineRun { lags, missing } = match name {

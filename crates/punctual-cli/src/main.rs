@@ -1,14 +1,17 @@
-//! The `punctual` binary: `punctual serve` runs the server, `punctual bench` measures
-//! it; the other subcommands are a client of a running server (see `../shared/API.md`,
-//! "Command line client"). A thin binary: the server, the benchmark and the HTTP client
-//! are library crates (`punctual-server`, `punctual-bench`, `punctual-client`); this
-//! crate parses the command line, renders answers and maps errors to exit statuses.
+//! The `punctual` binary: `punctual serve` runs the server; the other subcommands are a
+//! client of a running server (see `../shared/API.md`, "Command line client"), and
+//! `punctual bench` hands over to the `punctual-bench` binary ([`bench`]). A thin binary:
+//! the server and the HTTP client are library crates (`punctual-server`,
+//! `punctual-client`); this crate parses the command line, renders answers and maps
+//! errors to exit statuses.
 //!
 //! Exit status: 0 on success; 1 when a command fails (the server refused, the task was
-//! not found, the server could not be reached); 2 on a usage error (clap's own, or a
-//! [`commands::UsageError`] found after parsing, such as a purge without `--yes` and
-//! without a terminal to confirm on).
+//! not found, the server could not be reached, `punctual-bench` is not installed); 2 on
+//! a usage error (clap's own, or a [`commands::UsageError`] found after parsing, such as
+//! a purge without `--yes` and without a terminal to confirm on). `punctual bench` exits
+//! as the bench does.
 
+mod bench;
 mod cli;
 mod commands;
 #[cfg(test)]
@@ -17,15 +20,15 @@ mod import;
 mod json;
 mod render;
 
-use std::io::Write;
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Parser;
 
 use cli::{Cli, Command};
-// The HTTP client is a crate of its own, shared with `punctual bench`; the modules
+// The HTTP client is a crate of its own, shared with `punctual-bench`; the modules
 // here keep calling it `crate::client`.
+use client::output::emit;
 use punctual_client as client;
 
 /// mimalloc instead of the system's allocator: under a burst of leases and acks over
@@ -38,7 +41,8 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 async fn main() -> ExitCode {
     let result = match Cli::parse().command {
         Command::Serve(args) => punctual_server::serve(args).await,
-        Command::Bench(args) => punctual_bench::run(*args, emit).await,
+        // This process becomes the bench (its runtime's threads end with the exec).
+        Command::Bench(args) => bench::exec(args.args),
         Command::CheckConfig(args) => check_config(&args.file).and_then(|text| emit(&text)),
         Command::Client(command) => commands::run(command).await.and_then(|text| emit(&text)),
     };
@@ -62,13 +66,4 @@ fn check_config(file: &std::path::Path) -> Result<String> {
         format!("push actions: {}", list.join(", "))
     };
     Ok(format!("{}: OK; {} queue(s) configured; {actions}", file.display(), summary.queues))
-}
-
-/// Prints `text` and a newline. A closed pipe (`punctual ls q | head`) is not an error.
-fn emit(text: &str) -> Result<()> {
-    let mut out = std::io::stdout().lock();
-    match writeln!(out, "{text}").and_then(|()| out.flush()) {
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        other => other.context("cannot write to standard output"),
-    }
 }

@@ -6,7 +6,7 @@
 //! a server. Fields a server leaves out show as `-` rather than failing: the JSON is
 //! the contract, this is only a view of it.
 
-use comfy_table::{CellAlignment, Table};
+use crate::client::output::table;
 use jiff::tz::TimeZone;
 use punctual_core::Timestamp;
 use serde_json::Value;
@@ -153,24 +153,6 @@ fn millis_figure(value: &Value) -> String {
     } else {
         short_span(ms as u64)
     }
-}
-
-/// A new table in the house style: no borders, upper-case headers, columns separated
-/// by three spaces; numbers right-aligned where `right` says so.
-pub(crate) fn table(headers: &[&str], rows: Vec<Vec<String>>, right: &[usize]) -> String {
-    let mut table = Table::new();
-    table.load_style(comfy_table::presets::NOTHING);
-    table.set_header(headers.to_vec());
-    for row in rows {
-        table.add_row(row);
-    }
-    for (i, column) in table.column_iter_mut().enumerate() {
-        column.set_padding((0, 3));
-        if right.contains(&i) {
-            column.set_cell_alignment(CellAlignment::Right);
-        }
-    }
-    table.trim_fmt()
 }
 
 fn tags(task: &Value) -> String {

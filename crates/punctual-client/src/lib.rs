@@ -2,14 +2,17 @@
 //! segment percent-encoded, sends the bearer token, and turns each way a call can fail
 //! into a [`ClientError`] that says what a person can do about it.
 //!
-//! Shared by the `punctual` command's client subcommands and by `punctual bench
-//! --server` (the `punctual-bench` crate), so both say the same thing when a server
-//! refuses or cannot be reached. A crate of its own because the binary depends on the
-//! benchmark, which cannot depend back on the binary.
+//! Shared by the `punctual` command's client subcommands and by `punctual-bench`
+//! (`--server`, and the servers it starts), so both say the same thing when a server
+//! refuses or cannot be reached; [`output`] holds what the two binaries print alike
+//! (tables, lines on standard output). A crate of its own because `punctual` and
+//! `punctual-bench` are two binaries, neither depending on the other.
 //!
 //! It deliberately knows nothing of the task model: an answer is its JSON text (what
 //! `--json` prints) and that text parsed as a `serde_json::Value` (what tables read), so
 //! a newer server's extra fields pass through untouched.
+
+pub mod output;
 
 use std::fmt;
 use std::time::Duration;

@@ -126,7 +126,7 @@ impl Rabbit {
     }
 
     pub(crate) fn ttl_route(&self) -> String {
-        "seeds: TTL + dead letter (holding → DLX → work)".to_owned()
+        "by hand: TTL + dead letter (holding → DLX → work)".to_owned()
     }
 
     /// Starts a consumer of queue `<prefix>.<key>` recording into `received`; it stops

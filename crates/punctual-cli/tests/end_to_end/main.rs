@@ -13,7 +13,7 @@ mod common;
 mod access;
 mod auth;
 mod bad_input;
-mod bench;
+mod bench_exec;
 mod broker_nats;
 mod broker_rabbitmq;
 mod broker_redis_stream;

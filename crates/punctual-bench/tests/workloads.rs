@@ -1,6 +1,7 @@
-//! `punctual bench` end to end: the real binary through every workload at a tiny size,
-//! on the embedded store, on a private redis-server with the seeds' baselines and
-//! BullMQ's, against a real `punctual serve` over HTTP, and against one it starts
+//! `punctual bench` end to end: the real `punctual-bench` binary (which `punctual bench`
+//! runs) through every workload at a tiny size, on the embedded store, on a private
+//! redis-server with the hand-built baselines and BullMQ's, against a real server over
+//! HTTP (`punctual-bench serve`, the server's own code), and against one it starts
 //! itself (`--serve`) with the pull loops' flags; `brokers` into the RabbitMQ and NATS
 //! this machine runs (CI starts them); `scale` on the Redis Clusters it starts, and
 //! `pending` on one (`--store private-cluster`).
@@ -15,13 +16,14 @@
 //! The BullMQ baseline needs `node` and `npm ci --prefix bench/bullmq`; its tests run
 //! when `bench/bullmq/node_modules` exists, and always in CI (`.ci/run` installs it).
 
-use crate::common;
-
 use std::path::Path;
 use std::process::{Command, Output};
 
-use common::{BIN, start_server};
+use punctual_testkit::server::ServerProcess;
 use serde_json::Value;
+
+/// The binary built by this package.
+const BIN: &str = env!("CARGO_BIN_EXE_punctual-bench");
 
 const TASKS: u64 = 200;
 /// The BullMQ program of the source tree, which the binary falls back to.
@@ -30,7 +32,6 @@ const TINY: &[&str] = &["--tasks", "200", "--window", "1s", "--duration", "1s", 
 
 fn bench(args: &[&str]) -> Output {
     let output = Command::new(BIN)
-        .arg("bench")
         .args(args)
         .env_remove("PUNCTUAL_TOKEN")
         .output()
@@ -203,6 +204,12 @@ fn spread_burst_and_throughput_run_against_a_server_over_http() {
     assert_throughput(find(&reports, "throughput"), false);
 }
 
+/// A server of this binary (`punctual-bench serve`), as a user's `punctual serve`;
+/// panics with its output if it does not start.
+fn start_server() -> ServerProcess {
+    ServerProcess::start(BIN).unwrap_or_else(|e| panic!("{e}"))
+}
+
 /// The `served` server's address, from a report's target ("punctual serve at URL (…").
 fn served_url(report: &Value) -> String {
     let target = report["target"].as_str().unwrap_or_default();
@@ -373,7 +380,7 @@ fn without_json_each_workload_prints_a_table() {
 
 #[test]
 fn mistakes_say_what_to_do() {
-    let run = |args: &[&str]| Command::new(BIN).arg("bench").args(args).output().unwrap();
+    let run = |args: &[&str]| Command::new(BIN).args(args).output().unwrap();
     for (args, code, says) in [
         (&["pending", "--server", "http://127.0.0.1:9"][..], 1, "run it without --server"),
         (&["pending", "--serve"], 1, "run it without --serve"),
