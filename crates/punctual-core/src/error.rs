@@ -5,8 +5,10 @@
 use std::fmt;
 
 /// What went wrong, in terms a caller can act on.
+///
+/// Not `#[non_exhaustive]`: the workspace's mappings of it (the HTTP error body) match
+/// every variant, so a new variant is a compile error there instead of a silent 500.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
 pub enum Error {
     /// Bad input: `field` names what to fix, `reason` says how. Nothing was changed.
     #[error("{field}: {reason}")]

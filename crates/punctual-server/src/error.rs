@@ -221,6 +221,8 @@ impl IntoResponse for ApiError {
     }
 }
 
+/// Every variant by name, no wildcard: a new core error is a compile error here, not a
+/// silent 500.
 impl From<CoreError> for ApiError {
     fn from(e: CoreError) -> ApiError {
         let message = e.to_string();
@@ -230,7 +232,7 @@ impl From<CoreError> for ApiError {
             CoreError::NotFound(_) => ApiError::NotFound(message),
             CoreError::Conflict(_) | CoreError::LeaseLost => ApiError::Conflict(message),
             CoreError::Unavailable(_) | CoreError::ShuttingDown => ApiError::Unavailable { detail: message },
-            _ => ApiError::Internal { detail: message },
+            CoreError::Internal(_) => ApiError::Internal { detail: message },
         }
     }
 }
