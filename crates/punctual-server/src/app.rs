@@ -26,12 +26,12 @@ use axum::routing::{delete, get, post, put};
 use futures_util::FutureExt;
 use punctual_core::Store;
 
-use crate::access::{self, Grant, Rule, Scope};
+use crate::access::{self, DASHBOARD_CSS, DASHBOARD_JS, Grant, Rule, Scope};
 use crate::error::ApiError;
-use crate::ops;
 use crate::routes;
 use crate::settings::routes as settings;
 use crate::state::AppState;
+use crate::{openapi, ops};
 
 /// The longest `wait` of a lease (API.md).
 const MAX_WAIT: Duration = Duration::from_secs(60);
@@ -39,16 +39,6 @@ const MAX_WAIT: Duration = Duration::from_secs(60);
 const LEASE_ROUTE: &str = "/v1/queues/{queue}/lease";
 /// Room for the JSON around a payload in a single-task request.
 const ENVELOPE_BYTES: usize = 64 * 1024;
-
-/// Paths that never need a token: health, and the dashboard's page and assets, which
-/// hold no data (each data call of the page sends the token typed into it).
-pub(crate) fn is_open(path: &str) -> bool {
-    matches!(path, "/healthz" | "/readyz" | "/" | DASHBOARD_JS | DASHBOARD_CSS)
-}
-
-/// The dashboard's assets.
-const DASHBOARD_JS: &str = "/dashboard/app.js";
-const DASHBOARD_CSS: &str = "/dashboard/style.css";
 
 /// The whole HTTP API over `state`. Serve it with [`serve_on`](crate::serve_on), or
 /// call it directly in tests (`tower::ServiceExt::oneshot`).
@@ -92,7 +82,7 @@ pub fn app<S: Store>(state: AppState<S>) -> Router {
         .route("/healthz", get(ops::healthz))
         .route("/readyz", get(ops::readyz::<S>))
         .route("/metrics", get(ops::metrics::<S>))
-        .route("/openapi.json", get(ops::openapi_json::<S>))
+        .route("/openapi.json", get(openapi::openapi_json::<S>))
         .route("/v1/access", get(routes::access))
         .route("/", get(ops::index))
         .route(DASHBOARD_JS, get(ops::dashboard_js))
@@ -116,11 +106,6 @@ async fn no_method(method: Method, uri: Uri) -> ApiError {
     ApiError::MethodNotAllowed(format!("{} does not take {method}; see /openapi.json", uri.path()))
 }
 
-/// Who is calling: the token's grant, put in the request's extensions by [`auth`] for
-/// the handlers that check inside (`GET /v1/queues`, `POST /v1/acks`). Without tokens,
-/// everything.
-pub(crate) type Caller = axum::Extension<Arc<Grant>>;
-
 /// The grant of every call to a server without tokens, made once.
 static UNLIMITED: std::sync::LazyLock<Arc<Grant>> = std::sync::LazyLock::new(|| Arc::new(Grant::all()));
 
@@ -128,7 +113,7 @@ static UNLIMITED: std::sync::LazyLock<Arc<Grant>> = std::sync::LazyLock::new(|| 
 /// applies the route's access rule (403 before the handler runs; see `access`).
 async fn auth<S: Store>(State(state): State<AppState<S>>, req: Request, next: Next) -> Response {
     let auth = &state.inner.auth;
-    if is_open(req.uri().path()) {
+    if access::is_open(req.uri().path()) {
         return next.run(req).await;
     }
     if !auth.required() {

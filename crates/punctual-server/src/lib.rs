@@ -45,6 +45,7 @@ mod routes;
 mod schema;
 mod server;
 mod settings;
+mod shared;
 mod state;
 mod tls;
 
@@ -61,7 +62,8 @@ pub use access::{AccessToken, Permission, QueuePattern};
 pub use app::app;
 pub use config::{ConfigError, ServeArgs};
 pub use server::serve_on;
-pub use state::{AppState, HttpOptions};
+pub use shared::HttpOptions;
+pub use state::AppState;
 
 use config::{Backend, LogFormat, Settings};
 
@@ -216,7 +218,7 @@ async fn run<S: Store>(store: S, sharing: Sharing, settings: &Settings, tls: Opt
     };
     let clock: Arc<dyn Clock> = sharing.clock.unwrap_or_else(|| Arc::new(SystemClock));
     let engine = Engine::start(store, settings.engine_config().clock(Arc::clone(&clock)));
-    let state = match AppState::new(engine.clone(), settings.http_options()).await {
+    let state = match AppState::new(engine.clone(), HttpOptions::from(settings)).await {
         Ok(state) => state,
         Err(e) => {
             let _ = engine.shutdown().await;

@@ -4,7 +4,7 @@
 //!
 //! What [`document`] adds, each in one place instead of on every handler:
 //! - auth: with tokens, the bearer scheme, and `401` on every operation that needs one
-//!   (all but those of [`crate::app::is_open`]); without tokens, no `security` at all;
+//!   (all but those of [`crate::access::is_open`]); without tokens, no `security` at all;
 //! - scoped access: with tokens, `403` on every operation that needs a permission, and
 //!   the permission (from `access::rule`, the one table the server enforces) at the
 //!   end of its description;
@@ -18,12 +18,17 @@
 //!
 //! `tests/http/openapi_contract.rs` checks the result against the server that serves it.
 
+use axum::Json;
+use axum::extract::State;
+use axum::response::{IntoResponse, Response};
+use punctual_core::Store;
 use serde_json::{Value, json};
 use utoipa::OpenApi;
 
 use crate::access::{self, Permission, Rule, Scope};
 use crate::settings::routes as settings;
-use crate::{api, app, error, ops, routes, schema};
+use crate::state::AppState;
+use crate::{api, error, ops, routes, schema};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -68,7 +73,7 @@ use crate::{api, app, error, ops, routes, schema};
         ops::healthz,
         ops::readyz,
         ops::metrics,
-        ops::openapi_json,
+        openapi_json,
         ops::index,
         routes::access,
     ),
@@ -158,7 +163,7 @@ pub(crate) fn document(served: Served) -> Value {
             if path.starts_with("/v1/") || path == "/metrics" {
                 shared.push(("503", "Unavailable"));
             }
-            let open = app::is_open(path);
+            let open = access::is_open(path);
             if served.tokens && !open {
                 shared.push(("401", "Unauthorized"));
             }
@@ -195,6 +200,14 @@ pub(crate) fn document(served: Served) -> Value {
         }
     }
     doc
+}
+
+#[utoipa::path(get, path = "/openapi.json", tag = "operations",
+    summary = "This document, as this server runs (its auth and limits)",
+    responses((status = 200, description = "OpenAPI 3.1", content_type = "application/json")))]
+pub(crate) async fn openapi_json<S: Store>(State(state): State<AppState<S>>) -> Response {
+    let served = Served { tokens: state.inner.auth.required(), max_batch: state.inner.engine.limits().max_batch };
+    Json(state.inner.openapi.get_or_init(|| document(served))).into_response()
 }
 
 /// The sentence that says what an operation needs of a scoped token.

@@ -24,6 +24,7 @@ use utoipa::ToSchema;
 
 use crate::error::{ApiError, ErrorBody, ErrorCode, ErrorDetail};
 use crate::prom;
+use crate::shared::Readiness;
 use crate::state::AppState;
 
 /// The body of `/healthz` and `/readyz`.
@@ -48,14 +49,6 @@ pub(crate) struct Overdue {
     queue: String,
     /// How long its oldest due task has waited, as in `GET /v1/queues/{queue}`.
     oldest_overdue_ms: u64,
-}
-
-/// What `/readyz` answered, as far as its log is concerned: a change is logged.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Readiness {
-    Ready,
-    Stopping,
-    StoreUnreachable,
 }
 
 /// Why this node should get no traffic.
@@ -165,13 +158,6 @@ pub(crate) async fn metrics<S: Store>(State(state): State<AppState<S>>) -> Resul
     let scrape = prom::Scrape { stats, metrics: state.metrics(), now: engine.clock().now(), rate_limits, paused };
     let text = prom::render(scrape).map_err(ApiError::internal)?;
     Ok(([(header::CONTENT_TYPE, prom::CONTENT_TYPE)], text).into_response())
-}
-
-#[utoipa::path(get, path = "/openapi.json", tag = "operations",
-    summary = "This document, as this server runs (its auth and limits)",
-    responses((status = 200, description = "OpenAPI 3.1", content_type = "application/json")))]
-pub(crate) async fn openapi_json<S: Store>(State(state): State<AppState<S>>) -> Response {
-    Json(&state.inner.openapi).into_response()
 }
 
 #[utoipa::path(get, path = "/", tag = "operations",

@@ -13,11 +13,11 @@ use serde_json::Value;
 
 use crate::access::Permission;
 use crate::api::*;
-use crate::app::Caller;
 use crate::delivery::{DeliveryBody, Undelivered};
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::{JsonBody, Params, QueryParams, from_value};
 use crate::schema;
+use crate::shared::Caller;
 use crate::state::AppState;
 
 type Answer = Result<Response, ApiError>;

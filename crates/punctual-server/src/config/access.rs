@@ -144,7 +144,7 @@ token = "everything"
         assert_eq!(s.access.len(), 2);
         let debug = format!("{:?}", s.access);
         assert!(!debug.contains(&path) && !debug.contains("everything"), "{debug}");
-        let options = s.http_options();
+        let options = crate::shared::HttpOptions::from(&s);
         assert_eq!(options.access, s.access);
         let auth = crate::access::Auth::new(&options.tokens, &options.access);
         let shop = auth.identify(path.as_bytes()).unwrap();

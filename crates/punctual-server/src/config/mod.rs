@@ -41,7 +41,10 @@ use serde::Deserialize;
 pub use flags::ServeArgs;
 pub(crate) use validate::{QueueTable, queue_table, settings};
 
-use crate::state::{ConfigQueue, HttpOptions};
+/// The longest a request may take when neither a flag nor the file says.
+pub(crate) const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+/// The largest body of a batch request when neither a flag nor the file says (32 MiB).
+pub(crate) const DEFAULT_MAX_BODY_BYTES: usize = 32 * 1024 * 1024;
 
 /// How logs are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum, Deserialize)]
@@ -133,34 +136,6 @@ impl Settings {
             config = config.dead_retention(name.clone(), *keep);
         }
         config
-    }
-
-    pub(crate) fn http_options(&self) -> HttpOptions {
-        HttpOptions {
-            tokens: self.tokens.clone(),
-            access: self.access.clone(),
-            request_timeout: self.request_timeout,
-            max_body_bytes: self.max_body_bytes,
-            max_overdue: self.max_overdue,
-            queues: self.queues.keys().cloned().collect(),
-            strict_queues: self.strict_queues,
-            config_file: self.config_file.clone(),
-            egress: self.egress.clone(),
-            config_queues: self
-                .queues
-                .iter()
-                .map(|(name, defaults)| {
-                    let action = self
-                        .actions
-                        .iter()
-                        .find(|(queue, _)| queue == name)
-                        .map(|(_, spec)| (spec.kind.name(), spec.concurrency, spec.rate));
-                    let queue =
-                        ConfigQueue { defaults: defaults.clone(), action, shards: self.shards.get(name).copied() };
-                    (name.clone(), queue)
-                })
-                .collect(),
-        }
     }
 }
 

@@ -16,7 +16,6 @@ use super::queues::{QueueTables, egress_policy, queue_tables};
 use super::raw::{RawConfig, RawRedis};
 use super::{Backend, ConfigError, RedisSettings, ServeArgs, Settings};
 use crate::extract::ApiDuration;
-use crate::state::HttpOptions;
 use crate::tls::TlsFiles;
 
 /// Validates the file (if any) and the flags into settings.
@@ -139,7 +138,7 @@ pub(crate) fn settings(args: &ServeArgs, file: Option<(&Path, &str)>) -> Result<
             args.request_timeout,
             &raw.request_timeout,
             "request_timeout",
-            Duration::from_secs(30),
+            super::DEFAULT_REQUEST_TIMEOUT,
         )?,
         max_payload_bytes: count(
             args.max_payload_bytes,
@@ -152,7 +151,7 @@ pub(crate) fn settings(args: &ServeArgs, file: Option<(&Path, &str)>) -> Result<
             args.max_body_bytes,
             &raw.max_body_bytes,
             "max_body_bytes",
-            HttpOptions::default().max_body_bytes,
+            super::DEFAULT_MAX_BODY_BYTES,
         )?,
         max_overdue: match (args.max_overdue, &raw.max_overdue) {
             (None, None) => None,
@@ -356,10 +355,11 @@ mod tests {
         assert!(!file("[queues.q]\n").unwrap().strict_queues, "off by default");
         let s = file("strict_queues = true\n[queues.\"flow.remind\"]\n[queues.b.action]\nkind = \"slack\"\nurl = \"https://x\"\ntext = \"hi\"\n").unwrap();
         assert!(s.strict_queues);
-        let mut declared: Vec<String> = s.http_options().queues.iter().map(ToString::to_string).collect();
+        let mut declared: Vec<String> =
+            crate::shared::HttpOptions::from(&s).queues.iter().map(ToString::to_string).collect();
         declared.sort();
         assert_eq!(declared, ["b", "flow.remind"], "every table, with or without an action");
-        assert!(s.http_options().strict_queues);
+        assert!(crate::shared::HttpOptions::from(&s).strict_queues);
         let args = ServeArgs { strict_queues: true, ..ServeArgs::default() };
         let s = settings(&args, Some((Path::new("f.toml"), "strict_queues = false\n[queues.q]\n"))).unwrap();
         assert!(s.strict_queues, "the flag turns it on over the file");

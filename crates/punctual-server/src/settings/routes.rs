@@ -22,6 +22,7 @@ use crate::api::CancelledResponse;
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::{JsonBody, Params, QueryParams};
 use crate::schema;
+use crate::shared::ConfigQueue;
 use crate::state::AppState;
 
 type Answer = Result<Response, ApiError>;
@@ -59,7 +60,7 @@ pub(crate) async fn put_settings<S: Store>(
     JsonBody(body): JsonBody<Value, true>,
 ) -> Answer {
     let queue = params.get("queue");
-    state.refuse_config_change(queue)?;
+    refuse_config_change(&state, queue)?;
     let settings = QueueSettings::from_body(&body, state.egress())?;
     let document = Value::Object(settings.document).to_string();
     let expected = if_match(&headers)?;
@@ -86,7 +87,7 @@ pub(crate) async fn patch_settings<S: Store>(
     JsonBody(body): JsonBody<Value, true>,
 ) -> Answer {
     let queue = params.get("queue");
-    state.refuse_config_change(queue)?;
+    refuse_config_change(&state, queue)?;
     let Some(patch) = body.as_object() else { return Err(ApiError::bad_request("a patch is a JSON object")) };
     let expected = if_match(&headers)?;
     let egress = state.egress().clone();
@@ -123,7 +124,7 @@ pub(crate) async fn delete_settings<S: Store>(
     headers: HeaderMap,
 ) -> Answer {
     let queue = params.get("queue");
-    state.refuse_config_change(queue)?;
+    refuse_config_change(&state, queue)?;
     let expected = if_match(&headers)?;
     let missing = || ApiError::NotFound(format!("queue '{queue}' has no settings"));
     change(&state, queue, expected, |record| match record {
@@ -267,8 +268,8 @@ fn view<S: Store>(
     shown: Shown,
 ) -> Result<super::SettingsView, ApiError> {
     let queue_name = punctual_core::QueueName::new(queue)?;
-    if let Some(view) = state.config_settings_view(&queue_name, record) {
-        return Ok(view);
+    if let Some(config) = state.inner.options.config_queues.get(&queue_name) {
+        return Ok(config_view(&queue_name, config, record));
     }
     let Some(record) = record.filter(|r| r.settings.is_some() || r.paused || shown == Shown::Always) else {
         return Err(ApiError::NotFound(format!("queue '{queue}' has no settings")));
@@ -279,4 +280,48 @@ fn view<S: Store>(
     };
     let settings = QueueSettings::from_document(document, state.egress())?;
     Ok(settings.view(record, Source::Api))
+}
+
+/// `409` when `queue`'s settings come from the config file.
+fn refuse_config_change<S: Store>(state: &AppState<S>, queue: &str) -> Result<(), ApiError> {
+    let name = punctual_core::QueueName::new(queue)?;
+    let options = &state.inner.options;
+    if !options.config_queues.contains_key(&name) {
+        return Ok(());
+    }
+    let file = options.config_file.as_ref().map_or("the config file".to_owned(), |f| f.display().to_string());
+    Err(ApiError::Conflict(format!(
+        "queue '{queue}' is set in {file}: change its settings there (pause and resume work through the API)"
+    )))
+}
+
+/// The settings of a queue of the config file, with its pause state from `record`.
+fn config_view(
+    queue: &punctual_core::QueueName,
+    config: &ConfigQueue,
+    record: Option<&QueueRecord>,
+) -> super::SettingsView {
+    let (action, concurrency, rate) = match &config.action {
+        Some((kind, concurrency, rate)) => {
+            (serde_json::json!({ "kind": kind }), *concurrency, rate.map(|r| r.to_string()))
+        }
+        None => (Value::Null, punctual_actions::ActionSpec::DEFAULT_CONCURRENCY, None),
+    };
+    super::SettingsView {
+        queue: queue.to_string(),
+        source: Source::Config,
+        defaults: super::DefaultsView {
+            max_attempts: config.defaults.max_attempts,
+            backoff: config.defaults.backoff,
+            repeat: config.defaults.repeat.clone(),
+        },
+        action,
+        concurrency,
+        rate,
+        shards: config.shards.unwrap_or(1),
+        targets: true,
+        paused: record.is_some_and(|r| r.paused),
+        version: record.map_or(0, |r| r.version),
+        updated_at: record.map_or(punctual_core::Timestamp::EPOCH, |r| r.updated_at),
+    }
 }
