@@ -28,8 +28,8 @@
 
 mod access;
 mod actions;
-mod api;
 mod app;
+mod bodies;
 mod config;
 mod delivery;
 mod error;
@@ -42,7 +42,6 @@ mod prom;
 mod queues;
 mod rates;
 mod routes;
-mod schema;
 mod server;
 mod settings;
 mod shared;

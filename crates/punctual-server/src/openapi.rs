@@ -26,9 +26,10 @@ use serde_json::{Value, json};
 use utoipa::OpenApi;
 
 use crate::access::{self, Permission, Rule, Scope};
+use crate::bodies::{self, schema};
 use crate::settings::routes as settings;
 use crate::state::AppState;
-use crate::{api, error, ops, routes, schema};
+use crate::{error, ops, routes};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -110,22 +111,22 @@ use crate::{api, error, ops, routes, schema};
         schema::Backoff,
         schema::Repeat,
         schema::Target,
-        api::ScheduleResponse,
-        api::BatchResponse,
-        api::CancelledResponse,
-        api::TaskList,
-        api::QueueSummary,
-        api::QueueListResponse,
-        api::QueueDetail,
-        api::LagMs,
-        api::LeaseResponse,
-        api::LeaseItem,
-        api::AcksResponse,
-        api::ExtendResponse,
-        api::RetriedResponse,
-        api::ActivityResponse,
-        api::RecentOutcome,
-        api::AccessResponse,
+        bodies::ScheduleResponse,
+        bodies::BatchResponse,
+        bodies::CancelledResponse,
+        bodies::TaskList,
+        bodies::QueueSummary,
+        bodies::QueueListResponse,
+        bodies::QueueDetail,
+        bodies::LagMs,
+        bodies::LeaseResponse,
+        bodies::LeaseItem,
+        bodies::AcksResponse,
+        bodies::ExtendResponse,
+        bodies::RetriedResponse,
+        bodies::ActivityResponse,
+        bodies::RecentOutcome,
+        bodies::AccessResponse,
         ops::Status,
         ops::Overdue,
     ))

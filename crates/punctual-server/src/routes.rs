@@ -1,5 +1,5 @@
 //! The handlers of the `/v1` API, one per route of API.md. Each reads its request
-//! through [`crate::extract`], validates it through [`crate::api`], calls the engine,
+//! through [`crate::extract`], validates it through [`crate::bodies`], calls the engine,
 //! and answers the object API.md gives, or an [`ApiError`].
 
 use axum::body::Body;
@@ -12,11 +12,11 @@ use punctual_core::{ListOptions, QueueName, Store, TaskState};
 use serde_json::Value;
 
 use crate::access::Permission;
-use crate::api::*;
+use crate::bodies::schema;
+use crate::bodies::*;
 use crate::delivery::{DeliveryBody, Undelivered};
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::{JsonBody, Params, QueryParams, from_value};
-use crate::schema;
 use crate::shared::Caller;
 use crate::state::AppState;
 
@@ -72,13 +72,7 @@ pub(crate) async fn post_tasks<S: Store>(
     let queue = params.get("queue");
     QueueName::new(queue)?;
     let undeclared = state.schedulable(queue).err();
-    let limit = state.inner.engine.limits().max_batch;
-    if body.tasks.len() > limit {
-        return Err(ApiError::invalid(
-            "tasks",
-            format!("{} tasks is over the batch limit of {limit}", body.tasks.len()),
-        ));
-    }
+    check_batch_size("tasks", body.tasks.len(), state.inner.engine.limits().max_batch)?;
     let mut results: Vec<BatchResult> = Vec::with_capacity(body.tasks.len());
     let mut valid = Vec::with_capacity(body.tasks.len());
     let mut positions = Vec::with_capacity(body.tasks.len());
@@ -325,10 +319,7 @@ pub(crate) async fn acks<S: Store>(
     Extension(caller): Caller,
     JsonBody(body): JsonBody<AcksBody>,
 ) -> Answer {
-    let limit = state.inner.engine.limits().max_batch;
-    if body.acks.len() > limit {
-        return Err(ApiError::invalid("acks", format!("{} acks is over the batch limit of {limit}", body.acks.len())));
-    }
+    check_batch_size("acks", body.acks.len(), state.inner.engine.limits().max_batch)?;
     let mut results = Vec::with_capacity(body.acks.len());
     let mut valid = Vec::with_capacity(body.acks.len());
     let mut positions = Vec::with_capacity(body.acks.len());

@@ -6,7 +6,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::*;
-use crate::api::{ListQuery, TaskBody};
+use crate::bodies::{ListQuery, TaskBody};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -18,10 +18,9 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::{QueueSettings, Source};
-use crate::api::CancelledResponse;
+use crate::bodies::{CancelledResponse, schema};
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::{JsonBody, Params, QueryParams};
-use crate::schema;
 use crate::shared::ConfigQueue;
 use crate::state::AppState;
 

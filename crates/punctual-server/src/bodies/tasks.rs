@@ -12,9 +12,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
 
+use super::schema;
 use crate::error::{ApiError, ErrorDetail};
 use crate::extract::{ApiCount, ApiDuration, ApiTime};
-use crate::schema;
 
 /// `PUT /v1/queues/{queue}/tasks/{key}`, and each item of a batch (which adds `key`).
 #[derive(Debug, Deserialize)]
@@ -266,12 +266,7 @@ impl DeadRetryBody {
             (None, None) => Ok(DeadSelection::All),
             (Some(tag), None) => Ok(DeadSelection::Tagged(Tag::new(tag)?)),
             (None, Some(keys)) => {
-                if keys.len() > max_keys {
-                    return Err(ApiError::invalid(
-                        "keys",
-                        format!("{} keys is over the batch limit of {max_keys}", keys.len()),
-                    ));
-                }
+                super::check_batch_size("keys", keys.len(), max_keys)?;
                 let keys = keys
                     .into_iter()
                     .enumerate()
@@ -300,7 +295,7 @@ mod tests {
     use punctual_core::When;
 
     use super::*;
-    use crate::api::testing::field_of;
+    use crate::bodies::testing::field_of;
     use crate::extract::parse_json;
 
     fn spec(json: &str) -> Result<TaskSpec, ApiError> {

@@ -4,7 +4,7 @@
 //! derive cannot write (`not`, `if`/`then`, `const`).
 //!
 //! Each is written as the JSON Schema it is, so that what the document says can be
-//! read beside what `api` accepts: a request body's schema lists exactly the fields its
+//! read beside what the bodies accept: a request body's schema lists exactly the fields its
 //! raw struct takes (`additionalProperties: false`, as `deny_unknown_fields`), each with
 //! the bounds the server checks, and its `examples` are requests the server accepts.
 //! What JSON Schema cannot say (a key's length in bytes, a duration string's bounds,
@@ -28,7 +28,7 @@ use utoipa::openapi::extensions::Extensions;
 use utoipa::openapi::schema::{ObjectBuilder, Schema, SchemaType};
 use utoipa::{PartialSchema, ToSchema};
 
-use crate::api::MAX_ERROR_BYTES;
+use super::MAX_ERROR_BYTES;
 use crate::extract::MIN_EPOCH_MS;
 
 /// A duration in whole milliseconds, as the schema's bounds are written.

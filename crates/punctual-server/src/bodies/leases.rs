@@ -8,13 +8,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
 
+use super::MAX_ERROR_BYTES;
+use super::schema;
 use crate::error::{ApiError, ErrorDetail};
 use crate::extract::{ApiCount, ApiDuration, ApiTime};
-use crate::schema;
-
-/// The longest `error` text kept from an ack; longer ones are cut at a character
-/// boundary (a worker's ack must not fail because its stack trace is long).
-pub(crate) const MAX_ERROR_BYTES: usize = 4096;
 
 /// `POST /v1/queues/{queue}/lease`; every field is optional (an empty body works).
 #[derive(Debug, Deserialize)]
@@ -239,7 +236,7 @@ pub(crate) struct ExtendResponse {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::testing::field_of;
+    use crate::bodies::testing::field_of;
     use crate::extract::parse_json;
 
     fn outcome(json: &str) -> Result<Outcome, ApiError> {

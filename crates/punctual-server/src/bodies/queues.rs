@@ -6,7 +6,7 @@ use punctual_core::store::QueueStats;
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::schema;
+use super::schema;
 
 /// A queue's counts.
 #[derive(Debug, Serialize, ToSchema)]

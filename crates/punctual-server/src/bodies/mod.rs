@@ -8,19 +8,36 @@
 //! error names its field. The engine checks the rest (names, limits, policies).
 //!
 //! Response structs serialize to exactly API.md's objects; the core [`Task`](punctual_core::Task) already
-//! does. Each type also describes itself for `/openapi.json`.
+//! does. Each type also describes itself for `/openapi.json`, with the JSON Schemas of
+//! `schema` where utoipa's derive cannot say it.
 //!
 //! One submodule per resource: `tasks` (schedule, batch, list, cancel, dead retry),
 //! `leases` (lease, acks, extend) and `queues` (counts, detail, activity); every type
-//! is re-exported here, so routes name them `crate::api::…`.
+//! is re-exported here, so handlers name them `crate::bodies::…`.
 
 mod leases;
 mod queues;
+pub(crate) mod schema;
 mod tasks;
 
 pub(crate) use leases::*;
 pub(crate) use queues::*;
 pub(crate) use tasks::*;
+
+use crate::error::ApiError;
+
+/// The longest `error` text kept from an ack; longer ones are cut at a character
+/// boundary (a worker's ack must not fail because its stack trace is long).
+pub(crate) const MAX_ERROR_BYTES: usize = 4096;
+
+/// `400` on `field` when a batch holds more than `limit` items (the server's
+/// `max_batch`): the one check of every batch, tasks, acks and keys alike.
+pub(crate) fn check_batch_size(field: &str, items: usize, limit: usize) -> Result<(), ApiError> {
+    if items > limit {
+        return Err(ApiError::invalid(field, format!("{items} {field} is over the batch limit of {limit}")));
+    }
+    Ok(())
+}
 
 /// The helpers of the tests of the submodules.
 #[cfg(test)]
