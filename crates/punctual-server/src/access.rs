@@ -481,7 +481,7 @@ mod tests {
 
     #[test]
     fn every_route_of_the_openapi_document_has_a_rule() {
-        let doc = crate::openapi::document(crate::openapi::Served { tokens: true, max_batch: 10 });
+        let doc = crate::api::openapi::document(crate::api::openapi::Served { tokens: true, max_batch: 10 });
         let mut seen = 0;
         for (path, item) in doc["paths"].as_object().unwrap() {
             for method in item.as_object().unwrap().keys() {

@@ -27,11 +27,9 @@ use futures_util::FutureExt;
 use punctual_core::Store;
 
 use crate::access::{self, DASHBOARD_CSS, DASHBOARD_JS, Grant, Rule, Scope};
+use crate::api::{dead, leases, openapi, ops, queues, settings, tasks};
 use crate::error::ApiError;
-use crate::routes;
-use crate::settings::routes as settings;
 use crate::state::AppState;
-use crate::{openapi, ops};
 
 /// The longest `wait` of a lease (API.md).
 const MAX_WAIT: Duration = Duration::from_secs(60);
@@ -48,13 +46,13 @@ pub fn app<S: Store>(state: AppState<S>) -> Router {
     let single_body = payload.saturating_mul(2).saturating_add(ENVELOPE_BYTES);
     let batch_body = DefaultBodyLimit::max(state.inner.options.max_body_bytes);
     Router::new()
-        .route("/v1/queues", get(routes::list_queues::<S>))
-        .route("/v1/queues/{queue}", get(routes::get_queue::<S>))
+        .route("/v1/queues", get(queues::list_queues::<S>))
+        .route("/v1/queues/{queue}", get(queues::get_queue::<S>))
         .route(
             "/v1/queues/{queue}/tasks",
-            get(routes::list_tasks::<S>)
+            get(tasks::list_tasks::<S>)
                 .delete(settings::purge::<S>)
-                .merge(post(routes::post_tasks::<S>).layer(batch_body)),
+                .merge(post(tasks::post_tasks::<S>).layer(batch_body)),
         )
         .route(
             "/v1/queues/{queue}/settings",
@@ -67,23 +65,23 @@ pub fn app<S: Store>(state: AppState<S>) -> Router {
         .route("/v1/queues/{queue}/resume", post(settings::resume::<S>))
         .route(
             "/v1/queues/{queue}/tasks/{key}",
-            put(routes::put_task::<S>).get(routes::get_task::<S>).delete(routes::delete_task::<S>),
+            put(tasks::put_task::<S>).get(tasks::get_task::<S>).delete(tasks::delete_task::<S>),
         )
-        .route("/v1/queues/{queue}/tags/{tag}", delete(routes::cancel_tag::<S>))
-        .route(LEASE_ROUTE, post(routes::lease::<S>))
-        .route("/v1/leases/{lease_id}/ack", post(routes::ack::<S>))
-        .route("/v1/leases/{lease_id}/extend", post(routes::extend::<S>))
-        .route("/v1/acks", post(routes::acks::<S>).layer(batch_body))
-        .route("/v1/queues/{queue}/activity", get(routes::activity::<S>))
-        .route("/v1/queues/{queue}/dead", get(routes::list_dead::<S>))
-        .route("/v1/queues/{queue}/dead/retry", post(routes::retry_dead_many::<S>).layer(batch_body))
-        .route("/v1/queues/{queue}/dead/{key}", delete(routes::delete_dead::<S>))
-        .route("/v1/queues/{queue}/dead/{key}/retry", post(routes::retry_dead::<S>))
+        .route("/v1/queues/{queue}/tags/{tag}", delete(tasks::cancel_tag::<S>))
+        .route(LEASE_ROUTE, post(leases::lease::<S>))
+        .route("/v1/leases/{lease_id}/ack", post(leases::ack::<S>))
+        .route("/v1/leases/{lease_id}/extend", post(leases::extend::<S>))
+        .route("/v1/acks", post(leases::acks::<S>).layer(batch_body))
+        .route("/v1/queues/{queue}/activity", get(queues::activity::<S>))
+        .route("/v1/queues/{queue}/dead", get(dead::list_dead::<S>))
+        .route("/v1/queues/{queue}/dead/retry", post(dead::retry_dead_many::<S>).layer(batch_body))
+        .route("/v1/queues/{queue}/dead/{key}", delete(dead::delete_dead::<S>))
+        .route("/v1/queues/{queue}/dead/{key}/retry", post(dead::retry_dead::<S>))
         .route("/healthz", get(ops::healthz))
         .route("/readyz", get(ops::readyz::<S>))
         .route("/metrics", get(ops::metrics::<S>))
         .route("/openapi.json", get(openapi::openapi_json::<S>))
-        .route("/v1/access", get(routes::access))
+        .route("/v1/access", get(ops::access))
         .route("/", get(ops::index))
         .route(DASHBOARD_JS, get(ops::dashboard_js))
         .route(DASHBOARD_CSS, get(ops::dashboard_css))

@@ -28,6 +28,7 @@
 
 mod access;
 mod actions;
+mod api;
 mod app;
 mod bodies;
 mod config;
@@ -36,12 +37,9 @@ mod error;
 mod extract;
 mod head;
 pub mod metrics;
-mod openapi;
-mod ops;
 mod prom;
 mod queues;
 mod rates;
-mod routes;
 mod server;
 mod settings;
 mod shared;

@@ -33,9 +33,9 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tower::ServiceExt;
 
+use crate::api::ops::store_answers;
 use crate::app::app;
 use crate::head::Guarded;
-use crate::ops::store_answers;
 use crate::state::AppState;
 use crate::tls::Tls;
 

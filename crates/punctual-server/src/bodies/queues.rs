@@ -115,24 +115,3 @@ impl From<crate::metrics::QueueActivity> for ActivityResponse {
         }
     }
 }
-
-/// What the calling token may do (`GET /v1/access`): the dashboard shows only the
-/// controls it allows.
-#[derive(Debug, Serialize, ToSchema)]
-pub(crate) struct AccessResponse {
-    /// Of `read`, `schedule`, `work`, `admin`; all four for a token of `tokens`, or
-    /// when the server runs without tokens.
-    pub(crate) permissions: Vec<&'static str>,
-    /// Queue name patterns the permissions hold on (`*` stands for any run of
-    /// characters; `["*"]`: every queue).
-    pub(crate) queues: Vec<String>,
-}
-
-impl AccessResponse {
-    pub(crate) fn of(grant: &crate::access::Grant) -> AccessResponse {
-        AccessResponse {
-            permissions: grant.permissions().iter().map(|p| p.name()).collect(),
-            queues: grant.queues().iter().map(|q| q.as_str().to_owned()).collect(),
-        }
-    }
-}

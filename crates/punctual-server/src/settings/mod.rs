@@ -18,7 +18,6 @@ use serde_json::{Map, Value};
 
 use crate::config::{self, QueueTable};
 
-pub(crate) mod routes;
 mod running;
 
 use crate::error::ApiError;

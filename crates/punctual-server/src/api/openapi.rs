@@ -25,11 +25,11 @@ use punctual_core::Store;
 use serde_json::{Value, json};
 use utoipa::OpenApi;
 
+use super::{dead, leases, ops, queues, settings, tasks};
 use crate::access::{self, Permission, Rule, Scope};
 use crate::bodies::{self, schema};
-use crate::settings::routes as settings;
+use crate::error;
 use crate::state::AppState;
-use crate::{error, ops, routes};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -47,23 +47,23 @@ use crate::{error, ops, routes};
         before anything changes. GET /v1/access answers the calling token's grant."
     ),
     paths(
-        routes::put_task,
-        routes::post_tasks,
-        routes::get_task,
-        routes::delete_task,
-        routes::cancel_tag,
-        routes::list_tasks,
-        routes::list_queues,
-        routes::get_queue,
-        routes::activity,
-        routes::lease,
-        routes::ack,
-        routes::acks,
-        routes::extend,
-        routes::list_dead,
-        routes::retry_dead,
-        routes::retry_dead_many,
-        routes::delete_dead,
+        tasks::put_task,
+        tasks::post_tasks,
+        tasks::get_task,
+        tasks::delete_task,
+        tasks::cancel_tag,
+        tasks::list_tasks,
+        queues::list_queues,
+        queues::get_queue,
+        queues::activity,
+        leases::lease,
+        leases::ack,
+        leases::acks,
+        leases::extend,
+        dead::list_dead,
+        dead::retry_dead,
+        dead::retry_dead_many,
+        dead::delete_dead,
         settings::get_settings,
         settings::put_settings,
         settings::patch_settings,
@@ -76,7 +76,7 @@ use crate::{error, ops, routes};
         ops::metrics,
         openapi_json,
         ops::index,
-        routes::access,
+        ops::access,
     ),
     components(schemas(
         error::ErrorBody,
@@ -126,7 +126,7 @@ use crate::{error, ops, routes};
         bodies::RetriedResponse,
         bodies::ActivityResponse,
         bodies::RecentOutcome,
-        bodies::AccessResponse,
+        ops::AccessResponse,
         ops::Status,
         ops::Overdue,
     ))

@@ -12,19 +12,18 @@
 use axum::Json;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::response::IntoResponse;
 use punctual_core::{Error, PurgeSelection, QueueChange, QueueRecord, Store};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use super::{QueueSettings, Source};
+use super::Answer;
 use crate::bodies::{CancelledResponse, schema};
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::{JsonBody, Params, QueryParams};
+use crate::settings::{DefaultsView, QueueSettings, SettingsView, Source};
 use crate::shared::ConfigQueue;
 use crate::state::AppState;
-
-type Answer = Result<Response, ApiError>;
 
 /// How often a change without `If-Match` is made again after losing a race.
 const RETRIES: usize = 5;
@@ -265,7 +264,7 @@ fn view<S: Store>(
     queue: &str,
     record: Option<&QueueRecord>,
     shown: Shown,
-) -> Result<super::SettingsView, ApiError> {
+) -> Result<SettingsView, ApiError> {
     let queue_name = punctual_core::QueueName::new(queue)?;
     if let Some(config) = state.inner.options.config_queues.get(&queue_name) {
         return Ok(config_view(&queue_name, config, record));
@@ -295,21 +294,17 @@ fn refuse_config_change<S: Store>(state: &AppState<S>, queue: &str) -> Result<()
 }
 
 /// The settings of a queue of the config file, with its pause state from `record`.
-fn config_view(
-    queue: &punctual_core::QueueName,
-    config: &ConfigQueue,
-    record: Option<&QueueRecord>,
-) -> super::SettingsView {
+fn config_view(queue: &punctual_core::QueueName, config: &ConfigQueue, record: Option<&QueueRecord>) -> SettingsView {
     let (action, concurrency, rate) = match &config.action {
         Some((kind, concurrency, rate)) => {
             (serde_json::json!({ "kind": kind }), *concurrency, rate.map(|r| r.to_string()))
         }
         None => (Value::Null, punctual_actions::ActionSpec::DEFAULT_CONCURRENCY, None),
     };
-    super::SettingsView {
+    SettingsView {
         queue: queue.to_string(),
         source: Source::Config,
-        defaults: super::DefaultsView {
+        defaults: DefaultsView {
             max_attempts: config.defaults.max_attempts,
             backoff: config.defaults.backoff,
             repeat: config.defaults.repeat.clone(),

@@ -1,7 +1,8 @@
 //! Operations endpoints: `/healthz` (the process answers), `/readyz` (this node can
 //! serve: the store answers and the server is not stopping), `/metrics` (Prometheus
-//! text, see `prom`), `/openapi.json`, and the dashboard at `/` with its two assets,
-//! embedded in the binary (`dashboard/`: no build step, no CDN).
+//! text, see `prom`), `/v1/access` (what the calling token may do), and the dashboard
+//! at `/` with its two assets, embedded in the binary (`dashboard/`: no build step, no
+//! CDN). `/openapi.json` is served by `openapi`, which describes these.
 //!
 //! Invariants: readiness depends on this node only, never on a queue's backlog — a
 //! queue nobody drains is the same on every node sharing the store, so making it
@@ -14,17 +15,18 @@
 //! data) leaves the server ready — it serves on under the store's new identity — with
 //! the latest such reset as the body's `reason`, until the server restarts.
 
-use axum::Json;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
 use punctual_core::{Engine, Store};
 use serde::Serialize;
 use utoipa::ToSchema;
 
+use crate::access::Grant;
 use crate::error::{ApiError, ErrorBody, ErrorCode, ErrorDetail};
 use crate::prom;
-use crate::shared::Readiness;
+use crate::shared::{Caller, Readiness};
 use crate::state::AppState;
 
 /// The body of `/healthz` and `/readyz`.
@@ -164,20 +166,50 @@ pub(crate) async fn metrics<S: Store>(State(state): State<AppState<S>>) -> Resul
     summary = "The dashboard: the page itself needs no token; each of its data calls sends the one typed in it",
     responses((status = 200, description = "HTML", content_type = "text/html")))]
 pub(crate) async fn index() -> Response {
-    asset("text/html; charset=utf-8", include_str!("dashboard/index.html"))
+    asset("text/html; charset=utf-8", include_str!("../dashboard/index.html"))
 }
 
 /// The dashboard's script.
 pub(crate) async fn dashboard_js() -> Response {
-    asset("text/javascript; charset=utf-8", include_str!("dashboard/app.js"))
+    asset("text/javascript; charset=utf-8", include_str!("../dashboard/app.js"))
 }
 
 /// The dashboard's style sheet.
 pub(crate) async fn dashboard_css() -> Response {
-    asset("text/css; charset=utf-8", include_str!("dashboard/style.css"))
+    asset("text/css; charset=utf-8", include_str!("../dashboard/style.css"))
 }
 
 /// An embedded file; revalidated on each load, since a new binary may bring a new one.
 fn asset(content_type: &'static str, body: &'static str) -> Response {
     ([(header::CONTENT_TYPE, content_type), (header::CACHE_CONTROL, "no-cache")], body).into_response()
+}
+
+/// What the calling token may do (`GET /v1/access`): the dashboard shows only the
+/// controls it allows.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct AccessResponse {
+    /// Of `read`, `schedule`, `work`, `admin`; all four for a token of `tokens`, or
+    /// when the server runs without tokens.
+    permissions: Vec<&'static str>,
+    /// Queue name patterns the permissions hold on (`*` stands for any run of
+    /// characters; `["*"]`: every queue).
+    queues: Vec<String>,
+}
+
+impl AccessResponse {
+    fn of(grant: &Grant) -> AccessResponse {
+        AccessResponse {
+            permissions: grant.permissions().iter().map(|p| p.name()).collect(),
+            queues: grant.queues().iter().map(|q| q.as_str().to_owned()).collect(),
+        }
+    }
+}
+
+#[utoipa::path(get, path = "/v1/access", tag = "operations",
+    summary = "What the calling token may do: its permissions and the queue patterns they hold on",
+    description = "Any valid token may ask. A token of tokens (or a server without tokens) has every permission \
+        on [\"*\"]. The dashboard shows only the controls this allows.",
+    responses((status = 200, body = AccessResponse)))]
+pub(crate) async fn access(Extension(caller): Caller) -> Json<AccessResponse> {
+    Json(AccessResponse::of(&caller))
 }

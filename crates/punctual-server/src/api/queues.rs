@@ -1,0 +1,76 @@
+//! The queue routes: every queue with its counts (only those the caller may read),
+//! one queue's detail (overdue, fire lag), and its recent activity for the dashboard.
+
+use axum::extract::State;
+use axum::response::IntoResponse;
+use axum::{Extension, Json};
+use punctual_core::Store;
+use punctual_core::store::QueueStats;
+
+use super::Answer;
+use crate::access::Permission;
+use crate::bodies::schema;
+use crate::bodies::{ActivityResponse, LagMs, QueueDetail, QueueListResponse, QueueSummary};
+use crate::error::ErrorBody;
+use crate::extract::Params;
+use crate::shared::Caller;
+use crate::state::AppState;
+
+#[utoipa::path(get, path = "/v1/queues", tag = "queues",
+    summary = "Every queue holding a task, every queue of the config file and every queue with settings or paused \
+        (zero counts while it holds none)",
+    responses((status = 200, body = QueueListResponse)))]
+pub(crate) async fn list_queues<S: Store>(State(state): State<AppState<S>>, Extension(caller): Caller) -> Answer {
+    let engine = &state.inner.engine;
+    let mut stats = state.inner.declared.with_counts(engine.stats(None).await?);
+    // A queue given settings or paused through the API is listed before its first task.
+    let records = engine.watch_queue_records().borrow().clone();
+    for record in records.iter().filter(|r| r.settings.is_some() || r.paused) {
+        if let Err(at) = stats.binary_search_by(|s| s.name.as_str().cmp(record.queue.as_str())) {
+            stats.insert(at, QueueStats::new(record.queue.clone(), 0, 0, 0, None));
+        }
+    }
+    // A scoped token sees only the queues it may read.
+    let queues = stats
+        .into_iter()
+        .filter(|s| caller.may(Permission::Read, s.name.as_str()))
+        .map(|s| {
+            let paused = engine.is_paused(&s.name);
+            QueueSummary::new(s, paused)
+        })
+        .collect();
+    Ok(Json(QueueListResponse { queues }).into_response())
+}
+
+#[utoipa::path(get, path = "/v1/queues/{queue}", tag = "queues",
+    summary = "One queue's counts, overdue time and recent fire lag (zero counts when unknown)",
+    params(("queue" = schema::QueueName, Path)),
+    responses((status = 200, body = QueueDetail), (status = 400, description = "Invalid queue", body = ErrorBody)))]
+pub(crate) async fn get_queue<S: Store>(State(state): State<AppState<S>>, params: Params) -> Answer {
+    let name = params.get("queue");
+    let engine = &state.inner.engine;
+    let stats = engine.stats(Some(name)).await?;
+    let queue = punctual_core::QueueName::new(name)?;
+    let stats = stats.into_iter().next().unwrap_or_else(|| QueueStats::new(queue.clone(), 0, 0, 0, None));
+    let summary = QueueSummary::new(stats, engine.is_paused(&queue));
+    let now = engine.clock().now();
+    let oldest_overdue_ms = summary
+        .next_due_at
+        .filter(|due| *due <= now)
+        .map_or(0, |due| u64::try_from(now.saturating_since(due).as_millis()).unwrap_or(u64::MAX));
+    let lag = state.inner.metrics.recent_lag(&punctual_core::QueueName::new(name)?);
+    let lag_ms = LagMs { p50: lag.map(|l| l.p50_ms), p99: lag.map(|l| l.p99_ms) };
+    Ok(Json(QueueDetail { summary, oldest_overdue_ms, lag_ms }).into_response())
+}
+
+#[utoipa::path(get, path = "/v1/queues/{queue}/activity", tag = "queues",
+    summary = "Recent outcomes (bounded history, newest first) and leases per 10 s over the last 15 min",
+    description = "Kept in memory by this server for the dashboard: at most 100 outcomes per queue, lost on \
+        restart, and only of leases this server handed out or reaped. An unknown queue answers empty lists.",
+    params(("queue" = schema::QueueName, Path)),
+    responses((status = 200, body = ActivityResponse), (status = 400, description = "Invalid queue", body = ErrorBody)))]
+pub(crate) async fn activity<S: Store>(State(state): State<AppState<S>>, params: Params) -> Answer {
+    let queue = punctual_core::QueueName::new(params.get("queue"))?;
+    let activity = state.inner.metrics.activity(&queue, state.inner.engine.clock().now());
+    Ok(Json(ActivityResponse::from(activity)).into_response())
+}

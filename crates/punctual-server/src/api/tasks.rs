@@ -1,0 +1,168 @@
+//! The task routes (API.md "Scheduling"): schedule one task or a batch, read, list
+//! and cancel tasks, one by one or by tag.
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
+use punctual_core::store::ScheduleOutcome;
+use punctual_core::{ListOptions, QueueName, Store, TaskState};
+
+use super::{Answer, echoed};
+use crate::bodies::schema;
+use crate::bodies::{
+    BatchBody, BatchResponse, BatchResult, CancelledResponse, ListQuery, ScheduleResponse, TaskBody, TaskList,
+    check_batch_size,
+};
+use crate::error::{ApiError, ErrorBody};
+use crate::extract::{JsonBody, Params, QueryParams, from_value};
+use crate::state::AppState;
+
+#[utoipa::path(put, path = "/v1/queues/{queue}/tasks/{key}", tag = "tasks",
+    summary = "Create or update one task",
+    params(("queue" = schema::QueueName, Path), ("key" = schema::TaskKey, Path)),
+    request_body(content = schema::TaskBody, description = "A JSON body is required: {} is a task due now with no payload"),
+    responses(
+        (status = 201, description = "Created", body = ScheduleResponse),
+        (status = 200, description = "Replaced or kept", body = ScheduleResponse),
+        (status = 400, description = "Invalid input; the field names what to fix", body = ErrorBody),
+        (status = 404, description = "strict_queues: the config file declares no such queue (the message names the nearest)", body = ErrorBody),
+        (status = 409, description = "Exists and if_exists is error", body = ErrorBody),
+        (status = 413, description = "The payload or the body is too large", body = ErrorBody)))]
+pub(crate) async fn put_task<S: Store>(
+    State(state): State<AppState<S>>,
+    params: Params,
+    JsonBody(body): JsonBody<TaskBody, true>,
+) -> Answer {
+    let (queue, key) = (params.get("queue"), params.get("key"));
+    state.schedulable(queue)?;
+    if body.key.as_deref().is_some_and(|k| k != key) {
+        return Err(ApiError::invalid("key", "the body's key differs from the key in the path; leave it out"));
+    }
+    let spec = body.into_spec()?;
+    state.check_target(queue, &spec)?;
+    let scheduled = state.inner.engine.schedule(queue, key, spec).await?;
+    let status = if scheduled.outcome == ScheduleOutcome::Created { StatusCode::CREATED } else { StatusCode::OK };
+    Ok((status, Json(ScheduleResponse { outcome: scheduled.outcome, task: scheduled.task })).into_response())
+}
+
+#[utoipa::path(post, path = "/v1/queues/{queue}/tasks", tag = "tasks",
+    summary = "Create or update many tasks; each item is stored or refused on its own",
+    params(("queue" = schema::QueueName, Path)),
+    request_body = schema::BatchBody,
+    responses(
+        (status = 200, description = "One result per item, in order", body = BatchResponse),
+        (status = 400, description = "Not a batch, or more items than the limit (field tasks)", body = ErrorBody),
+        (status = 413, description = "The body is too large", body = ErrorBody)))]
+pub(crate) async fn post_tasks<S: Store>(
+    State(state): State<AppState<S>>,
+    params: Params,
+    JsonBody(body): JsonBody<BatchBody>,
+) -> Answer {
+    let queue = params.get("queue");
+    QueueName::new(queue)?;
+    let undeclared = state.schedulable(queue).err();
+    check_batch_size("tasks", body.tasks.len(), state.inner.engine.limits().max_batch)?;
+    let mut results: Vec<BatchResult> = Vec::with_capacity(body.tasks.len());
+    let mut valid = Vec::with_capacity(body.tasks.len());
+    let mut positions = Vec::with_capacity(body.tasks.len());
+    for (i, value) in body.tasks.into_iter().enumerate() {
+        let key = echoed(&value, "key");
+        if let Some(e) = &undeclared {
+            results.push(BatchResult { key, outcome: None, error: Some(e.detail()) });
+            continue;
+        }
+        let parsed = from_value::<TaskBody>(value).and_then(|item| {
+            let key = item.key.clone().ok_or_else(|| ApiError::invalid("key", "each task of a batch needs its key"))?;
+            let spec = item.into_spec()?;
+            state.check_target(queue, &spec)?;
+            Ok((key, spec))
+        });
+        match parsed {
+            Ok(item) => {
+                valid.push(item);
+                positions.push(i);
+                results.push(BatchResult { key, outcome: None, error: None });
+            }
+            Err(e) => {
+                let error = Some(e.within(&format!("tasks[{i}]")).detail());
+                results.push(BatchResult { key, outcome: None, error });
+            }
+        }
+    }
+    let written = state.inner.engine.schedule_many(queue, valid).await?;
+    for (i, result) in positions.into_iter().zip(written) {
+        match result {
+            Ok(scheduled) => results[i].outcome = Some(scheduled.outcome),
+            Err(e) => results[i].error = Some(ApiError::from(e).within(&format!("tasks[{i}]")).detail()),
+        }
+    }
+    Ok(Json(BatchResponse { results }).into_response())
+}
+
+#[utoipa::path(get, path = "/v1/queues/{queue}/tasks/{key}", tag = "tasks", summary = "One task",
+    params(("queue" = schema::QueueName, Path), ("key" = schema::TaskKey, Path)),
+    responses((status = 200, body = schema::Task),
+              (status = 400, description = "Invalid queue or key", body = ErrorBody),
+              (status = 404, description = "No such task", body = ErrorBody)))]
+pub(crate) async fn get_task<S: Store>(State(state): State<AppState<S>>, params: Params) -> Answer {
+    let (queue, key) = (params.get("queue"), params.get("key"));
+    match state.inner.engine.get(queue, key).await? {
+        Some(task) => Ok(Json(task).into_response()),
+        None => Err(ApiError::NotFound(format!("no task '{key}' in queue '{queue}'"))),
+    }
+}
+
+#[utoipa::path(delete, path = "/v1/queues/{queue}/tasks/{key}", tag = "tasks",
+    summary = "Cancel a task in any state (a leased one neither retries nor repeats)",
+    params(("queue" = schema::QueueName, Path), ("key" = schema::TaskKey, Path)),
+    responses((status = 204, description = "Cancelled"),
+              (status = 400, description = "Invalid queue or key", body = ErrorBody),
+              (status = 404, description = "No such task", body = ErrorBody)))]
+pub(crate) async fn delete_task<S: Store>(State(state): State<AppState<S>>, params: Params) -> Answer {
+    let (queue, key) = (params.get("queue"), params.get("key"));
+    if state.inner.engine.cancel(queue, key).await? {
+        Ok(StatusCode::NO_CONTENT.into_response())
+    } else {
+        Err(ApiError::NotFound(format!("no task '{key}' in queue '{queue}'")))
+    }
+}
+
+#[utoipa::path(delete, path = "/v1/queues/{queue}/tags/{tag}", tag = "tasks",
+    summary = "Cancel every task of the queue carrying the tag",
+    params(("queue" = schema::QueueName, Path), ("tag" = schema::TagName, Path)),
+    responses((status = 200, body = CancelledResponse),
+              (status = 400, description = "Invalid queue or tag", body = ErrorBody)))]
+pub(crate) async fn cancel_tag<S: Store>(State(state): State<AppState<S>>, params: Params) -> Answer {
+    let cancelled = state.inner.engine.cancel_tag(params.get("queue"), params.get("tag")).await?;
+    Ok(Json(CancelledResponse { cancelled }).into_response())
+}
+
+#[utoipa::path(get, path = "/v1/queues/{queue}/tasks", tag = "tasks", summary = "Tasks in due order",
+    params(("queue" = schema::QueueName, Path),
+           ("state" = Option<schema::TaskState>, Query, description = "Only tasks in this state"),
+           ("tag" = Option<schema::TagName>, Query, description = "Only tasks carrying this tag (with state: both)"),
+           ("limit" = Option<u32>, Query, minimum = 1, maximum = 1000, description = "Tasks per page, default 100"),
+           ("cursor" = Option<String>, Query, description = "next_cursor of the previous page")),
+    responses((status = 200, body = TaskList),
+              (status = 400, description = "Invalid queue, state, tag, limit or cursor", body = ErrorBody)))]
+pub(crate) async fn list_tasks<S: Store>(
+    State(state): State<AppState<S>>,
+    params: Params,
+    QueryParams(query): QueryParams<ListQuery>,
+) -> Answer {
+    let task_state = query.state.as_deref().filter(|s| !s.is_empty()).map(TaskState::parse).transpose()?;
+    list(&state, params.get("queue"), task_state, &query).await
+}
+
+pub(super) async fn list<S: Store>(
+    state: &AppState<S>,
+    queue: &str,
+    task_state: Option<TaskState>,
+    query: &ListQuery,
+) -> Answer {
+    let options =
+        ListOptions::default().state(task_state).tag(query.tag()).limit(query.limit()?).cursor(query.cursor());
+    let page = state.inner.engine.list(queue, options).await?;
+    Ok(Json(TaskList { tasks: page.tasks, next_cursor: page.next_cursor }).into_response())
+}
