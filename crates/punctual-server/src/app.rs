@@ -26,8 +26,8 @@ use axum::routing::{delete, get, post, put};
 use futures_util::FutureExt;
 use punctual_core::Store;
 
-use crate::access::{self, DASHBOARD_CSS, DASHBOARD_JS, Grant, Rule, Scope};
 use crate::api::{dead, leases, openapi, ops, queues, settings, tasks};
+use crate::config::access::{self, DASHBOARD_CSS, DASHBOARD_JS, Grant, Rule, Scope};
 use crate::error::ApiError;
 use crate::state::AppState;
 

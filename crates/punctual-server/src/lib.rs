@@ -5,29 +5,34 @@
 //! [`AppState`], without a socket, or serve it on their own listener with
 //! [`serve_on`].
 //!
-//! Layout: `config` (flags and the TOML file, two stages), `actions` (the action
-//! tables of the file, validated into `punctual_actions` specs), `app` (the router and its
-//! middleware: auth, timeouts, limits), `routes` (one handler per route), `api`
-//! (request and response bodies, validation), `extract` (reading requests), `error`
-//! (the one mapping to the error body), `delivery` (leases a client never received are
-//! released), `ops` (health, readiness, metrics, OpenAPI, the dashboard), `prom` (the
-//! Prometheus text of `/metrics`), `server` (the socket and graceful
-//! shutdown), `tls` (HTTPS: the certificate and its reload on SIGHUP), `head` (request
-//! heads too large for hyper, answered in the error body),
-//! `rates` (push actions' rate limits counted in Redis), `queues` (the config file's
-//! queues: listed, with `strict_queues` the only ones served; no leases on push queues).
+//! Layout, in layers: each module imports only those of lower layers (checked by the
+//! test `module_graph`).
+//! - leaves: `error` (the one mapping to the error body), `extract` (reading
+//!   requests), `metrics` (counted from the engine's events) and `prom` (their
+//!   Prometheus text), `delivery` (leases a client never received are released),
+//!   `head` (request heads too large for hyper, answered in the error body), `tls`
+//!   (HTTPS: the certificate and its reload on SIGHUP), `rates` (push actions' rate
+//!   limits counted in Redis);
+//! - `bodies`: the API's request and response bodies, their validation and their
+//!   OpenAPI schemas;
+//! - `config`: flags, the TOML file (two stages), access rules, action tables, the
+//!   declared queues and queue settings set through the API;
+//! - `shared`: the words the layers above share (`HttpOptions`, who is calling);
+//! - `state`: what every handler shares;
+//! - `api`: the handlers, one file per resource, and the OpenAPI document; `workers`:
+//!   the push workers of the config file's queues and of those set through the API;
+//! - `app`: the router and its middleware (auth, timeouts, limits); `server`: the
+//!   socket and graceful shutdown; this file: start-up and the backend's `match`.
 //!
 //! The server is generic over the [`Store`]; [`serve`] picks the backend with one
 //! `match`: the embedded store or Redis (one server or a Cluster).
 //!
-//! Push actions: each queue with an action gets its own core [`Worker`] (concurrency =
+//! Push actions: each queue with an action gets its own core [`Worker`](punctual_core::Worker) (concurrency =
 //! the action's), so a slow receiver holds only its own queue's slots; on Redis a
 //! queue's `rate` is counted in Redis, so it holds across every server (`rates`). On
 //! shutdown the HTTP side stops first, then the workers (running deliveries get the
 //! grace period), then the engine.
 
-mod access;
-mod actions;
 mod api;
 mod app;
 mod bodies;
@@ -38,25 +43,24 @@ mod extract;
 mod head;
 pub mod metrics;
 mod prom;
-mod queues;
 mod rates;
 mod server;
-mod settings;
 mod shared;
 mod state;
 mod tls;
+mod workers;
 
 use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::Context;
-use punctual_actions::{Action, RateSlots, Runtime};
-use punctual_core::{Clock, Engine, Lane, RunningWorker, Store, SystemClock, Worker};
+use punctual_actions::RateSlots;
+use punctual_core::{Clock, Engine, Store, SystemClock};
 use punctual_redis::{RedisConfig, RedisStore, Target, redacted};
 use punctual_sqlite::SqliteStore;
 
-pub use access::{AccessToken, Permission, QueuePattern};
 pub use app::app;
+pub use config::access::{AccessToken, Permission, QueuePattern};
 pub use config::{ConfigError, ServeArgs};
 pub use server::serve_on;
 pub use shared::HttpOptions;
@@ -129,10 +133,6 @@ pub fn check_config_text(path: &Path, text: &str) -> Result<ConfigSummary, Confi
     })
 }
 
-/// The running workers of the push actions, each action by queue, and the runtime
-/// they run in (the actions of queues set through the API run in it too).
-type StartedActions = (Vec<RunningWorker>, Vec<(String, Action)>, Runtime);
-
 /// What a store that many servers share gives besides itself: the time they agree on,
 /// and the rate-limit slots of its queues. `None`: the system clock, rates counted in
 /// this process (the embedded store, one process).
@@ -140,52 +140,6 @@ type StartedActions = (Vec<RunningWorker>, Vec<(String, Action)>, Runtime);
 struct Sharing {
     clock: Option<Arc<dyn Clock>>,
     rates: Option<Arc<dyn RateSlots>>,
-}
-
-/// Starts one worker per queue with an action; on an error, stops those it started.
-async fn start_actions<S: Store>(
-    engine: &Engine<S>,
-    settings: &Settings,
-    clock: Arc<dyn Clock>,
-    rates: Option<Arc<dyn RateSlots>>,
-) -> anyhow::Result<StartedActions> {
-    let mut runtime = Runtime::with_egress(clock, settings.egress.clone())
-        .context("cannot set up the actions")?
-        .sign_targets_with(settings.targets_secret.clone());
-    if let Some(rates) = rates {
-        runtime = runtime.shared_rates(rates);
-    }
-    let mut workers = Vec::new();
-    let mut actions = Vec::new();
-    for (queue, spec) in &settings.actions {
-        let started = Action::build(spec, &runtime)
-            .with_context(|| format!("cannot build the action of queue {queue}"))
-            .and_then(|action| {
-                tracing::info!(queue = %queue, kind = action.kind(), concurrency = spec.concurrency, "push action ready");
-                actions.push((queue.to_string(), action.clone()));
-                // Its tasks with a target are delivered to their target, sharing the
-                // action's concurrency and rate.
-                Worker::new(engine.clone())
-                    .handle(queue.as_str(), action)
-                    .concurrency(queue.as_str(), spec.concurrency)
-                    .lanes(queue.as_str(), &Lane::ALL)
-                    .grace(settings.grace_period)
-                    .start()
-                    .with_context(|| format!("cannot start the worker of queue {queue}"))
-            });
-        match started {
-            Ok(worker) => workers.push(worker),
-            Err(e) => {
-                stop_workers(workers).await;
-                return Err(e);
-            }
-        }
-    }
-    Ok((workers, actions, runtime))
-}
-
-async fn stop_workers(workers: Vec<RunningWorker>) {
-    futures_util::future::join_all(workers.into_iter().map(RunningWorker::shutdown)).await;
 }
 
 /// Serves on `store`, with what it shares with other servers (Redis' time and rates).
@@ -223,10 +177,10 @@ async fn run<S: Store>(store: S, sharing: Sharing, settings: &Settings, tls: Opt
         }
     };
     let stop_api_queues = tokio_util::sync::CancellationToken::new();
-    let (workers, api_queues) = match start_actions(&engine, settings, clock, sharing.rates).await {
+    let (workers, api_queues) = match workers::start_config_actions(&engine, settings, clock, sharing.rates).await {
         Ok((workers, actions, runtime)) => {
             state.show_actions(actions.clone());
-            let api_queues = settings::ApiQueues::new(state.clone(), runtime, settings.grace_period, actions);
+            let api_queues = workers::ApiQueues::new(state.clone(), runtime, settings.grace_period, actions);
             (workers, tokio::spawn(api_queues.follow(stop_api_queues.clone())))
         }
         Err(e) => {
@@ -251,7 +205,7 @@ async fn run<S: Store>(store: S, sharing: Sharing, settings: &Settings, tls: Opt
         let _ = reloads.await;
     }
     let _ = api_queues.await;
-    stop_workers(workers).await;
+    workers::stop_workers(workers).await;
     server::stop_engine(&engine).await
 }
 

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use punctual_core::{QueueDefaults, QueueName};
 
-use crate::access::{AccessToken, Grant};
+use crate::config::access::{AccessToken, Grant};
 use crate::config::{self, Settings};
 
 /// HTTP-level settings of the app (the engine's own limits live in its config).

@@ -1,5 +1,5 @@
 //! What every handler shares: the engine, the lease-id codec, the tokens and their
-//! grants (kept as digests, see `access`), the HTTP limits, the declared queues and
+//! grants (kept as digests, see `config::access`), the HTTP limits, the declared queues and
 //! push actions, and the shutdown signal.
 
 use std::sync::{Arc, Mutex, OnceLock};
@@ -7,10 +7,10 @@ use std::sync::{Arc, Mutex, OnceLock};
 use punctual_core::{Engine, QueueName, Store, TokenCodec};
 use tokio_util::sync::CancellationToken;
 
-use crate::access::Auth;
+use crate::config::access::Auth;
+use crate::config::declared::{Declared, push_refusal};
 use crate::error::ApiError;
 use crate::metrics::{Metrics, MetricsSnapshot, QueueActivity};
-use crate::queues::{Declared, push_refusal};
 use crate::shared::{HttpOptions, Readiness};
 
 /// The state of [`app`](crate::app). Cheap to clone.
@@ -97,7 +97,7 @@ impl<S: Store> AppState<S> {
         &self.inner.shutdown
     }
 
-    /// `Ok` when tasks may be scheduled to `queue` (see `queues`).
+    /// `Ok` when tasks may be scheduled to `queue` (see `config::declared`).
     pub(crate) fn schedulable(&self, queue: &str) -> Result<(), ApiError> {
         self.inner.declared.check(queue)
     }
@@ -118,7 +118,7 @@ impl<S: Store> AppState<S> {
     /// address the egress policy refuses (a name is checked at every connection).
     pub(crate) fn check_target(&self, queue: &str, spec: &punctual_core::TaskSpec) -> Result<(), ApiError> {
         let Some(target) = &spec.target else { return Ok(()) };
-        if crate::settings::refuses_targets(&self.inner.engine, queue) {
+        if crate::config::settings::refuses_targets(&self.inner.engine, queue) {
             return Err(ApiError::invalid(
                 "target",
                 format!("queue '{queue}' refuses tasks with a target (its settings say \"targets\": false)"),

@@ -10,12 +10,12 @@ use axum::{Extension, Json};
 use punctual_core::Store;
 
 use super::{Answer, echoed};
-use crate::access::Permission;
 use crate::bodies::schema;
 use crate::bodies::{
     AckBody, AckItem, AckResult, AcksBody, AcksResponse, ExtendBody, ExtendResponse, LeaseBody, LeaseItem,
     LeaseResponse, check_batch_size,
 };
+use crate::config::access::Permission;
 use crate::delivery::{DeliveryBody, Undelivered};
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::{JsonBody, Params, from_value};

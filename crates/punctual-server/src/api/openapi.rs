@@ -4,7 +4,7 @@
 //!
 //! What [`document`] adds, each in one place instead of on every handler:
 //! - auth: with tokens, the bearer scheme, and `401` on every operation that needs one
-//!   (all but those of [`crate::access::is_open`]); without tokens, no `security` at all;
+//!   (all but those of [`crate::config::access::is_open`]); without tokens, no `security` at all;
 //! - scoped access: with tokens, `403` on every operation that needs a permission, and
 //!   the permission (from `access::rule`, the one table the server enforces) at the
 //!   end of its description;
@@ -26,8 +26,8 @@ use serde_json::{Value, json};
 use utoipa::OpenApi;
 
 use super::{dead, leases, ops, queues, settings, tasks};
-use crate::access::{self, Permission, Rule, Scope};
 use crate::bodies::{self, schema};
+use crate::config::access::{self, Permission, Rule, Scope};
 use crate::error;
 use crate::state::AppState;
 
@@ -249,4 +249,30 @@ fn shared_responses() -> Value {
         "Unavailable": error("The store is unavailable, the server is stopping, or the request did not complete \
             in time; retry later"),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::http::Method;
+
+    use super::*;
+
+    #[test]
+    fn every_route_of_the_openapi_document_has_a_rule() {
+        let doc = document(Served { tokens: true, max_batch: 10 });
+        let mut seen = 0;
+        for (path, item) in doc["paths"].as_object().unwrap() {
+            for method in item.as_object().unwrap().keys() {
+                let method: Method = method.to_uppercase().parse().unwrap();
+                let found = access::rule(&method, path);
+                assert!(found.is_some(), "{method} {path} has no access rule");
+                let open = access::is_open(path);
+                assert_eq!(found == Some(Rule::Open), open, "{method} {path}: open routes and open rules agree");
+                seen += 1;
+            }
+        }
+        assert!(seen >= 30, "{seen} operations");
+        assert_eq!(access::rule(&Method::HEAD, "/v1/queues"), access::rule(&Method::GET, "/v1/queues"));
+        assert_eq!(access::rule(&Method::POST, "/v1/queues"), None);
+    }
 }

@@ -23,7 +23,7 @@ use punctual_core::{Engine, Store};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::access::Grant;
+use crate::config::access::Grant;
 use crate::error::{ApiError, ErrorBody, ErrorCode, ErrorDetail};
 use crate::prom;
 use crate::shared::{Caller, Readiness};

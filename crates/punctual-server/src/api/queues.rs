@@ -8,9 +8,9 @@ use punctual_core::Store;
 use punctual_core::store::QueueStats;
 
 use super::Answer;
-use crate::access::Permission;
 use crate::bodies::schema;
 use crate::bodies::{ActivityResponse, LagMs, QueueDetail, QueueListResponse, QueueSummary};
+use crate::config::access::Permission;
 use crate::error::ErrorBody;
 use crate::extract::Params;
 use crate::shared::Caller;

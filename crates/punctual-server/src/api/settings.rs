@@ -19,9 +19,9 @@ use serde_json::{Map, Value};
 
 use super::Answer;
 use crate::bodies::{CancelledResponse, schema};
+use crate::config::settings::{DefaultsView, QueueSettings, SettingsView, Source};
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::{JsonBody, Params, QueryParams};
-use crate::settings::{DefaultsView, QueueSettings, SettingsView, Source};
 use crate::shared::ConfigQueue;
 use crate::state::AppState;
 
@@ -194,7 +194,7 @@ pub(crate) async fn purge<S: Store>(
 }
 
 /// Applies new task defaults on this node at once, so a schedule sent here after the
-/// answer takes them (other nodes follow within a second, through `running`).
+/// answer takes them (other nodes follow within a second, through `workers`).
 fn apply_defaults<S: Store>(
     state: &AppState<S>,
     queue: &str,

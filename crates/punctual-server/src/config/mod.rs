@@ -1,5 +1,10 @@
-//! The server's settings: flags of `punctual serve`, the TOML file of API.md's "Server
-//! configuration", and built-in defaults, in that order of precedence.
+//! Everything the server is configured with: flags of `punctual serve`, the TOML file
+//! of API.md's "Server configuration", and built-in defaults, in that order of
+//! precedence; the access rules; and the queue settings set through the API at run
+//! time, validated as the file's queue tables are.
+//!
+//! Invariant: nothing here imports the state, the handlers or the router; they are
+//! built on top of it.
 //!
 //! The file is read in two stages (STYLE.md): serde reads it into raw structs that
 //! mirror the file (`deny_unknown_fields`: an unknown key is an error, not ignored),
@@ -19,13 +24,18 @@
 //! This module owns the validated [`Settings`], [`ConfigError`] and the entry points
 //! (`load`, `settings`, `unreadable`); `flags` holds `ServeArgs` and its `--help`,
 //! `raw` the structs of the file as typed, `validate` the merge of flags, file and
-//! defaults, `queues` the `[queues]` and `[egress]` tables, and `access` the
-//! `[[access]]` tables of scoped tokens.
+//! defaults, `queues` the `[queues]` and `[egress]` tables, `actions` the action
+//! tables, `access` the `[[access]]` tables of scoped tokens with the grants and the
+//! permission every route needs, `declared` the queues the file declares (and what is
+//! refused on the others), and `settings` a queue's settings given through the API.
 
-mod access;
+pub(crate) mod access;
+mod actions;
+pub(crate) mod declared;
 mod flags;
 mod queues;
 mod raw;
+pub(crate) mod settings;
 mod validate;
 
 use std::collections::HashMap;
@@ -74,7 +84,7 @@ pub(crate) struct Settings {
     /// Tokens that may do everything.
     pub(crate) tokens: Vec<String>,
     /// Scoped tokens (`[[access]]`).
-    pub(crate) access: Vec<crate::access::AccessToken>,
+    pub(crate) access: Vec<access::AccessToken>,
     pub(crate) log_format: LogFormat,
     pub(crate) grace_period: Duration,
     pub(crate) request_timeout: Duration,

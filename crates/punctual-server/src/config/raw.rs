@@ -8,7 +8,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use super::LogFormat;
-use crate::actions::RawAction;
+use super::actions::RawAction;
 use crate::extract::ApiDuration;
 
 /// The file as written.

@@ -11,7 +11,7 @@ use punctual_actions::EgressPolicy;
 use punctual_core::Limits;
 use toml::Spanned;
 
-use super::access::access_tokens;
+use super::access::{access_tokens, check_token};
 use super::queues::{QueueTables, egress_policy, queue_tables};
 use super::raw::{RawConfig, RawRedis};
 use super::{Backend, ConfigError, RedisSettings, ServeArgs, Settings};
@@ -306,16 +306,6 @@ fn backend_of(url: &str) -> Result<Backend, String> {
             punctual_redis::redacted(url)
         ))
     }
-}
-
-pub(super) fn check_token(token: &str) -> Result<(), String> {
-    if token.is_empty() {
-        return Err("a token cannot be empty".into());
-    }
-    if token.bytes().any(|b| !b.is_ascii_graphic()) {
-        return Err("a token is printable ASCII without spaces (it travels in an HTTP header)".into());
-    }
-    Ok(())
 }
 
 #[cfg(test)]

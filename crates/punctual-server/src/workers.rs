@@ -1,4 +1,6 @@
-//! Queues whose settings were set through the API, put to work on this node: task
+//! The push workers this node runs: one per queue of the config file with an action,
+//! started once at start-up ([`start_config_actions`]), and those of the queues whose
+//! settings were set through the API ([`ApiQueues`]), put to work on this node: task
 //! defaults applied to new tasks, and a push worker per queue with an action — started,
 //! re-tuned (a new action, concurrency or rate) and stopped as the stored settings
 //! change. Every node follows the store's records (the engine reads them every
@@ -12,24 +14,24 @@
 //! of its settings if it has any. That worker is never listed as the queue's action, so
 //! pull workers still lease the queue's other tasks.
 //!
-//! Invariants: queues of the config file are never touched here (their settings come
-//! from the file, their workers are started once at start-up); a worker being replaced
-//! stops leasing first and its running deliveries get the grace period, so deliveries
-//! of one queue never run under two settings at once for longer than that; settings
-//! that no longer validate (an environment variable they name went away) leave the
-//! queue as it runs, with one error logged per version.
+//! Invariants: queues of the config file are never touched by [`ApiQueues`] (their
+//! settings come from the file, their workers are started once at start-up); a worker
+//! being replaced stops leasing first and its running deliveries get the grace period,
+//! so deliveries of one queue never run under two settings at once for longer than
+//! that; settings that no longer validate (an environment variable they name went
+//! away) leave the queue as it runs, with one error logged per version.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
-use std::collections::BTreeSet;
-
-use punctual_actions::{Action, Rate, Runtime};
-use punctual_core::{Lane, QueueName, QueueRecord, RunningWorker, Store, Worker};
+use anyhow::Context;
+use punctual_actions::{Action, Rate, RateSlots, Runtime};
+use punctual_core::{Clock, Engine, Lane, QueueName, QueueRecord, RunningWorker, Store, Worker};
 use tokio_util::sync::CancellationToken;
 
-use super::QueueSettings;
+use crate::config::Settings;
+use crate::config::settings::QueueSettings;
 use crate::state::AppState;
 
 /// A push worker this node runs for an API queue, and what of the settings it runs
@@ -109,9 +111,8 @@ impl<S: Store> ApiQueues<S> {
                 _ = stop.cancelled() => break,
             }
         }
-        let workers = self.running.drain().map(|(_, running)| running.worker.shutdown());
-        let targets = self.targets.drain().map(|(_, (_, worker))| worker.shutdown());
-        futures_util::future::join_all(workers.chain(targets)).await;
+        let workers = self.running.drain().map(|(_, running)| running.worker);
+        stop_workers(workers.chain(self.targets.drain().map(|(_, (_, worker))| worker))).await;
     }
 
     /// Runs a target-lane worker for each queue known to hold tasks with a target that
@@ -261,4 +262,56 @@ impl<S: Store> ApiQueues<S> {
 fn delivery_part(settings: &QueueSettings) -> serde_json::Value {
     let field = |name: &str| settings.document.get(name).cloned().unwrap_or(serde_json::Value::Null);
     serde_json::json!([field("action"), field("concurrency"), field("rate")])
+}
+
+/// The running workers of the push actions, each action by queue, and the runtime
+/// they run in (the actions of queues set through the API run in it too).
+pub(crate) type StartedActions = (Vec<RunningWorker>, Vec<(String, Action)>, Runtime);
+
+/// Starts one worker per queue of the config file with an action; on an error, stops
+/// those it started.
+pub(crate) async fn start_config_actions<S: Store>(
+    engine: &Engine<S>,
+    settings: &Settings,
+    clock: Arc<dyn Clock>,
+    rates: Option<Arc<dyn RateSlots>>,
+) -> anyhow::Result<StartedActions> {
+    let mut runtime = Runtime::with_egress(clock, settings.egress.clone())
+        .context("cannot set up the actions")?
+        .sign_targets_with(settings.targets_secret.clone());
+    if let Some(rates) = rates {
+        runtime = runtime.shared_rates(rates);
+    }
+    let mut workers = Vec::new();
+    let mut actions = Vec::new();
+    for (queue, spec) in &settings.actions {
+        let started = Action::build(spec, &runtime)
+            .with_context(|| format!("cannot build the action of queue {queue}"))
+            .and_then(|action| {
+                tracing::info!(queue = %queue, kind = action.kind(), concurrency = spec.concurrency, "push action ready");
+                actions.push((queue.to_string(), action.clone()));
+                // Its tasks with a target are delivered to their target, sharing the
+                // action's concurrency and rate.
+                Worker::new(engine.clone())
+                    .handle(queue.as_str(), action)
+                    .concurrency(queue.as_str(), spec.concurrency)
+                    .lanes(queue.as_str(), &Lane::ALL)
+                    .grace(settings.grace_period)
+                    .start()
+                    .with_context(|| format!("cannot start the worker of queue {queue}"))
+            });
+        match started {
+            Ok(worker) => workers.push(worker),
+            Err(e) => {
+                stop_workers(workers).await;
+                return Err(e);
+            }
+        }
+    }
+    Ok((workers, actions, runtime))
+}
+
+/// Stops `workers` together; running deliveries get each worker's grace period.
+pub(crate) async fn stop_workers(workers: impl IntoIterator<Item = RunningWorker>) {
+    futures_util::future::join_all(workers.into_iter().map(RunningWorker::shutdown)).await;
 }

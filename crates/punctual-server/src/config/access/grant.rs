@@ -1,31 +1,15 @@
-//! Scoped access: which bearer tokens the server takes, what each may do, and which
-//! permission every route needs.
+//! What a token may do and how a presented token is recognised: [`Permission`]s on the
+//! queues some [`QueuePattern`]s match make a [`Grant`]; an unlimited token has the
+//! grant with everything; [`Auth`] holds every configured token with its grant.
 //!
-//! A token is either unlimited (`tokens = [...]`, `--token`, `PUNCTUAL_TOKENS`) or
-//! scoped (`[[access]]`): a set of [`Permission`]s and a list of [`QueuePattern`]s. A
-//! scoped token that leaves out `permissions` has all four, one that leaves out
-//! `queues` covers every queue (`["*"]`), so an unlimited token is the [`Grant`] with
-//! everything (API.md: "A token with no limits may do everything").
-//!
-//! Invariants:
-//! - tokens are kept only as SHA-256 digests; [`Auth::identify`] compares the digest of
-//!   the presented token with every configured one in constant time (`subtle`) and
-//!   selects the match without a branch, so neither the timing nor the order of a
-//!   mismatch tells anything about a token; no token value is ever logged or shown
-//!   (`AccessToken`'s `Debug` leaves it out);
-//! - every route of the router has one rule in [`rule`] (`tests` check it against the
-//!   OpenAPI document, so a new route cannot be forgotten silently); a matched route
-//!   without a rule is refused, never let through;
-//! - a call outside its grant is refused with `403 forbidden` before its handler runs,
-//!   except the two whose queues are known only inside the handler, which check before
-//!   they change anything: `POST /v1/acks` (each lease id's queue) and `GET /v1/queues`
-//!   (filtered to the queues the token may read).
-//!
-//! The routes and their permissions are listed in the README ("Scoped tokens").
+//! Invariant: tokens are kept only as SHA-256 digests; [`Auth::identify`] compares
+//! the digest of the presented token with every configured one in constant time
+//! (`subtle`) and selects the match without a branch, so neither the timing nor the
+//! order of a mismatch tells anything about a token; no token value is ever logged or
+//! shown (`AccessToken`'s `Debug` leaves it out).
 
 use std::sync::Arc;
 
-use axum::http::Method;
 use sha2::{Digest, Sha256};
 use subtle::{ConditionallySelectable, ConstantTimeEq};
 
@@ -314,78 +298,6 @@ fn digest(bytes: &[u8]) -> [u8; 32] {
     Sha256::digest(bytes).into()
 }
 
-/// Which queue a route's permission applies to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Scope {
-    /// The `{queue}` of the path.
-    PathQueue,
-    /// The queue of the lease named by the `{lease_id}` of the path (a lease id that
-    /// does not decode names no queue: the handler answers 404).
-    PathLease,
-    /// Queues named inside the body (`POST /v1/acks`): the handler checks each before
-    /// it changes anything, and its refusal names the queue.
-    InBody,
-    /// A listing of queues (`GET /v1/queues`): the handler shows only those the token
-    /// may read; the token needs the permission on some queue to get there.
-    Listed,
-    /// Every queue at once (`/metrics`): the token needs the permission on `*`.
-    Everywhere,
-}
-
-/// What a route needs from a token.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Rule {
-    /// Never needs a token (health, the dashboard's page and assets).
-    Open,
-    /// Any valid token, whatever its grant (`/openapi.json`, `/v1/access`).
-    AnyToken,
-    /// This permission, on these queues.
-    Needs(Permission, Scope),
-}
-
-/// The dashboard's assets.
-pub(crate) const DASHBOARD_JS: &str = "/dashboard/app.js";
-pub(crate) const DASHBOARD_CSS: &str = "/dashboard/style.css";
-
-/// Paths that never need a token, whatever the method: health, and the dashboard's
-/// page and assets, which hold no data (each data call of the page sends the token
-/// typed into it).
-pub(crate) fn is_open(path: &str) -> bool {
-    matches!(path, "/healthz" | "/readyz" | "/" | DASHBOARD_JS | DASHBOARD_CSS)
-}
-
-/// The rule of the route `path` (the router's template, e.g.
-/// `/v1/queues/{queue}/tasks/{key}`) under `method`; `None` for a pair the router does
-/// not serve. `HEAD` follows `GET`, as the router does.
-pub(crate) fn rule(method: &Method, path: &str) -> Option<Rule> {
-    use Permission::{Admin, Read, Schedule, Work};
-    use Scope::{Everywhere, InBody, Listed, PathLease, PathQueue};
-    let method = if method == Method::HEAD { "GET" } else { method.as_str() };
-    let rule = match (method, path) {
-        ("GET", "/healthz" | "/readyz" | "/" | DASHBOARD_JS | DASHBOARD_CSS) => Rule::Open,
-        ("GET", "/openapi.json" | "/v1/access") => Rule::AnyToken,
-        ("GET", "/metrics") => Rule::Needs(Read, Everywhere),
-        ("GET", "/v1/queues") => Rule::Needs(Read, Listed),
-        ("GET", "/v1/queues/{queue}" | "/v1/queues/{queue}/activity" | "/v1/queues/{queue}/tasks")
-        | ("GET", "/v1/queues/{queue}/tasks/{key}") => Rule::Needs(Read, PathQueue),
-        ("PUT", "/v1/queues/{queue}/tasks/{key}")
-        | ("POST", "/v1/queues/{queue}/tasks")
-        | ("DELETE", "/v1/queues/{queue}/tasks/{key}" | "/v1/queues/{queue}/tags/{tag}") => {
-            Rule::Needs(Schedule, PathQueue)
-        }
-        ("POST", "/v1/queues/{queue}/lease") => Rule::Needs(Work, PathQueue),
-        ("POST", "/v1/leases/{lease_id}/ack" | "/v1/leases/{lease_id}/extend") => Rule::Needs(Work, PathLease),
-        ("POST", "/v1/acks") => Rule::Needs(Work, InBody),
-        ("GET", "/v1/queues/{queue}/dead" | "/v1/queues/{queue}/settings")
-        | ("POST", "/v1/queues/{queue}/dead/retry" | "/v1/queues/{queue}/dead/{key}/retry")
-        | ("POST", "/v1/queues/{queue}/pause" | "/v1/queues/{queue}/resume")
-        | ("DELETE", "/v1/queues/{queue}/dead/{key}" | "/v1/queues/{queue}/tasks")
-        | ("PUT" | "PATCH" | "DELETE", "/v1/queues/{queue}/settings") => Rule::Needs(Admin, PathQueue),
-        _ => return None,
-    };
-    Some(rule)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -477,24 +389,5 @@ mod tests {
         let token = AccessToken::new("very-secret-value", &[Permission::Read], Vec::new());
         assert!(!format!("{token:?}").contains("very-secret-value"));
         assert!(format!("{token:?}").contains("permissions"));
-    }
-
-    #[test]
-    fn every_route_of_the_openapi_document_has_a_rule() {
-        let doc = crate::api::openapi::document(crate::api::openapi::Served { tokens: true, max_batch: 10 });
-        let mut seen = 0;
-        for (path, item) in doc["paths"].as_object().unwrap() {
-            for method in item.as_object().unwrap().keys() {
-                let method: Method = method.to_uppercase().parse().unwrap();
-                let found = rule(&method, path);
-                assert!(found.is_some(), "{method} {path} has no access rule");
-                let open = is_open(path);
-                assert_eq!(found == Some(Rule::Open), open, "{method} {path}: open routes and open rules agree");
-                seen += 1;
-            }
-        }
-        assert!(seen >= 30, "{seen} operations");
-        assert_eq!(rule(&Method::HEAD, "/v1/queues"), rule(&Method::GET, "/v1/queues"));
-        assert_eq!(rule(&Method::POST, "/v1/queues"), None);
     }
 }

@@ -8,7 +8,7 @@
 //! dead at once; each must be from 400 to 599 and not 410, else the error names its
 //! line. Email has no such key: an SMTP reply decides (5xx dead, 4xx retried).
 //!
-//! An action whose host is an IP address the egress policy (`[egress]`, see `config`)
+//! An action whose host is an IP address the egress policy (`[egress]`, see `queues`)
 //! refuses is an error on the line of its `url` (or `url_env`), saying how to allow it:
 //! such a host bypasses the resolver that checks host names when connecting.
 //!

@@ -1,4 +1,12 @@
-//! The `[[access]]` tables: scoped tokens, validated into [`AccessToken`]s.
+//! Scoped access: which bearer tokens the server takes, what each may do (`grant`),
+//! and which permission every route needs (`rules`); here, the `[[access]]` tables of
+//! the file, validated into [`AccessToken`]s.
+//!
+//! A token is either unlimited (`tokens = [...]`, `--token`, `PUNCTUAL_TOKENS`) or
+//! scoped (`[[access]]`): a set of [`Permission`]s and a list of [`QueuePattern`]s. A
+//! scoped token that leaves out `permissions` has all four, one that leaves out
+//! `queues` covers every queue (`["*"]`), so an unlimited token is the [`Grant`] with
+//! everything (API.md: "A token with no limits may do everything").
 //!
 //! Each table gives its token as `token = "…"` or `token_env = "VAR"` (exactly one;
 //! the variable must be set, non-empty, when the server starts), `permissions` (of
@@ -10,14 +18,19 @@
 //! `--token`) and an `[[access]]` table, or in two tables — is an error on the line of
 //! the second, so which grant applies never depends on the order of the file.
 
+mod grant;
+mod rules;
+
 use std::ops::Range;
 
 use toml::Spanned;
 
+pub use grant::{AccessToken, Permission, QueuePattern};
+pub(crate) use grant::{Auth, Grant};
+pub(crate) use rules::{DASHBOARD_CSS, DASHBOARD_JS, Rule, Scope, is_open, rule};
+
 use super::ConfigError;
 use super::raw::RawAccess;
-use super::validate::check_token;
-use crate::access::{AccessToken, Permission, QueuePattern};
 
 /// The scoped tokens of the file; `tokens` are the unlimited ones the server runs
 /// with (from the file or the flags), each with its line when from the file.
@@ -81,6 +94,17 @@ pub(super) fn access_tokens(
     Ok(scoped.into_iter().map(|(token, _)| token).collect())
 }
 
+/// A token as it must be written: printable ASCII, no spaces.
+pub(super) fn check_token(token: &str) -> Result<(), String> {
+    if token.is_empty() {
+        return Err("a token cannot be empty".into());
+    }
+    if token.bytes().any(|b| !b.is_ascii_graphic()) {
+        return Err("a token is printable ASCII without spaces (it travels in an HTTP header)".into());
+    }
+    Ok(())
+}
+
 /// The token of one table and the span to name it by.
 fn token_of(
     table: &Spanned<RawAccess>,
@@ -121,7 +145,7 @@ fn token_of(
 
 #[cfg(test)]
 mod tests {
-    use crate::access::Permission;
+    use super::Permission;
     use crate::config::testing::{error_line, file};
 
     #[test]
@@ -146,7 +170,7 @@ token = "everything"
         assert!(!debug.contains(&path) && !debug.contains("everything"), "{debug}");
         let options = crate::shared::HttpOptions::from(&s);
         assert_eq!(options.access, s.access);
-        let auth = crate::access::Auth::new(&options.tokens, &options.access);
+        let auth = super::Auth::new(&options.tokens, &options.access);
         let shop = auth.identify(path.as_bytes()).unwrap();
         assert!(shop.may(Permission::Schedule, "order.cancel") && !shop.may(Permission::Work, "order.cancel"));
         assert!(!shop.may(Permission::Read, "billing"));

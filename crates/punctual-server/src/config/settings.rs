@@ -16,12 +16,8 @@ use punctual_core::{QueueDefaults, QueueRecord};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::config::{self, QueueTable};
-
-mod running;
-
+use super::{ConfigError, QueueTable, queue_table};
 use crate::error::ApiError;
-pub(crate) use running::ApiQueues;
 
 /// Whether `queue`'s settings, as this node last read them, say `"targets": false`.
 pub(crate) fn refuses_targets<S: punctual_core::Store>(engine: &punctual_core::Engine<S>, queue: &str) -> bool {
@@ -89,7 +85,7 @@ impl QueueSettings {
         };
         let rendered = render(&document)?;
         let QueueTable { defaults, shards, action } =
-            config::queue_table(&rendered.text, egress).map_err(|e| rendered.error(&e))?;
+            queue_table(&rendered.text, egress).map_err(|e| rendered.error(&e))?;
         let (concurrency, rate) = match &action {
             Some(spec) => {
                 (spec.concurrency, spec.rate.map(|_| document["rate"].as_str().unwrap_or_default().to_owned()))
@@ -238,7 +234,7 @@ impl Rendered {
     }
 
     /// The config error as the API's: its line names the field.
-    fn error(&self, e: &config::ConfigError) -> ApiError {
+    fn error(&self, e: &ConfigError) -> ApiError {
         let field = e.line().and_then(|line| self.fields.get(line - 1)).filter(|f| !f.is_empty());
         let message = e.message().to_owned();
         match field {
