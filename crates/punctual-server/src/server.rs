@@ -18,12 +18,14 @@
 
 use std::future::Future;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::time::Duration;
 
 use anyhow::Context;
 use axum::Router;
 use axum::body::Body;
 use hyper::body::Incoming;
+use hyper::server::conn::{http1, http2};
 use hyper_util::rt::TokioExecutor;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use punctual_core::{Engine, Store};
@@ -79,7 +81,7 @@ pub(crate) async fn serve_with<S: Store>(
                     let _ = stream.set_nodelay(true);
                     match &tls {
                         None => {
-                            connections.spawn(serve_http1(stream, router.clone(), stopping.clone()));
+                            connections.spawn(serve_connection(stream, Protocol::Http1, router.clone(), stopping.clone()));
                         }
                         Some(tls) => {
                             connections.spawn(serve_tls(stream, tls.clone(), router.clone(), stopping.clone()));
@@ -154,22 +156,51 @@ async fn serve_tls(stream: TcpStream, tls: Tls, router: Router, stopping: Cancel
             return;
         }
     };
-    if stream.get_ref().1.alpn_protocol() == Some(b"h2") {
-        serve_http2(stream, router, stopping).await;
-    } else {
-        serve_http1(stream, router, stopping).await;
-    }
+    let protocol = if stream.get_ref().1.alpn_protocol() == Some(b"h2") { Protocol::Http2 } else { Protocol::Http1 };
+    serve_connection(stream, protocol, router, stopping).await;
 }
 
-async fn serve_http1<IO>(io: IO, router: Router, stopping: CancellationToken)
+/// What a connection speaks: HTTP/1.1, or HTTP/2 where TLS's ALPN chose `h2`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Protocol {
+    Http1,
+    Http2,
+}
+
+/// Serves the router on one connection until it ends or the server stops.
+async fn serve_connection<IO>(io: IO, protocol: Protocol, router: Router, stopping: CancellationToken)
 where
     IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let service =
         hyper::service::service_fn(move |req: hyper::Request<Incoming>| router.clone().oneshot(req.map(Body::new)));
-    let mut builder = hyper::server::conn::http1::Builder::new();
-    builder.timer(TokioTimer::new()).header_read_timeout(HEADER_TIMEOUT).keep_alive(true);
-    let conn = builder.serve_connection(TokioIo::new(Guarded::new(io)), service);
+    match protocol {
+        // A deadline for each request head, and keep-alive; a head too large to read
+        // is answered in the error body (`Guarded`).
+        Protocol::Http1 => {
+            let mut builder = http1::Builder::new();
+            builder.timer(TokioTimer::new()).header_read_timeout(HEADER_TIMEOUT).keep_alive(true);
+            let conn = builder.serve_connection(TokioIo::new(Guarded::new(io)), service);
+            run_connection(conn, http1::Connection::graceful_shutdown, &stopping).await;
+        }
+        // Its heads are hpack-framed, so hyper's own limits apply and `Guarded` (which
+        // reads HTTP/1.1 answers) does not.
+        Protocol::Http2 => {
+            let mut builder = http2::Builder::new(TokioExecutor::new());
+            builder.timer(TokioTimer::new());
+            let conn = builder.serve_connection(TokioIo::new(io), service);
+            run_connection(conn, http2::Connection::graceful_shutdown, &stopping).await;
+        }
+    }
+}
+
+/// Runs one connection, HTTP/1.1 or HTTP/2, to its end; once `stopping` is cancelled,
+/// shuts it down gracefully (`graceful_shutdown`: requests in flight finish, no new
+/// ones are read) and waits for that.
+async fn run_connection<C>(conn: C, graceful_shutdown: fn(Pin<&mut C>), stopping: &CancellationToken)
+where
+    C: Future<Output = hyper::Result<()>>,
+{
     tokio::pin!(conn);
     tokio::select! {
         result = conn.as_mut() => {
@@ -178,34 +209,7 @@ where
             }
         }
         () = stopping.cancelled() => {
-            conn.as_mut().graceful_shutdown();
-            if let Err(e) = conn.await {
-                tracing::debug!(error = %e, "connection ended with an error while stopping");
-            }
-        }
-    }
-}
-
-/// HTTP/2 (TLS only, by ALPN). Its heads are hpack-framed, so hyper's own limits apply
-/// and `Guarded` (which reads HTTP/1.1 answers) does not.
-async fn serve_http2<IO>(io: IO, router: Router, stopping: CancellationToken)
-where
-    IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
-{
-    let service =
-        hyper::service::service_fn(move |req: hyper::Request<Incoming>| router.clone().oneshot(req.map(Body::new)));
-    let mut builder = hyper::server::conn::http2::Builder::new(TokioExecutor::new());
-    builder.timer(TokioTimer::new());
-    let conn = builder.serve_connection(TokioIo::new(io), service);
-    tokio::pin!(conn);
-    tokio::select! {
-        result = conn.as_mut() => {
-            if let Err(e) = result {
-                tracing::debug!(error = %e, "connection ended with an error");
-            }
-        }
-        () = stopping.cancelled() => {
-            conn.as_mut().graceful_shutdown();
+            graceful_shutdown(conn.as_mut());
             if let Err(e) = conn.await {
                 tracing::debug!(error = %e, "connection ended with an error while stopping");
             }
