@@ -1,6 +1,7 @@
 //! Queues managed at run time (API.md, "Queue settings"), through the real binary on
 //! both stores: settings created, replaced, merged, changed only at the version given
-//! by `If-Match`, refused field by field and for secret values, and removed; a queue
+//! by `If-Match`, refused field by field (a missing key named as the field at fault)
+//! and for secret values, and removed; a queue
 //! of the config file refusing changes with `409` naming the file yet pausing; a pause
 //! that lasts across a restart, a long poll on a paused queue that answers nothing and
 //! takes the task the moment the queue resumes; a purge by state after which the
@@ -83,6 +84,8 @@ fn settings_round_trip(server: &ServerProcess) {
     let secret = json!({"action": {"kind": "webhook", "url": "http://127.0.0.1:9/h", "secret": "whsec-1"}});
     api.put(SETTINGS, secret).expect_error(400, "invalid_argument", Some("action.secret"), "a secret value");
     api.put(SETTINGS, json!({"colour": "red"})).expect_error(400, "invalid_argument", Some("colour"), "unknown");
+    let no_url = json!({"action": {"kind": "webhook"}});
+    api.put(SETTINGS, no_url).expect_error(400, "invalid_argument", Some("action.url"), "a webhook without its url");
     assert_eq!(api.get(SETTINGS).expect(200, "read")["version"], 4, "refused bodies changed nothing");
 
     api.delete(SETTINGS).expect(204, "remove");

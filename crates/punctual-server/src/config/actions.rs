@@ -39,6 +39,25 @@ use crate::extract::ApiDuration;
 /// An error at a span of the file.
 pub(crate) type SpanError = (Option<Range<usize>>, String);
 
+/// Why an action table was refused: where, and what.
+#[derive(Debug)]
+pub(crate) struct TableError {
+    /// The span of the value at fault, or of `kind` when the table lacks a key it needs
+    /// (no line holds that key).
+    pub(crate) span: Option<Range<usize>>,
+    pub(crate) message: String,
+    /// The key the table lacks, when that is the fault (the settings API names it as
+    /// the field at fault: `action.url`).
+    pub(crate) missing: Option<&'static str>,
+}
+
+impl From<SpanError> for TableError {
+    /// An error on a value the table holds.
+    fn from((span, message): SpanError) -> TableError {
+        TableError { span, message, missing: None }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub(crate) enum Kind {
@@ -216,13 +235,13 @@ impl RawAction {
 
     /// Validates the table into a spec whose host `egress` allows; the error carries
     /// the span of the value at fault (or of `kind`).
-    pub(crate) fn to_spec(&self, egress: &EgressPolicy) -> Result<ActionSpec, SpanError> {
+    pub(crate) fn to_spec(&self, egress: &EgressPolicy) -> Result<ActionSpec, TableError> {
         let kind = *self.kind.get_ref();
         let kind_span = Some(self.kind.span());
         for (key, span) in self.present() {
             if !applies(kind, key) {
                 let article = if kind == Kind::Email { "an" } else { "a" };
-                return Err((Some(span), format!("{key} does not apply to {article} {} action", kind.name())));
+                return Err((Some(span), format!("{key} does not apply to {article} {} action", kind.name())).into());
             }
         }
         let url = either(&self.url, &self.url_env, "url")?;
@@ -232,7 +251,7 @@ impl RawAction {
         };
         let action_kind = match kind {
             Kind::Webhook => {
-                let url = url.ok_or((kind_span.clone(), "a webhook action needs a url".to_owned()))?;
+                let url = url.ok_or_else(|| self.lacks("url", "a webhook action needs a url".to_owned()))?;
                 let mut config = WebhookConfig::new(url);
                 config.secret = secret;
                 ActionKind::Webhook(config)
@@ -334,14 +353,24 @@ impl RawAction {
     }
 
     /// A broker kind's URL, which it needs; a secret, since it may carry a password.
-    fn broker_url(&self, url: Option<String>, kind: Kind) -> Result<Secret, SpanError> {
-        let url = url.ok_or((Some(self.kind.span()), format!("a {} action needs a url (or url_env)", kind.name())))?;
+    fn broker_url(&self, url: Option<String>, kind: Kind) -> Result<Secret, TableError> {
+        let url = url.ok_or_else(|| self.lacks("url", format!("a {} action needs a url (or url_env)", kind.name())))?;
         Ok(Secret::new(url))
     }
 
-    fn locate(&self, error: &ActionError) -> SpanError {
-        let span = self.span_of(error.field()).or_else(|| Some(self.kind.span()));
-        (span, error.to_string())
+    /// The error of a table that lacks `key`: on the line of `kind`, naming the key.
+    fn lacks(&self, key: &'static str, message: String) -> TableError {
+        TableError { span: Some(self.kind.span()), message, missing: Some(key) }
+    }
+
+    /// An error of the actions crate on the value it names; a url the table lacks (a
+    /// chat robot's) as [`lacks`](Self::lacks).
+    fn locate(&self, error: &ActionError) -> TableError {
+        match self.span_of(error.field()) {
+            Some(span) => (Some(span), error.to_string()).into(),
+            None if error.field() == "url" => self.lacks("url", error.to_string()),
+            None => (Some(self.kind.span()), error.to_string()).into(),
+        }
     }
 }
 

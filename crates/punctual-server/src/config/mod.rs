@@ -155,6 +155,9 @@ pub struct ConfigError {
     source: String,
     line: Option<usize>,
     message: String,
+    /// The key the file lacks, when that is the fault, as a path in its queue's table
+    /// (`action.url`); `line` is then the line of the table's `kind`.
+    missing: Option<String>,
 }
 
 impl fmt::Display for ConfigError {
@@ -179,18 +182,24 @@ impl ConfigError {
         &self.message
     }
 
+    /// The key the file lacks, when that is the fault (see `missing`).
+    pub(crate) fn missing(&self) -> Option<&str> {
+        self.missing.as_deref()
+    }
+
+    /// An error on `line` of `source` (`None`: on the source as a whole).
+    fn new(source: impl Into<String>, line: Option<usize>, message: impl Into<String>) -> ConfigError {
+        ConfigError { source: source.into(), line, message: message.into(), missing: None }
+    }
+
     fn flag(message: impl Into<String>) -> ConfigError {
-        ConfigError { source: "command line".into(), line: None, message: message.into() }
+        ConfigError::new("command line", None, message)
     }
 }
 
 /// The error of a configuration file that cannot be read.
 pub(crate) fn unreadable(path: &Path, e: &std::io::Error) -> ConfigError {
-    ConfigError {
-        source: path.display().to_string(),
-        line: None,
-        message: format!("cannot read the configuration file: {e}"),
-    }
+    ConfigError::new(path.display().to_string(), None, format!("cannot read the configuration file: {e}"))
 }
 
 /// Reads the file named by `--config`, if any, and merges the flags over it.

@@ -80,7 +80,11 @@ pub(super) fn queue_tables(
             dead_retention.insert(queue_name.clone(), keep.get_ref().0);
         }
         if let Some(action) = &queue.action {
-            let spec = action.get_ref().to_spec(egress).map_err(|(span, m)| at(span.unwrap_or(action.span()), m))?;
+            let spec = action.get_ref().to_spec(egress).map_err(|e| {
+                let mut error = at(e.span.unwrap_or(action.span()), e.message);
+                error.missing = e.missing.map(|key| format!("action.{key}"));
+                error
+            })?;
             actions.push((queue_name.clone(), spec));
         }
         queues.insert(queue_name, defaults);

@@ -233,12 +233,13 @@ impl Rendered {
         Ok(())
     }
 
-    /// The config error as the API's: its line names the field.
+    /// The config error as the API's: the field is the key the body lacks, if that is
+    /// the fault, else the field of the line at fault.
     fn error(&self, e: &ConfigError) -> ApiError {
-        let field = e.line().and_then(|line| self.fields.get(line - 1)).filter(|f| !f.is_empty());
+        let line = e.line().and_then(|line| self.fields.get(line - 1)).filter(|f| !f.is_empty());
         let message = e.message().to_owned();
-        match field {
-            Some(field) => ApiError::invalid(field.as_str(), message),
+        match e.missing().or(line.map(String::as_str)) {
+            Some(field) => ApiError::invalid(field, message),
             None => ApiError::bad_request(message),
         }
     }
@@ -364,8 +365,8 @@ mod tests {
         let (field, message) = refused(json!({"action": {"kind": "webhook"}}));
         assert_eq!(
             (field.as_deref(), message.as_str()),
-            (Some("action.kind"), "a webhook action needs a url"),
-            "where the file points: its kind"
+            (Some("action.url"), "a webhook action needs a url"),
+            "the key at fault, which the body lacks (API.md: the field is the JSON path at fault)"
         );
         let (field, _) = refused(json!({"action": {"kind": "webhook", "url": "http://127.0.0.1/", "color": 1}}));
         assert_eq!(field.as_deref(), Some("action.color"));
@@ -379,6 +380,26 @@ mod tests {
         assert_eq!(refused(json!({"targets": "yes"})).0.as_deref(), Some("targets"));
         assert_eq!(refused(json!({"colour": 1})).0.as_deref(), Some("colour"));
         assert_eq!(refused(json!({"defaults": {"tries": 1}})).0.as_deref(), Some("defaults.tries"));
+    }
+
+    #[test]
+    fn an_action_without_its_url_names_action_url_where_the_file_names_the_line_of_kind() {
+        let actions = [
+            json!({"kind": "webhook"}),
+            json!({"kind": "nats", "subject": "orders"}),
+            json!({"kind": "rabbitmq", "routing_key": "orders"}),
+            json!({"kind": "redis-stream", "stream": "orders"}),
+            json!({"kind": "dingtalk", "text": "hi"}),
+        ];
+        for action in actions {
+            let (field, message) = refused(json!({ "action": action }));
+            assert_eq!(field.as_deref(), Some("action.url"), "{action}: {message}");
+            assert!(message.contains("url"), "{action}: {message}");
+        }
+        // The file has no line for a key it lacks: its error stays on the line of kind.
+        let file = "[queues.q]\nmax_attempts = 3\n[queues.q.action]\nkind = \"nats\"\nsubject = \"orders\"\n";
+        let (line, message) = crate::config::testing::error_line(file);
+        assert_eq!((line, message.as_str()), (Some(4), "a nats action needs a url (or url_env)"));
     }
 
     #[test]

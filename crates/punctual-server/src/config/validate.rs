@@ -23,20 +23,12 @@ pub(crate) fn settings(args: &ServeArgs, file: Option<(&Path, &str)>) -> Result<
     let (raw, source, text) = match file {
         Some((path, text)) => {
             let source = path.display().to_string();
-            let raw: RawConfig = toml::from_str(text).map_err(|e| ConfigError {
-                source: source.clone(),
-                line: e.span().map(|span| line_of(text, &span)),
-                message: e.message().trim().to_owned(),
-            })?;
+            let raw: RawConfig = parse(&source, text)?;
             (raw, source, text)
         }
         None => (RawConfig::default(), String::new(), ""),
     };
-    let at = |span: Range<usize>, message: String| ConfigError {
-        source: source.clone(),
-        line: Some(line_of(text, &span)),
-        message,
-    };
+    let at = |span: Range<usize>, message: String| ConfigError::new(&source, Some(line_of(text, &span)), message);
 
     let listen = match (&args.listen, &raw.listen) {
         (Some(flag), _) => check_listen(flag).map_err(ConfigError::flag)?,
@@ -242,7 +234,6 @@ fn redis_settings(
     Ok(settings)
 }
 
-/// The 1-based line of the byte offset where `span` starts.
 /// One `[queues."name"]` table given as TOML text (the settings API renders its JSON
 /// body so), validated exactly as in the file, against the server's egress policy;
 /// the error's line is the line of `text` at fault.
@@ -252,17 +243,9 @@ pub(crate) fn queue_table(text: &str, egress: &EgressPolicy) -> Result<QueueTabl
     struct OneQueue {
         queues: std::collections::BTreeMap<Spanned<String>, super::raw::RawQueue>,
     }
-    let source = "settings".to_owned();
-    let raw: OneQueue = toml::from_str(text).map_err(|e| ConfigError {
-        source: source.clone(),
-        line: e.span().map(|span| line_of(text, &span)),
-        message: e.message().trim().to_owned(),
-    })?;
-    let at = |span: Range<usize>, message: String| ConfigError {
-        source: source.clone(),
-        line: Some(line_of(text, &span)),
-        message,
-    };
+    let source = "settings";
+    let raw: OneQueue = parse(source, text)?;
+    let at = |span: Range<usize>, message: String| ConfigError::new(source, Some(line_of(text, &span)), message);
     let QueueTables { defaults, shards, actions, .. } = queue_tables(&raw.queues, egress, &at)?;
     Ok(QueueTable {
         defaults: defaults.into_values().next().unwrap_or_default(),
@@ -279,6 +262,13 @@ pub(crate) struct QueueTable {
     pub(crate) action: Option<punctual_actions::ActionSpec>,
 }
 
+/// `text`, the TOML of `source`, read into `T`; the error names its line.
+fn parse<T: serde::de::DeserializeOwned>(source: &str, text: &str) -> Result<T, ConfigError> {
+    toml::from_str(text)
+        .map_err(|e| ConfigError::new(source, e.span().map(|span| line_of(text, &span)), e.message().trim()))
+}
+
+/// The 1-based line of the byte offset where `span` starts.
 fn line_of(text: &str, span: &Range<usize>) -> usize {
     let end = span.start.min(text.len());
     text.as_bytes()[..end].iter().filter(|b| **b == b'\n').count() + 1
