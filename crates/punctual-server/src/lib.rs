@@ -42,6 +42,8 @@ mod error;
 mod extract;
 mod head;
 pub mod metrics;
+#[cfg(test)]
+mod module_graph;
 mod prom;
 mod rates;
 mod server;
