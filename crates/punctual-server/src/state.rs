@@ -1,6 +1,6 @@
 //! What every handler shares: the engine, the lease-id codec, the tokens and their
-//! grants (kept as digests, see `config::access`), the HTTP limits, the declared queues and
-//! push actions, and the shutdown signal.
+//! grants (kept as digests, see `config::access`), the HTTP limits, the declared
+//! queues and push actions, and the shutdown signal.
 
 use std::sync::{Arc, Mutex, OnceLock};
 

@@ -1,7 +1,7 @@
 //! The handlers of the HTTP API, one file per resource: `tasks`, `queues`, `leases`
 //! (pull workers), `dead`, `settings` (a queue's settings, pause, resume, purge),
 //! `ops` (health, readiness, metrics, access, the dashboard) and `openapi` (the
-//! document that describes them all). [`crate::app`] routes to them.
+//! document that describes them all). The router (`app`) routes to them.
 //!
 //! Each handler reads its request through [`crate::extract`], validates it through
 //! [`crate::bodies`], calls the engine, and answers the object API.md gives, or an
