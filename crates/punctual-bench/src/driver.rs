@@ -7,8 +7,9 @@
 //! - [`HttpDriver`] talks to a running `punctual serve` as pull workers do, with the
 //!   [`PullLoops`] settings of the command line: `loops` concurrent long polls (`max`
 //!   `lease_max`, `wait` `long_poll`), each answer acknowledged with one batch ack
-//!   (`POST /v1/acks`) or one ack call per task, in turn; the lag is lease receipt
-//!   (this machine's clock) − due.
+//!   (`POST /v1/acks`) or one ack call per task, in turn: the pull loops of
+//!   `punctual_testkit::pull`, the tests' own; the lag is lease receipt (this machine's
+//!   clock) − due.
 //!
 //! Every report states the consumer's settings ([`ConsumerSettings`], from
 //! [`Driver::settings`]), since the figures depend on them.
@@ -26,12 +27,13 @@ use indicatif::ProgressBar;
 use punctual_core::{
     BoxError, Delivery, Engine, Event, Outcome, RunningWorker, Store, TaskSpec, Timestamp, TryEnd, Worker,
 };
+use punctual_testkit::pull::{self, AckEnd, Call, Lease, Next, PullLoop, Stop, StopWhen, Tally, Target};
 use serde::Serialize;
 use serde_json::{Value, json};
-use tokio::sync::{Notify, watch};
+use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
-use punctual_client::{ApiError, Client, ClientError};
+use punctual_client::{Client, ClientError};
 
 use crate::args::Acks;
 
@@ -52,6 +54,21 @@ impl PullLoops {
     pub(crate) fn settings(&self) -> ConsumerSettings {
         let PullLoops { loops, lease_max, long_poll, acks } = *self;
         ConsumerSettings::HttpPull { loops, lease_max, long_poll_ms: long_poll.as_millis() as u64, acks }
+    }
+
+    /// One of the loops on `queue`; stopped, it drops its long poll in flight.
+    fn pull_loop(&self, queue: &str) -> PullLoop {
+        PullLoop {
+            queue: queue.to_owned(),
+            max: self.lease_max,
+            lease: None,
+            wait: self.long_poll,
+            acks: match self.acks {
+                Acks::Batch => pull::Acks::Batch,
+                Acks::Each => pull::Acks::Each,
+            },
+            stop_when: StopWhen::Asked,
+        }
     }
 }
 
@@ -126,7 +143,7 @@ pub(crate) trait Driver: Clone + Send + Sync + 'static {
 #[derive(Debug)]
 pub(crate) enum Consumer {
     Worker(RunningWorker),
-    Http { stop: watch::Sender<bool>, workers: Vec<JoinHandle<Result<()>>> },
+    Http { stop: Stop, workers: Vec<JoinHandle<Result<(), ClientError>>> },
 }
 
 impl Consumer {
@@ -136,7 +153,7 @@ impl Consumer {
         match self {
             Consumer::Worker(worker) => worker.shutdown().await,
             Consumer::Http { stop, workers } => {
-                let _ = stop.send(true);
+                stop.stop();
                 for worker in workers {
                     worker.await.context("an HTTP worker panicked")??;
                 }
@@ -218,15 +235,30 @@ impl Recorder {
             || self.fired() >= self.expected.load(Ordering::SeqCst)
     }
 
-    fn add_acked(&self, n: u64) {
-        self.acked.fetch_add(n, Ordering::Relaxed);
-    }
-
     /// The lags recorded (one per distinct key) and the number of duplicate firings.
     pub(crate) fn take(&self) -> (Vec<i64>, u64) {
         self.bar.finish_and_clear();
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         (std::mem::take(&mut state.lags), state.duplicates)
+    }
+}
+
+/// The HTTP consumer's pull loops record each lease at receipt, and count the acks
+/// confirmed; a failed call ends the run.
+impl Tally for Recorder {
+    fn leased(&self, leases: &[Lease]) {
+        for lease in leases {
+            self.record(&lease.key, lease.received_ms - lease.due_ms);
+        }
+    }
+
+    fn acked(&self, _leases: &[Lease], ends: &[AckEnd], _acked_ms: i64) {
+        let confirmed = ends.iter().filter(|end| **end == AckEnd::Confirmed).count();
+        self.acked.fetch_add(confirmed as u64, Ordering::Relaxed);
+    }
+
+    fn failed(&self, _call: Call, _error: &ClientError, _took: Duration) -> Next {
+        Next::Stop
     }
 }
 
@@ -315,6 +347,8 @@ impl<S: Store> Driver for EngineDriver<S> {
 #[derive(Debug, Clone)]
 pub(crate) struct HttpDriver {
     client: Client,
+    /// The same server, for the pull loops.
+    target: Target,
     pull: PullLoops,
 }
 
@@ -323,7 +357,7 @@ impl HttpDriver {
     /// top of the client's usual timeout.
     pub(crate) fn new(url: &punctual_client::Url, token: Option<String>, pull: PullLoops) -> Result<HttpDriver> {
         let client = Client::with_timeout(url, token, punctual_client::REQUEST_TIMEOUT + pull.long_poll)?;
-        Ok(HttpDriver { client, pull })
+        Ok(HttpDriver { target: Target::new(client.clone()), client, pull })
     }
 }
 
@@ -364,16 +398,12 @@ impl Driver for HttpDriver {
     }
 
     fn consume(&self, queue: &str, recorder: Arc<Recorder>) -> Result<Consumer> {
-        let (stop, stopped) = watch::channel(false);
+        let stop = Stop::default();
         let workers = (0..self.pull.loops)
             .map(|_| {
-                tokio::spawn(pull_loop(
-                    self.client.clone(),
-                    self.pull,
-                    queue.to_owned(),
-                    recorder.clone(),
-                    stopped.clone(),
-                ))
+                let (pull_loop, target, stop) = (self.pull.pull_loop(queue), self.target.clone(), stop.clone());
+                let recorder = Arc::clone(&recorder);
+                tokio::spawn(async move { pull_loop.run(&target, &stop, &*recorder).await })
             })
             .collect();
         Ok(Consumer::Http { stop, workers })
@@ -391,67 +421,4 @@ impl Driver for HttpDriver {
     fn settings(&self) -> ConsumerSettings {
         self.pull.settings()
     }
-}
-
-/// One pull loop: long-polls `queue`, records each lease's lag at receipt, and
-/// acknowledges the leases of an answer in one batch or one by one.
-async fn pull_loop(
-    client: Client,
-    pull: PullLoops,
-    queue: String,
-    recorder: Arc<Recorder>,
-    mut stop: watch::Receiver<bool>,
-) -> Result<()> {
-    let request = json!({ "max": pull.lease_max, "wait": pull.long_poll.as_millis() as u64 });
-    let lease = ["v1", "queues", queue.as_str(), "lease"];
-    loop {
-        if *stop.borrow() {
-            return Ok(());
-        }
-        let answer = tokio::select! {
-            _ = stop.changed() => return Ok(()),
-            answer = client.post_json(&lease, &request) => answer?.json()?,
-        };
-        let received = super::stats::now_millis();
-        let leases = answer.value["leases"].as_array().context("the lease answer has no leases")?;
-        if leases.is_empty() {
-            continue;
-        }
-        let mut ids = Vec::with_capacity(leases.len());
-        for lease in leases {
-            let task = &lease["task"];
-            let due =
-                task["due_at"].as_str().and_then(|t| Timestamp::parse(t).ok()).context("a lease without due_at")?;
-            recorder.record(task["key"].as_str().unwrap_or_default(), received - due.as_millis());
-            ids.push(lease["lease_id"].as_str().context("a lease without lease_id")?.to_owned());
-        }
-        let acked = match pull.acks {
-            Acks::Batch => ack_batch(&client, &ids).await?,
-            Acks::Each => ack_each(&client, &ids).await?,
-        };
-        recorder.add_acked(acked);
-    }
-}
-
-/// `POST /v1/acks` of every lease: how many were acknowledged (`204`).
-async fn ack_batch(client: &Client, ids: &[String]) -> Result<u64> {
-    let acks: Vec<Value> = ids.iter().map(|id| json!({ "lease_id": id, "outcome": "done" })).collect();
-    let answer = client.post_json(&["v1", "acks"], &json!({ "acks": acks })).await?.json()?;
-    let results = answer.value["results"].as_array().context("the ack answer has no results")?;
-    Ok(results.iter().filter(|r| r["status"] == 204).count() as u64)
-}
-
-/// `POST /v1/leases/{id}/ack` of each lease in turn: how many were acknowledged. A
-/// lease that expired or is unknown (`409`, `404`) is not counted, as in a batch.
-async fn ack_each(client: &Client, ids: &[String]) -> Result<u64> {
-    let done = json!({ "outcome": "done" });
-    let mut acked = 0;
-    for id in ids {
-        match client.post_json(&["v1", "leases", id, "ack"], &done).await {
-            Ok(_) => acked += 1,
-            Err(ClientError::Api(ApiError { status: 404 | 409, .. })) => {}
-            Err(e) => return Err(e.into()),
-        }
-    }
-    Ok(acked)
 }

@@ -196,7 +196,7 @@ impl ServedTarget {
             BenchStore::Embedded => None,
             BenchStore::Redis(url) => Some(ServedRedis { url: url.clone(), prefix: run_prefix(), private: None }),
             BenchStore::PrivateRedis => {
-                let server = private_redis()?;
+                let server = private_redis(Persistence::None)?;
                 Some(ServedRedis { url: server.url(), prefix: run_prefix(), private: Some(server) })
             }
             BenchStore::PrivateCluster => bail!(PRIVATE_CLUSTER_IS_FOR_PENDING),
@@ -223,9 +223,10 @@ impl ServedTarget {
     }
 }
 
-/// Starts a private redis-server, saying what to do when there is none.
-fn private_redis() -> Result<RedisServer> {
-    RedisServer::start(Persistence::None, &[]).map_err(|e| {
+/// Starts a private redis-server keeping data as `persistence` says, saying what to do
+/// when there is none.
+pub(crate) fn private_redis(persistence: Persistence) -> Result<RedisServer> {
+    RedisServer::start(persistence, &[]).map_err(|e| {
         if e.kind() == std::io::ErrorKind::NotFound {
             anyhow::anyhow!(
                 "redis-server not found on PATH: install it (Debian: apt-get install redis-server) \
@@ -342,7 +343,7 @@ async fn run_workloads(args: BenchArgs, emit: fn(&str) -> Result<()>) -> Result<
         },
         (None, BenchStore::Redis(url)) => Target::Redis { url: url.clone(), private: None, prefix: run_prefix() },
         (None, BenchStore::PrivateRedis) => {
-            let server = private_redis()?;
+            let server = private_redis(Persistence::None)?;
             Target::Redis { url: server.url(), private: Some(server), prefix: run_prefix() }
         }
         (None, BenchStore::PrivateCluster) => {
@@ -374,7 +375,7 @@ async fn run_workloads(args: BenchArgs, emit: fn(&str) -> Result<()>) -> Result<
             served.redis.as_ref().map(|redis| BaselineRedis { url: redis.url.clone(), prefix: redis.prefix.clone() })
         }
         _ if args.baselines == Some(true) || redis_server_installed() => {
-            let server = private_redis().context("the baselines need a Redis")?;
+            let server = private_redis(Persistence::None).context("the baselines need a Redis")?;
             let redis = BaselineRedis { url: server.url(), prefix: run_prefix() };
             _baseline_server = Some(server);
             Some(redis)

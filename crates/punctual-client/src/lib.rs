@@ -30,6 +30,13 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// `#`, `%`, spaces, `@` or any non-ASCII text stays one path segment.
 const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC.remove(b'-').remove(b'.').remove(b'_').remove(b'~');
 
+/// `segment` percent-encoded as one path segment ([`SEGMENT`]: `/` becomes `%2F`, a
+/// control character `%01`, `订` `%E8%AE%A2`). The one encoding of the workspace: the
+/// client's URLs, and the paths the tests write by hand.
+pub fn path_segment(segment: &str) -> String {
+    utf8_percent_encode(segment, SEGMENT).to_string()
+}
+
 /// A connection to one punctual server.
 #[derive(Debug, Clone)]
 pub struct Client {
@@ -210,7 +217,7 @@ impl Client {
         let mut text = self.base.clone();
         for segment in segments {
             text.push('/');
-            text.extend(utf8_percent_encode(segment, SEGMENT));
+            text.push_str(&path_segment(segment));
         }
         let mut url = Url::parse(&text)
             .map_err(|e| ClientError::Protocol { detail: format!("cannot build a URL from '{text}': {e}") })?;

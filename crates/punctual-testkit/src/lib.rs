@@ -2,7 +2,8 @@
 //! DESIGN.md and each `Store` method's contract) and the proptest model test; a
 //! reference model of the cron rules ([`cron_model`]) with its generators
 //! ([`cron_gen`]), which `punctual-core`'s tests include by path (the core cannot
-//! depend on this crate).
+//! depend on this crate); the real binary as a server ([`server`]) and the pull loops
+//! that load it over HTTP ([`pull`], which `punctual-bench` runs too).
 
 pub mod api;
 pub mod child;
@@ -11,6 +12,7 @@ pub mod cron_gen;
 pub mod cron_model;
 pub mod model;
 pub mod proxy;
+pub mod pull;
 pub mod redis;
 pub mod server;
 

@@ -22,8 +22,10 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::{Api, Stop, server_builder, start};
+use common::{Api, pull_client, server_builder, start};
+use punctual_client::ClientError;
 use punctual_testkit::poll_until;
+use punctual_testkit::pull::{AckEnd, Acks, Call, Lease, Next, PullLoop, Stop, StopWhen, Tally, Target};
 use punctual_testkit::server::{ServerBuilder, ServerProcess};
 use serde_json::{Value, json};
 
@@ -80,47 +82,40 @@ fn producer(url: Url, stop: Stop, seen: Arc<Seen>) {
     }
 }
 
-/// Leases up to 50, records them as fired, acks them all; until `stop` and nothing is
-/// left to fire.
-fn worker(url: Url, stop: Stop, seen: Arc<Seen>) {
-    loop {
-        let leased = api(&url).try_call(
-            reqwest::Method::POST,
-            "/v1/queues/q/lease",
-            Some(&json!({"max": 50, "lease": "2s", "wait": "200ms"})),
-        );
-        let Ok(leased) = leased.map_err(|_| ()).and_then(|r| if r.status == 200 { Ok(r) } else { Err(()) }) else {
-            stop.back_off(Duration::from_millis(20));
-            continue;
-        };
-        let leases = leased.json["leases"].as_array().cloned().unwrap_or_default();
-        if leases.is_empty() {
-            if stop.is_stopped() {
-                return;
-            }
-            continue;
+impl Tally for Seen {
+    fn leased(&self, leases: &[Lease]) {
+        let mut fired = self.fired.lock().unwrap();
+        for lease in leases {
+            *fired.entry(lease.key.clone()).or_default() += 1;
         }
-        let keys: Vec<String> = leases.iter().map(|l| l["task"]["key"].as_str().unwrap().to_owned()).collect();
-        {
-            let mut fired = seen.fired.lock().unwrap();
-            for key in &keys {
-                *fired.entry(key.clone()).or_default() += 1;
+    }
+
+    fn acked(&self, leases: &[Lease], ends: &[AckEnd], _acked_ms: i64) {
+        let mut unconfirmed = self.unconfirmed.lock().unwrap();
+        for (lease, end) in leases.iter().zip(ends) {
+            if *end != AckEnd::Confirmed {
+                unconfirmed.insert(lease.key.clone());
             }
         }
-        let acks: Vec<Value> = leases.iter().map(|l| json!({"lease_id": l["lease_id"], "outcome": "done"})).collect();
-        let statuses: Vec<u64> =
-            match api(&url).try_call(reqwest::Method::POST, "/v1/acks", Some(&json!({ "acks": acks }))) {
-                Ok(resp) if resp.status == 200 => {
-                    resp.json["results"].as_array().unwrap().iter().map(|r| r["status"].as_u64().unwrap()).collect()
-                }
-                _ => vec![0; keys.len()],
-            };
-        let mut unconfirmed = seen.unconfirmed.lock().unwrap();
-        for (key, status) in keys.into_iter().zip(statuses) {
-            if status != 204 {
-                unconfirmed.insert(key);
-            }
-        }
+    }
+
+    /// The server is down (killed, restarting): a lease is tried again shortly, and an
+    /// ack's tasks stay unconfirmed.
+    fn failed(&self, call: Call, _error: &ClientError, _took: Duration) -> Next {
+        Next::BackOff(if call == Call::Lease { Duration::from_millis(20) } else { Duration::ZERO })
+    }
+}
+
+/// The worker: leases up to 50 (2 s leases), records them as fired, acks them all;
+/// until `stop` and nothing is left to fire.
+fn worker() -> PullLoop {
+    PullLoop {
+        queue: "q".into(),
+        max: 50,
+        lease: Some(Duration::from_secs(2)),
+        wait: Duration::from_millis(200),
+        acks: Acks::Batch,
+        stop_when: StopWhen::Empty,
     }
 }
 
@@ -136,10 +131,8 @@ fn kill_under_load(name: &str, builder: ServerBuilder) {
         let (url, stop, seen) = (Arc::clone(&url), stop_producing.clone(), Arc::clone(&seen));
         move || producer(url, stop, seen)
     });
-    let worker = thread::spawn({
-        let (url, stop, seen) = (Arc::clone(&url), stop_working.clone(), Arc::clone(&seen));
-        move || worker(url, stop, seen)
-    });
+    let target = Target::new(pull_client(&server.url(), Duration::from_secs(5)));
+    let worker = worker().on_thread(target.clone(), stop_working.clone(), Arc::clone(&seen));
     let mut recoveries = Vec::new();
     for round in 0..kills {
         // Each kill comes once this run of the server has taken load: more schedules
@@ -156,6 +149,7 @@ fn kill_under_load(name: &str, builder: ServerBuilder) {
         server.restart().unwrap_or_else(|e| panic!("restart after kill -9 #{}: {e}", round + 1));
         recoveries.push(killed.elapsed());
         *url.lock().unwrap() = server.url();
+        target.point_at(pull_client(&server.url(), Duration::from_secs(5)));
     }
     stop_producing.stop();
     producer.join().unwrap();

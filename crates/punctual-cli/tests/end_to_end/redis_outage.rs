@@ -22,7 +22,9 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use common::*;
+use punctual_client::ClientError;
 use punctual_testkit::poll_until;
+use punctual_testkit::pull::{AckEnd, Acks, Call, Lease, Next, PullLoop, Stop, StopWhen, Tally, Target};
 use punctual_testkit::redis::{self, Persistence, RedisServer};
 use punctual_testkit::server::ServerProcess;
 use serde_json::{Value, json};
@@ -50,7 +52,22 @@ impl Refusal {
     fn record(seen: &Seen, what: &'static str, started: Instant, resp: &Resp) {
         resp.expect_error(503, "unavailable", None, what);
         let message = resp.json["error"]["message"].as_str().unwrap_or_default().to_owned();
-        let refusal = Refusal { what, took: started.elapsed(), answered_at: Instant::now(), message };
+        Refusal::push(seen, what, started.elapsed(), message);
+    }
+
+    /// The same for a call of the pull loop, which the harness reports as the client
+    /// read it: the server must have answered, with API.md's 503 "unavailable".
+    fn record_failure(seen: &Seen, what: &'static str, took: Duration, error: &ClientError) {
+        let ClientError::Api(refused) = error else {
+            panic!("the server must answer the {what} call, not drop it: {error}")
+        };
+        assert_eq!((refused.status, refused.code.as_str()), (503, "unavailable"), "{what}: {refused}");
+        assert!(!refused.message.trim().is_empty(), "{what}: the error has no message");
+        Refusal::push(seen, what, took, refused.message.clone());
+    }
+
+    fn push(seen: &Seen, what: &'static str, took: Duration, message: String) {
+        let refusal = Refusal { what, took, answered_at: Instant::now(), message };
         seen.refused.lock().unwrap().push(refusal);
     }
 }
@@ -260,57 +277,54 @@ fn produce_work_until(api: Api, stop: Stop, seen: Arc<Seen>, work: Arc<Work>) {
     }
 }
 
+/// The pull side's tally: what it leased and acknowledged into [`Work`], the server's
+/// refusals into [`Seen`].
+struct Pulled {
+    seen: Arc<Seen>,
+    work: Arc<Work>,
+}
+
+impl Tally for Pulled {
+    fn leased(&self, leases: &[Lease]) {
+        let mut fired = self.work.fired.lock().unwrap();
+        for lease in leases {
+            *fired.entry(lease.key.clone()).or_default() += 1;
+        }
+    }
+
+    fn acked(&self, leases: &[Lease], ends: &[AckEnd], _acked_ms: i64) {
+        let mut unconfirmed = self.work.unconfirmed.lock().unwrap();
+        for (lease, end) in leases.iter().zip(ends) {
+            if *end != AckEnd::Confirmed {
+                unconfirmed.insert(lease.key.clone());
+            }
+        }
+    }
+
+    fn failed(&self, call: Call, error: &ClientError, took: Duration) -> Next {
+        match call {
+            Call::Lease => {
+                Refusal::record_failure(&self.seen, "lease", took, error);
+                Next::BackOff(Duration::from_millis(50))
+            }
+            Call::Ack => {
+                Refusal::record_failure(&self.seen, "ack", took, error);
+                Next::BackOff(Duration::ZERO)
+            }
+        }
+    }
+}
+
 /// Leases up to 50 tasks of `work` (2 s leases), records them as fired and acks them,
-/// until `stop` and nothing is left to lease.
-fn work_until(api: Api, stop: Stop, seen: Arc<Seen>, work: Arc<Work>) {
-    loop {
-        let started = Instant::now();
-        let leased = api.try_call(
-            reqwest::Method::POST,
-            "/v1/queues/work/lease",
-            Some(&json!({"max": 50, "lease": "2s", "wait": "200ms"})),
-        );
-        let leased = match leased {
-            Ok(resp) if resp.status == 200 => resp,
-            Ok(resp) => {
-                Refusal::record(&seen, "lease", started, &resp);
-                stop.back_off(Duration::from_millis(50));
-                continue;
-            }
-            Err(e) => panic!("the server must answer a lease, not drop the call: {e}"),
-        };
-        let leases = leased.json["leases"].as_array().cloned().unwrap_or_default();
-        if leases.is_empty() {
-            if stop.is_stopped() {
-                return;
-            }
-            continue;
-        }
-        let keys: Vec<String> = leases.iter().map(|l| l["task"]["key"].as_str().unwrap().to_owned()).collect();
-        {
-            let mut fired = work.fired.lock().unwrap();
-            for key in &keys {
-                *fired.entry(key.clone()).or_default() += 1;
-            }
-        }
-        let acks: Vec<Value> = leases.iter().map(|l| json!({"lease_id": l["lease_id"], "outcome": "done"})).collect();
-        let started = Instant::now();
-        let statuses: Vec<u64> = match api.try_call(reqwest::Method::POST, "/v1/acks", Some(&json!({ "acks": acks }))) {
-            Ok(resp) if resp.status == 200 => {
-                resp.json["results"].as_array().unwrap().iter().map(|r| r["status"].as_u64().unwrap()).collect()
-            }
-            Ok(resp) => {
-                Refusal::record(&seen, "ack", started, &resp);
-                vec![0; keys.len()]
-            }
-            Err(e) => panic!("the server must answer an ack, not drop the call: {e}"),
-        };
-        let mut unconfirmed = work.unconfirmed.lock().unwrap();
-        for (key, status) in keys.into_iter().zip(statuses) {
-            if status != 204 {
-                unconfirmed.insert(key);
-            }
-        }
+/// until stopped and nothing is left to lease.
+fn worker() -> PullLoop {
+    PullLoop {
+        queue: "work".into(),
+        max: 50,
+        lease: Some(Duration::from_secs(2)),
+        wait: Duration::from_millis(200),
+        acks: Acks::Batch,
+        stop_when: StopWhen::Empty,
     }
 }
 
@@ -354,10 +368,9 @@ fn redis_frozen_for_five_seconds_under_load_is_answered_with_quick_503s_and_lose
         let (api, stop, seen, work) = (client(), stop_producing.clone(), Arc::clone(&seen), Arc::clone(&work));
         move || produce_work_until(api, stop, seen, work)
     });
-    let worker = thread::spawn({
-        let (api, stop, seen, work) = (client(), stop_working.clone(), Arc::clone(&seen), Arc::clone(&work));
-        move || work_until(api, stop, seen, work)
-    });
+    let target = Target::new(pull_client(&server.url(), REQUEST_TIMEOUT * 3));
+    let pulled = Arc::new(Pulled { seen: Arc::clone(&seen), work: Arc::clone(&work) });
+    let worker = worker().on_thread(target, stop_working.clone(), pulled);
     let acknowledged = || seen.acknowledged.lock().unwrap().len();
     let wait_for_more = |than: usize| {
         let more = poll_until(Duration::from_secs(30), || (acknowledged() > than).then_some(()));

@@ -22,8 +22,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use axum::body::Body;
 use axum::http::{HeaderMap, Method, Request, StatusCode};
-use common::TestServer;
-use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode};
+use common::{TestServer, enc};
 use punctual_core::EngineConfig;
 use punctual_server::HttpOptions;
 use serde_json::{Value, json};
@@ -114,10 +113,10 @@ async fn prepare(s: &TestServer, operation_id: &str, params: &mut HashMap<String
     let n = UNIQUE.fetch_add(1, Ordering::Relaxed);
     let queue = params.get("queue").cloned().unwrap_or_else(|| "contract.fixture".into());
     let key = params.get("key").cloned().unwrap_or_else(|| format!("fixture-{n}"));
-    let task = format!("/v1/queues/{}/tasks/{}", encode(&queue), encode(&key));
+    let task = format!("/v1/queues/{}/tasks/{}", enc(&queue), enc(&key));
     match operation_id {
         "get_settings" | "delete_settings" => {
-            let settings = format!("/v1/queues/{}/settings", encode(&queue));
+            let settings = format!("/v1/queues/{}/settings", enc(&queue));
             assert!(s.put(&settings, json!({})).await.0.is_success());
         }
         "get_task" | "delete_task" => {
@@ -125,7 +124,7 @@ async fn prepare(s: &TestServer, operation_id: &str, params: &mut HashMap<String
         }
         // A due task, so that a long poll (up to the longest wait) answers at once.
         "lease" => {
-            let (status, _) = s.put(&format!("/v1/queues/{}/tasks/due-{n}", encode(&queue)), json!({})).await;
+            let (status, _) = s.put(&format!("/v1/queues/{}/tasks/due-{n}", enc(&queue)), json!({})).await;
             assert!(status.is_success());
         }
         "ack" | "extend" => {
@@ -137,7 +136,7 @@ async fn prepare(s: &TestServer, operation_id: &str, params: &mut HashMap<String
         }
         "retry_dead" | "delete_dead" => {
             let lane = format!("contract.dead.{n}");
-            let (status, _) = s.put(&format!("/v1/queues/{lane}/tasks/{}", encode(&key)), json!({})).await;
+            let (status, _) = s.put(&format!("/v1/queues/{lane}/tasks/{}", enc(&key)), json!({})).await;
             assert!(status.is_success());
             let lease = s.lease(&lane, json!({})).await;
             let id = lease[0]["lease_id"].as_str().unwrap();
@@ -147,10 +146,6 @@ async fn prepare(s: &TestServer, operation_id: &str, params: &mut HashMap<String
         }
         _ => {}
     }
-}
-
-fn encode(text: &str) -> String {
-    utf8_percent_encode(text, NON_ALPHANUMERIC).to_string()
 }
 
 /// The operation's parameters, resolved: (name, in, schema).
@@ -170,7 +165,7 @@ fn parameters(doc: &Doc, operation: &Value) -> Vec<(String, String, Value)> {
 fn fill(template: &str, params: &HashMap<String, String>, query: &str) -> String {
     let mut path = template.to_owned();
     for (name, value) in params {
-        path = path.replace(&format!("{{{name}}}"), &encode(value));
+        path = path.replace(&format!("{{{name}}}"), &enc(value));
     }
     if query.is_empty() { path } else { format!("{path}?{query}") }
 }
@@ -344,7 +339,7 @@ async fn requests_that_break_the_document_are_refused_as_documented() {
                         token: None,
                     }
                 } else {
-                    let query = format!("{name}={}", encode(text));
+                    let query = format!("{name}={}", enc(text));
                     Call {
                         method: method.clone(),
                         path: fill(&template, &params, &query),

@@ -14,7 +14,9 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use punctual_client::ClientError;
 use punctual_testkit::poll_until;
+use punctual_testkit::pull::{AckEnd, Acks, Call, Lease, Next, PullLoop, Stop, StopWhen, Tally, Target};
 use punctual_testkit::server::ServerProcess;
 use serde_json::{Value, json};
 
@@ -60,6 +62,18 @@ impl Seen {
         }
     }
 
+    /// [`Seen::refusal`] of a pull loop's call, as the harness reports it: the server
+    /// must have answered.
+    fn refused_call(&self, what: &'static str, error: &ClientError) {
+        match error {
+            ClientError::Api(e) if e.status == 503 && e.code == "unavailable" => {
+                self.refused.lock().unwrap().push(Instant::now());
+            }
+            ClientError::Api(e) => self.unexpected.lock().unwrap().push(format!("{what}: {} {e}", e.status)),
+            other => panic!("the server must answer the {what} call, not drop it: {other}"),
+        }
+    }
+
     fn acknowledged(&self) -> usize {
         self.stored.lock().unwrap().len()
     }
@@ -94,53 +108,54 @@ fn schedule_until(api: &Api, queue: &str, prefix: &str, delay: &str, stop: &Stop
     }
 }
 
-/// Leases due-now tasks (2 s leases) and acks them, until `stop` and every
+impl Tally for Seen {
+    fn leased(&self, leases: &[Lease]) {
+        let mut fired = self.fired.lock().unwrap();
+        for lease in leases {
+            *fired.entry(lease.key.clone()).or_default() += 1;
+        }
+    }
+
+    fn acked(&self, leases: &[Lease], ends: &[AckEnd], _acked_ms: i64) {
+        let mut completed = self.completed.lock().unwrap();
+        for (lease, end) in leases.iter().zip(ends) {
+            if *end == AckEnd::Confirmed {
+                *completed.entry(lease.key.clone()).or_default() += 1;
+            }
+        }
+    }
+
+    fn failed(&self, call: Call, error: &ClientError, _took: Duration) -> Next {
+        match call {
+            Call::Lease => {
+                self.refused_call("lease", error);
+                Next::BackOff(Duration::from_millis(50))
+            }
+            Call::Ack => {
+                self.refused_call("ack", error);
+                Next::BackOff(Duration::ZERO)
+            }
+        }
+    }
+}
+
+/// Leases due-now tasks (2 s leases) and acks them, until stopped and every
 /// acknowledged one has been leased, or `drain_by` passes.
-fn work_until(api: &Api, stop: &Stop, seen: &Seen, drain_by: &Mutex<Option<Instant>>) {
-    loop {
-        if stop.is_stopped() {
-            let work = seen.work.lock().unwrap();
-            let fired = seen.fired.lock().unwrap();
-            let past_deadline = drain_by.lock().unwrap().is_some_and(|by| Instant::now() > by);
-            if past_deadline || work.keys().all(|k| fired.contains_key(k)) {
-                return;
-            }
-        }
-        let body = json!({"max": 50, "lease": "2s", "wait": "200ms"});
-        let leased = match api.try_call(reqwest::Method::POST, &format!("/v1/queues/{WORK}/lease"), Some(&body)) {
-            Ok(resp) if resp.status == 200 => resp,
-            Ok(resp) => {
-                seen.refusal("lease", &resp);
-                stop.back_off(Duration::from_millis(50));
-                continue;
-            }
-            Err(e) => panic!("the server must answer a lease, not drop the call: {e}"),
-        };
-        let leases = leased.json["leases"].as_array().cloned().unwrap_or_default();
-        if leases.is_empty() {
-            continue;
-        }
-        let keys: Vec<String> = leases.iter().map(|l| l["task"]["key"].as_str().unwrap().to_owned()).collect();
-        {
-            let mut fired = seen.fired.lock().unwrap();
-            for key in &keys {
-                *fired.entry(key.clone()).or_default() += 1;
-            }
-        }
-        let acks: Vec<Value> = leases.iter().map(|l| json!({"lease_id": l["lease_id"], "outcome": "done"})).collect();
-        match api.try_call(reqwest::Method::POST, "/v1/acks", Some(&json!({ "acks": acks }))) {
-            Ok(resp) if resp.status == 200 => {
-                let statuses = resp.json["results"].as_array().unwrap().iter().map(|r| r["status"].as_u64().unwrap());
-                let mut completed = seen.completed.lock().unwrap();
-                for (key, status) in keys.into_iter().zip(statuses) {
-                    if status == 204 {
-                        *completed.entry(key).or_default() += 1;
-                    }
-                }
-            }
-            Ok(resp) => seen.refusal("ack", &resp),
-            Err(e) => panic!("the server must answer an ack, not drop the call: {e}"),
-        }
+fn worker(seen: &Arc<Seen>, drain_by: &Arc<Mutex<Option<Instant>>>) -> PullLoop {
+    let (seen, drain_by) = (Arc::clone(seen), Arc::clone(drain_by));
+    let drained = move || {
+        let work = seen.work.lock().unwrap();
+        let fired = seen.fired.lock().unwrap();
+        let past_deadline = drain_by.lock().unwrap().is_some_and(|by| Instant::now() > by);
+        past_deadline || work.keys().all(|k| fired.contains_key(k))
+    };
+    PullLoop {
+        queue: WORK.into(),
+        max: 50,
+        lease: Some(Duration::from_secs(2)),
+        wait: Duration::from_millis(200),
+        acks: Acks::Batch,
+        stop_when: StopWhen::Drained(Arc::new(drained)),
     }
 }
 
@@ -200,17 +215,14 @@ pub fn under_load(store: &str, wait_replicas: u32, fail_until_promoted: impl FnO
     let dir = tempfile::tempdir().unwrap();
     let server = node(store, wait_replicas, &dir);
     let (stop, seen, drain_by) = (Stop::default(), Arc::new(Seen::default()), Arc::new(Mutex::new(None)));
+    let target = Target::new(pull_client(&server.url(), Duration::from_secs(30)));
     let clients: Vec<_> = [(STORED, "order", "1h"), (WORK, "w", "0s")]
         .into_iter()
         .map(|(queue, prefix, delay)| {
             let (api, stop, seen) = (Api::of(&server), stop.clone(), Arc::clone(&seen));
             thread::spawn(move || schedule_until(&api, queue, prefix, delay, &stop, &seen))
         })
-        .chain(std::iter::once({
-            let (api, stop, seen, drain_by) =
-                (Api::of(&server), stop.clone(), Arc::clone(&seen), Arc::clone(&drain_by));
-            thread::spawn(move || work_until(&api, &stop, &seen, &drain_by))
-        }))
+        .chain(std::iter::once(worker(&seen, &drain_by).on_thread(target, stop.clone(), Arc::clone(&seen))))
         .collect();
     let acknowledged_past = |n: usize, within: Duration| {
         let reached = poll_until(within, || (seen.acknowledged() > n).then_some(()));

@@ -284,51 +284,19 @@ impl Api {
     }
 }
 
-/// Tells the client loops of a load test to stop. Shared by the test and its client
-/// threads; cheap to clone.
-#[derive(Debug, Clone, Default)]
-pub struct Stop(std::sync::Arc<(std::sync::Mutex<bool>, std::sync::Condvar)>);
-
-impl Stop {
-    /// Tells every loop to stop, waking those that back off.
-    pub fn stop(&self) {
-        let (stopped, changed) = &*self.0;
-        *stopped.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = true;
-        changed.notify_all();
-    }
-
-    /// Whether [`Stop::stop`] was called.
-    pub fn is_stopped(&self) -> bool {
-        *self.0.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    /// A client's back-off after a refused or failed call: returns when told to stop,
-    /// or after `at_most` so the loop tries again (a refusal is answered at once, and a
-    /// client that retried without pause would only measure its own loop).
-    pub fn back_off(&self, at_most: Duration) {
-        let (stopped, changed) = &*self.0;
-        let guard = stopped.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let _ = changed.wait_timeout_while(guard, at_most, |stopped| !*stopped);
-    }
-}
-
 /// `/v1/queues/{queue}/tasks/{key}` with both segments percent-encoded.
 pub fn task_path(queue: &str, key: &str) -> String {
     format!("/v1/queues/{}/tasks/{}", enc(queue), enc(key))
 }
 
-/// Percent-encodes everything but RFC 3986's unreserved characters, so `/` becomes
-/// `%2F` and control characters are sent as `%01`.
-pub fn enc(segment: &str) -> String {
-    let mut out = String::with_capacity(segment.len());
-    for byte in segment.bytes() {
-        if byte.is_ascii_alphanumeric() || b"-._~".contains(&byte) {
-            out.push(char::from(byte));
-        } else {
-            out.push_str(&format!("%{byte:02X}"));
-        }
-    }
-    out
+/// Percent-encodes one path segment (or query value) as the CLI's client does.
+pub use punctual_client::path_segment as enc;
+
+/// The client of the load harness (`punctual_testkit::pull`) for the server at `url`,
+/// giving up on a call after `timeout`.
+pub fn pull_client(url: &str, timeout: Duration) -> punctual_client::Client {
+    let url = punctual_client::parse_server_url(url).unwrap_or_else(|e| panic!("{url}: {e}"));
+    punctual_client::Client::with_timeout(&url, None, timeout).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// Milliseconds since the Unix epoch by this machine's clock (the server's clock too).

@@ -174,19 +174,8 @@ pub fn keys(tasks: &[Value]) -> Vec<String> {
     tasks.iter().map(|t| t["key"].as_str().unwrap().to_owned()).collect()
 }
 
-/// Percent-encodes everything but RFC 3986's unreserved characters, so `/` becomes
-/// `%2F` and control characters are sent as `%01`.
-pub fn enc(segment: &str) -> String {
-    let mut out = String::with_capacity(segment.len());
-    for byte in segment.bytes() {
-        if byte.is_ascii_alphanumeric() || b"-._~".contains(&byte) {
-            out.push(char::from(byte));
-        } else {
-            out.push_str(&format!("%{byte:02X}"));
-        }
-    }
-    out
-}
+/// Percent-encodes one path segment (or query value) as the CLI's client does.
+pub use punctual_client::path_segment as enc;
 
 /// Reads a time of a response, asserting API.md's form: RFC 3339 UTC with exactly three
 /// fractional digits and `Z` (`2026-11-30T12:00:00.000Z`).
