@@ -27,7 +27,8 @@
 //! `--serve`). [`baselines`] holds the hand-built delays and [`bullmq`] runs BullMQ on
 //! the same workloads (the Node program in `bench/bullmq/`), both on one Redis: the
 //! target's, else a private redis-server. [`stats`] holds the arithmetic, [`report`]
-//! the progress bars and tables.
+//! the progress bars and tables, [`poll`] the one wait on what cannot signal the bench
+//! (a server in another process getting ready).
 //!
 //! `pending` also runs on a private Redis Cluster (`--store private-cluster`): the
 //! engine in this process on the Redis store connected to it, its queue sharded so the
@@ -48,6 +49,7 @@ mod bullmq;
 mod burst;
 mod driver;
 mod pending;
+mod poll;
 mod redis_cpu;
 mod report;
 mod scale;

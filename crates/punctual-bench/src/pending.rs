@@ -59,6 +59,7 @@ use serde_json::json;
 
 use super::bullmq::{BullmqPending, PendingRatios, over};
 use super::driver::{BenchTask, Driver, Recorder};
+use super::poll::{self, Look};
 use super::report::{Figure, figures_beside, mib, millis, rate, thousands, times, with_footer};
 use super::serve::{ServeStore, Served, toml_string};
 use super::stats::{dir_bytes, per_second, rss_kib};
@@ -71,6 +72,8 @@ const FAR_MS: i64 = 30 * 86_400_000;
 const PROBE_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long a `punctual serve` child may take to answer.
 const SERVE_TIMEOUT: Duration = Duration::from_secs(60);
+/// How often to ask a starting `punctual serve` again: short, as the time to its first
+/// answer is measured.
 const RETRY: Duration = Duration::from_millis(2);
 
 #[derive(Debug, Serialize)]
@@ -305,23 +308,22 @@ pub(crate) async fn recovery(dir: &Path, cx: &Context<'_>) -> Result<Recovery> {
 
     wait_released(dir).await?;
     let mut first = Serve::spawn(&exe, dir, &log)?;
-    let deadline = Instant::now() + SERVE_TIMEOUT;
-    loop {
+    let probed = poll::until("the first punctual serve to take the probe task", SERVE_TIMEOUT, RETRY, async || {
         match first.client.put(&["v1", "queues", "bench.recovery", "tasks", "probe"], &json!({})).await {
-            Ok(_) => break,
-            Err(ClientError::Unreachable { .. }) if Instant::now() < deadline && first.running()? => {
-                tokio::time::sleep(RETRY).await
-            }
-            Err(e) => bail!("the first punctual serve did not take the probe task: {e}{}", first.log_tail()),
+            Ok(_) => Ok(Look::Ready(())),
+            Err(e @ ClientError::Unreachable { .. }) if first.running()? => Ok(Look::NotYet(e.into())),
+            Err(e) => bail!("the first punctual serve did not take the probe task: {e}"),
         }
-    }
+    })
+    .await;
+    probed.map_err(|e| anyhow!("{e:#}{}", first.log_tail()))?;
     drop(first); // SIGKILL
 
     let started = Instant::now();
     let mut second = Serve::spawn(&exe, dir, &log)?;
     let fired = first_fire(&second.client, "bench.recovery", started, || matches!(second.child.try_wait(), Ok(None)))
         .await
-        .map_err(|e| anyhow!("the restarted punctual serve: {e}{}", second.log_tail()))?;
+        .map_err(|e| anyhow!("the restarted punctual serve: {e:#}{}", second.log_tail()))?;
     let rss_kib = rss_kib(Some(second.child.id()))?;
     bar.finish_and_clear();
     Ok(Recovery { server: ServerStart::RestartAfterKill, start_to_first_fire_ms: fired.as_millis() as u64, rss_kib })
@@ -338,15 +340,16 @@ pub(crate) async fn new_server(url: &str, prefix: &str, shards: u32, cx: &Contex
     let client = Client::new(served.url(), None)?;
     let fired = first_fire(&client, QUEUE, started, || served.running())
         .await
-        .map_err(|e| anyhow!("the new punctual serve on the Cluster: {e}{}", served.log_tail()))?;
+        .map_err(|e| anyhow!("the new punctual serve on the Cluster: {e:#}{}", served.log_tail()))?;
     let rss_kib = rss_kib(Some(served.pid()))?;
     bar.finish_and_clear();
     Ok(Recovery { server: ServerStart::New, start_to_first_fire_ms: fired.as_millis() as u64, rss_kib })
 }
 
 /// Asks the server behind `client` for one lease of `queue`, again every [`RETRY`]
-/// while its port refuses connections and `running` says it has not exited; answers
-/// the time from `started` to the answer, which must hold a task.
+/// (for at most [`SERVE_TIMEOUT`]) while its port refuses connections and `running`
+/// says it has not exited; answers the time from `started` to the answer, which must
+/// hold a task.
 async fn first_fire(
     client: &Client,
     queue: &str,
@@ -354,40 +357,37 @@ async fn first_fire(
     mut running: impl FnMut() -> bool,
 ) -> Result<Duration> {
     let request = json!({ "max": 1, "wait": "10s" });
-    loop {
+    poll::until("it to answer", SERVE_TIMEOUT, RETRY, async || {
         match client.post_json(&["v1", "queues", queue, "lease"], &request).await {
             Ok(answer) => {
                 let answer = answer.json()?;
                 if answer.value["leases"].as_array().is_some_and(|l| !l.is_empty()) {
-                    return Ok(started.elapsed());
+                    return Ok(Look::Ready(started.elapsed()));
                 }
                 bail!("it had no due task to lease: the task due now was lost");
             }
-            Err(ClientError::Unreachable { .. }) if started.elapsed() < SERVE_TIMEOUT => {
-                if !running() {
-                    bail!("it exited before it answered");
-                }
-                tokio::time::sleep(RETRY).await
-            }
+            Err(e @ ClientError::Unreachable { .. }) if running() => Ok(Look::NotYet(e.into())),
+            Err(ClientError::Unreachable { .. }) => bail!("it exited before it answered"),
             Err(e) => bail!("it did not answer: {e}"),
         }
-    }
+    })
+    .await
 }
 
 /// Waits until no engine of this process holds the store in `dir` any more (its last
 /// handle is dropped a moment after the engine shut down), by opening it.
 async fn wait_released(dir: &Path) -> Result<()> {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
+    let what = format!("this process's engine to release the store in {}", dir.display());
+    poll::until(&what, Duration::from_secs(10), Duration::from_millis(10), async || {
         match punctual_sqlite::SqliteStore::open(dir) {
             Ok(store) => {
                 punctual_core::Store::close(&store).await?;
-                return Ok(());
+                Ok(Look::Ready(()))
             }
-            Err(e) if Instant::now() >= deadline => bail!("the store in {} is still in use: {e}", dir.display()),
-            Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
+            Err(e) => Ok(Look::NotYet(e.into())),
         }
-    }
+    })
+    .await
 }
 
 /// A `punctual serve --data DIR` child on a free port; SIGKILLed on drop.
@@ -423,11 +423,11 @@ impl Serve {
         Ok(Serve { child, client: Client::new(&url, None)?, log: log.to_owned() })
     }
 
-    /// Still running? An error says how it exited.
+    /// Still running? An error says how it exited (its log not included).
     fn running(&mut self) -> Result<bool> {
         match self.child.try_wait()? {
             None => Ok(true),
-            Some(status) => bail!("punctual serve exited ({status}){}", self.log_tail()),
+            Some(status) => bail!("punctual serve exited ({status})"),
         }
     }
 

@@ -25,15 +25,19 @@
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use anyhow::{Context as _, Result, bail};
+use anyhow::{Context as _, Result, anyhow, bail};
 use punctual_client::{Client, ClientError, Url};
+use punctual_private_redis::poll_until;
+
+use crate::poll::{self, Look};
 
 /// How long the server may take to answer `/readyz`.
 const READY_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long it may take to stop after SIGTERM before it is killed.
 const STOP_TIMEOUT: Duration = Duration::from_secs(20);
+/// How often to ask whether it is ready.
 const RETRY: Duration = Duration::from_millis(10);
 
 /// The store the served server runs on.
@@ -145,21 +149,20 @@ impl Served {
 
     async fn wait_ready(&mut self) -> Result<()> {
         let client = Client::new(&self.url, None)?;
-        let deadline = Instant::now() + READY_TIMEOUT;
-        loop {
-            let why = match client.get(&["readyz"], &[]).await {
-                Ok(_) => return Ok(()),
-                Err(e @ (ClientError::Unreachable { .. } | ClientError::Api(_))) => e,
-                Err(e) => bail!("punctual serve did not answer /readyz: {e}{}", self.log_tail()),
-            };
-            if !self.running() {
-                bail!("punctual serve exited before it was ready{}", self.log_tail());
+        let ready = poll::until("punctual serve to answer /readyz", READY_TIMEOUT, RETRY, async || {
+            match client.get(&["readyz"], &[]).await {
+                Ok(_) => Ok(Look::Ready(())),
+                Err(e @ (ClientError::Unreachable { .. } | ClientError::Api(_))) if self.running() => {
+                    Ok(Look::NotYet(e.into()))
+                }
+                Err(ClientError::Unreachable { .. } | ClientError::Api(_)) => {
+                    bail!("punctual serve exited before it was ready")
+                }
+                Err(e) => bail!("punctual serve did not answer /readyz: {e}"),
             }
-            if Instant::now() >= deadline {
-                bail!("punctual serve was not ready within {READY_TIMEOUT:?} ({why}){}", self.log_tail());
-            }
-            tokio::time::sleep(RETRY).await;
-        }
+        })
+        .await;
+        ready.map_err(|e| anyhow!("{e:#}{}", self.log_tail()))
     }
 
     /// Is the server still running? (Its shell exits only after it.)
@@ -181,13 +184,9 @@ impl Served {
     fn stop(&mut self) {
         let Some((mut shell, stdin)) = self.shell.take() else { return };
         drop(stdin);
-        let deadline = Instant::now() + STOP_TIMEOUT;
-        while matches!(shell.try_wait(), Ok(None)) {
-            if Instant::now() >= deadline {
-                let _ = Command::new("kill").arg("-KILL").arg(self.pid.to_string()).status();
-                break;
-            }
-            std::thread::sleep(RETRY);
+        let exited = poll_until(STOP_TIMEOUT, || (!matches!(shell.try_wait(), Ok(None))).then_some(()));
+        if exited.is_none() {
+            let _ = Command::new("kill").arg("-KILL").arg(self.pid.to_string()).status();
         }
         let _ = shell.wait();
     }

@@ -39,9 +39,9 @@ mod rabbitmq;
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use anyhow::{Context as _, Result, bail};
+use anyhow::{Context as _, Result, anyhow, bail};
 use indicatif::ProgressBar;
 use punctual_client::Url;
 use serde::Serialize;
@@ -49,6 +49,7 @@ use tokio::sync::Notify;
 
 use crate::args::BenchArgs;
 use crate::driver::{BenchTask, Driver, HttpDriver, PullLoops};
+use crate::poll::{self, Look};
 use crate::report::{Progress, figures, millis, rate, table, thousands, times};
 use crate::serve::toml_string;
 use crate::stats::{LagStats, per_second, ratio};
@@ -65,6 +66,8 @@ const BATCH: usize = 1_000;
 const DRAIN_LIMIT: Duration = Duration::from_secs(600);
 /// How long to wait, once every message arrived, for punctual and the broker to settle.
 const SETTLE_LIMIT: Duration = Duration::from_secs(30);
+/// How often to look whether they settled.
+const SETTLE_CHECK: Duration = Duration::from_millis(20);
 /// A message this much later than due counts as late in the delays' comparison.
 const LATE_MS: i64 = 1_000;
 
@@ -493,14 +496,18 @@ async fn burst(
 /// Waits until punctual holds none of `queue`'s tasks (each publish confirmed, so no
 /// try is left to publish a duplicate) and `source` handed over all it holds.
 async fn settle(driver: &HttpDriver, queue: &str, received: &Received, source: &impl Source) -> Result<()> {
-    let deadline = Instant::now() + SETTLE_LIMIT;
-    while driver.remaining(queue).await? > 0 || !source.settled(received).await? {
-        if Instant::now() >= deadline {
-            bail!("{queue}: punctual or the broker did not settle within {SETTLE_LIMIT:?} after every message arrived");
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    Ok(())
+    let what = format!("punctual and the broker to settle on {queue} after every message arrived");
+    poll::until(&what, SETTLE_LIMIT, SETTLE_CHECK, async || {
+        let remaining = driver.remaining(queue).await?;
+        Ok(if remaining > 0 {
+            Look::NotYet(anyhow!("punctual still holds {remaining} of its tasks"))
+        } else if !source.settled(received).await? {
+            Look::NotYet(anyhow!("the broker still holds messages"))
+        } else {
+            Look::Ready(())
+        })
+    })
+    .await
 }
 
 /// Schedules one task per delay of `due_in` (ms after its batch is sent) in

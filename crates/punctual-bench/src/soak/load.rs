@@ -13,13 +13,14 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context as _, Result};
+use anyhow::{Context as _, Result, anyhow};
 use punctual_client::{Client, ClientError};
 use punctual_testkit::pull::{self, AckEnd, Call, Lease, Next, PullLoop, Stop, StopWhen, Tally, Target};
 use serde_json::json;
 use tokio::task::JoinHandle;
 
 use super::accounting::{Delivery, Record, lock};
+use crate::poll::{self, Look};
 use crate::stats::now_millis;
 
 /// The one queue of the run (pull workers: no action).
@@ -49,6 +50,8 @@ pub(super) const RETRY: Duration = Duration::from_millis(50);
 pub(super) const SERVING_TIMEOUT: Duration = Duration::from_secs(60);
 /// Longest wait, after the load, for every acknowledged task to be leased.
 pub(super) const DRAIN_TIMEOUT: Duration = Duration::from_secs(180);
+/// How often the drain looks whether every acknowledged task was leased.
+const DRAIN_CHECK: Duration = Duration::from_millis(250);
 
 /// The running load: the producer and the pull loops.
 #[derive(Debug)]
@@ -93,15 +96,14 @@ impl Load {
         producing.stop();
         producer.await.context("the producer panicked")?;
         let began = Instant::now();
-        let drained = loop {
-            if lock(&record).undelivered().is_empty() {
-                break true;
-            }
-            if began.elapsed() >= DRAIN_TIMEOUT {
-                break false;
-            }
-            tokio::time::sleep(Duration::from_millis(250)).await;
-        };
+        // Every 250 ms, not on each ack: the check walks the whole record. The look
+        // never fails, so an error is time running out.
+        let drained = poll::until("every acknowledged task to be leased", DRAIN_TIMEOUT, DRAIN_CHECK, async || {
+            let left = lock(&record).undelivered().len();
+            Ok(if left == 0 { Look::Ready(()) } else { Look::NotYet(anyhow!("{left} not leased yet")) })
+        })
+        .await
+        .is_ok();
         let took = began.elapsed();
         working.stop();
         for pull_loop in pull_loops {
@@ -159,16 +161,14 @@ async fn schedule_repeating(client: &Client, record: &Mutex<Record>) -> Result<(
     for i in 0..REPEATING {
         let key = format!("r-{i}");
         let body = json!({"delay": "1s", "repeat": {"every": REPEAT_EVERY}, "payload": {"repeating": i}});
-        let began = Instant::now();
-        loop {
+        poll::until("the server to take it", SERVING_TIMEOUT, RETRY, async || {
             match client.put(&["v1", "queues", QUEUE, "tasks", &key], &body).await {
-                Ok(_) => break,
-                Err(e) if began.elapsed() > SERVING_TIMEOUT => {
-                    return Err(anyhow::Error::new(e).context(format!("cannot schedule the repeating task {key}")));
-                }
-                Err(_) => tokio::time::sleep(RETRY).await,
+                Ok(_) => Ok(Look::Ready(())),
+                Err(e) => Ok(Look::NotYet(e.into())),
             }
-        }
+        })
+        .await
+        .with_context(|| format!("cannot schedule the repeating task {key}"))?;
         lock(record).repeating.push(key);
     }
     Ok(())
@@ -267,15 +267,13 @@ async fn cancel(client: &Client, record: &Mutex<Record>, key: &str) {
 
 /// Is the task still stored? (`GET` answers it, or 404.)
 pub(super) async fn stored(client: &Client, key: &str) -> Result<bool> {
-    let began = Instant::now();
-    loop {
+    poll::until("the server to answer", SERVING_TIMEOUT, RETRY, async || {
         match client.get(&["v1", "queues", QUEUE, "tasks", key], &[]).await {
-            Ok(_) => return Ok(true),
-            Err(ClientError::Api(e)) if e.status == 404 => return Ok(false),
-            Err(e) if began.elapsed() > SERVING_TIMEOUT => {
-                return Err(anyhow::Error::new(e).context(format!("cannot check whether task {key} is still stored")));
-            }
-            Err(_) => tokio::time::sleep(RETRY).await,
+            Ok(_) => Ok(Look::Ready(true)),
+            Err(ClientError::Api(e)) if e.status == 404 => Ok(Look::Ready(false)),
+            Err(e) => Ok(Look::NotYet(e.into())),
         }
-    }
+    })
+    .await
+    .with_context(|| format!("cannot check whether task {key} is still stored"))
 }

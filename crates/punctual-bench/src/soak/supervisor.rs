@@ -10,13 +10,14 @@
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context as _, Result, bail};
+use anyhow::{Context as _, Result};
 use punctual_client::Client;
 use punctual_private_redis::RedisServer;
 
 use super::accounting::{Kill, MINUTE_MS, Record, RedisRestart, Sample, lock};
 use super::load::{QUEUE, RETRY, SERVING_TIMEOUT};
 use super::report::kib;
+use crate::poll::{self, Look};
 use crate::serve::Served;
 use crate::stats::{now_millis, percentile, rss_kib};
 
@@ -133,6 +134,7 @@ pub(super) async fn supervise(
         if let Some(at) = restart_redis_at.filter(|_| run.redis_restart.is_none()) {
             wake = wake.min(at);
         }
+        // The next event is due at a time, not on a condition: sleep until then.
         tokio::time::sleep(Duration::from_millis((wake - elapsed).clamp(1, 1_000) as u64)).await;
     }
 }
@@ -147,21 +149,23 @@ async fn restart_private_redis(
     let at_ms = now_millis();
     let began = Instant::now();
     server.kill();
+    // The outage is the experiment: Redis stays down this long whatever happens.
     tokio::time::sleep(REDIS_DOWN).await;
     let server = tokio::task::spawn_blocking(move || server.restart().map(|()| server))
         .await
         .context("the redis-server restart panicked")?
         .context("cannot restart the private redis-server")?;
     let down_ms = began.elapsed().as_millis() as u64;
-    loop {
-        if client.get(&["v1", "queues", QUEUE], &[]).await.is_ok() {
-            break;
-        }
-        if began.elapsed() >= REDIS_DOWN + SERVING_TIMEOUT {
-            bail!("punctual serve did not serve again within {}s of its Redis restarting", SERVING_TIMEOUT.as_secs());
-        }
-        tokio::time::sleep(RETRY).await;
-    }
+    poll::until(
+        "punctual serve to serve again after its Redis restarted",
+        SERVING_TIMEOUT,
+        RETRY,
+        async || match client.get(&["v1", "queues", QUEUE], &[]).await {
+            Ok(_) => Ok(Look::Ready(())),
+            Err(e) => Ok(Look::NotYet(e.into())),
+        },
+    )
+    .await?;
     let serving_again_ms = began.elapsed().as_millis() as u64;
     let restart = RedisRestart {
         at_s: (at_ms - start_ms) as f64 / 1000.0,
