@@ -170,6 +170,8 @@ pub(crate) struct Recorder {
     /// How many distinct keys make "all fired"; `usize::MAX` while unknown.
     expected: AtomicUsize,
     all_fired: Notify,
+    /// Wakes [`Recorder::wait_fired`] at each task's first firing.
+    fired_one: Notify,
     /// Acks answered done (HTTP consumer).
     acked: AtomicU64,
     bar: ProgressBar,
@@ -189,6 +191,7 @@ impl Recorder {
             state: Mutex::new(Fired::default()),
             expected: AtomicUsize::new(expected),
             all_fired: Notify::new(),
+            fired_one: Notify::new(),
             acked: AtomicU64::new(0),
             bar,
         })
@@ -208,6 +211,7 @@ impl Recorder {
             state.lags.len()
         };
         self.bar.inc(1);
+        self.fired_one.notify_waiters();
         if fired == self.expected.load(Ordering::SeqCst) {
             self.all_fired.notify_one();
         }
@@ -216,6 +220,19 @@ impl Recorder {
     /// Distinct tasks fired so far.
     pub(crate) fn fired(&self) -> usize {
         self.state.lock().unwrap_or_else(PoisonError::into_inner).lags.len()
+    }
+
+    /// Waits until `count` distinct tasks or more fired.
+    pub(crate) async fn wait_fired(&self, count: usize) {
+        loop {
+            let mut notified = std::pin::pin!(self.fired_one.notified());
+            // Registered before the check, so a firing between the two is not missed.
+            notified.as_mut().enable();
+            if self.fired() >= count {
+                return;
+            }
+            notified.await;
+        }
     }
 
     /// Sets how many distinct tasks make "all fired" (when it was unknown at start).

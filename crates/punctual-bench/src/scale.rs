@@ -206,6 +206,8 @@ async fn measure(size: Size, progress: &Progress, notes: &mut Vec<String>) -> Re
         let load = SustainedLoad::start(&driver, &queue, bar.clone())?;
         loaded.push(Loaded { load, prefix, queue, served });
     }
+    // Timed on purpose: the load runs a warm-up, then the measurement window, whatever
+    // it does meanwhile; the counts are read at either end of the window.
     bar.set_message(format!("{label}: warm-up"));
     tokio::time::sleep(WARM_UP).await;
     bar.set_message(format!("{label}: measuring"));

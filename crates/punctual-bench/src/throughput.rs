@@ -15,11 +15,12 @@
 //! 4. BullMQ's sustained add + process, shaped as step 1 (see [`super::bullmq`]).
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result};
 use indicatif::ProgressBar;
+use punctual_testkit::pull::Stop;
 use serde::Serialize;
 use tokio::task::JoinHandle;
 
@@ -157,6 +158,7 @@ async fn sustained<D: Driver>(
 ) -> Result<Sustained> {
     let mut load = SustainedLoad::start(driver, QUEUE, cx.progress.counter("throughput: fired + acked"))?;
     let started = Instant::now();
+    // The measurement window: the load runs this long, whatever it does meanwhile.
     tokio::time::sleep(duration).await;
     let done = load.stop_producers().await?;
     let elapsed = started.elapsed();
@@ -186,7 +188,7 @@ pub(crate) struct SustainedLoad<D: Driver> {
     recorder: Arc<Recorder>,
     consumer: Consumer,
     scheduled: Arc<AtomicU64>,
-    stop: Arc<AtomicBool>,
+    stop: Stop,
     /// Empty once stopped.
     producers: Vec<JoinHandle<Result<()>>>,
 }
@@ -224,7 +226,7 @@ impl<D: Driver> SustainedLoad<D> {
         let consumer = driver.consume(queue, recorder.clone())?;
         let next_key = Arc::new(AtomicU64::new(0));
         let scheduled = Arc::new(AtomicU64::new(0));
-        let stop = Arc::new(AtomicBool::new(false));
+        let stop = Stop::default();
         let producers = (0..PRODUCERS)
             .map(|_| {
                 let (driver, queue, recorder, next_key, scheduled, stop) = (
@@ -236,9 +238,14 @@ impl<D: Driver> SustainedLoad<D> {
                     stop.clone(),
                 );
                 tokio::spawn(async move {
-                    while !stop.load(Ordering::SeqCst) {
-                        if scheduled.load(Ordering::SeqCst).saturating_sub(recorder.fired() as u64) >= MAX_BACKLOG {
-                            tokio::time::sleep(Duration::from_millis(1)).await;
+                    while !stop.is_stopped() {
+                        let so_far = scheduled.load(Ordering::SeqCst);
+                        if so_far.saturating_sub(recorder.fired() as u64) >= MAX_BACKLOG {
+                            // Until the backlog is below MAX_BACKLOG again, or the stop.
+                            tokio::select! {
+                                () = recorder.wait_fired((so_far - MAX_BACKLOG + 1) as usize) => {}
+                                () = stop.stopped() => {}
+                            }
                             continue;
                         }
                         let first = next_key.fetch_add(PRODUCER_BATCH, Ordering::SeqCst);
@@ -273,7 +280,7 @@ impl<D: Driver> SustainedLoad<D> {
     /// Stops the producers, each after the batch it is sending, and answers the counts
     /// once they all stopped; the consumer goes on. An error is a producer's.
     pub(crate) async fn stop_producers(&mut self) -> Result<Counts> {
-        self.stop.store(true, Ordering::SeqCst);
+        self.stop.stop();
         for producer in std::mem::take(&mut self.producers) {
             producer.await.context("a producer panicked")?.context("a producer failed")?;
         }

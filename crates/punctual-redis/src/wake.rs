@@ -55,6 +55,8 @@ pub(crate) async fn follow(shared: Arc<Shared>, nodes: Vec<redis::ConnectionInfo
             _ = session => {}
             _ = stop.cancelled() => return,
         }
+        // The subscription broke or its node did not answer: back off before the next
+        // node (doubling, up to 3.2 s), so a Redis that is down is not hammered.
         let pause = Duration::from_millis(100u64 << attempt.min(5));
         tokio::select! {
             _ = tokio::time::sleep(pause) => {}
