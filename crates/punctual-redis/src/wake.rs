@@ -26,13 +26,18 @@ pub(crate) async fn follow(shared: Arc<Shared>, nodes: Vec<redis::ConnectionInfo
     let channel = keys::wake_channel(&shared.config.prefix);
     let stop = shared.stop.clone();
     let mut attempt = 0usize;
+    // Sessions in a row that never subscribed: the back-off's exponent, so a
+    // subscription that held and then broke starts again from the shortest pause.
+    let mut failures = 0u32;
     loop {
         let node = nodes[attempt % nodes.len()].clone();
         attempt += 1;
+        let mut subscribed = false;
         let session = async {
             let client = redis::Client::open(node)?;
             let mut pubsub = client.get_async_pubsub().await?;
             pubsub.subscribe(&channel).await?;
+            subscribed = true;
             shared.heads.forget_all();
             tracing::debug!(channel = %channel, "following wake-ups");
             let mut messages = pubsub.into_on_message();
@@ -56,8 +61,10 @@ pub(crate) async fn follow(shared: Arc<Shared>, nodes: Vec<redis::ConnectionInfo
             _ = stop.cancelled() => return,
         }
         // The subscription broke or its node did not answer: back off before the next
-        // node (doubling, up to 3.2 s), so a Redis that is down is not hammered.
-        let pause = Duration::from_millis(100u64 << attempt.min(5));
+        // node (doubling with each session in a row that did not subscribe, up to
+        // 3.2 s), so a Redis that is down is not hammered.
+        failures = if subscribed { 0 } else { failures + 1 };
+        let pause = Duration::from_millis(100u64 << failures.min(5));
         tokio::select! {
             _ = tokio::time::sleep(pause) => {}
             _ = stop.cancelled() => return,
