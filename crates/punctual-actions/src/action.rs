@@ -20,7 +20,7 @@ use std::time::Duration;
 use punctual_core::{BoxError, Clock, Delivery, Handler, Outcome};
 
 use crate::chat::{Chat, ChatConfig};
-use crate::egress::EgressPolicy;
+use crate::egress::{EgressPolicy, RefusalNote};
 use crate::email::{Email, EmailConfig};
 use crate::error::ActionError;
 use crate::http::{FinalStatuses, Sender};
@@ -151,6 +151,7 @@ impl ActionSpec {
                     timeout: self.timeout,
                     finals: self.final_statuses.clone(),
                     clock: Arc::new(punctual_core::SystemClock),
+                    note: RefusalNote::default(),
                 };
                 Chat::new(config.clone(), templates, sender).map(drop)
             }
@@ -200,12 +201,14 @@ impl ActionSpec {
 }
 
 /// What every action of a process shares: one HTTP connection pool, the egress policy
-/// it connects under, the clock, and where rate limits are counted (in this process
-/// unless [`Runtime::shared_rates`]).
+/// it connects under and the note its HTTP refusals carry ([`Runtime::refusal_note`]),
+/// the clock, and where rate limits are counted (in this process unless
+/// [`Runtime::shared_rates`]).
 #[derive(Debug, Clone)]
 pub struct Runtime {
     client: reqwest::Client,
     egress: Arc<EgressPolicy>,
+    note: RefusalNote,
     clock: Arc<dyn Clock>,
     rates: Option<Arc<dyn RateSlots>>,
     /// Delivers tasks that carry an HTTP target, for every action built here.
@@ -225,16 +228,31 @@ impl Runtime {
         let egress = Arc::new(egress);
         let client = crate::http::client(Arc::clone(&egress))
             .map_err(|e| ActionError::invalid("http", format!("cannot set up the HTTP client: {e}")))?;
-        let targets = Arc::new(TargetSender::new(client.clone(), Arc::clone(&clock), Arc::clone(&egress), None));
-        Ok(Runtime { client, egress, clock, rates: None, targets })
+        let note = RefusalNote::default();
+        let targets =
+            Arc::new(TargetSender::new(client.clone(), Arc::clone(&clock), Arc::clone(&egress), None, note.clone()));
+        Ok(Runtime { client, egress, note, clock, rates: None, targets })
     }
 
     /// Signs deliveries to tasks' HTTP targets with `secret` when their queue's action
     /// has no secret of its own (the server's `[targets] secret_env`).
     pub fn sign_targets_with(mut self, secret: Option<Secret>) -> Runtime {
-        let targets = TargetSender::new(self.client.clone(), Arc::clone(&self.clock), Arc::clone(&self.egress), secret);
+        let targets = TargetSender::new(
+            self.client.clone(),
+            Arc::clone(&self.clock),
+            Arc::clone(&self.egress),
+            secret,
+            self.note.clone(),
+        );
         self.targets = Arc::new(targets);
         self
+    }
+
+    /// The note added to the `last_error` of every HTTP delivery (a webhook, a chat
+    /// robot, a task's target) of this runtime's actions that the egress policy
+    /// refuses: setting it on this handle sets it for all of them.
+    pub fn refusal_note(&self) -> RefusalNote {
+        self.note.clone()
     }
 
     /// Counts the rate limits of the actions built on this runtime in `slots`, which
@@ -318,6 +336,7 @@ impl Action {
             timeout: spec.timeout,
             finals: spec.final_statuses.clone(),
             clock: clock.clone(),
+            note: runtime.note.clone(),
         };
         let deliverer = match &spec.kind {
             ActionKind::Webhook(config) => Deliverer::Webhook(Webhook::new(config.clone(), sender)?),

@@ -297,11 +297,11 @@ impl Chat {
             .await;
         let response = match sent {
             Ok(response) => response,
-            Err(e) => return transport_failure(&what, &e.without_url(), self.sender.timeout),
+            Err(e) => return transport_failure(&what, &e.without_url(), self.sender.timeout, &self.sender.note),
         };
         match Answer::read(response).await {
             Ok(answer) => outcome_of(self.platform, &answer, &what, self.sender.clock.now(), &self.sender.finals),
-            Err(e) => transport_failure(&what, &e.without_url(), self.sender.timeout),
+            Err(e) => transport_failure(&what, &e.without_url(), self.sender.timeout, &self.sender.note),
         }
     }
 }

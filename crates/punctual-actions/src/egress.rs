@@ -34,12 +34,18 @@
 //! - SMTP and the brokers do not go through the HTTP client: their host is resolved
 //!   and screened by [`EgressPolicy::resolve`] before each connection, and the
 //!   connection is made to an address it allowed.
+//!
+//! Every node sharing a store must have the same policy. The server compares them by
+//! [`EgressPolicy::canonical`] (one text for every policy that allows the same) and
+//! [`EgressPolicy::refused_ranges`]; while they differ, a [`RefusalNote`] says so in the
+//! `last_error` of every HTTP delivery refused.
 
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use ipnet::{IpNet, Ipv4Net, Ipv6Net};
+use punctual_core::Outcome;
 
 use crate::error::ActionError;
 
@@ -360,6 +366,74 @@ impl EgressPolicy {
         }
         Ok(allowed)
     }
+
+    /// The policy in one normal form: the same text for every policy that allows the
+    /// same addresses and names, however it was written. Networks are merged (an
+    /// address and its `/32`, a network inside another, two halves of one), names are
+    /// lowercase without a trailing dot and left out under an allowed `*.` domain that
+    /// holds them, and each list is sorted: `allow_private = false, allow = ["10.0.0.0/8",
+    /// "127.0.0.1", "*.corp.example", "hooks.internal.example"]`.
+    pub fn canonical(&self) -> String {
+        let networks = IpNet::aggregate(&self.networks)
+            .into_iter()
+            .map(|net| if net.prefix_len() == net.max_prefix_len() { net.addr().to_string() } else { net.to_string() });
+        let covered = |pattern: &HostPattern| {
+            let name = match pattern {
+                HostPattern::Exact(name) | HostPattern::Under(name) => name,
+            };
+            self.hosts
+                .iter()
+                .any(|other| matches!(other, HostPattern::Under(_)) && other != pattern && other.matches(name))
+        };
+        let mut hosts: Vec<String> = self
+            .hosts
+            .iter()
+            .filter(|pattern| !covered(pattern))
+            .map(|pattern| match pattern {
+                HostPattern::Exact(name) => name.clone(),
+                HostPattern::Under(suffix) => format!("*.{suffix}"),
+            })
+            .collect();
+        hosts.sort();
+        hosts.dedup();
+        let allow: Vec<String> = networks.chain(hosts).map(|entry| format!("{entry:?}")).collect();
+        format!("allow_private = {}, allow = [{}]", self.private, allow.join(", "))
+    }
+
+    /// What every policy refuses unless it allows it, as text: the ranges of
+    /// [`REFUSED_V4`] and [`REFUSED_V6`] and the IPv6 prefixes judged by the IPv4
+    /// address they carry. Built in, so the same on every node of one version; another
+    /// version may refuse other ranges.
+    pub fn refused_ranges() -> String {
+        let v4 = REFUSED_V4.iter().map(|(net, class)| format!("{net} is {}", class.described()));
+        let v6 = REFUSED_V6.iter().map(|(net, class)| format!("{net} is {}", class.described()));
+        let carried = EMBEDDING_V4.iter().chain([&SIX_TO_FOUR, &TEREDO]).map(|net| format!("{net} carries IPv4"));
+        v4.chain(v6).chain(carried).collect::<Vec<_>>().join("\n")
+    }
+}
+
+/// A sentence added to the `last_error` of every HTTP delivery (a webhook, a chat
+/// robot, a task's target) the policy refuses, while one is set: what the server knows
+/// and the policy does not (another node sharing the store allows other addresses). Shared by every action of a
+/// [`crate::Runtime`]; cheap to clone, and a clone sets the same note.
+#[derive(Debug, Clone, Default)]
+pub struct RefusalNote(Arc<Mutex<Option<String>>>);
+
+impl RefusalNote {
+    /// Adds `note` to every refusal from now on; `None`: nothing.
+    pub fn set(&self, note: Option<String>) {
+        *self.0.lock().expect("refusal note lock poisoned") = note;
+    }
+
+    /// The outcome of a delivery to `what` (`target https://…`) that the policy
+    /// refused: dead, with the refusal and the note, if any, as its error.
+    pub(crate) fn refused(&self, what: &str, refusal: &Refusal) -> Outcome {
+        tracing::warn!(target: "punctual_actions::egress", "{what}: refused: {refusal}");
+        match self.0.lock().expect("refusal note lock poisoned").as_deref() {
+            Some(note) => Outcome::fail(format!("{what}: refused: {refusal}; {note}")),
+            None => Outcome::fail(format!("{what}: refused: {refusal}")),
+        }
+    }
 }
 
 /// Parses a host name entry: letters, digits, `-` and `.`, optionally `*.` first.
@@ -674,6 +748,77 @@ mod tests {
         for url in ["https://hooks.example.com/x", "http://8.8.8.8/", "http://localhost:1/"] {
             assert!(policy.check_url(&reqwest::Url::parse(url).unwrap()).is_ok(), "{url} (names wait for resolution)");
         }
+    }
+
+    fn allowing(entries: &[&str]) -> EgressPolicy {
+        entries.iter().fold(EgressPolicy::default(), |policy, entry| policy.allow(entry).unwrap())
+    }
+
+    #[test]
+    fn policies_that_allow_the_same_have_one_canonical_form() {
+        let canonical = allowing(&["10.0.0.0/8", "127.0.0.1", "*.corp.example", "hooks.internal.example"]).canonical();
+        assert_eq!(
+            canonical,
+            r#"allow_private = false, allow = ["10.0.0.0/8", "127.0.0.1", "*.corp.example", "hooks.internal.example"]"#
+        );
+        for written in [
+            // Another order, duplicates, a host's /32, a name's case and trailing dot.
+            &["hooks.internal.example", "*.corp.example", "127.0.0.1/32", "10.0.0.0/8", "127.0.0.1"][..],
+            &["HOOKS.Internal.Example.", "10.0.0.0/8", "*.corp.example", "127.0.0.1", "*.corp.example"],
+            // Networks inside another, two halves of one, names under an allowed domain.
+            &[
+                "10.0.0.0/9",
+                "10.128.0.0/9",
+                "10.1.2.3",
+                "127.0.0.1",
+                "*.corp.example",
+                "a.corp.example",
+                "hooks.internal.example",
+            ],
+            &["127.0.0.1", "*.eu.corp.example", "*.corp.example", "10.0.0.0/8", "hooks.internal.example"],
+        ] {
+            assert_eq!(allowing(written).canonical(), canonical, "{written:?}");
+        }
+        // Policies that allow something else differ.
+        for other in [
+            allowing(&["10.0.0.0/8", "127.0.0.1", "*.corp.example"]),
+            allowing(&["10.0.0.0/8", "127.0.0.2", "*.corp.example", "hooks.internal.example"]),
+            allowing(&["10.0.0.0/8", "127.0.0.1", "corp.example", "hooks.internal.example"]),
+            allowing(&["10.0.0.0/8", "127.0.0.1", "*.corp.example", "hooks.internal.example"]).allow_private(true),
+        ] {
+            assert_ne!(other.canonical(), canonical, "{other:?}");
+        }
+        // A domain's own name is not under it; IPv6 entries keep their form.
+        assert_eq!(allowing(&["corp.example", "*.corp.example"]).canonical().matches("corp.example").count(), 2);
+        assert_eq!(
+            allowing(&["::1", "fd00::/8"]).allow_private(true).canonical(),
+            r#"allow_private = true, allow = ["::1", "fd00::/8"]"#
+        );
+        assert_eq!(EgressPolicy::public_only().canonical(), "allow_private = false, allow = []");
+    }
+
+    #[test]
+    fn the_built_in_ranges_are_named_in_their_text() {
+        let ranges = EgressPolicy::refused_ranges();
+        assert!(ranges.contains("127.0.0.0/8 is a loopback address"), "{ranges}");
+        assert!(ranges.contains("fc00::/7 is a private address"), "{ranges}");
+        assert!(ranges.contains("2002::/16 carries IPv4"), "{ranges}");
+        assert_eq!(ranges.lines().count(), REFUSED_V4.len() + REFUSED_V6.len() + EMBEDDING_V4.len() + 2);
+    }
+
+    #[test]
+    fn a_refusal_carries_the_note_while_one_is_set() {
+        let note = RefusalNote::default();
+        let refusal = EgressPolicy::default().check(ip("127.0.0.1")).unwrap_err();
+        let plain = "target http://127.0.0.1/: refused: 127.0.0.1 is a loopback address; add it to [egress] allow \
+                     to permit it";
+        assert_eq!(note.refused("target http://127.0.0.1/", &refusal), Outcome::fail(plain));
+        let shared = note.clone();
+        shared.set(Some("another node allows more".into()));
+        let noted = format!("{plain}; another node allows more");
+        assert_eq!(note.refused("target http://127.0.0.1/", &refusal), Outcome::fail(noted));
+        shared.set(None);
+        assert_eq!(note.refused("target http://127.0.0.1/", &refusal), Outcome::fail(plain));
     }
 
     #[test]

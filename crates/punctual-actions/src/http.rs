@@ -18,7 +18,7 @@ use punctual_core::{Clock, Outcome, Timestamp};
 use reqwest::StatusCode;
 use reqwest::header::{HeaderMap, RETRY_AFTER};
 
-use crate::egress::{EgressPolicy, PolicyResolver, refusal_in};
+use crate::egress::{EgressPolicy, PolicyResolver, RefusalNote, refusal_in};
 use crate::error::ActionError;
 
 /// The most of an answer's body that is read.
@@ -27,14 +27,15 @@ pub(crate) const MAX_ANSWER_BYTES: usize = 64 * 1024;
 const QUOTE_CHARS: usize = 200;
 
 /// How an HTTP action (a webhook, a chat robot) sends: the process's pooled client, the
-/// timeout of one request, the answers that are final, and the clock that stamps the
-/// outcome.
+/// timeout of one request, the answers that are final, the clock that stamps the
+/// outcome, and the note added to a refusal.
 #[derive(Clone)]
 pub(crate) struct Sender {
     pub(crate) client: reqwest::Client,
     pub(crate) timeout: Duration,
     pub(crate) finals: FinalStatuses,
     pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) note: RefusalNote,
 }
 
 /// The answers of a receiver that end a delivery at once (the task goes to dead):
@@ -196,11 +197,10 @@ pub(crate) fn retry_after(value: &str, now: Timestamp) -> Option<Duration> {
 /// A request that got no answer: timeout, refused or reset connection, TLS failure —
 /// all worth another try later — or a connection the egress policy refused, which
 /// fails: the policy will refuse it again until the operator allows it (and then
-/// retries the dead task).
-pub(crate) fn transport_failure(what: &str, error: &reqwest::Error, timeout: Duration) -> Outcome {
+/// retries the dead task), with `note` if it holds one.
+pub(crate) fn transport_failure(what: &str, error: &reqwest::Error, timeout: Duration, note: &RefusalNote) -> Outcome {
     if let Some(refusal) = refusal_in(error) {
-        tracing::warn!(target: "punctual_actions::egress", "{what}: refused: {refusal}");
-        return Outcome::fail(format!("{what}: refused: {refusal}"));
+        return note.refused(what, refusal);
     }
     if error.is_timeout() {
         Outcome::retry(format!("{what} did not answer within {timeout:?}"))

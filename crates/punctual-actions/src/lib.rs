@@ -44,7 +44,7 @@ pub mod webhook;
 
 pub use action::{Action, ActionKind, ActionSpec, Runtime};
 pub use chat::{ChatConfig, Platform};
-pub use egress::{EgressPolicy, Refusal};
+pub use egress::{EgressPolicy, Refusal, RefusalNote};
 pub use email::{EmailConfig, SmtpConfig, SmtpSecurity};
 pub use error::ActionError;
 pub use http::FinalStatuses;

@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use punctual_core::{Clock, Delivery, Outcome, Target, TargetMethod};
 
-use crate::egress::EgressPolicy;
+use crate::egress::{EgressPolicy, RefusalNote};
 use crate::http::{FinalStatuses, Sender};
 use crate::secret::Secret;
 use crate::webhook::{SignedRequest, parse_url, send, standard_body};
@@ -27,6 +27,7 @@ pub(crate) struct TargetSender {
     clock: Arc<dyn Clock>,
     egress: Arc<EgressPolicy>,
     secret: Option<Secret>,
+    note: RefusalNote,
 }
 
 impl TargetSender {
@@ -35,8 +36,9 @@ impl TargetSender {
         clock: Arc<dyn Clock>,
         egress: Arc<EgressPolicy>,
         secret: Option<Secret>,
+        note: RefusalNote,
     ) -> TargetSender {
-        TargetSender { client, clock, egress, secret }
+        TargetSender { client, clock, egress, secret, note }
     }
 
     /// Delivers one try of `delivery` to `target`, signed with `queue_secret` if given,
@@ -48,8 +50,7 @@ impl TargetSender {
         };
         let what = format!("target {url}");
         if let Err(refusal) = self.egress.check_url(&url) {
-            tracing::warn!(target: "punctual_actions::egress", "{what}: refused: {refusal}");
-            return Outcome::fail(format!("{what}: refused: {refusal}"));
+            return self.note.refused(&what, &refusal);
         }
         let fired_at = self.clock.now();
         // Every method carries the body, as API.md says (a GET too).
@@ -68,6 +69,7 @@ impl TargetSender {
             timeout: target.delivery_timeout(),
             finals: FinalStatuses::default(),
             clock: Arc::clone(&self.clock),
+            note: self.note.clone(),
         };
         let request = SignedRequest {
             method: method_of(target.http_method()),

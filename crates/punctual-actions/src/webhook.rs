@@ -189,11 +189,11 @@ pub(crate) async fn send(
     }
     let response = match builder.body(body).send().await {
         Ok(response) => response,
-        Err(e) => return transport_failure(&what, &e, timeout),
+        Err(e) => return transport_failure(&what, &e, timeout, &sender.note),
     };
     match Answer::read(response).await {
         Ok(answer) => outcome_of(&answer, &what, sender.clock.now(), &sender.finals),
-        Err(e) => transport_failure(&what, &e, timeout),
+        Err(e) => transport_failure(&what, &e, timeout, &sender.note),
     }
 }
 
