@@ -18,6 +18,7 @@
 //! | `<p>:{<queue>}:rate` | List | start times (ms) of the queue's latest rate-limit slots, at most the rate's count, shared by every process (`lua/rate.lua`); expires a window after the newest |
 //! | `<p>:queues` | Hash | queue name → its number of shards (the registry) |
 //! | `<p>:queue-records` | Hash | queue name → its record: settings and pause state, `"<version>,<updated ms>,<P\|R>[\|<settings>]"` (see `queue_records`); one key for the store, read whole by every process each second |
+//! | `<p>:nodes` | Hash | node name → `"<expires ms>,<announcement>"`: each live server's announcement, its delivery policy (see `nodes`); written and pruned of expired nodes by `lua/announce.lua` |
 //! | `<p>:ids` | string counter | task ids, reserved in blocks by each process; created at a random point in [2^40, 2^41) ([`ids_start`]) |
 //! | `<p>:secret` | string | the secret that signs lease tokens |
 //! | `<p>:store` | string | the store's identity (13 characters, see `identity`) |
@@ -119,6 +120,11 @@ pub(crate) fn queue_records(prefix: &str) -> String {
     format!("{prefix}:queue-records")
 }
 
+/// Every live node's announcement, one field per node.
+pub(crate) fn nodes(prefix: &str) -> String {
+    format!("{prefix}:nodes")
+}
+
 /// The counter of task ids.
 pub(crate) fn ids(prefix: &str) -> String {
     format!("{prefix}:ids")
@@ -178,6 +184,7 @@ mod tests {
         assert!(zero.in_script_order().iter().all(|k| k.contains("{order.cancel}:")));
         assert_eq!(rate("punctual", &q), "punctual:{order.cancel}:rate");
         assert_eq!(queue_records("punctual"), "punctual:queue-records", "no queue's hash tag: no queue's node");
+        assert_eq!(nodes("punctual"), "punctual:nodes", "no queue's hash tag either");
     }
 
     #[test]

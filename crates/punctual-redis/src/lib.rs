@@ -21,6 +21,8 @@
 //! - Rate limits: [`RedisRates`] keeps each queue's rate-limit slots in Redis (one
 //!   script call per slot, Redis' clock), so a queue's rate holds across every process
 //!   sharing the store.
+//! - Nodes: [`RedisNodes`] keeps what each live server announces (its delivery
+//!   policy) where every other can read it (see `nodes`).
 //! - Identity: the store's identity lives in Redis; each process checks every few
 //!   seconds that Redis still holds it, and reports a Redis that lost punctual's data
 //!   as a [`StoreReset`](punctual_core::StoreReset) (see `identity`).
@@ -31,8 +33,8 @@
 //! `record` (the stored task record), `shards` (the registry and fan-out over shards),
 //! `ids` (task id blocks), `tasks`, `lease` and `heads`, `group_commit` (acks), `reap`, `list`
 //! and `tag_list`, `cursor`, `dead`, `stats`, `rates`, `queue_records` (settings and
-//! pause state shared by every process); `clock`, `wake`, `identity` and
-//! `durability` run beside the store. This file holds the store and its `Store` impl,
+//! pause state shared by every process), `nodes` (what each live process announces);
+//! `clock`, `wake`, `identity` and `durability` run beside the store. This file holds the store and its `Store` impl,
 //! one line per method. Apart from the store, [`keyspace`] reads and deletes the keys
 //! `punctual import keyspace` moves out of a legacy Redis.
 
@@ -60,6 +62,7 @@ mod group_commit;
 mod ids;
 mod lease;
 mod list;
+mod nodes;
 mod rates;
 mod reap;
 mod shards;
@@ -83,6 +86,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use clock::RedisClock;
 pub use config::{RedisConfig, TimeSource};
+pub use nodes::{Announcement, RedisNodes};
 pub use rates::RedisRates;
 pub use target::{Target, redacted};
 
@@ -179,6 +183,12 @@ impl RedisStore {
     /// Redis shares.
     pub fn rates(&self) -> RedisRates {
         RedisRates { shared: Arc::clone(&self.shared) }
+    }
+
+    /// The nodes using this store and what each announces, which every process on the
+    /// same Redis sees.
+    pub fn nodes(&self) -> RedisNodes {
+        RedisNodes { shared: Arc::clone(&self.shared) }
     }
 
     /// The shared state, unless the store is closed (`Unavailable`).

@@ -3,7 +3,8 @@
 //! its answer into typed results, so no caller builds an argument list by hand.
 //!
 //! Every script is `lua/common.lua` followed by its own file (but `lua/ids.lua`,
-//! `lua/rate.lua` and `lua/change_queue.lua`, which work on no shard). Loaded once per
+//! `lua/rate.lua`, `lua/change_queue.lua` and `lua/announce.lua`, which work on no
+//! shard). Loaded once per
 //! Redis node and called by SHA; redis-rs reloads a script the node answers NOSCRIPT
 //! for (after a restart or a `SCRIPT FLUSH`). (`lua/delete_if_unchanged.lua` is not the
 //! store's: `keyspace` loads and calls it.)
@@ -14,6 +15,7 @@
 //! call here is one script call: bounding batches (at most
 //! [`SCRIPT_BATCH`](crate::SCRIPT_BATCH)) is the caller's part.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use punctual_core::policy::Rate;
@@ -27,6 +29,7 @@ use redis::{Script, ScriptInvocation};
 use crate::cursor::Cursor;
 use crate::heads::{Bound, HeadTask};
 use crate::keys::{self, ShardKeys};
+use crate::nodes::Announcement;
 use crate::{Shared, codes, record};
 
 const COMMON: &str = include_str!("lua/common.lua");
@@ -52,6 +55,7 @@ pub(crate) struct Scripts {
     ids: Script,
     rate: Script,
     change_queue: Script,
+    announce: Script,
 }
 
 fn with_common(body: &str) -> Script {
@@ -79,6 +83,7 @@ impl Scripts {
             ids: Script::new(include_str!("lua/ids.lua")),
             rate: Script::new(include_str!("lua/rate.lua")),
             change_queue: Script::new(include_str!("lua/change_queue.lua")),
+            announce: Script::new(include_str!("lua/announce.lua")),
         }
     }
 }
@@ -181,6 +186,24 @@ impl Shared {
         invocation.key(keys::queue_records(&self.config.prefix)).arg(queue.as_str()).arg(read).arg(record);
         let written: i64 = self.conn.invoke(&invocation).await?;
         Ok(written == 1)
+    }
+
+    /// `lua/announce.lua`: makes `announcement` hold from `now`, and answers every live
+    /// node's announcement text, this one's included, by node name.
+    pub(crate) async fn announce_node(
+        &self,
+        announcement: &Announcement,
+        now: Timestamp,
+    ) -> Result<BTreeMap<String, String>> {
+        let mut invocation = self.scripts.announce.prepare_invoke();
+        invocation
+            .key(keys::nodes(&self.config.prefix))
+            .arg(now.as_millis())
+            .arg(&announcement.node)
+            .arg(&announcement.text)
+            .arg(millis(announcement.ttl).max(1));
+        let flat: Vec<String> = self.conn.invoke(&invocation).await?;
+        Ok(flat.chunks_exact(2).map(|pair| (pair[0].clone(), pair[1].clone())).collect())
     }
 }
 

@@ -1,7 +1,8 @@
 //! The Redis store against real, private `redis-server` processes: the conformance
-//! suite (single server, Cluster, sharded Cluster), the model test, rate slots,
-//! replicas, a frozen server, a server that lost its data, each lane's wake-ups, a
-//! sharded queue's order and cost, and the stored records' formats, old and new.
+//! suite (single server, Cluster, sharded Cluster), the model test, rate slots, node
+//! announcements, replicas, a frozen server, a server that lost its data, each lane's
+//! wake-ups, a sharded queue's order and cost, and the stored records' formats, old
+//! and new.
 //!
 //! One test binary, one module per concern: linked once, and tests from different
 //! modules run side by side. Modules share one private server and one private Cluster
@@ -18,6 +19,7 @@ mod frozen;
 mod lanes;
 mod model;
 mod model_cluster;
+mod node_announcements;
 mod rate_slots;
 mod record_formats;
 mod replicas;
