@@ -12,7 +12,8 @@
 //!   Prometheus text), `delivery` (leases a client never received are released),
 //!   `head` (request heads too large for hyper, answered in the error body), `tls`
 //!   (HTTPS: the certificate and its reload on SIGHUP), `rates` (push actions' rate
-//!   limits counted in Redis);
+//!   limits counted in Redis), `policy` (the delivery policy every node sharing a
+//!   store must share, and the report of nodes that differ);
 //! - `bodies`: the API's request and response bodies, their validation and their
 //!   OpenAPI schemas;
 //! - `config`: flags, the TOML file (two stages), access rules, action tables, the
@@ -44,6 +45,7 @@ mod head;
 pub mod metrics;
 #[cfg(test)]
 mod module_graph;
+mod policy;
 mod prom;
 mod rates;
 mod server;
@@ -101,8 +103,11 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
                 anyhow::Error::new(e).context(format!("cannot connect to {}; {hint}", redacted(&url)))
             })?;
             tracing::info!(store = %redacted(&url), prefix = %settings.redis.prefix, "Redis store connected");
-            let sharing =
-                Sharing { clock: Some(store.clock()), rates: Some(Arc::new(rates::SharedRates(store.rates()))) };
+            let sharing = Sharing {
+                clock: Some(store.clock()),
+                rates: Some(Arc::new(rates::SharedRates(store.rates()))),
+                nodes: Some(store.nodes()),
+            };
             run(store, sharing, &settings, tls).await
         }
     }
@@ -136,15 +141,18 @@ pub fn check_config_text(path: &Path, text: &str) -> Result<ConfigSummary, Confi
 }
 
 /// What a store that many servers share gives besides itself: the time they agree on,
-/// and the rate-limit slots of its queues. `None`: the system clock, rates counted in
-/// this process (the embedded store, one process).
+/// the rate-limit slots of its queues, and where each server announces its delivery
+/// policy. `None`: the system clock, rates counted in this process, no other server
+/// (the embedded store, one process).
 #[derive(Default)]
 struct Sharing {
     clock: Option<Arc<dyn Clock>>,
     rates: Option<Arc<dyn RateSlots>>,
+    nodes: Option<punctual_redis::RedisNodes>,
 }
 
-/// Serves on `store`, with what it shares with other servers (Redis' time and rates).
+/// Serves on `store`, with what it shares with other servers (Redis' time, rates and
+/// the nodes' announcements).
 async fn run<S: Store>(store: S, sharing: Sharing, settings: &Settings, tls: Option<tls::Tls>) -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(&settings.listen)
         .await
@@ -170,6 +178,7 @@ async fn run<S: Store>(store: S, sharing: Sharing, settings: &Settings, tls: Opt
         None => None,
     };
     let clock: Arc<dyn Clock> = sharing.clock.unwrap_or_else(|| Arc::new(SystemClock));
+    let port = listener.local_addr().map_or(0, |a| a.port());
     let engine = Engine::start(store, settings.engine_config().clock(Arc::clone(&clock)));
     let state = match AppState::new(engine.clone(), HttpOptions::from(settings)).await {
         Ok(state) => state,
@@ -179,11 +188,26 @@ async fn run<S: Store>(store: S, sharing: Sharing, settings: &Settings, tls: Opt
         }
     };
     let stop_api_queues = tokio_util::sync::CancellationToken::new();
-    let (workers, api_queues) = match workers::start_config_actions(&engine, settings, clock, sharing.rates).await {
+    let started = workers::start_config_actions(&engine, settings, Arc::clone(&clock), sharing.rates).await;
+    let (workers, api_queues, announcer) = match started {
         Ok((workers, actions, runtime)) => {
             state.show_actions(actions.clone());
+            let announcer = match sharing.nodes {
+                Some(nodes) => {
+                    let announcer = policy::Announcer {
+                        nodes,
+                        node: policy::node_name(port),
+                        policy: policy::DeliveryPolicy::new(&settings.egress, settings.targets_secret.as_ref()),
+                        peers: state.delivery_policy().clone(),
+                        note: runtime.refusal_note(),
+                        clock,
+                    };
+                    Some(announcer.start(stop_api_queues.clone()).await)
+                }
+                None => None,
+            };
             let api_queues = workers::ApiQueues::new(state.clone(), runtime, settings.grace_period, actions);
-            (workers, tokio::spawn(api_queues.follow(stop_api_queues.clone())))
+            (workers, tokio::spawn(api_queues.follow(stop_api_queues.clone())), announcer)
         }
         Err(e) => {
             let _ = engine.shutdown().await;
@@ -207,6 +231,9 @@ async fn run<S: Store>(store: S, sharing: Sharing, settings: &Settings, tls: Opt
         let _ = reloads.await;
     }
     let _ = api_queues.await;
+    if let Some(announcer) = announcer {
+        let _ = announcer.await;
+    }
     workers::stop_workers(workers).await;
     server::stop_engine(&engine).await
 }

@@ -27,6 +27,8 @@ pub(crate) struct Scrape {
     pub(crate) rate_limits: Vec<(String, punctual_actions::RateStats)>,
     /// Every queue with a stored record, and whether it is paused.
     pub(crate) paused: Vec<(String, bool)>,
+    /// Whether a live node sharing the store has another delivery policy.
+    pub(crate) policy_mismatch: bool,
 }
 
 /// How long the oldest due but not yet leased task of a queue has waited.
@@ -207,6 +209,14 @@ impl Collector for Scrape {
             MetricType::Counter,
             [(vec![], ConstCounter::new(m.store_resets))],
         )?;
+        family(
+            &mut e,
+            "punctual_delivery_policy_mismatch",
+            "1 while a live node sharing the store has another [egress] or [targets] than this one (see /readyz), \
+             else 0.",
+            MetricType::Gauge,
+            [(vec![], ConstGauge::new(i64::from(self.policy_mismatch)))],
+        )?;
         Ok(())
     }
 }
@@ -226,7 +236,8 @@ mod tests {
         limited.waiting = 2;
         let rate_limits = vec![("flow.remind".to_owned(), limited)];
         let paused = vec![("order.cancel".to_owned(), true), ("flow.remind".to_owned(), false)];
-        let text = render(Scrape { stats, metrics, now: Timestamp::from_millis(3_500), rate_limits, paused }).unwrap();
+        let now = Timestamp::from_millis(3_500);
+        let text = render(Scrape { stats, metrics, now, rate_limits, paused, policy_mismatch: true }).unwrap();
         assert!(text.contains("punctual_queue_paused{queue=\"order.cancel\"} 1\n"), "{text}");
         assert!(text.contains("punctual_queue_paused{queue=\"flow.remind\"} 0\n"), "{text}");
         assert!(text.contains("punctual_tasks{queue=\"order.cancel\",state=\"scheduled\"} 2\n"), "{text}");
@@ -235,5 +246,6 @@ mod tests {
         assert!(text.contains("\npunctual_store_resets_total 0\n"), "{text}");
         assert!(text.contains("punctual_action_rate_limited_total{queue=\"flow.remind\"} 4\n"), "{text}");
         assert!(text.contains("punctual_action_rate_waiting{queue=\"flow.remind\"} 2\n"), "{text}");
+        assert!(text.contains("\npunctual_delivery_policy_mismatch 1\n"), "{text}");
     }
 }

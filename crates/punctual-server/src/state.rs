@@ -1,6 +1,7 @@
 //! What every handler shares: the engine, the lease-id codec, the tokens and their
 //! grants (kept as digests, see `config::access`), the HTTP limits, the declared
-//! queues and push actions, and the shutdown signal.
+//! queues and push actions, the nodes whose delivery policy differs, and the shutdown
+//! signal.
 
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -11,6 +12,7 @@ use crate::config::access::Auth;
 use crate::config::declared::{Declared, push_refusal};
 use crate::error::ApiError;
 use crate::metrics::{Metrics, MetricsSnapshot, QueueActivity};
+use crate::policy::PolicyPeers;
 use crate::shared::{HttpOptions, Readiness};
 
 /// The state of [`app`](crate::app). Cheap to clone.
@@ -44,6 +46,9 @@ pub(crate) struct Inner<S: Store> {
     pub(crate) openapi: OnceLock<serde_json::Value>,
     /// The counts of `/metrics` and the dashboard, from the engine's events.
     pub(crate) metrics: Arc<Metrics>,
+    /// The nodes sharing the store whose delivery policy differs from this node's
+    /// (`/readyz`, `/metrics`); none on the embedded store.
+    pub(crate) delivery_policy: PolicyPeers,
 }
 
 impl<S: Store> AppState<S> {
@@ -72,6 +77,7 @@ impl<S: Store> AppState<S> {
                 actions: Mutex::new(Vec::new()),
                 openapi: OnceLock::new(),
                 metrics,
+                delivery_policy: PolicyPeers::default(),
             }),
         })
     }
@@ -127,6 +133,11 @@ impl<S: Store> AppState<S> {
         self.egress().check_url_text(target.url()).map_err(|refusal| {
             ApiError::invalid("target.url", format!("{refusal}; the server would refuse to deliver there"))
         })
+    }
+
+    /// The nodes sharing the store whose delivery policy differs from this node's.
+    pub(crate) fn delivery_policy(&self) -> &PolicyPeers {
+        &self.inner.delivery_policy
     }
 
     /// Where push actions may connect.

@@ -25,6 +25,7 @@ mod crash;
 mod cron_dst;
 mod dead_retention;
 mod declared_queues;
+mod delivery_policy;
 mod disk_full;
 mod import_keyspace;
 mod kill_under_load;

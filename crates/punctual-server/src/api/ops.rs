@@ -13,7 +13,9 @@
 //! logs only when its answer changes (ready, stopping, store unreachable), so a probe
 //! every second does not flood the log. A store found emptied (Redis lost punctual's
 //! data) leaves the server ready — it serves on under the store's new identity — with
-//! the latest such reset as the body's `reason`, until the server restarts.
+//! the latest such reset as the body's `reason`, until the server restarts. Another
+//! node sharing the store with another delivery policy leaves it ready too, named in
+//! the body's `warnings` while it lasts (see `policy`).
 
 use axum::extract::State;
 use axum::http::{StatusCode, header};
@@ -42,6 +44,10 @@ pub(crate) struct Status {
     /// waited longer than it for a consumer (the node stays ready).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     overdue: Vec<Overdue>,
+    /// `/readyz` only: what the node serves despite, and should be fixed (another node
+    /// sharing the store has another delivery policy); the node stays ready.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    warnings: Vec<String>,
 }
 
 /// A queue whose oldest due task has waited longer than `max_overdue`.
@@ -62,13 +68,15 @@ enum Unready {
 #[utoipa::path(get, path = "/healthz", tag = "operations", summary = "The process is up (never needs a token)",
     responses((status = 200, body = Status)))]
 pub(crate) async fn healthz() -> Json<Status> {
-    Json(Status { status: "ok", reason: None, overdue: Vec::new() })
+    Json(Status { status: "ok", reason: None, overdue: Vec::new(), warnings: Vec::new() })
 }
 
 #[utoipa::path(get, path = "/readyz", tag = "operations",
     summary = "This node can serve: the store is reachable and the server is not stopping (never needs a token)",
     description = "A backlog never makes a node unready. With max_overdue set, the body's overdue lists the \
-        queues whose oldest due task has waited longer; alert on punctual_oldest_overdue_seconds.",
+        queues whose oldest due task has waited longer; alert on punctual_oldest_overdue_seconds. warnings \
+        names what the node serves despite: another node sharing the store with another [egress] or [targets] \
+        (punctual_delivery_policy_mismatch).",
     responses((status = 200, body = Status),
               (status = 503, description = "Unready; the message says why", body = ErrorBody)))]
 pub(crate) async fn readyz<S: Store>(State(state): State<AppState<S>>) -> Response {
@@ -78,7 +86,8 @@ pub(crate) async fn readyz<S: Store>(State(state): State<AppState<S>>) -> Respon
         Ok(overdue) => {
             let reset = state.metrics().last_store_reset;
             let reason = reset.map(|r| format!("{} (noticed at {})", r.what, r.noticed_at));
-            Json(Status { status: "ready", reason, overdue }).into_response()
+            let warnings = state.delivery_policy().warning().into_iter().collect();
+            Json(Status { status: "ready", reason, overdue, warnings }).into_response()
         }
         Err(why) => {
             let message = match why {
@@ -157,7 +166,14 @@ pub(crate) async fn metrics<S: Store>(State(state): State<AppState<S>>) -> Resul
         .filter_map(|(queue, action)| action.rate_stats().map(|stats| (queue.clone(), stats)))
         .collect();
     let paused = engine.watch_queue_records().borrow().iter().map(|r| (r.queue.to_string(), r.paused)).collect();
-    let scrape = prom::Scrape { stats, metrics: state.metrics(), now: engine.clock().now(), rate_limits, paused };
+    let scrape = prom::Scrape {
+        stats,
+        metrics: state.metrics(),
+        now: engine.clock().now(),
+        rate_limits,
+        paused,
+        policy_mismatch: state.delivery_policy().mismatch(),
+    };
     let text = prom::render(scrape).map_err(ApiError::internal)?;
     Ok(([(header::CONTENT_TYPE, prom::CONTENT_TYPE)], text).into_response())
 }

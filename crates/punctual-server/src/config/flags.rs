@@ -50,10 +50,15 @@ Configuration file (TOML; every key optional; unknown keys are an error):
   repeat = { every = \"24h\" }          # for tasks that set no repeat of their own
   dead_retention = \"30d\"             # delete dead tasks 30 days after they died (default: keep)
 
-  [egress]                            # where webhooks and chat robots may connect
+  [egress]                            # where actions and tasks' targets may connect; on a
+                                      #   shared store every server needs the same [egress]
+                                      #   and [targets] (a mismatch is logged, in /readyz)
   allow = [\"127.0.0.1\"]               # besides public addresses: IPs, CIDRs (10.0.0.0/8),
                                       #   host names (hooks.internal, *.corp.example)
   allow_private = false               # true: 10/8, 172.16/12, 192.168/16, fc00::/7, 100.64/10
+
+  [targets]                           # tasks that carry their own HTTP target
+  secret_env = \"TARGET_SECRET\"        # signs them where the queue's action has no secret
 
   [queues.\"order.cancel\".action]      # push: the server runs the handler
   kind = \"webhook\"                    # webhook | email | wecom | dingtalk | feishu | slack
