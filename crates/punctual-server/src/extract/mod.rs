@@ -146,6 +146,14 @@ fn json_error(e: serde_path_to_error::Error<serde_json::Error>) -> ApiError {
     let path = e.path().to_string();
     let inner = e.into_inner();
     if inner.is_syntax() || inner.is_eof() {
+        // The syntax was checked before: what serde_json still calls one is a field's
+        // array with more elements than the object it stands for has fields.
+        if path != "." {
+            return ApiError::invalid(
+                path,
+                "an array with more elements than this field takes; write it as a JSON object",
+            );
+        }
         return ApiError::bad_request(format!("the body is not valid JSON: {inner}"));
     }
     let message = inner.to_string();

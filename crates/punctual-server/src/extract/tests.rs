@@ -127,6 +127,18 @@ fn errors_name_the_field() {
 }
 
 #[test]
+fn an_object_field_written_as_a_longer_array_names_the_field() {
+    // serde reads a struct from an array; serde_json calls the elements left over
+    // "trailing characters", a syntax error, though the body's syntax is fine (found by
+    // proptest: `every_error_about_a_json_object_names_its_field`).
+    let error = parse_json::<TaskBody>(br#"{"backoff": [0, 0, 0, null]}"#).unwrap_err().detail();
+    assert_eq!(error.field.as_deref(), Some("backoff"), "{}", error.message);
+    assert!(error.message.contains("JSON object"), "{}", error.message);
+    let error = parse_json::<Item>(br#"{"items": [[1, 2]]}"#).unwrap_err().detail();
+    assert_eq!(error.field.as_deref(), Some("items[0]"), "{}", error.message);
+}
+
+#[test]
 fn query_strings_decode_and_refuse_repeats() {
     #[derive(Debug, Deserialize)]
     struct Q {
