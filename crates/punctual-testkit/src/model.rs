@@ -55,7 +55,6 @@
 //! sequence as Rust; paste it into [`replay`] for a regression test.
 
 mod compare;
-mod observe;
 mod twin;
 
 use std::future::Future;
@@ -573,6 +572,9 @@ async fn closed(store: &impl Store) -> Result<(), String> {
         other => Err(format!("get after close must fail with Unavailable, it answered {other:?}")),
     }
 }
+
+/// (queue, key): where a task lives.
+type Slot = (QueueName, TaskKey);
 
 fn queue_name(index: usize) -> QueueName {
     let name = QUEUES.get(index).copied().unwrap_or(QUEUE_NEVER_USED);

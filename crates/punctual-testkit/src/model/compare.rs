@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use punctual_core::{StoreId, Task};
 
-use super::twin::Slot;
+use super::Slot;
 
 /// What the real store chose where the contract lets it, as learned so far.
 #[derive(Debug, Default)]

@@ -2,7 +2,10 @@
 //! arguments, and compares their answers (see `compare` for what each store may choose
 //! on its own). Where the contract lets a store choose among ties (which due task a
 //! `lease` takes first, which expired lease a `reap`, which dead task a sweep), the
-//! real store answers first and the reference is told its choice.
+//! real store answers first and the reference is told its choice. After each step the
+//! twin reads back everything a caller can observe (its child `observe`).
+
+mod observe;
 
 use std::collections::BTreeSet;
 use std::fmt::{Debug, Display};
@@ -19,33 +22,30 @@ use punctual_core::{
     TaskState, Timestamp,
 };
 
+use self::observe::{PagingSession, View};
 use super::compare::Identities;
-use super::observe::{PagingSession, View};
 use super::{
-    CompletionSpec, DeadPick, Exists, MAX_PAGES, Op, PurgePick, QUEUES, RepeatSpec, START, ScheduleItem, TAGS,
+    CompletionSpec, DeadPick, Exists, MAX_PAGES, Op, PurgePick, QUEUES, RepeatSpec, START, ScheduleItem, Slot, TAGS,
     TaskPick, TokenPick, payload, queue_name, tag, task_key,
 };
-
-/// (queue, key): where a task lives.
-pub(super) type Slot = (QueueName, TaskKey);
 
 /// A lease as each store issued it: (reference token, real token).
 type TokenPair = (LeaseToken, LeaseToken);
 
 /// The real store and the reference, side by side.
 pub(super) struct Twin<'s, S> {
-    pub(super) real: &'s S,
-    pub(super) reference: &'s MemoryStore,
-    pub(super) now: Timestamp,
-    pub(super) ids: Identities,
+    real: &'s S,
+    reference: &'s MemoryStore,
+    now: Timestamp,
+    ids: Identities,
     /// Every lease token the stores have issued, in order.
     tokens: Vec<TokenPair>,
     /// What both stores held after the last step.
-    pub(super) view: View,
-    pub(super) paging: Option<PagingSession>,
+    view: View,
+    paging: Option<PagingSession>,
     /// Tasks this step wrote in a way reading them cannot tell (an extend to the expiry
     /// the lease already had), so their place among ties may have changed.
-    pub(super) extended: BTreeSet<Slot>,
+    extended: BTreeSet<Slot>,
     /// Numbers the error texts handed to the stores, so each is distinct.
     errors_written: u32,
 }
@@ -519,7 +519,7 @@ impl<'s, S: Store> Twin<'s, S> {
         ))
     }
 
-    pub(super) async fn stats(&mut self, queue: Option<QueueName>) -> Result<(), String> {
+    async fn stats(&mut self, queue: Option<QueueName>) -> Result<(), String> {
         let real = self.real.stats(queue.as_ref()).await;
         same(format_args!("stats({queue:?})"), &real, &self.reference.stats(queue.as_ref()).await)
     }

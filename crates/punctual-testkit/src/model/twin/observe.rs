@@ -1,6 +1,6 @@
 //! What a caller can observe, read from both stores after every step: every task by
 //! `get`, `stats`, and each queue listed page by page, in all and by tag. Also the
-//! paging sessions of [`Op::ListPage`](super::Op::ListPage), which span steps.
+//! paging sessions of [`Op::ListPage`](crate::model::Op::ListPage), which span steps.
 //!
 //! Listings are compared modulo the tie order: each store's own listing must hold the
 //! tasks its `get` gives, in due order; the real store's tie order is remembered (the
@@ -11,8 +11,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use punctual_core::store::ListRequest;
 use punctual_core::{QueueName, Store, Tag, Task, TaskKey, TaskState};
 
-use super::twin::{Slot, Twin};
-use super::{KEYS, MAX_PAGES, OBSERVE_PAGE_LIMIT, QUEUES, StateFilter, TAGS, queue_name, tag, task_key};
+use super::Twin;
+use crate::model::{KEYS, MAX_PAGES, OBSERVE_PAGE_LIMIT, QUEUES, Slot, StateFilter, TAGS, queue_name, tag, task_key};
 
 /// What both stores held after the last step.
 #[derive(Debug, Default)]
