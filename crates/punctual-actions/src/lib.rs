@@ -55,3 +55,8 @@ pub use redis_stream::RedisStreamConfig;
 pub use secret::Secret;
 pub use template::check_template;
 pub use webhook::{WebhookConfig, signature};
+
+#[test]
+fn module_graph_has_no_circles() {
+    punctual_testkit::module_graph::assert_no_circles(env!("CARGO_MANIFEST_DIR"));
+}

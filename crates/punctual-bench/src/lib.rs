@@ -610,3 +610,8 @@ pub(crate) async fn delete_prefix(url: &str, prefix: &str) -> Result<()> {
         cursor = next;
     }
 }
+
+#[test]
+fn module_graph_has_no_circles() {
+    punctual_testkit::module_graph::assert_no_circles(env!("CARGO_MANIFEST_DIR"));
+}

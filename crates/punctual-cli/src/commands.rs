@@ -6,7 +6,7 @@
 //!
 //! A command that would destroy without being told to (`queue purge` without `--yes`
 //! where there is no terminal to ask on), or a schedule whose `--target-*` flags do
-//! not make a target, fails with a [`UsageError`], which `main` turns into exit status
+//! not make a target, fails with a [`UsageError`](crate::UsageError), which `main` turns into exit status
 //! 2, as clap's own errors; nothing is sent to the server first.
 
 use std::io::{BufRead, IsTerminal, Write};
@@ -17,36 +17,14 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
 use crate::cli::{
-    CancelArgs, ClientArgs, ClientCommand, DeadCommand, DeadRetryArgs, ImportCommand, LsArgs, PageArgs, PurgeState,
-    QueueCommand, QueueNameArgs, QueuePurgeArgs, QueueRmArgs, QueueSetArgs, ScheduleArgs, StatsArgs, TaskArgs,
+    CancelArgs, ClientCommand, DeadCommand, DeadRetryArgs, ImportCommand, LsArgs, PageArgs, PurgeState, QueueCommand,
+    QueueNameArgs, QueuePurgeArgs, QueueRmArgs, QueueSetArgs, ScheduleArgs, StatsArgs, TaskArgs,
 };
 use crate::client::{Client, ClientError, Json, Method, Request, StatusCode};
-use crate::{json, render};
+use crate::{UsageError, connect, json, render};
 
 /// Tasks asked for per request while following `next_cursor`.
 const PAGE_SIZE: u32 = 100;
-
-/// A usage error found after parsing: `main` exits 2 for it, with the message.
-#[derive(Debug)]
-pub(crate) struct UsageError(pub(crate) String);
-
-impl std::fmt::Display for UsageError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for UsageError {}
-
-/// A client of the server; the token is `--token` (or `PUNCTUAL_TOKEN`), else the first
-/// of `PUNCTUAL_TOKENS`, the server's variable, so one environment serves both.
-pub(crate) fn connect(args: &ClientArgs) -> Result<Client> {
-    let token = args.token.clone().filter(|token| !token.is_empty()).or_else(|| {
-        let list = std::env::var("PUNCTUAL_TOKENS").ok()?;
-        list.split(',').map(str::trim).find(|token| !token.is_empty()).map(str::to_owned)
-    });
-    Client::new(&args.server, token)
-}
 
 /// A duration or time as the API takes it: digits only are milliseconds (a JSON
 /// number), anything else goes as the string typed, for the server to read.

@@ -33,7 +33,7 @@ use serde_json::{Map, Value, json};
 
 use crate::cli::{KeyspaceArgs, PayloadMode};
 use crate::client::Client;
-use crate::commands::{UsageError, connect};
+use crate::{UsageError, connect};
 
 /// The API's batch limit (API.md, "Conventions").
 const MAX_BATCH: usize = 10_000;

@@ -7,7 +7,7 @@
 //!
 //! Exit status: 0 on success; 1 when a command fails (the server refused, the task was
 //! not found, the server could not be reached, `punctual-bench` is not installed); 2 on
-//! a usage error (clap's own, or a [`commands::UsageError`] found after parsing, such as
+//! a usage error (clap's own, or a [`UsageError`] found after parsing, such as
 //! a purge without `--yes` and without a terminal to confirm on). `punctual bench` exits
 //! as the bench does.
 
@@ -25,9 +25,10 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::Parser;
 
-use cli::{Cli, Command};
+use cli::{Cli, ClientArgs, Command};
 // The HTTP client is a crate of its own, shared with `punctual-bench`; the modules
 // here keep calling it `crate::client`.
+use client::Client;
 use client::output::emit;
 use punctual_client as client;
 
@@ -51,9 +52,31 @@ async fn main() -> ExitCode {
         Err(error) => {
             // `{:#}` prints the whole chain on one line: "error: context: cause".
             eprintln!("error: {error:#}");
-            if error.downcast_ref::<commands::UsageError>().is_some() { ExitCode::from(2) } else { ExitCode::FAILURE }
+            if error.downcast_ref::<UsageError>().is_some() { ExitCode::from(2) } else { ExitCode::FAILURE }
         }
     }
+}
+
+/// A usage error found after parsing: `main` exits 2 for it, with the message.
+#[derive(Debug)]
+pub(crate) struct UsageError(pub(crate) String);
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}
+
+/// A client of the server; the token is `--token` (or `PUNCTUAL_TOKEN`), else the first
+/// of `PUNCTUAL_TOKENS`, the server's variable, so one environment serves both.
+pub(crate) fn connect(args: &ClientArgs) -> Result<Client> {
+    let token = args.token.clone().filter(|token| !token.is_empty()).or_else(|| {
+        let list = std::env::var("PUNCTUAL_TOKENS").ok()?;
+        list.split(',').map(str::trim).find(|token| !token.is_empty()).map(str::to_owned)
+    });
+    Client::new(&args.server, token)
 }
 
 /// `punctual check-config FILE`: a one-line summary, or the error with its line.
@@ -66,4 +89,9 @@ fn check_config(file: &std::path::Path) -> Result<String> {
         format!("push actions: {}", list.join(", "))
     };
     Ok(format!("{}: OK; {} queue(s) configured; {actions}", file.display(), summary.queues))
+}
+
+#[test]
+fn module_graph_has_no_circles() {
+    punctual_testkit::module_graph::assert_no_circles(env!("CARGO_MANIFEST_DIR"));
 }

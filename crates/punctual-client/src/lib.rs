@@ -357,6 +357,11 @@ pub fn parse_server_url(text: &str) -> Result<Url, String> {
 mod tests {
     use super::*;
 
+    #[test]
+    fn module_graph_has_no_circles() {
+        punctual_testkit::module_graph::assert_no_circles(env!("CARGO_MANIFEST_DIR"));
+    }
+
     fn client(base: &str) -> Client {
         Client::new(&parse_server_url(base).unwrap(), None).unwrap()
     }

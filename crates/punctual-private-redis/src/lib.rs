@@ -331,6 +331,11 @@ fn read_reply(reader: &mut BufReader<TcpStream>) -> io::Result<String> {
 mod tests {
     use super::*;
 
+    #[test]
+    fn module_graph_has_no_circles() {
+        punctual_testkit::module_graph::assert_no_circles(env!("CARGO_MANIFEST_DIR"));
+    }
+
     /// A Sentinel is launched from its own `sentinel.conf`, answers PING, names its PID,
     /// and after a restart (the same kind of process, not a data server) still monitors
     /// what the rewritten file says.

@@ -311,3 +311,8 @@ impl Drop for RedisStore {
         self.shared.stop.cancel();
     }
 }
+
+#[test]
+fn module_graph_has_no_circles() {
+    punctual_testkit::module_graph::assert_no_circles(env!("CARGO_MANIFEST_DIR"));
+}

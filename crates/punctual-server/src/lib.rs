@@ -6,7 +6,7 @@
 //! [`serve_on`].
 //!
 //! Layout, in layers: each module imports only those of lower layers (checked by the
-//! test `module_graph`).
+//! test `module_graph_has_no_circles`).
 //! - leaves: `error` (the one mapping to the error body), `extract` (reading
 //!   requests), `metrics` (counted from the engine's events) and `prom` (their
 //!   Prometheus text), `delivery` (leases a client never received are released),
@@ -43,8 +43,6 @@ mod error;
 mod extract;
 mod head;
 pub mod metrics;
-#[cfg(test)]
-mod module_graph;
 mod policy;
 mod prom;
 mod rates;
@@ -249,4 +247,9 @@ fn init_logging(format: LogFormat) {
         LogFormat::Text => builder.try_init(),
         LogFormat::Json => builder.json().try_init(),
     };
+}
+
+#[test]
+fn module_graph_has_no_circles() {
+    punctual_testkit::module_graph::assert_no_circles(env!("CARGO_MANIFEST_DIR"));
 }

@@ -412,3 +412,8 @@ impl Store for SqliteStore {
         Ok(())
     }
 }
+
+#[test]
+fn module_graph_has_no_circles() {
+    punctual_testkit::module_graph::assert_no_circles(env!("CARGO_MANIFEST_DIR"));
+}

@@ -3,7 +3,8 @@
 //! reference model of the cron rules ([`cron_model`]) with its generators
 //! ([`cron_gen`]), which `punctual-core`'s tests include by path (the core cannot
 //! depend on this crate); the real binary as a server ([`server`]) and the pull loops
-//! that load it over HTTP ([`pull`], which `punctual-bench` runs too).
+//! that load it over HTTP ([`pull`], which `punctual-bench` runs too); the check that
+//! a crate's modules import each other without a circle ([`module_graph`]).
 
 pub mod api;
 pub mod child;
@@ -11,6 +12,7 @@ pub mod conformance;
 pub mod cron_gen;
 pub mod cron_model;
 pub mod model;
+pub mod module_graph;
 pub mod proxy;
 pub mod pull;
 pub mod redis;

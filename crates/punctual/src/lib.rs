@@ -39,3 +39,8 @@ pub mod redis {
 #[cfg(doctest)]
 #[doc = include_str!("../../../README.md")]
 struct ReadmeDoctests;
+
+#[test]
+fn module_graph_has_no_circles() {
+    punctual_testkit::module_graph::assert_no_circles(env!("CARGO_MANIFEST_DIR"));
+}

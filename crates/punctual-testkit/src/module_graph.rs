@@ -1,14 +1,17 @@
-//! Guards against import circles between the server's modules (STYLE.md, "what to grow
-//! out of"), such as the one that ran from `state` through the OpenAPI document, the
-//! settings routes and the config back to `state`.
+//! Guards against import circles between a crate's modules (STYLE.md, "what to grow
+//! out of"), such as the one that ran through the server from `state` through the
+//! OpenAPI document, the settings routes and the config back to `state`. Each crate
+//! runs [`assert_no_circles`] on itself in its own tests.
 //!
 //! Reads every source file under `src/`, takes each path that names a module of the
 //! crate (`crate::…` and `super::…`, in `use` declarations and in code; comments are
 //! left out), and checks that the modules under the crate root, and the children of
-//! each folder module, import each other without a circle. A module's use of its own
-//! ancestors (a folder's `mod.rs`, the crate root) is not an edge: they are its
-//! context, as its parent's `mod` and `use` of it are theirs. Test code is left out:
-//! `#[cfg(test)]` modules, inline or in a file of their own.
+//! each folder module, import each other without a circle. The crate root is `lib.rs`
+//! or `main.rs`; where both are there (a library with its binary), both are read as
+//! the root, which holds while the binary declares no modules of its own. A module's
+//! use of its own ancestors (a folder's `mod.rs`, the crate root) is not an edge: they
+//! are its context, as its parent's `mod` and `use` of it are theirs. Test code is left
+//! out: `#[cfg(test)]` modules, inline or in a file of their own.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -22,11 +25,41 @@ struct Source {
     code: String,
 }
 
-/// Every module's source under `src/`, test modules of their own file left out.
-fn sources() -> Vec<Source> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+/// Fails the test, naming each circle, where the modules of the crate whose manifest
+/// is in `crate_dir` (`env!("CARGO_MANIFEST_DIR")`) import each other in a circle.
+pub fn assert_no_circles(crate_dir: &str) {
+    let src_dir = Path::new(crate_dir).join("src");
+    let circles = circles(&src_dir);
+    let lines: Vec<String> = circles.iter().map(|circle| circle.join(" -> ")).collect();
+    assert!(lines.is_empty(), "import circles in {}:\n{}", src_dir.display(), lines.join("\n"));
+}
+
+/// The import circles among the modules of the crate in `src_dir`: one for each folder
+/// module (the root included) whose children import each other in a circle, as the
+/// paths of the modules along it (`["config::a", "config::b", "config::a"]`).
+///
+/// Panics where `src_dir` holds no crate root (`lib.rs` or `main.rs`).
+pub fn circles(src_dir: &Path) -> Vec<Vec<String>> {
+    let roots = ["lib.rs", "main.rs"];
+    assert!(
+        roots.iter().any(|root| src_dir.join(root).is_file()),
+        "{} holds no crate root (lib.rs or main.rs)",
+        src_dir.display()
+    );
+    let graphs = graphs(&sources(src_dir));
+    graphs
+        .iter()
+        .filter_map(|(folder, edges)| {
+            let found = circle(edges)?;
+            Some(found.into_iter().map(|child| [folder.clone(), vec![child]].concat().join("::")).collect())
+        })
+        .collect()
+}
+
+/// Every module's source under `src_dir`, test modules of their own file left out.
+fn sources(src_dir: &Path) -> Vec<Source> {
     let mut files = Vec::new();
-    collect(&root, &root, &mut files);
+    collect(src_dir, src_dir, &mut files);
     let mut sources = Vec::new();
     let mut test_files = BTreeSet::new();
     for (module, text) in &files {
@@ -46,7 +79,7 @@ fn collect(root: &Path, dir: &Path, files: &mut Vec<(Module, String)>) {
         } else if path.extension().is_some_and(|e| e == "rs") {
             let relative = path.strip_prefix(root).expect("under src/").with_extension("");
             let mut module: Module = relative.iter().map(|s| s.to_string_lossy().into_owned()).collect();
-            if matches!(module.last().map(String::as_str), Some("mod" | "lib")) {
+            if matches!(module.last().map(String::as_str), Some("mod" | "lib" | "main")) {
                 module.pop();
             }
             files.push((module, std::fs::read_to_string(&path).expect("a source file is text")));
@@ -287,33 +320,30 @@ fn circle(edges: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
     edges.keys().find_map(|node| visit(node, edges, &mut Vec::new(), &mut done))
 }
 
-#[test]
-fn no_module_imports_another_that_imports_it_back() {
-    let sources = sources();
-    assert!(sources.len() > 30, "read {} files: is src/ where it was?", sources.len());
-    let graphs = graphs(&sources);
-    assert!(graphs.get(&Vec::new()).is_some_and(|edges| edges.len() > 10), "the crate's modules import each other");
-    for (folder, edges) in &graphs {
-        if let Some(found) = circle(edges) {
-            let folder = if folder.is_empty() { "crate".to_owned() } else { folder.join("::") };
-            panic!("an import circle in {folder}: {}", found.join(" -> "));
-        }
-    }
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-#[test]
-fn the_reader_finds_nested_uses_super_and_paths_in_code_and_the_check_finds_a_circle() {
-    let module: Module = vec!["a".into(), "b".into()];
-    let code = "use crate::{x::{y, z::W}, v};\nuse super::c::D;\nfn f() { crate::q::r(); }\n";
-    let found: Vec<String> = references(&module, code).iter().map(|p| p.join("::")).collect();
-    assert_eq!(found, ["x::y", "x::z::W", "v", "q::r", "a::c::D"]);
-    let edges: BTreeMap<String, BTreeSet<String>> =
-        [("a", "b"), ("b", "c"), ("c", "a"), ("d", "a")].into_iter().fold(BTreeMap::new(), |mut edges, (from, to)| {
-            edges.entry(from.to_owned()).or_default().insert(to.to_owned());
-            edges
-        });
-    assert_eq!(circle(&edges), Some(vec!["a".into(), "b".into(), "c".into(), "a".into()]));
-    let mut acyclic = edges.clone();
-    acyclic.remove("c");
-    assert_eq!(circle(&acyclic), None);
+    #[test]
+    fn module_graph_of_the_testkit_has_no_circles() {
+        assert_no_circles(env!("CARGO_MANIFEST_DIR"));
+    }
+
+    #[test]
+    fn the_reader_finds_nested_uses_super_and_paths_in_code_and_the_check_finds_a_circle() {
+        let module: Module = vec!["a".into(), "b".into()];
+        let code = "use crate::{x::{y, z::W}, v};\nuse super::c::D;\nfn f() { crate::q::r(); }\n";
+        let found: Vec<String> = references(&module, code).iter().map(|p| p.join("::")).collect();
+        assert_eq!(found, ["x::y", "x::z::W", "v", "q::r", "a::c::D"]);
+        let edges: BTreeMap<String, BTreeSet<String>> = [("a", "b"), ("b", "c"), ("c", "a"), ("d", "a")]
+            .into_iter()
+            .fold(BTreeMap::new(), |mut edges, (from, to)| {
+                edges.entry(from.to_owned()).or_default().insert(to.to_owned());
+                edges
+            });
+        assert_eq!(circle(&edges), Some(vec!["a".into(), "b".into(), "c".into(), "a".into()]));
+        let mut acyclic = edges.clone();
+        acyclic.remove("c");
+        assert_eq!(circle(&acyclic), None);
+    }
 }
