@@ -21,6 +21,7 @@ mod error;
 pub mod events;
 mod identity;
 mod memory;
+mod meta;
 mod model;
 mod outcome;
 pub mod policy;
@@ -44,7 +45,8 @@ pub use error::{Error, Result};
 pub use events::{Event, EventStream, Observer, Observers, Restarted, StoreOp};
 pub use identity::StoreId;
 pub use memory::MemoryStore;
-pub use model::{IfExists, NewTask, QueueName, Tag, Task, TaskKey, TaskMeta, TaskSpec, TaskState, When};
+pub use meta::TaskMeta;
+pub use model::{IfExists, NewTask, QueueName, Tag, Task, TaskKey, TaskSpec, TaskState, When};
 pub use outcome::{Outcome, TryEnd};
 pub use policy::{Backoff, Repeat};
 pub use store::{
@@ -55,3 +57,8 @@ pub use target::{Lane, Target, TargetMethod};
 pub use time::{Timestamp, parse_duration};
 pub use token::TokenCodec;
 pub use worker::{BoxError, Delivery, Handler, RunningWorker, Worker};
+
+#[test]
+fn module_graph_has_no_circles() {
+    punctual_testkit::module_graph::assert_no_circles(env!("CARGO_MANIFEST_DIR"));
+}

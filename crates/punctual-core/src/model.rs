@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::{Error, Result};
-use crate::identity::StoreId;
+use crate::meta::TaskMeta;
 use crate::policy::{Backoff, Repeat};
 use crate::target::{Lane, Target};
 use crate::time::Timestamp;
@@ -211,35 +211,6 @@ pub struct Task {
     pub meta: TaskMeta,
 }
 
-/// Bookkeeping every store keeps per task, so leases can be fenced and deliveries
-/// identified.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[non_exhaustive]
-pub struct TaskMeta {
-    /// The store holding the task (stamped by the store on every task it returns):
-    /// delivery ids of different stores, or of one store before and after it was
-    /// emptied, never meet.
-    pub store: StoreId,
-    /// Unique per creation of (queue, key) for the life of the store: a task that is
-    /// deleted and created again gets a new id.
-    pub id: u64,
-    /// Raised at each lease of this task (never repeats, even across restarts); a lease
-    /// is live only while it holds the newest.
-    pub fence: u64,
-    /// The current occurrence, from 1: bumped by a reschedule or a repeat, reset by a
-    /// replace.
-    pub occurrence: u32,
-    /// The due time of the first occurrence: repeats are fixed-rate from here.
-    pub anchor: Timestamp,
-}
-
-impl TaskMeta {
-    /// Bookkeeping from its parts (for stores).
-    pub fn new(store: StoreId, id: u64, fence: u64, occurrence: u32, anchor: Timestamp) -> TaskMeta {
-        TaskMeta { store, id, fence, occurrence, anchor }
-    }
-}
-
 impl Task {
     /// A task as first stored from `new`: `scheduled`, version 1, no attempts, created
     /// and updated at `now`. Stores build tasks with this and then set fields.
@@ -273,7 +244,7 @@ impl Task {
     /// The id handlers use for idempotency, `<store>-<id in hex>-<version>-<occurrence>`:
     /// the same for every try of one occurrence, different for every other occurrence,
     /// replace or re-creation, and for every task of another store or of this store
-    /// before it was emptied (see [`StoreId`]).
+    /// before it was emptied (see [`StoreId`](crate::StoreId)).
     pub fn delivery_id(&self) -> String {
         format!("{}-{:x}-{}-{}", self.meta.store, self.meta.id, self.version, self.meta.occurrence)
     }
@@ -439,6 +410,7 @@ impl NewTask {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::identity::StoreId;
 
     #[test]
     fn queue_names_follow_the_rules() {

@@ -30,7 +30,8 @@ use std::time::Duration;
 use crate::Outcome;
 use crate::error::{Error, Result};
 use crate::identity::StoreId;
-use crate::model::{IfExists, NewTask, Task, TaskMeta, TaskState};
+use crate::meta::TaskMeta;
+use crate::model::{IfExists, NewTask, Task, TaskState};
 use crate::store::{
     Completion, LeaseToken, PurgeSelection, QueueChange, QueueChangeRequest, QueueRecord, ScheduleOutcome, Scheduled,
 };

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::cron::CronRule;
 use crate::error::{Error, Result};
-use crate::model::TaskMeta;
+use crate::meta::TaskMeta;
 use crate::time::{Timestamp, serde_duration};
 
 /// When a task fires again after a successful occurrence.
