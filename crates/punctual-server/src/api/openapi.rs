@@ -14,7 +14,9 @@
 //!   where a body is read, `408` (it did not arrive in time) and `413` (too large);
 //! - `405` with `Allow` for a method a path does not take (in `components.responses`:
 //!   it belongs to no operation);
-//! - the server's own batch limit on batch bodies (and on a bulk retry's keys).
+//! - the server's own batch limit on batch bodies (and on a bulk retry's keys);
+//! - `ActionBody`, the schema of a queue's action, from the action tables of `config`
+//!   (which `bodies` does not import).
 //!
 //! `tests/http/openapi_contract.rs` checks the result against the server that serves it.
 
@@ -28,6 +30,7 @@ use utoipa::OpenApi;
 use super::{dead, leases, ops, queues, settings, tasks};
 use crate::bodies::{self, schema};
 use crate::config::access::{self, Permission, Rule, Scope};
+use crate::config::settings::action_schema;
 use crate::error;
 use crate::state::AppState;
 
@@ -151,6 +154,7 @@ pub(crate) fn document(served: Served) -> Value {
     for (body, items) in [("BatchBody", "tasks"), ("AcksBody", "acks"), ("DeadRetryBody", "keys")] {
         doc["components"]["schemas"][body]["properties"][items]["maxItems"] = json!(served.max_batch);
     }
+    doc["components"]["schemas"]["ActionBody"] = action_schema();
     doc["components"]["responses"] = shared_responses();
     if served.tokens {
         doc["components"]["securitySchemes"] = json!({"bearer": {"type": "http", "scheme": "bearer"}});

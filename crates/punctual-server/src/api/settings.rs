@@ -72,7 +72,7 @@ pub(crate) async fn put_settings<S: Store>(
 /// `PATCH /v1/queues/{queue}/settings`: the given top-level fields replace the stored ones.
 #[utoipa::path(patch, path = "/v1/queues/{queue}/settings", tag = "queues",
     summary = "Change some of a queue's settings: the given top-level fields replace the stored ones",
-    description = "If-Match: <version> (the bare number) makes it conditional: 409 when the settings are at another version. A queue of the config file answers 409 naming the file.",
+    description = "If-Match: <version> (the bare number) makes it conditional: 409 when the settings are at another version. A queue of the config file answers 409 naming the file. The settings merged are checked as a whole (concurrency given in the body's action while the stored settings have their own is 400).",
     params(("queue" = schema::QueueName, Path)),
     request_body(content = schema::SettingsBody, description = "The fields to change"),
     responses((status = 200, description = "Changed", body = schema::QueueSettings),

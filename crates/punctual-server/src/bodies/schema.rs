@@ -70,18 +70,18 @@ fn r(name: &str) -> Value {
 }
 
 /// `schema`, or null (serde reads a null optional field as absent).
-fn nullable(schema: Value) -> Value {
+pub(crate) fn nullable(schema: Value) -> Value {
     json!({"anyOf": [{"type": "null"}, schema]})
 }
 
 /// The field is given and not null.
-fn present(field: &str) -> Value {
+pub(crate) fn present(field: &str) -> Value {
     json!({"required": [field], "properties": {field: {"not": {"type": "null"}}}})
 }
 
 /// A duration whose integer form lies in `min..=max` milliseconds (a string's bounds
 /// are in the description: JSON Schema cannot compare them).
-fn duration_within(min: u64, max: Option<u64>, description: &str) -> Value {
+pub(crate) fn duration_within(min: u64, max: Option<u64>, description: &str) -> Value {
     let mut bounds = json!({"allOf": [r("Duration")], "minimum": min, "description": description});
     if let Some(max) = max {
         bounds["maximum"] = json!(max);
@@ -90,7 +90,7 @@ fn duration_within(min: u64, max: Option<u64>, description: &str) -> Value {
 }
 
 /// A whole number from `min` to the largest a 32-bit count holds.
-fn count(min: u32, max: u32, description: &str) -> Value {
+pub(crate) fn count(min: u32, max: u32, description: &str) -> Value {
     json!({"type": "integer", "minimum": min, "maximum": max, "description": description})
 }
 
@@ -105,6 +105,13 @@ fn text(max_bytes: usize, what: &str, example: &str) -> Value {
         "description": format!("{what}: 1 to {max_bytes} bytes of UTF-8, no control characters."),
         "examples": [example],
     })
+}
+
+/// A settings' `key` and the same key of its action, not both (a key given twice).
+fn not_in_both(key: &str) -> Value {
+    let in_action =
+        json!({"required": ["action"], "properties": {"action": {"type": "object", "allOf": [present(key)]}}});
+    json!({"not": {"allOf": [present(key), in_action]}})
 }
 
 /// An ack's body; an item of a batch of acks adds its `lease_id`.
@@ -401,7 +408,8 @@ schemas! {
         "type": "object",
         "additionalProperties": false,
         "description": "A queue's settings, validated as the config file's [queues.\"name\"] table is (the same \
-            messages; field is the JSON path, e.g. action.url). action takes the keys of the file's action table, \
+            messages; field is the JSON path, e.g. action.url). concurrency and rate may be given in action \
+            instead, as in the file, not in both. action takes the keys of the file's action table, \
             except that a secret is given only by the name of an environment variable of the server \
             (secret_env, smtp.password_env, url_env for chat robots): a secret value is refused. queue, source, \
             paused, version and updated_at are shown by GET and ignored here, so a GET's answer can be sent back.",
@@ -416,14 +424,7 @@ schemas! {
                     "repeat": nullable(r("RepeatBody")),
                 },
             })),
-            "action": nullable(json!({
-                "type": "object",
-                "required": ["kind"],
-                "description": "Push: the server delivers the queue's tasks (null: pull workers).",
-                "properties": {"kind": {"enum": [
-                    "webhook", "email", "wecom", "dingtalk", "feishu", "slack", "rabbitmq", "nats", "redis-stream",
-                ]}},
-            })),
+            "action": nullable(r("ActionBody")),
             "concurrency": nullable(count(1, 10_000, "Push deliveries at once (no action: kept, unused).")),
             "rate": nullable(json!({"type": "string", "examples": ["20/1m"],
                 "description": "At most COUNT deliveries per DURATION."})),
@@ -431,11 +432,13 @@ schemas! {
             "targets": nullable(json!({"type": "boolean", "description": "Whether tasks may carry their own HTTP target."})),
             "queue": {}, "source": {}, "paused": {}, "version": {}, "updated_at": {},
         },
+        "allOf": [not_in_both("concurrency"), not_in_both("rate")],
         "examples": [
             {},
             {"defaults": {"max_attempts": 10, "backoff": {"initial": "1s", "factor": 2.0, "max": "1h"}},
              "action": {"kind": "webhook", "url": "https://shop.example.com/hooks/cancel", "timeout": "10s"},
              "concurrency": 16, "rate": "20/1m"},
+            {"action": {"kind": "nats", "url": "nats://nats.example.com:4222", "subject": "orders"}},
         ],
     });
 

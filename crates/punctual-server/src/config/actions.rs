@@ -2,7 +2,9 @@
 //! key optional to serde, unknown keys refused), then validated per kind into a
 //! [`punctual_actions::ActionSpec`] — keys that do not apply to the kind, bad URLs,
 //! template syntax errors, unknown time zones and secrets whose environment variable is
-//! unset are errors naming the line of the value at fault.
+//! unset are errors naming the line of the value at fault. A key the kind needs
+//! ([`Kind::needs`]) that the table lacks is an error on the line of `kind` that names
+//! the key, which the settings API reports as the field at fault (`action.subject`).
 //!
 //! `final_statuses` (webhook and chat kinds) lists the HTTP answers that send a task to
 //! dead at once; each must be from 400 to 599 and not 410, else the error names its
@@ -47,8 +49,54 @@ pub(crate) struct TableError {
     pub(crate) span: Option<Range<usize>>,
     pub(crate) message: String,
     /// The key the table lacks, when that is the fault (the settings API names it as
-    /// the field at fault: `action.url`).
+    /// the field at fault: `action.url`, `action.subject`).
     pub(crate) missing: Option<&'static str>,
+}
+
+/// Every key of an action table besides `kind`.
+pub(crate) const KEYS: [&str; 26] = [
+    "url",
+    "url_env",
+    "secret",
+    "secret_env",
+    "timeout",
+    "concurrency",
+    "rate",
+    "final_statuses",
+    "timezone",
+    "text",
+    "mention",
+    "mention_mobiles",
+    "mention_all",
+    "smtp",
+    "from",
+    "to",
+    "cc",
+    "subject",
+    "html",
+    "exchange",
+    "routing_key",
+    "mandatory",
+    "body",
+    "stream",
+    "maxlen",
+    "fields",
+];
+
+/// A key a kind of action cannot do without.
+#[derive(Debug)]
+pub(crate) struct Needed {
+    pub(crate) key: &'static str,
+    /// Keys that give it instead (`url_env` for `url`).
+    pub(crate) or: &'static [&'static str],
+    /// What a table without it is told.
+    pub(crate) says: &'static str,
+}
+
+impl Needed {
+    const fn new(key: &'static str, or: &'static [&'static str], says: &'static str) -> Needed {
+        Needed { key, or, says }
+    }
 }
 
 impl From<SpanError> for TableError {
@@ -74,7 +122,19 @@ pub(crate) enum Kind {
 }
 
 impl Kind {
-    fn name(self) -> &'static str {
+    pub(crate) const ALL: [Kind; 9] = [
+        Kind::Webhook,
+        Kind::Email,
+        Kind::Wecom,
+        Kind::Dingtalk,
+        Kind::Feishu,
+        Kind::Slack,
+        Kind::Rabbitmq,
+        Kind::Nats,
+        Kind::RedisStream,
+    ];
+
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Kind::Webhook => "webhook",
             Kind::Email => "email",
@@ -85,6 +145,57 @@ impl Kind {
             Kind::Rabbitmq => "rabbitmq",
             Kind::Nats => "nats",
             Kind::RedisStream => "redis-stream",
+        }
+    }
+
+    /// The keys a table of this kind needs, in the order they are checked: the first
+    /// one missing is the error. (A wecom robot needs its key too, as `secret_env` or in
+    /// the URL of `url_env`, which no one key says: the actions crate checks it.)
+    pub(crate) fn needs(self) -> &'static [Needed] {
+        const URL: &[&str] = &["url_env"];
+        const WEBHOOK: &[Needed] = &[Needed::new("url", URL, "a webhook action needs a url")];
+        const EMAIL: &[Needed] = &[
+            Needed::new("smtp", &[], "an email action needs an [smtp] table"),
+            Needed::new("from", &[], "an email action needs from"),
+            Needed::new("subject", &[], "an email action needs a subject"),
+            Needed::new("text", &[], "an email action needs a text body"),
+            Needed::new("to", &[], "an email needs at least one recipient"),
+        ];
+        const WECOM: &[Needed] = &[Needed::new("text", &[], "a wecom action needs a text template")];
+        const DINGTALK: &[Needed] = &[
+            Needed::new("text", &[], "a dingtalk action needs a text template"),
+            Needed::new("url", URL, "a dingtalk robot needs its webhook url"),
+        ];
+        const FEISHU: &[Needed] = &[
+            Needed::new("text", &[], "a feishu action needs a text template"),
+            Needed::new("url", URL, "a feishu robot needs its webhook url"),
+        ];
+        const SLACK: &[Needed] = &[
+            Needed::new("text", &[], "a slack action needs a text template"),
+            Needed::new("url", URL, "a slack robot needs its webhook url"),
+        ];
+        const RABBITMQ: &[Needed] = &[
+            Needed::new("url", URL, "a rabbitmq action needs a url (or url_env)"),
+            Needed::new("routing_key", &[], "a rabbitmq action needs a routing_key"),
+        ];
+        const NATS: &[Needed] = &[
+            Needed::new("url", URL, "a nats action needs a url (or url_env)"),
+            Needed::new("subject", &[], "a nats action needs a subject"),
+        ];
+        const REDIS_STREAM: &[Needed] = &[
+            Needed::new("url", URL, "a redis-stream action needs a url (or url_env)"),
+            Needed::new("stream", &[], "a redis-stream action needs a stream"),
+        ];
+        match self {
+            Kind::Webhook => WEBHOOK,
+            Kind::Email => EMAIL,
+            Kind::Wecom => WECOM,
+            Kind::Dingtalk => DINGTALK,
+            Kind::Feishu => FEISHU,
+            Kind::Slack => SLACK,
+            Kind::Rabbitmq => RABBITMQ,
+            Kind::Nats => NATS,
+            Kind::RedisStream => REDIS_STREAM,
         }
     }
 
@@ -141,6 +252,11 @@ struct RawSmtp {
     username: Option<Spanned<String>>,
     password: Option<Spanned<String>>,
     password_env: Option<Spanned<String>>,
+}
+
+/// Whether a table of `kind` takes `key` (one of [`KEYS`]).
+pub(crate) fn takes(kind: Kind, key: &str) -> bool {
+    matches!(key, "timeout" | "concurrency" | "rate") || applies(kind, key)
 }
 
 /// Which keys a kind takes besides `kind`, `timeout`, `concurrency` and `rate`.
@@ -220,6 +336,7 @@ impl RawAction {
             "concurrency" => self.concurrency.as_ref().map(Spanned::span),
             "timeout" => self.timeout.as_ref().map(Spanned::span),
             "url" => self.url.as_ref().or(self.url_env.as_ref()).map(Spanned::span),
+            "secret" => self.secret.as_ref().or(self.secret_env.as_ref()).map(Spanned::span),
             f if f.starts_with("mention_mobiles[") => item(f, &self.mention_mobiles, "mention_mobiles"),
             f if f.starts_with("mention[") => item(f, &self.mention, "mention"),
             f if f.starts_with("to[") => item(f, &self.to, "to"),
@@ -251,21 +368,16 @@ impl RawAction {
         };
         let action_kind = match kind {
             Kind::Webhook => {
-                let url = url.ok_or_else(|| self.lacks("url", "a webhook action needs a url".to_owned()))?;
+                let url = url.ok_or_else(|| self.lacks("url"))?;
                 let mut config = WebhookConfig::new(url);
                 config.secret = secret;
                 ActionKind::Webhook(config)
             }
             Kind::Email => {
-                let smtp = self
-                    .smtp
-                    .as_ref()
-                    .ok_or((kind_span.clone(), "an email action needs an [smtp] table".to_owned()))?;
-                let from = self.from.as_ref().ok_or((kind_span.clone(), "an email action needs from".to_owned()))?;
-                let subject =
-                    self.subject.as_ref().ok_or((kind_span.clone(), "an email action needs a subject".to_owned()))?;
-                let text =
-                    self.text.as_ref().ok_or((kind_span.clone(), "an email action needs a text body".to_owned()))?;
+                let smtp = self.needed(&self.smtp, "smtp")?;
+                let from = self.needed(&self.from, "from")?;
+                let subject = self.needed(&self.subject, "subject")?;
+                let text = self.needed(&self.text, "text")?;
                 let mut config = EmailConfig::new(
                     smtp_config(smtp.get_ref())?,
                     from.get_ref().clone(),
@@ -278,11 +390,8 @@ impl RawAction {
                 ActionKind::Email(config)
             }
             Kind::Rabbitmq => {
-                let url = self.broker_url(url, kind)?;
-                let routing_key = self
-                    .routing_key
-                    .as_ref()
-                    .ok_or((kind_span.clone(), "a rabbitmq action needs a routing_key".to_owned()))?;
+                let url = self.broker_url(url)?;
+                let routing_key = self.needed(&self.routing_key, "routing_key")?;
                 let exchange = self.exchange.as_ref().map(|e| e.get_ref().clone()).unwrap_or_default();
                 let mut config = RabbitmqConfig::new(url, exchange, routing_key.get_ref().clone());
                 config.body = self.body.as_ref().map(|b| b.get_ref().clone());
@@ -290,19 +399,15 @@ impl RawAction {
                 ActionKind::Rabbitmq(config)
             }
             Kind::Nats => {
-                let url = self.broker_url(url, kind)?;
-                let subject =
-                    self.subject.as_ref().ok_or((kind_span.clone(), "a nats action needs a subject".to_owned()))?;
+                let url = self.broker_url(url)?;
+                let subject = self.needed(&self.subject, "subject")?;
                 let mut config = NatsConfig::new(url, subject.get_ref().clone());
                 config.body = self.body.as_ref().map(|b| b.get_ref().clone());
                 ActionKind::Nats(config)
             }
             Kind::RedisStream => {
-                let url = self.broker_url(url, kind)?;
-                let stream = self
-                    .stream
-                    .as_ref()
-                    .ok_or((kind_span.clone(), "a redis-stream action needs a stream".to_owned()))?;
+                let url = self.broker_url(url)?;
+                let stream = self.needed(&self.stream, "stream")?;
                 let mut config = RedisStreamConfig::new(url, stream.get_ref().clone());
                 if let Some(maxlen) = &self.maxlen {
                     config.maxlen =
@@ -317,10 +422,7 @@ impl RawAction {
             }
             chat => {
                 let platform = chat.platform().ok_or((kind_span.clone(), "not a chat kind".to_owned()))?;
-                let text = self
-                    .text
-                    .as_ref()
-                    .ok_or((kind_span.clone(), format!("a {} action needs a text template", chat.name())))?;
+                let text = self.needed(&self.text, "text")?;
                 let mut config = ChatConfig::new(platform, url, text.get_ref().clone());
                 config.secret = secret;
                 config.mention = strings(&self.mention);
@@ -353,24 +455,36 @@ impl RawAction {
     }
 
     /// A broker kind's URL, which it needs; a secret, since it may carry a password.
-    fn broker_url(&self, url: Option<String>, kind: Kind) -> Result<Secret, TableError> {
-        let url = url.ok_or_else(|| self.lacks("url", format!("a {} action needs a url (or url_env)", kind.name())))?;
-        Ok(Secret::new(url))
+    fn broker_url(&self, url: Option<String>) -> Result<Secret, TableError> {
+        Ok(Secret::new(url.ok_or_else(|| self.lacks("url"))?))
     }
 
-    /// The error of a table that lacks `key`: on the line of `kind`, naming the key.
-    fn lacks(&self, key: &'static str, message: String) -> TableError {
+    /// The value of `key`, one the table's kind needs.
+    fn needed<'a, T>(&self, value: &'a Option<Spanned<T>>, key: &'static str) -> Result<&'a Spanned<T>, TableError> {
+        value.as_ref().ok_or_else(|| self.lacks(key))
+    }
+
+    /// The error of a table that lacks `key`, one its kind [needs](Kind::needs): on the
+    /// line of `kind`, naming the key.
+    fn lacks(&self, key: &'static str) -> TableError {
+        let kind = *self.kind.get_ref();
+        let says = kind.needs().iter().find(|needed| needed.key == key).map(|needed| needed.says);
+        let message = says.map_or_else(|| format!("a {} action needs {key}", kind.name()), str::to_owned);
         TableError { span: Some(self.kind.span()), message, missing: Some(key) }
     }
 
-    /// An error of the actions crate on the value it names; a url the table lacks (a
-    /// chat robot's) as [`lacks`](Self::lacks).
+    /// An error of the actions crate on the value it names; on a key the table lacks
+    /// (a chat robot's url, a wecom robot's key, an email's `to`), on the line of `kind`
+    /// naming the key (a secret by the key the settings API takes, `secret_env`).
     fn locate(&self, error: &ActionError) -> TableError {
-        match self.span_of(error.field()) {
-            Some(span) => (Some(span), error.to_string()).into(),
-            None if error.field() == "url" => self.lacks("url", error.to_string()),
-            None => (Some(self.kind.span()), error.to_string()).into(),
+        if let Some(span) = self.span_of(error.field()) {
+            return (Some(span), error.to_string()).into();
         }
+        let missing = match error.field() {
+            "secret" => Some("secret_env"),
+            field => KEYS.into_iter().find(|key| *key == field),
+        };
+        TableError { span: Some(self.kind.span()), message: error.to_string(), missing }
     }
 }
 

@@ -10,13 +10,19 @@
 //! stored, shown or logged from a document is secret. The stored document is the body
 //! without its read-only fields (`queue`, `source`, `paused`, `version`,
 //! `updated_at`, accepted so that what `GET` answers can be sent back as it is).
+//!
+//! The OpenAPI document's schema of an action ([`action_schema`]) is read off the same
+//! tables as the validation (`actions`: the keys, which a kind takes, which it needs)
+//! and the same refusal of secrets, so the two say one thing.
 
 use punctual_actions::{ActionSpec, EgressPolicy, Rate};
 use punctual_core::{QueueDefaults, QueueRecord};
 use serde::Serialize;
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 
+use super::actions::{KEYS, Kind, takes};
 use super::{ConfigError, QueueTable, queue_table};
+use crate::bodies::schema::{count, duration_within, nullable, present};
 use crate::error::ApiError;
 
 /// Whether `queue`'s settings, as this node last read them, say `"targets": false`.
@@ -151,6 +157,105 @@ pub(crate) struct DefaultsView {
     pub(crate) repeat: Option<punctual_core::Repeat>,
 }
 
+/// The JSON Schema of `action` in a settings body (`ActionBody` of the OpenAPI
+/// document), from the action tables: the keys and their types; per kind, the keys it
+/// takes (another may only be null, which is absent) and those it needs; no secret
+/// value (the keys [`refuse_secrets`] refuses are left out).
+pub(crate) fn action_schema() -> Value {
+    let mut properties = Map::new();
+    properties.insert("kind".into(), json!({"enum": Kind::ALL.map(Kind::name)}));
+    for key in KEYS.into_iter().filter(|key| *key != "secret") {
+        properties.insert(key.into(), nullable(key_schema(key)));
+    }
+    let kinds: Vec<Value> = Kind::ALL
+        .into_iter()
+        .map(|kind| {
+            // A key of another kind is refused unless null, or an empty list.
+            let refused: Map<String, Value> = KEYS
+                .into_iter()
+                .filter(|key| !takes(kind, key))
+                .map(|key| match key_schema(key)["type"] == "array" {
+                    true => (key.into(), json!({"anyOf": [{"type": "null"}, {"type": "array", "maxItems": 0}]})),
+                    false => (key.into(), json!({"type": "null"})),
+                })
+                .collect();
+            let needs: Vec<Value> = kind
+                .needs()
+                .iter()
+                .map(|needed| {
+                    let keys = std::iter::once(needed.key).chain(needed.or.iter().copied());
+                    let given = keys.filter(|key| !url_is_secret(kind.name()) || *key != "url").map(|key| {
+                        // A list it needs needs an item (an email's recipients).
+                        match key_schema(key)["type"] == "array" {
+                            true => json!({"allOf": [present(key), {"properties": {key: {"minItems": 1}}}]}),
+                            false => present(key),
+                        }
+                    });
+                    json!({"anyOf": given.collect::<Vec<_>>()})
+                })
+                .collect();
+            let mut then = json!({"properties": refused, "allOf": needs});
+            if url_is_secret(kind.name()) {
+                then["not"] = json!({"required": ["url"]});
+            }
+            json!({"if": {"required": ["kind"], "properties": {"kind": {"const": kind.name()}}}, "then": then})
+        })
+        .collect();
+    json!({
+        "type": "object",
+        "additionalProperties": false,
+        "required": ["kind"],
+        "description": "Push: the server delivers the queue's tasks. The keys of the config file's action table \
+            (README, \"Configuration file\"), each kind taking its own and needing some (a missing one is 400 \
+            naming it, e.g. action.subject); a key of another kind may only be null (or an empty list). No secret value: secret_env, \
+            smtp.password_env and url_env name environment variables of the server, which must be set (a chat \
+            robot's url, which carries its token, is given by url_env only; a wecom robot's key by secret_env or \
+            as key=… in that URL). URLs, templates, time zones, addresses and rates are checked as in the file.",
+        "properties": properties,
+        "allOf": kinds,
+        "examples": [
+            {"kind": "webhook", "url": "https://shop.example.com/hooks/cancel", "timeout": "10s"},
+            {"kind": "nats", "url": "nats://nats.example.com:4222", "subject": "orders.{{ key }}"},
+            {"kind": "email", "smtp": {"host": "smtp.example.com", "security": "starttls"}, "from": "a@example.com",
+             "to": ["b@example.com"], "subject": "Task {{ key }}", "text": "Due at {{ due_at }}"},
+        ],
+    })
+}
+
+/// The JSON Schema of an action table's `key`, as the API takes it.
+fn key_schema(key: &str) -> Value {
+    let strings = json!({"type": "array", "items": {"type": "string"}});
+    match key {
+        "timeout" => duration_within(1, None, "How long a delivery may take, more than 0 (default 10s)."),
+        "concurrency" => count(1, 10_000, "Deliveries at once (or the settings' concurrency, not both)."),
+        "final_statuses" => json!({"type": "array", "description": "Answers that send a task to dead at once.",
+            "items": {"type": "integer", "minimum": 400, "maximum": 599, "not": {"const": 410}}}),
+        "mention" | "mention_mobiles" | "to" | "cc" => strings,
+        "mention_all" | "mandatory" => json!({"type": "boolean"}),
+        "maxlen" => json!({"type": "integer", "minimum": 1, "maximum": i64::MAX}),
+        "fields" => json!({"type": "object", "additionalProperties": {"type": "string"}}),
+        "smtp" => json!({
+            "type": "object",
+            "additionalProperties": false,
+            "required": ["host"],
+            "properties": {
+                "host": {"type": "string", "minLength": 1},
+                "port": nullable(json!({"type": "integer", "minimum": 1, "maximum": 65_535})),
+                "security": nullable(json!({"enum": ["plain", "starttls", "tls"]})),
+                "username": nullable(json!({"type": "string"})),
+                "password_env": nullable(json!({"type": "string"})),
+            },
+        }),
+        "url" => json!({"type": "string", "description": "A broker's URL carries no user or password: url_env."}),
+        _ => json!({"type": "string"}),
+    }
+}
+
+/// Whether a kind's `url` is a credential (a chat robot's carries its token).
+fn url_is_secret(kind: &str) -> bool {
+    matches!(kind, "wecom" | "dingtalk" | "feishu" | "slack")
+}
+
 /// A secret value in a body is refused: the server reads secrets from its environment.
 fn refuse_secrets(document: &Map<String, Value>) -> Result<(), ApiError> {
     let Some(Value::Object(action)) = document.get("action") else { return Ok(()) };
@@ -171,8 +276,8 @@ fn refuse_secrets(document: &Map<String, Value>) -> Result<(), ApiError> {
     {
         return refuse("action.smtp.password", "action.smtp.password_env");
     }
-    let chat = matches!(action.get("kind").and_then(Value::as_str), Some("wecom" | "dingtalk" | "feishu" | "slack"));
-    if chat && action.contains_key("url") {
+    let kind = action.get("kind").and_then(Value::as_str).unwrap_or_default();
+    if url_is_secret(kind) && action.contains_key("url") {
         return refuse("action.url", "action.url_env (a chat robot's URL carries its token)");
     }
     let broker = matches!(action.get("kind").and_then(Value::as_str), Some("rabbitmq" | "nats" | "redis-stream"));
@@ -400,6 +505,63 @@ mod tests {
         let file = "[queues.q]\nmax_attempts = 3\n[queues.q.action]\nkind = \"nats\"\nsubject = \"orders\"\n";
         let (line, message) = crate::config::testing::error_line(file);
         assert_eq!((line, message.as_str()), (Some(4), "a nats action needs a url (or url_env)"));
+    }
+
+    /// An action of `kind` with every key it needs (a chat robot's url and key from an
+    /// environment variable every process has: its value is never reached).
+    fn complete(kind: Kind) -> Value {
+        let chat = json!({"kind": kind.name(), "text": "hi", "url_env": "PATH", "secret_env": "PATH"});
+        match kind {
+            Kind::Webhook => json!({"kind": "webhook", "url": "http://127.0.0.1/"}),
+            Kind::Email => json!({"kind": "email", "smtp": {"host": "127.0.0.1"}, "from": "a@example.com",
+                "to": ["b@example.com"], "subject": "s", "text": "t"}),
+            Kind::Wecom | Kind::Dingtalk | Kind::Feishu => chat,
+            Kind::Slack => json!({"kind": "slack", "text": "hi", "url_env": "PATH"}),
+            Kind::Rabbitmq => json!({"kind": "rabbitmq", "url": "amqp://127.0.0.1", "routing_key": "orders"}),
+            Kind::Nats => json!({"kind": "nats", "url": "nats://127.0.0.1", "subject": "orders"}),
+            Kind::RedisStream => json!({"kind": "redis-stream", "url": "redis://127.0.0.1", "stream": "orders"}),
+        }
+    }
+
+    #[test]
+    fn an_action_without_a_key_it_needs_names_that_key() {
+        let mut checked = 0;
+        for kind in Kind::ALL {
+            for needed in kind.needs() {
+                let mut action = complete(kind);
+                for key in std::iter::once(needed.key).chain(needed.or.iter().copied()) {
+                    action.as_object_mut().unwrap().remove(key);
+                }
+                let (field, message) = refused(json!({ "action": action }));
+                assert_eq!(field, Some(format!("action.{}", needed.key)), "{action}: {message}");
+                assert!(message.contains(needed.says), "{action}: {message}");
+                checked += 1;
+            }
+        }
+        assert_eq!(checked, 19, "every key of the table");
+        let table = [
+            (json!({"kind": "email", "from": "a@example.com"}), "action.smtp", "needs an [smtp] table"),
+            (json!({"kind": "email", "smtp": {"host": "h"}}), "action.from", "needs from"),
+            (json!({"kind": "email", "smtp": {"host": "h"}, "from": "a@b.c"}), "action.subject", "needs a subject"),
+            (json!({"kind": "email", "smtp": {"host": "h"}, "from": "a@b.c", "subject": "s"}), "action.text", "text"),
+            (
+                json!({"kind": "email", "smtp": {"host": "h"}, "from": "a@b.c", "subject": "s", "text": "t"}),
+                "action.to",
+                "at least one recipient",
+            ),
+            (json!({"kind": "rabbitmq", "url": "amqp://h"}), "action.routing_key", "needs a routing_key"),
+            (json!({"kind": "nats", "url": "nats://h"}), "action.subject", "needs a subject"),
+            (json!({"kind": "redis-stream", "url": "redis://h"}), "action.stream", "needs a stream"),
+            (json!({"kind": "slack", "url_env": "PATH"}), "action.text", "needs a text template"),
+            (json!({"kind": "feishu"}), "action.text", "needs a text template"),
+            (json!({"kind": "dingtalk", "text": "hi"}), "action.url", "needs its webhook url"),
+            (json!({"kind": "wecom", "text": "hi"}), "action.secret_env", "needs its key"),
+        ];
+        for (action, field, says) in table {
+            let (found, message) = refused(json!({ "action": action }));
+            assert_eq!(found.as_deref(), Some(field), "{action}: {message}");
+            assert!(message.contains(says), "{action}: {message}");
+        }
     }
 
     #[test]
