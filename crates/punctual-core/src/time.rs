@@ -66,25 +66,17 @@ impl Timestamp {
 
     /// Parses RFC 3339 (`2026-11-30T09:00:00+08:00`) or integer epoch milliseconds.
     pub fn parse(text: &str) -> Result<Timestamp, String> {
-        let text = text.trim();
-        if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
-            return text
-                .parse::<i64>()
-                .ok()
-                .and_then(Timestamp::try_from_millis)
-                .ok_or_else(|| format!("epoch milliseconds {text} are after {}, the latest time", Timestamp::MAX));
-        }
-        let ts: jiff::Timestamp = text.parse().map_err(|e| {
-            format!(
-                "'{text}' is not a time: expected RFC 3339 such as 2026-11-30T09:00:00Z \
-                 or integer epoch milliseconds ({e})"
-            )
-        })?;
-        let ms = ts.as_millisecond();
+        let ms = parse_millis(text)?;
         if ms < 0 {
-            return Err(format!("'{text}' is before 1970-01-01T00:00:00Z"));
+            return Err(format!("'{}' is before 1970-01-01T00:00:00Z", text.trim()));
         }
         Ok(Timestamp::from_millis(ms))
+    }
+
+    /// Parses as [`Timestamp::parse`] does, except that an instant before the epoch is
+    /// the epoch: for times where any instant in the past means "now" (a `due_at`).
+    pub fn parse_past_as_epoch(text: &str) -> Result<Timestamp, String> {
+        parse_millis(text).map(Timestamp::from_millis)
     }
 
     /// The same instant as a `jiff::Timestamp`.
@@ -141,6 +133,26 @@ impl<'de> Deserialize<'de> for Timestamp {
             Raw::Text(text) => Timestamp::parse(&text).map_err(serde::de::Error::custom),
         }
     }
+}
+
+/// Epoch milliseconds of RFC 3339 text (negative before the epoch) or of integer
+/// epoch milliseconds, up to [`Timestamp::MAX`].
+fn parse_millis(text: &str) -> Result<i64, String> {
+    let text = text.trim();
+    if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
+        return text
+            .parse::<i64>()
+            .ok()
+            .filter(|ms| *ms <= MAX_MS)
+            .ok_or_else(|| format!("epoch milliseconds {text} are after {}, the latest time", Timestamp::MAX));
+    }
+    let ts: jiff::Timestamp = text.parse().map_err(|e| {
+        format!(
+            "'{text}' is not a time: expected RFC 3339 such as 2026-11-30T09:00:00Z \
+             or integer epoch milliseconds ({e})"
+        )
+    })?;
+    Ok(ts.as_millisecond())
 }
 
 /// Parses a duration: integer milliseconds as text (`"1500"`), `<number><unit>` parts
@@ -335,6 +347,9 @@ mod tests {
         let e = Timestamp::parse("tomorrow").unwrap_err();
         assert!(e.contains("RFC 3339") && e.contains("'tomorrow'"), "{e}");
         assert!(Timestamp::parse("1969-12-31T23:59:59Z").unwrap_err().contains("before 1970"));
+        assert_eq!(Timestamp::parse_past_as_epoch("1969-12-31T23:59:59Z"), Ok(Timestamp::EPOCH));
+        assert_eq!(Timestamp::parse_past_as_epoch("0001-01-01T00:00:00Z"), Ok(Timestamp::EPOCH));
+        assert_eq!(Timestamp::parse_past_as_epoch("1970-01-01T00:00:00.001Z"), Ok(Timestamp::from_millis(1)));
         assert!(Timestamp::parse("99999999999999999").unwrap_err().contains("9999"));
     }
 

@@ -16,6 +16,7 @@
 //! is re-exported here, so handlers name them `crate::bodies::…`.
 
 mod leases;
+mod patterns;
 mod queues;
 pub(crate) mod schema;
 mod tasks;

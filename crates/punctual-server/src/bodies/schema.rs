@@ -7,8 +7,10 @@
 //! read beside what the bodies accept: a request body's schema lists exactly the fields its
 //! raw struct takes (`additionalProperties: false`, as `deny_unknown_fields`), each with
 //! the bounds the server checks, and its `examples` are requests the server accepts.
-//! What JSON Schema cannot say (a key's length in bytes, a duration string's bounds,
-//! `backoff.max` at least `backoff.initial`) is said in the description.
+//! Bounds of values written as text (a duration's, an instant's) are patterns (see
+//! `patterns`), which never take more than the server does. What JSON Schema cannot say
+//! (a key's length in bytes, `backoff.max` at least `backoff.initial`, a cron
+//! expression's fields, a cursor the store issued) is said in the description.
 //! `tests/http/openapi_contract.rs` holds the document to the server: every example is
 //! accepted, every violation of a schema refused, every answer matches its schema.
 //!
@@ -28,7 +30,7 @@ use utoipa::openapi::extensions::Extensions;
 use utoipa::openapi::schema::{ObjectBuilder, Schema, SchemaType};
 use utoipa::{PartialSchema, ToSchema};
 
-use super::MAX_ERROR_BYTES;
+use super::{MAX_ERROR_BYTES, patterns};
 use crate::extract::MIN_EPOCH_MS;
 
 /// A duration in whole milliseconds, as the schema's bounds are written.
@@ -79,15 +81,22 @@ pub(crate) fn present(field: &str) -> Value {
     json!({"required": [field], "properties": {field: {"not": {"type": "null"}}}})
 }
 
-/// A duration whose integer form lies in `min..=max` milliseconds (a string's bounds
-/// are in the description: JSON Schema cannot compare them).
+/// A duration from `min` to `max` milliseconds (no more than a `u64` holds): integer
+/// milliseconds, or text of the forms the pattern lists (see [`patterns::duration`]).
 pub(crate) fn duration_within(min: u64, max: Option<u64>, description: &str) -> Value {
-    let mut bounds = json!({"allOf": [r("Duration")], "minimum": min, "description": description});
+    let mut integer = json!({"type": "integer", "minimum": min, "description": "milliseconds"});
     if let Some(max) = max {
-        bounds["maximum"] = json!(max);
+        integer["maximum"] = json!(max);
     }
-    bounds
+    let text = json!({"type": "string", "pattern": patterns::duration(min, max.unwrap_or(u64::MAX))});
+    json!({"description": format!("{description} {DURATION_FORMS}"), "oneOf": [text, integer]})
 }
+
+/// How the text of a duration is written, for the description of each.
+const DURATION_FORMS: &str = "Text: <number><unit> parts from the largest unit down (ms, s, m, h, d: \"1500ms\", \
+    \"30s\", \"1h 30m\", \"7d\"; each part after the first below its unit, \"1h 90m\" is written \"2h 30m\"), \
+    ISO 8601 alike (\"PT30M\", \"P1DT2H\", \"PT1.5S\"; weeks and days of 24 hours, no years or months), or \
+    whole milliseconds (\"1500\").";
 
 /// A whole number from `min` to the largest a 32-bit count holds.
 pub(crate) fn count(min: u32, max: u32, description: &str) -> Value {
@@ -177,7 +186,11 @@ fn batch_of(items: &str, item: &str, description: &str, example: Value) -> Value
     })
 }
 
-const DURATION_TEXT: &str = "^\\s*([0-9]+|([0-9]+\\s*(ms|s|m|h|d)\\s*)+|[Pp]([0-9]+[Ww])?([0-9]+[Dd])?([Tt]([0-9]+[Hh])?([0-9]+[Mm])?([0-9]+([.,][0-9]+)?[Ss])?)?)\\s*$";
+/// RFC 3339 text of an instant the server keeps: up to 9999-12-28 (whatever the
+/// offset, not past its latest, 9999-12-30T22:00:00.999Z), at most nine decimals.
+const TIME_TEXT: &str = "^(?:(?:[0-8][0-9]{3}|9[0-8][0-9]{2}|99[0-8][0-9]|999[0-8])-[0-9]{2}-[0-9]{2}|\
+    9999-(?:0[1-9]|1[01])-[0-9]{2}|9999-12-(?:[01][0-9]|2[0-8]))[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(?:\\.[0-9]{1,9})?\
+    (?:[Zz]|[+-][0-9]{2}:[0-9]{2})$";
 
 schemas! {
     /// A queue name.
@@ -198,24 +211,25 @@ schemas! {
     TagName => text(Tag::MAX_BYTES, "A tag", "pi-9");
 
     /// A duration in a request or an answer.
-    Duration => json!({
-        "description": "A duration: a string of <number><unit> parts (units ms, s, m, h, d: \"1500ms\", \
-            \"30s\", \"1h 30m\", \"7d\"; a bare number is milliseconds), ISO 8601 (\"PT30M\", \"P1DT2H\"; \
-            days of 24 hours, no years or months) or whole milliseconds.",
-        "oneOf": [
-            {"type": "string", "pattern": DURATION_TEXT, "examples": ["30s", "1h 30m", "PT30M"]},
-            {"type": "integer", "minimum": 0, "description": "milliseconds"},
-        ],
-    });
+    Duration => {
+        let mut duration = duration_within(0, None, "A duration.");
+        duration["oneOf"][0]["examples"] = json!(["30s", "1h 30m", "PT30M"]);
+        duration
+    };
 
     /// An instant in a request.
     Time => json!({
         "description": "An instant: RFC 3339 with any offset, or whole epoch milliseconds (a number below \
-            100,000,000,000 can only be seconds and is refused). A time in the past means now.",
+            100,000,000,000 can only be seconds and is refused), also as text. A time in the past means now, \
+            one before 1970 too. The latest is 9999-12-30T22:00:00.999Z; RFC 3339 text is taken up to \
+            9999-12-28, with at most nine decimals.",
         "oneOf": [
-            {"type": "string", "format": "date-time", "examples": ["2026-11-30T09:00:00+08:00"]},
+            {"type": "string", "format": "date-time", "pattern": TIME_TEXT, "examples": ["2026-11-30T09:00:00+08:00"]},
             {"type": "integer", "minimum": MIN_EPOCH_MS, "maximum": CoreTimestamp::MAX.as_millis(),
              "description": "epoch milliseconds"},
+            {"type": "string", "description": "epoch milliseconds as text", "pattern": format!(
+                "^{}$", patterns::whole_number(MIN_EPOCH_MS, u64::try_from(CoreTimestamp::MAX.as_millis())
+                    .expect("the latest instant is after the epoch"), true))},
         ],
     });
 

@@ -312,8 +312,8 @@ impl Whole {
 /// (100,000,000,000 ms is 1973-03-03; as seconds, the year 5138).
 pub(crate) const MIN_EPOCH_MS: u64 = 100_000_000_000;
 
-/// An instant as the API takes it: RFC 3339 or integer epoch milliseconds (at least
-/// [`MIN_EPOCH_MS`]).
+/// An instant as the API takes it: RFC 3339 (before 1970 read as 1970, a time in the
+/// past like any other) or integer epoch milliseconds (at least [`MIN_EPOCH_MS`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct ApiTime(pub(crate) Timestamp);
 
@@ -330,7 +330,8 @@ impl<'de> serde::Deserialize<'de> for ApiTime {
             fn visit_str<E: de::Error>(self, v: &str) -> Result<ApiTime, E> {
                 match v.trim().parse::<u64>() {
                     Ok(ms) => self.visit_u64(ms),
-                    Err(_) => Timestamp::parse(v).map(ApiTime).map_err(E::custom),
+                    // API.md: a time in the past means now, also one before 1970.
+                    Err(_) => Timestamp::parse_past_as_epoch(v).map(ApiTime).map_err(E::custom),
                 }
             }
             fn visit_u64<E: de::Error>(self, v: u64) -> Result<ApiTime, E> {

@@ -2,7 +2,8 @@
 //! a field more or less or times in another format, policies not shown as they apply,
 //! an `if_exists` that changes what it must keep, a batch that stores an invalid item
 //! or answers out of order, paging that skips or repeats tasks (ties across a page
-//! boundary), and a cancelled leased task that retries, repeats or still acks.
+//! boundary), a cancelled leased task that retries, repeats or still acks, and a
+//! `due_at` before 1970 refused where any time in the past means now.
 //!
 //! The task routes through the app, on a manual clock: schedule with each `if_exists`,
 //! the task object field by field, batches, get, delete, cancel (by key, of a leased
@@ -320,4 +321,14 @@ async fn lists_page_in_due_order_until_next_cursor_is_null() {
         assert_eq!(tasks[0]["state"], state);
     }
     assert_eq!(s.get("/v1/queues/empty.q/tasks").await, (StatusCode::OK, json!({"tasks": [], "next_cursor": null})));
+}
+
+#[tokio::test]
+async fn a_due_at_before_1970_is_due_now() {
+    // API.md: a due_at in the past means due now; one before 1970 was refused (issue Q).
+    let s = TestServer::manual().await;
+    for (key, due_at) in [("a", "1969-12-31T23:59:59Z"), ("b", "0001-01-01T00:00:00+01:00")] {
+        let task = s.create("q", key, json!({"due_at": due_at})).await;
+        assert_eq!(time(&task["due_at"]), START, "{due_at} is in the past: due now");
+    }
 }
