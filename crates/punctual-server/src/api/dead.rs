@@ -17,7 +17,7 @@ use crate::state::AppState;
 #[utoipa::path(get, path = "/v1/queues/{queue}/dead", tag = "dead", summary = "Dead tasks",
     params(("queue" = schema::QueueName, Path),
            ("limit" = Option<u32>, Query, minimum = 1, maximum = 1000, description = "Tasks per page, default 100"),
-           ("cursor" = Option<String>, Query, description = "next_cursor of the previous page")),
+           ("cursor" = Option<schema::Cursor>, Query, description = "next_cursor of the previous page")),
     responses((status = 200, body = TaskList),
               (status = 400, description = "Invalid queue, limit or cursor", body = ErrorBody)))]
 pub(crate) async fn list_dead<S: Store>(

@@ -16,7 +16,9 @@
 //!   it belongs to no operation);
 //! - the server's own batch limit on batch bodies (and on a bulk retry's keys);
 //! - `ActionBody`, the schema of a queue's action, from the action tables of `config`
-//!   (which `bodies` does not import).
+//!   (which `bodies` does not import);
+//! - `allowEmptyValue` on every query parameter: an empty value (`?state=`) is taken
+//!   as none, as a form with an empty field sends it.
 //!
 //! `tests/http/openapi_contract.rs` checks the result against the server that serves it.
 
@@ -47,7 +49,8 @@ use crate::state::AppState;
         and admin (dead tasks, queue settings, pause, resume, purge) on the queues its name patterns match \
         (* stands for any run of characters); each operation's description names the permission it needs, \
         and a call outside the token's grant answers 403 forbidden, naming the permission and the queue, \
-        before anything changes. GET /v1/access answers the calling token's grant."
+        before anything changes. GET /v1/access answers the calling token's grant. A query parameter \
+        given an empty value (?state=) is the same as one not given."
     ),
     paths(
         tasks::put_task,
@@ -92,6 +95,8 @@ use crate::state::AppState;
         schema::Time,
         schema::Timestamp,
         schema::TaskState,
+        schema::PurgeState,
+        schema::Cursor,
         schema::ScheduleOutcome,
         schema::ActivityOutcome,
         schema::TaskBody,
@@ -189,6 +194,11 @@ pub(crate) fn document(served: Served) -> Value {
                 let schema = &mut body["content"]["application/json"]["schema"];
                 if let Some(inner) = schema["oneOf"].as_array().and_then(|o| o.iter().find(|s| s["type"] != "null")) {
                     *schema = inner.clone();
+                }
+            }
+            for parameter in operation.get_mut("parameters").and_then(Value::as_array_mut).into_iter().flatten() {
+                if parameter["in"] == "query" {
+                    parameter["allowEmptyValue"] = json!(true);
                 }
             }
             let responses = operation.entry("responses").or_insert_with(|| json!({}));

@@ -4,7 +4,9 @@
 //!
 //! Invariants: a queue of the config file (`source: config`) is changed only in the
 //! file — `PUT`, `PATCH` and `DELETE` of its settings are `409` naming the file — but
-//! pauses and resumes like any other (pausing is state, not configuration); a change
+//! pauses and resumes like any other (pausing is state, not configuration); a queue
+//! without settings answers `404` to `GET`, `PATCH` and `DELETE`, paused or not, and
+//! pauses and resumes too, answered with the built-in defaults it runs with; a change
 //! is validated in full before it is stored, so a refused change leaves everything as
 //! it was; a change without `If-Match` is still made against the version it read, and
 //! made again on the newer version if another change came in between.
@@ -69,14 +71,16 @@ pub(crate) async fn put_settings<S: Store>(
     Ok((status, Json(view(&state, queue, Some(&after), Shown::IfAny)?)).into_response())
 }
 
-/// `PATCH /v1/queues/{queue}/settings`: the given top-level fields replace the stored ones.
+/// `PATCH /v1/queues/{queue}/settings`: the given top-level fields replace the stored
+/// ones; a queue without settings has none to change (`404`, as `GET` answers).
 #[utoipa::path(patch, path = "/v1/queues/{queue}/settings", tag = "queues",
     summary = "Change some of a queue's settings: the given top-level fields replace the stored ones",
-    description = "If-Match: <version> (the bare number) makes it conditional: 409 when the settings are at another version. A queue of the config file answers 409 naming the file. The settings merged are checked as a whole (concurrency given in the body's action while the stored settings have their own is 400).",
+    description = "If-Match: <version> (the bare number) makes it conditional: 409 when the settings are at another version. A queue of the config file answers 409 naming the file. The settings merged are checked as a whole (concurrency given in the body's action while the stored settings have their own is 400). A queue without settings answers 404: PUT creates them.",
     params(("queue" = schema::QueueName, Path)),
     request_body(content = schema::SettingsBody, description = "The fields to change"),
     responses((status = 200, description = "Changed", body = schema::QueueSettings),
               (status = 400, description = "Invalid settings; the field names what to fix", body = ErrorBody),
+              (status = 404, description = "The queue has no settings", body = ErrorBody),
               (status = 409, description = "A config-file queue, or If-Match names another version", body = ErrorBody)))]
 pub(crate) async fn patch_settings<S: Store>(
     State(state): State<AppState<S>>,
@@ -91,10 +95,13 @@ pub(crate) async fn patch_settings<S: Store>(
     let egress = state.egress().clone();
     let merged_defaults = std::sync::Mutex::new(None);
     let (_, after) = change(&state, queue, expected, |record| {
-        let mut merged: Map<String, Value> = match record.and_then(|r| r.settings.as_deref()) {
-            Some(text) => serde_json::from_str(text).map_err(|e| ApiError::Internal { detail: e.to_string() })?,
-            None => Map::new(),
+        let Some(stored) = record.and_then(|r| r.settings.as_deref()) else {
+            return Err(ApiError::NotFound(format!(
+                "queue '{queue}' has no settings to change: create them with PUT /v1/queues/{queue}/settings"
+            )));
         };
+        let mut merged: Map<String, Value> =
+            serde_json::from_str(stored).map_err(|e| ApiError::Internal { detail: e.to_string() })?;
         for (field, value) in patch {
             merged.insert(field.clone(), value.clone());
         }
@@ -137,7 +144,7 @@ pub(crate) async fn delete_settings<S: Store>(
 /// `POST /v1/queues/{queue}/pause`.
 #[utoipa::path(post, path = "/v1/queues/{queue}/pause", tag = "queues",
     summary = "Pause a queue: nothing of it is leased or delivered until it is resumed (schedules go on)",
-    description = "Lasts across restarts; works for config-file queues too; every node applies it within 1 s.",
+    description = "Lasts across restarts; every node applies it within 1 s. Any queue pauses, being state, not configuration: one of the config file, and one without settings, whose answer shows the built-in defaults it runs with (its settings GET still answers 404).",
     params(("queue" = schema::QueueName, Path)),
     responses((status = 200, body = schema::QueueSettings),
               (status = 400, description = "Invalid queue", body = ErrorBody)))]
@@ -148,6 +155,7 @@ pub(crate) async fn pause<S: Store>(State(state): State<AppState<S>>, params: Pa
 /// `POST /v1/queues/{queue}/resume`.
 #[utoipa::path(post, path = "/v1/queues/{queue}/resume", tag = "queues",
     summary = "Resume a paused queue: its due tasks fire in due order",
+    description = "Any queue, as pause: one without settings is answered with the built-in defaults it runs with.",
     params(("queue" = schema::QueueName, Path)),
     responses((status = 200, body = schema::QueueSettings),
               (status = 400, description = "Invalid queue", body = ErrorBody)))]
@@ -161,6 +169,7 @@ async fn paused<S: Store>(state: &AppState<S>, queue: &str, paused: bool) -> Ans
     Ok(Json(view(state, queue, Some(&record), Shown::Always)?).into_response())
 }
 
+/// `?state=`; empty, as absent, means `all`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct PurgeQuery {
@@ -171,7 +180,7 @@ pub(crate) struct PurgeQuery {
 #[utoipa::path(delete, path = "/v1/queues/{queue}/tasks", tag = "queues",
     summary = "Purge: cancel every task of the queue in a state (leased ones for good: their acks are then 409)",
     params(("queue" = schema::QueueName, Path),
-           ("state" = Option<String>, Query, description = "scheduled, dead or all (default all)")),
+           ("state" = Option<schema::PurgeState>, Query, description = "scheduled, dead or all (default all)")),
     responses((status = 200, description = "How many were cancelled", body = CancelledResponse),
               (status = 400, description = "Invalid queue or state", body = ErrorBody)))]
 pub(crate) async fn purge<S: Store>(
@@ -180,7 +189,7 @@ pub(crate) async fn purge<S: Store>(
     QueryParams(query): QueryParams<PurgeQuery>,
 ) -> Answer {
     let queue = params.get("queue");
-    let selection = match query.state.as_deref() {
+    let selection = match query.state.as_deref().filter(|s| !s.is_empty()) {
         None | Some("all") => PurgeSelection::All,
         Some("scheduled") => PurgeSelection::Scheduled,
         Some("dead") => PurgeSelection::Dead,
@@ -248,17 +257,17 @@ async fn change<S: Store>(
     Err(ApiError::Conflict(format!("the settings of queue '{queue}' keep changing; try again")))
 }
 
-/// When a record holding neither settings nor a pause is shown.
+/// When a queue without settings is shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Shown {
-    /// As `404` (a `GET`).
+    /// As `404`: it has none (`GET`; its pause is state, not settings).
     IfAny,
-    /// With the built-in defaults (the answer of a resume).
+    /// With the built-in defaults it runs with (the answer of a pause or resume).
     Always,
 }
 
 /// The settings object of `queue`: from the config file, from its stored document, or
-/// the built-in defaults when only its pause state is stored; `404` when it has none.
+/// the built-in defaults, as `shown` says, when it has none.
 fn view<S: Store>(
     state: &AppState<S>,
     queue: &str,
@@ -269,7 +278,7 @@ fn view<S: Store>(
     if let Some(config) = state.inner.options.config_queues.get(&queue_name) {
         return Ok(config_view(&queue_name, config, record));
     }
-    let Some(record) = record.filter(|r| r.settings.is_some() || r.paused || shown == Shown::Always) else {
+    let Some(record) = record.filter(|r| r.settings.is_some() || shown == Shown::Always) else {
         return Err(ApiError::NotFound(format!("queue '{queue}' has no settings")));
     };
     let document = match record.settings.as_deref() {

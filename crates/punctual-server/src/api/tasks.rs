@@ -143,7 +143,7 @@ pub(crate) async fn cancel_tag<S: Store>(State(state): State<AppState<S>>, param
            ("state" = Option<schema::TaskState>, Query, description = "Only tasks in this state"),
            ("tag" = Option<schema::TagName>, Query, description = "Only tasks carrying this tag (with state: both)"),
            ("limit" = Option<u32>, Query, minimum = 1, maximum = 1000, description = "Tasks per page, default 100"),
-           ("cursor" = Option<String>, Query, description = "next_cursor of the previous page")),
+           ("cursor" = Option<schema::Cursor>, Query, description = "next_cursor of the previous page")),
     responses((status = 200, body = TaskList),
               (status = 400, description = "Invalid queue, state, tag, limit or cursor", body = ErrorBody)))]
 pub(crate) async fn list_tasks<S: Store>(

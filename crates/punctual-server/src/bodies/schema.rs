@@ -174,14 +174,20 @@ fn ack(with_lease_id: bool) -> Value {
     schema
 }
 
-/// A batch request: an array of `item`s under `items`.
+/// A batch request: an array of `item`s under `items`. Any value is taken as an item
+/// (API.md): one that is not an `item` is refused in its own result, as an `item` the
+/// server refuses is, while the others are applied.
 fn batch_of(items: &str, item: &str, description: &str, example: Value) -> Value {
+    let other = format!(
+        "Any other value is taken too, and refused in its own result (an error naming {items}[i]); \
+        the other items are applied."
+    );
     json!({
         "type": "object",
         "additionalProperties": false,
         "required": [items],
-        "properties": {items: {"type": "array", "items": r(item), "maxItems": Limits::default().max_batch,
-            "description": description}},
+        "properties": {items: {"type": "array", "items": {"anyOf": [r(item), {"description": other}]},
+            "maxItems": Limits::default().max_batch, "description": description}},
         "examples": [example, {items: []}],
     })
 }
@@ -245,6 +251,16 @@ schemas! {
     /// A task's state, in an answer or a list's filter.
     TaskState => json!({"enum": ["scheduled", "leased", "dead"]});
 
+    /// A listing's cursor.
+    Cursor => json!({
+        "type": "string",
+        "description": "Opaque: the next_cursor of the previous page, as given. A cursor this server's store did \
+            not issue is refused (400, field cursor): start again without one.",
+    });
+
+    /// The tasks a purge cancels.
+    PurgeState => json!({"enum": ["scheduled", "dead", "all"], "default": "all"});
+
     /// How a try ended, in the activity of a queue.
     ActivityOutcome => json!({"enum": ["done", "retried", "rescheduled", "dead", "expired"]});
 
@@ -298,15 +314,15 @@ schemas! {
         "properties": {
             "url": {"type": "string", "maxLength": punctual_core::Target::MAX_URL_BYTES,
                     "description": "http:// or https://, without credentials."},
-            "method": {"enum": ["POST", "PUT", "PATCH", "GET", "DELETE"], "default": "POST",
-                       "description": "Any case is accepted. Every method carries the body."},
-            "headers": {"type": "object", "maxProperties": punctual_core::Target::MAX_HEADERS,
+            "method": nullable(json!({"enum": ["POST", "PUT", "PATCH", "GET", "DELETE"], "default": "POST",
+                       "description": "Any case is accepted. Every method carries the body."})),
+            "headers": nullable(json!({"type": "object", "maxProperties": punctual_core::Target::MAX_HEADERS,
                         "additionalProperties": {"type": "string"},
                         "description": "At most 32; names and values at most 1 KiB together. Host, \
-                            Content-Length, Transfer-Encoding, Connection and Punctual-* are refused."},
+                            Content-Length, Transfer-Encoding, Connection and Punctual-* are refused."})),
             "timeout": nullable(duration_within(1000, Some(60_000), "1s to 60s; default 10s.")),
-            "body": {"description": "Any JSON, sent instead of the standard delivery body; null or absent: \
-                the standard body."},
+            "body": {"description": "Any JSON but null, sent instead of the standard delivery body; null or \
+                absent: the standard body (as for every optional field, null is the same as absent)."},
         },
     });
 

@@ -301,7 +301,7 @@ fn pull_only_limits(document: &Map<String, Value>) -> Result<(usize, Option<Stri
     let concurrency = match document.get("concurrency") {
         None | Some(Value::Null) => ActionSpec::DEFAULT_CONCURRENCY,
         Some(value) => {
-            value.as_u64().and_then(|n| usize::try_from(n).ok()).filter(|n| (1..=10_000).contains(n)).ok_or_else(
+            whole(value).and_then(|n| usize::try_from(n).ok()).filter(|n| (1..=10_000).contains(n)).ok_or_else(
                 || ApiError::invalid("concurrency", format!("concurrency must be from 1 to 10000, not {value}")),
             )?
         }
@@ -317,6 +317,13 @@ fn pull_only_limits(document: &Map<String, Value>) -> Result<(usize, Option<Stri
         }
     };
     Ok((concurrency, rate))
+}
+
+/// A JSON number that is a whole number at least 0, also when written as a float.
+fn whole(value: &Value) -> Option<u64> {
+    value
+        .as_u64()
+        .or_else(|| value.as_f64().filter(|f| f.fract() == 0.0 && (0.0..9.0e15).contains(f)).map(|f| f as u64))
 }
 
 /// A document as the TOML of one `[queues]` table, and the JSON field of each line.
@@ -410,6 +417,8 @@ fn toml_value(field: &str, value: &Value) -> Result<toml::Value, ApiError> {
         Value::Bool(b) => toml::Value::Boolean(*b),
         Value::Number(n) => match (n.as_i64(), n.as_f64()) {
             (Some(i), _) => toml::Value::Integer(i),
+            // A whole number written as a float (`16.0`) is JSON Schema's integer too.
+            (None, Some(f)) if f.fract() == 0.0 && f.abs() < 9.0e15 => toml::Value::Integer(f as i64),
             (None, Some(f)) => toml::Value::Float(f),
             (None, None) => return Err(ApiError::invalid(field, format!("{n} is out of range"))),
         },

@@ -19,6 +19,7 @@ mod observability;
 mod openapi;
 mod openapi_contract;
 mod oversized_heads;
+mod queue_settings;
 mod refused_bodies;
 mod routes;
 mod shutdown;
