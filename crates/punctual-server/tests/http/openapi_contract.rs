@@ -1,14 +1,21 @@
 //! The OpenAPI document against the server that serves it. For every operation of the
 //! served `/openapi.json`, requests are made from the document itself: its examples and
-//! minimal bodies (valid), one violation of each constraint it states, found by trying
-//! values and keeping those the document's own schemas refuse (invalid), and requests
-//! without a token or with a wrong one (unauthorized). Every answer's status must be
-//! one the document lists for the operation, and its body must match the documented
-//! schema, tightened so that an undocumented member fails too; valid requests must
-//! succeed, invalid ones be refused (a batch's invalid item in its own result). A
-//! method a path does not take must answer the documented 405 with the documented
-//! methods in `Allow`. Guards against issue 14 (7): a document looser than, and
-//! different from, the API served, and against the two drifting apart again.
+//! minimal bodies, and each field and query parameter at the edges of what it states
+//! (bounds, a bound written as text, null, each enum value, an empty query value, the
+//! earliest and latest times), kept where the document takes them (valid); one
+//! violation of each constraint it states, found by trying values and keeping those the
+//! document's own schemas refuse (invalid); and requests without a token or with a
+//! wrong one (unauthorized). Every answer's status must be one the document lists for
+//! the operation, and its body must match the documented schema, tightened so that an
+//! undocumented member fails too; valid requests must succeed (and no item of a valid
+//! batch be refused as invalid), invalid ones be refused (a batch's invalid item in its
+//! own result). Each kind of edge and of violation must have been tried, so that a
+//! constraint the generator stops reading fails the test. A method a path does not
+//! take must answer the documented 405 with the documented methods in `Allow`. Guards
+//! against issue 14 (7) and issue Q (12): a document looser or stricter than, and
+//! different from, the API served (found by schemathesis: bounds of durations as text,
+//! a `due_at` before 1970, an empty query value, an action without the keys its kind
+//! needs, nullable fields, items of batches), and against the two drifting apart again.
 //!
 //! Only the resources a request needs (a task to get, a live lease to ack, a dead task
 //! to retry) are made by hand, in [`prepare`]; everything sent comes from the document.
@@ -29,7 +36,7 @@ use serde_json::{Value, json};
 
 mod schema;
 
-use schema::{Doc, candidates, example_of, variants};
+use schema::{Doc, Reason, candidates, example_of, extremes, variants};
 
 const TOKEN: &str = "s3cret";
 
@@ -148,7 +155,8 @@ async fn prepare(s: &TestServer, operation_id: &str, params: &mut HashMap<String
     }
 }
 
-/// The operation's parameters, resolved: (name, in, schema).
+/// The operation's parameters, resolved: (name, in, schema). A query parameter that
+/// takes an empty value (`allowEmptyValue`) has `""` in its schema, as OpenAPI reads it.
 fn parameters(doc: &Doc, operation: &Value) -> Vec<(String, String, Value)> {
     operation["parameters"]
         .as_array()
@@ -156,9 +164,18 @@ fn parameters(doc: &Doc, operation: &Value) -> Vec<(String, String, Value)> {
         .flatten()
         .map(|p| {
             let p = doc.resolve(p);
-            (p["name"].as_str().unwrap().to_owned(), p["in"].as_str().unwrap().to_owned(), p["schema"].clone())
+            let mut schema = p["schema"].clone();
+            if p["allowEmptyValue"] == true {
+                schema = json!({"anyOf": [schema, {"const": ""}]});
+            }
+            (p["name"].as_str().unwrap().to_owned(), p["in"].as_str().unwrap().to_owned(), schema)
         })
         .collect()
+}
+
+/// A value as a query string carries it: text (a string without its quotes).
+fn query_text(value: &Value) -> String {
+    value.as_str().map_or_else(|| value.to_string(), str::to_owned)
 }
 
 /// A path's template filled in with `params` (percent-encoded), plus `query`.
@@ -183,27 +200,30 @@ fn example_params(doc: &Doc, operation: &Value) -> HashMap<String, String> {
         .collect()
 }
 
-/// The request bodies the document calls valid: its examples and the smallest body.
-fn valid_bodies(doc: &Doc, operation: &Value) -> Vec<Option<Value>> {
-    let Some(body) = operation.get("requestBody") else { return vec![None] };
+/// The request bodies the document calls valid: its examples and the smallest body,
+/// then each of their fields at the edges of what the document allows, with why.
+fn valid_bodies(doc: &Doc, operation: &Value) -> Vec<(Option<Value>, Reason)> {
+    let Some(body) = operation.get("requestBody") else { return vec![(None, "no body")] };
     let schema = &body["content"]["application/json"]["schema"];
     let resolved = doc.resolve(schema);
-    let mut bodies: Vec<Option<Value>> =
-        resolved["examples"].as_array().into_iter().flatten().cloned().map(Some).collect();
+    let mut bodies: Vec<(Option<Value>, Reason)> =
+        resolved["examples"].as_array().into_iter().flatten().map(|e| (Some(e.clone()), "example")).collect();
     let mut bare = resolved.clone();
     bare.as_object_mut().unwrap().remove("examples");
-    bodies.push(Some(example_of(doc, &bare)));
+    bodies.push((Some(example_of(doc, &bare)), "example"));
     if body["required"] != true {
-        bodies.push(None);
+        bodies.push((None, "no body"));
     }
-    for body in bodies.iter().flatten() {
+    for (body, _) in &bodies {
+        let Some(body) = body else { continue };
         assert!(doc.valid(schema, body), "the document's example {body} does not match its own schema {schema}");
     }
     let mut extremes = Vec::new();
-    for base in bodies.iter().flatten() {
+    for (base, _) in &bodies {
+        let Some(base) = base else { continue };
         variants(doc, schema, base, &[], schema, true, &mut extremes);
     }
-    bodies.extend(extremes.into_iter().map(Some));
+    bodies.extend(extremes.into_iter().map(|(body, reason)| (Some(body), reason)));
     bodies
 }
 
@@ -269,8 +289,73 @@ fn strict_batches(mut root: Value) -> Value {
 /// Whether the schema itself names a value (an example, an enum, a least value), so
 /// that a request may send it: an unconstrained string (a cursor) has none.
 fn names_a_value(doc: &Doc, schema: &Value) -> bool {
-    let schema = doc.resolve(schema);
+    let schema = declared(doc, schema);
     ["examples", "example", "enum", "const", "minimum"].iter().any(|k| schema.get(k).is_some())
+}
+
+/// A parameter's schema as declared, without the empty value [`parameters`] adds.
+fn declared<'a>(doc: &'a Doc, schema: &'a Value) -> &'a Value {
+    match schema["anyOf"].as_array() {
+        Some(branches) if branches.get(1) == Some(&json!({"const": ""})) => doc.resolve(&branches[0]),
+        _ => doc.resolve(schema),
+    }
+}
+
+/// The kinds of boundary that valid requests must reach (see [`Reason`]): each is
+/// tried at least once, so that a document whose constraints the generator no longer
+/// reads fails here instead of passing with fewer checks.
+const BOUNDARIES: &[Reason] =
+    &["example", "minimum", "maximum", "enum value", "null", "date-time", "bound as text", "empty value", "longest"];
+
+/// The kinds of constraint that invalid requests must break.
+const BREAKS: &[Reason] = &[
+    "type",
+    "null",
+    "empty",
+    "control character",
+    "minimum",
+    "maximum",
+    "bound as text",
+    "maxLength",
+    "maxItems",
+    "enum",
+    "item type",
+    "date-time",
+    "unknown field",
+    "required",
+    "no body",
+    "examples together",
+    "batch item",
+];
+
+/// Valid query strings for an operation: none; every parameter that names a value at
+/// it; and each parameter alone at each of its edges (its bounds, each value of its
+/// enum, an empty value where it is allowed).
+fn valid_queries(doc: &Doc, operation: &Value) -> Vec<(String, Reason)> {
+    let query = parameters(doc, operation)
+        .into_iter()
+        .filter(|(_, place, schema)| place == "query" && names_a_value(doc, schema))
+        .map(|(name, _, schema)| format!("{name}={}", enc(&query_text(&example_of(doc, &schema)))))
+        .collect::<Vec<_>>()
+        .join("&");
+    let mut queries = vec![(String::new(), "example")];
+    if !query.is_empty() {
+        queries.push((query, "example"));
+    }
+    for (name, place, schema) in parameters(doc, operation) {
+        if place != "query" {
+            continue;
+        }
+        for (value, reason) in extremes(doc, &schema) {
+            let text = query_text(&value);
+            let reason = if text.is_empty() { "empty value" } else { reason };
+            let as_sent = if value.is_number() || text.is_empty() { value.clone() } else { json!(text) };
+            if !value.is_null() && doc.valid(&schema, &as_sent) {
+                queries.push((format!("{name}={}", enc(&text)), reason));
+            }
+        }
+    }
+    queries
 }
 
 #[tokio::test]
@@ -278,15 +363,10 @@ async fn valid_requests_from_the_document_succeed_and_answer_as_documented() {
     let s = server(false).await;
     let doc = document(&s, None).await;
     let mut checked = BTreeSet::new();
+    let mut reached = BTreeSet::new();
     for (template, method, operation) in doc.operations() {
         let id = operation["operationId"].as_str().unwrap().to_owned();
-        let query = parameters(&doc, &operation)
-            .into_iter()
-            .filter(|(_, place, schema)| place == "query" && names_a_value(&doc, schema))
-            .map(|(name, _, schema)| format!("{name}={}", example_of(&doc, &schema).to_string().trim_matches('"')))
-            .collect::<Vec<_>>()
-            .join("&");
-        let queries = if query.is_empty() { vec![String::new()] } else { vec![String::new(), query] };
+        let queries = valid_queries(&doc, &operation);
         // Path parameters at their longest, too.
         let mut longest = vec![None];
         for (name, place, schema) in parameters(&doc, &operation) {
@@ -295,35 +375,53 @@ async fn valid_requests_from_the_document_succeed_and_answer_as_documented() {
             }
         }
         let bodies = valid_bodies(&doc, &operation);
-        let cases = bodies.iter().enumerate().flat_map(|(i, b)| queries.iter().map(move |q| (i, b, q, None)));
-        let at_length = longest.into_iter().flatten().map(|long| (0, &bodies[0], &queries[0], Some(long)));
-        for (i, body, query, long) in cases.chain(at_length) {
-            {
-                let mut params = example_params(&doc, &operation);
-                if let Some(key) = params.get_mut("key") {
-                    key.push_str(&format!("-{i}"));
-                }
-                if let Some((name, value)) = &long {
-                    params.insert(name.clone(), value.clone());
-                }
-                prepare(&s, &id, &mut params).await;
-                let path = fill(&template, &params, query);
-                let call = Call { method: method.clone(), path, body: body.clone(), token: None };
-                let answer = send(&s, &call).await;
-                conforms(&doc, &operation, &call, &answer);
-                assert!(
-                    answer.status.is_success(),
-                    "{method} {} {}: a valid request answered {}: {}",
-                    call.path,
-                    shown(&call.body),
-                    answer.status,
-                    String::from_utf8_lossy(&answer.body)
-                );
+        // Every body with no query, the first body with each query.
+        let cases = bodies.iter().enumerate().map(|(i, (b, why))| (i, b, &queries[0].0, None, *why));
+        let with_queries = queries.iter().skip(1).map(|(q, why)| (0, &bodies[0].0, q, None, *why));
+        let at_length =
+            longest.into_iter().flatten().map(|long| (0, &bodies[0].0, &queries[0].0, Some(long), "longest"));
+        let batch = BATCHES.iter().find(|(op, _)| *op == id).map(|(_, items)| *items);
+        for (i, body, query, long, why) in cases.chain(with_queries).chain(at_length) {
+            let mut params = example_params(&doc, &operation);
+            if let Some(key) = params.get_mut("key") {
+                key.push_str(&format!("-{i}"));
             }
+            if let Some((name, value)) = &long {
+                params.insert(name.clone(), value.clone());
+            }
+            prepare(&s, &id, &mut params).await;
+            let path = fill(&template, &params, query);
+            let call = Call { method: method.clone(), path, body: body.clone(), token: None };
+            let answer = send(&s, &call).await;
+            let answered = conforms(&doc, &operation, &call, &answer);
+            assert!(
+                answer.status.is_success(),
+                "{method} {} {}: a valid request answered {}: {}",
+                call.path,
+                shown(&call.body),
+                answer.status,
+                String::from_utf8_lossy(&answer.body)
+            );
+            // No item of a valid batch is refused as invalid (an ack of an example's
+            // lease, which does not exist, is refused as unknown: 404).
+            if batch.is_some() {
+                for (n, result) in answered["results"].as_array().unwrap().iter().enumerate() {
+                    assert_ne!(
+                        result["error"]["code"],
+                        "invalid_argument",
+                        "{method} {} {}: valid item {n} was refused: {result}",
+                        call.path,
+                        shown(&call.body)
+                    );
+                }
+            }
+            reached.insert(why);
         }
         checked.insert(id);
     }
     assert!(checked.len() >= 21, "too few operations checked: {checked:?}");
+    let missed: Vec<_> = BOUNDARIES.iter().filter(|b| !reached.contains(*b)).collect();
+    assert!(missed.is_empty(), "no valid request stood at {missed:?}; reached {reached:?}");
 }
 
 #[tokio::test]
@@ -331,21 +429,23 @@ async fn requests_that_break_the_document_are_refused_as_documented() {
     let s = server(false).await;
     let doc = document(&s, None).await;
     let mut refused = 0;
+    let mut broken_by = BTreeSet::new();
     for (template, method, operation) in doc.operations() {
         let id = operation["operationId"].as_str().unwrap().to_owned();
-        let mut calls: Vec<(Call, Option<Vec<usize>>)> = Vec::new();
+        let mut calls: Vec<(Call, Option<Vec<usize>>, Reason)> = Vec::new();
         let mut params = example_params(&doc, &operation);
         prepare(&s, &id, &mut params).await;
         let valid = valid_bodies(&doc, &operation);
-        let valid_body = valid[0].clone();
+        let valid_body = valid[0].0.clone();
 
-        // Path parameters: each value the document refuses (an empty one is another path).
+        // Parameters: each value the document refuses (an empty one in a path is
+        // another path).
         for (name, place, schema) in parameters(&doc, &operation) {
             let example = example_of(&doc, &schema);
-            for value in candidates(&doc, &schema, &example) {
-                let Some(text) = value.as_str().filter(|t| !t.is_empty()) else { continue };
+            for (value, reason) in candidates(&doc, &schema, &example) {
+                let Some(text) = value.as_str().filter(|t| place == "query" || !t.is_empty()) else { continue };
                 // A query value is text; a numeric parameter reads it as a number.
-                let numeric = matches!(doc.resolve(&schema)["type"].as_str(), Some("integer" | "number"));
+                let numeric = matches!(declared(&doc, &schema)["type"].as_str(), Some("integer" | "number"));
                 let as_sent = match text.parse::<f64>() {
                     Ok(n) if numeric && place == "query" => json!(n),
                     _ => json!(text),
@@ -371,14 +471,15 @@ async fn requests_that_break_the_document_are_refused_as_documented() {
                         token: None,
                     }
                 };
-                calls.push((call, None));
+                calls.push((call, None, reason));
             }
-            let numeric = matches!(doc.resolve(&schema)["type"].as_str(), Some("integer" | "number"));
+            let numeric = matches!(declared(&doc, &schema)["type"].as_str(), Some("integer" | "number"));
             for number in [-1.0, 0.0, 1001.0, 1e10, 2.5] {
                 if place == "query" && numeric && !doc.valid(&schema, &json!(number)) {
                     let query = format!("{name}={number}");
                     let path = fill(&template, &params, &query);
-                    calls.push((Call { method: method.clone(), path, body: valid_body.clone(), token: None }, None));
+                    let call = Call { method: method.clone(), path, body: valid_body.clone(), token: None };
+                    calls.push((call, None, "minimum"));
                 }
             }
         }
@@ -387,11 +488,16 @@ async fn requests_that_break_the_document_are_refused_as_documented() {
         if let Some(body) = operation.get("requestBody") {
             if body["required"] == true {
                 let path = fill(&template, &params, "");
-                calls.push((Call { method: method.clone(), path, body: None, token: None }, None));
+                calls.push((Call { method: method.clone(), path, body: None, token: None }, None, "no body"));
             }
             let schema = body["content"]["application/json"]["schema"].clone();
+            // From the examples and their fields at their bounds (the other edges would
+            // multiply the requests and break nothing new).
             let mut broken = Vec::new();
-            for base in valid.iter().flatten() {
+            for (base, why) in &valid {
+                let Some(base) = base.as_ref().filter(|_| ["example", "minimum", "maximum"].contains(why)) else {
+                    continue;
+                };
                 variants(&doc, &schema, base, &[], &schema, false, &mut broken);
             }
             // Two valid examples together may break a rule between fields.
@@ -403,19 +509,28 @@ async fn requests_that_break_the_document_are_refused_as_documented() {
                         merged[k] = v.clone();
                     }
                     if !doc.valid(&schema, &merged) {
-                        broken.push(merged);
+                        broken.push((merged, "examples together"));
                     }
                 }
             }
             let batch = BATCHES.iter().find(|(op, _)| *op == id).map(|(_, items)| *items);
-            for body in broken {
+            for (body, reason) in broken {
                 let invalid_items = batch.and_then(|items| invalid_items(&doc, &schema, items, &body));
+                let reason = if invalid_items.is_some() { "batch item" } else { reason };
                 let path = fill(&template, &params, "");
-                calls.push((Call { method: method.clone(), path, body: Some(body), token: None }, invalid_items));
+                calls.push((
+                    Call { method: method.clone(), path, body: Some(body), token: None },
+                    invalid_items,
+                    reason,
+                ));
             }
         }
 
-        for (call, invalid_items) in calls {
+        assert!(
+            !calls.is_empty() || (operation.get("parameters").is_none() && operation.get("requestBody").is_none()),
+            "{method} {template}: the document states constraints, and no request broke one"
+        );
+        for (call, invalid_items, reason) in calls {
             let answer = send(&s, &call).await;
             let body = conforms(&doc, &operation, &call, &answer);
             if let Some(invalid_items) = invalid_items {
@@ -432,7 +547,7 @@ async fn requests_that_break_the_document_are_refused_as_documented() {
             } else {
                 assert!(
                     answer.status.is_client_error(),
-                    "{} {} {}: an invalid request answered {}: {}",
+                    "{} {} {}: an invalid request ({reason}) answered {}: {}",
                     call.method,
                     &call.path[..call.path.len().min(120)],
                     shown(&call.body),
@@ -440,10 +555,13 @@ async fn requests_that_break_the_document_are_refused_as_documented() {
                     String::from_utf8_lossy(&answer.body)
                 );
             }
+            broken_by.insert(reason);
             refused += 1;
         }
     }
     assert!(refused > 200, "only {refused} invalid requests were made");
+    let missed: Vec<_> = BREAKS.iter().filter(|b| !broken_by.contains(*b)).collect();
+    assert!(missed.is_empty(), "no invalid request broke {missed:?}; broke {broken_by:?}");
 }
 
 #[tokio::test]
@@ -466,7 +584,7 @@ async fn auth_is_documented_exactly_when_the_server_has_tokens() {
         let needs_token = operation.get("security") != Some(&json!([]));
         assert_eq!(needs_token, operation["responses"].get("401").is_some(), "{method} {template}");
         let params = example_params(&doc, &operation);
-        let body = valid_bodies(&doc, &operation).into_iter().next().unwrap();
+        let body = valid_bodies(&doc, &operation).into_iter().next().unwrap().0;
         for token in [None, Some("wrong"), Some(TOKEN)] {
             let call = Call { method: method.clone(), path: fill(&template, &params, ""), body: body.clone(), token };
             let answer = send(&guarded, &call).await;

@@ -1,6 +1,7 @@
 //! Reading the OpenAPI document: resolving `$ref`s, validating against its schemas (those
 //! of answers closed to undocumented members), and deriving values from what a schema
-//! states: an example, its extremes, and values that break one constraint.
+//! states: an example, its extremes, and values that break one constraint, each with
+//! the reason it was tried.
 
 use std::collections::HashMap;
 
@@ -136,10 +137,10 @@ fn properties(doc: &Doc, schema: &Value) -> Vec<(String, Value)> {
 }
 
 /// The bounds a schema states, through `$ref` and combinations: minimum, maximum,
-/// maxLength, maxItems, and whether it has a pattern or an enum.
+/// maxLength, maxItems, and whether it has a pattern, an enum or const, items or a format.
 fn bounds(doc: &Doc, schema: &Value, out: &mut Vec<(String, Value)>) {
     let schema = doc.resolve(schema);
-    for key in ["minimum", "maximum", "maxLength", "maxItems", "pattern", "enum", "items"] {
+    for key in ["minimum", "maximum", "maxLength", "maxItems", "pattern", "enum", "const", "items", "format"] {
         if let Some(v) = schema.get(key) {
             out.push((key.to_owned(), v.clone()));
         }
@@ -151,47 +152,85 @@ fn bounds(doc: &Doc, schema: &Value, out: &mut Vec<(String, Value)>) {
     }
 }
 
-/// Values to try against a schema: wrong types, and each stated bound overstepped.
-pub(super) fn candidates(doc: &Doc, schema: &Value, current: &Value) -> Vec<Value> {
+/// Why a value was tried: the kind of constraint it oversteps (a candidate) or the
+/// kind of boundary it stands at (an extreme). The tests check that each kind was tried.
+pub(super) type Reason = &'static str;
+
+/// A number, and the same number written as text and as milliseconds (`"61000ms"`):
+/// where the document takes a number as text too (a duration, epoch milliseconds), the
+/// text must follow the same bounds.
+fn as_number_and_text(n: f64, reason: Reason) -> Vec<(Value, Reason)> {
+    let number = if n.fract() == 0.0 && (0.0..1.8e19).contains(&n) { json!(n as u64) } else { json!(n) };
+    let mut tried = vec![(number.clone(), reason)];
+    if number.is_u64() {
+        tried.push((json!(number.to_string()), "bound as text"));
+        tried.push((json!(format!("{number}ms")), "bound as text"));
+    }
+    tried
+}
+
+/// Values to try against a schema: wrong types, null, and each stated bound overstepped.
+pub(super) fn candidates(doc: &Doc, schema: &Value, current: &Value) -> Vec<(Value, Reason)> {
     let mut tried = vec![
-        json!(true),
-        json!("not valid!"),
-        json!(-1),
-        json!(0),
-        json!(2.5),
-        json!({}),
-        json!([]),
-        json!(""),
-        json!("a\u{1}b"),
+        (json!(true), "type"),
+        (json!("not valid!"), "type"),
+        (json!(-1), "type"),
+        (json!(0), "type"),
+        (json!(2.5), "type"),
+        (json!({}), "type"),
+        (json!([]), "type"),
+        (json!(""), "empty"),
+        (json!("a\u{1}b"), "control character"),
+        (Value::Null, "null"),
     ];
     let mut found = Vec::new();
     bounds(doc, schema, &mut found);
     for (key, bound) in found {
         match key.as_str() {
-            "minimum" => tried.push(json!(bound.as_f64().unwrap() - 1.0)),
-            "maximum" => tried.push(json!(bound.as_f64().unwrap() + 1.0)),
-            "maxLength" => tried.push(json!("x".repeat(bound.as_u64().unwrap() as usize + 1))),
+            "minimum" => tried.extend(as_number_and_text(bound.as_f64().unwrap() - 1.0, "minimum")),
+            "maximum" => tried.extend(as_number_and_text(bound.as_f64().unwrap() + 1.0, "maximum")),
+            "maxLength" => tried.push((json!("x".repeat(bound.as_u64().unwrap() as usize + 1)), "maxLength")),
             "maxItems" => {
                 let item = current.get(0).cloned().unwrap_or(json!("x"));
-                tried.push(Value::Array(vec![item; bound.as_u64().unwrap() as usize + 1]));
+                tried.push((Value::Array(vec![item; bound.as_u64().unwrap() as usize + 1]), "maxItems"));
             }
-            "enum" => tried.push(json!("not-one-of-them")),
-            "items" => tried.push(json!([true])),
+            "enum" => tried.push((json!("not-one-of-them"), "enum")),
+            "items" => tried.push((json!([true]), "item type")),
+            "format" if bound == "date-time" => {
+                tried.push((json!("2026-02-30T00:00:00Z"), "date-time"));
+                tried.push((json!("9999-12-31T23:59:59Z"), "date-time"));
+            }
             _ => {}
         }
     }
     tried
 }
 
-/// The least and greatest values a schema states, each a value it takes.
-fn extremes(doc: &Doc, schema: &Value) -> Vec<Value> {
+/// Values at the edges of what a schema states, for the document to judge (those it
+/// takes must be taken): its least and greatest values and the ones just beyond, also
+/// as text; null; each value of an enum; the earliest and latest times and one after.
+pub(super) fn extremes(doc: &Doc, schema: &Value) -> Vec<(Value, Reason)> {
     let mut found = Vec::new();
     bounds(doc, schema, &mut found);
-    found
+    let mut edges: Vec<(Value, Reason)> = found
         .into_iter()
-        .filter(|(key, _)| key == "minimum" || key == "maximum")
-        .map(|(_, bound)| bound.as_u64().map_or(bound.clone(), Value::from))
-        .collect()
+        .flat_map(|(key, bound)| match key.as_str() {
+            "minimum" => [0.0, -1.0].map(|d| as_number_and_text(bound.as_f64().unwrap() + d, "minimum")).concat(),
+            "maximum" => [0.0, 1.0].map(|d| as_number_and_text(bound.as_f64().unwrap() + d, "maximum")).concat(),
+            "enum" => bound.as_array().unwrap().iter().map(|v| (v.clone(), "enum value")).collect(),
+            "const" => vec![(bound, "enum value")],
+            "format" if bound == "date-time" => vec![
+                // Before 1970, like any time in the past: now.
+                (json!("0001-01-01T00:00:00Z"), "date-time"),
+                (json!("1969-12-31T23:59:59.999Z"), "date-time"),
+                (json!("9999-12-28T23:59:59.999999999-23:59"), "date-time"),
+                (json!("9999-12-31T23:59:59Z"), "date-time"),
+            ],
+            _ => Vec::new(),
+        })
+        .collect();
+    edges.push((Value::Null, "null"));
+    edges
 }
 
 /// Fields whose bounds the schema states but whose valid values also depend on the
@@ -210,17 +249,17 @@ pub(super) fn variants(
     at: &[Value],
     schema: &Value,
     valid: bool,
-    out: &mut Vec<Value>,
+    out: &mut Vec<(Value, Reason)>,
 ) {
     let here = pointer_of(at);
     let current = base.pointer(&here).cloned().unwrap_or(Value::Null);
-    let push = |body: Value, out: &mut Vec<Value>| {
-        if doc.valid(whole, &body) == valid && !out.contains(&body) && body != *base {
-            out.push(body);
+    let push = |body: Value, reason: Reason, out: &mut Vec<(Value, Reason)>| {
+        if doc.valid(whole, &body) == valid && !out.iter().any(|(b, _)| *b == body) && body != *base {
+            out.push((body, reason));
         }
     };
     if at.is_empty() && !valid {
-        push(json!([]), out);
+        push(json!([]), "type", out);
     }
     if !current.is_object() {
         return;
@@ -228,7 +267,7 @@ pub(super) fn variants(
     if !valid {
         let mut extra = base.clone();
         extra.pointer_mut(&here).unwrap()["unexpected_field"] = json!(1);
-        push(extra, out);
+        push(extra, "unknown field", out);
     }
     for (name, sub) in properties(doc, schema) {
         let mut path = at.to_vec();
@@ -236,17 +275,17 @@ pub(super) fn variants(
         if current.get(&name).is_some() && !valid {
             let mut removed = base.clone();
             removed.pointer_mut(&here).unwrap().as_object_mut().unwrap().remove(&name);
-            push(removed, out);
+            push(removed, "required", out);
         }
         let tried = match valid {
             true if DEPENDENT.iter().any(|d| pointer_of(&path).ends_with(d)) => Vec::new(),
             true => extremes(doc, &sub),
             false => candidates(doc, &sub, current.get(&name).unwrap_or(&Value::Null)),
         };
-        for value in tried {
+        for (value, reason) in tried {
             let mut changed = base.clone();
             changed.pointer_mut(&here).unwrap()[&name] = value;
-            push(changed, out);
+            push(changed, reason, out);
         }
         let inner = current.get(&name).unwrap_or(&Value::Null);
         if inner.is_object() {
