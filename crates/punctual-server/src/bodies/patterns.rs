@@ -1,6 +1,7 @@
 //! Regular expressions of the OpenAPI document, for values whose bounds JSON Schema can
-//! only state through their text: whole numbers within bounds, and durations within
-//! bounds in the forms [`parse_duration`](punctual_core::time::parse_duration) reads.
+//! only state through their text: whole numbers within bounds, durations within bounds
+//! in the forms [`parse_duration`](punctual_core::time::parse_duration) reads, and
+//! rates ([`Rate::parse`](punctual_actions::Rate::parse)).
 //!
 //! Invariant, tested against the server's own parsers: every text a pattern matches is
 //! read as a value within its bounds. The converse holds for the forms each function
@@ -51,6 +52,11 @@ const ISO: [Iso; 5] = [
 /// that is not the last stays a whole unit below the bound (`"59s 999ms"` is at most
 /// `60s`, `"60s 0ms"` is left out).
 pub(crate) fn duration(lo: u64, hi: u64) -> String {
+    format!("^{}$", duration_text(lo, hi))
+}
+
+/// The text of [`duration`], not anchored.
+fn duration_text(lo: u64, hi: u64) -> String {
     debug_assert!(lo <= hi, "bounds in order");
     let mut forms = vec![whole_number(lo, hi, true)];
     for (i, (unit, size)) in PLAIN.iter().enumerate() {
@@ -76,7 +82,15 @@ pub(crate) fn duration(lo: u64, hi: u64) -> String {
             forms.push(iso(&ISO[i..], &first, true));
         }
     }
-    format!("^{SPACE}*(?:{}){SPACE}*$", forms.join("|"))
+    format!("{SPACE}*(?:{}){SPACE}*", forms.join("|"))
+}
+
+/// The whole text of a rate as `Rate::parse` reads it: a count of at least 1, a slash,
+/// and a window longer than 0, a duration or a bare unit (`"20/1m"`, `" 5 / s "`).
+pub(crate) fn rate() -> String {
+    let count = whole_number(1, u64::from(u32::MAX), true);
+    let units = PLAIN.map(|(unit, _)| unit).join("|");
+    format!("^{SPACE}*\\+?{count}{SPACE}*/(?:{}|{SPACE}*(?:{units}){SPACE}*)$", duration_text(1, u64::MAX))
 }
 
 /// The leading number of a duration whose first part has `size` and the parts after it
@@ -269,6 +283,30 @@ mod tests {
                     assert!(matches(&pattern, &format!("PT{}S", v / SECOND)), "PT{}S in {lo}..={hi}", v / SECOND);
                 }
             }
+        }
+    }
+
+    #[test]
+    fn rates_as_the_server_reads_them() {
+        let pattern = rate();
+        for text in ["20/1m", "5/s", " 100 / 1h ", "+3/PT1M", "4294967295/1ms", "1/1h 30m"] {
+            assert!(matches(&pattern, text), "{text:?} is a rate");
+            assert!(punctual_actions::Rate::parse(text).is_ok(), "{text:?} is read");
+        }
+        for text in ["20", "x/1m", "0/1m", "20/0s", "20/soon", "-1/1m", "4294967296/1s", "20/1m/1m"] {
+            assert!(!matches(&pattern, text), "{text:?} is not a rate");
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+
+        /// What the rate pattern matches, the server reads as a rate.
+        #[test]
+        fn what_the_rate_pattern_matches_is_a_rate(
+            text in proptest::string::string_regex(&rate()[1..rate().len() - 1]).expect("proptest reads the pattern"),
+        ) {
+            prop_assert!(punctual_actions::Rate::parse(&text).is_ok(), "{:?}", text);
         }
     }
 

@@ -116,6 +116,12 @@ fn text(max_bytes: usize, what: &str, example: &str) -> Value {
     })
 }
 
+/// A rate limit, as text.
+pub(crate) fn rate() -> Value {
+    json!({"type": "string", "pattern": patterns::rate(), "examples": ["20/1m"],
+        "description": "At most COUNT deliveries per DURATION (a bare unit is one of it: \"5/s\")."})
+}
+
 /// A settings' `key` and the same key of its action, not both (a key given twice).
 fn not_in_both(key: &str) -> Value {
     let in_action =
@@ -456,8 +462,7 @@ schemas! {
             })),
             "action": nullable(r("ActionBody")),
             "concurrency": nullable(count(1, 10_000, "Push deliveries at once (no action: kept, unused).")),
-            "rate": nullable(json!({"type": "string", "examples": ["20/1m"],
-                "description": "At most COUNT deliveries per DURATION."})),
+            "rate": nullable(rate()),
             "shards": nullable(count(1, 1024, "Shards of the queue (Redis stores only).")),
             "targets": nullable(json!({"type": "boolean", "description": "Whether tasks may carry their own HTTP target."})),
             "queue": {}, "source": {}, "paused": {}, "version": {}, "updated_at": {},
@@ -468,7 +473,8 @@ schemas! {
             {"defaults": {"max_attempts": 10, "backoff": {"initial": "1s", "factor": 2.0, "max": "1h"}},
              "action": {"kind": "webhook", "url": "https://shop.example.com/hooks/cancel", "timeout": "10s"},
              "concurrency": 16, "rate": "20/1m"},
-            {"action": {"kind": "nats", "url": "nats://nats.example.com:4222", "subject": "orders"}},
+            {"defaults": {"repeat": {"every": "24h", "times": 3}},
+             "action": {"kind": "nats", "url": "nats://nats.example.com:4222", "subject": "orders"}},
         ],
     });
 

@@ -22,7 +22,7 @@ use serde_json::{Map, Value, json};
 
 use super::actions::{KEYS, Kind, takes};
 use super::{ConfigError, QueueTable, queue_table};
-use crate::bodies::schema::{count, duration_within, nullable, present};
+use crate::bodies::schema::{count, duration_within, nullable, present, rate};
 use crate::error::ApiError;
 
 /// Whether `queue`'s settings, as this node last read them, say `"targets": false`.
@@ -247,6 +247,7 @@ fn key_schema(key: &str) -> Value {
             },
         }),
         "url" => json!({"type": "string", "description": "A broker's URL carries no user or password: url_env."}),
+        "rate" => rate(),
         _ => json!({"type": "string"}),
     }
 }
@@ -428,7 +429,8 @@ fn toml_value(field: &str, value: &Value) -> Result<toml::Value, ApiError> {
         }
         Value::Object(map) => {
             let mut table = toml::map::Map::new();
-            for (key, item) in map {
+            // A null member is absent, as everywhere in the API (`"repeat": {"cron": null, …}`).
+            for (key, item) in map.iter().filter(|(_, item)| !item.is_null()) {
                 table.insert(key.clone(), toml_value(&format!("{field}.{key}"), item)?);
             }
             toml::Value::Table(table)
@@ -467,6 +469,15 @@ mod tests {
         assert!(action.rate.is_some());
         assert_eq!((settings.concurrency, settings.rate.as_deref(), settings.targets), (16, Some("20/1m"), true));
         assert!(!settings.document.contains_key("paused") && !settings.document.contains_key("version"));
+    }
+
+    #[test]
+    fn a_null_member_of_a_nested_table_is_absent() {
+        let body = json!({"defaults": {"repeat": {"every": "1h", "cron": null, "times": null}, "backoff": null}});
+        let settings = QueueSettings::from_body(&body, &policy()).unwrap();
+        assert!(settings.defaults.repeat.is_some(), "{:?}", settings.defaults);
+        let (field, _) = refused(json!({"defaults": {"backoff": {"initial": "1s", "factor": 2, "max": null}}}));
+        assert_eq!(field.as_deref(), Some("defaults.backoff"), "a null member it needs is missing");
     }
 
     #[test]
