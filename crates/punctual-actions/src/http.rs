@@ -223,8 +223,8 @@ pub(crate) fn chain(error: &dyn std::error::Error) -> String {
     text
 }
 
-/// Lowercase hex of `bytes`.
-pub(crate) fn hex(bytes: &[u8]) -> String {
+/// Lowercase hex of `bytes` (signatures here; the server's delivery-policy fingerprint).
+pub fn hex(bytes: &[u8]) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut text = String::with_capacity(bytes.len() * 2);
     for b in bytes {

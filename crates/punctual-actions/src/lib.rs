@@ -47,7 +47,7 @@ pub use chat::{ChatConfig, Platform};
 pub use egress::{EgressPolicy, Refusal, RefusalNote};
 pub use email::{EmailConfig, SmtpConfig, SmtpSecurity};
 pub use error::ActionError;
-pub use http::FinalStatuses;
+pub use http::{FinalStatuses, hex};
 pub use nats::NatsConfig;
 pub use rabbitmq::RabbitmqConfig;
 pub use rate::{Rate, RateLimiter, RateSlots, RateStats, Slot, SlotFuture};

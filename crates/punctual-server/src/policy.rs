@@ -24,11 +24,10 @@
 //! cannot be reached changes nothing (the nodes found before are still reported).
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use punctual_actions::{EgressPolicy, RefusalNote, Secret};
+use punctual_actions::{EgressPolicy, RefusalNote, Secret, hex};
 use punctual_core::Clock;
 use punctual_redis::{Announcement, RedisNodes};
 use sha2::{Digest, Sha256};
@@ -81,13 +80,6 @@ impl DeliveryPolicy {
         let (fingerprint, summary) = text.split_once(' ').unwrap_or((text, "(not given)"));
         DeliveryPolicy { fingerprint: fingerprint.to_owned(), summary: summary.to_owned() }
     }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().fold(String::with_capacity(bytes.len() * 2), |mut text, b| {
-        let _ = write!(text, "{b:02x}");
-        text
-    })
 }
 
 /// Another live node whose policy differs from this node's.
