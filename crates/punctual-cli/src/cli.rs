@@ -504,20 +504,22 @@ impl PurgeState {
 /// `--redis`: a URL the Redis client can connect with (its syntax only).
 fn redis_url_arg(text: &str) -> Result<String, String> {
     punctual_redis::keyspace::check_url(text).map(|()| text.to_owned()).map_err(|e| {
-        let reason = match e {
-            punctual_core::Error::Invalid { reason, .. } => reason,
-            other => other.to_string(),
-        };
-        format!("not a Redis URL ({reason}); write e.g. redis://127.0.0.1:6379 or redis://:PASSWORD@HOST:6379/0")
+        format!("not a Redis URL ({}); write e.g. redis://127.0.0.1:6379 or redis://:PASSWORD@HOST:6379/0", reason(e))
     })
 }
 
 /// `--queue`: a valid queue name, so a typo is a usage error before Redis is read.
 fn queue_arg(text: &str) -> Result<String, String> {
-    punctual_core::QueueName::new(text).map(|_| text.to_owned()).map_err(|e| match e {
+    punctual_core::QueueName::new(text).map(|_| text.to_owned()).map_err(reason)
+}
+
+/// What a flag (or its checker) says of a refused value: the reason of an invalid-input error
+/// (without the field, which is the flag), else the whole error.
+pub(crate) fn reason(error: punctual_core::Error) -> String {
+    match error {
         punctual_core::Error::Invalid { reason, .. } => reason,
         other => other.to_string(),
-    })
+    }
 }
 
 /// `--min-ttl`: a duration of the API's syntax, read here (it is used here).
@@ -561,10 +563,7 @@ fn json_arg(text: &str, flag: &str) -> Result<Value, String> {
 
 /// `--target-method`: a method of the contract, in any case.
 fn target_method_arg(text: &str) -> Result<TargetMethod, String> {
-    TargetMethod::parse(text).map_err(|e| match e {
-        punctual_core::Error::Invalid { reason, .. } => reason,
-        other => other.to_string(),
-    })
+    TargetMethod::parse(text).map_err(reason)
 }
 
 /// `--target-header 'NAME: VALUE'`: split at the first `:`, both sides trimmed (the

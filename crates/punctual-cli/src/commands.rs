@@ -107,15 +107,8 @@ fn target(args: &ScheduleArgs) -> Result<Option<Value>, UsageError> {
             None => Ok(None),
         };
     };
-    let refused = |flag: &'static str| {
-        move |e: punctual_core::Error| {
-            let reason = match e {
-                punctual_core::Error::Invalid { reason, .. } => reason,
-                other => other.to_string(),
-            };
-            UsageError(format!("{flag}: {reason}"))
-        }
-    };
+    let refused =
+        |flag: &'static str| move |e: punctual_core::Error| UsageError(format!("{flag}: {}", crate::cli::reason(e)));
     let mut check = Target::new(url.as_str()).map_err(refused("--target-url"))?;
     for (name, value) in &args.target_headers {
         check = check.header(name.as_str(), value.as_str()).map_err(refused("--target-header"))?;

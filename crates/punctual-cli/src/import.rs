@@ -92,7 +92,7 @@ impl Plan {
     pub(crate) fn item(&self, found: &LegacyEntry) -> Result<Value, Skip> {
         let rest = found.key.strip_prefix(self.strip_prefix.as_slice()).ok_or(Skip::NoPrefix)?;
         let key = std::str::from_utf8(rest).map_err(|_| Skip::InvalidKey("a key is UTF-8 text".into()))?;
-        let key = TaskKey::new(key).map_err(|e| Skip::InvalidKey(invalid_reason(e)))?;
+        let key = TaskKey::new(key).map_err(|e| Skip::InvalidKey(crate::cli::reason(e)))?;
         if self.min_ttl_ms.is_some_and(|min| found.remaining_ms < min) {
             return Err(Skip::ExpiresSoon);
         }
@@ -112,13 +112,6 @@ impl Plan {
         }
         item.insert("if_exists".into(), json!("keep"));
         Ok(Value::Object(item))
-    }
-}
-
-fn invalid_reason(error: punctual_core::Error) -> String {
-    match error {
-        punctual_core::Error::Invalid { reason, .. } => reason,
-        other => other.to_string(),
     }
 }
 
