@@ -65,9 +65,8 @@ pub(crate) async fn follow(shared: Arc<Shared>, nodes: Vec<redis::ConnectionInfo
         // 3.2 s), so a Redis that is down is not hammered.
         failures = if subscribed { 0 } else { failures + 1 };
         let pause = Duration::from_millis(100u64 << failures.min(5));
-        tokio::select! {
-            _ = tokio::time::sleep(pause) => {}
-            _ = stop.cancelled() => return,
+        if tokio::time::timeout(pause, stop.cancelled()).await.is_ok() {
+            return;
         }
     }
 }

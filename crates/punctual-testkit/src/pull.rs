@@ -201,10 +201,7 @@ impl Stop {
 
     /// [`Stop::back_off`] for a task.
     async fn backed_off(&self, at_most: Duration) {
-        tokio::select! {
-            () = tokio::time::sleep(at_most) => {}
-            () = self.stopped() => {}
-        }
+        let _stopped_early = tokio::time::timeout(at_most, self.stopped()).await;
     }
 }
 

@@ -35,7 +35,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail, ensure};
-use punctual::{BoxError, Delivery, Engine, EngineConfig, Outcome, SqliteStore, Store, TaskSpec, Worker};
+use punctual::{BoxError, Delivery, Engine, EngineConfig, Event, Outcome, SqliteStore, Store, TaskSpec, Worker};
 use punctual_testkit::child::{self, ChildProcess};
 use serde_json::json;
 
@@ -75,9 +75,6 @@ const FILL_TIMEOUT: Duration = Duration::from_secs(110);
 const REOPEN_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long a probe task may take to fire once due.
 const FIRE_TIMEOUT: Duration = Duration::from_secs(30);
-/// After the fill's probe fired: let its ack commit and the dispatcher go back to
-/// sleep before measuring. Nothing is awaited here, so a bounded pause is the signal.
-const SETTLE: Duration = Duration::from_millis(200);
 
 fn main() -> ExitCode {
     if let Some(code) = child::run_unless_parent("memory_bound", CHILD_ENV, child_main) {
@@ -154,9 +151,17 @@ async fn child_fill(dir: &Path) -> Result<()> {
     let early = early.context("no early memory reading")?;
     let insert_ms = inserting.elapsed().as_millis();
     let (_worker, mut fired) = start_worker(&engine)?;
+    let mut events = engine.subscribe();
     engine.schedule(QUEUE, "probe-fill", TaskSpec::now()).await?;
     wait_fired(&mut fired, "probe-fill").await?;
-    tokio::time::sleep(SETTLE).await;
+    // Measured once the probe's ack committed, so the reading includes no work in flight.
+    events
+        .wait_for(FIRE_TIMEOUT, |event| match event {
+            Event::Completed { key, .. } if key.as_str() == "probe-fill" => Some(()),
+            _ => None,
+        })
+        .await
+        .context("the probe's ack did not commit")?;
     let memory = Memory::read()?;
     println!(
         "fill rss_kib={} hwm_kib={} early_hwm_kib={} insert_ms={insert_ms}",
