@@ -46,7 +46,7 @@ pub use events::{Event, EventStream, Observer, Observers, Restarted, StoreOp};
 pub use identity::StoreId;
 pub use memory::MemoryStore;
 pub use meta::TaskMeta;
-pub use model::{IfExists, NewTask, QueueName, Tag, Task, TaskKey, TaskSpec, TaskState, When};
+pub use model::{IfExists, NewTask, Priority, QueueName, Tag, Task, TaskKey, TaskSpec, TaskState, When};
 pub use outcome::{Outcome, TryEnd};
 pub use policy::{Backoff, Repeat};
 pub use store::{

@@ -6,7 +6,7 @@
 //! What it owns: the tasks of each queue in a `BTreeMap` by key, and indexes beside
 //! them so that no call scans what it does not return — per queue, every task and the
 //! tasks of each state by `(due_at, key)` (listing, the next due time), the scheduled
-//! tasks of each [`Lane`] by `(due_at, key)` (leasing), the
+//! tasks of each [`Lane`] and [`Priority`] by `(due_at, key)` (leasing), the
 //! dead tasks by `(updated_at, key)` (the sweep, the bulk retry), the keys carrying
 //! each tag; across queues, the leased tasks by `(lease_expires_at, queue, key)`
 //! (reaping). All of it sits behind one `Mutex`, so every method is atomic.
@@ -15,7 +15,8 @@
 //! write goes through `Inner::put` or `Inner::take`, which remove a task's old entries
 //! before adding its new ones; nothing else touches the maps.
 //!
-//! Store-defined choices: ties among equal times are broken by key (listing, leasing,
+//! Store-defined choices: ties among equal times (and, leasing, equal priorities) are
+//! broken by key (listing, leasing,
 //! the sweep; reaping, which spans queues, by queue and then key); a bulk retry by tag
 //! walks the tag's keys in order, and one of every dead task walks the deaths up to the
 //! first batch's `now` (a task dies after it was due, so these are the dead tasks due by
@@ -24,13 +25,14 @@
 //! token of an earlier task of the same key never matches). Nothing survives the
 //! process: the `Ok` of a call is durable only for as long as the store lives.
 
+use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Bound;
 use std::sync::{Mutex, MutexGuard};
 
 use crate::error::{Error, Result};
 use crate::identity::StoreId;
-use crate::model::{NewTask, QueueName, Tag, Task, TaskKey, TaskState};
+use crate::model::{NewTask, Priority, QueueName, Tag, Task, TaskKey, TaskState};
 use crate::store::{
     CompleteRequest, DeadSelection, ExtendRequest, Lease, LeaseBatch, LeaseRequest, LeaseToken, ListRequest, Page,
     PurgeRequest, QueueChangeRequest, QueueRecord, QueueStats, ReapResult, Reaped, RetriedDead, RetryDeadBatchRequest,
@@ -101,11 +103,9 @@ struct Queue {
     /// Every task, by `(due_at, key)`.
     by_due: BTreeSet<(Timestamp, TaskKey)>,
     scheduled: BTreeSet<(Timestamp, TaskKey)>,
-    /// The scheduled tasks carrying a target ([`Lane::Target`]), by `(due_at, key)`;
-    /// the others of `scheduled` are the [`Lane::Handler`] lane's.
-    targets_scheduled: BTreeSet<(Timestamp, TaskKey)>,
-    /// `scheduled` less `targets_scheduled`.
-    handler_scheduled: BTreeSet<(Timestamp, TaskKey)>,
+    /// `scheduled` split by lane and priority, each by `(due_at, key)`: a lane's
+    /// highest priority first. Sets are removed when they empty.
+    ready: BTreeMap<(Lane, Reverse<Priority>), BTreeSet<(Timestamp, TaskKey)>>,
     leased: BTreeSet<(Timestamp, TaskKey)>,
     dead: BTreeSet<(Timestamp, TaskKey)>,
     /// Dead tasks by `(updated_at, key)`: when they died.
@@ -130,18 +130,15 @@ impl Queue {
         }
     }
 
-    fn lane_scheduled(&self, lane: Lane) -> &BTreeSet<(Timestamp, TaskKey)> {
-        match lane {
-            Lane::Handler => &self.handler_scheduled,
-            Lane::Target => &self.targets_scheduled,
-        }
+    /// The lane's scheduled tasks of each priority, the highest first, by `(due_at, key)`.
+    fn lane_ready(&self, lane: Lane) -> impl Iterator<Item = (Priority, &BTreeSet<(Timestamp, TaskKey)>)> {
+        let range = (lane, Reverse(Priority::HIGHEST))..=(lane, Reverse(Priority::LOWEST));
+        self.ready.range(range).map(|((_, Reverse(priority)), tasks)| (*priority, tasks))
     }
 
-    fn lane_scheduled_mut(&mut self, lane: Lane) -> &mut BTreeSet<(Timestamp, TaskKey)> {
-        match lane {
-            Lane::Handler => &mut self.handler_scheduled,
-            Lane::Target => &mut self.targets_scheduled,
-        }
+    /// The earliest due time of the lane's scheduled tasks.
+    fn lane_next_due(&self, lane: Lane) -> Option<Timestamp> {
+        self.lane_ready(lane).filter_map(|(_, tasks)| tasks.first().map(|(due, _)| *due)).min()
     }
 
     fn task(&self, key: &TaskKey) -> &Task {
@@ -185,7 +182,7 @@ impl Inner {
         let queue = self.queues.entry(task.queue.clone()).or_default();
         queue.by_due.insert(entry.clone());
         if task.state == TaskState::Scheduled {
-            queue.lane_scheduled_mut(task.lane()).insert(entry.clone());
+            queue.ready.entry((task.lane(), Reverse(task.priority))).or_default().insert(entry.clone());
         }
         queue.in_state_mut(task.state).insert(entry);
         if task.state == TaskState::Dead {
@@ -204,7 +201,13 @@ impl Inner {
         let task = queue.tasks.remove(key)?;
         let entry = (task.due_at, task.key.clone());
         queue.by_due.remove(&entry);
-        queue.lane_scheduled_mut(task.lane()).remove(&entry);
+        let ready = (task.lane(), Reverse(task.priority));
+        if let Some(tasks) = queue.ready.get_mut(&ready) {
+            tasks.remove(&entry);
+            if tasks.is_empty() {
+                queue.ready.remove(&ready);
+            }
+        }
         queue.in_state_mut(task.state).remove(&entry);
         queue.deaths.remove(&(task.updated_at, task.key.clone()));
         for tag in &task.tags {
@@ -297,8 +300,11 @@ impl Inner {
     fn lease(&mut self, req: &LeaseRequest) -> LeaseBatch {
         let prefer = std::mem::take(&mut self.prefer);
         let Some(queue) = self.queues.get(&req.queue) else { return LeaseBatch::new(Vec::new(), None) };
-        let due = queue.lane_scheduled(req.lane).iter().take_while(|(due, _)| *due <= req.now);
-        let chosen = choose(due.map(|(due, key)| (*due, (req.queue.clone(), key.clone()))), req.max, &prefer);
+        // The highest priority first, each in due order.
+        let due = queue.lane_ready(req.lane).flat_map(|(priority, tasks)| {
+            tasks.iter().take_while(|(due, _)| *due <= req.now).map(move |(due, key)| ((Reverse(priority), *due), key))
+        });
+        let chosen = choose(due.map(|(order, key)| (order, (req.queue.clone(), key.clone()))), req.max, &prefer);
         let mut leases = Vec::with_capacity(chosen.len());
         for (queue, key) in chosen {
             let Some(task) = self.get(&queue, &key) else { continue };
@@ -306,8 +312,7 @@ impl Inner {
             self.put(leased.clone());
             leases.push(Lease::of(leased));
         }
-        let next_due =
-            self.queues.get(&req.queue).and_then(|q| q.lane_scheduled(req.lane).first()).map(|(due, _)| *due);
+        let next_due = self.queues.get(&req.queue).and_then(|q| q.lane_next_due(req.lane));
         LeaseBatch::new(leases, next_due)
     }
 
@@ -419,12 +424,12 @@ impl Inner {
     }
 }
 
-/// The first `limit` (at least 1) of `candidates`, which come sorted by time and then
-/// by the store's order; except that among candidates of equal time, those in `prefer`
-/// go first, in its order.
-fn choose(candidates: impl Iterator<Item = (Timestamp, Slot)>, limit: u32, prefer: &[Slot]) -> Vec<Slot> {
+/// The first `limit` (at least 1) of `candidates`, which come sorted by their order
+/// (a time, or a priority and a time) and then by the store's order; except that among
+/// candidates of equal order, those in `prefer` go first, in its order.
+fn choose<O: Ord + Copy>(candidates: impl Iterator<Item = (O, Slot)>, limit: u32, prefer: &[Slot]) -> Vec<Slot> {
     let limit = limit.max(1) as usize;
-    let mut picked: Vec<(Timestamp, Slot)> = Vec::new();
+    let mut picked: Vec<(O, Slot)> = Vec::new();
     for (at, slot) in candidates {
         // Past `limit`, only the ties of the last one taken can still be preferred.
         let full = picked.len() >= limit;

@@ -127,6 +127,60 @@ impl Tag {
 }
 string_newtype!(Tag);
 
+/// How urgent a task is among the tasks of its queue that are already due: 0 (the
+/// default) to 9, higher first. It never makes a task fire before its due time: a lease
+/// takes the due tasks of the highest priority first, each priority in due order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize)]
+#[serde(try_from = "u8", into = "u8")]
+pub struct Priority(u8);
+
+impl Priority {
+    /// The default, and the lowest.
+    pub const LOWEST: Priority = Priority(0);
+    /// The highest.
+    pub const HIGHEST: Priority = Priority(9);
+
+    /// Validates `level` (0–9).
+    pub fn new(level: u8) -> Result<Priority> {
+        if level > Priority::HIGHEST.0 {
+            return Err(Error::invalid(
+                "priority",
+                format!("a priority is 0 (the default) to 9 (the most urgent), not {level}"),
+            ));
+        }
+        Ok(Priority(level))
+    }
+
+    /// The level, 0–9.
+    pub fn get(self) -> u8 {
+        self.0
+    }
+
+    /// Every priority, the highest first: the order a lease takes due tasks in.
+    pub fn highest_first() -> impl Iterator<Item = Priority> {
+        (0..=Priority::HIGHEST.0).rev().map(Priority)
+    }
+}
+
+impl TryFrom<u8> for Priority {
+    type Error = Error;
+    fn try_from(level: u8) -> Result<Priority> {
+        Priority::new(level)
+    }
+}
+
+impl From<Priority> for u8 {
+    fn from(priority: Priority) -> u8 {
+        priority.0
+    }
+}
+
+impl fmt::Display for Priority {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
 fn check_text(field: &str, text: &str, max_bytes: usize) -> Result<()> {
     if text.is_empty() || text.len() > max_bytes {
         return Err(Error::invalid(
@@ -198,6 +252,8 @@ pub struct Task {
     pub backoff: Backoff,
     pub repeat: Option<Repeat>,
     pub tags: Vec<Tag>,
+    /// Among the queue's due tasks, the higher are leased first.
+    pub priority: Priority,
     /// Bumped each time the task is written by a caller (created = 1, each replace +1).
     pub version: u64,
     pub created_at: Timestamp,
@@ -226,6 +282,7 @@ impl Task {
             backoff: new.backoff,
             repeat: new.repeat,
             tags: new.tags,
+            priority: new.priority,
             version: 1,
             created_at: now,
             updated_at: now,
@@ -316,6 +373,8 @@ pub struct TaskSpec {
     pub backoff: Option<Backoff>,
     pub repeat: Option<Repeat>,
     pub tags: Vec<String>,
+    /// 0 (the default) to 9, see [`Priority`]; checked when scheduled.
+    pub priority: u8,
     pub if_exists: IfExists,
     /// Delivered by the server to this HTTP target instead of the queue's handler.
     pub target: Option<Target>,
@@ -359,6 +418,11 @@ impl TaskSpec {
         self.tags.push(tag.into());
         self
     }
+    /// Leased before the queue's due tasks of lower priority (0–9, see [`Priority`]).
+    pub fn priority(mut self, level: u8) -> TaskSpec {
+        self.priority = level;
+        self
+    }
     /// What to do when the task already exists.
     pub fn if_exists(mut self, mode: IfExists) -> TaskSpec {
         self.if_exists = mode;
@@ -385,6 +449,7 @@ pub struct NewTask {
     pub backoff: Backoff,
     pub repeat: Option<Repeat>,
     pub tags: Vec<Tag>,
+    pub priority: Priority,
     pub if_exists: IfExists,
     pub target: Option<Target>,
 }
@@ -401,6 +466,7 @@ impl NewTask {
             backoff: Backoff::default(),
             repeat: None,
             tags: Vec::new(),
+            priority: Priority::LOWEST,
             if_exists: IfExists::Replace,
             target: None,
         }
@@ -439,6 +505,17 @@ mod tests {
     }
 
     #[test]
+    fn priorities_are_zero_to_nine_and_a_lease_looks_at_the_highest_first() {
+        assert_eq!(Priority::default(), Priority::LOWEST);
+        assert_eq!(Priority::new(9).unwrap(), Priority::HIGHEST);
+        let refused = Priority::new(10).unwrap_err();
+        assert!(matches!(&refused, Error::Invalid { field, .. } if field == "priority"), "{refused:?}");
+        assert_eq!(Priority::highest_first().map(Priority::get).collect::<Vec<_>>(), [9, 8, 7, 6, 5, 4, 3, 2, 1, 0]);
+        assert_eq!(serde_json::to_value(Priority::new(4).unwrap()).unwrap(), serde_json::json!(4));
+        assert!(serde_json::from_value::<Priority>(serde_json::json!(12)).is_err());
+    }
+
+    #[test]
     fn delivery_ids_change_with_occurrence_version_and_store_but_not_attempts() {
         let q = QueueName::new("q").unwrap();
         let k = TaskKey::new("k").unwrap();
@@ -453,6 +530,7 @@ mod tests {
             backoff: Backoff::default(),
             repeat: None,
             tags: vec![],
+            priority: Priority::LOWEST,
             version: 1,
             created_at: Timestamp::EPOCH,
             updated_at: Timestamp::EPOCH,

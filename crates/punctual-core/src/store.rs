@@ -616,11 +616,12 @@ pub trait Store: Send + Sync + 'static {
     fn list(&self, req: ListRequest) -> impl Future<Output = Result<Page>> + Send;
 
     /// Atomically leases up to `max` `scheduled` tasks of the queue's `lane` with
-    /// `due_at ≤ now`, earliest first: each becomes `leased` with `lease_expires_at =
-    /// now + lease_for` and its fence raised above every fence it had before. No task
-    /// is ever in two live leases, and no lease takes a task of the other lane (a
-    /// task's lane is [`Task::lane`]: a replace may move it, a retry keeps it). The
-    /// cost is that of the leases taken, whatever the other lane holds.
+    /// `due_at ≤ now`, the highest [`Priority`](crate::Priority) first and each
+    /// priority earliest first: each becomes `leased` with `lease_expires_at = now +
+    /// lease_for` and its fence raised above every fence it had before. No task is ever
+    /// in two live leases, and no lease takes a task of the other lane (a task's lane is
+    /// [`Task::lane`]: a replace may move it, a retry keeps it). The cost is that of the
+    /// leases taken, whatever the other lane holds, plus a look at each priority in use.
     fn lease(&self, req: LeaseRequest) -> impl Future<Output = Result<LeaseBatch>> + Send;
 
     /// Applies `completion` to the task of a live lease; [`Error::LeaseLost`] when the

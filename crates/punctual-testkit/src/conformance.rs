@@ -29,6 +29,7 @@ mod expiry;
 mod identity;
 mod inspection;
 mod leasing;
+mod priorities;
 mod queues;
 mod repeat;
 mod support;
@@ -43,6 +44,7 @@ pub use expiry::*;
 pub use identity::*;
 pub use inspection::*;
 pub use leasing::*;
+pub use priorities::*;
 pub use queues::*;
 pub use repeat::*;
 pub use targets::*;
@@ -78,6 +80,10 @@ macro_rules! store_conformance {
             concurrent_leases_hand_out_each_due_task_exactly_once,
             concurrent_acks_of_one_lease_succeed_once,
             concurrent_schedules_of_one_key_keep_one_task,
+            // priorities
+            lease_takes_the_highest_priority_first_and_never_before_due,
+            a_replace_changes_the_priority_and_a_retry_or_expiry_keeps_it,
+            schedule_refuses_a_priority_above_nine_and_changes_nothing,
             // upsert
             schedule_creates_a_task_as_documented,
             replace_updates_the_task_and_keeps_its_identity,
@@ -205,6 +211,7 @@ mod tests {
             include_str!("conformance/identity.rs"),
             include_str!("conformance/inspection.rs"),
             include_str!("conformance/leasing.rs"),
+            include_str!("conformance/priorities.rs"),
             include_str!("conformance/queues.rs"),
             include_str!("conformance/repeat.rs"),
             include_str!("conformance/targets.rs"),

@@ -7,7 +7,7 @@ use super::config::{DEAD_BATCH, MAX_LIST_LIMIT};
 use super::{Engine, ListOptions, QueueDefaults};
 use crate::error::{Error, Result};
 use crate::events::Event;
-use crate::model::{NewTask, QueueName, Tag, Task, TaskKey, TaskSpec, TaskState, When};
+use crate::model::{NewTask, Priority, QueueName, Tag, Task, TaskKey, TaskSpec, TaskState, When};
 use crate::policy::Repeat;
 use crate::store::{
     DeadSelection, ListRequest, Page, QueueStats, RetryDeadBatchRequest, RetryDeadRequest, ScheduleOutcome, Scheduled,
@@ -264,6 +264,7 @@ impl Intake<'_> {
         task.backoff = spec.backoff.unwrap_or(self.defaults.backoff);
         task.repeat = repeat;
         task.tags = tags;
+        task.priority = Priority::new(spec.priority)?;
         task.if_exists = spec.if_exists;
         task.target = spec.target;
         Ok(task)
