@@ -4,12 +4,16 @@
 //!
 //! Invariants: a lease reads only its lane's scheduled code, one range of
 //! `tasks_by_due` (checked in `query_plans`), so it costs what it takes whatever the
-//! other lane holds; it takes the earliest due first and gives every task a fence
+//! other lane holds; it takes the highest priority first, each priority earliest due
+//! first (the rows of priority above 0 from `tasks_urgent`, one range per priority,
+//! looked at only when the lane has such rows), and gives every task a fence
 //! greater than its last and at least the open's floor, so fences never repeat. A write
 //! under a lease changes nothing unless the token is live for the row.
 
 use punctual_core::store::{ExtendRequest, Lease, LeaseBatch, LeaseRequest, LeaseToken, corrupt};
-use punctual_core::{Error, Lane, Result, StoreId, Task, TaskMeta, Timestamp};
+use std::cmp::Reverse;
+
+use punctual_core::{Error, Lane, Priority, Result, StoreId, Task, TaskMeta, Timestamp};
 use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::codes::{LEASED, Sql, scheduled_by_target, scheduled_code, state_of};
@@ -43,22 +47,62 @@ pub(crate) static LEASE: Sql = Sql::new(|| {
     )
 });
 
+/// [`LEASE`] of the tasks of priority `?7` (above 0) only, from `tasks_urgent`.
+pub(crate) static LEASE_AT_PRIORITY: Sql = Sql::new(|| {
+    format!(
+        "UPDATE tasks SET state = {LEASED}, lease_expires_at = ?3, fence = MAX(fence + 1, ?5), updated_at = ?2 \
+         WHERE id IN (SELECT id FROM tasks WHERE queue_id = ?1 AND state = ?6 AND priority > 0 AND priority = ?7 \
+                      AND due_at <= ?2 ORDER BY due_at, id LIMIT ?4) \
+         RETURNING {TASK_COLUMNS}"
+    )
+});
+
+/// Whether queue `?1` has scheduled tasks of priority above 0 in the lane of code `?2`.
+pub(crate) const HAS_URGENT: &str =
+    "SELECT EXISTS (SELECT 1 FROM tasks WHERE queue_id = ?1 AND state = ?2 AND priority > 0)";
+
 /// `fence_floor`: every fence handed out is at least this (see the crate docs).
 pub(crate) fn lease(conn: &Connection, store: StoreId, req: &LeaseRequest, fence_floor: i64) -> Result<LeaseBatch> {
     let Some(queue_id) = queue_id(conn, &req.queue)? else { return Ok(LeaseBatch::new(Vec::new(), None)) };
     let now = req.now.as_millis();
     let expires = req.now.saturating_add(req.lease_for).as_millis();
     let lane_code = scheduled_code(req.lane);
-    let raws: Vec<RawTask> = conn
-        .prepare_cached(&LEASE)
-        .and_then(|mut stmt| {
-            stmt.query_map(params![queue_id, now, expires, req.max.max(1), fence_floor, lane_code], RawTask::from_row)?
-                .collect()
-        })
+    let mut room = req.max.max(1);
+    let mut raws: Vec<RawTask> = Vec::new();
+    let has_urgent: bool = conn
+        .prepare_cached(HAS_URGENT)
+        .and_then(|mut stmt| stmt.query_row(params![queue_id, lane_code], |row| row.get(0)))
         .map_err(map_err)?;
+    if has_urgent {
+        for priority in Priority::highest_first().filter(|p| *p > Priority::LOWEST) {
+            if room == 0 {
+                break;
+            }
+            let taken: Vec<RawTask> = conn
+                .prepare_cached(&LEASE_AT_PRIORITY)
+                .and_then(|mut stmt| {
+                    let args = params![queue_id, now, expires, room, fence_floor, lane_code, priority.get()];
+                    stmt.query_map(args, RawTask::from_row)?.collect()
+                })
+                .map_err(map_err)?;
+            room -= u32::try_from(taken.len()).unwrap_or(room);
+            raws.extend(taken);
+        }
+    }
+    // With room left, every due task of a priority above 0 was taken: the rest are 0.
+    if room > 0 {
+        let taken: Vec<RawTask> = conn
+            .prepare_cached(&LEASE)
+            .and_then(|mut stmt| {
+                stmt.query_map(params![queue_id, now, expires, room, fence_floor, lane_code], RawTask::from_row)?
+                    .collect()
+            })
+            .map_err(map_err)?;
+        raws.extend(taken);
+    }
     let mut leases =
         raws.into_iter().map(|raw| raw.decode(store, &req.queue).map(Lease::of)).collect::<Result<Vec<Lease>>>()?;
-    leases.sort_by_key(|lease| (lease.task.due_at, lease.task.meta.id));
+    leases.sort_by_key(|lease| (Reverse(lease.task.priority), lease.task.due_at, lease.task.meta.id));
     Ok(LeaseBatch::new(leases, next_due(conn, queue_id, req.lane)?))
 }
 

@@ -120,8 +120,9 @@ impl SqliteStore {
         let path = dir.join(DB_FILE);
         let mut conn = Connection::open(&path).map_err(map_err)?;
         configure(&conn)?;
-        conn.execute_batch(&schema::CREATE).map_err(map_err)?;
+        conn.execute_batch(&schema::TABLES).map_err(map_err)?;
         check_version(&mut conn)?;
+        conn.execute_batch(&schema::INDEXES).map_err(map_err)?;
         let epoch = next_epoch(&conn)?;
         let fence_floor = epoch << 32;
         let (id, minted) = identity::identity(&conn, StoreId::random())?;
@@ -254,10 +255,12 @@ fn check_version(conn: &mut Connection) -> Result<()> {
             schema::VERSION
         )));
     }
-    if found == 1 {
-        tx.execute_batch(schema::MIGRATE_FROM_1).map_err(map_err)?;
+    if found < schema::VERSION {
+        for (_, statements) in schema::MIGRATIONS.iter().filter(|(from, _)| *from >= found) {
+            tx.execute_batch(statements).map_err(map_err)?;
+        }
         tx.execute("UPDATE meta SET value = ?1 WHERE name = 'schema_version'", [schema::VERSION]).map_err(map_err)?;
-        tracing::info!("store layout migrated from 1 to {}", schema::VERSION);
+        tracing::info!("store layout migrated from {found} to {}", schema::VERSION);
     }
     tx.commit().map_err(map_err)
 }

@@ -10,7 +10,7 @@ use rusqlite::{Connection, params};
 
 use crate::cancel::purge_sql;
 use crate::codes::{LEASED, SCHEDULED_TARGET_LANE};
-use crate::lease::{LEASE, NEXT_DUE};
+use crate::lease::{HAS_URGENT, LEASE, LEASE_AT_PRIORITY, NEXT_DUE};
 use crate::list::list_sql;
 use crate::schema::in_memory;
 
@@ -73,6 +73,13 @@ fn a_lease_reads_its_lanes_range_only() {
     let search = "USING COVERING INDEX tasks_by_due (queue_id=? AND state=? AND due_at<?)";
     assert_eq!(lease.iter().filter(|step| step.contains(search)).count(), 1, "{lease:?}");
     assert_no_scan_or_sort(&lease, "lease");
+    let urgent = plan(&conn, &LEASE_AT_PRIORITY, params![1, 0, 0, 10, 0, SCHEDULED_TARGET_LANE, 9]);
+    let search = "USING COVERING INDEX tasks_urgent (queue_id=? AND state=? AND priority=? AND due_at<?)";
+    assert_eq!(urgent.iter().filter(|step| step.contains(search)).count(), 1, "{urgent:?}");
+    assert_no_scan_or_sort(&urgent, "lease at a priority");
+    let has_urgent = plan(&conn, HAS_URGENT, params![1, SCHEDULED_TARGET_LANE]);
+    let search = "USING COVERING INDEX tasks_urgent (queue_id=? AND state=? AND priority>?)";
+    assert_eq!(has_urgent.iter().filter(|step| step.contains(search)).count(), 1, "{has_urgent:?}");
     let next_due = plan(&conn, NEXT_DUE, params![1, SCHEDULED_TARGET_LANE]);
     let search = "USING COVERING INDEX tasks_by_due (queue_id=? AND state=?)";
     assert_eq!(next_due.iter().filter(|step| step.contains(search)).count(), 1, "{next_due:?}");

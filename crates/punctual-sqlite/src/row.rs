@@ -10,7 +10,8 @@ use std::time::Duration;
 
 use punctual_core::store::corrupt;
 use punctual_core::{
-    Backoff, NewTask, QueueName, Repeat, Result, StoreId, Tag, Target, Task, TaskKey, TaskMeta, TaskState, Timestamp,
+    Backoff, NewTask, Priority, QueueName, Repeat, Result, StoreId, Tag, Target, Task, TaskKey, TaskMeta, TaskState,
+    Timestamp,
 };
 use rusqlite::Row;
 
@@ -20,7 +21,7 @@ use crate::codes::{scheduled_code, state_of};
 /// [`RawTask::from_row`] reads them.
 pub(crate) const TASK_COLUMNS: &str = "id, key, state, due_at, lease_expires_at, fence, version, attempts, \
     max_attempts, occurrence, anchor, backoff_initial_ms, backoff_factor, backoff_max_ms, repeat, tags, payload, \
-    created_at, updated_at, last_error, target";
+    created_at, updated_at, last_error, target, priority";
 
 /// The raw columns of one task row, decoded outside rusqlite's error type.
 pub(crate) struct RawTask {
@@ -43,6 +44,7 @@ pub(crate) struct RawTask {
     updated_at: i64,
     last_error: Option<String>,
     target: Option<String>,
+    priority: i64,
 }
 
 impl RawTask {
@@ -68,6 +70,7 @@ impl RawTask {
             updated_at: row.get(18)?,
             last_error: row.get(19)?,
             target: row.get(20)?,
+            priority: row.get(21)?,
         })
     }
 
@@ -107,6 +110,8 @@ impl RawTask {
         task.lease_expires_at = self.lease_expires_at.map(Timestamp::from_millis);
         task.last_error = self.last_error;
         task.target = self.target.as_deref().map(Target::from_stored).transpose()?;
+        task.priority =
+            u8::try_from(self.priority).map_err(corrupt).and_then(|level| Priority::new(level).map_err(corrupt))?;
         debug_assert!(
             task.state != TaskState::Scheduled || self.state == scheduled_code(task.lane()),
             "a scheduled task's state code names its lane"

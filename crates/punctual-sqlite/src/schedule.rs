@@ -19,7 +19,7 @@ use crate::tasks::{delete_tags, load, write_tags};
 
 /// Every column a schedule writes, created or replaced alike, with its value: SQL, or a
 /// parameter that [`Written::run`] binds.
-const WRITTEN: [(&str, &str); 16] = [
+const WRITTEN: [(&str, &str); 17] = [
     ("state", ":state"),
     ("due_at", ":due_at"),
     ("lease_expires_at", "NULL"),
@@ -36,6 +36,7 @@ const WRITTEN: [(&str, &str); 16] = [
     ("updated_at", ":now"),
     ("last_error", "NULL"),
     ("target", ":target"),
+    ("priority", ":priority"),
 ];
 
 /// A new row: [`WRITTEN`], and the columns only a creation writes.
@@ -67,6 +68,7 @@ struct Written {
     payload: String,
     now: i64,
     target: Option<String>,
+    priority: u8,
 }
 
 impl Written {
@@ -85,6 +87,7 @@ impl Written {
             payload: serde_json::to_string(&task.payload).map_err(json)?,
             now: now.as_millis(),
             target: task.target.as_ref().map(Target::to_stored),
+            priority: task.priority.get(),
         })
     }
 
@@ -108,6 +111,7 @@ impl Written {
             (":payload", &self.payload),
             (":now", &self.now),
             (":target", &self.target),
+            (":priority", &self.priority),
         ];
         bound.extend_from_slice(more);
         let mut stmt = conn.prepare_cached(sql).map_err(map_err)?;

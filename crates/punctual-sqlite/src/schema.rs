@@ -12,20 +12,24 @@
 //!   scheduled tasks are one range of `tasks_by_due` and a lease of one lane never reads
 //!   the other's rows. Done and cancelled tasks are deleted. `id` is AUTOINCREMENT so it
 //!   is never reused: it is the task's `meta.id`, unique per creation. `target` is the
-//!   task's HTTP target as `Target::to_stored` writes it, NULL for none.
+//!   task's HTTP target as `Target::to_stored` writes it, NULL for none. `priority` is
+//!   the task's priority, 0–9.
 //! - `tags`: (queue, tag) → task ids, so cancelling a tag is an index range, not a scan.
 //! - `queue_records`: one row per queue given settings or paused through the API, by
 //!   name (a queue may have a record and no task, so not by `queues.id`); `settings`
 //!   is the document's text as given (NULL once cleared), `paused` 0 or 1, `version`
 //!   1 at creation and 1 more at every change. Rows are never deleted. Added without
-//!   a layout change, like the indexes below: `CREATE` makes it at the next open of an
+//!   a layout change, like the indexes below: `TABLES` makes it at the next open of an
 //!   older store, and an older punctual opening a newer store only ignores it (its
 //!   queues run unpaused, with its config file's settings).
 //! - Indexes: `(queue_id, key)` unique; `(queue_id, state, due_at, id)` serves leasing,
 //!   next-due and listing in due order; a partial index on `lease_expires_at` of leased
 //!   rows serves the reaper, and one on `(queue_id, updated_at)` of dead rows (a dead
-//!   task's `updated_at` is when it died) the retention sweep. An index added here is
-//!   created at the next open of an older store, with no layout change.
+//!   task's `updated_at` is when it died) the retention sweep; a partial index
+//!   `tasks_urgent` on `(queue_id, state, priority, due_at, id)` of the rows of
+//!   priority above 0 serves leasing by priority, so a queue that uses none pays one
+//!   probe of an empty range per lease. An index added here is created at the next open
+//!   of an older store, with no layout change.
 //!
 //! Layout versions (`meta.schema_version`): an open migrates an older layout, in the
 //! transaction that reads the version, and refuses a newer one.
@@ -35,19 +39,26 @@
 //!   task that it retried, released or reaped back as code 0, where its pull workers
 //!   lease it; it must refuse the store. Migrating from 1 adds the column; no task of
 //!   a layout-1 store has a target, so its codes stand.
+//! - 3: `tasks.priority`. A change of layout: a punctual of layout 2 would lease by due
+//!   time alone and keep a task's old priority through a replace. Migrating adds the
+//!   column, every task at priority 0.
 
 use crate::codes::{DEAD, LEASED, Sql};
 
 /// Bumped when the layout changes; a store refuses to open a newer layout.
-pub(crate) const VERSION: i64 = 2;
+pub(crate) const VERSION: i64 = 3;
 
-/// Turns a layout-1 store into a layout-2 one.
-pub(crate) const MIGRATE_FROM_1: &str = "ALTER TABLE tasks ADD COLUMN target TEXT;";
+/// What turns a store of each older layout into one of the next: `(from, statements)`,
+/// applied in order from the store's layout on.
+pub(crate) const MIGRATIONS: [(i64, &str); 2] = [
+    (1, "ALTER TABLE tasks ADD COLUMN target TEXT;"),
+    (2, "ALTER TABLE tasks ADD COLUMN priority INTEGER NOT NULL DEFAULT 0;"),
+];
 
-/// Every table and index, each made at an open that finds it missing.
-pub(crate) static CREATE: Sql = Sql::new(|| {
-    format!(
-        "
+/// Every table, each made at an open that finds it missing; then the open migrates an
+/// older layout, then makes the missing [`INDEXES`] (which may name migrated columns).
+pub(crate) static TABLES: Sql = Sql::new(|| {
+    "
 CREATE TABLE IF NOT EXISTS meta (
     name  TEXT PRIMARY KEY,
     value INTEGER NOT NULL
@@ -82,12 +93,9 @@ CREATE TABLE IF NOT EXISTS tasks (
     created_at         INTEGER NOT NULL,
     updated_at         INTEGER NOT NULL,
     last_error         TEXT,
-    target             TEXT
+    target             TEXT,
+    priority           INTEGER NOT NULL DEFAULT 0
 );
-CREATE UNIQUE INDEX IF NOT EXISTS tasks_by_key ON tasks (queue_id, key);
-CREATE INDEX IF NOT EXISTS tasks_by_due ON tasks (queue_id, state, due_at, id);
-CREATE INDEX IF NOT EXISTS tasks_by_expiry ON tasks (lease_expires_at) WHERE state = {LEASED};
-CREATE INDEX IF NOT EXISTS tasks_dead_by_death ON tasks (queue_id, updated_at) WHERE state = {DEAD};
 CREATE TABLE IF NOT EXISTS tags (
     queue_id INTEGER NOT NULL,
     tag      TEXT NOT NULL,
@@ -102,6 +110,19 @@ CREATE TABLE IF NOT EXISTS queue_records (
     updated_at INTEGER NOT NULL
 ) WITHOUT ROWID;
 "
+    .to_owned()
+});
+
+/// Every index, each made at an open that finds it missing (after the migration).
+pub(crate) static INDEXES: Sql = Sql::new(|| {
+    format!(
+        "
+CREATE UNIQUE INDEX IF NOT EXISTS tasks_by_key ON tasks (queue_id, key);
+CREATE INDEX IF NOT EXISTS tasks_by_due ON tasks (queue_id, state, due_at, id);
+CREATE INDEX IF NOT EXISTS tasks_urgent ON tasks (queue_id, state, priority, due_at, id) WHERE priority > 0;
+CREATE INDEX IF NOT EXISTS tasks_by_expiry ON tasks (lease_expires_at) WHERE state = {LEASED};
+CREATE INDEX IF NOT EXISTS tasks_dead_by_death ON tasks (queue_id, updated_at) WHERE state = {DEAD};
+"
     )
 });
 
@@ -110,6 +131,7 @@ CREATE TABLE IF NOT EXISTS queue_records (
 #[allow(clippy::unwrap_used, reason = "a test: a failed unwrap is a failed test with its line")]
 pub(crate) fn in_memory() -> rusqlite::Connection {
     let conn = rusqlite::Connection::open_in_memory().unwrap();
-    conn.execute_batch(&CREATE).unwrap();
+    conn.execute_batch(&TABLES).unwrap();
+    conn.execute_batch(&INDEXES).unwrap();
     conn
 }

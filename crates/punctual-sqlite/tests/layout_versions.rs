@@ -1,20 +1,27 @@
-//! Layout versions on disk: a store of layout 1 (before targets) is migrated at its
-//! next open and keeps its tasks; a store of a newer layout is refused.
+//! Layout versions on disk: a store of layout 1 (before targets) or 2 (before
+//! priorities) is migrated at its next open to the current layout, 3, and keeps its
+//! tasks; a store of a newer layout is refused.
 //!
 //! Guards against an upgrade that cannot open a layout-1 store (it has no `target`
 //! column, which every task read selects), loses or alters its tasks, puts them in the
 //! wrong lane, or leaves the version at 1 so that an older punctual would go on opening
-//! a store that holds target tasks; and against opening a layout this code cannot read.
+//! a store that holds target tasks; against a layout-2 store whose tasks come out of the
+//! migration with a priority other than 0, or whose version stays 2 so that a punctual
+//! without priorities would lease its urgent tasks in due order; and against opening a
+//! layout this code cannot read.
 
 use std::path::Path;
 use std::time::Duration;
 
 use punctual_core::store::{CompleteRequest, Completion, LeaseRequest};
-use punctual_core::{Error, Lane, NewTask, QueueName, Store, Tag, Target, TaskKey, TaskState, Timestamp};
+use punctual_core::{Error, Lane, NewTask, Priority, QueueName, Store, Tag, Target, TaskKey, TaskState, Timestamp};
 use punctual_sqlite::{DB_FILE, SqliteStore};
 use serde_json::json;
 
 const NOW: Timestamp = Timestamp::from_millis(1_796_040_000_000);
+
+/// The layout this punctual writes.
+const CURRENT_LAYOUT: i64 = 3;
 
 /// The tables of layout 1 that hold tasks, as punctual wrote them then (the others
 /// are the same in both layouts and made by the next open).
@@ -106,12 +113,13 @@ async fn a_layout_1_store_is_migrated_and_keeps_its_tasks_in_the_handler_lane() 
     write_layout_1_store(dir.path());
 
     let store = SqliteStore::open(dir.path()).expect("open the layout-1 store");
-    assert_eq!(layout_version(dir.path()), 2, "the open migrates the layout");
+    assert_eq!(layout_version(dir.path()), CURRENT_LAYOUT, "the open migrates the layout");
     let scheduled = store.get(&queue(), &key("scheduled")).await.expect("get").expect("the scheduled task is kept");
     assert_eq!(scheduled.state, TaskState::Scheduled);
     assert_eq!((scheduled.due_at, scheduled.attempts, scheduled.max_attempts), (NOW, 1, 3));
     assert_eq!(scheduled.payload, json!({"order": 1}));
     assert_eq!(scheduled.tags, [Tag::new("pi-9").expect("a tag")]);
+    assert_eq!(scheduled.priority, Priority::LOWEST, "an old task has the default priority");
     assert_eq!((scheduled.last_error.as_deref(), scheduled.target.as_ref()), (Some("503"), None));
     let dead = store.get(&queue(), &key("dead")).await.expect("get").expect("the dead task is kept");
     assert_eq!((dead.state, dead.attempts, dead.last_error.as_deref()), (TaskState::Dead, 3, Some("410")));
@@ -138,9 +146,9 @@ async fn a_layout_1_store_is_migrated_and_keeps_its_tasks_in_the_handler_lane() 
     store.close().await.expect("close");
     drop(store);
 
-    // Migrated once: the next open finds layout 2 and adds nothing.
+    // Migrated once: the next open finds the current layout and adds nothing.
     let again = SqliteStore::open(dir.path()).expect("reopen the migrated store");
-    assert_eq!(layout_version(dir.path()), 2);
+    assert_eq!(layout_version(dir.path()), CURRENT_LAYOUT);
     assert_eq!(again.get(&queue(), &key("dead")).await.expect("get").and_then(|task| task.target), Some(target()));
 }
 
@@ -151,12 +159,49 @@ async fn a_store_of_a_newer_layout_is_refused() {
     store.close().await.expect("close");
     drop(store);
     let db = rusqlite::Connection::open(dir.path().join(DB_FILE)).expect("open the database");
-    db.execute("UPDATE meta SET value = 3 WHERE name = 'schema_version'", []).expect("as a newer punctual wrote it");
+    db.execute("UPDATE meta SET value = 4 WHERE name = 'schema_version'", []).expect("as a newer punctual wrote it");
     drop(db);
 
     match SqliteStore::open(dir.path()) {
-        Err(Error::Unavailable(message)) => assert!(message.contains("newer punctual (layout 3"), "{message}"),
-        other => panic!("a layout-3 store must be refused as unavailable, got {other:?}"),
+        Err(Error::Unavailable(message)) => assert!(message.contains("newer punctual (layout 4"), "{message}"),
+        other => panic!("a layout-4 store must be refused as unavailable, got {other:?}"),
     }
-    assert_eq!(layout_version(dir.path()), 3, "a refused store is left as it was");
+    assert_eq!(layout_version(dir.path()), 4, "a refused store is left as it was");
+}
+
+/// A layout-2 store (targets, no priorities): its tasks come out at priority 0, a
+/// replace gives one a priority, and a lease then takes it before the older ones.
+#[tokio::test]
+async fn a_layout_2_store_is_migrated_with_every_task_at_priority_0() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = SqliteStore::open(dir.path()).expect("open");
+    let mut tasks: Vec<NewTask> =
+        ["first", "second", "third"].iter().map(|name| NewTask::new(queue(), key(name), NOW)).collect();
+    tasks[2].target = Some(target());
+    for scheduled in store.schedule(tasks, NOW).await.expect("schedule") {
+        scheduled.expect("created");
+    }
+    store.close().await.expect("close");
+    drop(store);
+    // What punctual of layout 2 left on disk: no priority column, nor its index.
+    let db = rusqlite::Connection::open(dir.path().join(DB_FILE)).expect("open the database");
+    db.execute_batch(
+        "DROP INDEX tasks_urgent; ALTER TABLE tasks DROP COLUMN priority; \
+         UPDATE meta SET value = 2 WHERE name = 'schema_version';",
+    )
+    .expect("as punctual of layout 2 wrote it");
+    drop(db);
+
+    let store = SqliteStore::open(dir.path()).expect("open the layout-2 store");
+    assert_eq!(layout_version(dir.path()), CURRENT_LAYOUT, "the open migrates the layout");
+    for name in ["first", "second", "third"] {
+        let task = store.get(&queue(), &key(name)).await.expect("get").expect("the task is kept");
+        assert_eq!((task.state, task.priority), (TaskState::Scheduled, Priority::LOWEST), "{name}");
+    }
+    let third = store.get(&queue(), &key("third")).await.expect("get").expect("kept");
+    assert_eq!(third.target, Some(target()), "the target survives the migration");
+    let mut urgent = NewTask::new(queue(), key("second"), NOW);
+    urgent.priority = Priority::HIGHEST;
+    store.schedule(vec![urgent], NOW).await.expect("schedule").pop().expect("one").expect("replaced");
+    assert_eq!(lease_lane(&store, Lane::Handler, NOW).await, ["second", "first"], "the urgent task first");
 }

@@ -202,6 +202,8 @@ pub struct ScheduleItem {
     pub if_exists: Exists,
     /// A backoff other than the default, to see policies stored as given.
     pub custom_backoff: bool,
+    /// The task's priority, 0–9: a few levels, so that equal priorities are common.
+    pub priority: u8,
 }
 
 impl ScheduleItem {
@@ -218,6 +220,7 @@ impl ScheduleItem {
             repeat: None,
             if_exists: Exists::Replace,
             custom_backoff: false,
+            priority: 0,
         }
     }
 }
@@ -376,10 +379,24 @@ fn schedule_item() -> impl Strategy<Value = ScheduleItem> {
         proptest::option::weighted(0.3, repeat_spec()),
         if_exists,
         proptest::bool::weighted(0.2),
+        prop_oneof![4 => Just(0u8), 1 => Just(4u8), 1 => Just(9u8)],
     )
-        .prop_map(|(queue, key, due_ms, payload, max_attempts, tags, repeat, if_exists, custom_backoff)| {
-            ScheduleItem { queue, key, due_ms, payload, max_attempts, tags, repeat, if_exists, custom_backoff }
-        })
+        .prop_map(
+            |(queue, key, due_ms, payload, max_attempts, tags, repeat, if_exists, custom_backoff, priority)| {
+                ScheduleItem {
+                    queue,
+                    key,
+                    due_ms,
+                    payload,
+                    max_attempts,
+                    tags,
+                    repeat,
+                    if_exists,
+                    custom_backoff,
+                    priority,
+                }
+            },
+        )
 }
 
 /// Due offsets from now in ms: few distinct values, so equal due times are common.

@@ -18,8 +18,8 @@ use punctual_core::store::{
 };
 use punctual_core::transitions::{self, completion_for};
 use punctual_core::{
-    Backoff, Error, IfExists, LeaseToken, MemoryStore, NewTask, Outcome, QueueName, Repeat, Store, Task, TaskKey,
-    TaskState, Timestamp,
+    Backoff, Error, IfExists, LeaseToken, MemoryStore, NewTask, Outcome, Priority, QueueName, Repeat, Store, Task,
+    TaskKey, TaskState, Timestamp,
 };
 
 use self::observe::{PagingSession, View};
@@ -261,6 +261,7 @@ impl<'s, S: Store> Twin<'s, S> {
         let mut task = NewTask::new(queue_name(item.queue % QUEUES.len()), task_key(item.key), due_at);
         task.payload = payload(item.payload);
         task.max_attempts = item.max_attempts.max(1);
+        task.priority = Priority::new(item.priority.min(Priority::HIGHEST.get())).expect("a priority of 0 to 9");
         if item.custom_backoff {
             task.backoff = Backoff::new(Duration::from_millis(500), 3.0, Duration::from_secs(10))
                 .expect("the model's backoff is valid");
@@ -320,19 +321,24 @@ impl<'s, S: Store> Twin<'s, S> {
         let now = self.now;
         let request = LeaseRequest::new(queue.clone(), max, lease_for, now);
         let real = self.real.lease(request.clone()).await.map_err(|e| format!("lease failed: {e:?}"))?;
-        // The earliest due, ties in the store's order as last listed.
+        // The highest priority first, each the earliest due, ties in the store's order
+        // as last listed.
         let listed = self.view.real_order.get(&queue).cloned().unwrap_or_default();
-        let due: Vec<&TaskKey> = listed
+        let mut due: Vec<(&TaskKey, Priority)> = listed
             .iter()
-            .filter(|key| {
-                self.view.reference.get(&(queue.clone(), (*key).clone())).is_some_and(|t| transitions::is_due(t, now))
+            .filter_map(|key| {
+                let task = self.view.reference.get(&(queue.clone(), key.clone()))?;
+                transitions::is_due(task, now).then_some((key, task.priority))
             })
             .collect();
+        // Stable: within a priority, the listed (due) order stays.
+        due.sort_by_key(|(_, priority)| std::cmp::Reverse(*priority));
+        let due: Vec<&TaskKey> = due.into_iter().map(|(key, _)| key).collect();
         let expected: Vec<&TaskKey> = due.iter().copied().take(max as usize).collect();
         let leased: Vec<&TaskKey> = real.leases.iter().map(|lease| &lease.token.key).collect();
         if leased != expected {
             return Err(format!(
-                "lease (max {max}) handed out {leased:?}; due, in the store's listed order: {due:?}, so the contract \
+                "lease (max {max}) handed out {leased:?}; due, by priority then in the store's listed order: {due:?}, so the contract \
                  says {expected:?}"
             ));
         }
