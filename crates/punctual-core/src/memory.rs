@@ -45,6 +45,9 @@ use crate::transitions;
 /// (queue, key): where a task lives.
 type Slot = (QueueName, TaskKey);
 
+/// Tasks by `(due_at, key)`: an index of a queue's tasks in due order.
+type DueOrder = BTreeSet<(Timestamp, TaskKey)>;
+
 /// The reference [`Store`]: the contract, in memory, built on [`transitions`]. See the
 /// module docs.
 #[derive(Debug)]
@@ -105,7 +108,7 @@ struct Queue {
     scheduled: BTreeSet<(Timestamp, TaskKey)>,
     /// `scheduled` split by lane and priority, each by `(due_at, key)`: a lane's
     /// highest priority first. Sets are removed when they empty.
-    ready: BTreeMap<(Lane, Reverse<Priority>), BTreeSet<(Timestamp, TaskKey)>>,
+    ready: BTreeMap<(Lane, Reverse<Priority>), DueOrder>,
     leased: BTreeSet<(Timestamp, TaskKey)>,
     dead: BTreeSet<(Timestamp, TaskKey)>,
     /// Dead tasks by `(updated_at, key)`: when they died.
@@ -131,7 +134,7 @@ impl Queue {
     }
 
     /// The lane's scheduled tasks of each priority, the highest first, by `(due_at, key)`.
-    fn lane_ready(&self, lane: Lane) -> impl Iterator<Item = (Priority, &BTreeSet<(Timestamp, TaskKey)>)> {
+    fn lane_ready(&self, lane: Lane) -> impl Iterator<Item = (Priority, &DueOrder)> {
         let range = (lane, Reverse(Priority::HIGHEST))..=(lane, Reverse(Priority::LOWEST));
         self.ready.range(range).map(|((_, Reverse(priority)), tasks)| (*priority, tasks))
     }
