@@ -84,6 +84,7 @@ impl Templates {
             ("attempt", Json::from(delivery.attempt)),
             ("delivery_id", Json::from(delivery.delivery_id.as_str())),
             ("tags", Json::from(task.tags.iter().map(|t| t.as_str()).collect::<Vec<_>>())),
+            ("priority", Json::from(task.priority.get())),
             ("due_at", Json::from(task.due_at.to_string())),
             ("fired_at", Json::from(fired_at.to_string())),
             ("due_local", Json::from(local(task.due_at))),

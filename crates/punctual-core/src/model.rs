@@ -141,14 +141,15 @@ impl Priority {
     pub const HIGHEST: Priority = Priority(9);
 
     /// Validates `level` (0–9).
-    pub fn new(level: u8) -> Result<Priority> {
-        if level > Priority::HIGHEST.0 {
-            return Err(Error::invalid(
+    pub fn new(level: impl Into<u32>) -> Result<Priority> {
+        let level = level.into();
+        match u8::try_from(level) {
+            Ok(level) if level <= Priority::HIGHEST.0 => Ok(Priority(level)),
+            _ => Err(Error::invalid(
                 "priority",
                 format!("a priority is 0 (the default) to 9 (the most urgent), not {level}"),
-            ));
+            )),
         }
-        Ok(Priority(level))
     }
 
     /// The level, 0–9.

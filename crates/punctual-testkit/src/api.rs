@@ -2,7 +2,7 @@
 //! tests both check, written once.
 
 /// The fields of API.md's task object, exactly.
-pub const TASK_FIELDS: [&str; 16] = [
+pub const TASK_FIELDS: [&str; 17] = [
     "queue",
     "key",
     "state",
@@ -13,6 +13,7 @@ pub const TASK_FIELDS: [&str; 16] = [
     "backoff",
     "repeat",
     "tags",
+    "priority",
     "version",
     "created_at",
     "updated_at",

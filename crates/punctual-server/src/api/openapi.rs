@@ -91,6 +91,7 @@ use crate::state::AppState;
         schema::QueueName,
         schema::TaskKey,
         schema::TagName,
+        schema::Priority,
         schema::Duration,
         schema::Time,
         schema::Timestamp,

@@ -21,8 +21,8 @@
 use std::borrow::Cow;
 
 use punctual_core::{
-    Limits, MAX_LEASE, MAX_LEASE_BATCH, MIN_LEASE, QueueName as CoreQueueName, Tag, TaskKey as CoreTaskKey,
-    Timestamp as CoreTimestamp,
+    Limits, MAX_LEASE, MAX_LEASE_BATCH, MIN_LEASE, Priority as CorePriority, QueueName as CoreQueueName, Tag,
+    TaskKey as CoreTaskKey, Timestamp as CoreTimestamp,
 };
 use serde_json::{Value, json};
 use utoipa::openapi::RefOr;
@@ -222,6 +222,14 @@ schemas! {
     /// A tag.
     TagName => text(Tag::MAX_BYTES, "A tag", "pi-9");
 
+    /// A task's priority.
+    Priority => count(
+        u32::from(CorePriority::LOWEST.get()),
+        u32::from(CorePriority::HIGHEST.get()),
+        "0 (the default) to 9: among the queue's tasks already due, the higher are handed out first, each \
+        priority in due order. A priority never makes a task due before its time.",
+    );
+
     /// A duration in a request or an answer.
     Duration => {
         let mut duration = duration_within(0, None, "A duration.");
@@ -289,6 +297,7 @@ schemas! {
             "backoff": nullable(r("BackoffBody")),
             "repeat": nullable(r("RepeatBody")),
             "tags": {"type": "array", "items": r("TagName"), "maxItems": Tag::MAX_PER_TASK},
+            "priority": nullable(json!({"allOf": [r("Priority")], "default": 0})),
             "if_exists": {"enum": ["replace", "keep", "error"], "default": "replace",
                 "description": "When the task exists: replace it, keep it, or refuse (409)."},
             "target": nullable(r("TargetBody")),
@@ -300,7 +309,7 @@ schemas! {
              "target": {"url": "https://shop.example.com/hooks/cancel", "method": "POST",
                         "headers": {"X-Tenant": "acme"}, "timeout": "10s"}},
             {"due_at": "2026-11-30T09:00:00+08:00", "payload": {"order_id": 1234}, "repeat": {"every": "24h"},
-             "tags": ["pi-9"], "max_attempts": 5, "if_exists": "keep"},
+             "tags": ["pi-9"], "max_attempts": 5, "if_exists": "keep", "priority": 5},
             {"delay": 1500, "backoff": {"initial": "1s", "factor": 2.0, "max": "1h"},
              "repeat": {"cron": "0 9 * * MON-FRI", "tz": "Asia/Shanghai", "times": 3,
                         "until": "9999-01-01T00:00:00Z"}},
@@ -532,7 +541,8 @@ schemas! {
     Task => json!({
         "type": "object",
         "required": ["queue", "key", "state", "due_at", "payload", "attempts", "max_attempts", "backoff",
-            "repeat", "tags", "version", "created_at", "updated_at", "lease_expires_at", "last_error", "target"],
+            "repeat", "tags", "priority", "version", "created_at", "updated_at", "lease_expires_at", "last_error",
+            "target"],
         "properties": {
             "queue": r("QueueName"),
             "key": r("TaskKey"),
@@ -544,6 +554,7 @@ schemas! {
             "backoff": r("Backoff"),
             "repeat": nullable(r("Repeat")),
             "tags": {"type": "array", "items": r("TagName")},
+            "priority": r("Priority"),
             "version": {"type": "integer", "minimum": 1},
             "created_at": r("Timestamp"),
             "updated_at": r("Timestamp"),

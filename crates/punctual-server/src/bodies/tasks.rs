@@ -7,7 +7,7 @@ use std::time::Duration;
 use punctual_core::MAX_LIST_LIMIT;
 use punctual_core::store::ScheduleOutcome;
 use punctual_core::time::format_duration;
-use punctual_core::{Backoff, DeadSelection, IfExists, Repeat, Tag, Target, Task, TaskKey, TaskSpec};
+use punctual_core::{Backoff, DeadSelection, IfExists, Priority, Repeat, Tag, Target, Task, TaskKey, TaskSpec};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
@@ -42,6 +42,9 @@ pub(crate) struct TaskBody {
     pub(crate) repeat: Option<RepeatBody>,
     #[serde(default)]
     pub(crate) tags: Vec<String>,
+    /// 0 (default) to 9: among the queue's due tasks, the higher are handed out first.
+    #[serde(default)]
+    pub(crate) priority: Option<ApiCount>,
     /// `replace` (default), `keep` or `error`.
     #[serde(default)]
     pub(crate) if_exists: IfExists,
@@ -149,6 +152,9 @@ impl TaskBody {
         for (i, tag) in self.tags.into_iter().enumerate() {
             Tag::new(tag.as_str()).map_err(|e| ApiError::from(e).within_field(&format!("tags[{i}]")))?;
             spec = spec.tag(tag);
+        }
+        if let Some(ApiCount(level)) = self.priority {
+            spec = spec.priority(Priority::new(level)?.get());
         }
         spec = spec.if_exists(self.if_exists);
         if let Some(target) = self.target.filter(|t| !t.is_null()) {
@@ -321,5 +327,9 @@ mod tests {
             Some("backoff.factor")
         );
         assert_eq!(field_of(spec(r#"{"max_attempts": -1}"#)).as_deref(), Some("max_attempts"));
+        for bad in [r#"{"priority": 10}"#, r#"{"priority": -1}"#, r#"{"priority": 1.5}"#, r#"{"priority": "high"}"#] {
+            assert_eq!(field_of(spec(bad)).as_deref(), Some("priority"), "{bad}");
+        }
+        assert_eq!(spec(r#"{"priority": 9}"#).map(|spec| spec.priority).ok(), Some(9));
     }
 }

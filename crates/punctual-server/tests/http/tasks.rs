@@ -332,3 +332,42 @@ async fn a_due_at_before_1970_is_due_now() {
         assert_eq!(time(&task["due_at"]), START, "{due_at} is in the past: due now");
     }
 }
+
+/// API.md "Wave 3 additions": `priority` 0–9 (default 0) is shown on every task, and a
+/// lease hands out the due tasks of the highest priority first, each in due order,
+/// never one before its due time; a priority out of range is refused with its field
+/// and changes nothing.
+#[tokio::test]
+async fn a_lease_hands_out_the_highest_priority_first_among_due_tasks() {
+    let s = TestServer::manual().await;
+    let task = s.create("mail", "plain", json!({"due_at": at(-3 * HOUR)})).await;
+    assert_eq!(task["priority"], 0, "the default priority: {task}");
+    let urgent = s.create("mail", "urgent", json!({"due_at": at(-HOUR), "priority": 9})).await;
+    assert_eq!(urgent["priority"], 9);
+    s.create("mail", "middle", json!({"due_at": at(-2 * HOUR), "priority": 4})).await;
+    s.create("mail", "urgent-later", json!({"delay": "1h", "priority": 9})).await;
+
+    for bad in [json!(10), json!(-1), json!(2.5), json!("high")] {
+        let (status, body) = s.put("/v1/queues/mail/tasks/plain", json!({"priority": bad})).await;
+        assert_eq!(
+            (status, code(&body), field(&body)),
+            (StatusCode::BAD_REQUEST, "invalid_argument", Some("priority")),
+            "{bad}: {body}"
+        );
+    }
+    assert_eq!(s.get("/v1/queues/mail/tasks/plain").await.1, task, "a refused priority changed nothing");
+    let (status, body) = s
+        .post(
+            "/v1/queues/mail/tasks",
+            json!({"tasks": [{"key": "batch-bad", "priority": 12}, {"key": "batch-ok", "priority": 1}]}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["results"][0]["error"]["field"], "tasks[0].priority", "{body}");
+    assert_eq!(body["results"][1]["outcome"], "created", "{body}");
+
+    let leases = s.lease("mail", json!({"max": 10})).await;
+    let keys: Vec<&str> = leases.iter().map(|lease| lease["task"]["key"].as_str().unwrap()).collect();
+    assert_eq!(keys, ["urgent", "middle", "batch-ok", "plain"], "by priority, never one not yet due");
+    assert_eq!(leases[0]["task"]["priority"], 9, "a lease shows the priority");
+}
