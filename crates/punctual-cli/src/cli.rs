@@ -186,6 +186,9 @@ pub(crate) struct ScheduleArgs {
     /// Give up (the task goes dead) after this many failed tries
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) max_attempts: Option<u32>,
+    /// 0 (the default) to 9: once due, handed out before the queue's due tasks of lower priority
+    #[arg(long, value_name = "0-9", value_parser = clap::value_parser!(u8).range(0..=9))]
+    pub(crate) priority: Option<u8>,
     /// When the key exists: replace it (the default), keep it untouched, or error (exit 1)
     #[arg(long, value_enum, value_name = "MODE")]
     pub(crate) if_exists: Option<IfExists>,

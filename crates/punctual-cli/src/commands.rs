@@ -75,6 +75,9 @@ pub(crate) fn schedule_body(args: &ScheduleArgs) -> Result<Value, UsageError> {
     if let Some(n) = args.max_attempts {
         body.insert("max_attempts".into(), json!(n));
     }
+    if let Some(level) = args.priority {
+        body.insert("priority".into(), json!(level));
+    }
     if let Some(mode) = args.if_exists {
         body.insert("if_exists".into(), json!(mode.as_str()));
     }
@@ -650,6 +653,17 @@ mod tests {
                 "max_attempts": 5, "if_exists": "error"
             })
         );
+    }
+
+    #[test]
+    fn a_priority_is_sent_as_given_and_one_out_of_range_is_refused() {
+        assert_eq!(body_of(&["--priority", "9"]), json!({"priority": 9}));
+        assert_eq!(body_of(&[]), json!({}), "no priority: the server's default");
+        for bad in [&["--priority", "10"][..], &["--priority=-1"], &["--priority", "high"]] {
+            let argv = ["punctual", "schedule", "q", "k"].iter().chain(bad);
+            let refused = Cli::try_parse_from(argv).unwrap_err();
+            assert!(refused.to_string().contains("--priority"), "{bad:?}: {refused}");
+        }
     }
 
     #[test]

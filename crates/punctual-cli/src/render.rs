@@ -343,8 +343,12 @@ pub(crate) fn task_block(task: &Value, now: &Now) -> String {
     if !task["target"].is_null() {
         lines.push(("Target", target(&task["target"])));
     }
+    lines.push(("Tags", tags(task)));
+    // Shown when it is not the default, 0.
+    if task["priority"].as_u64().is_some_and(|level| level > 0) {
+        lines.push(("Priority", plain(&task["priority"])));
+    }
     lines.extend([
-        ("Tags", tags(task)),
         ("Version", plain(&task["version"])),
         ("Created", time_with_relative(&task["created_at"], now)),
         ("Updated", time_with_relative(&task["updated_at"], now)),
@@ -520,6 +524,19 @@ mod tests {
             "created_at": "2025-11-30T11:57:00.000Z", "updated_at": "2025-11-30T11:57:00.000Z",
             "lease_expires_at": null, "last_error": null
         })
+    }
+
+    #[test]
+    fn a_priority_other_than_the_default_is_shown() {
+        let mut urgent = task();
+        urgent["priority"] = json!(7);
+        assert!(
+            task_block(&urgent, &NOW).contains("\nTags      pi-9\nPriority  7\nVersion"),
+            "{}",
+            task_block(&urgent, &NOW)
+        );
+        urgent["priority"] = json!(0);
+        assert!(!task_block(&urgent, &NOW).contains("Priority"), "the default is not shown");
     }
 
     #[test]
