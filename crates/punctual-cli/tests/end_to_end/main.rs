@@ -31,6 +31,7 @@ mod import_keyspace;
 mod kill_under_load;
 mod observability;
 mod partition;
+mod priorities;
 mod push_actions;
 mod queue_commands;
 mod queue_settings;
