@@ -466,6 +466,12 @@ test("a read-only token sees the data but no schedule, cancel, pause, settings o
   await page.locator("#cancel-task").waitFor();
 });
 
+test("a task's priority is shown on its page", async () => {
+  assert.equal((await api("PUT", "/v1/queues/prio.q/tasks/escalate-1", { delay: "1h", priority: 7 })).status, 201);
+  await page.goto(`${base}/#/task/prio.q/escalate-1`);
+  await page.locator("#task-priority", { hasText: "7" }).waitFor();
+});
+
 test("the page asked nothing of any other host and threw no error", () => {
   assert.deepEqual(foreign, []);
   assert.deepEqual(pageErrors, []);

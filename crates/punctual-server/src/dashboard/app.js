@@ -450,6 +450,7 @@ async function taskPage(queue, key) {
     ["Tags", task.tags.length
       ? task.tags.flatMap((t, i) => [i ? ", " : "", h("a", { href: queueHash(queue, { tag: t }), class: "tag" }, t)])
       : "–"],
+    ["Priority", h("span", { id: "task-priority" }, String(task.priority ?? 0))],
     ["Version", task.version],
     ["Created", shortTime(task.created_at)],
     ["Updated", shortTime(task.updated_at)],
