@@ -189,6 +189,10 @@ pub(crate) struct ScheduleArgs {
     /// 0 (the default) to 9: once due, handed out before the queue's due tasks of lower priority
     #[arg(long, value_name = "0-9", value_parser = clap::value_parser!(u8).range(0..=9))]
     pub(crate) priority: Option<u8>,
+    /// Debounce: a burst of schedules of this key fires once, with the last payload, due
+    /// at the last one's time but no later than D after the burst's first (e.g. 10m)
+    #[arg(long, value_name = "D", value_parser = duration_arg)]
+    pub(crate) debounce_max: Option<String>,
     /// When the key exists: replace it (the default), keep it untouched, or error (exit 1)
     #[arg(long, value_enum, value_name = "MODE")]
     pub(crate) if_exists: Option<IfExists>,

@@ -78,6 +78,9 @@ pub(crate) fn schedule_body(args: &ScheduleArgs) -> Result<Value, UsageError> {
     if let Some(level) = args.priority {
         body.insert("priority".into(), json!(level));
     }
+    if let Some(max_wait) = &args.debounce_max {
+        body.insert("debounce".into(), json!({"max_wait": duration_or_time(max_wait)}));
+    }
     if let Some(mode) = args.if_exists {
         body.insert("if_exists".into(), json!(mode.as_str()));
     }
@@ -659,6 +662,8 @@ mod tests {
     fn a_priority_is_sent_as_given_and_one_out_of_range_is_refused() {
         assert_eq!(body_of(&["--priority", "9"]), json!({"priority": 9}));
         assert_eq!(body_of(&[]), json!({}), "no priority: the server's default");
+        assert_eq!(body_of(&["--debounce-max", "10m"]), json!({"debounce": {"max_wait": "10m"}}));
+        assert_eq!(body_of(&["--debounce-max", "1500"]), json!({"debounce": {"max_wait": 1500}}), "digits are ms");
         for bad in [&["--priority", "10"][..], &["--priority=-1"], &["--priority", "high"]] {
             let argv = ["punctual", "schedule", "q", "k"].iter().chain(bad);
             let refused = Cli::try_parse_from(argv).unwrap_err();

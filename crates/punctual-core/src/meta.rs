@@ -25,11 +25,16 @@ pub struct TaskMeta {
     pub occurrence: u32,
     /// The due time of the first occurrence: repeats are fixed-rate from here.
     pub anchor: Timestamp,
+    /// While a debounce burst lasts (see [`NewTask::debounce`](crate::NewTask::debounce)):
+    /// the latest due time a debounced schedule may give the task, its first
+    /// debounced schedule's time plus `max_wait`. Set only on a `scheduled` task that
+    /// has not been leased since that schedule; `None` otherwise.
+    pub debounce_until: Option<Timestamp>,
 }
 
 impl TaskMeta {
     /// Bookkeeping from its parts (for stores).
     pub fn new(store: StoreId, id: u64, fence: u64, occurrence: u32, anchor: Timestamp) -> TaskMeta {
-        TaskMeta { store, id, fence, occurrence, anchor }
+        TaskMeta { store, id, fence, occurrence, anchor, debounce_until: None }
     }
 }

@@ -379,6 +379,8 @@ pub struct TaskSpec {
     pub if_exists: IfExists,
     /// Delivered by the server to this HTTP target instead of the queue's handler.
     pub target: Option<Target>,
+    /// `max_wait` of a debounced schedule (see [`NewTask::debounce`]).
+    pub debounce: Option<Duration>,
 }
 
 impl TaskSpec {
@@ -424,6 +426,14 @@ impl TaskSpec {
         self.priority = level;
         self
     }
+    /// Debounces the schedule: a burst of schedules of this key ends in one firing,
+    /// with the last payload, due at the last schedule's due time but never later than
+    /// `max_wait` after the burst's first schedule. Replaces an existing task, so it
+    /// goes with [`IfExists::Replace`] only.
+    pub fn debounce(mut self, max_wait: Duration) -> TaskSpec {
+        self.debounce = Some(max_wait);
+        self
+    }
     /// What to do when the task already exists.
     pub fn if_exists(mut self, mode: IfExists) -> TaskSpec {
         self.if_exists = mode;
@@ -453,6 +463,11 @@ pub struct NewTask {
     pub priority: Priority,
     pub if_exists: IfExists,
     pub target: Option<Target>,
+    /// `max_wait` of a debounced schedule: over a scheduled task that a debounced
+    /// schedule wrote and no lease took since, the task is replaced as usual but never
+    /// due later than that first schedule's time plus `max_wait`; otherwise the write
+    /// starts such a burst (due no later than now + `max_wait`).
+    pub debounce: Option<Duration>,
 }
 
 impl NewTask {
@@ -469,6 +484,7 @@ impl NewTask {
             tags: Vec::new(),
             priority: Priority::LOWEST,
             if_exists: IfExists::Replace,
+            debounce: None,
             target: None,
         }
     }

@@ -581,7 +581,12 @@ pub trait Store: Send + Sync + 'static {
     ///   `due_at`, `last_error` cleared, state `scheduled` (a live lease of the old
     ///   version is thereby lost); the id and `created_at` stay; outcome `replaced`;
     /// - present and `keep`: untouched, outcome `kept`;
-    /// - present and `error`: `Err(Error::Conflict)` for that task only.
+    /// - present and `error`: `Err(Error::Conflict)` for that task only;
+    /// - a debounced task ([`NewTask::debounce`]) is created or replaced so, its
+    ///   `due_at` no later than the bound of [`transitions::debounce_until`], which
+    ///   it keeps in `meta.debounce_until` until a lease clears it.
+    ///
+    /// [`transitions::debounce_until`]: crate::transitions::debounce_until
     ///
     /// The same key twice in one call is applied in order. `Err` of the whole call
     /// means nothing was written.

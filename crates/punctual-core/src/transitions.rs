@@ -39,10 +39,30 @@ use crate::time::Timestamp;
 
 /// A task created from `new` at `now`, with identity `id` in store `store`: `scheduled`,
 /// version 1, attempts 0, occurrence 1, anchor = `due_at`, fence 0 (the first lease
-/// raises it to 1).
+/// raises it to 1). A debounced `new` starts a burst: due no later than `now +
+/// max_wait`, the bound it keeps.
 pub fn create(new: NewTask, store: StoreId, id: u64, now: Timestamp) -> Task {
-    let meta = TaskMeta::new(store, id, 0, 1, new.due_at);
+    let debounce_until = debounce_until(None, &new, now);
+    let mut new = new;
+    new.due_at = capped(new.due_at, debounce_until);
+    let mut meta = TaskMeta::new(store, id, 0, 1, new.due_at);
+    meta.debounce_until = debounce_until;
     Task::from_new(new, meta, now)
+}
+
+/// The debounce bound of the task that `new` writes over `old` (none: a creation) at
+/// `now`: `None` when `new` is not debounced; `old`'s bound when `old` is a scheduled
+/// task of a burst still going (a debounced schedule wrote it and no lease took it
+/// since); else a new burst's, `now + max_wait`.
+pub fn debounce_until(old: Option<&Task>, new: &NewTask, now: Timestamp) -> Option<Timestamp> {
+    let max_wait = new.debounce?;
+    let going = old.filter(|old| old.state == TaskState::Scheduled).and_then(|old| old.meta.debounce_until);
+    Some(going.unwrap_or_else(|| now.saturating_add(max_wait)))
+}
+
+/// `due_at`, but no later than the debounce bound when there is one.
+pub fn capped(due_at: Timestamp, debounce_until: Option<Timestamp>) -> Timestamp {
+    debounce_until.map_or(due_at, |until| due_at.min(until))
 }
 
 /// What scheduling `new` does to `existing`, a task already stored under its (queue,
@@ -62,9 +82,14 @@ pub fn upsert(existing: &Task, new: NewTask, now: Timestamp) -> Result<Scheduled
 /// `new` written over `old` (any state): due time, payload, policies and tags from
 /// `new`; version + 1; `scheduled`, attempts 0, occurrence 1, anchor = `due_at`, no
 /// error, no lease. The id, `created_at` and fence stay: a live lease of `old` still
-/// names this id and fence, and is lost by its version alone.
+/// names this id and fence, and is lost by its version alone. A debounced `new` is due
+/// no later than its burst's bound ([`debounce_until`]), which the task keeps.
 pub fn replace(old: &Task, new: NewTask, now: Timestamp) -> Task {
-    let meta = TaskMeta::new(old.meta.store, old.meta.id, old.meta.fence, 1, new.due_at);
+    let debounce_until = debounce_until(Some(old), &new, now);
+    let mut new = new;
+    new.due_at = capped(new.due_at, debounce_until);
+    let mut meta = TaskMeta::new(old.meta.store, old.meta.id, old.meta.fence, 1, new.due_at);
+    meta.debounce_until = debounce_until;
     let mut task = Task::from_new(new, meta, now);
     task.version = old.version + 1;
     task.created_at = old.created_at;
@@ -86,6 +111,8 @@ pub fn lease(task: &Task, lease_for: Duration, now: Timestamp) -> Task {
     leased.meta.fence = task.meta.fence + 1;
     leased.lease_expires_at = Some(now.saturating_add(lease_for));
     leased.updated_at = now;
+    // A lease ends a debounce burst: a debounced schedule after it starts a new one.
+    leased.meta.debounce_until = None;
     leased
 }
 

@@ -40,7 +40,8 @@ pub(crate) fn next_due(conn: &Connection, queue_id: i64, lane: Lane) -> Result<O
 /// tasks; then each is updated and returned, in no particular order.
 pub(crate) static LEASE: Sql = Sql::new(|| {
     format!(
-        "UPDATE tasks SET state = {LEASED}, lease_expires_at = ?3, fence = MAX(fence + 1, ?5), updated_at = ?2 \
+        "UPDATE tasks SET state = {LEASED}, lease_expires_at = ?3, fence = MAX(fence + 1, ?5), updated_at = ?2, \
+         debounce_until = NULL \
          WHERE id IN (SELECT id FROM tasks WHERE queue_id = ?1 AND state = ?6 AND due_at <= ?2 \
                       ORDER BY due_at, id LIMIT ?4) \
          RETURNING {TASK_COLUMNS}"
@@ -50,7 +51,8 @@ pub(crate) static LEASE: Sql = Sql::new(|| {
 /// [`LEASE`] of the tasks of priority `?7` (above 0) only, from `tasks_urgent`.
 pub(crate) static LEASE_AT_PRIORITY: Sql = Sql::new(|| {
     format!(
-        "UPDATE tasks SET state = {LEASED}, lease_expires_at = ?3, fence = MAX(fence + 1, ?5), updated_at = ?2 \
+        "UPDATE tasks SET state = {LEASED}, lease_expires_at = ?3, fence = MAX(fence + 1, ?5), updated_at = ?2, \
+         debounce_until = NULL \
          WHERE id IN (SELECT id FROM tasks WHERE queue_id = ?1 AND state = ?6 AND priority > 0 AND priority = ?7 \
                       AND due_at <= ?2 ORDER BY due_at, id LIMIT ?4) \
          RETURNING {TASK_COLUMNS}"

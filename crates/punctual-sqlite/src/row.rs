@@ -21,7 +21,7 @@ use crate::codes::{scheduled_code, state_of};
 /// [`RawTask::from_row`] reads them.
 pub(crate) const TASK_COLUMNS: &str = "id, key, state, due_at, lease_expires_at, fence, version, attempts, \
     max_attempts, occurrence, anchor, backoff_initial_ms, backoff_factor, backoff_max_ms, repeat, tags, payload, \
-    created_at, updated_at, last_error, target, priority";
+    created_at, updated_at, last_error, target, priority, debounce_until";
 
 /// The raw columns of one task row, decoded outside rusqlite's error type.
 pub(crate) struct RawTask {
@@ -45,6 +45,7 @@ pub(crate) struct RawTask {
     last_error: Option<String>,
     target: Option<String>,
     priority: i64,
+    debounce_until: Option<i64>,
 }
 
 impl RawTask {
@@ -71,6 +72,7 @@ impl RawTask {
             last_error: row.get(19)?,
             target: row.get(20)?,
             priority: row.get(21)?,
+            debounce_until: row.get(22)?,
         })
     }
 
@@ -95,6 +97,8 @@ impl RawTask {
             count(self.occurrence)?,
             Timestamp::from_millis(self.anchor),
         );
+        let mut meta = meta;
+        meta.debounce_until = self.debounce_until.map(Timestamp::from_millis);
         let mut task = blank_task(queue.clone(), TaskKey::new(self.key).map_err(corrupt)?, meta);
         task.state = state_of(self.state)?;
         task.due_at = Timestamp::from_millis(self.due_at);

@@ -9,7 +9,9 @@
 use std::time::Duration;
 
 use punctual_core::store::{ScheduleOutcome, Scheduled, corrupt};
-use punctual_core::{Error, IfExists, Lane, NewTask, Result, StoreId, Tag, Target, Task, TaskMeta, Timestamp};
+use punctual_core::{
+    Error, IfExists, Lane, NewTask, Result, StoreId, Tag, Target, Task, TaskMeta, Timestamp, transitions,
+};
 use rusqlite::{Connection, Statement, ToSql};
 
 use crate::codes::{Sql, scheduled_code};
@@ -19,7 +21,7 @@ use crate::tasks::{delete_tags, load, write_tags};
 
 /// Every column a schedule writes, created or replaced alike, with its value: SQL, or a
 /// parameter that [`Written::run`] binds.
-const WRITTEN: [(&str, &str); 17] = [
+const WRITTEN: [(&str, &str); 18] = [
     ("state", ":state"),
     ("due_at", ":due_at"),
     ("lease_expires_at", "NULL"),
@@ -37,6 +39,7 @@ const WRITTEN: [(&str, &str); 17] = [
     ("last_error", "NULL"),
     ("target", ":target"),
     ("priority", ":priority"),
+    ("debounce_until", ":debounce_until"),
 ];
 
 /// A new row: [`WRITTEN`], and the columns only a creation writes.
@@ -69,10 +72,11 @@ struct Written {
     now: i64,
     target: Option<String>,
     priority: u8,
+    debounce_until: Option<i64>,
 }
 
 impl Written {
-    fn of(task: &NewTask, now: Timestamp) -> Result<Written> {
+    fn of(task: &NewTask, debounce_until: Option<Timestamp>, now: Timestamp) -> Result<Written> {
         let json = |e: serde_json::Error| Error::Internal(e.to_string());
         Ok(Written {
             // The lane of the task written, as `Task::lane` gives it.
@@ -88,6 +92,7 @@ impl Written {
             now: now.as_millis(),
             target: task.target.as_ref().map(Target::to_stored),
             priority: task.priority.get(),
+            debounce_until: debounce_until.map(Timestamp::as_millis),
         })
     }
 
@@ -112,6 +117,7 @@ impl Written {
             (":now", &self.now),
             (":target", &self.target),
             (":priority", &self.priority),
+            (":debounce_until", &self.debounce_until),
         ];
         bound.extend_from_slice(more);
         let mut stmt = conn.prepare_cached(sql).map_err(map_err)?;
@@ -146,17 +152,21 @@ pub(crate) fn schedule(
 
 /// The outer `Result` fails the whole batch (the store cannot write); the inner one is
 /// this task's own answer.
-fn schedule_one(conn: &Connection, store: StoreId, task: NewTask, now: Timestamp) -> Result<Result<Scheduled>> {
+fn schedule_one(conn: &Connection, store: StoreId, mut task: NewTask, now: Timestamp) -> Result<Result<Scheduled>> {
     let queue_id = queue_id_or_create(conn, &task.queue)?;
     let existing = load(conn, store, queue_id, &task.queue, task.key.as_str())?;
-    let written = Written::of(&task, now)?;
+    // As `transitions::create` and `replace` write it.
+    let debounce_until = transitions::debounce_until(existing.as_ref(), &task, now);
+    task.due_at = transitions::capped(task.due_at, debounce_until);
+    let written = Written::of(&task, debounce_until, now)?;
     match existing {
         None => {
             let key = task.key.as_str();
             let more: [(&str, &dyn ToSql); 2] = [(":queue_id", &queue_id), (":key", &key)];
             let id = written.run(conn, &INSERT, &more, |stmt, bound| stmt.insert(bound))?;
             write_tags(conn, queue_id, id, &task.tags)?;
-            let meta = TaskMeta::new(store, u64::try_from(id).map_err(corrupt)?, 0, 1, task.due_at);
+            let mut meta = TaskMeta::new(store, u64::try_from(id).map_err(corrupt)?, 0, 1, task.due_at);
+            meta.debounce_until = debounce_until;
             Ok(Ok(Scheduled::new(ScheduleOutcome::Created, Task::from_new(task, meta, now))))
         }
         Some(old) => match task.if_exists {
@@ -170,7 +180,8 @@ fn schedule_one(conn: &Connection, store: StoreId, task: NewTask, now: Timestamp
                 delete_tags(conn, queue_id, id, &old.tags)?;
                 written.run(conn, &REPLACE, &[(":id", &id)], |stmt, bound| stmt.execute(bound))?;
                 write_tags(conn, queue_id, id, &task.tags)?;
-                let meta = TaskMeta::new(store, old.meta.id, old.meta.fence, 1, task.due_at);
+                let mut meta = TaskMeta::new(store, old.meta.id, old.meta.fence, 1, task.due_at);
+                meta.debounce_until = debounce_until;
                 let mut replaced = Task::from_new(task, meta, now);
                 replaced.version = old.version + 1;
                 replaced.created_at = old.created_at;

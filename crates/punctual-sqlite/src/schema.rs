@@ -13,7 +13,8 @@
 //!   the other's rows. Done and cancelled tasks are deleted. `id` is AUTOINCREMENT so it
 //!   is never reused: it is the task's `meta.id`, unique per creation. `target` is the
 //!   task's HTTP target as `Target::to_stored` writes it, NULL for none. `priority` is
-//!   the task's priority, 0–9.
+//!   the task's priority, 0–9; `debounce_until` its debounce burst's bound
+//!   (`TaskMeta::debounce_until`), NULL outside a burst.
 //! - `tags`: (queue, tag) → task ids, so cancelling a tag is an index range, not a scan.
 //! - `queue_records`: one row per queue given settings or paused through the API, by
 //!   name (a queue may have a record and no task, so not by `queues.id`); `settings`
@@ -39,9 +40,10 @@
 //!   task that it retried, released or reaped back as code 0, where its pull workers
 //!   lease it; it must refuse the store. Migrating from 1 adds the column; no task of
 //!   a layout-1 store has a target, so its codes stand.
-//! - 3: `tasks.priority`. A change of layout: a punctual of layout 2 would lease by due
-//!   time alone and keep a task's old priority through a replace. Migrating adds the
-//!   column, every task at priority 0.
+//! - 3: `tasks.priority` and `tasks.debounce_until`. A change of layout: a punctual of
+//!   layout 2 would lease by due time alone, keep a task's old priority through a
+//!   replace and leave a burst's bound behind a lease. Migrating adds the columns, every
+//!   task at priority 0 and in no burst.
 
 use crate::codes::{DEAD, LEASED, Sql};
 
@@ -52,7 +54,11 @@ pub(crate) const VERSION: i64 = 3;
 /// applied in order from the store's layout on.
 pub(crate) const MIGRATIONS: [(i64, &str); 2] = [
     (1, "ALTER TABLE tasks ADD COLUMN target TEXT;"),
-    (2, "ALTER TABLE tasks ADD COLUMN priority INTEGER NOT NULL DEFAULT 0;"),
+    (
+        2,
+        "ALTER TABLE tasks ADD COLUMN priority INTEGER NOT NULL DEFAULT 0; \
+         ALTER TABLE tasks ADD COLUMN debounce_until INTEGER;",
+    ),
 ];
 
 /// Every table, each made at an open that finds it missing; then the open migrates an
@@ -94,7 +100,8 @@ CREATE TABLE IF NOT EXISTS tasks (
     updated_at         INTEGER NOT NULL,
     last_error         TEXT,
     target             TEXT,
-    priority           INTEGER NOT NULL DEFAULT 0
+    priority           INTEGER NOT NULL DEFAULT 0,
+    debounce_until     INTEGER
 );
 CREATE TABLE IF NOT EXISTS tags (
     queue_id INTEGER NOT NULL,

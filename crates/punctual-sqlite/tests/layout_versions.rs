@@ -169,7 +169,8 @@ async fn a_store_of_a_newer_layout_is_refused() {
     assert_eq!(layout_version(dir.path()), 4, "a refused store is left as it was");
 }
 
-/// A layout-2 store (targets, no priorities): its tasks come out at priority 0, a
+/// A layout-2 store (targets, no priorities): its tasks come out at priority 0 and in
+/// no debounce burst, a
 /// replace gives one a priority, and a lease then takes it before the older ones.
 #[tokio::test]
 async fn a_layout_2_store_is_migrated_with_every_task_at_priority_0() {
@@ -187,7 +188,7 @@ async fn a_layout_2_store_is_migrated_with_every_task_at_priority_0() {
     let db = rusqlite::Connection::open(dir.path().join(DB_FILE)).expect("open the database");
     db.execute_batch(
         "DROP INDEX tasks_urgent; ALTER TABLE tasks DROP COLUMN priority; \
-         UPDATE meta SET value = 2 WHERE name = 'schema_version';",
+         ALTER TABLE tasks DROP COLUMN debounce_until; UPDATE meta SET value = 2 WHERE name = 'schema_version';",
     )
     .expect("as punctual of layout 2 wrote it");
     drop(db);
@@ -197,6 +198,7 @@ async fn a_layout_2_store_is_migrated_with_every_task_at_priority_0() {
     for name in ["first", "second", "third"] {
         let task = store.get(&queue(), &key(name)).await.expect("get").expect("the task is kept");
         assert_eq!((task.state, task.priority), (TaskState::Scheduled, Priority::LOWEST), "{name}");
+        assert_eq!(task.meta.debounce_until, None, "{name}: in no debounce burst");
     }
     let third = store.get(&queue(), &key("third")).await.expect("get").expect("kept");
     assert_eq!(third.target, Some(target()), "the target survives the migration");

@@ -25,6 +25,7 @@
 mod completion;
 mod consumers;
 mod dead;
+mod debounce;
 mod expiry;
 mod identity;
 mod inspection;
@@ -40,6 +41,7 @@ mod validation;
 pub use completion::*;
 pub use consumers::*;
 pub use dead::*;
+pub use debounce::*;
 pub use expiry::*;
 pub use identity::*;
 pub use inspection::*;
@@ -84,6 +86,11 @@ macro_rules! store_conformance {
             lease_takes_the_highest_priority_first_and_never_before_due,
             a_replace_changes_the_priority_and_a_retry_or_expiry_keeps_it,
             schedule_refuses_a_priority_above_nine_and_changes_nothing,
+            // debounce
+            a_debounced_burst_fires_once_with_the_last_payload_by_its_first_time_plus_max_wait,
+            a_debounced_schedule_after_a_lease_starts_a_new_burst,
+            a_plain_replace_ends_a_debounced_burst,
+            schedule_refuses_a_bad_debounce_and_changes_nothing,
             // upsert
             schedule_creates_a_task_as_documented,
             replace_updates_the_task_and_keeps_its_identity,
@@ -207,6 +214,7 @@ mod tests {
             include_str!("conformance/completion.rs"),
             include_str!("conformance/consumers.rs"),
             include_str!("conformance/dead.rs"),
+            include_str!("conformance/debounce.rs"),
             include_str!("conformance/expiry.rs"),
             include_str!("conformance/identity.rs"),
             include_str!("conformance/inspection.rs"),

@@ -204,6 +204,8 @@ pub struct ScheduleItem {
     pub custom_backoff: bool,
     /// The task's priority, 0–9: a few levels, so that equal priorities are common.
     pub priority: u8,
+    /// A debounced schedule's `max_wait`, in ms.
+    pub debounce_ms: Option<u64>,
 }
 
 impl ScheduleItem {
@@ -221,6 +223,7 @@ impl ScheduleItem {
             if_exists: Exists::Replace,
             custom_backoff: false,
             priority: 0,
+            debounce_ms: None,
         }
     }
 }
@@ -380,9 +383,22 @@ fn schedule_item() -> impl Strategy<Value = ScheduleItem> {
         if_exists,
         proptest::bool::weighted(0.2),
         prop_oneof![4 => Just(0u8), 1 => Just(4u8), 1 => Just(9u8)],
+        proptest::option::weighted(0.25, (1u64..=4).prop_map(|secs| secs * 1000)),
     )
         .prop_map(
-            |(queue, key, due_ms, payload, max_attempts, tags, repeat, if_exists, custom_backoff, priority)| {
+            |(
+                queue,
+                key,
+                due_ms,
+                payload,
+                max_attempts,
+                tags,
+                repeat,
+                if_exists,
+                custom_backoff,
+                priority,
+                debounce_ms,
+            )| {
                 ScheduleItem {
                     queue,
                     key,
@@ -394,6 +410,7 @@ fn schedule_item() -> impl Strategy<Value = ScheduleItem> {
                     if_exists,
                     custom_backoff,
                     priority,
+                    debounce_ms,
                 }
             },
         )

@@ -7,7 +7,7 @@ use super::config::{DEAD_BATCH, MAX_LIST_LIMIT};
 use super::{Engine, ListOptions, QueueDefaults};
 use crate::error::{Error, Result};
 use crate::events::Event;
-use crate::model::{NewTask, Priority, QueueName, Tag, Task, TaskKey, TaskSpec, TaskState, When};
+use crate::model::{IfExists, NewTask, Priority, QueueName, Tag, Task, TaskKey, TaskSpec, TaskState, When};
 use crate::policy::Repeat;
 use crate::store::{
     DeadSelection, ListRequest, Page, QueueStats, RetryDeadBatchRequest, RetryDeadRequest, ScheduleOutcome, Scheduled,
@@ -265,6 +265,18 @@ impl Intake<'_> {
         task.repeat = repeat;
         task.tags = tags;
         task.priority = Priority::new(spec.priority)?;
+        if let Some(max_wait) = spec.debounce {
+            if max_wait.is_zero() {
+                return Err(Error::invalid("debounce.max_wait", "max_wait must be longer than 0"));
+            }
+            if spec.if_exists != IfExists::Replace {
+                return Err(Error::invalid(
+                    "debounce",
+                    "a debounced schedule replaces the scheduled task: leave if_exists at replace",
+                ));
+            }
+        }
+        task.debounce = spec.debounce;
         task.if_exists = spec.if_exists;
         task.target = spec.target;
         Ok(task)

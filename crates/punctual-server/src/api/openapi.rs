@@ -92,6 +92,7 @@ use crate::state::AppState;
         schema::TaskKey,
         schema::TagName,
         schema::Priority,
+        schema::DebounceBody,
         schema::Duration,
         schema::Time,
         schema::Timestamp,

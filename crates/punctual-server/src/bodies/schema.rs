@@ -222,6 +222,19 @@ schemas! {
     /// A tag.
     TagName => text(Tag::MAX_BYTES, "A tag", "pi-9");
 
+    /// A debounced schedule.
+    DebounceBody => json!({
+        "type": "object",
+        "additionalProperties": false,
+        "required": ["max_wait"],
+        "properties": {"max_wait": duration_within(1, None, "The longest a burst waits: its task is due no \
+            later than this after the burst's first schedule.")},
+        "description": "Debounces the schedule: over a scheduled task that a debounced schedule wrote and no lease \
+            took since, the task is replaced (payload, due time…) but never due later than the burst's first \
+            schedule + max_wait; otherwise the schedule starts a burst. Goes with if_exists replace only.",
+        "examples": [{"max_wait": "10m"}],
+    });
+
     /// A task's priority.
     Priority => count(
         u32::from(CorePriority::LOWEST.get()),
@@ -301,6 +314,7 @@ schemas! {
             "if_exists": {"enum": ["replace", "keep", "error"], "default": "replace",
                 "description": "When the task exists: replace it, keep it, or refuse (409)."},
             "target": nullable(r("TargetBody")),
+            "debounce": nullable(r("DebounceBody")),
         },
         "not": {"allOf": [present("delay"), present("due_at")]},
         "examples": [

@@ -51,6 +51,16 @@ pub(crate) struct TaskBody {
     /// Where the server delivers the task (API.md "HTTP targets"); null: none.
     #[serde(default)]
     pub(crate) target: Option<Value>,
+    /// `{"max_wait": D}`: a burst of schedules of the key fires once, no later than `D`
+    /// after the burst's first.
+    #[serde(default)]
+    pub(crate) debounce: Option<DebounceBody>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct DebounceBody {
+    max_wait: ApiDuration,
 }
 
 #[derive(Debug, Deserialize)]
@@ -159,6 +169,9 @@ impl TaskBody {
         spec = spec.if_exists(self.if_exists);
         if let Some(target) = self.target.filter(|t| !t.is_null()) {
             spec = spec.target(Target::from_json(&target)?);
+        }
+        if let Some(DebounceBody { max_wait }) = self.debounce {
+            spec = spec.debounce(max_wait.0);
         }
         Ok(spec)
     }

@@ -371,3 +371,34 @@ async fn a_lease_hands_out_the_highest_priority_first_among_due_tasks() {
     assert_eq!(keys, ["urgent", "middle", "batch-ok", "plain"], "by priority, never one not yet due");
     assert_eq!(leases[0]["task"]["priority"], 9, "a lease shows the priority");
 }
+
+/// API.md "Wave 3 additions": `debounce: {"max_wait": D}` on a PUT: a burst of
+/// schedules of one key moves the task's due time and payload, never past the burst's
+/// first schedule + `max_wait`; a bad debounce is refused with its field and changes
+/// nothing.
+#[tokio::test]
+async fn a_debounced_burst_of_puts_ends_in_one_task_due_by_the_first_put_plus_max_wait() {
+    let s = TestServer::manual().await;
+    let path = "/v1/queues/order.notify/tasks/order-1234";
+    let debounced = |status: &str, delay: &str| json!({"delay": delay, "payload": {"status": status}, "debounce": {"max_wait": "10s"}});
+    let (status, first) = s.put(path, debounced("paid", "5s")).await;
+    assert_eq!(status, StatusCode::CREATED, "{first}");
+    assert_eq!(first["task"]["due_at"], at(5_000));
+    s.clock.as_ref().unwrap().advance(Duration::from_secs(8));
+    let (status, last) = s.put(path, debounced("shipped", "5s")).await;
+    assert_eq!((status, last["outcome"].as_str()), (StatusCode::OK, Some("replaced")), "{last}");
+    assert_eq!(last["task"]["due_at"], at(10_000), "capped at the first PUT + max_wait, not 8 s + 5 s");
+    assert_eq!(last["task"]["payload"], json!({"status": "shipped"}));
+
+    for (bad, field_name) in [
+        (json!({"debounce": {"max_wait": 0}}), "debounce.max_wait"),
+        (json!({"debounce": {"max_wait": "soon"}}), "debounce.max_wait"),
+        (json!({"debounce": {}}), "debounce.max_wait"),
+        (json!({"debounce": {"max_wait": "1m", "extra": 1}}), "debounce.extra"),
+        (json!({"debounce": {"max_wait": "1m"}, "if_exists": "keep"}), "debounce"),
+    ] {
+        let (status, body) = s.put(path, bad.clone()).await;
+        assert_eq!((status, field(&body)), (StatusCode::BAD_REQUEST, Some(field_name)), "{bad}: {body}");
+    }
+    assert_eq!(s.get(path).await.1, last["task"], "a refused debounce changed nothing");
+}
