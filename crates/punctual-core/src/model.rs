@@ -141,8 +141,7 @@ impl Priority {
     pub const HIGHEST: Priority = Priority(9);
 
     /// Validates `level` (0–9).
-    pub fn new(level: impl Into<u32>) -> Result<Priority> {
-        let level = level.into();
+    pub fn new(level: u32) -> Result<Priority> {
         match u8::try_from(level) {
             Ok(level) if level <= Priority::HIGHEST.0 => Ok(Priority(level)),
             _ => Err(Error::invalid(
@@ -166,7 +165,7 @@ impl Priority {
 impl TryFrom<u8> for Priority {
     type Error = Error;
     fn try_from(level: u8) -> Result<Priority> {
-        Priority::new(level)
+        Priority::new(level.into())
     }
 }
 

@@ -115,7 +115,7 @@ impl RawTask {
         task.last_error = self.last_error;
         task.target = self.target.as_deref().map(Target::from_stored).transpose()?;
         task.priority =
-            u8::try_from(self.priority).map_err(corrupt).and_then(|level| Priority::new(level).map_err(corrupt))?;
+            u32::try_from(self.priority).map_err(corrupt).and_then(|level| Priority::new(level).map_err(corrupt))?;
         debug_assert!(
             task.state != TaskState::Scheduled || self.state == scheduled_code(task.lane()),
             "a scheduled task's state code names its lane"

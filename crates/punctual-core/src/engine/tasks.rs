@@ -264,7 +264,7 @@ impl Intake<'_> {
         task.backoff = spec.backoff.unwrap_or(self.defaults.backoff);
         task.repeat = repeat;
         task.tags = tags;
-        task.priority = Priority::new(spec.priority)?;
+        task.priority = Priority::new(spec.priority.into())?;
         if let Some(max_wait) = spec.debounce {
             if max_wait.is_zero() {
                 return Err(Error::invalid("debounce.max_wait", "max_wait must be longer than 0"));

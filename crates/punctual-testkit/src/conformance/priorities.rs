@@ -14,7 +14,7 @@ use super::support::*;
 
 fn with_priority(queue_name: &str, key_name: &str, due: Timestamp, level: u8) -> NewTask {
     let mut task = new_task(queue_name, key_name, due);
-    task.priority = Priority::new(level).expect("the suite uses valid priorities");
+    task.priority = Priority::new(level.into()).expect("the suite uses valid priorities");
     task
 }
 

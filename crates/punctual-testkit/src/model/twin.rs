@@ -261,7 +261,7 @@ impl<'s, S: Store> Twin<'s, S> {
         let mut task = NewTask::new(queue_name(item.queue % QUEUES.len()), task_key(item.key), due_at);
         task.payload = payload(item.payload);
         task.max_attempts = item.max_attempts.max(1);
-        task.priority = Priority::new(item.priority.min(Priority::HIGHEST.get())).expect("a priority of 0 to 9");
+        task.priority = Priority::new(item.priority.min(Priority::HIGHEST.get()).into()).expect("a priority of 0 to 9");
         task.debounce = item.debounce_ms.map(Duration::from_millis);
         if item.custom_backoff {
             task.backoff = Backoff::new(Duration::from_millis(500), 3.0, Duration::from_secs(10))
