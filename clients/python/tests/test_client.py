@@ -56,6 +56,15 @@ def test_schedule_every_field_and_batch(client: punctual.Client, queue_name: str
 
     keys = [task.key for task in client.list(queue_name, page_size=1)]
     assert sorted(keys) == ["b1", "b3", "full"]
+
+    ranked = client.schedule_many(queue_name, [
+        punctual.TaskSpec("p1", delay="1h", priority=7),
+        punctual.TaskSpec("p2", delay="1h", priority=10),
+    ])
+    assert ranked[0].ok and client.get(queue_name, "p1").priority == 7
+    assert isinstance(ranked[1].error, punctual.InvalidArgument)
+    assert ranked[1].error.field == "tasks[1].priority"
+    client.cancel(queue_name, "p1")
     assert [task.key for task in client.list(queue_name, tag="batch", page_size=1)] == ["b1", "b3"]
     assert client.cancel_tag(queue_name, "batch") == 2
     client.cancel(queue_name, "full")

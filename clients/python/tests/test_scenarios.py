@@ -1,4 +1,4 @@
-"""The eleven scenarios of clients/SCENARIOS.md, against the real `punctual serve`.
+"""The twelve scenarios of clients/SCENARIOS.md, against the real `punctual serve`.
 
 Each test is named after its scenario's number. They guard against a client that
 works against a mock and not the server: a wrong body, a lease never extended, acks
@@ -406,3 +406,34 @@ def test_s11_scoped_token(make_server: Any, tmp: Path, queue_name: str) -> None:
     finally:
         full.close()
         reader.close()
+
+
+def test_s12_priorities(client: punctual.Client, queue_name: str, seen: Seen) -> None:
+    client.schedule(queue_name, "low", payload={"p": "low"})
+    client.schedule(queue_name, "high", payload={"p": "high"}, priority=9)
+    client.schedule(queue_name, "mid", payload={"p": "mid"}, priority=5)
+    assert client.get(queue_name, "high").priority == 9
+    low = client.get(queue_name, "low")
+    assert low.priority == 0 and low.state == "scheduled"
+
+    with pytest.raises(punctual.InvalidArgument) as refused:
+        client.schedule(queue_name, "low", payload={"p": "changed"}, priority=10)
+    assert refused.value.status == 400 and refused.value.field == "priority"
+    unchanged = client.get(queue_name, "low")
+    assert (unchanged.priority, unchanged.payload, unchanged.version) == (0, {"p": "low"}, low.version)
+    with pytest.raises(punctual.InvalidArgument):
+        client.schedule(queue_name, "urgent", priority=10)
+    assert gone(client, queue_name, "urgent")()
+
+    worker = worker_for(client)
+
+    @worker.handler(queue_name, concurrency=1)
+    def handle(lease: punctual.Lease) -> None:
+        seen.add(lease)
+
+    with worker:
+        leases = seen.wait_for(3)
+        assert [lease.key for lease in leases] == ["high", "mid", "low"]
+        assert [lease.priority for lease in leases] == [9, 5, 0]
+        for key in ("high", "mid", "low"):
+            wait_until(gone(client, queue_name, key), what=f"{key} acked away")

@@ -142,8 +142,13 @@ def task_body(
     backoff: Union[Backoff, Mapping[str, Any], None] = None,
     if_exists: Optional[str] = None,
     target: Union[Target, Mapping[str, Any], None] = None,
+    priority: Optional[int] = None,
 ) -> Dict[str, Any]:
-    """The JSON body of a ``PUT`` of a task (and of a batch item, without its key)."""
+    """The JSON body of a ``PUT`` of a task (and of a batch item, without its key).
+
+    ``priority`` is sent as given: the server checks its range (0–9) and answers
+    ``InvalidArgument`` with field ``priority``.
+    """
     if delay is not None and due_at is not None:
         raise ValueError("give delay or due_at, not both")
     body: Dict[str, Any] = {}
@@ -167,6 +172,10 @@ def task_body(
         body["if_exists"] = if_exists
     if target is not None:
         body["target"] = _policy_json(target)
+    if priority is not None:
+        if isinstance(priority, bool) or not isinstance(priority, int):
+            raise TypeError(f"priority: expected an int, got {type(priority).__name__}")
+        body["priority"] = priority
     return body
 
 
@@ -184,12 +193,13 @@ class TaskSpec:
     backoff: Union[Backoff, Mapping[str, Any], None] = None
     if_exists: Optional[str] = None
     target: Union[Target, Mapping[str, Any], None] = None
+    priority: Optional[int] = None
 
     def to_json(self) -> Dict[str, Any]:
         body = task_body(
             payload=self.payload, delay=self.delay, due_at=self.due_at, repeat=self.repeat,
             tags=self.tags, max_attempts=self.max_attempts, backoff=self.backoff,
-            if_exists=self.if_exists, target=self.target,
+            if_exists=self.if_exists, target=self.target, priority=self.priority,
         )
         body["key"] = self.key
         return body
@@ -215,6 +225,7 @@ class Task:
     lease_expires_at: Optional[_dt.datetime]
     last_error: Optional[str]
     target: Optional[Dict[str, Any]]
+    priority: int
     raw: Dict[str, Any] = field(repr=False, compare=False)
 
     @classmethod
@@ -236,6 +247,7 @@ class Task:
             lease_expires_at=parse_time(data.get("lease_expires_at")),
             last_error=data.get("last_error"),
             target=data.get("target"),
+            priority=int(data.get("priority") or 0),
             raw=data,
         )
 
@@ -302,6 +314,10 @@ class Lease:
     @property
     def tags(self) -> List[str]:
         return self.task.tags
+
+    @property
+    def priority(self) -> int:
+        return self.task.priority
 
     @classmethod
     def from_json(cls, data: Dict[str, Any]) -> "Lease":
