@@ -58,6 +58,8 @@ export function taskBody(opts = {}) {
     backoff: opts.backoff,
     if_exists: opts.ifExists,
     target: opts.target,
+    // Sent as given: the server checks the range 0–9 (invalid_argument, field "priority").
+    priority: opts.priority,
   });
 }
 

@@ -40,6 +40,8 @@ export interface ScheduleOptions {
   backoff?: Backoff;
   ifExists?: "replace" | "keep" | "error";
   target?: Target | null;
+  /** 0–9, default 0: among the queue's tasks already due, higher ones are leased first. */
+  priority?: number;
 }
 
 export interface BatchItem extends ScheduleOptions {
@@ -64,6 +66,8 @@ export interface Task {
   lease_expires_at: string | null;
   last_error: string | null;
   target: (Target & { method: HttpMethod; timeout: string }) | null;
+  /** 0–9; higher first among the queue's tasks already due. */
+  priority: number;
 }
 
 export interface ScheduleResult {
@@ -239,6 +243,8 @@ export interface TaskContext {
   deliveryId: string;
   dueAt: string;
   tags: string[];
+  /** The task's priority, 0–9. */
+  priority: number;
   leaseId: string;
   task: Task;
   /** Aborted when the lease is lost or the worker stops without waiting for this handler. */

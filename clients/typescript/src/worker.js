@@ -190,6 +190,7 @@ export class Worker {
       deliveryId: lease.delivery_id,
       dueAt: task.due_at,
       tags: task.tags ?? [],
+      priority: task.priority ?? 0,
       leaseId: lease.lease_id,
       task,
       signal: job.ctl.signal,

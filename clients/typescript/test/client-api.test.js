@@ -1,4 +1,4 @@
-// The rest of the API through the client, beyond the ten scenarios: batch schedule with
+// The rest of the API through the client, beyond the twelve scenarios: batch schedule with
 // per-item errors, the paging iterator, cancel by tag, queue stats, settings with
 // If-Match, pause/resume, purge, dead tasks in bulk, lease/extend/ack and batch acks.
 import { test, after } from "node:test";
@@ -18,6 +18,15 @@ test("scheduleMany reports per item; list follows next_cursor; cancelTag; queue 
   assert.equal(results.length, 8);
   assert.ok(results.slice(0, 7).every((r) => "outcome" in r && r.outcome === "created"));
   assert.equal(results[7].error.field, "tasks[7].delay");
+
+  const ranked = await client.scheduleMany(queue, [
+    { key: "p/7", delay: "1h", priority: 7 },
+    { key: "p/10", delay: "1h", priority: 10 },
+  ]);
+  assert.equal(ranked[0].outcome, "created");
+  assert.equal((await client.get(queue, "p/7")).priority, 7);
+  assert.equal(ranked[1].error.field, "tasks[1].priority");
+  await client.cancel(queue, "p/7");
 
   const keys = [];
   for await (const t of client.list(queue, { limit: 2 })) keys.push(t.key);

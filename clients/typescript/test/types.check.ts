@@ -4,8 +4,10 @@ import { Client, Worker, retry, reschedule, fail, verifySignature, InvalidArgume
 
 const client = new Client({ server: "http://127.0.0.1:7575", timeoutMs: 5000, retries: 2 });
 await client.schedule("flow.remind", "step-42", { delay: "24h", payload: { step: 42 }, tags: ["flow-7"] });
+await client.schedule("mail.send", "receipt-7", { payload: { order: 7 }, priority: 9 });
 await client.schedule("x", "y", { dueAt: new Date(), repeat: { cron: "0 9 * * MON-FRI", tz: "Asia/Shanghai", times: 3 } });
-const results = await client.scheduleMany("x", [{ key: "a", delay: 1000, ifExists: "keep", backoff: { initial: "1s", factor: 2 } }]);
+const results = await client.scheduleMany("x", [{ key: "a", delay: 1000, ifExists: "keep", backoff: { initial: "1s", factor: 2 }, priority: 5 }]);
+const urgent: number = (await client.get("x", "a")).priority;
 results.forEach((r) => ("error" in r ? r.error.code : r.outcome));
 for await (const t of client.list("x", { tag: "flow-7" })) t.due_at.toUpperCase();
 const n: number = await client.cancelTag("flow.remind", "flow-7");
@@ -18,7 +20,8 @@ try {
 }
 
 const worker = new Worker(client, { leaseForMs: 30_000, logger: null });
-worker.handle("flow.remind", async ({ payload, attempt, deliveryId, signal }) => {
+worker.handle("flow.remind", async ({ payload, attempt, deliveryId, priority, signal }) => {
+  if (priority > 5 && signal.aborted) return retry();
   if (signal.aborted) return retry(1000, new Error("stop"));
   if (attempt > 3) return fail("gave up");
   if (deliveryId === "") return reschedule({ delay: "24h" });
@@ -27,4 +30,4 @@ worker.handle("flow.remind", async ({ payload, attempt, deliveryId, signal }) =>
 await worker.start();
 await worker.stop({ graceMs: 5000 });
 const ok: boolean = verifySignature({ body: "{}", header: "t=1,v1=00", secret: "whsec" });
-void n, ok;
+void n, ok, urgent;
