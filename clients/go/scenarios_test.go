@@ -1,6 +1,7 @@
 package punctual_test
 
-// The eleven scenarios of clients/SCENARIOS.md, against the real `punctual serve`.
+// Scenarios 1–11 of clients/SCENARIOS.md, against the real `punctual serve`
+// (scenario 12 is in priorities_test.go).
 
 import (
 	"bufio"

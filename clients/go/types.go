@@ -26,6 +26,7 @@ type Task struct {
 	LeaseExpiresAt *time.Time      `json:"lease_expires_at"`
 	LastError      *string         `json:"last_error"`
 	Target         *Target         `json:"target"`
+	Priority       int             `json:"priority"` // 0–9; higher first among the queue's due tasks
 }
 
 // Backoff is a retry policy: Initial, then ×Factor each attempt, up to Max.
@@ -238,6 +239,10 @@ type ScheduleParams struct {
 	Backoff     *Backoff
 	IfExists    string // replace (default) | keep | error
 	Target      *Target
+	// Priority 0–9: among the queue's tasks already due, higher ones are leased
+	// first. 0 is the server's default and is not sent; the server refuses values
+	// outside 0–9 (ErrInvalidArgument, field "priority").
+	Priority int
 }
 
 func (p ScheduleParams) body() map[string]any {
@@ -268,6 +273,9 @@ func (p ScheduleParams) body() map[string]any {
 	}
 	if p.Target != nil {
 		m["target"] = p.Target
+	}
+	if p.Priority != 0 {
+		m["priority"] = p.Priority
 	}
 	return m
 }
