@@ -11,6 +11,8 @@ public record Delivery(String leaseId, Instant expiresAt, int attempt, String de
     public String queue() { return task.path("queue").asText(); }
     public String key() { return task.path("key").asText(); }
     public JsonNode payload() { return task.path("payload"); }
+    /** The task's priority, 0–9 (higher ones are leased first among due tasks). */
+    public int priority() { return task.path("priority").asInt(0); }
 
     /** The payload converted to {@code type} with the client's Jackson mapper. */
     public <T> T payloadAs(Class<T> type) {

@@ -30,6 +30,7 @@ public final class TaskSpec {
     private Duration backoffMax;
     private IfExists ifExists;
     private Target target;
+    private Integer priority;
 
     public static TaskSpec create() { return new TaskSpec(); }
 
@@ -51,6 +52,12 @@ public final class TaskSpec {
     }
     public TaskSpec ifExists(IfExists ifExists) { this.ifExists = ifExists; return this; }
     public TaskSpec target(Target target) { this.target = target; return this; }
+    /**
+     * 0–9 (the server's default 0): among the queue's tasks already due, higher ones are
+     * leased first. The server refuses other values ({@link InvalidArgumentException},
+     * field {@code priority}).
+     */
+    public TaskSpec priority(int priority) { this.priority = priority; return this; }
 
     String key() { return key; }
 
@@ -79,6 +86,7 @@ public final class TaskSpec {
             if (backoffMax != null) b.put("max", backoffMax.toMillis());
         }
         if (ifExists != null) o.put("if_exists", ifExists.name().toLowerCase());
+        if (priority != null) o.put("priority", priority);
         if (target != null) {
             ObjectNode t = o.putObject("target");
             t.put("url", target.url());

@@ -25,7 +25,7 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** The eleven scenarios of clients/SCENARIOS.md against the real `punctual serve`. */
+/** The twelve scenarios of clients/SCENARIOS.md against the real `punctual serve`. */
 class ScenariosTest {
     static ServerProcess shared;
     static PunctualClient client;
@@ -364,6 +364,52 @@ class ScenariosTest {
             assertTrue(unread.getMessage().contains("read permission"), unread.getMessage());
             assertTrue(unread.getMessage().contains("'" + other + "'"), unread.getMessage());
         } finally { srv.stop(); }
+    }
+
+    @Test
+    void s12Priorities() throws Exception {
+        String q = queue();
+        client.schedule(q, "low", TaskSpec.create().payload(Map.of("p", "low")));
+        client.schedule(q, "high", TaskSpec.create().payload(Map.of("p", "high")).priority(9));
+        client.schedule(q, "mid", TaskSpec.create().payload(Map.of("p", "mid")).priority(5));
+        assertEquals(9, client.get(q, "high").path("priority").asInt(-1));
+        JsonNode low = client.get(q, "low");
+        assertEquals(0, low.path("priority").asInt(-1));
+        assertEquals("scheduled", low.path("state").asText());
+
+        InvalidArgumentException refused = assertThrows(InvalidArgumentException.class,
+                () -> client.schedule(q, "low", TaskSpec.create().payload(Map.of("p", "changed")).priority(10)));
+        assertEquals(400, refused.status());
+        assertEquals("priority", refused.getField());
+        JsonNode unchanged = client.get(q, "low");
+        assertEquals(0, unchanged.path("priority").asInt(-1));
+        assertEquals("low", unchanged.path("payload").path("p").asText());
+        assertEquals(low.path("version").asLong(), unchanged.path("version").asLong());
+        assertThrows(InvalidArgumentException.class, () -> client.schedule(q, "urgent", TaskSpec.create().priority(10)));
+        assertTrue(gone(client, q, "urgent"), "a refused new key is not stored");
+
+        List<Delivery> got = new CopyOnWriteArrayList<>();
+        PunctualWorker w = worker(client).handle(q, d -> { got.add(d); return Outcome.done(); }, 1).build().start();
+        try {
+            waitUntil(Duration.ofSeconds(10), "three deliveries", () -> got.size() == 3);
+            assertEquals(List.of("high", "mid", "low"), got.stream().map(Delivery::key).toList());
+            assertEquals(List.of(9, 5, 0), got.stream().map(Delivery::priority).toList());
+            waitUntil(Duration.ofSeconds(10), "every task acked away",
+                    () -> gone(client, q, "high") && gone(client, q, "mid") && gone(client, q, "low"));
+        } finally { w.stop(Duration.ofSeconds(2)); }
+    }
+
+    @Test
+    void priorityInABatch() {
+        String q = queue();
+        List<BatchResult> results = client.scheduleMany(q, List.of(
+                TaskSpec.key("p7").delay(Duration.ofHours(1)).priority(7),
+                TaskSpec.key("p10").delay(Duration.ofHours(1)).priority(10)));
+        assertEquals(2, results.size());
+        assertTrue(results.get(0).ok());
+        assertEquals(7, client.get(q, "p7").path("priority").asInt(-1));
+        InvalidArgumentException refused = assertInstanceOf(InvalidArgumentException.class, results.get(1).error());
+        assertEquals("tasks[1].priority", refused.getField());
     }
 
     @Test
