@@ -25,7 +25,7 @@ impl Shared {
         let revived = self.on(queue, shard).retry_dead(&req.key, req.now).await?;
         arming.done();
         let Some(task) = revived else { return Ok(None) };
-        self.heads.lower(queue, task.lane(), shard, task.due_at);
+        self.heads.lower(queue, task.lane(), shard, task.priority, task.due_at);
         self.replicate(queue, shard).await?;
         Ok(Some(task))
     }

@@ -26,25 +26,29 @@
 //! earliest head plus the slack, and stops when it has its batch. Within a shard tasks
 //! leave in due order; across shards, no task is leased while one due more than the
 //! slack earlier waits (zero slack: strict due order; docs/redis.md).
+//!
+//! Priorities: beside its head, each shard has its urgent bands (`bands`: the earliest
+//! task of each priority above 0), learnt, lowered and forgotten with the head. Heads
+//! and bands together give each shard's next task in lease order ([`Rank`]: the highest
+//! due priority first); a lease picks the shard whose next task comes first, bounded by
+//! the others' next task: its priority (the pick's `floor`: no task of a lower priority
+//! is taken) and, in that priority, its due time and key as above. So a lease hands out
+//! the due tasks of the highest priority of every shard before lower ones, and a queue
+//! without priorities (no bands, every next task its head at priority 0) is picked and
+//! bounded exactly as before.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use punctual_core::{Lane, QueueName, Timestamp};
+use punctual_core::{Lane, Priority, QueueName, Timestamp};
 
+use crate::bands::{Bands, HeadTask, Rank};
 use crate::shards::earliest;
 
-/// The earliest scheduled task of a shard's lane: its due time and key (`""` when only
-/// the time is known, from a wake-up: it then sorts before every task due then).
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) struct HeadTask {
-    pub(crate) due: Timestamp,
-    pub(crate) key: String,
-}
-
 /// How far a lease of one shard may go so that due order holds across shards: tasks
-/// due at or before `due`, and of those due at `due`, with `before`, only keys before it.
+/// due at or before `due`, and of those due at `due`, with `before`, only keys before it
+/// (of the pick's `floor` priority; of higher ones, every due task).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Bound {
     pub(crate) due: Timestamp,
@@ -56,6 +60,9 @@ pub(crate) struct Bound {
 pub(crate) struct Pick {
     pub(crate) shard: u32,
     pub(crate) bound: Option<Bound>,
+    /// The lowest priority the lease may take (that of the other shards' next task; 0
+    /// without a bound), the bound's.
+    pub(crate) floor: Priority,
     /// Every eligible shard, this one too, is being leased from by another call.
     pub(crate) busy: bool,
 }
@@ -90,6 +97,8 @@ struct LaneHeads {
 struct Head {
     /// `None`: the lane is empty in this shard.
     task: Option<HeadTask>,
+    /// The earliest task of each priority above 0.
+    bands: Bands,
     /// When it was learnt; `None`: never (or forgotten).
     learnt: Option<Timestamp>,
 }
@@ -99,6 +108,8 @@ struct Flight {
     id: u64,
     shard: u32,
     lowest: Option<Timestamp>,
+    /// The lowest wake-up of each priority above 0.
+    lowest_bands: Bands,
     /// A lease script (it takes the shard's due tasks), not a read of the head.
     leasing: bool,
 }
@@ -202,10 +213,11 @@ impl Heads {
         })
     }
 
-    /// The shard a lease at `now` should take from next, and how far: the shard with
-    /// the earliest due head (with slack, any shard whose due head is within the slack
-    /// of the earliest, in turn from this lane's next start), bounded by the earliest
-    /// head of the other shards (plus the slack). `None` when no head is due. Shards in
+    /// The shard a lease at `now` should take from next, and how far: the shard whose
+    /// next task in lease order comes first (with slack, any shard whose next task is of
+    /// the same priority and due within the slack of the first, in turn from this lane's
+    /// next start), bounded by the other shards' first next task (plus the slack). Without
+    /// priorities, the next task is the head. `None` when nothing is due. Shards in
     /// `spent` (visited by this call and found with nothing due by Redis' clock, which
     /// may be a moment behind `now`) are passed over.
     pub(crate) fn pick(
@@ -218,16 +230,20 @@ impl Heads {
     ) -> Option<Pick> {
         self.with(queue, lane, shards, |heads| {
             let n = heads.shards.len();
-            let head = |s: usize| heads.shards[s].task.as_ref();
-            let earliest = (0..n).filter(|s| !spent.contains(&(*s as u32))).filter_map(head).min()?;
-            if earliest.due > now {
+            let ranks: Vec<Option<Rank>> =
+                heads.shards.iter().map(|shard| shard.bands.next(shard.task.as_ref(), now)).collect();
+            let rank = |s: usize| ranks[s].as_ref();
+            let earliest = (0..n).filter(|s| !spent.contains(&(*s as u32))).filter_map(rank).min()?;
+            if earliest.task.due > now {
                 return None;
             }
             let start = heads.next_start % n;
             let eligible = |s: &usize| {
-                head(*s).is_some_and(|h| match self.slack.is_zero() {
-                    true => h == earliest,
-                    false => h.due <= earliest.due.saturating_add(self.slack),
+                rank(*s).is_some_and(|r| match self.slack.is_zero() {
+                    true => r == earliest,
+                    false => {
+                        r.urgency == earliest.urgency && r.task.due <= earliest.task.due.saturating_add(self.slack)
+                    }
                 })
             };
             // A shard another lease of this process is taking from is likely emptied by
@@ -238,12 +254,13 @@ impl Heads {
             let busy = free.is_none();
             let chosen = free.or_else(|| order().next())?;
             heads.next_start = (chosen + 1) % n;
-            let others = (0..n).filter(|&s| s != chosen).filter_map(head).min();
-            let bound = others.map(|other| match self.slack.is_zero() {
+            let others = (0..n).filter(|&s| s != chosen).filter_map(rank).min();
+            let floor = others.map_or(Priority::LOWEST, Rank::priority);
+            let bound = others.map(|Rank { task: other, .. }| match self.slack.is_zero() {
                 true => Bound { due: other.due, before: Some(other.key.clone()) },
                 false => Bound { due: other.due.saturating_add(self.slack), before: None },
             });
-            Some(Pick { shard: chosen as u32, bound, busy })
+            Some(Pick { shard: chosen as u32, bound, floor, busy })
         })
     }
 
@@ -290,16 +307,16 @@ impl Heads {
         let id = self.with(queue, lane, shards, |heads| {
             let id = heads.next_flight;
             heads.next_flight += 1;
-            heads.flights.push(Flight { id, shard, lowest: None, leasing });
+            heads.flights.push(Flight { id, shard, lowest: None, lowest_bands: Bands::default(), leasing });
             id
         });
         Departure { heads: self, queue: queue.clone(), lane, shards, shard, id, settled: false }
     }
 
     /// The script of `departure` answered that the lane's head of its shard is `head`
-    /// (learnt at `now`).
-    pub(crate) fn land(&self, mut departure: Departure<'_>, head: Option<HeadTask>, now: Timestamp) {
-        self.settle(&departure, Some((head, now)));
+    /// and its urgent bands `bands` (learnt at `now`).
+    pub(crate) fn land(&self, mut departure: Departure<'_>, head: Option<HeadTask>, bands: Bands, now: Timestamp) {
+        self.settle(&departure, Some((head, bands, now)));
         departure.settled = true;
     }
 
@@ -309,14 +326,17 @@ impl Heads {
         departure.settled = true;
     }
 
-    /// Ends `departure`'s flight: its shard's head is `learnt` (the answer and when),
-    /// or unknown.
-    fn settle(&self, departure: &Departure<'_>, learnt: Option<(Option<HeadTask>, Timestamp)>) {
+    /// Ends `departure`'s flight: its shard's head and bands are `learnt` (the answer
+    /// and when), or unknown.
+    fn settle(&self, departure: &Departure<'_>, learnt: Option<(Option<HeadTask>, Bands, Timestamp)>) {
         self.with(&departure.queue, departure.lane, departure.shards, |heads| {
-            let lowest = take_flight(heads, departure.id);
+            let (lowest, lowest_bands) = take_flight(heads, departure.id).unwrap_or_default();
             if let Some(slot) = heads.shards.get_mut(departure.shard as usize) {
                 match learnt {
-                    Some((head, now)) => *slot = Head { task: lowered(head, lowest), learnt: Some(now) },
+                    Some((head, mut bands, now)) => {
+                        bands.lower_by(&lowest_bands);
+                        *slot = Head { task: lowered(head, lowest), bands, learnt: Some(now) };
+                    }
                     None => slot.learnt = None,
                 }
             }
@@ -330,17 +350,20 @@ impl Heads {
         self.landed.notified()
     }
 
-    /// A task of `shard` in `queue`'s `lane` is due at `due` (a wake-up, or a change
-    /// this process made). Lanes this process never leased from are left alone: their
+    /// A task of `priority` in `shard` of `queue`'s `lane` is due at `due` (a wake-up,
+    /// or a change this process made): the head is lowered, and above priority 0 that
+    /// priority's band too. Lanes this process never leased from are left alone: their
     /// heads are unknown, so read anyway.
-    pub(crate) fn lower(&self, queue: &QueueName, lane: Lane, shard: u32, due: Timestamp) {
+    pub(crate) fn lower(&self, queue: &QueueName, lane: Lane, shard: u32, priority: Priority, due: Timestamp) {
         let mut lanes = self.lanes.lock().expect("heads lock poisoned");
         let Some(heads) = lanes.get_mut(queue).and_then(|slots| slots[lane_slot(lane)].as_mut()) else { return };
         if let Some(slot) = heads.shards.get_mut(shard as usize) {
             slot.task = lowered(slot.task.take(), Some(due));
+            slot.bands.lower(priority, due);
         }
         for flight in heads.flights.iter_mut().filter(|f| f.shard == shard) {
             flight.lowest = Some(flight.lowest.map_or(due, |lowest| lowest.min(due)));
+            flight.lowest_bands.lower(priority, due);
         }
     }
 
@@ -390,10 +413,11 @@ pub(crate) fn lane_slot(lane: Lane) -> usize {
     }
 }
 
-/// Removes the flight `id`; the lowest wake-up it saw.
-fn take_flight(heads: &mut LaneHeads, id: u64) -> Option<Timestamp> {
+/// Removes the flight `id`; the lowest wake-up it saw, and of each priority above 0.
+fn take_flight(heads: &mut LaneHeads, id: u64) -> Option<(Option<Timestamp>, Bands)> {
     let at = heads.flights.iter().position(|f| f.id == id)?;
-    heads.flights.swap_remove(at).lowest
+    let flight = heads.flights.swap_remove(at);
+    Some((flight.lowest, flight.lowest_bands))
 }
 
 #[cfg(test)]
@@ -424,7 +448,7 @@ mod tests {
         let n = learnt.len() as u32;
         for (shard, task) in learnt.iter().enumerate() {
             let flight = heads.depart(&q(), H, n, shard as u32, false);
-            heads.land(flight, task.clone(), at(now));
+            heads.land(flight, task.clone(), Bands::default(), at(now));
         }
     }
 
@@ -480,8 +504,8 @@ mod tests {
             heads.pick(&q(), H, 2, at(100), &[]).unwrap().busy,
             "every eligible shard taken from: one of them, busy"
         );
-        heads.land(flight, None, at(1));
-        heads.land(second, head(20, "b"), at(1));
+        heads.land(flight, None, Bands::default(), at(1));
+        heads.land(second, head(20, "b"), Bands::default(), at(1));
         assert_eq!(pk(heads.pick(&q(), H, 2, at(100), &[])), Some((1 - first, None)));
         assert_eq!(pk(heads.pick(&q(), H, 2, at(100), &[1 - first])), None, "spent this call");
     }
@@ -505,14 +529,14 @@ mod tests {
         learn(&heads, &[head(100, "x"), head(100, "y")], 0);
         let flight = heads.depart(&q(), H, 2, 1, true);
         // A schedule after the script ran: its wake-up arrives before the answer.
-        heads.lower(&q(), H, 1, at(7));
-        heads.land(flight, head(100, "y"), at(1));
+        heads.lower(&q(), H, 1, Priority::LOWEST, at(7));
+        heads.land(flight, head(100, "y"), Bands::default(), at(1));
         assert_eq!(
             pk(heads.pick(&q(), H, 2, at(8), &[])),
             Some((1, Some(Bound { due: at(100), before: Some("x".into()) })))
         );
         // Known only by its time, a head sorts before every key due then.
-        heads.lower(&q(), H, 0, at(7));
+        heads.lower(&q(), H, 0, Priority::LOWEST, at(7));
         assert_eq!(
             pk(heads.pick(&q(), H, 2, at(8), &[])),
             Some((0, Some(Bound { due: at(7), before: Some(String::new()) })))
@@ -538,10 +562,10 @@ mod tests {
     fn lanes_and_queues_have_heads_of_their_own() {
         let heads = strict();
         learn(&heads, &[None], 0);
-        heads.lower(&q(), Lane::Target, 0, at(1));
-        heads.lower(&QueueName::new("other").unwrap(), H, 0, at(1));
+        heads.lower(&q(), Lane::Target, 0, Priority::LOWEST, at(1));
+        heads.lower(&QueueName::new("other").unwrap(), H, 0, Priority::LOWEST, at(1));
         assert_eq!(pk(heads.pick(&q(), H, 1, at(5), &[])), None);
-        heads.lower(&q(), H, 0, at(1));
+        heads.lower(&q(), H, 0, Priority::LOWEST, at(1));
         assert_eq!(pk(heads.pick(&q(), H, 1, at(5), &[])), Some((0, None)));
         heads.forget(&q(), 0);
         assert_eq!(heads.untrusted(&q(), H, 1, at(5)), vec![0]);

@@ -8,6 +8,8 @@
 //! |---|---|---|
 //! | `<p>:{<queue>}:scheduled` (shard n > 0: `{<queue>/<n>}`) | ZSet | key → due_at ms of scheduled tasks without a target (the handler lane) |
 //! | `…:scheduled:target` | ZSet | key → due_at ms of scheduled tasks with a target (the target lane) |
+//! | `…:scheduled:urgent` | ZSet | key → (9 − priority) · 2^48 + due_at ms of the handler lane's scheduled tasks of priority above 0 (see `lua/common.lua`): the highest priority first, each in due order |
+//! | `…:scheduled:target:urgent` | ZSet | the same for the target lane's |
 //! | `…:leases` | ZSet | key → lease expiry ms |
 //! | `…:inflight` | ZSet | key → due_at ms of leased tasks (listing in due order) |
 //! | `…:dead` | ZSet | key → due_at ms of dead tasks |
@@ -39,14 +41,23 @@
 //!
 //! Invariants: a task's record is in `tasks` exactly when its key is in the set of its
 //! state (scheduled: `scheduled`, or `scheduled:target` when the record holds a target;
-//! `leases` and `inflight`; or `dead` and `died`), and in `tags` once per tag. (`died`
-//! came after `dead`: a task that died under an earlier punctual is in `dead` only, and
-//! no retention sweep sees it. `scheduled:target` came with targets: an earlier
-//! punctual does not know it, so it never leases a task with a target.)
+//! `leases` and `inflight`; or `dead` and `died`), and in `tags` once per tag; a
+//! scheduled task whose priority is above 0 is also in its lane's urgent set
+//! (`scheduled:urgent` or `scheduled:target:urgent`), and nothing else is: every script
+//! that schedules or unschedules a task keeps the urgent sets so, knowing the priority
+//! from the record's header. (`died` came after `dead`: a task that died under an
+//! earlier punctual is in `dead` only, and no retention sweep sees it.
+//! `scheduled:target` came with targets: an earlier punctual does not know it, so it
+//! never leases a task with a target. The urgent sets came with priorities: a task of
+//! priority 0, as every task before them, is in neither, so a store written before
+//! needs nothing.)
+//!
+//! A queue that uses no priorities has empty urgent sets, which Redis does not keep:
+//! they cost it no memory, and a lease one look at an absent key.
 
 use punctual_core::{Lane, QueueName, TaskKey};
 
-/// The keys of one shard of one queue. Scripts take them as `KEYS[1..9]` in the order
+/// The keys of one shard of one queue. Scripts take them as `KEYS[1..11]` in the order
 /// of [`ShardKeys::in_script_order`] (the header of `lua/common.lua`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ShardKeys {
@@ -54,6 +65,10 @@ pub(crate) struct ShardKeys {
     pub(crate) scheduled: String,
     /// The target lane's scheduled tasks.
     pub(crate) scheduled_target: String,
+    /// The handler lane's scheduled tasks of priority above 0, by priority and due time.
+    pub(crate) urgent: String,
+    /// The target lane's scheduled tasks of priority above 0, by priority and due time.
+    pub(crate) urgent_target: String,
     pub(crate) leases: String,
     pub(crate) inflight: String,
     pub(crate) dead: String,
@@ -70,6 +85,8 @@ impl ShardKeys {
         ShardKeys {
             scheduled: key("scheduled"),
             scheduled_target: key("scheduled:target"),
+            urgent: key("scheduled:urgent"),
+            urgent_target: key("scheduled:target:urgent"),
             leases: key("leases"),
             inflight: key("inflight"),
             dead: key("dead"),
@@ -80,8 +97,8 @@ impl ShardKeys {
         }
     }
 
-    /// `KEYS[1..9]` of every shard script, as `lua/common.lua` numbers them.
-    pub(crate) fn in_script_order(&self) -> [&str; 9] {
+    /// `KEYS[1..11]` of every shard script, as `lua/common.lua` numbers them.
+    pub(crate) fn in_script_order(&self) -> [&str; 11] {
         [
             &self.scheduled,
             &self.leases,
@@ -92,14 +109,16 @@ impl ShardKeys {
             &self.seq,
             &self.died,
             &self.scheduled_target,
+            &self.urgent,
+            &self.urgent_target,
         ]
     }
 
-    /// The scheduled tasks of `lane`.
-    pub(crate) fn scheduled_in(&self, lane: Lane) -> &str {
+    /// The scheduled tasks of `lane`, and its urgent set.
+    pub(crate) fn lane_sets(&self, lane: Lane) -> (&str, &str) {
         match lane {
-            Lane::Handler => &self.scheduled,
-            Lane::Target => &self.scheduled_target,
+            Lane::Handler => (&self.scheduled, &self.urgent),
+            Lane::Target => (&self.scheduled_target, &self.urgent_target),
         }
     }
 }
@@ -179,8 +198,16 @@ mod tests {
         let two = ShardKeys::new("punctual", &q, 2);
         assert_eq!(zero.scheduled, "punctual:{order.cancel}:scheduled");
         assert_eq!(two.tasks, "punctual:{order.cancel/2}:tasks");
-        assert_eq!(zero.scheduled_in(Lane::Handler), "punctual:{order.cancel}:scheduled", "as before lanes");
-        assert_eq!(two.scheduled_in(Lane::Target), "punctual:{order.cancel/2}:scheduled:target");
+        assert_eq!(zero.scheduled, "punctual:{order.cancel}:scheduled", "the handler lane's, as before lanes");
+        assert_eq!(two.scheduled_target, "punctual:{order.cancel/2}:scheduled:target");
+        assert_eq!(
+            zero.lane_sets(Lane::Handler),
+            ("punctual:{order.cancel}:scheduled", "punctual:{order.cancel}:scheduled:urgent")
+        );
+        assert_eq!(
+            two.lane_sets(Lane::Target),
+            ("punctual:{order.cancel/2}:scheduled:target", "punctual:{order.cancel/2}:scheduled:target:urgent")
+        );
         assert!(zero.in_script_order().iter().all(|k| k.contains("{order.cancel}:")));
         assert_eq!(rate("punctual", &q), "punctual:{order.cancel}:rate");
         assert_eq!(queue_records("punctual"), "punctual:queue-records", "no queue's hash tag: no queue's node");

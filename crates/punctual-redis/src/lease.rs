@@ -9,9 +9,18 @@
 //! earliest head (plus `shard_order_slack`), until it has its batch: due order holds
 //! within a shard and, across shards, to within the slack (docs/redis.md). Each script
 //! takes at most [`SCRIPT_BATCH`] tasks.
+//!
+//! Priorities: a shard's script takes its lane's due tasks of the highest priority
+//! first (from the lane's urgent set, `lua/lease.lua`), then those of priority 0 with
+//! the room left. A sharded queue's lease picks shards by their next task in lease order
+//! (`heads`, `bands`): it takes the due tasks of the highest priority of any shard
+//! before lower ones, each visit bounded by the priority of the other shards' next task,
+//! and hands out its batch in lease order (priority, then due time and key).
 
 use punctual_core::store::{ExtendRequest, LeaseBatch, LeaseRequest, LeaseToken};
-use punctual_core::{Lane, QueueName, Result, Timestamp};
+use std::cmp::Reverse;
+
+use punctual_core::{Lane, Priority, QueueName, Result, Task, Timestamp};
 
 use crate::{SCRIPT_BATCH, Shared};
 
@@ -28,7 +37,7 @@ impl Shared {
         let shards = self.shard_count(&req.queue, false).await?;
         let max = (req.max.max(1) as usize).min(SCRIPT_BATCH);
         if shards == 1 {
-            let taken = self.on(&req.queue, 0).lease(req, max, None).await?;
+            let taken = self.on(&req.queue, 0).lease(req, max, None, Priority::LOWEST).await?;
             let next_due = in_engine_time(taken.batch.next_due, taken.now, req.now);
             return Ok(LeaseBatch::new(taken.batch.leases, next_due));
         }
@@ -69,7 +78,7 @@ impl Shared {
             let (share, extra) = (room / picks.len(), room % picks.len());
             let visited = picks.iter().enumerate().map(|(i, (pick, _))| {
                 let room = share + usize::from(i < extra);
-                async move { self.on(queue, pick.shard).lease(req, room, pick.bound.as_ref()).await }
+                async move { self.on(queue, pick.shard).lease(req, room, pick.bound.as_ref(), pick.floor).await }
             });
             let answers = futures_util::future::join_all(visited).await;
             let before = leases.len();
@@ -85,7 +94,7 @@ impl Shared {
                         if taken.batch.leases.is_empty() && !due_by_redis {
                             spent.push(pick.shard);
                         }
-                        self.heads.land(departure, taken.head, req.now);
+                        self.heads.land(departure, taken.head, taken.bands, req.now);
                         script_now = Some(script_now.map_or(taken.now, |at: Timestamp| at.max(taken.now)));
                         leases.extend(taken.batch.leases);
                     }
@@ -104,7 +113,7 @@ impl Shared {
                 break;
             }
         }
-        leases.sort_by(|a, b| (a.task.due_at, a.task.key.as_str()).cmp(&(b.task.due_at, b.task.key.as_str())));
+        leases.sort_by(|a, b| lease_order(&a.task).cmp(&lease_order(&b.task)));
         let mut next_due = self.heads.next_due(queue, lane, shards, req.now);
         if let Some(script_now) = script_now {
             next_due = in_engine_time(next_due, script_now, req.now);
@@ -118,8 +127,8 @@ impl Shared {
         let reads = untrusted.into_iter().map(|shard| async move {
             let departure = self.heads.depart(queue, lane, shards, shard, false);
             match self.on(queue, shard).head(lane).await {
-                Ok(head) => {
-                    self.heads.land(departure, head, now);
+                Ok((head, bands)) => {
+                    self.heads.land(departure, head, bands, now);
                     Ok(())
                 }
                 Err(e) => {
@@ -146,6 +155,12 @@ impl Shared {
         arming.done();
         Ok(())
     }
+}
+
+/// Where a leased task goes in a batch: the highest priority first, then the earliest
+/// due time, then the key.
+fn lease_order(task: &Task) -> (Reverse<Priority>, Timestamp, &str) {
+    (Reverse(task.priority), task.due_at, task.key.as_str())
 }
 
 /// `next_due` as the engine's clock should read it: a task Redis' clock (`script_now`,

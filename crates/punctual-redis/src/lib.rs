@@ -31,13 +31,14 @@
 //! `conn` (connecting, time limits, errors), `keys` (every key, in one table), `codes`
 //! (what the scripts call our enums), `scripts` (one typed call per Lua script),
 //! `record` (the stored task record), `shards` (the registry and fan-out over shards),
-//! `ids` (task id blocks), `tasks`, `lease` and `heads`, `group_commit` (acks), `reap`, `list`
+//! `ids` (task id blocks), `tasks`, `lease`, `heads` and `bands` (priorities across shards), `group_commit` (acks), `reap`, `list`
 //! and `tag_list`, `cursor`, `dead`, `stats`, `rates`, `queue_records` (settings and
 //! pause state shared by every process), `nodes` (what each live process announces);
 //! `clock`, `wake`, `identity` and `durability` run beside the store. This file holds the store and its `Store` impl,
 //! one line per method. Apart from the store, [`keyspace`] reads and deletes the keys
 //! `punctual import keyspace` moves out of a legacy Redis.
 
+mod bands;
 mod clock;
 mod conn;
 mod dead;

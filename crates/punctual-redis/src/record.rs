@@ -16,10 +16,16 @@
 //! left out when there is none, so a task without one (most tasks) has the record it
 //! had before targets. The scripts keep the target as opaque text and tell a task's
 //! lane by whether it has one. Only format 2 holds a target.
+//!
+//! A task's [`Priority`] is the 15th header field, left out when it is 0: a task of
+//! priority 0 has the record it had before priorities (no byte more), and a record
+//! written before (format 1, or format 2 of up to 14 fields) is of priority 0. Only
+//! format 2 holds a priority above 0.
 
 use punctual_core::store::corrupt;
 use punctual_core::{
-    Backoff, NewTask, QueueName, Repeat, Result, StoreId, Tag, Target, Task, TaskKey, TaskMeta, TaskState, Timestamp,
+    Backoff, NewTask, Priority, QueueName, Repeat, Result, StoreId, Tag, Target, Task, TaskKey, TaskMeta, TaskState,
+    Timestamp,
 };
 use serde::{Deserialize, Serialize};
 
@@ -100,6 +106,7 @@ struct Header {
     taglen: i64,
     /// 0: no target.
     targetlen: i64,
+    priority: i64,
 }
 
 /// Format 1's header (without its `|`): 14 decimal fields.
@@ -132,16 +139,17 @@ fn header_v1(header: &str) -> Result<Header> {
         errlen: errlen.unwrap_or(-1),
         taglen: required(taglen)?,
         targetlen: 0,
+        priority: 0,
     })
 }
 
-/// Format 2's header after its mark (without its `|`): up to 14 base-36 fields (13
-/// before targets).
+/// Format 2's header after its mark (without its `|`): up to 15 base-36 fields (13
+/// before targets, 14 before priorities).
 fn header_v2(state: TaskState, header: &str) -> Result<Header> {
     let bad = |what: &str| corrupt(format!("record header '{header}': {what}"));
     let fields: Vec<&str> = header.split(',').collect();
-    if fields.len() > 14 {
-        return Err(bad("more than 14 fields"));
+    if fields.len() > 15 {
+        return Err(bad("more than 15 fields"));
     }
     let number = |i: usize| -> Result<Option<i64>> {
         match fields.get(i) {
@@ -174,6 +182,7 @@ fn header_v2(state: TaskState, header: &str) -> Result<Header> {
         occ: or(11, 1)?,
         anchor: or(12, due)?,
         targetlen: or(13, 0)?,
+        priority: or(14, 0)?,
     })
 }
 
@@ -253,6 +262,10 @@ pub(crate) fn decode(store: StoreId, queue: &QueueName, key: &str, record: &[u8]
     task.lease_expires_at = (task.state == TaskState::Leased).then(|| Timestamp::from_millis(h.exp));
     task.last_error = last_error;
     task.target = target;
+    task.priority = u8::try_from(h.priority)
+        .ok()
+        .and_then(|p| Priority::new(p).ok())
+        .ok_or_else(|| corrupt(format!("priority {} is not 0 to 9", h.priority)))?;
     Ok(task)
 }
 
@@ -372,6 +385,30 @@ mod tests {
     }
 
     #[test]
+    fn a_priority_is_a_15th_field_left_out_at_0_and_a_record_from_before_is_of_priority_0() {
+        let q = QueueName::new("q").unwrap();
+        // Priority 7, no target: every field between anchor and priority empty.
+        let record = "Srs,16,ri,,,,,,,,,,,,7|";
+        let task = decode(STORE, &q, "k", record.as_bytes()).unwrap();
+        assert_eq!((task.priority.get(), &task.target), (7, &None));
+        assert_eq!(encode_as_the_scripts_do(&task), record.as_bytes());
+        // Of priority 0 it has the record it had before priorities, byte for byte.
+        let mut plain = task.clone();
+        plain.priority = Priority::LOWEST;
+        assert_eq!(String::from_utf8(encode_as_the_scripts_do(&plain)).unwrap(), "Srs,16,ri|");
+        // Records written before priorities: format 1, format 2 with a target (14
+        // fields) and without one.
+        for before in
+            ["0,1000,,,,,20,,,42,10,,,0|{}", "Srs,16,ri,,,,,,,,,,,v|{\"u\":\"http://127.0.0.1:9/hook\"}", "Srs,16,ri|"]
+        {
+            assert_eq!(decode(STORE, &q, "k", before.as_bytes()).unwrap().priority, Priority::LOWEST, "{before}");
+        }
+        for out_of_range in ["Srs,16,ri,,,,,,,,,,,,a|", "Srs,16,ri,,,,,,,,,,,,-1|"] {
+            assert!(decode(STORE, &q, "k", out_of_range.as_bytes()).is_err(), "{out_of_range}");
+        }
+    }
+
+    #[test]
     fn a_damaged_record_is_an_error_not_a_panic() {
         let q = QueueName::new("q").unwrap();
         let bad = [
@@ -385,7 +422,7 @@ mod tests {
             "S0|",
             ",1|",
             "S,1|",
-            "S0,1,,,,,,,,,,,,,|",
+            "S0,1,,,,,,,,,,,,,,|",
             "S0,1,,,,,,,,,,,,z|short",
             "S0,1,,,,,,,,,,,,2|{}",
             "S0,1,,,,,,,,,,,,-1|",
@@ -473,6 +510,7 @@ mod tests {
             unless(i64::from(task.meta.occurrence), 1),
             unless(task.meta.anchor.as_millis(), due),
             unless(target.len() as i64, 0),
+            unless(i64::from(task.priority.get()), 0),
         ];
         while fields.last().is_some_and(String::is_empty) {
             fields.pop();
@@ -484,9 +522,11 @@ mod tests {
     }
 
     /// The record of `task` exactly as the scripts wrote it before format 2 (format 1),
-    /// and as they still write a task read in format 1 (which never has a target).
+    /// and as they still write a task read in format 1 (which never has a target, and
+    /// is of priority 0).
     fn encode_v1_as_the_scripts_did(task: &Task) -> Vec<u8> {
         assert_eq!(task.target, None, "format 1 holds no target");
+        assert_eq!(task.priority, Priority::LOWEST, "format 1 holds no priority");
         let unless = |n: i64, usual: i64| if n == usual { String::new() } else { n.to_string() };
         let state = codes::state(task.state);
         let (due, created) = (task.due_at.as_millis(), task.created_at.as_millis());
@@ -657,6 +697,7 @@ mod tests {
             last_error in prop::option::of(prop_oneof![Just(String::new()), ".*", Just("a|b\n1,2".to_owned())]),
             same_times in any::<(bool, bool)>(),
             target in any_target(),
+            priority in prop_oneof![Just(0u8), 0..=9u8],
         ) -> Task {
             let queue = QueueName::new(queue).unwrap();
             let key = TaskKey::new(key).unwrap();
@@ -677,20 +718,22 @@ mod tests {
             task.lease_expires_at = (state == TaskState::Leased).then_some(lease_expires_at);
             task.last_error = last_error;
             task.target = target;
+            task.priority = Priority::new(priority).unwrap();
             task
         }
     }
 
-    /// A task as format 1 can hold it: without a target.
+    /// A task as format 1 can hold it: without a target, of priority 0.
     fn any_task_of_format_1() -> impl Strategy<Value = Task> {
         any_task().prop_map(|mut task| {
             task.target = None;
+            task.priority = Priority::LOWEST;
             task
         })
     }
 
     /// A header of either format: 12 to 16 decimal fields, or a mark (or another byte)
-    /// and 0 to 15 base-36 fields, each empty, a number (in or out of range) or junk.
+    /// and 0 to 16 base-36 fields, each empty, a number (in or out of range) or junk.
     fn any_header() -> impl Strategy<Value = String> {
         let field = prop_oneof![
             Just(String::new()),
@@ -710,7 +753,7 @@ mod tests {
         ];
         prop_oneof![
             prop::collection::vec(field, 12..=16).prop_map(|fields| fields.join(",")),
-            ("[SLDX0]", prop::collection::vec(b36_field, 0..=15))
+            ("[SLDX0]", prop::collection::vec(b36_field, 0..=16))
                 .prop_map(|(mark, fields)| format!("{mark}{}", fields.join(","))),
         ]
     }
@@ -770,6 +813,7 @@ mod tests {
                 any_task().boxed().prop_flat_map(|t| {
                     let mut without_target = t.clone();
                     without_target.target = None;
+                    without_target.priority = Priority::LOWEST;
                     let v1 = encode_v1_as_the_scripts_did(&without_target);
                     prop_oneof![Just(encode_as_the_scripts_do(&t)), Just(v1)]
                 }).prop_flat_map(|record| {

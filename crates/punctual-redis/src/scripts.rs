@@ -9,7 +9,7 @@
 //! for (after a restart or a `SCRIPT FLUSH`). (`lua/delete_if_unchanged.lua` is not the
 //! store's: `keyspace` loads and calls it.)
 //!
-//! Invariants: a shard script gets the nine keys of its one shard as `KEYS` (so it
+//! Invariants: a shard script gets the eleven keys of its one shard as `KEYS` (so it
 //! touches only keys it was passed, on one Cluster node) and `ARGV[1..3]` = now, the
 //! wake-up channel, the queue; the codes it gets for our enums come from `codes`. Each
 //! call here is one script call: bounding batches (at most
@@ -23,11 +23,14 @@ use punctual_core::store::{
     CompleteRequest, Lease, LeaseBatch, LeaseRequest, LeaseToken, PurgeSelection, QueueStats, ReapResult, Reaped,
     Scheduled, Swept, corrupt,
 };
-use punctual_core::{Error, Lane, NewTask, QueueName, Result, StoreId, Tag, Task, TaskKey, TaskState, Timestamp};
+use punctual_core::{
+    Error, Lane, NewTask, Priority, QueueName, Result, StoreId, Tag, Task, TaskKey, TaskState, Timestamp,
+};
 use redis::{Script, ScriptInvocation};
 
+use crate::bands::{Bands, HeadTask};
 use crate::cursor::Cursor;
-use crate::heads::{Bound, HeadTask};
+use crate::heads::Bound;
 use crate::keys::{self, ShardKeys};
 use crate::nodes::Announcement;
 use crate::{Shared, codes, record};
@@ -39,6 +42,7 @@ const COMMON: &str = include_str!("lua/common.lua");
 pub(crate) struct Scripts {
     schedule: Script,
     lease: Script,
+    head: Script,
     complete: Script,
     extend: Script,
     release: Script,
@@ -67,6 +71,7 @@ impl Scripts {
         Scripts {
             schedule: with_common(include_str!("lua/schedule.lua")),
             lease: with_common(include_str!("lua/lease.lua")),
+            head: with_common(include_str!("lua/head.lua")),
             complete: with_common(include_str!("lua/complete.lua")),
             extend: with_common(include_str!("lua/extend.lua")),
             release: with_common(include_str!("lua/release.lua")),
@@ -124,6 +129,8 @@ pub(crate) struct RetriedBatch {
 pub(crate) struct ShardLease {
     pub(crate) batch: LeaseBatch,
     pub(crate) head: Option<HeadTask>,
+    /// The lane's urgent bands, of a sharded queue (empty for another).
+    pub(crate) bands: Bands,
     /// The script's now (Redis' clock, or the caller's).
     pub(crate) now: Timestamp,
 }
@@ -243,7 +250,8 @@ impl OnShard<'_> {
                 .arg(*id)
                 .arg(record::tags_of(&task.tags))
                 .arg(record::body_of(task)?)
-                .arg(record::target_of(task));
+                .arg(record::target_of(task))
+                .arg(task.priority.get());
         }
         let answer: Vec<Vec<u8>> = self.shared.conn.invoke(&invocation).await?;
         if answer.len() != tasks.len() * 2 {
@@ -267,10 +275,18 @@ impl OnShard<'_> {
         Ok(results)
     }
 
-    /// `lua/lease.lua`: leases up to `max` due tasks of the request's lane, earliest
-    /// first, none past `bound` (the request's own `max` is the caller's to share among
-    /// shards); the batch's next due time, and the head task, are this shard's lane's.
-    pub(crate) async fn lease(&self, req: &LeaseRequest, max: usize, bound: Option<&Bound>) -> Result<ShardLease> {
+    /// `lua/lease.lua`: leases up to `max` due tasks of the request's lane, the highest
+    /// priority first, none of a priority below `floor` nor, of `floor`, past `bound`
+    /// (the request's own `max` is the caller's to share among shards); the batch's next
+    /// due time, and the head task, are this shard's lane's, and of a sharded queue so
+    /// are the bands.
+    pub(crate) async fn lease(
+        &self,
+        req: &LeaseRequest,
+        max: usize,
+        bound: Option<&Bound>,
+        floor: Priority,
+    ) -> Result<ShardLease> {
         let mut invocation = self.invocation(&self.shared.scripts.lease, req.now);
         invocation.arg(max).arg(millis(req.lease_for)).arg(codes::lane(req.lane));
         match bound {
@@ -278,25 +294,41 @@ impl OnShard<'_> {
             Some(Bound { due, before: None }) => invocation.arg(due.as_millis()).arg(""),
             Some(Bound { due, before: Some(key) }) => invocation.arg(due.as_millis()).arg(format!("k{key}")),
         };
+        let sharded = self.shared.sharded(self.queue);
+        invocation.arg(floor.get()).arg(if sharded { "1" } else { "" });
         let answer: Vec<Vec<u8>> = self.shared.conn.invoke(&invocation).await?;
-        let [score, key, now, pairs @ ..] = answer.as_slice() else { return Err(corrupt("lease answered no head")) };
-        let now =
-            parse_score(std::str::from_utf8(now).map_err(corrupt)?)?.ok_or_else(|| corrupt("lease without now"))?;
-        let next_due = parse_score(std::str::from_utf8(score).map_err(corrupt)?)?;
-        let head = match next_due {
-            Some(due) => Some(HeadTask { due, key: String::from_utf8(key.clone()).map_err(corrupt)? }),
-            None => None,
-        };
+        let [score, key, now, rest @ ..] = answer.as_slice() else { return Err(corrupt("lease answered no head")) };
+        let now = parse_score(text(now)?)?.ok_or_else(|| corrupt("lease without now"))?;
+        let head = head_task(score, key)?;
+        let next_due = head.as_ref().map(|head| head.due);
+        let (bands, pairs) = parse_bands(rest)?;
         let leases = self.decode_pairs(pairs)?.into_iter().map(Lease::of).collect();
-        Ok(ShardLease { batch: LeaseBatch::new(leases, next_due), head, now })
+        Ok(ShardLease { batch: LeaseBatch::new(leases, next_due), head, bands, now })
     }
 
-    /// The head task of the request's lane in this shard (`ZRANGE … 0 0`).
-    pub(crate) async fn head(&self, lane: Lane) -> Result<Option<HeadTask>> {
-        let zset = self.keys.scheduled_in(lane);
-        let head: Vec<(String, f64)> =
-            self.shared.conn.query(redis::cmd("ZRANGE").arg(zset).arg(0).arg(0).arg("WITHSCORES")).await?;
-        Ok(head.into_iter().next().map(|(key, due)| HeadTask { due: Timestamp::from_millis(due as i64), key }))
+    /// The head task of `lane` in this shard, and its urgent bands: `ZRANGE … 0 0` of
+    /// the lane's set and of its urgent set, side by side; `lua/head.lua` for the bands
+    /// only when the urgent set holds a task (the queue uses priorities).
+    pub(crate) async fn head(&self, lane: Lane) -> Result<(Option<HeadTask>, Bands)> {
+        let (scheduled, urgent) = self.keys.lane_sets(lane);
+        let first = |zset: &str| redis::cmd("ZRANGE").arg(zset).arg(0).arg(0).arg("WITHSCORES").clone();
+        let (first_scheduled, first_urgent) = (first(scheduled), first(urgent));
+        let (head, urgent_head) = futures_util::future::try_join(
+            self.shared.conn.query::<Vec<ScoredMember>>(&first_scheduled),
+            self.shared.conn.query::<Vec<ScoredMember>>(&first_urgent),
+        )
+        .await?;
+        if urgent_head.is_empty() {
+            let head =
+                head.into_iter().next().map(|(key, due)| HeadTask { due: Timestamp::from_millis(due as i64), key });
+            return Ok((head, Bands::default()));
+        }
+        let mut invocation = self.invocation(&self.shared.scripts.head, Timestamp::EPOCH);
+        invocation.arg(codes::lane(lane));
+        let answer: Vec<Vec<u8>> = self.shared.conn.invoke(&invocation).await?;
+        let [score, key, rest @ ..] = answer.as_slice() else { return Err(corrupt("head answered no head")) };
+        let (bands, _) = parse_bands(rest)?;
+        Ok((head_task(score, key)?, bands))
     }
 
     /// `lua/complete.lua`: applies `reqs`, all judged at `now`; whether each applied
@@ -494,6 +526,40 @@ fn with_cursor<'i, 's>(
 /// A duration in whole ms, as scripts take it.
 fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// A member of a sorted set and its score, as `ZRANGE … WITHSCORES` answers them.
+type ScoredMember = (String, f64);
+
+fn text(bytes: &[u8]) -> Result<&str> {
+    std::str::from_utf8(bytes).map_err(corrupt)
+}
+
+/// A lane's head as scripts answer it: its due time ('' for none) and its key.
+fn head_task(score: &[u8], key: &[u8]) -> Result<Option<HeadTask>> {
+    match parse_score(text(score)?)? {
+        Some(due) => Ok(Some(HeadTask { due, key: text(key)?.to_owned() })),
+        None => Ok(None),
+    }
+}
+
+/// Urgent bands as scripts answer them (`n`, then `n` triples: priority, due ms, key),
+/// and what follows them.
+fn parse_bands(answer: &[Vec<u8>]) -> Result<(Bands, &[Vec<u8>])> {
+    let (count, rest) = answer.split_first().ok_or_else(|| corrupt("an answer without its bands"))?;
+    let count: usize = text(count)?.parse().map_err(corrupt)?;
+    if rest.len() < count * 3 {
+        return Err(corrupt("an answer shorter than its bands"));
+    }
+    let (triples, rest) = rest.split_at(count * 3);
+    let mut bands = Vec::with_capacity(count);
+    for triple in triples.chunks(3) {
+        let [priority, due, key] = triple else { return Err(corrupt("an odd band")) };
+        let priority = Priority::new(text(priority)?.parse().map_err(corrupt)?).map_err(corrupt)?;
+        let due = parse_score(text(due)?)?.ok_or_else(|| corrupt("a band without its due time"))?;
+        bands.push((priority, HeadTask { due, key: text(key)?.to_owned() }));
+    }
+    Ok((Bands::new(bands), rest))
 }
 
 /// A ZSet score as scripts return it ('' for none).

@@ -9,12 +9,11 @@
 use std::collections::BTreeMap;
 
 use punctual_core::store::{PurgeRequest, ScheduleOutcome, Scheduled};
-use punctual_core::{Error, Lane, NewTask, QueueName, Result, Tag, Task, TaskKey, Timestamp};
+use punctual_core::{Error, Lane, NewTask, Priority, QueueName, Result, Tag, Task, TaskKey, Timestamp};
 
 use crate::heads::lane_slot;
 use crate::keys::ShardKeys;
 use crate::scripts::DeleteIf;
-use crate::shards::earliest;
 use crate::{SCRIPT_BATCH, Shared, record};
 
 impl Shared {
@@ -62,22 +61,25 @@ impl Shared {
 
     /// Tells this process's shard heads what one schedule script wrote, so its leases
     /// know at once (other processes hear the wake-up): the earliest task created in
-    /// each lane lowers that lane's head; a replace may have moved the head later, so
-    /// the shard's heads are read again.
+    /// each lane and of each priority lowers that lane's head (and band); a replace may
+    /// have moved the head later, so the shard's heads are read again.
     fn note_written(&self, queue: &QueueName, shard: u32, answers: &[Result<Scheduled>]) {
-        let mut created: [Option<Timestamp>; 2] = [None, None];
+        let mut created: BTreeMap<(usize, Priority), Timestamp> = BTreeMap::new();
         let mut replaced = false;
         for written in answers.iter().flatten() {
             if written.outcome == ScheduleOutcome::Created {
-                let slot = &mut created[lane_slot(written.task.lane())];
-                *slot = earliest(*slot, Some(written.task.due_at));
+                let slot =
+                    created.entry((lane_slot(written.task.lane()), written.task.priority)).or_insert(Timestamp::MAX);
+                *slot = (*slot).min(written.task.due_at);
             } else if written.outcome == ScheduleOutcome::Replaced {
                 replaced = true;
             }
         }
         for lane in Lane::ALL {
-            if let Some(due) = created[lane_slot(lane)] {
-                self.heads.lower(queue, lane, shard, due);
+            for (&(_, priority), &due) in
+                created.range((lane_slot(lane), Priority::LOWEST)..=(lane_slot(lane), Priority::HIGHEST))
+            {
+                self.heads.lower(queue, lane, shard, priority, due);
             }
         }
         if replaced {

@@ -1,7 +1,10 @@
 //! Follows the wake-up channel: scripts of every process publish
 //! `"<queue>\n<due ms>"` when they make the earliest due time of a queue's handler lane
 //! earlier, then `"\nt"` when it is the target lane's; a sharded queue's messages then
-//! name the shard and the publishing process, `"\ns<n>\np<process>"`. Each is passed on
+//! name the shard and the publishing process, `"\ns<n>\np<process>"`. A sharded
+//! queue's scripts also publish when they make the earliest task of one priority above
+//! 0 earlier, `"\nu<priority>"` after the lane (an earlier punctual drops these: it
+//! knows no priorities), which lowers that priority's band of the shard (`bands`). Each is passed on
 //! as a [`Wakeup`] of its lane, and another process's lowers that shard's head
 //! (`heads`; this process lowered its own when its call was answered, or forgot them
 //! when it was not, and its message arriving later must not lower a head a lease has
@@ -16,7 +19,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use punctual_core::{Lane, QueueName, Timestamp, Wakeup};
+use punctual_core::{Lane, Priority, QueueName, Timestamp, Wakeup};
 
 use crate::{Shared, keys};
 
@@ -48,6 +51,7 @@ pub(crate) async fn follow(shared: Arc<Shared>, nodes: Vec<redis::ConnectionInfo
                             &message.wakeup.queue,
                             message.wakeup.lane,
                             shard.index,
+                            message.priority,
                             message.wakeup.due_at,
                         );
                     }
@@ -75,6 +79,8 @@ pub(crate) async fn follow(shared: Arc<Shared>, nodes: Vec<redis::ConnectionInfo
 #[derive(Debug)]
 struct Message<'a> {
     wakeup: Wakeup,
+    /// The priority whose earliest task was made earlier; 0: the lane's head was.
+    priority: Priority,
     /// A sharded queue's: which shard, and who published it.
     shard: Option<ShardOf<'a>>,
 }
@@ -92,6 +98,10 @@ fn parse(payload: &[u8]) -> Option<Message<'_>> {
     let due = Timestamp::from_millis(lines.next()?.parse().ok()?);
     let mut rest = lines.peekable();
     let lane = if rest.next_if_eq(&"t").is_some() { Lane::Target } else { Lane::Handler };
+    let priority = match rest.next_if(|line| line.starts_with('u')) {
+        Some(line) => Priority::new(line[1..].parse().ok()?).ok().filter(|p| *p > Priority::LOWEST)?,
+        None => Priority::LOWEST,
+    };
     let shard = match (rest.next(), rest.next()) {
         (None, _) => None,
         (Some(shard), Some(from)) => Some(ShardOf {
@@ -103,7 +113,7 @@ fn parse(payload: &[u8]) -> Option<Message<'_>> {
     if rest.next().is_some() {
         return None;
     }
-    Some(Message { wakeup: Wakeup::new(queue, due).in_lane(lane), shard })
+    Some(Message { wakeup: Wakeup::new(queue, due).in_lane(lane), priority, shard })
 }
 
 #[cfg(test)]
@@ -131,5 +141,20 @@ mod tests {
         assert!(parse(b"no-newline").is_none());
         assert!(parse(b"bad queue!\n5").is_none());
         assert!(parse(b"q\nsoon").is_none());
+    }
+
+    #[test]
+    fn a_wake_message_may_name_a_priority_after_its_lane() {
+        let m = parse(b"q\n5\nu9\ns2\npx").unwrap();
+        assert_eq!(
+            (m.wakeup.lane, m.priority.get(), m.shard),
+            (Lane::Handler, 9, Some(ShardOf { index: 2, from: "x" }))
+        );
+        let m = parse(b"q\n5\nt\nu3\ns0\npx").unwrap();
+        assert_eq!((m.wakeup.lane, m.priority.get()), (Lane::Target, 3));
+        assert_eq!(parse(b"q\n5\ns0\npx").unwrap().priority, Priority::LOWEST, "no priority: the head's message");
+        for bad in [&b"q\n5\nu0\ns0\npx"[..], b"q\n5\nu10\ns0\npx", b"q\n5\nu\ns0\npx", b"q\n5\nu3\nt\ns0\npx"] {
+            assert!(parse(bad).is_none(), "{}", String::from_utf8_lossy(bad));
+        }
     }
 }

@@ -9,17 +9,24 @@
 --   KEYS[7] seq        counter: every fence handed out in this shard
 --   KEYS[8] died       ZSet key -> when each dead task died, ms (its updated)
 --   KEYS[9] scheduled:target ZSet key -> due_at ms of scheduled tasks with a target
+--   KEYS[10] scheduled:urgent ZSet key -> (9 - priority) * BAND + due_at ms of the
+--     scheduled tasks of KEYS[1] whose priority is above 0 (the handler lane's urgent set)
+--   KEYS[11] scheduled:target:urgent ZSet the same for the tasks of KEYS[9]
 -- and the same first ARGV:
 --   ARGV[1] now in ms since the epoch, or '' to use Redis' own clock (TIME)
 --   ARGV[2] the channel on which wake-ups are published
 --   ARGV[3] the queue name, for wake-up messages; of a sharded queue, followed by
 --     "\ns<shard>\np<process>" (see publish_wakeup)
 -- A scheduled task is in the due set of its lane: KEYS[1] when its record holds no
--- target (the handler lane), KEYS[9] when it holds one (the target lane).
--- Record, format 2 (written for every new task): a mark, then up to 14 fields in
+-- target (the handler lane), KEYS[9] when it holds one (the target lane); and, when
+-- its priority is above 0, in that lane's urgent set too (KEYS[10], KEYS[11]), scored
+-- so that the highest priority comes first and each priority in due order. A task of
+-- priority 0 (most tasks) is in no urgent set: a queue that uses no priorities has
+-- empty urgent sets, which Redis does not even keep.
+-- Record, format 2 (written for every new task): a mark, then up to 15 fields in
 -- base 36 ('-' before a negative one) separated by ",", then "|":
 --   mark: S scheduled, L leased, D dead
---   due,id,due-created,max,taglen,exp-updated,fence,updated-created,att,errlen,ver,occ,anchor,tgtlen
+--   due,id,due-created,max,taglen,exp-updated,fence,updated-created,att,errlen,ver,occ,anchor,tgtlen,pri
 -- Times other than due and anchor are written as distances, which are short: created
 -- as due - created, updated as updated - created, and a lease's expiry as exp -
 -- updated (empty: exp 0, not leased). errlen is -1 when there is no last_error. The
@@ -28,8 +35,10 @@
 -- An empty field holds its usual value, and empty fields at the end are left out, so
 -- a new task is "S<due>,<id>,<due - created>|": due - created 0, max 20, taglen 0,
 -- exp 0, fence 0, updated - created 0, att 0, errlen -1, ver 1, occ 1, anchor = due,
--- tgtlen 0 (no target). tgtlen came last, with targets: a record written before has
--- at most 13 fields and no target.
+-- tgtlen 0 (no target), pri 0 (the priority, 0 to 9). tgtlen came with targets: a
+-- record written before has at most 13 fields and no target; pri came last, with
+-- priorities: a record written before has at most 14 fields and priority 0, and so has
+-- every record of priority 0 written since (byte for byte what it was before).
 -- The usual values belong to the format: they never change, whatever the defaults of
 -- a later punctual.
 -- After "|": errlen bytes of last_error, taglen bytes of tags joined by "\n", tgtlen
@@ -41,8 +50,8 @@
 --   "st,due,exp,fence,ver,att,max,occ,anchor,id,created,updated,errlen,taglen|"
 -- in decimal, st the state's number, the same fields left empty at the same usual
 -- values (max and taglen always written), then the error, the tags and a body that is
--- one JSON object {"p": payload, "b": backoff, "r": repeat}. It never holds a target:
--- a task gets one only by a replace, which writes format 2.
+-- one JSON object {"p": payload, "b": backoff, "r": repeat}. It never holds a target
+-- and its priority is 0: a task gets either only by a replace, which writes format 2.
 -- States: 0 scheduled, 1 leased, 2 dead. Keys and tags hold no control characters.
 
 local function now_ms()
@@ -62,7 +71,7 @@ local function decode_v1(rec)
   local t = {
     v1 = true, st = tonumber(st), due = tonumber(due), exp = tonumber(exp) or 0, fence = tonumber(fence) or 0,
     ver = tonumber(ver) or 1, att = tonumber(att) or 0, max = tonumber(max), occ = tonumber(occ) or 1,
-    id = tonumber(id), created = tonumber(created),
+    id = tonumber(id), created = tonumber(created), pri = 0,
   }
   t.anc = tonumber(anc) or t.due
   t.updated = tonumber(updated) or t.created
@@ -113,14 +122,14 @@ local STATE_OF_MARK = { S = 0, L = 1, D = 2 }
 local MARK_OF_STATE = { [0] = 'S', 'L', 'D' }
 -- The usual max_attempts of format 2 (DEFAULT_MAX_ATTEMPTS when the format was made).
 local USUAL_MAX = 20
--- A mark, 14 fields (missing ones at the end match empty), "|".
-local HEADER_V2 = '^.' .. string.rep('([^,|]*),?', 14) .. '|()'
+-- A mark, 15 fields (missing ones at the end match empty), "|".
+local HEADER_V2 = '^.' .. string.rep('([^,|]*),?', 15) .. '|()'
 
 -- Format 2: the header's fields, then the rest of the record from `pos`.
 local function decode_v2(rec, st)
-  local due, id, lead, max, taglen, lease, fence, age, att, errlen, ver, occ, anc, tgtlen, pos =
+  local due, id, lead, max, taglen, lease, fence, age, att, errlen, ver, occ, anc, tgtlen, pri, pos =
     string.match(rec, HEADER_V2)
-  local t = { st = st, due = field(due), id = field(id) }
+  local t = { st = st, due = field(due), id = field(id), pri = field(pri, 0) }
   t.created = t.due - field(lead, 0)
   t.updated = t.created + field(age, 0)
   t.exp = field(lease, nil)
@@ -189,26 +198,24 @@ local function encode(t)
     b36(t.due), b36(t.id), unless(t.due - t.created, 0, b36), unless(t.max, USUAL_MAX, b36),
     unless(#t.tags, 0, b36), lease, unless(t.fence, 0, b36), unless(t.updated - t.created, 0, b36),
     unless(t.att, 0, b36), unless(errlen, -1, b36), unless(t.ver, 1, b36), unless(t.occ, 1, b36),
-    unless(t.anc, t.due, b36),
+    unless(t.anc, t.due, b36), unless(#t.tgt, 0, b36), unless(t.pri, 0, b36),
   }
-  if t.tgt ~= '' then f[14] = b36(#t.tgt) end
-  local n = #f
+  local n = 15
   while f[n] == '' do n = n - 1 end
   return MARK_OF_STATE[t.st] .. table.concat(f, ',', 1, n) .. '|' .. tail
 end
 
 -- The record of a task created at `now`: what encode(t) writes of it, made without
 -- the table (every field after the fifth holds its usual value, but for a target's
--- length).
-local function fresh(due, id, max, now, tags, tgt, body)
+-- length and the priority).
+local function fresh(due, id, max, now, tags, tgt, pri, body)
   local f = { b36(due), b36(id), unless(due - now, 0, b36), unless(max, USUAL_MAX, b36), unless(#tags, 0, b36) }
   local n = 5
-  if tgt ~= '' then
+  if tgt ~= '' or pri ~= 0 then
     for i = 6, 13 do f[i] = '' end
-    f[14], n = b36(#tgt), 14
-  else
-    while f[n] == '' do n = n - 1 end
+    f[14], f[15], n = unless(#tgt, 0, b36), unless(pri, 0, b36), 15
   end
+  while f[n] == '' do n = n - 1 end
   return 'S' .. table.concat(f, ',', 1, n) .. '|' .. tags .. tgt .. body
 end
 
@@ -252,7 +259,7 @@ end
 -- decoded.
 local function lease_view(rec)
   if string.sub(rec, 1, 1) ~= 'L' then return decode(rec) end
-  local due, id, lead, _, taglen, lease, fence, age, _, errlen, ver, _, _, _, pos = string.match(rec, HEADER_V2)
+  local due, id, lead, _, taglen, lease, fence, age, _, errlen, ver, _, _, _, _, pos = string.match(rec, HEADER_V2)
   local t = { st = 1, id = field(id), ver = field(ver, 1), fence = field(fence, 0), exp = 0 }
   if lease ~= '' then t.exp = field(due) - field(lead, 0) + field(age, 0) + field(lease) end
   local errors = field(errlen, -1)
@@ -275,8 +282,50 @@ local function lane_of(tgt)
   return TARGET
 end
 
--- The earliest due time this script made, by lane (published once, at the end).
+-- Each lane's urgent set, by KEYS index. A task of priority p due at d is scored
+-- (9 - p) * BAND + d there: priority p's band is [(9 - p) * BAND, (10 - p) * BAND).
+-- BAND is 2^48, above every due time (Timestamp::MAX, in the year 9999, is under
+-- 2^47.9), and the highest score, under 10 * 2^48, is far below 2^53: scores are
+-- exact in a double. (Pass them to Redis through `int`: Lua writes a number of more
+-- than 14 digits in its own way with a loss of precision.)
+local URGENT = { [HANDLER] = 10, [TARGET] = 11 }
+local BAND = 281474976710656
+
+-- The first score of priority `pri`'s band.
+local function band_start(pri)
+  return (9 - pri) * BAND
+end
+
+-- A sharded queue's scripts tell other processes of a new earliest task of an urgent
+-- band (see publish_wakeup), as the heads of a sharded queue's shards hold them.
+local SHARDED = string.find(ARGV[3] or '', '\n', 1, true) ~= nil
+
+-- The earliest task of each priority above 0 that `lane`'s urgent set holds, the
+-- highest priority first, as a flat list: priority, due ms, key. One ZRANGEBYSCORE per
+-- priority held, and one more (the only one for a queue without priorities).
+local function urgent_heads(lane)
+  local urgent, out, band = KEYS[URGENT[lane]], {}, 0
+  while band < 9 do
+    local first = redis.call('ZRANGEBYSCORE', urgent, int(band * BAND), '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+    if first[1] == nil then break end
+    local score = tonumber(first[2])
+    band = math.floor(score / BAND)
+    out[#out + 1] = int(9 - band)
+    out[#out + 1] = int(score - band * BAND)
+    out[#out + 1] = first[1]
+    band = band + 1
+  end
+  return out
+end
+
+-- The earliest due time this script made, by lane (published once, at the end); and,
+-- of a sharded queue, by lane and priority above 0, each urgent band's.
 local woken = {}
+local woken_band = { [HANDLER] = {}, [TARGET] = {} }
+
+-- Each urgent band's earliest due time as this script last read it, by lane and
+-- priority (nil: not read yet, or a removal may have made it later; false: empty).
+local band_due = { [HANDLER] = {}, [TARGET] = {} }
 
 -- Each lane's earliest due time as this script last read it (false: not read yet, or
 -- a removal may have made it later; nil: the set was empty).
@@ -287,9 +336,29 @@ local function wake_at(lane, due)
   if woken[lane] == nil or due < woken[lane] then woken[lane] = due end
 end
 
--- Schedules `key` (record `t`) at its due time in its lane, noting a wake-up if that
--- is earlier than the lane's head. The head is read once per script and lane: arming
--- only ever lowers it, and `unplace` forgets it.
+-- Notes, of a sharded queue, that a task of priority `pri` (above 0) due at `due` is
+-- about to join `lane`'s urgent set: a wake-up if it is earlier than its band's head
+-- (read once per script, lane and priority, before the task is added).
+local function note_urgent(lane, pri, due)
+  if not SHARDED then return end
+  local known = band_due[lane]
+  if known[pri] == nil then
+    local start = band_start(pri)
+    local head = redis.call('ZRANGEBYSCORE', KEYS[URGENT[lane]], int(start), '(' .. int(start + BAND), 'WITHSCORES',
+      'LIMIT', 0, 1)
+    known[pri] = (head[2] and tonumber(head[2]) - start) or false
+  end
+  if known[pri] == false or due < known[pri] then
+    known[pri] = due
+    local noted = woken_band[lane]
+    if noted[pri] == nil or due < noted[pri] then noted[pri] = due end
+  end
+end
+
+-- Schedules `key` (record `t`) at its due time in its lane (and its lane's urgent set
+-- when its priority is above 0), noting a wake-up if that is earlier than the lane's
+-- head. The head is read once per script and lane: arming only ever lowers it, and
+-- `unplace` forgets it.
 local function arm(key, t)
   local lane = lane_of(t.tgt)
   if head_due[lane] == false then
@@ -297,6 +366,10 @@ local function arm(key, t)
     head_due[lane] = tonumber(head[2])
   end
   redis.call('ZADD', KEYS[lane], t.due, key)
+  if t.pri > 0 then
+    note_urgent(lane, t.pri, t.due)
+    redis.call('ZADD', KEYS[URGENT[lane]], int(band_start(t.pri) + t.due), key)
+  end
   if head_due[lane] == nil or t.due < head_due[lane] then
     head_due[lane] = t.due
     wake_at(lane, t.due)
@@ -305,13 +378,22 @@ end
 
 -- Publishes the wake-ups noted: "<queue>\n<due ms>", "\nt" for the target lane, then
 -- the rest of ARGV[3] after the queue name (for a sharded queue "\ns<shard>\np<the
--- publishing process>").
+-- publishing process>"); and, of a sharded queue, one per urgent band made earlier,
+-- "\nu<priority>" after the lane's suffix (such a task may not make its lane's head
+-- earlier: the message tells where the most urgent due work is).
 local function publish_wakeup()
   local queue, tail = nil, nil
   for _, lane in ipairs({ HANDLER, TARGET }) do
     if woken[lane] ~= nil then
       if queue == nil then queue, tail = string.match(ARGV[3], '^([^\n]*)(.*)$') end
       redis.call('PUBLISH', ARGV[2], queue .. '\n' .. int(woken[lane]) .. WAKE_SUFFIX[lane] .. tail)
+    end
+    for pri = 9, 1, -1 do
+      local due = woken_band[lane][pri]
+      if due ~= nil then
+        if queue == nil then queue, tail = string.match(ARGV[3], '^([^\n]*)(.*)$') end
+        redis.call('PUBLISH', ARGV[2], queue .. '\n' .. int(due) .. WAKE_SUFFIX[lane] .. '\nu' .. pri .. tail)
+      end
     end
   end
 end
@@ -335,6 +417,10 @@ local function unplace(key, t)
     local lane = lane_of(t.tgt)
     redis.call('ZREM', KEYS[lane], key)
     head_due[lane] = false
+    if t.pri > 0 then
+      redis.call('ZREM', KEYS[URGENT[lane]], key)
+      band_due[lane][t.pri] = nil
+    end
   elseif t.st == 1 then
     redis.call('ZREM', KEYS[2], key)
     redis.call('ZREM', KEYS[3], key)
@@ -391,6 +477,8 @@ local function remove_listed(index, member, key, st)
     return true
   end
   redis.call('ZREM', KEYS[index], member)
+  -- A lane's set listed a task that is not scheduled there: nor is it urgent there.
+  if URGENT[index] then redis.call('ZREM', KEYS[URGENT[index]], member) end
   return false
 end
 

@@ -1,41 +1,100 @@
--- lease: hands out up to ARGV[4] due tasks of one lane of one shard, earliest first.
+-- lease: hands out up to ARGV[4] due tasks of one lane of one shard, the highest
+-- priority first, each priority earliest first.
 -- KEYS, ARGV[1..3]: see common.lua. ARGV[4] max, ARGV[5] lease length in ms, ARGV[6]
 --   the lane: 'h' tasks without a target, 't' tasks with one. ARGV[7] a bound ('':
---   none): only tasks due at or before it (ms), and ARGV[8] ('' or 'k' .. key): of
---   those due at the bound, only keys before that key (bytewise), so that a sharded
---   queue's lease keeps due order across its shards (see heads.rs).
+--   none) and ARGV[9] its priority ('': 0): no task of a lower priority; of that
+--   priority, only tasks due at or before the bound (ms), and ARGV[8] ('' or 'k' ..
+--   key): of those due at the bound, only keys before that key (bytewise); of a higher
+--   priority, every due task. So a sharded queue's lease keeps the order across its
+--   shards (see heads.rs). ARGV[10] '1': answer the lane's urgent heads too (a sharded
+--   queue's, for heads.rs), else ''.
 -- Returns: { next due ms of what stays scheduled in the lane or '', its key or '',
---   the script's now in ms, then key and record of each lease }
--- Each Redis command runs once for the whole batch, never once per task.
+--   the script's now in ms, n, then n triples: priority, due ms and key of the
+--   earliest task of each priority above 0 left in the lane (with ARGV[10], else n is
+--   0), then key and record of each lease, in the order leased }
+-- The urgent set comes first: one ZRANGEBYSCORE finds a priority's first task, another
+-- takes its due tasks, and then the lane's set gives the due tasks of priority 0. A
+-- lane without urgent tasks costs one ZRANGEBYSCORE of an empty key more than it did
+-- before priorities. Each other Redis command runs once for the whole batch, never
+-- once per task.
 local now = now_ms()
 local lease_ms = tonumber(ARGV[5])
-local scheduled = KEYS[LANE_OF_CODE[ARGV[6]]]
-local limit, before = now, nil
-if ARGV[7] ~= '' and tonumber(ARGV[7]) <= now then
-  limit = tonumber(ARGV[7])
-  if ARGV[8] ~= '' then before = string.sub(ARGV[8], 2) end
-end
--- The due keys, and the score of each as Redis wrote it (the inflight set's score).
-local due, scores = {}, {}
-if tonumber(ARGV[4]) > 0 then
-  local scored = redis.call('ZRANGEBYSCORE', scheduled, '-inf', limit, 'WITHSCORES', 'LIMIT', 0, tonumber(ARGV[4]))
-  for i = 1, #scored, 2 do
-    -- Members of one score come in key order: those at the bound from `before` on end it.
-    if before ~= nil and tonumber(scored[i + 1]) == limit and not bytes_before(scored[i], before) then break end
-    due[#due + 1] = scored[i]
-    scores[#scores + 1] = scored[i + 1]
+local lane = LANE_OF_CODE[ARGV[6]]
+local scheduled, urgent = KEYS[lane], KEYS[URGENT[lane]]
+local room = tonumber(ARGV[4])
+-- The lowest priority taken, and how far in it: due at or before `limit`, and of those
+-- due at `limit`, with `before`, only keys before it.
+local floor, limit, before = 0, now, nil
+if ARGV[7] ~= '' then
+  floor = tonumber(ARGV[9]) or 0
+  if tonumber(ARGV[7]) <= now then
+    limit = tonumber(ARGV[7])
+    if ARGV[8] ~= '' then before = string.sub(ARGV[8], 2) end
   end
 end
-local out = { '', '', int(now) }
+-- The keys to lease, in order, and the due time of each (the inflight set's score).
+local due, dues = {}, {}
+
+-- Takes up to `room` members of `zset` scored from `start` on and due at or before
+-- `cap` (a member's due time: its score less `start`); with `stop`, of those due at
+-- `cap`, only keys before `stop`. How many it took.
+local function take(zset, start, cap, stop)
+  local from = '-inf'
+  if start > 0 then from = int(start) end
+  local scored = redis.call('ZRANGEBYSCORE', zset, from, int(start + cap), 'WITHSCORES', 'LIMIT', 0, room)
+  local taken = 0
+  for i = 1, #scored, 2 do
+    local at = tonumber(scored[i + 1]) - start
+    -- Members of one score come in key order: those at the bound from `stop` on end it.
+    if stop ~= nil and at == cap and not bytes_before(scored[i], stop) then break end
+    due[#due + 1] = scored[i]
+    dues[#dues + 1] = at
+    taken = taken + 1
+  end
+  room = room - taken
+  return taken
+end
+
+-- The urgent set, priority by priority from the highest (band 0 is priority 9).
+local probed, urgent_held = false, false
+local band = 0
+while room > 0 and band < 9 do
+  local first = redis.call('ZRANGEBYSCORE', urgent, int(band * BAND), '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+  probed = true
+  if first[1] == nil then break end
+  urgent_held = true
+  local score = tonumber(first[2])
+  band = math.floor(score / BAND)
+  local pri = 9 - band
+  if pri < floor then break end
+  local start = band * BAND
+  local cap, stop = now, nil
+  if pri == floor then cap, stop = limit, before end
+  if score - start <= cap then take(urgent, start, cap, stop) end
+  band = band + 1
+end
+local urgent_taken = #due
+if urgent_taken > 0 then
+  redis.call('ZREM', urgent, unpack(due))
+  redis.call('ZREM', scheduled, unpack(due))
+end
+-- Every due urgent task is taken unless the room ran out: the lane's due tasks left
+-- are of priority 0, and its first members by rank.
+if room > 0 and floor == 0 then
+  local taken = take(scheduled, 0, limit, before)
+  if taken > 0 then redis.call('ZREMRANGEBYRANK', scheduled, 0, taken - 1) end
+end
+local leases_out = {}
 if #due > 0 then
-  -- The due tasks are the set's first #due members by rank.
-  redis.call('ZREMRANGEBYRANK', scheduled, 0, #due - 1)
   local records = redis.call('HMGET', KEYS[5], unpack(due))
   local fence = redis.call('INCRBY', KEYS[7], #due) - #due
   local exp = int(now + lease_ms)
   local written, leases, inflight = {}, {}, {}
   for i, key in ipairs(due) do
     local rec = records[i]
+    -- An urgent entry whose task is not scheduled (left by a punctual from before
+    -- priorities, which leases without knowing the urgent sets) is dropped, not leased.
+    if rec and i <= urgent_taken and string.sub(rec, 1, 1) ~= 'S' then rec = false end
     if rec then
       fence = fence + 1
       rec = leased(rec, fence, now, lease_ms)
@@ -43,10 +102,10 @@ if #due > 0 then
       written[#written + 1] = rec
       leases[#leases + 1] = exp
       leases[#leases + 1] = key
-      inflight[#inflight + 1] = scores[i]
+      inflight[#inflight + 1] = int(dues[i])
       inflight[#inflight + 1] = key
-      out[#out + 1] = key
-      out[#out + 1] = rec
+      leases_out[#leases_out + 1] = key
+      leases_out[#leases_out + 1] = rec
     end
   end
   if #written > 0 then
@@ -56,5 +115,9 @@ if #due > 0 then
   end
 end
 local head = redis.call('ZRANGE', scheduled, 0, 0, 'WITHSCORES')
-out[1], out[2] = head[2] or '', head[1] or ''
+local bands = {}
+if ARGV[10] == '1' and (urgent_held or not probed) then bands = urgent_heads(lane) end
+local out = { head[2] or '', head[1] or '', int(now), int(#bands / 3) }
+for _, item in ipairs(bands) do out[#out + 1] = item end
+for _, item in ipairs(leases_out) do out[#out + 1] = item end
 return out

@@ -1,16 +1,18 @@
 -- schedule: creates or updates tasks of one shard, in order.
 -- KEYS, ARGV[1..3]: see common.lua.
--- ARGV[4] n; then n groups of 8: key, if_exists ('r' replace, 'k' keep, 'e' error),
+-- ARGV[4] n; then n groups of 9: key, if_exists ('r' replace, 'k' keep, 'e' error),
 --   due ms, max_attempts, id for a new task, tags joined by "\n", body, target ('' none,
---   else its stored text, which puts the task in the target lane).
+--   else its stored text, which puts the task in the target lane), priority (0 to 9;
+--   above 0 the task is in its lane's urgent set too).
 -- Returns: n pairs of (outcome, record): outcome 'c' created, 'r' replaced, 'k' kept
 --   (the record untouched), 'e' conflict (record '').
 -- Records are read with one HMGET and written with one HSET and one ZADD per lane at
--- the end; a key given twice in one call sees its first write.
+-- the end (and one per urgent set, for tasks of priority above 0); a key given twice
+-- in one call sees its first write.
 local now = now_ms()
 local out = {}
 local n = tonumber(ARGV[4])
-local records = records_at(n, 8)
+local records = records_at(n, 9)
 -- Each lane's earliest due time, read when this call first writes a task of the lane
 -- (false: not read yet; nil: the lane was empty).
 local heads = { [HANDLER] = false, [TARGET] = false }
@@ -19,10 +21,17 @@ local latest = {}
 -- ZADD arguments by lane; and, for each key whose writes in this call put it in both
 -- lanes, the lane of its last write (it is in both ZADDs, then leaves the other set).
 local written, armed, moved = {}, { [HANDLER] = {}, [TARGET] = {} }, {}
+-- The urgent set entry of each key's last write, { lane, score }, or false (priority
+-- 0, after an urgent write of the key in this call); and the keys of urgent writes, in
+-- the order first written. Unlike the lanes' ZADDs, made from the last writes only: a
+-- key whose earlier write in this call was urgent is left out of the urgent sets its
+-- last write is not in. A task of priority 0 costs no Redis command more.
+local urgent_last, urgent_keys = {}, {}
 for i = 0, n - 1 do
-  local a = 5 + i * 8
+  local a = 5 + i * 9
   local key, mode, due, max = ARGV[a], ARGV[a + 1], tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])
   local id, tags, body, tgt = tonumber(ARGV[a + 4]), ARGV[a + 5], ARGV[a + 6], ARGV[a + 7]
+  local pri = tonumber(ARGV[a + 8])
   local earlier = latest[key]
   local rec = earlier or records[i + 1]
   local t = nil
@@ -41,13 +50,13 @@ for i = 0, n - 1 do
       unplace(key, old)
       unindex_tags(key, old.tags)
       t = { st = 0, due = due, exp = 0, fence = old.fence, ver = old.ver + 1, att = 0, max = max, occ = 1, anc = due,
-            id = old.id, created = old.created, updated = now, tags = tags, tgt = tgt, body = body }
+            id = old.id, created = old.created, updated = now, tags = tags, tgt = tgt, pri = pri, body = body }
     end
   else
     created = true
   end
   if t or created then
-    if created then rec = fresh(due, id, max, now, tags, tgt, body) else rec = encode(t) end
+    if created then rec = fresh(due, id, max, now, tags, tgt, pri, body) else rec = encode(t) end
     latest[key] = rec
     written[#written + 1] = key
     written[#written + 1] = rec
@@ -55,6 +64,13 @@ for i = 0, n - 1 do
     local scores = armed[lane]
     scores[#scores + 1] = due
     scores[#scores + 1] = key
+    if pri > 0 then
+      if urgent_last[key] == nil then urgent_keys[#urgent_keys + 1] = key end
+      note_urgent(lane, pri, due)
+      urgent_last[key] = { lane, int(band_start(pri) + due) }
+    elseif urgent_last[key] then
+      urgent_last[key] = false
+    end
     index_tags(key, tags)
     if heads[lane] == false then heads[lane] = tonumber(redis.call('ZRANGE', KEYS[lane], 0, 0, 'WITHSCORES')[2]) end
     -- Earlier than the head consumers of the lane already know of: wake them.
@@ -71,6 +87,18 @@ if #written > 0 then
   end
   for key, lane in pairs(moved) do
     redis.call('ZREM', KEYS[OTHER_LANE[lane]], key)
+  end
+  local urgent = { [HANDLER] = {}, [TARGET] = {} }
+  for _, key in ipairs(urgent_keys) do
+    local entry = urgent_last[key]
+    if entry then
+      local scores = urgent[entry[1]]
+      scores[#scores + 1] = entry[2]
+      scores[#scores + 1] = key
+    end
+  end
+  for _, lane in ipairs({ HANDLER, TARGET }) do
+    if #urgent[lane] > 0 then redis.call('ZADD', KEYS[URGENT[lane]], unpack(urgent[lane])) end
   end
 end
 publish_wakeup()

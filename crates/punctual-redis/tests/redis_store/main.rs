@@ -1,8 +1,8 @@
 //! The Redis store against real, private `redis-server` processes: the conformance
 //! suite (single server, Cluster, sharded Cluster), the model test, rate slots, node
 //! announcements, replicas, a frozen server, a server that lost its data, each lane's
-//! wake-ups, a sharded queue's order and cost, and the stored records' formats, old
-//! and new.
+//! wake-ups, a sharded queue's order and cost, the stored records' formats, old and
+//! new, and priorities' urgent sets.
 //!
 //! One test binary, one module per concern: linked once, and tests from different
 //! modules run side by side. Modules share one private server and one private Cluster
@@ -20,6 +20,7 @@ mod lanes;
 mod model;
 mod model_cluster;
 mod node_announcements;
+mod priorities;
 mod rate_slots;
 mod record_formats;
 mod replicas;

@@ -1,6 +1,7 @@
 //! Records written before format 2 (format 1, `lua/common.lua`) are still leased,
 //! read, listed, completed, retried and cancelled; new tasks are written in format 2,
-//! exactly as documented, and the scripts' base 36 is Rust's.
+//! exactly as documented (a priority above 0 in a 15th field), records written before
+//! priorities are of priority 0, and the scripts' base 36 is Rust's.
 //!
 //! Guards against an upgrade that loses work: a user with millions of tasks pending in
 //! Redis, written by an earlier punctual, upgrades; if any script or the Rust decoder
@@ -11,7 +12,7 @@
 use std::time::Duration;
 
 use punctual_core::store::{CompleteRequest, Completion, LeaseRequest, LeaseToken, ListRequest, RetryDeadRequest};
-use punctual_core::{Backoff, IfExists, NewTask, QueueName, Store, Tag, TaskKey, TaskState, Timestamp};
+use punctual_core::{Backoff, IfExists, Lane, NewTask, Priority, QueueName, Store, Tag, TaskKey, TaskState, Timestamp};
 use punctual_redis::{RedisConfig, RedisStore, Target, TimeSource};
 use serde_json::json;
 
@@ -344,6 +345,48 @@ async fn a_task_with_a_target_keeps_it_in_its_record_and_its_key_in_the_target_l
     assert!(!stored.contains("hook") && stored.split('|').next().expect("a header").split(',').count() <= 13);
     assert_eq!(redis(&["ZCARD", &shard_key("scheduled:target")]), "0", "{stored}");
     assert_eq!(redis(&["ZSCORE", &shard_key("scheduled"), "t"]), (NOW + 60_000).to_string());
+}
+
+#[tokio::test]
+async fn a_priority_is_a_15th_field_and_records_from_before_priorities_are_of_priority_0() {
+    let prefix = "format2-priority";
+    let shard_key = |name: &str| format!("{prefix}:{{upgrade}}:{name}");
+    // Written before priorities: 14 fields (a target) and 13 (none), both due first.
+    let target = r#"{"u":"http://127.0.0.1:9/hook"}"#;
+    let with_target = format!("S{},{},,,,,,,,,,,,{}|{target}", base36(NOW - 9000), base36(ID as i64 + 21), base36(31));
+    let plain = format!("S{},{}|", base36(NOW - 8000), base36(ID as i64 + 22));
+    redis(&["HSET", &format!("{prefix}:queues"), "upgrade", "1"]);
+    redis(&["HSET", &shard_key("tasks"), "old-target", &with_target, "old-plain", &plain]);
+    redis(&["ZADD", &shard_key("scheduled:target"), &(NOW - 9000).to_string(), "old-target"]);
+    redis(&["ZADD", &shard_key("scheduled"), &(NOW - 8000).to_string(), "old-plain"]);
+    let store = support::on_server_under(prefix).await;
+    let q = queue();
+    for old in ["old-target", "old-plain"] {
+        let task = store.get(&q, &key(old)).await.expect("get").expect("the task is there");
+        assert_eq!(task.priority, Priority::LOWEST, "{old}");
+    }
+    // A new task of priority 5: its priority in a 15th field, its key in the urgent set.
+    let mut urgent = NewTask::new(q.clone(), key("urgent"), at(-1000));
+    urgent.priority = Priority::new(5).expect("a priority");
+    let scheduled = store.schedule(vec![urgent], at(-2000)).await.expect("schedule").remove(0).expect("created");
+    let id36 = base36(i64::try_from(scheduled.task.meta.id).expect("ids are below 2^53"));
+    let stored = redis(&["HGET", &shard_key("tasks"), "urgent"]);
+    assert_eq!(stored, format!("S{},{id36},rs,,,,,,,,,,,,5|", base36(NOW - 1000)));
+    let score = 4 * (1_i64 << 48) + NOW - 1000;
+    assert_eq!(redis(&["ZSCORE", &shard_key("scheduled:urgent"), "urgent"]), score.to_string());
+    let lease = |lane| LeaseRequest::new(q.clone(), 10, Duration::from_secs(30), at(0)).in_lane(lane);
+    let batch = store.lease(lease(Lane::Handler)).await.expect("lease");
+    let keys: Vec<&str> = batch.leases.iter().map(|l| l.task.key.as_str()).collect();
+    assert_eq!(keys, ["urgent", "old-plain"], "priority 5 before the earlier task of priority 0");
+    let leased = redis(&["HGET", &shard_key("tasks"), "urgent"]);
+    assert!(leased.starts_with('L') && leased.ends_with(",5|"), "a lease keeps the priority: {leased}");
+    let leased = redis(&["HGET", &shard_key("tasks"), "old-plain"]);
+    assert!(leased.split('|').next().expect("a header").split(',').count() <= 13, "{leased}");
+    let targets = store.lease(lease(Lane::Target)).await.expect("lease");
+    assert_eq!(targets.leases[0].task.priority, Priority::LOWEST);
+    let leased = redis(&["HGET", &shard_key("tasks"), "old-target"]);
+    assert_eq!(leased.split('|').next().expect("a header").split(',').count(), 14, "no 15th field: {leased}");
+    assert_eq!(redis(&["EXISTS", &shard_key("scheduled:urgent")]), "0", "the urgent task left its set");
 }
 
 #[test]
