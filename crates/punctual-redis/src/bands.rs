@@ -100,7 +100,7 @@ mod tests {
     }
 
     fn p(level: u8) -> Priority {
-        Priority::new(level).unwrap()
+        Priority::new(level.into()).unwrap()
     }
 
     fn task(due: i64, key: &str) -> HeadTask {

@@ -262,7 +262,7 @@ pub(crate) fn decode(store: StoreId, queue: &QueueName, key: &str, record: &[u8]
     task.lease_expires_at = (task.state == TaskState::Leased).then(|| Timestamp::from_millis(h.exp));
     task.last_error = last_error;
     task.target = target;
-    task.priority = u8::try_from(h.priority)
+    task.priority = u32::try_from(h.priority)
         .ok()
         .and_then(|p| Priority::new(p).ok())
         .ok_or_else(|| corrupt(format!("priority {} is not 0 to 9", h.priority)))?;
@@ -718,7 +718,7 @@ mod tests {
             task.lease_expires_at = (state == TaskState::Leased).then_some(lease_expires_at);
             task.last_error = last_error;
             task.target = target;
-            task.priority = Priority::new(priority).unwrap();
+            task.priority = Priority::new(priority.into()).unwrap();
             task
         }
     }

@@ -36,7 +36,7 @@ fn queue(name: &str) -> QueueName {
 
 fn task(queue_name: &str, key: &str, due: Timestamp, level: u8) -> NewTask {
     let mut task = NewTask::new(queue(queue_name), TaskKey::new(key).expect("a key"), due);
-    task.priority = Priority::new(level).expect("a priority");
+    task.priority = Priority::new(level.into()).expect("a priority");
     task
 }
 
