@@ -65,6 +65,25 @@ def test_schedule_every_field_and_batch(client: punctual.Client, queue_name: str
     assert isinstance(ranked[1].error, punctual.InvalidArgument)
     assert ranked[1].error.field == "tasks[1].priority"
     client.cancel(queue_name, "p1")
+
+    burst = client.schedule_many(queue_name, [punctual.TaskSpec("d1", delay="1h", debounce="10m")])
+    assert burst[0].ok
+    created = client.get(queue_name, "d1").created_at
+    assert created is not None
+    debounced = client.schedule_many(queue_name, [
+        punctual.TaskSpec("d1", delay="2h", payload={"n": 2}, debounce=600),
+        punctual.TaskSpec("d2", delay="1h", debounce=0),
+        punctual.TaskSpec("d3", delay="1h", debounce="10m", if_exists="keep"),
+    ])
+    assert debounced[0].outcome == "replaced"
+    moved = client.get(queue_name, "d1")
+    assert moved.payload == {"n": 2} and moved.due_at is not None
+    assert moved.due_at <= created + dt.timedelta(minutes=10)
+    assert isinstance(debounced[1].error, punctual.InvalidArgument)
+    assert debounced[1].error.field == "tasks[1].debounce.max_wait"
+    assert isinstance(debounced[2].error, punctual.InvalidArgument)
+    assert debounced[2].error.field == "tasks[2].debounce"
+    client.cancel(queue_name, "d1")
     assert [task.key for task in client.list(queue_name, tag="batch", page_size=1)] == ["b1", "b3"]
     assert client.cancel_tag(queue_name, "batch") == 2
     client.cancel(queue_name, "full")

@@ -1,4 +1,4 @@
-"""The twelve scenarios of clients/SCENARIOS.md, against the real `punctual serve`.
+"""The thirteen scenarios of clients/SCENARIOS.md, against the real `punctual serve`.
 
 Each test is named after its scenario's number. They guard against a client that
 works against a mock and not the server: a wrong body, a lease never extended, acks
@@ -7,6 +7,7 @@ disagrees with the server's signatures.
 """
 from __future__ import annotations
 
+import datetime as dt
 import http.server
 import json
 import signal
@@ -437,3 +438,36 @@ def test_s12_priorities(client: punctual.Client, queue_name: str, seen: Seen) ->
         assert [lease.priority for lease in leases] == [9, 5, 0]
         for key in ("high", "mid", "low"):
             wait_until(gone(client, queue_name, key), what=f"{key} acked away")
+
+
+def test_s13_debounce(client: punctual.Client, queue_name: str, seen: Seen) -> None:
+    first = client.schedule(queue_name, "order-1", delay="2s", payload={"status": 1}, debounce="3s")
+    second = client.schedule(queue_name, "order-1", delay=2, payload={"status": 2}, debounce=3)
+    # Without debounce this one would be due 5 s from now, past the burst's bound.
+    third = client.schedule(queue_name, "order-1", delay="5s", payload={"status": 3},
+                            debounce=dt.timedelta(seconds=3))
+    assert (first.outcome, second.outcome, third.outcome) == ("created", "replaced", "replaced")
+    assert first.task.created_at is not None
+    bound = first.task.created_at + dt.timedelta(seconds=3)
+    due = [r.task.due_at for r in (first, second, third)]
+    assert all(d is not None for d in due)
+    assert due[0] <= due[1] <= bound, due
+    assert due[1] <= due[2] <= bound, (due, bound)
+    assert third.task.payload == {"status": 3}
+
+    with pytest.raises(punctual.InvalidArgument) as refused:
+        client.schedule(queue_name, "order-1", payload={"status": 4}, debounce=0)
+    assert refused.value.status == 400 and refused.value.field == "debounce.max_wait"
+    assert client.get(queue_name, "order-1").payload == {"status": 3}
+
+    worker = worker_for(client)
+
+    @worker.handler(queue_name)
+    def handle(lease: punctual.Lease) -> None:
+        seen.add(lease)
+
+    with worker:
+        [lease] = seen.wait_for(1)
+        assert lease.key == "order-1" and lease.payload == {"status": 3}
+        wait_until(gone(client, queue_name, "order-1"), what="the debounced task acked away")
+    assert len(seen.leases) == 1

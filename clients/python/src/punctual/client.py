@@ -177,17 +177,21 @@ class Client:
         if_exists: Optional[str] = None,
         target: Union[Target, Mapping[str, Any], None] = None,
         priority: Optional[int] = None,
+        debounce: Optional[Duration] = None,
     ) -> ScheduleResult:
         """Create or update one task. Neither ``delay`` nor ``due_at``: due now.
 
         ``if_exists``: ``replace`` (the server's default), ``keep`` or ``error``
         (``Conflict`` when it exists). ``priority``: 0–9 (the server's default 0);
         among the queue's tasks already due, higher ones are leased first.
+        ``debounce``: a max wait; a burst of debounced schedules of the key replaces
+        the scheduled task each time but never makes it due later than the burst's
+        first schedule + ``debounce`` (a lease ends the burst).
         """
         body = task_body(
             payload=payload, delay=delay, due_at=due_at, repeat=repeat, tags=tags,
             max_attempts=max_attempts, backoff=backoff, if_exists=if_exists, target=target,
-            priority=priority,
+            priority=priority, debounce=debounce,
         )
         data = self._json("PUT", f"/v1/queues/{_seg(queue)}/tasks/{_seg(key)}", body=body)
         return ScheduleResult(outcome=data["outcome"], task=Task.from_json(data["task"]))

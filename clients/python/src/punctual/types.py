@@ -143,11 +143,14 @@ def task_body(
     if_exists: Optional[str] = None,
     target: Union[Target, Mapping[str, Any], None] = None,
     priority: Optional[int] = None,
+    debounce: Optional[Duration] = None,
 ) -> Dict[str, Any]:
     """The JSON body of a ``PUT`` of a task (and of a batch item, without its key).
 
     ``priority`` is sent as given: the server checks its range (0–9) and answers
-    ``InvalidArgument`` with field ``priority``.
+    ``InvalidArgument`` with field ``priority``. ``debounce`` is the burst's max wait,
+    sent as ``{"max_wait": …}``; the server refuses 0 (field ``debounce.max_wait``) and
+    a debounce with ``if_exists`` keep or error (field ``debounce``).
     """
     if delay is not None and due_at is not None:
         raise ValueError("give delay or due_at, not both")
@@ -176,6 +179,8 @@ def task_body(
         if isinstance(priority, bool) or not isinstance(priority, int):
             raise TypeError(f"priority: expected an int, got {type(priority).__name__}")
         body["priority"] = priority
+    if debounce is not None:
+        body["debounce"] = {"max_wait": duration_json(debounce, "debounce")}
     return body
 
 
@@ -194,12 +199,14 @@ class TaskSpec:
     if_exists: Optional[str] = None
     target: Union[Target, Mapping[str, Any], None] = None
     priority: Optional[int] = None
+    debounce: Optional[Duration] = None
 
     def to_json(self) -> Dict[str, Any]:
         body = task_body(
             payload=self.payload, delay=self.delay, due_at=self.due_at, repeat=self.repeat,
             tags=self.tags, max_attempts=self.max_attempts, backoff=self.backoff,
             if_exists=self.if_exists, target=self.target, priority=self.priority,
+            debounce=self.debounce,
         )
         body["key"] = self.key
         return body
