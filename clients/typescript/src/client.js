@@ -60,6 +60,8 @@ export function taskBody(opts = {}) {
     target: opts.target,
     // Sent as given: the server checks the range 0–9 (invalid_argument, field "priority").
     priority: opts.priority,
+    // { maxWait } → { max_wait }; the server refuses 0 (field "debounce.max_wait").
+    debounce: opts.debounce == null ? undefined : { max_wait: opts.debounce.maxWait },
   });
 }
 

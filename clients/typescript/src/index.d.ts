@@ -19,6 +19,14 @@ export interface Repeat {
   until?: Time;
 }
 
+/**
+ * A burst of debounced schedules of one key replaces the scheduled task each time but
+ * never makes it due later than the burst's first schedule + maxWait; a lease ends it.
+ */
+export interface Debounce {
+  maxWait: Duration;
+}
+
 export type HttpMethod = "POST" | "PUT" | "PATCH" | "GET" | "DELETE";
 
 export interface Target {
@@ -42,6 +50,8 @@ export interface ScheduleOptions {
   target?: Target | null;
   /** 0–9, default 0: among the queue's tasks already due, higher ones are leased first. */
   priority?: number;
+  /** Sent as `{"max_wait": …}`; not with ifExists keep or error (field "debounce"). */
+  debounce?: Debounce;
 }
 
 export interface BatchItem extends ScheduleOptions {

@@ -1,4 +1,4 @@
-// The rest of the API through the client, beyond the twelve scenarios: batch schedule with
+// The rest of the API through the client, beyond the thirteen scenarios: batch schedule with
 // per-item errors, the paging iterator, cancel by tag, queue stats, settings with
 // If-Match, pause/resume, purge, dead tasks in bulk, lease/extend/ack and batch acks.
 import { test, after } from "node:test";
@@ -27,6 +27,22 @@ test("scheduleMany reports per item; list follows next_cursor; cancelTag; queue 
   assert.equal((await client.get(queue, "p/7")).priority, 7);
   assert.equal(ranked[1].error.field, "tasks[1].priority");
   await client.cancel(queue, "p/7");
+
+  const burst = await client.scheduleMany(queue, [{ key: "d/1", delay: "1h", debounce: { maxWait: "10m" } }]);
+  assert.equal(burst[0].outcome, "created");
+  const created = Date.parse((await client.get(queue, "d/1")).created_at);
+  const debounced = await client.scheduleMany(queue, [
+    { key: "d/1", delay: "2h", payload: { n: 2 }, debounce: { maxWait: 600_000 } },
+    { key: "d/2", delay: "1h", debounce: { maxWait: 0 } },
+    { key: "d/3", delay: "1h", debounce: { maxWait: "10m" }, ifExists: "keep" },
+  ]);
+  assert.equal(debounced[0].outcome, "replaced");
+  const moved = await client.get(queue, "d/1");
+  assert.deepEqual(moved.payload, { n: 2 });
+  assert.ok(Date.parse(moved.due_at) <= created + 600_000, "due by the burst's first schedule + max_wait");
+  assert.equal(debounced[1].error.field, "tasks[1].debounce.max_wait");
+  assert.equal(debounced[2].error.field, "tasks[2].debounce");
+  await client.cancel(queue, "d/1");
 
   const keys = [];
   for await (const t of client.list(queue, { limit: 2 })) keys.push(t.key);

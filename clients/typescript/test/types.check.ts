@@ -5,8 +5,10 @@ import { Client, Worker, retry, reschedule, fail, verifySignature, InvalidArgume
 const client = new Client({ server: "http://127.0.0.1:7575", timeoutMs: 5000, retries: 2 });
 await client.schedule("flow.remind", "step-42", { delay: "24h", payload: { step: 42 }, tags: ["flow-7"] });
 await client.schedule("mail.send", "receipt-7", { payload: { order: 7 }, priority: 9 });
+await client.schedule("order.notify", "order-1", { delay: "30s", payload: { status: 2 }, debounce: { maxWait: "5m" } });
 await client.schedule("x", "y", { dueAt: new Date(), repeat: { cron: "0 9 * * MON-FRI", tz: "Asia/Shanghai", times: 3 } });
 const results = await client.scheduleMany("x", [{ key: "a", delay: 1000, ifExists: "keep", backoff: { initial: "1s", factor: 2 }, priority: 5 }]);
+await client.scheduleMany("x", [{ key: "b", delay: 1000, debounce: { maxWait: 60_000 } }]);
 const urgent: number = (await client.get("x", "a")).priority;
 results.forEach((r) => ("error" in r ? r.error.code : r.outcome));
 for await (const t of client.list("x", { tag: "flow-7" })) t.due_at.toUpperCase();
