@@ -72,6 +72,18 @@ func (b *Backoff) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
+// Debounce makes a schedule part of a burst: each debounced schedule of a key replaces
+// the scheduled task (payload, due time), but the task is never due later than the
+// burst's first schedule + MaxWait; a lease ends the burst.
+type Debounce struct {
+	MaxWait time.Duration
+}
+
+// MarshalJSON sends {"max_wait": milliseconds}, 0 included: the server judges it.
+func (d Debounce) MarshalJSON() ([]byte, error) {
+	return json.Marshal(map[string]any{"max_wait": d.MaxWait.Milliseconds()})
+}
+
 // Repeat makes a task fire again: every Every, or on a Cron expression in TZ; Times
 // counts occurrences in all (0: no limit).
 type Repeat struct {
@@ -243,6 +255,10 @@ type ScheduleParams struct {
 	// first. 0 is the server's default and is not sent; the server refuses values
 	// outside 0–9 (ErrInvalidArgument, field "priority").
 	Priority int
+	// Debounce (nil: none) sends {"max_wait": …}; the server refuses a MaxWait of 0
+	// (field "debounce.max_wait") and a debounce with IfExists keep or error
+	// (field "debounce").
+	Debounce *Debounce
 }
 
 func (p ScheduleParams) body() map[string]any {
@@ -276,6 +292,9 @@ func (p ScheduleParams) body() map[string]any {
 	}
 	if p.Priority != 0 {
 		m["priority"] = p.Priority
+	}
+	if p.Debounce != nil {
+		m["debounce"] = p.Debounce
 	}
 	return m
 }
