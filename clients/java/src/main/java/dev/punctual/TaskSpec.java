@@ -31,6 +31,7 @@ public final class TaskSpec {
     private IfExists ifExists;
     private Target target;
     private Integer priority;
+    private Duration debounceMaxWait;
 
     public static TaskSpec create() { return new TaskSpec(); }
 
@@ -58,6 +59,15 @@ public final class TaskSpec {
      * field {@code priority}).
      */
     public TaskSpec priority(int priority) { this.priority = priority; return this; }
+    /**
+     * Debounce with this max wait, sent as {@code {"max_wait": ms}}: a burst of debounced
+     * schedules of one key replaces the scheduled task each time (payload, due time) but
+     * never makes it due later than the burst's first schedule + {@code maxWait}; a lease
+     * ends the burst. The server refuses 0 ({@link InvalidArgumentException}, field
+     * {@code debounce.max_wait}) and a debounce with if-exists keep or error (field
+     * {@code debounce}).
+     */
+    public TaskSpec debounce(Duration maxWait) { this.debounceMaxWait = maxWait; return this; }
 
     String key() { return key; }
 
@@ -87,6 +97,7 @@ public final class TaskSpec {
         }
         if (ifExists != null) o.put("if_exists", ifExists.name().toLowerCase());
         if (priority != null) o.put("priority", priority);
+        if (debounceMaxWait != null) o.putObject("debounce").put("max_wait", debounceMaxWait.toMillis());
         if (target != null) {
             ObjectNode t = o.putObject("target");
             t.put("url", target.url());

@@ -25,7 +25,7 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** The twelve scenarios of clients/SCENARIOS.md against the real `punctual serve`. */
+/** The thirteen scenarios of clients/SCENARIOS.md against the real `punctual serve`. */
 class ScenariosTest {
     static ServerProcess shared;
     static PunctualClient client;
@@ -410,6 +410,67 @@ class ScenariosTest {
         assertEquals(7, client.get(q, "p7").path("priority").asInt(-1));
         InvalidArgumentException refused = assertInstanceOf(InvalidArgumentException.class, results.get(1).error());
         assertEquals("tasks[1].priority", refused.getField());
+    }
+
+    @Test
+    void s13Debounce() throws Exception {
+        String q = queue();
+        Duration maxWait = Duration.ofSeconds(3);
+        ScheduleResult first = client.schedule(q, "order-1",
+                TaskSpec.create().delay(Duration.ofSeconds(2)).payload(Map.of("status", 1)).debounce(maxWait));
+        ScheduleResult second = client.schedule(q, "order-1",
+                TaskSpec.create().delay(Duration.ofSeconds(2)).payload(Map.of("status", 2)).debounce(maxWait));
+        // Without debounce this one would be due 5 s from now, past the burst's bound.
+        ScheduleResult third = client.schedule(q, "order-1",
+                TaskSpec.create().delay(Duration.ofSeconds(5)).payload(Map.of("status", 3)).debounce(maxWait));
+        assertEquals(List.of("created", "replaced", "replaced"),
+                List.of(first.outcome(), second.outcome(), third.outcome()));
+        Instant bound = Instant.parse(first.task().path("created_at").asText()).plus(maxWait);
+        List<Instant> due = List.of(first, second, third).stream()
+                .map(r -> Instant.parse(r.task().path("due_at").asText())).toList();
+        for (int i = 1; i < 3; i++) {
+            assertFalse(due.get(i).isBefore(due.get(i - 1)), "answer " + (i + 1) + " due earlier: " + due);
+            assertFalse(due.get(i).isAfter(bound), "answer " + (i + 1) + " due past " + bound + ": " + due);
+        }
+        assertEquals(3, third.task().path("payload").path("status").asInt());
+
+        InvalidArgumentException refused = assertThrows(InvalidArgumentException.class, () -> client.schedule(q,
+                "order-1", TaskSpec.create().payload(Map.of("status", 4)).debounce(Duration.ZERO)));
+        assertEquals(400, refused.status());
+        assertEquals("debounce.max_wait", refused.getField());
+        assertEquals(3, client.get(q, "order-1").path("payload").path("status").asInt());
+
+        List<Delivery> got = new CopyOnWriteArrayList<>();
+        PunctualWorker w = worker(client).handle(q, d -> { got.add(d); return Outcome.done(); }, 1).build().start();
+        try {
+            waitUntil(Duration.ofSeconds(10), "the debounced delivery", () -> !got.isEmpty());
+            assertEquals("order-1", got.get(0).key());
+            assertEquals(3, got.get(0).payload().path("status").asInt());
+            waitUntil(Duration.ofSeconds(10), "order-1 acked away", () -> gone(client, q, "order-1"));
+        } finally { w.stop(Duration.ofSeconds(2)); }
+        assertEquals(1, got.size(), "delivered exactly once");
+    }
+
+    @Test
+    void debounceInABatch() {
+        String q = queue();
+        Duration maxWait = Duration.ofMinutes(10);
+        assertTrue(client.scheduleMany(q, List.of(TaskSpec.key("d1").delay(Duration.ofHours(1)).debounce(maxWait)))
+                .get(0).ok());
+        Instant created = Instant.parse(client.get(q, "d1").path("created_at").asText());
+        List<BatchResult> results = client.scheduleMany(q, List.of(
+                TaskSpec.key("d1").delay(Duration.ofHours(2)).payload(Map.of("n", 2)).debounce(maxWait),
+                TaskSpec.key("d2").delay(Duration.ofHours(1)).debounce(Duration.ZERO),
+                TaskSpec.key("d3").delay(Duration.ofHours(1)).debounce(maxWait).ifExists(TaskSpec.IfExists.KEEP)));
+        assertEquals(3, results.size());
+        assertTrue(results.get(0).ok());
+        JsonNode moved = client.get(q, "d1");
+        assertEquals(2, moved.path("payload").path("n").asInt());
+        assertFalse(Instant.parse(moved.path("due_at").asText()).isAfter(created.plus(maxWait)));
+        InvalidArgumentException zero = assertInstanceOf(InvalidArgumentException.class, results.get(1).error());
+        assertEquals("tasks[1].debounce.max_wait", zero.getField());
+        InvalidArgumentException keep = assertInstanceOf(InvalidArgumentException.class, results.get(2).error());
+        assertEquals("tasks[2].debounce", keep.getField());
     }
 
     @Test
