@@ -21,6 +21,11 @@
 //! priority 0 has the record it had before priorities (no byte more), and a record
 //! written before (format 1, or format 2 of up to 14 fields) is of priority 0. Only
 //! format 2 holds a priority above 0.
+//!
+//! A task's debounce bound ([`TaskMeta::debounce_until`]) is the 16th header field,
+//! its distance from `due`, left out when there is none: a task outside a debounce
+//! burst (every leased or dead task, nearly every scheduled one) has the record it had
+//! before debounce, and a record written before has no bound. Only format 2 holds one.
 
 use punctual_core::store::corrupt;
 use punctual_core::{
@@ -75,6 +80,14 @@ pub(crate) fn target_of(task: &NewTask) -> String {
     task.target.as_ref().map(Target::to_stored).unwrap_or_default()
 }
 
+/// A debounced schedule's `max_wait` in ms as the schedule script takes it, empty when
+/// the task is not debounced; at most [`Timestamp::MAX`]'s ms, so the script's bound
+/// (now + max_wait, capped at that) is exact.
+pub(crate) fn debounce_of(task: &NewTask) -> String {
+    let latest = Timestamp::MAX.as_millis().unsigned_abs();
+    task.debounce.map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX).min(latest).to_string()).unwrap_or_default()
+}
+
 /// Tags as the scripts keep them.
 pub(crate) fn tags_of(tags: &[Tag]) -> String {
     let mut joined = String::new();
@@ -107,6 +120,8 @@ struct Header {
     /// 0: no target.
     targetlen: i64,
     priority: i64,
+    /// The debounce bound, ms; `None` outside a burst.
+    debounce_until: Option<i64>,
 }
 
 /// Format 1's header (without its `|`): 14 decimal fields.
@@ -140,16 +155,17 @@ fn header_v1(header: &str) -> Result<Header> {
         taglen: required(taglen)?,
         targetlen: 0,
         priority: 0,
+        debounce_until: None,
     })
 }
 
-/// Format 2's header after its mark (without its `|`): up to 15 base-36 fields (13
-/// before targets, 14 before priorities).
+/// Format 2's header after its mark (without its `|`): up to 16 base-36 fields (13
+/// before targets, 14 before priorities, 15 before debounce).
 fn header_v2(state: TaskState, header: &str) -> Result<Header> {
     let bad = |what: &str| corrupt(format!("record header '{header}': {what}"));
     let fields: Vec<&str> = header.split(',').collect();
-    if fields.len() > 15 {
-        return Err(bad("more than 15 fields"));
+    if fields.len() > 16 {
+        return Err(bad("more than 16 fields"));
     }
     let number = |i: usize| -> Result<Option<i64>> {
         match fields.get(i) {
@@ -165,6 +181,10 @@ fn header_v2(state: TaskState, header: &str) -> Result<Header> {
     let exp = match number(5)? {
         None => 0,
         Some(lease) => updated.checked_add(lease).ok_or_else(|| bad("lease expiry out of range"))?,
+    };
+    let debounce_until = match number(15)? {
+        None => None,
+        Some(distance) => Some(due.checked_add(distance).ok_or_else(|| bad("debounce bound out of range"))?),
     };
     Ok(Header {
         state,
@@ -183,6 +203,7 @@ fn header_v2(state: TaskState, header: &str) -> Result<Header> {
         anchor: or(12, due)?,
         targetlen: or(13, 0)?,
         priority: or(14, 0)?,
+        debounce_until,
     })
 }
 
@@ -244,8 +265,9 @@ pub(crate) fn decode(store: StoreId, queue: &QueueName, key: &str, record: &[u8]
         len => Some(Target::from_stored(std::str::from_utf8(take(len)?).map_err(corrupt)?)?),
     };
     let body: Body = if format_2 { body_v2(rest)? } else { serde_json::from_slice(rest).map_err(corrupt)? };
-    let meta =
+    let mut meta =
         TaskMeta::new(store, unsigned(h.id)?, unsigned(h.fence)?, count(h.occ)?, Timestamp::from_millis(h.anchor));
+    meta.debounce_until = h.debounce_until.map(Timestamp::from_millis);
     let key = TaskKey::new(key).map_err(corrupt)?;
     let mut task =
         Task::from_new(NewTask::new(queue.clone(), key, Timestamp::from_millis(h.due)), meta, Timestamp::EPOCH);
@@ -409,6 +431,39 @@ mod tests {
     }
 
     #[test]
+    fn a_debounce_bound_is_a_16th_field_its_distance_from_due_left_out_when_there_is_none() {
+        let q = QueueName::new("q").unwrap();
+        // Due 1000, bound 10 s later (10000 = "7ps"), no target, priority 0.
+        let record = "Srs,16,ri,,,,,,,,,,,,,7ps|";
+        let task = decode(STORE, &q, "k", record.as_bytes()).unwrap();
+        assert_eq!(task.meta.debounce_until, Some(Timestamp::from_millis(11_000)));
+        assert_eq!((task.priority, &task.target), (Priority::LOWEST, &None));
+        assert_eq!(encode_as_the_scripts_do(&task), record.as_bytes());
+        // Due at its bound: a distance of 0, written.
+        let at_bound = decode(STORE, &q, "k", b"Srs,16,ri,,,,,,,,,,,,,0|").unwrap();
+        assert_eq!(at_bound.meta.debounce_until, Some(Timestamp::from_millis(1000)));
+        // Without a bound it has the record it had before debounce, byte for byte.
+        let mut plain = task.clone();
+        plain.meta.debounce_until = None;
+        assert_eq!(String::from_utf8(encode_as_the_scripts_do(&plain)).unwrap(), "Srs,16,ri|");
+        // Records written before debounce: format 1, format 2 of 15, 14 and 3 fields.
+        for before in [
+            "0,1000,,,,,20,,,42,10,,,0|{}",
+            "Srs,16,ri,,,,,,,,,,,,7|",
+            "Srs,16,ri,,,,,,,,,,,v|{\"u\":\"http://127.0.0.1:9/hook\"}",
+            "Srs,16,ri|",
+        ] {
+            assert_eq!(decode(STORE, &q, "k", before.as_bytes()).unwrap().meta.debounce_until, None, "{before}");
+        }
+        let mut new = NewTask::new(q, TaskKey::new("k").unwrap(), Timestamp::EPOCH);
+        assert_eq!(debounce_of(&new), "", "not debounced: nothing passed");
+        new.debounce = Some(Duration::from_secs(10));
+        assert_eq!(debounce_of(&new), "10000");
+        new.debounce = Some(Duration::MAX);
+        assert_eq!(debounce_of(&new), Timestamp::MAX.as_millis().to_string(), "no bound past Timestamp::MAX");
+    }
+
+    #[test]
     fn a_damaged_record_is_an_error_not_a_panic() {
         let q = QueueName::new("q").unwrap();
         let bad = [
@@ -422,7 +477,8 @@ mod tests {
             "S0|",
             ",1|",
             "S,1|",
-            "S0,1,,,,,,,,,,,,,,|",
+            "S0,1,,,,,,,,,,,,,,,|",
+            "S0,1,,,,,,,,,,,,,,zzzzzzzzzzzzzz|",
             "S0,1,,,,,,,,,,,,z|short",
             "S0,1,,,,,,,,,,,,2|{}",
             "S0,1,,,,,,,,,,,,-1|",
@@ -511,6 +567,7 @@ mod tests {
             unless(task.meta.anchor.as_millis(), due),
             unless(target.len() as i64, 0),
             unless(i64::from(task.priority.get()), 0),
+            task.meta.debounce_until.map_or(String::new(), |until| b36(until.as_millis() - due)),
         ];
         while fields.last().is_some_and(String::is_empty) {
             fields.pop();
@@ -527,6 +584,7 @@ mod tests {
     fn encode_v1_as_the_scripts_did(task: &Task) -> Vec<u8> {
         assert_eq!(task.target, None, "format 1 holds no target");
         assert_eq!(task.priority, Priority::LOWEST, "format 1 holds no priority");
+        assert_eq!(task.meta.debounce_until, None, "format 1 holds no debounce bound");
         let unless = |n: i64, usual: i64| if n == usual { String::new() } else { n.to_string() };
         let state = codes::state(task.state);
         let (due, created) = (task.due_at.as_millis(), task.created_at.as_millis());
@@ -698,13 +756,16 @@ mod tests {
             same_times in any::<(bool, bool)>(),
             target in any_target(),
             priority in prop_oneof![Just(0u8), 0..=9u8],
+            debounce_until in prop::option::of(prop_oneof![any_time(), Just(Timestamp::EPOCH)]),
         ) -> Task {
             let queue = QueueName::new(queue).unwrap();
             let key = TaskKey::new(key).unwrap();
             // The usual values (anchor = due, updated = created) often, to cover empty fields.
             let anchor = if same_times.0 { due_at } else { anchor };
             let updated_at = if same_times.1 { created_at } else { updated_at };
-            let meta = TaskMeta::new(STORE, id, fence, occurrence, anchor);
+            let mut meta = TaskMeta::new(STORE, id, fence, occurrence, anchor);
+            // Any time, the due time itself (a distance of 0) among them.
+            meta.debounce_until = debounce_until.map(|until| if until == Timestamp::EPOCH { due_at } else { until });
             let mut task = Task::from_new(NewTask::new(queue, key, due_at), meta, created_at);
             task.state = state;
             task.payload = payload;
@@ -723,17 +784,18 @@ mod tests {
         }
     }
 
-    /// A task as format 1 can hold it: without a target, of priority 0.
+    /// A task as format 1 can hold it: without a target, of priority 0, no debounce bound.
     fn any_task_of_format_1() -> impl Strategy<Value = Task> {
         any_task().prop_map(|mut task| {
             task.target = None;
             task.priority = Priority::LOWEST;
+            task.meta.debounce_until = None;
             task
         })
     }
 
     /// A header of either format: 12 to 16 decimal fields, or a mark (or another byte)
-    /// and 0 to 16 base-36 fields, each empty, a number (in or out of range) or junk.
+    /// and 0 to 17 base-36 fields, each empty, a number (in or out of range) or junk.
     fn any_header() -> impl Strategy<Value = String> {
         let field = prop_oneof![
             Just(String::new()),
@@ -753,7 +815,7 @@ mod tests {
         ];
         prop_oneof![
             prop::collection::vec(field, 12..=16).prop_map(|fields| fields.join(",")),
-            ("[SLDX0]", prop::collection::vec(b36_field, 0..=16))
+            ("[SLDX0]", prop::collection::vec(b36_field, 0..=17))
                 .prop_map(|(mark, fields)| format!("{mark}{}", fields.join(","))),
         ]
     }
@@ -814,6 +876,7 @@ mod tests {
                     let mut without_target = t.clone();
                     without_target.target = None;
                     without_target.priority = Priority::LOWEST;
+                    without_target.meta.debounce_until = None;
                     let v1 = encode_v1_as_the_scripts_did(&without_target);
                     prop_oneof![Just(encode_as_the_scripts_do(&t)), Just(v1)]
                 }).prop_flat_map(|record| {

@@ -251,7 +251,8 @@ impl OnShard<'_> {
                 .arg(record::tags_of(&task.tags))
                 .arg(record::body_of(task)?)
                 .arg(record::target_of(task))
-                .arg(task.priority.get());
+                .arg(task.priority.get())
+                .arg(record::debounce_of(task));
         }
         let answer: Vec<Vec<u8>> = self.shared.conn.invoke(&invocation).await?;
         if answer.len() != tasks.len() * 2 {

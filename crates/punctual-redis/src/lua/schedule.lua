@@ -1,9 +1,13 @@
 -- schedule: creates or updates tasks of one shard, in order.
 -- KEYS, ARGV[1..3]: see common.lua.
--- ARGV[4] n; then n groups of 9: key, if_exists ('r' replace, 'k' keep, 'e' error),
+-- ARGV[4] n; then n groups of 10: key, if_exists ('r' replace, 'k' keep, 'e' error),
 --   due ms, max_attempts, id for a new task, tags joined by "\n", body, target ('' none,
 --   else its stored text, which puts the task in the target lane), priority (0 to 9;
---   above 0 the task is in its lane's urgent set too).
+--   above 0 the task is in its lane's urgent set too), debounce max_wait ms ('' none).
+-- A debounced write (created or replaced) is due no later than its burst's bound
+-- (`dbu`, kept in the record): the bound of the task it replaces if that one is
+-- scheduled and has one (the burst goes on), else now + max_wait (a new burst). A
+-- write without debounce has no bound. (transitions::debounce_until, capped.)
 -- Returns: n pairs of (outcome, record): outcome 'c' created, 'r' replaced, 'k' kept
 --   (the record untouched), 'e' conflict (record '').
 -- Records are read with one HMGET and written with one HSET and one ZADD per lane at
@@ -12,7 +16,9 @@
 local now = now_ms()
 local out = {}
 local n = tonumber(ARGV[4])
-local records = records_at(n, 9)
+local records = records_at(n, 10)
+-- Timestamp::MAX in ms: a bound is never later.
+local LATEST = 253402207200999
 -- Each lane's earliest due time, read when this call first writes a task of the lane
 -- (false: not read yet; nil: the lane was empty).
 local heads = { [HANDLER] = false, [TARGET] = false }
@@ -28,15 +34,17 @@ local written, armed, moved = {}, { [HANDLER] = {}, [TARGET] = {} }, {}
 -- last write is not in. A task of priority 0 costs no Redis command more.
 local urgent_last, urgent_keys = {}, {}
 for i = 0, n - 1 do
-  local a = 5 + i * 9
+  local a = 5 + i * 10
   local key, mode, due, max = ARGV[a], ARGV[a + 1], tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])
   local id, tags, body, tgt = tonumber(ARGV[a + 4]), ARGV[a + 5], ARGV[a + 6], ARGV[a + 7]
-  local pri = tonumber(ARGV[a + 8])
+  local pri, max_wait = tonumber(ARGV[a + 8]), tonumber(ARGV[a + 9])
   local earlier = latest[key]
   local rec = earlier or records[i + 1]
   local t = nil
   local outcome = 'c'
   local created = false
+  local dbu = nil
+  if max_wait then dbu = math.min(now + max_wait, LATEST) end
   if rec then
     local old = decode(rec)
     if mode == 'k' then
@@ -46,17 +54,21 @@ for i = 0, n - 1 do
       rec = ''
     else
       outcome = 'r'
+      if dbu and old.st == 0 and old.dbu then dbu = old.dbu end
+      if dbu and dbu < due then due = dbu end
       if earlier and lane_of(old.tgt) ~= lane_of(tgt) then moved[key] = lane_of(tgt) end
       unplace(key, old)
       unindex_tags(key, old.tags)
       t = { st = 0, due = due, exp = 0, fence = old.fence, ver = old.ver + 1, att = 0, max = max, occ = 1, anc = due,
-            id = old.id, created = old.created, updated = now, tags = tags, tgt = tgt, pri = pri, body = body }
+            id = old.id, created = old.created, updated = now, tags = tags, tgt = tgt, pri = pri, dbu = dbu,
+            body = body }
     end
   else
     created = true
+    if dbu and dbu < due then due = dbu end
   end
   if t or created then
-    if created then rec = fresh(due, id, max, now, tags, tgt, pri, body) else rec = encode(t) end
+    if created then rec = fresh(due, id, max, now, tags, tgt, pri, dbu, body) else rec = encode(t) end
     latest[key] = rec
     written[#written + 1] = key
     written[#written + 1] = rec

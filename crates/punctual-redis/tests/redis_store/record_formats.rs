@@ -1,7 +1,8 @@
 //! Records written before format 2 (format 1, `lua/common.lua`) are still leased,
 //! read, listed, completed, retried and cancelled; new tasks are written in format 2,
-//! exactly as documented (a priority above 0 in a 15th field), records written before
-//! priorities are of priority 0, and the scripts' base 36 is Rust's.
+//! exactly as documented (a priority above 0 in a 15th field, a debounce bound in a
+//! 16th), records written before priorities are of priority 0 and those written before
+//! debounce have no bound, and the scripts' base 36 is Rust's.
 //!
 //! Guards against an upgrade that loses work: a user with millions of tasks pending in
 //! Redis, written by an earlier punctual, upgrades; if any script or the Rust decoder
@@ -410,4 +411,62 @@ fn the_scripts_write_and_read_base_36_as_rust_does() {
     for n in &numbers {
         assert_eq!(i64::from_str_radix(&base36(*n), 36), Ok(*n));
     }
+}
+
+#[tokio::test]
+async fn a_debounce_bound_is_a_16th_field_until_a_lease_and_records_from_before_have_none() {
+    let prefix = "format2-debounce";
+    let shard_key = |name: &str| format!("{prefix}:{{upgrade}}:{name}");
+    let header = |k: &str| redis(&["HGET", &shard_key("tasks"), k]).split('|').next().expect("a header").to_owned();
+    // Written before debounce: 15 fields (priority 3).
+    let old = format!("S{},{},,,,,,,,,,,,,3|", base36(NOW - 9000), base36(ID as i64 + 31));
+    redis(&["HSET", &format!("{prefix}:queues"), "upgrade", "1"]);
+    redis(&["HSET", &shard_key("tasks"), "old", &old]);
+    redis(&["ZADD", &shard_key("scheduled"), &(NOW - 9000).to_string(), "old"]);
+    redis(&["ZADD", &shard_key("scheduled:urgent"), &(6 * (1_i64 << 48) + NOW - 9000).to_string(), "old"]);
+    let store = support::on_server_under(prefix).await;
+    let q = queue();
+    let before = store.get(&q, &key("old")).await.expect("get").expect("the task is there");
+    assert_eq!((before.meta.debounce_until, before.priority.get()), (None, 3));
+
+    let debounced = |k: &str, due: Timestamp, max_wait_s: u64| {
+        let mut task = NewTask::new(q.clone(), key(k), due);
+        task.debounce = Some(Duration::from_secs(max_wait_s));
+        task
+    };
+    // The old task replaced by a debounced schedule: a new burst, bound now + 10 s.
+    let mut replacement = debounced("old", at(60_000), 10);
+    replacement.priority = Priority::new(3).expect("a priority");
+    // A new task scheduled twice in one call: the second write sees the first's bound
+    // (10 s), not a burst of its own (30 s).
+    let batch = vec![replacement, debounced("new", at(5000), 10), debounced("new", at(60_000), 30)];
+    let answers: Vec<_> =
+        store.schedule(batch, at(0)).await.expect("schedule").into_iter().map(|a| a.expect("ok")).collect();
+    let bounds: Vec<_> = answers.iter().map(|a| (a.task.due_at, a.task.meta.debounce_until)).collect();
+    assert_eq!(bounds, [(at(10_000), Some(at(10_000))), (at(5000), Some(at(10_000))), (at(10_000), Some(at(10_000)))]);
+    let old_header = header("old");
+    let fields: Vec<&str> = old_header.split(',').collect();
+    assert_eq!((fields.len(), fields[14], fields[15]), (16, "3", "0"), "priority kept, due at its bound: {old_header}");
+    // Created at 0, due at 10 s (lead "7ps"), version 2, bound = due.
+    let id36 = base36(i64::try_from(answers[1].task.meta.id).expect("ids are below 2^53"));
+    let due36 = base36(NOW + 10_000);
+    assert_eq!(header("new"), format!("S{due36},{id36},7ps,,,,,,,,2,,,,,0"));
+    assert_eq!(store.get(&q, &key("new")).await.expect("get"), Some(answers[2].task.clone()));
+
+    // Outside a burst, a record is what it was before debounce, byte for byte.
+    let plain = NewTask::new(q.clone(), key("plain"), at(60_000));
+    let plain = store.schedule(vec![plain], at(0)).await.expect("schedule").remove(0).expect("created");
+    let plain36 = base36(i64::try_from(plain.task.meta.id).expect("ids are below 2^53"));
+    assert_eq!(redis(&["HGET", &shard_key("tasks"), "plain"]), format!("S{},{plain36},1aao|", base36(NOW + 60_000)));
+
+    // A lease ends the burst: no 16th field, the record a lease wrote before debounce.
+    let batch =
+        store.lease(LeaseRequest::new(q.clone(), 10, Duration::from_secs(30), at(10_000))).await.expect("lease");
+    assert_eq!(batch.leases.iter().map(|l| l.task.key.as_str()).collect::<Vec<_>>(), ["old", "new"]);
+    assert!(batch.leases.iter().all(|l| l.task.meta.debounce_until.is_none()), "{batch:?}");
+    let old_header = header("old");
+    assert_eq!(old_header.split(',').count(), 15, "the priority kept, no bound: {old_header}");
+    let fence = base36(i64::try_from(batch.leases[1].token.fence).expect("a small fence"));
+    assert_eq!(header("new"), format!("L{due36},{id36},7ps,,,n5c,{fence},7ps,,,2"));
+    assert_eq!(store.get(&q, &key("new")).await.expect("get"), Some(batch.leases[1].task.clone()));
 }
