@@ -39,6 +39,7 @@ fn check_delivery(seen: &common::Seen, key: &str, attempt: u32, now: Timestamp) 
     assert_eq!(body["attempt"], attempt);
     assert_eq!(body["fired_at"], now.to_string());
     assert_eq!(body["tags"], json!(["pi-9"]));
+    assert_eq!(body["priority"], 0, "API.md Wave 3: webhook bodies carry the task's priority");
     assert!(body["due_at"].as_str().unwrap().ends_with('Z'));
     let delivery_id = body["delivery_id"].as_str().unwrap().to_owned();
     assert_eq!(seen.header("punctual-delivery"), delivery_id);
@@ -48,7 +49,7 @@ fn check_delivery(seen: &common::Seen, key: &str, attempt: u32, now: Timestamp) 
     assert_eq!(t, now.as_millis() / 1000);
     assert_eq!(header, signature(SECRET.as_bytes(), t, &seen.body));
     let keys: Vec<&str> = body.as_object().unwrap().keys().map(String::as_str).collect();
-    assert_eq!(keys.len(), 8, "{keys:?}");
+    assert_eq!(keys.len(), 9, "{keys:?}");
     delivery_id
 }
 
