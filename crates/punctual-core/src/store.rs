@@ -583,10 +583,10 @@ pub trait Store: Send + Sync + 'static {
     /// - present and `keep`: untouched, outcome `kept`;
     /// - present and `error`: `Err(Error::Conflict)` for that task only;
     /// - a debounced task ([`NewTask::debounce`]) is created or replaced so, its
-    ///   `due_at` no later than the bound of [`transitions::debounce_until`], which
+    ///   `due_at` no later than the bound of [`transitions::debounce`], which
     ///   it keeps in `meta.debounce_until` until a lease clears it.
     ///
-    /// [`transitions::debounce_until`]: crate::transitions::debounce_until
+    /// [`transitions::debounce`]: crate::transitions::debounce
     ///
     /// The same key twice in one call is applied in order. `Err` of the whole call
     /// means nothing was written.

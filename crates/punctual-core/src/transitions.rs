@@ -41,10 +41,8 @@ use crate::time::Timestamp;
 /// version 1, attempts 0, occurrence 1, anchor = `due_at`, fence 0 (the first lease
 /// raises it to 1). A debounced `new` starts a burst: due no later than `now +
 /// max_wait`, the bound it keeps.
-pub fn create(new: NewTask, store: StoreId, id: u64, now: Timestamp) -> Task {
-    let debounce_until = debounce_until(None, &new, now);
-    let mut new = new;
-    new.due_at = capped(new.due_at, debounce_until);
+pub fn create(mut new: NewTask, store: StoreId, id: u64, now: Timestamp) -> Task {
+    let debounce_until = debounce(None, &mut new, now);
     let mut meta = TaskMeta::new(store, id, 0, 1, new.due_at);
     meta.debounce_until = debounce_until;
     Task::from_new(new, meta, now)
@@ -60,9 +58,15 @@ pub fn debounce_until(old: Option<&Task>, new: &NewTask, now: Timestamp) -> Opti
     Some(going.unwrap_or_else(|| now.saturating_add(max_wait)))
 }
 
-/// `due_at`, but no later than the debounce bound when there is one.
-pub fn capped(due_at: Timestamp, debounce_until: Option<Timestamp>) -> Timestamp {
-    debounce_until.map_or(due_at, |until| due_at.min(until))
+/// Applies debounce to `new` as it is written over `old` (none: a creation) at `now`:
+/// its `due_at` no later than the bound of [`debounce_until`], which it returns for the
+/// written task's `meta.debounce_until`. Every store's create and replace call this.
+pub fn debounce(old: Option<&Task>, new: &mut NewTask, now: Timestamp) -> Option<Timestamp> {
+    let bound = debounce_until(old, new, now);
+    if let Some(bound) = bound {
+        new.due_at = new.due_at.min(bound);
+    }
+    bound
 }
 
 /// What scheduling `new` does to `existing`, a task already stored under its (queue,
@@ -84,10 +88,8 @@ pub fn upsert(existing: &Task, new: NewTask, now: Timestamp) -> Result<Scheduled
 /// error, no lease. The id, `created_at` and fence stay: a live lease of `old` still
 /// names this id and fence, and is lost by its version alone. A debounced `new` is due
 /// no later than its burst's bound ([`debounce_until`]), which the task keeps.
-pub fn replace(old: &Task, new: NewTask, now: Timestamp) -> Task {
-    let debounce_until = debounce_until(Some(old), &new, now);
-    let mut new = new;
-    new.due_at = capped(new.due_at, debounce_until);
+pub fn replace(old: &Task, mut new: NewTask, now: Timestamp) -> Task {
+    let debounce_until = debounce(Some(old), &mut new, now);
     let mut meta = TaskMeta::new(old.meta.store, old.meta.id, old.meta.fence, 1, new.due_at);
     meta.debounce_until = debounce_until;
     let mut task = Task::from_new(new, meta, now);

@@ -38,26 +38,26 @@ pub(crate) fn next_due(conn: &Connection, queue_id: i64, lane: Lane) -> Result<O
 /// leases the whole batch: the due tasks are picked first (SQLite computes the `IN`
 /// list before changing any row), a range of `tasks_by_due` that holds only the lane's
 /// tasks; then each is updated and returned, in no particular order.
-pub(crate) static LEASE: Sql = Sql::new(|| {
+pub(crate) static LEASE: Sql = Sql::new(|| lease_sql(""));
+
+/// [`LEASE`] of the tasks of priority `?7` (above 0) only, from `tasks_urgent`.
+pub(crate) static LEASE_AT_PRIORITY: Sql = Sql::new(|| lease_sql("AND priority > 0 AND priority = ?7"));
+
+/// A lease's statement whose pick has the terms `only` besides the queue, lane and due time.
+fn lease_sql(only: &str) -> String {
     format!(
         "UPDATE tasks SET state = {LEASED}, lease_expires_at = ?3, fence = MAX(fence + 1, ?5), updated_at = ?2, \
          debounce_until = NULL \
-         WHERE id IN (SELECT id FROM tasks WHERE queue_id = ?1 AND state = ?6 AND due_at <= ?2 \
+         WHERE id IN (SELECT id FROM tasks WHERE queue_id = ?1 AND state = ?6 {only} AND due_at <= ?2 \
                       ORDER BY due_at, id LIMIT ?4) \
          RETURNING {TASK_COLUMNS}"
     )
-});
+}
 
-/// [`LEASE`] of the tasks of priority `?7` (above 0) only, from `tasks_urgent`.
-pub(crate) static LEASE_AT_PRIORITY: Sql = Sql::new(|| {
-    format!(
-        "UPDATE tasks SET state = {LEASED}, lease_expires_at = ?3, fence = MAX(fence + 1, ?5), updated_at = ?2, \
-         debounce_until = NULL \
-         WHERE id IN (SELECT id FROM tasks WHERE queue_id = ?1 AND state = ?6 AND priority > 0 AND priority = ?7 \
-                      AND due_at <= ?2 ORDER BY due_at, id LIMIT ?4) \
-         RETURNING {TASK_COLUMNS}"
-    )
-});
+/// The rows `sql` (one of the lease statements) leases with `args`.
+fn leased(conn: &Connection, sql: &str, args: impl rusqlite::Params) -> Result<Vec<RawTask>> {
+    conn.prepare_cached(sql).and_then(|mut stmt| stmt.query_map(args, RawTask::from_row)?.collect()).map_err(map_err)
+}
 
 /// Whether queue `?1` has scheduled tasks of priority above 0 in the lane of code `?2`.
 pub(crate) const HAS_URGENT: &str =
@@ -80,27 +80,15 @@ pub(crate) fn lease(conn: &Connection, store: StoreId, req: &LeaseRequest, fence
             if room == 0 {
                 break;
             }
-            let taken: Vec<RawTask> = conn
-                .prepare_cached(&LEASE_AT_PRIORITY)
-                .and_then(|mut stmt| {
-                    let args = params![queue_id, now, expires, room, fence_floor, lane_code, priority.get()];
-                    stmt.query_map(args, RawTask::from_row)?.collect()
-                })
-                .map_err(map_err)?;
+            let args = params![queue_id, now, expires, room, fence_floor, lane_code, priority.get()];
+            let taken = leased(conn, &LEASE_AT_PRIORITY, args)?;
             room -= u32::try_from(taken.len()).unwrap_or(room);
             raws.extend(taken);
         }
     }
     // With room left, every due task of a priority above 0 was taken: the rest are 0.
     if room > 0 {
-        let taken: Vec<RawTask> = conn
-            .prepare_cached(&LEASE)
-            .and_then(|mut stmt| {
-                stmt.query_map(params![queue_id, now, expires, room, fence_floor, lane_code], RawTask::from_row)?
-                    .collect()
-            })
-            .map_err(map_err)?;
-        raws.extend(taken);
+        raws.extend(leased(conn, &LEASE, params![queue_id, now, expires, room, fence_floor, lane_code])?);
     }
     let mut leases =
         raws.into_iter().map(|raw| raw.decode(store, &req.queue).map(Lease::of)).collect::<Result<Vec<Lease>>>()?;

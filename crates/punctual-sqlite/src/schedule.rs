@@ -156,8 +156,7 @@ fn schedule_one(conn: &Connection, store: StoreId, mut task: NewTask, now: Times
     let queue_id = queue_id_or_create(conn, &task.queue)?;
     let existing = load(conn, store, queue_id, &task.queue, task.key.as_str())?;
     // As `transitions::create` and `replace` write it.
-    let debounce_until = transitions::debounce_until(existing.as_ref(), &task, now);
-    task.due_at = transitions::capped(task.due_at, debounce_until);
+    let debounce_until = transitions::debounce(existing.as_ref(), &mut task, now);
     let written = Written::of(&task, debounce_until, now)?;
     match existing {
         None => {

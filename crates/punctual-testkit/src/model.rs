@@ -370,50 +370,22 @@ fn operation() -> impl Strategy<Value = Op> {
     ]
 }
 
-fn schedule_item() -> impl Strategy<Value = ScheduleItem> {
-    let if_exists = prop_oneof![3 => Just(Exists::Replace), 1 => Just(Exists::Keep), 1 => Just(Exists::Refuse)];
-    (
-        0..QUEUES.len(),
-        0..KEYS.len(),
-        due_offset(),
-        0usize..5,
-        1u32..=3,
-        0u8..(1 << TAGS.len()),
-        proptest::option::weighted(0.3, repeat_spec()),
-        if_exists,
-        proptest::bool::weighted(0.2),
-        prop_oneof![4 => Just(0u8), 1 => Just(4u8), 1 => Just(9u8)],
-        proptest::option::weighted(0.25, (1u64..=4).prop_map(|secs| secs * 1000)),
-    )
-        .prop_map(
-            |(
-                queue,
-                key,
-                due_ms,
-                payload,
-                max_attempts,
-                tags,
-                repeat,
-                if_exists,
-                custom_backoff,
-                priority,
-                debounce_ms,
-            )| {
-                ScheduleItem {
-                    queue,
-                    key,
-                    due_ms,
-                    payload,
-                    max_attempts,
-                    tags,
-                    repeat,
-                    if_exists,
-                    custom_backoff,
-                    priority,
-                    debounce_ms,
-                }
-            },
-        )
+prop_compose! {
+    fn schedule_item()(
+        queue in 0..QUEUES.len(),
+        key in 0..KEYS.len(),
+        due_ms in due_offset(),
+        payload in 0usize..5,
+        max_attempts in 1u32..=3,
+        tags in 0u8..(1 << TAGS.len()),
+        repeat in proptest::option::weighted(0.3, repeat_spec()),
+        if_exists in prop_oneof![3 => Just(Exists::Replace), 1 => Just(Exists::Keep), 1 => Just(Exists::Refuse)],
+        custom_backoff in proptest::bool::weighted(0.2),
+        priority in prop_oneof![4 => Just(0u8), 1 => Just(4u8), 1 => Just(9u8)],
+        debounce_ms in proptest::option::weighted(0.25, (1u64..=4).prop_map(|secs| secs * 1000)),
+    ) -> ScheduleItem {
+        ScheduleItem { queue, key, due_ms, payload, max_attempts, tags, repeat, if_exists, custom_backoff, priority, debounce_ms }
+    }
 }
 
 /// Due offsets from now in ms: few distinct values, so equal due times are common.

@@ -7,7 +7,7 @@
 -- A debounced write (created or replaced) is due no later than its burst's bound
 -- (`dbu`, kept in the record): the bound of the task it replaces if that one is
 -- scheduled and has one (the burst goes on), else now + max_wait (a new burst). A
--- write without debounce has no bound. (transitions::debounce_until, capped.)
+-- write without debounce has no bound. (transitions::debounce.)
 -- Returns: n pairs of (outcome, record): outcome 'c' created, 'r' replaced, 'k' kept
 --   (the record untouched), 'e' conflict (record '').
 -- Records are read with one HMGET and written with one HSET and one ZADD per lane at
