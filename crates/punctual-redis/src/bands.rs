@@ -31,14 +31,14 @@ pub(crate) struct HeadTask {
 
 /// A task's place in lease order: the higher priority first, then the earlier due time,
 /// then the key (bytewise).
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) struct Rank {
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct Rank<'a> {
     pub(crate) urgency: Reverse<Priority>,
-    pub(crate) task: HeadTask,
+    pub(crate) task: &'a HeadTask,
 }
 
-impl Rank {
-    pub(crate) fn priority(&self) -> Priority {
+impl Rank<'_> {
+    pub(crate) fn priority(self) -> Priority {
         self.urgency.0
     }
 }
@@ -83,10 +83,10 @@ impl Bands {
 
     /// The shard's next task in lease order at `now`, given its lane's head (see the
     /// module doc); `None` when the lane is empty.
-    pub(crate) fn next(&self, head: Option<&HeadTask>, now: Timestamp) -> Option<Rank> {
+    pub(crate) fn next<'a>(&'a self, head: Option<&'a HeadTask>, now: Timestamp) -> Option<Rank<'a>> {
         match self.0.iter().find(|(_, band)| band.due <= now) {
-            Some((priority, band)) => Some(Rank { urgency: Reverse(*priority), task: band.clone() }),
-            None => head.map(|head| Rank { urgency: Reverse(Priority::LOWEST), task: head.clone() }),
+            Some((priority, band)) => Some(Rank { urgency: Reverse(*priority), task: band }),
+            None => head.map(|head| Rank { urgency: Reverse(Priority::LOWEST), task: head }),
         }
     }
 }
@@ -112,15 +112,15 @@ mod tests {
         let bands = Bands::new(vec![(p(3), task(5, "c")), (p(9), task(50, "n")), (p(0), task(1, "zero"))]);
         assert_eq!(bands, Bands(vec![(p(9), task(50, "n")), (p(3), task(5, "c"))]), "highest first, no band 0");
         let head = task(1, "a");
-        let next = |now| bands.next(Some(&head), at(now)).map(|r| (r.priority().get(), r.task));
+        let next = |now| bands.next(Some(&head), at(now)).map(|r| (r.priority().get(), r.task.clone()));
         assert_eq!(next(60), Some((9, task(50, "n"))), "priority 9 is due: first");
         assert_eq!(next(10), Some((3, task(5, "c"))), "priority 9 is not due yet: priority 3");
         assert_eq!(next(2), Some((0, head.clone())), "no band due: the head, at priority 0");
         assert_eq!(next(0), Some((0, head.clone())), "the head even when it is not due");
         assert_eq!(Bands::default().next(None, at(9)), None);
         let order = |a: (u8, i64, &str), b: (u8, i64, &str)| {
-            let rank = |(level, due, key)| Rank { urgency: Reverse(p(level)), task: task(due, key) };
-            rank(a) < rank(b)
+            let (task_a, task_b) = (task(a.1, a.2), task(b.1, b.2));
+            Rank { urgency: Reverse(p(a.0)), task: &task_a } < Rank { urgency: Reverse(p(b.0)), task: &task_b }
         };
         assert!(order((9, 50, "z"), (3, 5, "a")), "priority before due time");
         assert!(order((3, 5, "b"), (3, 6, "a")), "then due time");

@@ -230,9 +230,9 @@ impl Heads {
     ) -> Option<Pick> {
         self.with(queue, lane, shards, |heads| {
             let n = heads.shards.len();
-            let ranks: Vec<Option<Rank>> =
-                heads.shards.iter().map(|shard| shard.bands.next(shard.task.as_ref(), now)).collect();
-            let rank = |s: usize| ranks[s].as_ref();
+            // Each shard's next task, borrowed: a pick clones no key but the bound's.
+            let shards_now = &heads.shards;
+            let rank = |s: usize| shards_now[s].bands.next(shards_now[s].task.as_ref(), now);
             let earliest = (0..n).filter(|s| !spent.contains(&(*s as u32))).filter_map(rank).min()?;
             if earliest.task.due > now {
                 return None;
