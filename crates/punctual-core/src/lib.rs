@@ -46,12 +46,12 @@ pub use events::{Event, EventStream, Observer, Observers, Restarted, StoreOp};
 pub use identity::StoreId;
 pub use memory::MemoryStore;
 pub use meta::TaskMeta;
-pub use model::{IfExists, NewTask, Priority, QueueName, Tag, Task, TaskKey, TaskSpec, TaskState, When};
+pub use model::{Group, IfExists, NewTask, Priority, QueueName, Tag, Task, TaskKey, TaskSpec, TaskState, When};
 pub use outcome::{Outcome, TryEnd};
 pub use policy::{Backoff, Repeat};
 pub use store::{
-    DeadSelection, Lease, LeaseToken, Peers, PurgeSelection, QueueChange, QueueRecord, ScheduleOutcome, Scheduled,
-    Store, StoreReset, Wakeup,
+    DeadSelection, GroupCounts, GroupsPage, GroupsRequest, Lease, LeaseToken, Peers, PurgeSelection, QueueChange,
+    QueueRecord, ScheduleOutcome, Scheduled, Store, StoreReset, Wakeup,
 };
 pub use target::{Lane, Target, TargetMethod};
 pub use time::{Timestamp, parse_duration};

@@ -6,14 +6,16 @@
 //! What it owns: the tasks of each queue in a `BTreeMap` by key, and indexes beside
 //! them so that no call scans what it does not return — per queue, every task and the
 //! tasks of each state by `(due_at, key)` (listing, the next due time), the scheduled
-//! tasks of each [`Lane`] and [`Priority`] by `(due_at, key)` (leasing), the
-//! dead tasks by `(updated_at, key)` (the sweep, the bulk retry), the keys carrying
+//! tasks of each [`Lane`] and [`Priority`] by `(due_at, key)` (leasing; a group's
+//! apart, beside its turn and counts by state), the dead tasks by `(updated_at, key)` (the sweep, the bulk retry), the keys carrying
 //! each tag; across queues, the leased tasks by `(lease_expires_at, queue, key)`
 //! (reaping). All of it sits behind one `Mutex`, so every method is atomic.
 //!
 //! Invariant: the indexes hold exactly the entries derived from the stored tasks. Every
 //! write goes through `Inner::put` or `Inner::take`, which remove a task's old entries
-//! before adding its new ones; nothing else touches the maps.
+//! before adding its new ones; nothing else touches the maps. A group's entry lives
+//! while the group has tasks (so its turn is forgotten when it has none); the turns of
+//! each queue's ungrouped tasks, and its last turn given, are kept for ever.
 //!
 //! Store-defined choices: ties among equal times (and, leasing, equal priorities) are
 //! broken by key (listing, leasing,
@@ -32,11 +34,12 @@ use std::sync::{Mutex, MutexGuard};
 
 use crate::error::{Error, Result};
 use crate::identity::StoreId;
-use crate::model::{NewTask, Priority, QueueName, Tag, Task, TaskKey, TaskState};
+use crate::model::{Group, NewTask, Priority, QueueName, Tag, Task, TaskKey, TaskState};
 use crate::store::{
-    CompleteRequest, DeadSelection, ExtendRequest, Lease, LeaseBatch, LeaseRequest, LeaseToken, ListRequest, Page,
-    PurgeRequest, QueueChangeRequest, QueueRecord, QueueStats, ReapResult, Reaped, RetriedDead, RetryDeadBatchRequest,
-    RetryDeadRequest, ScheduleOutcome, Scheduled, Store, SweepRequest, Swept,
+    CompleteRequest, DeadSelection, ExtendRequest, GroupCounts, GroupsPage, GroupsRequest, Lease, LeaseBatch,
+    LeaseRequest, LeaseToken, ListRequest, Page, PurgeRequest, QueueChangeRequest, QueueRecord, QueueStats, ReapResult,
+    Reaped, RetriedDead, RetryDeadBatchRequest, RetryDeadRequest, ScheduleOutcome, Scheduled, Store, SweepRequest,
+    Swept,
 };
 use crate::target::Lane;
 use crate::time::Timestamp;
@@ -73,6 +76,7 @@ impl MemoryStore {
             expiries: BTreeSet::new(),
             prefer: Vec::new(),
             records: BTreeMap::new(),
+            turns: BTreeMap::new(),
         };
         MemoryStore { secret: rand::random(), inner: Mutex::new(inner) }
     }
@@ -106,14 +110,73 @@ struct Queue {
     /// Every task, by `(due_at, key)`.
     by_due: BTreeSet<(Timestamp, TaskKey)>,
     scheduled: BTreeSet<(Timestamp, TaskKey)>,
-    /// `scheduled` split by lane and priority, each by `(due_at, key)`: a lane's
-    /// highest priority first. Sets are removed when they empty.
-    ready: BTreeMap<(Lane, Reverse<Priority>), DueOrder>,
+    /// The ungrouped tasks of `scheduled`, by lane and priority.
+    ready: Ready,
+    /// Groups with tasks, by name.
+    groups: BTreeMap<Group, GroupState>,
     leased: BTreeSet<(Timestamp, TaskKey)>,
     dead: BTreeSet<(Timestamp, TaskKey)>,
     /// Dead tasks by `(updated_at, key)`: when they died.
     deaths: BTreeSet<(Timestamp, TaskKey)>,
     tags: BTreeMap<Tag, BTreeSet<TaskKey>>,
+}
+
+/// Scheduled tasks split by lane and priority, each by `(due_at, key)`: a lane's
+/// highest priority first. Sets are removed when they empty.
+type Ready = BTreeMap<(Lane, Reverse<Priority>), DueOrder>;
+
+/// One group of a queue: its scheduled tasks, its counts and its turn.
+#[derive(Debug, Default)]
+struct GroupState {
+    ready: Ready,
+    tasks: u64,
+    leased: u64,
+    dead: u64,
+    /// 0 until the group's first lease, then the queue's turn of its latest.
+    turn: u64,
+}
+
+/// The turns of a queue's leases (see [`Store::lease`]).
+#[derive(Debug, Default, Clone, Copy)]
+struct Turns {
+    /// The last turn given.
+    last: u64,
+    /// The ungrouped tasks' turn.
+    ungrouped: u64,
+}
+
+/// The lane's scheduled tasks of each priority, the highest first, by `(due_at, key)`.
+fn lane_ready(ready: &Ready, lane: Lane) -> impl Iterator<Item = (Priority, &DueOrder)> {
+    let range = (lane, Reverse(Priority::HIGHEST))..=(lane, Reverse(Priority::LOWEST));
+    ready.range(range).map(|((_, Reverse(priority)), tasks)| (*priority, tasks))
+}
+
+/// The earliest due time of the lane's tasks in `ready`.
+fn next_due_in(ready: &Ready, lane: Lane) -> Option<Timestamp> {
+    lane_ready(ready, lane).filter_map(|(_, tasks)| tasks.first().map(|(due, _)| *due)).min()
+}
+
+/// The head of the lane's tasks in `ready` at `now` (see [`Store::lease`]): of the
+/// highest priority with a due task, the earliest; among tasks due at the same instant,
+/// those in `prefer` first.
+fn head_of(
+    ready: &Ready,
+    lane: Lane,
+    now: Timestamp,
+    queue: &QueueName,
+    prefer: &[Slot],
+) -> Option<(Priority, TaskKey)> {
+    let (priority, tasks) =
+        lane_ready(ready, lane).find(|(_, tasks)| tasks.first().is_some_and(|(due, _)| *due <= now))?;
+    let (first_due, first_key) = tasks.first()?;
+    if prefer.is_empty() {
+        return Some((priority, first_key.clone()));
+    }
+    let rank = |key: &TaskKey| prefer.iter().position(|(q, k)| q == queue && k == key).unwrap_or(usize::MAX);
+    let tied = tasks.iter().take_while(|(due, _)| due == first_due);
+    // `min_by_key` keeps the first of equals: the store's order among those not preferred.
+    let (_, key) = tied.min_by_key(|(_, key)| rank(key))?;
+    Some((priority, key.clone()))
 }
 
 impl Queue {
@@ -133,15 +196,19 @@ impl Queue {
         }
     }
 
-    /// The lane's scheduled tasks of each priority, the highest first, by `(due_at, key)`.
-    fn lane_ready(&self, lane: Lane) -> impl Iterator<Item = (Priority, &DueOrder)> {
-        let range = (lane, Reverse(Priority::HIGHEST))..=(lane, Reverse(Priority::LOWEST));
-        self.ready.range(range).map(|((_, Reverse(priority)), tasks)| (*priority, tasks))
+    /// The earliest due time of the lane's scheduled tasks, leaving out the groups with
+    /// `limit` leases.
+    fn lane_next_due(&self, lane: Lane, limit: Option<u32>) -> Option<Timestamp> {
+        let open = self.groups.values().filter(|group| limit.is_none_or(|limit| group.leased < u64::from(limit)));
+        open.filter_map(|group| next_due_in(&group.ready, lane)).chain(next_due_in(&self.ready, lane)).min()
     }
 
-    /// The earliest due time of the lane's scheduled tasks.
-    fn lane_next_due(&self, lane: Lane) -> Option<Timestamp> {
-        self.lane_ready(lane).filter_map(|(_, tasks)| tasks.first().map(|(due, _)| *due)).min()
+    /// The ready set a scheduled task belongs in.
+    fn ready_of(&mut self, task: &Task) -> &mut Ready {
+        match &task.group {
+            Some(group) => &mut self.groups.entry(group.clone()).or_default().ready,
+            None => &mut self.ready,
+        }
     }
 
     fn task(&self, key: &TaskKey) -> &Task {
@@ -168,6 +235,8 @@ struct Inner {
     prefer: Vec<Slot>,
     /// Queue records by name.
     records: BTreeMap<QueueName, QueueRecord>,
+    /// Each queue's turns, kept when its tasks go.
+    turns: BTreeMap<QueueName, Turns>,
 }
 
 impl Inner {
@@ -177,7 +246,7 @@ impl Inner {
 
     /// Stores `task` in place of whatever its (queue, key) held.
     fn put(&mut self, task: Task) {
-        self.take(&task.queue, &task.key);
+        self.unindex(&task.queue, &task.key);
         let entry = (task.due_at, task.key.clone());
         if let Some(expiry) = task.lease_expires_at {
             self.expiries.insert((expiry, task.queue.clone(), task.key.clone()));
@@ -185,7 +254,13 @@ impl Inner {
         let queue = self.queues.entry(task.queue.clone()).or_default();
         queue.by_due.insert(entry.clone());
         if task.state == TaskState::Scheduled {
-            queue.ready.entry((task.lane(), Reverse(task.priority))).or_default().insert(entry.clone());
+            queue.ready_of(&task).entry((task.lane(), Reverse(task.priority))).or_default().insert(entry.clone());
+        }
+        if let Some(group) = &task.group {
+            let group = queue.groups.entry(group.clone()).or_default();
+            group.tasks += 1;
+            group.leased += u64::from(task.state == TaskState::Leased);
+            group.dead += u64::from(task.state == TaskState::Dead);
         }
         queue.in_state_mut(task.state).insert(entry);
         if task.state == TaskState::Dead {
@@ -198,18 +273,43 @@ impl Inner {
         queue.tasks.insert(task.key.clone(), task);
     }
 
-    /// Deletes the task in (queue, key) with its index entries; the task, if any.
+    /// Deletes the task in (queue, key) with its index entries; the task, if any. A
+    /// group left without tasks is forgotten, and so is a queue.
     fn take(&mut self, queue_name: &QueueName, key: &TaskKey) -> Option<Task> {
+        let task = self.unindex(queue_name, key)?;
+        let queue = self.queues.get_mut(queue_name)?;
+        if let Some(group) = &task.group
+            && queue.groups.get(group).is_some_and(|group| group.tasks == 0)
+        {
+            queue.groups.remove(group);
+        }
+        if queue.tasks.is_empty() {
+            self.queues.remove(queue_name);
+        }
+        Some(task)
+    }
+
+    /// Removes the task in (queue, key) and its index entries, leaving its queue and
+    /// group in place (counts lowered); the task, if any.
+    fn unindex(&mut self, queue_name: &QueueName, key: &TaskKey) -> Option<Task> {
         let queue = self.queues.get_mut(queue_name)?;
         let task = queue.tasks.remove(key)?;
         let entry = (task.due_at, task.key.clone());
         queue.by_due.remove(&entry);
         let ready = (task.lane(), Reverse(task.priority));
-        if let Some(tasks) = queue.ready.get_mut(&ready) {
-            tasks.remove(&entry);
-            if tasks.is_empty() {
-                queue.ready.remove(&ready);
+        if task.state == TaskState::Scheduled {
+            let sets = queue.ready_of(&task);
+            if let Some(tasks) = sets.get_mut(&ready) {
+                tasks.remove(&entry);
+                if tasks.is_empty() {
+                    sets.remove(&ready);
+                }
             }
+        }
+        if let Some(group) = task.group.as_ref().and_then(|group| queue.groups.get_mut(group)) {
+            group.tasks -= 1;
+            group.leased -= u64::from(task.state == TaskState::Leased);
+            group.dead -= u64::from(task.state == TaskState::Dead);
         }
         queue.in_state_mut(task.state).remove(&entry);
         queue.deaths.remove(&(task.updated_at, task.key.clone()));
@@ -220,9 +320,6 @@ impl Inner {
                     queue.tags.remove(tag);
                 }
             }
-        }
-        if queue.tasks.is_empty() {
-            self.queues.remove(queue_name);
         }
         if let Some(expiry) = task.lease_expires_at {
             self.expiries.remove(&(expiry, task.queue.clone(), task.key.clone()));
@@ -300,23 +397,69 @@ impl Inner {
         Ok(Page::new(tasks.into_iter().cloned().collect(), next_cursor))
     }
 
+    /// Cursors are the last group's name.
+    fn groups(&self, req: &GroupsRequest) -> Result<GroupsPage> {
+        let after = req
+            .cursor
+            .as_deref()
+            .map(|cursor| {
+                Group::new(cursor).map_err(|_| {
+                    Error::invalid("cursor", "this cursor was not issued by this store; start again without one")
+                })
+            })
+            .transpose()?;
+        let Some(queue) = self.queues.get(&req.queue) else { return Ok(GroupsPage::new(Vec::new(), None)) };
+        let limit = req.limit.max(1) as usize;
+        let from = after.map_or(Bound::Unbounded, Bound::Excluded);
+        let mut groups: Vec<GroupCounts> = queue
+            .groups
+            .range((from, Bound::Unbounded))
+            .take(limit + 1)
+            .map(|(name, g)| GroupCounts::new(name.clone(), g.tasks - g.leased - g.dead, g.leased, g.dead))
+            .collect();
+        let more = groups.len() > limit;
+        groups.truncate(limit);
+        let next_cursor = groups.last().filter(|_| more).map(|last| last.group.to_string());
+        Ok(GroupsPage::new(groups, next_cursor))
+    }
+
     fn lease(&mut self, req: &LeaseRequest) -> LeaseBatch {
         let prefer = std::mem::take(&mut self.prefer);
-        let Some(queue) = self.queues.get(&req.queue) else { return LeaseBatch::new(Vec::new(), None) };
-        // The highest priority first, each in due order.
-        let due = queue.lane_ready(req.lane).flat_map(|(priority, tasks)| {
-            tasks.iter().take_while(|(due, _)| *due <= req.now).map(move |(due, key)| ((Reverse(priority), *due), key))
-        });
-        let chosen = choose(due.map(|(order, key)| (order, (req.queue.clone(), key.clone()))), req.max, &prefer);
-        let mut leases = Vec::with_capacity(chosen.len());
-        for (queue, key) in chosen {
-            let Some(task) = self.get(&queue, &key) else { continue };
+        let mut leases = Vec::new();
+        while leases.len() < req.max.max(1) as usize {
+            let Some((group, key)) = self.next_head(req, &prefer) else { break };
+            let Some(task) = self.get(&req.queue, &key) else { break };
             let leased = transitions::lease(task, req.lease_for, req.now);
             self.put(leased.clone());
             leases.push(Lease::of(leased));
+            let turns = self.turns.entry(req.queue.clone()).or_default();
+            turns.last += 1;
+            let turn = turns.last;
+            match group {
+                None => turns.ungrouped = turn,
+                Some(group) => {
+                    if let Some(state) = self.queues.get_mut(&req.queue).and_then(|q| q.groups.get_mut(&group)) {
+                        state.turn = turn;
+                    }
+                }
+            }
         }
-        let next_due = self.queues.get(&req.queue).and_then(|q| q.lane_next_due(req.lane));
+        let next_due = self.queues.get(&req.queue).and_then(|q| q.lane_next_due(req.lane, req.group_limit));
         LeaseBatch::new(leases, next_due)
+    }
+
+    /// The task the next lease of `req` takes, with its group (see [`Store::lease`]).
+    fn next_head(&self, req: &LeaseRequest, prefer: &[Slot]) -> Option<(Option<Group>, TaskKey)> {
+        let queue = self.queues.get(&req.queue)?;
+        let turns = self.turns.get(&req.queue).copied().unwrap_or_default();
+        let head = |ready: &Ready| head_of(ready, req.lane, req.now, &req.queue, prefer);
+        let ungrouped = head(&queue.ready).map(|(priority, key)| ((Reverse(priority), turns.ungrouped, None), key));
+        let open = queue.groups.iter().filter(|(_, g)| req.group_limit.is_none_or(|limit| g.leased < u64::from(limit)));
+        let grouped = open.filter_map(|(name, group)| {
+            head(&group.ready).map(|(priority, key)| ((Reverse(priority), group.turn, Some(name)), key))
+        });
+        let (rank, key) = ungrouped.into_iter().chain(grouped).min_by(|a, b| a.0.cmp(&b.0))?;
+        Some((rank.2.cloned(), key))
     }
 
     fn complete(&mut self, req: &CompleteRequest) -> Result<()> {
@@ -476,6 +619,10 @@ impl Store for MemoryStore {
 
     async fn list(&self, req: ListRequest) -> Result<Page> {
         self.open()?.list(&req)
+    }
+
+    async fn groups(&self, req: GroupsRequest) -> Result<GroupsPage> {
+        self.open()?.groups(&req)
     }
 
     async fn lease(&self, req: LeaseRequest) -> Result<LeaseBatch> {

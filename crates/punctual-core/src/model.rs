@@ -127,6 +127,26 @@ impl Tag {
 }
 string_newtype!(Tag);
 
+/// A group of tasks in a queue — a customer, a tenant, a workflow instance — with the
+/// rules of a [`Tag`]. A queue's `group_concurrency` bounds the live leases of each
+/// group, and due tasks are handed out round robin between groups (see
+/// [`Store::lease`](crate::Store::lease)): one group's backlog never starves another's.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Group(String);
+
+impl Group {
+    /// The longest group name, in bytes of UTF-8.
+    pub const MAX_BYTES: usize = 256;
+
+    /// Validates `group`.
+    pub fn new(group: impl Into<String>) -> Result<Group> {
+        let group = group.into();
+        check_text("group", &group, Self::MAX_BYTES)?;
+        Ok(Group(group))
+    }
+}
+string_newtype!(Group);
+
 /// How urgent a task is among the tasks of its queue that are already due: 0 (the
 /// default) to 9, higher first. It never makes a task fire before its due time: a lease
 /// takes the due tasks of the highest priority first, each priority in due order.
@@ -254,6 +274,8 @@ pub struct Task {
     pub tags: Vec<Tag>,
     /// Among the queue's due tasks, the higher are leased first.
     pub priority: Priority,
+    /// The task's group, if any: its queue's group limits and turns apply.
+    pub group: Option<Group>,
     /// Bumped each time the task is written by a caller (created = 1, each replace +1).
     pub version: u64,
     pub created_at: Timestamp,
@@ -283,6 +305,7 @@ impl Task {
             repeat: new.repeat,
             tags: new.tags,
             priority: new.priority,
+            group: new.group,
             version: 1,
             created_at: now,
             updated_at: now,
@@ -375,6 +398,8 @@ pub struct TaskSpec {
     pub tags: Vec<String>,
     /// 0 (the default) to 9, see [`Priority`]; checked when scheduled.
     pub priority: u8,
+    /// The task's group (see [`Group`]); checked when scheduled.
+    pub group: Option<String>,
     pub if_exists: IfExists,
     /// Delivered by the server to this HTTP target instead of the queue's handler.
     pub target: Option<Target>,
@@ -425,6 +450,12 @@ impl TaskSpec {
         self.priority = level;
         self
     }
+    /// Puts the task in `group` (see [`Group`]): at most the queue's
+    /// `group_concurrency` tasks of one group are leased at once, and groups take turns.
+    pub fn group(mut self, group: impl Into<String>) -> TaskSpec {
+        self.group = Some(group.into());
+        self
+    }
     /// Debounces the schedule: a burst of schedules of this key ends in one firing,
     /// with the last payload, due at the last schedule's due time but never later than
     /// `max_wait` after the burst's first schedule. Replaces an existing task, so it
@@ -460,6 +491,7 @@ pub struct NewTask {
     pub repeat: Option<Repeat>,
     pub tags: Vec<Tag>,
     pub priority: Priority,
+    pub group: Option<Group>,
     pub if_exists: IfExists,
     pub target: Option<Target>,
     /// `max_wait` of a debounced schedule: over a scheduled task that a debounced
@@ -482,6 +514,7 @@ impl NewTask {
             repeat: None,
             tags: Vec::new(),
             priority: Priority::LOWEST,
+            group: None,
             if_exists: IfExists::Replace,
             debounce: None,
             target: None,
@@ -547,6 +580,7 @@ mod tests {
             repeat: None,
             tags: vec![],
             priority: Priority::LOWEST,
+            group: None,
             version: 1,
             created_at: Timestamp::EPOCH,
             updated_at: Timestamp::EPOCH,

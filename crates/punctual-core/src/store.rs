@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use crate::error::{Error, Result};
 use crate::identity::StoreId;
-use crate::model::{NewTask, QueueName, Tag, Task, TaskKey, TaskState};
+use crate::model::{Group, NewTask, QueueName, Tag, Task, TaskKey, TaskState};
 use crate::target::Lane;
 use crate::time::Timestamp;
 
@@ -118,11 +118,20 @@ pub struct LeaseRequest {
     /// Each lease expires this long after `now`.
     pub lease_for: Duration,
     pub now: Timestamp,
+    /// The queue's `group_concurrency`: a group with this many leased tasks (in either
+    /// lane) offers no task. `None`: no limit.
+    pub group_limit: Option<u32>,
 }
 
 impl LeaseRequest {
     pub fn new(queue: QueueName, max: u32, lease_for: Duration, now: Timestamp) -> LeaseRequest {
-        LeaseRequest { queue, lane: Lane::Handler, max, lease_for, now }
+        LeaseRequest { queue, lane: Lane::Handler, max, lease_for, now, group_limit: None }
+    }
+
+    /// Hands out no task of a group that has `limit` (≥ 1) live leases.
+    pub fn group_limit(mut self, limit: Option<u32>) -> LeaseRequest {
+        self.group_limit = limit;
+        self
     }
 
     /// Leases from `lane` instead of [`Lane::Handler`].
@@ -136,11 +145,13 @@ impl LeaseRequest {
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct LeaseBatch {
-    /// In due order.
+    /// In the order taken.
     pub leases: Vec<Lease>,
     /// The earliest `due_at` among the queue's tasks of the request's lane still
-    /// `scheduled` after this call (may be ≤ `now` when more were due than `max`);
-    /// `None` when there are none.
+    /// `scheduled` after this call, leaving out those of groups at the request's
+    /// `group_limit` (may be ≤ `now` when more were due than `max`); `None` when there
+    /// are none. A group at its limit offers work again only when one of its leases
+    /// ends, which the process ending it knows.
     pub next_due: Option<Timestamp>,
 }
 
@@ -230,6 +241,55 @@ impl ListRequest {
     pub fn tagged(mut self, tag: Tag) -> ListRequest {
         self.tag = Some(tag);
         self
+    }
+}
+
+/// [`Store::groups`]'s arguments: one page of a queue's groups, by name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct GroupsRequest {
+    pub queue: QueueName,
+    /// At most this many groups (≥ 1).
+    pub limit: u32,
+    /// From a previous page's `next_cursor`; the first page when `None`.
+    pub cursor: Option<String>,
+}
+
+impl GroupsRequest {
+    pub fn new(queue: QueueName, limit: u32, cursor: Option<String>) -> GroupsRequest {
+        GroupsRequest { queue, limit, cursor }
+    }
+}
+
+/// A group of a queue and its tasks by state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct GroupCounts {
+    pub group: Group,
+    pub scheduled: u64,
+    /// Its live leases and the expired ones not yet reaped.
+    pub leased: u64,
+    pub dead: u64,
+}
+
+impl GroupCounts {
+    pub fn new(group: Group, scheduled: u64, leased: u64, dead: u64) -> GroupCounts {
+        GroupCounts { group, scheduled, leased, dead }
+    }
+}
+
+/// One page of groups.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct GroupsPage {
+    pub groups: Vec<GroupCounts>,
+    /// Where the next page starts; `None` on the last.
+    pub next_cursor: Option<String>,
+}
+
+impl GroupsPage {
+    pub fn new(groups: Vec<GroupCounts>, next_cursor: Option<String>) -> GroupsPage {
+        GroupsPage { groups, next_cursor }
     }
 }
 
@@ -620,13 +680,32 @@ pub trait Store: Send + Sync + 'static {
     /// over the tasks carrying `tag` when one is given, and `limit` tasks otherwise.
     fn list(&self, req: ListRequest) -> impl Future<Output = Result<Page>> + Send;
 
+    /// One page of the queue's groups that have tasks, by name, each with its tasks
+    /// counted by state. Paging through with `next_cursor` visits every group that keeps
+    /// tasks throughout exactly once.
+    fn groups(&self, req: GroupsRequest) -> impl Future<Output = Result<GroupsPage>> + Send;
+
     /// Atomically leases up to `max` `scheduled` tasks of the queue's `lane` with
-    /// `due_at ≤ now`, the highest [`Priority`](crate::Priority) first and each
-    /// priority earliest first: each becomes `leased` with `lease_expires_at = now +
-    /// lease_for` and its fence raised above every fence it had before. No task is ever
-    /// in two live leases, and no lease takes a task of the other lane (a task's lane is
-    /// [`Task::lane`]: a replace may move it, a retry keeps it). The cost is that of the
-    /// leases taken, whatever the other lane holds, plus a look at each priority in use.
+    /// `due_at ≤ now`, one after the other by this rule, so that groups take turns:
+    /// - each [`Group`] of the queue offers its *head*, its due task of the lane of the
+    ///   highest [`Priority`](crate::Priority), the earliest of those; the tasks without
+    ///   a group offer theirs as one more group. A group with `group_limit` leased
+    ///   tasks or more (in either lane, counting those this call made; an expired
+    ///   lease counts until it is reaped) offers nothing;
+    /// - the next lease takes the head of the highest priority; among equal priorities,
+    ///   that of the group whose *turn* is lowest; then the ungrouped tasks' head; then
+    ///   by group name;
+    /// - the group leased from takes the queue's next turn, above every turn given
+    ///   before. A group's turn is 0 until its first lease, and again once it has no
+    ///   task left in the queue; the ungrouped tasks' turn is kept for ever.
+    ///
+    /// Without groups this is the highest priority first, each priority in due order.
+    /// Each leased task becomes `leased` with `lease_expires_at = now + lease_for` and
+    /// its fence raised above every fence it had before. No task is ever in two live
+    /// leases, and no lease takes a task of the other lane (a task's lane is
+    /// [`Task::lane`]: a replace may move it, a retry keeps it). Without groups the
+    /// cost is that of the leases taken, whatever the other lane holds, plus a look at
+    /// each priority in use; with groups, a look at each group with due tasks.
     fn lease(&self, req: LeaseRequest) -> impl Future<Output = Result<LeaseBatch>> + Send;
 
     /// Applies `completion` to the task of a live lease; [`Error::LeaseLost`] when the

@@ -15,9 +15,9 @@ use crate::error::{Error, Result};
 use crate::events::{Bus, Event, StoreOp};
 use crate::model::{NewTask, QueueName, Tag, Task, TaskKey};
 use crate::store::{
-    CompleteRequest, ExtendRequest, LeaseBatch, LeaseRequest, LeaseToken, ListRequest, Page, Peers, PurgeRequest,
-    QueueChangeRequest, QueueRecord, QueueStats, ReapResult, RetriedDead, RetryDeadBatchRequest, RetryDeadRequest,
-    Scheduled, Store, SweepRequest, Swept,
+    CompleteRequest, ExtendRequest, GroupsPage, GroupsRequest, LeaseBatch, LeaseRequest, LeaseToken, ListRequest, Page,
+    Peers, PurgeRequest, QueueChangeRequest, QueueRecord, QueueStats, ReapResult, RetriedDead, RetryDeadBatchRequest,
+    RetryDeadRequest, Scheduled, Store, SweepRequest, Swept,
 };
 use crate::time::Timestamp;
 
@@ -66,6 +66,9 @@ impl<S: Store> Store for Timed<S> {
     }
     async fn list(&self, req: ListRequest) -> Result<Page> {
         self.call(StoreOp::List, self.store.list(req)).await
+    }
+    async fn groups(&self, req: GroupsRequest) -> Result<GroupsPage> {
+        self.call(StoreOp::List, self.store.groups(req)).await
     }
     async fn lease(&self, req: LeaseRequest) -> Result<LeaseBatch> {
         self.call(StoreOp::Lease, self.store.lease(req)).await

@@ -27,6 +27,7 @@ mod consumers;
 mod dead;
 mod debounce;
 mod expiry;
+mod groups;
 mod identity;
 mod inspection;
 mod leasing;
@@ -43,6 +44,7 @@ pub use consumers::*;
 pub use dead::*;
 pub use debounce::*;
 pub use expiry::*;
+pub use groups::*;
 pub use identity::*;
 pub use inspection::*;
 pub use leasing::*;
@@ -86,6 +88,11 @@ macro_rules! store_conformance {
             lease_takes_the_highest_priority_first_and_never_before_due,
             a_replace_changes_the_priority_and_a_retry_or_expiry_keeps_it,
             schedule_refuses_a_priority_above_nine_and_changes_nothing,
+            // groups
+            a_group_limit_holds_its_leased_tasks_and_a_group_runs_in_due_order,
+            groups_take_turns_so_a_backlog_never_starves_a_small_group,
+            groups_are_listed_by_name_with_their_tasks_by_state,
+            engine_holds_the_group_limit_and_wakes_a_consumer_when_the_group_has_room,
             // debounce
             a_debounced_burst_fires_once_with_the_last_payload_by_its_first_time_plus_max_wait,
             a_debounced_schedule_after_a_lease_starts_a_new_burst,
@@ -216,6 +223,7 @@ mod tests {
             include_str!("conformance/dead.rs"),
             include_str!("conformance/debounce.rs"),
             include_str!("conformance/expiry.rs"),
+            include_str!("conformance/groups.rs"),
             include_str!("conformance/identity.rs"),
             include_str!("conformance/inspection.rs"),
             include_str!("conformance/leasing.rs"),

@@ -36,12 +36,21 @@ pub struct QueueDefaults {
     pub backoff: Backoff,
     /// The repeat of tasks that set none (e.g. "remind again every 24 h").
     pub repeat: Option<Repeat>,
+    /// At most this many live leases per group of the queue (`group_concurrency`);
+    /// `None`: no limit. Not a task default but the queue's rule, kept here because it
+    /// travels with them (config file, settings at run time).
+    pub group_concurrency: Option<u32>,
 }
 
 impl Default for QueueDefaults {
-    /// 20 attempts; backoff 1 s doubling up to 1 h; no repeat.
+    /// 20 attempts; backoff 1 s doubling up to 1 h; no repeat; no group limit.
     fn default() -> QueueDefaults {
-        QueueDefaults { max_attempts: DEFAULT_MAX_ATTEMPTS, backoff: Backoff::default(), repeat: None }
+        QueueDefaults {
+            max_attempts: DEFAULT_MAX_ATTEMPTS,
+            backoff: Backoff::default(),
+            repeat: None,
+            group_concurrency: None,
+        }
     }
 }
 

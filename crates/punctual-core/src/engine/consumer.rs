@@ -85,7 +85,9 @@ impl<S: Store> Engine<S> {
                 }
                 looked = true;
                 waker.take();
-                let request = LeaseRequest::new(queue.clone(), room, lease_for, now).in_lane(lane);
+                let request = LeaseRequest::new(queue.clone(), room, lease_for, now)
+                    .in_lane(lane)
+                    .group_limit(self.group_limit(queue));
                 match self.inner.store.lease(request).await {
                     Ok(batch) => {
                         waker.offer(batch.next_due);
@@ -187,6 +189,7 @@ impl<S: Store> Engine<S> {
         applied?;
         self.completed(held, &ending);
         self.waker(&held.token.queue).lane(held.task.lane()).offer(next_due);
+        self.lease_ended(&held.token.queue, held.task.group.is_some());
         Ok(())
     }
 
@@ -221,7 +224,10 @@ impl<S: Store> Engine<S> {
         let applied = self.inner.store.complete_many(requests).await?;
         for (result, (token, task, ending)) in applied.iter().zip(finished) {
             match result {
-                Ok(()) => self.completed(Held { token: &token, task: &task }, &ending),
+                Ok(()) => {
+                    self.completed(Held { token: &token, task: &task }, &ending);
+                    self.lease_ended(&token.queue, task.group.is_some());
+                }
                 Err(Error::LeaseLost) => self.refused(&token),
                 Err(_) => {}
             }
@@ -252,6 +258,7 @@ impl<S: Store> Engine<S> {
             fence: token.fence,
         });
         // The token does not say the task's lane; a look at the other costs one read.
+        // (That look also finds a group that the release gave room.)
         self.waker(&token.queue).offer_both(Some(Timestamp::EPOCH));
         Ok(())
     }

@@ -248,6 +248,23 @@ impl<S: Store> Engine<S> {
         self.inner.config.queues.get(queue).unwrap_or(&self.inner.config.defaults).clone()
     }
 
+    /// The queue's `group_concurrency`, as [`Engine::defaults`] finds it.
+    fn group_limit(&self, queue: &QueueName) -> Option<u32> {
+        if let Some(defaults) = self.inner.run_time_defaults.read().expect("defaults lock poisoned").get(queue) {
+            return defaults.group_concurrency;
+        }
+        self.inner.config.queues.get(queue).unwrap_or(&self.inner.config.defaults).group_concurrency
+    }
+
+    /// A lease of the queue ended (acked, released, cancelled): where groups are
+    /// limited, a group may have room again, which no due time announces, so the
+    /// queue's consumers look.
+    fn lease_ended(&self, queue: &QueueName, grouped: bool) {
+        if grouped && self.group_limit(queue).is_some() {
+            self.waker(queue).offer_both(Some(Timestamp::EPOCH));
+        }
+    }
+
     /// Whether [`Engine::shutdown`] has begun.
     pub fn is_stopping(&self) -> bool {
         self.inner.stopping.is_cancelled()

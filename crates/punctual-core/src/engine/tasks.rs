@@ -7,7 +7,7 @@ use super::config::{DEAD_BATCH, MAX_LIST_LIMIT};
 use super::{Engine, ListOptions, QueueDefaults};
 use crate::error::{Error, Result};
 use crate::events::Event;
-use crate::model::{IfExists, NewTask, Priority, QueueName, Tag, Task, TaskKey, TaskSpec, TaskState, When};
+use crate::model::{Group, IfExists, NewTask, Priority, QueueName, Tag, Task, TaskKey, TaskSpec, TaskState, When};
 use crate::policy::Repeat;
 use crate::store::{
     DeadSelection, ListRequest, Page, QueueStats, RetryDeadBatchRequest, RetryDeadRequest, ScheduleOutcome, Scheduled,
@@ -111,6 +111,8 @@ impl<S: Store> Engine<S> {
         let (queue, key) = (QueueName::new(queue)?, TaskKey::new(key)?);
         let cancelled = self.inner.store.cancel(&queue, &key).await?;
         if cancelled {
+            // The task may have held its group's lease.
+            self.lease_ended(&queue, true);
             self.publish(Event::Cancelled { queue, key: Some(key), count: 1 });
         }
         Ok(cancelled)
@@ -122,6 +124,7 @@ impl<S: Store> Engine<S> {
         let (queue, tag) = (QueueName::new(queue)?, Tag::new(tag)?);
         let cancelled = self.inner.store.cancel_tag(&queue, &tag).await?;
         if cancelled > 0 {
+            self.lease_ended(&queue, true);
             self.publish(Event::Cancelled { queue, key: None, count: cancelled });
         }
         Ok(cancelled)
@@ -265,6 +268,7 @@ impl Intake<'_> {
         task.repeat = repeat;
         task.tags = tags;
         task.priority = Priority::new(spec.priority.into())?;
+        task.group = spec.group.map(Group::new).transpose()?;
         if let Some(max_wait) = spec.debounce {
             if max_wait.is_zero() {
                 return Err(Error::invalid("debounce.max_wait", "max_wait must be longer than 0"));

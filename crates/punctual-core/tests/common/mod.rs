@@ -8,9 +8,9 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use punctual_core::store::{
-    CompleteRequest, ExtendRequest, LeaseBatch, LeaseRequest, ListRequest, Page, PurgeRequest, QueueChangeRequest,
-    QueueRecord, QueueStats, ReapResult, RetriedDead, RetryDeadBatchRequest, RetryDeadRequest, Scheduled, SweepRequest,
-    Swept,
+    CompleteRequest, ExtendRequest, GroupsPage, GroupsRequest, LeaseBatch, LeaseRequest, ListRequest, Page,
+    PurgeRequest, QueueChangeRequest, QueueRecord, QueueStats, ReapResult, RetriedDead, RetryDeadBatchRequest,
+    RetryDeadRequest, Scheduled, SweepRequest, Swept,
 };
 use punctual_core::{Error, LeaseToken, MemoryStore, NewTask, QueueName, Result, Store, Tag, Task, TaskKey, Timestamp};
 
@@ -56,6 +56,9 @@ impl Store for Faulty {
     }
     async fn list(&self, req: ListRequest) -> Result<Page> {
         self.inner.list(req).await
+    }
+    async fn groups(&self, req: GroupsRequest) -> Result<GroupsPage> {
+        self.inner.groups(req).await
     }
     async fn lease(&self, req: LeaseRequest) -> Result<LeaseBatch> {
         self.inner.lease(req).await
