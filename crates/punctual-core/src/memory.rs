@@ -136,6 +136,13 @@ struct GroupState {
     turn: u64,
 }
 
+/// Forgets `group` (and its turn) if it has no task left.
+fn forget_if_empty(queue: &mut Queue, group: &Group) {
+    if queue.groups.get(group).is_some_and(|state| state.tasks == 0) {
+        queue.groups.remove(group);
+    }
+}
+
 /// The turns of a queue's leases (see [`Store::lease`]).
 #[derive(Debug, Default, Clone, Copy)]
 struct Turns {
@@ -246,7 +253,7 @@ impl Inner {
 
     /// Stores `task` in place of whatever its (queue, key) held.
     fn put(&mut self, task: Task) {
-        self.unindex(&task.queue, &task.key);
+        let old_group = self.unindex(&task.queue, &task.key).and_then(|old| old.group);
         let entry = (task.due_at, task.key.clone());
         if let Some(expiry) = task.lease_expires_at {
             self.expiries.insert((expiry, task.queue.clone(), task.key.clone()));
@@ -271,6 +278,10 @@ impl Inner {
         }
         debug_assert_eq!(task.lease_expires_at.is_some(), task.state == TaskState::Leased, "{task:?}");
         queue.tasks.insert(task.key.clone(), task);
+        // A replace may have moved the group's last task out of it.
+        if let Some(old) = old_group {
+            forget_if_empty(queue, &old);
+        }
     }
 
     /// Deletes the task in (queue, key) with its index entries; the task, if any. A
@@ -278,10 +289,8 @@ impl Inner {
     fn take(&mut self, queue_name: &QueueName, key: &TaskKey) -> Option<Task> {
         let task = self.unindex(queue_name, key)?;
         let queue = self.queues.get_mut(queue_name)?;
-        if let Some(group) = &task.group
-            && queue.groups.get(group).is_some_and(|group| group.tasks == 0)
-        {
-            queue.groups.remove(group);
+        if let Some(group) = &task.group {
+            forget_if_empty(queue, group);
         }
         if queue.tasks.is_empty() {
             self.queues.remove(queue_name);

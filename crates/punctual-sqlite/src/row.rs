@@ -10,18 +10,18 @@ use std::time::Duration;
 
 use punctual_core::store::corrupt;
 use punctual_core::{
-    Backoff, NewTask, Priority, QueueName, Repeat, Result, StoreId, Tag, Target, Task, TaskKey, TaskMeta, TaskState,
-    Timestamp,
+    Backoff, Group, NewTask, Priority, QueueName, Repeat, Result, StoreId, Tag, Target, Task, TaskKey, TaskMeta,
+    TaskState, Timestamp,
 };
 use rusqlite::Row;
 
-use crate::codes::{scheduled_code, state_of};
+use crate::codes::{code_of_scheduled, state_of};
 
 /// The task columns every read of whole tasks selects, in the order
 /// [`RawTask::from_row`] reads them.
 pub(crate) const TASK_COLUMNS: &str = "id, key, state, due_at, lease_expires_at, fence, version, attempts, \
     max_attempts, occurrence, anchor, backoff_initial_ms, backoff_factor, backoff_max_ms, repeat, tags, payload, \
-    created_at, updated_at, last_error, target, priority, debounce_until";
+    created_at, updated_at, last_error, target, priority, debounce_until, group_name";
 
 /// The raw columns of one task row, decoded outside rusqlite's error type.
 pub(crate) struct RawTask {
@@ -46,6 +46,7 @@ pub(crate) struct RawTask {
     target: Option<String>,
     priority: i64,
     debounce_until: Option<i64>,
+    group: Option<String>,
 }
 
 impl RawTask {
@@ -73,6 +74,7 @@ impl RawTask {
             target: row.get(20)?,
             priority: row.get(21)?,
             debounce_until: row.get(22)?,
+            group: row.get(23)?,
         })
     }
 
@@ -116,9 +118,10 @@ impl RawTask {
         task.target = self.target.as_deref().map(Target::from_stored).transpose()?;
         task.priority =
             u32::try_from(self.priority).map_err(corrupt).and_then(|level| Priority::new(level).map_err(corrupt))?;
+        task.group = self.group.map(Group::new).transpose().map_err(corrupt)?;
         debug_assert!(
-            task.state != TaskState::Scheduled || self.state == scheduled_code(task.lane()),
-            "a scheduled task's state code names its lane"
+            task.state != TaskState::Scheduled || self.state == code_of_scheduled(task.lane(), task.group.is_some()),
+            "a scheduled task's state code names its lane and whether it has a group"
         );
         Ok(task)
     }

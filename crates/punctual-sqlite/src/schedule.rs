@@ -14,14 +14,14 @@ use punctual_core::{
 };
 use rusqlite::{Connection, Statement, ToSql};
 
-use crate::codes::{Sql, scheduled_code};
+use crate::codes::{Sql, code_of_scheduled};
 use crate::map_err;
 use crate::queues::queue_id_or_create;
 use crate::tasks::{delete_tags, load, write_tags};
 
 /// Every column a schedule writes, created or replaced alike, with its value: SQL, or a
 /// parameter that [`Written::run`] binds.
-const WRITTEN: [(&str, &str); 18] = [
+const WRITTEN: [(&str, &str); 19] = [
     ("state", ":state"),
     ("due_at", ":due_at"),
     ("lease_expires_at", "NULL"),
@@ -40,6 +40,7 @@ const WRITTEN: [(&str, &str); 18] = [
     ("target", ":target"),
     ("priority", ":priority"),
     ("debounce_until", ":debounce_until"),
+    ("group_name", ":group_name"),
 ];
 
 /// A new row: [`WRITTEN`], and the columns only a creation writes.
@@ -73,6 +74,7 @@ struct Written {
     target: Option<String>,
     priority: u8,
     debounce_until: Option<i64>,
+    group_name: Option<String>,
 }
 
 impl Written {
@@ -80,7 +82,10 @@ impl Written {
         let json = |e: serde_json::Error| Error::Internal(e.to_string());
         Ok(Written {
             // The lane of the task written, as `Task::lane` gives it.
-            state: scheduled_code(if task.target.is_some() { Lane::Target } else { Lane::Handler }),
+            state: code_of_scheduled(
+                if task.target.is_some() { Lane::Target } else { Lane::Handler },
+                task.group.is_some(),
+            ),
             due_at: task.due_at.as_millis(),
             max_attempts: task.max_attempts,
             backoff_initial_ms: ms(task.backoff.initial()),
@@ -93,6 +98,7 @@ impl Written {
             target: task.target.as_ref().map(Target::to_stored),
             priority: task.priority.get(),
             debounce_until: debounce_until.map(Timestamp::as_millis),
+            group_name: task.group.as_ref().map(|group| group.as_str().to_owned()),
         })
     }
 
@@ -118,6 +124,7 @@ impl Written {
             (":target", &self.target),
             (":priority", &self.priority),
             (":debounce_until", &self.debounce_until),
+            (":group_name", &self.group_name),
         ];
         bound.extend_from_slice(more);
         let mut stmt = conn.prepare_cached(sql).map_err(map_err)?;

@@ -15,6 +15,16 @@
 //!   task's HTTP target as `Target::to_stored` writes it, NULL for none. `priority` is
 //!   the task's priority, 0–9; `debounce_until` its debounce burst's bound
 //!   (`TaskMeta::debounce_until`), NULL outside a burst.
+//!   `group_name` is the task's group, NULL for none; a scheduled task in a group has
+//!   its own codes, 4 (handler lane) and 5 (target lane), so the ungrouped tasks of a
+//!   lane are still one range that a lease without groups reads as before.
+//! - `task_groups`: one row per (queue, group) holding tasks — made and deleted by the
+//!   triggers on `tasks`, so a group's row (and its `turn`) lives exactly while the group
+//!   has tasks — with its turn (0 until its first lease), its count of leased tasks and
+//!   the earliest due time of its scheduled tasks in each lane (NULL for none), all kept
+//!   exact by the triggers on every insert, update of state, due time or group, and
+//!   delete. `queues.last_turn` is the last turn a lease gave in the queue and
+//!   `queues.ungrouped_turn` that of its ungrouped tasks.
 //! - `tags`: (queue, tag) → task ids, so cancelling a tag is an index range, not a scan.
 //! - `queue_records`: one row per queue given settings or paused through the API, by
 //!   name (a queue may have a record and no task, so not by `queues.id`); `settings`
@@ -44,20 +54,29 @@
 //!   layout 2 would lease by due time alone, keep a task's old priority through a
 //!   replace and leave a burst's bound behind a lease. Migrating adds the columns, every
 //!   task at priority 0 and in no burst.
+//! - 4: `tasks.group_name`, state codes 4 and 5, `task_groups` and the queues' turns. A
+//!   change of layout: a punctual of layout 3 knows neither code. Migrating adds the
+//!   columns; no task of a layout-3 store has a group, so its codes stand.
 
-use crate::codes::{DEAD, LEASED, Sql};
+use crate::codes::{DEAD, GROUPED_HANDLER_LANE, GROUPED_TARGET_LANE, LEASED, Sql};
 
 /// Bumped when the layout changes; a store refuses to open a newer layout.
-pub(crate) const VERSION: i64 = 3;
+pub(crate) const VERSION: i64 = 4;
 
 /// What turns a store of each older layout into one of the next: `(from, statements)`,
 /// applied in order from the store's layout on.
-pub(crate) const MIGRATIONS: [(i64, &str); 2] = [
+pub(crate) const MIGRATIONS: [(i64, &str); 3] = [
     (1, "ALTER TABLE tasks ADD COLUMN target TEXT;"),
     (
         2,
         "ALTER TABLE tasks ADD COLUMN priority INTEGER NOT NULL DEFAULT 0; \
          ALTER TABLE tasks ADD COLUMN debounce_until INTEGER;",
+    ),
+    (
+        3,
+        "ALTER TABLE tasks ADD COLUMN group_name TEXT; \
+         ALTER TABLE queues ADD COLUMN last_turn INTEGER NOT NULL DEFAULT 0; \
+         ALTER TABLE queues ADD COLUMN ungrouped_turn INTEGER NOT NULL DEFAULT 0;",
     ),
 ];
 
@@ -74,8 +93,10 @@ CREATE TABLE IF NOT EXISTS secrets (
     value BLOB NOT NULL
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS queues (
-    id   INTEGER PRIMARY KEY,
-    name TEXT NOT NULL UNIQUE
+    id             INTEGER PRIMARY KEY,
+    name           TEXT NOT NULL UNIQUE,
+    last_turn      INTEGER NOT NULL DEFAULT 0,
+    ungrouped_turn INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS tasks (
     id                 INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -101,8 +122,18 @@ CREATE TABLE IF NOT EXISTS tasks (
     last_error         TEXT,
     target             TEXT,
     priority           INTEGER NOT NULL DEFAULT 0,
-    debounce_until     INTEGER
+    debounce_until     INTEGER,
+    group_name         TEXT
 );
+CREATE TABLE IF NOT EXISTS task_groups (
+    queue_id    INTEGER NOT NULL,
+    name        TEXT NOT NULL,
+    turn        INTEGER NOT NULL DEFAULT 0,
+    leased      INTEGER NOT NULL DEFAULT 0,
+    due_handler INTEGER,
+    due_target  INTEGER,
+    PRIMARY KEY (queue_id, name)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS tags (
     queue_id INTEGER NOT NULL,
     tag      TEXT NOT NULL,
@@ -120,15 +151,63 @@ CREATE TABLE IF NOT EXISTS queue_records (
     .to_owned()
 });
 
-/// Every index, each made at an open that finds it missing (after the migration).
+/// Every index and trigger, each made at an open that finds it missing (after the
+/// migration).
 pub(crate) static INDEXES: Sql = Sql::new(|| {
     format!(
-        "
+        "{}{}",
+        format_args!(
+            "
 CREATE UNIQUE INDEX IF NOT EXISTS tasks_by_key ON tasks (queue_id, key);
 CREATE INDEX IF NOT EXISTS tasks_by_due ON tasks (queue_id, state, due_at, id);
 CREATE INDEX IF NOT EXISTS tasks_urgent ON tasks (queue_id, state, priority, due_at, id) WHERE priority > 0;
 CREATE INDEX IF NOT EXISTS tasks_by_expiry ON tasks (lease_expires_at) WHERE state = {LEASED};
 CREATE INDEX IF NOT EXISTS tasks_dead_by_death ON tasks (queue_id, updated_at) WHERE state = {DEAD};
+CREATE INDEX IF NOT EXISTS tasks_by_group ON tasks (queue_id, group_name, state, due_at, id) \
+    WHERE group_name IS NOT NULL;
+CREATE INDEX IF NOT EXISTS task_groups_by_turn ON task_groups (queue_id, turn, name);
+"
+        ),
+        GROUP_TRIGGERS.as_str()
+    )
+});
+
+/// What keeps `task_groups` exact: after every change of a grouped task, the rows of
+/// its old and new group are recounted (`leased` by one, the due times read afresh
+/// from `tasks_by_group`), made when a group gets its first task and deleted when it
+/// has none left.
+static GROUP_TRIGGERS: Sql = Sql::new(|| {
+    let refresh = |side: &str| {
+        format!(
+            "UPDATE task_groups SET \
+               due_handler = (SELECT MIN(due_at) FROM tasks WHERE queue_id = {side}.queue_id \
+                   AND group_name = {side}.group_name AND state = {GROUPED_HANDLER_LANE}), \
+               due_target = (SELECT MIN(due_at) FROM tasks WHERE queue_id = {side}.queue_id \
+                   AND group_name = {side}.group_name AND state = {GROUPED_TARGET_LANE})"
+        )
+    };
+    let made = "INSERT INTO task_groups (queue_id, name) SELECT NEW.queue_id, NEW.group_name \
+                WHERE NEW.group_name IS NOT NULL ON CONFLICT DO NOTHING";
+    let forgotten = "DELETE FROM task_groups WHERE queue_id = OLD.queue_id AND name = OLD.group_name \
+                     AND NOT EXISTS (SELECT 1 FROM tasks WHERE queue_id = OLD.queue_id AND group_name = OLD.group_name)";
+    let (old, new) = (refresh("OLD"), refresh("NEW"));
+    format!(
+        "
+CREATE TRIGGER IF NOT EXISTS task_groups_on_insert AFTER INSERT ON tasks WHEN NEW.group_name IS NOT NULL BEGIN
+    {made};
+    {new}, leased = leased + (NEW.state = {LEASED}) WHERE queue_id = NEW.queue_id AND name = NEW.group_name;
+END;
+CREATE TRIGGER IF NOT EXISTS task_groups_on_update AFTER UPDATE OF state, due_at, group_name ON tasks
+WHEN OLD.group_name IS NOT NULL OR NEW.group_name IS NOT NULL BEGIN
+    {old}, leased = leased - (OLD.state = {LEASED}) WHERE queue_id = OLD.queue_id AND name = OLD.group_name;
+    {made};
+    {new}, leased = leased + (NEW.state = {LEASED}) WHERE queue_id = NEW.queue_id AND name = NEW.group_name;
+    {forgotten} AND OLD.group_name IS NOT NEW.group_name;
+END;
+CREATE TRIGGER IF NOT EXISTS task_groups_on_delete AFTER DELETE ON tasks WHEN OLD.group_name IS NOT NULL BEGIN
+    {old}, leased = leased - (OLD.state = {LEASED}) WHERE queue_id = OLD.queue_id AND name = OLD.group_name;
+    {forgotten};
+END;
 "
     )
 });

@@ -10,7 +10,7 @@ use punctual_core::{Lane, QueueName, Result, TaskState};
 use rusqlite::Connection;
 
 use crate::codes::state_of;
-use crate::lease::next_due;
+use crate::leasing::next_due;
 use crate::map_err;
 use crate::queues::queue_id;
 

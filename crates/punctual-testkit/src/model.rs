@@ -62,7 +62,7 @@ use std::time::Duration;
 
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestError, TestRunner};
-use punctual_core::{Error, MemoryStore, QueueName, Store, Tag, TaskKey, Timestamp};
+use punctual_core::{Error, Group, MemoryStore, QueueName, Store, Tag, TaskKey, Timestamp};
 use serde_json::{Value, json};
 
 /// Expands to a `#[test]` that runs random operation sequences against the store made
@@ -88,6 +88,8 @@ const QUEUE_NEVER_USED: &str = "never.used";
 const KEYS: [&str; 6] = ["order-1234", "order-1235", "task-77@pi-9@zhang.wei", "订单/42", "with space", "k"];
 /// Tags, by bit of [`ScheduleItem::tags`].
 const TAGS: [&str; 3] = ["flow-1", "flow-2", "instance:3"];
+/// Groups, by index into [`ScheduleItem::group`].
+const GROUPS: [&str; 3] = ["customer-42", "customer-7", "客户 9"];
 /// Where the virtual clock starts: 2026-01-01T00:00:00Z.
 const START: Timestamp = Timestamp::from_millis(1_767_225_600_000);
 
@@ -121,6 +123,8 @@ pub enum Op {
         queue: usize,
         max: u32,
         lease_secs: u64,
+        /// The queue's `group_concurrency`, if any.
+        group_limit: Option<u32>,
     },
     Complete {
         token: TokenPick,
@@ -206,6 +210,8 @@ pub struct ScheduleItem {
     pub priority: u8,
     /// A debounced schedule's `max_wait`, in ms.
     pub debounce_ms: Option<u64>,
+    /// Index into [`GROUPS`]: the task's group, if any.
+    pub group: Option<usize>,
 }
 
 impl ScheduleItem {
@@ -224,6 +230,7 @@ impl ScheduleItem {
             custom_backoff: false,
             priority: 0,
             debounce_ms: None,
+            group: None,
         }
     }
 }
@@ -350,7 +357,8 @@ fn operation() -> impl Strategy<Value = Op> {
         1 => task_pick().prop_map(Op::Get),
         1 => task_pick().prop_map(Op::Cancel),
         1 => (queue.clone(), 0..TAGS.len()).prop_map(|(queue, tag)| Op::CancelTag { queue, tag }),
-        5 => (queue.clone(), 1u32..=3, 1u64..=5).prop_map(|(queue, max, lease_secs)| Op::Lease { queue, max, lease_secs }),
+        5 => (queue.clone(), 1u32..=3, 1u64..=5, proptest::option::weighted(0.5, 1u32..=2))
+            .prop_map(|(queue, max, lease_secs, group_limit)| Op::Lease { queue, max, lease_secs, group_limit }),
         5 => (token_pick(), completion_spec()).prop_map(|(token, completion)| Op::Complete { token, completion }),
         1 => proptest::collection::vec((token_pick(), completion_spec()), 1..=3).prop_map(Op::CompleteMany),
         2 => (token_pick(), 1u64..=5).prop_map(|(token, lease_secs)| Op::Extend { token, lease_secs }),
@@ -383,8 +391,11 @@ prop_compose! {
         custom_backoff in proptest::bool::weighted(0.2),
         priority in prop_oneof![4 => Just(0u8), 1 => Just(4u8), 1 => Just(9u8)],
         debounce_ms in proptest::option::weighted(0.25, (1u64..=4).prop_map(|secs| secs * 1000)),
+        group in proptest::option::weighted(0.4, 0..GROUPS.len()),
     ) -> ScheduleItem {
-        ScheduleItem { queue, key, due_ms, payload, max_attempts, tags, repeat, if_exists, custom_backoff, priority, debounce_ms }
+        ScheduleItem {
+            queue, key, due_ms, payload, max_attempts, tags, repeat, if_exists, custom_backoff, priority, debounce_ms, group,
+        }
     }
 }
 
@@ -589,6 +600,10 @@ fn queue_name(index: usize) -> QueueName {
 
 fn task_key(index: usize) -> TaskKey {
     TaskKey::new(KEYS[index % KEYS.len()]).expect("the model's keys are valid")
+}
+
+fn group(index: usize) -> Group {
+    Group::new(GROUPS[index % GROUPS.len()]).expect("the model's groups are valid")
 }
 
 fn tag(index: usize) -> Tag {
