@@ -2,7 +2,7 @@
 //! tests both check, written once.
 
 /// The fields of API.md's task object, exactly.
-pub const TASK_FIELDS: [&str; 17] = [
+pub const TASK_FIELDS: [&str; 18] = [
     "queue",
     "key",
     "state",
@@ -14,6 +14,7 @@ pub const TASK_FIELDS: [&str; 17] = [
     "repeat",
     "tags",
     "priority",
+    "group",
     "version",
     "created_at",
     "updated_at",

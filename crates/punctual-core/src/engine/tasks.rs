@@ -10,8 +10,8 @@ use crate::events::Event;
 use crate::model::{Group, IfExists, NewTask, Priority, QueueName, Tag, Task, TaskKey, TaskSpec, TaskState, When};
 use crate::policy::Repeat;
 use crate::store::{
-    DeadSelection, ListRequest, Page, QueueStats, RetryDeadBatchRequest, RetryDeadRequest, ScheduleOutcome, Scheduled,
-    Store,
+    DeadSelection, GroupsPage, GroupsRequest, ListRequest, Page, QueueStats, RetryDeadBatchRequest, RetryDeadRequest,
+    ScheduleOutcome, Scheduled, Store,
 };
 use crate::target::Lane;
 use crate::time::Timestamp;
@@ -142,6 +142,15 @@ impl<S: Store> Engine<S> {
             request = request.tagged(Tag::new(tag)?);
         }
         self.inner.store.list(request).await
+    }
+
+    /// A page of the queue's groups that have tasks, by name, each counted by state.
+    pub async fn groups(&self, queue: &str, limit: u32, cursor: Option<String>) -> Result<GroupsPage> {
+        let queue = QueueName::new(queue)?;
+        if !(1..=MAX_LIST_LIMIT).contains(&limit) {
+            return Err(Error::invalid("limit", format!("{limit} is outside 1 to {MAX_LIST_LIMIT}")));
+        }
+        self.inner.store.groups(GroupsRequest::new(queue, limit, cursor)).await
     }
 
     /// Counts for one queue (zero counts when unknown), or for every queue.

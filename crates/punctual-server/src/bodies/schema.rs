@@ -21,8 +21,8 @@
 use std::borrow::Cow;
 
 use punctual_core::{
-    Limits, MAX_LEASE, MAX_LEASE_BATCH, MIN_LEASE, Priority as CorePriority, QueueName as CoreQueueName, Tag,
-    TaskKey as CoreTaskKey, Timestamp as CoreTimestamp,
+    Group as CoreGroup, Limits, MAX_LEASE, MAX_LEASE_BATCH, MIN_LEASE, Priority as CorePriority,
+    QueueName as CoreQueueName, Tag, TaskKey as CoreTaskKey, Timestamp as CoreTimestamp,
 };
 use serde_json::{Value, json};
 use utoipa::openapi::RefOr;
@@ -222,6 +222,15 @@ schemas! {
     /// A tag.
     TagName => text(Tag::MAX_BYTES, "A tag", "pi-9");
 
+    /// A group's name.
+    GroupName => {
+        let mut group = text(CoreGroup::MAX_BYTES, "A group (a customer, a tenant, a workflow instance)", "customer-42");
+        group["description"] = json!("A group of tasks in a queue: at most the queue's group_concurrency of them \
+            are leased at once, and due tasks are handed out round robin between groups (the tasks without a group \
+            take turns as one more), so one group's backlog never starves another.");
+        group
+    };
+
     /// A debounced schedule.
     DebounceBody => json!({
         "type": "object",
@@ -311,6 +320,7 @@ schemas! {
             "repeat": nullable(r("RepeatBody")),
             "tags": {"type": "array", "items": r("TagName"), "maxItems": Tag::MAX_PER_TASK},
             "priority": nullable(json!({"allOf": [r("Priority")], "default": 0})),
+            "group": nullable(r("GroupName")),
             "if_exists": {"enum": ["replace", "keep", "error"], "default": "replace",
                 "description": "When the task exists: replace it, keep it, or refuse (409)."},
             "target": nullable(r("TargetBody")),
@@ -488,6 +498,8 @@ schemas! {
             "rate": nullable(rate()),
             "shards": nullable(count(1, 1024, "Shards of the queue (Redis stores only).")),
             "targets": nullable(json!({"type": "boolean", "description": "Whether tasks may carry their own HTTP target."})),
+            "group_concurrency": nullable(count(1, u32::MAX, "At most this many leased tasks per group, across \
+                every node (1: each group's tasks one at a time, in due order).")),
             "queue": {}, "source": {}, "paused": {}, "version": {}, "updated_at": {},
         },
         "allOf": [not_in_both("concurrency"), not_in_both("rate")],
@@ -496,6 +508,7 @@ schemas! {
             {"defaults": {"max_attempts": 10, "backoff": {"initial": "1s", "factor": 2.0, "max": "1h"}},
              "action": {"kind": "webhook", "url": "https://shop.example.com/hooks/cancel", "timeout": "10s"},
              "concurrency": 16, "rate": "20/1m"},
+            {"group_concurrency": 1},
             {"defaults": {"repeat": {"every": "24h", "times": 3}},
              "action": {"kind": "nats", "url": "nats://nats.example.com:4222", "subject": "orders"}},
         ],
@@ -504,8 +517,8 @@ schemas! {
     /// The settings of a queue, in an answer.
     QueueSettings => json!({
         "type": "object",
-        "required": ["queue", "source", "defaults", "action", "concurrency", "rate", "shards", "targets", "paused",
-            "version", "updated_at"],
+        "required": ["queue", "source", "defaults", "action", "concurrency", "rate", "shards", "targets",
+            "group_concurrency", "paused", "version", "updated_at"],
         "properties": {
             "queue": r("QueueName"),
             "source": {"enum": ["api", "config"], "description": "config: set in the server's config file."},
@@ -520,6 +533,8 @@ schemas! {
             "rate": {"type": ["string", "null"]},
             "shards": {"type": "integer", "minimum": 1},
             "targets": {"type": "boolean"},
+            "group_concurrency": {"type": ["integer", "null"], "minimum": 1,
+                "description": "At most this many leased tasks per group; null: no limit."},
             "paused": {"type": "boolean"},
             "version": {"type": "integer", "minimum": 0, "description": "For If-Match (0: never changed)."},
             "updated_at": r("Timestamp"),
@@ -555,8 +570,8 @@ schemas! {
     Task => json!({
         "type": "object",
         "required": ["queue", "key", "state", "due_at", "payload", "attempts", "max_attempts", "backoff",
-            "repeat", "tags", "priority", "version", "created_at", "updated_at", "lease_expires_at", "last_error",
-            "target"],
+            "repeat", "tags", "priority", "group", "version", "created_at", "updated_at", "lease_expires_at",
+            "last_error", "target"],
         "properties": {
             "queue": r("QueueName"),
             "key": r("TaskKey"),
@@ -569,6 +584,7 @@ schemas! {
             "repeat": nullable(r("Repeat")),
             "tags": {"type": "array", "items": r("TagName")},
             "priority": r("Priority"),
+            "group": nullable(r("GroupName")),
             "version": {"type": "integer", "minimum": 1},
             "created_at": r("Timestamp"),
             "updated_at": r("Timestamp"),

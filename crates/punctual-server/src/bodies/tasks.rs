@@ -7,7 +7,7 @@ use std::time::Duration;
 use punctual_core::MAX_LIST_LIMIT;
 use punctual_core::store::ScheduleOutcome;
 use punctual_core::time::format_duration;
-use punctual_core::{Backoff, DeadSelection, IfExists, Priority, Repeat, Tag, Target, Task, TaskKey, TaskSpec};
+use punctual_core::{Backoff, DeadSelection, Group, IfExists, Priority, Repeat, Tag, Target, Task, TaskKey, TaskSpec};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
@@ -45,6 +45,10 @@ pub(crate) struct TaskBody {
     /// 0 (default) to 9: among the queue's due tasks, the higher are handed out first.
     #[serde(default)]
     pub(crate) priority: Option<ApiCount>,
+    /// The task's group (the rules of a key, up to 256 bytes): the queue's
+    /// `group_concurrency` and turns apply; null: none.
+    #[serde(default)]
+    pub(crate) group: Option<String>,
     /// `replace` (default), `keep` or `error`.
     #[serde(default)]
     pub(crate) if_exists: IfExists,
@@ -165,6 +169,10 @@ impl TaskBody {
         }
         if let Some(ApiCount(level)) = self.priority {
             spec = spec.priority(Priority::new(level)?.get());
+        }
+        if let Some(group) = self.group {
+            Group::new(group.as_str())?;
+            spec = spec.group(group);
         }
         spec = spec.if_exists(self.if_exists);
         if let Some(target) = self.target.filter(|t| !t.is_null()) {

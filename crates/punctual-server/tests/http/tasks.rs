@@ -402,3 +402,51 @@ async fn a_debounced_burst_of_puts_ends_in_one_task_due_by_the_first_put_plus_ma
     }
     assert_eq!(s.get(path).await.1, last["task"], "a refused debounce changed nothing");
 }
+
+/// API.md "Wave 3 additions": `group` on a task, the queue's `group_concurrency` in its
+/// settings (at most that many leased tasks per group; a group's tasks in due order),
+/// groups handed out in turns, and `GET /v1/queues/{queue}/groups` with counts by state;
+/// a bad group or limit is refused with its field and changes nothing.
+#[tokio::test]
+async fn group_concurrency_holds_each_groups_leases_and_the_groups_are_listed() {
+    let s = TestServer::manual().await;
+    let (status, settings) = s.put("/v1/queues/order.cancel/settings", json!({"group_concurrency": 1})).await;
+    assert_eq!(status, StatusCode::CREATED, "{settings}");
+    assert_eq!(settings["group_concurrency"], 1, "{settings}");
+    for (key, ago, group) in [("a-1", 5, "customer-a"), ("a-2", 4, "customer-a"), ("a-3", 3, "customer-a")] {
+        let task = s.create("order.cancel", key, json!({"due_at": at(-ago * HOUR), "group": group})).await;
+        assert_eq!(task["group"], group, "the task shows its group: {task}");
+    }
+    let single = s.create("order.cancel", "b-1", json!({"due_at": at(-HOUR), "group": "customer-b"})).await;
+    let plain = s.create("order.cancel", "plain", json!({"due_at": at(-2 * HOUR)})).await;
+    assert_eq!(plain["group"], Value::Null, "no group: {plain}");
+    for bad in [json!(""), json!(7), json!("a\nb")] {
+        let (status, body) = s.put("/v1/queues/order.cancel/tasks/b-1", json!({"group": bad})).await;
+        assert_eq!((status, field(&body)), (StatusCode::BAD_REQUEST, Some("group")), "{bad}: {body}");
+    }
+    assert_eq!(s.get("/v1/queues/order.cancel/tasks/b-1").await.1, single, "a refused group changed nothing");
+    let (status, body) = s.put("/v1/queues/order.cancel/settings", json!({"group_concurrency": 0})).await;
+    assert_eq!((status, field(&body)), (StatusCode::BAD_REQUEST, Some("group_concurrency")), "{body}");
+
+    // Turns: the ungrouped tasks first among equals, then by name; one of customer-a at a time.
+    let leases = s.lease("order.cancel", json!({"max": 10})).await;
+    let keys: Vec<&str> = leases.iter().map(|lease| lease["task"]["key"].as_str().unwrap()).collect();
+    assert_eq!(keys, ["plain", "a-1", "b-1"], "one lease per group, each group's earliest");
+    assert_eq!(leases[1]["task"]["group"], "customer-a", "a lease shows the group");
+    assert!(s.lease("order.cancel", json!({"max": 10})).await.is_empty(), "customer-a waits for its lease");
+
+    let (status, page) = s.get("/v1/queues/order.cancel/groups?limit=1").await;
+    assert_eq!(status, StatusCode::OK, "{page}");
+    assert_eq!(page["groups"], json!([{"group": "customer-a", "scheduled": 2, "leased": 1, "dead": 0}]));
+    let cursor = page["next_cursor"].as_str().expect("a second page");
+    let (_, rest) = s.get(&format!("/v1/queues/order.cancel/groups?limit=1&cursor={cursor}")).await;
+    assert_eq!(rest, json!({"groups": [{"group": "customer-b", "scheduled": 0, "leased": 1, "dead": 0}], "next_cursor": null}));
+    let (status, body) = s.get("/v1/queues/order.cancel/groups?state=dead").await;
+    assert_eq!((status, field(&body)), (StatusCode::BAD_REQUEST, Some("state")), "{body}");
+
+    let (status, _) = s.ack(&leases[1], json!({"outcome": "done"})).await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    let next = s.lease("order.cancel", json!({"max": 10})).await;
+    assert_eq!(next.len(), 1, "room again for customer-a: {next:?}");
+    assert_eq!(next[0]["task"]["key"], "a-2", "the group's next, in due order");
+}
