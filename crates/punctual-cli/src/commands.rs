@@ -17,8 +17,9 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
 use crate::cli::{
-    CancelArgs, ClientCommand, DeadCommand, DeadRetryArgs, ImportCommand, LsArgs, PageArgs, PurgeState, QueueCommand,
-    QueueNameArgs, QueuePurgeArgs, QueueRmArgs, QueueSetArgs, ScheduleArgs, StatsArgs, TaskArgs,
+    CancelArgs, ClientCommand, DeadCommand, DeadRetryArgs, GroupsCommand, GroupsLsArgs, ImportCommand, LsArgs,
+    PageArgs, PurgeState, QueueCommand, QueueNameArgs, QueuePurgeArgs, QueueRmArgs, QueueSetArgs, ScheduleArgs,
+    StatsArgs, TaskArgs,
 };
 use crate::client::{Client, ClientError, Json, Method, Request, StatusCode};
 use crate::{UsageError, connect, json, render};
@@ -77,6 +78,9 @@ pub(crate) fn schedule_body(args: &ScheduleArgs) -> Result<Value, UsageError> {
     }
     if let Some(level) = args.priority {
         body.insert("priority".into(), json!(level));
+    }
+    if let Some(group) = &args.group {
+        body.insert("group".into(), json!(group));
     }
     if let Some(max_wait) = &args.debounce_max {
         body.insert("debounce".into(), json!({"max_wait": duration_or_time(max_wait)}));
@@ -153,6 +157,9 @@ pub(crate) async fn run(command: ClientCommand) -> Result<String> {
         ClientCommand::Ls(args) => ls(args).await,
         ClientCommand::Stats(args) => stats(args).await,
         ClientCommand::Dead(args) => dead(args.command).await,
+        ClientCommand::Groups(args) => match args.command {
+            GroupsCommand::Ls(args) => groups_ls(args).await,
+        },
         ClientCommand::Queue(args) => queue(args.command).await,
         ClientCommand::Import(args) => match args.command {
             ImportCommand::Keyspace(args) => crate::import::run(*args).await,
@@ -270,6 +277,32 @@ async fn stats(args: StatsArgs) -> Result<String> {
     }
     let values: Vec<Value> = details.into_iter().map(|d| d.value).collect();
     Ok(if values.is_empty() { no_queues() } else { render::stats_table(&values, now) })
+}
+
+async fn groups_ls(args: GroupsLsArgs) -> Result<String> {
+    let client = connect(&args.client)?;
+    let limit = args.limit.to_string();
+    let mut query = vec![("limit", limit.as_str())];
+    if let Some(cursor) = &args.cursor {
+        query.push(("cursor", cursor.as_str()));
+    }
+    let answer = client.get(&["v1", "queues", &args.queue, "groups"], &query).await?;
+    if args.client.json {
+        return Ok(json::pretty(&answer.text));
+    }
+    let groups = answer.value["groups"].as_array().cloned().unwrap_or_default();
+    if groups.is_empty() {
+        let more = if args.cursor.is_some() { "more " } else { "" };
+        return Ok(format!("No {more}groups in queue {}.", args.queue));
+    }
+    let table = render::groups_table(&groups);
+    Ok(match answer.value["next_cursor"].as_str() {
+        None => table,
+        Some(cursor) => format!(
+            "{table}\n\n{} shown; more remain. Continue with --cursor '{cursor}', or raise --limit.",
+            plural(groups.len(), "group")
+        ),
+    })
 }
 
 async fn dead(command: DeadCommand) -> Result<String> {
@@ -656,6 +689,13 @@ mod tests {
                 "max_attempts": 5, "if_exists": "error"
             })
         );
+    }
+
+    #[test]
+    fn a_group_is_sent_as_given_and_an_empty_one_is_refused() {
+        assert_eq!(body_of(&["--group", "customer-42"]), json!({"group": "customer-42"}));
+        let argv = ["punctual", "schedule", "q", "k", "--group", ""];
+        assert!(Cli::try_parse_from(argv).is_err(), "an empty group is a usage error");
     }
 
     #[test]

@@ -237,6 +237,15 @@ pub(crate) fn dead_table(tasks: &[Value], now: &Now) -> String {
     table(&["KEY", "DIED", "ATTEMPTS", "LAST ERROR", "TAGS"], rows, &[2])
 }
 
+/// A queue's groups, from `GET /v1/queues/{queue}/groups`.
+pub(crate) fn groups_table(groups: &[Value]) -> String {
+    let rows = groups
+        .iter()
+        .map(|g| vec![plain(&g["group"]), plain(&g["scheduled"]), plain(&g["leased"]), plain(&g["dead"])])
+        .collect();
+    table(&["GROUP", "SCHEDULED", "LEASED", "DEAD"], rows, &[1, 2, 3])
+}
+
 /// The queues overview of `GET /v1/queues`.
 pub(crate) fn queue_table(queues: &[Value], now: &Now) -> String {
     let rows = queues
@@ -347,6 +356,9 @@ pub(crate) fn task_block(task: &Value, now: &Now) -> String {
     // Shown when it is not the default, 0.
     if task["priority"].as_u64().is_some_and(|level| level > 0) {
         lines.push(("Priority", plain(&task["priority"])));
+    }
+    if task["group"].is_string() {
+        lines.push(("Group", plain(&task["group"])));
     }
     lines.extend([
         ("Version", plain(&task["version"])),
@@ -548,6 +560,16 @@ mod tests {
         assert_eq!(short_span(1_798_000), "29m 58s");
         assert_eq!(short_span(93_784_000), "1d 2h");
         assert_eq!(short_span(86_400_000 + 59_000), "1d");
+    }
+
+    #[test]
+    fn groups_are_a_table_of_counts() {
+        let groups = [json!({"group": "customer-42", "scheduled": 12, "leased": 1, "dead": 0})];
+        let table = groups_table(&groups);
+        let lines: Vec<&str> = table.lines().collect();
+        assert_eq!(lines.len(), 2, "{table}");
+        assert!(lines[0].starts_with("GROUP") && lines[0].contains("SCHEDULED"), "{table}");
+        assert!(lines[1].starts_with("customer-42") && lines[1].trim_end().ends_with('0'), "{table}");
     }
 
     #[test]
