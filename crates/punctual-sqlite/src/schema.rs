@@ -20,10 +20,10 @@
 //!   lane are still one range that a lease without groups reads as before.
 //! - `task_groups`: one row per (queue, group) holding tasks — made and deleted by the
 //!   triggers on `tasks`, so a group's row (and its `turn`) lives exactly while the group
-//!   has tasks — with its turn (0 until its first lease), its count of leased tasks and
-//!   the earliest due time of its scheduled tasks in each lane (NULL for none), all kept
-//!   exact by the triggers on every insert, update of state, due time or group, and
-//!   delete. `queues.last_turn` is the last turn a lease gave in the queue and
+//!   has tasks — with its turn (0 until its first lease), its counts of tasks and of
+//!   leased tasks and the earliest due time of its scheduled tasks in each lane (NULL for
+//!   none), all kept exact by the triggers on every insert, update of state, due time or
+//!   group, and delete. `queues.last_turn` is the last turn a lease gave in the queue and
 //!   `queues.ungrouped_turn` that of its ungrouped tasks.
 //! - `tags`: (queue, tag) → task ids, so cancelling a tag is an index range, not a scan.
 //! - `queue_records`: one row per queue given settings or paused through the API, by
@@ -129,6 +129,7 @@ CREATE TABLE IF NOT EXISTS task_groups (
     queue_id    INTEGER NOT NULL,
     name        TEXT NOT NULL,
     turn        INTEGER NOT NULL DEFAULT 0,
+    tasks       INTEGER NOT NULL DEFAULT 0,
     leased      INTEGER NOT NULL DEFAULT 0,
     due_handler INTEGER,
     due_target  INTEGER,
@@ -172,41 +173,69 @@ CREATE INDEX IF NOT EXISTS task_groups_by_turn ON task_groups (queue_id, turn, n
     )
 });
 
-/// What keeps `task_groups` exact: after every change of a grouped task, the rows of
-/// its old and new group are recounted (`leased` by one, the due times read afresh
-/// from `tasks_by_group`), made when a group gets its first task and deleted when it
-/// has none left.
+/// What keeps `task_groups` exact: every insert, update (of state, due time or group)
+/// and delete of a grouped task adjusts its group's row by what the task took or gave
+/// — one task, one lease, its due time — with no scan: a group's earliest due time of a
+/// lane is read again (one seek of `tasks_by_group`) only when the task that held it
+/// leaves. A group's row is made with its first task and deleted with its last.
 static GROUP_TRIGGERS: Sql = Sql::new(|| {
-    let refresh = |side: &str| {
+    // The row of the OLD task's group after the task left it: one task and (if it was
+    // leased) one lease less; a due time read again if the task held the earliest.
+    let left = |due: &str, code: i64| {
         format!(
-            "UPDATE task_groups SET \
-               due_handler = (SELECT MIN(due_at) FROM tasks WHERE queue_id = {side}.queue_id \
-                   AND group_name = {side}.group_name AND state = {GROUPED_HANDLER_LANE}), \
-               due_target = (SELECT MIN(due_at) FROM tasks WHERE queue_id = {side}.queue_id \
-                   AND group_name = {side}.group_name AND state = {GROUPED_TARGET_LANE})"
+            "{due} = CASE WHEN OLD.state = {code} AND OLD.due_at <= {due} THEN (SELECT MIN(due_at) FROM tasks \
+             WHERE queue_id = OLD.queue_id AND group_name = OLD.group_name AND group_name IS NOT NULL AND state = {code}) ELSE {due} END"
         )
     };
-    let made = "INSERT INTO task_groups (queue_id, name) SELECT NEW.queue_id, NEW.group_name \
-                WHERE NEW.group_name IS NOT NULL ON CONFLICT DO NOTHING";
-    let forgotten = "DELETE FROM task_groups WHERE queue_id = OLD.queue_id AND name = OLD.group_name \
-                     AND NOT EXISTS (SELECT 1 FROM tasks WHERE queue_id = OLD.queue_id AND group_name = OLD.group_name)";
-    let (old, new) = (refresh("OLD"), refresh("NEW"));
+    // The same for the NEW task joining: its due time lowers the lane's earliest.
+    let joined = |due: &str, code: i64| {
+        format!("{due} = CASE WHEN NEW.state = {code} THEN MIN(COALESCE({due}, NEW.due_at), NEW.due_at) ELSE {due} END")
+    };
+    let (left_handler, left_target) = (left("due_handler", GROUPED_HANDLER_LANE), left("due_target", GROUPED_TARGET_LANE));
+    let (joined_handler, joined_target) =
+        (joined("due_handler", GROUPED_HANDLER_LANE), joined("due_target", GROUPED_TARGET_LANE));
+    let leave = format!(
+        "UPDATE task_groups SET tasks = tasks - 1, leased = leased - (OLD.state = {LEASED}), {left_handler}, \
+         {left_target} WHERE queue_id = OLD.queue_id AND name = OLD.group_name; \
+         DELETE FROM task_groups WHERE queue_id = OLD.queue_id AND name = OLD.group_name AND tasks = 0"
+    );
+    let join = format!(
+        "INSERT INTO task_groups (queue_id, name) VALUES (NEW.queue_id, NEW.group_name) ON CONFLICT DO NOTHING; \
+         UPDATE task_groups SET tasks = tasks + 1, leased = leased + (NEW.state = {LEASED}), {joined_handler}, \
+         {joined_target} WHERE queue_id = NEW.queue_id AND name = NEW.group_name"
+    );
+    // A task that stays in its group: its lease and due time change in one write. When
+    // it held its lane's earliest due time and left that state or time, the earliest is
+    // read again (the read sees the task as it is now); else a scheduled task can only
+    // lower it.
+    let stay = |due: &str, code: i64| {
+        format!(
+            "{due} = CASE WHEN OLD.state = {code} AND OLD.due_at <= {due} THEN (SELECT MIN(due_at) FROM tasks \
+             WHERE queue_id = NEW.queue_id AND group_name = NEW.group_name AND group_name IS NOT NULL AND state = {code}) \
+             WHEN NEW.state = {code} THEN MIN(COALESCE({due}, NEW.due_at), NEW.due_at) ELSE {due} END"
+        )
+    };
+    let (stay_handler, stay_target) = (stay("due_handler", GROUPED_HANDLER_LANE), stay("due_target", GROUPED_TARGET_LANE));
     format!(
         "
 CREATE TRIGGER IF NOT EXISTS task_groups_on_insert AFTER INSERT ON tasks WHEN NEW.group_name IS NOT NULL BEGIN
-    {made};
-    {new}, leased = leased + (NEW.state = {LEASED}) WHERE queue_id = NEW.queue_id AND name = NEW.group_name;
+    {join};
 END;
 CREATE TRIGGER IF NOT EXISTS task_groups_on_update AFTER UPDATE OF state, due_at, group_name ON tasks
-WHEN OLD.group_name IS NOT NULL OR NEW.group_name IS NOT NULL BEGIN
-    {old}, leased = leased - (OLD.state = {LEASED}) WHERE queue_id = OLD.queue_id AND name = OLD.group_name;
-    {made};
-    {new}, leased = leased + (NEW.state = {LEASED}) WHERE queue_id = NEW.queue_id AND name = NEW.group_name;
-    {forgotten} AND OLD.group_name IS NOT NEW.group_name;
+WHEN NEW.group_name IS NOT NULL AND OLD.group_name IS NEW.group_name BEGIN
+    UPDATE task_groups SET leased = leased - (OLD.state = {LEASED}) + (NEW.state = {LEASED}), {stay_handler}, \
+        {stay_target} WHERE queue_id = NEW.queue_id AND name = NEW.group_name;
+END;
+CREATE TRIGGER IF NOT EXISTS task_groups_on_leave AFTER UPDATE OF group_name ON tasks
+WHEN OLD.group_name IS NOT NULL AND OLD.group_name IS NOT NEW.group_name BEGIN
+    {leave};
+END;
+CREATE TRIGGER IF NOT EXISTS task_groups_on_join AFTER UPDATE OF group_name ON tasks
+WHEN NEW.group_name IS NOT NULL AND OLD.group_name IS NOT NEW.group_name BEGIN
+    {join};
 END;
 CREATE TRIGGER IF NOT EXISTS task_groups_on_delete AFTER DELETE ON tasks WHEN OLD.group_name IS NOT NULL BEGIN
-    {old}, leased = leased - (OLD.state = {LEASED}) WHERE queue_id = OLD.queue_id AND name = OLD.group_name;
-    {forgotten};
+    {leave};
 END;
 "
     )

@@ -30,6 +30,7 @@ const CURRENT_LAYOUT: i64 = 4;
 /// layout 3 wrote it: no groups.
 const BACK_TO_LAYOUT_3: &str = "
 DROP TRIGGER task_groups_on_insert; DROP TRIGGER task_groups_on_update; DROP TRIGGER task_groups_on_delete;
+DROP TRIGGER task_groups_on_leave; DROP TRIGGER task_groups_on_join;
 DROP INDEX tasks_by_group; DROP INDEX task_groups_by_turn; DROP TABLE task_groups;
 ALTER TABLE tasks DROP COLUMN group_name;
 ALTER TABLE queues DROP COLUMN last_turn; ALTER TABLE queues DROP COLUMN ungrouped_turn;
