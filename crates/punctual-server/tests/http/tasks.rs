@@ -440,7 +440,10 @@ async fn group_concurrency_holds_each_groups_leases_and_the_groups_are_listed() 
     assert_eq!(page["groups"], json!([{"group": "customer-a", "scheduled": 2, "leased": 1, "dead": 0}]));
     let cursor = page["next_cursor"].as_str().expect("a second page");
     let (_, rest) = s.get(&format!("/v1/queues/order.cancel/groups?limit=1&cursor={cursor}")).await;
-    assert_eq!(rest, json!({"groups": [{"group": "customer-b", "scheduled": 0, "leased": 1, "dead": 0}], "next_cursor": null}));
+    assert_eq!(
+        rest,
+        json!({"groups": [{"group": "customer-b", "scheduled": 0, "leased": 1, "dead": 0}], "next_cursor": null})
+    );
     let (status, body) = s.get("/v1/queues/order.cancel/groups?state=dead").await;
     assert_eq!((status, field(&body)), (StatusCode::BAD_REQUEST, Some("state")), "{body}");
 
