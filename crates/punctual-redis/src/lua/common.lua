@@ -407,6 +407,18 @@ end
 local GROUPED, NAMES, COUNTS, TURNS = 12, 17, 18, 19
 local GROUP_SET = { [HANDLER] = 13, [TARGET] = 14 }
 local GROUP_DUE = { [HANDLER] = 15, [TARGET] = 16 }
+-- The field of KEYS[19] counting the lane's scheduled tasks with a group and a
+-- priority above 0 (absent: none). While there are none, as in most queues, every
+-- group's head is of priority 0, and a lease looks at a group's head only when the
+-- group's turn comes (lease_groups.lua).
+local GROUPED_URGENT = { [HANDLER] = 'urgent', [TARGET] = 'urgent:target' }
+
+-- Counts `delta` more scheduled tasks with a group and a priority above 0 in `lane`.
+local function count_grouped_urgent(lane, delta)
+  if redis.call('HINCRBY', KEYS[TURNS], GROUPED_URGENT[lane], delta) <= 0 then
+    redis.call('HDEL', KEYS[TURNS], GROUPED_URGENT[lane])
+  end
+end
 
 -- The member of a task of group `grp`, priority `pri`, due `due` and key `key` in its
 -- lane's group set: due times are below 2^48, so 12 hex digits keep them in order.
@@ -553,6 +565,7 @@ local function arm_grouped(key, t)
   redis.call('ZADD', KEYS[GROUP_SET[lane]], 0, group_member(t.grp, t.pri, t.due, key))
   redis.call('ZADD', KEYS[GROUP_DUE[lane]], 'LT', t.due, t.grp)
   count_in_group(t.grp, 0, 1)
+  if t.pri > 0 then count_grouped_urgent(lane, 1) end
   if group_head_due[lane] == nil or t.due < group_head_due[lane] then
     group_head_due[lane] = t.due
     wake_at(lane, t.due)
@@ -568,6 +581,7 @@ local function unplace_grouped(key, t)
   if earliest and tonumber(earliest) >= t.due then refresh_group_due(lane, t.grp) end
   group_head_due[lane] = false
   count_in_group(t.grp, 0, -1)
+  if t.pri > 0 then count_grouped_urgent(lane, -1) end
 end
 
 -- Schedules `key` (record `t`) at its due time in its lane (and its lane's urgent set

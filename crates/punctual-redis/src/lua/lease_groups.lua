@@ -6,15 +6,20 @@
 -- then the ungrouped tasks', then by group name; the one leased from takes the
 -- queue's next turn and offers its next head.
 -- Offers: { key, pri, due, turn, grp (false: the ungrouped tasks), member (a group's
--- entry in its lane's group set) }, kept in a binary heap, first offer first.
+-- entry in its lane's group set) }, kept in a binary heap, first offer first. While
+-- the lane holds no grouped task of a priority above 0, every group's head is of
+-- priority 0 and its offer's place depends on its turn and name alone: offers of
+-- groups are then made without their head ({ pri = 0, turn, grp }), which is looked
+-- at when the offer comes first (a group without a due task then offers nothing).
 -- Turns (KEYS[19]): 'last', the last turn given, and 'ungrouped', the ungrouped
 -- tasks'; a group's is in its counts (KEYS[18]), 0 until its first lease and forgotten
 -- with the group. While a queue has no group, only whether the ungrouped tasks' turn
 -- is above 0 can tell (every group to come starts at 0, below it, and every turn to
 -- come is above every turn given), so a lease there writes it once, with HSETNX
 -- ('ungrouped' is never written 0: absent, it is 0).
--- Cost: one look (a ZRANGEBYLEX per priority held) per group with due tasks, one
--- HMGET of their counts, then per lease two ZREMs and a look at the next head.
+-- Cost: one HMGET of the counts of the groups with due tasks, and with grouped tasks
+-- of a priority above 0 in the lane one look (a ZRANGEBYLEX per priority held) at each
+-- of them; then per lease two ZREMs and a look at the group's next head.
 
 -- Whether offer `a` goes before offer `b`.
 local function goes_before(a, b)
@@ -36,12 +41,9 @@ local function push(heap, offer)
   end
 end
 
-local function pop(heap)
-  local first, n = heap[1], #heap
-  heap[1] = heap[n]
-  heap[n] = nil
-  n = n - 1
-  local i = 1
+-- Moves the offer at `i` down to its place below.
+local function sift_down(heap, i)
+  local n = #heap
   while true do
     local left, best = 2 * i, i
     if left <= n and goes_before(heap[left], heap[best]) then best = left end
@@ -50,25 +52,49 @@ local function pop(heap)
     heap[i], heap[best] = heap[best], heap[i]
     i = best
   end
+end
+
+local function pop(heap)
+  local first, n = heap[1], #heap
+  heap[1] = heap[n]
+  heap[n] = nil
+  sift_down(heap, 1)
   return first
 end
+
+-- Whether the groups' offers are made without their heads (see above), for this lease.
+local offers_without_heads = false
 
 -- The offers of the groups with due tasks in `lane` at `now` and room under `limit`
 -- (nil: no limit), as a heap.
 local function group_offers(lane, now, limit)
   local names = redis.call('ZRANGEBYSCORE', KEYS[GROUP_DUE[lane]], '-inf', now)
   read_groups(names)
+  offers_without_heads = redis.call('HEXISTS', KEYS[TURNS], GROUPED_URGENT[lane]) == 0
   local heap = {}
   for _, grp in ipairs(names) do
     if group_open(grp, limit) then
-      local head = group_head(lane, grp, now)
-      if head then
-        head.turn = group_state(grp).turn
-        push(heap, head)
+      if offers_without_heads then
+        heap[#heap + 1] = { pri = 0, turn = group_state(grp).turn, grp = grp }
+      else
+        local head = group_head(lane, grp, now)
+        if head then
+          head.turn = group_state(grp).turn
+          push(heap, head)
+        end
       end
     end
   end
+  for i = math.floor(#heap / 2), 1, -1 do sift_down(heap, i) end
   return heap
+end
+
+-- The offer of `grp` after its lease of turn `turn`, if it has room under `limit`: its
+-- next head at `now`, or with offers without heads the group alone.
+local function next_offer(lane, grp, turn, now, limit)
+  if not group_open(grp, limit) then return nil end
+  if offers_without_heads then return { pri = 0, turn = turn, grp = grp } end
+  return group_head(lane, grp, now)
 end
 
 -- Whether the urgent set of the lane may still hold a due task (taking tasks never
@@ -106,36 +132,46 @@ local function take_by_turns(heap, lane, now, limit, room, due, dues)
     loose.turn = ungrouped_turn
     push(heap, loose)
   end
-  local touched, seen, grouped_keys = {}, {}, {}
+  local touched, seen, grouped_keys, urgent_taken = {}, {}, {}, 0
   while room > 0 and #heap > 0 do
     local offer = pop(heap)
-    last = last + 1
-    room = room - 1
-    due[#due + 1] = offer.key
-    dues[#dues + 1] = offer.due
-    local next_head
-    if offer.grp then
-      redis.call('ZREM', KEYS[GROUP_SET[lane]], offer.member)
-      grouped_keys[#grouped_keys + 1] = offer.key
-      count_in_group(offer.grp, 0, -1)
-      count_in_group(offer.grp, 1, 1)
-      group_state(offer.grp).turn = last
-      if not seen[offer.grp] then
-        seen[offer.grp] = true
-        touched[#touched + 1] = offer.grp
-      end
-      if group_open(offer.grp, limit) then next_head = group_head(lane, offer.grp, now) end
-    else
-      redis.call('ZREM', KEYS[lane], offer.key)
-      if offer.pri > 0 then redis.call('ZREM', KEYS[URGENT[lane]], offer.key) end
-      ungrouped_turn = last
-      next_head = ungrouped_head(lane, now)
+    if offer.grp and offer.key == nil then
+      -- An offer made without its head: the group's head now (none: nothing due).
+      local head = group_head(lane, offer.grp, now)
+      if head then head.turn = offer.turn end
+      offer = head
     end
-    if next_head then
-      next_head.turn = last
-      push(heap, next_head)
+    if offer then
+      last = last + 1
+      room = room - 1
+      due[#due + 1] = offer.key
+      dues[#dues + 1] = offer.due
+      local next_head
+      if offer.grp then
+        redis.call('ZREM', KEYS[GROUP_SET[lane]], offer.member)
+        grouped_keys[#grouped_keys + 1] = offer.key
+        count_in_group(offer.grp, 0, -1)
+        count_in_group(offer.grp, 1, 1)
+        group_state(offer.grp).turn = last
+        if not seen[offer.grp] then
+          seen[offer.grp] = true
+          touched[#touched + 1] = offer.grp
+        end
+        if offer.pri > 0 then urgent_taken = urgent_taken + 1 end
+        next_head = next_offer(lane, offer.grp, last, now, limit)
+      else
+        redis.call('ZREM', KEYS[lane], offer.key)
+        if offer.pri > 0 then redis.call('ZREM', KEYS[URGENT[lane]], offer.key) end
+        ungrouped_turn = last
+        next_head = ungrouped_head(lane, now)
+      end
+      if next_head then
+        next_head.turn = last
+        push(heap, next_head)
+      end
     end
   end
+  if urgent_taken > 0 then count_grouped_urgent(lane, -urgent_taken) end
   if #grouped_keys > 0 then redis.call('ZREM', KEYS[GROUPED], unpack(grouped_keys)) end
   for _, grp in ipairs(touched) do refresh_group_due(lane, grp) end
   group_head_due[lane] = false

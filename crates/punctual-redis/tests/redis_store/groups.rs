@@ -123,6 +123,10 @@ async fn assert_group_keys_exact(store: &impl Store, prefix: &str, q: &str, afte
         let mut found = zset(prefix, q, due_set);
         found.sort();
         assert_eq!(found, earliest.into_iter().collect::<Vec<_>>(), "{due_set} after {after}");
+        let urgent = grouped(Some(lane)).filter(|t| t.priority > Priority::LOWEST).count();
+        let field = if lane == Lane::Handler { "urgent" } else { "urgent:target" };
+        let counted = hash(prefix, q, "turns").get(field).map(|n| n.parse::<usize>().expect("a count"));
+        assert_eq!(counted, (urgent > 0).then_some(urgent), "turns' {field} after {after}");
     }
     for set in ["scheduled", "scheduled:target", "scheduled:urgent", "scheduled:target:urgent"] {
         let in_set: Vec<String> = zset(prefix, q, set).into_iter().map(|(k, _)| k).collect();
