@@ -10,6 +10,14 @@
 //! | `…:scheduled:target` | ZSet | key → due_at ms of scheduled tasks with a target (the target lane) |
 //! | `…:scheduled:urgent` | ZSet | key → (9 − priority) · 2^48 + due_at ms of the handler lane's scheduled tasks of priority above 0 (see `lua/common.lua`): the highest priority first, each in due order |
 //! | `…:scheduled:target:urgent` | ZSet | the same for the target lane's |
+//! | `…:scheduled:grouped` | ZSet | key → due_at ms of scheduled tasks with a group (both lanes), which are in none of the four sets above |
+//! | `…:scheduled:groups` | ZSet, scores 0 | `"<group>\n<9 − priority><due_at ms, 12 hex digits>\n<key>"` of the handler lane's scheduled tasks with a group: each group's tasks in lease order (`lua/common.lua`, `lua/lease_groups.lua`) |
+//! | `…:scheduled:target:groups` | ZSet, scores 0 | the same for the target lane's |
+//! | `…:groups:due` | ZSet | group → the earliest due_at ms of its tasks in `scheduled:groups` |
+//! | `…:groups:target:due` | ZSet | the same for `scheduled:target:groups` |
+//! | `…:groups` | ZSet, scores 0 | the names of the groups that have tasks (listing groups by name) |
+//! | `…:groups:counts` | Hash | group → `"<scheduled>,<leased>,<dead>,<turn>"`: its tasks by state (a leased task counts until its lease ends or is reaped) and its turn |
+//! | `…:turns` | Hash | `last` → the last turn a lease gave, `ungrouped` → the ungrouped tasks' turn |
 //! | `…:leases` | ZSet | key → lease expiry ms |
 //! | `…:inflight` | ZSet | key → due_at ms of leased tasks (listing in due order) |
 //! | `…:dead` | ZSet | key → due_at ms of dead tasks |
@@ -54,10 +62,22 @@
 //!
 //! A queue that uses no priorities has empty urgent sets, which Redis does not keep:
 //! they cost it no memory, and a lease one look at an absent key.
+//!
+//! Groups: a scheduled task with a group is in `scheduled:grouped` and in its lane's
+//! group set (`scheduled:groups` or `scheduled:target:groups`) instead of its lane's
+//! sets, and its group's entry in that lane's `groups:due` set is the earliest due
+//! time of the group's tasks there; a group is in `groups` and `groups:counts` exactly
+//! while it has tasks, counted by state. Every script that places or unplaces a task
+//! keeps them so, knowing the group from the record's header. A queue that uses no
+//! groups has them all empty (but `turns`, one small hash once a lease took a task):
+//! a lease looks once at the absent `groups`. (They came with groups: a store written
+//! before has none, and needs nothing.) The group sets' members sort each group's
+//! tasks in lease order, so a group's head is one `ZRANGEBYLEX` per priority it holds,
+//! and every script touches only the keys it is passed.
 
 use punctual_core::{Lane, QueueName, TaskKey};
 
-/// The keys of one shard of one queue. Scripts take them as `KEYS[1..11]` in the order
+/// The keys of one shard of one queue. Scripts take them as `KEYS[1..19]` in the order
 /// of [`ShardKeys::in_script_order`] (the header of `lua/common.lua`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ShardKeys {
@@ -76,6 +96,22 @@ pub(crate) struct ShardKeys {
     pub(crate) tags: String,
     pub(crate) seq: String,
     pub(crate) died: String,
+    /// The scheduled tasks with a group, both lanes, by due time.
+    pub(crate) grouped: String,
+    /// The handler lane's scheduled tasks with a group, each group's in lease order.
+    pub(crate) group_tasks: String,
+    /// The same for the target lane.
+    pub(crate) group_tasks_target: String,
+    /// Each group's earliest due time in `group_tasks`.
+    pub(crate) groups_due: String,
+    /// Each group's earliest due time in `group_tasks_target`.
+    pub(crate) groups_due_target: String,
+    /// The names of the groups with tasks.
+    pub(crate) groups: String,
+    /// Each group's counts by state and its turn.
+    pub(crate) group_counts: String,
+    /// The last turn given, and the ungrouped tasks' turn.
+    pub(crate) turns: String,
 }
 
 impl ShardKeys {
@@ -94,11 +130,19 @@ impl ShardKeys {
             tags: key("tags"),
             seq: key("seq"),
             died: key("died"),
+            grouped: key("scheduled:grouped"),
+            group_tasks: key("scheduled:groups"),
+            group_tasks_target: key("scheduled:target:groups"),
+            groups_due: key("groups:due"),
+            groups_due_target: key("groups:target:due"),
+            groups: key("groups"),
+            group_counts: key("groups:counts"),
+            turns: key("turns"),
         }
     }
 
-    /// `KEYS[1..11]` of every shard script, as `lua/common.lua` numbers them.
-    pub(crate) fn in_script_order(&self) -> [&str; 11] {
+    /// `KEYS[1..19]` of every shard script, as `lua/common.lua` numbers them.
+    pub(crate) fn in_script_order(&self) -> [&str; 19] {
         [
             &self.scheduled,
             &self.leases,
@@ -111,6 +155,14 @@ impl ShardKeys {
             &self.scheduled_target,
             &self.urgent,
             &self.urgent_target,
+            &self.grouped,
+            &self.group_tasks,
+            &self.group_tasks_target,
+            &self.groups_due,
+            &self.groups_due_target,
+            &self.groups,
+            &self.group_counts,
+            &self.turns,
         ]
     }
 
@@ -222,6 +274,35 @@ mod tests {
             let name = key.split_once("}:").unwrap().1;
             let line = format!("--   KEYS[{}] {name} ", i + 1);
             assert!(header.contains(&line), "common.lua lacks {line:?}");
+        }
+    }
+
+    #[test]
+    fn every_script_that_places_or_unplaces_a_task_saves_its_groups_counts() {
+        // The group counts a script changes are written back by `save_groups` only.
+        let scripts = [
+            ("schedule", include_str!("lua/schedule.lua")),
+            ("lease", concat!(include_str!("lua/lease_groups.lua"), include_str!("lua/lease.lua"))),
+            ("complete", include_str!("lua/complete.lua")),
+            ("release", include_str!("lua/release.lua")),
+            ("reap", include_str!("lua/reap.lua")),
+            ("retry_dead", include_str!("lua/retry_dead.lua")),
+            ("retry_dead_many", include_str!("lua/retry_dead_many.lua")),
+            ("delete", include_str!("lua/delete.lua")),
+            ("cancel_tag", include_str!("lua/cancel_tag.lua")),
+            ("purge", include_str!("lua/purge.lua")),
+            ("sweep_dead", include_str!("lua/sweep_dead.lua")),
+            ("extend", include_str!("lua/extend.lua")),
+        ];
+        let moves = ["unplace(", "arm(", "bury(", "revive(", "remove(", "remove_listed(", "count_in_group("];
+        for (name, script) in scripts {
+            if !moves.iter().any(|call| script.contains(call)) {
+                continue;
+            }
+            let saved = script.rfind("save_groups()").unwrap_or_else(|| panic!("{name}.lua never calls save_groups()"));
+            // A group whose lease ended wakes consumers: published after it is noted.
+            let published = script.rfind("publish_wakeup()");
+            assert!(published.is_some_and(|at| at > saved), "{name}.lua publishes before save_groups() or never");
         }
     }
 

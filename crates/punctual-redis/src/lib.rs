@@ -32,7 +32,7 @@
 //! (what the scripts call our enums), `scripts` (one typed call per Lua script),
 //! `record` (the stored task record), `shards` (the registry and fan-out over shards),
 //! `ids` (task id blocks), `tasks`, `lease`, `heads` and `bands` (priorities across shards), `group_commit` (acks), `reap`, `list`
-//! and `tag_list`, `cursor`, `dead`, `stats`, `rates`, `queue_records` (settings and
+//! and `tag_list`, `groups` (a queue's groups), `cursor`, `dead`, `stats`, `rates`, `queue_records` (settings and
 //! pause state shared by every process), `nodes` (what each live process announces);
 //! `clock`, `wake`, `identity` and `durability` run beside the store. This file holds the store and its `Store` impl,
 //! one line per method. Apart from the store, [`keyspace`] reads and deletes the keys
@@ -60,6 +60,7 @@ mod codes;
 mod config;
 mod cursor;
 mod group_commit;
+mod groups;
 mod ids;
 mod lease;
 mod list;
@@ -75,9 +76,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use punctual_core::store::{
-    CompleteRequest, ExtendRequest, LeaseBatch, LeaseRequest, LeaseToken, ListRequest, Page, Peers, PurgeRequest,
-    QueueChangeRequest, QueueRecord, QueueStats, ReapResult, RetriedDead, RetryDeadBatchRequest, RetryDeadRequest,
-    Scheduled, SweepRequest, Swept,
+    CompleteRequest, ExtendRequest, GroupsPage, GroupsRequest, LeaseBatch, LeaseRequest, LeaseToken, ListRequest, Page,
+    Peers, PurgeRequest, QueueChangeRequest, QueueRecord, QueueStats, ReapResult, RetriedDead, RetryDeadBatchRequest,
+    RetryDeadRequest, Scheduled, SweepRequest, Swept,
 };
 use punctual_core::{
     Clock, Error, NewTask, QueueName, Result, Store, StoreId, SystemClock, Tag, Task, TaskKey, Timestamp, Wakeup,
@@ -232,6 +233,10 @@ impl Store for RedisStore {
 
     async fn list(&self, req: ListRequest) -> Result<Page> {
         self.open()?.list(&req).await
+    }
+
+    async fn groups(&self, req: GroupsRequest) -> Result<GroupsPage> {
+        self.open()?.groups(&req).await
     }
 
     async fn lease(&self, req: LeaseRequest) -> Result<LeaseBatch> {

@@ -26,11 +26,15 @@
 //! its distance from `due`, left out when there is none: a task outside a debounce
 //! burst (every leased or dead task, nearly every scheduled one) has the record it had
 //! before debounce, and a record written before has no bound. Only format 2 holds one.
+//!
+//! A task's [`Group`] is kept between the target and the body, its length in a 17th
+//! header field left out when there is none: a task without a group has the record it
+//! had before groups, and a record written before has no group. Only format 2 holds one.
 
 use punctual_core::store::corrupt;
 use punctual_core::{
-    Backoff, NewTask, Priority, QueueName, Repeat, Result, StoreId, Tag, Target, Task, TaskKey, TaskMeta, TaskState,
-    Timestamp,
+    Backoff, Group, NewTask, Priority, QueueName, Repeat, Result, StoreId, Tag, Target, Task, TaskKey, TaskMeta,
+    TaskState, Timestamp,
 };
 use serde::{Deserialize, Serialize};
 
@@ -122,6 +126,8 @@ struct Header {
     priority: i64,
     /// The debounce bound, ms; `None` outside a burst.
     debounce_until: Option<i64>,
+    /// 0: no group.
+    grouplen: i64,
 }
 
 /// Format 1's header (without its `|`): 14 decimal fields.
@@ -156,16 +162,17 @@ fn header_v1(header: &str) -> Result<Header> {
         targetlen: 0,
         priority: 0,
         debounce_until: None,
+        grouplen: 0,
     })
 }
 
-/// Format 2's header after its mark (without its `|`): up to 16 base-36 fields (13
-/// before targets, 14 before priorities, 15 before debounce).
+/// Format 2's header after its mark (without its `|`): up to 17 base-36 fields (13
+/// before targets, 14 before priorities, 15 before debounce, 16 before groups).
 fn header_v2(state: TaskState, header: &str) -> Result<Header> {
     let bad = |what: &str| corrupt(format!("record header '{header}': {what}"));
     let fields: Vec<&str> = header.split(',').collect();
-    if fields.len() > 16 {
-        return Err(bad("more than 16 fields"));
+    if fields.len() > 17 {
+        return Err(bad("more than 17 fields"));
     }
     let number = |i: usize| -> Result<Option<i64>> {
         match fields.get(i) {
@@ -204,6 +211,7 @@ fn header_v2(state: TaskState, header: &str) -> Result<Header> {
         targetlen: or(13, 0)?,
         priority: or(14, 0)?,
         debounce_until,
+        grouplen: or(16, 0)?,
     })
 }
 
@@ -264,6 +272,10 @@ pub(crate) fn decode(store: StoreId, queue: &QueueName, key: &str, record: &[u8]
         0 => None,
         len => Some(Target::from_stored(std::str::from_utf8(take(len)?).map_err(corrupt)?)?),
     };
+    let group = match usize::try_from(h.grouplen).map_err(corrupt)? {
+        0 => None,
+        len => Some(Group::new(std::str::from_utf8(take(len)?).map_err(corrupt)?).map_err(corrupt)?),
+    };
     let body: Body = if format_2 { body_v2(rest)? } else { serde_json::from_slice(rest).map_err(corrupt)? };
     let mut meta =
         TaskMeta::new(store, unsigned(h.id)?, unsigned(h.fence)?, count(h.occ)?, Timestamp::from_millis(h.anchor));
@@ -284,6 +296,7 @@ pub(crate) fn decode(store: StoreId, queue: &QueueName, key: &str, record: &[u8]
     task.lease_expires_at = (task.state == TaskState::Leased).then(|| Timestamp::from_millis(h.exp));
     task.last_error = last_error;
     task.target = target;
+    task.group = group;
     task.priority = u32::try_from(h.priority)
         .ok()
         .and_then(|p| Priority::new(p).ok())

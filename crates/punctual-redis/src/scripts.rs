@@ -2,14 +2,15 @@
 //! the script's `KEYS` and `ARGV` exactly as its header (`lua/*.lua`) says, and reads
 //! its answer into typed results, so no caller builds an argument list by hand.
 //!
-//! Every script is `lua/common.lua` followed by its own file (but `lua/ids.lua`,
+//! Every script is `lua/common.lua` followed by its own file (the lease script by
+//! `lua/lease_groups.lua` and then its own; but `lua/ids.lua`,
 //! `lua/rate.lua`, `lua/change_queue.lua` and `lua/announce.lua`, which work on no
 //! shard). Loaded once per
 //! Redis node and called by SHA; redis-rs reloads a script the node answers NOSCRIPT
 //! for (after a restart or a `SCRIPT FLUSH`). (`lua/delete_if_unchanged.lua` is not the
 //! store's: `keyspace` loads and calls it.)
 //!
-//! Invariants: a shard script gets the eleven keys of its one shard as `KEYS` (so it
+//! Invariants: a shard script gets the nineteen keys of its one shard as `KEYS` (so it
 //! touches only keys it was passed, on one Cluster node) and `ARGV[1..3]` = now, the
 //! wake-up channel, the queue; the codes it gets for our enums come from `codes`. Each
 //! call here is one script call: bounding batches (at most
@@ -20,11 +21,11 @@ use std::time::Duration;
 
 use punctual_core::policy::Rate;
 use punctual_core::store::{
-    CompleteRequest, Lease, LeaseBatch, LeaseRequest, LeaseToken, PurgeSelection, QueueStats, ReapResult, Reaped,
-    Scheduled, Swept, corrupt,
+    CompleteRequest, GroupCounts, Lease, LeaseBatch, LeaseRequest, LeaseToken, PurgeSelection, QueueStats, ReapResult,
+    Reaped, Scheduled, Swept, corrupt,
 };
 use punctual_core::{
-    Error, Lane, NewTask, Priority, QueueName, Result, StoreId, Tag, Task, TaskKey, TaskState, Timestamp,
+    Error, Group, Lane, NewTask, Priority, QueueName, Result, StoreId, Tag, Task, TaskKey, TaskState, Timestamp,
 };
 use redis::{Script, ScriptInvocation};
 
@@ -53,6 +54,7 @@ pub(crate) struct Scripts {
     purge: Script,
     list: Script,
     list_tag: Script,
+    list_groups: Script,
     retry_dead_many: Script,
     sweep_dead: Script,
     stats: Script,
@@ -70,7 +72,7 @@ impl Scripts {
     pub(crate) fn new() -> Scripts {
         Scripts {
             schedule: with_common(include_str!("lua/schedule.lua")),
-            lease: with_common(include_str!("lua/lease.lua")),
+            lease: with_common(concat!(include_str!("lua/lease_groups.lua"), "\n", include_str!("lua/lease.lua"))),
             head: with_common(include_str!("lua/head.lua")),
             complete: with_common(include_str!("lua/complete.lua")),
             extend: with_common(include_str!("lua/extend.lua")),
@@ -82,6 +84,7 @@ impl Scripts {
             purge: with_common(include_str!("lua/purge.lua")),
             list: with_common(include_str!("lua/list.lua")),
             list_tag: with_common(include_str!("lua/list_tag.lua")),
+            list_groups: with_common(include_str!("lua/list_groups.lua")),
             retry_dead_many: with_common(include_str!("lua/retry_dead_many.lua")),
             sweep_dead: with_common(include_str!("lua/sweep_dead.lua")),
             stats: with_common(include_str!("lua/stats.lua")),
@@ -252,7 +255,8 @@ impl OnShard<'_> {
                 .arg(record::body_of(task)?)
                 .arg(record::target_of(task))
                 .arg(task.priority.get())
-                .arg(record::debounce_of(task));
+                .arg(record::debounce_of(task))
+                .arg(task.group.as_ref().map_or("", |group| group.as_str()));
         }
         let answer: Vec<Vec<u8>> = self.shared.conn.invoke(&invocation).await?;
         if answer.len() != tasks.len() * 2 {
@@ -297,6 +301,7 @@ impl OnShard<'_> {
         };
         let sharded = self.shared.sharded(self.queue);
         invocation.arg(floor.get()).arg(if sharded { "1" } else { "" });
+        invocation.arg(req.group_limit.map(|limit| limit.max(1).to_string()).unwrap_or_default());
         let answer: Vec<Vec<u8>> = self.shared.conn.invoke(&invocation).await?;
         let [score, key, now, rest @ ..] = answer.as_slice() else { return Err(corrupt("lease answered no head")) };
         let now = parse_score(text(now)?)?.ok_or_else(|| corrupt("lease without now"))?;
@@ -487,6 +492,21 @@ impl OnShard<'_> {
             found.push((due, key));
         }
         Ok(TagBatch { next: next.clone(), found })
+    }
+
+    /// `lua/list_groups.lua`: up to `limit + 1` of this shard's groups after the name
+    /// `after` (`""`: from the first), by name, each with its counts by state.
+    pub(crate) async fn list_groups(&self, after: &str, limit: usize) -> Result<Vec<GroupCounts>> {
+        let mut invocation = self.invocation(&self.shared.scripts.list_groups, Timestamp::EPOCH);
+        invocation.arg(after).arg(limit);
+        let answer: Vec<(String, u64, u64, u64)> = self.shared.conn.invoke(&invocation).await?;
+        answer
+            .into_iter()
+            .map(|(name, scheduled, leased, dead)| {
+                let group = Group::new(name).map_err(corrupt)?;
+                Ok(GroupCounts::new(group, scheduled, leased, dead))
+            })
+            .collect()
     }
 
     /// `lua/stats.lua`: this shard's counts.

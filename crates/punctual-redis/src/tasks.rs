@@ -4,7 +4,9 @@
 //! Invariants: a batch is applied one script per shard and [`SCRIPT_BATCH`] tasks, in
 //! the batch's order within each shard (one key is always in one shard, so a key
 //! given twice sees its first write); every write waits for replicas when so
-//! configured before it is answered.
+//! configured before it is answered. A task with a group on a queue split into shards
+//! is refused ([`Error::Invalid`] on `group`) and changes nothing: a group's leased
+//! count and turn live in one shard, and its tasks, found by their keys, in any.
 
 use std::collections::BTreeMap;
 
@@ -12,18 +14,23 @@ use punctual_core::store::{PurgeRequest, ScheduleOutcome, Scheduled};
 use punctual_core::{Error, Lane, NewTask, Priority, QueueName, Result, Tag, Task, TaskKey, Timestamp};
 
 use crate::heads::lane_slot;
-use crate::keys::ShardKeys;
+use crate::keys::{self, ShardKeys};
 use crate::scripts::DeleteIf;
 use crate::{SCRIPT_BATCH, Shared, record};
 
 impl Shared {
     pub(crate) async fn schedule(&self, tasks: Vec<NewTask>, now: Timestamp) -> Result<Vec<Result<Scheduled>>> {
         let mut ids = self.reserve_ids(tasks.len()).await?.into_iter();
+        let mut results: Vec<Option<Result<Scheduled>>> = (0..tasks.len()).map(|_| None).collect();
         // Group by shard, keeping each group's order.
         let mut groups: BTreeMap<(QueueName, u32), Vec<usize>> = BTreeMap::new();
         for (i, task) in tasks.iter().enumerate() {
-            let shard = self.shard_of(&task.queue, &task.key, true).await?;
-            groups.entry((task.queue.clone(), shard)).or_default().push(i);
+            let shards = self.shard_count(&task.queue, true).await?;
+            if shards > 1 && task.group.is_some() {
+                results[i] = Some(Err(grouped_on_shards(&task.queue, shards)));
+                continue;
+            }
+            groups.entry((task.queue.clone(), keys::shard_of(&task.key, shards))).or_default().push(i);
         }
         // Ids in the order of the call, then the shards concurrently (each shard's
         // scripts in order): a batch spread over k shards waits for the slowest
@@ -52,7 +59,6 @@ impl Shared {
             self.replicate(queue, *shard).await?;
             Ok::<_, Error>(answered)
         });
-        let mut results: Vec<Option<Result<Scheduled>>> = (0..tasks.len()).map(|_| None).collect();
         for (i, answer) in futures_util::future::try_join_all(writes).await?.into_iter().flatten() {
             results[i] = Some(answer);
         }
@@ -181,4 +187,15 @@ impl Shared {
         }
         Ok(total)
     }
+}
+
+/// Why a task with a group is refused on `queue`, split into `shards` shards.
+fn grouped_on_shards(queue: &QueueName, shards: u32) -> Error {
+    Error::invalid(
+        "group",
+        format!(
+            "groups are not yet supported on a queue split into shards: queue '{queue}' has {shards} shards \
+             ([queues.\"{queue}\"] shards in the configuration); schedule grouped tasks on a queue of one shard"
+        ),
+    )
 }

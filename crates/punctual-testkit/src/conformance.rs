@@ -33,6 +33,7 @@ mod inspection;
 mod leasing;
 mod priorities;
 mod queues;
+pub mod refusals;
 mod repeat;
 mod support;
 mod targets;
@@ -64,6 +65,13 @@ pub use validation::*;
 /// `rt-multi-thread`) among its dev-dependencies. In the embedded store's tests (plain
 /// text here: this crate depends on no store, so it cannot compile the example):
 ///
+/// A store that refuses tasks with a group where the factory's stores put their tasks
+/// (the Redis store on a queue split into shards) passes `groups: refused` after the
+/// factory: each group check then runs, as `<check>_is_refused`, the check that such a
+/// task is refused with [`Error::Invalid`](punctual_core::Error::Invalid) on `group`
+/// and leaves nothing behind, instead of the check itself, so every test run names
+/// what did not run. Every other store passes them all.
+///
 /// ```text
 /// punctual_testkit::store_conformance!(|| async {
 ///     let dir = tempfile::tempdir().expect("temp dir");
@@ -74,7 +82,11 @@ pub use validation::*;
 #[macro_export]
 macro_rules! store_conformance {
     ($factory:expr $(,)?) => {
+        $crate::store_conformance!($factory, groups: supported);
+    };
+    ($factory:expr, groups: $groups:ident $(,)?) => {
         $crate::__conformance_checks! {
+            $groups;
             $factory;
             // leasing
             lease_hands_out_a_task_only_once_it_is_due,
@@ -190,16 +202,9 @@ macro_rules! store_conformance {
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __conformance_checks {
-    ($factory:expr; $($check:ident,)+ ; $($pair:ident,)+) => {
+    ($groups:ident; $factory:expr; $($check:ident,)+ ; $($pair:ident,)+) => {
         $(
-            // Multi-threaded, so concurrent store calls really run at the same time.
-            #[::tokio::test(flavor = "multi_thread", worker_threads = 4)]
-            async fn $check() {
-                let factory = $factory;
-                let (store, guard) = factory().await;
-                $crate::conformance::$check(store).await;
-                drop(guard);
-            }
+            $crate::__conformance_check!($groups; $factory; $check);
         )+
         $(
             #[::tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -210,6 +215,52 @@ macro_rules! __conformance_checks {
                 drop((first_guard, second_guard));
             }
         )+
+    };
+}
+
+/// One test of one check; with `refused`, a group check's test checks the refusal (see
+/// [`store_conformance!`](crate::store_conformance)).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __conformance_check {
+    (refused; $factory:expr; a_group_limit_holds_its_leased_tasks_and_a_group_runs_in_due_order) => {
+        $crate::__conformance_refused!($factory; a_group_limit_holds_its_leased_tasks_and_a_group_runs_in_due_order);
+    };
+    (refused; $factory:expr; groups_take_turns_so_a_backlog_never_starves_a_small_group) => {
+        $crate::__conformance_refused!($factory; groups_take_turns_so_a_backlog_never_starves_a_small_group);
+    };
+    (refused; $factory:expr; groups_are_listed_by_name_with_their_tasks_by_state) => {
+        $crate::__conformance_refused!($factory; groups_are_listed_by_name_with_their_tasks_by_state);
+    };
+    (refused; $factory:expr; engine_holds_the_group_limit_and_wakes_a_consumer_when_the_group_has_room) => {
+        $crate::__conformance_refused!($factory; engine_holds_the_group_limit_and_wakes_a_consumer_when_the_group_has_room);
+    };
+    ($groups:ident; $factory:expr; $check:ident) => {
+        // Multi-threaded, so concurrent store calls really run at the same time.
+        #[::tokio::test(flavor = "multi_thread", worker_threads = 4)]
+        async fn $check() {
+            let factory = $factory;
+            let (store, guard) = factory().await;
+            $crate::conformance::$check(store).await;
+            drop(guard);
+        }
+    };
+}
+
+/// The test that replaces the group check `$check` on a store refusing groups.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __conformance_refused {
+    ($factory:expr; $check:ident) => {
+        $crate::__paste::paste! {
+            #[::tokio::test(flavor = "multi_thread", worker_threads = 4)]
+            async fn [<$check _is_refused>]() {
+                let factory = $factory;
+                let (store, guard) = factory().await;
+                $crate::conformance::refusals::a_task_with_a_group_is_refused_and_leaves_nothing(store).await;
+                drop(guard);
+            }
+        }
     };
 }
 

@@ -22,6 +22,10 @@ pub mod server;
 /// the tests of the engine itself wait on signals or paused time instead.
 pub use punctual_private_redis::poll_until;
 
+/// For `store_conformance!`'s test names.
+#[doc(hidden)]
+pub use paste as __paste;
+
 /// Sends `signal` (`STOP`, `CONT`, …) to process `pid` with `kill`: freezing and
 /// resuming a real server or `redis-server`. Fails the test when it cannot.
 pub fn signal(pid: u32, signal: &str) {

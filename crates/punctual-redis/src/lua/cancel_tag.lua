@@ -6,4 +6,6 @@ local deleted = 0
 for i, member in ipairs(members) do
   if remove_listed(6, member, keys[i], nil) then deleted = deleted + 1 end
 end
+save_groups()
+publish_wakeup()
 return deleted

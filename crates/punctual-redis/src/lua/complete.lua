@@ -32,6 +32,7 @@ for i = 0, n - 1 do
     if kind == 'd' then
       -- A live lease is in `leases` and `inflight`: removed below with the record.
       unindex_tags(key, t.tags)
+      if t.grp ~= '' then count_in_group(t.grp, 1, -1) end
       gone[key] = true
       finished[#finished + 1] = key
     else
@@ -58,5 +59,6 @@ if #finished > 0 then
   redis.call('ZREM', KEYS[3], unpack(finished))
   redis.call('HDEL', KEYS[5], unpack(finished))
 end
+save_groups()
 publish_wakeup()
 return out

@@ -6,4 +6,6 @@ if not rec then return 0 end
 local t = decode(rec)
 if ARGV[5] == 'dead' and t.st ~= 2 then return 0 end
 remove(ARGV[4], t)
+save_groups()
+publish_wakeup()
 return 1

@@ -1,5 +1,6 @@
 -- lease: hands out up to ARGV[4] due tasks of one lane of one shard, the highest
--- priority first, each priority earliest first.
+-- priority first, each priority earliest first; with groups, the groups taking turns
+-- (the rule of Store::lease, see lease_groups.lua).
 -- KEYS, ARGV[1..3]: see common.lua. ARGV[4] max, ARGV[5] lease length in ms, ARGV[6]
 --   the lane: 'h' tasks without a target, 't' tasks with one. ARGV[7] a bound ('':
 --   none) and ARGV[9] its priority ('': 0): no task of a lower priority; of that
@@ -7,8 +8,10 @@
 --   key): of those due at the bound, only keys before that key (bytewise); of a higher
 --   priority, every due task. So a sharded queue's lease keeps the order across its
 --   shards (see heads.rs). ARGV[10] '1': answer the lane's urgent heads too (a sharded
---   queue's, for heads.rs), else ''.
--- Returns: { next due ms of what stays scheduled in the lane or '', its key or '',
+--   queue's, for heads.rs), else ''. ARGV[11] the group limit ('': none): a group with
+--   that many leased tasks offers none.
+-- Returns: { next due ms of what stays scheduled in the lane or '' (leaving out the
+--   groups at the limit), the key of the lane's head without a group or '',
 --   the script's now in ms, n, then n triples: priority, due ms and key of the
 --   earliest task of each priority above 0 left in the lane (with ARGV[10], else n is
 --   0), then key and record of each lease, in the order leased }
@@ -16,7 +19,8 @@
 -- takes its due tasks, and then the lane's set gives the due tasks of priority 0. A
 -- lane without urgent tasks costs one ZRANGEBYSCORE of an empty key more than it did
 -- before priorities. Each other Redis command runs once for the whole batch, never
--- once per task.
+-- once per task. A queue without groups (KEYS[17] absent) costs one EXISTS more than
+-- before groups, and a lease that takes tasks one HSETNX (see the turns below).
 local now = now_ms()
 local lease_ms = tonumber(ARGV[5])
 local lane = LANE_OF_CODE[ARGV[6]]
@@ -55,34 +59,49 @@ local function take(zset, start, cap, stop)
   return taken
 end
 
--- The urgent set, priority by priority from the highest (band 0 is priority 9).
+-- With groups (KEYS[17] holds one), each group with due tasks and room offers its head:
+-- when one does, the groups and the ungrouped tasks take turns (lease_groups.lua).
+local group_limit = tonumber(ARGV[11])
+local grouped = redis.call('EXISTS', KEYS[NAMES]) == 1
+local offers = {}
+if grouped then offers = group_offers(lane, now, group_limit) end
 local probed, urgent_held = false, false
-local band = 0
-while room > 0 and band < 9 do
-  local first = redis.call('ZRANGEBYSCORE', urgent, int(band * BAND), '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
-  probed = true
-  if first[1] == nil then break end
-  urgent_held = true
-  local score = tonumber(first[2])
-  band = math.floor(score / BAND)
-  local pri = 9 - band
-  if pri < floor then break end
-  local start = band * BAND
-  local cap, stop = now, nil
-  if pri == floor then cap, stop = limit, before end
-  if score - start <= cap then take(urgent, start, cap, stop) end
-  band = band + 1
-end
-local urgent_taken = #due
-if urgent_taken > 0 then
-  redis.call('ZREM', urgent, unpack(due))
-  redis.call('ZREM', scheduled, unpack(due))
-end
--- Every due urgent task is taken unless the room ran out: the lane's due tasks left
--- are of priority 0, and its first members by rank.
-if room > 0 and floor == 0 then
-  local taken = take(scheduled, 0, limit, before)
-  if taken > 0 then redis.call('ZREMRANGEBYRANK', scheduled, 0, taken - 1) end
+local urgent_taken = 0
+if #offers > 0 then
+  take_by_turns(offers, lane, now, group_limit, room, due, dues)
+  -- Every entry is checked below, and the bands are read afresh.
+  urgent_taken, urgent_held = #due, true
+else
+  -- The urgent set, priority by priority from the highest (band 0 is priority 9).
+  local band = 0
+  while room > 0 and band < 9 do
+    local first = redis.call('ZRANGEBYSCORE', urgent, int(band * BAND), '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+    probed = true
+    if first[1] == nil then break end
+    urgent_held = true
+    local score = tonumber(first[2])
+    band = math.floor(score / BAND)
+    local pri = 9 - band
+    if pri < floor then break end
+    local start = band * BAND
+    local cap, stop = now, nil
+    if pri == floor then cap, stop = limit, before end
+    if score - start <= cap then take(urgent, start, cap, stop) end
+    band = band + 1
+  end
+  urgent_taken = #due
+  if urgent_taken > 0 then
+    redis.call('ZREM', urgent, unpack(due))
+    redis.call('ZREM', scheduled, unpack(due))
+  end
+  -- Every due urgent task is taken unless the room ran out: the lane's due tasks left
+  -- are of priority 0, and its first members by rank.
+  if room > 0 and floor == 0 then
+    local taken = take(scheduled, 0, limit, before)
+    if taken > 0 then redis.call('ZREMRANGEBYRANK', scheduled, 0, taken - 1) end
+  end
+  -- Every lease takes the next turn, the ungrouped tasks' (lease_groups.lua).
+  if #due > 0 then note_ungrouped_turns(grouped, #due) end
 end
 local leases_out = {}
 if #due > 0 then
@@ -115,9 +134,16 @@ if #due > 0 then
   end
 end
 local head = redis.call('ZRANGE', scheduled, 0, 0, 'WITHSCORES')
+local next_due, head_key = tonumber(head[2]), head[1] or ''
+if grouped then
+  local groups_due = groups_next_due(lane, group_limit)
+  if groups_due and (next_due == nil or groups_due < next_due) then next_due, head_key = groups_due, '' end
+end
+save_groups()
+publish_wakeup()
 local bands = {}
 if ARGV[10] == '1' and (urgent_held or not probed) then bands = urgent_heads(lane) end
-local out = { head[2] or '', head[1] or '', int(now), int(#bands / 3) }
+local out = { (next_due and int(next_due)) or '', head_key, int(now), int(#bands / 3) }
 for _, item in ipairs(bands) do out[#out + 1] = item end
 for _, item in ipairs(leases_out) do out[#out + 1] = item end
 return out

@@ -19,10 +19,10 @@ local function seek(zset)
   return lo
 end
 
--- The sets holding each state's tasks (scheduled: both lanes').
+-- The sets holding each state's tasks (scheduled: both lanes', and those with a group).
 local sets = {
-  ['0'] = { KEYS[HANDLER], KEYS[TARGET] }, ['1'] = { KEYS[3] }, ['2'] = { KEYS[4] },
-  [''] = { KEYS[HANDLER], KEYS[TARGET], KEYS[3], KEYS[4] },
+  ['0'] = { KEYS[HANDLER], KEYS[TARGET], KEYS[GROUPED] }, ['1'] = { KEYS[3] }, ['2'] = { KEYS[4] },
+  [''] = { KEYS[HANDLER], KEYS[TARGET], KEYS[GROUPED], KEYS[3], KEYS[4] },
 }
 local found = {}
 for _, zset in ipairs(sets[ARGV[4]]) do

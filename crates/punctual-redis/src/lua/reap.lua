@@ -37,6 +37,7 @@ for _, key in ipairs(expired) do
   local rec = redis.call('HGET', KEYS[5], key)
   if rec then
     local t = decode(rec)
+    if t.grp ~= '' then count_in_group(t.grp, 1, -1) end
     t.err = 'lease expired at ' .. rfc3339(t.exp) .. ' before the handler finished'
     t.att = t.att + 1
     t.exp = 0
@@ -56,5 +57,6 @@ for _, key in ipairs(expired) do
 end
 local following = redis.call('ZRANGEBYSCORE', KEYS[2], '(' .. int(now), '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
 out[1] = following[2] or ''
+save_groups()
 publish_wakeup()
 return out

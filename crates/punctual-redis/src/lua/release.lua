@@ -8,5 +8,6 @@ unplace(ARGV[4], t)
 t.st, t.exp, t.updated = 0, 0, now
 redis.call('HSET', KEYS[5], ARGV[4], encode(t))
 arm(ARGV[4], t)
+save_groups()
 publish_wakeup()
 return 1

@@ -7,5 +7,6 @@ if not rec then return '' end
 local t = decode(rec)
 if t.st ~= 2 then return '' end
 rec = revive(ARGV[4], t, now)
+save_groups()
 publish_wakeup()
 return rec

@@ -35,6 +35,7 @@ if #keys > 0 then
     end
   end
 end
+save_groups()
 publish_wakeup()
 local more = ''
 if mode ~= 'keys' and #keys == batch then more = '1' end

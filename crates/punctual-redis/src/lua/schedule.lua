@@ -1,9 +1,10 @@
 -- schedule: creates or updates tasks of one shard, in order.
 -- KEYS, ARGV[1..3]: see common.lua.
--- ARGV[4] n; then n groups of 10: key, if_exists ('r' replace, 'k' keep, 'e' error),
+-- ARGV[4] n; then n tuples of 11: key, if_exists ('r' replace, 'k' keep, 'e' error),
 --   due ms, max_attempts, id for a new task, tags joined by "\n", body, target ('' none,
 --   else its stored text, which puts the task in the target lane), priority (0 to 9;
---   above 0 the task is in its lane's urgent set too), debounce max_wait ms ('' none).
+--   above 0 the task is in its lane's urgent set too), debounce max_wait ms ('' none),
+--   group ('' none).
 -- A debounced write (created or replaced) is due no later than its burst's bound
 -- (`dbu`, kept in the record): the bound of the task it replaces if that one is
 -- scheduled and has one (the burst goes on), else now + max_wait (a new burst). A
@@ -12,11 +13,12 @@
 --   (the record untouched), 'e' conflict (record '').
 -- Records are read with one HMGET and written with one HSET and one ZADD per lane at
 -- the end (and one per urgent set, for tasks of priority above 0); a key given twice
--- in one call sees its first write.
+-- in one call sees its first write. A task with a group is placed when written
+-- (arm_grouped), not with the ZADDs at the end.
 local now = now_ms()
 local out = {}
 local n = tonumber(ARGV[4])
-local records = records_at(n, 10)
+local records = records_at(n, 11)
 -- Timestamp::MAX in ms: a bound is never later.
 local LATEST = 253402207200999
 -- Each lane's earliest due time, read when this call first writes a task of the lane
@@ -33,16 +35,21 @@ local written, armed, moved = {}, { [HANDLER] = {}, [TARGET] = {} }, {}
 -- key whose earlier write in this call was urgent is left out of the urgent sets its
 -- last write is not in. A task of priority 0 costs no Redis command more.
 local urgent_last, urgent_keys = {}, {}
+-- Keys whose last write has a group, after a write without one in this call: in the
+-- ZADDs at the end, then out of the lanes' sets.
+local grouped_last = {}
 for i = 0, n - 1 do
-  local a = 5 + i * 10
+  local a = 5 + i * 11
   local key, mode, due, max = ARGV[a], ARGV[a + 1], tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])
   local id, tags, body, tgt = tonumber(ARGV[a + 4]), ARGV[a + 5], ARGV[a + 6], ARGV[a + 7]
-  local pri, max_wait = tonumber(ARGV[a + 8]), tonumber(ARGV[a + 9])
+  local pri, max_wait, grp = tonumber(ARGV[a + 8]), tonumber(ARGV[a + 9]), ARGV[a + 10]
   local earlier = latest[key]
   local rec = earlier or records[i + 1]
   local t = nil
   local outcome = 'c'
   local created = false
+  -- Whether this key's write before, in this call, had no group (it is in the ZADDs).
+  local old_ungrouped = false
   local dbu = nil
   if max_wait then dbu = math.min(now + max_wait, LATEST) end
   if rec then
@@ -57,36 +64,44 @@ for i = 0, n - 1 do
       if dbu and old.st == 0 and old.dbu then dbu = old.dbu end
       if dbu and dbu < due then due = dbu end
       if earlier and lane_of(old.tgt) ~= lane_of(tgt) then moved[key] = lane_of(tgt) end
+      old_ungrouped = earlier ~= nil and old.grp == ''
       unplace(key, old)
       unindex_tags(key, old.tags)
       t = { st = 0, due = due, exp = 0, fence = old.fence, ver = old.ver + 1, att = 0, max = max, occ = 1, anc = due,
             id = old.id, created = old.created, updated = now, tags = tags, tgt = tgt, pri = pri, dbu = dbu,
-            body = body }
+            grp = grp, body = body }
     end
   else
     created = true
     if dbu and dbu < due then due = dbu end
   end
   if t or created then
-    if created then rec = fresh(due, id, max, now, tags, tgt, pri, dbu, body) else rec = encode(t) end
+    if created then rec = fresh(due, id, max, now, tags, tgt, pri, dbu, grp, body) else rec = encode(t) end
     latest[key] = rec
     written[#written + 1] = key
     written[#written + 1] = rec
     local lane = lane_of(tgt)
-    local scores = armed[lane]
-    scores[#scores + 1] = due
-    scores[#scores + 1] = key
-    if pri > 0 then
-      if urgent_last[key] == nil then urgent_keys[#urgent_keys + 1] = key end
-      note_urgent(lane, pri, due)
-      urgent_last[key] = { lane, int(band_start(pri) + due) }
-    elseif urgent_last[key] then
-      urgent_last[key] = false
+    if grp ~= '' then
+      arm_grouped(key, { due = due, pri = pri, tgt = tgt, grp = grp })
+      if earlier and old_ungrouped then grouped_last[key] = true end
+      if urgent_last[key] then urgent_last[key] = false end
+    else
+      grouped_last[key] = nil
+      local scores = armed[lane]
+      scores[#scores + 1] = due
+      scores[#scores + 1] = key
+      if pri > 0 then
+        if urgent_last[key] == nil then urgent_keys[#urgent_keys + 1] = key end
+        note_urgent(lane, pri, due)
+        urgent_last[key] = { lane, int(band_start(pri) + due) }
+      elseif urgent_last[key] then
+        urgent_last[key] = false
+      end
+      if heads[lane] == false then heads[lane] = tonumber(redis.call('ZRANGE', KEYS[lane], 0, 0, 'WITHSCORES')[2]) end
+      -- Earlier than the head consumers of the lane already know of: wake them.
+      if heads[lane] == nil or due < heads[lane] then wake_at(lane, due) end
     end
     index_tags(key, tags)
-    if heads[lane] == false then heads[lane] = tonumber(redis.call('ZRANGE', KEYS[lane], 0, 0, 'WITHSCORES')[2]) end
-    -- Earlier than the head consumers of the lane already know of: wake them.
-    if heads[lane] == nil or due < heads[lane] then wake_at(lane, due) end
   end
   out[#out + 1] = outcome
   out[#out + 1] = rec
@@ -99,6 +114,10 @@ if #written > 0 then
   end
   for key, lane in pairs(moved) do
     redis.call('ZREM', KEYS[OTHER_LANE[lane]], key)
+  end
+  for key in pairs(grouped_last) do
+    redis.call('ZREM', KEYS[HANDLER], key)
+    redis.call('ZREM', KEYS[TARGET], key)
   end
   local urgent = { [HANDLER] = {}, [TARGET] = {} }
   for _, key in ipairs(urgent_keys) do
@@ -113,5 +132,6 @@ if #written > 0 then
     if #urgent[lane] > 0 then redis.call('ZADD', KEYS[URGENT[lane]], unpack(urgent[lane])) end
   end
 end
+save_groups()
 publish_wakeup()
 return out

@@ -10,4 +10,6 @@ local deleted = 0
 for _, key in ipairs(died) do
   if remove_listed(8, key, key, 2) then deleted = deleted + 1 end
 end
+save_groups()
+publish_wakeup()
 return { deleted, head_score(KEYS[8]) }

@@ -7,7 +7,8 @@ use proptest::prelude::*;
 use serde_json::Value;
 
 use super::*;
-use punctual_core::TargetMethod;
+mod strategies;
+use strategies::*;
 
 const STORE: StoreId = StoreId::from_bits(0x5eed);
 
@@ -172,6 +173,33 @@ fn a_debounce_bound_is_a_16th_field_its_distance_from_due_left_out_when_there_is
 }
 
 #[test]
+fn a_group_is_a_17th_field_its_text_between_the_target_and_the_body() {
+    let q = QueueName::new("q").unwrap();
+    // Due 1000, the group "customer-42" (11 bytes: "b"), a payload.
+    let record = "Srs,16,ri,,,,,,,,,,,,,,b|customer-42{\"n\":1}";
+    let task = decode(STORE, &q, "k", record.as_bytes()).unwrap();
+    assert_eq!(task.group.as_ref().map(Group::as_str), Some("customer-42"));
+    assert_eq!((task.payload.clone(), task.meta.debounce_until), (serde_json::json!({"n": 1}), None));
+    assert_eq!(encode_as_the_scripts_do(&task), record.as_bytes());
+    // With a target too: the target's text, then the group's.
+    let targeted = "Srs,16,ri,,,,,,,,,,,v,,,2|{\"u\":\"http://127.0.0.1:9/hook\"}g1";
+    let task_with_both = decode(STORE, &q, "k", targeted.as_bytes()).unwrap();
+    assert_eq!(task_with_both.group.as_ref().map(Group::as_str), Some("g1"));
+    assert!(task_with_both.target.is_some());
+    assert_eq!(encode_as_the_scripts_do(&task_with_both), targeted.as_bytes());
+    // Without a group, the record it had before groups, byte for byte.
+    let mut plain = task.clone();
+    plain.group = None;
+    assert_eq!(String::from_utf8(encode_as_the_scripts_do(&plain)).unwrap(), "Srs,16,ri|{\"n\":1}");
+    // Records written before groups: format 1, format 2 of 16, 15 and 3 fields.
+    for before in
+        ["0,1000,,,,,20,,,42,10,,,0|{}", "Srs,16,ri,,,,,,,,,,,,,7ps|", "Srs,16,ri,,,,,,,,,,,,7|", "Srs,16,ri|"]
+    {
+        assert_eq!(decode(STORE, &q, "k", before.as_bytes()).unwrap().group, None, "{before}");
+    }
+}
+
+#[test]
 fn a_damaged_record_is_an_error_not_a_panic() {
     let q = QueueName::new("q").unwrap();
     let bad = [
@@ -185,7 +213,9 @@ fn a_damaged_record_is_an_error_not_a_panic() {
         "S0|",
         ",1|",
         "S,1|",
-        "S0,1,,,,,,,,,,,,,,,|",
+        "S0,1,,,,,,,,,,,,,,,,|",
+        "S0,1,,,,,,,,,,,,,,,z|short",
+        "S0,1,,,,,,,,,,,,,,,1|\n",
         "S0,1,,,,,,,,,,,,,,zzzzzzzzzzzzzz|",
         "S0,1,,,,,,,,,,,,z|short",
         "S0,1,,,,,,,,,,,,2|{}",
@@ -250,10 +280,11 @@ fn new_task_of(task: &Task) -> NewTask {
 
 /// The record of `task` exactly as `encode` in `lua/common.lua` writes a new task
 /// (format 2): times as distances, usual values left empty, empty fields at the end
-/// left out, then the error, the tags, the target and the body.
+/// left out, then the error, the tags, the target, the group and the body.
 fn encode_as_the_scripts_do(task: &Task) -> Vec<u8> {
     let unless = |n: i64, usual: i64| if n == usual { String::new() } else { b36(n) };
     let target = task.target.as_ref().map(Target::to_stored).unwrap_or_default();
+    let group = task.group.as_ref().map_or("", |group| group.as_str());
     let (due, created) = (task.due_at.as_millis(), task.created_at.as_millis());
     let error = task.last_error.as_deref();
     let tags = tags_of(&task.tags);
@@ -276,12 +307,13 @@ fn encode_as_the_scripts_do(task: &Task) -> Vec<u8> {
         unless(target.len() as i64, 0),
         unless(i64::from(task.priority.get()), 0),
         task.meta.debounce_until.map_or(String::new(), |until| b36(until.as_millis() - due)),
+        unless(group.len() as i64, 0),
     ];
     while fields.last().is_some_and(String::is_empty) {
         fields.pop();
     }
     let mark = char::from(codes::state_mark(task.state));
-    let mut record = format!("{mark}{}|{}{tags}{target}", fields.join(","), error.unwrap_or("")).into_bytes();
+    let mut record = format!("{mark}{}|{}{tags}{target}{group}", fields.join(","), error.unwrap_or("")).into_bytes();
     record.extend_from_slice(body_of(&new_task_of(task)).unwrap().as_bytes());
     record
 }
@@ -293,6 +325,7 @@ fn encode_v1_as_the_scripts_did(task: &Task) -> Vec<u8> {
     assert_eq!(task.target, None, "format 1 holds no target");
     assert_eq!(task.priority, Priority::LOWEST, "format 1 holds no priority");
     assert_eq!(task.meta.debounce_until, None, "format 1 holds no debounce bound");
+    assert_eq!(task.group, None, "format 1 holds no group");
     let unless = |n: i64, usual: i64| if n == usual { String::new() } else { n.to_string() };
     let state = codes::state(task.state);
     let (due, created) = (task.due_at.as_millis(), task.created_at.as_millis());
@@ -319,232 +352,6 @@ fn encode_v1_as_the_scripts_did(task: &Task) -> Vec<u8> {
     let mut record = format!("{header}|{}{tags}", error.unwrap_or("")).into_bytes();
     record.extend_from_slice(serde_json::to_string(&body).unwrap().as_bytes());
     record
-}
-
-fn any_time() -> impl Strategy<Value = Timestamp> {
-    let max = Timestamp::MAX.as_millis();
-    prop_oneof![Just(0), 0..=max, max - 1_000..=max].prop_map(Timestamp::from_millis)
-}
-
-/// Numbers the scripts keep: Lua numbers are doubles, exact up to 2^53.
-fn lua_integer() -> impl Strategy<Value = u64> {
-    prop_oneof![Just(0), Just(1), 0..1_000u64, 0..=1u64 << 53]
-}
-
-fn small_count() -> impl Strategy<Value = u32> {
-    prop_oneof![Just(0), Just(1), 0..30u32, any::<u32>()]
-}
-
-fn any_text_without_controls(max_bytes: usize) -> impl Strategy<Value = String> {
-    let unicode = prop::collection::vec(any::<char>(), 1..80);
-    prop_oneof!["[a-z0-9-]{1,12}".prop_map(|s| s.chars().collect::<Vec<_>>()), unicode].prop_map(move |chars| {
-        let mut text = String::new();
-        for c in chars.into_iter().filter(|c| !c.is_control()) {
-            if text.len() + c.len_utf8() > max_bytes {
-                break;
-            }
-            text.push(c);
-        }
-        if text.is_empty() {
-            text.push('x'); // every character drawn was a control character
-        }
-        text
-    })
-}
-
-/// JSON as a handler might send it: deep, wide, odd numbers and odd strings.
-fn any_payload() -> impl Strategy<Value = Value> {
-    let leaf = prop_oneof![
-        Just(Value::Null),
-        any::<bool>().prop_map(Value::Bool),
-        any::<i64>().prop_map(Value::from),
-        any::<u64>().prop_map(Value::from),
-        any::<f64>().prop_filter_map("finite", |f| serde_json::Number::from_f64(f).map(Value::Number)),
-        prop_oneof![Just(0.1), Just(-0.0), Just(5e-324), Just(1.7976931348623157e308), Just(1e21)]
-            .prop_map(Value::from),
-        ".*".prop_map(Value::String),
-        Just(Value::String("|,\n\u{0}\"\\\u{2028}订单 🦀".into())),
-    ];
-    leaf.prop_recursive(5, 48, 6, |inner| {
-        prop_oneof![
-            prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
-            prop::collection::btree_map(".{0,8}", inner, 0..6)
-                .prop_map(|fields| Value::Object(fields.into_iter().collect())),
-        ]
-    })
-}
-
-/// Targets of every shape: odd URLs, each method, headers in any order with odd
-/// values, any timeout, any body.
-fn any_target() -> impl Strategy<Value = Option<Target>> {
-    let url = prop_oneof![
-        Just("http://127.0.0.1:9/hook".to_owned()),
-        "https://[a-z]{1,12}\\.example(:[0-9]{1,5})?/[a-zA-Z0-9%|,;?=&~é]{0,24}",
-    ];
-    let method = prop::sample::select(vec![
-        TargetMethod::Post,
-        TargetMethod::Put,
-        TargetMethod::Patch,
-        TargetMethod::Get,
-        TargetMethod::Delete,
-    ]);
-    let headers = prop::collection::vec(("[A-Za-z][A-Za-z0-9-]{0,10}", "[^\\x00-\\x1f\\x7f]{0,16}"), 0..4);
-    let timeout = prop_oneof![Just(10_000u64), 1_000..=60_000u64];
-    let target = (url, method, headers, timeout, prop::option::of(any_payload())).prop_filter_map(
-        "a valid target",
-        |(url, method, headers, timeout_ms, body)| {
-            let mut target = Target::new(url).ok()?.method(method).timeout(Duration::from_millis(timeout_ms)).ok()?;
-            for (name, value) in headers {
-                target = target.header(name, value).ok()?;
-            }
-            Some(match body {
-                Some(body) => target.body(body),
-                None => target,
-            })
-        },
-    );
-    prop::option::of(target)
-}
-
-fn any_backoff() -> impl Strategy<Value = Backoff> {
-    let ms = prop_oneof![0..100_000u64, any::<u64>()];
-    let factor = prop_oneof![Just(1.0), Just(2.0), 1.0..10.0f64, 1.0..f64::MAX];
-    prop_oneof![
-        Just(Backoff::default()),
-        (ms.clone(), factor, ms).prop_map(|(initial, factor, extra)| {
-            let max = initial.saturating_add(extra);
-            Backoff::new(Duration::from_millis(initial), factor, Duration::from_millis(max)).unwrap()
-        }),
-    ]
-}
-
-fn any_repeat() -> impl Strategy<Value = Option<Repeat>> {
-    let rule = prop_oneof![
-        prop_oneof![1..100_000u64, 1..=u64::MAX].prop_map(|ms| Repeat::every(Duration::from_millis(ms)).unwrap()),
-        (
-            prop::sample::select(vec!["0 9 * * MON-FRI", "*/5 * * * *", "30 2 * * *", "0 0 29 2 *", "15 * * * * *"]),
-            prop::sample::select(vec!["UTC", "Asia/Shanghai", "America/New_York", "Australia/Lord_Howe"]),
-        )
-            .prop_map(|(expr, tz)| Repeat::cron(expr, tz).unwrap()),
-    ];
-    prop::option::of((rule, prop::option::of(1..=u32::MAX), prop::option::of(any_time())).prop_map(
-        |(mut repeat, times, until)| {
-            if let Some(n) = times {
-                repeat = repeat.times(n).unwrap();
-            }
-            if let Some(t) = until {
-                repeat = repeat.until(t);
-            }
-            repeat
-        },
-    ))
-}
-
-prop_compose! {
-    fn any_task()(
-        queue in "[A-Za-z0-9._:-]{1,20}",
-        key in any_text_without_controls(TaskKey::MAX_BYTES),
-        state in prop::sample::select(vec![TaskState::Scheduled, TaskState::Leased, TaskState::Dead]),
-        (due_at, anchor, created_at, updated_at, lease_expires_at) in
-            (any_time(), any_time(), any_time(), any_time(), any_time()),
-        payload in any_payload(),
-        (attempts, max_attempts, occurrence) in (small_count(), small_count(), small_count()),
-        backoff in any_backoff(),
-        repeat in any_repeat(),
-        tags in prop::collection::vec(any_text_without_controls(Tag::MAX_BYTES), 0..5),
-        (id, fence, version) in (lua_integer(), lua_integer(), lua_integer()),
-        last_error in prop::option::of(prop_oneof![Just(String::new()), ".*", Just("a|b\n1,2".to_owned())]),
-        same_times in any::<(bool, bool)>(),
-        target in any_target(),
-        priority in prop_oneof![Just(0u8), 0..=9u8],
-        debounce_until in prop::option::of(prop_oneof![any_time(), Just(Timestamp::EPOCH)]),
-    ) -> Task {
-        let queue = QueueName::new(queue).unwrap();
-        let key = TaskKey::new(key).unwrap();
-        // The usual values (anchor = due, updated = created) often, to cover empty fields.
-        let anchor = if same_times.0 { due_at } else { anchor };
-        let updated_at = if same_times.1 { created_at } else { updated_at };
-        let mut meta = TaskMeta::new(STORE, id, fence, occurrence, anchor);
-        // Any time, the due time itself (a distance of 0) among them.
-        meta.debounce_until = debounce_until.map(|until| if until == Timestamp::EPOCH { due_at } else { until });
-        let mut task = Task::from_new(NewTask::new(queue, key, due_at), meta, created_at);
-        task.state = state;
-        task.payload = payload;
-        task.attempts = attempts;
-        task.max_attempts = max_attempts;
-        task.backoff = backoff;
-        task.repeat = repeat;
-        task.tags = tags.into_iter().map(|t| Tag::new(t).unwrap()).collect();
-        task.version = version;
-        task.updated_at = updated_at;
-        task.lease_expires_at = (state == TaskState::Leased).then_some(lease_expires_at);
-        task.last_error = last_error;
-        task.target = target;
-        task.priority = Priority::new(priority.into()).unwrap();
-        task
-    }
-}
-
-/// A task as format 1 can hold it: without a target, of priority 0, no debounce bound.
-fn any_task_of_format_1() -> impl Strategy<Value = Task> {
-    any_task().prop_map(|mut task| {
-        task.target = None;
-        task.priority = Priority::LOWEST;
-        task.meta.debounce_until = None;
-        task
-    })
-}
-
-/// A header of either format: 12 to 16 decimal fields, or a mark (or another byte)
-/// and 0 to 17 base-36 fields, each empty, a number (in or out of range) or junk.
-fn any_header() -> impl Strategy<Value = String> {
-    let field = prop_oneof![
-        Just(String::new()),
-        "-?[0-9]{1,3}",
-        "-?[0-9]{1,20}",
-        Just("1".into()),
-        Just("-1".into()),
-        ".{0,3}"
-    ];
-    let b36_field = prop_oneof![
-        Just(String::new()),
-        "-?[0-9a-z]{1,3}",
-        "-?[0-9a-zA-Z]{1,14}",
-        Just("k".into()),
-        Just("-1".into()),
-        ".{0,3}"
-    ];
-    prop_oneof![
-        prop::collection::vec(field, 12..=16).prop_map(|fields| fields.join(",")),
-        ("[SLDX0]", prop::collection::vec(b36_field, 0..=17))
-            .prop_map(|(mark, fields)| format!("{mark}{}", fields.join(","))),
-    ]
-}
-
-/// Bodies close to valid ones of either format: odd policies, odd JSON.
-fn any_body() -> impl Strategy<Value = String> {
-    let policies = prop_oneof![
-        ("[0-9a-z .]{0,12}", "-?[0-9.e]{1,8}", "[0-9a-z ]{0,12}")
-            .prop_map(|(i, f, m)| format!(r#"{{"b":{{"initial":"{i}","factor":{f},"max":"{m}"}}}}"#)),
-        ("[0-9*/,A-Z#L -]{0,20}", "[A-Za-z/_+-]{0,16}")
-            .prop_map(|(c, tz)| format!(r#"{{"r":{{"cron":"{c}","tz":"{tz}"}}}}"#)),
-    ];
-    let format_2 = (prop_oneof![Just(String::new()), any_payload().prop_map(|p| p.to_string())], policies)
-        .prop_map(|(payload, policies)| format!("{payload}\n{policies}"));
-    prop_oneof![
-        format_2,
-        Just(String::new()),
-        Just("{}".to_owned()),
-        ".*",
-        any_payload().prop_map(|p| p.to_string()),
-        any_payload().prop_map(|p| format!(r#"{{"p":{p}}}"#)),
-        ("[0-9a-z .]{0,12}", "-?[0-9.e]{1,8}", "[0-9a-z ]{0,12}")
-            .prop_map(|(i, f, m)| format!(r#"{{"b":{{"initial":"{i}","factor":{f},"max":"{m}"}}}}"#)),
-        ("[0-9*/,A-Z#L -]{0,20}", "[A-Za-z/_+-]{0,16}")
-            .prop_map(|(c, tz)| format!(r#"{{"r":{{"cron":"{c}","tz":"{tz}"}}}}"#)),
-        ("[0-9a-z ]{0,12}", "-?[0-9]{1,12}", "[0-9T:Z-]{0,24}")
-            .prop_map(|(e, n, u)| format!(r#"{{"r":{{"every":"{e}","times":{n},"until":"{u}"}}}}"#)),
-    ]
 }
 
 proptest! {
@@ -578,6 +385,7 @@ proptest! {
                 without_target.target = None;
                 without_target.priority = Priority::LOWEST;
                 without_target.meta.debounce_until = None;
+                without_target.group = None;
                 let v1 = encode_v1_as_the_scripts_did(&without_target);
                 prop_oneof![Just(encode_as_the_scripts_do(&t)), Just(v1)]
             }).prop_flat_map(|record| {
