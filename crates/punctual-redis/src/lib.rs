@@ -227,10 +227,6 @@ impl Store for RedisStore {
         self.open()?.cancel_tag(queue, tag).await
     }
 
-    async fn groups(&self, _req: punctual_core::GroupsRequest) -> Result<punctual_core::GroupsPage> {
-        Err(punctual_core::Error::Unavailable("TEMPORARY: groups on Redis come with the helper's branch".into()))
-    }
-
     async fn list(&self, req: ListRequest) -> Result<Page> {
         self.open()?.list(&req).await
     }

@@ -191,7 +191,8 @@ static GROUP_TRIGGERS: Sql = Sql::new(|| {
     let joined = |due: &str, code: i64| {
         format!("{due} = CASE WHEN NEW.state = {code} THEN MIN(COALESCE({due}, NEW.due_at), NEW.due_at) ELSE {due} END")
     };
-    let (left_handler, left_target) = (left("due_handler", GROUPED_HANDLER_LANE), left("due_target", GROUPED_TARGET_LANE));
+    let (left_handler, left_target) =
+        (left("due_handler", GROUPED_HANDLER_LANE), left("due_target", GROUPED_TARGET_LANE));
     let (joined_handler, joined_target) =
         (joined("due_handler", GROUPED_HANDLER_LANE), joined("due_target", GROUPED_TARGET_LANE));
     let leave = format!(
@@ -215,7 +216,8 @@ static GROUP_TRIGGERS: Sql = Sql::new(|| {
              WHEN NEW.state = {code} THEN MIN(COALESCE({due}, NEW.due_at), NEW.due_at) ELSE {due} END"
         )
     };
-    let (stay_handler, stay_target) = (stay("due_handler", GROUPED_HANDLER_LANE), stay("due_target", GROUPED_TARGET_LANE));
+    let (stay_handler, stay_target) =
+        (stay("due_handler", GROUPED_HANDLER_LANE), stay("due_target", GROUPED_TARGET_LANE));
     format!(
         "
 CREATE TRIGGER IF NOT EXISTS task_groups_on_insert AFTER INSERT ON tasks WHEN NEW.group_name IS NOT NULL BEGIN

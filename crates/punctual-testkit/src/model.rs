@@ -78,6 +78,14 @@ macro_rules! store_model_test {
             $crate::model::check_store_against_model($factory);
         }
     };
+    // For stores whose queues refuse groups (a Redis queue split into shards): the
+    // sequences schedule no task in a group.
+    ($factory:expr, groups: refused) => {
+        #[test]
+        fn random_operations_without_groups_agree_with_the_model() {
+            $crate::model::check_store_against_model_without_groups($factory);
+        }
+    };
 }
 
 /// The queues operations use, by index.
@@ -478,6 +486,38 @@ where
     Fut: Future<Output = (S, G)>,
     S: Store,
 {
+    check_sequences(factory, || operations().boxed());
+}
+
+/// [`check_store_against_model`] with sequences that put no task in a group.
+pub fn check_store_against_model_without_groups<F, Fut, S, G>(factory: F)
+where
+    F: Fn() -> Fut + Sync,
+    Fut: Future<Output = (S, G)>,
+    S: Store,
+{
+    let ungrouped = || {
+        operations()
+            .prop_map(|mut ops| {
+                for op in &mut ops {
+                    if let Op::Schedule(items) = op {
+                        items.iter_mut().for_each(|item| item.group = None);
+                    }
+                }
+                ops
+            })
+            .boxed()
+    };
+    check_sequences(factory, ungrouped);
+}
+
+/// The property over the sequences `sequences` makes (on each runner's thread).
+fn check_sequences<F, Fut, S, G>(factory: F, sequences: fn() -> BoxedStrategy<Vec<Op>>)
+where
+    F: Fn() -> Fut + Sync,
+    Fut: Future<Output = (S, G)>,
+    S: Store,
+{
     let from_env = |name: &str| std::env::var(name).ok().and_then(|n| n.parse().ok());
     let cases: u32 = from_env("PROPTEST_CASES").unwrap_or(DEFAULT_CASES);
     let config = Config {
@@ -500,7 +540,7 @@ where
                 let (factory, config) = (&factory, config.clone());
                 scope.spawn(move || {
                     let mut runner = TestRunner::new(Config { cases: share, ..config });
-                    runner.run(&operations(), |ops| run_case(factory, &ops).map_err(TestCaseError::fail))
+                    runner.run(&sequences(), |ops| run_case(factory, &ops).map_err(TestCaseError::fail))
                 })
             })
             .collect();

@@ -133,3 +133,15 @@ fn group_concurrency_one_holds_each_group_to_one_lease_under_concurrent_workers(
     println!("embedded store, 50 groups x 10 tasks, 6 workers: {overlaps} overlaps");
     assert_eq!(overlaps, 0, "two leases of one group were held at once");
 }
+
+/// The goal, scaled to a test's time: three servers on one Redis, 100 groups of
+/// 10 tasks, `group_concurrency = 1` held across the servers.
+#[test]
+fn group_concurrency_one_holds_across_three_servers_on_one_redis() {
+    let redis = punctual_testkit::redis::server();
+    let servers: Vec<_> = (0..3).map(|_| common::start(common::server_builder().store(redis.url()))).collect();
+    let apis: Vec<Api> = servers.iter().map(Api::of).collect();
+    let overlaps = run_grouped_workload(&apis, 100, 10, 3);
+    println!("Redis, 3 servers, 100 groups x 10 tasks, 3 workers each: {overlaps} overlaps");
+    assert_eq!(overlaps, 0, "two leases of one group were held at once across the servers");
+}
