@@ -229,7 +229,8 @@ def test_s08_graceful_shutdown(client: punctual.Client, queue_name: str) -> None
     assert started.wait(5)
     stopper = threading.Thread(target=worker.stop, kwargs={"grace": 5.0})
     stopper.start()
-    wait_until(lambda: worker._stopping.is_set())
+    # Once the open long poll is cut: before that, it could still take a task.
+    wait_until(lambda: worker._polls_cut.is_set())
     # Scheduled after the stop request: stays scheduled, although a slot is free.
     client.schedule(queue_name, "late")
     finish.set()
