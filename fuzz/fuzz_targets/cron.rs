@@ -1,5 +1,5 @@
-//! Repeat rules: any cron expression and zone either parses or is refused without a
-//! panic. An accepted rule always has a next occurrence strictly later than the
+//! Repeat rules: any cron expression and zone, in each syntax (Vixie, Spring, Quartz),
+//! either parses or is refused without a panic. An accepted rule always has a next occurrence strictly later than the
 //! instant asked about, or none at all, never an earlier or equal one (a task would
 //! then fire in a loop). The same holds for fixed-rate `every` rules with limits.
 #![no_main]
@@ -9,7 +9,7 @@ use std::time::Duration;
 use arbitrary::{Arbitrary, Unstructured};
 use libfuzzer_sys::fuzz_target;
 use punctual_core::policy::CronRule;
-use punctual_core::{Repeat, TaskMeta, Timestamp};
+use punctual_core::{CronSyntax, Repeat, TaskMeta, Timestamp};
 
 const ZONES: &[&str] = &["UTC", "Asia/Shanghai", "America/New_York", "Europe/London", "Australia/Lord_Howe"];
 
@@ -47,11 +47,13 @@ fuzz_target!(|data: &[u8]| {
     meta.occurrence = input.done;
     meta.anchor = Timestamp::from_millis(input.anchor_ms);
     let mut rules = Vec::new();
-    if let Ok(rule) = CronRule::new(&expr, zone) {
-        if let Some(next) = rule.next_after(at) {
-            assert!(next > at, "{rule:?}: after {at:?} came {next:?}");
+    for syntax in CronSyntax::ALL {
+        if let Ok(rule) = CronRule::with_syntax(&expr, zone, syntax) {
+            if let Some(next) = rule.next_after(at) {
+                assert!(next > at, "{rule:?}: after {at:?} came {next:?}");
+            }
+            rules.push(Repeat::cron_with_syntax(&expr, zone, syntax).expect("the rule parsed once"));
         }
-        rules.push(Repeat::cron(&expr, zone).expect("the rule parsed once"));
     }
     if let Ok(rule) = Repeat::every(Duration::from_millis(input.every_ms)) {
         rules.push(rule);

@@ -48,7 +48,7 @@ pub use memory::MemoryStore;
 pub use meta::TaskMeta;
 pub use model::{Group, IfExists, NewTask, Priority, QueueName, Tag, Task, TaskKey, TaskSpec, TaskState, When};
 pub use outcome::{Outcome, TryEnd};
-pub use policy::{Backoff, Repeat};
+pub use policy::{Backoff, CronSyntax, Repeat};
 pub use store::{
     DeadSelection, GroupCounts, GroupsPage, GroupsRequest, Lease, LeaseToken, Peers, PurgeSelection, QueueChange,
     QueueRecord, ScheduleOutcome, Scheduled, Store, StoreReset, Wakeup,

@@ -15,7 +15,7 @@ mod repeat;
 pub use self::backoff::Backoff;
 pub use self::rate::Rate;
 pub use self::repeat::{Repeat, RepeatRule};
-pub use crate::cron::CronRule;
+pub use crate::cron::{CronRule, CronSyntax};
 
 /// Built-in `max_attempts` when neither the task nor its queue sets one.
 pub const DEFAULT_MAX_ATTEMPTS: u32 = 20;

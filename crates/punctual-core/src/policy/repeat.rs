@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::cron::CronRule;
+use crate::cron::{CronRule, CronSyntax};
 use crate::error::{Error, Result};
 use crate::meta::TaskMeta;
 use crate::time::{Timestamp, serde_duration};
@@ -32,7 +32,7 @@ pub struct Repeat {
 pub enum RepeatRule {
     /// Fixed rate: the first occurrence's due time plus whole multiples of this.
     Every(Duration),
-    /// Wall-clock times matching a cron expression in an IANA time zone.
+    /// Wall-clock times matching a cron expression (in its syntax) in an IANA time zone.
     Cron(Box<CronRule>),
 }
 
@@ -45,9 +45,17 @@ impl Repeat {
         Ok(Repeat { rule: RepeatRule::Every(interval), times: None, until: None })
     }
 
-    /// At the times matching `expr` in zone `tz` (see [`CronRule::new`]).
+    /// At the times matching the Vixie expression `expr` in zone `tz` (see
+    /// [`CronRule::new`]).
     pub fn cron(expr: &str, tz: &str) -> Result<Repeat> {
-        Ok(Repeat { rule: RepeatRule::Cron(Box::new(CronRule::new(expr, tz)?)), times: None, until: None })
+        Repeat::cron_with_syntax(expr, tz, CronSyntax::Vixie)
+    }
+
+    /// At the times matching `expr`, written in `syntax`, in zone `tz` (see
+    /// [`CronRule::with_syntax`]).
+    pub fn cron_with_syntax(expr: &str, tz: &str, syntax: CronSyntax) -> Result<Repeat> {
+        let rule = CronRule::with_syntax(expr, tz, syntax)?;
+        Ok(Repeat { rule: RepeatRule::Cron(Box::new(rule)), times: None, until: None })
     }
 
     /// At most `n` occurrences in all (`n` ≥ 1).
@@ -125,6 +133,11 @@ struct RawRepeat {
     cron: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     tz: Option<String>,
+    /// Absent or null: `vixie`. Written only for the other syntaxes, so a Vixie
+    /// repeat reads and writes as it did before the field existed (the stores keep
+    /// this JSON, and the API shows it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    cron_syntax: Option<CronSyntax>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     times: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -139,9 +152,16 @@ impl TryFrom<RawRepeat> for Repeat {
                 if raw.tz.is_some() {
                     return Err(Error::invalid("repeat.tz", "tz applies to cron only"));
                 }
+                if raw.cron_syntax.is_some() {
+                    return Err(Error::invalid("repeat.cron_syntax", "cron_syntax applies to cron only"));
+                }
                 Repeat::every(every)?
             }
-            (None, Some(cron)) => Repeat::cron(&cron, raw.tz.as_deref().unwrap_or("UTC"))?,
+            (None, Some(cron)) => Repeat::cron_with_syntax(
+                &cron,
+                raw.tz.as_deref().unwrap_or("UTC"),
+                raw.cron_syntax.unwrap_or_default(),
+            )?,
             (Some(_), Some(_)) => return Err(Error::invalid("repeat", "give either every or cron, not both")),
             (None, None) => {
                 return Err(Error::invalid("repeat", "give every (e.g. \"24h\") or cron (e.g. \"0 9 * * MON-FRI\")"));
@@ -159,11 +179,14 @@ impl TryFrom<RawRepeat> for Repeat {
 
 impl From<Repeat> for RawRepeat {
     fn from(r: Repeat) -> RawRepeat {
-        let (every, cron, tz) = match r.rule {
-            RepeatRule::Every(d) => (Some(d), None, None),
-            RepeatRule::Cron(rule) => (None, Some(rule.expr().to_owned()), Some(rule.tz().to_owned())),
+        let (every, cron, tz, cron_syntax) = match r.rule {
+            RepeatRule::Every(d) => (Some(d), None, None, None),
+            RepeatRule::Cron(rule) => {
+                let syntax = Some(rule.syntax()).filter(|syntax| *syntax != CronSyntax::Vixie);
+                (None, Some(rule.expr().to_owned()), Some(rule.tz().to_owned()), syntax)
+            }
         };
-        RawRepeat { every, cron, tz, times: r.times, until: r.until }
+        RawRepeat { every, cron, tz, cron_syntax, times: r.times, until: r.until }
     }
 }
 
@@ -192,396 +215,4 @@ mod option_duration {
 }
 
 #[cfg(test)]
-mod tests {
-    use proptest::prelude::*;
-
-    use super::*;
-
-    fn at(text: &str) -> Timestamp {
-        Timestamp::parse(text).unwrap()
-    }
-
-    /// A task's bookkeeping after its occurrence `done` succeeded, the first due at
-    /// `anchor`.
-    fn occurrence(done: u32, anchor: Timestamp) -> TaskMeta {
-        TaskMeta { occurrence: done, anchor, ..TaskMeta::default() }
-    }
-
-    #[test]
-    fn every_is_fixed_rate_and_skips_missed_occurrences() {
-        let r = Repeat::every(Duration::from_secs(10)).unwrap();
-        let anchor = Timestamp::from_millis(100_000);
-        // Done promptly: the next slot.
-        assert_eq!(
-            r.next_after(&occurrence(1, anchor), Timestamp::from_millis(100_050)),
-            Some(Timestamp::from_millis(110_000))
-        );
-        // Handler took 35 s: slots at 110 s, 120 s, 130 s are skipped, not caught up.
-        assert_eq!(
-            r.next_after(&occurrence(1, anchor), Timestamp::from_millis(135_000)),
-            Some(Timestamp::from_millis(140_000))
-        );
-        // Exactly on a slot: strictly after now.
-        assert_eq!(
-            r.next_after(&occurrence(2, anchor), Timestamp::from_millis(120_000)),
-            Some(Timestamp::from_millis(130_000))
-        );
-    }
-
-    #[test]
-    fn times_counts_occurrences_in_all_and_until_bounds_them() {
-        let r = Repeat::every(Duration::from_secs(10)).unwrap().times(3).unwrap();
-        let anchor = Timestamp::from_millis(0);
-        assert!(r.next_after(&occurrence(2, anchor), Timestamp::from_millis(10_001)).is_some());
-        assert_eq!(r.next_after(&occurrence(3, anchor), Timestamp::from_millis(20_001)), None);
-        let r = Repeat::every(Duration::from_secs(10)).unwrap().until(Timestamp::from_millis(20_000));
-        assert_eq!(
-            r.next_after(&occurrence(1, anchor), Timestamp::from_millis(10_001)),
-            Some(Timestamp::from_millis(20_000))
-        );
-        assert_eq!(r.next_after(&occurrence(2, anchor), Timestamp::from_millis(20_001)), None);
-        assert_eq!(Repeat::every(Duration::ZERO).unwrap_err().field(), Some("repeat.every"));
-    }
-
-    #[test]
-    fn cron_weekdays_at_nine_in_shanghai() {
-        let r = Repeat::cron("0 9 * * MON-FRI", "Asia/Shanghai").unwrap();
-        // Friday 2026-11-27 09:00 +08:00 fired; next is Monday 2026-11-30 09:00 +08:00.
-        let friday = at("2026-11-27T01:00:00.020Z");
-        assert_eq!(r.next_after(&occurrence(1, friday), friday), Some(at("2026-11-30T01:00:00Z")));
-        // Numeric weekdays follow Vixie cron: 1-5 is Monday to Friday.
-        let numeric = Repeat::cron("0 9 * * 1-5", "Asia/Shanghai").unwrap();
-        assert_eq!(numeric.next_after(&occurrence(1, friday), friday), Some(at("2026-11-30T01:00:00Z")));
-        assert_eq!(r.first_at(at("2026-11-29T12:00:00Z")), Some(at("2026-11-30T01:00:00Z")));
-    }
-
-    #[test]
-    fn cron_across_daylight_saving_changes() {
-        // New York springs forward on 2026-03-08: 02:30 local does not exist that day.
-        let r = Repeat::cron("30 2 * * *", "America/New_York").unwrap();
-        let before = at("2026-03-07T07:30:00Z"); // 02:30 EST on the 7th
-        let next = r.next_after(&occurrence(1, before), before).unwrap();
-        // Fires once that day, at the first valid time after the gap (03:00 EDT).
-        assert_eq!(next, at("2026-03-08T07:00:00Z"));
-        let after = r.next_after(&occurrence(2, before), next).unwrap();
-        assert_eq!(after, at("2026-03-09T06:30:00Z")); // 02:30 EDT
-        // Falls back on 2026-11-01: 01:30 local happens twice, fires once.
-        let r = Repeat::cron("30 1 * * *", "America/New_York").unwrap();
-        let first = r.next_after(&occurrence(1, before), at("2026-11-01T04:00:00Z")).unwrap();
-        assert_eq!(first, at("2026-11-01T05:30:00Z")); // 01:30 EDT
-        let second = r.next_after(&occurrence(2, before), first).unwrap();
-        assert_eq!(second, at("2026-11-02T06:30:00Z")); // next day 01:30 EST
-    }
-
-    #[test]
-    fn cron_errors_name_their_field() {
-        assert_eq!(Repeat::cron("61 * * * *", "UTC").unwrap_err().field(), Some("repeat.cron"));
-        assert_eq!(Repeat::cron("0 9 * * *", "Mars/Olympus").unwrap_err().field(), Some("repeat.tz"));
-        assert_eq!(Repeat::cron("0 0 30 2 *", "UTC").unwrap_err().field(), Some("repeat.cron"));
-    }
-
-    #[test]
-    fn repeat_json_round_trips_and_refuses_ambiguity() {
-        let r: Repeat = r#"{"every": "24h", "times": 3}"#.parse().unwrap();
-        assert_eq!(serde_json::to_string(&r).unwrap(), r#"{"every":"1d","times":3}"#);
-        let r: Repeat = r#"{"cron": "0 9 * * MON-FRI", "tz": "Asia/Shanghai"}"#.parse().unwrap();
-        assert_eq!(serde_json::to_string(&r).unwrap(), r#"{"cron":"0 9 * * MON-FRI","tz":"Asia/Shanghai"}"#);
-        assert!("{\"every\": \"1h\", \"cron\": \"* * * * *\"}".parse::<Repeat>().is_err());
-        assert!("{}".parse::<Repeat>().is_err());
-        assert!("{\"every\": \"1h\", \"colour\": 1}".parse::<Repeat>().is_err());
-    }
-
-    // --- Repeat::every ---
-
-    #[test]
-    fn every_at_the_end_of_time_is_exhausted_not_stuck() {
-        // Was: the next slot past the latest instant was clamped to it, so at `now` =
-        // the latest instant `next_after` returned `now` itself and the task would have
-        // fired again and again forever.
-        let r = Repeat::every(Duration::from_secs(1)).unwrap();
-        let anchor = Timestamp::from_millis(Timestamp::MAX.as_millis() - 1_500);
-        assert_eq!(
-            r.next_after(&occurrence(1, anchor), anchor),
-            Some(Timestamp::from_millis(anchor.as_millis() + 1_000))
-        );
-        assert_eq!(r.next_after(&occurrence(2, anchor), Timestamp::MAX), None);
-        assert_eq!(
-            r.next_after(&occurrence(2, anchor), Timestamp::from_millis(Timestamp::MAX.as_millis() - 400)),
-            None
-        );
-        let yearly = Repeat::every(Duration::from_secs(366 * 86_400)).unwrap();
-        assert_eq!(yearly.next_after(&occurrence(1, anchor), anchor), None);
-    }
-
-    fn any_time() -> impl Strategy<Value = Timestamp> {
-        let max = Timestamp::MAX.as_millis();
-        prop_oneof![
-            4 => 0..=max,
-            1 => 0..=100_000i64,
-            2 => max - 10_000_000..=max,
-            1 => Just(max),
-        ]
-        .prop_map(Timestamp::from_millis)
-    }
-
-    fn any_every() -> impl Strategy<Value = Repeat> {
-        let step = prop_oneof![1..10_000u64, 1..1u64 << 40, any::<u64>()].prop_map(Duration::from_millis);
-        let until = prop::option::of(any_time());
-        let times = prop::option::of(1..10u32);
-        (step, times, until).prop_map(|(step, times, until)| {
-            let mut r = Repeat::every(step).unwrap();
-            if let Some(n) = times {
-                r = r.times(n).unwrap();
-            }
-            if let Some(t) = until {
-                r = r.until(t);
-            }
-            r
-        })
-    }
-
-    proptest! {
-        /// The next occurrence is the smallest `anchor + k·step` (k ≥ 1) after `now`:
-        /// missed slots skipped, never caught up; none past `times`, `until` or the
-        /// latest representable instant.
-        #[test]
-        fn every_gives_the_first_slot_after_now(
-            repeat in any_every(),
-            done in prop_oneof![1..12u32, any::<u32>()],
-            anchor in any_time(),
-            now_from_anchor in prop_oneof![
-                Just(0i64),
-                -10_000..10_000_000i64,
-                any::<i64>(),
-            ],
-        ) {
-            let RepeatRule::Every(step) = repeat.rule() else { unreachable!() };
-            let step = i128::try_from(step.as_millis()).unwrap();
-            let now = Timestamp::from_millis(anchor.as_millis().saturating_add(now_from_anchor));
-            let (anchor_ms, now_ms) = (i128::from(anchor.as_millis()), i128::from(now.as_millis()));
-            let next = repeat.next_after(&occurrence(done, anchor), now);
-            if repeat.times_limit().is_some_and(|limit| done >= limit) {
-                prop_assert_eq!(next, None, "times exhausted");
-                return Ok(());
-            }
-            // The oracle, in i128 so that nothing saturates.
-            let k = ((now_ms - anchor_ms).div_euclid(step) + 1).max(1);
-            let slot = anchor_ms + k * step;
-            let expected = if slot > i128::from(Timestamp::MAX.as_millis())
-                || repeat.until_limit().is_some_and(|until| slot > i128::from(until.as_millis()))
-            {
-                None
-            } else {
-                Some(slot)
-            };
-            prop_assert_eq!(next.map(|t| i128::from(t.as_millis())), expected);
-            if let Some(next) = next {
-                let next_ms = i128::from(next.as_millis());
-                prop_assert!(next > now, "{:?} is not after {:?}", next, now);
-                prop_assert!(next_ms > anchor_ms && (next_ms - anchor_ms) % step == 0, "not on a slot");
-                prop_assert!(next_ms - step <= now_ms || next_ms - step == anchor_ms, "a slot after now was skipped");
-            }
-        }
-    }
-
-    // --- Cron ---
-
-    #[test]
-    fn cron_at_the_end_of_time_is_exhausted_not_a_panic() {
-        // Was: `to_jiff` panicked for instants after 9999-12-30T22:00:00.999Z, which
-        // `Timestamp` accepted; and the crate we used searched up to the year 5000
-        // only. Now occurrences run to the end of time, and past it there are none.
-        let r = Repeat::cron("* * * * *", "America/New_York").unwrap();
-        assert_eq!(r.next_after(&occurrence(1, Timestamp::EPOCH), Timestamp::from_millis(i64::MAX)), None);
-        assert_eq!(
-            r.next_after(&occurrence(1, Timestamp::EPOCH), at("5000-06-01T00:00:00Z")),
-            Some(at("5000-06-01T00:01:00Z"))
-        );
-        assert_eq!(
-            r.next_after(&occurrence(1, Timestamp::EPOCH), at("9999-12-30T21:59:00Z")),
-            Some(at("9999-12-30T22:00:00Z"))
-        );
-        assert_eq!(r.next_after(&occurrence(1, Timestamp::EPOCH), at("9999-12-30T22:00:00Z")), None);
-    }
-
-    /// A 5-field expression of a simple shape, with a matcher written independently
-    /// of `cron.rs`.
-    #[derive(Debug, Clone)]
-    struct SimpleCron {
-        text: String,
-        minutes: Vec<i8>,
-        hours: Vec<i8>,
-        /// Sunday = 0.
-        weekdays: Vec<i8>,
-        /// A single minute and hour: runs once on a repeated (fall-back) wall-clock
-        /// time, and at the end of a gap (spring-forward) that swallowed it. Other
-        /// expressions run on every instant whose wall clock matches.
-        fixed_time: bool,
-    }
-
-    impl SimpleCron {
-        fn matches(&self, wall: jiff::civil::DateTime) -> bool {
-            self.minutes.contains(&wall.minute())
-                && self.hours.contains(&wall.hour())
-                && self.weekdays.contains(&wall.weekday().to_sunday_zero_offset())
-        }
-    }
-
-    fn simple_cron() -> impl Strategy<Value = SimpleCron> {
-        simple_cron_near(0)
-    }
-
-    /// Like [`simple_cron`], with hours often in the three after `hour`, so that
-    /// single-time expressions often fall into a clock change near an instant.
-    fn simple_cron_near(hour: i8) -> impl Strategy<Value = SimpleCron> {
-        let all = |n: i8| (0..n).collect::<Vec<i8>>();
-        let hour = prop_oneof![0..24i8, (0..3i8).prop_map(move |h| (hour + h) % 24)];
-        prop_oneof![
-            (0..60i8, hour.clone()).prop_map(move |(m, h)| SimpleCron {
-                text: format!("{m} {h} * * *"),
-                minutes: vec![m],
-                hours: vec![h],
-                weekdays: all(7),
-                fixed_time: true,
-            }),
-            (0..60i8, hour, 0..=7i8).prop_map(move |(m, h, d)| SimpleCron {
-                text: format!("{m} {h} * * {d}"),
-                minutes: vec![m],
-                hours: vec![h],
-                weekdays: vec![d % 7],
-                fixed_time: true,
-            }),
-            (1..=60i8).prop_map(move |n| SimpleCron {
-                text: format!("*/{n} * * * *"),
-                minutes: (0..60).filter(|m| m % n == 0).collect(),
-                hours: all(24),
-                weekdays: all(7),
-                fixed_time: false,
-            }),
-            (0..60i8).prop_map(move |m| SimpleCron {
-                text: format!("{m} * * * *"),
-                minutes: vec![m],
-                hours: all(24),
-                weekdays: all(7),
-                fixed_time: false,
-            }),
-        ]
-    }
-
-    const ZONES: [&str; 5] = ["UTC", "America/New_York", "Australia/Lord_Howe", "Europe/London", "Asia/Kolkata"];
-
-    /// An instant: anywhere, near one of the zone's clock changes, or near the end.
-    fn time_in(zone: &'static str) -> impl Strategy<Value = Timestamp> {
-        let tz = jiff::tz::TimeZone::get(zone).unwrap();
-        let max = Timestamp::MAX.as_millis();
-        prop_oneof![
-            2 => 0..=max,
-            4 => (946_684_800_000..2_208_988_800_000i64, -3 * 3_600_000..3 * 3_600_000i64).prop_map(move |(from, offset)| {
-                let change = tz.following(jiff::Timestamp::from_millisecond(from).unwrap()).next();
-                change.map_or(from, |c| c.timestamp().as_millisecond()) + offset
-            }),
-            1 => max - 9 * 86_400_000..=max,
-        ]
-        .prop_map(Timestamp::from_millis)
-    }
-
-    fn zone_and_time() -> impl Strategy<Value = (&'static str, Timestamp)> {
-        prop::sample::select(&ZONES[..]).prop_flat_map(|zone| (Just(zone), time_in(zone)))
-    }
-
-    /// Whether the 5-field `cron` is due at the whole-minute instant `i` in `tz`.
-    fn scheduled_at(cron: &SimpleCron, tz: &jiff::tz::TimeZone, i: jiff::Timestamp) -> bool {
-        let wall = tz.to_datetime(i);
-        if cron.matches(wall) {
-            // On a repeated wall-clock time a fixed-time job runs at the earlier instant only.
-            return !cron.fixed_time || tz.to_ambiguous_timestamp(wall).earlier().unwrap() == i;
-        }
-        // Right after a gap, a fixed-time job runs if the gap swallowed its time.
-        let Some(before) = i.checked_sub(jiff::SignedDuration::from_mins(1)).ok() else { return false };
-        let mut skipped = tz.to_datetime(before).checked_add(jiff::SignedDuration::from_mins(1)).unwrap();
-        while cron.fixed_time && skipped < wall {
-            if cron.matches(skipped) {
-                return true;
-            }
-            skipped = skipped.checked_add(jiff::SignedDuration::from_mins(1)).unwrap();
-        }
-        false
-    }
-
-    proptest! {
-        #![proptest_config(ProptestConfig::with_cases(128))]
-
-        /// `next_after(t)` is the first due whole minute strictly after `t`: checked
-        /// minute by minute across daylight-saving changes and up to the end of time.
-        #[test]
-        fn cron_gives_the_first_due_minute_after(
-            (zone, t, cron) in zone_and_time().prop_flat_map(|(zone, t)| {
-                let hour = jiff::tz::TimeZone::get(zone).unwrap().to_datetime(t.to_jiff()).hour();
-                (Just(zone), Just(t), simple_cron_near(hour))
-            }),
-        ) {
-            let rule = CronRule::new(&cron.text, zone).unwrap();
-            let tz = jiff::tz::TimeZone::get(zone).unwrap();
-            let next = rule.next_after(t);
-            if let Some(next) = next {
-                prop_assert!(next > t, "{:?} is not after {:?}", next, t);
-                prop_assert_eq!(next.as_millis() % 60_000, 0, "not a whole minute");
-            }
-            // Every whole minute after t, up to the answer (or the end of time).
-            let mut minute = (t.as_millis() / 60_000 + 1) * 60_000;
-            let last = next.unwrap_or(Timestamp::MAX).as_millis();
-            prop_assert!(last - minute <= 9 * 86_400_000, "{:?} is over a week after {:?}", next, t);
-            while minute < last {
-                let i = jiff::Timestamp::from_millisecond(minute).unwrap();
-                prop_assert!(!scheduled_at(&cron, &tz, i), "{} in {} skipped {} (next {:?})", cron.text, zone, i, next);
-                minute += 60_000;
-            }
-            if let Some(next) = next {
-                prop_assert!(scheduled_at(&cron, &tz, next.to_jiff()), "{} in {} is not due at {}", cron.text, zone, next);
-            }
-        }
-    }
-
-    proptest! {
-        #![proptest_config(ProptestConfig::with_cases(64))]
-
-        /// Any expression `CronRule` accepts: the next time is after `t`, and nothing panics.
-        #[test]
-        fn any_accepted_cron_moves_forward(
-            expr in "([0-9*/,-]{1,6} ){4,5}[0-9A-Z*/,#L-]{1,6}",
-            (zone, t) in zone_and_time(),
-        ) {
-            if let Ok(rule) = CronRule::new(&expr, zone)
-                && let Some(next) = rule.next_after(t)
-            {
-                prop_assert!(next > t, "{} in {}: {:?} is not after {:?}", expr, zone, next, t);
-            }
-        }
-
-        /// A repeat by cron obeys `times` and `until` on top of the rule.
-        #[test]
-        fn cron_repeat_respects_times_and_until(
-            cron in simple_cron(),
-            (zone, now) in zone_and_time(),
-            times in prop::option::of(1..5u32),
-            done in 1..6u32,
-            until_offset in prop::option::of(0..3 * 86_400_000i64),
-        ) {
-            let mut repeat = Repeat::cron(&cron.text, zone).unwrap();
-            if let Some(n) = times {
-                repeat = repeat.times(n).unwrap();
-            }
-            let until = until_offset.map(|offset| Timestamp::from_millis(now.as_millis() + offset));
-            if let Some(until) = until {
-                repeat = repeat.until(until);
-            }
-            let rule_next = CronRule::new(&cron.text, zone).unwrap().next_after(now);
-            let expected = if times.is_some_and(|n| done >= n) {
-                None
-            } else {
-                rule_next.filter(|next| until.is_none_or(|until| *next <= until))
-            };
-            prop_assert_eq!(repeat.next_after(&occurrence(done, Timestamp::EPOCH), now), expected);
-        }
-    }
-}
+mod tests;
