@@ -122,6 +122,7 @@ use crate::state::AppState;
         schema::Task,
         schema::Backoff,
         schema::Repeat,
+        schema::CronSyntax,
         schema::Target,
         bodies::ScheduleResponse,
         bodies::BatchResponse,

@@ -337,6 +337,8 @@ schemas! {
             {"delay": 1500, "backoff": {"initial": "1s", "factor": 2.0, "max": "1h"},
              "repeat": {"cron": "0 9 * * MON-FRI", "tz": "Asia/Shanghai", "times": 3,
                         "until": "9999-01-01T00:00:00Z"}},
+            {"repeat": {"cron": "0 0 9 ? * MON-FRI", "tz": "Asia/Shanghai", "cron_syntax": "spring"}},
+            {"repeat": {"cron": "0 0 18 L * ?", "tz": "Europe/Berlin", "cron_syntax": "quartz"}},
             {"due_at": 1_924_992_000_000_u64, "payload": null, "key": null},
             {},
         ],
@@ -411,17 +413,22 @@ schemas! {
         "description": "Fire again: every (fixed rate) or cron (wall-clock times in tz), not both.",
         "properties": {
             "every": nullable(duration_within(1000, None, "The interval, at least 1s (a bare number is milliseconds).")),
-            "cron": nullable(json!({"type": "string", "examples": ["0 9 * * MON-FRI"],
-                "description": "5 fields (minute hour day-of-month month day-of-week) or 6 (seconds first)."})),
+            "cron": nullable(json!({"type": "string", "examples": ["0 9 * * MON-FRI", "0 0 9 ? * MON-FRI"],
+                "description": "Vixie: 5 fields (minute hour day-of-month month day-of-week) or 6 (seconds \
+                    first). Spring: 6 fields, seconds first, with ?, L, W and #. Quartz: 6 or 7 (the year last), \
+                    Sunday = 1. See cron_syntax."})),
             "tz": nullable(json!({"type": "string", "examples": ["Asia/Shanghai"],
                 "description": "The IANA zone of cron (default UTC)."})),
+            "cron_syntax": nullable(r("CronSyntax")),
             "times": nullable(count(1, u32::MAX, "Occurrences in all.")),
             "until": nullable(json!({"allOf": [r("Time")], "description":
                 "No occurrence after this instant; before the first one is refused."})),
         },
         "oneOf": [present("every"), present("cron")],
-        "if": present("tz"),
-        "then": present("cron"),
+        "allOf": [
+            {"if": present("tz"), "then": present("cron")},
+            {"if": present("cron_syntax"), "then": present("cron")},
+        ],
     });
 
     /// `POST /v1/queues/{queue}/lease`.
@@ -601,6 +608,17 @@ schemas! {
         "properties": {"initial": r("Duration"), "factor": {"type": "number", "minimum": 1}, "max": r("Duration")},
     });
 
+    /// How a cron expression is written.
+    CronSyntax => json!({
+        "enum": ["vixie", "spring", "quartz"],
+        "default": "vixie",
+        "description": "vixie (the default; null or absent is vixie): Vixie cron with Debian's daylight-saving \
+            rules. spring: Spring's CronExpression (@Scheduled): 6 fields, seconds first, ? L W #, both day \
+            fields must match, Sunday 0 or 7. quartz: Quartz's CronExpression: 6 fields or 7 with the year, \
+            ? in exactly one day field, Sunday = 1, ranges that wrap. Rules: docs/state-machine.md, \
+            \"Cron expressions\".",
+    });
+
     /// A repeat in an answer.
     Repeat => json!({
         "type": "object",
@@ -608,6 +626,8 @@ schemas! {
             "every": r("Duration"),
             "cron": {"type": "string"},
             "tz": {"type": "string"},
+            "cron_syntax": {"allOf": [r("CronSyntax")], "description":
+                "Shown for spring and quartz; absent means vixie (so repeats stored before it read the same)."},
             "times": {"type": "integer", "minimum": 1},
             "until": r("Timestamp"),
         },

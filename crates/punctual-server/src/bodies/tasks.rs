@@ -7,7 +7,9 @@ use std::time::Duration;
 use punctual_core::MAX_LIST_LIMIT;
 use punctual_core::store::ScheduleOutcome;
 use punctual_core::time::format_duration;
-use punctual_core::{Backoff, DeadSelection, Group, IfExists, Priority, Repeat, Tag, Target, Task, TaskKey, TaskSpec};
+use punctual_core::{
+    Backoff, CronSyntax, DeadSelection, Group, IfExists, Priority, Repeat, Tag, Target, Task, TaskKey, TaskSpec,
+};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
@@ -85,7 +87,8 @@ impl BackoffBody {
 /// milliseconds, so `"every": 60` meant as seconds would fire every 60 ms.
 pub(crate) const MIN_EVERY: Duration = Duration::from_secs(1);
 
-/// `{"every": "24h", "times": 3, "until": …}` or `{"cron": "0 9 * * MON-FRI", "tz": "Asia/Shanghai"}`.
+/// `{"every": "24h", "times": 3, "until": …}` or `{"cron": "0 9 * * MON-FRI", "tz": "Asia/Shanghai"}`
+/// (`"cron_syntax": "spring"` or `"quartz"` for the Java teams' six or seven fields).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RepeatBody {
@@ -96,6 +99,9 @@ pub(crate) struct RepeatBody {
     /// IANA zone of `cron` (default UTC).
     #[serde(default)]
     tz: Option<String>,
+    /// The syntax of `cron`: `vixie` (default, also when null), `spring` or `quartz`.
+    #[serde(default)]
+    cron_syntax: Option<CronSyntax>,
     /// Occurrences in all.
     #[serde(default)]
     times: Option<ApiCount>,
@@ -111,6 +117,9 @@ impl RepeatBody {
                 if self.tz.is_some() {
                     return Err(ApiError::invalid("repeat.tz", "tz applies to cron only"));
                 }
+                if self.cron_syntax.is_some() {
+                    return Err(ApiError::invalid("repeat.cron_syntax", "cron_syntax applies to cron only"));
+                }
                 if every.0 < MIN_EVERY {
                     return Err(ApiError::invalid(
                         "repeat.every",
@@ -123,7 +132,11 @@ impl RepeatBody {
                 }
                 Repeat::every(every.0)?
             }
-            (None, Some(cron)) => Repeat::cron(&cron, self.tz.as_deref().unwrap_or("UTC"))?,
+            (None, Some(cron)) => Repeat::cron_with_syntax(
+                &cron,
+                self.tz.as_deref().unwrap_or("UTC"),
+                self.cron_syntax.unwrap_or_default(),
+            )?,
             (Some(_), Some(_)) => return Err(ApiError::invalid("repeat", "give either every or cron, not both")),
             (None, None) => {
                 return Err(ApiError::invalid(

@@ -194,6 +194,11 @@ async fn each_malformed_request_gets_its_status_code_and_field() {
         put(r#"{"repeat": {"cron": "1,,2 * * * *"}}"#, 400, invalid, Some("repeat.cron")),
         put(r#"{"repeat": {"cron": "0 0 L * ?"}}"#, 400, invalid, Some("repeat.cron")),
         put(r#"{"repeat": {"cron": "0 0 31 4 *"}}"#, 400, invalid, Some("repeat.cron")),
+        // Spring's and Quartz's cron: another syntax's expression, or a syntax without cron.
+        put(r#"{"repeat": {"cron": "0 9 * * MON-FRI", "cron_syntax": "spring"}}"#, 400, invalid, Some("repeat.cron")),
+        put(r#"{"repeat": {"cron": "0 0 9 * * MON-FRI", "cron_syntax": "quartz"}}"#, 400, invalid, Some("repeat.cron")),
+        put(r#"{"repeat": {"every": "1h", "cron_syntax": "spring"}}"#, 400, invalid, Some("repeat.cron_syntax")),
+        put(r#"{"repeat": {"cron": "* * * * *", "cron_syntax": "unix"}}"#, 400, invalid, Some("repeat.cron_syntax")),
         put(r#"{"repeat": {"every": "1h", "until": "2020-01-01T00:00:00Z"}}"#, 400, invalid, Some("repeat.until")),
         put(
             r#"{"repeat": {"cron": "0 9 * * *", "until": "2020-01-01T00:00:00Z"}}"#,

@@ -346,6 +346,28 @@ async fn a_cron_repeat_falls_on_its_schedule_in_its_zone() {
 }
 
 #[tokio::test]
+async fn spring_and_quartz_cron_repeats_keep_and_show_their_syntax() {
+    // START is Monday 2026-11-30, 12:00 UTC: 20:00 in Shanghai.
+    let s = TestServer::manual().await;
+    let spring = json!({"cron": "0 0 9 ? * MON-FRI", "tz": "Asia/Shanghai", "cron_syntax": "spring"});
+    let task = s.create("cron.q", "spring", json!({"repeat": spring})).await;
+    assert_eq!(task["repeat"], spring, "{task}");
+    assert_eq!(task["due_at"], "2026-12-01T01:00:00.000Z", "{task}");
+    // Quartz in a batch: its Sunday is 1, so `1` is Sunday 2026-12-06.
+    let item = json!({"key": "quartz", "repeat": {"cron": "0 0 9 ? * 1", "cron_syntax": "quartz"}});
+    let (status, answer) = s.post("/v1/queues/cron.q/tasks", json!({"tasks": [item]})).await;
+    assert_eq!((status, &answer["results"][0]["outcome"]), (StatusCode::OK, &json!("created")), "{answer}");
+    let (_, task) = s.get("/v1/queues/cron.q/tasks/quartz").await;
+    assert_eq!(task["repeat"], json!({"cron": "0 0 9 ? * 1", "tz": "UTC", "cron_syntax": "quartz"}), "{task}");
+    assert_eq!(task["due_at"], "2026-12-06T09:00:00.000Z", "{task}");
+    // Vixie, named or null, shows as a repeat did before the field: without it.
+    for syntax in [json!("vixie"), Value::Null] {
+        let task = s.create("cron.q", "vixie", json!({"repeat": {"cron": "0 9 * * 1", "cron_syntax": syntax}})).await;
+        assert_eq!(task["repeat"], json!({"cron": "0 9 * * 1", "tz": "UTC"}), "{task}");
+    }
+}
+
+#[tokio::test]
 async fn a_repeating_occurrence_retries_with_its_delivery_id_and_fails_to_dead() {
     let s = TestServer::manual().await;
     s.create("rep.q", "k", json!({"repeat": {"every": "1h"}})).await;

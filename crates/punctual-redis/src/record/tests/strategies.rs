@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::super::*;
 use super::STORE;
-use punctual_core::TargetMethod;
+use punctual_core::{CronSyntax, TargetMethod};
 
 pub(super) fn any_time() -> impl Strategy<Value = Timestamp> {
     let max = Timestamp::MAX.as_millis();
@@ -115,6 +115,16 @@ pub(super) fn any_repeat() -> impl Strategy<Value = Option<Repeat>> {
             prop::sample::select(vec!["UTC", "Asia/Shanghai", "America/New_York", "Australia/Lord_Howe"]),
         )
             .prop_map(|(expr, tz)| Repeat::cron(expr, tz).unwrap()),
+        (
+            prop::sample::select(vec![
+                ("0 0 9 ? * MON-FRI", CronSyntax::Spring),
+                ("0 0 18 L * ?", CronSyntax::Spring),
+                ("0 0 9 ? * 2-6", CronSyntax::Quartz),
+                ("0 15 10 ? * 6L 2027-2030", CronSyntax::Quartz),
+            ]),
+            prop::sample::select(vec!["UTC", "Asia/Shanghai", "Australia/Lord_Howe"]),
+        )
+            .prop_map(|((expr, syntax), tz)| Repeat::cron_with_syntax(expr, tz, syntax).unwrap()),
     ];
     prop::option::of((rule, prop::option::of(1..=u32::MAX), prop::option::of(any_time())).prop_map(
         |(mut repeat, times, until)| {

@@ -234,8 +234,9 @@ pub(super) fn extremes(doc: &Doc, schema: &Value) -> Vec<(Value, Reason)> {
 }
 
 /// Fields whose bounds the schema states but whose valid values also depend on the
-/// rest of the task (the description says so): not tried at their extremes.
-const DEPENDENT: &[&str] = &["/repeat/until", "/backoff/max"];
+/// rest of the task (the description says so): not tried at their extremes. (A
+/// `cron_syntax` decides which `cron` texts are valid.)
+const DEPENDENT: &[&str] = &["/repeat/until", "/backoff/max", "/repeat/cron_syntax"];
 
 /// Bodies derived from `base`, each changing one field at `at` (a path of keys and
 /// indexes into `base`) or below: with `valid`, to an extreme the document allows,
