@@ -10,6 +10,7 @@
 //! names the wrong part when it refuses one. The `--target-*` flags are checked
 //! together, as one target, once parsed (`commands::schedule_body`).
 
+pub(crate) mod cron;
 mod help;
 
 use std::ffi::OsString;
@@ -22,6 +23,7 @@ use reqwest::Url;
 use serde_json::Value;
 
 use crate::client::parse_server_url;
+pub(crate) use cron::CronSyntaxArg;
 
 /// The `punctual` command line.
 #[derive(Debug, Parser)]
@@ -47,6 +49,9 @@ pub(crate) enum Command {
     /// Measure fire lag, bursts, throughput and the cost of pending tasks, in process or over HTTP, beside Redis keyspace notifications, a ZSet polled every second and BullMQ (runs punctual-bench)
     #[command(disable_help_flag = true)]
     Bench(BenchArgs),
+    /// Try a cron expression: its next occurrences, in any of the three syntaxes
+    #[command(after_help = cron::NEXT, subcommand_required = true)]
+    Cron(cron::CronArgs),
     #[command(flatten)]
     Client(ClientCommand),
 }
@@ -177,6 +182,10 @@ pub(crate) struct ScheduleArgs {
     /// The IANA time zone of --repeat-cron (default UTC)
     #[arg(long, value_name = "ZONE", requires = "repeat_cron")]
     pub(crate) tz: Option<String>,
+    /// How --repeat-cron is written: vixie (default), spring (6 fields, seconds first,
+    /// ? L W #) or quartz (Sunday = 1, an optional year); see punctual cron next
+    #[arg(long, value_enum, value_name = "SYNTAX", requires = "repeat_cron")]
+    pub(crate) cron_syntax: Option<CronSyntaxArg>,
     /// How many times to fire in all, the first included
     #[arg(long, value_name = "N", requires = "repeat_rule", value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) repeat_times: Option<u32>,

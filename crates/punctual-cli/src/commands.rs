@@ -61,6 +61,9 @@ pub(crate) fn schedule_body(args: &ScheduleArgs) -> Result<Value, UsageError> {
     if let Some(tz) = &args.tz {
         repeat.insert("tz".into(), json!(tz));
     }
+    if let Some(syntax) = args.cron_syntax {
+        repeat.insert("cron_syntax".into(), json!(syntax.core().as_str()));
+    }
     if let Some(times) = args.repeat_times {
         repeat.insert("times".into(), json!(times));
     }
@@ -709,6 +712,12 @@ mod tests {
             let refused = Cli::try_parse_from(argv).unwrap_err();
             assert!(refused.to_string().contains("--priority"), "{bad:?}: {refused}");
         }
+    }
+
+    #[test]
+    fn cron_syntax_goes_with_the_cron_expression() {
+        let body = body_of(&["--repeat-cron", "0 0 9 ? * MON-FRI", "--cron-syntax", "spring"]);
+        assert_eq!(body, json!({"repeat": {"cron": "0 0 9 ? * MON-FRI", "cron_syntax": "spring"}}));
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! The `punctual` binary: `punctual serve` runs the server; the other subcommands are a
-//! client of a running server (see `../shared/API.md`, "Command line client"), and
+//! client of a running server (see `../shared/API.md`, "Command line client"),
+//! `punctual cron next` computes a cron expression's occurrences here ([`cron`]), and
 //! `punctual bench` hands over to the `punctual-bench` binary ([`bench`]). A thin binary:
 //! the server and the HTTP client are library crates (`punctual-server`,
 //! `punctual-client`); this crate parses the command line, renders answers and maps
@@ -14,6 +15,7 @@
 mod bench;
 mod cli;
 mod commands;
+mod cron;
 #[cfg(test)]
 mod fake_server;
 mod import;
@@ -45,6 +47,7 @@ async fn main() -> ExitCode {
         // This process becomes the bench (its runtime's threads end with the exec).
         Command::Bench(args) => bench::exec(args.args),
         Command::CheckConfig(args) => check_config(&args.file).and_then(|text| emit(&text)),
+        Command::Cron(args) => cron::run(args).and_then(|text| emit(&text)),
         Command::Client(command) => commands::run(command).await.and_then(|text| emit(&text)),
     };
     match result {

@@ -166,7 +166,8 @@ fn attempts(task: &Value) -> String {
     format!("{}/{}", plain(&task["attempts"]), plain(&task["max_attempts"]))
 }
 
-/// `every 24h, 3 times in all`, `cron '0 9 * * MON-FRI' (Asia/Shanghai)`, `-`.
+/// `every 24h, 3 times in all`, `cron '0 9 * * MON-FRI' (Asia/Shanghai)`,
+/// `spring cron '0 0 9 ? * MON-FRI' (UTC)`, `-`.
 pub(crate) fn repeat(repeat: &Value, now: &Now) -> String {
     if !repeat.is_object() {
         return "-".into();
@@ -175,7 +176,8 @@ pub(crate) fn repeat(repeat: &Value, now: &Now) -> String {
         format!("every {}", plain(every))
     } else if let Some(cron) = repeat.get("cron").filter(|v| !v.is_null()) {
         let tz = repeat.get("tz").filter(|v| !v.is_null()).map_or_else(|| "UTC".into(), plain);
-        format!("cron '{}' ({tz})", plain(cron))
+        let syntax = repeat.get("cron_syntax").and_then(Value::as_str).filter(|syntax| *syntax != "vixie");
+        format!("{}cron '{}' ({tz})", syntax.map_or_else(String::new, |syntax| format!("{syntax} ")), plain(cron))
     } else {
         repeat.to_string()
     };
@@ -689,6 +691,14 @@ mod tests {
             lines[2],
             "订单/2       scheduled   3m ago       2025-11-30T11:57:00.000Z       0/20   every 24h, 3 times in all   -"
         );
+    }
+
+    #[test]
+    fn a_cron_repeat_names_its_syntax_unless_vixie() {
+        let spring = json!({"cron": "0 0 9 ? * MON-FRI", "tz": "UTC", "cron_syntax": "spring"});
+        assert_eq!(repeat(&spring, &NOW), "spring cron '0 0 9 ? * MON-FRI' (UTC)");
+        let vixie = json!({"cron": "0 9 * * *", "tz": "UTC", "cron_syntax": "vixie"});
+        assert_eq!(repeat(&vixie, &NOW), "cron '0 9 * * *' (UTC)");
     }
 
     #[test]

@@ -53,6 +53,7 @@ Examples:
   punctual cancel order.cancel --tag pi-9              # every task of the queue tagged pi-9
   punctual queue pause order.cancel                    # lease and deliver nothing of it until resumed
   punctual import keyspace --redis redis://127.0.0.1:6379 --match 'flow:*' --queue flow.reminder --dry-run
+  punctual cron next '0 0 9 ? * MON-FRI' --syntax spring --tz Asia/Shanghai   # no server needed
 
 Client commands talk to the server at --server (env PUNCTUAL_SERVER, default
 http://127.0.0.1:7575) with --token (env PUNCTUAL_TOKEN). They print tables; --json prints
@@ -74,6 +75,10 @@ Examples:
 
   # Weekdays at 09:00 Shanghai time
   punctual schedule report.daily weekday --repeat-cron '0 9 * * MON-FRI' --tz Asia/Shanghai
+
+  # The same as a Spring @Scheduled or Quartz cron writes it (try one with punctual cron next)
+  punctual schedule report.daily weekday --repeat-cron '0 0 9 ? * MON-FRI' --cron-syntax spring \
+      --tz Asia/Shanghai
 
   # Create only if absent; leave an existing task untouched
   punctual schedule order.cancel order-1234 --delay 30m --if-exists keep
