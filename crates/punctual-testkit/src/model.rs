@@ -206,6 +206,8 @@ pub struct ScheduleItem {
     pub priority: u8,
     /// A debounced schedule's `max_wait`, in ms.
     pub debounce_ms: Option<u64>,
+    /// A dedupe window in ms, and whether it counts a task that went dead.
+    pub unique: Option<(u64, bool)>,
 }
 
 impl ScheduleItem {
@@ -224,6 +226,7 @@ impl ScheduleItem {
             custom_backoff: false,
             priority: 0,
             debounce_ms: None,
+            unique: None,
         }
     }
 }
@@ -383,8 +386,14 @@ prop_compose! {
         custom_backoff in proptest::bool::weighted(0.2),
         priority in prop_oneof![4 => Just(0u8), 1 => Just(4u8), 1 => Just(9u8)],
         debounce_ms in proptest::option::weighted(0.25, (1u64..=4).prop_map(|secs| secs * 1000)),
+        // Whole 5 s: a window ends within a sequence's few Advances, yet outlasts the
+        // real time a sequence takes (a Redis record's key expires by Redis' clock).
+        unique in proptest::option::weighted(0.25, ((1u64..=4).prop_map(|n| n * 5000), proptest::bool::ANY)),
     ) -> ScheduleItem {
-        ScheduleItem { queue, key, due_ms, payload, max_attempts, tags, repeat, if_exists, custom_backoff, priority, debounce_ms }
+        ScheduleItem {
+            queue, key, due_ms, payload, max_attempts, tags, repeat, if_exists, custom_backoff, priority, debounce_ms,
+            unique,
+        }
     }
 }
 
