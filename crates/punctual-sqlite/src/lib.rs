@@ -25,7 +25,7 @@
 //!   never meet. The store is never emptied under its owner, so it never changes.
 //!
 //! Each operation is a plain function on a connection, in a module per concern
-//! (`schedule`, `tasks`, `cancel`, `list`, `lease`, `complete`, `reap`, `dead`,
+//! (`schedule`, `tasks`, `cancel`, `list`, `lease`, `complete`, `completions`, `reap`, `dead`,
 //! `stats`, `queue_records`, `identity`; rows in `row`, state codes in `codes`).
 //! Writes run inside the writer's transaction, reads on a reader connection; none of
 //! them commits or reads the clock. Functions that read tasks take the store's
@@ -34,6 +34,7 @@
 mod cancel;
 mod codes;
 mod complete;
+mod completions;
 mod dead;
 mod identity;
 mod lease;

@@ -10,6 +10,7 @@ use rusqlite::{Connection, params};
 
 use crate::cancel::purge_sql;
 use crate::codes::{LEASED, SCHEDULED_TARGET_LANE};
+use crate::completions::DROP_ENDED;
 use crate::lease::{HAS_URGENT, LEASE, LEASE_AT_PRIORITY, NEXT_DUE};
 use crate::list::list_sql;
 use crate::schema::in_memory;
@@ -83,4 +84,16 @@ fn a_lease_reads_its_lanes_range_only() {
     let next_due = plan(&conn, NEXT_DUE, params![1, SCHEDULED_TARGET_LANE]);
     let search = "USING COVERING INDEX tasks_by_due (queue_id=? AND state=?)";
     assert_eq!(next_due.iter().filter(|step| step.contains(search)).count(), 1, "{next_due:?}");
+}
+
+/// Dropping ended completion records reads the range of `completions_by_end` up to now:
+/// it costs what it deletes, however many records still hold.
+#[test]
+fn dropping_ended_completion_records_reads_their_range_only() {
+    let conn = in_memory();
+    let drop = plan(&conn, DROP_ENDED, params![1, 10]);
+    let search = "USING COVERING INDEX completions_by_end (unique_until<?)";
+    assert_eq!(drop.iter().filter(|step| step.contains(search)).count(), 1, "{drop:?}");
+    assert!(!drop.iter().any(|step| step.starts_with("SCAN completions")), "{drop:?}");
+    assert!(!drop.iter().any(|step| step.contains("TEMP B-TREE")), "{drop:?}");
 }

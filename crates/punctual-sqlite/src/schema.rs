@@ -14,7 +14,11 @@
 //!   is never reused: it is the task's `meta.id`, unique per creation. `target` is the
 //!   task's HTTP target as `Target::to_stored` writes it, NULL for none. `priority` is
 //!   the task's priority, 0–9; `debounce_until` its debounce burst's bound
-//!   (`TaskMeta::debounce_until`), NULL outside a burst.
+//!   (`TaskMeta::debounce_until`), NULL outside a burst; `unique_window_ms` its dedupe
+//!   window (NULL: none) and `unique_dead` 1 when the window holds it dead too.
+//! - `completions`: the completion records of dedupe windows, one per (queue, key)
+//!   whose task completed for good with a window (see `completions`): its id, when it
+//!   completed, its attempts and occurrence, and `unique_until`, when the record ends.
 //! - `tags`: (queue, tag) → task ids, so cancelling a tag is an index range, not a scan.
 //! - `queue_records`: one row per queue given settings or paused through the API, by
 //!   name (a queue may have a record and no task, so not by `queues.id`); `settings`
@@ -29,7 +33,8 @@
 //!   task's `updated_at` is when it died) the retention sweep; a partial index
 //!   `tasks_urgent` on `(queue_id, state, priority, due_at, id)` of the rows of
 //!   priority above 0 serves leasing by priority, so a queue that uses none pays one
-//!   probe of an empty range per lease. An index added here is created at the next open
+//!   probe of an empty range per lease; `completions_by_end` on `unique_until` serves
+//!   the deletion of records that ended. An index added here is created at the next open
 //!   of an older store, with no layout change.
 //!
 //! Layout versions (`meta.schema_version`): an open migrates an older layout, in the
@@ -44,20 +49,29 @@
 //!   layout 2 would lease by due time alone, keep a task's old priority through a
 //!   replace and leave a burst's bound behind a lease. Migrating adds the columns, every
 //!   task at priority 0 and in no burst.
+//! - 4: `tasks.unique_window_ms`, `tasks.unique_dead` and the table `completions`. A
+//!   change of layout: a punctual of layout 3 would drop a task's window at a replace
+//!   and create a task that a completion record holds. Migrating adds the columns, no
+//!   task with a window (the open makes the table).
 
 use crate::codes::{DEAD, LEASED, Sql};
 
 /// Bumped when the layout changes; a store refuses to open a newer layout.
-pub(crate) const VERSION: i64 = 3;
+pub(crate) const VERSION: i64 = 4;
 
 /// What turns a store of each older layout into one of the next: `(from, statements)`,
 /// applied in order from the store's layout on.
-pub(crate) const MIGRATIONS: [(i64, &str); 2] = [
+pub(crate) const MIGRATIONS: [(i64, &str); 3] = [
     (1, "ALTER TABLE tasks ADD COLUMN target TEXT;"),
     (
         2,
         "ALTER TABLE tasks ADD COLUMN priority INTEGER NOT NULL DEFAULT 0; \
          ALTER TABLE tasks ADD COLUMN debounce_until INTEGER;",
+    ),
+    (
+        3,
+        "ALTER TABLE tasks ADD COLUMN unique_window_ms INTEGER; \
+         ALTER TABLE tasks ADD COLUMN unique_dead INTEGER NOT NULL DEFAULT 0;",
     ),
 ];
 
@@ -101,13 +115,25 @@ CREATE TABLE IF NOT EXISTS tasks (
     last_error         TEXT,
     target             TEXT,
     priority           INTEGER NOT NULL DEFAULT 0,
-    debounce_until     INTEGER
+    debounce_until     INTEGER,
+    unique_window_ms   INTEGER,
+    unique_dead        INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS tags (
     queue_id INTEGER NOT NULL,
     tag      TEXT NOT NULL,
     task_id  INTEGER NOT NULL,
     PRIMARY KEY (queue_id, tag, task_id)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS completions (
+    queue_id     INTEGER NOT NULL,
+    key          TEXT NOT NULL,
+    task_id      INTEGER NOT NULL,
+    completed_at INTEGER NOT NULL,
+    attempts     INTEGER NOT NULL,
+    occurrence   INTEGER NOT NULL,
+    unique_until INTEGER NOT NULL,
+    PRIMARY KEY (queue_id, key)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS queue_records (
     name       TEXT PRIMARY KEY,
@@ -129,6 +155,7 @@ CREATE INDEX IF NOT EXISTS tasks_by_due ON tasks (queue_id, state, due_at, id);
 CREATE INDEX IF NOT EXISTS tasks_urgent ON tasks (queue_id, state, priority, due_at, id) WHERE priority > 0;
 CREATE INDEX IF NOT EXISTS tasks_by_expiry ON tasks (lease_expires_at) WHERE state = {LEASED};
 CREATE INDEX IF NOT EXISTS tasks_dead_by_death ON tasks (queue_id, updated_at) WHERE state = {DEAD};
+CREATE INDEX IF NOT EXISTS completions_by_end ON completions (unique_until);
 "
     )
 });
