@@ -172,6 +172,39 @@ fn a_debounce_bound_is_a_16th_field_its_distance_from_due_left_out_when_there_is
 }
 
 #[test]
+fn a_dedupe_window_is_a_17th_field_negative_when_it_holds_dead_tasks_left_out_when_there_is_none() {
+    let q = QueueName::new("q").unwrap();
+    // Due 1000, a window of an hour (3600000 = "255s0"), no bound.
+    let record = "Srs,16,ri,,,,,,,,,,,,,,255s0|";
+    let task = decode(STORE, &q, "k", record.as_bytes()).unwrap();
+    assert_eq!((task.unique_for, task.meta.debounce_until), (Some(Unique::new(Duration::from_secs(3600))), None));
+    assert_eq!(encode_as_the_scripts_do(&task), record.as_bytes());
+    let dead = decode(STORE, &q, "k", b"Srs,16,ri,,,,,,,,,,,,,,-255s0|").unwrap();
+    assert_eq!(dead.unique_for, Some(Unique::new(Duration::from_secs(3600)).counting_dead()));
+    // Without one it has the record it had before windows, byte for byte.
+    let mut plain = task.clone();
+    plain.unique_for = None;
+    assert_eq!(String::from_utf8(encode_as_the_scripts_do(&plain)).unwrap(), "Srs,16,ri|");
+    for before in ["0,1000,,,,,20,,,42,10,,,0|{}", "Srs,16,ri,,,,,,,,,,,,,7ps|", "Srs,16,ri|"] {
+        assert_eq!(decode(STORE, &q, "k", before.as_bytes()).unwrap().unique_for, None, "{before}");
+    }
+    assert!(decode(STORE, &q, "k", b"Srs,16,ri,,,,,,,,,,,,,,0|").is_err(), "a window of 0");
+    let mut new = NewTask::new(q.clone(), TaskKey::new("k").unwrap(), Timestamp::EPOCH);
+    assert_eq!(unique_of(&new), "", "no window: nothing passed");
+    new.unique_for = Some(Unique::new(Duration::from_secs(10)).counting_dead());
+    assert_eq!(unique_of(&new), "-10000");
+    new.unique_for = Some(Unique::new(Duration::MAX));
+    assert_eq!(unique_of(&new), Timestamp::MAX.as_millis().to_string(), "no window past Timestamp::MAX");
+    let key = TaskKey::new("k").unwrap();
+    let done = completed(&q, &key, b"5000,42,1,3,65000").unwrap();
+    assert_eq!((done.id, done.attempts, done.occurrence), (42, 1, 3));
+    assert_eq!((done.completed_at, done.unique_until), (Timestamp::from_millis(5000), Timestamp::from_millis(65_000)));
+    for bad in ["", "1,2,3,4", "1,2,3,4,5,6", "1,-2,3,4,5", "a,2,3,4,5"] {
+        assert!(completed(&q, &key, bad.as_bytes()).is_err(), "{bad:?}");
+    }
+}
+
+#[test]
 fn a_damaged_record_is_an_error_not_a_panic() {
     let q = QueueName::new("q").unwrap();
     let bad = [
@@ -185,7 +218,7 @@ fn a_damaged_record_is_an_error_not_a_panic() {
         "S0|",
         ",1|",
         "S,1|",
-        "S0,1,,,,,,,,,,,,,,,|",
+        "S0,1,,,,,,,,,,,,,,,,|",
         "S0,1,,,,,,,,,,,,,,zzzzzzzzzzzzzz|",
         "S0,1,,,,,,,,,,,,z|short",
         "S0,1,,,,,,,,,,,,2|{}",
@@ -276,6 +309,10 @@ fn encode_as_the_scripts_do(task: &Task) -> Vec<u8> {
         unless(target.len() as i64, 0),
         unless(i64::from(task.priority.get()), 0),
         task.meta.debounce_until.map_or(String::new(), |until| b36(until.as_millis() - due)),
+        task.unique_for.map_or(String::new(), |unique| {
+            let window = unique.window.as_millis() as i64;
+            b36(if unique.dead { -window } else { window })
+        }),
     ];
     while fields.last().is_some_and(String::is_empty) {
         fields.pop();
@@ -293,6 +330,7 @@ fn encode_v1_as_the_scripts_did(task: &Task) -> Vec<u8> {
     assert_eq!(task.target, None, "format 1 holds no target");
     assert_eq!(task.priority, Priority::LOWEST, "format 1 holds no priority");
     assert_eq!(task.meta.debounce_until, None, "format 1 holds no debounce bound");
+    assert_eq!(task.unique_for, None, "format 1 holds no dedupe window");
     let unless = |n: i64, usual: i64| if n == usual { String::new() } else { n.to_string() };
     let state = codes::state(task.state);
     let (due, created) = (task.due_at.as_millis(), task.created_at.as_millis());
@@ -458,6 +496,7 @@ prop_compose! {
         target in any_target(),
         priority in prop_oneof![Just(0u8), 0..=9u8],
         debounce_until in prop::option::of(prop_oneof![any_time(), Just(Timestamp::EPOCH)]),
+        unique in prop::option::of((1..=Timestamp::MAX.as_millis().unsigned_abs(), any::<bool>())),
     ) -> Task {
         let queue = QueueName::new(queue).unwrap();
         let key = TaskKey::new(key).unwrap();
@@ -481,6 +520,10 @@ prop_compose! {
         task.last_error = last_error;
         task.target = target;
         task.priority = Priority::new(priority.into()).unwrap();
+        task.unique_for = unique.map(|(ms, dead)| {
+            let window = Unique::new(Duration::from_millis(ms));
+            if dead { window.counting_dead() } else { window }
+        });
         task
     }
 }
@@ -491,12 +534,13 @@ fn any_task_of_format_1() -> impl Strategy<Value = Task> {
         task.target = None;
         task.priority = Priority::LOWEST;
         task.meta.debounce_until = None;
+        task.unique_for = None;
         task
     })
 }
 
 /// A header of either format: 12 to 16 decimal fields, or a mark (or another byte)
-/// and 0 to 17 base-36 fields, each empty, a number (in or out of range) or junk.
+/// and 0 to 18 base-36 fields, each empty, a number (in or out of range) or junk.
 fn any_header() -> impl Strategy<Value = String> {
     let field = prop_oneof![
         Just(String::new()),
@@ -516,7 +560,7 @@ fn any_header() -> impl Strategy<Value = String> {
     ];
     prop_oneof![
         prop::collection::vec(field, 12..=16).prop_map(|fields| fields.join(",")),
-        ("[SLDX0]", prop::collection::vec(b36_field, 0..=17))
+        ("[SLDX0]", prop::collection::vec(b36_field, 0..=18))
             .prop_map(|(mark, fields)| format!("{mark}{}", fields.join(","))),
     ]
 }
@@ -578,6 +622,7 @@ proptest! {
                 without_target.target = None;
                 without_target.priority = Priority::LOWEST;
                 without_target.meta.debounce_until = None;
+                without_target.unique_for = None;
                 let v1 = encode_v1_as_the_scripts_did(&without_target);
                 prop_oneof![Just(encode_as_the_scripts_do(&t)), Just(v1)]
             }).prop_flat_map(|record| {
