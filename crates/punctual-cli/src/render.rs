@@ -348,6 +348,11 @@ pub(crate) fn task_block(task: &Value, now: &Now) -> String {
     if task["priority"].as_u64().is_some_and(|level| level > 0) {
         lines.push(("Priority", plain(&task["priority"])));
     }
+    match &task["unique_for"] {
+        Value::Null => {}
+        Value::Object(unique) => lines.push(("Unique for", format!("{} (also once dead)", plain(&unique["window"])))),
+        window => lines.push(("Unique for", plain(window))),
+    }
     lines.extend([
         ("Version", plain(&task["version"])),
         ("Created", time_with_relative(&task["created_at"], now)),
@@ -537,6 +542,26 @@ mod tests {
         );
         urgent["priority"] = json!(0);
         assert!(!task_block(&urgent, &NOW).contains("Priority"), "the default is not shown");
+    }
+
+    #[test]
+    fn a_dedupe_window_is_shown_when_there_is_one() {
+        let mut receipt = task();
+        receipt["unique_for"] = json!("1h");
+        assert!(
+            task_block(&receipt, &NOW).contains("\nTags        pi-9\nUnique for  1h\n"),
+            "{}",
+            task_block(&receipt, &NOW)
+        );
+        receipt["unique_for"] = json!({"window": "10m", "dead": true});
+        assert!(
+            task_block(&receipt, &NOW).contains("Unique for  10m (also once dead)"),
+            "{}",
+            task_block(&receipt, &NOW)
+        );
+        receipt["unique_for"] = Value::Null;
+        assert!(!task_block(&receipt, &NOW).contains("Unique"), "none: not shown");
+        assert!(!task_block(&task(), &NOW).contains("Unique"), "a server from before windows sends none");
     }
 
     #[test]
