@@ -370,6 +370,16 @@ pub(crate) fn task_block(task: &Value, now: &Now) -> String {
 
 /// The answer of `schedule` in a sentence: what happened and when the task is due.
 pub(crate) fn schedule_outcome(answer: &Value, now: &Now) -> String {
+    let completed = &answer["completed"];
+    if completed.is_object() {
+        let (key, queue) = (plain(&completed["key"]), plain(&completed["queue"]));
+        return format!(
+            "Kept: task '{key}' in queue {queue} completed {}, and its dedupe window holds the key until {}; \
+             nothing scheduled.",
+            time_with_relative(&completed["completed_at"], now),
+            time_with_relative(&completed["unique_until"], now)
+        );
+    }
     let task = &answer["task"];
     let (key, queue) = (plain(&task["key"]), plain(&task["queue"]));
     let due = time_with_relative(&task["due_at"], now);
@@ -767,6 +777,19 @@ mod tests {
         );
         let answer = json!({"outcome": "kept", "task": task()});
         assert!(schedule_outcome(&answer, &NOW).starts_with("Kept the existing task 'order-1234'"));
+    }
+
+    #[test]
+    fn a_schedule_kept_by_a_dedupe_window_names_the_completion() {
+        let completed = json!({"queue": "order.receipt", "key": "order-1234", "id": 7, "state": "done",
+            "completed_at": "2025-11-30T11:59:00.000Z", "attempts": 0, "occurrence": 1,
+            "unique_until": "2025-11-30T12:59:00.000Z"});
+        let answer = json!({"outcome": "kept", "completed": completed});
+        assert_eq!(
+            schedule_outcome(&answer, &NOW),
+            "Kept: task 'order-1234' in queue order.receipt completed 2025-11-30T11:59:00.000Z (1m ago), and its \
+             dedupe window holds the key until 2025-11-30T12:59:00.000Z (in 59m); nothing scheduled."
+        );
     }
 
     /// API.md's example of a queue's settings.

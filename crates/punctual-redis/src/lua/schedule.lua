@@ -20,11 +20,24 @@
 --   record (the record is that record's text).
 -- Records are read with one HMGET and written with one HSET and one ZADD per lane at
 -- the end (and one per urgent set, for tasks of priority above 0); a key given twice
--- in one call sees its first write.
+-- in one call sees its first write. The completion records of the keys without a task
+-- are read with one MGET (none when every key has one).
 local now = now_ms()
 local out = {}
 local n = tonumber(ARGV[4])
 local records = records_at(n, 11)
+-- The completion record of each task without a record (false: none), by index.
+local completions = {}
+local absent = {}
+for i = 1, n do
+  if not records[i] then absent[#absent + 1] = i end
+end
+if #absent > 0 then
+  local names = {}
+  for j, i in ipairs(absent) do names[j] = KEYS[11 + i] end
+  local found = redis.call('MGET', unpack(names))
+  for j, i in ipairs(absent) do completions[i] = found[j] end
+end
 -- Each lane's earliest due time, read when this call first writes a task of the lane
 -- (false: not read yet; nil: the lane was empty).
 local heads = { [HANDLER] = false, [TARGET] = false }
@@ -72,7 +85,7 @@ for i = 0, n - 1 do
             uq = uq, body = body }
     end
   else
-    local done = redis.call('GET', KEYS[12 + i])
+    local done = completions[i + 1]
     if done and now < tonumber(string.match(done, '([^,]*)$')) then
       outcome = 'u'
       rec = done
