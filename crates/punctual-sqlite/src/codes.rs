@@ -71,6 +71,21 @@ pub(crate) fn state_of(code: i64) -> Result<TaskState> {
     }
 }
 
+/// `(code, count)` rows (a `GROUP BY state`) as counts of scheduled, leased and dead
+/// tasks: every code adds to the state it stands for.
+pub(crate) fn counts_by_state(rows: Vec<(i64, i64)>) -> Result<(u64, u64, u64)> {
+    let (mut scheduled, mut leased, mut dead) = (0, 0, 0);
+    for (code, count) in rows {
+        let count = u64::try_from(count).unwrap_or(0);
+        match state_of(code)? {
+            TaskState::Scheduled => scheduled += count,
+            TaskState::Leased => leased += count,
+            TaskState::Dead => dead += count,
+        }
+    }
+    Ok((scheduled, leased, dead))
+}
+
 /// SQL for the state code of a row put back to scheduled: its lane's, by its target,
 /// and by whether it has a group.
 pub(crate) fn scheduled_by_target() -> String {

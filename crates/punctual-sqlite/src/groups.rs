@@ -18,10 +18,10 @@
 use std::collections::{BTreeMap, VecDeque};
 
 use punctual_core::store::{GroupCounts, GroupsPage, GroupsRequest, corrupt};
-use punctual_core::{Group, Lane, Priority, QueueName, Result, TaskState};
+use punctual_core::{Group, Lane, Priority, QueueName, Result};
 use rusqlite::{Connection, params};
 
-use crate::codes::{grouped_code, scheduled_code, state_of};
+use crate::codes::{counts_by_state, grouped_code, scheduled_code};
 use crate::leasing::{LEASE, LEASE_AT_PRIORITY, LEASE_IN_GROUP, LEASE_IN_GROUP_AT_PRIORITY, Leasing, earliest, leased};
 use crate::list::bad_cursor;
 use crate::map_err;
@@ -29,14 +29,20 @@ use crate::queues::queue_id;
 use crate::row::RawTask;
 
 /// After a lease without grouped tasks due took `count` ungrouped tasks: each took a
-/// turn, the last of them the ungrouped tasks'.
+/// turn, the last of them the ungrouped tasks'. While the queue has no group at all,
+/// only whether the ungrouped tasks ever had a turn can change a later lease (a group
+/// yet to come starts at 0, and every turn given later is above every turn before), so
+/// the queue's row is written once, not at every lease.
 pub(crate) fn ungrouped_leased(conn: &Connection, queue_id: i64, count: usize) -> Result<()> {
     if count == 0 {
         return Ok(());
     }
-    conn.prepare_cached("UPDATE queues SET last_turn = last_turn + ?2, ungrouped_turn = last_turn + ?2 WHERE id = ?1")
-        .and_then(|mut stmt| stmt.execute(params![queue_id, count as i64]))
-        .map_err(map_err)?;
+    conn.prepare_cached(
+        "UPDATE queues SET last_turn = last_turn + ?2, ungrouped_turn = last_turn + ?2 WHERE id = ?1 \
+         AND (ungrouped_turn = 0 OR EXISTS (SELECT 1 FROM task_groups WHERE queue_id = ?1))",
+    )
+    .and_then(|mut stmt| stmt.execute(params![queue_id, count as i64]))
+    .map_err(map_err)?;
     Ok(())
 }
 
@@ -316,15 +322,7 @@ fn counts(conn: &Connection, queue_id: i64, queue: &QueueName, name: String) -> 
         .prepare_cached("SELECT state, COUNT(*) FROM tasks WHERE queue_id = ?1 AND group_name = ?2 GROUP BY state")
         .and_then(|mut stmt| stmt.query_map(params![queue_id, name], |row| Ok((row.get(0)?, row.get(1)?)))?.collect())
         .map_err(map_err)?;
-    let (mut scheduled, mut leased, mut dead) = (0, 0, 0);
-    for (code, count) in rows {
-        let count = u64::try_from(count).unwrap_or(0);
-        match state_of(code)? {
-            TaskState::Scheduled => scheduled += count,
-            TaskState::Leased => leased += count,
-            TaskState::Dead => dead += count,
-        }
-    }
+    let (scheduled, leased, dead) = counts_by_state(rows)?;
     let group = Group::new(name).map_err(|e| corrupt(format!("a group of queue {queue}: {e}")))?;
     Ok(GroupCounts::new(group, scheduled, leased, dead))
 }
