@@ -18,8 +18,10 @@
 --     12 hex digits>\n<key>" for the scheduled tasks of KEYS[12] without a target: each
 --     group's tasks in lease order (see group_member)
 --   KEYS[14] scheduled:target:groups ZSet the same for the tasks of KEYS[12] with a target
---   KEYS[15] groups:due ZSet group -> earliest due_at ms of its tasks in KEYS[13]
---   KEYS[16] groups:target:due ZSet the same for KEYS[14]
+--   KEYS[15] groups:scheduled ZSet group -> its state, of the groups with tasks in
+--     KEYS[13]: its turn (ready), PARKED + its leased count, or WAITING + its earliest
+--     due_at ms there (see Groups below)
+--   KEYS[16] groups:target:scheduled ZSet the same for KEYS[14]
 --   KEYS[17] groups ZSet, scores 0, of the names of the groups that have tasks
 --   KEYS[18] groups:counts Hash group -> "<scheduled>,<leased>,<dead>,<turn>" (decimal)
 --   KEYS[19] turns Hash 'last' -> the last turn a lease gave, 'ungrouped' -> the
@@ -36,8 +38,8 @@
 -- priority 0 (most tasks) is in no urgent set: a queue that uses no priorities has
 -- empty urgent sets, which Redis does not even keep.
 -- A scheduled task with a group is in none of KEYS[1], KEYS[9], KEYS[10], KEYS[11] but
--- in KEYS[12] and its lane's group set (KEYS[13], KEYS[14]); its group's entry in that
--- lane's KEYS[15] or KEYS[16] is the group's earliest due time there. A group is in
+-- in KEYS[12] and its lane's group set (KEYS[13], KEYS[14]); its group is in that
+-- lane's KEYS[15] or KEYS[16] exactly while it has such a task. A group is in
 -- KEYS[17] and KEYS[18] exactly while it has tasks, its counts those of its tasks by
 -- state (a leased task counts until its lease ends or is reaped). A queue without
 -- groups has all of them empty, so Redis keeps none of them.
@@ -256,21 +258,23 @@ end
 -- lease ends the burst). In format 2 without a bound only the fields that change
 -- (lease, fence, age) are made anew, between the header's first five fields and its
 -- fields from the ninth on, both copied as written, found by their commas without
--- splitting the header. A record with a bound (a 16th field not empty) is decoded and
--- encoded.
+-- splitting the header. A record with a bound (a 16th field not empty, found by one
+-- match from the ninth field) is decoded and encoded.
+local SIXTEENTH_FROM_NINTH = '^' .. string.rep('[^,|]*,', 7) .. '([^,|]*)'
 local function leased(rec, fence, now, lease_ms)
   local format_2 = STATE_OF_MARK[string.sub(rec, 1, 1)] ~= nil
   local bar = string.find(rec, '|', 2, true)
-  -- commas[i]: the comma after field i, for the fields the header has (up to 16).
+  -- commas[i]: the comma after field i, for the fields the header has (up to 8).
   local commas, at = {}, 1
   if format_2 then
-    for i = 1, 16 do
+    for i = 1, 8 do
       at = string.find(rec, ',', at + 1, true)
       if at == nil or at > bar then break end
       commas[i] = at
     end
   end
-  if not format_2 or (commas[15] and (commas[16] or bar) > commas[15] + 1) then
+  local bound = commas[8] and string.match(rec, SIXTEENTH_FROM_NINTH, commas[8] + 1)
+  if not format_2 or (bound and bound ~= '') then
     local t = decode(rec)
     t.st, t.fence, t.exp, t.updated, t.dbu = 1, fence, now + lease_ms, now, nil
     return encode(t)
@@ -400,13 +404,24 @@ end
 -- group set (KEYS[13], KEYS[14]) as group_member(...), where the members of one group
 -- sort in lease order: the highest priority first, each in due order, then by key. So
 -- a group's head is one ZRANGEBYLEX per priority it holds, and every script touches
--- only the keys it is passed. A group's counts and turn (KEYS[18]) are read once per
--- script, changed in `groups_read`, and written back by `save_groups`, which every
--- script that places or unplaces a task calls before it ends; a group left without
--- tasks is forgotten there, its turn with it.
+-- only the keys it is passed. Each lane's groups with scheduled tasks there are in its
+-- KEYS[15] or KEYS[16], each in one region of scores, which tells its state there:
+--   ready, scored by its turn (below PARKED): it had a due task when a lease last
+--     looked (a lease takes them in this order, which is the order of turns, then of
+--     names: Redis orders equal scores by member);
+--   parked, PARKED + its leased count: a lease found it at its limit; the end of any
+--     of its leases moves it to waiting (save_groups);
+--   waiting, WAITING + the earliest due time of its tasks there: a lease moves the
+--     due ones to ready first.
+-- A group's counts and turn (KEYS[18]) are read once per script, changed in
+-- `groups_read`, and written back by `save_groups`, which every script that places or
+-- unplaces a task calls before it ends; a group left without tasks is forgotten there,
+-- its turn with it.
 local GROUPED, NAMES, COUNTS, TURNS = 12, 17, 18, 19
 local GROUP_SET = { [HANDLER] = 13, [TARGET] = 14 }
-local GROUP_DUE = { [HANDLER] = 15, [TARGET] = 16 }
+local GROUP_ORDER = { [HANDLER] = 15, [TARGET] = 16 }
+-- 2^50 and 2^51: turns stay below 2^49, due times below 2^48; every score is exact.
+local PARKED, WAITING = 1125899906842624, 2251799813685248
 -- The field of KEYS[19] counting the lane's scheduled tasks with a group and a
 -- priority above 0 (absent: none). While there are none, as in most queues, every
 -- group's head is of priority 0, and a lease looks at a group's head only when the
@@ -437,7 +452,7 @@ local function group_first(lane, grp, band)
 end
 
 -- The head of `grp` in `lane` at `now` (its due task of the highest priority, the
--- earliest): { member, key, priority, due }, or nil when it has no due task there.
+-- earliest): { member, key, pri, due, grp }, or nil when it has no due task there.
 local function group_head(lane, grp, now)
   local band = 0
   while band <= 9 do
@@ -451,9 +466,9 @@ local function group_head(lane, grp, now)
   return nil
 end
 
--- Sets the entry of `grp` in `lane`'s KEYS[15] or KEYS[16] to its earliest due time
--- there (one look per priority it holds), or removes it when it has no task there.
-local function refresh_group_due(lane, grp)
+-- The earliest due time of the tasks of `grp` in `lane` (one look per priority it
+-- holds), or nil when it has none there.
+local function group_earliest(lane, grp)
   local band, earliest = 0, nil
   while band <= 9 do
     local member, at_band, due = group_first(lane, grp, band)
@@ -461,11 +476,19 @@ local function refresh_group_due(lane, grp)
     if earliest == nil or due < earliest then earliest = due end
     band = at_band + 1
   end
+  return earliest
+end
+
+-- Puts `grp` in `lane`'s waiting region at its earliest due time there, or out of the
+-- lane's groups when it has no task there; that time, or nil.
+local function wait_group(lane, grp)
+  local earliest = group_earliest(lane, grp)
   if earliest == nil then
-    redis.call('ZREM', KEYS[GROUP_DUE[lane]], grp)
+    redis.call('ZREM', KEYS[GROUP_ORDER[lane]], grp)
   else
-    redis.call('ZADD', KEYS[GROUP_DUE[lane]], earliest, grp)
+    redis.call('ZADD', KEYS[GROUP_ORDER[lane]], int(WAITING + earliest), grp)
   end
+  return earliest
 end
 
 -- Each group this script has read: { scheduled, leased, dead, turn = …, stored = it
@@ -476,7 +499,7 @@ local groups_read, groups_changed = {}, {}
 local function group_of(grp, rec)
   local g = { 0, 0, 0, turn = 0, stored = false }
   if rec then
-    local s, l, d, turn = string.match(rec, '^(%d+),(%d+),(%d+),(%d+)$')
+    local s, l, d, turn = string.match(rec, '^(%-?%d+),(%-?%d+),(%-?%d+),(%-?%d+)$')
     g = { tonumber(s), tonumber(l), tonumber(d), turn = tonumber(turn), stored = true }
   end
   groups_read[grp] = g
@@ -515,8 +538,9 @@ local function group_open(grp, limit)
 end
 
 -- Writes the groups changed back: counts and turn, or nothing for a group left without
--- tasks (its turn forgotten). A group whose lease ended may have room for a lease:
--- consumers of each lane it has tasks in are woken for its earliest.
+-- tasks (its turn forgotten). A group whose lease ended may have room for a lease: it
+-- leaves the parked region of each lane for the waiting one, and consumers of each lane
+-- where it waits are woken for its earliest task.
 local function save_groups()
   if #groups_changed == 0 then return end
   local counts, gone, added = {}, {}, {}
@@ -534,8 +558,14 @@ local function save_groups()
       end
       if g.freed then
         for _, lane in ipairs({ HANDLER, TARGET }) do
-          local earliest = redis.call('ZSCORE', KEYS[GROUP_DUE[lane]], grp)
-          if earliest then wake_at(lane, tonumber(earliest)) end
+          local score = tonumber(redis.call('ZSCORE', KEYS[GROUP_ORDER[lane]], grp))
+          local earliest = nil
+          if score and score >= WAITING then
+            earliest = score - WAITING
+          elseif score and score >= PARKED then
+            earliest = wait_group(lane, grp)
+          end
+          if earliest then wake_at(lane, earliest) end
         end
       end
       g.stored, g.changed, g.freed = true, false, false
@@ -550,20 +580,24 @@ local function save_groups()
   end
 end
 
--- Each lane's earliest due time among the groups' tasks as this script last read it
+-- Each lane's earliest due time among its waiting groups as this script last read it
 -- (false: not read yet, or a removal may have made it later; nil: none).
 local group_head_due = { [HANDLER] = false, [TARGET] = false }
 
--- Schedules `key` (record `t`, with a group) as `arm` does a task without one, noting
--- a wake-up if it is earlier than the groups' head in its lane.
+-- Schedules `key` (record `t`, with a group) as `arm` does a task without one: a group
+-- new to the lane waits for its task's due time, a waiting group's earliest may be
+-- lowered (ZADD LT leaves a ready or parked group as it is: their scores are lower),
+-- and a wake-up is noted if the task is earlier than every waiting group's.
 local function arm_grouped(key, t)
   local lane = lane_of(t.tgt)
+  local order = KEYS[GROUP_ORDER[lane]]
   if group_head_due[lane] == false then
-    group_head_due[lane] = tonumber(redis.call('ZRANGE', KEYS[GROUP_DUE[lane]], 0, 0, 'WITHSCORES')[2])
+    local first = redis.call('ZRANGEBYSCORE', order, int(WAITING), '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+    group_head_due[lane] = first[2] and tonumber(first[2]) - WAITING
   end
   redis.call('ZADD', KEYS[GROUPED], t.due, key)
   redis.call('ZADD', KEYS[GROUP_SET[lane]], 0, group_member(t.grp, t.pri, t.due, key))
-  redis.call('ZADD', KEYS[GROUP_DUE[lane]], 'LT', t.due, t.grp)
+  redis.call('ZADD', order, 'LT', int(WAITING + t.due), t.grp)
   count_in_group(t.grp, 0, 1)
   if t.pri > 0 then count_grouped_urgent(lane, 1) end
   if group_head_due[lane] == nil or t.due < group_head_due[lane] then
@@ -572,13 +606,19 @@ local function arm_grouped(key, t)
   end
 end
 
--- Takes the scheduled task `key` (record `t`, with a group) out of its sets.
+-- Takes the scheduled task `key` (record `t`, with a group) out of its sets: a group
+-- left without a task in the lane leaves the lane's groups; a waiting group whose
+-- earliest task this was waits for its next.
 local function unplace_grouped(key, t)
   local lane = lane_of(t.tgt)
   redis.call('ZREM', KEYS[GROUPED], key)
   redis.call('ZREM', KEYS[GROUP_SET[lane]], group_member(t.grp, t.pri, t.due, key))
-  local earliest = redis.call('ZSCORE', KEYS[GROUP_DUE[lane]], t.grp)
-  if earliest and tonumber(earliest) >= t.due then refresh_group_due(lane, t.grp) end
+  local score = tonumber(redis.call('ZSCORE', KEYS[GROUP_ORDER[lane]], t.grp))
+  if score and score >= WAITING then
+    if score - WAITING >= t.due then wait_group(lane, t.grp) end
+  elseif score and group_first(lane, t.grp, 0) == nil then
+    redis.call('ZREM', KEYS[GROUP_ORDER[lane]], t.grp)
+  end
   group_head_due[lane] = false
   count_in_group(t.grp, 0, -1)
   if t.pri > 0 then count_grouped_urgent(lane, -1) end
