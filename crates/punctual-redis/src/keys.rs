@@ -11,9 +11,9 @@
 //! | `…:scheduled:urgent` | ZSet | key → (9 − priority) · 2^48 + due_at ms of the handler lane's scheduled tasks of priority above 0 (see `lua/common.lua`): the highest priority first, each in due order |
 //! | `…:scheduled:target:urgent` | ZSet | the same for the target lane's |
 //! | `…:scheduled:grouped` | ZSet | key → due_at ms of scheduled tasks with a group (both lanes), which are in none of the four sets above |
-//! | `…:scheduled:groups` | ZSet, scores 0 | `"<group>\n<9 − priority><due_at ms, 12 hex digits>\n<key>"` of the handler lane's scheduled tasks with a group: each group's tasks in lease order (`lua/common.lua`, `lua/lease_groups.lua`) |
+//! | `…:scheduled:groups` | ZSet, scores 0 | `"<group>\n<9 − priority><due_at ms, 12 hex digits>\n<key>"` of the handler lane's scheduled tasks with a group: each group's tasks in lease order (`lua/common_groups.lua`, `lua/lease_groups.lua`) |
 //! | `…:scheduled:target:groups` | ZSet, scores 0 | the same for the target lane's |
-//! | `…:groups:scheduled` | ZSet | each group with tasks in `scheduled:groups` → its state there (`lua/common.lua`): its turn when *ready* (it had a due task at the last lease's look: leases walk these in order), 2^50 + its leased count when *parked* (a lease found it at its limit), 2^51 + its earliest due_at ms when *waiting* |
+//! | `…:groups:scheduled` | ZSet | each group with tasks in `scheduled:groups` → its state there (`lua/common_groups.lua`): its turn when *ready* (it had a due task at the last lease's look: leases walk these in order), 2^50 + its leased count when *parked* (a lease found it at its limit), 2^51 + its earliest due_at ms when *waiting* |
 //! | `…:groups:target:scheduled` | ZSet | the same for `scheduled:target:groups` |
 //! | `…:groups` | ZSet, scores 0 | the names of the groups that have tasks (listing groups by name) |
 //! | `…:groups:counts` | Hash | group → `"<scheduled>,<leased>,<dead>,<turn>"`: its tasks by state (a leased task counts until its lease ends or is reaped) and its turn |

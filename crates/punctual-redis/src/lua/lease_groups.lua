@@ -5,7 +5,7 @@
 -- group; each lease takes the offer of the highest priority, then of the lowest turn,
 -- then the ungrouped tasks', then by group name; the one leased from takes the
 -- queue's next turn and offers its next head.
--- The lane's groups (KEYS[15] or KEYS[16], see common.lua) come first: the waiting
+-- The lane's groups (KEYS[15] or KEYS[16], see common_groups.lua) come first: the waiting
 -- ones now due become ready (at most PROMOTED a lease, the earliest first), and the
 -- parked ones with room under this lease's limit wait again (or become ready). Then:
 -- - while the lane holds no grouped task of a priority above 0 (nearly always), every
