@@ -284,6 +284,22 @@ func (c *Client) List(ctx context.Context, queue string, p ListParams) (*Page, e
 	return &out, nil
 }
 
+// Groups reads one page of a queue's groups that have tasks, by name, with their counts.
+func (c *Client) Groups(ctx context.Context, queue string, p GroupsParams) (*GroupsPage, error) {
+	var out GroupsPage
+	q := url.Values{}
+	if p.Limit > 0 {
+		q.Set("limit", strconv.Itoa(p.Limit))
+	}
+	if p.Cursor != "" {
+		q.Set("cursor", p.Cursor)
+	}
+	if _, err := c.do(ctx, call{method: "GET", path: queuePath(queue) + "/groups", query: q, out: &out, retry: true}); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
 // Dead reads one page of a queue's dead tasks.
 func (c *Client) Dead(ctx context.Context, queue string, p ListParams) (*Page, error) {
 	var out Page

@@ -1,7 +1,8 @@
 package punctual_test
 
 // Scenarios 1–11 of clients/SCENARIOS.md, against the real `punctual serve`
-// (scenario 12 is in priorities_test.go, scenario 13 in debounce_test.go).
+// (scenario 12 is in priorities_test.go, scenario 13 in debounce_test.go, scenario 14
+// in groups_test.go).
 
 import (
 	"bufio"

@@ -27,6 +27,7 @@ type Task struct {
 	LastError      *string         `json:"last_error"`
 	Target         *Target         `json:"target"`
 	Priority       int             `json:"priority"` // 0–9; higher first among the queue's due tasks
+	Group          *string         `json:"group"`    // nil when the task has no group
 }
 
 // Backoff is a retry policy: Initial, then ×Factor each attempt, up to Max.
@@ -259,6 +260,11 @@ type ScheduleParams struct {
 	// (field "debounce.max_wait") and a debounce with IfExists keep or error
 	// (field "debounce").
 	Debounce *Debounce
+	// Group puts the task in a group of its queue: due tasks are handed out round
+	// robin between groups, and the queue's group_concurrency limits each group's
+	// live leases. "" (no group) is not sent; the server refuses control characters
+	// (ErrInvalidArgument, field "group").
+	Group string
 }
 
 func (p ScheduleParams) body() map[string]any {
@@ -296,6 +302,9 @@ func (p ScheduleParams) body() map[string]any {
 	if p.Debounce != nil {
 		m["debounce"] = p.Debounce
 	}
+	if p.Group != "" {
+		m["group"] = p.Group
+	}
 	return m
 }
 
@@ -332,6 +341,27 @@ type Page struct {
 	NextCursor *string `json:"next_cursor"`
 }
 
+// GroupsParams page a queue's groups.
+type GroupsParams struct {
+	Limit  int
+	Cursor string
+}
+
+// GroupCounts is one group of a queue with its tasks by state; Leased is what the
+// queue's group_concurrency counts (an expired lease until the reaper ends it).
+type GroupCounts struct {
+	Group     string `json:"group"`
+	Scheduled int64  `json:"scheduled"`
+	Leased    int64  `json:"leased"`
+	Dead      int64  `json:"dead"`
+}
+
+// GroupsPage is one page of a queue's groups, by name; NextCursor is nil at the end.
+type GroupsPage struct {
+	Groups     []GroupCounts `json:"groups"`
+	NextCursor *string       `json:"next_cursor"`
+}
+
 // QueueStats are a queue's counts (and, for one queue, its lag).
 type QueueStats struct {
 	Name            string     `json:"name"`
@@ -355,11 +385,14 @@ type Settings struct {
 	Action      json.RawMessage `json:"action"`
 	Concurrency int             `json:"concurrency"`
 	Rate        *string         `json:"rate"`
-	Shards      int             `json:"shards"`
-	Paused      bool            `json:"paused"`
-	Targets     *bool           `json:"targets,omitempty"`
-	Version     int64           `json:"version"`
-	UpdatedAt   time.Time       `json:"updated_at"`
+	// GroupConcurrency: at most this many tasks of one group leased at once; nil for
+	// no limit. Set it with PutSettings(ctx, q, map[string]any{"group_concurrency": 1}, 0).
+	GroupConcurrency *int      `json:"group_concurrency"`
+	Shards           int       `json:"shards"`
+	Paused           bool      `json:"paused"`
+	Targets          *bool     `json:"targets,omitempty"`
+	Version          int64     `json:"version"`
+	UpdatedAt        time.Time `json:"updated_at"`
 }
 
 // LeaseParams ask for up to Max tasks, leased for Lease, waiting up to Wait for one.

@@ -84,7 +84,17 @@ def test_schedule_every_field_and_batch(client: punctual.Client, queue_name: str
     assert isinstance(debounced[2].error, punctual.InvalidArgument)
     assert debounced[2].error.field == "tasks[2].debounce"
     client.cancel(queue_name, "d1")
-    assert [task.key for task in client.list(queue_name, tag="batch", page_size=1)] == ["b1", "b3"]
+
+    grouped = client.schedule_many(queue_name, [
+        punctual.TaskSpec("g1", delay="1h", group="tenant-1"),
+        punctual.TaskSpec("g2", delay="1h", group="tenant\u0007"),
+    ])
+    assert grouped[0].ok and client.get(queue_name, "g1").group == "tenant-1"
+    assert isinstance(grouped[1].error, punctual.InvalidArgument)
+    assert grouped[1].error.field == "tasks[1].group"
+    assert client.get(queue_name, "full").group is None
+    client.cancel(queue_name, "g1")
+
     assert client.cancel_tag(queue_name, "batch") == 2
     client.cancel(queue_name, "full")
     with pytest.raises(punctual.NotFound):
@@ -130,3 +140,17 @@ def test_lease_extend_ack_batch_and_dead(client: punctual.Client, queue_name: st
     client.delete_dead(queue_name, leases[1].key)
     assert client.retry_dead_many(queue_name) == 1
     assert client.purge(queue_name) == 1
+
+
+def test_groups_page_by_page(client: punctual.Client, queue_name: str) -> None:
+    client.schedule_many(queue_name, [
+        punctual.TaskSpec(f"k{n}", delay="1h", group=group)
+        for n, group in enumerate(["gamma", "alpha", "beta", "alpha"])
+    ])
+    first = client.groups_page(queue_name, limit=2)
+    assert [(g.group, g.scheduled) for g in first.groups] == [("alpha", 2), ("beta", 1)]
+    assert first.next_cursor is not None
+    last = client.groups_page(queue_name, limit=2, cursor=first.next_cursor)
+    assert last.groups == [punctual.GroupCounts("gamma", scheduled=1, leased=0, dead=0)]
+    assert last.next_cursor is None
+    assert client.groups_page(queue_name + ".none").groups == []

@@ -1,4 +1,4 @@
-"""The thirteen scenarios of clients/SCENARIOS.md, against the real `punctual serve`.
+"""The fourteen scenarios of clients/SCENARIOS.md, against the real `punctual serve`.
 
 Each test is named after its scenario's number. They guard against a client that
 works against a mock and not the server: a wrong body, a lease never extended, acks
@@ -229,7 +229,8 @@ def test_s08_graceful_shutdown(client: punctual.Client, queue_name: str) -> None
     assert started.wait(5)
     stopper = threading.Thread(target=worker.stop, kwargs={"grace": 5.0})
     stopper.start()
-    wait_until(lambda: worker._stopping.is_set())
+    # Once the open long poll is cut: before that, it could still take a task.
+    wait_until(lambda: worker._polls_cut.is_set())
     # Scheduled after the stop request: stays scheduled, although a slot is free.
     client.schedule(queue_name, "late")
     finish.set()
@@ -471,3 +472,35 @@ def test_s13_debounce(client: punctual.Client, queue_name: str, seen: Seen) -> N
         assert lease.key == "order-1" and lease.payload == {"status": 3}
         wait_until(gone(client, queue_name, "order-1"), what="the debounced task acked away")
     assert len(seen.leases) == 1
+
+
+def test_s14_groups(client: punctual.Client, queue_name: str) -> None:
+    settings = client.put_settings(queue_name, {"group_concurrency": 1})
+    assert settings["group_concurrency"] == 1
+    now = dt.datetime.now(dt.timezone.utc)
+    for n, key in enumerate(["a1", "a2", "a3"]):
+        client.schedule(queue_name, key, payload={"n": n}, group="customer-a",
+                        due_at=now - dt.timedelta(seconds=3 - n))
+    client.schedule_many(queue_name, [punctual.TaskSpec("b1", group="customer-b")])
+    assert client.get(queue_name, "a2").group == "customer-a"
+    assert client.get(queue_name, "b1").group == "customer-b"
+
+    leases = client.lease(queue_name, max=10)
+    assert sorted(lease.key for lease in leases) == ["a1", "b1"]
+    assert {lease.key: lease.group for lease in leases} == {"a1": "customer-a", "b1": "customer-b"}
+
+    page = client.groups_page(queue_name, limit=10)
+    assert page.groups == [
+        punctual.GroupCounts("customer-a", scheduled=2, leased=1, dead=0),
+        punctual.GroupCounts("customer-b", scheduled=0, leased=1, dead=0),
+    ]
+    assert page.next_cursor is None
+
+    [a1] = [lease for lease in leases if lease.key == "a1"]
+    client.ack(a1.lease_id, punctual.Done())
+    assert [lease.key for lease in client.lease(queue_name, max=10)] == ["a2"]
+
+    with pytest.raises(punctual.InvalidArgument) as refused:
+        client.schedule(queue_name, "c1", group="")
+    assert refused.value.status == 400 and refused.value.field == "group"
+    assert gone(client, queue_name, "c1")()

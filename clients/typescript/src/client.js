@@ -62,6 +62,8 @@ export function taskBody(opts = {}) {
     priority: opts.priority,
     // { maxWait } → { max_wait }; the server refuses 0 (field "debounce.max_wait").
     debounce: opts.debounce == null ? undefined : { max_wait: opts.debounce.maxWait },
+    // Sent as given: the server refuses "" and control characters (field "group").
+    group: opts.group,
   });
 }
 
@@ -187,6 +189,11 @@ export class Client {
   /** Every task, in due order, following next_cursor page by page. */
   async *list(queue, opts = {}) {
     yield* this.#pages((cursor) => this.listPage(queue, { ...opts, cursor }));
+  }
+
+  /** One page of the queue's groups that have tasks, by name, each with its tasks by state. */
+  async groupsPage(queue, { limit, cursor } = {}) {
+    return (await this.request("GET", `/v1/queues/${seg(queue)}/groups`, { query: { limit, cursor } })).body;
   }
 
   async *#pages(fetchPage) {

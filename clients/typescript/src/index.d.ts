@@ -52,6 +52,12 @@ export interface ScheduleOptions {
   priority?: number;
   /** Sent as `{"max_wait": …}`; not with ifExists keep or error (field "debounce"). */
   debounce?: Debounce;
+  /**
+   * The task's group: due tasks are handed out round robin between a queue's groups, and
+   * the queue's group_concurrency limits each group's live leases. Not "" nor control
+   * characters (field "group").
+   */
+  group?: string;
 }
 
 export interface BatchItem extends ScheduleOptions {
@@ -78,6 +84,8 @@ export interface Task {
   target: (Target & { method: HttpMethod; timeout: string }) | null;
   /** 0–9; higher first among the queue's tasks already due. */
   priority: number;
+  /** The task's group; null when it has none. */
+  group: string | null;
 }
 
 export interface ScheduleResult {
@@ -95,6 +103,19 @@ export type BatchResult = { key: string; outcome: "created" | "replaced" | "kept
 
 export interface Page {
   tasks: Task[];
+  next_cursor: string | null;
+}
+
+/** A group of a queue with its tasks by state; leased is what group_concurrency counts. */
+export interface GroupCounts {
+  group: string;
+  scheduled: number;
+  leased: number;
+  dead: number;
+}
+
+export interface GroupsPage {
+  groups: GroupCounts[];
   next_cursor: string | null;
 }
 
@@ -126,6 +147,8 @@ export interface QueueSettings {
   action: Record<string, unknown> | null;
   concurrency: number;
   rate: string | null;
+  /** At most this many tasks of one group leased at once; null for no limit. */
+  group_concurrency: number | null;
   shards: number;
   paused: boolean;
   version: number;
@@ -138,6 +161,7 @@ export interface SettingsInput {
   action?: Record<string, unknown> | null;
   concurrency?: number;
   rate?: string | null;
+  group_concurrency?: number | null;
   shards?: number;
   targets?: boolean;
   [field: string]: unknown;
@@ -201,6 +225,7 @@ export declare class Client {
   cancelTag(queue: string, tag: string): Promise<number>;
   listPage(queue: string, options?: ListOptions): Promise<Page>;
   list(queue: string, options?: Omit<ListOptions, "cursor">): AsyncGenerator<Task, void, undefined>;
+  groupsPage(queue: string, options?: { limit?: number; cursor?: string }): Promise<GroupsPage>;
 
   queues(): Promise<QueueSummary[]>;
   queue(queue: string): Promise<QueueStats>;
@@ -255,6 +280,8 @@ export interface TaskContext {
   tags: string[];
   /** The task's priority, 0–9. */
   priority: number;
+  /** The task's group, null when it has none. */
+  group: string | null;
   leaseId: string;
   task: Task;
   /** Aborted when the lease is lost or the worker stops without waiting for this handler. */

@@ -191,6 +191,7 @@ export class Worker {
       dueAt: task.due_at,
       tags: task.tags ?? [],
       priority: task.priority ?? 0,
+      group: task.group ?? null,
       leaseId: lease.lease_id,
       task,
       signal: job.ctl.signal,

@@ -1,4 +1,4 @@
-// The rest of the API through the client, beyond the thirteen scenarios: batch schedule with
+// The rest of the API through the client, beyond the fourteen scenarios: batch schedule with
 // per-item errors, the paging iterator, cancel by tag, queue stats, settings with
 // If-Match, pause/resume, purge, dead tasks in bulk, lease/extend/ack and batch acks.
 import { test, after } from "node:test";
@@ -42,6 +42,16 @@ test("scheduleMany reports per item; list follows next_cursor; cancelTag; queue 
   assert.ok(Date.parse(moved.due_at) <= created + 600_000, "due by the burst's first schedule + max_wait");
   assert.equal(debounced[1].error.field, "tasks[1].debounce.max_wait");
   assert.equal(debounced[2].error.field, "tasks[2].debounce");
+
+  const grouped = await client.scheduleMany(queue, [
+    { key: "g/1", delay: "1h", group: "tenant-1" },
+    { key: "g/2", delay: "1h", group: "tenant\u0007" },
+  ]);
+  assert.equal(grouped[0].outcome, "created");
+  assert.equal((await client.get(queue, "g/1")).group, "tenant-1");
+  assert.equal((await client.get(queue, "k/0")).group, null);
+  assert.equal(grouped[1].error.field, "tasks[1].group");
+  await client.cancel(queue, "g/1");
   await client.cancel(queue, "d/1");
 
   const keys = [];
@@ -59,6 +69,18 @@ test("scheduleMany reports per item; list follows next_cursor; cancelTag; queue 
   assert.ok((await client.queues()).some((q) => q.name === queue));
   await client.cancel(queue, "k/0");
   await assert.rejects(client.cancel(queue, "k/0"), NotFoundError);
+});
+
+test("groupsPage lists a queue's groups by name, page by page", async () => {
+  const queue = uniqueQueue("groups");
+  await client.scheduleMany(queue, ["gamma", "alpha", "beta", "alpha"].map((group, i) => ({ key: `k/${i}`, delay: "1h", group })));
+  const first = await client.groupsPage(queue, { limit: 2 });
+  assert.deepEqual(first.groups.map((g) => [g.group, g.scheduled]), [["alpha", 2], ["beta", 1]]);
+  assert.ok(first.next_cursor);
+  const last = await client.groupsPage(queue, { limit: 2, cursor: first.next_cursor });
+  assert.deepEqual(last.groups, [{ group: "gamma", scheduled: 1, leased: 0, dead: 0 }]);
+  assert.equal(last.next_cursor, null);
+  assert.deepEqual((await client.groupsPage(`${queue}.none`)).groups, []);
 });
 
 test("schedule takes every field: due_at, repeat with cron and tz, max_attempts, backoff, if_exists keep", async () => {

@@ -9,6 +9,10 @@ await client.schedule("order.notify", "order-1", { delay: "30s", payload: { stat
 await client.schedule("x", "y", { dueAt: new Date(), repeat: { cron: "0 9 * * MON-FRI", tz: "Asia/Shanghai", times: 3 } });
 const results = await client.scheduleMany("x", [{ key: "a", delay: 1000, ifExists: "keep", backoff: { initial: "1s", factor: 2 }, priority: 5 }]);
 await client.scheduleMany("x", [{ key: "b", delay: 1000, debounce: { maxWait: 60_000 } }]);
+await client.schedule("order.cancel", "order-1234", { delay: "30m", group: "merchant-42" });
+const groups = await client.groupsPage("order.cancel", { limit: 100 });
+groups.groups.forEach((g) => g.group.toUpperCase() + g.scheduled.toFixed() + g.leased + g.dead);
+const groupLimit: number | null = (await client.putSettings("order.cancel", { group_concurrency: 1 })).group_concurrency;
 const urgent: number = (await client.get("x", "a")).priority;
 results.forEach((r) => ("error" in r ? r.error.code : r.outcome));
 for await (const t of client.list("x", { tag: "flow-7" })) t.due_at.toUpperCase();
@@ -22,7 +26,8 @@ try {
 }
 
 const worker = new Worker(client, { leaseForMs: 30_000, logger: null });
-worker.handle("flow.remind", async ({ payload, attempt, deliveryId, priority, signal }) => {
+worker.handle("flow.remind", async ({ payload, attempt, deliveryId, priority, group, signal }) => {
+  if (group?.startsWith("vip") && signal.aborted) return retry();
   if (priority > 5 && signal.aborted) return retry();
   if (signal.aborted) return retry(1000, new Error("stop"));
   if (attempt > 3) return fail("gave up");
@@ -32,4 +37,4 @@ worker.handle("flow.remind", async ({ payload, attempt, deliveryId, priority, si
 await worker.start();
 await worker.stop({ graceMs: 5000 });
 const ok: boolean = verifySignature({ body: "{}", header: "t=1,v1=00", secret: "whsec" });
-void n, ok, urgent;
+void n, ok, urgent, groupLimit, groups.next_cursor;

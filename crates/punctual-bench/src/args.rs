@@ -222,6 +222,9 @@ pub struct BenchArgs {
     /// scale: punctual serve processes on each Cluster [default: as many as its primaries]
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_NODES)))]
     pub servers: Option<u32>,
+    /// burst: spread the tasks over this many groups (task i in group i mod N), to measure what groups cost
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub groups: Option<u32>,
     /// soak: one-off tasks the producer schedules per second (besides 10 repeating tasks)
     #[arg(long, value_name = "N", default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub rate: u32,

@@ -33,6 +33,8 @@ pub(crate) struct BurstReport {
     pub(crate) target: String,
     pub(crate) consumer: ConsumerSettings,
     pub(crate) tasks: usize,
+    /// The groups the tasks were spread over (`--groups`), if any.
+    pub(crate) groups: Option<u32>,
     /// Whether every task was stored before the instant they were due.
     pub(crate) scheduled_before_due: bool,
     pub(crate) fired: usize,
@@ -52,7 +54,12 @@ pub(crate) struct BurstReport {
     pub(crate) notes: Vec<String>,
 }
 
-pub(crate) async fn run<D: Driver>(driver: &D, tasks: usize, cx: &Context<'_>) -> Result<BurstReport> {
+pub(crate) async fn run<D: Driver>(
+    driver: &D,
+    tasks: usize,
+    groups: Option<u32>,
+    cx: &Context<'_>,
+) -> Result<BurstReport> {
     if tasks == 0 {
         bail!("--tasks must be at least 1");
     }
@@ -69,7 +76,11 @@ pub(crate) async fn run<D: Driver>(driver: &D, tasks: usize, cx: &Context<'_>) -
     let at = driver.now_ms() + 3_000 + tasks as i64 / 50;
     let schedule_bar = cx.progress.bar(tasks as u64, "burst: scheduled");
     for first in (0..tasks).step_by(BATCH) {
-        let batch = (first..(first + BATCH).min(tasks)).map(|i| BenchTask::new(i as u64, at)).collect::<Vec<_>>();
+        let task = |i: usize| match groups {
+            Some(n) => BenchTask::new(i as u64, at).in_group(format!("group-{}", i % n as usize)),
+            None => BenchTask::new(i as u64, at),
+        };
+        let batch = (first..(first + BATCH).min(tasks)).map(task).collect::<Vec<_>>();
         let n = batch.len() as u64;
         driver.schedule(QUEUE, batch).await.context("scheduling the burst")?;
         schedule_bar.inc(n);
@@ -87,6 +98,9 @@ pub(crate) async fn run<D: Driver>(driver: &D, tasks: usize, cx: &Context<'_>) -
     let lag = LagStats::of(lags);
     let drained_in_ms = lag.max.max(0) as u64;
     let mut notes = Vec::new();
+    if let Some(n) = groups {
+        notes.push(format!("the tasks were spread over {n} groups (task i in group i mod {n})"));
+    }
     if !all_fired {
         notes.push(format!("only {fired} of {tasks} fired within {}s of the due instant", DRAIN_LIMIT.as_secs()));
     }
@@ -124,6 +138,7 @@ pub(crate) async fn run<D: Driver>(driver: &D, tasks: usize, cx: &Context<'_>) -
         target: cx.target.clone(),
         consumer: driver.settings(),
         tasks,
+        groups,
         scheduled_before_due,
         fired,
         duplicates,

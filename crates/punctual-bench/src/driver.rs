@@ -108,16 +108,23 @@ pub(crate) struct BenchTask {
     pub(crate) key: String,
     pub(crate) due_ms: i64,
     pub(crate) payload: Option<Value>,
+    pub(crate) group: Option<String>,
 }
 
 impl BenchTask {
     pub(crate) fn new(key: u64, due_ms: i64) -> BenchTask {
-        BenchTask { key: key.to_string(), due_ms, payload: None }
+        BenchTask { key: key.to_string(), due_ms, payload: None, group: None }
     }
 
     /// With payload `{"n": key}`, as the earlier benchmarks used.
     pub(crate) fn with_payload(key: u64, due_ms: i64) -> BenchTask {
-        BenchTask { key: key.to_string(), due_ms, payload: Some(json!({ "n": key })) }
+        BenchTask { payload: Some(json!({ "n": key })), ..BenchTask::new(key, due_ms) }
+    }
+
+    /// In group `group`.
+    pub(crate) fn in_group(mut self, group: String) -> BenchTask {
+        self.group = Some(group);
+        self
     }
 }
 
@@ -307,11 +314,14 @@ impl<S: Store> EngineDriver<S> {
 }
 
 fn spec(task: &BenchTask) -> TaskSpec {
-    let spec = TaskSpec::at(Timestamp::from_millis(task.due_ms));
-    match &task.payload {
-        Some(payload) => spec.payload(payload.clone()),
-        None => spec,
+    let mut spec = TaskSpec::at(Timestamp::from_millis(task.due_ms));
+    if let Some(payload) = &task.payload {
+        spec = spec.payload(payload.clone());
     }
+    if let Some(group) = &task.group {
+        spec = spec.group(group.clone());
+    }
+    spec
 }
 
 impl<S: Store> Driver for EngineDriver<S> {
@@ -382,6 +392,9 @@ fn task_body(task: &BenchTask) -> Value {
     let mut body = json!({ "due_at": task.due_ms });
     if let Some(payload) = &task.payload {
         body["payload"] = payload.clone();
+    }
+    if let Some(group) = &task.group {
+        body["group"] = json!(group);
     }
     body
 }

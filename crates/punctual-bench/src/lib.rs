@@ -565,7 +565,7 @@ async fn run_workload<D: Driver>(driver: &D, workload: Workload, args: &BenchArg
     let tasks = args.tasks.map_or(DEFAULT_TASKS, |n| n as usize);
     Ok(match workload {
         Workload::Spread => Report::Spread(spread::run(driver, tasks, args.window, cx).await?),
-        Workload::Burst => Report::Burst(burst::run(driver, tasks, cx).await?),
+        Workload::Burst => Report::Burst(burst::run(driver, tasks, args.groups, cx).await?),
         Workload::Throughput => Report::Throughput(throughput::run(driver, args.duration, cx).await?),
         Workload::Pending | Workload::All | Workload::Brokers | Workload::Soak | Workload::Scale => {
             unreachable!("pending, all, brokers, soak and scale are dispatched before")

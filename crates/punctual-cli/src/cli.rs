@@ -87,6 +87,9 @@ pub(crate) enum ClientCommand {
     /// List, retry or remove dead tasks (those that used up their attempts)
     #[command(after_help = help::DEAD, subcommand_required = true)]
     Dead(DeadArgs),
+    /// List a queue's groups (tasks given --group) with their tasks by state
+    #[command(after_help = help::GROUPS, subcommand_required = true)]
+    Groups(GroupsArgs),
     /// Show and change a queue's settings; pause, resume or purge it
     #[command(after_help = help::QUEUE, subcommand_required = true)]
     Queue(QueueArgs),
@@ -189,10 +192,21 @@ pub(crate) struct ScheduleArgs {
     /// 0 (the default) to 9: once due, handed out before the queue's due tasks of lower priority
     #[arg(long, value_name = "0-9", value_parser = clap::value_parser!(u8).range(0..=9))]
     pub(crate) priority: Option<u8>,
+    /// A group such as a customer: the queue's group_concurrency bounds its leased
+    /// tasks, and groups take turns, so one group's backlog never starves another's
+    #[arg(long, value_name = "G", value_parser = NonEmptyStringValueParser::new())]
+    pub(crate) group: Option<String>,
     /// Debounce: a burst of schedules of this key fires once, with the last payload, due
     /// at the last one's time but no later than D after the burst's first (e.g. 10m)
     #[arg(long, value_name = "D", value_parser = duration_arg)]
     pub(crate) debounce_max: Option<String>,
+    /// Dedupe window: for D after this task completed, a schedule of its key is kept and
+    /// creates nothing (e.g. 1h)
+    #[arg(long, value_name = "D", value_parser = duration_arg)]
+    pub(crate) unique_for: Option<String>,
+    /// With --unique-for: the window holds the key after the task went dead too
+    #[arg(long, requires = "unique_for")]
+    pub(crate) unique_dead: bool,
     /// When the key exists: replace it (the default), keep it untouched, or error (exit 1)
     #[arg(long, value_enum, value_name = "MODE")]
     pub(crate) if_exists: Option<IfExists>,
@@ -289,6 +303,35 @@ pub(crate) struct StatsArgs {
     /// Only this queue
     #[arg(value_parser = NonEmptyStringValueParser::new())]
     pub(crate) queue: Option<String>,
+    #[command(flatten)]
+    pub(crate) client: ClientArgs,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct GroupsArgs {
+    #[command(subcommand)]
+    pub(crate) command: GroupsCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum GroupsCommand {
+    /// List a queue's groups that have tasks, by name, with their tasks by state
+    #[command(after_help = help::GROUPS_LS)]
+    Ls(GroupsLsArgs),
+}
+
+/// `punctual groups ls QUEUE`.
+#[derive(Debug, Args)]
+pub(crate) struct GroupsLsArgs {
+    /// The queue
+    #[arg(value_parser = NonEmptyStringValueParser::new())]
+    pub(crate) queue: String,
+    /// Show at most this many groups
+    #[arg(long, value_name = "N", default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub(crate) limit: u32,
+    /// Continue a listing from the cursor an earlier one printed
+    #[arg(long, value_name = "CURSOR")]
+    pub(crate) cursor: Option<String>,
     #[command(flatten)]
     pub(crate) client: ClientArgs,
 }

@@ -17,8 +17,9 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
 use crate::cli::{
-    CancelArgs, ClientCommand, DeadCommand, DeadRetryArgs, ImportCommand, LsArgs, PageArgs, PurgeState, QueueCommand,
-    QueueNameArgs, QueuePurgeArgs, QueueRmArgs, QueueSetArgs, ScheduleArgs, StatsArgs, TaskArgs,
+    CancelArgs, ClientCommand, DeadCommand, DeadRetryArgs, GroupsCommand, GroupsLsArgs, ImportCommand, LsArgs,
+    PageArgs, PurgeState, QueueCommand, QueueNameArgs, QueuePurgeArgs, QueueRmArgs, QueueSetArgs, ScheduleArgs,
+    StatsArgs, TaskArgs,
 };
 use crate::client::{Client, ClientError, Json, Method, Request, StatusCode};
 use crate::{UsageError, connect, json, render};
@@ -78,8 +79,16 @@ pub(crate) fn schedule_body(args: &ScheduleArgs) -> Result<Value, UsageError> {
     if let Some(level) = args.priority {
         body.insert("priority".into(), json!(level));
     }
+    if let Some(group) = &args.group {
+        body.insert("group".into(), json!(group));
+    }
     if let Some(max_wait) = &args.debounce_max {
         body.insert("debounce".into(), json!({"max_wait": duration_or_time(max_wait)}));
+    }
+    if let Some(window) = &args.unique_for {
+        let window = duration_or_time(window);
+        let unique = if args.unique_dead { json!({"window": window, "dead": true}) } else { window };
+        body.insert("unique_for".into(), unique);
     }
     if let Some(mode) = args.if_exists {
         body.insert("if_exists".into(), json!(mode.as_str()));
@@ -153,6 +162,9 @@ pub(crate) async fn run(command: ClientCommand) -> Result<String> {
         ClientCommand::Ls(args) => ls(args).await,
         ClientCommand::Stats(args) => stats(args).await,
         ClientCommand::Dead(args) => dead(args.command).await,
+        ClientCommand::Groups(args) => match args.command {
+            GroupsCommand::Ls(args) => groups_ls(args).await,
+        },
         ClientCommand::Queue(args) => queue(args.command).await,
         ClientCommand::Import(args) => match args.command {
             ImportCommand::Keyspace(args) => crate::import::run(*args).await,
@@ -270,6 +282,32 @@ async fn stats(args: StatsArgs) -> Result<String> {
     }
     let values: Vec<Value> = details.into_iter().map(|d| d.value).collect();
     Ok(if values.is_empty() { no_queues() } else { render::stats_table(&values, now) })
+}
+
+async fn groups_ls(args: GroupsLsArgs) -> Result<String> {
+    let client = connect(&args.client)?;
+    let limit = args.limit.to_string();
+    let mut query = vec![("limit", limit.as_str())];
+    if let Some(cursor) = &args.cursor {
+        query.push(("cursor", cursor.as_str()));
+    }
+    let answer = client.get(&["v1", "queues", &args.queue, "groups"], &query).await?;
+    if args.client.json {
+        return Ok(json::pretty(&answer.text));
+    }
+    let groups = answer.value["groups"].as_array().cloned().unwrap_or_default();
+    if groups.is_empty() {
+        let more = if args.cursor.is_some() { "more " } else { "" };
+        return Ok(format!("No {more}groups in queue {}.", args.queue));
+    }
+    let table = render::groups_table(&groups);
+    Ok(match answer.value["next_cursor"].as_str() {
+        None => table,
+        Some(cursor) => format!(
+            "{table}\n\n{} shown; more remain. Continue with --cursor '{cursor}', or raise --limit.",
+            plural(groups.len(), "group")
+        ),
+    })
 }
 
 async fn dead(command: DeadCommand) -> Result<String> {
@@ -659,11 +697,23 @@ mod tests {
     }
 
     #[test]
+    fn a_group_is_sent_as_given_and_an_empty_one_is_refused() {
+        assert_eq!(body_of(&["--group", "customer-42"]), json!({"group": "customer-42"}));
+        let argv = ["punctual", "schedule", "q", "k", "--group", ""];
+        assert!(Cli::try_parse_from(argv).is_err(), "an empty group is a usage error");
+    }
+
+    #[test]
     fn a_priority_is_sent_as_given_and_one_out_of_range_is_refused() {
         assert_eq!(body_of(&["--priority", "9"]), json!({"priority": 9}));
         assert_eq!(body_of(&[]), json!({}), "no priority: the server's default");
         assert_eq!(body_of(&["--debounce-max", "10m"]), json!({"debounce": {"max_wait": "10m"}}));
         assert_eq!(body_of(&["--debounce-max", "1500"]), json!({"debounce": {"max_wait": 1500}}), "digits are ms");
+        assert_eq!(body_of(&["--unique-for", "1h"]), json!({"unique_for": "1h"}));
+        let dead = body_of(&["--unique-for", "10m", "--unique-dead"]);
+        assert_eq!(dead, json!({"unique_for": {"window": "10m", "dead": true}}));
+        let alone = Cli::try_parse_from(["punctual", "schedule", "q", "k", "--unique-dead"]).unwrap_err();
+        assert!(alone.to_string().contains("--unique-for"), "--unique-dead needs a window: {alone}");
         for bad in [&["--priority", "10"][..], &["--priority=-1"], &["--priority", "high"]] {
             let argv = ["punctual", "schedule", "q", "k"].iter().chain(bad);
             let refused = Cli::try_parse_from(argv).unwrap_err();

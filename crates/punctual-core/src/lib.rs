@@ -32,6 +32,7 @@ mod timed;
 mod timer;
 pub mod token;
 pub mod transitions;
+mod unique;
 mod wake;
 pub mod wheel;
 mod worker;
@@ -49,6 +50,7 @@ pub use meta::TaskMeta;
 pub use model::{Group, IfExists, NewTask, Priority, QueueName, Tag, Task, TaskKey, TaskSpec, TaskState, When};
 pub use outcome::{Outcome, TryEnd};
 pub use policy::{Backoff, Repeat};
+pub use store::Completed;
 pub use store::{
     DeadSelection, GroupCounts, GroupsPage, GroupsRequest, Lease, LeaseToken, Peers, PurgeSelection, QueueChange,
     QueueRecord, ScheduleOutcome, Scheduled, Store, StoreReset, Wakeup,
@@ -56,6 +58,7 @@ pub use store::{
 pub use target::{Lane, Target, TargetMethod};
 pub use time::{Timestamp, parse_duration};
 pub use token::TokenCodec;
+pub use unique::Unique;
 pub use worker::{BoxError, Delivery, Handler, RunningWorker, Worker};
 
 #[test]

@@ -25,6 +25,7 @@
 //! | `…:tasks` | Hash | key → task record: format 2, or format 1 as an earlier punctual wrote it (both in `lua/common.lua`, see `record`) |
 //! | `…:tags` | ZSet, scores 0 | `"<tag>\n<key>"`, read by lexicographic range |
 //! | `…:seq` | string counter | the last fence handed out in the shard |
+//! | `…:completed:<key>` | string, expiring | the completion record of the dedupe window of `<key>`'s task that completed (`lua/complete.lua`), `"<completed_at>,<id>,<attempts>,<occurrence>,<unique_until>"` in ms, expiring at `unique_until` |
 //! | `<p>:{<queue>}:rate` | List | start times (ms) of the queue's latest rate-limit slots, at most the rate's count, shared by every process (`lua/rate.lua`); expires a window after the newest |
 //! | `<p>:queues` | Hash | queue name → its number of shards (the registry) |
 //! | `<p>:queue-records` | Hash | queue name → its record: settings and pause state, `"<version>,<updated ms>,<P\|R>[\|<settings>]"` (see `queue_records`); one key for the store, read whole by every process each second |
@@ -113,6 +114,8 @@ pub(crate) struct ShardKeys {
     pub(crate) group_counts: String,
     /// The last turn given, and the ungrouped tasks' turn.
     pub(crate) turns: String,
+    /// The shard's completion record keys up to the task key.
+    completed: String,
 }
 
 impl ShardKeys {
@@ -139,7 +142,15 @@ impl ShardKeys {
             groups: key("groups"),
             group_counts: key("groups:counts"),
             turns: key("turns"),
+            completed: key("completed:"),
         }
+    }
+
+    /// The key of the completion record of `key`'s dedupe window, in this shard (the
+    /// task's): under the shard's hash tag, so the scripts that read and write it with
+    /// the task stay on one Cluster node. Scripts take them after `KEYS[1..19]`.
+    pub(crate) fn completion(&self, key: &TaskKey) -> String {
+        format!("{}{key}", self.completed)
     }
 
     /// `KEYS[1..19]` of every shard script, as `lua/common.lua` numbers them.
@@ -262,6 +273,8 @@ mod tests {
             ("punctual:{order.cancel/2}:scheduled:target", "punctual:{order.cancel/2}:scheduled:target:urgent")
         );
         assert!(zero.in_script_order().iter().all(|k| k.contains("{order.cancel}:")));
+        let key = TaskKey::new("order-1234").unwrap();
+        assert_eq!(two.completion(&key), "punctual:{order.cancel/2}:completed:order-1234", "the task's shard");
         assert_eq!(rate("punctual", &q), "punctual:{order.cancel}:rate");
         assert_eq!(queue_records("punctual"), "punctual:queue-records", "no queue's hash tag: no queue's node");
         assert_eq!(nodes("punctual"), "punctual:nodes", "no queue's hash tag either");

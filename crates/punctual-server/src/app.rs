@@ -73,6 +73,7 @@ pub fn app<S: Store>(state: AppState<S>) -> Router {
         .route("/v1/leases/{lease_id}/extend", post(leases::extend::<S>))
         .route("/v1/acks", post(leases::acks::<S>).layer(batch_body))
         .route("/v1/queues/{queue}/activity", get(queues::activity::<S>))
+        .route("/v1/queues/{queue}/groups", get(queues::list_groups::<S>))
         .route("/v1/queues/{queue}/dead", get(dead::list_dead::<S>))
         .route("/v1/queues/{queue}/dead/retry", post(dead::retry_dead_many::<S>).layer(batch_body))
         .route("/v1/queues/{queue}/dead/{key}", delete(dead::delete_dead::<S>))

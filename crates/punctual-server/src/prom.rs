@@ -4,6 +4,11 @@
 //! Each scrape builds a fresh registry over one [`Scrape`] (a collector holding values
 //! read at one moment), so every family in one answer agrees with the others and
 //! nothing is kept between scrapes. Names and labels are listed in the README.
+//!
+//! The group gauges are read from the store's groups listing at scrape time, at most
+//! [`GROUP_PAGES`] pages of [`GROUP_PAGE_SIZE`] groups per queue, so one scrape costs a
+//! bounded number of store reads however many groups a queue has; a queue with more
+//! shows the counts of its first groups by name (the help text says so).
 
 use std::time::Duration;
 
@@ -15,7 +20,12 @@ use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::registry::Registry;
 use punctual_core::Timestamp;
-use punctual_core::store::QueueStats;
+use punctual_core::store::{GroupCounts, QueueStats};
+
+/// Pages of a queue's groups one scrape reads, at most.
+pub(crate) const GROUP_PAGES: usize = 10;
+/// Groups per page read by a scrape (the API's largest page).
+pub(crate) const GROUP_PAGE_SIZE: u32 = punctual_core::MAX_LIST_LIMIT;
 
 /// Everything one scrape shows.
 #[derive(Debug)]
@@ -29,6 +39,35 @@ pub(crate) struct Scrape {
     pub(crate) paused: Vec<(String, bool)>,
     /// Whether a live node sharing the store has another delivery policy.
     pub(crate) policy_mismatch: bool,
+    /// Per queue with tasks or a group limit: its groups as read for this scrape.
+    pub(crate) groups: Vec<GroupGauges>,
+}
+
+/// One queue's groups as a scrape read them (at most [`GROUP_PAGES`] pages).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct GroupGauges {
+    pub(crate) queue: String,
+    /// The queue's `group_concurrency`; `None`: no limit, so no limited tasks.
+    pub(crate) limit: Option<u32>,
+    /// Groups that have tasks.
+    pub(crate) groups: u64,
+    /// Scheduled tasks of the groups at their limit (leased ≥ `limit`).
+    pub(crate) limited: u64,
+}
+
+impl GroupGauges {
+    /// Nothing counted yet.
+    pub(crate) fn new(queue: String, limit: Option<u32>) -> GroupGauges {
+        GroupGauges { queue, limit, groups: 0, limited: 0 }
+    }
+
+    /// Counts one page of the queue's groups in.
+    pub(crate) fn count(&mut self, page: &[GroupCounts]) {
+        self.groups += page.len() as u64;
+        if let Some(limit) = self.limit {
+            self.limited += page.iter().filter(|g| g.leased >= u64::from(limit)).map(|g| g.scheduled).sum::<u64>();
+        }
+    }
 }
 
 /// How long the oldest due but not yet leased task of a queue has waited.
@@ -136,6 +175,29 @@ impl Collector for Scrape {
             MetricType::Gauge,
             paused,
         )?;
+        let groups = self.groups.iter().map(|g| (queue(&g.queue), ConstGauge::new(g.groups as i64)));
+        family(
+            &mut e,
+            "punctual_groups",
+            "Groups of the queue that have tasks. Read from the store at each scrape, at most 10 pages of 1,000 \
+             groups per queue: a queue with more shows 10000.",
+            MetricType::Gauge,
+            groups,
+        )?;
+        let limited = self
+            .groups
+            .iter()
+            .filter(|g| g.limit.is_some())
+            .map(|g| (queue(&g.queue), ConstGauge::new(g.limited as i64)));
+        family(
+            &mut e,
+            "punctual_group_limited_tasks",
+            "Scheduled tasks (due or not) of the queue's groups that are at its group_concurrency (leased >= the \
+             limit), for queues with group_concurrency set. Read from the store at each scrape, at most 10 pages of \
+             1,000 groups per queue: the first 10,000 groups by name.",
+            MetricType::Gauge,
+            limited,
+        )?;
         let waiting = m.queues.iter().map(|q| (queue(q.queue.as_str()), ConstGauge::new(q.waiting_consumers as i64)));
         family(
             &mut e,
@@ -237,7 +299,12 @@ mod tests {
         let rate_limits = vec![("flow.remind".to_owned(), limited)];
         let paused = vec![("order.cancel".to_owned(), true), ("flow.remind".to_owned(), false)];
         let now = Timestamp::from_millis(3_500);
-        let text = render(Scrape { stats, metrics, now, rate_limits, paused, policy_mismatch: true }).unwrap();
+        let mut limited = GroupGauges::new("flow.remind".to_owned(), Some(1));
+        limited.groups = 3;
+        limited.limited = 5;
+        let unlimited = GroupGauges { queue: "order.cancel".to_owned(), limit: None, groups: 2, limited: 0 };
+        let groups = vec![limited, unlimited];
+        let text = render(Scrape { stats, metrics, now, rate_limits, paused, policy_mismatch: true, groups }).unwrap();
         assert!(text.contains("punctual_queue_paused{queue=\"order.cancel\"} 1\n"), "{text}");
         assert!(text.contains("punctual_queue_paused{queue=\"flow.remind\"} 0\n"), "{text}");
         assert!(text.contains("punctual_tasks{queue=\"order.cancel\",state=\"scheduled\"} 2\n"), "{text}");
@@ -247,5 +314,27 @@ mod tests {
         assert!(text.contains("punctual_action_rate_limited_total{queue=\"flow.remind\"} 4\n"), "{text}");
         assert!(text.contains("punctual_action_rate_waiting{queue=\"flow.remind\"} 2\n"), "{text}");
         assert!(text.contains("\npunctual_delivery_policy_mismatch 1\n"), "{text}");
+        assert!(text.contains("punctual_groups{queue=\"flow.remind\"} 3\n"), "{text}");
+        assert!(text.contains("punctual_groups{queue=\"order.cancel\"} 2\n"), "{text}");
+        assert!(text.contains("punctual_group_limited_tasks{queue=\"flow.remind\"} 5\n"), "{text}");
+        assert!(!text.contains("punctual_group_limited_tasks{queue=\"order.cancel\"}"), "no limit, no gauge: {text}");
+        assert!(text.contains("# HELP punctual_group_limited_tasks "), "{text}");
+        assert!(text.contains("at most 10 pages of 1,000 groups per queue"), "the bound is in the help: {text}");
+    }
+
+    fn group(name: &str, scheduled: u64, leased: u64) -> GroupCounts {
+        GroupCounts::new(punctual_core::Group::new(name).unwrap(), scheduled, leased, 0)
+    }
+
+    #[test]
+    fn limited_tasks_are_the_scheduled_ones_of_groups_at_their_limit() {
+        let mut gauges = GroupGauges::new("flow.remind".to_owned(), Some(2));
+        gauges.count(&[group("at-limit", 4, 2), group("over-limit", 1, 3), group("room-left", 7, 1)]);
+        gauges.count(&[group("idle", 9, 0), group("full-and-empty", 0, 2)]);
+        assert_eq!((gauges.groups, gauges.limited), (5, 5), "{gauges:?}");
+
+        let mut unlimited = GroupGauges::new("order.cancel".to_owned(), None);
+        unlimited.count(&[group("busy", 4, 9)]);
+        assert_eq!((unlimited.groups, unlimited.limited), (1, 0), "without a limit no task waits on one");
     }
 }

@@ -11,7 +11,7 @@ use punctual_core::store::PurgeSelection;
 use punctual_core::{QueueName, Result, StoreId, Tag, TaskKey, transitions};
 use rusqlite::{Connection, params};
 
-use crate::codes::{DEAD, LEASED, SCHEDULED_HANDLER_LANE, SCHEDULED_TARGET_LANE, Sql};
+use crate::codes::{DEAD, LEASED, SCHEDULED_CODES, Sql};
 use crate::map_err;
 use crate::queues::queue_id;
 use crate::tasks::{delete_ids, delete_task, load, load_by_id};
@@ -50,13 +50,13 @@ fn first_among(codes: &[i64]) -> String {
     format!("SELECT id FROM ( {} ) ORDER BY due_at, id LIMIT ?2", ranges.join(" UNION ALL "))
 }
 
-static PURGE_SCHEDULED: Sql = Sql::new(|| first_among(&[SCHEDULED_HANDLER_LANE, SCHEDULED_TARGET_LANE]));
+static PURGE_SCHEDULED: Sql = Sql::new(|| first_among(&SCHEDULED_CODES));
 static PURGE_DEAD: Sql =
     Sql::new(|| format!("SELECT id FROM tasks WHERE queue_id = ?1 AND state = {DEAD} ORDER BY due_at, id LIMIT ?2"));
-static PURGE_ALL: Sql = Sql::new(|| first_among(&[SCHEDULED_HANDLER_LANE, SCHEDULED_TARGET_LANE, LEASED, DEAD]));
+static PURGE_ALL: Sql = Sql::new(|| first_among(&[SCHEDULED_CODES.as_slice(), &[LEASED, DEAD]].concat()));
 
 /// A purge's batch: the first `?2` tasks of queue `?1` in the selection, in due order.
-/// Scheduled is two codes, one per lane.
+/// Scheduled is four codes, one per lane with and without a group.
 pub(crate) fn purge_sql(selection: PurgeSelection) -> &'static str {
     match selection {
         PurgeSelection::Scheduled => &PURGE_SCHEDULED,

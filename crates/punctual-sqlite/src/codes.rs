@@ -5,8 +5,9 @@
 //! parameters, where a partial index (`WHERE state = …`) must serve the statement:
 //! SQLite uses one only for a query whose own terms name the same code.
 //!
-//! Invariants: a scheduled task's code names its lane ([`scheduled_code`]), so each
-//! lane's scheduled tasks are one range of `tasks_by_due`; a code decodes to the state
+//! Invariants: a scheduled task's code names its lane and whether it has a group
+//! ([`scheduled_code`], [`grouped_code`]), so the scheduled tasks of each lane, with and
+//! without a group, are one range of `tasks_by_due` each; a code decodes to the state
 //! it was written for, and a code no state has is corrupt data, never read as another
 //! state (checked by the tests below).
 
@@ -23,6 +24,13 @@ pub(crate) const LEASED: i64 = 1;
 pub(crate) const DEAD: i64 = 2;
 /// Scheduled, in the target lane.
 pub(crate) const SCHEDULED_TARGET_LANE: i64 = 3;
+/// Scheduled, in the handler lane, in a group.
+pub(crate) const GROUPED_HANDLER_LANE: i64 = 4;
+/// Scheduled, in the target lane, in a group.
+pub(crate) const GROUPED_TARGET_LANE: i64 = 5;
+/// Every code of a scheduled task.
+pub(crate) const SCHEDULED_CODES: [i64; 4] =
+    [SCHEDULED_HANDLER_LANE, SCHEDULED_TARGET_LANE, GROUPED_HANDLER_LANE, GROUPED_TARGET_LANE];
 
 /// A statement built from named parts (state codes, [`TASK_COLUMNS`]): formatted at
 /// its first use, then kept.
@@ -30,7 +38,7 @@ pub(crate) const SCHEDULED_TARGET_LANE: i64 = 3;
 /// [`TASK_COLUMNS`]: crate::row::TASK_COLUMNS
 pub(crate) type Sql = LazyLock<String>;
 
-/// The state code of a scheduled task of `lane`.
+/// The state code of a scheduled task of `lane` without a group.
 pub(crate) fn scheduled_code(lane: Lane) -> i64 {
     match lane {
         Lane::Handler => SCHEDULED_HANDLER_LANE,
@@ -38,19 +46,54 @@ pub(crate) fn scheduled_code(lane: Lane) -> i64 {
     }
 }
 
+/// The state code of a scheduled task of `lane` in a group.
+pub(crate) fn grouped_code(lane: Lane) -> i64 {
+    match lane {
+        Lane::Handler => GROUPED_HANDLER_LANE,
+        Lane::Target => GROUPED_TARGET_LANE,
+    }
+}
+
+/// The state code of a scheduled task of `lane`, in a group or not.
+pub(crate) fn code_of_scheduled(lane: Lane, grouped: bool) -> i64 {
+    if grouped { grouped_code(lane) } else { scheduled_code(lane) }
+}
+
 /// The state a row's code stands for.
 pub(crate) fn state_of(code: i64) -> Result<TaskState> {
     match code {
-        SCHEDULED_HANDLER_LANE | SCHEDULED_TARGET_LANE => Ok(TaskState::Scheduled),
+        SCHEDULED_HANDLER_LANE | SCHEDULED_TARGET_LANE | GROUPED_HANDLER_LANE | GROUPED_TARGET_LANE => {
+            Ok(TaskState::Scheduled)
+        }
         LEASED => Ok(TaskState::Leased),
         DEAD => Ok(TaskState::Dead),
         other => Err(corrupt(format!("unknown state {other}"))),
     }
 }
 
-/// SQL for the state code of a row put back to scheduled: its lane's, by its target.
+/// `(code, count)` rows (a `GROUP BY state`) as counts of scheduled, leased and dead
+/// tasks: every code adds to the state it stands for.
+pub(crate) fn counts_by_state(rows: Vec<(i64, i64)>) -> Result<(u64, u64, u64)> {
+    let (mut scheduled, mut leased, mut dead) = (0, 0, 0);
+    for (code, count) in rows {
+        let count = u64::try_from(count).unwrap_or(0);
+        match state_of(code)? {
+            TaskState::Scheduled => scheduled += count,
+            TaskState::Leased => leased += count,
+            TaskState::Dead => dead += count,
+        }
+    }
+    Ok((scheduled, leased, dead))
+}
+
+/// SQL for the state code of a row put back to scheduled: its lane's, by its target,
+/// and by whether it has a group.
 pub(crate) fn scheduled_by_target() -> String {
-    format!("CASE WHEN target IS NULL THEN {SCHEDULED_HANDLER_LANE} ELSE {SCHEDULED_TARGET_LANE} END")
+    format!(
+        "CASE WHEN target IS NULL THEN \
+         (CASE WHEN group_name IS NULL THEN {SCHEDULED_HANDLER_LANE} ELSE {GROUPED_HANDLER_LANE} END) \
+         ELSE (CASE WHEN group_name IS NULL THEN {SCHEDULED_TARGET_LANE} ELSE {GROUPED_TARGET_LANE} END) END"
+    )
 }
 
 #[cfg(test)]
@@ -62,12 +105,14 @@ mod tests {
     fn every_code_reads_back_as_its_state_and_unknown_codes_as_corrupt() {
         for lane in Lane::ALL {
             assert_eq!(state_of(scheduled_code(lane)).unwrap(), TaskState::Scheduled);
+            assert_eq!(state_of(grouped_code(lane)).unwrap(), TaskState::Scheduled);
         }
         assert_eq!(state_of(LEASED).unwrap(), TaskState::Leased);
         assert_eq!(state_of(DEAD).unwrap(), TaskState::Dead);
-        assert!(state_of(4).is_err() && state_of(-1).is_err());
+        assert!(state_of(6).is_err() && state_of(-1).is_err());
         // Fixed by the on-disk layout (`schema`): stores already written hold them.
         assert_eq!([SCHEDULED_HANDLER_LANE, LEASED, DEAD, SCHEDULED_TARGET_LANE], [0, 1, 2, 3]);
         assert_eq!(Lane::ALL.map(scheduled_code), [0, 3]);
+        assert_eq!(Lane::ALL.map(grouped_code), [4, 5]);
     }
 }

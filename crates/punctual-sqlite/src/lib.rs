@@ -25,8 +25,9 @@
 //!   never meet. The store is never emptied under its owner, so it never changes.
 //!
 //! Each operation is a plain function on a connection, in a module per concern
-//! (`schedule`, `tasks`, `cancel`, `list`, `lease`, `complete`, `reap`, `dead`,
-//! `stats`, `queue_records`, `identity`; rows in `row`, state codes in `codes`).
+//! (`schedule`, `tasks`, `cancel`, `list`, `lease`, `complete`, `completions`, `reap`,
+//! `dead`, `groups`, `stats`, `queue_records`, `identity`; rows in `row`, state codes in
+//! `codes`).
 //! Writes run inside the writer's transaction, reads on a reader connection; none of
 //! them commits or reads the clock. Functions that read tasks take the store's
 //! identity, which every task read is stamped with.
@@ -34,9 +35,12 @@
 mod cancel;
 mod codes;
 mod complete;
+mod completions;
 mod dead;
+mod groups;
 mod identity;
 mod lease;
+mod leasing;
 mod list;
 #[cfg(test)]
 mod query_plans;
@@ -57,9 +61,9 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use punctual_core::store::{
-    CompleteRequest, ExtendRequest, LeaseBatch, LeaseRequest, LeaseToken, ListRequest, Page, PurgeRequest,
-    QueueChangeRequest, QueueRecord, QueueStats, ReapResult, RetriedDead, RetryDeadBatchRequest, RetryDeadRequest,
-    Scheduled, SweepRequest, Swept,
+    CompleteRequest, ExtendRequest, GroupsPage, GroupsRequest, LeaseBatch, LeaseRequest, LeaseToken, ListRequest, Page,
+    PurgeRequest, QueueChangeRequest, QueueRecord, QueueStats, ReapResult, RetriedDead, RetryDeadBatchRequest,
+    RetryDeadRequest, Scheduled, SweepRequest, Swept,
 };
 use punctual_core::{Error, NewTask, QueueName, Result, Store, StoreId, Tag, Task, TaskKey, Timestamp};
 use rusqlite::{Connection, OpenFlags, TransactionBehavior};
@@ -310,6 +314,10 @@ impl Store for SqliteStore {
     async fn list(&self, req: ListRequest) -> Result<Page> {
         let id = self.shared.id;
         self.read(move |conn| list::list(conn, id, &req)).await
+    }
+
+    async fn groups(&self, req: GroupsRequest) -> Result<GroupsPage> {
+        self.read(move |conn| groups::groups(conn, &req)).await
     }
 
     async fn lease(&self, req: LeaseRequest) -> Result<LeaseBatch> {

@@ -11,7 +11,7 @@ use punctual_core::store::{ListRequest, Page};
 use punctual_core::{Error, Result, StoreId, Tag, TaskState};
 use rusqlite::{Connection, params};
 
-use crate::codes::{DEAD, LEASED, SCHEDULED_HANDLER_LANE, SCHEDULED_TARGET_LANE};
+use crate::codes::{DEAD, LEASED, SCHEDULED_CODES, SCHEDULED_HANDLER_LANE};
 use crate::map_err;
 use crate::queues::queue_id;
 use crate::row::{RawTask, TASK_COLUMNS};
@@ -31,7 +31,7 @@ fn parse_cursor(cursor: &str) -> Result<(i64, i64)> {
 enum Codes {
     /// Every code.
     Any,
-    /// Both lanes' scheduled codes.
+    /// Every scheduled code (both lanes, with and without a group).
     Scheduled,
     /// The one code bound as `?5`.
     Bound,
@@ -42,8 +42,8 @@ enum Codes {
 /// listing by it (the others are compared with themselves, so every statement takes
 /// the same parameters).
 ///
-/// One state code is a range of `tasks_by_due` already in due order. Scheduled is two
-/// codes, one per lane: the two ranges are merged (a compound `ORDER BY` that SQLite
+/// One state code is a range of `tasks_by_due` already in due order. Scheduled is four
+/// codes, one per lane with and without a group: the ranges are merged (a compound `ORDER BY` that SQLite
 /// runs as a merge of two ordered searches), so a page reads at most `?4` rows of each,
 /// where one search of both codes (`state IN`) would need a sort (a temporary B-tree
 /// in the plan). With a tag, the tag's index rows drive the query (CROSS JOIN keeps
@@ -62,15 +62,21 @@ fn listing(codes: Codes, tagged: bool) -> String {
         )
     };
     match (codes, tagged) {
-        (Codes::Scheduled, false) => format!(
-            "{} UNION ALL {} ORDER BY due_at, id LIMIT ?4",
-            select(&format!("AND state = {SCHEDULED_HANDLER_LANE} AND ?5 = ?5")),
-            select(&format!("AND state = {SCHEDULED_TARGET_LANE}"))
-        ),
-        (Codes::Scheduled, true) => format!(
-            "{} ORDER BY due_at, tasks.id LIMIT ?4",
-            select(&format!("AND state IN ({SCHEDULED_HANDLER_LANE}, {SCHEDULED_TARGET_LANE}) AND ?5 = ?5"))
-        ),
+        (Codes::Scheduled, false) => {
+            let ranges: Vec<String> = SCHEDULED_CODES
+                .iter()
+                .enumerate()
+                .map(|(i, code)| select(&format!("AND state = {code}{}", if i == 0 { " AND ?5 = ?5" } else { "" })))
+                .collect();
+            format!("{} ORDER BY due_at, id LIMIT ?4", ranges.join(" UNION ALL "))
+        }
+        (Codes::Scheduled, true) => {
+            let codes: Vec<String> = SCHEDULED_CODES.iter().map(i64::to_string).collect();
+            format!(
+                "{} ORDER BY due_at, tasks.id LIMIT ?4",
+                select(&format!("AND state IN ({}) AND ?5 = ?5", codes.join(", ")))
+            )
+        }
         (Codes::Bound, _) => format!("{} ORDER BY due_at, tasks.id LIMIT ?4", select("AND state = ?5")),
         (Codes::Any, _) => format!("{} ORDER BY due_at, tasks.id LIMIT ?4", select("AND ?5 = ?5")),
     }
@@ -108,7 +114,7 @@ pub(crate) fn list(conn: &Connection, store: StoreId, req: &ListRequest) -> Resu
     let state = match req.state {
         Some(TaskState::Leased) => LEASED,
         Some(TaskState::Dead) => DEAD,
-        // Unused: scheduled is both lanes' codes, written in the SQL.
+        // Unused: scheduled is several codes, written in the SQL.
         Some(TaskState::Scheduled) | None => SCHEDULED_HANDLER_LANE,
     };
     let tag = req.tag.as_ref().map_or("", Tag::as_str);

@@ -9,8 +9,9 @@ use punctual_core::store::PurgeSelection;
 use rusqlite::{Connection, params};
 
 use crate::cancel::purge_sql;
-use crate::codes::{LEASED, SCHEDULED_TARGET_LANE};
-use crate::lease::{HAS_URGENT, LEASE, LEASE_AT_PRIORITY, NEXT_DUE};
+use crate::codes::{GROUPED_HANDLER_LANE, LEASED, SCHEDULED_TARGET_LANE};
+use crate::completions::DROP_ENDED;
+use crate::leasing::{HAS_URGENT, LEASE, LEASE_AT_PRIORITY, LEASE_IN_GROUP, LEASE_IN_GROUP_AT_PRIORITY, NEXT_DUE};
 use crate::list::list_sql;
 use crate::schema::in_memory;
 
@@ -39,9 +40,9 @@ fn a_purge_batch_reads_index_ranges_only() {
         let plan = plan(&conn, purge_sql(selection), params![1, 10]);
         let searches = plan.iter().filter(|step| step.contains("USING COVERING INDEX tasks_by_due")).count();
         let expected = match selection {
-            PurgeSelection::Scheduled => 2,
+            PurgeSelection::Scheduled => 4,
             PurgeSelection::Dead => 1,
-            PurgeSelection::All => 4,
+            PurgeSelection::All => 6,
         };
         assert_eq!(searches, expected, "{selection:?}: {plan:?}");
         assert!(!plan.iter().any(|step| step.starts_with("SCAN tasks")), "{selection:?}: {plan:?}");
@@ -53,7 +54,7 @@ fn a_purge_batch_reads_index_ranges_only() {
 #[test]
 fn a_page_by_state_merges_index_ranges_without_sorting() {
     let conn = in_memory();
-    for (state, ranges) in [(TaskState::Scheduled, 2), (TaskState::Leased, 1), (TaskState::Dead, 1)] {
+    for (state, ranges) in [(TaskState::Scheduled, 4), (TaskState::Leased, 1), (TaskState::Dead, 1)] {
         let plan = plan(&conn, list_sql(Some(state), false), params![1, 0, 0, 11, LEASED, ""]);
         let searches = plan
             .iter()
@@ -83,4 +84,31 @@ fn a_lease_reads_its_lanes_range_only() {
     let next_due = plan(&conn, NEXT_DUE, params![1, SCHEDULED_TARGET_LANE]);
     let search = "USING COVERING INDEX tasks_by_due (queue_id=? AND state=?)";
     assert_eq!(next_due.iter().filter(|step| step.contains(search)).count(), 1, "{next_due:?}");
+}
+
+/// A lease of one group's task reads one range of `tasks_by_group`: its cost is the
+/// group's, whatever the queue's other groups hold.
+#[test]
+fn a_lease_in_a_group_reads_the_groups_range_only() {
+    let conn = in_memory();
+    let search = "tasks_by_group (queue_id=? AND group_name=? AND state=? AND due_at<?)";
+    let in_group = plan(&conn, &LEASE_IN_GROUP, params![1, 0, 0, 1, 0, GROUPED_HANDLER_LANE, "customer-42"]);
+    assert_eq!(in_group.iter().filter(|step| step.contains(search)).count(), 1, "{in_group:?}");
+    assert_no_scan_or_sort(&in_group, "lease in a group");
+    let args = params![1, 0, 0, 1, 0, GROUPED_HANDLER_LANE, "customer-42", 9];
+    let urgent = plan(&conn, &LEASE_IN_GROUP_AT_PRIORITY, args);
+    assert!(urgent.iter().any(|step| step.contains("tasks_by_group") || step.contains("tasks_urgent")), "{urgent:?}");
+    assert_no_scan_or_sort(&urgent, "lease in a group at a priority");
+}
+
+/// Dropping ended completion records reads the range of `completions_by_end` up to now:
+/// it costs what it deletes, however many records still hold.
+#[test]
+fn dropping_ended_completion_records_reads_their_range_only() {
+    let conn = in_memory();
+    let drop = plan(&conn, DROP_ENDED, params![1, 10]);
+    let search = "USING COVERING INDEX completions_by_end (unique_until<?)";
+    assert_eq!(drop.iter().filter(|step| step.contains(search)).count(), 1, "{drop:?}");
+    assert!(!drop.iter().any(|step| step.starts_with("SCAN completions")), "{drop:?}");
+    assert!(!drop.iter().any(|step| step.contains("TEMP B-TREE")), "{drop:?}");
 }

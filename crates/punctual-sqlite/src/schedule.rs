@@ -1,4 +1,5 @@
-//! Scheduling: a batch of tasks, each created, kept or replaced by its `if_exists`.
+//! Scheduling: a batch of tasks, each created, kept or replaced by its `if_exists`, or
+//! kept by a dedupe window (a completion record of its key, or its dead task's window).
 //!
 //! Invariants: a created and a replaced task are written from one list of columns
 //! ([`WRITTEN`]): a replaced task starts over as a created one does (first occurrence,
@@ -14,14 +15,14 @@ use punctual_core::{
 };
 use rusqlite::{Connection, Statement, ToSql};
 
-use crate::codes::{Sql, scheduled_code};
-use crate::map_err;
+use crate::codes::{Sql, code_of_scheduled};
 use crate::queues::queue_id_or_create;
 use crate::tasks::{delete_tags, load, write_tags};
+use crate::{completions, map_err};
 
 /// Every column a schedule writes, created or replaced alike, with its value: SQL, or a
 /// parameter that [`Written::run`] binds.
-const WRITTEN: [(&str, &str); 18] = [
+const WRITTEN: [(&str, &str); 21] = [
     ("state", ":state"),
     ("due_at", ":due_at"),
     ("lease_expires_at", "NULL"),
@@ -40,6 +41,9 @@ const WRITTEN: [(&str, &str); 18] = [
     ("target", ":target"),
     ("priority", ":priority"),
     ("debounce_until", ":debounce_until"),
+    ("group_name", ":group_name"),
+    ("unique_window_ms", ":unique_window_ms"),
+    ("unique_dead", ":unique_dead"),
 ];
 
 /// A new row: [`WRITTEN`], and the columns only a creation writes.
@@ -73,6 +77,9 @@ struct Written {
     target: Option<String>,
     priority: u8,
     debounce_until: Option<i64>,
+    group_name: Option<String>,
+    unique_window_ms: Option<i64>,
+    unique_dead: bool,
 }
 
 impl Written {
@@ -80,7 +87,10 @@ impl Written {
         let json = |e: serde_json::Error| Error::Internal(e.to_string());
         Ok(Written {
             // The lane of the task written, as `Task::lane` gives it.
-            state: scheduled_code(if task.target.is_some() { Lane::Target } else { Lane::Handler }),
+            state: code_of_scheduled(
+                if task.target.is_some() { Lane::Target } else { Lane::Handler },
+                task.group.is_some(),
+            ),
             due_at: task.due_at.as_millis(),
             max_attempts: task.max_attempts,
             backoff_initial_ms: ms(task.backoff.initial()),
@@ -93,6 +103,9 @@ impl Written {
             target: task.target.as_ref().map(Target::to_stored),
             priority: task.priority.get(),
             debounce_until: debounce_until.map(Timestamp::as_millis),
+            group_name: task.group.as_ref().map(|group| group.as_str().to_owned()),
+            unique_window_ms: task.unique_for.map(|unique| ms(unique.window)),
+            unique_dead: task.unique_for.is_some_and(|unique| unique.dead),
         })
     }
 
@@ -118,6 +131,9 @@ impl Written {
             (":target", &self.target),
             (":priority", &self.priority),
             (":debounce_until", &self.debounce_until),
+            (":group_name", &self.group_name),
+            (":unique_window_ms", &self.unique_window_ms),
+            (":unique_dead", &self.unique_dead),
         ];
         bound.extend_from_slice(more);
         let mut stmt = conn.prepare_cached(sql).map_err(map_err)?;
@@ -155,6 +171,18 @@ pub(crate) fn schedule(
 fn schedule_one(conn: &Connection, store: StoreId, mut task: NewTask, now: Timestamp) -> Result<Result<Scheduled>> {
     let queue_id = queue_id_or_create(conn, &task.queue)?;
     let existing = load(conn, store, queue_id, &task.queue, task.key.as_str())?;
+    // Dedupe windows first, whatever the task's own if_exists.
+    match &existing {
+        Some(old) if transitions::held_dead(old, now) => {
+            return Ok(Ok(Scheduled::new(ScheduleOutcome::Kept, old.clone())));
+        }
+        Some(_) => {}
+        None => {
+            if let Some(record) = completions::holding(conn, queue_id, &task.queue, &task.key, now)? {
+                return Ok(Ok(Scheduled::kept_by(record)));
+            }
+        }
+    }
     // As `transitions::create` and `replace` write it.
     let debounce_until = transitions::debounce(existing.as_ref(), &mut task, now);
     let written = Written::of(&task, debounce_until, now)?;

@@ -14,7 +14,21 @@
 //!   is never reused: it is the task's `meta.id`, unique per creation. `target` is the
 //!   task's HTTP target as `Target::to_stored` writes it, NULL for none. `priority` is
 //!   the task's priority, 0–9; `debounce_until` its debounce burst's bound
-//!   (`TaskMeta::debounce_until`), NULL outside a burst.
+//!   (`TaskMeta::debounce_until`), NULL outside a burst; `unique_window_ms` its dedupe
+//!   window (NULL: none) and `unique_dead` 1 when the window holds it dead too.
+//!   `group_name` is the task's group, NULL for none; a scheduled task in a group has
+//!   its own codes, 4 (handler lane) and 5 (target lane), so the ungrouped tasks of a
+//!   lane are still one range that a lease without groups reads as before.
+//! - `task_groups`: one row per (queue, group) holding tasks — made and deleted by the
+//!   triggers on `tasks`, so a group's row (and its `turn`) lives exactly while the group
+//!   has tasks — with its turn (0 until its first lease), its counts of tasks and of
+//!   leased tasks and the earliest due time of its scheduled tasks in each lane (NULL for
+//!   none), all kept exact by the triggers on every insert, update of state, due time or
+//!   group, and delete. `queues.last_turn` is the last turn a lease gave in the queue and
+//!   `queues.ungrouped_turn` that of its ungrouped tasks.
+//! - `completions`: the completion records of dedupe windows, one per (queue, key)
+//!   whose task completed for good with a window (see `completions`): its id, when it
+//!   completed, its attempts and occurrence, and `unique_until`, when the record ends.
 //! - `tags`: (queue, tag) → task ids, so cancelling a tag is an index range, not a scan.
 //! - `queue_records`: one row per queue given settings or paused through the API, by
 //!   name (a queue may have a record and no task, so not by `queues.id`); `settings`
@@ -29,7 +43,8 @@
 //!   task's `updated_at` is when it died) the retention sweep; a partial index
 //!   `tasks_urgent` on `(queue_id, state, priority, due_at, id)` of the rows of
 //!   priority above 0 serves leasing by priority, so a queue that uses none pays one
-//!   probe of an empty range per lease. An index added here is created at the next open
+//!   probe of an empty range per lease; `completions_by_end` on `unique_until` serves
+//!   the deletion of records that ended. An index added here is created at the next open
 //!   of an older store, with no layout change.
 //!
 //! Layout versions (`meta.schema_version`): an open migrates an older layout, in the
@@ -44,20 +59,34 @@
 //!   layout 2 would lease by due time alone, keep a task's old priority through a
 //!   replace and leave a burst's bound behind a lease. Migrating adds the columns, every
 //!   task at priority 0 and in no burst.
+//! - 4: `tasks.group_name`, state codes 4 and 5, `task_groups` and the queues' turns;
+//!   `tasks.unique_window_ms`, `tasks.unique_dead` and the table `completions`. A change
+//!   of layout: a punctual of layout 3 knows neither code, would drop a task's window at
+//!   a replace and would create a task that a completion record holds. Migrating adds
+//!   the columns (the open makes the tables); no task of a layout-3 store has a group or
+//!   a window, so its codes stand.
 
-use crate::codes::{DEAD, LEASED, Sql};
+use crate::codes::{DEAD, GROUPED_HANDLER_LANE, GROUPED_TARGET_LANE, LEASED, Sql};
 
 /// Bumped when the layout changes; a store refuses to open a newer layout.
-pub(crate) const VERSION: i64 = 3;
+pub(crate) const VERSION: i64 = 4;
 
 /// What turns a store of each older layout into one of the next: `(from, statements)`,
 /// applied in order from the store's layout on.
-pub(crate) const MIGRATIONS: [(i64, &str); 2] = [
+pub(crate) const MIGRATIONS: [(i64, &str); 3] = [
     (1, "ALTER TABLE tasks ADD COLUMN target TEXT;"),
     (
         2,
         "ALTER TABLE tasks ADD COLUMN priority INTEGER NOT NULL DEFAULT 0; \
          ALTER TABLE tasks ADD COLUMN debounce_until INTEGER;",
+    ),
+    (
+        3,
+        "ALTER TABLE tasks ADD COLUMN group_name TEXT; \
+         ALTER TABLE queues ADD COLUMN last_turn INTEGER NOT NULL DEFAULT 0; \
+         ALTER TABLE queues ADD COLUMN ungrouped_turn INTEGER NOT NULL DEFAULT 0; \
+         ALTER TABLE tasks ADD COLUMN unique_window_ms INTEGER; \
+         ALTER TABLE tasks ADD COLUMN unique_dead INTEGER NOT NULL DEFAULT 0;",
     ),
 ];
 
@@ -74,8 +103,10 @@ CREATE TABLE IF NOT EXISTS secrets (
     value BLOB NOT NULL
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS queues (
-    id   INTEGER PRIMARY KEY,
-    name TEXT NOT NULL UNIQUE
+    id             INTEGER PRIMARY KEY,
+    name           TEXT NOT NULL UNIQUE,
+    last_turn      INTEGER NOT NULL DEFAULT 0,
+    ungrouped_turn INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS tasks (
     id                 INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -101,13 +132,36 @@ CREATE TABLE IF NOT EXISTS tasks (
     last_error         TEXT,
     target             TEXT,
     priority           INTEGER NOT NULL DEFAULT 0,
-    debounce_until     INTEGER
+    debounce_until     INTEGER,
+    group_name         TEXT,
+    unique_window_ms   INTEGER,
+    unique_dead        INTEGER NOT NULL DEFAULT 0
 );
+CREATE TABLE IF NOT EXISTS task_groups (
+    queue_id    INTEGER NOT NULL,
+    name        TEXT NOT NULL,
+    turn        INTEGER NOT NULL DEFAULT 0,
+    tasks       INTEGER NOT NULL DEFAULT 0,
+    leased      INTEGER NOT NULL DEFAULT 0,
+    due_handler INTEGER,
+    due_target  INTEGER,
+    PRIMARY KEY (queue_id, name)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS tags (
     queue_id INTEGER NOT NULL,
     tag      TEXT NOT NULL,
     task_id  INTEGER NOT NULL,
     PRIMARY KEY (queue_id, tag, task_id)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS completions (
+    queue_id     INTEGER NOT NULL,
+    key          TEXT NOT NULL,
+    task_id      INTEGER NOT NULL,
+    completed_at INTEGER NOT NULL,
+    attempts     INTEGER NOT NULL,
+    occurrence   INTEGER NOT NULL,
+    unique_until INTEGER NOT NULL,
+    PRIMARY KEY (queue_id, key)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS queue_records (
     name       TEXT PRIMARY KEY,
@@ -120,15 +174,94 @@ CREATE TABLE IF NOT EXISTS queue_records (
     .to_owned()
 });
 
-/// Every index, each made at an open that finds it missing (after the migration).
+/// Every index and trigger, each made at an open that finds it missing (after the
+/// migration).
 pub(crate) static INDEXES: Sql = Sql::new(|| {
     format!(
-        "
+        "{}{}",
+        format_args!(
+            "
 CREATE UNIQUE INDEX IF NOT EXISTS tasks_by_key ON tasks (queue_id, key);
 CREATE INDEX IF NOT EXISTS tasks_by_due ON tasks (queue_id, state, due_at, id);
 CREATE INDEX IF NOT EXISTS tasks_urgent ON tasks (queue_id, state, priority, due_at, id) WHERE priority > 0;
 CREATE INDEX IF NOT EXISTS tasks_by_expiry ON tasks (lease_expires_at) WHERE state = {LEASED};
 CREATE INDEX IF NOT EXISTS tasks_dead_by_death ON tasks (queue_id, updated_at) WHERE state = {DEAD};
+CREATE INDEX IF NOT EXISTS tasks_by_group ON tasks (queue_id, group_name, state, due_at, id) \
+    WHERE group_name IS NOT NULL;
+CREATE INDEX IF NOT EXISTS task_groups_by_turn ON task_groups (queue_id, turn, name);
+CREATE INDEX IF NOT EXISTS completions_by_end ON completions (unique_until);
+"
+        ),
+        GROUP_TRIGGERS.as_str()
+    )
+});
+
+/// What keeps `task_groups` exact: every insert, update (of state, due time or group)
+/// and delete of a grouped task adjusts its group's row by what the task took or gave
+/// — one task, one lease, its due time — with no scan: a group's earliest due time of a
+/// lane is read again (one seek of `tasks_by_group`) only when the task that held it
+/// leaves. A group's row is made with its first task and deleted with its last.
+static GROUP_TRIGGERS: Sql = Sql::new(|| {
+    // The row of the OLD task's group after the task left it: one task and (if it was
+    // leased) one lease less; a due time read again if the task held the earliest.
+    let left = |due: &str, code: i64| {
+        format!(
+            "{due} = CASE WHEN OLD.state = {code} AND OLD.due_at <= {due} THEN (SELECT MIN(due_at) FROM tasks \
+             WHERE queue_id = OLD.queue_id AND group_name = OLD.group_name AND group_name IS NOT NULL AND state = {code}) ELSE {due} END"
+        )
+    };
+    // The same for the NEW task joining: its due time lowers the lane's earliest.
+    let joined = |due: &str, code: i64| {
+        format!("{due} = CASE WHEN NEW.state = {code} THEN MIN(COALESCE({due}, NEW.due_at), NEW.due_at) ELSE {due} END")
+    };
+    let (left_handler, left_target) =
+        (left("due_handler", GROUPED_HANDLER_LANE), left("due_target", GROUPED_TARGET_LANE));
+    let (joined_handler, joined_target) =
+        (joined("due_handler", GROUPED_HANDLER_LANE), joined("due_target", GROUPED_TARGET_LANE));
+    let leave = format!(
+        "UPDATE task_groups SET tasks = tasks - 1, leased = leased - (OLD.state = {LEASED}), {left_handler}, \
+         {left_target} WHERE queue_id = OLD.queue_id AND name = OLD.group_name; \
+         DELETE FROM task_groups WHERE queue_id = OLD.queue_id AND name = OLD.group_name AND tasks = 0"
+    );
+    let join = format!(
+        "INSERT INTO task_groups (queue_id, name) VALUES (NEW.queue_id, NEW.group_name) ON CONFLICT DO NOTHING; \
+         UPDATE task_groups SET tasks = tasks + 1, leased = leased + (NEW.state = {LEASED}), {joined_handler}, \
+         {joined_target} WHERE queue_id = NEW.queue_id AND name = NEW.group_name"
+    );
+    // A task that stays in its group: its lease and due time change in one write. When
+    // it held its lane's earliest due time and left that state or time, the earliest is
+    // read again (the read sees the task as it is now); else a scheduled task can only
+    // lower it.
+    let stay = |due: &str, code: i64| {
+        format!(
+            "{due} = CASE WHEN OLD.state = {code} AND OLD.due_at <= {due} THEN (SELECT MIN(due_at) FROM tasks \
+             WHERE queue_id = NEW.queue_id AND group_name = NEW.group_name AND group_name IS NOT NULL AND state = {code}) \
+             WHEN NEW.state = {code} THEN MIN(COALESCE({due}, NEW.due_at), NEW.due_at) ELSE {due} END"
+        )
+    };
+    let (stay_handler, stay_target) =
+        (stay("due_handler", GROUPED_HANDLER_LANE), stay("due_target", GROUPED_TARGET_LANE));
+    format!(
+        "
+CREATE TRIGGER IF NOT EXISTS task_groups_on_insert AFTER INSERT ON tasks WHEN NEW.group_name IS NOT NULL BEGIN
+    {join};
+END;
+CREATE TRIGGER IF NOT EXISTS task_groups_on_update AFTER UPDATE OF state, due_at, group_name ON tasks
+WHEN NEW.group_name IS NOT NULL AND OLD.group_name IS NEW.group_name BEGIN
+    UPDATE task_groups SET leased = leased - (OLD.state = {LEASED}) + (NEW.state = {LEASED}), {stay_handler}, \
+        {stay_target} WHERE queue_id = NEW.queue_id AND name = NEW.group_name;
+END;
+CREATE TRIGGER IF NOT EXISTS task_groups_on_leave AFTER UPDATE OF group_name ON tasks
+WHEN OLD.group_name IS NOT NULL AND OLD.group_name IS NOT NEW.group_name BEGIN
+    {leave};
+END;
+CREATE TRIGGER IF NOT EXISTS task_groups_on_join AFTER UPDATE OF group_name ON tasks
+WHEN NEW.group_name IS NOT NULL AND OLD.group_name IS NOT NEW.group_name BEGIN
+    {join};
+END;
+CREATE TRIGGER IF NOT EXISTS task_groups_on_delete AFTER DELETE ON tasks WHEN OLD.group_name IS NOT NULL BEGIN
+    {leave};
+END;
 "
     )
 });

@@ -6,28 +6,20 @@
 //! task.
 
 use punctual_core::store::{QueueStats, corrupt};
-use punctual_core::{Lane, QueueName, Result, TaskState};
+use punctual_core::{Lane, QueueName, Result};
 use rusqlite::Connection;
 
-use crate::codes::state_of;
-use crate::lease::next_due;
+use crate::codes::counts_by_state;
+use crate::leasing::next_due;
 use crate::map_err;
 use crate::queues::queue_id;
 
 fn stats_of(conn: &Connection, queue_id: i64, name: QueueName) -> Result<QueueStats> {
-    let (mut scheduled, mut leased, mut dead) = (0, 0, 0);
     let rows: Vec<(i64, i64)> = conn
         .prepare_cached("SELECT state, COUNT(*) FROM tasks WHERE queue_id = ?1 GROUP BY state")
         .and_then(|mut stmt| stmt.query_map([queue_id], |row| Ok((row.get(0)?, row.get(1)?)))?.collect())
         .map_err(map_err)?;
-    for (code, count) in rows {
-        let count = u64::try_from(count).unwrap_or(0);
-        match state_of(code)? {
-            TaskState::Scheduled => scheduled += count,
-            TaskState::Leased => leased += count,
-            TaskState::Dead => dead += count,
-        }
-    }
+    let (scheduled, leased, dead) = counts_by_state(rows)?;
     let handler_lane = next_due(conn, queue_id, Lane::Handler)?;
     let target_lane = next_due(conn, queue_id, Lane::Target)?;
     let next_due_at = handler_lane.into_iter().chain(target_lane).min();

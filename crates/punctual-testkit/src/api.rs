@@ -2,7 +2,7 @@
 //! tests both check, written once.
 
 /// The fields of API.md's task object, exactly.
-pub const TASK_FIELDS: [&str; 17] = [
+pub const TASK_FIELDS: [&str; 19] = [
     "queue",
     "key",
     "state",
@@ -14,12 +14,14 @@ pub const TASK_FIELDS: [&str; 17] = [
     "repeat",
     "tags",
     "priority",
+    "group",
     "version",
     "created_at",
     "updated_at",
     "lease_expires_at",
     "last_error",
     "target",
+    "unique_for",
 ];
 
 /// Whether `text` has API.md's form of a time: RFC 3339 UTC with exactly three

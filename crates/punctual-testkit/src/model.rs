@@ -62,7 +62,7 @@ use std::time::Duration;
 
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestError, TestRunner};
-use punctual_core::{Error, MemoryStore, QueueName, Store, Tag, TaskKey, Timestamp};
+use punctual_core::{Error, Group, MemoryStore, QueueName, Store, Tag, TaskKey, Timestamp};
 use serde_json::{Value, json};
 
 /// Expands to a `#[test]` that runs random operation sequences against the store made
@@ -78,6 +78,14 @@ macro_rules! store_model_test {
             $crate::model::check_store_against_model($factory);
         }
     };
+    // For stores whose queues refuse groups (a Redis queue split into shards): the
+    // sequences schedule no task in a group.
+    ($factory:expr, groups: refused) => {
+        #[test]
+        fn random_operations_without_groups_agree_with_the_model() {
+            $crate::model::check_store_against_model_without_groups($factory);
+        }
+    };
 }
 
 /// The queues operations use, by index.
@@ -88,6 +96,8 @@ const QUEUE_NEVER_USED: &str = "never.used";
 const KEYS: [&str; 6] = ["order-1234", "order-1235", "task-77@pi-9@zhang.wei", "订单/42", "with space", "k"];
 /// Tags, by bit of [`ScheduleItem::tags`].
 const TAGS: [&str; 3] = ["flow-1", "flow-2", "instance:3"];
+/// Groups, by index into [`ScheduleItem::group`].
+const GROUPS: [&str; 3] = ["customer-42", "customer-7", "客户 9"];
 /// Where the virtual clock starts: 2026-01-01T00:00:00Z.
 const START: Timestamp = Timestamp::from_millis(1_767_225_600_000);
 
@@ -121,6 +131,8 @@ pub enum Op {
         queue: usize,
         max: u32,
         lease_secs: u64,
+        /// The queue's `group_concurrency`, if any.
+        group_limit: Option<u32>,
     },
     Complete {
         token: TokenPick,
@@ -206,6 +218,10 @@ pub struct ScheduleItem {
     pub priority: u8,
     /// A debounced schedule's `max_wait`, in ms.
     pub debounce_ms: Option<u64>,
+    /// Index into [`GROUPS`]: the task's group, if any.
+    pub group: Option<usize>,
+    /// A dedupe window in ms, and whether it counts a task that went dead.
+    pub unique: Option<(u64, bool)>,
 }
 
 impl ScheduleItem {
@@ -224,6 +240,8 @@ impl ScheduleItem {
             custom_backoff: false,
             priority: 0,
             debounce_ms: None,
+            group: None,
+            unique: None,
         }
     }
 }
@@ -350,7 +368,8 @@ fn operation() -> impl Strategy<Value = Op> {
         1 => task_pick().prop_map(Op::Get),
         1 => task_pick().prop_map(Op::Cancel),
         1 => (queue.clone(), 0..TAGS.len()).prop_map(|(queue, tag)| Op::CancelTag { queue, tag }),
-        5 => (queue.clone(), 1u32..=3, 1u64..=5).prop_map(|(queue, max, lease_secs)| Op::Lease { queue, max, lease_secs }),
+        5 => (queue.clone(), 1u32..=3, 1u64..=5, proptest::option::weighted(0.5, 1u32..=2))
+            .prop_map(|(queue, max, lease_secs, group_limit)| Op::Lease { queue, max, lease_secs, group_limit }),
         5 => (token_pick(), completion_spec()).prop_map(|(token, completion)| Op::Complete { token, completion }),
         1 => proptest::collection::vec((token_pick(), completion_spec()), 1..=3).prop_map(Op::CompleteMany),
         2 => (token_pick(), 1u64..=5).prop_map(|(token, lease_secs)| Op::Extend { token, lease_secs }),
@@ -383,8 +402,15 @@ prop_compose! {
         custom_backoff in proptest::bool::weighted(0.2),
         priority in prop_oneof![4 => Just(0u8), 1 => Just(4u8), 1 => Just(9u8)],
         debounce_ms in proptest::option::weighted(0.25, (1u64..=4).prop_map(|secs| secs * 1000)),
+        group in proptest::option::weighted(0.4, 0..GROUPS.len()),
+        // Whole 5 s: a window ends within a sequence's few Advances, yet outlasts the
+        // real time a sequence takes (a Redis record's key expires by Redis' clock).
+        unique in proptest::option::weighted(0.25, ((1u64..=4).prop_map(|n| n * 5000), proptest::bool::ANY)),
     ) -> ScheduleItem {
-        ScheduleItem { queue, key, due_ms, payload, max_attempts, tags, repeat, if_exists, custom_backoff, priority, debounce_ms }
+        ScheduleItem {
+            queue, key, due_ms, payload, max_attempts, tags, repeat, if_exists, custom_backoff, priority, debounce_ms, group,
+            unique,
+        }
     }
 }
 
@@ -467,6 +493,38 @@ where
     Fut: Future<Output = (S, G)>,
     S: Store,
 {
+    check_sequences(factory, || operations().boxed());
+}
+
+/// [`check_store_against_model`] with sequences that put no task in a group.
+pub fn check_store_against_model_without_groups<F, Fut, S, G>(factory: F)
+where
+    F: Fn() -> Fut + Sync,
+    Fut: Future<Output = (S, G)>,
+    S: Store,
+{
+    let ungrouped = || {
+        operations()
+            .prop_map(|mut ops| {
+                for op in &mut ops {
+                    if let Op::Schedule(items) = op {
+                        items.iter_mut().for_each(|item| item.group = None);
+                    }
+                }
+                ops
+            })
+            .boxed()
+    };
+    check_sequences(factory, ungrouped);
+}
+
+/// The property over the sequences `sequences` makes (on each runner's thread).
+fn check_sequences<F, Fut, S, G>(factory: F, sequences: fn() -> BoxedStrategy<Vec<Op>>)
+where
+    F: Fn() -> Fut + Sync,
+    Fut: Future<Output = (S, G)>,
+    S: Store,
+{
     let from_env = |name: &str| std::env::var(name).ok().and_then(|n| n.parse().ok());
     let cases: u32 = from_env("PROPTEST_CASES").unwrap_or(DEFAULT_CASES);
     let config = Config {
@@ -489,7 +547,7 @@ where
                 let (factory, config) = (&factory, config.clone());
                 scope.spawn(move || {
                     let mut runner = TestRunner::new(Config { cases: share, ..config });
-                    runner.run(&operations(), |ops| run_case(factory, &ops).map_err(TestCaseError::fail))
+                    runner.run(&sequences(), |ops| run_case(factory, &ops).map_err(TestCaseError::fail))
                 })
             })
             .collect();
@@ -589,6 +647,10 @@ fn queue_name(index: usize) -> QueueName {
 
 fn task_key(index: usize) -> TaskKey {
     TaskKey::new(KEYS[index % KEYS.len()]).expect("the model's keys are valid")
+}
+
+fn group(index: usize) -> Group {
+    Group::new(GROUPS[index % GROUPS.len()]).expect("the model's groups are valid")
 }
 
 fn tag(index: usize) -> Tag {

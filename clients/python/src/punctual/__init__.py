@@ -33,6 +33,8 @@ from .types import (
     BatchResult,
     Done,
     Fail,
+    GroupCounts,
+    GroupsPage,
     Lease,
     Outcome,
     Page,
@@ -53,6 +55,6 @@ __all__ = [
     "PunctualError", "InvalidArgument", "Unauthorized", "Forbidden", "NotFound", "Conflict",
     "PayloadTooLarge", "Unavailable", "InvalidSignature", "error_from_response",
     "verify_signature", "check_signature", "sign",
-    "Task", "Lease", "Page", "ScheduleResult", "BatchResult", "AckResult", "TaskSpec",
+    "Task", "Lease", "Page", "GroupCounts", "GroupsPage", "ScheduleResult", "BatchResult", "AckResult", "TaskSpec",
     "Backoff", "Repeat", "Target", "Done", "Retry", "Reschedule", "Fail", "Outcome",
 ]

@@ -22,6 +22,8 @@ from .types import (
     Backoff,
     BatchResult,
     Duration,
+    GroupCounts,
+    GroupsPage,
     Json,
     Lease,
     Outcome,
@@ -178,6 +180,7 @@ class Client:
         target: Union[Target, Mapping[str, Any], None] = None,
         priority: Optional[int] = None,
         debounce: Optional[Duration] = None,
+        group: Optional[str] = None,
     ) -> ScheduleResult:
         """Create or update one task. Neither ``delay`` nor ``due_at``: due now.
 
@@ -186,12 +189,14 @@ class Client:
         among the queue's tasks already due, higher ones are leased first.
         ``debounce``: a max wait; a burst of debounced schedules of the key replaces
         the scheduled task each time but never makes it due later than the burst's
-        first schedule + ``debounce`` (a lease ends the burst).
+        first schedule + ``debounce`` (a lease ends the burst). ``group``: due tasks are
+        handed out round robin between a queue's groups, and the queue's
+        ``group_concurrency`` setting limits each group's live leases.
         """
         body = task_body(
             payload=payload, delay=delay, due_at=due_at, repeat=repeat, tags=tags,
             max_attempts=max_attempts, backoff=backoff, if_exists=if_exists, target=target,
-            priority=priority, debounce=debounce,
+            priority=priority, debounce=debounce, group=group,
         )
         data = self._json("PUT", f"/v1/queues/{_seg(queue)}/tasks/{_seg(key)}", body=body)
         return ScheduleResult(outcome=data["outcome"], task=Task.from_json(data["task"]))
@@ -271,6 +276,16 @@ class Client:
     def queue_stats(self, queue: str) -> Dict[str, Any]:
         """One queue's counts, plus ``oldest_overdue_ms`` and ``lag_ms``."""
         return dict(self._json("GET", f"/v1/queues/{_seg(queue)}"))
+
+    def groups_page(
+        self, queue: str, *, limit: Optional[int] = None, cursor: Optional[str] = None
+    ) -> GroupsPage:
+        """One page of the queue's groups that have tasks, by name, with their counts."""
+        data = self._json(
+            "GET", f"/v1/queues/{_seg(queue)}/groups", params={"limit": limit, "cursor": cursor},
+        )
+        groups = [GroupCounts.from_json(g) for g in data.get("groups", [])]
+        return GroupsPage(groups, data.get("next_cursor"))
 
     def get_settings(self, queue: str) -> Dict[str, Any]:
         """The queue's stored settings; ``NotFound`` when it has none."""

@@ -144,13 +144,16 @@ def task_body(
     target: Union[Target, Mapping[str, Any], None] = None,
     priority: Optional[int] = None,
     debounce: Optional[Duration] = None,
+    group: Optional[str] = None,
 ) -> Dict[str, Any]:
     """The JSON body of a ``PUT`` of a task (and of a batch item, without its key).
 
     ``priority`` is sent as given: the server checks its range (0–9) and answers
     ``InvalidArgument`` with field ``priority``. ``debounce`` is the burst's max wait,
     sent as ``{"max_wait": …}``; the server refuses 0 (field ``debounce.max_wait``) and
-    a debounce with ``if_exists`` keep or error (field ``debounce``).
+    a debounce with ``if_exists`` keep or error (field ``debounce``). ``group`` is sent
+    as given: the server refuses an empty one or one with control characters (field
+    ``group``).
     """
     if delay is not None and due_at is not None:
         raise ValueError("give delay or due_at, not both")
@@ -181,6 +184,10 @@ def task_body(
         body["priority"] = priority
     if debounce is not None:
         body["debounce"] = {"max_wait": duration_json(debounce, "debounce")}
+    if group is not None:
+        if not isinstance(group, str):
+            raise TypeError(f"group: expected a str, got {type(group).__name__}")
+        body["group"] = group
     return body
 
 
@@ -200,13 +207,14 @@ class TaskSpec:
     target: Union[Target, Mapping[str, Any], None] = None
     priority: Optional[int] = None
     debounce: Optional[Duration] = None
+    group: Optional[str] = None
 
     def to_json(self) -> Dict[str, Any]:
         body = task_body(
             payload=self.payload, delay=self.delay, due_at=self.due_at, repeat=self.repeat,
             tags=self.tags, max_attempts=self.max_attempts, backoff=self.backoff,
             if_exists=self.if_exists, target=self.target, priority=self.priority,
-            debounce=self.debounce,
+            debounce=self.debounce, group=self.group,
         )
         body["key"] = self.key
         return body
@@ -233,6 +241,7 @@ class Task:
     last_error: Optional[str]
     target: Optional[Dict[str, Any]]
     priority: int
+    group: Optional[str]
     raw: Dict[str, Any] = field(repr=False, compare=False)
 
     @classmethod
@@ -255,6 +264,7 @@ class Task:
             last_error=data.get("last_error"),
             target=data.get("target"),
             priority=int(data.get("priority") or 0),
+            group=data.get("group"),
             raw=data,
         )
 
@@ -285,6 +295,34 @@ class Page:
     """One page of a list: its tasks and the cursor of the next (None at the end)."""
 
     tasks: List[Task]
+    next_cursor: Optional[str]
+
+
+@dataclass(frozen=True)
+class GroupCounts:
+    """One group of a queue with its tasks by state; ``leased`` is what the queue's
+    ``group_concurrency`` counts (an expired lease until the reaper ends it)."""
+
+    group: str
+    scheduled: int
+    leased: int
+    dead: int
+
+    @classmethod
+    def from_json(cls, data: Dict[str, Any]) -> "GroupCounts":
+        return cls(
+            group=data["group"],
+            scheduled=int(data.get("scheduled") or 0),
+            leased=int(data.get("leased") or 0),
+            dead=int(data.get("dead") or 0),
+        )
+
+
+@dataclass(frozen=True)
+class GroupsPage:
+    """One page of a queue's groups, by name, and the cursor of the next (None at the end)."""
+
+    groups: List[GroupCounts]
     next_cursor: Optional[str]
 
 
@@ -325,6 +363,10 @@ class Lease:
     @property
     def priority(self) -> int:
         return self.task.priority
+
+    @property
+    def group(self) -> Optional[str]:
+        return self.task.group
 
     @classmethod
     def from_json(cls, data: Dict[str, Any]) -> "Lease":

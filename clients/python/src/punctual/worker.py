@@ -50,13 +50,15 @@ class _CuttableBackend(_httpcore.NetworkBackend if _httpcore else object):  # ty
     """A network backend that remembers its sockets, so ``cut`` can wake a blocked read.
 
     Closing a socket from another thread does not wake a thread blocked reading it;
-    ``shutdown`` does.
+    ``shutdown`` does. Once cut, a connection opened afterwards is shut down at once: a
+    poller that checked for a stop just before it began still cannot start a long poll.
     """
 
     def __init__(self) -> None:
         self._inner = _httpcore.SyncBackend()
         self._lock = threading.Lock()
         self._sockets: List[socket.socket] = []
+        self._cut = False
 
     def connect_tcp(self, host: str, port: int, timeout: Optional[float] = None,
                     local_address: Optional[str] = None, socket_options: Any = None) -> Any:
@@ -64,6 +66,9 @@ class _CuttableBackend(_httpcore.NetworkBackend if _httpcore else object):  # ty
         sock = stream.get_extra_info("socket")
         if sock is not None:
             with self._lock:
+                if self._cut:
+                    _shutdown(sock)
+                    return stream
                 self._sockets = [s for s in self._sockets if s.fileno() != -1]
                 self._sockets.append(sock)
         return stream
@@ -77,12 +82,17 @@ class _CuttableBackend(_httpcore.NetworkBackend if _httpcore else object):  # ty
 
     def cut(self) -> None:
         with self._lock:
+            self._cut = True
             sockets, self._sockets = self._sockets, []
         for sock in sockets:
-            try:
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
+            _shutdown(sock)
+
+
+def _shutdown(sock: socket.socket) -> None:
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
 
 
 def _cuttable_transport() -> Tuple[httpx.BaseTransport, Optional[_CuttableBackend]]:
@@ -158,6 +168,8 @@ class Worker:
         self._queues: Dict[str, _Queue] = {}
         self._started = False
         self._stopping = threading.Event()
+        # Set once stop has cut the long polls in flight: from then on no lease is taken.
+        self._polls_cut = threading.Event()
         self._stopped = threading.Event()
         self._state_lock = threading.Lock()
         self._connected: Optional[bool] = None
@@ -245,6 +257,7 @@ class Worker:
                 q.backend.cut()
             with q.slots:
                 q.slots.notify_all()
+        self._polls_cut.set()
         for thread in self._threads:
             if thread.name.startswith("punctual-poll-"):
                 thread.join(timeout=max(0.0, deadline - time.monotonic()) + 1.0)

@@ -155,6 +155,22 @@ Examples:
   punctual dead ls order.cancel
   punctual dead ls order.cancel --limit 1000 --json";
 
+pub(super) const GROUPS: &str = "\
+Examples:
+  punctual groups ls order.cancel
+
+A task joins a group with punctual schedule --group G. With the queue setting
+group_concurrency = N, at most N tasks of a group are leased at once (1: one at a
+time, in due order); due tasks are handed out round robin between groups.";
+
+pub(super) const GROUPS_LS: &str = "\
+Examples:
+  punctual groups ls order.cancel
+  punctual groups ls order.cancel --limit 1000 --json
+
+LEASED counts what group_concurrency limits: live leases, and expired ones the
+reaper has not ended yet.";
+
 pub(super) const DEAD_RETRY: &str = "\
 Examples:
   punctual dead retry order.cancel order-1234   # one dead task

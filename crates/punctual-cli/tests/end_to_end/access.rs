@@ -87,6 +87,7 @@ const ROUTES: &[Route] = &[
     route("GET", "/v1/queues", Listing("read"), 200),
     route("GET", "/v1/queues/{queue}", OnQueue("read"), 200),
     route("GET", "/v1/queues/{queue}/activity", OnQueue("read"), 200),
+    route("GET", "/v1/queues/{queue}/groups", OnQueue("read"), 200),
     with_body("POST", "/v1/queues/{queue}/lease", OnQueue("work"), 200, |_| json!({"max": 1})),
     with_body("POST", "/v1/leases/{lease_id}/ack", OnQueue("work"), 204, |_| json!({"outcome": "done"})),
     with_body(

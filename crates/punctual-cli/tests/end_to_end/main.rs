@@ -27,6 +27,7 @@ mod dead_retention;
 mod declared_queues;
 mod delivery_policy;
 mod disk_full;
+mod groups;
 mod import_keyspace;
 mod kill_under_load;
 mod observability;

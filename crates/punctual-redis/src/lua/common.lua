@@ -26,6 +26,8 @@
 --   KEYS[18] groups:counts Hash group -> "<scheduled>,<leased>,<dead>,<turn>" (decimal)
 --   KEYS[19] turns Hash 'last' -> the last turn a lease gave, 'ungrouped' -> the
 --     ungrouped tasks' turn (see lease.lua)
+-- (schedule.lua and complete.lua get more after these: KEYS[19 + i], the completion
+-- record key of the call's i-th task, under the same hash tag; see keys.rs)
 -- and the same first ARGV:
 --   ARGV[1] now in ms since the epoch, or '' to use Redis' own clock (TIME)
 --   ARGV[2] the channel on which wake-ups are published
@@ -43,10 +45,10 @@
 -- KEYS[17] and KEYS[18] exactly while it has tasks, its counts those of its tasks by
 -- state (a leased task counts until its lease ends or is reaped). A queue without
 -- groups has all of them empty, so Redis keeps none of them.
--- Record, format 2 (written for every new task): a mark, then up to 16 fields in
+-- Record, format 2 (written for every new task): a mark, then up to 18 fields in
 -- base 36 ('-' before a negative one) separated by ",", then "|":
 --   mark: S scheduled, L leased, D dead
---   due,id,due-created,max,taglen,exp-updated,fence,updated-created,att,errlen,ver,occ,anchor,tgtlen,pri,dbu-due,grplen
+--   due,id,due-created,max,taglen,exp-updated,fence,updated-created,att,errlen,ver,occ,anchor,tgtlen,pri,dbu-due,grplen,uq
 -- Times other than due and anchor are written as distances, which are short: created
 -- as due - created, updated as updated - created, and a lease's expiry as exp -
 -- updated (empty: exp 0, not leased). errlen is -1 when there is no last_error. The
@@ -67,6 +69,9 @@
 -- grplen came with groups: the length of the task's group (empty: none). A record
 -- written before has at most 16 fields and no group, and so has every record without
 -- one written since (byte for byte what it was before).
+-- uq came with dedupe windows: the task's window in ms (`uq`, see schedule.lua and
+-- complete.lua), negative when it holds a dead task too; empty: none. A record without
+-- one has at most 17 fields.
 -- The usual values belong to the format: they never change, whatever the defaults of
 -- a later punctual.
 -- After "|": errlen bytes of last_error, taglen bytes of tags joined by "\n", tgtlen
@@ -93,6 +98,9 @@ end
 local function int(n)
   return string.format('%d', n)
 end
+
+-- Timestamp::MAX in ms: no time a script computes is later.
+local LATEST = 253402207200999
 
 -- Format 1: the header's fields, then the rest of the record from `pos`.
 local function decode_v1(rec)
@@ -152,14 +160,15 @@ local STATE_OF_MARK = { S = 0, L = 1, D = 2 }
 local MARK_OF_STATE = { [0] = 'S', 'L', 'D' }
 -- The usual max_attempts of format 2 (DEFAULT_MAX_ATTEMPTS when the format was made).
 local USUAL_MAX = 20
--- A mark, 17 fields (missing ones at the end match empty), "|".
-local HEADER_V2 = '^.' .. string.rep('([^,|]*),?', 17) .. '|()'
+-- A mark, 18 fields (missing ones at the end match empty), "|".
+local HEADER_V2 = '^.' .. string.rep('([^,|]*),?', 18) .. '|()'
 
 -- Format 2: the header's fields, then the rest of the record from `pos`.
 local function decode_v2(rec, st)
-  local due, id, lead, max, taglen, lease, fence, age, att, errlen, ver, occ, anc, tgtlen, pri, dbu, grplen, pos =
+  local due, id, lead, max, taglen, lease, fence, age, att, errlen, ver, occ, anc, tgtlen, pri, dbu, grplen, uq, pos =
     string.match(rec, HEADER_V2)
   local t = { st = st, due = field(due), id = field(id), pri = field(pri, 0), dbu = field(dbu, nil) }
+  t.uq = field(uq, nil)
   if t.dbu ~= nil then t.dbu = t.due + t.dbu end
   t.created = t.due - field(lead, 0)
   t.updated = t.created + field(age, 0)
@@ -230,24 +239,27 @@ local function encode(t)
     b36(t.due), b36(t.id), unless(t.due - t.created, 0, b36), unless(t.max, USUAL_MAX, b36),
     unless(#t.tags, 0, b36), lease, unless(t.fence, 0, b36), unless(t.updated - t.created, 0, b36),
     unless(t.att, 0, b36), unless(errlen, -1, b36), unless(t.ver, 1, b36), unless(t.occ, 1, b36),
-    unless(t.anc, t.due, b36), unless(#t.tgt, 0, b36), unless(t.pri, 0, b36), '', unless(#t.grp, 0, b36),
+    unless(t.anc, t.due, b36), unless(#t.tgt, 0, b36), unless(t.pri, 0, b36), '', unless(#t.grp, 0, b36), '',
   }
   if t.dbu ~= nil then f[16] = b36(t.dbu - t.due) end
-  local n = 17
+  if t.uq ~= nil then f[18] = b36(t.uq) end
+  local n = 18
   while f[n] == '' do n = n - 1 end
   return MARK_OF_STATE[t.st] .. table.concat(f, ',', 1, n) .. '|' .. tail
 end
 
 -- The record of a task created at `now`: what encode(t) writes of it, made without
 -- the table (every field after the fifth holds its usual value, but for a target's
--- length, the priority, the debounce bound `dbu`, nil for none, and a group's length).
-local function fresh(due, id, max, now, tags, tgt, pri, dbu, grp, body)
+-- length, the priority, the debounce bound `dbu`, nil for none, a group's length and the
+-- dedupe window `uq`, nil for none).
+local function fresh(due, id, max, now, tags, tgt, pri, dbu, grp, uq, body)
   local f = { b36(due), b36(id), unless(due - now, 0, b36), unless(max, USUAL_MAX, b36), unless(#tags, 0, b36) }
   local n = 5
-  if tgt ~= '' or pri ~= 0 or dbu ~= nil or grp ~= '' then
+  if tgt ~= '' or pri ~= 0 or dbu ~= nil or grp ~= '' or uq ~= nil then
     for i = 6, 13 do f[i] = '' end
-    f[14], f[15], f[16], f[17], n = unless(#tgt, 0, b36), unless(pri, 0, b36), '', unless(#grp, 0, b36), 17
+    f[14], f[15], f[16], f[17], f[18], n = unless(#tgt, 0, b36), unless(pri, 0, b36), '', unless(#grp, 0, b36), '', 18
     if dbu ~= nil then f[16] = b36(dbu - due) end
+    if uq ~= nil then f[18] = b36(uq) end
   end
   while f[n] == '' do n = n - 1 end
   return 'S' .. table.concat(f, ',', 1, n) .. '|' .. tags .. tgt .. grp .. body
@@ -296,13 +308,15 @@ local function leased(rec, fence, now, lease_ms)
 end
 
 -- What a completion that deletes the task needs of `rec`: state, id, ver, fence, exp,
--- tags and group. A leased record in format 2 is read from its header and the texts
--- before its body; any other is decoded.
+-- tags and group; and for a completion record att, occ and the dedupe window uq. A
+-- leased record in format 2 is read from its header and the texts before its body; any
+-- other is decoded.
 local function lease_view(rec)
   if string.sub(rec, 1, 1) ~= 'L' then return decode(rec) end
-  local due, id, lead, _, taglen, lease, fence, age, _, errlen, ver, _, _, tgtlen, _, _, grplen, pos =
+  local due, id, lead, _, taglen, lease, fence, age, att, errlen, ver, occ, _, tgtlen, _, _, grplen, uq, pos =
     string.match(rec, HEADER_V2)
-  local t = { st = 1, id = field(id), ver = field(ver, 1), fence = field(fence, 0), exp = 0 }
+  local t = { st = 1, id = field(id), ver = field(ver, 1), fence = field(fence, 0), exp = 0, att = field(att, 0),
+              occ = field(occ, 1), uq = field(uq, nil) }
   if lease ~= '' then t.exp = field(due) - field(lead, 0) + field(age, 0) + field(lease) end
   local errors = field(errlen, -1)
   if errors > 0 then pos = pos + errors end

@@ -1,26 +1,44 @@
 -- schedule: creates or updates tasks of one shard, in order.
--- KEYS, ARGV[1..3]: see common.lua.
--- ARGV[4] n; then n tuples of 11: key, if_exists ('r' replace, 'k' keep, 'e' error),
+-- KEYS, ARGV[1..3]: see common.lua; then KEYS[19 + i] the completion record key of the
+--   i-th task (keys.rs), which complete.lua writes.
+-- ARGV[4] n; then n tuples of 12: key, if_exists ('r' replace, 'k' keep, 'e' error),
 --   due ms, max_attempts, id for a new task, tags joined by "\n", body, target ('' none,
 --   else its stored text, which puts the task in the target lane), priority (0 to 9;
 --   above 0 the task is in its lane's urgent set too), debounce max_wait ms ('' none),
---   group ('' none).
+--   group ('' none), dedupe window ms ('' none; negative: it holds a dead task too).
+-- Dedupe windows come first, whatever if_exists says (transitions::held_dead, the
+-- Store::schedule contract): a dead task whose window holds dead tasks is kept until
+-- it died (updated) + the window ('k'); where there is no task, a completion record
+-- ("<completed_at>,<id>,<att>,<occ>,<until>", ms) holding the key (now < until) keeps
+-- the schedule ('u'), nothing written.
 -- A debounced write (created or replaced) is due no later than its burst's bound
 -- (`dbu`, kept in the record): the bound of the task it replaces if that one is
 -- scheduled and has one (the burst goes on), else now + max_wait (a new burst). A
 -- write without debounce has no bound. (transitions::debounce.)
 -- Returns: n pairs of (outcome, record): outcome 'c' created, 'r' replaced, 'k' kept
---   (the record untouched), 'e' conflict (record '').
+--   (the record untouched), 'e' conflict (record ''), 'u' kept by the completion
+--   record (the record is that record's text).
 -- Records are read with one HMGET and written with one HSET and one ZADD per lane at
 -- the end (and one per urgent set, for tasks of priority above 0); a key given twice
 -- in one call sees its first write. Tasks with a group are placed at the end too, one
--- ZADD per set (see arm_grouped for what each set gets).
+-- ZADD per set (see arm_grouped for what each set gets). The completion records of
+-- the keys without a task are read with one MGET (none when every key has one).
 local now = now_ms()
 local out = {}
 local n = tonumber(ARGV[4])
-local records = records_at(n, 11)
--- Timestamp::MAX in ms: a bound is never later.
-local LATEST = 253402207200999
+local records = records_at(n, 12)
+-- The completion record of each task without a record (false: none), by index.
+local completions = {}
+local absent = {}
+for i = 1, n do
+  if not records[i] then absent[#absent + 1] = i end
+end
+if #absent > 0 then
+  local names = {}
+  for j, i in ipairs(absent) do names[j] = KEYS[19 + i] end
+  local found = redis.call('MGET', unpack(names))
+  for j, i in ipairs(absent) do completions[i] = found[j] end
+end
 -- Each lane's earliest due time, read when this call first writes a task of the lane
 -- (false: not read yet; nil: the lane was empty).
 local heads = { [HANDLER] = false, [TARGET] = false }
@@ -44,7 +62,7 @@ local grouped_writes, grouped_at = {}, {}
 -- The counts of the groups written, read with one HMGET.
 local named, seen_group = {}, {}
 for i = 0, n - 1 do
-  local grp = ARGV[5 + i * 11 + 10]
+  local grp = ARGV[5 + i * 12 + 10]
   if grp ~= '' and not seen_group[grp] then
     seen_group[grp] = true
     named[#named + 1] = grp
@@ -52,10 +70,11 @@ for i = 0, n - 1 do
 end
 read_groups(named)
 for i = 0, n - 1 do
-  local a = 5 + i * 11
+  local a = 5 + i * 12
   local key, mode, due, max = ARGV[a], ARGV[a + 1], tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])
   local id, tags, body, tgt = tonumber(ARGV[a + 4]), ARGV[a + 5], ARGV[a + 6], ARGV[a + 7]
   local pri, max_wait, grp = tonumber(ARGV[a + 8]), tonumber(ARGV[a + 9]), ARGV[a + 10]
+  local uq = tonumber(ARGV[a + 11])
   local earlier = latest[key]
   local rec = earlier or records[i + 1]
   local t = nil
@@ -67,7 +86,9 @@ for i = 0, n - 1 do
   if max_wait then dbu = math.min(now + max_wait, LATEST) end
   if rec then
     local old = decode(rec)
-    if mode == 'k' then
+    if old.st == 2 and old.uq and old.uq < 0 and now < old.updated - old.uq then
+      outcome = 'k'
+    elseif mode == 'k' then
       outcome = 'k'
     elseif mode == 'e' then
       outcome = 'e'
@@ -89,14 +110,20 @@ for i = 0, n - 1 do
       unindex_tags(key, old.tags)
       t = { st = 0, due = due, exp = 0, fence = old.fence, ver = old.ver + 1, att = 0, max = max, occ = 1, anc = due,
             id = old.id, created = old.created, updated = now, tags = tags, tgt = tgt, pri = pri, dbu = dbu,
-            grp = grp, body = body }
+            grp = grp, uq = uq, body = body }
     end
   else
-    created = true
-    if dbu and dbu < due then due = dbu end
+    local done = completions[i + 1]
+    if done and now < tonumber(string.match(done, '([^,]*)$')) then
+      outcome = 'u'
+      rec = done
+    else
+      created = true
+      if dbu and dbu < due then due = dbu end
+    end
   end
   if t or created then
-    if created then rec = fresh(due, id, max, now, tags, tgt, pri, dbu, grp, body) else rec = encode(t) end
+    if created then rec = fresh(due, id, max, now, tags, tgt, pri, dbu, grp, uq, body) else rec = encode(t) end
     latest[key] = rec
     written[#written + 1] = key
     written[#written + 1] = rec

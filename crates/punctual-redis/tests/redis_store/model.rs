@@ -18,8 +18,8 @@ fn reap_lists_expired_leases_of_several_queues_earliest_first() {
         fresh_store,
         vec![
             Schedule(vec![ScheduleItem::once(1, 0, -500), ScheduleItem::once(0, 0, -1000)]),
-            Lease { queue: 0, max: 1, lease_secs: 1 },
-            Lease { queue: 1, max: 1, lease_secs: 2 },
+            Lease { queue: 0, max: 1, lease_secs: 1, group_limit: None },
+            Lease { queue: 1, max: 1, lease_secs: 2, group_limit: None },
             Advance { ms: 2000 },
             Reap { limit: 2 },
         ],

@@ -7,4 +7,4 @@ async fn fresh_store() -> (punctual_redis::RedisStore, ()) {
     (support::on_cluster(3).await, ())
 }
 
-punctual_testkit::store_model_test!(fresh_store);
+punctual_testkit::store_model_test!(fresh_store, groups: refused);

@@ -17,10 +17,13 @@
 //! node sharing the store with another delivery policy leaves it ready too, named in
 //! the body's `warnings` while it lasts (see `policy`).
 
+use std::collections::BTreeMap;
+
 use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
+use punctual_core::store::QueueStats;
 use punctual_core::{Engine, Store};
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -157,6 +160,7 @@ pub(crate) async fn store_answers<S: Store>(engine: &Engine<S>) -> Result<(), pu
 pub(crate) async fn metrics<S: Store>(State(state): State<AppState<S>>) -> Result<Response, ApiError> {
     let engine = &state.inner.engine;
     let stats = engine.stats(None).await?;
+    let groups = group_gauges(&state, &stats).await;
     let rate_limits = state
         .inner
         .actions
@@ -173,9 +177,69 @@ pub(crate) async fn metrics<S: Store>(State(state): State<AppState<S>>) -> Resul
         rate_limits,
         paused,
         policy_mismatch: state.delivery_policy().mismatch(),
+        groups,
     };
     let text = prom::render(scrape).map_err(ApiError::internal)?;
     Ok(([(header::CONTENT_TYPE, prom::CONTENT_TYPE)], text).into_response())
+}
+
+/// The group gauges of every queue the store counts and every queue with a
+/// `group_concurrency`, read from the store's groups listing: at most
+/// [`prom::GROUP_PAGES`] pages per queue, and none for a queue without tasks. A queue
+/// whose groups cannot be read is left out of this scrape (logged), not the scrape
+/// failed.
+async fn group_gauges<S: Store>(state: &AppState<S>, stats: &[QueueStats]) -> Vec<prom::GroupGauges> {
+    let limits = group_limits(state);
+    let mut queues: BTreeMap<String, bool> = limits.keys().map(|q| (q.clone(), false)).collect();
+    for s in stats {
+        queues.insert(s.name.to_string(), s.scheduled + s.leased + s.dead > 0);
+    }
+    let mut all = Vec::with_capacity(queues.len());
+    for (queue, has_tasks) in queues {
+        let limit = limits.get(&queue).copied();
+        let mut gauges = prom::GroupGauges::new(queue, limit);
+        if has_tasks && let Err(e) = count_groups(&state.inner.engine, &mut gauges).await {
+            tracing::warn!(queue = %gauges.queue, error = %e, "metrics: cannot read the queue's groups");
+            continue;
+        }
+        all.push(gauges);
+    }
+    all
+}
+
+/// Counts the queue's groups into `gauges`, page by page, at most [`prom::GROUP_PAGES`].
+async fn count_groups<S: Store>(engine: &Engine<S>, gauges: &mut prom::GroupGauges) -> punctual_core::Result<()> {
+    let mut cursor = None;
+    for _ in 0..prom::GROUP_PAGES {
+        let page = engine.groups(&gauges.queue, prom::GROUP_PAGE_SIZE, cursor).await?;
+        gauges.count(&page.groups);
+        cursor = page.next_cursor;
+        if cursor.is_none() {
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// Each queue's `group_concurrency` where one is set: the config file's, and the
+/// stored settings of the others (as the settings API shows them).
+fn group_limits<S: Store>(state: &AppState<S>) -> BTreeMap<String, u32> {
+    let config = &state.inner.options.config_queues;
+    let mut limits: BTreeMap<String, u32> =
+        config.iter().filter_map(|(q, c)| c.defaults.group_concurrency.map(|n| (q.to_string(), n))).collect();
+    let records = state.inner.engine.watch_queue_records().borrow().clone();
+    for record in records.iter().filter(|r| !config.contains_key(&r.queue)) {
+        let limit = record
+            .settings
+            .as_deref()
+            .and_then(|text| serde_json::from_str::<serde_json::Value>(text).ok())
+            .and_then(|doc| doc.get("group_concurrency")?.as_u64())
+            .and_then(|n| u32::try_from(n).ok());
+        if let Some(n) = limit {
+            limits.insert(record.queue.to_string(), n);
+        }
+    }
+    limits
 }
 
 #[utoipa::path(get, path = "/", tag = "operations",

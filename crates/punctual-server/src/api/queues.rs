@@ -9,10 +9,11 @@ use punctual_core::store::QueueStats;
 
 use super::Answer;
 use crate::bodies::schema;
-use crate::bodies::{ActivityResponse, LagMs, QueueDetail, QueueListResponse, QueueSummary};
+use crate::bodies::{ActivityResponse, GroupList, LagMs, ListQuery, QueueDetail, QueueListResponse, QueueSummary};
 use crate::config::access::Permission;
+use crate::error::ApiError;
 use crate::error::ErrorBody;
-use crate::extract::Params;
+use crate::extract::{Params, QueryParams};
 use crate::shared::Caller;
 use crate::state::AppState;
 
@@ -73,4 +74,25 @@ pub(crate) async fn activity<S: Store>(State(state): State<AppState<S>>, params:
     let queue = punctual_core::QueueName::new(params.get("queue"))?;
     let activity = state.inner.metrics.activity(&queue, state.inner.engine.clock().now());
     Ok(Json(ActivityResponse::from(activity)).into_response())
+}
+
+#[utoipa::path(get, path = "/v1/queues/{queue}/groups", tag = "queues",
+    summary = "The queue's groups that have tasks, by name, each with its tasks by state",
+    description = "A group's `leased` is what the queue's `group_concurrency` counts.",
+    params(("queue" = schema::QueueName, Path),
+           ("limit" = Option<u32>, Query, minimum = 1, maximum = 1000, description = "Groups per page, default 100"),
+           ("cursor" = Option<schema::Cursor>, Query, description = "next_cursor of the previous page")),
+    responses((status = 200, body = GroupList),
+              (status = 400, description = "Invalid queue, limit or cursor", body = ErrorBody)))]
+pub(crate) async fn list_groups<S: Store>(
+    State(state): State<AppState<S>>,
+    params: Params,
+    QueryParams(query): QueryParams<ListQuery>,
+) -> Answer {
+    if query.state.as_deref().is_some_and(|s| !s.is_empty()) || query.tag.as_deref().is_some_and(|t| !t.is_empty()) {
+        let field = if query.state.as_deref().is_some_and(|s| !s.is_empty()) { "state" } else { "tag" };
+        return Err(ApiError::invalid(field, "the group list takes only limit and cursor"));
+    }
+    let page = state.inner.engine.groups(params.get("queue"), query.limit()?, query.cursor()).await?;
+    Ok(Json(GroupList::of(page)).into_response())
 }

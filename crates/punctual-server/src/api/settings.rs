@@ -323,6 +323,7 @@ fn config_view(queue: &punctual_core::QueueName, config: &ConfigQueue, record: O
         rate,
         shards: config.shards.unwrap_or(1),
         targets: true,
+        group_concurrency: config.defaults.group_concurrency,
         paused: record.is_some_and(|r| r.paused),
         version: record.map_or(0, |r| r.version),
         updated_at: record.map_or(punctual_core::Timestamp::EPOCH, |r| r.updated_at),

@@ -115,3 +115,39 @@ impl From<crate::metrics::QueueActivity> for ActivityResponse {
         }
     }
 }
+
+/// A group of a queue and its tasks by state.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct GroupSummary {
+    #[schema(example = "customer-42")]
+    pub(crate) group: String,
+    pub(crate) scheduled: u64,
+    /// Live leases, and expired ones the reaper has not ended yet: what
+    /// `group_concurrency` counts.
+    pub(crate) leased: u64,
+    pub(crate) dead: u64,
+}
+
+/// `GET /v1/queues/{queue}/groups`: a page of the queue's groups that have tasks, by name.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct GroupList {
+    pub(crate) groups: Vec<GroupSummary>,
+    /// Pass back as `cursor` for the next page; null at the end.
+    pub(crate) next_cursor: Option<String>,
+}
+
+impl GroupList {
+    pub(crate) fn of(page: punctual_core::GroupsPage) -> GroupList {
+        let groups = page
+            .groups
+            .into_iter()
+            .map(|g| GroupSummary {
+                group: g.group.to_string(),
+                scheduled: g.scheduled,
+                leased: g.leased,
+                dead: g.dead,
+            })
+            .collect();
+        GroupList { groups, next_cursor: page.next_cursor }
+    }
+}

@@ -21,8 +21,8 @@
 use std::borrow::Cow;
 
 use punctual_core::{
-    Limits, MAX_LEASE, MAX_LEASE_BATCH, MIN_LEASE, Priority as CorePriority, QueueName as CoreQueueName, Tag,
-    TaskKey as CoreTaskKey, Timestamp as CoreTimestamp,
+    Group as CoreGroup, Limits, MAX_LEASE, MAX_LEASE_BATCH, MIN_LEASE, Priority as CorePriority,
+    QueueName as CoreQueueName, Tag, TaskKey as CoreTaskKey, Timestamp as CoreTimestamp,
 };
 use serde_json::{Value, json};
 use utoipa::openapi::RefOr;
@@ -222,6 +222,15 @@ schemas! {
     /// A tag.
     TagName => text(Tag::MAX_BYTES, "A tag", "pi-9");
 
+    /// A group's name.
+    GroupName => {
+        let mut group = text(CoreGroup::MAX_BYTES, "A group (a customer, a tenant, a workflow instance)", "customer-42");
+        group["description"] = json!("A group of tasks in a queue: at most the queue's group_concurrency of them \
+            are leased at once, and due tasks are handed out round robin between groups (the tasks without a group \
+            take turns as one more), so one group's backlog never starves another.");
+        group
+    };
+
     /// A debounced schedule.
     DebounceBody => json!({
         "type": "object",
@@ -233,6 +242,56 @@ schemas! {
             took since, the task is replaced (payload, due time…) but never due later than the burst's first \
             schedule + max_wait; otherwise the schedule starts a burst. Goes with if_exists replace only.",
         "examples": [{"max_wait": "10m"}],
+    });
+
+    /// A dedupe window in a request.
+    UniqueFor => json!({
+        "description": "A dedupe window: within it after the key's task completed (done; with dead, also after it \
+            went dead), a PUT of the key creates nothing and answers 200 with outcome kept, whatever its own \
+            if_exists and unique_for say: after done, with the completion (no task); while the dead task is in its \
+            window, with that task, untouched. A duration (held after done only), or an object.",
+        "oneOf": [
+            duration_within(1, None, "The window."),
+            {"type": "object", "additionalProperties": false, "required": ["window"],
+             "properties": {
+                "window": duration_within(1, None, "The window."),
+                "dead": {"type": "boolean", "default": false,
+                    "description": "Whether a task that went dead holds its key too, from when it died."},
+             }},
+        ],
+        "examples": ["1h", {"window": "1h", "dead": true}],
+    });
+
+    /// The completion that kept a schedule.
+    Completed => json!({
+        "type": "object",
+        "additionalProperties": false,
+        "required": ["queue", "key", "id", "state", "completed_at", "attempts", "occurrence", "unique_until"],
+        "description": "The task that completed under the key within its dedupe window.",
+        "properties": {
+            "queue": r("QueueName"),
+            "key": r("TaskKey"),
+            "id": {"type": "integer", "minimum": 0, "description": "The task's id (its delivery ids hold it in hex)."},
+            "state": {"const": "done"},
+            "completed_at": r("Timestamp"),
+            "attempts": {"type": "integer", "minimum": 0,
+                "description": "Tries of its last occurrence that failed or whose lease expired."},
+            "occurrence": {"type": "integer", "minimum": 1, "description": "The occurrence that completed."},
+            "unique_until": {"allOf": [r("Timestamp")],
+                "description": "completed_at + the window: until then a PUT of the key is kept."},
+        },
+    });
+
+    /// The answer to a PUT of a task.
+    ScheduleResponse => json!({
+        "description": "What the PUT did: the task created, replaced or kept; or, kept by the dedupe window of a \
+            task of the key that completed, that completion (no task is under the key).",
+        "oneOf": [
+            {"type": "object", "required": ["outcome", "task"],
+             "properties": {"outcome": r("ScheduleOutcome"), "task": r("Task")}},
+            {"type": "object", "required": ["outcome", "completed"],
+             "properties": {"outcome": {"const": "kept"}, "completed": r("Completed")}},
+        ],
     });
 
     /// A task's priority.
@@ -311,10 +370,12 @@ schemas! {
             "repeat": nullable(r("RepeatBody")),
             "tags": {"type": "array", "items": r("TagName"), "maxItems": Tag::MAX_PER_TASK},
             "priority": nullable(json!({"allOf": [r("Priority")], "default": 0})),
+            "group": nullable(r("GroupName")),
             "if_exists": {"enum": ["replace", "keep", "error"], "default": "replace",
                 "description": "When the task exists: replace it, keep it, or refuse (409)."},
             "target": nullable(r("TargetBody")),
             "debounce": nullable(r("DebounceBody")),
+            "unique_for": nullable(r("UniqueFor")),
         },
         "not": {"allOf": [present("delay"), present("due_at")]},
         "examples": [
@@ -488,6 +549,8 @@ schemas! {
             "rate": nullable(rate()),
             "shards": nullable(count(1, 1024, "Shards of the queue (Redis stores only).")),
             "targets": nullable(json!({"type": "boolean", "description": "Whether tasks may carry their own HTTP target."})),
+            "group_concurrency": nullable(count(1, u32::MAX, "At most this many leased tasks per group, across \
+                every node (1: each group's tasks one at a time, in due order).")),
             "queue": {}, "source": {}, "paused": {}, "version": {}, "updated_at": {},
         },
         "allOf": [not_in_both("concurrency"), not_in_both("rate")],
@@ -496,6 +559,7 @@ schemas! {
             {"defaults": {"max_attempts": 10, "backoff": {"initial": "1s", "factor": 2.0, "max": "1h"}},
              "action": {"kind": "webhook", "url": "https://shop.example.com/hooks/cancel", "timeout": "10s"},
              "concurrency": 16, "rate": "20/1m"},
+            {"group_concurrency": 1},
             {"defaults": {"repeat": {"every": "24h", "times": 3}},
              "action": {"kind": "nats", "url": "nats://nats.example.com:4222", "subject": "orders"}},
         ],
@@ -504,8 +568,8 @@ schemas! {
     /// The settings of a queue, in an answer.
     QueueSettings => json!({
         "type": "object",
-        "required": ["queue", "source", "defaults", "action", "concurrency", "rate", "shards", "targets", "paused",
-            "version", "updated_at"],
+        "required": ["queue", "source", "defaults", "action", "concurrency", "rate", "shards", "targets",
+            "group_concurrency", "paused", "version", "updated_at"],
         "properties": {
             "queue": r("QueueName"),
             "source": {"enum": ["api", "config"], "description": "config: set in the server's config file."},
@@ -520,6 +584,8 @@ schemas! {
             "rate": {"type": ["string", "null"]},
             "shards": {"type": "integer", "minimum": 1},
             "targets": {"type": "boolean"},
+            "group_concurrency": {"type": ["integer", "null"], "minimum": 1,
+                "description": "At most this many leased tasks per group; null: no limit."},
             "paused": {"type": "boolean"},
             "version": {"type": "integer", "minimum": 0, "description": "For If-Match (0: never changed)."},
             "updated_at": r("Timestamp"),
@@ -533,6 +599,10 @@ schemas! {
         "oneOf": [
             {"type": "object", "additionalProperties": false, "required": ["key", "outcome"],
              "properties": {"key": {"type": ["string", "null"]}, "outcome": r("ScheduleOutcome")}},
+            {"type": "object", "additionalProperties": false, "required": ["key", "outcome", "completed"],
+             "description": "Kept by a dedupe window: the completion that kept it.",
+             "properties": {"key": {"type": ["string", "null"]}, "outcome": {"const": "kept"},
+                            "completed": r("Completed")}},
             {"type": "object", "additionalProperties": false, "required": ["key", "error"],
              "properties": {"key": {"type": ["string", "null"]}, "error": r("ErrorDetail")}},
         ],
@@ -555,8 +625,8 @@ schemas! {
     Task => json!({
         "type": "object",
         "required": ["queue", "key", "state", "due_at", "payload", "attempts", "max_attempts", "backoff",
-            "repeat", "tags", "priority", "version", "created_at", "updated_at", "lease_expires_at", "last_error",
-            "target"],
+            "repeat", "tags", "priority", "group", "version", "created_at", "updated_at", "lease_expires_at",
+            "last_error", "target", "unique_for"],
         "properties": {
             "queue": r("QueueName"),
             "key": r("TaskKey"),
@@ -569,12 +639,22 @@ schemas! {
             "repeat": nullable(r("Repeat")),
             "tags": {"type": "array", "items": r("TagName")},
             "priority": r("Priority"),
+            "group": nullable(r("GroupName")),
             "version": {"type": "integer", "minimum": 1},
             "created_at": r("Timestamp"),
             "updated_at": r("Timestamp"),
             "lease_expires_at": nullable(r("Timestamp")),
             "last_error": {"type": ["string", "null"]},
             "target": nullable(r("Target")),
+            "unique_for": nullable(json!({
+                "description": "The task's dedupe window: a duration when held after done only, else \
+                    {\"window\", \"dead\": true}.",
+                "oneOf": [
+                    r("Duration"),
+                    {"type": "object", "required": ["window", "dead"],
+                     "properties": {"window": r("Duration"), "dead": {"const": true}}},
+                ],
+            })),
         },
     });
 

@@ -61,6 +61,12 @@ pub(super) fn queue_tables(
                 at(repeat.span(), message)
             })?);
         }
+        if let Some(n) = &queue.group_concurrency {
+            defaults.group_concurrency =
+                Some(u32::try_from(*n.get_ref()).ok().filter(|n| *n >= 1).ok_or_else(|| {
+                    at(n.span(), format!("group_concurrency must be from 1 to {}, not {}", u32::MAX, n.get_ref()))
+                })?);
+        }
         if let Some(n) = &queue.shards {
             let n = u32::try_from(*n.get_ref())
                 .ok()

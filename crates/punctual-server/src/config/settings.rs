@@ -38,7 +38,7 @@ pub(crate) fn refuses_targets<S: punctual_core::Store>(engine: &punctual_core::E
 /// Fields of a settings body that are shown but not set.
 const READ_ONLY: [&str; 5] = ["queue", "source", "paused", "version", "updated_at"];
 /// Fields a settings body may set.
-const SETTABLE: [&str; 6] = ["defaults", "action", "concurrency", "rate", "shards", "targets"];
+const SETTABLE: [&str; 7] = ["defaults", "action", "concurrency", "rate", "shards", "targets", "group_concurrency"];
 /// Keys of `defaults`.
 const DEFAULTS: [&str; 3] = ["max_attempts", "backoff", "repeat"];
 
@@ -116,6 +116,7 @@ impl QueueSettings {
             rate: self.rate.clone(),
             shards: self.shards.unwrap_or(1),
             targets: self.targets,
+            group_concurrency: self.defaults.group_concurrency,
             paused: record.paused,
             version: record.version,
             updated_at: record.updated_at,
@@ -144,6 +145,8 @@ pub(crate) struct SettingsView {
     pub(crate) rate: Option<String>,
     pub(crate) shards: u32,
     pub(crate) targets: bool,
+    /// At most this many leased tasks per group; null: no limit.
+    pub(crate) group_concurrency: Option<u32>,
     pub(crate) paused: bool,
     pub(crate) version: u64,
     pub(crate) updated_at: punctual_core::Timestamp,
@@ -379,8 +382,10 @@ fn render(document: &Map<String, Value>) -> Result<Rendered, ApiError> {
         }
         Some(_) => return Err(ApiError::invalid("defaults", "defaults is an object")),
     }
-    if let Some(shards) = document.get("shards").filter(|v| !v.is_null()) {
-        out.value("shards", "shards", shards)?;
+    for key in ["shards", "group_concurrency"] {
+        if let Some(value) = document.get(key).filter(|v| !v.is_null()) {
+            out.value(key, key, value)?;
+        }
     }
     match document.get("action") {
         None | Some(Value::Null) => {}

@@ -1,9 +1,10 @@
 // punctual dashboard: vanilla JS, no build step, no external requests.
 //
 // Views (hash routes): "#/" queues overview, "#/queue/<q>" one queue (its task list
-// filtered by "?tag=&state=&cursor=" after it), "#/task/<q>/<key>" one task. The
-// filter lives in the hash, so a filtered list survives the refresh and can be linked
-// to. Every data call goes to the /v1 API with the token saved in localStorage
+// filtered by "?tag=&state=&cursor=" after it, its groups when it has any),
+// "#/group/<q>/<group>" one group's tasks ("?cursor=" where its scan starts),
+// "#/task/<q>/<key>" one task. The filter lives in the hash, so a filtered list
+// survives the refresh and can be linked to. Every data call goes to the /v1 API with the token saved in localStorage
 // ("punctual.token") as a Bearer header. Data is put into the page with textContent
 // only, never as HTML, so task keys and payloads cannot inject markup. Forms (see
 // "forms") create a queue, edit or remove its settings and schedule a task.
@@ -268,6 +269,8 @@ function settingsPanel(settings) {
     row("Action", action, "action"),
     settings.action ? row("Concurrency", settings.concurrency, "concurrency") : null,
     settings.action ? row("Rate", settings.rate || "unlimited", "rate") : null,
+    row("Group concurrency", settings.group_concurrency ? `${settings.group_concurrency} leased per group at most`
+      : "unlimited (groups only take turns)", "group_concurrency"),
     row("Max attempts", settings.defaults.max_attempts, "max_attempts"),
     row("Backoff", `${backoff.initial} ×${backoff.factor} up to ${backoff.max}`, "backoff"),
     row("Repeat", settings.defaults.repeat ? JSON.stringify(settings.defaults.repeat) : "none", "repeat"),
@@ -279,13 +282,14 @@ async function queuePage(queue, filter) {
   const q = enc(queue);
   // Dead tasks and settings need `admin`; without it they are not asked for.
   const admin = may("admin", queue);
-  const [detail, activity, dead, upcoming, tasks, settings] = await Promise.all([
+  const [detail, activity, dead, upcoming, tasks, settings, groups] = await Promise.all([
     api("GET", `/v1/queues/${q}`),
     api("GET", `/v1/queues/${q}/activity`),
     admin ? api("GET", `/v1/queues/${q}/dead?limit=100`) : { tasks: [] },
     upcomingTasks(queue, chartRange),
     taskList(queue, filter),
     admin ? queueSettings(q) : null,
+    queueGroups(queue),
   ]);
   const pauseButton = !admin ? null : detail.paused
     ? h("button", { id: "resume-queue", onclick: (e) => act(e, "POST", `/v1/queues/${q}/resume`, `Resumed ${queue}`) }, "Resume")
@@ -297,6 +301,7 @@ async function queuePage(queue, filter) {
     h("td", {}, h("span", { class: `pill ${t.state}` }, t.state)),
     h("td", {}, relative(t.due_at)),
     h("td", { class: "num hide-narrow" }, t.attempts),
+    h("td", { class: "hide-narrow", "data-col": "group" }, t.group ? h("a", { href: groupHash(queue, t.group) }, t.group) : ""),
     h("td", { class: "hide-narrow", "data-col": "tags" }, t.tags.join(", ")),
   ));
   const filtered = [filter.state, filter.tag && `tagged ${filter.tag}`].filter(Boolean).join(", ");
@@ -332,6 +337,7 @@ async function queuePage(queue, filter) {
     h("h2", {}, "Settings"),
     admin ? settingsPanel(settings) : needs("admin", "settings"),
     admin && (!settings || settings.source === "api") ? settingsEditor(queue, settings) : null,
+    groupsSection(queue, groups, admin ? (settings ? settings.group_concurrency : null) : undefined),
     h("h2", {}, "Upcoming"),
     h("div", { class: "panel" },
       h("div", { class: "chart-head" },
@@ -347,7 +353,8 @@ async function queuePage(queue, filter) {
         ? h("p", { class: "muted", id: "tasks-empty" }, filter.cursor ? "No more tasks." : "No tasks.")
         : h("table", { id: "tasks" },
           h("thead", {}, h("tr", {}, h("th", {}, "Key"), h("th", {}, "State"), h("th", {}, "Due"),
-            h("th", { class: "num hide-narrow" }, "Attempts"), h("th", { class: "hide-narrow" }, "Tags"))),
+            h("th", { class: "num hide-narrow" }, "Attempts"), h("th", { class: "hide-narrow" }, "Group"),
+            h("th", { class: "hide-narrow" }, "Tags"))),
           h("tbody", {}, taskRows)),
       h("div", { class: "actions" },
         filter.cursor ? h("a", { href: queueHash(queue, { ...filter, cursor: null }) }, "first page") : null,
@@ -451,6 +458,8 @@ async function taskPage(queue, key) {
       ? task.tags.flatMap((t, i) => [i ? ", " : "", h("a", { href: queueHash(queue, { tag: t }), class: "tag" }, t)])
       : "–"],
     ["Priority", h("span", { id: "task-priority" }, String(task.priority ?? 0))],
+    ["Group", task.group ? h("a", { id: "task-group", href: groupHash(queue, task.group) }, task.group)
+      : h("span", { id: "task-group" }, "–")],
     ["Version", task.version],
     ["Created", shortTime(task.created_at)],
     ["Updated", shortTime(task.updated_at)],
@@ -473,6 +482,117 @@ async function taskPage(queue, key) {
       task.target ? [h("h2", {}, "HTTP target"), targetTable(task.target)] : null,
       h("h2", {}, "Payload"),
       h("pre", {}, JSON.stringify(task.payload, null, 2))),
+  ];
+}
+
+// ---- groups -------------------------------------------------------------------------
+//
+// A queue's page lists its groups (GET /v1/queues/{queue}/groups, GROUPS_PAGE at a
+// time; "More" shows one page more, kept across the refresh). The task list API has no
+// group filter (no store lists a queue by group), so a group's page finds the group's
+// tasks here, in the browser: it reads the queue's task list, GROUP_SCAN_PAGES pages of
+// 1,000 in due order, keeps the group's tasks and says how far it looked; "scan on"
+// carries on from where it stopped.
+
+const GROUPS_PAGE = 50;
+const GROUP_SCAN_PAGES = 5;
+// Pages of groups shown on the page of `queue`; back to 1 on another queue's page.
+let groupsShown = { queue: null, pages: 1 };
+
+function groupHash(queue, group, cursor) {
+  return `#/group/${enc(queue)}/${enc(group)}${cursor ? `?cursor=${enc(cursor)}` : ""}`;
+}
+
+// The queue's groups, as many pages as shown, and the cursor after them; `error` when
+// the store cannot list them (the rest of the page still shows).
+async function queueGroups(queue) {
+  if (groupsShown.queue !== queue) groupsShown = { queue, pages: 1 };
+  const groups = [];
+  let cursor = null;
+  try {
+    for (let page = 0; page < groupsShown.pages; page++) {
+      const params = new URLSearchParams({ limit: String(GROUPS_PAGE) });
+      if (cursor) params.set("cursor", cursor);
+      const answer = await api("GET", `/v1/queues/${enc(queue)}/groups?${params}`);
+      groups.push(...answer.groups);
+      cursor = answer.next_cursor;
+      if (!cursor) break;
+    }
+  } catch (err) {
+    return { groups, cursor: null, error: err };
+  }
+  return { groups, cursor, error: null };
+}
+
+// The queue's groups with their tasks by state, or nothing when it has none. `limit`:
+// the queue's group_concurrency, null for none, undefined when not known (no admin).
+function groupsSection(queue, list, limit) {
+  if (list.error) {
+    return h("section", { id: "groups-section" }, h("h2", {}, "Groups"),
+      h("div", { class: "panel muted", id: "groups-error" }, `The groups cannot be listed: ${list.error.message}`));
+  }
+  if (list.groups.length === 0) return null;
+  const said = limit ? ` (at most ${limit} leased per group)` : limit === null ? " (no group_concurrency: they take turns)" : "";
+  const rows = list.groups.map((g) => {
+    const full = Boolean(limit) && g.leased >= limit;
+    return h("tr", { "data-group": g.group },
+      h("td", {}, h("a", { href: groupHash(queue, g.group) }, g.group)),
+      h("td", { class: "num", "data-col": "scheduled" }, g.scheduled),
+      h("td", { class: full ? "num warn" : "num", "data-col": "leased",
+        title: full ? "at the queue's group_concurrency: the group's scheduled tasks wait" : null }, g.leased),
+      h("td", { class: g.dead > 0 ? "num bad" : "num", "data-col": "dead" }, g.dead));
+  });
+  return h("section", { id: "groups-section" },
+    h("h2", {}, "Groups", h("span", { class: "muted" }, said)),
+    h("div", { class: "panel" },
+      h("table", { id: "groups" },
+        h("thead", {}, h("tr", {}, h("th", {}, "Group"), h("th", { class: "num" }, "Scheduled"),
+          h("th", { class: "num" }, "Leased"), h("th", { class: "num" }, "Dead"))),
+        h("tbody", {}, rows)),
+      list.cursor ? h("div", { class: "actions" }, h("button", { class: "secondary", id: "groups-more",
+        onclick: () => { groupsShown.pages += 1; render(); } }, "More")) : null));
+}
+
+// One group's tasks, found among the queue's tasks from `cursor` on (see above).
+async function groupPage(queue, group, cursor) {
+  const q = enc(queue);
+  const found = [];
+  let next = cursor, scanned = 0;
+  for (let page = 0; page < GROUP_SCAN_PAGES; page++) {
+    const params = new URLSearchParams({ limit: "1000" });
+    if (next) params.set("cursor", next);
+    const answer = await api("GET", `/v1/queues/${q}/tasks?${params}`);
+    scanned += answer.tasks.length;
+    found.push(...answer.tasks.filter((t) => t.group === group));
+    next = answer.next_cursor;
+    if (!next) break;
+  }
+  const count = (state) => found.filter((t) => t.state === state).length;
+  const rows = found.map((t) => h("tr", { "data-key": t.key },
+    h("td", {}, h("a", { href: `#/task/${q}/${enc(t.key)}` }, t.key)),
+    h("td", {}, h("span", { class: `pill ${t.state}` }, t.state)),
+    h("td", {}, relative(t.due_at)),
+    h("td", { class: "num hide-narrow" }, t.attempts),
+    h("td", { class: "num hide-narrow" }, t.priority ?? 0)));
+  const scope = cursor ? (next ? `${scanned} tasks of the queue after the last scan` : `the queue's last ${scanned} tasks`)
+    : (next ? `the queue's first ${scanned} tasks` : `all ${scanned} tasks of the queue`);
+  return [
+    h("h1", {}, h("a", { href: "#/" }, "Queues"), " / ", h("a", { href: `#/queue/${q}` }, queue), " / group ",
+      h("span", { id: "group-name" }, group)),
+    h("div", { class: "cards" },
+      card("Scheduled", count("scheduled"), "group-scheduled"),
+      card("Leased", count("leased"), "group-leased"),
+      card("Dead", count("dead"), "group-dead")),
+    h("p", { class: "muted", id: "group-scan", "data-complete": next ? "false" : "true" },
+      `Found among ${scope}, read here in due order (the list API has no group filter)`,
+      next ? ["; there are more: ", h("a", { id: "group-scan-on", href: groupHash(queue, group, next) }, "scan on"), "."]
+        : cursor ? [" (", h("a", { href: groupHash(queue, group) }, "from the start"), ")."] : "."),
+    h("div", { class: "panel" }, found.length === 0
+      ? h("p", { class: "muted", id: "group-tasks-empty" }, "No task of this group here.")
+      : h("table", { id: "group-tasks" },
+        h("thead", {}, h("tr", {}, h("th", {}, "Key"), h("th", {}, "State"), h("th", {}, "Due"),
+          h("th", { class: "num hide-narrow" }, "Attempts"), h("th", { class: "num hide-narrow" }, "Priority"))),
+        h("tbody", {}, rows))),
   ];
 }
 
@@ -501,7 +621,10 @@ function targetTable(target) {
 // form as it was, with the server's message beside it naming the field at fault.
 
 // The fields a settings document sets; the rest of what GET answers is shown, not set.
-const SETTABLE = ["defaults", "action", "concurrency", "rate", "shards", "targets"];
+const SETTABLE = ["defaults", "action", "concurrency", "rate", "shards", "targets", "group_concurrency"];
+// Settable fields put in the editor only when set: a queue that never used them keeps a
+// short document.
+const SHOWN_WHEN_SET = ["group_concurrency"];
 const WEBHOOK_EXAMPLE = '{"action": {"kind": "webhook", "url": "https://…", "secret_env": "HOOK_SECRET"}, "concurrency": 4}';
 const METHODS = ["POST", "PUT", "PATCH", "GET", "DELETE"];
 
@@ -522,7 +645,10 @@ class FormError extends Error {
 // here can be one.
 function settingsText(settings) {
   const doc = {};
-  for (const field of SETTABLE) if (settings[field] !== undefined) doc[field] = settings[field];
+  for (const field of SETTABLE) {
+    if (settings[field] === undefined || (settings[field] === null && SHOWN_WHEN_SET.includes(field))) continue;
+    doc[field] = settings[field];
+  }
   return JSON.stringify(doc, null, 2);
 }
 
@@ -737,6 +863,10 @@ function route() {
     return () => queuePage(parts[1], filter);
   }
   if (parts[0] === "task" && parts[1] && parts.length >= 3) return () => taskPage(parts[1], parts.slice(2).join("/"));
+  if (parts[0] === "group" && parts[1] && parts.length >= 3) {
+    const cursor = new URLSearchParams(query || "").get("cursor");
+    return () => groupPage(parts[1], parts.slice(2).join("/"), cursor);
+  }
   return overview;
 }
 

@@ -1,10 +1,17 @@
 //! The server's counters, built from the engine's events, after a scripted run on a
 //! manual clock: guards against events counted twice, not at all, or in the wrong
 //! queue, and against fire lag or handler duration measured from the wrong instants —
-//! for pull workers (lease + ack) and for a worker's handlers alike.
+//! for pull workers (lease + ack) and for a worker's handlers alike. And the group
+//! gauges of `/metrics`, read from the store at each scrape: guards against a gauge
+//! that counts the wrong groups' tasks, ignores the queue's limit, or keeps a value
+//! once a group has room again.
+
+use crate::common;
 
 use std::sync::Arc;
 use std::time::Duration;
+
+use common::{TestServer, at, find_sample, metrics_text, sample};
 
 use punctual_core::{
     Delivery, Engine, EngineConfig, IfExists, LeaseOptions, ManualClock, Outcome, QueueName, TaskSpec, Timestamp,
@@ -13,6 +20,7 @@ use punctual_core::{
 use punctual_server::metrics::{MetricsSnapshot, QueueCounts};
 use punctual_server::{AppState, HttpOptions};
 use punctual_sqlite::SqliteStore;
+use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio::time::timeout;
 
@@ -145,4 +153,55 @@ async fn counters_and_histograms_equal_what_happened() {
     assert_eq!((a.lag_ms, a.duration_ms, a.attempt), (Some(2000), Some(3000), 1));
     assert_eq!(activity.fired_per_slot.iter().sum::<u64>(), 5);
     engine.shutdown().await.unwrap();
+}
+
+const HOUR: i64 = 3_600_000;
+
+/// `punctual_groups` and `punctual_group_limited_tasks` over HTTP, on a queue with
+/// `group_concurrency = 1`: a group at its limit holds its scheduled tasks in the
+/// gauge until its lease is acked; tasks without a group are no group; a queue with
+/// groups and no limit is counted but has no limited tasks.
+#[tokio::test]
+async fn the_group_gauges_follow_the_leases_of_a_limited_queue() {
+    let s = TestServer::manual().await;
+    let (status, body) = s.put("/v1/queues/flow.remind/settings", json!({"group_concurrency": 1})).await;
+    assert_eq!(status, 201, "{body}");
+    for (key, group) in
+        [("wf-1.step-1", "wf-1"), ("wf-1.step-2", "wf-1"), ("wf-1.step-3", "wf-1"), ("wf-2.step-1", "wf-2")]
+    {
+        s.create("flow.remind", key, json!({"due_at": at(-HOUR), "group": group})).await;
+    }
+    s.create("flow.remind", "plain", json!({"due_at": at(-HOUR)})).await;
+    s.create("order.cancel", "order-1", json!({"delay": "30m", "group": "merchant-42"})).await;
+    let groups = r#"punctual_groups{queue="flow.remind"}"#;
+    let limited = r#"punctual_group_limited_tasks{queue="flow.remind"}"#;
+
+    let text = metrics_text(&s).await;
+    assert_eq!((sample(&text, groups), sample(&text, limited)), (2.0, 0.0), "nothing leased yet:\n{text}");
+    assert_eq!(sample(&text, r#"punctual_groups{queue="order.cancel"}"#), 1.0, "{text}");
+    let unlimited = find_sample(&text, r#"punctual_group_limited_tasks{queue="order.cancel"}"#);
+    assert_eq!(unlimited, None, "no group_concurrency, no limited tasks:\n{text}");
+
+    let leases = s.lease("flow.remind", json!({"max": 10})).await;
+    let keys: Vec<&str> = leases.iter().map(|l| l["task"]["key"].as_str().unwrap()).collect();
+    assert_eq!(keys.len(), 3, "one lease per group and the ungrouped one: {keys:?}");
+    let text = metrics_text(&s).await;
+    assert_eq!(sample(&text, limited), 2.0, "wf-1 is at its limit with two scheduled; wf-2 has none left:\n{text}");
+
+    let first: &Value = leases.iter().find(|l| l["task"]["group"] == "wf-1").unwrap();
+    assert_eq!(s.ack(first, json!({"outcome": "done"})).await.0, 204);
+    let text = metrics_text(&s).await;
+    assert_eq!(sample(&text, limited), 0.0, "wf-1 has room again:\n{text}");
+
+    let next = s.lease("flow.remind", json!({"max": 10})).await;
+    assert_eq!(next.len(), 1, "wf-1's next: {next:?}");
+    let text = metrics_text(&s).await;
+    assert_eq!((sample(&text, groups), sample(&text, limited)), (2.0, 1.0), "step-3 waits on step-2:\n{text}");
+
+    for lease in next.iter().chain(leases.iter().filter(|l| l["task"]["group"] != "wf-1")) {
+        assert_eq!(s.ack(lease, json!({"outcome": "done"})).await.0, 204);
+    }
+    assert_eq!(s.delete("/v1/queues/flow.remind/tasks/wf-1.step-3").await.0, 204);
+    let text = metrics_text(&s).await;
+    assert_eq!((sample(&text, groups), sample(&text, limited)), (0.0, 0.0), "an emptied queue drops to 0:\n{text}");
 }

@@ -16,26 +16,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::http::StatusCode;
-use common::{START, TestServer, within};
+use common::{START, TestServer, metrics_text, sample, within};
 use punctual_core::{Delivery, EngineConfig, ManualClock, Outcome, Worker};
 use punctual_server::HttpOptions;
 use serde_json::json;
 use tokio::sync::{Semaphore, mpsc};
-
-/// The value of the sample `line` (name and labels, exactly) in a Prometheus text.
-fn sample(text: &str, line: &str) -> f64 {
-    text.lines()
-        .find_map(|l| l.strip_prefix(line).and_then(|rest| rest.strip_prefix(' ')))
-        .unwrap_or_else(|| panic!("no sample {line} in:\n{text}"))
-        .parse()
-        .unwrap()
-}
-
-async fn metrics_text(s: &TestServer) -> String {
-    let (status, body) = s.get("/metrics").await;
-    assert_eq!(status, StatusCode::OK);
-    body.as_str().unwrap().to_owned()
-}
 
 #[tokio::test]
 async fn counters_and_histograms_after_a_scripted_run() {

@@ -224,6 +224,24 @@ pub fn field(body: &Value) -> Option<&str> {
     body["error"]["field"].as_str()
 }
 
+/// The value of the sample `line` (name and labels, exactly) in a Prometheus text, if
+/// there is one.
+pub fn find_sample(text: &str, line: &str) -> Option<f64> {
+    text.lines().find_map(|l| l.strip_prefix(line).and_then(|rest| rest.strip_prefix(' '))).map(|v| v.parse().unwrap())
+}
+
+/// The value of the sample `line` (name and labels, exactly) in a Prometheus text.
+pub fn sample(text: &str, line: &str) -> f64 {
+    find_sample(text, line).unwrap_or_else(|| panic!("no sample {line} in:\n{text}"))
+}
+
+/// `GET /metrics`, as text.
+pub async fn metrics_text(s: &TestServer) -> String {
+    let (status, body) = s.get("/metrics").await;
+    assert_eq!(status, StatusCode::OK);
+    body.as_str().unwrap().to_owned()
+}
+
 /// Waits for `future`, failing the test after `secs` seconds (a guard, not a sleep).
 pub async fn within<T>(secs: u64, future: impl std::future::Future<Output = T>) -> T {
     tokio::time::timeout(Duration::from_secs(secs), future).await.expect("timed out")

@@ -13,6 +13,8 @@ public record Delivery(String leaseId, Instant expiresAt, int attempt, String de
     public JsonNode payload() { return task.path("payload"); }
     /** The task's priority, 0–9 (higher ones are leased first among due tasks). */
     public int priority() { return task.path("priority").asInt(0); }
+    /** The task's group; null when it has none. */
+    public String group() { return task.path("group").isTextual() ? task.path("group").asText() : null; }
 
     /** The payload converted to {@code type} with the client's Jackson mapper. */
     public <T> T payloadAs(Class<T> type) {

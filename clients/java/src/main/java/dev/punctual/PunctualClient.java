@@ -155,6 +155,19 @@ public final class PunctualClient {
     /** One queue's counts, lag and oldest overdue (zero counts when unknown). */
     public JsonNode queue(String queue) { return call("GET", q(queue), null, null, true, null); }
 
+    /** One page of the queue's groups that have tasks, by name; limit and cursor may be null. */
+    public GroupsPage groupsPage(String queue, Integer limit, String cursor) {
+        String path = q(queue) + "/groups" + query("limit", limit == null ? null : limit.toString(), "cursor", cursor);
+        JsonNode r = call("GET", path, null, null, true, null);
+        List<GroupCounts> groups = new ArrayList<>();
+        for (JsonNode g : r.path("groups")) {
+            groups.add(new GroupCounts(g.path("group").asText(), g.path("scheduled").asLong(),
+                    g.path("leased").asLong(), g.path("dead").asLong()));
+        }
+        JsonNode next = r.get("next_cursor");
+        return new GroupsPage(groups, next == null || next.isNull() ? null : next.asText());
+    }
+
     public JsonNode settings(String queue) { return call("GET", q(queue) + "/settings", null, null, true, null); }
 
     /** Creates or replaces the settings; {@code ifVersion} (may be null) makes it conditional. */

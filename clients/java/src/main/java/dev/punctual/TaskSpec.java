@@ -32,6 +32,7 @@ public final class TaskSpec {
     private Target target;
     private Integer priority;
     private Duration debounceMaxWait;
+    private String group;
 
     public static TaskSpec create() { return new TaskSpec(); }
 
@@ -69,6 +70,14 @@ public final class TaskSpec {
      */
     public TaskSpec debounce(Duration maxWait) { this.debounceMaxWait = maxWait; return this; }
 
+    /**
+     * The task's group in its queue: due tasks are handed out round robin between groups,
+     * and the queue's {@code group_concurrency} setting limits how many tasks of one group
+     * are leased at once. Sent as given: the server refuses an empty group or one with
+     * control characters ({@link InvalidArgumentException}, field {@code group}).
+     */
+    public TaskSpec group(String group) { this.group = group; return this; }
+
     String key() { return key; }
 
     ObjectNode toJson() {
@@ -98,6 +107,7 @@ public final class TaskSpec {
         if (ifExists != null) o.put("if_exists", ifExists.name().toLowerCase());
         if (priority != null) o.put("priority", priority);
         if (debounceMaxWait != null) o.putObject("debounce").put("max_wait", debounceMaxWait.toMillis());
+        if (group != null) o.put("group", group);
         if (target != null) {
             ObjectNode t = o.putObject("target");
             t.put("url", target.url());
