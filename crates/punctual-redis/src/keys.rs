@@ -15,6 +15,8 @@
 //! | `…:scheduled:target:groups` | ZSet, scores 0 | the same for the target lane's |
 //! | `…:groups:scheduled` | ZSet | each group with tasks in `scheduled:groups` → its state there (`lua/common_groups.lua`): its turn when *ready* (it had a due task at the last lease's look: leases walk these in order), 2^50 + its leased count when *parked* (a lease found it at its limit), 2^51 + its earliest due_at ms when *waiting* |
 //! | `…:groups:target:scheduled` | ZSet | the same for `scheduled:target:groups` |
+//! | `…:groups:ready` | ZSet | each group ready in `groups:scheduled` → the earliest due_at ms of its tasks in `scheduled:groups` (a lease's next due time, exact without a look at each ready group) |
+//! | `…:groups:target:ready` | ZSet | the same for `groups:target:scheduled` and `scheduled:target:groups` |
 //! | `…:groups` | ZSet, scores 0 | the names of the groups that have tasks (listing groups by name) |
 //! | `…:groups:counts` | Hash | group → `"<scheduled>,<leased>,<dead>,<turn>"`: its tasks by state (a leased task counts until its lease ends or is reaped) and its turn |
 //! | `…:turns` | Hash | `last` → the last turn a lease gave, `ungrouped` → the ungrouped tasks' turn; `urgent`, `urgent:target` → how many scheduled tasks with a group and a priority above 0 each lane holds (absent: none) |
@@ -67,7 +69,8 @@
 //! Groups: a scheduled task with a group is in `scheduled:grouped` and in its lane's
 //! group set (`scheduled:groups` or `scheduled:target:groups`) instead of its lane's
 //! sets, and its group is in that lane's `groups:scheduled` set exactly while it has
-//! such a task (waiting at its earliest due time, or ready, or parked); a group is in
+//! such a task (waiting at its earliest due time, or ready, or parked), and in that
+//! lane's `groups:ready` exactly while it is ready there; a group is in
 //! `groups` and `groups:counts` exactly
 //! while it has tasks, counted by state. Every script that places or unplaces a task
 //! keeps them so, knowing the group from the record's header. A queue that uses no
@@ -79,7 +82,7 @@
 
 use punctual_core::{Lane, QueueName, TaskKey};
 
-/// The keys of one shard of one queue. Scripts take them as `KEYS[1..19]` in the order
+/// The keys of one shard of one queue. Scripts take them as `KEYS[1..21]` in the order
 /// of [`ShardKeys::in_script_order`] (the header of `lua/common.lua`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ShardKeys {
@@ -114,6 +117,10 @@ pub(crate) struct ShardKeys {
     pub(crate) group_counts: String,
     /// The last turn given, and the ungrouped tasks' turn.
     pub(crate) turns: String,
+    /// The groups ready in `groups_scheduled`, each scored by its earliest due time.
+    pub(crate) groups_ready: String,
+    /// The same for `groups_scheduled_target`.
+    pub(crate) groups_ready_target: String,
     /// The shard's completion record keys up to the task key.
     completed: String,
 }
@@ -142,19 +149,21 @@ impl ShardKeys {
             groups: key("groups"),
             group_counts: key("groups:counts"),
             turns: key("turns"),
+            groups_ready: key("groups:ready"),
+            groups_ready_target: key("groups:target:ready"),
             completed: key("completed:"),
         }
     }
 
     /// The key of the completion record of `key`'s dedupe window, in this shard (the
     /// task's): under the shard's hash tag, so the scripts that read and write it with
-    /// the task stay on one Cluster node. Scripts take them after `KEYS[1..19]`.
+    /// the task stay on one Cluster node. Scripts take them after `KEYS[1..21]`.
     pub(crate) fn completion(&self, key: &TaskKey) -> String {
         format!("{}{key}", self.completed)
     }
 
-    /// `KEYS[1..19]` of every shard script, as `lua/common.lua` numbers them.
-    pub(crate) fn in_script_order(&self) -> [&str; 19] {
+    /// `KEYS[1..21]` of every shard script, as `lua/common.lua` numbers them.
+    pub(crate) fn in_script_order(&self) -> [&str; 21] {
         [
             &self.scheduled,
             &self.leases,
@@ -175,6 +184,8 @@ impl ShardKeys {
             &self.groups,
             &self.group_counts,
             &self.turns,
+            &self.groups_ready,
+            &self.groups_ready_target,
         ]
     }
 
@@ -289,6 +300,9 @@ mod tests {
             let line = format!("--   KEYS[{}] {name} ", i + 1);
             assert!(header.contains(&line), "common.lua lacks {line:?}");
         }
+        // The completion record keys come right after them (schedule.lua, complete.lua).
+        let count = format!("local SHARD_KEYS = {}\n", keys.in_script_order().len());
+        assert!(header.contains(&count), "common.lua lacks {count:?}");
     }
 
     #[test]

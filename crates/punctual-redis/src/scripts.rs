@@ -11,7 +11,7 @@
 //! for (after a restart or a `SCRIPT FLUSH`). (`lua/delete_if_unchanged.lua` is not the
 //! store's: `keyspace` loads and calls it.)
 //!
-//! Invariants: a shard script gets the nineteen keys of its one shard as `KEYS` (so it
+//! Invariants: a shard script gets the twenty-one keys of its one shard as `KEYS` (so it
 //! touches only keys it was passed, on one Cluster node), then, for `lua/schedule.lua`
 //! and `lua/complete.lua`, each task's completion record key (under the same hash
 //! tag), and `ARGV[1..3]` = now, the

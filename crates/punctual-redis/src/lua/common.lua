@@ -26,8 +26,11 @@
 --   KEYS[18] groups:counts Hash group -> "<scheduled>,<leased>,<dead>,<turn>" (decimal)
 --   KEYS[19] turns Hash 'last' -> the last turn a lease gave, 'ungrouped' -> the
 --     ungrouped tasks' turn (see lease.lua)
--- (schedule.lua and complete.lua get more after these: KEYS[19 + i], the completion
--- record key of the call's i-th task, under the same hash tag; see keys.rs)
+--   KEYS[20] groups:ready ZSet group -> the earliest due_at ms of its tasks in KEYS[13],
+--     of each group ready in KEYS[15] (see common_groups.lua)
+--   KEYS[21] groups:target:ready ZSet the same for KEYS[14] and KEYS[16]
+-- (schedule.lua and complete.lua get more after these: KEYS[SHARD_KEYS + i], the
+-- completion record key of the call's i-th task, under the same hash tag; see keys.rs)
 -- and the same first ARGV:
 --   ARGV[1] now in ms since the epoch, or '' to use Redis' own clock (TIME)
 --   ARGV[2] the channel on which wake-ups are published
@@ -41,7 +44,8 @@
 -- empty urgent sets, which Redis does not even keep.
 -- A scheduled task with a group is in none of KEYS[1], KEYS[9], KEYS[10], KEYS[11] but
 -- in KEYS[12] and its lane's group set (KEYS[13], KEYS[14]); its group is in that
--- lane's KEYS[15] or KEYS[16] exactly while it has such a task. A group is in
+-- lane's KEYS[15] or KEYS[16] exactly while it has such a task, and in KEYS[20] or
+-- KEYS[21] exactly while it is ready there. A group is in
 -- KEYS[17] and KEYS[18] exactly while it has tasks, its counts those of its tasks by
 -- state (a leased task counts until its lease ends or is reaped). A queue without
 -- groups has all of them empty, so Redis keeps none of them.
@@ -98,6 +102,9 @@ end
 local function int(n)
   return string.format('%d', n)
 end
+
+-- How many keys of the shard every script gets first (those above).
+local SHARD_KEYS = 21
 
 -- Timestamp::MAX in ms: no time a script computes is later.
 local LATEST = 253402207200999

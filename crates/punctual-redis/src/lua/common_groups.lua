@@ -14,6 +14,11 @@
 --     of its leases moves it to waiting (save_groups);
 --   waiting, WAITING + the earliest due time of its tasks there: a lease moves the
 --     due ones to ready first.
+-- Each ready group is in its lane's KEYS[20] or KEYS[21] too, scored by the earliest
+-- due time of its tasks there (the ready region, in turn order, cannot tell it), so
+-- a lease's next due time is exact without a look at every ready group: every script
+-- that moves a group into or out of the ready region, or changes the tasks of a ready
+-- one, keeps it.
 -- A group's counts and turn (KEYS[18]) are read once per script, changed in
 -- `groups_read`, and written back by `save_groups`, which every script that places or
 -- unplaces a task calls before it ends; a group left without tasks is forgotten there,
@@ -21,6 +26,7 @@
 local GROUPED, NAMES, COUNTS, TURNS = 12, 17, 18, 19
 local GROUP_SET = { [HANDLER] = 13, [TARGET] = 14 }
 local GROUP_ORDER = { [HANDLER] = 15, [TARGET] = 16 }
+local READY_DUE = { [HANDLER] = 20, [TARGET] = 21 }
 -- 2^50 and 2^51: turns stay below 2^49, due times below 2^48; every score is exact.
 local PARKED, WAITING = 1125899906842624, 2251799813685248
 -- The field of KEYS[19] counting the lane's scheduled tasks with a group and a
@@ -188,7 +194,8 @@ local group_head_due = { [HANDLER] = false, [TARGET] = false }
 -- Schedules `key` (record `t`, with a group) as `arm` does a task without one: a group
 -- new to the lane waits for its task's due time, a waiting group's earliest may be
 -- lowered (ZADD LT leaves a ready or parked group as it is: their scores are lower),
--- and a wake-up is noted if the task is earlier than every waiting group's.
+-- and so may a ready group's (XX: only there), and a wake-up is noted if the task is
+-- earlier than every waiting group's.
 function arm_grouped(key, t)
   local lane = lane_of(t.tgt)
   local order = KEYS[GROUP_ORDER[lane]]
@@ -199,6 +206,7 @@ function arm_grouped(key, t)
   redis.call('ZADD', KEYS[GROUPED], t.due, key)
   redis.call('ZADD', KEYS[GROUP_SET[lane]], 0, group_member(t.grp, t.pri, t.due, key))
   redis.call('ZADD', order, 'LT', int(WAITING + t.due), t.grp)
+  redis.call('ZADD', KEYS[READY_DUE[lane]], 'XX', 'LT', int(t.due), t.grp)
   count_in_group(t.grp, 0, 1)
   if t.pri > 0 then count_grouped_urgent(lane, 1) end
   if group_head_due[lane] == nil or t.due < group_head_due[lane] then
@@ -209,16 +217,28 @@ end
 
 -- Takes the scheduled task `key` (record `t`, with a group) out of its sets: a group
 -- left without a task in the lane leaves the lane's groups; a waiting group whose
--- earliest task this was waits for its next.
+-- earliest task this was waits for its next, and a ready one has its next noted.
 function unplace_grouped(key, t)
   local lane = lane_of(t.tgt)
+  local order, ready = KEYS[GROUP_ORDER[lane]], KEYS[READY_DUE[lane]]
   redis.call('ZREM', KEYS[GROUPED], key)
   redis.call('ZREM', KEYS[GROUP_SET[lane]], group_member(t.grp, t.pri, t.due, key))
-  local score = tonumber(redis.call('ZSCORE', KEYS[GROUP_ORDER[lane]], t.grp))
+  local score = tonumber(redis.call('ZSCORE', order, t.grp))
   if score and score >= WAITING then
     if score - WAITING >= t.due then wait_group(lane, t.grp) end
-  elseif score and group_first(lane, t.grp, 0) == nil then
-    redis.call('ZREM', KEYS[GROUP_ORDER[lane]], t.grp)
+  elseif score and score >= PARKED then
+    if group_first(lane, t.grp, 0) == nil then redis.call('ZREM', order, t.grp) end
+  elseif score then
+    local earliest = tonumber(redis.call('ZSCORE', ready, t.grp))
+    if earliest == nil or earliest >= t.due then
+      earliest = group_earliest(lane, t.grp)
+      if earliest == nil then
+        redis.call('ZREM', order, t.grp)
+        redis.call('ZREM', ready, t.grp)
+      else
+        redis.call('ZADD', ready, int(earliest), t.grp)
+      end
+    end
   end
   group_head_due[lane] = false
   count_in_group(t.grp, 0, -1)

@@ -139,7 +139,7 @@ end
 local head = redis.call('ZRANGE', scheduled, 0, 0, 'WITHSCORES')
 local next_due, head_key = tonumber(head[2]), head[1] or ''
 if grouped then
-  local groups_due = groups_next_due(lane, now, group_limit)
+  local groups_due = groups_next_due(lane, group_limit)
   if groups_due and (next_due == nil or groups_due < next_due) then next_due, head_key = groups_due, '' end
 end
 save_groups()

@@ -17,6 +17,9 @@
 --   a task leaves; the region is written once, at the end;
 -- - otherwise every ready group's head is read, and the offers, in a binary heap,
 --   are taken in order; then each group is moved as above.
+-- Either way the lane's ready index (KEYS[20] or KEYS[21]) follows: a group that stays
+-- ready has its earliest task's due time there, one that leaves the region leaves it.
+-- The next due time the lease answers is read from it and the waiting region.
 -- A group's turn is the queue's, for both lanes: where it is ready in the other lane,
 -- its score follows its new turn.
 -- Offers: { key, pri, due, turn, grp (false: the ungrouped tasks), member (a group's
@@ -28,8 +31,9 @@
 -- come is above every turn given), so a lease there writes it once, with HSETNX
 -- ('ungrouped' is never written 0: absent, it is 0).
 -- Cost, without grouped urgent tasks: per group leased from, one ZRANGEBYLEX of its
--- first tasks, and its share of one HMGET, ZREM and ZADD per page or lease; per group
--- that falls due, one move. With them, a look at the head of every ready group.
+-- first tasks, and its share of one HMGET, ZREM and ZADD per page or lease (and of one
+-- ZADD and ZREM of the ready index); per group that falls due, one move. With them, a
+-- look at the head of every ready group.
 
 -- The most waiting groups one lease makes ready (bounds the script; the others, due
 -- later than those, are made ready by the next lease).
@@ -72,15 +76,21 @@ local function pop(heap)
   return first
 end
 
--- Makes `names` ready in `lane`, each at its turn.
-local function make_ready(lane, names)
+-- Makes `names` ready in `lane`, each at its turn, with the earliest due time of its
+-- tasks there (`earliest`, by index) in the lane's ready index.
+local function make_ready(lane, names, earliest)
   read_groups(names)
-  local scores = {}
-  for _, grp in ipairs(names) do
+  local scores, dues = {}, {}
+  for i, grp in ipairs(names) do
     scores[#scores + 1] = int(group_state(grp).turn)
     scores[#scores + 1] = grp
+    dues[#dues + 1] = int(earliest[i])
+    dues[#dues + 1] = grp
   end
-  if #scores > 0 then redis.call('ZADD', KEYS[GROUP_ORDER[lane]], unpack(scores)) end
+  if #scores > 0 then
+    redis.call('ZADD', KEYS[GROUP_ORDER[lane]], unpack(scores))
+    redis.call('ZADD', KEYS[READY_DUE[lane]], unpack(dues))
+  end
 end
 
 -- Moves `lane`'s waiting groups now due to ready, and its parked groups with room under
@@ -89,15 +99,21 @@ local function ready_groups(lane, now, limit)
   local order = KEYS[GROUP_ORDER[lane]]
   local upto = '(' .. int(WAITING)
   if limit then upto = '(' .. int(PARKED + limit) end
-  local ready = {}
+  local ready, earliest = {}, {}
   for _, grp in ipairs(redis.call('ZRANGEBYSCORE', order, int(PARKED), upto, 'LIMIT', 0, PROMOTED)) do
-    local earliest = wait_group(lane, grp)
-    if earliest and earliest <= now then ready[#ready + 1] = grp end
+    local first = wait_group(lane, grp)
+    if first and first <= now then
+      ready[#ready + 1] = grp
+      earliest[#earliest + 1] = first
+    end
   end
-  for _, grp in ipairs(redis.call('ZRANGEBYSCORE', order, int(WAITING), int(WAITING + now), 'LIMIT', 0, PROMOTED)) do
-    ready[#ready + 1] = grp
+  local waiting = redis.call('ZRANGEBYSCORE', order, int(WAITING), int(WAITING + now), 'WITHSCORES', 'LIMIT', 0,
+    PROMOTED)
+  for i = 1, #waiting, 2 do
+    ready[#ready + 1] = waiting[i]
+    earliest[#earliest + 1] = tonumber(waiting[i + 1]) - WAITING
   end
-  make_ready(lane, ready)
+  make_ready(lane, ready, earliest)
 end
 
 -- Whether the urgent set of the lane may still hold a due task (taking tasks never
@@ -172,9 +188,10 @@ function Turns:take(offer)
 end
 
 -- Moves `grp` after a look at it: parked at its limit, else ready at its turn when
--- `head` (its next head) is there, else waiting. Answers `head` if it stays ready.
+-- `head` (its next head) is there (its earliest task read for the ready index), else
+-- waiting. Answers `head` if it stays ready.
 function Turns:settle(grp, head)
-  local order = KEYS[GROUP_ORDER[self.lane]]
+  local order, ready = KEYS[GROUP_ORDER[self.lane]], KEYS[READY_DUE[self.lane]]
   if not group_open(grp, self.limit) then
     if head or group_first(self.lane, grp, 0) then
       redis.call('ZADD', order, int(PARKED + group_state(grp)[2]), grp)
@@ -183,10 +200,12 @@ function Turns:settle(grp, head)
     end
   elseif head then
     redis.call('ZADD', order, int(group_state(grp).turn), grp)
+    redis.call('ZADD', ready, int(group_earliest(self.lane, grp)), grp)
     return head
   else
     wait_group(self.lane, grp)
   end
+  redis.call('ZREM', ready, grp)
   return nil
 end
 
@@ -219,12 +238,15 @@ end
 -- that comes has its first tasks read (as many as this lease may take from it); after
 -- its lease, its next task is its head when it comes again, after every group of the
 -- region (`again`, in the order of their new turns), or tells where it goes: waiting
--- for that task, or, with none, out of the lane's groups; or parked at its limit.
+-- for that task, or, with none, out of the lane's groups; or parked at its limit. A
+-- group that stays ready has that task, its earliest (every task is of priority 0),
+-- noted in the lane's ready index; one that leaves the region leaves the index.
 function Turns:walk_ready()
   local order = KEYS[GROUP_ORDER[self.lane]]
   self.taken_members = {}
-  -- tasks[grp]: its tasks read, and next[grp] the index of its first not taken.
-  local tasks, next, again, moved = {}, {}, {}, {}
+  -- tasks[grp]: its tasks read, and next[grp] the index of its first not taken;
+  -- earliest[grp]: the due time of its next task, where it stays ready.
+  local tasks, next, again, moved, earliest = {}, {}, {}, {}, {}
   local offset, per_group, region_done = 0, 2, false
   local page, at = {}, 1
   while self.room > 0 do
@@ -277,13 +299,13 @@ function Turns:walk_ready()
     elseif not group_open(grp, self.limit) then
       moved[grp] = PARKED + group_state(grp)[2]
     elseif following.due <= self.now then
-      moved[grp] = group_state(grp).turn
+      moved[grp], earliest[grp] = group_state(grp).turn, following.due
       again[#again + 1] = grp
     else
       moved[grp] = WAITING + following.due
     end
   end
-  local scores, gone = {}, {}
+  local scores, gone, dues, unready = {}, {}, {}, {}
   for grp, score in pairs(moved) do
     if score then
       scores[#scores + 1] = int(score)
@@ -291,10 +313,18 @@ function Turns:walk_ready()
     else
       gone[#gone + 1] = grp
     end
+    if score and score < PARKED then
+      dues[#dues + 1] = int(earliest[grp])
+      dues[#dues + 1] = grp
+    else
+      unready[#unready + 1] = grp
+    end
   end
   if #self.taken_members > 0 then redis.call('ZREM', KEYS[GROUP_SET[self.lane]], unpack(self.taken_members)) end
   if #scores > 0 then redis.call('ZADD', order, unpack(scores)) end
   if #gone > 0 then redis.call('ZREM', order, unpack(gone)) end
+  if #dues > 0 then redis.call('ZADD', KEYS[READY_DUE[self.lane]], unpack(dues)) end
+  if #unready > 0 then redis.call('ZREM', KEYS[READY_DUE[self.lane]], unpack(unready)) end
 end
 
 -- Some group's head may be of a priority above 0: every ready group's head is read and
@@ -370,23 +400,31 @@ local function note_ungrouped_turns(grouped, n)
   end
 end
 
--- The earliest due time of the groups' tasks in `lane` at `now`, leaving out the groups
--- with `limit` (nil: no limit) leased tasks, or nil: `now` while a ready group remains
--- (it has a due task), else the earliest of the waiting groups with room, a page at a
--- time (a parked group has none).
-local function groups_next_due(lane, now, limit)
-  local order = KEYS[GROUP_ORDER[lane]]
-  if redis.call('ZRANGEBYSCORE', order, '-inf', '(' .. int(PARKED), 'LIMIT', 0, 1)[1] then return now end
-  local from = 0
+-- The score less `base` of the first group of the sorted set `key` scored from `from`
+-- to `to` whose leased tasks are fewer than `limit` (nil: no limit), read a page at a
+-- time; nil when there is none.
+local function first_open(key, from, to, base, limit)
+  local offset = 0
   while true do
-    local page = redis.call('ZRANGEBYSCORE', order, int(WAITING), '+inf', 'WITHSCORES', 'LIMIT', from, 100)
+    local page = redis.call('ZRANGEBYSCORE', key, from, to, 'WITHSCORES', 'LIMIT', offset, 100)
     if page[1] == nil then return nil end
     local names = {}
     for i = 1, #page, 2 do names[#names + 1] = page[i] end
     read_groups(names)
     for i = 1, #page, 2 do
-      if group_open(page[i], limit) then return tonumber(page[i + 1]) - WAITING end
+      if group_open(page[i], limit) then return tonumber(page[i + 1]) - base end
     end
-    from = from + 100
+    offset = offset + 100
   end
+end
+
+-- The earliest due time of the groups' tasks in `lane`, leaving out the groups with
+-- `limit` (nil: no limit) leased tasks, or nil: the earliest of the ready groups with
+-- room (their earliest tasks in the lane's ready index) and of the waiting groups with
+-- room, only those earlier than it looked at (a parked group has none with room).
+local function groups_next_due(lane, limit)
+  local ready = first_open(KEYS[READY_DUE[lane]], '-inf', '+inf', 0, limit)
+  local to = '+inf'
+  if ready then to = '(' .. int(WAITING + ready) end
+  return first_open(KEYS[GROUP_ORDER[lane]], int(WAITING), to, WAITING, limit) or ready
 end

@@ -1,6 +1,6 @@
 -- schedule: creates or updates tasks of one shard, in order.
--- KEYS, ARGV[1..3]: see common.lua; then KEYS[19 + i] the completion record key of the
---   i-th task (keys.rs), which complete.lua writes.
+-- KEYS, ARGV[1..3]: see common.lua; then KEYS[SHARD_KEYS + i] (SHARD_KEYS = 21) the
+--   completion record key of the i-th task (keys.rs), which complete.lua writes.
 -- ARGV[4] n; then n tuples of 12: key, if_exists ('r' replace, 'k' keep, 'e' error),
 --   due ms, max_attempts, id for a new task, tags joined by "\n", body, target ('' none,
 --   else its stored text, which puts the task in the target lane), priority (0 to 9;
@@ -35,7 +35,7 @@ for i = 1, n do
 end
 if #absent > 0 then
   local names = {}
-  for j, i in ipairs(absent) do names[j] = KEYS[19 + i] end
+  for j, i in ipairs(absent) do names[j] = KEYS[SHARD_KEYS + i] end
   local found = redis.call('MGET', unpack(names))
   for j, i in ipairs(absent) do completions[i] = found[j] end
 end
@@ -200,14 +200,17 @@ if #written > 0 then
     if #members[lane] > 0 then
       local order = KEYS[GROUP_ORDER[lane]]
       local head = redis.call('ZRANGEBYSCORE', order, int(WAITING), '+inf', 'WITHSCORES', 'LIMIT', 0, 1)[2]
-      local waiting, first = {}, nil
+      local waiting, ready, first = {}, {}, nil
       for grp, due in pairs(earliest[lane]) do
         waiting[#waiting + 1] = int(WAITING + due)
         waiting[#waiting + 1] = grp
+        ready[#ready + 1] = int(due)
+        ready[#ready + 1] = grp
         if first == nil or due < first then first = due end
       end
       redis.call('ZADD', KEYS[GROUP_SET[lane]], unpack(members[lane]))
       redis.call('ZADD', order, 'LT', unpack(waiting))
+      redis.call('ZADD', KEYS[READY_DUE[lane]], 'XX', 'LT', unpack(ready))
       if urgent_n[lane] then count_grouped_urgent(lane, urgent_n[lane]) end
       -- Earlier than every waiting group: wake the lane's consumers.
       if head == nil or first < tonumber(head) - WAITING then wake_at(lane, first) end

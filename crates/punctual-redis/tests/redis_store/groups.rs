@@ -115,9 +115,9 @@ async fn assert_group_keys_exact(store: &impl Store, prefix: &str, q: &str, afte
         let text = counts_and_turns.get(group).unwrap_or_else(|| panic!("{group} has counts after {after}"));
         text.rsplit(',').next().and_then(|turn| turn.parse().ok()).expect("a turn")
     };
-    for (lane, set, order) in [
-        (Lane::Handler, "scheduled:groups", "groups:scheduled"),
-        (Lane::Target, "scheduled:target:groups", "groups:target:scheduled"),
+    for (lane, set, order, ready) in [
+        (Lane::Handler, "scheduled:groups", "groups:scheduled", "groups:ready"),
+        (Lane::Target, "scheduled:target:groups", "groups:target:scheduled", "groups:target:ready"),
     ] {
         let group_of = |t: &punctual_core::Task| t.group.as_ref().expect("grouped").to_string();
         let mut members: Vec<(String, i64)> = grouped(Some(lane))
@@ -133,6 +133,14 @@ async fn assert_group_keys_exact(store: &impl Store, prefix: &str, q: &str, afte
         // Each group with tasks in the lane, and only those, in the region of its state.
         let found: BTreeMap<String, i64> = zset(prefix, q, order).into_iter().collect();
         assert_eq!(found.keys().collect::<Vec<_>>(), earliest.keys().collect::<Vec<_>>(), "{order} after {after}");
+        // The ready ones, and only those, in the ready index at their earliest due time.
+        let ready_earliest: BTreeMap<String, i64> = found
+            .iter()
+            .filter(|(_, score)| **score < PARKED)
+            .map(|(group, _)| (group.clone(), earliest[group]))
+            .collect();
+        let indexed: BTreeMap<String, i64> = zset(prefix, q, ready).into_iter().collect();
+        assert_eq!(indexed, ready_earliest, "{ready} after {after}");
         for (group, score) in found {
             let leased = listed
                 .iter()
@@ -254,7 +262,8 @@ async fn the_group_keys_hold_exactly_what_the_tasks_say_after_every_kind_of_writ
     store.sweep_dead(SweepRequest::new(queue(q), at_secs(40), 100)).await.expect("sweep");
     store.purge(PurgeRequest::new(queue(q), PurgeSelection::All, 100)).await.expect("purge");
     assert_group_keys_exact(&store, prefix, q, "a sweep and a purge of everything").await;
-    for name in ["groups", "groups:counts", "groups:scheduled", "scheduled:groups", "scheduled:grouped"] {
+    for name in ["groups", "groups:counts", "groups:scheduled", "groups:ready", "scheduled:groups", "scheduled:grouped"]
+    {
         let exists: i64 = redis::cmd("EXISTS").arg(key_of(prefix, q, name)).query(&mut connection()).expect("EXISTS");
         assert_eq!(exists, 0, "{name} once the queue is empty");
     }

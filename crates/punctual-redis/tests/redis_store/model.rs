@@ -40,3 +40,19 @@ fn a_bulk_retry_by_keys_counts_a_key_given_twice_once() {
         ],
     );
 }
+
+/// Found by the model once it drew groups: a lease that leaves a ready group (one with
+/// a due task) answered `next_due` = its own now, not the earliest due time left (here
+/// the grouped task's, a second before now).
+#[test]
+fn a_lease_leaving_a_ready_group_answers_its_earliest_due_time() {
+    use punctual_testkit::model::ops::*;
+    let grouped = ScheduleItem { group: Some(0), ..ScheduleItem::once(1, 3, -1000) };
+    punctual_testkit::model::replay(
+        fresh_store,
+        vec![
+            Schedule(vec![grouped, ScheduleItem::once(1, 0, -1000)]),
+            Lease { queue: 1, max: 1, lease_secs: 2, group_limit: Some(2) },
+        ],
+    );
+}
