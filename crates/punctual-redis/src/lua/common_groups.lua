@@ -139,6 +139,13 @@ function count_in_group(grp, st, delta)
   end
 end
 
+-- Forgets the turn of `grp` if it has no task left, as save_groups does, but at once:
+-- a later write of this script that gives it a task finds it new, at turn 0.
+local function forget_if_empty(grp)
+  local g = group_state(grp)
+  if g[1] + g[2] + g[3] <= 0 then g.turn = 0 end
+end
+
 -- Whether `grp` may be leased from under the limit `limit` (nil: none).
 local function group_open(grp, limit)
   return limit == nil or group_state(grp)[2] < limit

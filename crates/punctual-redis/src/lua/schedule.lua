@@ -82,6 +82,8 @@ for i = 0, n - 1 do
   local created = false
   -- Whether this key's write before, in this call, had no group (it is in the ZADDs).
   local old_ungrouped = false
+  -- The group of the task replaced ('' none): left without tasks, it is forgotten.
+  local left = ''
   local dbu = nil
   if max_wait then dbu = math.min(now + max_wait, LATEST) end
   if rec then
@@ -99,6 +101,7 @@ for i = 0, n - 1 do
       if dbu and dbu < due then due = dbu end
       if earlier and lane_of(old.tgt) ~= lane_of(tgt) then moved[key] = lane_of(tgt) end
       old_ungrouped = earlier ~= nil and old.grp == ''
+      left = old.grp
       if earlier and grouped_at[key] then
         -- Its write before, in this call, is not placed yet: it is dropped instead.
         grouped_writes[grouped_at[key]].dropped = true
@@ -152,6 +155,7 @@ for i = 0, n - 1 do
     end
     index_tags(key, tags)
   end
+  if left ~= '' and left ~= grp then forget_if_empty(left) end
   out[#out + 1] = outcome
   out[#out + 1] = rec
 end
