@@ -404,6 +404,10 @@ end
 -- to `to` whose leased tasks are fewer than `limit` (nil: no limit), read a page at a
 -- time; nil when there is none.
 local function first_open(key, from, to, base, limit)
+  if limit == nil then
+    local first = redis.call('ZRANGEBYSCORE', key, from, to, 'WITHSCORES', 'LIMIT', 0, 1)
+    return first[2] and tonumber(first[2]) - base
+  end
   local offset = 0
   while true do
     local page = redis.call('ZRANGEBYSCORE', key, from, to, 'WITHSCORES', 'LIMIT', offset, 100)
