@@ -209,6 +209,13 @@ pub(crate) struct ScheduleArgs {
     /// at the last one's time but no later than D after the burst's first (e.g. 10m)
     #[arg(long, value_name = "D", value_parser = duration_arg)]
     pub(crate) debounce_max: Option<String>,
+    /// Dedupe window: for D after this task completed, a schedule of its key is kept and
+    /// creates nothing (e.g. 1h)
+    #[arg(long, value_name = "D", value_parser = duration_arg)]
+    pub(crate) unique_for: Option<String>,
+    /// With --unique-for: the window holds the key after the task went dead too
+    #[arg(long, requires = "unique_for")]
+    pub(crate) unique_dead: bool,
     /// When the key exists: replace it (the default), keep it untouched, or error (exit 1)
     #[arg(long, value_enum, value_name = "MODE")]
     pub(crate) if_exists: Option<IfExists>,

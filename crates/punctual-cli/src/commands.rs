@@ -88,6 +88,11 @@ pub(crate) fn schedule_body(args: &ScheduleArgs) -> Result<Value, UsageError> {
     if let Some(max_wait) = &args.debounce_max {
         body.insert("debounce".into(), json!({"max_wait": duration_or_time(max_wait)}));
     }
+    if let Some(window) = &args.unique_for {
+        let window = duration_or_time(window);
+        let unique = if args.unique_dead { json!({"window": window, "dead": true}) } else { window };
+        body.insert("unique_for".into(), unique);
+    }
     if let Some(mode) = args.if_exists {
         body.insert("if_exists".into(), json!(mode.as_str()));
     }
@@ -707,6 +712,11 @@ mod tests {
         assert_eq!(body_of(&[]), json!({}), "no priority: the server's default");
         assert_eq!(body_of(&["--debounce-max", "10m"]), json!({"debounce": {"max_wait": "10m"}}));
         assert_eq!(body_of(&["--debounce-max", "1500"]), json!({"debounce": {"max_wait": 1500}}), "digits are ms");
+        assert_eq!(body_of(&["--unique-for", "1h"]), json!({"unique_for": "1h"}));
+        let dead = body_of(&["--unique-for", "10m", "--unique-dead"]);
+        assert_eq!(dead, json!({"unique_for": {"window": "10m", "dead": true}}));
+        let alone = Cli::try_parse_from(["punctual", "schedule", "q", "k", "--unique-dead"]).unwrap_err();
+        assert!(alone.to_string().contains("--unique-for"), "--unique-dead needs a window: {alone}");
         for bad in [&["--priority", "10"][..], &["--priority=-1"], &["--priority", "high"]] {
             let argv = ["punctual", "schedule", "q", "k"].iter().chain(bad);
             let refused = Cli::try_parse_from(argv).unwrap_err();

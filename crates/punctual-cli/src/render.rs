@@ -362,6 +362,11 @@ pub(crate) fn task_block(task: &Value, now: &Now) -> String {
     if task["group"].is_string() {
         lines.push(("Group", plain(&task["group"])));
     }
+    match &task["unique_for"] {
+        Value::Null => {}
+        Value::Object(unique) => lines.push(("Unique for", format!("{} (also once dead)", plain(&unique["window"])))),
+        window => lines.push(("Unique for", plain(window))),
+    }
     lines.extend([
         ("Version", plain(&task["version"])),
         ("Created", time_with_relative(&task["created_at"], now)),
@@ -379,6 +384,16 @@ pub(crate) fn task_block(task: &Value, now: &Now) -> String {
 
 /// The answer of `schedule` in a sentence: what happened and when the task is due.
 pub(crate) fn schedule_outcome(answer: &Value, now: &Now) -> String {
+    let completed = &answer["completed"];
+    if completed.is_object() {
+        let (key, queue) = (plain(&completed["key"]), plain(&completed["queue"]));
+        return format!(
+            "Kept: task '{key}' in queue {queue} completed {}, and its dedupe window holds the key until {}; \
+             nothing scheduled.",
+            time_with_relative(&completed["completed_at"], now),
+            time_with_relative(&completed["unique_until"], now)
+        );
+    }
     let task = &answer["task"];
     let (key, queue) = (plain(&task["key"]), plain(&task["queue"]));
     let due = time_with_relative(&task["due_at"], now);
@@ -551,6 +566,26 @@ mod tests {
         );
         urgent["priority"] = json!(0);
         assert!(!task_block(&urgent, &NOW).contains("Priority"), "the default is not shown");
+    }
+
+    #[test]
+    fn a_dedupe_window_is_shown_when_there_is_one() {
+        let mut receipt = task();
+        receipt["unique_for"] = json!("1h");
+        assert!(
+            task_block(&receipt, &NOW).contains("\nTags        pi-9\nUnique for  1h\n"),
+            "{}",
+            task_block(&receipt, &NOW)
+        );
+        receipt["unique_for"] = json!({"window": "10m", "dead": true});
+        assert!(
+            task_block(&receipt, &NOW).contains("Unique for  10m (also once dead)"),
+            "{}",
+            task_block(&receipt, &NOW)
+        );
+        receipt["unique_for"] = Value::Null;
+        assert!(!task_block(&receipt, &NOW).contains("Unique"), "none: not shown");
+        assert!(!task_block(&task(), &NOW).contains("Unique"), "a server from before windows sends none");
     }
 
     #[test]
@@ -774,6 +809,19 @@ mod tests {
         );
         let answer = json!({"outcome": "kept", "task": task()});
         assert!(schedule_outcome(&answer, &NOW).starts_with("Kept the existing task 'order-1234'"));
+    }
+
+    #[test]
+    fn a_schedule_kept_by_a_dedupe_window_names_the_completion() {
+        let completed = json!({"queue": "order.receipt", "key": "order-1234", "id": 7, "state": "done",
+            "completed_at": "2025-11-30T11:59:00.000Z", "attempts": 0, "occurrence": 1,
+            "unique_until": "2025-11-30T12:59:00.000Z"});
+        let answer = json!({"outcome": "kept", "completed": completed});
+        assert_eq!(
+            schedule_outcome(&answer, &NOW),
+            "Kept: task 'order-1234' in queue order.receipt completed 2025-11-30T11:59:00.000Z (1m ago), and its \
+             dedupe window holds the key until 2025-11-30T12:59:00.000Z (in 59m); nothing scheduled."
+        );
     }
 
     /// API.md's example of a queue's settings.

@@ -14,6 +14,7 @@
 //! most one lease of a task is live at a time; a replaced or cancelled task's old lease
 //! cannot complete; bad input is refused with [`Error::Invalid`] and changes nothing.
 
+pub mod calendar;
 pub mod clock;
 mod cron;
 pub mod engine;
@@ -32,10 +33,12 @@ mod timed;
 mod timer;
 pub mod token;
 pub mod transitions;
+mod unique;
 mod wake;
 pub mod wheel;
 mod worker;
 
+pub use calendar::Calendar;
 pub use clock::{Clock, ManualClock, Stopwatch, SystemClock, TokioClock};
 pub use engine::{
     Engine, EngineConfig, LeaseOptions, Limits, ListOptions, MAX_LEASE, MAX_LEASE_BATCH, MAX_LIST_LIMIT, MAX_WAIT,
@@ -49,6 +52,7 @@ pub use meta::TaskMeta;
 pub use model::{Group, IfExists, NewTask, Priority, QueueName, Tag, Task, TaskKey, TaskSpec, TaskState, When};
 pub use outcome::{Outcome, TryEnd};
 pub use policy::{Backoff, CronSyntax, Repeat};
+pub use store::Completed;
 pub use store::{
     DeadSelection, GroupCounts, GroupsPage, GroupsRequest, Lease, LeaseToken, Peers, PurgeSelection, QueueChange,
     QueueRecord, ScheduleOutcome, Scheduled, Store, StoreReset, Wakeup,
@@ -56,6 +60,7 @@ pub use store::{
 pub use target::{Lane, Target, TargetMethod};
 pub use time::{Timestamp, parse_duration};
 pub use token::TokenCodec;
+pub use unique::Unique;
 pub use worker::{BoxError, Delivery, Handler, RunningWorker, Worker};
 
 #[test]

@@ -9,7 +9,9 @@
 //! tasks of each [`Lane`] and [`Priority`] by `(due_at, key)` (leasing; a group's
 //! apart, beside its turn and counts by state), the dead tasks by `(updated_at, key)` (the sweep, the bulk retry), the keys carrying
 //! each tag; across queues, the leased tasks by `(lease_expires_at, queue, key)`
-//! (reaping). All of it sits behind one `Mutex`, so every method is atomic.
+//! (reaping), and the completion records of dedupe windows by slot and by end (each
+//! schedule and completion first drops those ended by its `now`). All of it sits
+//! behind one `Mutex`, so every method is atomic.
 //!
 //! Invariant: the indexes hold exactly the entries derived from the stored tasks. Every
 //! write goes through `Inner::put` or `Inner::take`, which remove a task's old entries
@@ -36,10 +38,10 @@ use crate::error::{Error, Result};
 use crate::identity::StoreId;
 use crate::model::{Group, NewTask, Priority, QueueName, Tag, Task, TaskKey, TaskState};
 use crate::store::{
-    CompleteRequest, DeadSelection, ExtendRequest, GroupCounts, GroupsPage, GroupsRequest, Lease, LeaseBatch,
-    LeaseRequest, LeaseToken, ListRequest, Page, PurgeRequest, QueueChangeRequest, QueueRecord, QueueStats, ReapResult,
-    Reaped, RetriedDead, RetryDeadBatchRequest, RetryDeadRequest, ScheduleOutcome, Scheduled, Store, SweepRequest,
-    Swept,
+    CompleteRequest, Completed, DeadSelection, ExtendRequest, GroupCounts, GroupsPage, GroupsRequest, Lease,
+    LeaseBatch, LeaseRequest, LeaseToken, ListRequest, Page, PurgeRequest, QueueChangeRequest, QueueRecord, QueueStats,
+    ReapResult, Reaped, RetriedDead, RetryDeadBatchRequest, RetryDeadRequest, ScheduleOutcome, Scheduled, Store,
+    SweepRequest, Swept,
 };
 use crate::target::Lane;
 use crate::time::Timestamp;
@@ -77,6 +79,8 @@ impl MemoryStore {
             prefer: Vec::new(),
             records: BTreeMap::new(),
             turns: BTreeMap::new(),
+            completed: BTreeMap::new(),
+            completed_ends: BTreeSet::new(),
         };
         MemoryStore { secret: rand::random(), inner: Mutex::new(inner) }
     }
@@ -244,6 +248,9 @@ struct Inner {
     records: BTreeMap<QueueName, QueueRecord>,
     /// Each queue's turns, kept when its tasks go.
     turns: BTreeMap<QueueName, Turns>,
+    /// Completion records of dedupe windows, by slot; and by `(unique_until, slot)`.
+    completed: BTreeMap<Slot, Completed>,
+    completed_ends: BTreeSet<(Timestamp, Slot)>,
 }
 
 impl Inner {
@@ -339,16 +346,40 @@ impl Inner {
     fn schedule_one(&mut self, new: NewTask, now: Timestamp) -> Result<Scheduled> {
         let scheduled = match self.get(&new.queue, &new.key) {
             Some(existing) => transitions::upsert(existing, new, now)?,
-            None => {
-                self.last_id += 1;
-                Scheduled::new(ScheduleOutcome::Created, transitions::create(new, self.store, self.last_id, now))
-            }
+            None => match self.completed.get(&(new.queue.clone(), new.key.clone())).filter(|r| r.holds_at(now)) {
+                Some(record) => return Ok(Scheduled::kept_by(record.clone())),
+                None => {
+                    self.last_id += 1;
+                    Scheduled::new(ScheduleOutcome::Created, transitions::create(new, self.store, self.last_id, now))
+                }
+            },
         };
-        match scheduled.outcome {
-            ScheduleOutcome::Created | ScheduleOutcome::Replaced => self.put(scheduled.task.clone()),
-            ScheduleOutcome::Kept => {}
+        if let (ScheduleOutcome::Created | ScheduleOutcome::Replaced, Some(task)) = (scheduled.outcome, &scheduled.task)
+        {
+            self.put(task.clone());
         }
         Ok(scheduled)
+    }
+
+    /// Drops the completion records that no longer hold at `now`.
+    fn drop_ended_records(&mut self, now: Timestamp) {
+        while let Some((end, _)) = self.completed_ends.first()
+            && *end <= now
+        {
+            if let Some((_, slot)) = self.completed_ends.pop_first() {
+                self.completed.remove(&slot);
+            }
+        }
+    }
+
+    /// Keeps `record`, in place of its slot's earlier one.
+    fn remember(&mut self, record: Completed) {
+        let slot = (record.queue.clone(), record.key.clone());
+        if let Some(earlier) = self.completed.remove(&slot) {
+            self.completed_ends.remove(&(earlier.unique_until, slot.clone()));
+        }
+        self.completed_ends.insert((record.unique_until, slot.clone()));
+        self.completed.insert(slot, record);
     }
 
     /// Cancels the first `limit` tasks of the selection in due order.
@@ -472,12 +503,17 @@ impl Inner {
     }
 
     fn complete(&mut self, req: &CompleteRequest) -> Result<()> {
+        self.drop_ended_records(req.now);
         let task = self.live(&req.token, req.now)?;
+        let record = transitions::completion_record(task, &req.completion, req.now);
         match transitions::complete(task, &req.completion, req.now) {
             Some(next) => self.put(next),
             None => {
                 self.take(&req.token.queue, &req.token.key);
             }
+        }
+        if let Some(record) = record {
+            self.remember(record);
         }
         Ok(())
     }
@@ -611,6 +647,7 @@ fn parse_list_cursor(cursor: &str) -> Result<(Timestamp, TaskKey)> {
 impl Store for MemoryStore {
     async fn schedule(&self, tasks: Vec<NewTask>, now: Timestamp) -> Result<Vec<Result<Scheduled>>> {
         let mut inner = self.open()?;
+        inner.drop_ended_records(now);
         Ok(tasks.into_iter().map(|new| inner.schedule_one(new, now)).collect())
     }
 

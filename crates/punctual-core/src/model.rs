@@ -16,6 +16,7 @@ use crate::meta::TaskMeta;
 use crate::policy::{Backoff, Repeat};
 use crate::target::{Lane, Target};
 use crate::time::Timestamp;
+use crate::unique::Unique;
 
 macro_rules! string_newtype {
     ($name:ident) => {
@@ -284,6 +285,8 @@ pub struct Task {
     pub last_error: Option<String>,
     /// Where the server delivers the task; `None`: the queue's handler runs it.
     pub target: Option<Target>,
+    /// The task's dedupe window, see [`Unique`].
+    pub unique_for: Option<Unique>,
     /// Store bookkeeping, not part of the API's task object.
     #[serde(skip)]
     pub meta: TaskMeta,
@@ -312,6 +315,7 @@ impl Task {
             lease_expires_at: None,
             last_error: None,
             target: new.target,
+            unique_for: new.unique_for,
             meta,
         }
     }
@@ -405,6 +409,8 @@ pub struct TaskSpec {
     pub target: Option<Target>,
     /// `max_wait` of a debounced schedule (see [`NewTask::debounce`]).
     pub debounce: Option<Duration>,
+    /// The task's dedupe window (see [`Unique`]); checked when scheduled.
+    pub unique_for: Option<Unique>,
 }
 
 impl TaskSpec {
@@ -464,6 +470,12 @@ impl TaskSpec {
         self.debounce = Some(max_wait);
         self
     }
+    /// Holds the key for `unique.window` after the task completed (and died, with
+    /// [`Unique::dead`]): a schedule of the key meanwhile is kept, creating nothing.
+    pub fn unique_for(mut self, unique: Unique) -> TaskSpec {
+        self.unique_for = Some(unique);
+        self
+    }
     /// What to do when the task already exists.
     pub fn if_exists(mut self, mode: IfExists) -> TaskSpec {
         self.if_exists = mode;
@@ -499,6 +511,9 @@ pub struct NewTask {
     /// due later than that first schedule's time plus `max_wait`; otherwise the write
     /// starts such a burst (due no later than now + `max_wait`).
     pub debounce: Option<Duration>,
+    /// The task's dedupe window: when it completes for good (and, with
+    /// [`Unique::dead`], when it dies), its key is held for the window.
+    pub unique_for: Option<Unique>,
 }
 
 impl NewTask {
@@ -518,6 +533,7 @@ impl NewTask {
             if_exists: IfExists::Replace,
             debounce: None,
             target: None,
+            unique_for: None,
         }
     }
 }
@@ -587,6 +603,7 @@ mod tests {
             lease_expires_at: None,
             last_error: None,
             target: None,
+            unique_for: None,
             meta: TaskMeta::new(StoreId::from_bits(1), 0x7f, 0, 1, Timestamp::EPOCH),
         };
         let first = task.delivery_id();

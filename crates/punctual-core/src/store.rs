@@ -35,18 +35,59 @@ pub enum ScheduleOutcome {
     Kept,
 }
 
-/// One task written (or kept) by [`Store::schedule`], as stored afterwards.
+/// What a task with a dedupe window left when it completed for good: a schedule of
+/// `(queue, key)` before `unique_until` is kept and answered with this.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Completed {
+    pub queue: QueueName,
+    pub key: TaskKey,
+    /// The task's id ([`TaskMeta::id`](crate::TaskMeta::id); its delivery ids carry it in hex).
+    pub id: u64,
+    pub completed_at: Timestamp,
+    /// Tries of its last occurrence that failed or whose lease expired.
+    pub attempts: u32,
+    /// The occurrence that completed (a repeat's last).
+    pub occurrence: u32,
+    /// `completed_at` + the window: the record holds the key until then.
+    pub unique_until: Timestamp,
+}
+
+impl Completed {
+    /// For stores, reading a record back.
+    pub fn new(queue: QueueName, key: TaskKey, id: u64, completed_at: Timestamp, unique_until: Timestamp) -> Completed {
+        Completed { queue, key, id, completed_at, attempts: 0, occurrence: 1, unique_until }
+    }
+
+    /// Whether the record still holds its key at `now`: `now < unique_until`.
+    pub fn holds_at(&self, now: Timestamp) -> bool {
+        now < self.unique_until
+    }
+}
+
+/// What [`Store::schedule`] did with one task: written (created or replaced) or kept.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct Scheduled {
     pub outcome: ScheduleOutcome,
-    pub task: Task,
+    /// The task under the key afterwards: the one written, or the one kept. `None` only
+    /// when no task is there because a task of the key completed within its dedupe
+    /// window, which kept the schedule: then `completed` says which.
+    pub task: Option<Task>,
+    /// The completion that kept the schedule (outcome `kept`, no `task`), see
+    /// [`Completed`]; `None` otherwise.
+    pub completed: Option<Completed>,
 }
 
 impl Scheduled {
-    /// For stores.
+    /// For stores: `task` as written or kept.
     pub fn new(outcome: ScheduleOutcome, task: Task) -> Scheduled {
-        Scheduled { outcome, task }
+        Scheduled { outcome, task: Some(task), completed: None }
+    }
+
+    /// For stores: kept, no task written, by the dedupe window of `completed`.
+    pub fn kept_by(completed: Completed) -> Scheduled {
+        Scheduled { outcome: ScheduleOutcome::Kept, task: None, completed: Some(completed) }
     }
 }
 
@@ -644,9 +685,15 @@ pub trait Store: Send + Sync + 'static {
     /// - present and `error`: `Err(Error::Conflict)` for that task only;
     /// - a debounced task ([`NewTask::debounce`]) is created or replaced so, its
     ///   `due_at` no later than the bound of [`transitions::debounce`], which
-    ///   it keeps in `meta.debounce_until` until a lease clears it.
+    ///   it keeps in `meta.debounce_until` until a lease clears it;
+    /// - dedupe windows come first, whatever the new task's `if_exists` and
+    ///   `unique_for`: absent, with a completion record of the key that holds at `now`
+    ///   (see [`Store::complete`]): nothing written, [`Scheduled::kept_by`] that record;
+    ///   present and dead within its window ([`transitions::held_dead`]): untouched,
+    ///   outcome `kept`. A record that no longer holds counts for nothing.
     ///
     /// [`transitions::debounce`]: crate::transitions::debounce
+    /// [`transitions::held_dead`]: crate::transitions::held_dead
     ///
     /// The same key twice in one call is applied in order. `Err` of the whole call
     /// means nothing was written.
@@ -709,7 +756,12 @@ pub trait Store: Send + Sync + 'static {
     fn lease(&self, req: LeaseRequest) -> impl Future<Output = Result<LeaseBatch>> + Send;
 
     /// Applies `completion` to the task of a live lease; [`Error::LeaseLost`] when the
-    /// lease is not live (and nothing changes).
+    /// lease is not live (and nothing changes). `Done` of a task with a dedupe window
+    /// ([`Task::unique_for`]) writes, in the same atomic step as the deletion, the
+    /// completion record of [`transitions::completion_record`] for its (queue, key), in
+    /// place of any earlier one; the store drops a record once it no longer holds.
+    ///
+    /// [`transitions::completion_record`]: crate::transitions::completion_record
     fn complete(&self, req: CompleteRequest) -> impl Future<Output = Result<()>> + Send;
 
     /// Many completions, each applied or refused on its own exactly as

@@ -33,7 +33,8 @@ use crate::identity::StoreId;
 use crate::meta::TaskMeta;
 use crate::model::{IfExists, NewTask, Task, TaskState};
 use crate::store::{
-    Completion, LeaseToken, PurgeSelection, QueueChange, QueueChangeRequest, QueueRecord, ScheduleOutcome, Scheduled,
+    Completed, Completion, LeaseToken, PurgeSelection, QueueChange, QueueChangeRequest, QueueRecord, ScheduleOutcome,
+    Scheduled,
 };
 use crate::time::Timestamp;
 
@@ -70,9 +71,12 @@ pub fn debounce(old: Option<&Task>, new: &mut NewTask, now: Timestamp) -> Option
 }
 
 /// What scheduling `new` does to `existing`, a task already stored under its (queue,
-/// key) in any state, by `new.if_exists`: replaced ([`replace`]), kept untouched, or
-/// refused with [`Error::Conflict`].
+/// key) in any state: kept untouched while [`held_dead`]; else by `new.if_exists`:
+/// replaced ([`replace`]), kept untouched, or refused with [`Error::Conflict`].
 pub fn upsert(existing: &Task, new: NewTask, now: Timestamp) -> Result<Scheduled> {
+    if held_dead(existing, now) {
+        return Ok(Scheduled::new(ScheduleOutcome::Kept, existing.clone()));
+    }
     match new.if_exists {
         IfExists::Replace => Ok(Scheduled::new(ScheduleOutcome::Replaced, replace(existing, new, now))),
         IfExists::Keep => Ok(Scheduled::new(ScheduleOutcome::Kept, existing.clone())),
@@ -96,6 +100,28 @@ pub fn replace(old: &Task, mut new: NewTask, now: Timestamp) -> Task {
     task.version = old.version + 1;
     task.created_at = old.created_at;
     task
+}
+
+/// Whether the task is dead within its dedupe window at `now`, so that a schedule of its
+/// key keeps it, whatever the schedule asks: its window holds dead tasks
+/// ([`Unique::dead`](crate::Unique::dead)) and `now` is before it died (its
+/// `updated_at`) + the window.
+pub fn held_dead(task: &Task, now: Timestamp) -> bool {
+    task.state == TaskState::Dead
+        && task.unique_for.is_some_and(|unique| unique.dead && now < task.updated_at.saturating_add(unique.window))
+}
+
+/// The completion record that `completion` of `task`'s live lease at `now` leaves (see
+/// [`Store::complete`](crate::Store::complete)): for `Done` of a task with a dedupe
+/// window, its id, attempts and occurrence, completed at `now`, holding the key until
+/// `now` + the window; `None` for any other completion or task.
+pub fn completion_record(task: &Task, completion: &Completion, now: Timestamp) -> Option<Completed> {
+    let unique = task.unique_for.filter(|_| *completion == Completion::Done)?;
+    let until = now.saturating_add(unique.window);
+    let mut record = Completed::new(task.queue.clone(), task.key.clone(), task.meta.id, now, until);
+    record.attempts = task.attempts;
+    record.occurrence = task.meta.occurrence;
+    Some(record)
 }
 
 /// Whether `lease` may hand the task out at `now`: `scheduled` and `due_at ≤ now`.
@@ -379,10 +405,10 @@ mod tests {
         let existing = scheduled();
         let mut new = new_task(at(99));
         let replaced = upsert(&existing, new.clone(), at(1)).unwrap();
-        assert_eq!((replaced.outcome, replaced.task.version), (ScheduleOutcome::Replaced, 2));
+        assert_eq!((replaced.outcome, replaced.task.map(|t| t.version)), (ScheduleOutcome::Replaced, Some(2)));
         new.if_exists = IfExists::Keep;
         let kept = upsert(&existing, new.clone(), at(1)).unwrap();
-        assert_eq!((kept.outcome, kept.task), (ScheduleOutcome::Kept, existing.clone()));
+        assert_eq!((kept.outcome, kept.task), (ScheduleOutcome::Kept, Some(existing.clone())));
         new.if_exists = IfExists::Error;
         assert!(matches!(upsert(&existing, new, at(1)), Err(Error::Conflict(_))));
     }
@@ -450,6 +476,44 @@ mod tests {
     #[test]
     fn done_deletes_the_task() {
         assert_eq!(complete(&leased(), &Completion::Done, at(12)), None);
+    }
+
+    #[test]
+    fn done_of_a_task_with_a_dedupe_window_leaves_a_record_and_nothing_else_does() {
+        let mut task = leased();
+        assert_eq!(completion_record(&task, &Completion::Done, at(12)), None, "no window, no record");
+        task.unique_for = Some(crate::Unique::new(secs(60)));
+        task.attempts = 2;
+        task.meta.occurrence = 3;
+        let record = completion_record(&task, &Completion::Done, at(12)).unwrap();
+        assert_eq!((record.id, record.attempts, record.occurrence), (42, 2, 3));
+        assert_eq!((record.completed_at, record.unique_until), (at(12), at(72)));
+        assert_eq!((&record.queue, &record.key), (&task.queue, &task.key));
+        assert!(record.holds_at(at(71)) && !record.holds_at(at(72)), "until completed + window, exclusive");
+        for other in [
+            Completion::Retry { at: at(20), error: "e".into() },
+            Completion::Reschedule { at: at(20) },
+            Completion::Dead { error: "e".into() },
+        ] {
+            assert_eq!(completion_record(&task, &other, at(12)), None, "{other:?}");
+        }
+    }
+
+    #[test]
+    fn a_dead_task_holds_its_key_only_when_its_window_counts_dead_and_until_it_ends() {
+        let mut task = leased();
+        task.unique_for = Some(crate::Unique::new(secs(60)));
+        let dead = complete(&task, &Completion::Dead { error: "boom".into() }, at(12)).unwrap();
+        assert!(!held_dead(&dead, at(13)), "a window of done only");
+        task.unique_for = Some(crate::Unique::new(secs(60)).counting_dead());
+        let dead = complete(&task, &Completion::Dead { error: "boom".into() }, at(12)).unwrap();
+        assert!(held_dead(&dead, at(71)));
+        assert!(!held_dead(&dead, at(72)), "the window ends a window after the death");
+        let mut replacing = new_task(at(99));
+        replacing.if_exists = IfExists::Error;
+        let kept = upsert(&dead, replacing, at(13)).unwrap();
+        assert_eq!((kept.outcome, kept.task), (ScheduleOutcome::Kept, Some(dead.clone())), "whatever if_exists says");
+        assert!(!held_dead(&task, at(13)), "a leased task is not dead");
     }
 
     #[test]

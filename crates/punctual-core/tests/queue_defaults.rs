@@ -15,12 +15,14 @@ async fn a_queue_default_repeat_applies_to_tasks_without_their_own() {
     let engine = Engine::start(store, config);
 
     let plain = engine.schedule("flow.remind", "step-1", TaskSpec::after(Duration::from_secs(60))).await.expect("ok");
-    assert_eq!(plain.task.repeat, Some(daily), "the queue's repeat");
+    let plain = plain.task.expect("a task is written");
+    assert_eq!(plain.repeat, Some(daily), "the queue's repeat");
     let hourly = Repeat::every(Duration::from_secs(3600)).expect("a valid repeat");
     let own = TaskSpec::after(Duration::from_secs(60)).repeat(hourly.clone());
-    let own = engine.schedule("flow.remind", "step-2", own).await.expect("ok");
-    assert_eq!(own.task.repeat, Some(hourly), "a task's own repeat wins");
+    let own = engine.schedule("flow.remind", "step-2", own).await.expect("ok").task.expect("a task is written");
+    assert_eq!(own.repeat, Some(hourly), "a task's own repeat wins");
     let other = engine.schedule("order.cancel", "order-1", TaskSpec::after(Duration::from_secs(60))).await.expect("ok");
-    assert_eq!(other.task.repeat, None, "other queues keep no repeat");
+    let other = other.task.expect("a task is written");
+    assert_eq!(other.repeat, None, "other queues keep no repeat");
     engine.shutdown().await.expect("shutdown");
 }

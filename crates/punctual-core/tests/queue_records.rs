@@ -86,11 +86,11 @@ async fn run_time_defaults_apply_to_new_tasks_until_removed() {
     let mut defaults = QueueDefaults::default();
     defaults.max_attempts = 3;
     engine.set_queue_defaults(&queue("q"), Some(defaults));
-    let with = engine.schedule("q", "a", TaskSpec::now()).await.unwrap();
-    let other = engine.schedule("other", "a", TaskSpec::now()).await.unwrap();
+    let with = engine.schedule("q", "a", TaskSpec::now()).await.unwrap().task.unwrap();
+    let other = engine.schedule("other", "a", TaskSpec::now()).await.unwrap().task.unwrap();
     engine.set_queue_defaults(&queue("q"), None);
-    let without = engine.schedule("q", "b", TaskSpec::now()).await.unwrap();
-    assert_eq!((with.task.max_attempts, other.task.max_attempts, without.task.max_attempts), (3, 20, 20));
+    let without = engine.schedule("q", "b", TaskSpec::now()).await.unwrap().task.unwrap();
+    assert_eq!((with.max_attempts, other.max_attempts, without.max_attempts), (3, 20, 20));
     engine.shutdown().await.unwrap();
 }
 

@@ -30,11 +30,15 @@
 //! A task's [`Group`] is kept between the target and the body, its length in a 17th
 //! header field left out when there is none: a task without a group has the record it
 //! had before groups, and a record written before has no group. Only format 2 holds one.
+//! A task's dedupe window ([`Unique`]) is the 18th header field, its length in ms,
+//! negative when it holds a dead task too, left out when there is none (the 17th is then
+//! written empty when the task has a window and no group): a task without one has the
+//! record it had before windows, and a record written before has none.
 
-use punctual_core::store::corrupt;
+use punctual_core::store::{Completed, corrupt};
 use punctual_core::{
     Backoff, Group, NewTask, Priority, QueueName, Repeat, Result, StoreId, Tag, Target, Task, TaskKey, TaskMeta,
-    TaskState, Timestamp,
+    TaskState, Timestamp, Unique,
 };
 use serde::{Deserialize, Serialize};
 
@@ -92,6 +96,48 @@ pub(crate) fn debounce_of(task: &NewTask) -> String {
     task.debounce.map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX).min(latest).to_string()).unwrap_or_default()
 }
 
+/// A task's dedupe window as the schedule script takes it and the record keeps it: its
+/// length in ms, `-` before it when it holds a dead task too, empty for none; at most
+/// [`Timestamp::MAX`]'s ms (a longer window ends at that instant all the same).
+pub(crate) fn unique_of(task: &NewTask) -> String {
+    let Some(unique) = task.unique_for else { return String::new() };
+    let latest = Timestamp::MAX.as_millis().unsigned_abs();
+    let window = u64::try_from(unique.window.as_millis()).unwrap_or(u64::MAX).min(latest);
+    if unique.dead { format!("-{window}") } else { window.to_string() }
+}
+
+/// The dedupe window a record's 17th field holds (see [`unique_of`]).
+fn window_of(field: i64) -> Result<Unique> {
+    let window = Unique::new(std::time::Duration::from_millis(field.unsigned_abs()));
+    match field {
+        0 => Err(corrupt("a dedupe window of 0")),
+        ..0 => Ok(window.counting_dead()),
+        _ => Ok(window),
+    }
+}
+
+/// The completion record of `key` in `queue` as `lua/complete.lua` writes it:
+/// `"<completed_at>,<id>,<attempts>,<occurrence>,<unique_until>"`, decimal.
+pub(crate) fn completed(queue: &QueueName, key: &TaskKey, record: &[u8]) -> Result<Completed> {
+    let text = std::str::from_utf8(record).map_err(corrupt)?;
+    let bad = || corrupt(format!("completion record '{text}'"));
+    let numbers: Vec<i64> =
+        text.split(',').map(str::parse).collect::<std::result::Result<_, _>>().map_err(|_| bad())?;
+    let [completed_at, id, attempts, occurrence, until] = numbers[..] else { return Err(bad()) };
+    let count = |n: i64| u32::try_from(n).map_err(|_| bad());
+    let id = u64::try_from(id).map_err(|_| bad())?;
+    let mut done = Completed::new(
+        queue.clone(),
+        key.clone(),
+        id,
+        Timestamp::from_millis(completed_at),
+        Timestamp::from_millis(until),
+    );
+    done.attempts = count(attempts)?;
+    done.occurrence = count(occurrence)?;
+    Ok(done)
+}
+
 /// Tags as the scripts keep them.
 pub(crate) fn tags_of(tags: &[Tag]) -> String {
     let mut joined = String::new();
@@ -128,6 +174,8 @@ struct Header {
     debounce_until: Option<i64>,
     /// 0: no group.
     grouplen: i64,
+    /// The dedupe window, ms, negative when it holds a dead task too; `None`: none.
+    unique: Option<i64>,
 }
 
 /// Format 1's header (without its `|`): 14 decimal fields.
@@ -163,16 +211,18 @@ fn header_v1(header: &str) -> Result<Header> {
         priority: 0,
         debounce_until: None,
         grouplen: 0,
+        unique: None,
     })
 }
 
-/// Format 2's header after its mark (without its `|`): up to 17 base-36 fields (13
-/// before targets, 14 before priorities, 15 before debounce, 16 before groups).
+/// Format 2's header after its mark (without its `|`): up to 18 base-36 fields (13
+/// before targets, 14 before priorities, 15 before debounce, 16 before groups, 17
+/// before windows).
 fn header_v2(state: TaskState, header: &str) -> Result<Header> {
     let bad = |what: &str| corrupt(format!("record header '{header}': {what}"));
     let fields: Vec<&str> = header.split(',').collect();
-    if fields.len() > 17 {
-        return Err(bad("more than 17 fields"));
+    if fields.len() > 18 {
+        return Err(bad("more than 18 fields"));
     }
     let number = |i: usize| -> Result<Option<i64>> {
         match fields.get(i) {
@@ -212,6 +262,7 @@ fn header_v2(state: TaskState, header: &str) -> Result<Header> {
         priority: or(14, 0)?,
         debounce_until,
         grouplen: or(16, 0)?,
+        unique: number(17)?,
     })
 }
 
@@ -301,6 +352,7 @@ pub(crate) fn decode(store: StoreId, queue: &QueueName, key: &str, record: &[u8]
         .ok()
         .and_then(|p| Priority::new(p).ok())
         .ok_or_else(|| corrupt(format!("priority {} is not 0 to 9", h.priority)))?;
+    task.unique_for = h.unique.map(window_of).transpose()?;
     Ok(task)
 }
 

@@ -2,7 +2,8 @@
 //! the script's `KEYS` and `ARGV` exactly as its header (`lua/*.lua`) says, and reads
 //! its answer into typed results, so no caller builds an argument list by hand.
 //!
-//! Every script is `lua/common.lua` followed by its own file (the lease script by
+//! Every script is `lua/common.lua` and `lua/common_groups.lua` followed by its own
+//! file (the lease script by
 //! `lua/lease_groups.lua` and then its own; but `lua/ids.lua`,
 //! `lua/rate.lua`, `lua/change_queue.lua` and `lua/announce.lua`, which work on no
 //! shard). Loaded once per
@@ -10,8 +11,10 @@
 //! for (after a restart or a `SCRIPT FLUSH`). (`lua/delete_if_unchanged.lua` is not the
 //! store's: `keyspace` loads and calls it.)
 //!
-//! Invariants: a shard script gets the nineteen keys of its one shard as `KEYS` (so it
-//! touches only keys it was passed, on one Cluster node) and `ARGV[1..3]` = now, the
+//! Invariants: a shard script gets the twenty-one keys of its one shard as `KEYS` (so it
+//! touches only keys it was passed, on one Cluster node), then, for `lua/schedule.lua`
+//! and `lua/complete.lua`, each task's completion record key (under the same hash
+//! tag), and `ARGV[1..3]` = now, the
 //! wake-up channel, the queue; the codes it gets for our enums come from `codes`. Each
 //! call here is one script call: bounding batches (at most
 //! [`SCRIPT_BATCH`](crate::SCRIPT_BATCH)) is the caller's part.
@@ -36,7 +39,7 @@ use crate::keys::{self, ShardKeys};
 use crate::nodes::Announcement;
 use crate::{Shared, codes, record};
 
-const COMMON: &str = include_str!("lua/common.lua");
+const COMMON: &str = concat!(include_str!("lua/common.lua"), "\n", include_str!("lua/common_groups.lua"));
 
 /// Every script, compiled (hashed) once.
 #[derive(Debug)]
@@ -243,6 +246,9 @@ impl OnShard<'_> {
     /// new), in order; each one's outcome, a conflict where `if_exists` is error.
     pub(crate) async fn schedule(&self, tasks: &[(&NewTask, u64)], now: Timestamp) -> Result<Vec<Result<Scheduled>>> {
         let mut invocation = self.invocation(&self.shared.scripts.schedule, now);
+        for (task, _) in tasks {
+            invocation.key(self.keys.completion(&task.key));
+        }
         invocation.arg(tasks.len());
         for (task, id) in tasks {
             invocation
@@ -256,7 +262,8 @@ impl OnShard<'_> {
                 .arg(record::target_of(task))
                 .arg(task.priority.get())
                 .arg(record::debounce_of(task))
-                .arg(task.group.as_ref().map_or("", |group| group.as_str()));
+                .arg(task.group.as_ref().map_or("", |group| group.as_str()))
+                .arg(record::unique_of(task));
         }
         let answer: Vec<Vec<u8>> = self.shared.conn.invoke(&invocation).await?;
         if answer.len() != tasks.len() * 2 {
@@ -264,6 +271,10 @@ impl OnShard<'_> {
         }
         let mut results = Vec::with_capacity(tasks.len());
         for ((task, _), pair) in tasks.iter().zip(answer.chunks(2)) {
+            if pair[0] == b"u" {
+                results.push(Ok(Scheduled::kept_by(record::completed(&task.queue, &task.key, &pair[1])?)));
+                continue;
+            }
             let outcome =
                 codes::schedule_outcome(&pair[0]).ok_or_else(|| corrupt("an unknown answer from schedule"))?;
             results.push(match outcome {
@@ -341,6 +352,9 @@ impl OnShard<'_> {
     /// (`false`: the lease was lost).
     pub(crate) async fn complete(&self, reqs: &[&CompleteRequest], now: Timestamp) -> Result<Vec<bool>> {
         let mut invocation = self.invocation(&self.shared.scripts.complete, now);
+        for req in reqs {
+            invocation.key(self.keys.completion(&req.token.key));
+        }
         invocation.arg(reqs.len());
         for req in reqs {
             let (kind, at, error) = codes::completion(&req.completion);

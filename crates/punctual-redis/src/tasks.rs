@@ -72,11 +72,10 @@ impl Shared {
     fn note_written(&self, queue: &QueueName, shard: u32, answers: &[Result<Scheduled>]) {
         let mut created: BTreeMap<(usize, Priority), Timestamp> = BTreeMap::new();
         let mut replaced = false;
-        for written in answers.iter().flatten() {
+        for (written, task) in answers.iter().flatten().filter_map(|written| Some((written, written.task.as_ref()?))) {
             if written.outcome == ScheduleOutcome::Created {
-                let slot =
-                    created.entry((lane_slot(written.task.lane()), written.task.priority)).or_insert(Timestamp::MAX);
-                *slot = (*slot).min(written.task.due_at);
+                let slot = created.entry((lane_slot(task.lane()), task.priority)).or_insert(Timestamp::MAX);
+                *slot = (*slot).min(task.due_at);
             } else if written.outcome == ScheduleOutcome::Replaced {
                 replaced = true;
             }

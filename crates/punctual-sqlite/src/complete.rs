@@ -2,19 +2,20 @@
 //! occurrence) or dead.
 //!
 //! Invariants: nothing is written unless the lease is live (`lease::live`); then each
-//! completion is one statement, atomic by itself, but the deletion of a tagged task,
+//! completion is one statement, atomic by itself, but the deletion of a tagged task or
+//! of one with a dedupe window (which writes its completion record, `completions`),
 //! which runs in a savepoint: so a failed completion leaves its task as it was, and a
 //! batch of completions needs no savepoint per completion. A task put back to scheduled
 //! takes its lane's code.
 
 use punctual_core::store::{CompleteRequest, Completion, corrupt};
-use punctual_core::{Result, StoreId};
+use punctual_core::{Result, StoreId, transitions};
 use rusqlite::{Connection, params};
 
 use crate::codes::{DEAD, Sql, scheduled_by_target};
 use crate::lease::live;
 use crate::tasks::delete_task;
-use crate::{map_err, writer};
+use crate::{completions, map_err, writer};
 
 static RETRY: Sql = Sql::new(|| {
     format!(
@@ -44,9 +45,13 @@ pub(crate) fn complete(conn: &Connection, store: StoreId, req: &CompleteRequest)
     let update = |sql: &str, parameters: &[&dyn rusqlite::ToSql]| {
         conn.prepare_cached(sql).and_then(|mut statement| statement.execute(parameters)).map(|_| ()).map_err(map_err)
     };
+    let record = transitions::completion_record(&task, &req.completion, req.now);
     match &req.completion {
-        Completion::Done if task.tags.is_empty() => delete_task(conn, queue_id, &task),
-        Completion::Done => writer::in_savepoint(conn, |conn| delete_task(conn, queue_id, &task)),
+        Completion::Done if task.tags.is_empty() && record.is_none() => delete_task(conn, queue_id, &task),
+        Completion::Done => writer::in_savepoint(conn, |conn| {
+            delete_task(conn, queue_id, &task)?;
+            record.as_ref().map_or(Ok(()), |record| completions::write(conn, queue_id, record))
+        }),
         Completion::Retry { at, error } => update(&RETRY, params![id, at.as_millis(), error, now]),
         Completion::Reschedule { at } => update(&RESCHEDULE, params![id, at.as_millis(), now]),
         Completion::Dead { error } => update(&DIE, params![id, error, now]),

@@ -18,7 +18,7 @@ use crate::codes::{Sql, grouped_code, scheduled_by_target, scheduled_code, state
 use crate::leasing::{Leasing, earliest};
 use crate::map_err;
 use crate::queues::queue_id;
-use crate::row::{blank_task, tags_of};
+use crate::row::{blank_task, tags_of, unique_of};
 
 /// `fence_floor`: every fence handed out is at least this (see the crate docs).
 pub(crate) fn lease(conn: &Connection, store: StoreId, req: &LeaseRequest, fence_floor: i64) -> Result<LeaseBatch> {
@@ -50,48 +50,69 @@ pub(crate) fn lease(conn: &Connection, store: StoreId, req: &LeaseRequest, fence
 }
 
 /// The task of a live lease, or `LeaseLost`: only what the writes under a lease use
-/// (its id and tags) and what liveness is decided on (state, id, version, fence and
-/// expiry). The payload and policies are not read, let alone parsed: every ack, extend
-/// and release comes here, on the writer's thread.
+/// (its id and tags; its attempts, occurrence and dedupe window for a completion
+/// record) and what liveness is decided on (state, id, version, fence and expiry). The
+/// payload and policies are not read, let alone parsed: every ack, extend and release
+/// comes here, on the writer's thread.
 pub(crate) fn live(conn: &Connection, store: StoreId, token: &LeaseToken, now: Timestamp) -> Result<(i64, Task)> {
     let queue_id = queue_id(conn, &token.queue)?.ok_or(Error::LeaseLost)?;
     let row = conn
         .prepare_cached(
-            "SELECT id, state, version, fence, lease_expires_at, tags FROM tasks WHERE queue_id = ?1 AND key = ?2",
+            "SELECT id, state, version, fence, lease_expires_at, tags, attempts, occurrence, unique_window_ms, \
+             unique_dead FROM tasks WHERE queue_id = ?1 AND key = ?2",
         )
         .and_then(|mut stmt| {
             stmt.query_row(params![queue_id, token.key.as_str()], |row| {
-                Ok((
-                    row.get::<_, i64>(0)?,
-                    row.get::<_, i64>(1)?,
-                    row.get::<_, i64>(2)?,
-                    row.get::<_, i64>(3)?,
-                    row.get::<_, Option<i64>>(4)?,
-                    row.get::<_, Option<String>>(5)?,
-                ))
+                Ok(LiveRow {
+                    id: row.get(0)?,
+                    state: row.get(1)?,
+                    version: row.get(2)?,
+                    fence: row.get(3)?,
+                    lease_expires_at: row.get(4)?,
+                    tags: row.get(5)?,
+                    attempts: row.get(6)?,
+                    occurrence: row.get(7)?,
+                    unique: (row.get(8)?, row.get(9)?),
+                })
             })
             .optional()
         })
         .map_err(map_err)?;
-    let (id, state, version, fence, lease_expires_at, tags) = row.ok_or(Error::LeaseLost)?;
+    let row = row.ok_or(Error::LeaseLost)?;
+    let count = |n: i64| u32::try_from(n).map_err(corrupt);
     let meta = TaskMeta::new(
         store,
-        u64::try_from(id).map_err(corrupt)?,
-        u64::try_from(fence).map_err(corrupt)?,
-        1,
+        u64::try_from(row.id).map_err(corrupt)?,
+        u64::try_from(row.fence).map_err(corrupt)?,
+        count(row.occurrence)?,
         Timestamp::EPOCH,
     );
     let mut task = blank_task(token.queue.clone(), token.key.clone(), meta);
-    task.state = state_of(state)?;
-    task.version = u64::try_from(version).map_err(corrupt)?;
-    task.lease_expires_at = lease_expires_at.map(Timestamp::from_millis);
+    task.state = state_of(row.state)?;
+    task.version = u64::try_from(row.version).map_err(corrupt)?;
+    task.lease_expires_at = row.lease_expires_at.map(Timestamp::from_millis);
     if !token.is_live_for(&task, now) {
         return Err(Error::LeaseLost);
     }
-    if let Some(json) = tags {
+    if let Some(json) = row.tags {
         task.tags = tags_of(&json)?;
     }
+    task.attempts = count(row.attempts)?;
+    task.unique_for = unique_of(row.unique)?;
     Ok((queue_id, task))
+}
+
+/// The columns [`live`] reads.
+struct LiveRow {
+    id: i64,
+    state: i64,
+    version: i64,
+    fence: i64,
+    lease_expires_at: Option<i64>,
+    tags: Option<String>,
+    attempts: i64,
+    occurrence: i64,
+    unique: (Option<i64>, bool),
 }
 
 pub(crate) fn extend(conn: &Connection, store: StoreId, req: &ExtendRequest) -> Result<Timestamp> {

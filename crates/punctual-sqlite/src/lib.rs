@@ -25,8 +25,9 @@
 //!   never meet. The store is never emptied under its owner, so it never changes.
 //!
 //! Each operation is a plain function on a connection, in a module per concern
-//! (`schedule`, `tasks`, `cancel`, `list`, `lease`, `complete`, `reap`, `dead`,
-//! `groups`, `stats`, `queue_records`, `identity`; rows in `row`, state codes in `codes`).
+//! (`schedule`, `tasks`, `cancel`, `list`, `lease`, `complete`, `completions`, `reap`,
+//! `dead`, `groups`, `stats`, `queue_records`, `identity`; rows in `row`, state codes in
+//! `codes`).
 //! Writes run inside the writer's transaction, reads on a reader connection; none of
 //! them commits or reads the clock. Functions that read tasks take the store's
 //! identity, which every task read is stamped with.
@@ -34,6 +35,7 @@
 mod cancel;
 mod codes;
 mod complete;
+mod completions;
 mod dead;
 mod groups;
 mod identity;

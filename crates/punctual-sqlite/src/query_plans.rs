@@ -10,6 +10,7 @@ use rusqlite::{Connection, params};
 
 use crate::cancel::purge_sql;
 use crate::codes::{GROUPED_HANDLER_LANE, LEASED, SCHEDULED_TARGET_LANE};
+use crate::completions::DROP_ENDED;
 use crate::leasing::{HAS_URGENT, LEASE, LEASE_AT_PRIORITY, LEASE_IN_GROUP, LEASE_IN_GROUP_AT_PRIORITY, NEXT_DUE};
 use crate::list::list_sql;
 use crate::schema::in_memory;
@@ -98,4 +99,16 @@ fn a_lease_in_a_group_reads_the_groups_range_only() {
     let urgent = plan(&conn, &LEASE_IN_GROUP_AT_PRIORITY, args);
     assert!(urgent.iter().any(|step| step.contains("tasks_by_group") || step.contains("tasks_urgent")), "{urgent:?}");
     assert_no_scan_or_sort(&urgent, "lease in a group at a priority");
+}
+
+/// Dropping ended completion records reads the range of `completions_by_end` up to now:
+/// it costs what it deletes, however many records still hold.
+#[test]
+fn dropping_ended_completion_records_reads_their_range_only() {
+    let conn = in_memory();
+    let drop = plan(&conn, DROP_ENDED, params![1, 10]);
+    let search = "USING COVERING INDEX completions_by_end (unique_until<?)";
+    assert_eq!(drop.iter().filter(|step| step.contains(search)).count(), 1, "{drop:?}");
+    assert!(!drop.iter().any(|step| step.starts_with("SCAN completions")), "{drop:?}");
+    assert!(!drop.iter().any(|step| step.contains("TEMP B-TREE")), "{drop:?}");
 }

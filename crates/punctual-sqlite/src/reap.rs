@@ -1,5 +1,6 @@
 //! Reaping expired leases: each task back to scheduled in its lane, due now, or dead
-//! when that was its last attempt.
+//! when that was its last attempt; and dropping as many completion records of dedupe
+//! windows that ended (see `completions`).
 //!
 //! Invariants: a reap reads only leased rows whose lease expired, earliest expiry
 //! first, at most its limit (from the partial index `tasks_by_expiry`); every reaped task
@@ -10,7 +11,7 @@ use punctual_core::{QueueName, Result, TaskKey, TaskState, Timestamp};
 use rusqlite::{Connection, params};
 
 use crate::codes::{DEAD, LEASED, Sql, scheduled_by_target};
-use crate::map_err;
+use crate::{completions, map_err};
 
 static EXPIRED: Sql = Sql::new(|| {
     format!(
@@ -54,6 +55,7 @@ pub(crate) fn reap(conn: &Connection, now: Timestamp, limit: u32) -> Result<Reap
             .map_err(map_err)?;
         reaped.push(Reaped::new(QueueName::new(queue).map_err(corrupt)?, TaskKey::new(key).map_err(corrupt)?, state));
     }
+    completions::drop_ended(conn, now, limit)?;
     let next_expiry: Option<i64> = conn
         .prepare_cached(&NEXT_EXPIRY)
         .and_then(|mut stmt| stmt.query_row([now.as_millis()], |row| row.get(0)))

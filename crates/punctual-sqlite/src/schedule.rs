@@ -1,4 +1,5 @@
-//! Scheduling: a batch of tasks, each created, kept or replaced by its `if_exists`.
+//! Scheduling: a batch of tasks, each created, kept or replaced by its `if_exists`, or
+//! kept by a dedupe window (a completion record of its key, or its dead task's window).
 //!
 //! Invariants: a created and a replaced task are written from one list of columns
 //! ([`WRITTEN`]): a replaced task starts over as a created one does (first occurrence,
@@ -15,13 +16,13 @@ use punctual_core::{
 use rusqlite::{Connection, Statement, ToSql};
 
 use crate::codes::{Sql, code_of_scheduled};
-use crate::map_err;
 use crate::queues::queue_id_or_create;
 use crate::tasks::{delete_tags, load, write_tags};
+use crate::{completions, map_err};
 
 /// Every column a schedule writes, created or replaced alike, with its value: SQL, or a
 /// parameter that [`Written::run`] binds.
-const WRITTEN: [(&str, &str); 19] = [
+const WRITTEN: [(&str, &str); 21] = [
     ("state", ":state"),
     ("due_at", ":due_at"),
     ("lease_expires_at", "NULL"),
@@ -41,6 +42,8 @@ const WRITTEN: [(&str, &str); 19] = [
     ("priority", ":priority"),
     ("debounce_until", ":debounce_until"),
     ("group_name", ":group_name"),
+    ("unique_window_ms", ":unique_window_ms"),
+    ("unique_dead", ":unique_dead"),
 ];
 
 /// A new row: [`WRITTEN`], and the columns only a creation writes.
@@ -75,6 +78,8 @@ struct Written {
     priority: u8,
     debounce_until: Option<i64>,
     group_name: Option<String>,
+    unique_window_ms: Option<i64>,
+    unique_dead: bool,
 }
 
 impl Written {
@@ -99,6 +104,8 @@ impl Written {
             priority: task.priority.get(),
             debounce_until: debounce_until.map(Timestamp::as_millis),
             group_name: task.group.as_ref().map(|group| group.as_str().to_owned()),
+            unique_window_ms: task.unique_for.map(|unique| ms(unique.window)),
+            unique_dead: task.unique_for.is_some_and(|unique| unique.dead),
         })
     }
 
@@ -125,6 +132,8 @@ impl Written {
             (":priority", &self.priority),
             (":debounce_until", &self.debounce_until),
             (":group_name", &self.group_name),
+            (":unique_window_ms", &self.unique_window_ms),
+            (":unique_dead", &self.unique_dead),
         ];
         bound.extend_from_slice(more);
         let mut stmt = conn.prepare_cached(sql).map_err(map_err)?;
@@ -162,6 +171,18 @@ pub(crate) fn schedule(
 fn schedule_one(conn: &Connection, store: StoreId, mut task: NewTask, now: Timestamp) -> Result<Result<Scheduled>> {
     let queue_id = queue_id_or_create(conn, &task.queue)?;
     let existing = load(conn, store, queue_id, &task.queue, task.key.as_str())?;
+    // Dedupe windows first, whatever the task's own if_exists.
+    match &existing {
+        Some(old) if transitions::held_dead(old, now) => {
+            return Ok(Ok(Scheduled::new(ScheduleOutcome::Kept, old.clone())));
+        }
+        Some(_) => {}
+        None => {
+            if let Some(record) = completions::holding(conn, queue_id, &task.queue, &task.key, now)? {
+                return Ok(Ok(Scheduled::kept_by(record)));
+            }
+        }
+    }
     // As `transitions::create` and `replace` write it.
     let debounce_until = transitions::debounce(existing.as_ref(), &mut task, now);
     let written = Written::of(&task, debounce_until, now)?;

@@ -14,7 +14,8 @@
 //!   is never reused: it is the task's `meta.id`, unique per creation. `target` is the
 //!   task's HTTP target as `Target::to_stored` writes it, NULL for none. `priority` is
 //!   the task's priority, 0–9; `debounce_until` its debounce burst's bound
-//!   (`TaskMeta::debounce_until`), NULL outside a burst.
+//!   (`TaskMeta::debounce_until`), NULL outside a burst; `unique_window_ms` its dedupe
+//!   window (NULL: none) and `unique_dead` 1 when the window holds it dead too.
 //!   `group_name` is the task's group, NULL for none; a scheduled task in a group has
 //!   its own codes, 4 (handler lane) and 5 (target lane), so the ungrouped tasks of a
 //!   lane are still one range that a lease without groups reads as before.
@@ -25,6 +26,9 @@
 //!   none), all kept exact by the triggers on every insert, update of state, due time or
 //!   group, and delete. `queues.last_turn` is the last turn a lease gave in the queue and
 //!   `queues.ungrouped_turn` that of its ungrouped tasks.
+//! - `completions`: the completion records of dedupe windows, one per (queue, key)
+//!   whose task completed for good with a window (see `completions`): its id, when it
+//!   completed, its attempts and occurrence, and `unique_until`, when the record ends.
 //! - `tags`: (queue, tag) → task ids, so cancelling a tag is an index range, not a scan.
 //! - `queue_records`: one row per queue given settings or paused through the API, by
 //!   name (a queue may have a record and no task, so not by `queues.id`); `settings`
@@ -39,7 +43,8 @@
 //!   task's `updated_at` is when it died) the retention sweep; a partial index
 //!   `tasks_urgent` on `(queue_id, state, priority, due_at, id)` of the rows of
 //!   priority above 0 serves leasing by priority, so a queue that uses none pays one
-//!   probe of an empty range per lease. An index added here is created at the next open
+//!   probe of an empty range per lease; `completions_by_end` on `unique_until` serves
+//!   the deletion of records that ended. An index added here is created at the next open
 //!   of an older store, with no layout change.
 //!
 //! Layout versions (`meta.schema_version`): an open migrates an older layout, in the
@@ -54,9 +59,12 @@
 //!   layout 2 would lease by due time alone, keep a task's old priority through a
 //!   replace and leave a burst's bound behind a lease. Migrating adds the columns, every
 //!   task at priority 0 and in no burst.
-//! - 4: `tasks.group_name`, state codes 4 and 5, `task_groups` and the queues' turns. A
-//!   change of layout: a punctual of layout 3 knows neither code. Migrating adds the
-//!   columns; no task of a layout-3 store has a group, so its codes stand.
+//! - 4: `tasks.group_name`, state codes 4 and 5, `task_groups` and the queues' turns;
+//!   `tasks.unique_window_ms`, `tasks.unique_dead` and the table `completions`. A change
+//!   of layout: a punctual of layout 3 knows neither code, would drop a task's window at
+//!   a replace and would create a task that a completion record holds. Migrating adds
+//!   the columns (the open makes the tables); no task of a layout-3 store has a group or
+//!   a window, so its codes stand.
 
 use crate::codes::{DEAD, GROUPED_HANDLER_LANE, GROUPED_TARGET_LANE, LEASED, Sql};
 
@@ -76,7 +84,9 @@ pub(crate) const MIGRATIONS: [(i64, &str); 3] = [
         3,
         "ALTER TABLE tasks ADD COLUMN group_name TEXT; \
          ALTER TABLE queues ADD COLUMN last_turn INTEGER NOT NULL DEFAULT 0; \
-         ALTER TABLE queues ADD COLUMN ungrouped_turn INTEGER NOT NULL DEFAULT 0;",
+         ALTER TABLE queues ADD COLUMN ungrouped_turn INTEGER NOT NULL DEFAULT 0; \
+         ALTER TABLE tasks ADD COLUMN unique_window_ms INTEGER; \
+         ALTER TABLE tasks ADD COLUMN unique_dead INTEGER NOT NULL DEFAULT 0;",
     ),
 ];
 
@@ -123,7 +133,9 @@ CREATE TABLE IF NOT EXISTS tasks (
     target             TEXT,
     priority           INTEGER NOT NULL DEFAULT 0,
     debounce_until     INTEGER,
-    group_name         TEXT
+    group_name         TEXT,
+    unique_window_ms   INTEGER,
+    unique_dead        INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS task_groups (
     queue_id    INTEGER NOT NULL,
@@ -140,6 +152,16 @@ CREATE TABLE IF NOT EXISTS tags (
     tag      TEXT NOT NULL,
     task_id  INTEGER NOT NULL,
     PRIMARY KEY (queue_id, tag, task_id)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS completions (
+    queue_id     INTEGER NOT NULL,
+    key          TEXT NOT NULL,
+    task_id      INTEGER NOT NULL,
+    completed_at INTEGER NOT NULL,
+    attempts     INTEGER NOT NULL,
+    occurrence   INTEGER NOT NULL,
+    unique_until INTEGER NOT NULL,
+    PRIMARY KEY (queue_id, key)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS queue_records (
     name       TEXT PRIMARY KEY,
@@ -167,6 +189,7 @@ CREATE INDEX IF NOT EXISTS tasks_dead_by_death ON tasks (queue_id, updated_at) W
 CREATE INDEX IF NOT EXISTS tasks_by_group ON tasks (queue_id, group_name, state, due_at, id) \
     WHERE group_name IS NOT NULL;
 CREATE INDEX IF NOT EXISTS task_groups_by_turn ON task_groups (queue_id, turn, name);
+CREATE INDEX IF NOT EXISTS completions_by_end ON completions (unique_until);
 "
         ),
         GROUP_TRIGGERS.as_str()

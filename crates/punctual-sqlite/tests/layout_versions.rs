@@ -1,6 +1,6 @@
 //! Layout versions on disk: a store of layout 1 (before targets), 2 (before
-//! priorities) or 3 (before groups) is migrated at its next open to the current layout,
-//! 4, and keeps its tasks; a store of a newer layout is refused.
+//! priorities) or 3 (before groups and dedupe windows) is migrated at its next open to
+//! the current layout, 4, and keeps its tasks; a store of a newer layout is refused.
 //!
 //! Guards against an upgrade that cannot open a layout-1 store (it has no `target`
 //! column, which every task read selects), loses or alters its tasks, puts them in the
@@ -8,15 +8,18 @@
 //! a store that holds target tasks; against a layout-2 store whose tasks come out of the
 //! migration with a priority other than 0, or whose version stays 2 so that a punctual
 //! without priorities would lease its urgent tasks in due order; against a layout-3
-//! store whose tasks come out in a group or with their codes changed; and against
-//! opening a layout this code cannot read.
+//! store whose tasks come out in a group or with their codes changed, that cannot keep a
+//! window or a completion record after the migration, or whose version stays 3 so that
+//! a punctual without windows would create a task a record holds; and against opening a
+//! layout this code cannot read.
 
 use std::path::Path;
 use std::time::Duration;
 
 use punctual_core::store::{CompleteRequest, Completion, LeaseRequest};
 use punctual_core::{
-    Error, Group, Lane, NewTask, Priority, QueueName, Store, Tag, Target, TaskKey, TaskState, Timestamp,
+    Error, Group, Lane, NewTask, Priority, QueueName, ScheduleOutcome, Store, Tag, Target, TaskKey, TaskState,
+    Timestamp, Unique,
 };
 use punctual_sqlite::{DB_FILE, SqliteStore};
 use serde_json::json;
@@ -27,13 +30,15 @@ const NOW: Timestamp = Timestamp::from_millis(1_796_040_000_000);
 const CURRENT_LAYOUT: i64 = 4;
 
 /// What turns a store of the current layout into one of layout 3, as punctual of
-/// layout 3 wrote it: no groups.
+/// layout 3 wrote it: no groups, no dedupe windows.
 const BACK_TO_LAYOUT_3: &str = "
 DROP TRIGGER task_groups_on_insert; DROP TRIGGER task_groups_on_update; DROP TRIGGER task_groups_on_delete;
 DROP TRIGGER task_groups_on_leave; DROP TRIGGER task_groups_on_join;
 DROP INDEX tasks_by_group; DROP INDEX task_groups_by_turn; DROP TABLE task_groups;
 ALTER TABLE tasks DROP COLUMN group_name;
 ALTER TABLE queues DROP COLUMN last_turn; ALTER TABLE queues DROP COLUMN ungrouped_turn;
+DROP INDEX completions_by_end; DROP TABLE completions;
+ALTER TABLE tasks DROP COLUMN unique_window_ms; ALTER TABLE tasks DROP COLUMN unique_dead;
 UPDATE meta SET value = 3 WHERE name = 'schema_version';
 ";
 
@@ -260,4 +265,41 @@ async fn a_layout_3_store_is_migrated_with_every_task_ungrouped() {
     let keys: Vec<&str> = leased.leases.iter().map(|lease| lease.task.key.as_str()).collect();
     assert_eq!(keys, ["first"], "one task of customer-42 at a time");
     assert_eq!(lease_lane(&store, Lane::Target, NOW).await, ["third"], "the target task keeps its lane");
+}
+
+/// A layout-3 store (priorities and debounce, no dedupe windows): its tasks come out
+/// with no window; a replace gives one a window, whose completion then holds the key;
+/// the record survives a reopen.
+#[tokio::test]
+async fn a_layout_3_store_is_migrated_with_no_window_and_keeps_completion_records_after() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = SqliteStore::open(dir.path()).expect("open");
+    let mut old = NewTask::new(queue(), key("receipt-1"), NOW);
+    old.priority = Priority::HIGHEST;
+    store.schedule(vec![old], NOW).await.expect("schedule").pop().expect("one").expect("created");
+    store.close().await.expect("close");
+    drop(store);
+    // What punctual of layout 3 left on disk: no window columns, no completions.
+    let db = rusqlite::Connection::open(dir.path().join(DB_FILE)).expect("open the database");
+    db.execute_batch(BACK_TO_LAYOUT_3).expect("as punctual of layout 3 wrote it");
+    drop(db);
+
+    let store = SqliteStore::open(dir.path()).expect("open the layout-3 store");
+    assert_eq!(layout_version(dir.path()), CURRENT_LAYOUT, "the open migrates the layout");
+    let kept = store.get(&queue(), &key("receipt-1")).await.expect("get").expect("the task is kept");
+    assert_eq!((kept.unique_for, kept.priority), (None, Priority::HIGHEST), "no window; the priority stays");
+    let mut windowed = NewTask::new(queue(), key("receipt-1"), NOW);
+    windowed.unique_for = Some(Unique::new(Duration::from_secs(3600)));
+    store.schedule(vec![windowed], NOW).await.expect("schedule").pop().expect("one").expect("replaced");
+    let batch = store.lease(LeaseRequest::new(queue(), 1, Duration::from_secs(30), NOW)).await.expect("lease");
+    let token = batch.leases[0].token.clone();
+    store.complete(CompleteRequest::new(token, Completion::Done, at_secs(1))).await.expect("done");
+    store.close().await.expect("close");
+    drop(store);
+
+    let store = SqliteStore::open(dir.path()).expect("reopen");
+    let again = store.schedule(vec![NewTask::new(queue(), key("receipt-1"), NOW)], at_secs(2)).await;
+    let again = again.expect("schedule").pop().expect("one").expect("kept");
+    assert_eq!((again.outcome, again.task), (ScheduleOutcome::Kept, None), "the completion record holds the key");
+    assert_eq!(again.completed.map(|record| record.completed_at), Some(at_secs(1)));
 }

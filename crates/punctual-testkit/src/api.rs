@@ -2,7 +2,7 @@
 //! tests both check, written once.
 
 /// The fields of API.md's task object, exactly.
-pub const TASK_FIELDS: [&str; 18] = [
+pub const TASK_FIELDS: [&str; 19] = [
     "queue",
     "key",
     "state",
@@ -21,6 +21,7 @@ pub const TASK_FIELDS: [&str; 18] = [
     "lease_expires_at",
     "last_error",
     "target",
+    "unique_for",
 ];
 
 /// Whether `text` has API.md's form of a time: RFC 3339 UTC with exactly three

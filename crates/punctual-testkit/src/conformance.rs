@@ -37,6 +37,7 @@ pub mod refusals;
 mod repeat;
 mod support;
 mod targets;
+mod unique;
 mod upsert;
 mod validation;
 
@@ -53,6 +54,7 @@ pub use priorities::*;
 pub use queues::*;
 pub use repeat::*;
 pub use targets::*;
+pub use unique::*;
 pub use upsert::*;
 pub use validation::*;
 
@@ -110,6 +112,13 @@ macro_rules! store_conformance {
             a_debounced_schedule_after_a_lease_starts_a_new_burst,
             a_plain_replace_ends_a_debounced_burst,
             schedule_refuses_a_bad_debounce_and_changes_nothing,
+            // dedupe windows
+            a_schedule_within_a_completed_tasks_window_is_kept_with_its_summary,
+            a_later_completion_replaces_the_record_and_one_without_a_window_leaves_none,
+            a_dead_task_holds_its_key_for_its_window_only_when_asked,
+            a_cancel_or_a_purge_writes_no_record,
+            a_repeat_holds_its_key_only_after_its_final_occurrence,
+            schedule_refuses_a_zero_unique_window_and_changes_nothing,
             // upsert
             schedule_creates_a_task_as_documented,
             replace_updates_the_task_and_keeps_its_identity,
@@ -282,6 +291,7 @@ mod tests {
             include_str!("conformance/queues.rs"),
             include_str!("conformance/repeat.rs"),
             include_str!("conformance/targets.rs"),
+            include_str!("conformance/unique.rs"),
             include_str!("conformance/upsert.rs"),
             include_str!("conformance/validation.rs"),
         ];

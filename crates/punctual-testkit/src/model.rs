@@ -220,6 +220,8 @@ pub struct ScheduleItem {
     pub debounce_ms: Option<u64>,
     /// Index into [`GROUPS`]: the task's group, if any.
     pub group: Option<usize>,
+    /// A dedupe window in ms, and whether it counts a task that went dead.
+    pub unique: Option<(u64, bool)>,
 }
 
 impl ScheduleItem {
@@ -239,6 +241,7 @@ impl ScheduleItem {
             priority: 0,
             debounce_ms: None,
             group: None,
+            unique: None,
         }
     }
 }
@@ -400,9 +403,13 @@ prop_compose! {
         priority in prop_oneof![4 => Just(0u8), 1 => Just(4u8), 1 => Just(9u8)],
         debounce_ms in proptest::option::weighted(0.25, (1u64..=4).prop_map(|secs| secs * 1000)),
         group in proptest::option::weighted(0.4, 0..GROUPS.len()),
+        // Whole 5 s: a window ends within a sequence's few Advances, yet outlasts the
+        // real time a sequence takes (a Redis record's key expires by Redis' clock).
+        unique in proptest::option::weighted(0.25, ((1u64..=4).prop_map(|n| n * 5000), proptest::bool::ANY)),
     ) -> ScheduleItem {
         ScheduleItem {
             queue, key, due_ms, payload, max_attempts, tags, repeat, if_exists, custom_backoff, priority, debounce_ms, group,
+            unique,
         }
     }
 }

@@ -100,9 +100,9 @@ async fn run(case: &Case) -> Result<(), String> {
     config.watchdog = None;
     let engine = Engine::start(SqliteStore::open(dir.path()).unwrap(), config);
 
-    let scheduled = engine.schedule("cron", "k", TaskSpec::now().repeat(repeat)).await.unwrap();
+    let scheduled = engine.schedule("cron", "k", TaskSpec::now().repeat(repeat)).await.unwrap().task.unwrap();
     let mut now = to_punctual(case.start);
-    let mut due = scheduled.task.due_at;
+    let mut due = scheduled.due_at;
     let mut result = Ok(());
     for occurrence in 1..=OCCURRENCES {
         let Some(expected) = model_next(&cron, &tz, now) else { break };

@@ -66,7 +66,7 @@ impl<S: Store> Engine<S> {
         }
         let results = self.inner.store.schedule(tasks, now).await?;
         for scheduled in results.iter().flatten() {
-            let task = &scheduled.task;
+            let Some(task) = &scheduled.task else { continue };
             let created = match scheduled.outcome {
                 ScheduleOutcome::Created => true,
                 ScheduleOutcome::Replaced => false,
@@ -80,13 +80,13 @@ impl<S: Store> Engine<S> {
                 created,
             });
         }
-        for scheduled in results.iter().flatten() {
-            if scheduled.task.state == TaskState::Scheduled {
-                let lane = scheduled.task.lane();
+        for task in results.iter().flatten().filter_map(|scheduled| scheduled.task.as_ref()) {
+            if task.state == TaskState::Scheduled {
+                let lane = task.lane();
                 if lane == Lane::Target {
-                    self.note_target_queue(&scheduled.task.queue);
+                    self.note_target_queue(&task.queue);
                 }
-                self.waker(&scheduled.task.queue).lane(lane).offer(Some(scheduled.task.due_at));
+                self.waker(&task.queue).lane(lane).offer(Some(task.due_at));
             }
         }
         Ok(results)
@@ -290,6 +290,10 @@ impl Intake<'_> {
             }
         }
         task.debounce = spec.debounce;
+        if spec.unique_for.is_some_and(|unique| unique.window.is_zero()) {
+            return Err(Error::invalid("unique_for", "a dedupe window must be longer than 0"));
+        }
+        task.unique_for = spec.unique_for;
         task.if_exists = spec.if_exists;
         task.target = spec.target;
         Ok(task)

@@ -1,5 +1,9 @@
 -- complete: applies completions to live leases of one shard, each on its own.
--- KEYS, ARGV[1..3]: see common.lua.
+-- KEYS, ARGV[1..3]: see common.lua; then KEYS[SHARD_KEYS + i] (SHARD_KEYS = 21) the
+--   completion record key of the i-th completion's task (keys.rs).
+-- Done of a task with a dedupe window (uq) writes its completion record there, in place
+-- of any earlier one: "<completed_at>,<id>,<att>,<occ>,<until>" (ms, decimal; until =
+-- now + the window), which expires at until (PX; schedule.lua reads until itself).
 -- ARGV[4] n; then n groups of 7: key, id, version, fence, kind ('d' done, 'r' retry,
 --   's' reschedule, 'x' dead), at ms (retry, reschedule), error (retry, dead).
 -- Returns: n integers, 1 applied or 0 lease lost (nothing changed).
@@ -35,6 +39,11 @@ for i = 0, n - 1 do
       if t.grp ~= '' then count_in_group(t.grp, 1, -1) end
       gone[key] = true
       finished[#finished + 1] = key
+      if t.uq then
+        local ends = math.min(now + math.abs(t.uq), LATEST)
+        local done = table.concat({ int(now), int(t.id), int(t.att), int(t.occ), int(ends) }, ',')
+        redis.call('SET', KEYS[SHARD_KEYS + 1 + i], done, 'PX', int(math.max(ends - now, 1)))
+      end
     else
       unplace(key, t)
       t.exp = 0

@@ -200,6 +200,39 @@ fn a_group_is_a_17th_field_its_text_between_the_target_and_the_body() {
 }
 
 #[test]
+fn a_dedupe_window_is_an_18th_field_negative_when_it_holds_dead_tasks_left_out_when_there_is_none() {
+    let q = QueueName::new("q").unwrap();
+    // Due 1000, a window of an hour (3600000 = "255s0"), no bound.
+    let record = "Srs,16,ri,,,,,,,,,,,,,,,255s0|";
+    let task = decode(STORE, &q, "k", record.as_bytes()).unwrap();
+    assert_eq!((task.unique_for, task.meta.debounce_until), (Some(Unique::new(Duration::from_secs(3600))), None));
+    assert_eq!(encode_as_the_scripts_do(&task), record.as_bytes());
+    let dead = decode(STORE, &q, "k", b"Srs,16,ri,,,,,,,,,,,,,,,-255s0|").unwrap();
+    assert_eq!(dead.unique_for, Some(Unique::new(Duration::from_secs(3600)).counting_dead()));
+    // Without one it has the record it had before windows, byte for byte.
+    let mut plain = task.clone();
+    plain.unique_for = None;
+    assert_eq!(String::from_utf8(encode_as_the_scripts_do(&plain)).unwrap(), "Srs,16,ri|");
+    for before in ["0,1000,,,,,20,,,42,10,,,0|{}", "Srs,16,ri,,,,,,,,,,,,,7ps|", "Srs,16,ri|"] {
+        assert_eq!(decode(STORE, &q, "k", before.as_bytes()).unwrap().unique_for, None, "{before}");
+    }
+    assert!(decode(STORE, &q, "k", b"Srs,16,ri,,,,,,,,,,,,,,,0|").is_err(), "a window of 0");
+    let mut new = NewTask::new(q.clone(), TaskKey::new("k").unwrap(), Timestamp::EPOCH);
+    assert_eq!(unique_of(&new), "", "no window: nothing passed");
+    new.unique_for = Some(Unique::new(Duration::from_secs(10)).counting_dead());
+    assert_eq!(unique_of(&new), "-10000");
+    new.unique_for = Some(Unique::new(Duration::MAX));
+    assert_eq!(unique_of(&new), Timestamp::MAX.as_millis().to_string(), "no window past Timestamp::MAX");
+    let key = TaskKey::new("k").unwrap();
+    let done = completed(&q, &key, b"5000,42,1,3,65000").unwrap();
+    assert_eq!((done.id, done.attempts, done.occurrence), (42, 1, 3));
+    assert_eq!((done.completed_at, done.unique_until), (Timestamp::from_millis(5000), Timestamp::from_millis(65_000)));
+    for bad in ["", "1,2,3,4", "1,2,3,4,5,6", "1,-2,3,4,5", "a,2,3,4,5"] {
+        assert!(completed(&q, &key, bad.as_bytes()).is_err(), "{bad:?}");
+    }
+}
+
+#[test]
 fn a_damaged_record_is_an_error_not_a_panic() {
     let q = QueueName::new("q").unwrap();
     let bad = [
@@ -213,7 +246,7 @@ fn a_damaged_record_is_an_error_not_a_panic() {
         "S0|",
         ",1|",
         "S,1|",
-        "S0,1,,,,,,,,,,,,,,,,|",
+        "S0,1,,,,,,,,,,,,,,,,,|",
         "S0,1,,,,,,,,,,,,,,,z|short",
         "S0,1,,,,,,,,,,,,,,,1|\n",
         "S0,1,,,,,,,,,,,,,,zzzzzzzzzzzzzz|",
@@ -308,6 +341,10 @@ fn encode_as_the_scripts_do(task: &Task) -> Vec<u8> {
         unless(i64::from(task.priority.get()), 0),
         task.meta.debounce_until.map_or(String::new(), |until| b36(until.as_millis() - due)),
         unless(group.len() as i64, 0),
+        task.unique_for.map_or(String::new(), |unique| {
+            let window = unique.window.as_millis() as i64;
+            b36(if unique.dead { -window } else { window })
+        }),
     ];
     while fields.last().is_some_and(String::is_empty) {
         fields.pop();
@@ -326,6 +363,7 @@ fn encode_v1_as_the_scripts_did(task: &Task) -> Vec<u8> {
     assert_eq!(task.priority, Priority::LOWEST, "format 1 holds no priority");
     assert_eq!(task.meta.debounce_until, None, "format 1 holds no debounce bound");
     assert_eq!(task.group, None, "format 1 holds no group");
+    assert_eq!(task.unique_for, None, "format 1 holds no dedupe window");
     let unless = |n: i64, usual: i64| if n == usual { String::new() } else { n.to_string() };
     let state = codes::state(task.state);
     let (due, created) = (task.due_at.as_millis(), task.created_at.as_millis());
@@ -386,6 +424,7 @@ proptest! {
                 without_target.priority = Priority::LOWEST;
                 without_target.meta.debounce_until = None;
                 without_target.group = None;
+                without_target.unique_for = None;
                 let v1 = encode_v1_as_the_scripts_did(&without_target);
                 prop_oneof![Just(encode_as_the_scripts_do(&t)), Just(v1)]
             }).prop_flat_map(|record| {

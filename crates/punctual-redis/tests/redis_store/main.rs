@@ -2,8 +2,8 @@
 //! suite (single server, Cluster, sharded Cluster), the model test, rate slots, node
 //! announcements, replicas, a frozen server, a server that lost its data, each lane's
 //! wake-ups, a sharded queue's order and cost, the stored records' formats, old and
-//! new, priorities' urgent sets, and groups (their keys, and several processes
-//! leasing from them).
+//! new, priorities' urgent sets, groups (their keys, and several processes leasing
+//! from them), and the completion records of dedupe windows.
 //!
 //! One test binary, one module per concern: linked once, and tests from different
 //! modules run side by side. Modules share one private server and one private Cluster
@@ -13,6 +13,7 @@
 
 mod support;
 
+mod completion_records;
 mod conformance;
 mod conformance_cluster;
 mod conformance_sharded;

@@ -238,8 +238,15 @@ async fn tasks_stored_in_format_1_are_served_as_before_and_new_ones_in_format_2(
     let mut replacement = NewTask::new(q.clone(), key("repeating"), at(120_000));
     replacement.payload = json!({"n": 7});
     replacement.if_exists = IfExists::Replace;
-    let replaced = store.schedule(vec![replacement], at(5)).await.expect("schedule").remove(0).expect("replaced");
-    assert_eq!((replaced.task.meta.id, replaced.task.created_at, replaced.task.version), (ID + 6, at(-90_000), 2));
+    let replaced = store
+        .schedule(vec![replacement], at(5))
+        .await
+        .expect("schedule")
+        .remove(0)
+        .expect("replaced")
+        .task
+        .expect("written");
+    assert_eq!((replaced.meta.id, replaced.created_at, replaced.version), (ID + 6, at(-90_000), 2));
     assert!(record("repeating").starts_with('S'), "{}", record("repeating"));
     let again = store.get(&q, &key("repeating")).await.expect("get").expect("replaced");
     assert_eq!((again.payload, again.due_at, again.repeat), (json!({"n": 7}), at(120_000), None));
@@ -260,14 +267,21 @@ async fn a_new_pending_task_is_written_in_format_2_and_kept_small() {
     let created = at(0);
     let mut task = NewTask::new(q.clone(), key("999999"), at(30 * 86_400_000));
     task.payload = json!({"n": 999_999});
-    let scheduled = store.schedule(vec![task], created).await.expect("schedule").remove(0).expect("scheduled");
+    let scheduled = store
+        .schedule(vec![task], created)
+        .await
+        .expect("schedule")
+        .remove(0)
+        .expect("scheduled")
+        .task
+        .expect("written");
     let stored = redis(&["HGET", "format2:{upgrade}:tasks", "999999"]);
-    let id36 = base36(i64::try_from(scheduled.task.meta.id).expect("ids are below 2^53"));
+    let id36 = base36(i64::try_from(scheduled.meta.id).expect("ids are below 2^53"));
     // due NOW + 30 days = "lq5rbf28" in base 36, 30 days = "16v7k00".
     assert_eq!(stored, format!(r#"Slq5rbf28,{id36},16v7k00|{{"n":999999}}"#));
     // Redis' sds header and terminator add 4 bytes: jemalloc's 48-byte class.
     assert!(stored.len() + 4 <= 48, "{} bytes: {stored}", stored.len());
-    assert_eq!(store.get(&q, &key("999999")).await.expect("get"), Some(scheduled.task));
+    assert_eq!(store.get(&q, &key("999999")).await.expect("get"), Some(scheduled));
 
     // Leased when due for 30 s: the lease's expiry 30 s after updated ("n5c"), fence 1,
     // updated 30 days after created.
@@ -328,8 +342,15 @@ async fn a_task_with_a_target_keeps_it_in_its_record_and_its_key_in_the_target_l
     let mut task = NewTask::new(q.clone(), key("t"), at(60_000));
     task.payload = json!({"n": 1});
     task.target = Some(target.clone());
-    let scheduled = store.schedule(vec![task.clone()], at(0)).await.expect("schedule").remove(0).expect("created");
-    let id36 = base36(i64::try_from(scheduled.task.meta.id).expect("ids are below 2^53"));
+    let scheduled = store
+        .schedule(vec![task.clone()], at(0))
+        .await
+        .expect("schedule")
+        .remove(0)
+        .expect("created")
+        .task
+        .expect("written");
+    let id36 = base36(i64::try_from(scheduled.meta.id).expect("ids are below 2^53"));
     // The target's 31 bytes ("v" in base 36) in the 14th field, the target between the
     // (empty) tags and the payload.
     let stored = redis(&["HGET", &shard_key("tasks"), "t"]);
@@ -337,7 +358,7 @@ async fn a_task_with_a_target_keeps_it_in_its_record_and_its_key_in_the_target_l
     assert_eq!(stored, format!(r#"S{due36},{id36},1aao,,,,,,,,,,,v|{{"u":"http://127.0.0.1:9/hook"}}{{"n":1}}"#));
     assert_eq!(redis(&["ZSCORE", &shard_key("scheduled:target"), "t"]), (NOW + 60_000).to_string());
     assert_eq!(redis(&["ZCARD", &shard_key("scheduled")]), "0", "not in the handler lane's set");
-    assert_eq!(store.get(&q, &key("t")).await.expect("get"), Some(scheduled.task));
+    assert_eq!(store.get(&q, &key("t")).await.expect("get"), Some(scheduled));
 
     // Replaced without a target: back in the handler lane, with no 14th field.
     task.target = None;
@@ -369,8 +390,15 @@ async fn a_priority_is_a_15th_field_and_records_from_before_priorities_are_of_pr
     // A new task of priority 5: its priority in a 15th field, its key in the urgent set.
     let mut urgent = NewTask::new(q.clone(), key("urgent"), at(-1000));
     urgent.priority = Priority::new(5).expect("a priority");
-    let scheduled = store.schedule(vec![urgent], at(-2000)).await.expect("schedule").remove(0).expect("created");
-    let id36 = base36(i64::try_from(scheduled.task.meta.id).expect("ids are below 2^53"));
+    let scheduled = store
+        .schedule(vec![urgent], at(-2000))
+        .await
+        .expect("schedule")
+        .remove(0)
+        .expect("created")
+        .task
+        .expect("written");
+    let id36 = base36(i64::try_from(scheduled.meta.id).expect("ids are below 2^53"));
     let stored = redis(&["HGET", &shard_key("tasks"), "urgent"]);
     assert_eq!(stored, format!("S{},{id36},rs,,,,,,,,,,,,5|", base36(NOW - 1000)));
     let score = 4 * (1_i64 << 48) + NOW - 1000;
@@ -442,21 +470,23 @@ async fn a_debounce_bound_is_a_16th_field_until_a_lease_and_records_from_before_
     let batch = vec![replacement, debounced("new", at(5000), 10), debounced("new", at(60_000), 30)];
     let answers: Vec<_> =
         store.schedule(batch, at(0)).await.expect("schedule").into_iter().map(|a| a.expect("ok")).collect();
-    let bounds: Vec<_> = answers.iter().map(|a| (a.task.due_at, a.task.meta.debounce_until)).collect();
+    let answers: Vec<_> = answers.into_iter().map(|a| a.task.expect("written")).collect();
+    let bounds: Vec<_> = answers.iter().map(|a| (a.due_at, a.meta.debounce_until)).collect();
     assert_eq!(bounds, [(at(10_000), Some(at(10_000))), (at(5000), Some(at(10_000))), (at(10_000), Some(at(10_000)))]);
     let old_header = header("old");
     let fields: Vec<&str> = old_header.split(',').collect();
     assert_eq!((fields.len(), fields[14], fields[15]), (16, "3", "0"), "priority kept, due at its bound: {old_header}");
     // Created at 0, due at 10 s (lead "7ps"), version 2, bound = due.
-    let id36 = base36(i64::try_from(answers[1].task.meta.id).expect("ids are below 2^53"));
+    let id36 = base36(i64::try_from(answers[1].meta.id).expect("ids are below 2^53"));
     let due36 = base36(NOW + 10_000);
     assert_eq!(header("new"), format!("S{due36},{id36},7ps,,,,,,,,2,,,,,0"));
-    assert_eq!(store.get(&q, &key("new")).await.expect("get"), Some(answers[2].task.clone()));
+    assert_eq!(store.get(&q, &key("new")).await.expect("get"), Some(answers[2].clone()));
 
     // Outside a burst, a record is what it was before debounce, byte for byte.
     let plain = NewTask::new(q.clone(), key("plain"), at(60_000));
     let plain = store.schedule(vec![plain], at(0)).await.expect("schedule").remove(0).expect("created");
-    let plain36 = base36(i64::try_from(plain.task.meta.id).expect("ids are below 2^53"));
+    let plain = plain.task.expect("written");
+    let plain36 = base36(i64::try_from(plain.meta.id).expect("ids are below 2^53"));
     assert_eq!(redis(&["HGET", &shard_key("tasks"), "plain"]), format!("S{},{plain36},1aao|", base36(NOW + 60_000)));
 
     // A lease ends the burst: no 16th field, the record a lease wrote before debounce.

@@ -11,8 +11,8 @@ use punctual_core::{ListOptions, QueueName, Store, TaskState};
 use super::{Answer, echoed};
 use crate::bodies::schema;
 use crate::bodies::{
-    BatchBody, BatchResponse, BatchResult, CancelledResponse, ListQuery, ScheduleResponse, TaskBody, TaskList,
-    check_batch_size,
+    BatchBody, BatchResponse, BatchResult, CancelledResponse, CompletedBody, ListQuery, ScheduleResponse, TaskBody,
+    TaskList, check_batch_size,
 };
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::{JsonBody, Params, QueryParams, from_value};
@@ -23,8 +23,9 @@ use crate::state::AppState;
     params(("queue" = schema::QueueName, Path), ("key" = schema::TaskKey, Path)),
     request_body(content = schema::TaskBody, description = "A JSON body is required: {} is a task due now with no payload"),
     responses(
-        (status = 201, description = "Created", body = ScheduleResponse),
-        (status = 200, description = "Replaced or kept", body = ScheduleResponse),
+        (status = 201, description = "Created", body = schema::ScheduleResponse),
+        (status = 200, description = "Replaced or kept (by if_exists keep, or by a dedupe window: unique_for)",
+            body = schema::ScheduleResponse),
         (status = 400, description = "Invalid input; the field names what to fix", body = ErrorBody),
         (status = 404, description = "strict_queues: the config file declares no such queue (the message names the nearest)", body = ErrorBody),
         (status = 409, description = "Exists and if_exists is error", body = ErrorBody),
@@ -43,7 +44,7 @@ pub(crate) async fn put_task<S: Store>(
     state.check_target(queue, &spec)?;
     let scheduled = state.inner.engine.schedule(queue, key, spec).await?;
     let status = if scheduled.outcome == ScheduleOutcome::Created { StatusCode::CREATED } else { StatusCode::OK };
-    Ok((status, Json(ScheduleResponse { outcome: scheduled.outcome, task: scheduled.task })).into_response())
+    Ok((status, Json(ScheduleResponse::from(scheduled))).into_response())
 }
 
 #[utoipa::path(post, path = "/v1/queues/{queue}/tasks", tag = "tasks",
@@ -69,7 +70,7 @@ pub(crate) async fn post_tasks<S: Store>(
     for (i, value) in body.tasks.into_iter().enumerate() {
         let key = echoed(&value, "key");
         if let Some(e) = &undeclared {
-            results.push(BatchResult { key, outcome: None, error: Some(e.detail()) });
+            results.push(BatchResult { key, outcome: None, completed: None, error: Some(e.detail()) });
             continue;
         }
         let parsed = from_value::<TaskBody>(value).and_then(|item| {
@@ -82,18 +83,21 @@ pub(crate) async fn post_tasks<S: Store>(
             Ok(item) => {
                 valid.push(item);
                 positions.push(i);
-                results.push(BatchResult { key, outcome: None, error: None });
+                results.push(BatchResult { key, outcome: None, completed: None, error: None });
             }
             Err(e) => {
                 let error = Some(e.within(&format!("tasks[{i}]")).detail());
-                results.push(BatchResult { key, outcome: None, error });
+                results.push(BatchResult { key, outcome: None, completed: None, error });
             }
         }
     }
     let written = state.inner.engine.schedule_many(queue, valid).await?;
     for (i, result) in positions.into_iter().zip(written) {
         match result {
-            Ok(scheduled) => results[i].outcome = Some(scheduled.outcome),
+            Ok(scheduled) => {
+                results[i].outcome = Some(scheduled.outcome);
+                results[i].completed = scheduled.completed.map(CompletedBody::from);
+            }
             Err(e) => results[i].error = Some(ApiError::from(e).within(&format!("tasks[{i}]")).detail()),
         }
     }

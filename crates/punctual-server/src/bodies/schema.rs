@@ -244,6 +244,56 @@ schemas! {
         "examples": [{"max_wait": "10m"}],
     });
 
+    /// A dedupe window in a request.
+    UniqueFor => json!({
+        "description": "A dedupe window: within it after the key's task completed (done; with dead, also after it \
+            went dead), a PUT of the key creates nothing and answers 200 with outcome kept, whatever its own \
+            if_exists and unique_for say: after done, with the completion (no task); while the dead task is in its \
+            window, with that task, untouched. A duration (held after done only), or an object.",
+        "oneOf": [
+            duration_within(1, None, "The window."),
+            {"type": "object", "additionalProperties": false, "required": ["window"],
+             "properties": {
+                "window": duration_within(1, None, "The window."),
+                "dead": {"type": "boolean", "default": false,
+                    "description": "Whether a task that went dead holds its key too, from when it died."},
+             }},
+        ],
+        "examples": ["1h", {"window": "1h", "dead": true}],
+    });
+
+    /// The completion that kept a schedule.
+    Completed => json!({
+        "type": "object",
+        "additionalProperties": false,
+        "required": ["queue", "key", "id", "state", "completed_at", "attempts", "occurrence", "unique_until"],
+        "description": "The task that completed under the key within its dedupe window.",
+        "properties": {
+            "queue": r("QueueName"),
+            "key": r("TaskKey"),
+            "id": {"type": "integer", "minimum": 0, "description": "The task's id (its delivery ids hold it in hex)."},
+            "state": {"const": "done"},
+            "completed_at": r("Timestamp"),
+            "attempts": {"type": "integer", "minimum": 0,
+                "description": "Tries of its last occurrence that failed or whose lease expired."},
+            "occurrence": {"type": "integer", "minimum": 1, "description": "The occurrence that completed."},
+            "unique_until": {"allOf": [r("Timestamp")],
+                "description": "completed_at + the window: until then a PUT of the key is kept."},
+        },
+    });
+
+    /// The answer to a PUT of a task.
+    ScheduleResponse => json!({
+        "description": "What the PUT did: the task created, replaced or kept; or, kept by the dedupe window of a \
+            task of the key that completed, that completion (no task is under the key).",
+        "oneOf": [
+            {"type": "object", "required": ["outcome", "task"],
+             "properties": {"outcome": r("ScheduleOutcome"), "task": r("Task")}},
+            {"type": "object", "required": ["outcome", "completed"],
+             "properties": {"outcome": {"const": "kept"}, "completed": r("Completed")}},
+        ],
+    });
+
     /// A task's priority.
     Priority => count(
         u32::from(CorePriority::LOWEST.get()),
@@ -325,6 +375,7 @@ schemas! {
                 "description": "When the task exists: replace it, keep it, or refuse (409)."},
             "target": nullable(r("TargetBody")),
             "debounce": nullable(r("DebounceBody")),
+            "unique_for": nullable(r("UniqueFor")),
         },
         "not": {"allOf": [present("delay"), present("due_at")]},
         "examples": [
@@ -555,6 +606,10 @@ schemas! {
         "oneOf": [
             {"type": "object", "additionalProperties": false, "required": ["key", "outcome"],
              "properties": {"key": {"type": ["string", "null"]}, "outcome": r("ScheduleOutcome")}},
+            {"type": "object", "additionalProperties": false, "required": ["key", "outcome", "completed"],
+             "description": "Kept by a dedupe window: the completion that kept it.",
+             "properties": {"key": {"type": ["string", "null"]}, "outcome": {"const": "kept"},
+                            "completed": r("Completed")}},
             {"type": "object", "additionalProperties": false, "required": ["key", "error"],
              "properties": {"key": {"type": ["string", "null"]}, "error": r("ErrorDetail")}},
         ],
@@ -578,7 +633,7 @@ schemas! {
         "type": "object",
         "required": ["queue", "key", "state", "due_at", "payload", "attempts", "max_attempts", "backoff",
             "repeat", "tags", "priority", "group", "version", "created_at", "updated_at", "lease_expires_at",
-            "last_error", "target"],
+            "last_error", "target", "unique_for"],
         "properties": {
             "queue": r("QueueName"),
             "key": r("TaskKey"),
@@ -598,6 +653,15 @@ schemas! {
             "lease_expires_at": nullable(r("Timestamp")),
             "last_error": {"type": ["string", "null"]},
             "target": nullable(r("Target")),
+            "unique_for": nullable(json!({
+                "description": "The task's dedupe window: a duration when held after done only, else \
+                    {\"window\", \"dead\": true}.",
+                "oneOf": [
+                    r("Duration"),
+                    {"type": "object", "required": ["window", "dead"],
+                     "properties": {"window": r("Duration"), "dead": {"const": true}}},
+                ],
+            })),
         },
     });
 

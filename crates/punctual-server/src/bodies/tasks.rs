@@ -5,11 +5,13 @@
 use std::time::Duration;
 
 use punctual_core::MAX_LIST_LIMIT;
-use punctual_core::store::ScheduleOutcome;
+use punctual_core::store::{Completed, ScheduleOutcome, Scheduled};
 use punctual_core::time::format_duration;
 use punctual_core::{
-    Backoff, CronSyntax, DeadSelection, Group, IfExists, Priority, Repeat, Tag, Target, Task, TaskKey, TaskSpec,
+    Backoff, CronSyntax, DeadSelection, Group, IfExists, Priority, QueueName, Repeat, Tag, Target, Task, TaskKey,
+    TaskSpec, Timestamp, Unique,
 };
+use serde::de::{self, Deserializer, IntoDeserializer, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
@@ -61,6 +63,58 @@ pub(crate) struct TaskBody {
     /// after the burst's first.
     #[serde(default)]
     pub(crate) debounce: Option<DebounceBody>,
+    /// `"1h"` or `{"window": "1h", "dead": true}`: a schedule of the key within the
+    /// window after the task completed (or died, with `dead`) is kept, creating nothing.
+    #[serde(default)]
+    pub(crate) unique_for: Option<UniqueBody>,
+}
+
+/// A dedupe window: a duration (`"1h"`, or ms), or `{"window": D, "dead": bool}`.
+#[derive(Debug)]
+pub(crate) struct UniqueBody(Unique);
+
+/// The object form of [`UniqueBody`].
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct UniqueObject {
+    window: ApiDuration,
+    #[serde(default)]
+    dead: bool,
+}
+
+impl<'de> Deserialize<'de> for UniqueBody {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<UniqueBody, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = UniqueBody;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a duration (\"1h\", or integer milliseconds) or {\"window\": a duration, \"dead\": true}")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<UniqueBody, E> {
+                window(ApiDuration::deserialize(v.into_deserializer())?)
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<UniqueBody, E> {
+                window(ApiDuration::deserialize(v.into_deserializer())?)
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<UniqueBody, E> {
+                window(ApiDuration::deserialize(v.into_deserializer())?)
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<UniqueBody, E> {
+                window(ApiDuration::deserialize(v.into_deserializer())?)
+            }
+            fn visit_map<A: de::MapAccess<'de>>(self, map: A) -> Result<UniqueBody, A::Error> {
+                let UniqueObject { window, dead } =
+                    UniqueObject::deserialize(de::value::MapAccessDeserializer::new(map))?;
+                let unique = Unique::new(window.0);
+                Ok(UniqueBody(if dead { unique.counting_dead() } else { unique }))
+            }
+        }
+        /// A window held after done only.
+        fn window<E>(duration: ApiDuration) -> Result<UniqueBody, E> {
+            Ok(UniqueBody(Unique::new(duration.0)))
+        }
+        d.deserialize_any(V)
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -194,6 +248,9 @@ impl TaskBody {
         if let Some(DebounceBody { max_wait }) = self.debounce {
             spec = spec.debounce(max_wait.0);
         }
+        if let Some(UniqueBody(unique)) = self.unique_for {
+            spec = spec.unique_for(unique);
+        }
         Ok(spec)
     }
 }
@@ -206,22 +263,64 @@ pub(crate) struct BatchBody {
     pub(crate) tasks: Vec<Value>,
 }
 
-/// The answer to a PUT.
-#[derive(Debug, Serialize, ToSchema)]
+/// The answer to a PUT (documented as `schema::ScheduleResponse`): `{"outcome", "task"}`,
+/// or `{"outcome": "kept", "completed"}` when a dedupe window kept it and no task is.
+#[derive(Debug, Serialize)]
 pub(crate) struct ScheduleResponse {
-    #[schema(value_type = schema::ScheduleOutcome)]
     pub(crate) outcome: ScheduleOutcome,
-    #[schema(value_type = schema::Task)]
-    pub(crate) task: Task,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) task: Option<Task>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) completed: Option<CompletedBody>,
 }
 
-/// One item of a batch's answer: `{"key", "outcome"}` or `{"key", "error"}`.
+impl From<Scheduled> for ScheduleResponse {
+    fn from(scheduled: Scheduled) -> ScheduleResponse {
+        let completed = scheduled.completed.map(CompletedBody::from);
+        ScheduleResponse { outcome: scheduled.outcome, task: scheduled.task, completed }
+    }
+}
+
+/// The completion that kept a schedule: the task that completed under the key within
+/// its dedupe window (documented as `schema::Completed`).
+#[derive(Debug, Serialize)]
+pub(crate) struct CompletedBody {
+    queue: QueueName,
+    key: TaskKey,
+    id: u64,
+    /// Always `done`.
+    state: &'static str,
+    completed_at: Timestamp,
+    attempts: u32,
+    occurrence: u32,
+    unique_until: Timestamp,
+}
+
+impl From<Completed> for CompletedBody {
+    fn from(done: Completed) -> CompletedBody {
+        CompletedBody {
+            queue: done.queue,
+            key: done.key,
+            id: done.id,
+            state: "done",
+            completed_at: done.completed_at,
+            attempts: done.attempts,
+            occurrence: done.occurrence,
+            unique_until: done.unique_until,
+        }
+    }
+}
+
+/// One item of a batch's answer: `{"key", "outcome"}` (with `completed` when a dedupe
+/// window kept it) or `{"key", "error"}`.
 #[derive(Debug, Serialize)]
 pub(crate) struct BatchResult {
     /// The item's key; null when it had none or it was not a string.
     pub(crate) key: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) outcome: Option<ScheduleOutcome>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) completed: Option<CompletedBody>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) error: Option<ErrorDetail>,
 }
@@ -365,5 +464,25 @@ mod tests {
             assert_eq!(field_of(spec(bad)).as_deref(), Some("priority"), "{bad}");
         }
         assert_eq!(spec(r#"{"priority": 9}"#).map(|spec| spec.priority).ok(), Some(9));
+    }
+
+    #[test]
+    fn a_dedupe_window_is_a_duration_or_an_object_with_dead() {
+        let hour = Duration::from_secs(3600);
+        let window = |json: &str| spec(json).map(|spec| spec.unique_for);
+        assert_eq!(window(r#"{"unique_for": "1h"}"#).ok(), Some(Some(Unique::new(hour))));
+        assert_eq!(window(r#"{"unique_for": 3600000}"#).ok(), Some(Some(Unique::new(hour))));
+        assert_eq!(window(r#"{"unique_for": null}"#).ok(), Some(None));
+        let dead = window(r#"{"unique_for": {"window": "1h", "dead": true}}"#);
+        assert_eq!(dead.ok(), Some(Some(Unique::new(hour).counting_dead())));
+        assert_eq!(window(r#"{"unique_for": {"window": "1h"}}"#).ok(), Some(Some(Unique::new(hour))));
+        for bad in [r#"{"unique_for": "soon"}"#, r#"{"unique_for": -5}"#, r#"{"unique_for": true}"#] {
+            assert_eq!(field_of(spec(bad)).as_deref(), Some("unique_for"), "{bad}");
+        }
+        let bad_window = spec(r#"{"unique_for": {"window": "soon"}}"#);
+        assert_eq!(field_of(bad_window).as_deref(), Some("unique_for.window"));
+        for bad in [r#"{"unique_for": {"dead": true}}"#, r#"{"unique_for": {"window": "1h", "x": 1}}"#] {
+            assert!(field_of(spec(bad)).is_some_and(|field| field.starts_with("unique_for")), "{bad}");
+        }
     }
 }

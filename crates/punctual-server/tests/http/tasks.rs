@@ -453,3 +453,59 @@ async fn group_concurrency_holds_each_groups_leases_and_the_groups_are_listed() 
     assert_eq!(next.len(), 1, "room again for customer-a: {next:?}");
     assert_eq!(next[0]["task"]["key"], "a-2", "the group's next, in due order");
 }
+
+/// API.md "Wave 3 additions": `unique_for`. A PUT of a key whose task completed within
+/// its window answers 200 `{"outcome": "kept", "completed": {…}}` and creates nothing
+/// (a batch item likewise); after the window it creates the task. With `{"window",
+/// "dead": true}` a dead task is kept, shown. The task object shows the window. A
+/// window of 0 or one that cannot be read is refused with its field.
+#[tokio::test]
+async fn a_put_within_a_completed_tasks_window_is_kept_with_the_completion() {
+    let s = TestServer::manual().await;
+    let clock = s.clock.as_ref().unwrap();
+    let path = "/v1/queues/receipts/tasks/receipt-1";
+    let task = s.create("receipts", "receipt-1", json!({"unique_for": "1h"})).await;
+    assert_eq!(task["unique_for"], "1h", "{task}");
+    let lease = s.lease_one("receipts").await;
+    clock.advance(Duration::from_secs(5));
+    assert_eq!(s.ack(&lease, json!({"outcome": "done"})).await.0, StatusCode::NO_CONTENT);
+
+    let (status, kept) = s.put(path, json!({"payload": {"again": true}, "if_exists": "error"})).await;
+    assert_eq!(status, StatusCode::OK, "{kept}");
+    let id = kept["completed"]["id"].as_u64().expect("the task's id");
+    let completed = json!({"queue": "receipts", "key": "receipt-1", "id": id, "state": "done",
+        "completed_at": at(5_000), "attempts": 0, "occurrence": 1, "unique_until": at(5_000 + HOUR)});
+    assert_eq!(kept, json!({"outcome": "kept", "completed": completed}), "no task member");
+    assert_eq!(s.get(path).await.0, StatusCode::NOT_FOUND, "kept: nothing created");
+    let batch = json!({"tasks": [{"key": "receipt-1"}, {"key": "receipt-2"}]});
+    let (status, answer) = s.post("/v1/queues/receipts/tasks", batch).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!(answer["results"][0], json!({"key": "receipt-1", "outcome": "kept", "completed": completed}));
+    assert_eq!(answer["results"][1], json!({"key": "receipt-2", "outcome": "created"}));
+    clock.advance(Duration::from_secs(3600));
+    let (status, again) = s.put(path, json!({})).await;
+    assert_eq!((status, again["outcome"].as_str()), (StatusCode::CREATED, Some("created")), "the window ended");
+
+    let window = json!({"window": "10m", "dead": true});
+    let dead = s.create("receipts.dead", "receipt-9", json!({"unique_for": window})).await;
+    assert_eq!(dead["unique_for"], window);
+    let lease = s.lease_one("receipts.dead").await;
+    assert_eq!(s.ack(&lease, json!({"outcome": "fail", "error": "declined"})).await.0, StatusCode::NO_CONTENT);
+    let (status, kept) = s.put("/v1/queues/receipts.dead/tasks/receipt-9", json!({})).await;
+    assert_eq!((status, kept["outcome"].as_str()), (StatusCode::OK, Some("kept")), "{kept}");
+    assert_eq!((&kept["task"]["state"], &kept["task"]["last_error"]), (&json!("dead"), &json!("declined")));
+
+    for (bad, field_name) in [
+        (json!({"unique_for": 0}), "unique_for"),
+        (json!({"unique_for": "0ms"}), "unique_for"),
+        (json!({"unique_for": "soon"}), "unique_for"),
+        (json!({"unique_for": true}), "unique_for"),
+        (json!({"unique_for": {"window": 0, "dead": true}}), "unique_for"),
+        (json!({"unique_for": {"window": "soon"}}), "unique_for.window"),
+        (json!({"unique_for": {"window": "1h", "dead": "yes"}}), "unique_for.dead"),
+    ] {
+        let (status, body) = s.put("/v1/queues/receipts/tasks/bad", bad.clone()).await;
+        assert_eq!((status, field(&body)), (StatusCode::BAD_REQUEST, Some(field_name)), "{bad}: {body}");
+    }
+    assert_eq!(s.get("/v1/queues/receipts/tasks/bad").await.0, StatusCode::NOT_FOUND, "refused: nothing stored");
+}

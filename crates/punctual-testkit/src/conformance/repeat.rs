@@ -94,14 +94,15 @@ pub async fn cron_is_re_armed_with_the_ack_across_a_daylight_saving_change<S: St
     let (engine, clock) = start_engine(store, utc("2026-03-07T07:00:00Z"));
     let repeat = Repeat::cron("30 2 * * *", "America/New_York").expect("cron");
     let scheduled = engine.schedule("report", "nightly", TaskSpec::now().repeat(repeat)).await.expect("schedule");
-    assert_eq!(scheduled.task.due_at, utc("2026-03-07T07:30:00Z"), "02:30 EST");
+    let scheduled = scheduled.task.expect("a task is written");
+    assert_eq!(scheduled.due_at, utc("2026-03-07T07:30:00Z"), "02:30 EST");
 
     let expected = [
         utc("2026-03-08T07:00:00Z"), // no 02:30 that day: 03:00 EDT
         utc("2026-03-09T06:30:00Z"), // 02:30 EDT
         utc("2026-03-10T06:30:00Z"),
     ];
-    let mut due = scheduled.task.due_at;
+    let mut due = scheduled.due_at;
     let mut delivery_ids = Vec::new();
     for next in expected {
         clock.set(due);

@@ -79,10 +79,27 @@ pub(crate) async fn schedule<S: Store>(store: &S, tasks: Vec<NewTask>, now: Time
 }
 
 /// Schedules one task and returns what the store answered for it.
-pub(crate) async fn upsert<S: Store>(store: &S, task: NewTask, now: Timestamp) -> Scheduled {
+pub(crate) async fn schedule_one<S: Store>(store: &S, task: NewTask, now: Timestamp) -> Scheduled {
     let what = format!("{}/{}", task.queue, task.key);
     let mut results = schedule(store, vec![task], now).await;
     results.pop().expect("one result").unwrap_or_else(|e| panic!("scheduling {what} failed: {e}"))
+}
+
+/// What a schedule of one task answered when a task is under its key afterwards.
+#[derive(Debug)]
+pub(crate) struct Upserted {
+    pub(crate) outcome: ScheduleOutcome,
+    /// The task written or kept.
+    pub(crate) task: Task,
+}
+
+/// Schedules one task, which leaves a task under its key (no dedupe window keeps it),
+/// and returns what the store answered for it.
+pub(crate) async fn upsert<S: Store>(store: &S, task: NewTask, now: Timestamp) -> Upserted {
+    let what = format!("{}/{}", task.queue, task.key);
+    let scheduled = schedule_one(store, task, now).await;
+    let task = scheduled.task.unwrap_or_else(|| panic!("{what}: no task, kept by {:?}", scheduled.completed));
+    Upserted { outcome: scheduled.outcome, task }
 }
 
 /// Schedules a task that must be new.

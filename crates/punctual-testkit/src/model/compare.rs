@@ -9,7 +9,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use punctual_core::{StoreId, Task};
+use punctual_core::{Completed, StoreId, Task};
 
 use super::Slot;
 
@@ -72,6 +72,24 @@ impl Identities {
     /// The reap that just ran ended the lease of the task in `slot`.
     pub(super) fn reaped(&mut self, slot: Slot) {
         self.expiry_texts.insert(slot, None);
+    }
+
+    /// Compares the completion records of a dedupe window that kept a schedule in each
+    /// store: equal, the real id the one learned at the task's creation.
+    pub(super) fn same_record(&self, reference: Option<&Completed>, real: Option<&Completed>) -> Result<(), String> {
+        let (Some(reference), Some(real)) = (reference, real) else {
+            return Err(format!("kept with no task, records: store {real:?}, reference {reference:?}"));
+        };
+        let mut seen = real.clone();
+        match self.ids.get(&reference.id) {
+            Some(id) if *id == real.id => seen.id = reference.id,
+            _ => return Err(format!("the record's id {} is not the completed task's", real.id)),
+        }
+        if seen == *reference {
+            Ok(())
+        } else {
+            Err(format!("the record that kept it differs: store {real:?}, reference {reference:?}"))
+        }
     }
 
     /// Compares `real` with `reference`, the same task in the other store.

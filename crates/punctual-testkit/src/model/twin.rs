@@ -19,7 +19,7 @@ use punctual_core::store::{
 use punctual_core::transitions::{self, completion_for};
 use punctual_core::{
     Backoff, Error, IfExists, LeaseToken, MemoryStore, NewTask, Outcome, Priority, QueueName, Repeat, Store, Task,
-    TaskKey, TaskState, Timestamp,
+    TaskKey, TaskState, Timestamp, Unique,
 };
 
 use self::observe::{PagingSession, View};
@@ -264,6 +264,10 @@ impl<'s, S: Store> Twin<'s, S> {
         task.priority = Priority::new(item.priority.min(Priority::HIGHEST.get()).into()).expect("a priority of 0 to 9");
         task.debounce = item.debounce_ms.map(Duration::from_millis);
         task.group = item.group.map(group);
+        task.unique_for = item.unique.map(|(ms, dead)| {
+            let unique = Unique::new(Duration::from_millis(ms));
+            if dead { unique.counting_dead() } else { unique }
+        });
         if item.custom_backoff {
             task.backoff = Backoff::new(Duration::from_millis(500), 3.0, Duration::from_secs(10))
                 .expect("the model's backoff is valid");
@@ -305,12 +309,20 @@ impl<'s, S: Store> Twin<'s, S> {
         for (index, ((new, real), reference)) in tasks.iter().zip(real).zip(reference).enumerate() {
             let what = format!("task {index} ({}/{}, if_exists {:?})", new.queue, new.key, new.if_exists);
             match (&real, &reference) {
-                (Ok(real), Ok(reference)) if real.outcome == reference.outcome => {
-                    if real.outcome == ScheduleOutcome::Created {
-                        self.ids.created(&reference.task, &real.task).map_err(|e| format!("{what}: {e}"))?;
+                (Ok(real), Ok(reference)) if real.outcome == reference.outcome => match (&reference.task, &real.task) {
+                    (Some(reference_task), Some(real_task)) => {
+                        if real.outcome == ScheduleOutcome::Created {
+                            self.ids.created(reference_task, real_task).map_err(|e| format!("{what}: {e}"))?;
+                        }
+                        self.ids.same(reference_task, real_task).map_err(|e| format!("{what}: {e}"))?;
                     }
-                    self.ids.same(&reference.task, &real.task).map_err(|e| format!("{what}: {e}"))?;
-                }
+                    // Kept by a dedupe window's completion record: no task.
+                    (None, None) => self
+                        .ids
+                        .same_record(reference.completed.as_ref(), real.completed.as_ref())
+                        .map_err(|e| format!("{what}: {e}"))?,
+                    _ => return Err(format!("{what}: the store answered {real:?}, the reference store {reference:?}")),
+                },
                 (Err(real), Err(reference)) if discriminant(real) == discriminant(reference) => {}
                 _ => return Err(format!("{what}: the store answered {real:?}, the reference store {reference:?}")),
             }

@@ -154,11 +154,15 @@ prop_compose! {
         (id, fence, version) in (lua_integer(), lua_integer(), lua_integer()),
         last_error in prop::option::of(prop_oneof![Just(String::new()), ".*", Just("a|b\n1,2".to_owned())]),
         same_times in any::<(bool, bool)>(),
-        target in any_target(),
-        priority in prop_oneof![Just(0u8), 0..=9u8],
-        debounce_until in prop::option::of(prop_oneof![any_time(), Just(Timestamp::EPOCH)]),
-        // Boxed, as below: inline, the task's value tree overflowed a test thread's stack.
-        group in prop::option::of(any_text_without_controls(Group::MAX_BYTES)).boxed(),
+        // The fields that came after format 2's first version, in one boxed tree: inline,
+        // the task's value tree overflowed a test thread's stack.
+        (target, priority, debounce_until, group, unique) in (
+            any_target(),
+            prop_oneof![Just(0u8), 0..=9u8],
+            prop::option::of(prop_oneof![any_time(), Just(Timestamp::EPOCH)]),
+            prop::option::of(any_text_without_controls(Group::MAX_BYTES)),
+            prop::option::of((1..=Timestamp::MAX.as_millis().unsigned_abs(), any::<bool>())),
+        ).boxed(),
     ) -> Task {
         let queue = QueueName::new(queue).unwrap();
         let key = TaskKey::new(key).unwrap();
@@ -183,18 +187,23 @@ prop_compose! {
         task.target = target;
         task.priority = Priority::new(priority.into()).unwrap();
         task.group = group.map(|group| Group::new(group).unwrap());
+        task.unique_for = unique.map(|(ms, dead)| {
+            let window = Unique::new(Duration::from_millis(ms));
+            if dead { window.counting_dead() } else { window }
+        });
         task
     }
 }
 
 /// A task as format 1 can hold it: without a target, of priority 0, no debounce bound,
-/// no group.
+/// no group, no dedupe window.
 pub(super) fn any_task_of_format_1() -> impl Strategy<Value = Task> {
     any_task().prop_map(|mut task| {
         task.target = None;
         task.priority = Priority::LOWEST;
         task.meta.debounce_until = None;
         task.group = None;
+        task.unique_for = None;
         task
     })
 }
