@@ -266,11 +266,13 @@ END;
     )
 });
 
-/// A connection to an empty store of this layout, in memory.
+/// A connection to an empty store of this layout, in memory, its statements planned
+/// and kept as the store's are.
 #[cfg(test)]
 #[allow(clippy::unwrap_used, reason = "a test: a failed unwrap is a failed test with its line")]
 pub(crate) fn in_memory() -> rusqlite::Connection {
     let conn = rusqlite::Connection::open_in_memory().unwrap();
+    crate::configure_statements(&conn).unwrap();
     conn.execute_batch(&TABLES).unwrap();
     conn.execute_batch(&INDEXES).unwrap();
     conn
