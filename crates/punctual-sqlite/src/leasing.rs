@@ -1,10 +1,12 @@
 //! The statements that lease due tasks — the ungrouped tasks of a lane, by priority,
-//! or the heads of a round of groups — and one lease call's terms ([`Leasing`]), shared by `lease` (no
-//! grouped task due) and `groups` (leasing in turns).
+//! or the heads of a round of groups — and one lease call's terms ([`Leasing`]),
+//! shared by `lease` (no grouped task due) and `groups` (leasing in turns).
 //!
 //! Invariants: each statement picks from one range of an index (`tasks_by_due`,
-//! `tasks_urgent`, or `tasks_by_group` per group; checked in `query_plans`) and gives every task it
-//! leases a fence greater than its last and at least the open's floor.
+//! `tasks_urgent`, or `tasks_by_group` per group; checked in `query_plans`) and gives
+//! every task it leases a fence greater than its last and at least the open's floor.
+//! They say `OR FAIL` and compute the fence with `CASE`, not `MAX`, so that they need
+//! no statement journal (see `writer`).
 
 use punctual_core::{Lane, Priority, Result, Timestamp};
 use rusqlite::{Connection, params};
@@ -53,8 +55,8 @@ pub(crate) static LEASE_HEADS_AT_PRIORITY: Sql = Sql::new(|| heads_sql("AND prio
 /// A round's statement whose heads have the terms `only` besides the group, lane and due time.
 fn heads_sql(only: &str) -> String {
     format!(
-        "UPDATE tasks SET state = {LEASED}, lease_expires_at = ?3, fence = MAX(fence + 1, ?4), updated_at = ?2, \
-         debounce_until = NULL \
+        "UPDATE OR FAIL tasks SET state = {LEASED}, lease_expires_at = ?3, \
+         fence = CASE WHEN fence + 1 > ?4 THEN fence + 1 ELSE ?4 END, updated_at = ?2, debounce_until = NULL \
          WHERE id IN (SELECT (SELECT id FROM tasks WHERE queue_id = ?1 AND group_name = heads.value AND state = ?5 \
                               {only} AND due_at <= ?2 ORDER BY due_at, id LIMIT 1) \
                       FROM json_each(?6) AS heads) \
@@ -65,8 +67,8 @@ fn heads_sql(only: &str) -> String {
 /// A lease's statement whose pick has the terms `only` besides the queue, lane and due time.
 fn lease_sql(only: &str) -> String {
     format!(
-        "UPDATE tasks SET state = {LEASED}, lease_expires_at = ?3, fence = MAX(fence + 1, ?5), updated_at = ?2, \
-         debounce_until = NULL \
+        "UPDATE OR FAIL tasks SET state = {LEASED}, lease_expires_at = ?3, \
+         fence = CASE WHEN fence + 1 > ?5 THEN fence + 1 ELSE ?5 END, updated_at = ?2, debounce_until = NULL \
          WHERE id IN (SELECT id FROM tasks WHERE queue_id = ?1 AND state = ?6 {only} AND due_at <= ?2 \
                       ORDER BY due_at, id LIMIT ?4) \
          RETURNING {TASK_COLUMNS}"
