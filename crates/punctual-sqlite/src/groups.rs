@@ -24,7 +24,7 @@ use punctual_core::store::{GroupCounts, GroupsPage, GroupsRequest, corrupt};
 use punctual_core::{Group, Lane, Priority, QueueName, Result};
 use rusqlite::{Connection, params};
 
-use crate::codes::{counts_by_state, grouped_code, scheduled_code};
+use crate::codes::{GROUPED_HANDLER_LANE, GROUPED_TARGET_LANE, Sql, counts_by_state, grouped_code, scheduled_code};
 use crate::leasing::{LEASE, LEASE_AT_PRIORITY, LEASE_HEADS, LEASE_HEADS_AT_PRIORITY, Leasing, earliest, leased};
 use crate::list::bad_cursor;
 use crate::map_err;
@@ -189,7 +189,7 @@ impl Turns<'_, '_> {
     /// A round at a time: the next contenders in rank order, each once and at most the
     /// room, are leased together (one statement for the groups' heads, one for the
     /// ungrouped tasks' next), then those that had a task take the next turns in that
-    /// order (one statement) and go behind the others, and those that had none drop
+    /// order (one statement writes the groups' rows) and go behind the others, and those that had none drop
     /// out. This is the order one lease at a time would give: a contender leased in
     /// a round gets a turn above every other, so it comes up again only once the
     /// round is over.
@@ -231,7 +231,7 @@ impl Turns<'_, '_> {
             if !heads.is_empty() {
                 return Err(corrupt("a round leased a task of a group it did not name"));
             }
-            self.give_turns(&turns_given)?;
+            self.leased_in_round(&turns_given)?;
         }
         Ok(())
     }
@@ -315,24 +315,45 @@ impl Turns<'_, '_> {
         Ok(taken.pop())
     }
 
-    /// Writes the turns a round gave, `(group, turn)`, in one statement.
-    fn give_turns(&self, given: &[(String, i64)]) -> Result<()> {
+    /// Writes the rows of the groups a round leased from, `(group, turn)`, in one
+    /// statement: each took one lease and the turn.
+    fn leased_in_round(&self, given: &[(String, i64)]) -> Result<()> {
         if given.is_empty() {
             return Ok(());
         }
         let queue_id = self.leasing.queue_id;
         let given: Vec<(i64, &str, i64)> = given.iter().map(|(name, turn)| (queue_id, name.as_str(), *turn)).collect();
         let given = serde_json::to_string(&given).map_err(|e| corrupt(format!("turns as JSON: {e}")))?;
-        self.leasing.conn.prepare_cached(GIVE_TURNS).and_then(|mut stmt| stmt.execute([given])).map_err(map_err)?;
+        self.leasing
+            .conn
+            .prepare_cached(&LEASED_IN_ROUND)
+            .and_then(|mut stmt| stmt.execute(params![given, grouped_code(self.leasing.lane)]))
+            .map_err(map_err)?;
         Ok(())
     }
 }
 
-/// Gives groups the turns of the JSON array `?1` of `[queue id, name, turn]`: one seek
-/// of `task_groups` each. (Each element names the whole key, so the only plan that
-/// does not scan `task_groups` walks the array.)
-pub(crate) const GIVE_TURNS: &str = "UPDATE task_groups SET turn = given.value ->> 2 FROM json_each(?1) AS given \
-     WHERE task_groups.queue_id = given.value ->> 0 AND task_groups.name = given.value ->> 1";
+/// The groups a round leased from, in the JSON array `?1` of `[queue id, name, turn]`,
+/// each after one lease of its head in the lane of grouped code `?2`: the turn given,
+/// one more leased task, and the lane's earliest due time read again (the head held
+/// it), as the `task_groups` triggers, which leave a lease to this, would have written
+/// it. One seek of `task_groups` each (each element names the whole key, so the only
+/// plan that does not scan `task_groups` walks the array) and one of `tasks_by_group`.
+pub(crate) static LEASED_IN_ROUND: Sql = Sql::new(|| {
+    let due = |column: &str, code: i64| {
+        format!(
+            "{column} = CASE WHEN ?2 = {code} THEN (SELECT MIN(due_at) FROM tasks WHERE queue_id = task_groups.queue_id \
+             AND group_name = task_groups.name AND group_name IS NOT NULL AND state = {code}) ELSE {column} END"
+        )
+    };
+    format!(
+        "UPDATE OR FAIL task_groups SET turn = given.value ->> 2, leased = leased + 1, {}, {} \
+         FROM json_each(?1) AS given \
+         WHERE task_groups.queue_id = given.value ->> 0 AND task_groups.name = given.value ->> 1",
+        due("due_handler", GROUPED_HANDLER_LANE),
+        due("due_target", GROUPED_TARGET_LANE)
+    )
+});
 
 /// The groups not yet served at a level, in turn order: a list, or pages of
 /// `task_groups` read after the `pager` position `(turn, name)` as they are needed.

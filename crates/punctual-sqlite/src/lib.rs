@@ -37,6 +37,8 @@ mod codes;
 mod complete;
 mod completions;
 mod dead;
+#[cfg(test)]
+mod group_rows;
 mod groups;
 mod identity;
 mod lease;

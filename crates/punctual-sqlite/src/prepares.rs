@@ -11,7 +11,7 @@ use punctual_core::store::{CompleteRequest, Completion, LeaseRequest};
 use punctual_core::{Group, NewTask, Priority, QueueName, StoreId, TaskKey, Timestamp};
 use rusqlite::StatementStatus;
 
-use crate::groups::GIVE_TURNS;
+use crate::groups::LEASED_IN_ROUND;
 use crate::leasing::{HAS_URGENT, LEASE, LEASE_AT_PRIORITY, LEASE_HEADS, LEASE_HEADS_AT_PRIORITY, NEXT_DUE};
 use crate::schedule::schedule;
 use crate::schema::in_memory;
@@ -45,14 +45,21 @@ fn leasing_in_turns_compiles_no_statement_again() {
         crate::complete::complete(&conn, store, &CompleteRequest::new(lease.token, Completion::Done, now)).unwrap();
     }
     assert_eq!(leased, 40);
-    let counts: Vec<(i32, i32, &str)> =
-        [&*LEASE, &*LEASE_AT_PRIORITY, &*LEASE_HEADS, &*LEASE_HEADS_AT_PRIORITY, NEXT_DUE, HAS_URGENT, GIVE_TURNS]
-            .into_iter()
-            .map(|sql| {
-                let statement = conn.prepare_cached(sql).unwrap();
-                (statement.get_status(StatementStatus::Run), statement.get_status(StatementStatus::RePrepare), sql)
-            })
-            .collect();
+    let counts: Vec<(i32, i32, &str)> = [
+        &*LEASE,
+        &*LEASE_AT_PRIORITY,
+        &*LEASE_HEADS,
+        &*LEASE_HEADS_AT_PRIORITY,
+        NEXT_DUE,
+        HAS_URGENT,
+        &LEASED_IN_ROUND,
+    ]
+    .into_iter()
+    .map(|sql| {
+        let statement = conn.prepare_cached(sql).unwrap();
+        (statement.get_status(StatementStatus::Run), statement.get_status(StatementStatus::RePrepare), sql)
+    })
+    .collect();
     for (runs, compiled_again, sql) in &counts {
         assert!(*runs > 0, "never ran: {sql}");
         assert_eq!(

@@ -11,7 +11,7 @@ use rusqlite::{Connection, params};
 use crate::cancel::purge_sql;
 use crate::codes::{GROUPED_HANDLER_LANE, LEASED, SCHEDULED_TARGET_LANE};
 use crate::completions::DROP_ENDED;
-use crate::groups::GIVE_TURNS;
+use crate::groups::LEASED_IN_ROUND;
 use crate::leasing::{HAS_URGENT, LEASE, LEASE_AT_PRIORITY, LEASE_HEADS, LEASE_HEADS_AT_PRIORITY, NEXT_DUE};
 use crate::list::list_sql;
 use crate::schema::in_memory;
@@ -102,10 +102,13 @@ fn a_lease_in_a_group_reads_the_groups_range_only() {
     let urgent = plan(&conn, &LEASE_HEADS_AT_PRIORITY, args);
     assert!(urgent.iter().any(|step| step.contains("tasks_by_group") || step.contains("tasks_urgent")), "{urgent:?}");
     assert_no_scan_or_sort(&urgent, "lease in a group at a priority");
-    let turns = plan(&conn, GIVE_TURNS, params![r#"[[1,"customer-42",7]]"#]);
+    let turns = plan(&conn, &LEASED_IN_ROUND, params![r#"[[1,"customer-42",7]]"#, GROUPED_HANDLER_LANE]);
     let search = "SEARCH task_groups USING PRIMARY KEY (queue_id=? AND name=?)";
     assert_eq!(turns.iter().filter(|step| step.contains(search)).count(), 1, "{turns:?}");
     assert!(!turns.iter().any(|step| step.starts_with("SCAN task_groups")), "{turns:?}");
+    let search = "tasks_by_group (queue_id=? AND group_name=? AND state=?)";
+    assert_eq!(turns.iter().filter(|step| step.contains(search)).count(), 2, "{turns:?}");
+    assert_no_scan_or_sort(&turns, "the rows of a round's groups");
 }
 
 /// Dropping ended completion records reads the range of `completions_by_end` up to now:

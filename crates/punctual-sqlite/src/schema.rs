@@ -174,8 +174,8 @@ CREATE TABLE IF NOT EXISTS queue_records (
     .to_owned()
 });
 
-/// Every index and trigger, each made at an open that finds it missing (after the
-/// migration).
+/// Every index, made at an open that finds it missing, and the triggers, made anew at
+/// every open (after the migration).
 pub(crate) static INDEXES: Sql = Sql::new(|| {
     format!(
         "{}{}",
@@ -200,9 +200,13 @@ CREATE INDEX IF NOT EXISTS completions_by_end ON completions (unique_until);
 /// and delete of a grouped task adjusts its group's row by what the task took or gave
 /// — one task, one lease, its due time — with no scan: a group's earliest due time of a
 /// lane is read again (one seek of `tasks_by_group`) only when the task that held it
-/// leaves. A group's row is made with its first task and deleted with its last. The
-/// steps say `OR FAIL` and use `CASE`, not `MIN` of values, so the writes that fire them
-/// need no statement journal (see `writer`).
+/// leaves. A group's row is made with its first task and deleted with its last. One
+/// write is left out: a lease of a grouped task (its scheduled code to leased), which
+/// only a round of `groups` does, and which writes the row itself with the group's new
+/// turn (`groups::LEASED_IN_ROUND`): one write of the row per lease, not two. The steps
+/// say `OR FAIL` and use `CASE`, not `MIN` of values, so the writes that fire them need
+/// no statement journal (see `writer`). The triggers are made anew at every open, so a
+/// store always has this build's.
 static GROUP_TRIGGERS: Sql = Sql::new(|| {
     // The row of the OLD task's group after the task left it: one task and (if it was
     // leased) one lease less; a due time read again if the task held the earliest.
@@ -250,23 +254,29 @@ static GROUP_TRIGGERS: Sql = Sql::new(|| {
         (stay("due_handler", GROUPED_HANDLER_LANE), stay("due_target", GROUPED_TARGET_LANE));
     format!(
         "
-CREATE TRIGGER IF NOT EXISTS task_groups_on_insert AFTER INSERT ON tasks WHEN NEW.group_name IS NOT NULL BEGIN
+DROP TRIGGER IF EXISTS task_groups_on_insert;
+DROP TRIGGER IF EXISTS task_groups_on_update;
+DROP TRIGGER IF EXISTS task_groups_on_leave;
+DROP TRIGGER IF EXISTS task_groups_on_join;
+DROP TRIGGER IF EXISTS task_groups_on_delete;
+CREATE TRIGGER task_groups_on_insert AFTER INSERT ON tasks WHEN NEW.group_name IS NOT NULL BEGIN
     {join};
 END;
-CREATE TRIGGER IF NOT EXISTS task_groups_on_update AFTER UPDATE OF state, due_at, group_name ON tasks
-WHEN NEW.group_name IS NOT NULL AND OLD.group_name IS NEW.group_name BEGIN
+CREATE TRIGGER task_groups_on_update AFTER UPDATE OF state, due_at, group_name ON tasks
+WHEN NEW.group_name IS NOT NULL AND OLD.group_name IS NEW.group_name
+    AND NOT (NEW.state = {LEASED} AND OLD.state IN ({GROUPED_HANDLER_LANE}, {GROUPED_TARGET_LANE})) BEGIN
     UPDATE OR FAIL task_groups SET leased = leased - (OLD.state = {LEASED}) + (NEW.state = {LEASED}), {stay_handler}, \
         {stay_target} WHERE queue_id = NEW.queue_id AND name = NEW.group_name;
 END;
-CREATE TRIGGER IF NOT EXISTS task_groups_on_leave AFTER UPDATE OF group_name ON tasks
+CREATE TRIGGER task_groups_on_leave AFTER UPDATE OF group_name ON tasks
 WHEN OLD.group_name IS NOT NULL AND OLD.group_name IS NOT NEW.group_name BEGIN
     {leave};
 END;
-CREATE TRIGGER IF NOT EXISTS task_groups_on_join AFTER UPDATE OF group_name ON tasks
+CREATE TRIGGER task_groups_on_join AFTER UPDATE OF group_name ON tasks
 WHEN NEW.group_name IS NOT NULL AND OLD.group_name IS NOT NEW.group_name BEGIN
     {join};
 END;
-CREATE TRIGGER IF NOT EXISTS task_groups_on_delete AFTER DELETE ON tasks WHEN OLD.group_name IS NOT NULL BEGIN
+CREATE TRIGGER task_groups_on_delete AFTER DELETE ON tasks WHEN OLD.group_name IS NOT NULL BEGIN
     {leave};
 END;
 "
