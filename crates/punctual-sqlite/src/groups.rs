@@ -24,7 +24,7 @@ use punctual_core::store::{GroupCounts, GroupsPage, GroupsRequest, corrupt};
 use punctual_core::{Group, Lane, Priority, QueueName, Result};
 use rusqlite::{Connection, params};
 
-use crate::codes::{GROUPED_HANDLER_LANE, GROUPED_TARGET_LANE, Sql, counts_by_state, grouped_code, scheduled_code};
+use crate::codes::{GROUPED_HANDLER_LANE, GROUPED_TARGET_LANE, Sql, grouped_code, scheduled_code};
 use crate::leasing::{LEASE, LEASE_AT_PRIORITY, LEASE_HEADS, LEASE_HEADS_AT_PRIORITY, Leasing, earliest, leased};
 use crate::list::bad_cursor;
 use crate::map_err;
@@ -343,7 +343,8 @@ pub(crate) static LEASED_IN_ROUND: Sql = Sql::new(|| {
     let due = |column: &str, code: i64| {
         format!(
             "{column} = CASE WHEN ?2 = {code} THEN (SELECT MIN(due_at) FROM tasks WHERE queue_id = task_groups.queue_id \
-             AND group_name = task_groups.name AND group_name IS NOT NULL AND state = {code}) ELSE {column} END"
+             AND group_name = task_groups.name AND state >= {GROUPED_HANDLER_LANE} AND state = {code}) \
+             ELSE {column} END"
         )
     };
     format!(
@@ -421,13 +422,27 @@ pub(crate) fn groups(conn: &Connection, req: &GroupsRequest) -> Result<GroupsPag
     Ok(GroupsPage::new(groups, next_cursor))
 }
 
-/// A group's tasks by state.
+/// A group's tasks by state: its counts of tasks and leased tasks from its row, its
+/// scheduled tasks from `tasks_by_group` (which holds only those), the rest dead.
 fn counts(conn: &Connection, queue_id: i64, queue: &QueueName, name: String) -> Result<GroupCounts> {
-    let rows: Vec<(i64, i64)> = conn
-        .prepare_cached("SELECT state, COUNT(*) FROM tasks WHERE queue_id = ?1 AND group_name = ?2 GROUP BY state")
-        .and_then(|mut stmt| stmt.query_map(params![queue_id, name], |row| Ok((row.get(0)?, row.get(1)?)))?.collect())
+    let (tasks, leased, scheduled): (i64, i64, i64) = conn
+        .prepare_cached(&GROUP_COUNTS)
+        .and_then(|mut stmt| stmt.query_row(params![queue_id, name], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?))))
         .map_err(map_err)?;
-    let (scheduled, leased, dead) = counts_by_state(rows)?;
+    let count =
+        |n: i64| u64::try_from(n).map_err(|_| corrupt(format!("group {name} of queue {queue}: a count below 0")));
+    let (tasks, leased, scheduled) = (count(tasks)?, count(leased)?, count(scheduled)?);
+    let dead = tasks
+        .checked_sub(leased + scheduled)
+        .ok_or_else(|| corrupt(format!("group {name} of queue {queue}: fewer tasks than leased and scheduled")))?;
     let group = Group::new(name).map_err(|e| corrupt(format!("a group of queue {queue}: {e}")))?;
     Ok(GroupCounts::new(group, scheduled, leased, dead))
 }
+
+/// Group `?2` of queue `?1`: its tasks, its leased tasks and its scheduled tasks.
+pub(crate) static GROUP_COUNTS: Sql = Sql::new(|| {
+    format!(
+        "SELECT tasks, leased, (SELECT COUNT(*) FROM tasks WHERE queue_id = ?1 AND group_name = ?2 \
+         AND state >= {GROUPED_HANDLER_LANE}) FROM task_groups WHERE queue_id = ?1 AND name = ?2"
+    )
+});

@@ -11,7 +11,7 @@
 use punctual_core::{Lane, Priority, Result, Timestamp};
 use rusqlite::{Connection, params};
 
-use crate::codes::{LEASED, Sql, grouped_code, scheduled_code};
+use crate::codes::{GROUPED_HANDLER_LANE, LEASED, Sql, grouped_code, scheduled_code};
 use crate::map_err;
 use crate::row::{RawTask, TASK_COLUMNS};
 
@@ -57,7 +57,8 @@ fn heads_sql(only: &str) -> String {
     format!(
         "UPDATE OR FAIL tasks SET state = {LEASED}, lease_expires_at = ?3, \
          fence = CASE WHEN fence + 1 > ?4 THEN fence + 1 ELSE ?4 END, updated_at = ?2, debounce_until = NULL \
-         WHERE id IN (SELECT (SELECT id FROM tasks WHERE queue_id = ?1 AND group_name = heads.value AND state = ?5 \
+         WHERE id IN (SELECT (SELECT id FROM tasks WHERE queue_id = ?1 AND group_name = heads.value \
+                              AND state >= {GROUPED_HANDLER_LANE} AND state = ?5 \
                               {only} AND due_at <= ?2 ORDER BY due_at, id LIMIT 1) \
                       FROM json_each(?6) AS heads) \
          RETURNING {TASK_COLUMNS}"

@@ -11,7 +11,7 @@ use rusqlite::{Connection, params};
 use crate::cancel::purge_sql;
 use crate::codes::{GROUPED_HANDLER_LANE, LEASED, SCHEDULED_TARGET_LANE};
 use crate::completions::DROP_ENDED;
-use crate::groups::LEASED_IN_ROUND;
+use crate::groups::{GROUP_COUNTS, LEASED_IN_ROUND};
 use crate::leasing::{HAS_URGENT, LEASE, LEASE_AT_PRIORITY, LEASE_HEADS, LEASE_HEADS_AT_PRIORITY, NEXT_DUE};
 use crate::list::list_sql;
 use crate::schema::in_memory;
@@ -109,6 +109,10 @@ fn a_lease_in_a_group_reads_the_groups_range_only() {
     let search = "tasks_by_group (queue_id=? AND group_name=? AND state=?)";
     assert_eq!(turns.iter().filter(|step| step.contains(search)).count(), 2, "{turns:?}");
     assert_no_scan_or_sort(&turns, "the rows of a round's groups");
+    let counts = plan(&conn, &GROUP_COUNTS, params![1, "customer-42"]);
+    let search = "USING COVERING INDEX tasks_by_group (queue_id=? AND group_name=? AND state>?)";
+    assert_eq!(counts.iter().filter(|step| step.contains(search)).count(), 1, "{counts:?}");
+    assert_no_scan_or_sort(&counts, "a group's counts");
 }
 
 /// Dropping ended completion records reads the range of `completions_by_end` up to now:

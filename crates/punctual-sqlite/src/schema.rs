@@ -43,7 +43,11 @@
 //!   task's `updated_at` is when it died) the retention sweep; a partial index
 //!   `tasks_urgent` on `(queue_id, state, priority, due_at, id)` of the rows of
 //!   priority above 0 serves leasing by priority, so a queue that uses none pays one
-//!   probe of an empty range per lease; `completions_by_end` on `unique_until` serves
+//!   probe of an empty range per lease; `tasks_by_group` on `(queue_id, group_name,
+//!   state, due_at, id)` of the scheduled rows in a group (codes 4 and 5, the codes from
+//!   [`GROUPED_HANDLER_LANE`] on: `state >= 4`, a term each statement that reads it
+//!   names) serves a group's earliest due task, so a lease only takes a row out of it
+//!   and a completion never touches it; `completions_by_end` on `unique_until` serves
 //!   the deletion of records that ended. An index added here is created at the next open
 //!   of an older store, with no layout change.
 //!
@@ -187,7 +191,7 @@ CREATE INDEX IF NOT EXISTS tasks_urgent ON tasks (queue_id, state, priority, due
 CREATE INDEX IF NOT EXISTS tasks_by_expiry ON tasks (lease_expires_at) WHERE state = {LEASED};
 CREATE INDEX IF NOT EXISTS tasks_dead_by_death ON tasks (queue_id, updated_at) WHERE state = {DEAD};
 CREATE INDEX IF NOT EXISTS tasks_by_group ON tasks (queue_id, group_name, state, due_at, id) \
-    WHERE group_name IS NOT NULL;
+    WHERE state >= {GROUPED_HANDLER_LANE};
 CREATE INDEX IF NOT EXISTS task_groups_by_turn ON task_groups (queue_id, turn, name);
 CREATE INDEX IF NOT EXISTS completions_by_end ON completions (unique_until);
 "
@@ -213,7 +217,7 @@ static GROUP_TRIGGERS: Sql = Sql::new(|| {
     let left = |due: &str, code: i64| {
         format!(
             "{due} = CASE WHEN OLD.state = {code} AND OLD.due_at <= {due} THEN (SELECT MIN(due_at) FROM tasks \
-             WHERE queue_id = OLD.queue_id AND group_name = OLD.group_name AND group_name IS NOT NULL AND state = {code}) ELSE {due} END"
+             WHERE queue_id = OLD.queue_id AND group_name = OLD.group_name AND state >= {GROUPED_HANDLER_LANE} AND state = {code}) ELSE {due} END"
         )
     };
     // The same for the NEW task joining: its due time lowers the lane's earliest.
@@ -245,7 +249,7 @@ static GROUP_TRIGGERS: Sql = Sql::new(|| {
     let stay = |due: &str, code: i64| {
         format!(
             "{due} = CASE WHEN OLD.state = {code} AND OLD.due_at <= {due} THEN (SELECT MIN(due_at) FROM tasks \
-             WHERE queue_id = NEW.queue_id AND group_name = NEW.group_name AND group_name IS NOT NULL AND state = {code}) \
+             WHERE queue_id = NEW.queue_id AND group_name = NEW.group_name AND state >= {GROUPED_HANDLER_LANE} AND state = {code}) \
              WHEN NEW.state = {code} THEN CASE WHEN {due} IS NULL OR NEW.due_at < {due} THEN NEW.due_at ELSE {due} END \
              ELSE {due} END"
         )
