@@ -26,8 +26,9 @@ type Task struct {
 	LeaseExpiresAt *time.Time      `json:"lease_expires_at"`
 	LastError      *string         `json:"last_error"`
 	Target         *Target         `json:"target"`
-	Priority       int             `json:"priority"` // 0–9; higher first among the queue's due tasks
-	Group          *string         `json:"group"`    // nil when the task has no group
+	Priority       int             `json:"priority"`   // 0–9; higher first among the queue's due tasks
+	Group          *string         `json:"group"`      // nil when the task has no group
+	UniqueFor      *UniqueFor      `json:"unique_for"` // nil when the task has no dedupe window
 }
 
 // Backoff is a retry policy: Initial, then ×Factor each attempt, up to Max.
@@ -83,6 +84,46 @@ type Debounce struct {
 // MarshalJSON sends {"max_wait": milliseconds}, 0 included: the server judges it.
 func (d Debounce) MarshalJSON() ([]byte, error) {
 	return json.Marshal(map[string]any{"max_wait": d.MaxWait.Milliseconds()})
+}
+
+// UniqueFor is a dedupe window: for Window after the key's task completed (done; with
+// Dead, also after it went dead), a schedule of the key creates nothing and answers
+// kept: after done with the Completed that kept it and no task, while a dead task
+// holds its key with that task, untouched.
+type UniqueFor struct {
+	Window time.Duration
+	Dead   bool
+}
+
+// MarshalJSON sends Window as milliseconds, or {"window": ms, "dead": true} with Dead;
+// a Window of 0 is sent too: the server refuses it (field "unique_for").
+func (u UniqueFor) MarshalJSON() ([]byte, error) {
+	if u.Dead {
+		return json.Marshal(map[string]any{"window": u.Window.Milliseconds(), "dead": true})
+	}
+	return json.Marshal(u.Window.Milliseconds())
+}
+
+// UnmarshalJSON reads the task's form: a duration when held after done only, else
+// {"window": …, "dead": true}.
+func (u *UniqueFor) UnmarshalJSON(data []byte) error {
+	var object struct {
+		Window json.RawMessage `json:"window"`
+		Dead   bool            `json:"dead"`
+	}
+	raw := json.RawMessage(data)
+	if strings.HasPrefix(strings.TrimSpace(string(data)), "{") {
+		if err := json.Unmarshal(data, &object); err != nil {
+			return err
+		}
+		raw = object.Window
+	}
+	window, err := decodeDuration(raw)
+	if err != nil {
+		return err
+	}
+	*u = UniqueFor{Window: window, Dead: object.Dead}
+	return nil
 }
 
 // Repeat makes a task fire again: every Every, or on a Cron expression in TZ; Times
@@ -265,6 +306,10 @@ type ScheduleParams struct {
 	// live leases. "" (no group) is not sent; the server refuses control characters
 	// (ErrInvalidArgument, field "group").
 	Group string
+	// UniqueFor (nil: none) is the task's dedupe window: within it after the key's task
+	// completed, a schedule of the key stores nothing and answers kept with the
+	// completion (ScheduleResult.Completed, BatchResult.Completed).
+	UniqueFor *UniqueFor
 }
 
 func (p ScheduleParams) body() map[string]any {
@@ -305,13 +350,40 @@ func (p ScheduleParams) body() map[string]any {
 	if p.Group != "" {
 		m["group"] = p.Group
 	}
+	if p.UniqueFor != nil {
+		m["unique_for"] = p.UniqueFor
+	}
 	return m
 }
 
-// ScheduleResult is the answer to a schedule: created, replaced or kept.
+// Outcomes of a schedule.
+const (
+	ScheduleCreated  = "created"
+	ScheduleReplaced = "replaced"
+	ScheduleKept     = "kept"
+)
+
+// ScheduleResult is the answer to a schedule: Outcome created, replaced or kept, and
+// the Task. Kept by the dedupe window of a task of the key that completed, Task is nil
+// and Completed says what completed; otherwise Completed is nil.
 type ScheduleResult struct {
-	Outcome string `json:"outcome"`
-	Task    Task   `json:"task"`
+	Outcome   string     `json:"outcome"`
+	Task      *Task      `json:"task"`
+	Completed *Completed `json:"completed"`
+}
+
+// Completed is the task that completed under a key within its dedupe window, and so
+// kept a schedule of the key: until UniqueUntil (CompletedAt + the window) schedules
+// of the key create nothing.
+type Completed struct {
+	Queue       string    `json:"queue"`
+	Key         string    `json:"key"`
+	ID          uint64    `json:"id"`
+	State       string    `json:"state"` // done
+	CompletedAt time.Time `json:"completed_at"`
+	Attempts    int       `json:"attempts"`   // of its last occurrence, failed or expired
+	Occurrence  int       `json:"occurrence"` // the occurrence that completed, from 1
+	UniqueUntil time.Time `json:"unique_until"`
 }
 
 // BatchItem is one task of ScheduleMany.
@@ -320,11 +392,13 @@ type BatchItem struct {
 	ScheduleParams
 }
 
-// BatchResult is the answer for one item of ScheduleMany: an Outcome, or an Error.
+// BatchResult is the answer for one item of ScheduleMany: an Outcome (with Completed
+// when a dedupe window kept it), or an Error.
 type BatchResult struct {
-	Key     string `json:"key"`
-	Outcome string `json:"outcome,omitempty"`
-	Error   *Error `json:"error,omitempty"`
+	Key       string     `json:"key"`
+	Outcome   string     `json:"outcome,omitempty"`
+	Completed *Completed `json:"completed,omitempty"`
+	Error     *Error     `json:"error,omitempty"`
 }
 
 // ListParams filter and page a list of tasks.

@@ -10,7 +10,7 @@ import datetime as dt
 import pytest
 
 import punctual
-from punctual.types import duration_json, parse_time
+from punctual.types import duration_json, parse_duration, parse_time
 
 
 def test_signature_vector_from_the_docs() -> None:
@@ -29,6 +29,15 @@ def test_durations_and_times() -> None:
     with pytest.raises(ValueError):
         punctual.Client("http://127.0.0.1:1").schedule("q", "k", due_at=dt.datetime(2030, 1, 1))
     assert parse_time("2026-11-30T12:00:00.000Z") == dt.datetime(2026, 11, 30, 12, tzinfo=dt.timezone.utc)
+    assert parse_duration("1d 2h 3m 4s 5ms") == dt.timedelta(days=1, hours=2, minutes=3, seconds=4, milliseconds=5)
+    assert parse_duration("1m 30s") == dt.timedelta(seconds=90) and parse_duration(1500).total_seconds() == 1.5
+    for bad in ["", "soon", "1h x", "1.5h"]:
+        with pytest.raises(ValueError):
+            parse_duration(bad)
+    assert punctual.UniqueFor(dt.timedelta(hours=1)).to_json() == 3_600_000
+    assert punctual.UniqueFor("90s", dead=True).to_json() == {"window": "90s", "dead": True}
+    assert punctual.UniqueFor.from_json({"window": "1m 30s", "dead": True}) == punctual.UniqueFor(
+        dt.timedelta(seconds=90), dead=True)
 
 
 def test_schedule_every_field_and_batch(client: punctual.Client, queue_name: str) -> None:
@@ -154,3 +163,17 @@ def test_groups_page_by_page(client: punctual.Client, queue_name: str) -> None:
     assert last.groups == [punctual.GroupCounts("gamma", scheduled=1, leased=0, dead=0)]
     assert last.next_cursor is None
     assert client.groups_page(queue_name + ".none").groups == []
+
+
+def test_unique_for_in_a_batch(client: punctual.Client, queue_name: str) -> None:
+    results = client.schedule_many(queue_name, [
+        punctual.TaskSpec("u1", delay="1h", unique_for=punctual.UniqueFor("2h", dead=True)),
+        punctual.TaskSpec("u2", delay="1h", unique_for="0s"),
+        punctual.TaskSpec("u3", delay="1h"),
+    ])
+    assert results[0].outcome == "created" and results[0].completed is None
+    assert client.get(queue_name, "u1").unique_for == punctual.UniqueFor(dt.timedelta(hours=2), dead=True)
+    assert isinstance(results[1].error, punctual.InvalidArgument)
+    assert results[1].error.field == "tasks[1].unique_for"
+    assert client.get(queue_name, "u3").unique_for is None
+    assert client.purge(queue_name) == 2

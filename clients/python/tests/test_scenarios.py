@@ -1,4 +1,4 @@
-"""The fourteen scenarios of clients/SCENARIOS.md, against the real `punctual serve`.
+"""The fifteen scenarios of clients/SCENARIOS.md, against the real `punctual serve`.
 
 Each test is named after its scenario's number. They guard against a client that
 works against a mock and not the server: a wrong body, a lease never extended, acks
@@ -504,3 +504,40 @@ def test_s14_groups(client: punctual.Client, queue_name: str) -> None:
         client.schedule(queue_name, "c1", group="")
     assert refused.value.status == 400 and refused.value.field == "group"
     assert gone(client, queue_name, "c1")()
+
+
+def test_s15_dedupe_window(client: punctual.Client, queue_name: str) -> None:
+    hour = dt.timedelta(hours=1)
+    first = client.schedule(queue_name, "order-1", payload={"n": 1}, unique_for="1h")
+    assert first.outcome == "created" and first.completed is None
+    assert client.get(queue_name, "order-1").unique_for == punctual.UniqueFor(hour)
+
+    [lease] = client.lease(queue_name, max=10)
+    assert lease.key == "order-1" and lease.task.unique_for == punctual.UniqueFor(hour)
+    client.ack(lease.lease_id, punctual.Done())
+
+    kept = client.schedule(queue_name, "order-1", payload={"n": 2}, unique_for=hour)
+    assert kept.outcome == "kept" and kept.task is None
+    done = kept.completed
+    assert done is not None
+    assert (done.queue, done.key, done.state, done.attempts, done.occurrence) == (
+        queue_name, "order-1", "done", 0, 1)
+    assert done.unique_until == done.completed_at + hour
+    assert gone(client, queue_name, "order-1")()
+    assert client.lease(queue_name, max=10) == []
+
+    batch = client.schedule_many(queue_name, [
+        punctual.TaskSpec("order-1", payload={"n": 3}, unique_for="1h"),
+        punctual.TaskSpec("order-2", payload={"n": 1}, unique_for="1h"),
+    ])
+    assert [(r.key, r.outcome, r.ok) for r in batch] == [("order-1", "kept", True), ("order-2", "created", True)]
+    assert batch[0].completed == done and batch[1].completed is None
+
+    counting_dead = punctual.UniqueFor("1h", dead=True)
+    client.schedule(queue_name, "order-3", delay="1h", unique_for=counting_dead)
+    assert client.get(queue_name, "order-3").unique_for == punctual.UniqueFor(hour, dead=True)
+
+    with pytest.raises(punctual.InvalidArgument) as refused:
+        client.schedule(queue_name, "order-4", unique_for=0)
+    assert refused.value.status == 400 and refused.value.field == "unique_for"
+    assert gone(client, queue_name, "order-4")()

@@ -42,6 +42,11 @@ function dropUndefined(o) {
   return out;
 }
 
+function uniqueForBody(u) {
+  if (u == null || typeof u !== "object") return u ?? undefined;
+  return u.dead ? { window: u.window, dead: true } : u.window;
+}
+
 /** The wire body of a task from camelCase options (shared by schedule and scheduleMany). */
 export function taskBody(opts = {}) {
   if (opts.delay !== undefined && opts.dueAt !== undefined) {
@@ -64,6 +69,9 @@ export function taskBody(opts = {}) {
     debounce: opts.debounce == null ? undefined : { max_wait: opts.debounce.maxWait },
     // Sent as given: the server refuses "" and control characters (field "group").
     group: opts.group,
+    // A duration, or { window, dead } (dead: the dead task holds its key too); the
+    // server refuses 0 (field "unique_for").
+    unique_for: uniqueForBody(opts.uniqueFor),
   });
 }
 
@@ -161,7 +169,10 @@ export class Client {
     return r.body;
   }
 
-  /** Many tasks in one call; one result per item, in order ({key, outcome} or {key, error}). */
+  /**
+   * Many tasks in one call; one result per item, in order: {key, outcome}, {key, outcome:
+   * "kept", completed} (a dedupe window kept it) or {key, error}.
+   */
   async scheduleMany(queue, items) {
     const tasks = items.map(({ key, ...opts }) => ({ key, ...taskBody(opts) }));
     const r = await this.request("POST", `/v1/queues/${seg(queue)}/tasks`, { body: { tasks } });

@@ -27,6 +27,15 @@ export interface Debounce {
   maxWait: Duration;
 }
 
+/**
+ * A dedupe window: for `window` after the key's task completed (done; with `dead`, also
+ * after it went dead), a schedule of the key creates nothing and answers "kept".
+ */
+export interface UniqueFor {
+  window: Duration;
+  dead?: boolean;
+}
+
 export type HttpMethod = "POST" | "PUT" | "PATCH" | "GET" | "DELETE";
 
 export interface Target {
@@ -58,6 +67,12 @@ export interface ScheduleOptions {
    * characters (field "group").
    */
   group?: string;
+  /**
+   * A dedupe window (a duration, or `{ window, dead: true }`): within it after the key's
+   * task completed, a schedule of the key stores nothing and answers "kept" with the
+   * completion. Not 0 (field "unique_for").
+   */
+  uniqueFor?: Duration | UniqueFor;
 }
 
 export interface BatchItem extends ScheduleOptions {
@@ -86,12 +101,35 @@ export interface Task {
   priority: number;
   /** The task's group; null when it has none. */
   group: string | null;
+  /** The task's dedupe window: a duration when held after done only; null without one. */
+  unique_for: string | { window: string; dead: true } | null;
 }
 
-export interface ScheduleResult {
-  outcome: "created" | "replaced" | "kept";
-  task: Task;
+export type ScheduleOutcome = "created" | "replaced" | "kept";
+
+/** The task that completed under the key within its dedupe window, and so kept a schedule. */
+export interface Completed {
+  queue: string;
+  key: string;
+  id: number;
+  state: "done";
+  completed_at: string;
+  /** Tries of its last occurrence that failed or whose lease expired. */
+  attempts: number;
+  /** The occurrence that completed. */
+  occurrence: number;
+  /** completed_at + the window: until then a schedule of the key is kept. */
+  unique_until: string;
 }
+
+/**
+ * The answer to a schedule: the task created, replaced or kept (a dead task holding its
+ * key is kept untouched); or, kept by the dedupe window of a task of the key that
+ * completed, that completion and no task. Tell them apart by `completed`.
+ */
+export type ScheduleResult =
+  | { outcome: ScheduleOutcome; task: Task; completed?: undefined }
+  | { outcome: "kept"; completed: Completed; task?: undefined };
 
 export interface ApiErrorBody {
   code: string;
@@ -99,7 +137,10 @@ export interface ApiErrorBody {
   field?: string;
 }
 
-export type BatchResult = { key: string; outcome: "created" | "replaced" | "kept" } | { key: string; error: ApiErrorBody };
+export type BatchResult =
+  | { key: string; outcome: ScheduleOutcome; completed?: undefined }
+  | { key: string; outcome: "kept"; completed: Completed }
+  | { key: string; error: ApiErrorBody };
 
 export interface Page {
   tasks: Task[];

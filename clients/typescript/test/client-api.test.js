@@ -1,4 +1,4 @@
-// The rest of the API through the client, beyond the fourteen scenarios: batch schedule with
+// The rest of the API through the client, beyond the fifteen scenarios: batch schedule with
 // per-item errors, the paging iterator, cancel by tag, queue stats, settings with
 // If-Match, pause/resume, purge, dead tasks in bulk, lease/extend/ack and batch acks.
 import { test, after } from "node:test";
@@ -69,6 +69,22 @@ test("scheduleMany reports per item; list follows next_cursor; cancelTag; queue 
   assert.ok((await client.queues()).some((q) => q.name === queue));
   await client.cancel(queue, "k/0");
   await assert.rejects(client.cancel(queue, "k/0"), NotFoundError);
+});
+
+test("uniqueFor on scheduleMany items: the dead form read back, 0 refused per item", async () => {
+  const queue = uniqueQueue("unique");
+  const results = await client.scheduleMany(queue, [
+    { key: "u/1", delay: "1h", uniqueFor: { window: 5_400_000, dead: true } },
+    { key: "u/2", delay: "1h", uniqueFor: "0s" },
+    { key: "u/3", delay: "1h", uniqueFor: { window: "2h", dead: false } },
+    { key: "u/4", delay: "1h" },
+  ]);
+  assert.deepEqual(results[0], { key: "u/1", outcome: "created" });
+  assert.deepEqual((await client.get(queue, "u/1")).unique_for, { window: "1h 30m", dead: true });
+  assert.equal(results[1].error.field, "tasks[1].unique_for");
+  assert.equal((await client.get(queue, "u/3")).unique_for, "2h");
+  assert.equal((await client.get(queue, "u/4")).unique_for, null);
+  assert.equal(await client.purge(queue), 3);
 });
 
 test("groupsPage lists a queue's groups by name, page by page", async () => {

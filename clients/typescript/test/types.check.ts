@@ -13,8 +13,14 @@ await client.schedule("order.cancel", "order-1234", { delay: "30m", group: "merc
 const groups = await client.groupsPage("order.cancel", { limit: 100 });
 groups.groups.forEach((g) => g.group.toUpperCase() + g.scheduled.toFixed() + g.leased + g.dead);
 const groupLimit: number | null = (await client.putSettings("order.cancel", { group_concurrency: 1 })).group_concurrency;
+const receipt = await client.schedule("order.receipt", "order-1234", { payload: { order: 1234 }, uniqueFor: "1h" });
+if (receipt.completed) receipt.completed.unique_until.toUpperCase() + receipt.completed.id.toFixed();
+else receipt.task.due_at.toUpperCase();
+await client.scheduleMany("x", [{ key: "c", uniqueFor: { window: "1h", dead: true } }, { key: "d", uniqueFor: 60_000 }]);
+const window = (await client.get("x", "c")).unique_for;
+const windowText: string | null = typeof window === "object" && window !== null ? window.window : window;
 const urgent: number = (await client.get("x", "a")).priority;
-results.forEach((r) => ("error" in r ? r.error.code : r.outcome));
+results.forEach((r) => ("error" in r ? r.error.code : r.completed ? r.completed.completed_at : r.outcome));
 for await (const t of client.list("x", { tag: "flow-7" })) t.due_at.toUpperCase();
 const n: number = await client.cancelTag("flow.remind", "flow-7");
 const s = await client.putSettings("x", { concurrency: 4 }, { ifVersion: 3 });
@@ -37,4 +43,4 @@ worker.handle("flow.remind", async ({ payload, attempt, deliveryId, priority, gr
 await worker.start();
 await worker.stop({ graceMs: 5000 });
 const ok: boolean = verifySignature({ body: "{}", header: "t=1,v1=00", secret: "whsec" });
-void n, ok, urgent, groupLimit, groups.next_cursor;
+void n, ok, urgent, groupLimit, groups.next_cursor, windowText;

@@ -31,6 +31,7 @@ from .types import (
     AckResult,
     Backoff,
     BatchResult,
+    Completed,
     Done,
     Fail,
     GroupCounts,
@@ -45,6 +46,7 @@ from .types import (
     Target,
     Task,
     TaskSpec,
+    UniqueFor,
 )
 from .worker import Worker
 
@@ -56,5 +58,6 @@ __all__ = [
     "PayloadTooLarge", "Unavailable", "InvalidSignature", "error_from_response",
     "verify_signature", "check_signature", "sign",
     "Task", "Lease", "Page", "GroupCounts", "GroupsPage", "ScheduleResult", "BatchResult", "AckResult", "TaskSpec",
+    "UniqueFor", "Completed",
     "Backoff", "Repeat", "Target", "Done", "Retry", "Reschedule", "Fail", "Outcome",
 ]

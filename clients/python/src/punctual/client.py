@@ -21,6 +21,7 @@ from .types import (
     AckResult,
     Backoff,
     BatchResult,
+    Completed,
     Duration,
     GroupCounts,
     GroupsPage,
@@ -34,6 +35,7 @@ from .types import (
     Task,
     TaskSpec,
     Time,
+    UniqueFor,
     duration_json,
     parse_time,
     task_body,
@@ -47,6 +49,12 @@ QueryValue = Union[str, int, None]
 def _seg(value: str) -> str:
     """A path segment, percent-encoded (a key with ``/`` is sent as ``%2F``)."""
     return quote(value, safe="")
+
+
+def _completed(answer: Mapping[str, Any]) -> Optional[Completed]:
+    """The completion that kept a schedule (or a batch item), when a dedupe window did."""
+    data = answer.get("completed")
+    return Completed.from_json(data) if isinstance(data, dict) else None
 
 
 def _outcome_json(outcome: Union[Outcome, Mapping[str, Any], None]) -> Dict[str, Any]:
@@ -181,6 +189,7 @@ class Client:
         priority: Optional[int] = None,
         debounce: Optional[Duration] = None,
         group: Optional[str] = None,
+        unique_for: Union[Duration, UniqueFor, None] = None,
     ) -> ScheduleResult:
         """Create or update one task. Neither ``delay`` nor ``due_at``: due now.
 
@@ -191,15 +200,22 @@ class Client:
         the scheduled task each time but never makes it due later than the burst's
         first schedule + ``debounce`` (a lease ends the burst). ``group``: due tasks are
         handed out round robin between a queue's groups, and the queue's
-        ``group_concurrency`` setting limits each group's live leases.
+        ``group_concurrency`` setting limits each group's live leases. ``unique_for``: a
+        dedupe window (a duration, or ``UniqueFor(window, dead=True)``); within it after
+        the key's task completed, a schedule of the key answers ``kept`` with
+        ``completed`` and no task, and stores nothing.
         """
         body = task_body(
             payload=payload, delay=delay, due_at=due_at, repeat=repeat, tags=tags,
             max_attempts=max_attempts, backoff=backoff, if_exists=if_exists, target=target,
-            priority=priority, debounce=debounce, group=group,
+            priority=priority, debounce=debounce, group=group, unique_for=unique_for,
         )
         data = self._json("PUT", f"/v1/queues/{_seg(queue)}/tasks/{_seg(key)}", body=body)
-        return ScheduleResult(outcome=data["outcome"], task=Task.from_json(data["task"]))
+        return ScheduleResult(
+            outcome=data["outcome"],
+            task=None if data.get("task") is None else Task.from_json(data["task"]),
+            completed=_completed(data),
+        )
 
     def schedule_many(
         self, queue: str, tasks: Iterable[Union[TaskSpec, Mapping[str, Any]]]
@@ -218,7 +234,9 @@ class Client:
                 exc = error_from_response(400, json.dumps({"error": err}).encode())
                 results.append(BatchResult(key=item.get("key"), error=exc))
             else:
-                results.append(BatchResult(key=item.get("key"), outcome=item.get("outcome")))
+                results.append(BatchResult(
+                    key=item.get("key"), outcome=item.get("outcome"), completed=_completed(item),
+                ))
         return results
 
     def get(self, queue: str, key: str) -> Task:

@@ -8,6 +8,7 @@ values, or strings in RFC 3339. Times read from the server are aware UTC ``datet
 from __future__ import annotations
 
 import datetime as _dt
+import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Union
 
@@ -59,6 +60,30 @@ def parse_time(value: Optional[str]) -> Optional[_dt.datetime]:
         return None
     text = value[:-1] + "+00:00" if value.endswith("Z") else value
     return _dt.datetime.fromisoformat(text)
+
+
+_DURATION_PART = re.compile(r"(\d+)(ms|d|h|m|s)")
+
+
+def parse_duration(value: Union[str, int]) -> _dt.timedelta:
+    """A duration of a response as a ``timedelta``: the server writes whole units,
+    largest first (``"1h 30m"``, ``"1s 500ms"``), or integer milliseconds."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return _dt.timedelta(milliseconds=value)
+    text = value.replace(" ", "") if isinstance(value, str) else ""
+    if not text or _DURATION_PART.sub("", text):
+        raise ValueError(f"not a duration the server writes: {value!r}")
+    units = {"d": 86_400_000, "h": 3_600_000, "m": 60_000, "s": 1_000, "ms": 1}
+    ms = sum(int(number) * units[unit] for number, unit in _DURATION_PART.findall(text))
+    return _dt.timedelta(milliseconds=ms)
+
+
+def _time_of(data: Mapping[str, Any], name: str) -> _dt.datetime:
+    """A time a response must hold."""
+    value = parse_time(data.get(name))
+    if value is None:
+        raise ValueError(f"the answer has no {name}")
+    return value
 
 
 @dataclass(frozen=True)
@@ -126,6 +151,57 @@ class Target:
         return out
 
 
+@dataclass(frozen=True)
+class UniqueFor:
+    """A dedupe window: for ``window`` after the key's task completed (done; with
+    ``dead``, also after it went dead), a schedule of the key creates nothing and answers
+    ``kept``. ``Task.unique_for`` reads it back with ``window`` a ``timedelta``."""
+
+    window: Duration
+    dead: bool = False
+
+    def to_json(self) -> Union[int, str, Dict[str, Any]]:
+        if self.dead:
+            return {"window": duration_json(self.window, "unique_for.window"), "dead": True}
+        return duration_json(self.window, "unique_for")
+
+    @classmethod
+    def from_json(cls, data: Any) -> "UniqueFor":
+        """The task's form: a duration (held after done only) or ``{"window", "dead"}``."""
+        if isinstance(data, dict):
+            return cls(window=parse_duration(data["window"]), dead=bool(data.get("dead")))
+        return cls(window=parse_duration(data))
+
+
+@dataclass(frozen=True)
+class Completed:
+    """The task that completed under a key within its dedupe window, and so kept a
+    schedule of that key: ``unique_until`` (``completed_at`` + the window) is when
+    schedules of the key create tasks again."""
+
+    queue: str
+    key: str
+    id: int
+    state: str
+    completed_at: _dt.datetime
+    attempts: int
+    occurrence: int
+    unique_until: _dt.datetime
+
+    @classmethod
+    def from_json(cls, data: Dict[str, Any]) -> "Completed":
+        return cls(
+            queue=data["queue"],
+            key=data["key"],
+            id=int(data["id"]),
+            state=data.get("state", "done"),
+            completed_at=_time_of(data, "completed_at"),
+            attempts=int(data.get("attempts") or 0),
+            occurrence=int(data.get("occurrence") or 0),
+            unique_until=_time_of(data, "unique_until"),
+        )
+
+
 def _policy_json(value: Any) -> Any:
     to_json = getattr(value, "to_json", None)
     return to_json() if callable(to_json) else value
@@ -145,6 +221,7 @@ def task_body(
     priority: Optional[int] = None,
     debounce: Optional[Duration] = None,
     group: Optional[str] = None,
+    unique_for: Union[Duration, UniqueFor, None] = None,
 ) -> Dict[str, Any]:
     """The JSON body of a ``PUT`` of a task (and of a batch item, without its key).
 
@@ -153,7 +230,8 @@ def task_body(
     sent as ``{"max_wait": …}``; the server refuses 0 (field ``debounce.max_wait``) and
     a debounce with ``if_exists`` keep or error (field ``debounce``). ``group`` is sent
     as given: the server refuses an empty one or one with control characters (field
-    ``group``).
+    ``group``). ``unique_for`` is a duration (the window after done) or a ``UniqueFor``
+    (``dead=True``: after dead too); the server refuses 0 (field ``unique_for``).
     """
     if delay is not None and due_at is not None:
         raise ValueError("give delay or due_at, not both")
@@ -188,6 +266,11 @@ def task_body(
         if not isinstance(group, str):
             raise TypeError(f"group: expected a str, got {type(group).__name__}")
         body["group"] = group
+    if unique_for is not None:
+        if isinstance(unique_for, UniqueFor):
+            body["unique_for"] = unique_for.to_json()
+        else:
+            body["unique_for"] = duration_json(unique_for, "unique_for")
     return body
 
 
@@ -208,13 +291,14 @@ class TaskSpec:
     priority: Optional[int] = None
     debounce: Optional[Duration] = None
     group: Optional[str] = None
+    unique_for: Union[Duration, UniqueFor, None] = None
 
     def to_json(self) -> Dict[str, Any]:
         body = task_body(
             payload=self.payload, delay=self.delay, due_at=self.due_at, repeat=self.repeat,
             tags=self.tags, max_attempts=self.max_attempts, backoff=self.backoff,
             if_exists=self.if_exists, target=self.target, priority=self.priority,
-            debounce=self.debounce, group=self.group,
+            debounce=self.debounce, group=self.group, unique_for=self.unique_for,
         )
         body["key"] = self.key
         return body
@@ -242,6 +326,7 @@ class Task:
     target: Optional[Dict[str, Any]]
     priority: int
     group: Optional[str]
+    unique_for: Optional[UniqueFor]
     raw: Dict[str, Any] = field(repr=False, compare=False)
 
     @classmethod
@@ -265,25 +350,32 @@ class Task:
             target=data.get("target"),
             priority=int(data.get("priority") or 0),
             group=data.get("group"),
+            unique_for=None if data.get("unique_for") is None else UniqueFor.from_json(data["unique_for"]),
             raw=data,
         )
 
 
 @dataclass(frozen=True)
 class ScheduleResult:
-    """The answer to a schedule: ``created``, ``replaced`` or ``kept``, and the task."""
+    """The answer to a schedule: ``outcome`` ``created``, ``replaced`` or ``kept``, and
+    the task. Kept by the dedupe window of a task of the key that completed, there is no
+    task (``task`` is None) and ``completed`` says what completed and until when it keeps
+    the key; a dead task holding its key is kept as the ``task``, untouched."""
 
     outcome: str
-    task: Task
+    task: Optional[Task]
+    completed: Optional[Completed] = None
 
 
 @dataclass(frozen=True)
 class BatchResult:
-    """One item's result in ``schedule_many``: an ``outcome``, or an ``error``."""
+    """One item's result in ``schedule_many``: an ``outcome``, or an ``error``; kept by a
+    dedupe window, ``completed`` is the completion that kept it."""
 
     key: Optional[str]
     outcome: Optional[str] = None
     error: Optional[Exception] = None
+    completed: Optional[Completed] = None
 
     @property
     def ok(self) -> bool:

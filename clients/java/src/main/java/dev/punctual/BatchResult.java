@@ -1,6 +1,9 @@
 package dev.punctual;
 
-/** One item of a batch schedule: {@code outcome} set, or {@code error} when refused. */
-public record BatchResult(String key, String outcome, PunctualException error) {
+/**
+ * One item of a batch schedule: {@code outcome} set (with {@code completed} when a dedupe
+ * window kept it), or {@code error} when refused.
+ */
+public record BatchResult(String key, String outcome, PunctualException error, Completed completed) {
     public boolean ok() { return error == null; }
 }

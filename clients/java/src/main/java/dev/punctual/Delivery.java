@@ -16,6 +16,9 @@ public record Delivery(String leaseId, Instant expiresAt, int attempt, String de
     /** The task's group; null when it has none. */
     public String group() { return task.path("group").isTextual() ? task.path("group").asText() : null; }
 
+    /** The task's dedupe window; null when it has none. */
+    public UniqueFor uniqueFor() { return UniqueFor.of(task); }
+
     /** The payload converted to {@code type} with the client's Jackson mapper. */
     public <T> T payloadAs(Class<T> type) {
         return PunctualClient.MAPPER.convertValue(payload(), type);

@@ -92,7 +92,7 @@ public final class PunctualClient {
     /** {@code PUT /v1/queues/{queue}/tasks/{key}}: create or update one task. */
     public ScheduleResult schedule(String queue, String key, TaskSpec spec) {
         JsonNode r = call("PUT", tasks(queue) + "/" + seg(key), spec.toJson(), null, true, null);
-        return new ScheduleResult(r.path("outcome").asText(), r.path("task"));
+        return scheduleResult(r);
     }
 
     /** Sends a raw JSON body as the task (for fields this client does not model yet). */
@@ -104,7 +104,12 @@ public final class PunctualClient {
             throw new IllegalArgumentException("not JSON: " + e.getMessage(), e);
         }
         JsonNode r = call("PUT", tasks(queue) + "/" + seg(key), body, null, true, null);
-        return new ScheduleResult(r.path("outcome").asText(), r.path("task"));
+        return scheduleResult(r);
+    }
+
+    private static ScheduleResult scheduleResult(JsonNode r) {
+        return new ScheduleResult(r.path("outcome").asText(), r.hasNonNull("task") ? r.get("task") : null,
+                Completed.of(r));
     }
 
     /** {@code POST /v1/queues/{queue}/tasks}: many at once; each spec needs {@link TaskSpec#key(String)}. */
@@ -117,7 +122,7 @@ public final class PunctualClient {
         for (JsonNode item : r.path("results")) {
             JsonNode e = item.get("error");
             out.add(new BatchResult(item.path("key").asText(null), item.path("outcome").asText(null),
-                    e == null || e.isNull() ? null : error(400, e)));
+                    e == null || e.isNull() ? null : error(400, e), Completed.of(item)));
         }
         return out;
     }

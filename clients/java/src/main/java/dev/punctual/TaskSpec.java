@@ -33,6 +33,7 @@ public final class TaskSpec {
     private Integer priority;
     private Duration debounceMaxWait;
     private String group;
+    private UniqueFor uniqueFor;
 
     public static TaskSpec create() { return new TaskSpec(); }
 
@@ -78,6 +79,17 @@ public final class TaskSpec {
      */
     public TaskSpec group(String group) { this.group = group; return this; }
 
+    /**
+     * A dedupe window: for {@code window} after the key's task completed, a schedule of
+     * the key stores nothing and answers kept with the {@link Completed} that kept it
+     * ({@link ScheduleResult#completed()}, {@link BatchResult#completed()}). The server
+     * refuses 0 ({@link InvalidArgumentException}, field {@code unique_for}).
+     */
+    public TaskSpec uniqueFor(Duration window) { this.uniqueFor = new UniqueFor(window, false); return this; }
+
+    /** A dedupe window that, with {@code dead}, a task that went dead holds too, from when it died. */
+    public TaskSpec uniqueFor(Duration window, boolean dead) { this.uniqueFor = new UniqueFor(window, dead); return this; }
+
     String key() { return key; }
 
     ObjectNode toJson() {
@@ -108,6 +120,7 @@ public final class TaskSpec {
         if (priority != null) o.put("priority", priority);
         if (debounceMaxWait != null) o.putObject("debounce").put("max_wait", debounceMaxWait.toMillis());
         if (group != null) o.put("group", group);
+        if (uniqueFor != null) o.set("unique_for", uniqueFor.toJson());
         if (target != null) {
             ObjectNode t = o.putObject("target");
             t.put("url", target.url());
