@@ -35,6 +35,13 @@ impl CalendarName {
     }
 }
 
+/// Looks a calendar up by its text: `CalendarName` orders as its text does.
+impl std::borrow::Borrow<str> for CalendarName {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
 impl std::fmt::Display for CalendarName {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.0)

@@ -45,6 +45,7 @@ mod config;
 mod consumer;
 mod peers;
 mod reaper;
+mod calendars;
 mod records;
 mod sweeper;
 mod tasks;
@@ -56,6 +57,7 @@ pub use config::{
     MAX_WAIT, MIN_LEASE, QueueDefaults,
 };
 pub(crate) use consumer::{LeaseWait, QueueState};
+pub use calendars::{CalendarEntry, CalendarSet};
 pub use records::RECORDS_POLL;
 pub use watchdog::WatchdogConfig;
 
@@ -84,6 +86,8 @@ struct Inner<S> {
     run_time_defaults: RwLock<HashMap<QueueName, QueueDefaults>>,
     /// The store's queue records as last read, and whether they were read yet.
     records: records::Records,
+    /// The store's live calendars as last read.
+    calendars: calendars::Calendars,
     reaper_wake: WakeAt,
     /// The queues known to hold tasks with a target: written here, or woken by another
     /// process for their target lane (see [`Engine::watch_target_queues`]).
@@ -118,6 +122,7 @@ impl<S: Store> Engine<S> {
                 queues: Mutex::new(HashMap::new()),
                 run_time_defaults: RwLock::new(HashMap::new()),
                 records: records::Records::default(),
+                calendars: calendars::Calendars::default(),
                 reaper_wake: WakeAt::default(),
                 target_queues: tokio::sync::watch::channel(std::collections::BTreeSet::new()).0,
                 timer,
