@@ -65,3 +65,24 @@ async fn an_engines_own_change_applies_at_once_and_a_bad_document_stores_nothing
     assert!(matches!(again, Err(Error::NotFound(_))), "{again:?}");
     engine.shutdown().await.unwrap();
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_config_calendar_is_served_and_no_change_or_stored_namesake_replaces_it() {
+    let store = MemoryStore::new();
+    let name = CalendarName::new("office").unwrap();
+    let namesake = CalendarChangeRequest::new(name.clone(), CalendarChange::Put(SHANGHAI.into()), START);
+    store.change_calendar(namesake).await.unwrap();
+    let spec = serde_json::from_str(BERLIN).unwrap();
+    let config = EngineConfig::default()
+        .clock(Arc::new(TokioClock::starting_at(START)))
+        .calendar(name, punctual_core::Calendar::new(spec).unwrap());
+    let engine = Engine::start(store, config);
+    assert_eq!(tz_of(&engine, "office").as_deref(), Some("Europe/Berlin"), "served before any read");
+    let refused = engine.change_calendar("office", CalendarChange::Put(SHANGHAI.into()), None).await;
+    assert!(matches!(refused, Err(Error::Conflict(ref message)) if message.contains("config")), "{refused:?}");
+    engine.change_calendar("other", CalendarChange::Put(SHANGHAI.into()), None).await.unwrap();
+    tokio::time::sleep(RECORDS_POLL * 2).await;
+    assert_eq!(tz_of(&engine, "office").as_deref(), Some("Europe/Berlin"), "the stored namesake replaced it");
+    assert_eq!(tz_of(&engine, "other").as_deref(), Some("Asia/Shanghai"));
+    engine.shutdown().await.unwrap();
+}

@@ -5,6 +5,9 @@
 //!   and published to [`Engine::watch_calendars`] when they changed: each live
 //!   calendar with its checked [`Calendar`], ready for the arithmetic of business
 //!   time. A removed calendar is not in the set.
+//! - The calendars of the config file ([`EngineConfig::calendars`](super::EngineConfig))
+//!   are in the set from the start, and win over a stored one of the same name
+//!   (left out, with a warning); [`Engine::change_calendar`] refuses their names.
 //! - This engine's own changes ([`Engine::change_calendar`]) apply here at once; other
 //!   processes apply them at their next read, within `RECORDS_POLL`.
 //! - A failed read keeps the calendars last read. A stored document that is not a valid
@@ -25,7 +28,8 @@ use crate::store::Store;
 /// A live calendar: its record and the calendar its document describes.
 #[derive(Debug, Clone)]
 pub struct CalendarEntry {
-    pub record: CalendarRecord,
+    /// The stored record; `None` for a calendar of the config file.
+    pub record: Option<CalendarRecord>,
     pub calendar: Arc<Calendar>,
 }
 
@@ -36,20 +40,46 @@ pub struct CalendarSet {
 }
 
 impl CalendarSet {
-    /// The set of the live calendars among `records`, leaving out (with a warning)
-    /// those whose document is not a valid calendar.
-    fn of(records: Vec<CalendarRecord>) -> CalendarSet {
-        let mut entries = BTreeMap::new();
+    /// The config file's calendars.
+    fn of_config(config: &BTreeMap<CalendarName, Arc<Calendar>>) -> CalendarSet {
+        let entries = config
+            .iter()
+            .map(|(name, calendar)| (name.clone(), CalendarEntry { record: None, calendar: Arc::clone(calendar) }));
+        CalendarSet { entries: entries.collect() }
+    }
+
+    /// This set's config calendars with the live calendars among `records`, leaving
+    /// out (with a warning) those whose document is not a valid calendar and those
+    /// named as a config calendar.
+    fn with_records(&self, records: Vec<CalendarRecord>) -> CalendarSet {
+        let mut entries: BTreeMap<_, _> = self
+            .entries
+            .iter()
+            .filter(|(_, entry)| entry.record.is_none())
+            .map(|(n, e)| (n.clone(), e.clone()))
+            .collect();
         for record in records {
+            if entries.get(&record.name).is_some_and(|entry| entry.record.is_none()) {
+                if record.spec.is_some() {
+                    tracing::warn!(calendar = %record.name, "a stored calendar has a config calendar's name: serving the config's");
+                }
+                continue;
+            }
             match record.calendar() {
                 Ok(Some(calendar)) => {
-                    entries.insert(record.name.clone(), CalendarEntry { record, calendar: Arc::new(calendar) });
+                    let entry = CalendarEntry { record: Some(record.clone()), calendar: Arc::new(calendar) };
+                    entries.insert(record.name, entry);
                 }
                 Ok(None) => {}
                 Err(e) => tracing::warn!(calendar = %record.name, error = %e, "leaving out a stored calendar"),
             }
         }
         CalendarSet { entries }
+    }
+
+    /// Whether `name` is a calendar of the config file.
+    fn is_config(&self, name: &str) -> bool {
+        self.entries.get(name).is_some_and(|entry| entry.record.is_none())
     }
 
     /// The live calendar of this name.
@@ -70,9 +100,10 @@ impl CalendarSet {
         self.entries.is_empty()
     }
 
-    /// The versions by name, to tell whether a read changed anything.
+    /// The versions by name (0 for the config's), to tell whether a read changed
+    /// anything.
     fn versions(&self) -> impl Iterator<Item = (&CalendarName, u64)> {
-        self.entries.iter().map(|(name, entry)| (name, entry.record.version))
+        self.entries.iter().map(|(name, entry)| (name, entry.record.as_ref().map_or(0, |record| record.version)))
     }
 
     /// This set with `record` applied (added, replaced, or removed).
@@ -80,7 +111,7 @@ impl CalendarSet {
         let mut updated = self.clone();
         updated.entries.remove(&record.name);
         if let Ok(Some(calendar)) = record.calendar() {
-            let entry = CalendarEntry { record: record.clone(), calendar: Arc::new(calendar) };
+            let entry = CalendarEntry { record: Some(record.clone()), calendar: Arc::new(calendar) };
             updated.entries.insert(record.name.clone(), entry);
         }
         updated
@@ -96,9 +127,11 @@ pub(super) struct Calendars {
     turn: tokio::sync::Mutex<()>,
 }
 
-impl Default for Calendars {
-    fn default() -> Calendars {
-        Calendars { latest: watch::channel(Arc::new(CalendarSet::default())).0, turn: tokio::sync::Mutex::new(()) }
+impl Calendars {
+    /// The config file's calendars, before any read.
+    pub(super) fn new(config: &BTreeMap<CalendarName, Arc<Calendar>>) -> Calendars {
+        let set = CalendarSet::of_config(config);
+        Calendars { latest: watch::channel(Arc::new(set)).0, turn: tokio::sync::Mutex::new(()) }
     }
 }
 
@@ -125,6 +158,9 @@ impl<S: Store> Engine<S> {
     ) -> Result<CalendarRecord> {
         self.check_running()?;
         let name = CalendarName::new(name)?;
+        if self.calendars().is_config(name.as_str()) {
+            return Err(Error::Conflict(format!("calendar '{name}' is in the server's config file: change it there")));
+        }
         if let CalendarChange::Put(document) = &change {
             let spec: CalendarSpec = serde_json::from_str(document)
                 .map_err(|e| Error::invalid("calendar", format!("not a calendar document: {e}")))?;
@@ -143,7 +179,8 @@ impl<S: Store> Engine<S> {
     /// Reads the calendars and publishes them if they changed.
     pub(super) async fn read_calendars(&self) -> Result<()> {
         let _turn = self.inner.calendars.turn.lock().await;
-        let set = CalendarSet::of(self.inner.store.calendar_records().await?);
+        let records = self.inner.store.calendar_records().await?;
+        let set = self.calendars().with_records(records);
         self.inner.calendars.latest.send_if_modified(|latest| {
             let changed = !latest.versions().eq(set.versions());
             if changed {

@@ -41,23 +41,23 @@ use crate::timed::Timed;
 use crate::timer::Timer;
 use crate::wake::WakeAt;
 
+mod calendars;
 mod config;
 mod consumer;
 mod peers;
 mod reaper;
-mod calendars;
 mod records;
 mod sweeper;
 mod tasks;
 mod watchdog;
 
 pub use crate::transitions::completion_for;
+pub use calendars::{CalendarEntry, CalendarSet};
 pub use config::{
     EngineConfig, LeaseOptions, Limits, ListOptions, MAX_LEASE, MAX_LEASE_BATCH, MAX_LIST_LIMIT, MAX_SWEEP_WAIT,
     MAX_WAIT, MIN_LEASE, QueueDefaults,
 };
 pub(crate) use consumer::{LeaseWait, QueueState};
-pub use calendars::{CalendarEntry, CalendarSet};
 pub use records::RECORDS_POLL;
 pub use watchdog::WatchdogConfig;
 
@@ -111,6 +111,7 @@ impl<S: Store> Engine<S> {
         let stopping = CancellationToken::new();
         let (timer, driver) = Timer::start(Arc::clone(&config.clock), stopping.clone());
         let bus = Arc::new(Bus::default());
+        let calendars = calendars::Calendars::new(&config.calendars);
         for observer in &config.observers.0 {
             bus.observe(Arc::clone(observer));
         }
@@ -122,7 +123,7 @@ impl<S: Store> Engine<S> {
                 queues: Mutex::new(HashMap::new()),
                 run_time_defaults: RwLock::new(HashMap::new()),
                 records: records::Records::default(),
-                calendars: calendars::Calendars::default(),
+                calendars,
                 reaper_wake: WakeAt::default(),
                 target_queues: tokio::sync::watch::channel(std::collections::BTreeSet::new()).0,
                 timer,
