@@ -88,8 +88,8 @@ impl CalendarSet {
     }
 
     /// Every live calendar, by name.
-    pub fn iter(&self) -> impl Iterator<Item = &CalendarEntry> {
-        self.entries.values()
+    pub fn iter(&self) -> impl Iterator<Item = (&CalendarName, &CalendarEntry)> {
+        self.entries.iter()
     }
 
     pub fn len(&self) -> usize {

@@ -66,6 +66,10 @@ macro_rules! schemas {
     )*};
 }
 
+mod calendars;
+
+pub(crate) use calendars::{Calendar, CalendarBody, CalendarList, CalendarName};
+
 /// `#/components/schemas/<name>`.
 fn r(name: &str) -> Value {
     json!({"$ref": format!("#/components/schemas/{name}")})

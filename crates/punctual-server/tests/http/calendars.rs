@@ -1,0 +1,112 @@
+//! Working-time calendars over HTTP: guards against a calendar route answering a shape
+//! or status the document does not give, a conditional change that applies at another
+//! version, a refused document that changes what is stored, a removed calendar still
+//! served, and a calendar whose holidays run out without saying so.
+
+#![allow(clippy::unwrap_used, reason = "helpers of tests: a failed unwrap is a failed test")]
+
+use crate::common;
+
+use axum::body::Body;
+use axum::http::{Method, Request, StatusCode};
+use common::{START, TestServer, code, field};
+use serde_json::{Value, json};
+
+const OFFICE: &str = "/v1/calendars/cn-office";
+
+fn shanghai() -> Value {
+    json!({"tz": "Asia/Shanghai",
+           "hours": {"mon": ["09:00-12:00", "13:30-18:00"], "fri": ["09:00-12:00", "13:30-18:00"]},
+           "holidays": ["2026-10-01/2026-10-07"], "workdays": ["2026-09-27", {"date": "2026-10-10", "as": "fri"}]})
+}
+
+async fn put_if_match(s: &TestServer, path: &str, version: &str, body: Value) -> (StatusCode, Value) {
+    let req = Request::builder()
+        .method(Method::PUT)
+        .uri(path)
+        .header("content-type", "application/json")
+        .header("if-match", version)
+        .body(Body::from(body.to_string()))
+        .unwrap();
+    s.call(req).await
+}
+
+#[tokio::test]
+async fn a_calendar_is_created_read_listed_replaced_and_removed() {
+    let s = TestServer::manual().await;
+    let (status, created) = s.put(OFFICE, shanghai()).await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    assert_eq!(
+        (&created["name"], &created["source"], &created["version"]),
+        (&json!("cn-office"), &json!("api"), &json!(1))
+    );
+    assert_eq!(created["hours"]["mon"], json!(["09:00-12:00", "13:30-18:00"]));
+    assert_eq!(created["workdays"], json!(["2026-09-27", {"date": "2026-10-10", "as": "fri"}]));
+    assert_eq!(created["holiday_years"], json!([2026]));
+    assert_eq!(created["entered_until"], "2026-12-31T16:00:00.000Z", "1 January 2027 in Shanghai");
+    assert_eq!(created["notice"], Value::Null, "31 days and 4 hours before they run out");
+    assert_eq!(s.get(OFFICE).await, (StatusCode::OK, created.clone()));
+    s.clock.as_ref().unwrap().advance(std::time::Duration::from_secs(2 * 86_400));
+    let (_, read) = s.get(OFFICE).await;
+    let notice = read["notice"].as_str().unwrap();
+    assert!(notice.contains("within 30 days"), "the clock stands at 2026-12-02: {notice}");
+    let created = read;
+
+    let (status, listed) = s.get("/v1/calendars").await;
+    assert_eq!((status, listed), (StatusCode::OK, json!({"calendars": [created.clone()]})));
+
+    let mut next = shanghai();
+    next["holidays"] = json!(["2026-10-01/2026-10-07", "2027-01-01"]);
+    let (status, stale) = put_if_match(&s, OFFICE, "0", next.clone()).await;
+    assert_eq!((status, code(&stale)), (StatusCode::CONFLICT, "conflict"), "{stale}");
+    let (status, replaced) = put_if_match(&s, OFFICE, "1", next).await;
+    assert_eq!(
+        (status, &replaced["version"], &replaced["notice"]),
+        (StatusCode::OK, &json!(2), &Value::Null),
+        "{replaced}"
+    );
+    assert_eq!(replaced["holiday_years"], json!([2026, 2027]));
+
+    assert_eq!(s.delete(OFFICE).await.0, StatusCode::NO_CONTENT);
+    let (status, gone) = s.get(OFFICE).await;
+    assert_eq!((status, code(&gone)), (StatusCode::NOT_FOUND, "not_found"));
+    assert_eq!(s.delete(OFFICE).await.0, StatusCode::NOT_FOUND);
+    assert_eq!(s.get("/v1/calendars").await.1, json!({"calendars": []}));
+    let (status, again) = put_if_match(&s, OFFICE, "0", shanghai()).await;
+    assert_eq!((status, &again["version"]), (StatusCode::CREATED, &json!(4)), "created anew: {again}");
+    assert_eq!(time_of(&again["updated_at"]), START.as_millis() + 2 * 86_400_000);
+}
+
+fn time_of(value: &Value) -> i64 {
+    common::time(value).as_millis()
+}
+
+#[tokio::test]
+async fn a_bad_calendar_is_refused_naming_the_field_and_changes_nothing() {
+    let s = TestServer::start().await;
+    let (_, created) = s.put(OFFICE, shanghai()).await;
+    let week = json!({"mon": ["09:00-18:00"]});
+    let cases = [
+        (json!({"tz": "Mars/Olympus", "hours": {"mon": ["09:00-18:00"]}}), "tz"),
+        (json!({"hours": {"mon": ["09:00-18:00"]}}), "calendar"),
+        (json!({"tz": "UTC"}), "calendar"),
+        (json!({"tz": "UTC", "hours": {}}), "hours"),
+        (json!({"tz": "UTC", "hours": {"mon": ["18:00-09:00"]}}), "hours.mon[0]"),
+        (json!({"tz": "UTC", "hours": {"someday": ["09:00-18:00"]}}), "hours.someday"),
+        (json!({"tz": "UTC", "hours": week.clone(), "holidays": ["2026-02-30"]}), "holidays[0]"),
+        (json!({"tz": "UTC", "hours": week.clone(), "holidays": ["2026-10-07/2026-10-01"]}), "holidays[0]"),
+        (
+            json!({"tz": "UTC", "hours": week.clone(), "holidays": ["2026-10-01"], "workdays": ["2026-10-01"]}),
+            "workdays[0]",
+        ),
+        (json!({"tz": "UTC", "hours": week, "colour": "blue"}), "calendar"),
+    ];
+    for (body, expected) in cases {
+        let (status, answer) = s.put(OFFICE, body.clone()).await;
+        assert_eq!((status, code(&answer)), (StatusCode::BAD_REQUEST, "invalid_argument"), "{body}: {answer}");
+        assert_eq!(field(&answer), Some(expected), "{body}: {answer}");
+    }
+    let (status, answer) = s.put("/v1/calendars/a%20b", shanghai()).await;
+    assert_eq!((status, field(&answer)), (StatusCode::BAD_REQUEST, Some("calendar")), "{answer}");
+    assert_eq!(s.get(OFFICE).await.1, created, "a refused change changed the calendar");
+}
