@@ -110,3 +110,23 @@ async fn a_bad_calendar_is_refused_naming_the_field_and_changes_nothing() {
     assert_eq!((status, field(&answer)), (StatusCode::BAD_REQUEST, Some("calendar")), "{answer}");
     assert_eq!(s.get(OFFICE).await.1, created, "a refused change changed the calendar");
 }
+
+#[tokio::test]
+async fn a_calendar_of_the_config_file_is_served_and_changed_only_there() {
+    let spec = serde_json::from_value(shanghai()).unwrap();
+    let name = punctual_core::calendar::CalendarName::new("cn-office").unwrap();
+    let config = punctual_core::EngineConfig::default().calendar(name, punctual_core::Calendar::new(spec).unwrap());
+    let s = TestServer::build(punctual_server::HttpOptions::default(), config, None).await;
+    let (status, served) = s.get(OFFICE).await;
+    assert_eq!(
+        (status, &served["source"], &served["version"]),
+        (StatusCode::OK, &json!("config"), &json!(0)),
+        "{served}"
+    );
+    for (method, body) in [(Method::PUT, Some(shanghai())), (Method::DELETE, None)] {
+        let (status, refused) = s.send(method.clone(), OFFICE, body).await;
+        assert_eq!(status, StatusCode::CONFLICT, "{method}: {refused}");
+        assert!(refused["error"]["message"].as_str().unwrap().contains("config file"), "{refused}");
+    }
+    assert_eq!(s.get("/v1/calendars").await.1["calendars"][0]["source"], "config");
+}
