@@ -166,6 +166,7 @@ pub(crate) async fn run(command: ClientCommand) -> Result<String> {
             GroupsCommand::Ls(args) => groups_ls(args).await,
         },
         ClientCommand::Queue(args) => queue(args.command).await,
+        ClientCommand::Calendar(args) => crate::calendar::run(args.command).await,
         ClientCommand::Import(args) => match args.command {
             ImportCommand::Keyspace(args) => crate::import::run(*args).await,
         },
