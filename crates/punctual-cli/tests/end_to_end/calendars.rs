@@ -92,3 +92,25 @@ fn a_calendar_set_through_one_server_is_served_by_another_on_the_same_redis() {
     api_a.delete("/v1/calendars/cn-office").expect(204, "removed through A");
     api_b.get_until("/v1/calendars/cn-office", "gone from B", |resp| resp.status == 404);
 }
+
+#[test]
+fn a_config_calendar_whose_holidays_ran_out_is_warned_of_and_served_read_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("punctual.toml");
+    let table = "[calendars.old-office]\ntz = \"Europe/Berlin\"\nhours = { mon = [\"09:00-17:00\"] }\n\
+                 holidays = [\"2020-12-24/2020-12-26\"]\n";
+    std::fs::write(&config, table).unwrap();
+    let server = start(server_builder().arg("--config").arg(&config));
+    server
+        .wait_for_log(
+            "calendar holidays: holidays are entered only until 2020-12-31T23:00:00.000Z: enter the next year's",
+            Duration::from_secs(10),
+        )
+        .unwrap_or_else(|logs| panic!("no warning of the calendar's holidays running out:\n{logs}"));
+    let api = Api::of(&server);
+    let served = api.get("/v1/calendars/old-office").expect(200, "a config calendar").clone();
+    assert_eq!((served["source"].as_str(), served["holiday_years"].clone()), (Some("config"), json!([2020])));
+    let metrics = api.get("/metrics").text;
+    assert!(metrics.contains("punctual_calendar_holidays_remaining_seconds{calendar=\"old-office\"} 0.0"), "{metrics}");
+    api.delete("/v1/calendars/old-office").expect_error(409, "conflict", None, "a config calendar");
+}
