@@ -130,3 +130,53 @@ async fn a_calendar_of_the_config_file_is_served_and_changed_only_there() {
     }
     assert_eq!(s.get("/v1/calendars").await.1["calendars"][0]["source"], "config");
 }
+
+/// The clock stands at Monday 2026-11-30 20:00 in Shanghai, after the day's hours.
+#[tokio::test]
+async fn a_delay_in_a_calendar_counts_its_working_time_and_due_at_aligns_to_its_opening() {
+    let s = TestServer::manual().await;
+    let week = json!(["09:00-12:00", "13:30-18:00"]);
+    let office =
+        json!({"tz": "Asia/Shanghai", "hours": {"mon": week, "tue": week, "wed": week, "thu": week, "fri": week}});
+    assert_eq!(s.put(OFFICE, office).await.0, StatusCode::CREATED);
+    let due = |body: &Value| body["task"]["due_at"].as_str().map(str::to_owned);
+
+    // Tuesday 09:00-12:00 and 13:30-18:00 are 7.5 h: the 8th hour ends Wednesday 09:30.
+    let (status, body) =
+        s.put("/v1/queues/flow.remind/tasks/approve-1", json!({"delay": "8h", "calendar": "cn-office"})).await;
+    assert_eq!((status, due(&body).as_deref()), (StatusCode::CREATED, Some("2026-12-02T01:30:00.000Z")), "{body}");
+    // Whole days count working days from the next opening (Tuesday 09:00): Thursday 09:00.
+    let (_, body) =
+        s.put("/v1/queues/flow.remind/tasks/approve-2", json!({"delay": "2d", "calendar": "cn-office"})).await;
+    assert_eq!(due(&body).as_deref(), Some("2026-12-03T01:00:00.000Z"), "{body}");
+    // Saturday 10:00 moves to Monday's opening; no time at all is the next opening.
+    let saturday = json!({"due_at": "2026-12-05T10:00:00+08:00", "calendar": "cn-office", "align": "next_open"});
+    let (_, body) = s.put("/v1/queues/flow.remind/tasks/approve-3", saturday).await;
+    assert_eq!(due(&body).as_deref(), Some("2026-12-07T01:00:00.000Z"), "{body}");
+    let (_, body) = s.put("/v1/queues/flow.remind/tasks/approve-4", json!({"calendar": "cn-office"})).await;
+    assert_eq!(due(&body).as_deref(), Some("2026-12-01T01:00:00.000Z"), "{body}");
+
+    let batch = json!({"tasks": [{"key": "b-1", "delay": "30m", "calendar": "cn-office"},
+                                 {"key": "b-2", "delay": "30m", "calendar": "nowhere"}]});
+    let (status, body) = s.post("/v1/queues/flow.remind/tasks", batch).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["results"][0]["outcome"], "created", "{body}");
+    assert_eq!(body["results"][1]["error"]["field"], "tasks[1].calendar", "{body}");
+    let (_, task) = s.get("/v1/queues/flow.remind/tasks/b-1").await;
+    assert_eq!(task["due_at"], "2026-12-01T01:30:00.000Z");
+
+    let refused = [
+        (json!({"delay": "1h", "calendar": "nowhere"}), "calendar"),
+        (json!({"due_at": "2026-12-05T10:00:00+08:00", "calendar": "cn-office"}), "align"),
+        (json!({"due_at": "2026-12-05T10:00:00+08:00", "align": "next_open"}), "align"),
+        (json!({"delay": "1h", "calendar": "cn-office", "align": "next_open"}), "align"),
+        (json!({"calendar": "cn-office", "repeat": {"every": "1d"}}), "calendar"),
+        (json!({"calendar": "a b"}), "calendar"),
+        (json!({"calendar": "cn-office", "align": "previous_open"}), "align"),
+    ];
+    for (body, expected) in refused {
+        let (status, answer) = s.put("/v1/queues/flow.remind/tasks/refused", body.clone()).await;
+        assert_eq!((status, field(&answer)), (StatusCode::BAD_REQUEST, Some(expected)), "{body}: {answer}");
+    }
+    assert_eq!(s.get("/v1/queues/flow.remind/tasks/refused").await.0, StatusCode::NOT_FOUND, "nothing stored");
+}

@@ -259,7 +259,14 @@ async fn server(tokens: bool) -> TestServer {
     if tokens {
         options.tokens = vec![TOKEN.into()];
     }
-    TestServer::build(options, EngineConfig::default(), None).await
+    // The calendar the document's examples of tasks in business time name.
+    let office = json!({"tz": "Asia/Shanghai", "hours": {"mon": ["09:00-18:00"], "tue": ["09:00-18:00"],
+        "wed": ["09:00-18:00"], "thu": ["09:00-18:00"], "fri": ["09:00-18:00"]}});
+    let spec = serde_json::from_value(office).unwrap();
+    let office = punctual_core::Calendar::new(spec).unwrap();
+    let config =
+        EngineConfig::default().calendar(punctual_core::calendar::CalendarName::new("office").unwrap(), office);
+    TestServer::build(options, config, None).await
 }
 
 async fn document(s: &TestServer, token: Option<&'static str>) -> Doc {
