@@ -211,6 +211,11 @@ pub(crate) struct ScheduleArgs {
     /// With --unique-for: the window holds the key after the task went dead too
     #[arg(long, requires = "unique_for")]
     pub(crate) unique_dead: bool,
+    /// Count --delay in this working-time calendar (whole days as working days), or
+    /// with --at move a time outside working hours to its next opening (punctual
+    /// calendar ls)
+    #[arg(long, value_name = "NAME", value_parser = NonEmptyStringValueParser::new())]
+    pub(crate) calendar: Option<String>,
     /// When the key exists: replace it (the default), keep it untouched, or error (exit 1)
     #[arg(long, value_enum, value_name = "MODE")]
     pub(crate) if_exists: Option<IfExists>,
