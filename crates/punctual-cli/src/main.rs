@@ -13,6 +13,7 @@
 //! as the bench does.
 
 mod bench;
+mod calendar;
 mod cli;
 mod commands;
 mod cron;

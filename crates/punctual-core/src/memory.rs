@@ -34,6 +34,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Bound;
 use std::sync::{Mutex, MutexGuard};
 
+use crate::calendar::{CalendarChangeRequest, CalendarName, CalendarRecord, change_calendar};
 use crate::error::{Error, Result};
 use crate::identity::StoreId;
 use crate::model::{Group, NewTask, Priority, QueueName, Tag, Task, TaskKey, TaskState};
@@ -79,6 +80,7 @@ impl MemoryStore {
             prefer: Vec::new(),
             records: BTreeMap::new(),
             turns: BTreeMap::new(),
+            calendars: BTreeMap::new(),
             completed: BTreeMap::new(),
             completed_ends: BTreeSet::new(),
         };
@@ -248,6 +250,8 @@ struct Inner {
     records: BTreeMap<QueueName, QueueRecord>,
     /// Each queue's turns, kept when its tasks go.
     turns: BTreeMap<QueueName, Turns>,
+    /// Calendar records by name, removed ones kept.
+    calendars: BTreeMap<CalendarName, CalendarRecord>,
     /// Completion records of dedupe windows, by slot; and by `(unique_until, slot)`.
     completed: BTreeMap<Slot, Completed>,
     completed_ends: BTreeSet<(Timestamp, Slot)>,
@@ -741,6 +745,17 @@ impl Store for MemoryStore {
         let mut inner = self.open()?;
         let changed = transitions::change_queue(inner.records.get(&req.queue), &req)?;
         inner.records.insert(req.queue, changed.clone());
+        Ok(changed)
+    }
+
+    async fn calendar_records(&self) -> Result<Vec<CalendarRecord>> {
+        Ok(self.open()?.calendars.values().cloned().collect())
+    }
+
+    async fn change_calendar(&self, req: CalendarChangeRequest) -> Result<CalendarRecord> {
+        let mut inner = self.open()?;
+        let changed = change_calendar(inner.calendars.get(&req.name), &req)?;
+        inner.calendars.insert(req.name, changed.clone());
         Ok(changed)
     }
 
