@@ -12,6 +12,7 @@ mod auth;
 mod bad_input;
 mod config_file;
 mod declared_queues;
+mod group_rate;
 mod leases;
 mod long_poll;
 mod metrics;
