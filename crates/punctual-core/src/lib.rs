@@ -14,6 +14,7 @@
 //! most one lease of a task is live at a time; a replaced or cancelled task's old lease
 //! cannot complete; bad input is refused with [`Error::Invalid`] and changes nothing.
 
+pub mod calendar;
 pub mod clock;
 mod cron;
 pub mod engine;
@@ -38,6 +39,7 @@ mod wake;
 pub mod wheel;
 mod worker;
 
+pub use calendar::Calendar;
 pub use clock::{Clock, ManualClock, Stopwatch, SystemClock, TokioClock};
 pub use engine::{
     Engine, EngineConfig, LeaseOptions, Limits, ListOptions, MAX_LEASE, MAX_LEASE_BATCH, MAX_LIST_LIMIT, MAX_WAIT,
