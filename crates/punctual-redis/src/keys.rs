@@ -11,13 +11,15 @@
 //! | `…:scheduled:urgent` | ZSet | key → (9 − priority) · 2^48 + due_at ms of the handler lane's scheduled tasks of priority above 0 (see `lua/common.lua`): the highest priority first, each in due order |
 //! | `…:scheduled:target:urgent` | ZSet | the same for the target lane's |
 //! | `…:scheduled:grouped` | ZSet | key → due_at ms of scheduled tasks with a group (both lanes), which are in none of the four sets above |
-//! | `…:scheduled:groups` | ZSet, scores 0 | `"<group>\n<9 − priority><due_at ms, 12 hex digits>\n<key>"` of the handler lane's scheduled tasks with a group: each group's tasks in lease order (`lua/common.lua`, `lua/lease_groups.lua`) |
+//! | `…:scheduled:groups` | ZSet, scores 0 | `"<group>\n<9 − priority><due_at ms, 12 hex digits>\n<key>"` of the handler lane's scheduled tasks with a group: each group's tasks in lease order (`lua/common_groups.lua`, `lua/lease_groups.lua`) |
 //! | `…:scheduled:target:groups` | ZSet, scores 0 | the same for the target lane's |
-//! | `…:groups:due` | ZSet | group → the earliest due_at ms of its tasks in `scheduled:groups` |
-//! | `…:groups:target:due` | ZSet | the same for `scheduled:target:groups` |
+//! | `…:groups:scheduled` | ZSet | each group with tasks in `scheduled:groups` → its state there (`lua/common_groups.lua`): its turn when *ready* (it had a due task at the last lease's look: leases walk these in order), 2^50 + its leased count when *parked* (a lease found it at its limit), 2^51 + its earliest due_at ms when *waiting* |
+//! | `…:groups:target:scheduled` | ZSet | the same for `scheduled:target:groups` |
+//! | `…:groups:ready` | ZSet | each group ready in `groups:scheduled` → the earliest due_at ms of its tasks in `scheduled:groups` (a lease's next due time, exact without a look at each ready group) |
+//! | `…:groups:target:ready` | ZSet | the same for `groups:target:scheduled` and `scheduled:target:groups` |
 //! | `…:groups` | ZSet, scores 0 | the names of the groups that have tasks (listing groups by name) |
 //! | `…:groups:counts` | Hash | group → `"<scheduled>,<leased>,<dead>,<turn>"`: its tasks by state (a leased task counts until its lease ends or is reaped) and its turn |
-//! | `…:turns` | Hash | `last` → the last turn a lease gave, `ungrouped` → the ungrouped tasks' turn |
+//! | `…:turns` | Hash | `last` → the last turn a lease gave, `ungrouped` → the ungrouped tasks' turn; `urgent`, `urgent:target` → how many scheduled tasks with a group and a priority above 0 each lane holds (absent: none) |
 //! | `…:leases` | ZSet | key → lease expiry ms |
 //! | `…:inflight` | ZSet | key → due_at ms of leased tasks (listing in due order) |
 //! | `…:dead` | ZSet | key → due_at ms of dead tasks |
@@ -66,8 +68,10 @@
 //!
 //! Groups: a scheduled task with a group is in `scheduled:grouped` and in its lane's
 //! group set (`scheduled:groups` or `scheduled:target:groups`) instead of its lane's
-//! sets, and its group's entry in that lane's `groups:due` set is the earliest due
-//! time of the group's tasks there; a group is in `groups` and `groups:counts` exactly
+//! sets, and its group is in that lane's `groups:scheduled` set exactly while it has
+//! such a task (waiting at its earliest due time, or ready, or parked), and in that
+//! lane's `groups:ready` exactly while it is ready there; a group is in
+//! `groups` and `groups:counts` exactly
 //! while it has tasks, counted by state. Every script that places or unplaces a task
 //! keeps them so, knowing the group from the record's header. A queue that uses no
 //! groups has them all empty (but `turns`, one small hash once a lease took a task):
@@ -78,7 +82,7 @@
 
 use punctual_core::{Lane, QueueName, TaskKey};
 
-/// The keys of one shard of one queue. Scripts take them as `KEYS[1..19]` in the order
+/// The keys of one shard of one queue. Scripts take them as `KEYS[1..21]` in the order
 /// of [`ShardKeys::in_script_order`] (the header of `lua/common.lua`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ShardKeys {
@@ -103,16 +107,20 @@ pub(crate) struct ShardKeys {
     pub(crate) group_tasks: String,
     /// The same for the target lane.
     pub(crate) group_tasks_target: String,
-    /// Each group's earliest due time in `group_tasks`.
-    pub(crate) groups_due: String,
-    /// Each group's earliest due time in `group_tasks_target`.
-    pub(crate) groups_due_target: String,
+    /// The groups with tasks in `group_tasks`, each scored by its state there.
+    pub(crate) groups_scheduled: String,
+    /// The same for `group_tasks_target`.
+    pub(crate) groups_scheduled_target: String,
     /// The names of the groups with tasks.
     pub(crate) groups: String,
     /// Each group's counts by state and its turn.
     pub(crate) group_counts: String,
     /// The last turn given, and the ungrouped tasks' turn.
     pub(crate) turns: String,
+    /// The groups ready in `groups_scheduled`, each scored by its earliest due time.
+    pub(crate) groups_ready: String,
+    /// The same for `groups_scheduled_target`.
+    pub(crate) groups_ready_target: String,
     /// The shard's completion record keys up to the task key.
     completed: String,
 }
@@ -136,24 +144,26 @@ impl ShardKeys {
             grouped: key("scheduled:grouped"),
             group_tasks: key("scheduled:groups"),
             group_tasks_target: key("scheduled:target:groups"),
-            groups_due: key("groups:due"),
-            groups_due_target: key("groups:target:due"),
+            groups_scheduled: key("groups:scheduled"),
+            groups_scheduled_target: key("groups:target:scheduled"),
             groups: key("groups"),
             group_counts: key("groups:counts"),
             turns: key("turns"),
+            groups_ready: key("groups:ready"),
+            groups_ready_target: key("groups:target:ready"),
             completed: key("completed:"),
         }
     }
 
     /// The key of the completion record of `key`'s dedupe window, in this shard (the
     /// task's): under the shard's hash tag, so the scripts that read and write it with
-    /// the task stay on one Cluster node. Scripts take them after `KEYS[1..19]`.
+    /// the task stay on one Cluster node. Scripts take them after `KEYS[1..21]`.
     pub(crate) fn completion(&self, key: &TaskKey) -> String {
         format!("{}{key}", self.completed)
     }
 
-    /// `KEYS[1..19]` of every shard script, as `lua/common.lua` numbers them.
-    pub(crate) fn in_script_order(&self) -> [&str; 19] {
+    /// `KEYS[1..21]` of every shard script, as `lua/common.lua` numbers them.
+    pub(crate) fn in_script_order(&self) -> [&str; 21] {
         [
             &self.scheduled,
             &self.leases,
@@ -169,11 +179,13 @@ impl ShardKeys {
             &self.grouped,
             &self.group_tasks,
             &self.group_tasks_target,
-            &self.groups_due,
-            &self.groups_due_target,
+            &self.groups_scheduled,
+            &self.groups_scheduled_target,
             &self.groups,
             &self.group_counts,
             &self.turns,
+            &self.groups_ready,
+            &self.groups_ready_target,
         ]
     }
 
@@ -288,6 +300,9 @@ mod tests {
             let line = format!("--   KEYS[{}] {name} ", i + 1);
             assert!(header.contains(&line), "common.lua lacks {line:?}");
         }
+        // The completion record keys come right after them (schedule.lua, complete.lua).
+        let count = format!("local SHARD_KEYS = {}\n", keys.in_script_order().len());
+        assert!(header.contains(&count), "common.lua lacks {count:?}");
     }
 
     #[test]

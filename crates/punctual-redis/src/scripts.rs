@@ -2,7 +2,8 @@
 //! the script's `KEYS` and `ARGV` exactly as its header (`lua/*.lua`) says, and reads
 //! its answer into typed results, so no caller builds an argument list by hand.
 //!
-//! Every script is `lua/common.lua` followed by its own file (the lease script by
+//! Every script is `lua/common.lua` and `lua/common_groups.lua` followed by its own
+//! file (the lease script by
 //! `lua/lease_groups.lua` and then its own; but `lua/ids.lua`,
 //! `lua/rate.lua`, `lua/change_queue.lua` and `lua/announce.lua`, which work on no
 //! shard). Loaded once per
@@ -10,7 +11,7 @@
 //! for (after a restart or a `SCRIPT FLUSH`). (`lua/delete_if_unchanged.lua` is not the
 //! store's: `keyspace` loads and calls it.)
 //!
-//! Invariants: a shard script gets the nineteen keys of its one shard as `KEYS` (so it
+//! Invariants: a shard script gets the twenty-one keys of its one shard as `KEYS` (so it
 //! touches only keys it was passed, on one Cluster node), then, for `lua/schedule.lua`
 //! and `lua/complete.lua`, each task's completion record key (under the same hash
 //! tag), and `ARGV[1..3]` = now, the
@@ -38,7 +39,7 @@ use crate::keys::{self, ShardKeys};
 use crate::nodes::Announcement;
 use crate::{Shared, codes, record};
 
-const COMMON: &str = include_str!("lua/common.lua");
+const COMMON: &str = concat!(include_str!("lua/common.lua"), "\n", include_str!("lua/common_groups.lua"));
 
 /// Every script, compiled (hashed) once.
 #[derive(Debug)]

@@ -18,12 +18,19 @@
 --     12 hex digits>\n<key>" for the scheduled tasks of KEYS[12] without a target: each
 --     group's tasks in lease order (see group_member)
 --   KEYS[14] scheduled:target:groups ZSet the same for the tasks of KEYS[12] with a target
---   KEYS[15] groups:due ZSet group -> earliest due_at ms of its tasks in KEYS[13]
---   KEYS[16] groups:target:due ZSet the same for KEYS[14]
+--   KEYS[15] groups:scheduled ZSet group -> its state, of the groups with tasks in
+--     KEYS[13]: its turn (ready), PARKED + its leased count, or WAITING + its earliest
+--     due_at ms there (see common_groups.lua)
+--   KEYS[16] groups:target:scheduled ZSet the same for KEYS[14]
 --   KEYS[17] groups ZSet, scores 0, of the names of the groups that have tasks
 --   KEYS[18] groups:counts Hash group -> "<scheduled>,<leased>,<dead>,<turn>" (decimal)
 --   KEYS[19] turns Hash 'last' -> the last turn a lease gave, 'ungrouped' -> the
 --     ungrouped tasks' turn (see lease.lua)
+--   KEYS[20] groups:ready ZSet group -> the earliest due_at ms of its tasks in KEYS[13],
+--     of each group ready in KEYS[15] (see common_groups.lua)
+--   KEYS[21] groups:target:ready ZSet the same for KEYS[14] and KEYS[16]
+-- (schedule.lua and complete.lua get more after these: KEYS[SHARD_KEYS + i], the
+-- completion record key of the call's i-th task, under the same hash tag; see keys.rs)
 -- and the same first ARGV:
 --   ARGV[1] now in ms since the epoch, or '' to use Redis' own clock (TIME)
 --   ARGV[2] the channel on which wake-ups are published
@@ -36,8 +43,9 @@
 -- priority 0 (most tasks) is in no urgent set: a queue that uses no priorities has
 -- empty urgent sets, which Redis does not even keep.
 -- A scheduled task with a group is in none of KEYS[1], KEYS[9], KEYS[10], KEYS[11] but
--- in KEYS[12] and its lane's group set (KEYS[13], KEYS[14]); its group's entry in that
--- lane's KEYS[15] or KEYS[16] is the group's earliest due time there. A group is in
+-- in KEYS[12] and its lane's group set (KEYS[13], KEYS[14]); its group is in that
+-- lane's KEYS[15] or KEYS[16] exactly while it has such a task, and in KEYS[20] or
+-- KEYS[21] exactly while it is ready there. A group is in
 -- KEYS[17] and KEYS[18] exactly while it has tasks, its counts those of its tasks by
 -- state (a leased task counts until its lease ends or is reaped). A queue without
 -- groups has all of them empty, so Redis keeps none of them.
@@ -94,6 +102,9 @@ end
 local function int(n)
   return string.format('%d', n)
 end
+
+-- How many keys of the shard every script gets first (those above).
+local SHARD_KEYS = 21
 
 -- Timestamp::MAX in ms: no time a script computes is later.
 local LATEST = 253402207200999
@@ -266,23 +277,23 @@ end
 -- lease ends the burst). In format 2 without a bound only the fields that change
 -- (lease, fence, age) are made anew, between the header's first five fields and its
 -- fields from the ninth on, both copied as written, found by their commas without
--- splitting the header. A record with a bound (a 16th field not empty) is decoded and
--- encoded.
+-- splitting the header. A record with a bound (a 16th field not empty, found by one
+-- match from the ninth field) is decoded and encoded.
+local SIXTEENTH_FROM_NINTH = '^' .. string.rep('[^,|]*,', 7) .. '([^,|]*)'
 local function leased(rec, fence, now, lease_ms)
   local format_2 = STATE_OF_MARK[string.sub(rec, 1, 1)] ~= nil
   local bar = string.find(rec, '|', 2, true)
-  -- commas[i]: the comma after field i, for the fields the header has (up to 16).
+  -- commas[i]: the comma after field i, for the fields the header has (up to 8).
   local commas, at = {}, 1
   if format_2 then
-    for i = 1, 16 do
+    for i = 1, 8 do
       at = string.find(rec, ',', at + 1, true)
       if at == nil or at > bar then break end
       commas[i] = at
     end
   end
-  -- The 16th field, the bound, runs from the 15th comma to the 16th (or the bar).
-  local bound = commas[15] and (commas[16] or bar) > commas[15] + 1
-  if not format_2 or bound then
+  local bound = commas[8] and string.match(rec, SIXTEENTH_FROM_NINTH, commas[8] + 1)
+  if not format_2 or (bound and bound ~= '') then
     local t = decode(rec)
     t.st, t.fence, t.exp, t.updated, t.dbu = 1, fence, now + lease_ms, now, nil
     return encode(t)
@@ -410,193 +421,9 @@ local function note_urgent(lane, pri, due)
   end
 end
 
--- Groups. A scheduled task with a group is in KEYS[12] by due time and in its lane's
--- group set (KEYS[13], KEYS[14]) as group_member(...), where the members of one group
--- sort in lease order: the highest priority first, each in due order, then by key. So
--- a group's head is one ZRANGEBYLEX per priority it holds, and every script touches
--- only the keys it is passed. A group's counts and turn (KEYS[18]) are read once per
--- script, changed in `groups_read`, and written back by `save_groups`, which every
--- script that places or unplaces a task calls before it ends; a group left without
--- tasks is forgotten there, its turn with it.
-local GROUPED, NAMES, COUNTS, TURNS = 12, 17, 18, 19
-local GROUP_SET = { [HANDLER] = 13, [TARGET] = 14 }
-local GROUP_DUE = { [HANDLER] = 15, [TARGET] = 16 }
--- The field of KEYS[19] counting the lane's scheduled tasks with a group and a
--- priority above 0 (absent: none). While there are none, as in most queues, every
--- group's head is of priority 0, and a lease looks at a group's head only when the
--- group's turn comes (lease_groups.lua).
-local GROUPED_URGENT = { [HANDLER] = 'urgent', [TARGET] = 'urgent:target' }
-
--- Counts `delta` more scheduled tasks with a group and a priority above 0 in `lane`.
-local function count_grouped_urgent(lane, delta)
-  if redis.call('HINCRBY', KEYS[TURNS], GROUPED_URGENT[lane], delta) <= 0 then
-    redis.call('HDEL', KEYS[TURNS], GROUPED_URGENT[lane])
-  end
-end
-
--- The member of a task of group `grp`, priority `pri`, due `due` and key `key` in its
--- lane's group set: due times are below 2^48, so 12 hex digits keep them in order.
-local function group_member(grp, pri, due, key)
-  return grp .. '\n' .. (9 - pri) .. string.format('%012x', due) .. '\n' .. key
-end
-
--- The first member of `grp` in `lane`'s group set from priority 9 - `band` down, with
--- its priority band and due time; nil when there is none.
-local function group_first(lane, grp, band)
-  local first = redis.call('ZRANGEBYLEX', KEYS[GROUP_SET[lane]], '[' .. grp .. '\n' .. band, '(' .. grp .. '\11',
-    'LIMIT', 0, 1)[1]
-  if first == nil then return nil end
-  local at = #grp + 2
-  return first, tonumber(string.sub(first, at, at)), tonumber(string.sub(first, at + 1, at + 12), 16)
-end
-
--- The head of `grp` in `lane` at `now` (its due task of the highest priority, the
--- earliest): { member, key, priority, due }, or nil when it has no due task there.
-local function group_head(lane, grp, now)
-  local band = 0
-  while band <= 9 do
-    local member, at_band, due = group_first(lane, grp, band)
-    if member == nil then return nil end
-    if due <= now then
-      return { member = member, key = string.sub(member, #grp + 16), pri = 9 - at_band, due = due, grp = grp }
-    end
-    band = at_band + 1
-  end
-  return nil
-end
-
--- Sets the entry of `grp` in `lane`'s KEYS[15] or KEYS[16] to its earliest due time
--- there (one look per priority it holds), or removes it when it has no task there.
-local function refresh_group_due(lane, grp)
-  local band, earliest = 0, nil
-  while band <= 9 do
-    local member, at_band, due = group_first(lane, grp, band)
-    if member == nil then break end
-    if earliest == nil or due < earliest then earliest = due end
-    band = at_band + 1
-  end
-  if earliest == nil then
-    redis.call('ZREM', KEYS[GROUP_DUE[lane]], grp)
-  else
-    redis.call('ZADD', KEYS[GROUP_DUE[lane]], earliest, grp)
-  end
-end
-
--- Each group this script has read: { scheduled, leased, dead, turn = …, stored = it
--- was in KEYS[18], changed = …, freed = a lease of it ended }; and those changed, in
--- order.
-local groups_read, groups_changed = {}, {}
-
-local function group_of(grp, rec)
-  local g = { 0, 0, 0, turn = 0, stored = false }
-  if rec then
-    local s, l, d, turn = string.match(rec, '^(%d+),(%d+),(%d+),(%d+)$')
-    g = { tonumber(s), tonumber(l), tonumber(d), turn = tonumber(turn), stored = true }
-  end
-  groups_read[grp] = g
-  return g
-end
-
--- Reads the groups `names` not read yet with one HMGET.
-local function read_groups(names)
-  local wanted = {}
-  for _, grp in ipairs(names) do
-    if groups_read[grp] == nil then wanted[#wanted + 1] = grp end
-  end
-  if #wanted == 0 then return end
-  local recs = redis.call('HMGET', KEYS[COUNTS], unpack(wanted))
-  for i, grp in ipairs(wanted) do group_of(grp, recs[i]) end
-end
-
-local function group_state(grp)
-  return groups_read[grp] or group_of(grp, redis.call('HGET', KEYS[COUNTS], grp))
-end
-
--- Counts `delta` tasks of `grp` more in state `st`.
-local function count_in_group(grp, st, delta)
-  local g = group_state(grp)
-  g[st + 1] = g[st + 1] + delta
-  if st == 1 and delta < 0 then g.freed = true end
-  if not g.changed then
-    g.changed = true
-    groups_changed[#groups_changed + 1] = grp
-  end
-end
-
--- Whether `grp` may be leased from under the limit `limit` (nil: none).
-local function group_open(grp, limit)
-  return limit == nil or group_state(grp)[2] < limit
-end
-
--- Writes the groups changed back: counts and turn, or nothing for a group left without
--- tasks (its turn forgotten). A group whose lease ended may have room for a lease:
--- consumers of each lane it has tasks in are woken for its earliest.
-local function save_groups()
-  if #groups_changed == 0 then return end
-  local counts, gone, added = {}, {}, {}
-  for _, grp in ipairs(groups_changed) do
-    local g = groups_read[grp]
-    if g[1] + g[2] + g[3] <= 0 then
-      if g.stored then gone[#gone + 1] = grp end
-      groups_read[grp] = nil
-    else
-      counts[#counts + 1] = grp
-      counts[#counts + 1] = int(g[1]) .. ',' .. int(g[2]) .. ',' .. int(g[3]) .. ',' .. int(g.turn)
-      if not g.stored then
-        added[#added + 1] = 0
-        added[#added + 1] = grp
-      end
-      if g.freed then
-        for _, lane in ipairs({ HANDLER, TARGET }) do
-          local earliest = redis.call('ZSCORE', KEYS[GROUP_DUE[lane]], grp)
-          if earliest then wake_at(lane, tonumber(earliest)) end
-        end
-      end
-      g.stored, g.changed, g.freed = true, false, false
-    end
-  end
-  groups_changed = {}
-  if #counts > 0 then redis.call('HSET', KEYS[COUNTS], unpack(counts)) end
-  if #added > 0 then redis.call('ZADD', KEYS[NAMES], unpack(added)) end
-  if #gone > 0 then
-    redis.call('HDEL', KEYS[COUNTS], unpack(gone))
-    redis.call('ZREM', KEYS[NAMES], unpack(gone))
-  end
-end
-
--- Each lane's earliest due time among the groups' tasks as this script last read it
--- (false: not read yet, or a removal may have made it later; nil: none).
-local group_head_due = { [HANDLER] = false, [TARGET] = false }
-
--- Schedules `key` (record `t`, with a group) as `arm` does a task without one, noting
--- a wake-up if it is earlier than the groups' head in its lane.
-local function arm_grouped(key, t)
-  local lane = lane_of(t.tgt)
-  if group_head_due[lane] == false then
-    group_head_due[lane] = tonumber(redis.call('ZRANGE', KEYS[GROUP_DUE[lane]], 0, 0, 'WITHSCORES')[2])
-  end
-  redis.call('ZADD', KEYS[GROUPED], t.due, key)
-  redis.call('ZADD', KEYS[GROUP_SET[lane]], 0, group_member(t.grp, t.pri, t.due, key))
-  redis.call('ZADD', KEYS[GROUP_DUE[lane]], 'LT', t.due, t.grp)
-  count_in_group(t.grp, 0, 1)
-  if t.pri > 0 then count_grouped_urgent(lane, 1) end
-  if group_head_due[lane] == nil or t.due < group_head_due[lane] then
-    group_head_due[lane] = t.due
-    wake_at(lane, t.due)
-  end
-end
-
--- Takes the scheduled task `key` (record `t`, with a group) out of its sets.
-local function unplace_grouped(key, t)
-  local lane = lane_of(t.tgt)
-  redis.call('ZREM', KEYS[GROUPED], key)
-  redis.call('ZREM', KEYS[GROUP_SET[lane]], group_member(t.grp, t.pri, t.due, key))
-  local earliest = redis.call('ZSCORE', KEYS[GROUP_DUE[lane]], t.grp)
-  if earliest and tonumber(earliest) >= t.due then refresh_group_due(lane, t.grp) end
-  group_head_due[lane] = false
-  count_in_group(t.grp, 0, -1)
-  if t.pri > 0 then count_grouped_urgent(lane, -1) end
-end
+-- Groups: lua/common_groups.lua, which follows this file in every script, defines
+-- these (and the rest of what groups need).
+local count_in_group, arm_grouped, unplace_grouped
 
 -- Schedules `key` (record `t`) at its due time in its lane (and its lane's urgent set
 -- when its priority is above 0), noting a wake-up if that is earlier than the lane's

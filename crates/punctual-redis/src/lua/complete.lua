@@ -1,6 +1,6 @@
 -- complete: applies completions to live leases of one shard, each on its own.
--- KEYS, ARGV[1..3]: see common.lua; then KEYS[19 + i] the completion record key of the
---   i-th completion's task (keys.rs).
+-- KEYS, ARGV[1..3]: see common.lua; then KEYS[SHARD_KEYS + i] (SHARD_KEYS = 21) the
+--   completion record key of the i-th completion's task (keys.rs).
 -- Done of a task with a dedupe window (uq) writes its completion record there, in place
 -- of any earlier one: "<completed_at>,<id>,<att>,<occ>,<until>" (ms, decimal; until =
 -- now + the window), which expires at until (PX; schedule.lua reads until itself).
@@ -42,7 +42,7 @@ for i = 0, n - 1 do
       if t.uq then
         local ends = math.min(now + math.abs(t.uq), LATEST)
         local done = table.concat({ int(now), int(t.id), int(t.att), int(t.occ), int(ends) }, ',')
-        redis.call('SET', KEYS[20 + i], done, 'PX', int(math.max(ends - now, 1)))
+        redis.call('SET', KEYS[SHARD_KEYS + 1 + i], done, 'PX', int(math.max(ends - now, 1)))
       end
     else
       unplace(key, t)

@@ -59,16 +59,19 @@ local function take(zset, start, cap, stop)
   return taken
 end
 
--- With groups (KEYS[17] holds one), each group with due tasks and room offers its head:
--- when one does, the groups and the ungrouped tasks take turns (lease_groups.lua).
+-- With groups (KEYS[17] holds one), the groups of the lane with due tasks are made
+-- ready: when one is, the groups and the ungrouped tasks take turns (lease_groups.lua).
 local group_limit = tonumber(ARGV[11])
 local grouped = redis.call('EXISTS', KEYS[NAMES]) == 1
-local offers = {}
-if grouped then offers = group_offers(lane, now, group_limit) end
+local by_turns = false
+if grouped then
+  ready_groups(lane, now, group_limit)
+  by_turns = redis.call('ZRANGEBYSCORE', KEYS[GROUP_ORDER[lane]], '-inf', '(' .. int(PARKED), 'LIMIT', 0, 1)[1] ~= nil
+end
 local probed, urgent_held = false, false
 local urgent_taken = 0
-if #offers > 0 then
-  take_by_turns(offers, lane, now, group_limit, room, due, dues)
+if by_turns then
+  take_by_turns(lane, now, group_limit, room, due, dues)
   -- Every entry is checked below, and the bands are read afresh.
   urgent_taken, urgent_held = #due, true
 else

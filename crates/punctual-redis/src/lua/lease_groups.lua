@@ -5,21 +5,39 @@
 -- group; each lease takes the offer of the highest priority, then of the lowest turn,
 -- then the ungrouped tasks', then by group name; the one leased from takes the
 -- queue's next turn and offers its next head.
+-- The lane's groups (KEYS[15] or KEYS[16], see common_groups.lua) come first: the waiting
+-- ones now due become ready (at most PROMOTED a lease, the earliest first), and the
+-- parked ones with room under this lease's limit wait again (or become ready). Then:
+-- - while the lane holds no grouped task of a priority above 0 (nearly always), every
+--   group's head is of priority 0, so the ready region is already in the order of the
+--   offers (turn, then name): the lease walks it a page at a time, reading a group's
+--   first tasks only when the group comes, the ungrouped tasks' offer slotted in by its
+--   priority and turn; a group leased from comes again after the whole region (its
+--   new turn); one at its limit is parked, one without a due task waits, one without
+--   a task leaves; the region is written once, at the end;
+-- - otherwise every ready group's head is read, and the offers, in a binary heap,
+--   are taken in order; then each group is moved as above.
+-- Either way the lane's ready index (KEYS[20] or KEYS[21]) follows: a group that stays
+-- ready has its earliest task's due time there, one that leaves the region leaves it.
+-- The next due time the lease answers is read from it and the waiting region.
+-- A group's turn is the queue's, for both lanes: where it is ready in the other lane,
+-- its score follows its new turn.
 -- Offers: { key, pri, due, turn, grp (false: the ungrouped tasks), member (a group's
--- entry in its lane's group set) }, kept in a binary heap, first offer first. While
--- the lane holds no grouped task of a priority above 0, every group's head is of
--- priority 0 and its offer's place depends on its turn and name alone: offers of
--- groups are then made without their head ({ pri = 0, turn, grp }), which is looked
--- at when the offer comes first (a group without a due task then offers nothing).
+-- entry in its lane's group set) }.
 -- Turns (KEYS[19]): 'last', the last turn given, and 'ungrouped', the ungrouped
 -- tasks'; a group's is in its counts (KEYS[18]), 0 until its first lease and forgotten
 -- with the group. While a queue has no group, only whether the ungrouped tasks' turn
 -- is above 0 can tell (every group to come starts at 0, below it, and every turn to
 -- come is above every turn given), so a lease there writes it once, with HSETNX
 -- ('ungrouped' is never written 0: absent, it is 0).
--- Cost: one HMGET of the counts of the groups with due tasks, and with grouped tasks
--- of a priority above 0 in the lane one look (a ZRANGEBYLEX per priority held) at each
--- of them; then per lease two ZREMs and a look at the group's next head.
+-- Cost, without grouped urgent tasks: per group leased from, one ZRANGEBYLEX of its
+-- first tasks, and its share of one HMGET, ZREM and ZADD per page or lease (and of one
+-- ZADD and ZREM of the ready index); per group that falls due, one move. With them, a
+-- look at the head of every ready group.
+
+-- The most waiting groups one lease makes ready (bounds the script; the others, due
+-- later than those, are made ready by the next lease).
+local PROMOTED = 1000
 
 -- Whether offer `a` goes before offer `b`.
 local function goes_before(a, b)
@@ -41,9 +59,12 @@ local function push(heap, offer)
   end
 end
 
--- Moves the offer at `i` down to its place below.
-local function sift_down(heap, i)
-  local n = #heap
+local function pop(heap)
+  local first, n = heap[1], #heap
+  heap[1] = heap[n]
+  heap[n] = nil
+  n = n - 1
+  local i = 1
   while true do
     local left, best = 2 * i, i
     if left <= n and goes_before(heap[left], heap[best]) then best = left end
@@ -52,49 +73,47 @@ local function sift_down(heap, i)
     heap[i], heap[best] = heap[best], heap[i]
     i = best
   end
-end
-
-local function pop(heap)
-  local first, n = heap[1], #heap
-  heap[1] = heap[n]
-  heap[n] = nil
-  sift_down(heap, 1)
   return first
 end
 
--- Whether the groups' offers are made without their heads (see above), for this lease.
-local offers_without_heads = false
-
--- The offers of the groups with due tasks in `lane` at `now` and room under `limit`
--- (nil: no limit), as a heap.
-local function group_offers(lane, now, limit)
-  local names = redis.call('ZRANGEBYSCORE', KEYS[GROUP_DUE[lane]], '-inf', now)
+-- Makes `names` ready in `lane`, each at its turn, with the earliest due time of its
+-- tasks there (`earliest`, by index) in the lane's ready index.
+local function make_ready(lane, names, earliest)
   read_groups(names)
-  offers_without_heads = redis.call('HEXISTS', KEYS[TURNS], GROUPED_URGENT[lane]) == 0
-  local heap = {}
-  for _, grp in ipairs(names) do
-    if group_open(grp, limit) then
-      if offers_without_heads then
-        heap[#heap + 1] = { pri = 0, turn = group_state(grp).turn, grp = grp }
-      else
-        local head = group_head(lane, grp, now)
-        if head then
-          head.turn = group_state(grp).turn
-          push(heap, head)
-        end
-      end
-    end
+  local scores, dues = {}, {}
+  for i, grp in ipairs(names) do
+    scores[#scores + 1] = int(group_state(grp).turn)
+    scores[#scores + 1] = grp
+    dues[#dues + 1] = int(earliest[i])
+    dues[#dues + 1] = grp
   end
-  for i = math.floor(#heap / 2), 1, -1 do sift_down(heap, i) end
-  return heap
+  if #scores > 0 then
+    redis.call('ZADD', KEYS[GROUP_ORDER[lane]], unpack(scores))
+    redis.call('ZADD', KEYS[READY_DUE[lane]], unpack(dues))
+  end
 end
 
--- The offer of `grp` after its lease of turn `turn`, if it has room under `limit`: its
--- next head at `now`, or with offers without heads the group alone.
-local function next_offer(lane, grp, turn, now, limit)
-  if not group_open(grp, limit) then return nil end
-  if offers_without_heads then return { pri = 0, turn = turn, grp = grp } end
-  return group_head(lane, grp, now)
+-- Moves `lane`'s waiting groups now due to ready, and its parked groups with room under
+-- `limit` (nil: every one) to ready or waiting.
+local function ready_groups(lane, now, limit)
+  local order = KEYS[GROUP_ORDER[lane]]
+  local upto = '(' .. int(WAITING)
+  if limit then upto = '(' .. int(PARKED + limit) end
+  local ready, earliest = {}, {}
+  for _, grp in ipairs(redis.call('ZRANGEBYSCORE', order, int(PARKED), upto, 'LIMIT', 0, PROMOTED)) do
+    local first = wait_group(lane, grp)
+    if first and first <= now then
+      ready[#ready + 1] = grp
+      earliest[#earliest + 1] = first
+    end
+  end
+  local waiting = redis.call('ZRANGEBYSCORE', order, int(WAITING), int(WAITING + now), 'WITHSCORES', 'LIMIT', 0,
+    PROMOTED)
+  for i = 1, #waiting, 2 do
+    ready[#ready + 1] = waiting[i]
+    earliest[#earliest + 1] = tonumber(waiting[i + 1]) - WAITING
+  end
+  make_ready(lane, ready, earliest)
 end
 
 -- Whether the urgent set of the lane may still hold a due task (taking tasks never
@@ -122,62 +141,252 @@ local function ungrouped_head(lane, now)
   return { key = first[1], pri = 0, due = tonumber(first[2]), grp = false }
 end
 
--- Takes up to `room` offers of `heap` by turns (the ungrouped tasks' head joining),
--- each out of its sets, its key and due time appended to `due` and `dues`.
-local function take_by_turns(heap, lane, now, limit, room, due, dues)
+-- One lease by turns: the state of this script's leases, and what each does.
+local Turns = {}
+Turns.__index = Turns
+
+local function new_turns(lane, now, limit, room, due, dues)
   local turns = redis.call('HMGET', KEYS[TURNS], 'last', 'ungrouped')
-  local last, ungrouped_turn = tonumber(turns[1]) or 0, tonumber(turns[2]) or 0
-  local loose = ungrouped_head(lane, now)
-  if loose then
-    loose.turn = ungrouped_turn
-    push(heap, loose)
-  end
-  local touched, seen, grouped_keys, urgent_taken = {}, {}, {}, 0
-  while room > 0 and #heap > 0 do
-    local offer = pop(heap)
-    if offer.grp and offer.key == nil then
-      -- An offer made without its head: the group's head now (none: nothing due).
-      local head = group_head(lane, offer.grp, now)
-      if head then head.turn = offer.turn end
-      offer = head
+  local self = setmetatable({
+    lane = lane, now = now, limit = limit, room = room, due = due, dues = dues,
+    last = tonumber(turns[1]) or 0, ungrouped_turn = tonumber(turns[2]) or 0,
+    grouped_keys = {}, urgent_taken = 0, touched = {}, seen = {},
+  }, Turns)
+  self.loose = ungrouped_head(lane, now)
+  if self.loose then self.loose.turn = self.ungrouped_turn end
+  return self
+end
+
+-- Takes `offer` out of its sets and notes it leased, at the next turn.
+function Turns:take(offer)
+  self.last = self.last + 1
+  self.room = self.room - 1
+  self.due[#self.due + 1] = offer.key
+  self.dues[#self.dues + 1] = offer.due
+  if offer.grp then
+    if self.taken_members then
+      self.taken_members[#self.taken_members + 1] = offer.member
+    else
+      redis.call('ZREM', KEYS[GROUP_SET[self.lane]], offer.member)
     end
-    if offer then
-      last = last + 1
-      room = room - 1
-      due[#due + 1] = offer.key
-      dues[#dues + 1] = offer.due
-      local next_head
-      if offer.grp then
-        redis.call('ZREM', KEYS[GROUP_SET[lane]], offer.member)
-        grouped_keys[#grouped_keys + 1] = offer.key
-        count_in_group(offer.grp, 0, -1)
-        count_in_group(offer.grp, 1, 1)
-        group_state(offer.grp).turn = last
-        if not seen[offer.grp] then
-          seen[offer.grp] = true
-          touched[#touched + 1] = offer.grp
+    self.grouped_keys[#self.grouped_keys + 1] = offer.key
+    count_in_group(offer.grp, 0, -1)
+    count_in_group(offer.grp, 1, 1)
+    group_state(offer.grp).turn = self.last
+    if not self.seen[offer.grp] then
+      self.seen[offer.grp] = true
+      self.touched[#self.touched + 1] = offer.grp
+    end
+    if offer.pri > 0 then self.urgent_taken = self.urgent_taken + 1 end
+  else
+    redis.call('ZREM', KEYS[self.lane], offer.key)
+    if offer.pri > 0 then redis.call('ZREM', KEYS[URGENT[self.lane]], offer.key) end
+    self.ungrouped_turn = self.last
+    self.loose = ungrouped_head(self.lane, self.now)
+    if self.loose then self.loose.turn = self.last end
+  end
+end
+
+-- Moves `grp` after a look at it: parked at its limit, else ready at its turn when
+-- `head` (its next head) is there (its earliest task read for the ready index), else
+-- waiting. Answers `head` if it stays ready.
+function Turns:settle(grp, head)
+  local order, ready = KEYS[GROUP_ORDER[self.lane]], KEYS[READY_DUE[self.lane]]
+  if not group_open(grp, self.limit) then
+    if head or group_first(self.lane, grp, 0) then
+      redis.call('ZADD', order, int(PARKED + group_state(grp)[2]), grp)
+    else
+      redis.call('ZREM', order, grp)
+    end
+  elseif head then
+    redis.call('ZADD', order, int(group_state(grp).turn), grp)
+    redis.call('ZADD', ready, int(group_earliest(self.lane, grp)), grp)
+    return head
+  else
+    wait_group(self.lane, grp)
+  end
+  redis.call('ZREM', ready, grp)
+  return nil
+end
+
+-- Takes the ungrouped tasks' offer while it goes before a group of priority 0 and turn
+-- `turn` (nil: before every group).
+function Turns:take_loose_before(turn)
+  while self.room > 0 and self.loose and (turn == nil or self.loose.pri > 0 or self.loose.turn <= turn) do
+    self:take(self.loose)
+  end
+end
+
+-- Up to `n` tasks of `grp` in `lane` after the member `after` (nil: from its first),
+-- while every one there is of priority 0, in due order: { member, key, pri = 0, due,
+-- grp } each.
+local function group_tasks(lane, grp, after, n)
+  local from = '[' .. grp .. '\n'
+  if after then from = '(' .. after end
+  local members = redis.call('ZRANGEBYLEX', KEYS[GROUP_SET[lane]], from, '(' .. grp .. '\11', 'LIMIT', 0, n)
+  local at, tasks = #grp + 3, {}
+  for i, member in ipairs(members) do
+    tasks[i] = { member = member, key = string.sub(member, at + 13), pri = 0, grp = grp,
+                 due = tonumber(string.sub(member, at, at + 11), 16) }
+  end
+  return tasks
+end
+
+-- Every group's head is of priority 0, so the ready region is the groups' offers in
+-- order: it is read a page at a time and left as it is while the lease goes on (the
+-- taken members leave their group set, and the groups moved move, at the end). A group
+-- that comes has its first tasks read (as many as this lease may take from it); after
+-- its lease, its next task is its head when it comes again, after every group of the
+-- region (`again`, in the order of their new turns), or tells where it goes: waiting
+-- for that task, or, with none, out of the lane's groups; or parked at its limit. A
+-- group that stays ready has that task, its earliest (every task is of priority 0),
+-- noted in the lane's ready index; one that leaves the region leaves the index.
+function Turns:walk_ready()
+  local order = KEYS[GROUP_ORDER[self.lane]]
+  self.taken_members = {}
+  -- tasks[grp]: its tasks read, and next[grp] the index of its first not taken;
+  -- earliest[grp]: the due time of its next task, where it stays ready.
+  local tasks, next, again, moved, earliest = {}, {}, {}, {}, {}
+  local offset, per_group, region_done = 0, 2, false
+  local page, at = {}, 1
+  while self.room > 0 do
+    local grp, turn
+    if not region_done and at > #page then
+      page = redis.call('ZRANGEBYSCORE', order, '-inf', '(' .. int(PARKED), 'WITHSCORES', 'LIMIT', offset, self.room)
+      offset, at = offset + #page / 2, 1
+      if #page < 2 * self.room then
+        region_done = true
+        -- Every ready group is in this page: each may come about room / count times.
+        if #page > 0 then per_group = math.min(math.floor(self.room / (#page / 2)) + 2, 500) end
+      end
+      local names = {}
+      for i = 1, #page, 2 do names[#names + 1] = page[i] end
+      read_groups(names)
+    end
+    if at <= #page then
+      grp, turn = page[at], tonumber(page[at + 1])
+      at = at + 2
+    elseif #again > 0 then
+      grp = table.remove(again, 1)
+      turn = group_state(grp).turn
+    else
+      break
+    end
+    self:take_loose_before(turn)
+    if self.room == 0 then break end
+    local list = tasks[grp]
+    if list == nil then
+      list = group_tasks(self.lane, grp, nil, per_group)
+      tasks[grp], next[grp] = list, 1
+    end
+    local following = nil
+    if group_open(grp, self.limit) then
+      following = list[next[grp]]
+      if following and following.due <= self.now then
+        self:take(following)
+        next[grp] = next[grp] + 1
+        if list[next[grp]] == nil then
+          for _, task in ipairs(group_tasks(self.lane, grp, list[#list].member, per_group)) do list[#list + 1] = task end
         end
-        if offer.pri > 0 then urgent_taken = urgent_taken + 1 end
-        next_head = next_offer(lane, offer.grp, last, now, limit)
-      else
-        redis.call('ZREM', KEYS[lane], offer.key)
-        if offer.pri > 0 then redis.call('ZREM', KEYS[URGENT[lane]], offer.key) end
-        ungrouped_turn = last
-        next_head = ungrouped_head(lane, now)
+        following = list[next[grp]]
       end
-      if next_head then
-        next_head.turn = last
-        push(heap, next_head)
-      end
+    else
+      -- At its limit (and in the ready region, so with a task in the lane).
+      following = true
+    end
+    if following == nil then
+      moved[grp] = false
+    elseif not group_open(grp, self.limit) then
+      moved[grp] = PARKED + group_state(grp)[2]
+    elseif following.due <= self.now then
+      moved[grp], earliest[grp] = group_state(grp).turn, following.due
+      again[#again + 1] = grp
+    else
+      moved[grp] = WAITING + following.due
     end
   end
-  if urgent_taken > 0 then count_grouped_urgent(lane, -urgent_taken) end
-  if #grouped_keys > 0 then redis.call('ZREM', KEYS[GROUPED], unpack(grouped_keys)) end
-  for _, grp in ipairs(touched) do refresh_group_due(lane, grp) end
+  local scores, gone, dues, unready = {}, {}, {}, {}
+  for grp, score in pairs(moved) do
+    if score then
+      scores[#scores + 1] = int(score)
+      scores[#scores + 1] = grp
+    else
+      gone[#gone + 1] = grp
+    end
+    if score and score < PARKED then
+      dues[#dues + 1] = int(earliest[grp])
+      dues[#dues + 1] = grp
+    else
+      unready[#unready + 1] = grp
+    end
+  end
+  if #self.taken_members > 0 then redis.call('ZREM', KEYS[GROUP_SET[self.lane]], unpack(self.taken_members)) end
+  if #scores > 0 then redis.call('ZADD', order, unpack(scores)) end
+  if #gone > 0 then redis.call('ZREM', order, unpack(gone)) end
+  if #dues > 0 then redis.call('ZADD', KEYS[READY_DUE[self.lane]], unpack(dues)) end
+  if #unready > 0 then redis.call('ZREM', KEYS[READY_DUE[self.lane]], unpack(unready)) end
+end
+
+-- Some group's head may be of a priority above 0: every ready group's head is read and
+-- the offers taken from a heap; then each group looked at is moved.
+function Turns:by_heads()
+  local page = redis.call('ZRANGEBYSCORE', KEYS[GROUP_ORDER[self.lane]], '-inf', '(' .. int(PARKED))
+  read_groups(page)
+  -- looked[grp]: the group's head as last read (false: none); moved[grp]: to be moved.
+  local heap, looked, moved = {}, {}, {}
+  for _, grp in ipairs(page) do
+    local head = nil
+    if group_open(grp, self.limit) then head = group_head(self.lane, grp, self.now) end
+    looked[grp], moved[grp] = head or false, head == nil
+    if head then
+      head.turn = group_state(grp).turn
+      push(heap, head)
+    end
+  end
+  if self.loose then push(heap, self.loose) end
+  while self.room > 0 and #heap > 0 do
+    local offer = pop(heap)
+    self:take(offer)
+    local next_head = nil
+    if offer.grp then
+      if group_open(offer.grp, self.limit) then next_head = group_head(self.lane, offer.grp, self.now) end
+      looked[offer.grp], moved[offer.grp] = next_head or false, true
+    else
+      next_head = self.loose
+    end
+    if next_head then
+      next_head.turn = self.last
+      push(heap, next_head)
+    end
+  end
+  for _, grp in ipairs(page) do
+    if moved[grp] then self:settle(grp, looked[grp] or nil) end
+  end
+end
+
+-- Leases up to `room` due tasks of `lane` by turns (see above), appending each one's
+-- key and due time to `due` and `dues`.
+local function take_by_turns(lane, now, limit, room, due, dues)
+  local turns = new_turns(lane, now, limit, room, due, dues)
+  if redis.call('HEXISTS', KEYS[TURNS], GROUPED_URGENT[lane]) == 0 then
+    turns:walk_ready()
+    turns:take_loose_before(nil)
+  else
+    turns:by_heads()
+  end
+  if turns.urgent_taken > 0 then count_grouped_urgent(lane, -turns.urgent_taken) end
+  -- A group's turn is one for both lanes: where it is ready in the other, its place
+  -- moves with it (GT: a parked or waiting score is above every turn).
+  local moved = {}
+  for _, grp in ipairs(turns.touched) do
+    moved[#moved + 1] = int(group_state(grp).turn)
+    moved[#moved + 1] = grp
+  end
+  if #moved > 0 then redis.call('ZADD', KEYS[GROUP_ORDER[OTHER_LANE[lane]]], 'XX', 'GT', unpack(moved)) end
+  if #turns.grouped_keys > 0 then redis.call('ZREM', KEYS[GROUPED], unpack(turns.grouped_keys)) end
   group_head_due[lane] = false
-  -- 'ungrouped' is never written 0 (see note_ungrouped_turns).
-  redis.call('HSET', KEYS[TURNS], 'last', int(last))
-  if ungrouped_turn > 0 then redis.call('HSET', KEYS[TURNS], 'ungrouped', int(ungrouped_turn)) end
+  redis.call('HSET', KEYS[TURNS], 'last', int(turns.last))
+  if turns.ungrouped_turn > 0 then redis.call('HSET', KEYS[TURNS], 'ungrouped', int(turns.ungrouped_turn)) end
 end
 
 -- Notes that `n` leases went to the ungrouped tasks, none to a group (`grouped`: the
@@ -191,20 +400,35 @@ local function note_ungrouped_turns(grouped, n)
   end
 end
 
--- The earliest due time of the groups' tasks in `lane`, leaving out the groups with
--- `limit` (nil: no limit) leased tasks, or nil; a page of groups at a time.
-local function groups_next_due(lane, limit)
-  local from = 0
+-- The score less `base` of the first group of the sorted set `key` scored from `from`
+-- to `to` whose leased tasks are fewer than `limit` (nil: no limit), read a page at a
+-- time; nil when there is none.
+local function first_open(key, from, to, base, limit)
+  if limit == nil then
+    local first = redis.call('ZRANGEBYSCORE', key, from, to, 'WITHSCORES', 'LIMIT', 0, 1)
+    return first[2] and tonumber(first[2]) - base
+  end
+  local offset = 0
   while true do
-    local page = redis.call('ZRANGE', KEYS[GROUP_DUE[lane]], from, from + 99, 'WITHSCORES')
+    local page = redis.call('ZRANGEBYSCORE', key, from, to, 'WITHSCORES', 'LIMIT', offset, 100)
     if page[1] == nil then return nil end
-    if limit == nil then return tonumber(page[2]) end
     local names = {}
     for i = 1, #page, 2 do names[#names + 1] = page[i] end
     read_groups(names)
     for i = 1, #page, 2 do
-      if group_open(page[i], limit) then return tonumber(page[i + 1]) end
+      if group_open(page[i], limit) then return tonumber(page[i + 1]) - base end
     end
-    from = from + 100
+    offset = offset + 100
   end
+end
+
+-- The earliest due time of the groups' tasks in `lane`, leaving out the groups with
+-- `limit` (nil: no limit) leased tasks, or nil: the earliest of the ready groups with
+-- room (their earliest tasks in the lane's ready index) and of the waiting groups with
+-- room, only those earlier than it looked at (a parked group has none with room).
+local function groups_next_due(lane, limit)
+  local ready = first_open(KEYS[READY_DUE[lane]], '-inf', '+inf', 0, limit)
+  local to = '+inf'
+  if ready then to = '(' .. int(WAITING + ready) end
+  return first_open(KEYS[GROUP_ORDER[lane]], int(WAITING), to, WAITING, limit) or ready
 end

@@ -1,6 +1,6 @@
 -- schedule: creates or updates tasks of one shard, in order.
--- KEYS, ARGV[1..3]: see common.lua; then KEYS[19 + i] the completion record key of the
---   i-th task (keys.rs), which complete.lua writes.
+-- KEYS, ARGV[1..3]: see common.lua; then KEYS[SHARD_KEYS + i] (SHARD_KEYS = 21) the
+--   completion record key of the i-th task (keys.rs), which complete.lua writes.
 -- ARGV[4] n; then n tuples of 12: key, if_exists ('r' replace, 'k' keep, 'e' error),
 --   due ms, max_attempts, id for a new task, tags joined by "\n", body, target ('' none,
 --   else its stored text, which puts the task in the target lane), priority (0 to 9;
@@ -20,9 +20,9 @@
 --   record (the record is that record's text).
 -- Records are read with one HMGET and written with one HSET and one ZADD per lane at
 -- the end (and one per urgent set, for tasks of priority above 0); a key given twice
--- in one call sees its first write. A task with a group is placed when written
--- (arm_grouped), not with the ZADDs at the end. The completion records of the keys
--- without a task are read with one MGET (none when every key has one).
+-- in one call sees its first write. Tasks with a group are placed at the end too, one
+-- ZADD per set (see arm_grouped for what each set gets). The completion records of
+-- the keys without a task are read with one MGET (none when every key has one).
 local now = now_ms()
 local out = {}
 local n = tonumber(ARGV[4])
@@ -35,7 +35,7 @@ for i = 1, n do
 end
 if #absent > 0 then
   local names = {}
-  for j, i in ipairs(absent) do names[j] = KEYS[19 + i] end
+  for j, i in ipairs(absent) do names[j] = KEYS[SHARD_KEYS + i] end
   local found = redis.call('MGET', unpack(names))
   for j, i in ipairs(absent) do completions[i] = found[j] end
 end
@@ -56,6 +56,19 @@ local urgent_last, urgent_keys = {}, {}
 -- Keys whose last write has a group, after a write without one in this call: in the
 -- ZADDs at the end, then out of the lanes' sets.
 local grouped_last = {}
+-- The writes with a group, placed at the end: { key, lane, due, pri, grp, dropped (a
+-- later write of the key replaced it) }, and the index of each key's last one.
+local grouped_writes, grouped_at = {}, {}
+-- The counts of the groups written, read with one HMGET.
+local named, seen_group = {}, {}
+for i = 0, n - 1 do
+  local grp = ARGV[5 + i * 12 + 10]
+  if grp ~= '' and not seen_group[grp] then
+    seen_group[grp] = true
+    named[#named + 1] = grp
+  end
+end
+read_groups(named)
 for i = 0, n - 1 do
   local a = 5 + i * 12
   local key, mode, due, max = ARGV[a], ARGV[a + 1], tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])
@@ -69,6 +82,8 @@ for i = 0, n - 1 do
   local created = false
   -- Whether this key's write before, in this call, had no group (it is in the ZADDs).
   local old_ungrouped = false
+  -- The group of the task replaced ('' none): left without tasks, it is forgotten.
+  local left = ''
   local dbu = nil
   if max_wait then dbu = math.min(now + max_wait, LATEST) end
   if rec then
@@ -86,7 +101,15 @@ for i = 0, n - 1 do
       if dbu and dbu < due then due = dbu end
       if earlier and lane_of(old.tgt) ~= lane_of(tgt) then moved[key] = lane_of(tgt) end
       old_ungrouped = earlier ~= nil and old.grp == ''
-      unplace(key, old)
+      left = old.grp
+      if earlier and grouped_at[key] then
+        -- Its write before, in this call, is not placed yet: it is dropped instead.
+        grouped_writes[grouped_at[key]].dropped = true
+        grouped_at[key] = nil
+        count_in_group(old.grp, 0, -1)
+      else
+        unplace(key, old)
+      end
       unindex_tags(key, old.tags)
       t = { st = 0, due = due, exp = 0, fence = old.fence, ver = old.ver + 1, att = 0, max = max, occ = 1, anc = due,
             id = old.id, created = old.created, updated = now, tags = tags, tgt = tgt, pri = pri, dbu = dbu,
@@ -109,7 +132,9 @@ for i = 0, n - 1 do
     written[#written + 1] = rec
     local lane = lane_of(tgt)
     if grp ~= '' then
-      arm_grouped(key, { due = due, pri = pri, tgt = tgt, grp = grp })
+      grouped_writes[#grouped_writes + 1] = { key = key, lane = lane, due = due, pri = pri, grp = grp }
+      grouped_at[key] = #grouped_writes
+      count_in_group(grp, 0, 1)
       if earlier and old_ungrouped then grouped_last[key] = true end
       if urgent_last[key] then urgent_last[key] = false end
     else
@@ -130,6 +155,7 @@ for i = 0, n - 1 do
     end
     index_tags(key, tags)
   end
+  if left ~= '' and left ~= grp then forget_if_empty(left) end
   out[#out + 1] = outcome
   out[#out + 1] = rec
 end
@@ -157,6 +183,42 @@ if #written > 0 then
   end
   for _, lane in ipairs({ HANDLER, TARGET }) do
     if #urgent[lane] > 0 then redis.call('ZADD', KEYS[URGENT[lane]], unpack(urgent[lane])) end
+  end
+  -- The writes with a group, as arm_grouped places one.
+  local by_due, members, earliest, urgent_n = {}, { [HANDLER] = {}, [TARGET] = {} }, {}, {}
+  for _, w in ipairs(grouped_writes) do
+    if not w.dropped then
+      by_due[#by_due + 1] = w.due
+      by_due[#by_due + 1] = w.key
+      local lane_members = members[w.lane]
+      lane_members[#lane_members + 1] = 0
+      lane_members[#lane_members + 1] = group_member(w.grp, w.pri, w.due, w.key)
+      earliest[w.lane] = earliest[w.lane] or {}
+      local first = earliest[w.lane][w.grp]
+      if first == nil or w.due < first then earliest[w.lane][w.grp] = w.due end
+      if w.pri > 0 then urgent_n[w.lane] = (urgent_n[w.lane] or 0) + 1 end
+    end
+  end
+  if #by_due > 0 then redis.call('ZADD', KEYS[GROUPED], unpack(by_due)) end
+  for _, lane in ipairs({ HANDLER, TARGET }) do
+    if #members[lane] > 0 then
+      local order = KEYS[GROUP_ORDER[lane]]
+      local head = redis.call('ZRANGEBYSCORE', order, int(WAITING), '+inf', 'WITHSCORES', 'LIMIT', 0, 1)[2]
+      local waiting, ready, first = {}, {}, nil
+      for grp, due in pairs(earliest[lane]) do
+        waiting[#waiting + 1] = int(WAITING + due)
+        waiting[#waiting + 1] = grp
+        ready[#ready + 1] = int(due)
+        ready[#ready + 1] = grp
+        if first == nil or due < first then first = due end
+      end
+      redis.call('ZADD', KEYS[GROUP_SET[lane]], unpack(members[lane]))
+      redis.call('ZADD', order, 'LT', unpack(waiting))
+      redis.call('ZADD', KEYS[READY_DUE[lane]], 'XX', 'LT', unpack(ready))
+      if urgent_n[lane] then count_grouped_urgent(lane, urgent_n[lane]) end
+      -- Earlier than every waiting group: wake the lane's consumers.
+      if head == nil or first < tonumber(head) - WAITING then wake_at(lane, first) end
+    end
   end
 end
 save_groups()

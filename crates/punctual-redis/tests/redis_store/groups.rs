@@ -1,6 +1,7 @@
 //! Groups as Redis keeps them: whatever script wrote them, a scheduled task with a
 //! group is in `scheduled:grouped` and its lane's group set (and in no lane set), each
-//! group's entry in `groups:due` is its earliest due time there, and `groups` and
+//! group with such tasks is in the lane's `groups:scheduled` in the region of its state
+//! (waiting at its earliest due time, ready at its turn, parked), and `groups` and
 //! `groups:counts` name exactly the groups with tasks and count them by state; a queue
 //! without groups keeps none of it; the record holds the group in its 17th field; and
 //! a lease ending on one process wakes another's consumers when the group has work.
@@ -88,6 +89,10 @@ fn hash(prefix: &str, q: &str, name: &str) -> BTreeMap<String, String> {
     redis::cmd("HGETALL").arg(key_of(prefix, q, name)).query(&mut connection()).expect("HGETALL")
 }
 
+/// The regions of a lane's groups' scores: parked from 2^50, waiting from 2^51.
+const PARKED: i64 = 1 << 50;
+const WAITING: i64 = 1 << 51;
+
 /// A task's member of its lane's group set (`lua/common.lua`).
 fn member(group: &str, priority: u8, due: Timestamp, key: &str) -> String {
     format!("{group}\n{}{:012x}\n{key}", 9 - priority, due.as_millis())
@@ -105,9 +110,14 @@ async fn assert_group_keys_exact(store: &impl Store, prefix: &str, q: &str, afte
     let mut by_due: Vec<(String, i64)> = grouped(None).map(|t| (t.key.to_string(), t.due_at.as_millis())).collect();
     by_due.sort_by(|a, b| (a.1, &a.0).cmp(&(b.1, &b.0)));
     assert_eq!(zset(prefix, q, "scheduled:grouped"), by_due, "scheduled:grouped after {after}");
-    for (lane, set, due_set) in [
-        (Lane::Handler, "scheduled:groups", "groups:due"),
-        (Lane::Target, "scheduled:target:groups", "groups:target:due"),
+    let counts_and_turns = hash(prefix, q, "groups:counts");
+    let turn_of = |group: &str| -> i64 {
+        let text = counts_and_turns.get(group).unwrap_or_else(|| panic!("{group} has counts after {after}"));
+        text.rsplit(',').next().and_then(|turn| turn.parse().ok()).expect("a turn")
+    };
+    for (lane, set, order, ready) in [
+        (Lane::Handler, "scheduled:groups", "groups:scheduled", "groups:ready"),
+        (Lane::Target, "scheduled:target:groups", "groups:target:scheduled", "groups:target:ready"),
     ] {
         let group_of = |t: &punctual_core::Task| t.group.as_ref().expect("grouped").to_string();
         let mut members: Vec<(String, i64)> = grouped(Some(lane))
@@ -120,9 +130,35 @@ async fn assert_group_keys_exact(store: &impl Store, prefix: &str, q: &str, afte
             let due = earliest.entry(group_of(t)).or_insert(i64::MAX);
             *due = (*due).min(t.due_at.as_millis());
         }
-        let mut found = zset(prefix, q, due_set);
-        found.sort();
-        assert_eq!(found, earliest.into_iter().collect::<Vec<_>>(), "{due_set} after {after}");
+        // Each group with tasks in the lane, and only those, in the region of its state.
+        let found: BTreeMap<String, i64> = zset(prefix, q, order).into_iter().collect();
+        assert_eq!(found.keys().collect::<Vec<_>>(), earliest.keys().collect::<Vec<_>>(), "{order} after {after}");
+        // The ready ones, and only those, in the ready index at their earliest due time.
+        let ready_earliest: BTreeMap<String, i64> = found
+            .iter()
+            .filter(|(_, score)| **score < PARKED)
+            .map(|(group, _)| (group.clone(), earliest[group]))
+            .collect();
+        let indexed: BTreeMap<String, i64> = zset(prefix, q, ready).into_iter().collect();
+        assert_eq!(indexed, ready_earliest, "{ready} after {after}");
+        for (group, score) in found {
+            let leased = listed
+                .iter()
+                .filter(|t| t.state == TaskState::Leased && t.group.as_ref().is_some_and(|g| g.as_str() == group));
+            match score {
+                s if s >= WAITING => {
+                    assert_eq!(s - WAITING, earliest[&group], "{group} waits in {order} after {after}")
+                }
+                s if s >= PARKED => {
+                    let at_park = s - PARKED;
+                    assert!(
+                        at_park >= 1 && at_park <= leased.count() as i64,
+                        "{group} parked in {order} after {after}"
+                    );
+                }
+                turn => assert_eq!(turn, turn_of(&group), "{group} ready in {order} after {after}"),
+            }
+        }
         let urgent = grouped(Some(lane)).filter(|t| t.priority > Priority::LOWEST).count();
         let field = if lane == Lane::Handler { "urgent" } else { "urgent:target" };
         let counted = hash(prefix, q, "turns").get(field).map(|n| n.parse::<usize>().expect("a count"));
@@ -226,7 +262,8 @@ async fn the_group_keys_hold_exactly_what_the_tasks_say_after_every_kind_of_writ
     store.sweep_dead(SweepRequest::new(queue(q), at_secs(40), 100)).await.expect("sweep");
     store.purge(PurgeRequest::new(queue(q), PurgeSelection::All, 100)).await.expect("purge");
     assert_group_keys_exact(&store, prefix, q, "a sweep and a purge of everything").await;
-    for name in ["groups", "groups:counts", "groups:due", "scheduled:groups", "scheduled:grouped"] {
+    for name in ["groups", "groups:counts", "groups:scheduled", "groups:ready", "scheduled:groups", "scheduled:grouped"]
+    {
         let exists: i64 = redis::cmd("EXISTS").arg(key_of(prefix, q, name)).query(&mut connection()).expect("EXISTS");
         assert_eq!(exists, 0, "{name} once the queue is empty");
     }

@@ -40,3 +40,40 @@ fn a_bulk_retry_by_keys_counts_a_key_given_twice_once() {
         ],
     );
 }
+
+/// Found by the model once it drew groups: a lease that leaves a ready group (one with
+/// a due task) answered `next_due` = its own now, not the earliest due time left (here
+/// the grouped task's, a second before now).
+#[test]
+fn a_lease_leaving_a_ready_group_answers_its_earliest_due_time() {
+    use punctual_testkit::model::ops::*;
+    let grouped = ScheduleItem { group: Some(0), ..ScheduleItem::once(1, 3, -1000) };
+    punctual_testkit::model::replay(
+        fresh_store,
+        vec![
+            Schedule(vec![grouped, ScheduleItem::once(1, 0, -1000)]),
+            Lease { queue: 1, max: 1, lease_secs: 2, group_limit: Some(2) },
+        ],
+    );
+}
+
+/// Found by the model: a schedule that moves a group's last task to another group and
+/// then gives the first group a task, in one call, must forget the first group's turn
+/// in between (a group left without tasks is forgotten), so that group, new again,
+/// comes before the other by name, as both have turn 0.
+#[test]
+fn a_group_emptied_and_refilled_by_one_schedule_starts_again_at_turn_0() {
+    use punctual_testkit::model::ops::*;
+    punctual_testkit::model::replay(
+        fresh_store,
+        vec![
+            Schedule(vec![ScheduleItem { group: Some(0), ..ScheduleItem::once(0, 1, -1000) }]),
+            Lease { queue: 0, max: 1, lease_secs: 1, group_limit: None },
+            Schedule(vec![
+                ScheduleItem { group: Some(1), ..ScheduleItem::once(0, 1, -1000) },
+                ScheduleItem { group: Some(0), ..ScheduleItem::once(0, 2, -1000) },
+            ]),
+            FailDue { queue: 0, max: 1 },
+        ],
+    );
+}
