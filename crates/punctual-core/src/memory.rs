@@ -149,13 +149,11 @@ fn has_room(group: &GroupState, limit: Option<u32>) -> bool {
     limit.is_none_or(|limit| group.leased < u64::from(limit))
 }
 
-/// When a group with `slots` has room under the request's `group_rate`: `req.now` when
-/// it has room (or no rate applies).
-fn room_at(slots: Option<&GroupSlots>, req: &LeaseRequest) -> Timestamp {
-    match (slots, req.group_rate) {
-        (Some(slots), Some(rate)) => slots.room_at(rate, req.now),
-        _ => req.now,
-    }
+/// When a group with `slots`, held by the request's `group_rate`, has room again; `None`
+/// while it has room (or no rate applies).
+fn held_until(slots: Option<&GroupSlots>, req: &LeaseRequest) -> Option<Timestamp> {
+    let (slots, rate) = (slots?, req.group_rate?);
+    Some(slots.room_at(rate, req.now)).filter(|room| *room > req.now)
 }
 
 /// Forgets `group` (and its turn) if it has no task left.
@@ -231,7 +229,8 @@ impl Queue {
         let open = self.groups.iter().filter(|(_, group)| has_room(group, req.group_limit));
         let grouped = open.filter_map(|(name, group)| {
             let due = next_due_in(&group.ready, req.lane)?;
-            Some(due.max(room_at(slots.and_then(|slots| slots.get(name)), req)))
+            // A group with room offers its earliest due time, even one before `now`.
+            Some(held_until(slots.and_then(|slots| slots.get(name)), req).map_or(due, |room| due.max(room)))
         });
         grouped.chain(next_due_in(&self.ready, req.lane)).min()
     }
@@ -528,7 +527,7 @@ impl Inner {
         let ungrouped = head(&queue.ready).map(|(priority, key)| ((Reverse(priority), turns.ungrouped, None), key));
         let slots = self.group_slots.get(&req.queue);
         let open = queue.groups.iter().filter(|(name, group)| {
-            has_room(group, req.group_limit) && room_at(slots.and_then(|slots| slots.get(*name)), req) <= req.now
+            has_room(group, req.group_limit) && held_until(slots.and_then(|slots| slots.get(*name)), req).is_none()
         });
         let grouped = open.filter_map(|(name, group)| {
             head(&group.ready).map(|(priority, key)| ((Reverse(priority), group.turn, Some(name)), key))
