@@ -11,7 +11,8 @@ use rusqlite::{Connection, params};
 use crate::cancel::purge_sql;
 use crate::codes::{GROUPED_HANDLER_LANE, LEASED, SCHEDULED_TARGET_LANE};
 use crate::completions::DROP_ENDED;
-use crate::leasing::{HAS_URGENT, LEASE, LEASE_AT_PRIORITY, LEASE_IN_GROUP, LEASE_IN_GROUP_AT_PRIORITY, NEXT_DUE};
+use crate::groups::{GROUP_COUNTS, LEASED_IN_ROUND};
+use crate::leasing::{HAS_URGENT, LEASE, LEASE_AT_PRIORITY, LEASE_HEADS, LEASE_HEADS_AT_PRIORITY, NEXT_DUE};
 use crate::list::list_sql;
 use crate::schema::in_memory;
 
@@ -86,19 +87,32 @@ fn a_lease_reads_its_lanes_range_only() {
     assert_eq!(next_due.iter().filter(|step| step.contains(search)).count(), 1, "{next_due:?}");
 }
 
-/// A lease of one group's task reads one range of `tasks_by_group`: its cost is the
-/// group's, whatever the queue's other groups hold.
+/// A round of leases in groups reads one range of `tasks_by_group` per group named:
+/// its cost is the round's, whatever the queue's other groups hold; the turns it gives
+/// are one seek of `task_groups` each.
 #[test]
 fn a_lease_in_a_group_reads_the_groups_range_only() {
     let conn = in_memory();
     let search = "tasks_by_group (queue_id=? AND group_name=? AND state=? AND due_at<?)";
-    let in_group = plan(&conn, &LEASE_IN_GROUP, params![1, 0, 0, 1, 0, GROUPED_HANDLER_LANE, "customer-42"]);
+    let names = r#"["customer-42","customer-7"]"#;
+    let in_group = plan(&conn, &LEASE_HEADS, params![1, 0, 0, 0, GROUPED_HANDLER_LANE, names]);
     assert_eq!(in_group.iter().filter(|step| step.contains(search)).count(), 1, "{in_group:?}");
     assert_no_scan_or_sort(&in_group, "lease in a group");
-    let args = params![1, 0, 0, 1, 0, GROUPED_HANDLER_LANE, "customer-42", 9];
-    let urgent = plan(&conn, &LEASE_IN_GROUP_AT_PRIORITY, args);
+    let args = params![1, 0, 0, 0, GROUPED_HANDLER_LANE, names, 9];
+    let urgent = plan(&conn, &LEASE_HEADS_AT_PRIORITY, args);
     assert!(urgent.iter().any(|step| step.contains("tasks_by_group") || step.contains("tasks_urgent")), "{urgent:?}");
     assert_no_scan_or_sort(&urgent, "lease in a group at a priority");
+    let turns = plan(&conn, &LEASED_IN_ROUND, params![r#"[[1,"customer-42",7]]"#, GROUPED_HANDLER_LANE]);
+    let search = "SEARCH task_groups USING PRIMARY KEY (queue_id=? AND name=?)";
+    assert_eq!(turns.iter().filter(|step| step.contains(search)).count(), 1, "{turns:?}");
+    assert!(!turns.iter().any(|step| step.starts_with("SCAN task_groups")), "{turns:?}");
+    let search = "tasks_by_group (queue_id=? AND group_name=? AND state=?)";
+    assert_eq!(turns.iter().filter(|step| step.contains(search)).count(), 2, "{turns:?}");
+    assert_no_scan_or_sort(&turns, "the rows of a round's groups");
+    let counts = plan(&conn, &GROUP_COUNTS, params![1, "customer-42"]);
+    let search = "USING COVERING INDEX tasks_by_group (queue_id=? AND group_name=? AND state>?)";
+    assert_eq!(counts.iter().filter(|step| step.contains(search)).count(), 1, "{counts:?}");
+    assert_no_scan_or_sort(&counts, "a group's counts");
 }
 
 /// Dropping ended completion records reads the range of `completions_by_end` up to now:
