@@ -231,7 +231,10 @@ impl Queue {
         let open = self.groups.iter().filter(|(_, group)| has_room(group, req.group_limit));
         let grouped = open.filter_map(|(name, group)| {
             let due = next_due_in(&group.ready, req.lane)?;
-            Some(due.max(room_at(slots.and_then(|slots| slots.get(name)), req)))
+            // A group with room offers its earliest due time, which may be before `now`
+            // (more were due than `max`); only a group held by its rate waits for room.
+            let room = room_at(slots.and_then(|slots| slots.get(name)), req);
+            Some(if room > req.now { due.max(room) } else { due })
         });
         grouped.chain(next_due_in(&self.ready, req.lane)).min()
     }
