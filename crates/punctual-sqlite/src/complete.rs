@@ -19,21 +19,21 @@ use crate::{completions, map_err, writer};
 
 static RETRY: Sql = Sql::new(|| {
     format!(
-        "UPDATE tasks SET state = {}, due_at = ?2, lease_expires_at = NULL, attempts = attempts + 1, \
+        "UPDATE OR FAIL tasks SET state = {}, due_at = ?2, lease_expires_at = NULL, attempts = attempts + 1, \
          last_error = ?3, updated_at = ?4 WHERE id = ?1",
         scheduled_by_target()
     )
 });
 static RESCHEDULE: Sql = Sql::new(|| {
     format!(
-        "UPDATE tasks SET state = {}, due_at = ?2, lease_expires_at = NULL, attempts = 0, \
+        "UPDATE OR FAIL tasks SET state = {}, due_at = ?2, lease_expires_at = NULL, attempts = 0, \
          occurrence = occurrence + 1, last_error = NULL, updated_at = ?3 WHERE id = ?1",
         scheduled_by_target()
     )
 });
 static DIE: Sql = Sql::new(|| {
     format!(
-        "UPDATE tasks SET state = {DEAD}, lease_expires_at = NULL, attempts = attempts + 1, last_error = ?2, \
+        "UPDATE OR FAIL tasks SET state = {DEAD}, lease_expires_at = NULL, attempts = attempts + 1, last_error = ?2, \
          updated_at = ?3 WHERE id = ?1"
     )
 });

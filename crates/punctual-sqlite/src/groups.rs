@@ -5,24 +5,31 @@
 //! task, the highest first — its contenders are the groups with a due task of that
 //! priority (from `tasks_urgent`) and the ungrouped tasks if they have one — then
 //! priority 0, whose contenders are read a page at a time from `task_groups` in turn
-//! order (`task_groups_by_turn`), only groups with a due task and room under the limit.
+//! order (`task_groups_by_turn`), only groups with a due task and room under the limit
+//! and, with a `group_rate`, under the rate (fewer than `count` slots counting, read
+//! beside each group; see `group_rate`).
 //! At each level the contender of the lowest turn (the ungrouped tasks first among
 //! equals, then by name) gets the next lease and the queue's next turn, which is above
 //! every turn read, so it goes behind all the others: a level is served round robin.
+//! A whole round is leased at once — the heads of its groups in one statement, its
+//! turns written in another — so a lease call costs a few statements, not a few per
+//! task.
 //!
 //! Invariants: every lease raises `queues.last_turn` by one and gives that turn to the
 //! group leased from (or to `queues.ungrouped_turn`); a group whose row is gone has turn
 //! 0 (the triggers in `schema` delete the row with the group's last task); a group with
-//! `limit` leased tasks gets no lease.
+//! `limit` leased tasks gets no lease, nor one with `count` slots counting under the
+//! call's rate, each lease of this call counted at once (its slot is written with its
+//! round's turns).
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use punctual_core::store::{GroupCounts, GroupsPage, GroupsRequest, corrupt};
 use punctual_core::{Group, Lane, Priority, QueueName, Result};
-use rusqlite::{Connection, params};
+use rusqlite::{Connection, ToSql, params};
 
-use crate::codes::{counts_by_state, grouped_code, scheduled_code};
-use crate::leasing::{LEASE, LEASE_AT_PRIORITY, LEASE_IN_GROUP, LEASE_IN_GROUP_AT_PRIORITY, Leasing, earliest, leased};
+use crate::codes::{GROUPED_HANDLER_LANE, GROUPED_TARGET_LANE, Sql, grouped_code, scheduled_code};
+use crate::leasing::{LEASE, LEASE_AT_PRIORITY, LEASE_HEADS, LEASE_HEADS_AT_PRIORITY, Leasing, earliest, leased};
 use crate::list::bad_cursor;
 use crate::map_err;
 use crate::queues::queue_id;
@@ -49,6 +56,10 @@ pub(crate) fn ungrouped_leased(conn: &Connection, queue_id: i64, count: usize) -
 /// The earliest due time among the lane's grouped tasks that a lease could take,
 /// leaving out groups at the limit.
 pub(crate) fn next_due(leasing: &Leasing<'_>) -> Result<Option<punctual_core::Timestamp>> {
+    if let Some(rate) = leasing.group_rate {
+        let Leasing { conn, queue_id, lane, group_limit, now, .. } = *leasing;
+        return crate::group_rate::next_due(conn, queue_id, lane, group_limit, now, rate);
+    }
     if leasing.group_limit == i64::MAX {
         return earliest(leasing.conn, leasing.queue_id, grouped_code(leasing.lane));
     }
@@ -75,6 +86,8 @@ struct Contender {
     turn: i64,
     name: Option<String>,
     leased: i64,
+    /// Its slots counting under the call's rate (0 without one).
+    slots: i64,
 }
 
 impl Contender {
@@ -132,25 +145,36 @@ pub(crate) fn lease_in_turns(leasing: &Leasing<'_>, room: u32) -> Result<Vec<Raw
 impl Turns<'_, '_> {
     /// Serves the contenders with a due task of `priority` (above 0).
     fn serve_urgent(&mut self, priority: Priority) -> Result<()> {
-        let Leasing { conn, queue_id, lane, now, group_limit, .. } = *self.leasing;
+        let Leasing { conn, queue_id, lane, now, group_limit, group_rate, .. } = *self.leasing;
         let level = priority.get();
-        let ungrouped_due: bool = conn
-            .prepare_cached(
+        let due_at_level = |code: i64| -> Result<bool> {
+            conn.prepare_cached(
                 "SELECT EXISTS (SELECT 1 FROM tasks WHERE queue_id = ?1 AND state = ?2 AND priority > 0 \
                  AND priority = ?3 AND due_at <= ?4)",
             )
-            .and_then(|mut stmt| stmt.query_row(params![queue_id, scheduled_code(lane), level, now], |row| row.get(0)))
-            .map_err(map_err)?;
-        let groups: Vec<Contender> = conn
-            .prepare_cached(
-                "SELECT turn, name, leased FROM task_groups WHERE queue_id = ?1 AND leased < ?5 AND name IN \
-                 (SELECT group_name FROM tasks WHERE queue_id = ?1 AND state = ?2 AND priority > 0 AND priority = ?3 \
-                  AND due_at <= ?4) ORDER BY turn, name",
-            )
-            .and_then(|mut stmt| {
-                stmt.query_map(params![queue_id, grouped_code(lane), level, now, group_limit], contender)?.collect()
-            })
-            .map_err(map_err)?;
+            .and_then(|mut stmt| stmt.query_row(params![queue_id, code, level, now], |row| row.get(0)))
+            .map_err(map_err)
+        };
+        let ungrouped_due = due_at_level(scheduled_code(lane))?;
+        // The groups are read (a walk of the queue's groups) only when one has a task due
+        // at this level: a queue that uses no priorities pays one seek per level.
+        let groups: Vec<Contender> = if due_at_level(grouped_code(lane))? {
+            conn.prepare_cached(urgent_contenders(group_rate.is_some()))
+                .and_then(|mut stmt| {
+                    let code = grouped_code(lane);
+                    let mut args: Vec<&dyn ToSql> = vec![&queue_id, &code, &level, &now, &group_limit];
+                    if let Some(rate) = &group_rate {
+                        args.extend([&rate.since as &dyn ToSql, &rate.count]);
+                    }
+                    stmt.query_map(&*args, contender)?.collect()
+                })
+                .map_err(map_err)?
+        } else {
+            Vec::new()
+        };
+        if groups.is_empty() && !ungrouped_due {
+            return Ok(());
+        }
         let mut fresh = Fresh { page: groups.into(), pager: None };
         self.serve(Some(priority), &mut fresh, VecDeque::new(), ungrouped_due)
     }
@@ -172,6 +196,14 @@ impl Turns<'_, '_> {
     /// `ungrouped_due`, and `served` (groups with turns above every fresh one, in turn
     /// order) with the groups served here behind them, until the room is used or none
     /// has a task of `level` (every priority when `None`) due.
+    ///
+    /// A round at a time: the next contenders in rank order, each once and at most the
+    /// room, are leased together (one statement for the groups' heads, one for the
+    /// ungrouped tasks' next), then those that had a task take the next turns in that
+    /// order (one statement writes the groups' rows) and go behind the others, and those that had none drop
+    /// out. This is the order one lease at a time would give: a contender leased in
+    /// a round gets a turn above every other, so it comes up again only once the
+    /// round is over.
     fn serve(
         &mut self,
         level: Option<Priority>,
@@ -180,42 +212,78 @@ impl Turns<'_, '_> {
         mut ungrouped_due: bool,
     ) -> Result<()> {
         while self.room > 0 {
+            let round = self.plan_round(fresh, &mut served, ungrouped_due)?;
+            if round.is_empty() {
+                break;
+            }
+            let names: Vec<&str> = round.iter().filter_map(|group| group.name.as_deref()).collect();
+            let mut heads = self.lease_heads(&names, level)?;
+            let mut turns_given: Vec<(String, i64)> = Vec::with_capacity(names.len());
+            for mut contender in round {
+                match contender.name.clone() {
+                    None => match self.lease_ungrouped(level)? {
+                        Some(raw) => {
+                            self.taken.push(raw);
+                            self.ungrouped_turn = self.next_turn();
+                        }
+                        None => ungrouped_due = false,
+                    },
+                    Some(name) => {
+                        let Some(raw) = heads.remove(&name) else { continue };
+                        self.taken.push(raw);
+                        contender.turn = self.next_turn();
+                        contender.leased += 1;
+                        if self.leasing.group_rate.is_some_and(|rate| rate.counts_at_once(self.leasing.now)) {
+                            contender.slots += 1;
+                        }
+                        turns_given.push((name.clone(), contender.turn));
+                        self.served.insert(name, contender.clone());
+                        served.push_back(contender);
+                    }
+                }
+            }
+            if !heads.is_empty() {
+                return Err(corrupt("a round leased a task of a group it did not name"));
+            }
+            self.leased_in_round(&turns_given)?;
+        }
+        Ok(())
+    }
+
+    /// The next round: up to the room's contenders in rank order, each once (the
+    /// ungrouped tasks as one without a name), leaving out groups at the limit.
+    fn plan_round(
+        &self,
+        fresh: &mut Fresh,
+        served: &mut VecDeque<Contender>,
+        ungrouped_due: bool,
+    ) -> Result<Vec<Contender>> {
+        let mut round: Vec<Contender> = Vec::new();
+        let mut ungrouped_planned = false;
+        while round.len() < self.room as usize {
             let next_fresh = fresh.peek(self)?.map(Contender::rank);
-            let ungrouped = ungrouped_due.then_some((self.ungrouped_turn, false, None));
+            let ungrouped = (ungrouped_due && !ungrouped_planned).then_some((self.ungrouped_turn, false, None));
             let candidates = [ungrouped, next_fresh, served.front().map(Contender::rank)];
             let Some(best) = candidates.iter().enumerate().filter_map(|(i, rank)| rank.map(|r| (r, i))).min() else {
                 break;
             };
-            match best.1 {
-                0 => match self.lease_one(None, level)? {
-                    Some(raw) => {
-                        self.taken.push(raw);
-                        self.ungrouped_turn = self.next_turn();
-                    }
-                    None => ungrouped_due = false,
-                },
-                source => {
-                    let mut group = if source == 1 { fresh.pop() } else { served.pop_front() }
-                        .ok_or_else(|| corrupt("a contender vanished"))?;
-                    let name = group.name.clone().ok_or_else(|| corrupt("a group without a name"))?;
-                    if group.leased >= self.leasing.group_limit {
-                        continue;
-                    }
-                    let Some(raw) = self.lease_one(Some(&name), level)? else { continue };
-                    self.taken.push(raw);
-                    group.turn = self.next_turn();
-                    group.leased += 1;
-                    self.leasing
-                        .conn
-                        .prepare_cached("UPDATE task_groups SET turn = ?3 WHERE queue_id = ?1 AND name = ?2")
-                        .and_then(|mut stmt| stmt.execute(params![self.leasing.queue_id, name, group.turn]))
-                        .map_err(map_err)?;
-                    self.served.insert(name, group.clone());
-                    served.push_back(group);
+            let contender = match best.1 {
+                0 => {
+                    ungrouped_planned = true;
+                    Contender { turn: self.ungrouped_turn, name: None, leased: 0, slots: 0 }
                 }
+                1 => fresh.pop().ok_or_else(|| corrupt("a contender vanished"))?,
+                _ => served.pop_front().ok_or_else(|| corrupt("a contender vanished"))?,
+            };
+            let rate_count = self.leasing.group_rate.map_or(i64::MAX, |rate| rate.count);
+            if contender.name.is_some()
+                && (contender.leased >= self.leasing.group_limit || contender.slots >= rate_count)
+            {
+                continue;
             }
+            round.push(contender);
         }
-        Ok(())
+        Ok(round)
     }
 
     /// The queue's next turn, taken.
@@ -225,30 +293,88 @@ impl Turns<'_, '_> {
         self.last_turn
     }
 
-    /// Leases the earliest due task of `group` (the ungrouped tasks when `None`) of
-    /// `level` (any when `None`).
-    fn lease_one(&self, group: Option<&str>, level: Option<Priority>) -> Result<Option<RawTask>> {
+    /// Leases the head of each group of `names` of `level` (any when `None`): the
+    /// leased tasks by group.
+    fn lease_heads(&self, names: &[&str], level: Option<Priority>) -> Result<HashMap<String, RawTask>> {
+        if names.is_empty() {
+            return Ok(HashMap::new());
+        }
         let Leasing { conn, queue_id, lane, now, expires, fence_floor, .. } = *self.leasing;
-        let mut taken = match (group, level) {
-            (None, None) => {
-                leased(conn, &LEASE, params![queue_id, now, expires, 1, fence_floor, scheduled_code(lane)])?
+        let names = serde_json::to_string(names).map_err(|e| corrupt(format!("group names as JSON: {e}")))?;
+        let code = grouped_code(lane);
+        let raws = match level {
+            None => leased(conn, &LEASE_HEADS, params![queue_id, now, expires, fence_floor, code, names])?,
+            Some(p) => {
+                let args = params![queue_id, now, expires, fence_floor, code, names, p.get()];
+                leased(conn, &LEASE_HEADS_AT_PRIORITY, args)?
             }
-            (None, Some(p)) => {
+        };
+        let mut heads = HashMap::with_capacity(raws.len());
+        for raw in raws {
+            let name = raw.group().ok_or_else(|| corrupt("a group's head without a group"))?.to_owned();
+            if heads.insert(name, raw).is_some() {
+                return Err(corrupt("a round leased two tasks of one group"));
+            }
+        }
+        Ok(heads)
+    }
+
+    /// Leases the earliest due ungrouped task of `level` (any when `None`).
+    fn lease_ungrouped(&self, level: Option<Priority>) -> Result<Option<RawTask>> {
+        let Leasing { conn, queue_id, lane, now, expires, fence_floor, .. } = *self.leasing;
+        let mut taken = match level {
+            None => leased(conn, &LEASE, params![queue_id, now, expires, 1, fence_floor, scheduled_code(lane)])?,
+            Some(p) => {
                 let args = params![queue_id, now, expires, 1, fence_floor, scheduled_code(lane), p.get()];
                 leased(conn, &LEASE_AT_PRIORITY, args)?
-            }
-            (Some(group), None) => {
-                let args = params![queue_id, now, expires, 1, fence_floor, grouped_code(lane), group];
-                leased(conn, &LEASE_IN_GROUP, args)?
-            }
-            (Some(group), Some(p)) => {
-                let args = params![queue_id, now, expires, 1, fence_floor, grouped_code(lane), group, p.get()];
-                leased(conn, &LEASE_IN_GROUP_AT_PRIORITY, args)?
             }
         };
         Ok(taken.pop())
     }
+
+    /// Writes the rows of the groups a round leased from, `(group, turn)`, in one
+    /// statement: each took one lease and the turn; under a rate, their slots in one more.
+    fn leased_in_round(&self, given: &[(String, i64)]) -> Result<()> {
+        if given.is_empty() {
+            return Ok(());
+        }
+        let queue_id = self.leasing.queue_id;
+        let given: Vec<(i64, &str, i64)> = given.iter().map(|(name, turn)| (queue_id, name.as_str(), *turn)).collect();
+        let given = serde_json::to_string(&given).map_err(|e| corrupt(format!("turns as JSON: {e}")))?;
+        self.leasing
+            .conn
+            .prepare_cached(&LEASED_IN_ROUND)
+            .and_then(|mut stmt| stmt.execute(params![given, grouped_code(self.leasing.lane)]))
+            .map_err(map_err)?;
+        if let Some(rate) = self.leasing.group_rate {
+            crate::group_rate::take(self.leasing.conn, &given, self.leasing.now, rate)?;
+        }
+        Ok(())
+    }
 }
+
+/// The groups a round leased from, in the JSON array `?1` of `[queue id, name, turn]`,
+/// each after one lease of its head in the lane of grouped code `?2`: the turn given,
+/// one more leased task, and the lane's earliest due time read again (the head held
+/// it), as the `task_groups` triggers, which leave a lease to this, would have written
+/// it. One seek of `task_groups` each (each element names the whole key, so the only
+/// plan that does not scan `task_groups` walks the array) and one of `tasks_by_group`.
+pub(crate) static LEASED_IN_ROUND: Sql = Sql::new(|| {
+    let due = |column: &str, code: i64| {
+        format!(
+            "{column} = CASE WHEN ?2 = {code} THEN (SELECT MIN(due_at) FROM tasks WHERE queue_id = task_groups.queue_id \
+             AND group_name = task_groups.name AND state >= {GROUPED_HANDLER_LANE} AND state = {code}) \
+             ELSE {column} END"
+        )
+    };
+    format!(
+        "UPDATE OR FAIL task_groups SET turn = given.value ->> 2, leased = leased + 1, {}, {} \
+         FROM json_each(?1) AS given \
+         WHERE task_groups.queue_id = given.value ->> 0 AND task_groups.name = given.value ->> 1",
+        due("due_handler", GROUPED_HANDLER_LANE),
+        due("due_target", GROUPED_TARGET_LANE)
+    )
+});
 
 /// The groups not yet served at a level, in turn order: a list, or pages of
 /// `task_groups` read after the `pager` position `(turn, name)` as they are needed.
@@ -262,17 +388,17 @@ impl Fresh {
         if self.page.is_empty()
             && let Some((turn, name)) = self.pager.take()
         {
-            let Leasing { conn, queue_id, lane, now, group_limit, .. } = *turns.leasing;
+            let Leasing { conn, queue_id, lane, now, group_limit, group_rate, .. } = *turns.leasing;
             let page_size = i64::from(turns.room.max(1));
-            let column = due_column(lane);
             let page: Vec<Contender> = conn
-                .prepare_cached(&format!(
-                    "SELECT turn, name, leased FROM task_groups WHERE queue_id = ?1 AND {column} <= ?2 \
-                     AND leased < ?3 AND turn <= ?4 AND (turn, name) > (?5, ?6) ORDER BY turn, name LIMIT ?7"
-                ))
+                .prepare_cached(fresh_contenders(lane, group_rate.is_some()))
                 .and_then(|mut stmt| {
-                    let args = params![queue_id, now, group_limit, turns.before, turn, name, page_size];
-                    stmt.query_map(args, contender)?.collect()
+                    let mut args: Vec<&dyn ToSql> =
+                        vec![&queue_id, &now, &group_limit, &turns.before, &turn, &name, &page_size];
+                    if let Some(rate) = &group_rate {
+                        args.extend([&rate.since as &dyn ToSql, &rate.count]);
+                    }
+                    stmt.query_map(&*args, contender)?.collect()
                 })
                 .map_err(map_err)?;
             if page.len() as i64 == page_size
@@ -290,9 +416,56 @@ impl Fresh {
     }
 }
 
-/// A contender read as `turn, name, leased`.
+/// [`urgent_contenders_sql`], formatted once each.
+pub(crate) fn urgent_contenders(rated: bool) -> &'static str {
+    static PLAIN: Sql = Sql::new(|| urgent_contenders_sql(false));
+    static RATED: Sql = Sql::new(|| urgent_contenders_sql(true));
+    if rated { &RATED } else { &PLAIN }
+}
+
+/// [`fresh_contenders_sql`], formatted once each.
+pub(crate) fn fresh_contenders(lane: Lane, rated: bool) -> &'static str {
+    static HANDLER: Sql = Sql::new(|| fresh_contenders_sql(Lane::Handler, false));
+    static HANDLER_RATED: Sql = Sql::new(|| fresh_contenders_sql(Lane::Handler, true));
+    static TARGET: Sql = Sql::new(|| fresh_contenders_sql(Lane::Target, false));
+    static TARGET_RATED: Sql = Sql::new(|| fresh_contenders_sql(Lane::Target, true));
+    match (lane, rated) {
+        (Lane::Handler, false) => &HANDLER,
+        (Lane::Handler, true) => &HANDLER_RATED,
+        (Lane::Target, false) => &TARGET,
+        (Lane::Target, true) => &TARGET_RATED,
+    }
+}
+
+/// The groups of queue `?1` with a task of priority `?3` (above 0) scheduled in the lane
+/// of grouped code `?2` and due by `?4`, and fewer than `?5` leased tasks, in turn order,
+/// as contenders; when `rated`, only those with fewer than `?7` slots counting at `?4`
+/// (`?6` is `now - per`).
+fn urgent_contenders_sql(rated: bool) -> String {
+    let (slots, room) = crate::group_rate::contender_terms(rated.then_some(("?4", "?6", "?7")));
+    format!(
+        "SELECT turn, name, leased, {slots} FROM task_groups WHERE queue_id = ?1 AND leased < ?5 {room} \
+         AND name IN (SELECT group_name FROM tasks WHERE queue_id = ?1 AND state = ?2 AND priority > 0 \
+         AND priority = ?3 AND due_at <= ?4) ORDER BY turn, name"
+    )
+}
+
+/// A page of `?7` groups of queue `?1` with a task of `lane` due by `?2`, fewer than
+/// `?3` leased tasks and a turn of at most `?4`, after `(?5, ?6)` in turn order, as
+/// contenders; when `rated`, only those with fewer than `?9` slots counting at `?2`
+/// (`?8` is `now - per`).
+fn fresh_contenders_sql(lane: Lane, rated: bool) -> String {
+    let column = due_column(lane);
+    let (slots, room) = crate::group_rate::contender_terms(rated.then_some(("?2", "?8", "?9")));
+    format!(
+        "SELECT turn, name, leased, {slots} FROM task_groups WHERE queue_id = ?1 AND {column} <= ?2 \
+         AND leased < ?3 {room} AND turn <= ?4 AND (turn, name) > (?5, ?6) ORDER BY turn, name LIMIT ?7"
+    )
+}
+
+/// A contender read as `turn, name, leased, slots`.
 fn contender(row: &rusqlite::Row<'_>) -> rusqlite::Result<Contender> {
-    Ok(Contender { turn: row.get(0)?, name: Some(row.get(1)?), leased: row.get(2)? })
+    Ok(Contender { turn: row.get(0)?, name: Some(row.get(1)?), leased: row.get(2)?, slots: row.get(3)? })
 }
 
 /// Cursors are the last group's name.
@@ -316,13 +489,27 @@ pub(crate) fn groups(conn: &Connection, req: &GroupsRequest) -> Result<GroupsPag
     Ok(GroupsPage::new(groups, next_cursor))
 }
 
-/// A group's tasks by state.
+/// A group's tasks by state: its counts of tasks and leased tasks from its row, its
+/// scheduled tasks from `tasks_by_group` (which holds only those), the rest dead.
 fn counts(conn: &Connection, queue_id: i64, queue: &QueueName, name: String) -> Result<GroupCounts> {
-    let rows: Vec<(i64, i64)> = conn
-        .prepare_cached("SELECT state, COUNT(*) FROM tasks WHERE queue_id = ?1 AND group_name = ?2 GROUP BY state")
-        .and_then(|mut stmt| stmt.query_map(params![queue_id, name], |row| Ok((row.get(0)?, row.get(1)?)))?.collect())
+    let (tasks, leased, scheduled): (i64, i64, i64) = conn
+        .prepare_cached(&GROUP_COUNTS)
+        .and_then(|mut stmt| stmt.query_row(params![queue_id, name], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?))))
         .map_err(map_err)?;
-    let (scheduled, leased, dead) = counts_by_state(rows)?;
+    let count =
+        |n: i64| u64::try_from(n).map_err(|_| corrupt(format!("group {name} of queue {queue}: a count below 0")));
+    let (tasks, leased, scheduled) = (count(tasks)?, count(leased)?, count(scheduled)?);
+    let dead = tasks
+        .checked_sub(leased + scheduled)
+        .ok_or_else(|| corrupt(format!("group {name} of queue {queue}: fewer tasks than leased and scheduled")))?;
     let group = Group::new(name).map_err(|e| corrupt(format!("a group of queue {queue}: {e}")))?;
     Ok(GroupCounts::new(group, scheduled, leased, dead))
 }
+
+/// Group `?2` of queue `?1`: its tasks, its leased tasks and its scheduled tasks.
+pub(crate) static GROUP_COUNTS: Sql = Sql::new(|| {
+    format!(
+        "SELECT tasks, leased, (SELECT COUNT(*) FROM tasks WHERE queue_id = ?1 AND group_name = ?2 \
+         AND state >= {GROUPED_HANDLER_LANE}) FROM task_groups WHERE queue_id = ?1 AND name = ?2"
+    )
+});

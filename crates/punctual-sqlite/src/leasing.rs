@@ -1,15 +1,18 @@
 //! The statements that lease due tasks — the ungrouped tasks of a lane, by priority,
-//! or one group's — and one lease call's terms ([`Leasing`]), shared by `lease` (no
-//! grouped task due) and `groups` (leasing in turns).
+//! or the heads of a round of groups — and one lease call's terms ([`Leasing`]),
+//! shared by `lease` (no grouped task due) and `groups` (leasing in turns).
 //!
 //! Invariants: each statement picks from one range of an index (`tasks_by_due`,
-//! `tasks_urgent` or `tasks_by_group`; checked in `query_plans`) and gives every task it
-//! leases a fence greater than its last and at least the open's floor.
+//! `tasks_urgent`, or `tasks_by_group` per group; checked in `query_plans`) and gives
+//! every task it leases a fence greater than its last and at least the open's floor.
+//! They say `OR FAIL` and compute the fence with `CASE`, not `MAX`, so that they need
+//! no statement journal (see `writer`).
 
 use punctual_core::{Lane, Priority, Result, Timestamp};
 use rusqlite::{Connection, params};
 
-use crate::codes::{LEASED, Sql, grouped_code, scheduled_code};
+use crate::codes::{GROUPED_HANDLER_LANE, LEASED, Sql, grouped_code, scheduled_code};
+use crate::group_rate::RateTerms;
 use crate::map_err;
 use crate::row::{RawTask, TASK_COLUMNS};
 
@@ -41,18 +44,33 @@ pub(crate) static LEASE: Sql = Sql::new(|| lease_sql(""));
 /// [`LEASE`] of the tasks of priority `?7` (above 0) only, from `tasks_urgent`.
 pub(crate) static LEASE_AT_PRIORITY: Sql = Sql::new(|| lease_sql("AND priority > 0 AND priority = ?7"));
 
-/// [`LEASE`] of the tasks of group `?7` only, from `tasks_by_group` (`?6` a grouped code).
-pub(crate) static LEASE_IN_GROUP: Sql = Sql::new(|| lease_sql("AND group_name = ?7"));
+/// A round of leases in turns: the head of each group named in the JSON array `?6` —
+/// its earliest task of queue `?1` scheduled in the lane of grouped code `?5` and due by
+/// `?2` — leased until `?3` with a fence of at least `?4`, all in one statement. Each
+/// head is one seek of `tasks_by_group`; a group without one adds nothing.
+pub(crate) static LEASE_HEADS: Sql = Sql::new(|| heads_sql(""));
 
-/// [`LEASE_IN_GROUP`] of the tasks of priority `?8` (above 0) only.
-pub(crate) static LEASE_IN_GROUP_AT_PRIORITY: Sql =
-    Sql::new(|| lease_sql("AND group_name = ?7 AND priority > 0 AND priority = ?8"));
+/// [`LEASE_HEADS`] of the tasks of priority `?7` (above 0) only.
+pub(crate) static LEASE_HEADS_AT_PRIORITY: Sql = Sql::new(|| heads_sql("AND priority > 0 AND priority = ?7"));
+
+/// A round's statement whose heads have the terms `only` besides the group, lane and due time.
+fn heads_sql(only: &str) -> String {
+    format!(
+        "UPDATE OR FAIL tasks SET state = {LEASED}, lease_expires_at = ?3, \
+         fence = CASE WHEN fence + 1 > ?4 THEN fence + 1 ELSE ?4 END, updated_at = ?2, debounce_until = NULL \
+         WHERE id IN (SELECT (SELECT id FROM tasks WHERE queue_id = ?1 AND group_name = heads.value \
+                              AND state >= {GROUPED_HANDLER_LANE} AND state = ?5 \
+                              {only} AND due_at <= ?2 ORDER BY due_at, id LIMIT 1) \
+                      FROM json_each(?6) AS heads) \
+         RETURNING {TASK_COLUMNS}"
+    )
+}
 
 /// A lease's statement whose pick has the terms `only` besides the queue, lane and due time.
 fn lease_sql(only: &str) -> String {
     format!(
-        "UPDATE tasks SET state = {LEASED}, lease_expires_at = ?3, fence = MAX(fence + 1, ?5), updated_at = ?2, \
-         debounce_until = NULL \
+        "UPDATE OR FAIL tasks SET state = {LEASED}, lease_expires_at = ?3, \
+         fence = CASE WHEN fence + 1 > ?5 THEN fence + 1 ELSE ?5 END, updated_at = ?2, debounce_until = NULL \
          WHERE id IN (SELECT id FROM tasks WHERE queue_id = ?1 AND state = ?6 {only} AND due_at <= ?2 \
                       ORDER BY due_at, id LIMIT ?4) \
          RETURNING {TASK_COLUMNS}"
@@ -78,6 +96,8 @@ pub(crate) struct Leasing<'a> {
     pub(crate) fence_floor: i64,
     /// The group limit; `i64::MAX` for none.
     pub(crate) group_limit: i64,
+    /// The group rate, if any (see `group_rate`).
+    pub(crate) group_rate: Option<RateTerms>,
 }
 
 impl Leasing<'_> {

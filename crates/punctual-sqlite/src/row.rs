@@ -81,6 +81,11 @@ impl RawTask {
     }
 
     /// The task of `queue` this row holds, stamped with the identity of `store`.
+    /// The task's group, as stored.
+    pub(crate) fn group(&self) -> Option<&str> {
+        self.group.as_deref()
+    }
+
     pub(crate) fn decode(self, store: StoreId, queue: &QueueName) -> Result<Task> {
         let count = |n: i64| u32::try_from(n).map_err(|_| corrupt(format!("count {n} out of range")));
         let backoff = Backoff::new(

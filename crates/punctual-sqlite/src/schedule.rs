@@ -50,7 +50,8 @@ const WRITTEN: [(&str, &str); 21] = [
 static INSERT: Sql = Sql::new(|| {
     let (columns, values): (Vec<&str>, Vec<&str>) = WRITTEN.into_iter().unzip();
     format!(
-        "INSERT INTO tasks (queue_id, key, fence, version, created_at, {}) VALUES (:queue_id, :key, 0, 1, :now, {})",
+        "INSERT OR FAIL INTO tasks (queue_id, key, fence, version, created_at, {}) \
+         VALUES (:queue_id, :key, 0, 1, :now, {})",
         columns.join(", "),
         values.join(", ")
     )
@@ -59,7 +60,7 @@ static INSERT: Sql = Sql::new(|| {
 /// The row `:id` written again: [`WRITTEN`], and its version one more.
 static REPLACE: Sql = Sql::new(|| {
     let assignments: Vec<String> = WRITTEN.iter().map(|(column, value)| format!("{column} = {value}")).collect();
-    format!("UPDATE tasks SET version = version + 1, {} WHERE id = :id", assignments.join(", "))
+    format!("UPDATE OR FAIL tasks SET version = version + 1, {} WHERE id = :id", assignments.join(", "))
 });
 
 /// The parameters of [`WRITTEN`], as a task to schedule gives them.

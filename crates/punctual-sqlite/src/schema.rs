@@ -26,6 +26,12 @@
 //!   none), all kept exact by the triggers on every insert, update of state, due time or
 //!   group, and delete. `queues.last_turn` is the last turn a lease gave in the queue and
 //!   `queues.ungrouped_turn` that of its ungrouped tasks.
+//! - `group_slots`: the slots of the queues' `group_rate`s (see `group_rate`), one per
+//!   lease of a grouped task made under a rate: its queue and group, `at` (the lease's
+//!   `now`), `until` (the end of the window of the rate it was taken under) and the
+//!   queue's turn the lease took (unique in the queue, so two slots of one instant are
+//!   two rows). Kept while the group's tasks come and go; a lease under a rate deletes
+//!   the queue's rows with `until` at or before its `now`.
 //! - `completions`: the completion records of dedupe windows, one per (queue, key)
 //!   whose task completed for good with a window (see `completions`): its id, when it
 //!   completed, its attempts and occurrence, and `unique_until`, when the record ends.
@@ -43,8 +49,14 @@
 //!   task's `updated_at` is when it died) the retention sweep; a partial index
 //!   `tasks_urgent` on `(queue_id, state, priority, due_at, id)` of the rows of
 //!   priority above 0 serves leasing by priority, so a queue that uses none pays one
-//!   probe of an empty range per lease; `completions_by_end` on `unique_until` serves
-//!   the deletion of records that ended. An index added here is created at the next open
+//!   probe of an empty range per lease; `tasks_by_group` on `(queue_id, group_name,
+//!   state, due_at, id)` of the scheduled rows in a group (codes 4 and 5, the codes from
+//!   [`GROUPED_HANDLER_LANE`] on: `state >= 4`, a term each statement that reads it
+//!   names) serves a group's earliest due task, so a lease only takes a row out of it
+//!   and a completion never touches it; `completions_by_end` on `unique_until` serves
+//!   the deletion of records that ended; `group_slots_by_end` on `(queue_id, until)` the
+//!   deletion of slots whose window ended (a group's slots are read by the primary key,
+//!   `(queue_id, group_name, until, turn)`). An index added here is created at the next open
 //!   of an older store, with no layout change.
 //!
 //! Layout versions (`meta.schema_version`): an open migrates an older layout, in the
@@ -65,15 +77,21 @@
 //!   a replace and would create a task that a completion record holds. Migrating adds
 //!   the columns (the open makes the tables); no task of a layout-3 store has a group or
 //!   a window, so its codes stand.
+//! - 5: the table `group_slots`. A change of layout, not an addition like
+//!   `queue_records`: a punctual of layout 4 would lease a queue's groups past the
+//!   `group_rate` in its settings, taking no slot, and the rate would not hold after it
+//!   either (its leases left no slot to count); it must refuse the store. Migrating
+//!   from 4 changes nothing else (the open makes the table): a store of layout 4 has
+//!   no slot, as no lease of it took one.
 
 use crate::codes::{DEAD, GROUPED_HANDLER_LANE, GROUPED_TARGET_LANE, LEASED, Sql};
 
 /// Bumped when the layout changes; a store refuses to open a newer layout.
-pub(crate) const VERSION: i64 = 4;
+pub(crate) const VERSION: i64 = 5;
 
 /// What turns a store of each older layout into one of the next: `(from, statements)`,
 /// applied in order from the store's layout on.
-pub(crate) const MIGRATIONS: [(i64, &str); 3] = [
+pub(crate) const MIGRATIONS: [(i64, &str); 4] = [
     (1, "ALTER TABLE tasks ADD COLUMN target TEXT;"),
     (
         2,
@@ -88,6 +106,8 @@ pub(crate) const MIGRATIONS: [(i64, &str); 3] = [
          ALTER TABLE tasks ADD COLUMN unique_window_ms INTEGER; \
          ALTER TABLE tasks ADD COLUMN unique_dead INTEGER NOT NULL DEFAULT 0;",
     ),
+    // `TABLES` made `group_slots`.
+    (4, ""),
 ];
 
 /// Every table, each made at an open that finds it missing; then the open migrates an
@@ -153,6 +173,14 @@ CREATE TABLE IF NOT EXISTS tags (
     task_id  INTEGER NOT NULL,
     PRIMARY KEY (queue_id, tag, task_id)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS group_slots (
+    queue_id   INTEGER NOT NULL,
+    group_name TEXT NOT NULL,
+    until      INTEGER NOT NULL,
+    turn       INTEGER NOT NULL,
+    at         INTEGER NOT NULL,
+    PRIMARY KEY (queue_id, group_name, until, turn)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS completions (
     queue_id     INTEGER NOT NULL,
     key          TEXT NOT NULL,
@@ -174,8 +202,8 @@ CREATE TABLE IF NOT EXISTS queue_records (
     .to_owned()
 });
 
-/// Every index and trigger, each made at an open that finds it missing (after the
-/// migration).
+/// Every index, made at an open that finds it missing, and the triggers, made anew at
+/// every open (after the migration).
 pub(crate) static INDEXES: Sql = Sql::new(|| {
     format!(
         "{}{}",
@@ -187,9 +215,10 @@ CREATE INDEX IF NOT EXISTS tasks_urgent ON tasks (queue_id, state, priority, due
 CREATE INDEX IF NOT EXISTS tasks_by_expiry ON tasks (lease_expires_at) WHERE state = {LEASED};
 CREATE INDEX IF NOT EXISTS tasks_dead_by_death ON tasks (queue_id, updated_at) WHERE state = {DEAD};
 CREATE INDEX IF NOT EXISTS tasks_by_group ON tasks (queue_id, group_name, state, due_at, id) \
-    WHERE group_name IS NOT NULL;
+    WHERE state >= {GROUPED_HANDLER_LANE};
 CREATE INDEX IF NOT EXISTS task_groups_by_turn ON task_groups (queue_id, turn, name);
 CREATE INDEX IF NOT EXISTS completions_by_end ON completions (unique_until);
+CREATE INDEX IF NOT EXISTS group_slots_by_end ON group_slots (queue_id, until);
 "
         ),
         GROUP_TRIGGERS.as_str()
@@ -200,32 +229,42 @@ CREATE INDEX IF NOT EXISTS completions_by_end ON completions (unique_until);
 /// and delete of a grouped task adjusts its group's row by what the task took or gave
 /// — one task, one lease, its due time — with no scan: a group's earliest due time of a
 /// lane is read again (one seek of `tasks_by_group`) only when the task that held it
-/// leaves. A group's row is made with its first task and deleted with its last.
+/// leaves. A group's row is made with its first task and deleted with its last. One
+/// write is left out: a lease of a grouped task (its scheduled code to leased), which
+/// only a round of `groups` does, and which writes the row itself with the group's new
+/// turn (`groups::LEASED_IN_ROUND`): one write of the row per lease, not two. The steps
+/// say `OR FAIL` and use `CASE`, not `MIN` of values, so the writes that fire them need
+/// no statement journal (see `writer`). The triggers are made anew at every open, so a
+/// store always has this build's.
 static GROUP_TRIGGERS: Sql = Sql::new(|| {
     // The row of the OLD task's group after the task left it: one task and (if it was
     // leased) one lease less; a due time read again if the task held the earliest.
     let left = |due: &str, code: i64| {
         format!(
             "{due} = CASE WHEN OLD.state = {code} AND OLD.due_at <= {due} THEN (SELECT MIN(due_at) FROM tasks \
-             WHERE queue_id = OLD.queue_id AND group_name = OLD.group_name AND group_name IS NOT NULL AND state = {code}) ELSE {due} END"
+             WHERE queue_id = OLD.queue_id AND group_name = OLD.group_name AND state >= {GROUPED_HANDLER_LANE} AND state = {code}) ELSE {due} END"
         )
     };
     // The same for the NEW task joining: its due time lowers the lane's earliest.
     let joined = |due: &str, code: i64| {
-        format!("{due} = CASE WHEN NEW.state = {code} THEN MIN(COALESCE({due}, NEW.due_at), NEW.due_at) ELSE {due} END")
+        format!(
+            "{due} = CASE WHEN NEW.state = {code} THEN \
+             CASE WHEN {due} IS NULL OR NEW.due_at < {due} THEN NEW.due_at ELSE {due} END ELSE {due} END"
+        )
     };
     let (left_handler, left_target) =
         (left("due_handler", GROUPED_HANDLER_LANE), left("due_target", GROUPED_TARGET_LANE));
     let (joined_handler, joined_target) =
         (joined("due_handler", GROUPED_HANDLER_LANE), joined("due_target", GROUPED_TARGET_LANE));
     let leave = format!(
-        "UPDATE task_groups SET tasks = tasks - 1, leased = leased - (OLD.state = {LEASED}), {left_handler}, \
+        "UPDATE OR FAIL task_groups SET tasks = tasks - 1, leased = leased - (OLD.state = {LEASED}), {left_handler}, \
          {left_target} WHERE queue_id = OLD.queue_id AND name = OLD.group_name; \
          DELETE FROM task_groups WHERE queue_id = OLD.queue_id AND name = OLD.group_name AND tasks = 0"
     );
     let join = format!(
-        "INSERT INTO task_groups (queue_id, name) VALUES (NEW.queue_id, NEW.group_name) ON CONFLICT DO NOTHING; \
-         UPDATE task_groups SET tasks = tasks + 1, leased = leased + (NEW.state = {LEASED}), {joined_handler}, \
+        "INSERT OR FAIL INTO task_groups (queue_id, name) VALUES (NEW.queue_id, NEW.group_name) \
+         ON CONFLICT DO NOTHING; \
+         UPDATE OR FAIL task_groups SET tasks = tasks + 1, leased = leased + (NEW.state = {LEASED}), {joined_handler}, \
          {joined_target} WHERE queue_id = NEW.queue_id AND name = NEW.group_name"
     );
     // A task that stays in its group: its lease and due time change in one write. When
@@ -235,42 +274,51 @@ static GROUP_TRIGGERS: Sql = Sql::new(|| {
     let stay = |due: &str, code: i64| {
         format!(
             "{due} = CASE WHEN OLD.state = {code} AND OLD.due_at <= {due} THEN (SELECT MIN(due_at) FROM tasks \
-             WHERE queue_id = NEW.queue_id AND group_name = NEW.group_name AND group_name IS NOT NULL AND state = {code}) \
-             WHEN NEW.state = {code} THEN MIN(COALESCE({due}, NEW.due_at), NEW.due_at) ELSE {due} END"
+             WHERE queue_id = NEW.queue_id AND group_name = NEW.group_name AND state >= {GROUPED_HANDLER_LANE} AND state = {code}) \
+             WHEN NEW.state = {code} THEN CASE WHEN {due} IS NULL OR NEW.due_at < {due} THEN NEW.due_at ELSE {due} END \
+             ELSE {due} END"
         )
     };
     let (stay_handler, stay_target) =
         (stay("due_handler", GROUPED_HANDLER_LANE), stay("due_target", GROUPED_TARGET_LANE));
     format!(
         "
-CREATE TRIGGER IF NOT EXISTS task_groups_on_insert AFTER INSERT ON tasks WHEN NEW.group_name IS NOT NULL BEGIN
+DROP TRIGGER IF EXISTS task_groups_on_insert;
+DROP TRIGGER IF EXISTS task_groups_on_update;
+DROP TRIGGER IF EXISTS task_groups_on_leave;
+DROP TRIGGER IF EXISTS task_groups_on_join;
+DROP TRIGGER IF EXISTS task_groups_on_delete;
+CREATE TRIGGER task_groups_on_insert AFTER INSERT ON tasks WHEN NEW.group_name IS NOT NULL BEGIN
     {join};
 END;
-CREATE TRIGGER IF NOT EXISTS task_groups_on_update AFTER UPDATE OF state, due_at, group_name ON tasks
-WHEN NEW.group_name IS NOT NULL AND OLD.group_name IS NEW.group_name BEGIN
-    UPDATE task_groups SET leased = leased - (OLD.state = {LEASED}) + (NEW.state = {LEASED}), {stay_handler}, \
+CREATE TRIGGER task_groups_on_update AFTER UPDATE OF state, due_at, group_name ON tasks
+WHEN NEW.group_name IS NOT NULL AND OLD.group_name IS NEW.group_name
+    AND NOT (NEW.state = {LEASED} AND OLD.state IN ({GROUPED_HANDLER_LANE}, {GROUPED_TARGET_LANE})) BEGIN
+    UPDATE OR FAIL task_groups SET leased = leased - (OLD.state = {LEASED}) + (NEW.state = {LEASED}), {stay_handler}, \
         {stay_target} WHERE queue_id = NEW.queue_id AND name = NEW.group_name;
 END;
-CREATE TRIGGER IF NOT EXISTS task_groups_on_leave AFTER UPDATE OF group_name ON tasks
+CREATE TRIGGER task_groups_on_leave AFTER UPDATE OF group_name ON tasks
 WHEN OLD.group_name IS NOT NULL AND OLD.group_name IS NOT NEW.group_name BEGIN
     {leave};
 END;
-CREATE TRIGGER IF NOT EXISTS task_groups_on_join AFTER UPDATE OF group_name ON tasks
+CREATE TRIGGER task_groups_on_join AFTER UPDATE OF group_name ON tasks
 WHEN NEW.group_name IS NOT NULL AND OLD.group_name IS NOT NEW.group_name BEGIN
     {join};
 END;
-CREATE TRIGGER IF NOT EXISTS task_groups_on_delete AFTER DELETE ON tasks WHEN OLD.group_name IS NOT NULL BEGIN
+CREATE TRIGGER task_groups_on_delete AFTER DELETE ON tasks WHEN OLD.group_name IS NOT NULL BEGIN
     {leave};
 END;
 "
     )
 });
 
-/// A connection to an empty store of this layout, in memory.
+/// A connection to an empty store of this layout, in memory, its statements planned
+/// and kept as the store's are.
 #[cfg(test)]
 #[allow(clippy::unwrap_used, reason = "a test: a failed unwrap is a failed test with its line")]
 pub(crate) fn in_memory() -> rusqlite::Connection {
     let conn = rusqlite::Connection::open_in_memory().unwrap();
+    crate::configure_statements(&conn).unwrap();
     conn.execute_batch(&TABLES).unwrap();
     conn.execute_batch(&INDEXES).unwrap();
     conn

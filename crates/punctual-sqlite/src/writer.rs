@@ -15,6 +15,17 @@
 //! arriving), so past [`WAL_LIMIT_BYTES`] the writer itself truncates it between two
 //! groups — cheap, since the passive checkpoints already copied almost everything.
 //! The WAL therefore stays below about `WAL_LIMIT_BYTES` plus one group.
+//!
+//! A job's savepoint undoes a failed job whole (every error of a statement fails its
+//! job), so a statement needs no undo of its own. The writes a burst repeats per task
+//! — schedule's insert and replace, the leases, the completions, and the `task_groups`
+//! triggers they fire — say `OR FAIL` and call no SQL function (`CASE`, not `MIN` or
+//! `MAX` of values), so SQLite opens no statement journal for them. It would otherwise
+//! copy each page the statement changes into an in-memory journal and, releasing it,
+//! walk that journal from its start — and inside a job's savepoint the journal holds
+//! every page the job changed so far: a schedule of 1,000 grouped tasks spent most of
+//! its time walking it (quadratic in the job's size). A statement that still opens
+//! one is only slower, never wrong.
 
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
