@@ -10,6 +10,7 @@
 //! names the wrong part when it refuses one. The `--target-*` flags are checked
 //! together, as one target, once parsed (`commands::schedule_body`).
 
+pub(crate) mod calendar;
 mod help;
 
 use std::ffi::OsString;
@@ -93,6 +94,9 @@ pub(crate) enum ClientCommand {
     /// Show and change a queue's settings; pause, resume or purge it
     #[command(after_help = help::QUEUE, subcommand_required = true)]
     Queue(QueueArgs),
+    /// Working-time calendars: list, show, create or replace, remove
+    #[command(after_help = calendar::HELP, subcommand_required = true)]
+    Calendar(calendar::CalendarArgs),
     /// Move tasks kept elsewhere into punctual (Redis keys with a TTL)
     #[command(after_help = help::IMPORT, subcommand_required = true)]
     Import(ImportArgs),
@@ -207,6 +211,11 @@ pub(crate) struct ScheduleArgs {
     /// With --unique-for: the window holds the key after the task went dead too
     #[arg(long, requires = "unique_for")]
     pub(crate) unique_dead: bool,
+    /// Count --delay in this working-time calendar (whole days as working days), or
+    /// with --at move a time outside working hours to its next opening (punctual
+    /// calendar ls)
+    #[arg(long, value_name = "NAME", value_parser = NonEmptyStringValueParser::new())]
+    pub(crate) calendar: Option<String>,
     /// When the key exists: replace it (the default), keep it untouched, or error (exit 1)
     #[arg(long, value_enum, value_name = "MODE")]
     pub(crate) if_exists: Option<IfExists>,
@@ -630,13 +639,19 @@ fn target_header_arg(text: &str) -> Result<(String, String), String> {
 /// parsing, as `--payload @FILE` is, so a file that is missing or not JSON is a usage
 /// error (exit 2) and the server is never called.
 fn parse_settings_file(path: &str) -> Result<Value, String> {
+    parse_json_file(path, "settings")
+}
+
+/// The JSON in the file at `path`, or on standard input for `-`; errors name it as
+/// holding `what`.
+pub(crate) fn parse_json_file(path: &str, what: &str) -> Result<Value, String> {
     if path != "-" {
-        return read_json_file(path, "settings");
+        return read_json_file(path, what);
     }
     let mut text = String::new();
     std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
-        .map_err(|e| format!("cannot read the settings from standard input: {e}"))?;
-    serde_json::from_str(&text).map_err(|e| format!("the settings on standard input are not valid JSON: {e}"))
+        .map_err(|e| format!("cannot read the {what} from standard input: {e}"))?;
+    serde_json::from_str(&text).map_err(|e| format!("the {what} on standard input: not valid JSON: {e}"))
 }
 
 /// The JSON in the file at `path`; errors name the file as holding `what`. serde_json's

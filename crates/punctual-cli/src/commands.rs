@@ -90,6 +90,12 @@ pub(crate) fn schedule_body(args: &ScheduleArgs) -> Result<Value, UsageError> {
         let unique = if args.unique_dead { json!({"window": window, "dead": true}) } else { window };
         body.insert("unique_for".into(), unique);
     }
+    if let Some(calendar) = &args.calendar {
+        body.insert("calendar".into(), json!(calendar));
+        if args.at.is_some() {
+            body.insert("align".into(), json!("next_open"));
+        }
+    }
     if let Some(mode) = args.if_exists {
         body.insert("if_exists".into(), json!(mode.as_str()));
     }
@@ -166,6 +172,7 @@ pub(crate) async fn run(command: ClientCommand) -> Result<String> {
             GroupsCommand::Ls(args) => groups_ls(args).await,
         },
         ClientCommand::Queue(args) => queue(args.command).await,
+        ClientCommand::Calendar(args) => crate::calendar::run(args.command).await,
         ClientCommand::Import(args) => match args.command {
             ImportCommand::Keyspace(args) => crate::import::run(*args).await,
         },
@@ -666,6 +673,14 @@ mod tests {
     #[test]
     fn a_bare_schedule_sends_an_empty_body_so_the_server_applies_defaults() {
         assert_eq!(body_of(&[]), json!({}));
+    }
+
+    #[test]
+    fn a_calendar_counts_the_delay_or_aligns_the_time() {
+        let body = body_of(&["--delay", "8h", "--calendar", "cn-office"]);
+        assert_eq!(body, json!({"delay": "8h", "calendar": "cn-office"}));
+        let body = body_of(&["--at", "2026-12-05T10:00:00+08:00", "--calendar", "cn-office"]);
+        assert_eq!(body, json!({"due_at": "2026-12-05T10:00:00+08:00", "calendar": "cn-office", "align": "next_open"}));
     }
 
     #[test]

@@ -12,6 +12,7 @@
 //! as the bench does.
 
 mod bench;
+mod calendar;
 mod cli;
 mod commands;
 #[cfg(test)]

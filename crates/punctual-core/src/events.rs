@@ -126,13 +126,15 @@ pub enum StoreOp {
     QueueRecord,
     QueueRecords,
     ChangeQueue,
+    CalendarRecords,
+    ChangeCalendar,
     Secret,
     Close,
 }
 
 impl StoreOp {
     /// Every operation, in declaration order (`op as usize` is its index).
-    pub const ALL: [StoreOp; 23] = [
+    pub const ALL: [StoreOp; 25] = [
         StoreOp::Schedule,
         StoreOp::Get,
         StoreOp::GetMany,
@@ -154,6 +156,8 @@ impl StoreOp {
         StoreOp::QueueRecord,
         StoreOp::QueueRecords,
         StoreOp::ChangeQueue,
+        StoreOp::CalendarRecords,
+        StoreOp::ChangeCalendar,
         StoreOp::Secret,
         StoreOp::Close,
     ];
@@ -182,6 +186,8 @@ impl StoreOp {
             StoreOp::QueueRecord => "queue_record",
             StoreOp::QueueRecords => "queue_records",
             StoreOp::ChangeQueue => "change_queue",
+            StoreOp::CalendarRecords => "calendar_records",
+            StoreOp::ChangeCalendar => "change_calendar",
             StoreOp::Secret => "secret",
             StoreOp::Close => "close",
         }

@@ -36,6 +36,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Bound;
 use std::sync::{Mutex, MutexGuard};
 
+use crate::calendar::{CalendarChangeRequest, CalendarName, CalendarRecord, change_calendar};
 use crate::error::{Error, Result};
 use crate::group_slots::GroupSlots;
 use crate::identity::StoreId;
@@ -83,6 +84,7 @@ impl MemoryStore {
             records: BTreeMap::new(),
             turns: BTreeMap::new(),
             group_slots: BTreeMap::new(),
+            calendars: BTreeMap::new(),
             completed: BTreeMap::new(),
             completed_ends: BTreeSet::new(),
         };
@@ -271,6 +273,8 @@ struct Inner {
     turns: BTreeMap<QueueName, Turns>,
     /// Each queue's groups' `group_rate` slots, kept when their tasks go.
     group_slots: BTreeMap<QueueName, BTreeMap<Group, GroupSlots>>,
+    /// Calendar records by name, removed ones kept.
+    calendars: BTreeMap<CalendarName, CalendarRecord>,
     /// Completion records of dedupe windows, by slot; and by `(unique_until, slot)`.
     completed: BTreeMap<Slot, Completed>,
     completed_ends: BTreeSet<(Timestamp, Slot)>,
@@ -775,6 +779,17 @@ impl Store for MemoryStore {
         let mut inner = self.open()?;
         let changed = transitions::change_queue(inner.records.get(&req.queue), &req)?;
         inner.records.insert(req.queue, changed.clone());
+        Ok(changed)
+    }
+
+    async fn calendar_records(&self) -> Result<Vec<CalendarRecord>> {
+        Ok(self.open()?.calendars.values().cloned().collect())
+    }
+
+    async fn change_calendar(&self, req: CalendarChangeRequest) -> Result<CalendarRecord> {
+        let mut inner = self.open()?;
+        let changed = change_calendar(inner.calendars.get(&req.name), &req)?;
+        inner.calendars.insert(req.name, changed.clone());
         Ok(changed)
     }
 

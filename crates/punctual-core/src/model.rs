@@ -73,20 +73,27 @@ impl QueueName {
     /// Validates `name`.
     pub fn new(name: impl Into<String>) -> Result<QueueName> {
         let name = name.into();
-        if name.is_empty() || name.len() > Self::MAX_LEN {
-            return Err(Error::invalid(
-                "queue",
-                format!("a queue name is 1 to {} characters, this one has {}", Self::MAX_LEN, name.chars().count()),
-            ));
-        }
-        if let Some(bad) = name.chars().find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | ':' | '-'))) {
-            return Err(Error::invalid(
-                "queue",
-                format!("'{}' is not allowed in a queue name: use letters, digits and . _ : -", bad.escape_default()),
-            ));
-        }
+        check_name("queue", &name, Self::MAX_LEN)?;
         Ok(QueueName(name))
     }
+}
+
+/// Checks a name of a resource (a queue, a calendar): 1–`max_len` characters from
+/// `A-Z a-z 0-9 . _ : -`; the error names `field`.
+pub(crate) fn check_name(field: &'static str, name: &str, max_len: usize) -> Result<()> {
+    if name.is_empty() || name.len() > max_len {
+        return Err(Error::invalid(
+            field,
+            format!("a {field} name is 1 to {max_len} characters, this one has {}", name.chars().count()),
+        ));
+    }
+    if let Some(bad) = name.chars().find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | ':' | '-'))) {
+        return Err(Error::invalid(
+            field,
+            format!("'{}' is not allowed in a {field} name: use letters, digits and . _ : -", bad.escape_default()),
+        ));
+    }
+    Ok(())
 }
 string_newtype!(QueueName);
 

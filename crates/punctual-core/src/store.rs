@@ -19,6 +19,7 @@
 use std::future::Future;
 use std::time::Duration;
 
+use crate::calendar::{CalendarChangeRequest, CalendarRecord};
 use crate::error::{Error, Result};
 use crate::identity::StoreId;
 use crate::model::{Group, NewTask, QueueName, Tag, Task, TaskKey, TaskState};
@@ -853,6 +854,15 @@ pub trait Store: Send + Sync + 'static {
     /// A change that leaves the record as it was (pausing a paused queue) still counts
     /// as a change.
     fn change_queue(&self, req: QueueChangeRequest) -> impl Future<Output = Result<QueueRecord>> + Send;
+
+    /// Every calendar's record, removed ones included, sorted by name (few; read
+    /// every second by each process, with the queue records).
+    fn calendar_records(&self) -> impl Future<Output = Result<Vec<CalendarRecord>>> + Send;
+
+    /// Applies the change atomically, as [`change_calendar`](crate::calendar::change_calendar)
+    /// decides it from the stored record, and returns the record as it is after;
+    /// [`Error::Conflict`] or [`Error::NotFound`] as that decides, and nothing changes.
+    fn change_calendar(&self, req: CalendarChangeRequest) -> impl Future<Output = Result<CalendarRecord>> + Send;
 
     /// Counts per queue, sorted by name: one queue, or every queue holding a task when
     /// `queue` is `None`. An unknown queue has zero counts.

@@ -10,6 +10,7 @@
 use std::future::Future;
 use std::sync::Arc;
 
+use crate::calendar::{CalendarChangeRequest, CalendarRecord};
 use crate::clock::Stopwatch;
 use crate::error::{Error, Result};
 use crate::events::{Bus, Event, StoreOp};
@@ -114,6 +115,12 @@ impl<S: Store> Store for Timed<S> {
     }
     async fn change_queue(&self, req: QueueChangeRequest) -> Result<QueueRecord> {
         self.call(StoreOp::ChangeQueue, self.store.change_queue(req)).await
+    }
+    async fn calendar_records(&self) -> Result<Vec<CalendarRecord>> {
+        self.call(StoreOp::CalendarRecords, self.store.calendar_records()).await
+    }
+    async fn change_calendar(&self, req: CalendarChangeRequest) -> Result<CalendarRecord> {
+        self.call(StoreOp::ChangeCalendar, self.store.change_calendar(req)).await
     }
     async fn secret(&self) -> Result<[u8; 32]> {
         self.call(StoreOp::Secret, self.store.secret()).await

@@ -33,6 +33,7 @@
 //! | `<p>:{<queue>}:rate` | List | start times (ms) of the queue's latest rate-limit slots, at most the rate's count, shared by every process (`lua/rate.lua`); expires a window after the newest |
 //! | `<p>:queues` | Hash | queue name → its number of shards (the registry) |
 //! | `<p>:queue-records` | Hash | queue name → its record: settings and pause state, `"<version>,<updated ms>,<P\|R>[\|<settings>]"` (see `queue_records`); one key for the store, read whole by every process each second |
+//! | `<p>:calendars` | Hash | calendar name → its record, `"<version>,<updated ms>[\|<document>]"` (see `calendar_records`); one key for the store, read whole by every process each second |
 //! | `<p>:nodes` | Hash | node name → `"<expires ms>,<announcement>"`: each live server's announcement, its delivery policy (see `nodes`); written and pruned of expired nodes by `lua/announce.lua` |
 //! | `<p>:ids` | string counter | task ids, reserved in blocks by each process; created at a random point in [2^40, 2^41) ([`ids_start`]) |
 //! | `<p>:secret` | string | the secret that signs lease tokens |
@@ -232,6 +233,11 @@ pub(crate) fn queue_records(prefix: &str) -> String {
     format!("{prefix}:queue-records")
 }
 
+/// Every calendar's record, one field per calendar.
+pub(crate) fn calendar_records(prefix: &str) -> String {
+    format!("{prefix}:calendars")
+}
+
 /// Every live node's announcement, one field per node.
 pub(crate) fn nodes(prefix: &str) -> String {
     format!("{prefix}:nodes")
@@ -306,6 +312,7 @@ mod tests {
         assert_eq!(two.completion(&key), "punctual:{order.cancel/2}:completed:order-1234", "the task's shard");
         assert_eq!(rate("punctual", &q), "punctual:{order.cancel}:rate");
         assert_eq!(queue_records("punctual"), "punctual:queue-records", "no queue's hash tag: no queue's node");
+        assert_eq!(calendar_records("punctual"), "punctual:calendars", "no queue's hash tag either");
         assert_eq!(nodes("punctual"), "punctual:nodes", "no queue's hash tag either");
     }
 

@@ -33,12 +33,13 @@
 //! `record` (the stored task record), `shards` (the registry and fan-out over shards),
 //! `ids` (task id blocks), `tasks`, `lease`, `heads` and `bands` (priorities across shards), `group_commit` (acks), `reap`, `list`
 //! and `tag_list`, `groups` (a queue's groups), `cursor`, `dead`, `stats`, `rates`, `queue_records` (settings and
-//! pause state shared by every process), `nodes` (what each live process announces);
+//! pause state shared by every process), `calendar_records` (calendars, likewise), `nodes` (what each live process announces);
 //! `clock`, `wake`, `identity` and `durability` run beside the store. This file holds the store and its `Store` impl,
 //! one line per method. Apart from the store, [`keyspace`] reads and deletes the keys
 //! `punctual import keyspace` moves out of a legacy Redis.
 
 mod bands;
+mod calendar_records;
 mod clock;
 mod conn;
 mod dead;
@@ -75,6 +76,7 @@ mod tasks;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use punctual_core::calendar::{CalendarChangeRequest, CalendarRecord};
 use punctual_core::store::{
     CompleteRequest, ExtendRequest, GroupsPage, GroupsRequest, LeaseBatch, LeaseRequest, LeaseToken, ListRequest, Page,
     Peers, PurgeRequest, QueueChangeRequest, QueueRecord, QueueStats, ReapResult, RetriedDead, RetryDeadBatchRequest,
@@ -294,6 +296,14 @@ impl Store for RedisStore {
 
     async fn change_queue(&self, req: QueueChangeRequest) -> Result<QueueRecord> {
         self.open()?.change_queue(&req).await
+    }
+
+    async fn calendar_records(&self) -> Result<Vec<CalendarRecord>> {
+        self.open()?.calendar_records().await
+    }
+
+    async fn change_calendar(&self, req: CalendarChangeRequest) -> Result<CalendarRecord> {
+        self.open()?.change_calendar(&req).await
     }
 
     async fn secret(&self) -> Result<[u8; 32]> {

@@ -16,7 +16,7 @@
 //!
 //! A change is atomic across processes by compare-and-set: read the record, compute
 //! the next one with [`transitions::change_queue`] (so versions and `if_version` follow
-//! the core's one rule), and write it with `lua/change_queue.lua` only if the stored
+//! the core's one rule), and write it with `lua/change_record.lua` only if the stored
 //! version is still the one read; a process that lost the race reads again. Records
 //! are never deleted and each change raises the version, so a record still at the
 //! version read is the record read.
@@ -51,8 +51,9 @@ impl Shared {
             let existing = self.queue_record(&req.queue).await?;
             let read = existing.as_ref().map_or(0, |record| record.version);
             let changed = transitions::change_queue(existing.as_ref(), req)?;
-            if self.write_queue_record(&req.queue, read, &encode(&changed)).await? {
-                self.replicate_key(&keys::queue_records(&self.config.prefix)).await?;
+            let hash = keys::queue_records(&self.config.prefix);
+            if self.write_record(&hash, req.queue.as_str(), read, &encode(&changed)).await? {
+                self.replicate_key(&hash).await?;
                 return Ok(changed);
             }
         }

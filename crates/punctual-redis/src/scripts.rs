@@ -5,7 +5,7 @@
 //! Every script is `lua/common.lua` and `lua/common_groups.lua` followed by its own
 //! file (the lease script by
 //! `lua/group_slots.lua`, `lua/lease_groups.lua` and then its own; but `lua/ids.lua`,
-//! `lua/rate.lua`, `lua/change_queue.lua` and `lua/announce.lua`, which work on no
+//! `lua/rate.lua`, `lua/change_record.lua` and `lua/announce.lua`, which work on no
 //! shard). Loaded once per
 //! Redis node and called by SHA; redis-rs reloads a script the node answers NOSCRIPT
 //! for (after a restart or a `SCRIPT FLUSH`). (`lua/delete_if_unchanged.lua` is not the
@@ -63,7 +63,7 @@ pub(crate) struct Scripts {
     stats: Script,
     ids: Script,
     rate: Script,
-    change_queue: Script,
+    change_record: Script,
     announce: Script,
 }
 
@@ -99,7 +99,7 @@ impl Scripts {
             stats: with_common(include_str!("lua/stats.lua")),
             ids: Script::new(include_str!("lua/ids.lua")),
             rate: Script::new(include_str!("lua/rate.lua")),
-            change_queue: Script::new(include_str!("lua/change_queue.lua")),
+            change_record: Script::new(include_str!("lua/change_record.lua")),
             announce: Script::new(include_str!("lua/announce.lua")),
         }
     }
@@ -198,11 +198,11 @@ impl Shared {
         self.conn.invoke(&invocation).await
     }
 
-    /// `lua/change_queue.lua`: stores `record` as `queue`'s if its stored record is still
-    /// at version `read` (0: none); whether it did.
-    pub(crate) async fn write_queue_record(&self, queue: &QueueName, read: u64, record: &str) -> Result<bool> {
-        let mut invocation = self.scripts.change_queue.prepare_invoke();
-        invocation.key(keys::queue_records(&self.config.prefix)).arg(queue.as_str()).arg(read).arg(record);
+    /// `lua/change_record.lua`: stores `record` as `name`'s in the Hash of records `hash`
+    /// if its stored record is still at version `read` (0: none); whether it did.
+    pub(crate) async fn write_record(&self, hash: &str, name: &str, read: u64, record: &str) -> Result<bool> {
+        let mut invocation = self.scripts.change_record.prepare_invoke();
+        invocation.key(hash).arg(name).arg(read).arg(record);
         let written: i64 = self.conn.invoke(&invocation).await?;
         Ok(written == 1)
     }

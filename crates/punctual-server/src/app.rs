@@ -26,7 +26,7 @@ use axum::routing::{delete, get, post, put};
 use futures_util::FutureExt;
 use punctual_core::Store;
 
-use crate::api::{dead, leases, openapi, ops, queues, settings, tasks};
+use crate::api::{calendars, dead, leases, openapi, ops, queues, settings, tasks};
 use crate::config::access::{self, DASHBOARD_CSS, DASHBOARD_JS, Grant, Rule, Scope};
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -78,6 +78,11 @@ pub fn app<S: Store>(state: AppState<S>) -> Router {
         .route("/v1/queues/{queue}/dead/retry", post(dead::retry_dead_many::<S>).layer(batch_body))
         .route("/v1/queues/{queue}/dead/{key}", delete(dead::delete_dead::<S>))
         .route("/v1/queues/{queue}/dead/{key}/retry", post(dead::retry_dead::<S>))
+        .route("/v1/calendars", get(calendars::list_calendars::<S>))
+        .route(
+            "/v1/calendars/{name}",
+            get(calendars::get_calendar::<S>).put(calendars::put_calendar::<S>).delete(calendars::delete_calendar::<S>),
+        )
         .route("/healthz", get(ops::healthz))
         .route("/readyz", get(ops::readyz::<S>))
         .route("/metrics", get(ops::metrics::<S>))

@@ -37,6 +37,7 @@
 mod api;
 mod app;
 mod bodies;
+mod calendar_notices;
 mod config;
 mod delivery;
 mod error;
@@ -204,6 +205,7 @@ async fn run<S: Store>(store: S, sharing: Sharing, settings: &Settings, tls: Opt
                 }
                 None => None,
             };
+            tokio::spawn(calendar_notices::warn_until_stopped(engine.clone(), stop_api_queues.clone()));
             let api_queues = workers::ApiQueues::new(state.clone(), runtime, settings.grace_period, actions);
             (workers, tokio::spawn(api_queues.follow(stop_api_queues.clone())), announcer)
         }

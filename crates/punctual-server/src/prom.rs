@@ -41,6 +41,8 @@ pub(crate) struct Scrape {
     pub(crate) policy_mismatch: bool,
     /// Per queue with tasks or a group limit: its groups as read for this scrape.
     pub(crate) groups: Vec<GroupGauges>,
+    /// Per calendar: when its entered holidays run out (`None`: none entered).
+    pub(crate) calendars: Vec<(String, Option<Timestamp>)>,
 }
 
 /// One queue's groups as a scrape read them (at most [`GROUP_PAGES`] pages).
@@ -198,6 +200,18 @@ impl Collector for Scrape {
             MetricType::Gauge,
             limited,
         )?;
+        let remaining = self.calendars.iter().map(|(name, until)| {
+            let left = until.map_or(0, |until| until.as_millis().saturating_sub(self.now.as_millis()).max(0));
+            (vec![("calendar", name.clone())], ConstGauge::new(left as f64 / 1000.0))
+        });
+        family(
+            &mut e,
+            "punctual_calendar_holidays_remaining_seconds",
+            "How long until the last year with holidays entered in the calendar ends; 0 once it has, or when none \
+             is entered (delays then count public holidays as working time). Alert below 30 days.",
+            MetricType::Gauge,
+            remaining,
+        )?;
         let waiting = m.queues.iter().map(|q| (queue(q.queue.as_str()), ConstGauge::new(q.waiting_consumers as i64)));
         family(
             &mut e,
@@ -304,7 +318,11 @@ mod tests {
         limited.limited = 5;
         let unlimited = GroupGauges { queue: "order.cancel".to_owned(), limit: None, groups: 2, limited: 0 };
         let groups = vec![limited, unlimited];
-        let text = render(Scrape { stats, metrics, now, rate_limits, paused, policy_mismatch: true, groups }).unwrap();
+        let calendars = vec![("cn-office".to_owned(), Some(Timestamp::from_millis(63_500))), ("none".to_owned(), None)];
+        let scrape = Scrape { stats, metrics, now, rate_limits, paused, policy_mismatch: true, groups, calendars };
+        let text = render(scrape).unwrap();
+        assert!(text.contains("punctual_calendar_holidays_remaining_seconds{calendar=\"cn-office\"} 60.0\n"), "{text}");
+        assert!(text.contains("punctual_calendar_holidays_remaining_seconds{calendar=\"none\"} 0.0\n"), "{text}");
         assert!(text.contains("punctual_queue_paused{queue=\"order.cancel\"} 1\n"), "{text}");
         assert!(text.contains("punctual_queue_paused{queue=\"flow.remind\"} 0\n"), "{text}");
         assert!(text.contains("punctual_tasks{queue=\"order.cancel\",state=\"scheduled\"} 2\n"), "{text}");

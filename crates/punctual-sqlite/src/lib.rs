@@ -26,12 +26,13 @@
 //!
 //! Each operation is a plain function on a connection, in a module per concern
 //! (`schedule`, `tasks`, `cancel`, `list`, `lease`, `complete`, `completions`, `reap`,
-//! `dead`, `groups`, `group_rate`, `stats`, `queue_records`, `identity`; rows in `row`,
-//! state codes in `codes`).
+//! `dead`, `groups`, `group_rate`, `stats`, `queue_records`, `calendar_records`,
+//! `identity`; rows in `row`, state codes in `codes`).
 //! Writes run inside the writer's transaction, reads on a reader connection; none of
 //! them commits or reads the clock. Functions that read tasks take the store's
 //! identity, which every task read is stamped with.
 
+mod calendar_records;
 mod cancel;
 mod codes;
 mod complete;
@@ -65,6 +66,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use punctual_core::calendar::{CalendarChangeRequest, CalendarRecord};
 use punctual_core::store::{
     CompleteRequest, ExtendRequest, GroupsPage, GroupsRequest, LeaseBatch, LeaseRequest, LeaseToken, ListRequest, Page,
     PurgeRequest, QueueChangeRequest, QueueRecord, QueueStats, ReapResult, RetriedDead, RetryDeadBatchRequest,
@@ -418,6 +420,14 @@ impl Store for SqliteStore {
 
     async fn change_queue(&self, req: QueueChangeRequest) -> Result<QueueRecord> {
         self.write(move |conn| queue_records::change_queue(conn, &req)).await
+    }
+
+    async fn calendar_records(&self) -> Result<Vec<CalendarRecord>> {
+        self.read(calendar_records::calendar_records).await
+    }
+
+    async fn change_calendar(&self, req: CalendarChangeRequest) -> Result<CalendarRecord> {
+        self.write(move |conn| calendar_records::change(conn, &req)).await
     }
 
     async fn secret(&self) -> Result<[u8; 32]> {

@@ -43,6 +43,10 @@
 //!   a layout change, like the indexes below: `TABLES` makes it at the next open of an
 //!   older store, and an older punctual opening a newer store only ignores it (its
 //!   queues run unpaused, with its config file's settings).
+//! - `calendar_records`: one row per calendar created through the API, by name; `spec`
+//!   is the calendar's document as given (NULL once removed: the row stays, so its
+//!   `version` goes on rising if it is created again). Added without a layout change,
+//!   as `queue_records` was; an older punctual ignores it.
 //! - Indexes: `(queue_id, key)` unique; `(queue_id, state, due_at, id)` serves leasing,
 //!   next-due and listing in due order; a partial index on `lease_expires_at` of leased
 //!   rows serves the reaper, and one on `(queue_id, updated_at)` of dead rows (a dead
@@ -195,6 +199,12 @@ CREATE TABLE IF NOT EXISTS queue_records (
     name       TEXT PRIMARY KEY,
     settings   TEXT,
     paused     INTEGER NOT NULL,
+    version    INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS calendar_records (
+    name       TEXT PRIMARY KEY,
+    spec       TEXT,
     version    INTEGER NOT NULL,
     updated_at INTEGER NOT NULL
 ) WITHOUT ROWID;

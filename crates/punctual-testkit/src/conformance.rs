@@ -7,8 +7,8 @@
 //! leases of one task, an expired or superseded lease whose late ack deletes or
 //! re-arms a task that moved on, a replace that an old ack silently undoes, retries and
 //! repeats that go missing or run forever, paging that skips or repeats tasks, counts
-//! that lie, bad input that half-writes, and queue records or purges that lose or
-//! leave behind what they should not. Each check's doc comment names the
+//! that lie, bad input that half-writes, and queue records, calendars or purges that
+//! lose or leave behind what they should not. Each check's doc comment names the
 //! guarantee of DESIGN.md or the clause of a `Store` method's contract it guards.
 //!
 //! Three levels, all deterministic and free of wall-clock sleeps:
@@ -22,6 +22,7 @@
 //!
 //! Run it with [`store_conformance!`](crate::store_conformance) in a backend's `tests/`.
 
+mod calendars;
 mod completion;
 mod consumers;
 mod dead;
@@ -42,6 +43,7 @@ mod unique;
 mod upsert;
 mod validation;
 
+pub use calendars::*;
 pub use completion::*;
 pub use consumers::*;
 pub use dead::*;
@@ -197,6 +199,10 @@ macro_rules! store_conformance {
             queue_records_are_sorted_by_name_and_each_is_its_queue_record,
             a_queue_change_at_another_version_is_a_conflict_and_changes_nothing,
             purge_cancels_exactly_the_selection_in_its_queue,
+            // calendar records
+            a_calendar_starts_at_version_one_and_a_removal_keeps_its_version,
+            calendars_are_listed_by_name_and_touch_no_queue_or_task,
+            a_calendar_change_at_another_version_is_a_conflict_and_changes_nothing,
             a_purged_leased_task_cannot_complete_and_leaves_no_trace,
             purge_in_batches_converges_to_none_left,
             a_target_is_stored_with_its_task_and_replaced_with_it,

@@ -75,6 +75,9 @@ Examples:
   # Weekdays at 09:00 Shanghai time
   punctual schedule report.daily weekday --repeat-cron '0 9 * * MON-FRI' --tz Asia/Shanghai
 
+  # Remind the approver after 8 working hours of the cn-office calendar
+  punctual schedule flow.remind approve-42 --delay 8h --calendar cn-office
+
   # Create only if absent; leave an existing task untouched
   punctual schedule order.cancel order-1234 --delay 30m --if-exists keep
 

@@ -17,6 +17,7 @@ mod bench_exec;
 mod broker_nats;
 mod broker_rabbitmq;
 mod broker_redis_stream;
+mod calendars;
 mod cli;
 mod cli_targets;
 mod cluster_failover;

@@ -34,10 +34,12 @@
 //! after its start: a calendar whose hours are all holidays cannot loop forever.
 //!
 //! Files: `spec.rs` (the API shape and its small values), `validate.rs` (spec to
-//! calendar), `open_time.rs` (the queries), `ics.rs` (holidays from iCalendar).
+//! calendar), `open_time.rs` (the queries), `ics.rs` (holidays from iCalendar),
+//! `records.rs` (calendars as a store keeps them, by name and version).
 
 mod ics;
 mod open_time;
+mod records;
 mod spec;
 mod validate;
 
@@ -53,6 +55,7 @@ use jiff::tz::TimeZone;
 use serde::{Deserialize, Serialize};
 
 pub use self::open_time::{MAX_CLOSED_YEARS, MAX_SPAN_YEARS};
+pub use self::records::{CalendarChange, CalendarChangeRequest, CalendarName, CalendarRecord, change_calendar};
 pub use self::spec::{CalendarSpec, Holiday, WeekHours, WorkdaySpec};
 use self::spec::{Hours, WEEKDAY_NAMES, weekday_index};
 use crate::error::Result;

@@ -18,8 +18,8 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 pub struct CalendarSpec {
     /// An IANA time zone, e.g. `Asia/Shanghai`.
     pub tz: String,
-    /// Working hours per weekday; a weekday left out is closed.
-    #[serde(default)]
+    /// Working hours per weekday; a weekday left out is closed. Required, so that a
+    /// calendar always says its week (`{}`: every weekday closed).
     pub hours: WeekHours,
     /// Dates (`2026-06-19`) and inclusive ranges (`2026-10-01/2026-10-07`) that are closed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -1,11 +1,12 @@
 //! How an engine is configured: limits on input, per-queue defaults, the options of
 //! a list and of a lease, and the constants of the dead-task sweeps.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
 use super::WatchdogConfig;
+use crate::calendar::{Calendar, CalendarName};
 use crate::clock::{Clock, SystemClock};
 use crate::error::{Error, Result};
 use crate::events::{Observer, Observers};
@@ -79,6 +80,10 @@ pub struct EngineConfig {
     pub dead_retention: HashMap<QueueName, Duration>,
     /// Observers that hear every event from the start ([`EngineConfig::observe`]).
     pub observers: Observers,
+    /// Calendars of the server's config file: served beside the store's, which
+    /// cannot change them ([`Engine::change_calendar`](crate::Engine::change_calendar)
+    /// refuses their names).
+    pub calendars: BTreeMap<CalendarName, Arc<Calendar>>,
 }
 
 impl Default for EngineConfig {
@@ -92,6 +97,7 @@ impl Default for EngineConfig {
             watchdog: Some(WatchdogConfig::default()),
             dead_retention: HashMap::new(),
             observers: Observers::default(),
+            calendars: BTreeMap::new(),
         }
     }
 }
@@ -116,6 +122,11 @@ impl EngineConfig {
     /// Deletes the queue's dead tasks once they have been dead for `keep`.
     pub fn dead_retention(mut self, queue: QueueName, keep: Duration) -> EngineConfig {
         self.dead_retention.insert(queue, keep);
+        self
+    }
+    /// Serves `calendar` as `name`, from the config file.
+    pub fn calendar(mut self, name: CalendarName, calendar: Calendar) -> EngineConfig {
+        self.calendars.insert(name, Arc::new(calendar));
         self
     }
 }

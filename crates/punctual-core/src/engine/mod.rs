@@ -42,6 +42,7 @@ use crate::timed::Timed;
 use crate::timer::Timer;
 use crate::wake::WakeAt;
 
+mod calendars;
 mod config;
 mod consumer;
 mod peers;
@@ -52,6 +53,7 @@ mod tasks;
 mod watchdog;
 
 pub use crate::transitions::completion_for;
+pub use calendars::{CalendarEntry, CalendarSet};
 pub use config::{
     EngineConfig, LeaseOptions, Limits, ListOptions, MAX_LEASE, MAX_LEASE_BATCH, MAX_LIST_LIMIT, MAX_SWEEP_WAIT,
     MAX_WAIT, MIN_LEASE, QueueDefaults,
@@ -85,6 +87,8 @@ struct Inner<S> {
     run_time_defaults: RwLock<HashMap<QueueName, QueueDefaults>>,
     /// The store's queue records as last read, and whether they were read yet.
     records: records::Records,
+    /// The store's live calendars as last read.
+    calendars: calendars::Calendars,
     reaper_wake: WakeAt,
     /// The queues known to hold tasks with a target: written here, or woken by another
     /// process for their target lane (see [`Engine::watch_target_queues`]).
@@ -108,6 +112,7 @@ impl<S: Store> Engine<S> {
         let stopping = CancellationToken::new();
         let (timer, driver) = Timer::start(Arc::clone(&config.clock), stopping.clone());
         let bus = Arc::new(Bus::default());
+        let calendars = calendars::Calendars::new(&config.calendars);
         for observer in &config.observers.0 {
             bus.observe(Arc::clone(observer));
         }
@@ -119,6 +124,7 @@ impl<S: Store> Engine<S> {
                 queues: Mutex::new(HashMap::new()),
                 run_time_defaults: RwLock::new(HashMap::new()),
                 records: records::Records::default(),
+                calendars,
                 reaper_wake: WakeAt::default(),
                 target_queues: tokio::sync::watch::channel(std::collections::BTreeSet::new()).0,
                 timer,

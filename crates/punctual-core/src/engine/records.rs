@@ -119,11 +119,15 @@ impl<S: Store> Engine<S> {
         self.read_records(Reading::UnlessRead).await
     }
 
-    /// Reads the records every [`RECORDS_POLL`] until the engine stops.
+    /// Reads the records (and the calendars) every [`RECORDS_POLL`] until the engine
+    /// stops.
     pub(super) async fn follow_queue_records(self) {
         loop {
             if let Err(e) = self.read_records(Reading::Always).await {
                 tracing::debug!(error = %e, "cannot read the queue records; keeping the last ones");
+            }
+            if let Err(e) = self.read_calendars().await {
+                tracing::debug!(error = %e, "cannot read the calendars; keeping the last ones");
             }
             let next = self.now().saturating_add(RECORDS_POLL);
             tokio::select! {

@@ -7,6 +7,7 @@ use std::collections::VecDeque;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use punctual_core::calendar::{CalendarChangeRequest, CalendarRecord};
 use punctual_core::store::{
     CompleteRequest, ExtendRequest, GroupsPage, GroupsRequest, LeaseBatch, LeaseRequest, ListRequest, Page,
     PurgeRequest, QueueChangeRequest, QueueRecord, QueueStats, ReapResult, RetriedDead, RetryDeadBatchRequest,
@@ -117,6 +118,12 @@ impl Store for Faulty {
     }
     async fn change_queue(&self, req: QueueChangeRequest) -> Result<QueueRecord> {
         self.inner.change_queue(req).await
+    }
+    async fn calendar_records(&self) -> Result<Vec<CalendarRecord>> {
+        self.inner.calendar_records().await
+    }
+    async fn change_calendar(&self, req: CalendarChangeRequest) -> Result<CalendarRecord> {
+        self.inner.change_calendar(req).await
     }
     async fn secret(&self) -> Result<[u8; 32]> {
         self.inner.secret().await

@@ -1,5 +1,6 @@
 //! The handlers of the HTTP API, one file per resource: `tasks`, `queues`, `leases`
 //! (pull workers), `dead`, `settings` (a queue's settings, pause, resume, purge),
+//! `calendars` (working-time calendars),
 //! `ops` (health, readiness, metrics, access, the dashboard) and `openapi` (the
 //! document that describes them all). The router (`app`) routes to them.
 //!
@@ -7,6 +8,7 @@
 //! [`crate::bodies`], calls the engine, and answers the object API.md gives, or an
 //! [`ApiError`]; its `#[utoipa::path]` is its entry in `/openapi.json`.
 
+pub(crate) mod calendars;
 pub(crate) mod dead;
 pub(crate) mod leases;
 pub(crate) mod openapi;

@@ -29,7 +29,7 @@ use punctual_core::Store;
 use serde_json::{Value, json};
 use utoipa::OpenApi;
 
-use super::{dead, leases, ops, queues, settings, tasks};
+use super::{calendars, dead, leases, ops, queues, settings, tasks};
 use crate::bodies::{self, schema};
 use crate::config::access::{self, Permission, Rule, Scope};
 use crate::config::settings::action_schema;
@@ -78,6 +78,10 @@ use crate::state::AppState;
         settings::pause,
         settings::resume,
         settings::purge,
+        calendars::list_calendars,
+        calendars::get_calendar,
+        calendars::put_calendar,
+        calendars::delete_calendar,
         ops::healthz,
         ops::readyz,
         ops::metrics,
@@ -119,6 +123,10 @@ use crate::state::AppState;
         schema::DeadRetryBody,
         schema::SettingsBody,
         schema::QueueSettings,
+        schema::CalendarName,
+        schema::CalendarBody,
+        schema::Calendar,
+        schema::CalendarList,
         schema::BatchResult,
         schema::AckResult,
         schema::Task,

@@ -178,6 +178,11 @@ pub(crate) async fn metrics<S: Store>(State(state): State<AppState<S>>) -> Resul
         paused,
         policy_mismatch: state.delivery_policy().mismatch(),
         groups,
+        calendars: engine
+            .calendars()
+            .iter()
+            .map(|(name, entry)| (name.to_string(), entry.calendar.entered_until()))
+            .collect(),
     };
     let text = prom::render(scrape).map_err(ApiError::internal)?;
     Ok(([(header::CONTENT_TYPE, prom::CONTENT_TYPE)], text).into_response())

@@ -214,12 +214,12 @@ fn apply_defaults<S: Store>(
 }
 
 /// `If-Match: <version>`, the bare number.
-fn if_match(headers: &HeaderMap) -> Result<Option<u64>, ApiError> {
+pub(crate) fn if_match(headers: &HeaderMap) -> Result<Option<u64>, ApiError> {
     let Some(value) = headers.get(axum::http::header::IF_MATCH) else { return Ok(None) };
     let text = value.to_str().unwrap_or("").trim().trim_matches('"');
     text.parse::<u64>()
         .map(Some)
-        .map_err(|_| ApiError::invalid("If-Match", "If-Match takes the settings' version, a bare number such as 3"))
+        .map_err(|_| ApiError::invalid("If-Match", "If-Match takes the version, a bare number such as 3"))
 }
 
 /// Applies the change `decide` makes of the record as read: at the version `If-Match`

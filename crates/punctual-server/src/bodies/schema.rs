@@ -66,6 +66,10 @@ macro_rules! schemas {
     )*};
 }
 
+mod calendars;
+
+pub(crate) use calendars::{Calendar, CalendarBody, CalendarList, CalendarName};
+
 /// `#/components/schemas/<name>`.
 fn r(name: &str) -> Value {
     json!({"$ref": format!("#/components/schemas/{name}")})
@@ -383,8 +387,21 @@ schemas! {
             "target": nullable(r("TargetBody")),
             "debounce": nullable(r("DebounceBody")),
             "unique_for": nullable(r("UniqueFor")),
+            "calendar": nullable(json!({"allOf": [r("CalendarName")], "description": "A working-time calendar \
+                (GET /v1/calendars): delay counts its working time (a whole number of days, \"2d\" or \"48h\", \
+                counts working days at the same working-time offset), due_at with align moves to its next \
+                opening, neither is its next opening. The answer's due_at is the instant resolved. Not with \
+                repeat. 400 (field calendar) for a calendar this node does not serve (a new one reaches every \
+                node within 1 s) or an answer more than 100 years on."})),
+            "align": nullable(json!({"enum": ["next_open"], "description": "With calendar and due_at: a time \
+                outside working hours moves to the calendar's next opening."})),
         },
         "not": {"allOf": [present("delay"), present("due_at")]},
+        "allOf": [
+            {"not": {"allOf": [present("calendar"), present("repeat")]}},
+            {"if": present("align"), "then": {"allOf": [present("calendar"), {"not": present("delay")}]}},
+            {"if": {"allOf": [present("calendar"), present("due_at")]}, "then": present("align")},
+        ],
         "examples": [
             {"delay": "30m", "payload": {"order_id": 1234}},
             {"delay": "30m", "payload": {"order_id": 1234},
@@ -396,6 +413,7 @@ schemas! {
              "repeat": {"cron": "0 9 * * MON-FRI", "tz": "Asia/Shanghai", "times": 3,
                         "until": "9999-01-01T00:00:00Z"}},
             {"due_at": 1_924_992_000_000_u64, "payload": null, "key": null},
+            {"delay": "16h", "calendar": "office", "payload": {"step": "approve"}},
             {},
         ],
     });

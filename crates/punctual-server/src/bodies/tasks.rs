@@ -67,6 +67,74 @@ pub(crate) struct TaskBody {
     /// window after the task completed (or died, with `dead`) is kept, creating nothing.
     #[serde(default)]
     pub(crate) unique_for: Option<UniqueBody>,
+    /// A working-time calendar: `delay` counts its working time (whole days: working
+    /// days), `due_at` with `align` moves to its next opening; neither: its next
+    /// opening. Resolved here into `due_at` (see [`BusinessTime`]).
+    #[serde(default)]
+    pub(crate) calendar: Option<String>,
+    /// `"next_open"`: with `calendar` and `due_at`, a time outside working hours moves
+    /// to the next opening.
+    #[serde(default)]
+    pub(crate) align: Option<Align>,
+}
+
+/// `align`: how a `due_at` meets a calendar.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Align {
+    /// A time outside working hours moves to the next opening.
+    NextOpen,
+}
+
+/// What business time is resolved against: the calendars this node serves (those of
+/// its config file and the store's, as last read) and the instant of the request.
+pub(crate) struct BusinessTime<'a> {
+    pub(crate) calendars: &'a punctual_core::engine::CalendarSet,
+    pub(crate) now: Timestamp,
+}
+
+const DAY: Duration = Duration::from_secs(24 * 3600);
+
+impl BusinessTime<'_> {
+    /// The due time of a task given `calendar`: `delay` as working time (a whole
+    /// number of days, `"2d"` or `"48h"`, as working days at the same working-time
+    /// offset), `due_at` aligned to the next opening (`align` must say so), or the
+    /// next opening from now.
+    fn resolve(
+        &self,
+        name: &str,
+        delay: Option<Duration>,
+        due_at: Option<Timestamp>,
+        align: Option<Align>,
+    ) -> Result<Timestamp, ApiError> {
+        let Some(entry) = self.calendars.get(name) else {
+            punctual_core::calendar::CalendarName::new(name)?;
+            return Err(ApiError::invalid(
+                "calendar",
+                format!("there is no calendar '{name}': create it with PUT /v1/calendars/{name}"),
+            ));
+        };
+        let calendar = &entry.calendar;
+        let due = match (delay, due_at, align) {
+            (Some(_), _, Some(_)) => {
+                return Err(ApiError::invalid("align", "align applies to due_at: a delay already counts working time"));
+            }
+            (Some(delay), _, None) if !delay.is_zero() && (delay.as_millis() % DAY.as_millis()) == 0 => {
+                let days = u32::try_from(delay.as_secs() / DAY.as_secs()).unwrap_or(u32::MAX);
+                calendar.add_working_days(self.now, days)?
+            }
+            (Some(delay), _, None) => calendar.add_working_time(self.now, delay)?,
+            (None, Some(_), None) => {
+                return Err(ApiError::invalid(
+                    "align",
+                    "a due_at with a calendar needs \"align\": \"next_open\" (or leave the calendar out)",
+                ));
+            }
+            (None, Some(at), Some(Align::NextOpen)) => calendar.next_open(at.max(self.now))?,
+            (None, None, _) => calendar.next_open(self.now)?,
+        };
+        Ok(due)
+    }
 }
 
 /// A dedupe window: a duration (`"1h"`, or ms), or `{"window": D, "dead": bool}`.
@@ -199,15 +267,28 @@ impl RepeatBody {
 }
 
 impl TaskBody {
-    /// Validates into a spec. Field names are relative to the task object.
-    pub(crate) fn into_spec(self) -> Result<TaskSpec, ApiError> {
-        let mut spec = match (self.delay, self.due_at) {
-            (None, None) => TaskSpec::now(),
-            (Some(delay), None) => TaskSpec::after(delay.0),
-            (None, Some(at)) => TaskSpec::at(at.0),
-            (Some(_), Some(_)) => {
-                return Err(ApiError::invalid("due_at", "give delay or due_at, not both"));
+    /// Validates into a spec, resolving business time (`calendar`) against `time`.
+    /// Field names are relative to the task object.
+    pub(crate) fn into_spec(self, time: &BusinessTime<'_>) -> Result<TaskSpec, ApiError> {
+        let (delay, due_at) = (self.delay.map(|d| d.0), self.due_at.map(|t| t.0));
+        if delay.is_some() && due_at.is_some() {
+            return Err(ApiError::invalid("due_at", "give delay or due_at, not both"));
+        }
+        let mut spec = match (&self.calendar, delay, due_at) {
+            (Some(_), _, _) if self.repeat.is_some() => {
+                return Err(ApiError::invalid(
+                    "calendar",
+                    "a repeating task cannot take a calendar yet: give its first due time in working time with a \
+                     one-off task, or repeat by cron on working days",
+                ));
             }
+            (Some(name), delay, due_at) => TaskSpec::at(time.resolve(name, delay, due_at, self.align)?),
+            (None, _, _) if self.align.is_some() => {
+                return Err(ApiError::invalid("align", "align needs a calendar whose opening hours to align to"));
+            }
+            (None, None, None) => TaskSpec::now(),
+            (None, Some(delay), _) => TaskSpec::after(delay),
+            (None, None, Some(at)) => TaskSpec::at(at),
         };
         spec = spec.payload(self.payload);
         if let Some(ApiCount(n)) = self.max_attempts {
@@ -427,7 +508,9 @@ mod tests {
     use crate::extract::parse_json;
 
     fn spec(json: &str) -> Result<TaskSpec, ApiError> {
-        parse_json::<TaskBody>(json.as_bytes())?.into_spec()
+        let calendars = punctual_core::engine::CalendarSet::default();
+        let time = BusinessTime { calendars: &calendars, now: Timestamp::from_millis(0) };
+        parse_json::<TaskBody>(json.as_bytes())?.into_spec(&time)
     }
 
     #[test]

@@ -27,10 +27,12 @@
 //! defaults, `queues` the `[queues]` and `[egress]` tables, `actions` the action
 //! tables, `access` the `[[access]]` tables of scoped tokens with the grants and the
 //! permission every route needs, `declared` the queues the file declares (and what is
-//! refused on the others), and `settings` a queue's settings given through the API.
+//! refused on the others), `calendars` the `[calendars]` tables of working-time
+//! calendars, and `settings` a queue's settings given through the API.
 
 pub(crate) mod access;
 mod actions;
+mod calendars;
 pub(crate) mod declared;
 mod flags;
 mod queues;
@@ -109,6 +111,8 @@ pub(crate) struct Settings {
     pub(crate) targets_secret: Option<punctual_actions::Secret>,
     /// HTTPS: the certificate chain and key to serve with.
     pub(crate) tls: Option<crate::tls::TlsFiles>,
+    /// Working-time calendars of the file (`[calendars."name"]`), in name order.
+    pub(crate) calendars: Vec<(punctual_core::calendar::CalendarName, punctual_core::Calendar)>,
     /// The file these settings were read from, if any.
     pub(crate) config_file: Option<PathBuf>,
 }
@@ -144,6 +148,9 @@ impl Settings {
         }
         for (name, keep) in &self.dead_retention {
             config = config.dead_retention(name.clone(), *keep);
+        }
+        for (name, calendar) in &self.calendars {
+            config = config.calendar(name.clone(), calendar.clone());
         }
         config
     }

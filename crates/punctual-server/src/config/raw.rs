@@ -36,6 +36,9 @@ pub(super) struct RawConfig {
     pub(super) queues: BTreeMap<Spanned<String>, RawQueue>,
     #[serde(default)]
     pub(super) access: Vec<Spanned<RawAccess>>,
+    /// Read as TOML tables, each checked as a calendar body (see `calendars`).
+    #[serde(default)]
+    pub(super) calendars: BTreeMap<Spanned<String>, Spanned<toml::Table>>,
 }
 
 /// `[[access]]`: a scoped token.

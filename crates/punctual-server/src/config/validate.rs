@@ -12,6 +12,7 @@ use punctual_core::Limits;
 use toml::Spanned;
 
 use super::access::{access_tokens, check_token};
+use super::calendars::calendar_tables;
 use super::queues::{QueueTables, egress_policy, queue_tables};
 use super::raw::{RawConfig, RawRedis};
 use super::{Backend, ConfigError, RedisSettings, ServeArgs, Settings};
@@ -118,6 +119,7 @@ pub(crate) fn settings(args: &ServeArgs, file: Option<(&Path, &str)>) -> Result<
     }
 
     let tls = tls_files(args, &raw, &at)?;
+    let calendars = calendar_tables(&raw.calendars, &at)?;
 
     Ok(Settings {
         listen,
@@ -158,6 +160,7 @@ pub(crate) fn settings(args: &ServeArgs, file: Option<(&Path, &str)>) -> Result<
         egress,
         targets_secret,
         tls,
+        calendars,
         config_file: file.map(|(path, _)| path.to_path_buf()),
     })
 }

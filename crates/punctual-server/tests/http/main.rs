@@ -10,6 +10,7 @@ mod common;
 
 mod auth;
 mod bad_input;
+mod calendars;
 mod config_file;
 mod declared_queues;
 mod group_rate;

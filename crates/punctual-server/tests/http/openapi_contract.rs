@@ -114,7 +114,7 @@ fn shown(body: &Option<Value>) -> String {
 }
 
 /// Makes what a valid call of `operation_id` needs and gives the path parameters it
-/// fixes: a task to get, a live lease, a dead task.
+/// fixes: a task to get, a live lease, a dead task, a calendar.
 async fn prepare(s: &TestServer, operation_id: &str, params: &mut HashMap<String, String>) {
     static UNIQUE: AtomicUsize = AtomicUsize::new(0);
     let n = UNIQUE.fetch_add(1, Ordering::Relaxed);
@@ -125,6 +125,13 @@ async fn prepare(s: &TestServer, operation_id: &str, params: &mut HashMap<String
         "get_settings" | "patch_settings" | "delete_settings" => {
             let settings = format!("/v1/queues/{}/settings", enc(&queue));
             assert!(s.put(&settings, json!({})).await.0.is_success());
+        }
+        "get_calendar" | "delete_calendar" => {
+            let name = params.get("name").cloned().unwrap_or_else(|| "cn-office".into());
+            let (status, body) = s
+                .put(&format!("/v1/calendars/{}", enc(&name)), json!({"tz": "UTC", "hours": {"mon": ["09:00-17:00"]}}))
+                .await;
+            assert!(status.is_success(), "{name}: {status} {body}");
         }
         "get_task" | "delete_task" => {
             assert!(s.put(&task, json!({"delay": "1h"})).await.0.is_success());
@@ -252,7 +259,14 @@ async fn server(tokens: bool) -> TestServer {
     if tokens {
         options.tokens = vec![TOKEN.into()];
     }
-    TestServer::build(options, EngineConfig::default(), None).await
+    // The calendar the document's examples of tasks in business time name.
+    let office = json!({"tz": "Asia/Shanghai", "hours": {"mon": ["09:00-18:00"], "tue": ["09:00-18:00"],
+        "wed": ["09:00-18:00"], "thu": ["09:00-18:00"], "fri": ["09:00-18:00"]}});
+    let spec = serde_json::from_value(office).unwrap();
+    let office = punctual_core::Calendar::new(spec).unwrap();
+    let config =
+        EngineConfig::default().calendar(punctual_core::calendar::CalendarName::new("office").unwrap(), office);
+    TestServer::build(options, config, None).await
 }
 
 async fn document(s: &TestServer, token: Option<&'static str>) -> Doc {

@@ -4,6 +4,7 @@
 
 use std::collections::BTreeSet;
 
+use punctual_core::calendar::CalendarChange;
 use punctual_core::store::{Completion, ExtendRequest, QueueStats};
 use punctual_core::{Error, Repeat, Store, TaskState, Timestamp};
 
@@ -370,4 +371,8 @@ pub async fn closed_store_refuses_further_calls<S: Store>(store: S) {
     unavailable("queue_records", store.queue_records().await.map(|r| format!("{r:?}")));
     let change = punctual_core::store::QueueChangeRequest::new(q, punctual_core::QueueChange::Paused(true), T0);
     unavailable("change_queue", store.change_queue(change).await.map(|r| format!("{r:?}")));
+    unavailable("calendar_records", store.calendar_records().await.map(|r| format!("{r:?}")));
+    let name = punctual_core::calendar::CalendarName::new("office").expect("a calendar name");
+    let change = punctual_core::calendar::CalendarChangeRequest::new(name, CalendarChange::Put("{}".into()), T0);
+    unavailable("change_calendar", store.change_calendar(change).await.map(|r| format!("{r:?}")));
 }

@@ -1,7 +1,8 @@
--- change_queue: writes a queue's record if the stored one is at the version the
--- caller read (works on no shard: prepended with nothing).
--- KEYS[1] the queue records Hash: queue name -> record "<version>,<updated ms>,..."
--- ARGV[1] the queue name
+-- change_record: writes a versioned record (a queue's, a calendar's) in its Hash if the
+-- stored one is at the version the caller read (works on no shard: prepended with
+-- nothing).
+-- KEYS[1] the Hash of records: name -> record "<version>,..."
+-- ARGV[1] the record's name
 -- ARGV[2] the version read (0: there was no record)
 -- ARGV[3] the new record
 -- Returns: 1 written, 0 the record changed since it was read (nothing written).

@@ -1,0 +1,193 @@
+//! Calendars ([`CalendarRecord`]): the store keeps them for every process sharing it,
+//! and the engine follows them as it follows the queue records.
+//!
+//! - They are read with the queue records, every [`RECORDS_POLL`](super::RECORDS_POLL),
+//!   and published to [`Engine::watch_calendars`] when they changed: each live
+//!   calendar with its checked [`Calendar`], ready for the arithmetic of business
+//!   time. A removed calendar is not in the set.
+//! - The calendars of the config file ([`EngineConfig::calendars`](super::EngineConfig))
+//!   are in the set from the start, and win over a stored one of the same name
+//!   (left out, with a warning); [`Engine::change_calendar`] refuses their names.
+//! - This engine's own changes ([`Engine::change_calendar`]) apply here at once; other
+//!   processes apply them at their next read, within `RECORDS_POLL`.
+//! - A failed read keeps the calendars last read. A stored document that is not a valid
+//!   calendar (written by a newer build) is left out of the set, with a warning.
+//! - Reads and this engine's changes take turns, so a read that began before a change
+//!   can never land after it and undo it here.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use tokio::sync::watch;
+
+use super::Engine;
+use crate::calendar::{Calendar, CalendarChange, CalendarChangeRequest, CalendarName, CalendarRecord, CalendarSpec};
+use crate::error::{Error, Result};
+use crate::store::Store;
+
+/// A live calendar: its record and the calendar its document describes.
+#[derive(Debug, Clone)]
+pub struct CalendarEntry {
+    /// The stored record; `None` for a calendar of the config file.
+    pub record: Option<CalendarRecord>,
+    pub calendar: Arc<Calendar>,
+}
+
+/// The live calendars as last read, by name.
+#[derive(Debug, Clone, Default)]
+pub struct CalendarSet {
+    entries: BTreeMap<CalendarName, CalendarEntry>,
+}
+
+impl CalendarSet {
+    /// The config file's calendars.
+    fn of_config(config: &BTreeMap<CalendarName, Arc<Calendar>>) -> CalendarSet {
+        let entries = config
+            .iter()
+            .map(|(name, calendar)| (name.clone(), CalendarEntry { record: None, calendar: Arc::clone(calendar) }));
+        CalendarSet { entries: entries.collect() }
+    }
+
+    /// This set's config calendars with the live calendars among `records`, leaving
+    /// out (with a warning) those whose document is not a valid calendar and those
+    /// named as a config calendar.
+    fn with_records(&self, records: Vec<CalendarRecord>) -> CalendarSet {
+        let mut entries: BTreeMap<_, _> = self
+            .entries
+            .iter()
+            .filter(|(_, entry)| entry.record.is_none())
+            .map(|(n, e)| (n.clone(), e.clone()))
+            .collect();
+        for record in records {
+            if entries.get(&record.name).is_some_and(|entry| entry.record.is_none()) {
+                if record.spec.is_some() {
+                    tracing::warn!(calendar = %record.name, "a stored calendar has a config calendar's name: serving the config's");
+                }
+                continue;
+            }
+            match record.calendar() {
+                Ok(Some(calendar)) => {
+                    let entry = CalendarEntry { record: Some(record.clone()), calendar: Arc::new(calendar) };
+                    entries.insert(record.name, entry);
+                }
+                Ok(None) => {}
+                Err(e) => tracing::warn!(calendar = %record.name, error = %e, "leaving out a stored calendar"),
+            }
+        }
+        CalendarSet { entries }
+    }
+
+    /// Whether `name` is a calendar of the config file.
+    fn is_config(&self, name: &str) -> bool {
+        self.entries.get(name).is_some_and(|entry| entry.record.is_none())
+    }
+
+    /// The live calendar of this name.
+    pub fn get(&self, name: &str) -> Option<&CalendarEntry> {
+        self.entries.get(name)
+    }
+
+    /// Every live calendar, by name.
+    pub fn iter(&self) -> impl Iterator<Item = (&CalendarName, &CalendarEntry)> {
+        self.entries.iter()
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The versions by name (0 for the config's), to tell whether a read changed
+    /// anything.
+    fn versions(&self) -> impl Iterator<Item = (&CalendarName, u64)> {
+        self.entries.iter().map(|(name, entry)| (name, entry.record.as_ref().map_or(0, |record| record.version)))
+    }
+
+    /// This set with `record` applied (added, replaced, or removed).
+    fn with(&self, record: &CalendarRecord) -> CalendarSet {
+        let mut updated = self.clone();
+        updated.entries.remove(&record.name);
+        if let Ok(Some(calendar)) = record.calendar() {
+            let entry = CalendarEntry { record: Some(record.clone()), calendar: Arc::new(calendar) };
+            updated.entries.insert(record.name.clone(), entry);
+        }
+        updated
+    }
+}
+
+/// The calendars as last read.
+#[derive(Debug)]
+pub(super) struct Calendars {
+    latest: watch::Sender<Arc<CalendarSet>>,
+    /// Held by each read and each change of this engine, from the store call to
+    /// applying what it returned.
+    turn: tokio::sync::Mutex<()>,
+}
+
+impl Calendars {
+    /// The config file's calendars, before any read.
+    pub(super) fn new(config: &BTreeMap<CalendarName, Arc<Calendar>>) -> Calendars {
+        let set = CalendarSet::of_config(config);
+        Calendars { latest: watch::channel(Arc::new(set)).0, turn: tokio::sync::Mutex::new(()) }
+    }
+}
+
+impl<S: Store> Engine<S> {
+    /// The live calendars, updated at every read that changes them (see the module doc).
+    pub fn watch_calendars(&self) -> watch::Receiver<Arc<CalendarSet>> {
+        self.inner.calendars.latest.subscribe()
+    }
+
+    /// The live calendars as last read.
+    pub fn calendars(&self) -> Arc<CalendarSet> {
+        Arc::clone(&self.inner.calendars.latest.borrow())
+    }
+
+    /// Creates, replaces or removes a calendar (only if it is at `if_version`, 0
+    /// meaning none) and applies it in this process at once; the record as it is
+    /// after. A document that is not a valid calendar is [`Error::Invalid`] naming
+    /// the field, and nothing is stored.
+    pub async fn change_calendar(
+        &self,
+        name: &str,
+        change: CalendarChange,
+        if_version: Option<u64>,
+    ) -> Result<CalendarRecord> {
+        self.check_running()?;
+        let name = CalendarName::new(name)?;
+        if self.calendars().is_config(name.as_str()) {
+            return Err(Error::Conflict(format!("calendar '{name}' is in the server's config file: change it there")));
+        }
+        if let CalendarChange::Put(document) = &change {
+            let spec: CalendarSpec = serde_json::from_str(document)
+                .map_err(|e| Error::invalid("calendar", format!("not a calendar document: {e}")))?;
+            Calendar::new(spec)?;
+        }
+        let mut request = CalendarChangeRequest::new(name, change, self.now());
+        if let Some(version) = if_version {
+            request = request.if_version(version);
+        }
+        let _turn = self.inner.calendars.turn.lock().await;
+        let record = self.inner.store.change_calendar(request).await?;
+        self.inner.calendars.latest.send_modify(|set| *set = Arc::new(set.with(&record)));
+        Ok(record)
+    }
+
+    /// Reads the calendars and publishes them if they changed.
+    pub(super) async fn read_calendars(&self) -> Result<()> {
+        let _turn = self.inner.calendars.turn.lock().await;
+        let records = self.inner.store.calendar_records().await?;
+        let set = self.calendars().with_records(records);
+        self.inner.calendars.latest.send_if_modified(|latest| {
+            let changed = !latest.versions().eq(set.versions());
+            if changed {
+                *latest = Arc::new(set);
+            }
+            changed
+        });
+        Ok(())
+    }
+}
