@@ -298,6 +298,7 @@ mod tests {
     /// Every `pub async fn` check of the modules, by name.
     fn checks_defined() -> Vec<String> {
         let sources = [
+            include_str!("conformance/calendars.rs"),
             include_str!("conformance/completion.rs"),
             include_str!("conformance/consumers.rs"),
             include_str!("conformance/dead.rs"),
