@@ -304,6 +304,7 @@ mod tests {
             include_str!("conformance/dead.rs"),
             include_str!("conformance/debounce.rs"),
             include_str!("conformance/expiry.rs"),
+            include_str!("conformance/group_rate.rs"),
             include_str!("conformance/groups.rs"),
             include_str!("conformance/identity.rs"),
             include_str!("conformance/inspection.rs"),
