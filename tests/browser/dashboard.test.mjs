@@ -473,6 +473,14 @@ test("a task's priority is shown on its page", async () => {
   await page.locator("#task-priority", { hasText: "7" }).waitFor();
 });
 
+test("a queue's group rate shows with its settings, and the settings editor keeps it", async () => {
+  assert.equal((await api("PUT", "/v1/queues/sms.remind/settings", { group_rate: "10/1m" })).status, 201);
+  await page.goto(`${base}/#/queue/sms.remind`);
+  await settingsCell("group_rate").filter({ hasText: "10/1m leases per group at most" }).waitFor();
+  await page.locator("#edit-settings summary").click();
+  assert.equal(JSON.parse(await page.inputValue("#settings-json")).group_rate, "10/1m");
+});
+
 test("a queue's groups show with their counts and limit; a group shows its tasks; a task shows its group", async () => {
   await page.setViewportSize({ width: 1280, height: 860 });
   assert.equal((await api("PUT", "/v1/queues/flow.steps/settings", { group_concurrency: 1 })).status, 201);

@@ -20,6 +20,7 @@ mod cron;
 pub mod engine;
 mod error;
 pub mod events;
+mod group_slots;
 mod identity;
 mod memory;
 mod meta;

@@ -7,8 +7,10 @@
 //! them so that no call scans what it does not return — per queue, every task and the
 //! tasks of each state by `(due_at, key)` (listing, the next due time), the scheduled
 //! tasks of each [`Lane`] and [`Priority`] by `(due_at, key)` (leasing; a group's
-//! apart, beside its turn and counts by state), the dead tasks by `(updated_at, key)` (the sweep, the bulk retry), the keys carrying
-//! each tag; across queues, the leased tasks by `(lease_expires_at, queue, key)`
+//! apart, beside its turn and counts by state), the dead tasks by `(updated_at, key)`
+//! (the sweep, the bulk retry), the keys carrying each tag; beside the queues, each
+//! group's `group_rate` slots ([`GroupSlots`], kept while their windows last); across
+//! queues, the leased tasks by `(lease_expires_at, queue, key)`
 //! (reaping), and the completion records of dedupe windows by slot and by end (each
 //! schedule and completion first drops those ended by its `now`). All of it sits
 //! behind one `Mutex`, so every method is atomic.
@@ -36,6 +38,7 @@ use std::sync::{Mutex, MutexGuard};
 
 use crate::calendar::{CalendarChangeRequest, CalendarName, CalendarRecord, change_calendar};
 use crate::error::{Error, Result};
+use crate::group_slots::GroupSlots;
 use crate::identity::StoreId;
 use crate::model::{Group, NewTask, Priority, QueueName, Tag, Task, TaskKey, TaskState};
 use crate::store::{
@@ -80,6 +83,7 @@ impl MemoryStore {
             prefer: Vec::new(),
             records: BTreeMap::new(),
             turns: BTreeMap::new(),
+            group_slots: BTreeMap::new(),
             calendars: BTreeMap::new(),
             completed: BTreeMap::new(),
             completed_ends: BTreeSet::new(),
@@ -140,6 +144,18 @@ struct GroupState {
     dead: u64,
     /// 0 until the group's first lease, then the queue's turn of its latest.
     turn: u64,
+}
+
+/// Whether `group` has fewer leased tasks than `limit`.
+fn has_room(group: &GroupState, limit: Option<u32>) -> bool {
+    limit.is_none_or(|limit| group.leased < u64::from(limit))
+}
+
+/// When a group with `slots`, held by the request's `group_rate`, has room again; `None`
+/// while it has room (or no rate applies).
+fn held_until(slots: Option<&GroupSlots>, req: &LeaseRequest) -> Option<Timestamp> {
+    let (slots, rate) = (slots?, req.group_rate?);
+    Some(slots.room_at(rate, req.now)).filter(|room| *room > req.now)
 }
 
 /// Forgets `group` (and its turn) if it has no task left.
@@ -209,11 +225,16 @@ impl Queue {
         }
     }
 
-    /// The earliest due time of the lane's scheduled tasks, leaving out the groups with
-    /// `limit` leases.
-    fn lane_next_due(&self, lane: Lane, limit: Option<u32>) -> Option<Timestamp> {
-        let open = self.groups.values().filter(|group| limit.is_none_or(|limit| group.leased < u64::from(limit)));
-        open.filter_map(|group| next_due_in(&group.ready, lane)).chain(next_due_in(&self.ready, lane)).min()
+    /// The earliest time the lane's scheduled tasks may be leased (see
+    /// [`LeaseBatch::next_due`]), leaving out the groups with `req.group_limit` leases.
+    fn lane_next_due(&self, req: &LeaseRequest, slots: Option<&BTreeMap<Group, GroupSlots>>) -> Option<Timestamp> {
+        let open = self.groups.iter().filter(|(_, group)| has_room(group, req.group_limit));
+        let grouped = open.filter_map(|(name, group)| {
+            let due = next_due_in(&group.ready, req.lane)?;
+            // A group with room offers its earliest due time, even one before `now`.
+            Some(held_until(slots.and_then(|slots| slots.get(name)), req).map_or(due, |room| due.max(room)))
+        });
+        grouped.chain(next_due_in(&self.ready, req.lane)).min()
     }
 
     /// The ready set a scheduled task belongs in.
@@ -250,6 +271,8 @@ struct Inner {
     records: BTreeMap<QueueName, QueueRecord>,
     /// Each queue's turns, kept when its tasks go.
     turns: BTreeMap<QueueName, Turns>,
+    /// Each queue's groups' `group_rate` slots, kept when their tasks go.
+    group_slots: BTreeMap<QueueName, BTreeMap<Group, GroupSlots>>,
     /// Calendar records by name, removed ones kept.
     calendars: BTreeMap<CalendarName, CalendarRecord>,
     /// Completion records of dedupe windows, by slot; and by `(unique_until, slot)`.
@@ -469,6 +492,9 @@ impl Inner {
 
     fn lease(&mut self, req: &LeaseRequest) -> LeaseBatch {
         let prefer = std::mem::take(&mut self.prefer);
+        if let Some(slots) = self.group_slots.get_mut(&req.queue) {
+            slots.retain(|_, group| group.forget_ended(req.now));
+        }
         let mut leases = Vec::new();
         while leases.len() < req.max.max(1) as usize {
             let Some((group, key)) = self.next_head(req, &prefer) else { break };
@@ -485,10 +511,15 @@ impl Inner {
                     if let Some(state) = self.queues.get_mut(&req.queue).and_then(|q| q.groups.get_mut(&group)) {
                         state.turn = turn;
                     }
+                    if let Some(rate) = req.group_rate {
+                        let slots = self.group_slots.entry(req.queue.clone()).or_default();
+                        slots.entry(group).or_default().take(rate, req.now);
+                    }
                 }
             }
         }
-        let next_due = self.queues.get(&req.queue).and_then(|q| q.lane_next_due(req.lane, req.group_limit));
+        let slots = self.group_slots.get(&req.queue);
+        let next_due = self.queues.get(&req.queue).and_then(|q| q.lane_next_due(req, slots));
         LeaseBatch::new(leases, next_due)
     }
 
@@ -498,7 +529,10 @@ impl Inner {
         let turns = self.turns.get(&req.queue).copied().unwrap_or_default();
         let head = |ready: &Ready| head_of(ready, req.lane, req.now, &req.queue, prefer);
         let ungrouped = head(&queue.ready).map(|(priority, key)| ((Reverse(priority), turns.ungrouped, None), key));
-        let open = queue.groups.iter().filter(|(_, g)| req.group_limit.is_none_or(|limit| g.leased < u64::from(limit)));
+        let slots = self.group_slots.get(&req.queue);
+        let open = queue.groups.iter().filter(|(name, group)| {
+            has_room(group, req.group_limit) && held_until(slots.and_then(|slots| slots.get(*name)), req).is_none()
+        });
         let grouped = open.filter_map(|(name, group)| {
             head(&group.ready).map(|(priority, key)| ((Reverse(priority), group.turn, Some(name)), key))
         });

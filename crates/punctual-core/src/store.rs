@@ -23,6 +23,7 @@ use crate::calendar::{CalendarChangeRequest, CalendarRecord};
 use crate::error::{Error, Result};
 use crate::identity::StoreId;
 use crate::model::{Group, NewTask, QueueName, Tag, Task, TaskKey, TaskState};
+use crate::policy::Rate;
 use crate::target::Lane;
 use crate::time::Timestamp;
 
@@ -163,11 +164,22 @@ pub struct LeaseRequest {
     /// The queue's `group_concurrency`: a group with this many leased tasks (in either
     /// lane) offers no task. `None`: no limit.
     pub group_limit: Option<u32>,
+    /// The queue's `group_rate`: a group whose tasks were leased `count` times in the
+    /// window of `per` before `now` offers no task. `None`: no rate, and the leases
+    /// take no slot.
+    pub group_rate: Option<Rate>,
 }
 
 impl LeaseRequest {
     pub fn new(queue: QueueName, max: u32, lease_for: Duration, now: Timestamp) -> LeaseRequest {
-        LeaseRequest { queue, lane: Lane::Handler, max, lease_for, now, group_limit: None }
+        LeaseRequest { queue, lane: Lane::Handler, max, lease_for, now, group_limit: None, group_rate: None }
+    }
+
+    /// Hands out no task of a group leased `rate.count` times in the window of
+    /// `rate.per` before `now`.
+    pub fn group_rate(mut self, rate: Option<Rate>) -> LeaseRequest {
+        self.group_rate = rate;
+        self
     }
 
     /// Hands out no task of a group that has `limit` (≥ 1) live leases.
@@ -191,9 +203,10 @@ pub struct LeaseBatch {
     pub leases: Vec<Lease>,
     /// The earliest `due_at` among the queue's tasks of the request's lane still
     /// `scheduled` after this call, leaving out those of groups at the request's
-    /// `group_limit` (may be ≤ `now` when more were due than `max`); `None` when there
-    /// are none. A group at its limit offers work again only when one of its leases
-    /// ends, which the process ending it knows.
+    /// `group_limit`, and for a group at its `group_rate` the later of its earliest due
+    /// time and the instant its window has room again (may be ≤ `now` when more were
+    /// due than `max`); `None` when there are none. A group at its limit offers work
+    /// again only when one of its leases ends, which the process ending it knows.
     pub next_due: Option<Timestamp>,
 }
 
@@ -739,13 +752,20 @@ pub trait Store: Send + Sync + 'static {
     ///   highest [`Priority`](crate::Priority), the earliest of those; the tasks without
     ///   a group offer theirs as one more group. A group with `group_limit` leased
     ///   tasks or more (in either lane, counting those this call made; an expired
-    ///   lease counts until it is reaped) offers nothing;
+    ///   lease counts until it is reaped) offers nothing; nor does a group with
+    ///   `group_rate = count/per` whose tasks were leased `count` times in the window
+    ///   `(now - per, now]` (in either lane, counting those this call made);
     /// - the next lease takes the head of the highest priority; among equal priorities,
     ///   that of the group whose *turn* is lowest; then the ungrouped tasks' head; then
     ///   by group name;
     /// - the group leased from takes the queue's next turn, above every turn given
     ///   before. A group's turn is 0 until its first lease, and again once it has no
-    ///   task left in the queue; the ungrouped tasks' turn is kept for ever.
+    ///   task left in the queue; the ungrouped tasks' turn is kept for ever;
+    /// - with `group_rate`, each lease of a group's task takes a *slot*, the lease's
+    ///   `now`, whatever becomes of the lease (a release gives no slot back). A store
+    ///   keeps a group's slots for the window after they were taken, also once the
+    ///   group has no task left, so the rate holds while its tasks come and go; a lease
+    ///   without `group_rate` takes no slot.
     ///
     /// Without groups this is the highest priority first, each priority in due order.
     /// Each leased task becomes `leased` with `lease_expires_at = now + lease_for` and

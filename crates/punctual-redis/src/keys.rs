@@ -19,6 +19,8 @@
 //! | `…:groups:target:ready` | ZSet | the same for `groups:target:scheduled` and `scheduled:target:groups` |
 //! | `…:groups` | ZSet, scores 0 | the names of the groups that have tasks (listing groups by name) |
 //! | `…:groups:counts` | Hash | group → `"<scheduled>,<leased>,<dead>,<turn>"`: its tasks by state (a leased task counts until its lease ends or is reaped) and its turn |
+//! | `…:groups:slots` | Hash | group → its `group_rate` slots, `"<at>+<until − at>"` in ms each, separated by `' '`: each lease of one of its tasks under a rate took one (`lua/group_slots.lua`); kept when the group's tasks go, for the window of each slot |
+//! | `…:groups:slots:ends` | ZSet | each group in `groups:slots` → the latest `until` ms of its slots: a lease under a rate drops the groups whose every slot ended |
 //! | `…:turns` | Hash | `last` → the last turn a lease gave, `ungrouped` → the ungrouped tasks' turn; `urgent`, `urgent:target` → how many scheduled tasks with a group and a priority above 0 each lane holds (absent: none) |
 //! | `…:leases` | ZSet | key → lease expiry ms |
 //! | `…:inflight` | ZSet | key → due_at ms of leased tasks (listing in due order) |
@@ -80,10 +82,18 @@
 //! before has none, and needs nothing.) The group sets' members sort each group's
 //! tasks in lease order, so a group's head is one `ZRANGEBYLEX` per priority it holds,
 //! and every script touches only the keys it is passed.
+//!
+//! Group rates: a group is in `groups:slots` exactly while it is in
+//! `groups:slots:ends`, scored by the latest end of the slots its field holds. Only
+//! the lease script reads or writes them, and only under a `group_rate`: each such
+//! lease first drops the groups whose every slot ended (a bounded batch), so a queue
+//! leased without a rate keeps whatever slots it had until a lease under one comes (at
+//! most the rate's count per group leased in the last window). They came with group
+//! rates: a store written before has none, and needs nothing.
 
 use punctual_core::{Lane, QueueName, TaskKey};
 
-/// The keys of one shard of one queue. Scripts take them as `KEYS[1..21]` in the order
+/// The keys of one shard of one queue. Scripts take them as `KEYS[1..23]` in the order
 /// of [`ShardKeys::in_script_order`] (the header of `lua/common.lua`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ShardKeys {
@@ -122,6 +132,10 @@ pub(crate) struct ShardKeys {
     pub(crate) groups_ready: String,
     /// The same for `groups_scheduled_target`.
     pub(crate) groups_ready_target: String,
+    /// Each group's `group_rate` slots, kept when its tasks go.
+    pub(crate) group_slots: String,
+    /// Each group of `group_slots` by the latest end of its slots.
+    pub(crate) group_slot_ends: String,
     /// The shard's completion record keys up to the task key.
     completed: String,
 }
@@ -152,19 +166,21 @@ impl ShardKeys {
             turns: key("turns"),
             groups_ready: key("groups:ready"),
             groups_ready_target: key("groups:target:ready"),
+            group_slots: key("groups:slots"),
+            group_slot_ends: key("groups:slots:ends"),
             completed: key("completed:"),
         }
     }
 
     /// The key of the completion record of `key`'s dedupe window, in this shard (the
     /// task's): under the shard's hash tag, so the scripts that read and write it with
-    /// the task stay on one Cluster node. Scripts take them after `KEYS[1..21]`.
+    /// the task stay on one Cluster node. Scripts take them after `KEYS[1..23]`.
     pub(crate) fn completion(&self, key: &TaskKey) -> String {
         format!("{}{key}", self.completed)
     }
 
-    /// `KEYS[1..21]` of every shard script, as `lua/common.lua` numbers them.
-    pub(crate) fn in_script_order(&self) -> [&str; 21] {
+    /// `KEYS[1..23]` of every shard script, as `lua/common.lua` numbers them.
+    pub(crate) fn in_script_order(&self) -> [&str; 23] {
         [
             &self.scheduled,
             &self.leases,
@@ -187,6 +203,8 @@ impl ShardKeys {
             &self.turns,
             &self.groups_ready,
             &self.groups_ready_target,
+            &self.group_slots,
+            &self.group_slot_ends,
         ]
     }
 
@@ -317,7 +335,14 @@ mod tests {
         // The group counts a script changes are written back by `save_groups` only.
         let scripts = [
             ("schedule", include_str!("lua/schedule.lua")),
-            ("lease", concat!(include_str!("lua/lease_groups.lua"), include_str!("lua/lease.lua"))),
+            (
+                "lease",
+                concat!(
+                    include_str!("lua/group_slots.lua"),
+                    include_str!("lua/lease_groups.lua"),
+                    include_str!("lua/lease.lua")
+                ),
+            ),
             ("complete", include_str!("lua/complete.lua")),
             ("release", include_str!("lua/release.lua")),
             ("reap", include_str!("lua/reap.lua")),

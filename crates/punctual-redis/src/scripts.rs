@@ -4,14 +4,14 @@
 //!
 //! Every script is `lua/common.lua` and `lua/common_groups.lua` followed by its own
 //! file (the lease script by
-//! `lua/lease_groups.lua` and then its own; but `lua/ids.lua`,
+//! `lua/group_slots.lua`, `lua/lease_groups.lua` and then its own; but `lua/ids.lua`,
 //! `lua/rate.lua`, `lua/change_record.lua` and `lua/announce.lua`, which work on no
 //! shard). Loaded once per
 //! Redis node and called by SHA; redis-rs reloads a script the node answers NOSCRIPT
 //! for (after a restart or a `SCRIPT FLUSH`). (`lua/delete_if_unchanged.lua` is not the
 //! store's: `keyspace` loads and calls it.)
 //!
-//! Invariants: a shard script gets the twenty-one keys of its one shard as `KEYS` (so it
+//! Invariants: a shard script gets the twenty-three keys of its one shard as `KEYS` (so it
 //! touches only keys it was passed, on one Cluster node), then, for `lua/schedule.lua`
 //! and `lua/complete.lua`, each task's completion record key (under the same hash
 //! tag), and `ARGV[1..3]` = now, the
@@ -75,7 +75,13 @@ impl Scripts {
     pub(crate) fn new() -> Scripts {
         Scripts {
             schedule: with_common(include_str!("lua/schedule.lua")),
-            lease: with_common(concat!(include_str!("lua/lease_groups.lua"), "\n", include_str!("lua/lease.lua"))),
+            lease: with_common(concat!(
+                include_str!("lua/group_slots.lua"),
+                "\n",
+                include_str!("lua/lease_groups.lua"),
+                "\n",
+                include_str!("lua/lease.lua")
+            )),
             head: with_common(include_str!("lua/head.lua")),
             complete: with_common(include_str!("lua/complete.lua")),
             extend: with_common(include_str!("lua/extend.lua")),
@@ -295,7 +301,7 @@ impl OnShard<'_> {
     /// priority first, none of a priority below `floor` nor, of `floor`, past `bound`
     /// (the request's own `max` is the caller's to share among shards); the batch's next
     /// due time, and the head task, are this shard's lane's, and of a sharded queue so
-    /// are the bands.
+    /// are the bands. The request's group limit and rate apply to the shard's groups.
     pub(crate) async fn lease(
         &self,
         req: &LeaseRequest,
@@ -313,6 +319,10 @@ impl OnShard<'_> {
         let sharded = self.shared.sharded(self.queue);
         invocation.arg(floor.get()).arg(if sharded { "1" } else { "" });
         invocation.arg(req.group_limit.map(|limit| limit.max(1).to_string()).unwrap_or_default());
+        match req.group_rate {
+            Some(rate) => invocation.arg(rate.count.max(1)).arg(millis(rate.per).max(1)),
+            None => invocation.arg("").arg(""),
+        };
         let answer: Vec<Vec<u8>> = self.shared.conn.invoke(&invocation).await?;
         let [score, key, now, rest @ ..] = answer.as_slice() else { return Err(corrupt("lease answered no head")) };
         let now = parse_score(text(now)?)?.ok_or_else(|| corrupt("lease without now"))?;

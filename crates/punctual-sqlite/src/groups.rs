@@ -5,7 +5,9 @@
 //! task, the highest first — its contenders are the groups with a due task of that
 //! priority (from `tasks_urgent`) and the ungrouped tasks if they have one — then
 //! priority 0, whose contenders are read a page at a time from `task_groups` in turn
-//! order (`task_groups_by_turn`), only groups with a due task and room under the limit.
+//! order (`task_groups_by_turn`), only groups with a due task and room under the limit
+//! and, with a `group_rate`, under the rate (fewer than `count` slots counting, read
+//! beside each group; see `group_rate`).
 //! At each level the contender of the lowest turn (the ungrouped tasks first among
 //! equals, then by name) gets the next lease and the queue's next turn, which is above
 //! every turn read, so it goes behind all the others: a level is served round robin.
@@ -16,13 +18,15 @@
 //! Invariants: every lease raises `queues.last_turn` by one and gives that turn to the
 //! group leased from (or to `queues.ungrouped_turn`); a group whose row is gone has turn
 //! 0 (the triggers in `schema` delete the row with the group's last task); a group with
-//! `limit` leased tasks gets no lease.
+//! `limit` leased tasks gets no lease, nor one with `count` slots counting under the
+//! call's rate, each lease of this call counted at once (its slot is written with its
+//! round's turns).
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use punctual_core::store::{GroupCounts, GroupsPage, GroupsRequest, corrupt};
 use punctual_core::{Group, Lane, Priority, QueueName, Result};
-use rusqlite::{Connection, params};
+use rusqlite::{Connection, ToSql, params};
 
 use crate::codes::{GROUPED_HANDLER_LANE, GROUPED_TARGET_LANE, Sql, grouped_code, scheduled_code};
 use crate::leasing::{LEASE, LEASE_AT_PRIORITY, LEASE_HEADS, LEASE_HEADS_AT_PRIORITY, Leasing, earliest, leased};
@@ -52,6 +56,10 @@ pub(crate) fn ungrouped_leased(conn: &Connection, queue_id: i64, count: usize) -
 /// The earliest due time among the lane's grouped tasks that a lease could take,
 /// leaving out groups at the limit.
 pub(crate) fn next_due(leasing: &Leasing<'_>) -> Result<Option<punctual_core::Timestamp>> {
+    if let Some(rate) = leasing.group_rate {
+        let Leasing { conn, queue_id, lane, group_limit, now, .. } = *leasing;
+        return crate::group_rate::next_due(conn, queue_id, lane, group_limit, now, rate);
+    }
     if leasing.group_limit == i64::MAX {
         return earliest(leasing.conn, leasing.queue_id, grouped_code(leasing.lane));
     }
@@ -78,6 +86,8 @@ struct Contender {
     turn: i64,
     name: Option<String>,
     leased: i64,
+    /// Its slots counting under the call's rate (0 without one).
+    slots: i64,
 }
 
 impl Contender {
@@ -135,7 +145,7 @@ pub(crate) fn lease_in_turns(leasing: &Leasing<'_>, room: u32) -> Result<Vec<Raw
 impl Turns<'_, '_> {
     /// Serves the contenders with a due task of `priority` (above 0).
     fn serve_urgent(&mut self, priority: Priority) -> Result<()> {
-        let Leasing { conn, queue_id, lane, now, group_limit, .. } = *self.leasing;
+        let Leasing { conn, queue_id, lane, now, group_limit, group_rate, .. } = *self.leasing;
         let level = priority.get();
         let due_at_level = |code: i64| -> Result<bool> {
             conn.prepare_cached(
@@ -149,15 +159,16 @@ impl Turns<'_, '_> {
         // The groups are read (a walk of the queue's groups) only when one has a task due
         // at this level: a queue that uses no priorities pays one seek per level.
         let groups: Vec<Contender> = if due_at_level(grouped_code(lane))? {
-            conn.prepare_cached(
-                "SELECT turn, name, leased FROM task_groups WHERE queue_id = ?1 AND leased < ?5 AND name IN \
-                 (SELECT group_name FROM tasks WHERE queue_id = ?1 AND state = ?2 AND priority > 0 AND priority = ?3 \
-                  AND due_at <= ?4) ORDER BY turn, name",
-            )
-            .and_then(|mut stmt| {
-                stmt.query_map(params![queue_id, grouped_code(lane), level, now, group_limit], contender)?.collect()
-            })
-            .map_err(map_err)?
+            conn.prepare_cached(urgent_contenders(group_rate.is_some()))
+                .and_then(|mut stmt| {
+                    let code = grouped_code(lane);
+                    let mut args: Vec<&dyn ToSql> = vec![&queue_id, &code, &level, &now, &group_limit];
+                    if let Some(rate) = &group_rate {
+                        args.extend([&rate.since as &dyn ToSql, &rate.count]);
+                    }
+                    stmt.query_map(&*args, contender)?.collect()
+                })
+                .map_err(map_err)?
         } else {
             Vec::new()
         };
@@ -222,6 +233,9 @@ impl Turns<'_, '_> {
                         self.taken.push(raw);
                         contender.turn = self.next_turn();
                         contender.leased += 1;
+                        if self.leasing.group_rate.is_some_and(|rate| rate.counts_at_once(self.leasing.now)) {
+                            contender.slots += 1;
+                        }
                         turns_given.push((name.clone(), contender.turn));
                         self.served.insert(name, contender.clone());
                         served.push_back(contender);
@@ -256,12 +270,15 @@ impl Turns<'_, '_> {
             let contender = match best.1 {
                 0 => {
                     ungrouped_planned = true;
-                    Contender { turn: self.ungrouped_turn, name: None, leased: 0 }
+                    Contender { turn: self.ungrouped_turn, name: None, leased: 0, slots: 0 }
                 }
                 1 => fresh.pop().ok_or_else(|| corrupt("a contender vanished"))?,
                 _ => served.pop_front().ok_or_else(|| corrupt("a contender vanished"))?,
             };
-            if contender.name.is_some() && contender.leased >= self.leasing.group_limit {
+            let rate_count = self.leasing.group_rate.map_or(i64::MAX, |rate| rate.count);
+            if contender.name.is_some()
+                && (contender.leased >= self.leasing.group_limit || contender.slots >= rate_count)
+            {
                 continue;
             }
             round.push(contender);
@@ -316,7 +333,7 @@ impl Turns<'_, '_> {
     }
 
     /// Writes the rows of the groups a round leased from, `(group, turn)`, in one
-    /// statement: each took one lease and the turn.
+    /// statement: each took one lease and the turn; under a rate, their slots in one more.
     fn leased_in_round(&self, given: &[(String, i64)]) -> Result<()> {
         if given.is_empty() {
             return Ok(());
@@ -329,6 +346,9 @@ impl Turns<'_, '_> {
             .prepare_cached(&LEASED_IN_ROUND)
             .and_then(|mut stmt| stmt.execute(params![given, grouped_code(self.leasing.lane)]))
             .map_err(map_err)?;
+        if let Some(rate) = self.leasing.group_rate {
+            crate::group_rate::take(self.leasing.conn, &given, self.leasing.now, rate)?;
+        }
         Ok(())
     }
 }
@@ -368,17 +388,17 @@ impl Fresh {
         if self.page.is_empty()
             && let Some((turn, name)) = self.pager.take()
         {
-            let Leasing { conn, queue_id, lane, now, group_limit, .. } = *turns.leasing;
+            let Leasing { conn, queue_id, lane, now, group_limit, group_rate, .. } = *turns.leasing;
             let page_size = i64::from(turns.room.max(1));
-            let column = due_column(lane);
             let page: Vec<Contender> = conn
-                .prepare_cached(&format!(
-                    "SELECT turn, name, leased FROM task_groups WHERE queue_id = ?1 AND {column} <= ?2 \
-                     AND leased < ?3 AND turn <= ?4 AND (turn, name) > (?5, ?6) ORDER BY turn, name LIMIT ?7"
-                ))
+                .prepare_cached(fresh_contenders(lane, group_rate.is_some()))
                 .and_then(|mut stmt| {
-                    let args = params![queue_id, now, group_limit, turns.before, turn, name, page_size];
-                    stmt.query_map(args, contender)?.collect()
+                    let mut args: Vec<&dyn ToSql> =
+                        vec![&queue_id, &now, &group_limit, &turns.before, &turn, &name, &page_size];
+                    if let Some(rate) = &group_rate {
+                        args.extend([&rate.since as &dyn ToSql, &rate.count]);
+                    }
+                    stmt.query_map(&*args, contender)?.collect()
                 })
                 .map_err(map_err)?;
             if page.len() as i64 == page_size
@@ -396,9 +416,56 @@ impl Fresh {
     }
 }
 
-/// A contender read as `turn, name, leased`.
+/// [`urgent_contenders_sql`], formatted once each.
+pub(crate) fn urgent_contenders(rated: bool) -> &'static str {
+    static PLAIN: Sql = Sql::new(|| urgent_contenders_sql(false));
+    static RATED: Sql = Sql::new(|| urgent_contenders_sql(true));
+    if rated { &RATED } else { &PLAIN }
+}
+
+/// [`fresh_contenders_sql`], formatted once each.
+pub(crate) fn fresh_contenders(lane: Lane, rated: bool) -> &'static str {
+    static HANDLER: Sql = Sql::new(|| fresh_contenders_sql(Lane::Handler, false));
+    static HANDLER_RATED: Sql = Sql::new(|| fresh_contenders_sql(Lane::Handler, true));
+    static TARGET: Sql = Sql::new(|| fresh_contenders_sql(Lane::Target, false));
+    static TARGET_RATED: Sql = Sql::new(|| fresh_contenders_sql(Lane::Target, true));
+    match (lane, rated) {
+        (Lane::Handler, false) => &HANDLER,
+        (Lane::Handler, true) => &HANDLER_RATED,
+        (Lane::Target, false) => &TARGET,
+        (Lane::Target, true) => &TARGET_RATED,
+    }
+}
+
+/// The groups of queue `?1` with a task of priority `?3` (above 0) scheduled in the lane
+/// of grouped code `?2` and due by `?4`, and fewer than `?5` leased tasks, in turn order,
+/// as contenders; when `rated`, only those with fewer than `?7` slots counting at `?4`
+/// (`?6` is `now - per`).
+fn urgent_contenders_sql(rated: bool) -> String {
+    let (slots, room) = crate::group_rate::contender_terms(rated.then_some(("?4", "?6", "?7")));
+    format!(
+        "SELECT turn, name, leased, {slots} FROM task_groups WHERE queue_id = ?1 AND leased < ?5 {room} \
+         AND name IN (SELECT group_name FROM tasks WHERE queue_id = ?1 AND state = ?2 AND priority > 0 \
+         AND priority = ?3 AND due_at <= ?4) ORDER BY turn, name"
+    )
+}
+
+/// A page of `?7` groups of queue `?1` with a task of `lane` due by `?2`, fewer than
+/// `?3` leased tasks and a turn of at most `?4`, after `(?5, ?6)` in turn order, as
+/// contenders; when `rated`, only those with fewer than `?9` slots counting at `?2`
+/// (`?8` is `now - per`).
+fn fresh_contenders_sql(lane: Lane, rated: bool) -> String {
+    let column = due_column(lane);
+    let (slots, room) = crate::group_rate::contender_terms(rated.then_some(("?2", "?8", "?9")));
+    format!(
+        "SELECT turn, name, leased, {slots} FROM task_groups WHERE queue_id = ?1 AND {column} <= ?2 \
+         AND leased < ?3 {room} AND turn <= ?4 AND (turn, name) > (?5, ?6) ORDER BY turn, name LIMIT ?7"
+    )
+}
+
+/// A contender read as `turn, name, leased, slots`.
 fn contender(row: &rusqlite::Row<'_>) -> rusqlite::Result<Contender> {
-    Ok(Contender { turn: row.get(0)?, name: Some(row.get(1)?), leased: row.get(2)? })
+    Ok(Contender { turn: row.get(0)?, name: Some(row.get(1)?), leased: row.get(2)?, slots: row.get(3)? })
 }
 
 /// Cursors are the last group's name.

@@ -5,7 +5,8 @@
 //! Invariants: a lease whose lane has no grouped task due runs `Leasing::ungrouped`
 //! (the lane's ungrouped code only: it costs what it takes whatever the other lane
 //! holds) and moves the ungrouped tasks' turn as `Store::lease` says; with grouped
-//! tasks due, `groups` leases in turns. A write under a lease changes nothing unless
+//! tasks due, `groups` leases in turns. A lease under a `group_rate` first drops the
+//! queue's ended slots (see `group_rate`); one without reads no slot. A write under a lease changes nothing unless
 //! the token is live for the row.
 
 use punctual_core::store::{ExtendRequest, Lease, LeaseBatch, LeaseRequest, LeaseToken, corrupt};
@@ -15,6 +16,7 @@ use punctual_core::{Error, Result, StoreId, Task, TaskMeta, Timestamp};
 use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::codes::{Sql, grouped_code, scheduled_by_target, scheduled_code, state_of};
+use crate::group_rate::RateTerms;
 use crate::leasing::{Leasing, earliest};
 use crate::map_err;
 use crate::queues::queue_id;
@@ -31,7 +33,11 @@ pub(crate) fn lease(conn: &Connection, store: StoreId, req: &LeaseRequest, fence
         expires: req.now.saturating_add(req.lease_for).as_millis(),
         fence_floor,
         group_limit: req.group_limit.map_or(i64::MAX, i64::from),
+        group_rate: req.group_rate.map(|rate| RateTerms::new(rate, req.now)),
     };
+    if leasing.group_rate.is_some() {
+        crate::group_rate::drop_ended(conn, queue_id, leasing.now)?;
+    }
     let grouped_due = earliest(conn, queue_id, grouped_code(req.lane))?.is_some_and(|due| due <= req.now);
     let leases = if grouped_due {
         let raws = crate::groups::lease_in_turns(&leasing, req.max.max(1))?;

@@ -12,6 +12,7 @@ use punctual_core::{Lane, Priority, Result, Timestamp};
 use rusqlite::{Connection, params};
 
 use crate::codes::{GROUPED_HANDLER_LANE, LEASED, Sql, grouped_code, scheduled_code};
+use crate::group_rate::RateTerms;
 use crate::map_err;
 use crate::row::{RawTask, TASK_COLUMNS};
 
@@ -95,6 +96,8 @@ pub(crate) struct Leasing<'a> {
     pub(crate) fence_floor: i64,
     /// The group limit; `i64::MAX` for none.
     pub(crate) group_limit: i64,
+    /// The group rate, if any (see `group_rate`).
+    pub(crate) group_rate: Option<RateTerms>,
 }
 
 impl Leasing<'_> {

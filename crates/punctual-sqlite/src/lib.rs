@@ -26,8 +26,8 @@
 //!
 //! Each operation is a plain function on a connection, in a module per concern
 //! (`schedule`, `tasks`, `cancel`, `list`, `lease`, `complete`, `completions`, `reap`,
-//! `dead`, `groups`, `stats`, `queue_records`, `calendar_records`, `identity`; rows in `row`, state codes in
-//! `codes`).
+//! `dead`, `groups`, `group_rate`, `stats`, `queue_records`, `calendar_records`,
+//! `identity`; rows in `row`, state codes in `codes`).
 //! Writes run inside the writer's transaction, reads on a reader connection; none of
 //! them commits or reads the clock. Functions that read tasks take the store's
 //! identity, which every task read is stamped with.
@@ -38,6 +38,7 @@ mod codes;
 mod complete;
 mod completions;
 mod dead;
+mod group_rate;
 #[cfg(test)]
 mod group_rows;
 mod groups;

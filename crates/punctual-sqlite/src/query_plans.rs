@@ -1,17 +1,19 @@
 //! The plans SQLite makes of the statements whose cost must not grow with the queue:
 //! a purge batch, a page of a listing, a lease and its lane's next due time each read
-//! index ranges only, never a scan of the queue's tasks or a sort of them.
+//! index ranges only, never a scan of the queue's tasks or a sort of them; under a
+//! group rate, never a scan of the slots either.
 
 #![allow(clippy::unwrap_used, reason = "tests: a failed unwrap is a failed test with its line")]
 
-use punctual_core::TaskState;
 use punctual_core::store::PurgeSelection;
+use punctual_core::{Lane, TaskState};
 use rusqlite::{Connection, params};
 
 use crate::cancel::purge_sql;
 use crate::codes::{GROUPED_HANDLER_LANE, LEASED, SCHEDULED_TARGET_LANE};
 use crate::completions::DROP_ENDED;
-use crate::groups::{GROUP_COUNTS, LEASED_IN_ROUND};
+use crate::group_rate::{DROP_ENDED as DROP_SLOTS, NEXT_DUE_HANDLER, NEXT_DUE_TARGET, TAKE};
+use crate::groups::{GROUP_COUNTS, LEASED_IN_ROUND, fresh_contenders, urgent_contenders};
 use crate::leasing::{HAS_URGENT, LEASE, LEASE_AT_PRIORITY, LEASE_HEADS, LEASE_HEADS_AT_PRIORITY, NEXT_DUE};
 use crate::list::list_sql;
 use crate::schema::in_memory;
@@ -125,4 +127,39 @@ fn dropping_ended_completion_records_reads_their_range_only() {
     assert_eq!(drop.iter().filter(|step| step.contains(search)).count(), 1, "{drop:?}");
     assert!(!drop.iter().any(|step| step.starts_with("SCAN completions")), "{drop:?}");
     assert!(!drop.iter().any(|step| step.contains("TEMP B-TREE")), "{drop:?}");
+}
+
+/// Under a group rate, each group looked at reads its own slots only, a range of the
+/// primary key from `until > now`, whatever the queue's other groups hold: when a lease
+/// picks its contenders and when it names the next due time; the deletion of ended
+/// slots reads their range of `group_slots_by_end`, and a round's slots are written
+/// from its list alone.
+#[test]
+fn a_lease_under_a_rate_reads_each_groups_slots_only() {
+    let conn = in_memory();
+    let search = "SEARCH group_slots USING PRIMARY KEY (queue_id=? AND group_name=? AND until>?)";
+    // Each read of `group_slots` is that search (the contenders' count is read twice per
+    // group: SQLite copies the alias `slots` into the term that filters on it).
+    let no_scan = |plan: &[String], what: &str| {
+        let reads: Vec<&String> = plan.iter().filter(|step| step.contains("group_slots")).collect();
+        assert!(!reads.is_empty() && reads.iter().all(|step| step.contains(search)), "{what}: {plan:?}");
+        assert!(!plan.iter().any(|step| step.starts_with("SCAN tasks")), "{what}: {plan:?}");
+    };
+    let urgent = plan(&conn, urgent_contenders(true), params![1, GROUPED_HANDLER_LANE, 9, 0, 2, -10, 2]);
+    no_scan(&urgent, "the contenders at a priority");
+    for lane in [Lane::Handler, Lane::Target] {
+        let fresh = plan(&conn, fresh_contenders(lane, true), params![1, 0, 2, 5, -1, "", 10, -10, 2]);
+        no_scan(&fresh, &format!("a page of contenders in {lane:?}"));
+        assert!(fresh.iter().any(|step| step.contains("task_groups_by_turn")), "{lane:?}: {fresh:?}");
+        assert!(!fresh.iter().any(|step| step.contains("TEMP B-TREE")), "{lane:?}: {fresh:?}");
+    }
+    for next_due in [&*NEXT_DUE_HANDLER, &*NEXT_DUE_TARGET] {
+        // The one sort is of a group's slots counting, to find its `count`-th latest end.
+        no_scan(&plan(&conn, next_due, params![1, 2, 10, 0, 2]), "the next due time");
+    }
+    let drop = plan(&conn, DROP_SLOTS, params![1, 10]);
+    let search = "SEARCH group_slots USING INDEX group_slots_by_end (queue_id=? AND until<?)";
+    assert_eq!(drop.iter().filter(|step| step.contains(search)).count(), 1, "{drop:?}");
+    let take = plan(&conn, &TAKE, params![0, 10, r#"[[1,"customer-42",7]]"#]);
+    assert!(!take.iter().any(|step| step.contains("group_slots") || step.contains("tasks")), "{take:?}");
 }

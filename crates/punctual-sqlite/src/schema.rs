@@ -26,6 +26,12 @@
 //!   none), all kept exact by the triggers on every insert, update of state, due time or
 //!   group, and delete. `queues.last_turn` is the last turn a lease gave in the queue and
 //!   `queues.ungrouped_turn` that of its ungrouped tasks.
+//! - `group_slots`: the slots of the queues' `group_rate`s (see `group_rate`), one per
+//!   lease of a grouped task made under a rate: its queue and group, `at` (the lease's
+//!   `now`), `until` (the end of the window of the rate it was taken under) and the
+//!   queue's turn the lease took (unique in the queue, so two slots of one instant are
+//!   two rows). Kept while the group's tasks come and go; a lease under a rate deletes
+//!   the queue's rows with `until` at or before its `now`.
 //! - `completions`: the completion records of dedupe windows, one per (queue, key)
 //!   whose task completed for good with a window (see `completions`): its id, when it
 //!   completed, its attempts and occurrence, and `unique_until`, when the record ends.
@@ -52,7 +58,9 @@
 //!   [`GROUPED_HANDLER_LANE`] on: `state >= 4`, a term each statement that reads it
 //!   names) serves a group's earliest due task, so a lease only takes a row out of it
 //!   and a completion never touches it; `completions_by_end` on `unique_until` serves
-//!   the deletion of records that ended. An index added here is created at the next open
+//!   the deletion of records that ended; `group_slots_by_end` on `(queue_id, until)` the
+//!   deletion of slots whose window ended (a group's slots are read by the primary key,
+//!   `(queue_id, group_name, until, turn)`). An index added here is created at the next open
 //!   of an older store, with no layout change.
 //!
 //! Layout versions (`meta.schema_version`): an open migrates an older layout, in the
@@ -73,15 +81,21 @@
 //!   a replace and would create a task that a completion record holds. Migrating adds
 //!   the columns (the open makes the tables); no task of a layout-3 store has a group or
 //!   a window, so its codes stand.
+//! - 5: the table `group_slots`. A change of layout, not an addition like
+//!   `queue_records`: a punctual of layout 4 would lease a queue's groups past the
+//!   `group_rate` in its settings, taking no slot, and the rate would not hold after it
+//!   either (its leases left no slot to count); it must refuse the store. Migrating
+//!   from 4 changes nothing else (the open makes the table): a store of layout 4 has
+//!   no slot, as no lease of it took one.
 
 use crate::codes::{DEAD, GROUPED_HANDLER_LANE, GROUPED_TARGET_LANE, LEASED, Sql};
 
 /// Bumped when the layout changes; a store refuses to open a newer layout.
-pub(crate) const VERSION: i64 = 4;
+pub(crate) const VERSION: i64 = 5;
 
 /// What turns a store of each older layout into one of the next: `(from, statements)`,
 /// applied in order from the store's layout on.
-pub(crate) const MIGRATIONS: [(i64, &str); 3] = [
+pub(crate) const MIGRATIONS: [(i64, &str); 4] = [
     (1, "ALTER TABLE tasks ADD COLUMN target TEXT;"),
     (
         2,
@@ -96,6 +110,8 @@ pub(crate) const MIGRATIONS: [(i64, &str); 3] = [
          ALTER TABLE tasks ADD COLUMN unique_window_ms INTEGER; \
          ALTER TABLE tasks ADD COLUMN unique_dead INTEGER NOT NULL DEFAULT 0;",
     ),
+    // `TABLES` made `group_slots`.
+    (4, ""),
 ];
 
 /// Every table, each made at an open that finds it missing; then the open migrates an
@@ -161,6 +177,14 @@ CREATE TABLE IF NOT EXISTS tags (
     task_id  INTEGER NOT NULL,
     PRIMARY KEY (queue_id, tag, task_id)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS group_slots (
+    queue_id   INTEGER NOT NULL,
+    group_name TEXT NOT NULL,
+    until      INTEGER NOT NULL,
+    turn       INTEGER NOT NULL,
+    at         INTEGER NOT NULL,
+    PRIMARY KEY (queue_id, group_name, until, turn)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS completions (
     queue_id     INTEGER NOT NULL,
     key          TEXT NOT NULL,
@@ -204,6 +228,7 @@ CREATE INDEX IF NOT EXISTS tasks_by_group ON tasks (queue_id, group_name, state,
     WHERE state >= {GROUPED_HANDLER_LANE};
 CREATE INDEX IF NOT EXISTS task_groups_by_turn ON task_groups (queue_id, turn, name);
 CREATE INDEX IF NOT EXISTS completions_by_end ON completions (unique_until);
+CREATE INDEX IF NOT EXISTS group_slots_by_end ON group_slots (queue_id, until);
 "
         ),
         GROUP_TRIGGERS.as_str()

@@ -1,6 +1,7 @@
 //! Layout versions on disk: a store of layout 1 (before targets), 2 (before
-//! priorities) or 3 (before groups and dedupe windows) is migrated at its next open to
-//! the current layout, 4, and keeps its tasks; a store of a newer layout is refused.
+//! priorities), 3 (before groups and dedupe windows) or 4 (before group rates) is
+//! migrated at its next open to the current layout, 5, and keeps its tasks; a store of
+//! a newer layout is refused.
 //!
 //! Guards against an upgrade that cannot open a layout-1 store (it has no `target`
 //! column, which every task read selects), loses or alters its tasks, puts them in the
@@ -10,12 +11,15 @@
 //! without priorities would lease its urgent tasks in due order; against a layout-3
 //! store whose tasks come out in a group or with their codes changed, that cannot keep a
 //! window or a completion record after the migration, or whose version stays 3 so that
-//! a punctual without windows would create a task a record holds; and against opening a
-//! layout this code cannot read.
+//! a punctual without windows would create a task a record holds; against a layout-4
+//! store that cannot hold a group rate after the migration, whose slots do not survive
+//! a reopen, or whose version stays 4 so that a punctual without rates would lease past
+//! a queue's rate; and against opening a layout this code cannot read.
 
 use std::path::Path;
 use std::time::Duration;
 
+use punctual_core::policy::Rate;
 use punctual_core::store::{CompleteRequest, Completion, LeaseRequest};
 use punctual_core::{
     Error, Group, Lane, NewTask, Priority, QueueName, ScheduleOutcome, Store, Tag, Target, TaskKey, TaskState,
@@ -27,10 +31,17 @@ use serde_json::json;
 const NOW: Timestamp = Timestamp::from_millis(1_796_040_000_000);
 
 /// The layout this punctual writes.
-const CURRENT_LAYOUT: i64 = 4;
+const CURRENT_LAYOUT: i64 = 5;
 
-/// What turns a store of the current layout into one of layout 3, as punctual of
-/// layout 3 wrote it: no groups, no dedupe windows.
+/// What turns a store of the current layout into one of layout 4, as punctual of
+/// layout 4 wrote it: no group rates.
+const BACK_TO_LAYOUT_4: &str = "
+DROP INDEX group_slots_by_end; DROP TABLE group_slots;
+UPDATE meta SET value = 4 WHERE name = 'schema_version';
+";
+
+/// What turns a store of layout 4 into one of layout 3, as punctual of layout 3 wrote
+/// it: no groups, no dedupe windows.
 const BACK_TO_LAYOUT_3: &str = "
 DROP TRIGGER task_groups_on_insert; DROP TRIGGER task_groups_on_update; DROP TRIGGER task_groups_on_delete;
 DROP TRIGGER task_groups_on_leave; DROP TRIGGER task_groups_on_join;
@@ -178,14 +189,18 @@ async fn a_store_of_a_newer_layout_is_refused() {
     store.close().await.expect("close");
     drop(store);
     let db = rusqlite::Connection::open(dir.path().join(DB_FILE)).expect("open the database");
-    db.execute("UPDATE meta SET value = 5 WHERE name = 'schema_version'", []).expect("as a newer punctual wrote it");
+    let newer = CURRENT_LAYOUT + 1;
+    db.execute("UPDATE meta SET value = ?1 WHERE name = 'schema_version'", [newer])
+        .expect("as a newer punctual wrote it");
     drop(db);
 
     match SqliteStore::open(dir.path()) {
-        Err(Error::Unavailable(message)) => assert!(message.contains("newer punctual (layout 5"), "{message}"),
-        other => panic!("a layout-5 store must be refused as unavailable, got {other:?}"),
+        Err(Error::Unavailable(message)) => {
+            assert!(message.contains(&format!("newer punctual (layout {newer}")), "{message}");
+        }
+        other => panic!("a layout-{newer} store must be refused as unavailable, got {other:?}"),
     }
-    assert_eq!(layout_version(dir.path()), 5, "a refused store is left as it was");
+    assert_eq!(layout_version(dir.path()), newer, "a refused store is left as it was");
 }
 
 /// A layout-2 store (targets, no priorities): its tasks come out at priority 0 and in
@@ -205,6 +220,7 @@ async fn a_layout_2_store_is_migrated_with_every_task_at_priority_0() {
     drop(store);
     // What punctual of layout 2 left on disk: no priority column, nor its index.
     let db = rusqlite::Connection::open(dir.path().join(DB_FILE)).expect("open the database");
+    db.execute_batch(BACK_TO_LAYOUT_4).expect("as punctual of layout 4 wrote it");
     db.execute_batch(BACK_TO_LAYOUT_3).expect("as punctual of layout 3 wrote it");
     db.execute_batch(
         "DROP INDEX tasks_urgent; ALTER TABLE tasks DROP COLUMN priority; \
@@ -243,6 +259,7 @@ async fn a_layout_3_store_is_migrated_with_every_task_ungrouped() {
     store.close().await.expect("close");
     drop(store);
     let db = rusqlite::Connection::open(dir.path().join(DB_FILE)).expect("open the database");
+    db.execute_batch(BACK_TO_LAYOUT_4).expect("as punctual of layout 4 wrote it");
     db.execute_batch(BACK_TO_LAYOUT_3).expect("as punctual of layout 3 wrote it");
     drop(db);
 
@@ -281,6 +298,7 @@ async fn a_layout_3_store_is_migrated_with_no_window_and_keeps_completion_record
     drop(store);
     // What punctual of layout 3 left on disk: no window columns, no completions.
     let db = rusqlite::Connection::open(dir.path().join(DB_FILE)).expect("open the database");
+    db.execute_batch(BACK_TO_LAYOUT_4).expect("as punctual of layout 4 wrote it");
     db.execute_batch(BACK_TO_LAYOUT_3).expect("as punctual of layout 3 wrote it");
     drop(db);
 
@@ -302,4 +320,44 @@ async fn a_layout_3_store_is_migrated_with_no_window_and_keeps_completion_record
     let again = again.expect("schedule").pop().expect("one").expect("kept");
     assert_eq!((again.outcome, again.task), (ScheduleOutcome::Kept, None), "the completion record holds the key");
     assert_eq!(again.completed.map(|record| record.completed_at), Some(at_secs(1)));
+}
+
+/// A layout-4 store (groups, no rates): its grouped tasks are kept, a lease under a
+/// group rate then holds each group to its rate, and the slots it took survive a
+/// reopen, so the rate holds across a restart.
+#[tokio::test]
+async fn a_layout_4_store_is_migrated_and_then_holds_a_group_rate_across_a_reopen() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = SqliteStore::open(dir.path()).expect("open");
+    let grouped = ["first", "second", "third"].map(|name| {
+        let mut task = NewTask::new(queue(), key(name), NOW);
+        task.group = Some(Group::new("customer-42").expect("a group"));
+        task
+    });
+    for scheduled in store.schedule(grouped.to_vec(), NOW).await.expect("schedule") {
+        scheduled.expect("created");
+    }
+    store.close().await.expect("close");
+    drop(store);
+    let db = rusqlite::Connection::open(dir.path().join(DB_FILE)).expect("open the database");
+    db.execute_batch(BACK_TO_LAYOUT_4).expect("as punctual of layout 4 wrote it");
+    drop(db);
+
+    let store = SqliteStore::open(dir.path()).expect("open the layout-4 store");
+    assert_eq!(layout_version(dir.path()), CURRENT_LAYOUT, "the open migrates the layout");
+    let rate = Some(Rate::parse("2/1m").expect("a rate"));
+    let rated = |now| LeaseRequest::new(queue(), 10, Duration::from_secs(30), now).group_rate(rate);
+    let leased = store.lease(rated(NOW)).await.expect("lease");
+    let keys: Vec<&str> = leased.leases.iter().map(|lease| lease.task.key.as_str()).collect();
+    assert_eq!(keys, ["first", "second"], "two of customer-42 a minute");
+    assert_eq!(leased.next_due, Some(at_secs(60)));
+    store.close().await.expect("close");
+    drop(store);
+
+    let store = SqliteStore::open(dir.path()).expect("reopen");
+    let held = store.lease(rated(at_secs(59))).await.expect("lease");
+    assert!(held.leases.is_empty(), "the slots taken before the restart still count");
+    assert_eq!(held.next_due, Some(at_secs(60)));
+    let after = store.lease(rated(at_secs(60))).await.expect("lease");
+    assert_eq!(after.leases.iter().map(|lease| lease.task.key.as_str()).collect::<Vec<_>>(), ["third"]);
 }

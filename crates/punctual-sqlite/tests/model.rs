@@ -22,7 +22,7 @@ fn reap_next_expiry_names_only_live_leases() {
         fresh_store,
         vec![
             Schedule(vec![ScheduleItem::once(1, 3, -500), ScheduleItem::once(1, 0, -1000)]),
-            Lease { queue: 1, max: 2, lease_secs: 1, group_limit: None },
+            Lease { queue: 1, max: 2, lease_secs: 1, group_limit: None, group_rate: None },
             Advance { ms: 1000 },
             Reap { limit: 1 },
         ],

@@ -28,6 +28,7 @@ mod consumers;
 mod dead;
 mod debounce;
 mod expiry;
+mod group_rate;
 mod groups;
 mod identity;
 mod inspection;
@@ -48,6 +49,7 @@ pub use consumers::*;
 pub use dead::*;
 pub use debounce::*;
 pub use expiry::*;
+pub use group_rate::*;
 pub use groups::*;
 pub use identity::*;
 pub use inspection::*;
@@ -109,6 +111,9 @@ macro_rules! store_conformance {
             groups_take_turns_so_a_backlog_never_starves_a_small_group,
             groups_are_listed_by_name_with_their_tasks_by_state,
             engine_holds_the_group_limit_and_wakes_a_consumer_when_the_group_has_room,
+            a_group_rate_hands_out_at_most_count_leases_of_a_group_per_window,
+            a_group_rate_holds_while_the_groups_tasks_come_and_go,
+            engine_holds_the_group_rate_and_wakes_a_consumer_when_the_window_has_room,
             // debounce
             a_debounced_burst_fires_once_with_the_last_payload_by_its_first_time_plus_max_wait,
             a_debounced_schedule_after_a_lease_starts_a_new_burst,
@@ -250,6 +255,15 @@ macro_rules! __conformance_check {
     (refused; $factory:expr; engine_holds_the_group_limit_and_wakes_a_consumer_when_the_group_has_room) => {
         $crate::__conformance_refused!($factory; engine_holds_the_group_limit_and_wakes_a_consumer_when_the_group_has_room);
     };
+    (refused; $factory:expr; a_group_rate_hands_out_at_most_count_leases_of_a_group_per_window) => {
+        $crate::__conformance_refused!($factory; a_group_rate_hands_out_at_most_count_leases_of_a_group_per_window);
+    };
+    (refused; $factory:expr; a_group_rate_holds_while_the_groups_tasks_come_and_go) => {
+        $crate::__conformance_refused!($factory; a_group_rate_holds_while_the_groups_tasks_come_and_go);
+    };
+    (refused; $factory:expr; engine_holds_the_group_rate_and_wakes_a_consumer_when_the_window_has_room) => {
+        $crate::__conformance_refused!($factory; engine_holds_the_group_rate_and_wakes_a_consumer_when_the_window_has_room);
+    };
     ($groups:ident; $factory:expr; $check:ident) => {
         // Multi-threaded, so concurrent store calls really run at the same time.
         #[::tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -284,11 +298,13 @@ mod tests {
     /// Every `pub async fn` check of the modules, by name.
     fn checks_defined() -> Vec<String> {
         let sources = [
+            include_str!("conformance/calendars.rs"),
             include_str!("conformance/completion.rs"),
             include_str!("conformance/consumers.rs"),
             include_str!("conformance/dead.rs"),
             include_str!("conformance/debounce.rs"),
             include_str!("conformance/expiry.rs"),
+            include_str!("conformance/group_rate.rs"),
             include_str!("conformance/groups.rs"),
             include_str!("conformance/identity.rs"),
             include_str!("conformance/inspection.rs"),

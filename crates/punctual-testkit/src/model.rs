@@ -133,6 +133,8 @@ pub enum Op {
         lease_secs: u64,
         /// The queue's `group_concurrency`, if any.
         group_limit: Option<u32>,
+        /// The queue's `group_rate`, if any: a count per so many seconds.
+        group_rate: Option<(u32, u64)>,
     },
     Complete {
         token: TokenPick,
@@ -368,8 +370,20 @@ fn operation() -> impl Strategy<Value = Op> {
         1 => task_pick().prop_map(Op::Get),
         1 => task_pick().prop_map(Op::Cancel),
         1 => (queue.clone(), 0..TAGS.len()).prop_map(|(queue, tag)| Op::CancelTag { queue, tag }),
-        5 => (queue.clone(), 1u32..=3, 1u64..=5, proptest::option::weighted(0.5, 1u32..=2))
-            .prop_map(|(queue, max, lease_secs, group_limit)| Op::Lease { queue, max, lease_secs, group_limit }),
+        5 => (
+            queue.clone(),
+            1u32..=3,
+            1u64..=5,
+            proptest::option::weighted(0.5, 1u32..=2),
+            proptest::option::weighted(0.3, (1u32..=2, 1u64..=10))
+        )
+            .prop_map(|(queue, max, lease_secs, group_limit, group_rate)| Op::Lease {
+                queue,
+                max,
+                lease_secs,
+                group_limit,
+                group_rate
+            }),
         5 => (token_pick(), completion_spec()).prop_map(|(token, completion)| Op::Complete { token, completion }),
         1 => proptest::collection::vec((token_pick(), completion_spec()), 1..=3).prop_map(Op::CompleteMany),
         2 => (token_pick(), 1u64..=5).prop_map(|(token, lease_secs)| Op::Extend { token, lease_secs }),

@@ -169,7 +169,8 @@ Examples:
 
 A task joins a group with punctual schedule --group G. With the queue setting
 group_concurrency = N, at most N tasks of a group are leased at once (1: one at a
-time, in due order); due tasks are handed out round robin between groups.";
+time, in due order); with group_rate = \"10/1m\", at most 10 of a group's tasks are
+leased in any minute. Due tasks are handed out round robin between groups.";
 
 pub(super) const GROUPS_LS: &str = "\
 Examples:

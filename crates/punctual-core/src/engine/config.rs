@@ -11,7 +11,7 @@ use crate::clock::{Clock, SystemClock};
 use crate::error::{Error, Result};
 use crate::events::{Observer, Observers};
 use crate::model::{QueueName, TaskState};
-use crate::policy::{Backoff, DEFAULT_MAX_ATTEMPTS, Repeat};
+use crate::policy::{Backoff, DEFAULT_MAX_ATTEMPTS, Rate, Repeat};
 
 /// Size limits on input, enforced before anything reaches the store.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,16 +41,21 @@ pub struct QueueDefaults {
     /// `None`: no limit. Not a task default but the queue's rule, kept here because it
     /// travels with them (config file, settings at run time).
     pub group_concurrency: Option<u32>,
+    /// At most `count` leases of each group's tasks in any window of `per`
+    /// (`group_rate`), across every node sharing the store; `None`: no rate. The
+    /// queue's rule, like `group_concurrency`.
+    pub group_rate: Option<Rate>,
 }
 
 impl Default for QueueDefaults {
-    /// 20 attempts; backoff 1 s doubling up to 1 h; no repeat; no group limit.
+    /// 20 attempts; backoff 1 s doubling up to 1 h; no repeat; no group limit or rate.
     fn default() -> QueueDefaults {
         QueueDefaults {
             max_attempts: DEFAULT_MAX_ATTEMPTS,
             backoff: Backoff::default(),
             repeat: None,
             group_concurrency: None,
+            group_rate: None,
         }
     }
 }

@@ -85,9 +85,11 @@ impl<S: Store> Engine<S> {
                 }
                 looked = true;
                 waker.take();
+                let (group_limit, group_rate) = self.group_limits(queue);
                 let request = LeaseRequest::new(queue.clone(), room, lease_for, now)
                     .in_lane(lane)
-                    .group_limit(self.group_limit(queue));
+                    .group_limit(group_limit)
+                    .group_rate(group_rate);
                 match self.inner.store.lease(request).await {
                     Ok(batch) => {
                         waker.offer(batch.next_due);

@@ -34,6 +34,7 @@ use crate::clock::Clock;
 use crate::error::{Error, Result};
 use crate::events::{Bus, Event, EventStream, Observer};
 use crate::model::QueueName;
+use crate::policy::Rate;
 use crate::store::Store;
 use crate::target::Lane;
 use crate::time::Timestamp;
@@ -254,19 +255,21 @@ impl<S: Store> Engine<S> {
         self.inner.config.queues.get(queue).unwrap_or(&self.inner.config.defaults).clone()
     }
 
-    /// The queue's `group_concurrency`, as [`Engine::defaults`] finds it.
-    fn group_limit(&self, queue: &QueueName) -> Option<u32> {
+    /// The queue's `group_concurrency` and `group_rate`, as [`Engine::defaults`] finds
+    /// them.
+    fn group_limits(&self, queue: &QueueName) -> (Option<u32>, Option<Rate>) {
+        let of = |defaults: &QueueDefaults| (defaults.group_concurrency, defaults.group_rate);
         if let Some(defaults) = self.inner.run_time_defaults.read().expect("defaults lock poisoned").get(queue) {
-            return defaults.group_concurrency;
+            return of(defaults);
         }
-        self.inner.config.queues.get(queue).unwrap_or(&self.inner.config.defaults).group_concurrency
+        of(self.inner.config.queues.get(queue).unwrap_or(&self.inner.config.defaults))
     }
 
     /// A lease of the queue ended (acked, released, cancelled): where groups are
     /// limited, a group may have room again, which no due time announces, so the
     /// queue's consumers look.
     fn lease_ended(&self, queue: &QueueName, grouped: bool) {
-        if grouped && self.group_limit(queue).is_some() {
+        if grouped && self.group_limits(queue).0.is_some() {
             self.waker(queue).offer_both(Some(Timestamp::EPOCH));
         }
     }

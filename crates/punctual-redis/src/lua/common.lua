@@ -29,6 +29,9 @@
 --   KEYS[20] groups:ready ZSet group -> the earliest due_at ms of its tasks in KEYS[13],
 --     of each group ready in KEYS[15] (see common_groups.lua)
 --   KEYS[21] groups:target:ready ZSet the same for KEYS[14] and KEYS[16]
+--   KEYS[22] groups:slots Hash group -> its group_rate slots, "<at>+<until - at>" in ms
+--     each, separated by ' ' (only the lease script reads or writes it: group_slots.lua)
+--   KEYS[23] groups:slots:ends ZSet group -> the latest until ms of its slots in KEYS[22]
 -- (schedule.lua and complete.lua get more after these: KEYS[SHARD_KEYS + i], the
 -- completion record key of the call's i-th task, under the same hash tag; see keys.rs)
 -- and the same first ARGV:
@@ -48,7 +51,9 @@
 -- KEYS[21] exactly while it is ready there. A group is in
 -- KEYS[17] and KEYS[18] exactly while it has tasks, its counts those of its tasks by
 -- state (a leased task counts until its lease ends or is reaped). A queue without
--- groups has all of them empty, so Redis keeps none of them.
+-- groups has all of them empty, so Redis keeps none of them. KEYS[22] and KEYS[23]
+-- hold the slots group_rate leases took, apart from the counts: they outlive a
+-- group's tasks, for the window of each slot (group_slots.lua).
 -- Record, format 2 (written for every new task): a mark, then up to 18 fields in
 -- base 36 ('-' before a negative one) separated by ",", then "|":
 --   mark: S scheduled, L leased, D dead
@@ -104,7 +109,7 @@ local function int(n)
 end
 
 -- How many keys of the shard every script gets first (those above).
-local SHARD_KEYS = 21
+local SHARD_KEYS = 23
 
 -- Timestamp::MAX in ms: no time a script computes is later.
 local LATEST = 253402207200999

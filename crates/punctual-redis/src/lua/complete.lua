@@ -1,5 +1,5 @@
 -- complete: applies completions to live leases of one shard, each on its own.
--- KEYS, ARGV[1..3]: see common.lua; then KEYS[SHARD_KEYS + i] (SHARD_KEYS = 21) the
+-- KEYS, ARGV[1..3]: see common.lua; then KEYS[SHARD_KEYS + i] (SHARD_KEYS = 23) the
 --   completion record key of the i-th completion's task (keys.rs).
 -- Done of a task with a dedupe window (uq) writes its completion record there, in place
 -- of any earlier one: "<completed_at>,<id>,<att>,<occ>,<until>" (ms, decimal; until =

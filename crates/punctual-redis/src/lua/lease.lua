@@ -9,9 +9,12 @@
 --   priority, every due task. So a sharded queue's lease keeps the order across its
 --   shards (see heads.rs). ARGV[10] '1': answer the lane's urgent heads too (a sharded
 --   queue's, for heads.rs), else ''. ARGV[11] the group limit ('': none): a group with
---   that many leased tasks offers none.
+--   that many leased tasks offers none. ARGV[12] the group rate's count ('': none) and
+--   ARGV[13] its per in ms: a group with count slots counting offers none, and each
+--   lease of a group's task takes a slot (group_slots.lua).
 -- Returns: { next due ms of what stays scheduled in the lane or '' (leaving out the
---   groups at the limit), the key of the lane's head without a group or '',
+--   groups at the limit; of a group the rate holds, the later of its earliest due time
+--   and its room), the key of the lane's head without a group or '',
 --   the script's now in ms, n, then n triples: priority, due ms and key of the
 --   earliest task of each priority above 0 left in the lane (with ARGV[10], else n is
 --   0), then key and record of each lease, in the order leased }
@@ -20,7 +23,8 @@
 -- lane without urgent tasks costs one ZRANGEBYSCORE of an empty key more than it did
 -- before priorities. Each other Redis command runs once for the whole batch, never
 -- once per task. A queue without groups (KEYS[17] absent) costs one EXISTS more than
--- before groups, and a lease that takes tasks one HSETNX (see the turns below).
+-- before groups, and a lease that takes tasks one HSETNX (see the turns below). A lease
+-- without a group rate reads no slot.
 local now = now_ms()
 local lease_ms = tonumber(ARGV[5])
 local lane = LANE_OF_CODE[ARGV[6]]
@@ -62,6 +66,7 @@ end
 -- With groups (KEYS[17] holds one), the groups of the lane with due tasks are made
 -- ready: when one is, the groups and the ungrouped tasks take turns (lease_groups.lua).
 local group_limit = tonumber(ARGV[11])
+drop_ended_slots(now)
 local grouped = redis.call('EXISTS', KEYS[NAMES]) == 1
 local by_turns = false
 if grouped then
@@ -139,9 +144,10 @@ end
 local head = redis.call('ZRANGE', scheduled, 0, 0, 'WITHSCORES')
 local next_due, head_key = tonumber(head[2]), head[1] or ''
 if grouped then
-  local groups_due = groups_next_due(lane, group_limit)
+  local groups_due = groups_next_due(lane, group_limit, now)
   if groups_due and (next_due == nil or groups_due < next_due) then next_due, head_key = groups_due, '' end
 end
+save_slots(now)
 save_groups()
 publish_wakeup()
 local bands = {}

@@ -2,7 +2,8 @@
 -- (between common.lua and lease.lua), by the rule of Store::lease: each group with due
 -- tasks and fewer leased tasks than the limit offers its head (its due task of the
 -- highest priority, the earliest), and so do the tasks without a group, as one more
--- group; each lease takes the offer of the highest priority, then of the lowest turn,
+-- group (a group the lease's group rate holds offers nothing, group_slots.lua); each
+-- lease takes the offer of the highest priority, then of the lowest turn,
 -- then the ungrouped tasks', then by group name; the one leased from takes the
 -- queue's next turn and offers its next head.
 -- The lane's groups (KEYS[15] or KEYS[16], see common_groups.lua) come first: the waiting
@@ -17,8 +18,11 @@
 --   a task leaves; the region is written once, at the end;
 -- - otherwise every ready group's head is read, and the offers, in a binary heap,
 --   are taken in order; then each group is moved as above.
--- Either way the lane's ready index (KEYS[20] or KEYS[21]) follows: a group that stays
--- ready has its earliest task's due time there, one that leaves the region leaves it.
+-- A group the lease's rate holds (below its limit) is left where it is, ready at its
+-- turn, and a lease looks at it again until it has room; one that this lease's own
+-- slots come to hold stays ready at its new turn. Either way the lane's ready index
+-- (KEYS[20] or KEYS[21]) follows: a group that stays ready has its earliest task's due
+-- time there, one that leaves the region leaves it.
 -- The next due time the lease answers is read from it and the waiting region.
 -- A group's turn is the queue's, for both lanes: where it is ready in the other lane,
 -- its score follows its new turn.
@@ -33,7 +37,8 @@
 -- Cost, without grouped urgent tasks: per group leased from, one ZRANGEBYLEX of its
 -- first tasks, and its share of one HMGET, ZREM and ZADD per page or lease (and of one
 -- ZADD and ZREM of the ready index); per group that falls due, one move. With them, a
--- look at the head of every ready group.
+-- look at the head of every ready group. Under a group rate, a look at the slots of
+-- every ready group the walk reaches (read with its page), held ones included.
 
 -- The most waiting groups one lease makes ready (bounds the script; the others, due
 -- later than those, are made ready by the next lease).
@@ -173,6 +178,7 @@ function Turns:take(offer)
     count_in_group(offer.grp, 0, -1)
     count_in_group(offer.grp, 1, 1)
     group_state(offer.grp).turn = self.last
+    take_slot(offer.grp, self.now)
     if not self.seen[offer.grp] then
       self.seen[offer.grp] = true
       self.touched[#self.touched + 1] = offer.grp
@@ -232,6 +238,27 @@ local function group_tasks(lane, grp, after, n)
   return tasks
 end
 
+-- When `grp`, open, comes in the walk below: reads its first tasks the first time
+-- (into `tasks[grp]`, `next[grp]` the index of its first not taken) and takes its next
+-- task if due; answers the task that follows (nil: none in the lane).
+function Turns:walk_group(grp, tasks, next, per_group)
+  local list = tasks[grp]
+  if list == nil then
+    list = group_tasks(self.lane, grp, nil, per_group)
+    tasks[grp], next[grp] = list, 1
+  end
+  local following = list[next[grp]]
+  if following and following.due <= self.now then
+    self:take(following)
+    next[grp] = next[grp] + 1
+    if list[next[grp]] == nil then
+      for _, task in ipairs(group_tasks(self.lane, grp, list[#list].member, per_group)) do list[#list + 1] = task end
+    end
+    following = list[next[grp]]
+  end
+  return following
+end
+
 -- Every group's head is of priority 0, so the ready region is the groups' offers in
 -- order: it is read a page at a time and left as it is while the lease goes on (the
 -- taken members leave their group set, and the groups moved move, at the end). A group
@@ -262,6 +289,7 @@ function Turns:walk_ready()
       local names = {}
       for i = 1, #page, 2 do names[#names + 1] = page[i] end
       read_groups(names)
+      read_slots(names)
     end
     if at <= #page then
       grp, turn = page[at], tonumber(page[at + 1])
@@ -274,35 +302,23 @@ function Turns:walk_ready()
     end
     self:take_loose_before(turn)
     if self.room == 0 then break end
-    local list = tasks[grp]
-    if list == nil then
-      list = group_tasks(self.lane, grp, nil, per_group)
-      tasks[grp], next[grp] = list, 1
-    end
-    local following = nil
-    if group_open(grp, self.limit) then
-      following = list[next[grp]]
-      if following and following.due <= self.now then
-        self:take(following)
-        next[grp] = next[grp] + 1
-        if list[next[grp]] == nil then
-          for _, task in ipairs(group_tasks(self.lane, grp, list[#list].member, per_group)) do list[#list + 1] = task end
-        end
-        following = list[next[grp]]
+    -- A group the rate holds (below its limit) offers nothing and stays as it is.
+    local open = group_open(grp, self.limit)
+    if not (open and held_until(grp, self.now)) then
+      -- At its limit: in the ready region, so with a task in the lane (not read).
+      local following = true
+      if open then following = self:walk_group(grp, tasks, next, per_group) end
+      if following == nil then
+        moved[grp] = false
+      elseif not group_open(grp, self.limit) then
+        moved[grp] = PARKED + group_state(grp)[2]
+      elseif following.due <= self.now then
+        -- It comes again after the region unless this lease's slots now hold it.
+        moved[grp], earliest[grp] = group_state(grp).turn, following.due
+        if not held_until(grp, self.now) then again[#again + 1] = grp end
+      else
+        moved[grp] = WAITING + following.due
       end
-    else
-      -- At its limit (and in the ready region, so with a task in the lane).
-      following = true
-    end
-    if following == nil then
-      moved[grp] = false
-    elseif not group_open(grp, self.limit) then
-      moved[grp] = PARKED + group_state(grp)[2]
-    elseif following.due <= self.now then
-      moved[grp], earliest[grp] = group_state(grp).turn, following.due
-      again[#again + 1] = grp
-    else
-      moved[grp] = WAITING + following.due
     end
   end
   local scores, gone, dues, unready = {}, {}, {}, {}
@@ -332,12 +348,15 @@ end
 function Turns:by_heads()
   local page = redis.call('ZRANGEBYSCORE', KEYS[GROUP_ORDER[self.lane]], '-inf', '(' .. int(PARKED))
   read_groups(page)
+  read_slots(page)
   -- looked[grp]: the group's head as last read (false: none); moved[grp]: to be moved.
+  -- A group the rate holds (below its limit) offers nothing and stays as it is.
   local heap, looked, moved = {}, {}, {}
   for _, grp in ipairs(page) do
-    local head = nil
-    if group_open(grp, self.limit) then head = group_head(self.lane, grp, self.now) end
-    looked[grp], moved[grp] = head or false, head == nil
+    local head, open = nil, group_open(grp, self.limit)
+    local held = open and held_until(grp, self.now) ~= nil
+    if open and not held then head = group_head(self.lane, grp, self.now) end
+    looked[grp], moved[grp] = head or false, head == nil and not held
     if head then
       head.turn = group_state(grp).turn
       push(heap, head)
@@ -351,6 +370,8 @@ function Turns:by_heads()
     if offer.grp then
       if group_open(offer.grp, self.limit) then next_head = group_head(self.lane, offer.grp, self.now) end
       looked[offer.grp], moved[offer.grp] = next_head or false, true
+      -- Held by this lease's slots: it stays ready with that head, offering no more.
+      if held_until(offer.grp, self.now) then next_head = nil end
     else
       next_head = self.loose
     end
@@ -400,35 +421,48 @@ local function note_ungrouped_turns(grouped, n)
   end
 end
 
--- The score less `base` of the first group of the sorted set `key` scored from `from`
--- to `to` whose leased tasks are fewer than `limit` (nil: no limit), read a page at a
--- time; nil when there is none.
-local function first_open(key, from, to, base, limit)
-  if limit == nil then
+-- Of the groups of the sorted set `key` scored from `from` to `to` (a group's score
+-- less `base` is its earliest due time) whose leased tasks are fewer than `limit` (nil:
+-- no limit), the earliest time one may be leased from at `now`: its earliest due time,
+-- or for one the lease's rate holds the later of that and its room (held_until). Read
+-- a page at a time, up to the first group with room (nil when there is none): a group
+-- due later cannot be leased from sooner.
+local function first_open(key, from, to, base, limit, now)
+  if limit == nil and not group_rate then
     local first = redis.call('ZRANGEBYSCORE', key, from, to, 'WITHSCORES', 'LIMIT', 0, 1)
     return first[2] and tonumber(first[2]) - base
   end
-  local offset = 0
+  local offset, best = 0, nil
   while true do
     local page = redis.call('ZRANGEBYSCORE', key, from, to, 'WITHSCORES', 'LIMIT', offset, 100)
-    if page[1] == nil then return nil end
+    if page[1] == nil then return best end
     local names = {}
     for i = 1, #page, 2 do names[#names + 1] = page[i] end
-    read_groups(names)
+    if limit then read_groups(names) end
+    read_slots(names)
     for i = 1, #page, 2 do
-      if group_open(page[i], limit) then return tonumber(page[i + 1]) - base end
+      local due = tonumber(page[i + 1]) - base
+      if best and due >= best then return best end
+      if group_open(page[i], limit) then
+        local room = held_until(page[i], now)
+        if room == nil then return due end
+        if best == nil or math.max(due, room) < best then best = math.max(due, room) end
+      end
     end
     offset = offset + 100
   end
 end
 
--- The earliest due time of the groups' tasks in `lane`, leaving out the groups with
--- `limit` (nil: no limit) leased tasks, or nil: the earliest of the ready groups with
--- room (their earliest tasks in the lane's ready index) and of the waiting groups with
--- room, only those earlier than it looked at (a parked group has none with room).
-local function groups_next_due(lane, limit)
-  local ready = first_open(KEYS[READY_DUE[lane]], '-inf', '+inf', 0, limit)
+-- The earliest time a group's task in `lane` may be leased at `now` (see first_open),
+-- leaving out the groups with `limit` (nil: no limit) leased tasks, or nil: the
+-- earlier of the ready groups' (their earliest tasks in the lane's ready index) and
+-- the waiting groups', only those due earlier than it looked at (a parked group has
+-- none with room).
+local function groups_next_due(lane, limit, now)
+  local ready = first_open(KEYS[READY_DUE[lane]], '-inf', '+inf', 0, limit, now)
   local to = '+inf'
   if ready then to = '(' .. int(WAITING + ready) end
-  return first_open(KEYS[GROUP_ORDER[lane]], int(WAITING), to, WAITING, limit) or ready
+  local waiting = first_open(KEYS[GROUP_ORDER[lane]], int(WAITING), to, WAITING, limit, now)
+  if waiting and (ready == nil or waiting < ready) then return waiting end
+  return ready
 end

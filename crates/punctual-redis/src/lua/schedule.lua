@@ -1,5 +1,5 @@
 -- schedule: creates or updates tasks of one shard, in order.
--- KEYS, ARGV[1..3]: see common.lua; then KEYS[SHARD_KEYS + i] (SHARD_KEYS = 21) the
+-- KEYS, ARGV[1..3]: see common.lua; then KEYS[SHARD_KEYS + i] (SHARD_KEYS = 23) the
 --   completion record key of the i-th task (keys.rs), which complete.lua writes.
 -- ARGV[4] n; then n tuples of 12: key, if_exists ('r' replace, 'k' keep, 'e' error),
 --   due ms, max_attempts, id for a new task, tags joined by "\n", body, target ('' none,

@@ -3,7 +3,7 @@
 //! announcements, replicas, a frozen server, a server that lost its data, each lane's
 //! wake-ups, a sharded queue's order and cost, the stored records' formats, old and
 //! new, priorities' urgent sets, groups (their keys, and several processes leasing
-//! from them), and the completion records of dedupe windows.
+//! from them), group rates' slots, and the completion records of dedupe windows.
 //!
 //! One test binary, one module per concern: linked once, and tests from different
 //! modules run side by side. Modules share one private server and one private Cluster
@@ -19,6 +19,7 @@ mod conformance_cluster;
 mod conformance_sharded;
 mod frozen;
 mod group_nodes;
+mod group_rates;
 mod groups;
 mod lanes;
 mod model;

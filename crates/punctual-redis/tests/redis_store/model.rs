@@ -18,8 +18,8 @@ fn reap_lists_expired_leases_of_several_queues_earliest_first() {
         fresh_store,
         vec![
             Schedule(vec![ScheduleItem::once(1, 0, -500), ScheduleItem::once(0, 0, -1000)]),
-            Lease { queue: 0, max: 1, lease_secs: 1, group_limit: None },
-            Lease { queue: 1, max: 1, lease_secs: 2, group_limit: None },
+            Lease { queue: 0, max: 1, lease_secs: 1, group_limit: None, group_rate: None },
+            Lease { queue: 1, max: 1, lease_secs: 2, group_limit: None, group_rate: None },
             Advance { ms: 2000 },
             Reap { limit: 2 },
         ],
@@ -52,7 +52,7 @@ fn a_lease_leaving_a_ready_group_answers_its_earliest_due_time() {
         fresh_store,
         vec![
             Schedule(vec![grouped, ScheduleItem::once(1, 0, -1000)]),
-            Lease { queue: 1, max: 1, lease_secs: 2, group_limit: Some(2) },
+            Lease { queue: 1, max: 1, lease_secs: 2, group_limit: Some(2), group_rate: None },
         ],
     );
 }
@@ -68,7 +68,7 @@ fn a_group_emptied_and_refilled_by_one_schedule_starts_again_at_turn_0() {
         fresh_store,
         vec![
             Schedule(vec![ScheduleItem { group: Some(0), ..ScheduleItem::once(0, 1, -1000) }]),
-            Lease { queue: 0, max: 1, lease_secs: 1, group_limit: None },
+            Lease { queue: 0, max: 1, lease_secs: 1, group_limit: None, group_rate: None },
             Schedule(vec![
                 ScheduleItem { group: Some(1), ..ScheduleItem::once(0, 1, -1000) },
                 ScheduleItem { group: Some(0), ..ScheduleItem::once(0, 2, -1000) },

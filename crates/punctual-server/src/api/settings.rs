@@ -324,6 +324,7 @@ fn config_view(queue: &punctual_core::QueueName, config: &ConfigQueue, record: O
         shards: config.shards.unwrap_or(1),
         targets: true,
         group_concurrency: config.defaults.group_concurrency,
+        group_rate: config.defaults.group_rate.map(|rate| rate.to_string()),
         paused: record.is_some_and(|r| r.paused),
         version: record.map_or(0, |r| r.version),
         updated_at: record.map_or(punctual_core::Timestamp::EPOCH, |r| r.updated_at),

@@ -126,6 +126,13 @@ pub(crate) fn rate() -> Value {
         "description": "At most COUNT deliveries per DURATION (a bare unit is one of it: \"5/s\")."})
 }
 
+/// `group_rate` in a settings body.
+fn group_rate() -> Value {
+    json!({"type": "string", "pattern": patterns::rate(), "examples": ["10/1m"],
+        "description": "At most COUNT leases of each group's tasks in any window of DURATION, across every node \
+            (a bare unit is one of it: \"1/s\"). Each lease takes a slot, also one released or expired later."})
+}
+
 /// A settings' `key` and the same key of its action, not both (a key given twice).
 fn not_in_both(key: &str) -> Value {
     let in_action =
@@ -576,6 +583,7 @@ schemas! {
             "targets": nullable(json!({"type": "boolean", "description": "Whether tasks may carry their own HTTP target."})),
             "group_concurrency": nullable(count(1, u32::MAX, "At most this many leased tasks per group, across \
                 every node (1: each group's tasks one at a time, in due order).")),
+            "group_rate": nullable(group_rate()),
             "queue": {}, "source": {}, "paused": {}, "version": {}, "updated_at": {},
         },
         "allOf": [not_in_both("concurrency"), not_in_both("rate")],
@@ -585,6 +593,7 @@ schemas! {
              "action": {"kind": "webhook", "url": "https://shop.example.com/hooks/cancel", "timeout": "10s"},
              "concurrency": 16, "rate": "20/1m"},
             {"group_concurrency": 1},
+            {"group_concurrency": 2, "group_rate": "10/1m"},
             {"defaults": {"repeat": {"every": "24h", "times": 3}},
              "action": {"kind": "nats", "url": "nats://nats.example.com:4222", "subject": "orders"}},
         ],
@@ -594,7 +603,7 @@ schemas! {
     QueueSettings => json!({
         "type": "object",
         "required": ["queue", "source", "defaults", "action", "concurrency", "rate", "shards", "targets",
-            "group_concurrency", "paused", "version", "updated_at"],
+            "group_concurrency", "group_rate", "paused", "version", "updated_at"],
         "properties": {
             "queue": r("QueueName"),
             "source": {"enum": ["api", "config"], "description": "config: set in the server's config file."},
@@ -611,6 +620,8 @@ schemas! {
             "targets": {"type": "boolean"},
             "group_concurrency": {"type": ["integer", "null"], "minimum": 1,
                 "description": "At most this many leased tasks per group; null: no limit."},
+            "group_rate": {"type": ["string", "null"], "pattern": patterns::rate(),
+                "description": "At most COUNT leases of each group's tasks per DURATION; null: no rate."},
             "paused": {"type": "boolean"},
             "version": {"type": "integer", "minimum": 0, "description": "For If-Match (0: never changed)."},
             "updated_at": r("Timestamp"),

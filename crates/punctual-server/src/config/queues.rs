@@ -8,6 +8,7 @@ use std::ops::Range;
 use std::time::Duration;
 
 use punctual_actions::{ActionSpec, EgressPolicy};
+use punctual_core::policy::Rate;
 use punctual_core::{Backoff, QueueDefaults, QueueName};
 use toml::Spanned;
 
@@ -66,6 +67,10 @@ pub(super) fn queue_tables(
                 Some(u32::try_from(*n.get_ref()).ok().filter(|n| *n >= 1).ok_or_else(|| {
                     at(n.span(), format!("group_concurrency must be from 1 to {}, not {}", u32::MAX, n.get_ref()))
                 })?);
+        }
+        if let Some(rate) = &queue.group_rate {
+            let parsed = Rate::parse(rate.get_ref()).map_err(|m| at(rate.span(), format!("group_rate: {m}")))?;
+            defaults.group_rate = Some(parsed);
         }
         if let Some(n) = &queue.shards {
             let n = u32::try_from(*n.get_ref())

@@ -85,6 +85,7 @@ pub(super) struct RawQueue {
     pub(super) backoff: Option<Spanned<RawBackoff>>,
     pub(super) shards: Option<Spanned<i64>>,
     pub(super) group_concurrency: Option<Spanned<i64>>,
+    pub(super) group_rate: Option<Spanned<String>>,
     pub(super) repeat: Option<Spanned<crate::bodies::RepeatBody>>,
     pub(super) dead_retention: Option<Spanned<ApiDuration>>,
     pub(super) action: Option<Spanned<RawAction>>,

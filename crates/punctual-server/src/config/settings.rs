@@ -38,7 +38,8 @@ pub(crate) fn refuses_targets<S: punctual_core::Store>(engine: &punctual_core::E
 /// Fields of a settings body that are shown but not set.
 const READ_ONLY: [&str; 5] = ["queue", "source", "paused", "version", "updated_at"];
 /// Fields a settings body may set.
-const SETTABLE: [&str; 7] = ["defaults", "action", "concurrency", "rate", "shards", "targets", "group_concurrency"];
+const SETTABLE: [&str; 8] =
+    ["defaults", "action", "concurrency", "rate", "shards", "targets", "group_concurrency", "group_rate"];
 /// Keys of `defaults`.
 const DEFAULTS: [&str; 3] = ["max_attempts", "backoff", "repeat"];
 
@@ -117,6 +118,7 @@ impl QueueSettings {
             shards: self.shards.unwrap_or(1),
             targets: self.targets,
             group_concurrency: self.defaults.group_concurrency,
+            group_rate: self.defaults.group_rate.map(|rate| rate.to_string()),
             paused: record.paused,
             version: record.version,
             updated_at: record.updated_at,
@@ -147,6 +149,8 @@ pub(crate) struct SettingsView {
     pub(crate) targets: bool,
     /// At most this many leased tasks per group; null: no limit.
     pub(crate) group_concurrency: Option<u32>,
+    /// At most COUNT leases per group per DURATION; null: no rate.
+    pub(crate) group_rate: Option<String>,
     pub(crate) paused: bool,
     pub(crate) version: u64,
     pub(crate) updated_at: punctual_core::Timestamp,
@@ -382,7 +386,7 @@ fn render(document: &Map<String, Value>) -> Result<Rendered, ApiError> {
         }
         Some(_) => return Err(ApiError::invalid("defaults", "defaults is an object")),
     }
-    for key in ["shards", "group_concurrency"] {
+    for key in ["shards", "group_concurrency", "group_rate"] {
         if let Some(value) = document.get(key).filter(|v| !v.is_null()) {
             out.value(key, key, value)?;
         }
@@ -510,6 +514,18 @@ mod tests {
         assert_eq!(refused(json!({"targets": "yes"})).0.as_deref(), Some("targets"));
         assert_eq!(refused(json!({"colour": 1})).0.as_deref(), Some("colour"));
         assert_eq!(refused(json!({"defaults": {"tries": 1}})).0.as_deref(), Some("defaults.tries"));
+    }
+
+    #[test]
+    fn a_group_rate_is_a_rate_string_named_by_its_field() {
+        for bad in [json!("fast"), json!("0/1m"), json!(5), json!("10/0s")] {
+            let (field, message) = refused(json!({ "group_rate": bad }));
+            assert_eq!(field.as_deref(), Some("group_rate"), "{bad}: {message}");
+        }
+        let file = "[queues.q]\ngroup_rate = \"ten a minute\"\n";
+        let (line, message) = crate::config::testing::error_line(file);
+        assert_eq!(line, Some(2), "{message}");
+        assert!(message.contains("group_rate") && message.contains("COUNT/DURATION"), "{message}");
     }
 
     #[test]

@@ -271,6 +271,7 @@ function settingsPanel(settings) {
     settings.action ? row("Rate", settings.rate || "unlimited", "rate") : null,
     row("Group concurrency", settings.group_concurrency ? `${settings.group_concurrency} leased per group at most`
       : "unlimited (groups only take turns)", "group_concurrency"),
+    settings.group_rate ? row("Group rate", `${settings.group_rate} leases per group at most`, "group_rate") : null,
     row("Max attempts", settings.defaults.max_attempts, "max_attempts"),
     row("Backoff", `${backoff.initial} ×${backoff.factor} up to ${backoff.max}`, "backoff"),
     row("Repeat", settings.defaults.repeat ? JSON.stringify(settings.defaults.repeat) : "none", "repeat"),
@@ -621,10 +622,10 @@ function targetTable(target) {
 // form as it was, with the server's message beside it naming the field at fault.
 
 // The fields a settings document sets; the rest of what GET answers is shown, not set.
-const SETTABLE = ["defaults", "action", "concurrency", "rate", "shards", "targets", "group_concurrency"];
+const SETTABLE = ["defaults", "action", "concurrency", "rate", "shards", "targets", "group_concurrency", "group_rate"];
 // Settable fields put in the editor only when set: a queue that never used them keeps a
 // short document.
-const SHOWN_WHEN_SET = ["group_concurrency"];
+const SHOWN_WHEN_SET = ["group_concurrency", "group_rate"];
 const WEBHOOK_EXAMPLE = '{"action": {"kind": "webhook", "url": "https://…", "secret_env": "HOOK_SECRET"}, "concurrency": 4}';
 const METHODS = ["POST", "PUT", "PATCH", "GET", "DELETE"];
 

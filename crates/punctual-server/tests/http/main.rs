@@ -13,6 +13,7 @@ mod bad_input;
 mod calendars;
 mod config_file;
 mod declared_queues;
+mod group_rate;
 mod leases;
 mod long_poll;
 mod metrics;

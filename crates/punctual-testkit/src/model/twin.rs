@@ -12,6 +12,7 @@ use std::fmt::{Debug, Display};
 use std::mem::discriminant;
 use std::time::Duration;
 
+use punctual_core::policy::Rate;
 use punctual_core::store::{
     CompleteRequest, Completion, DeadSelection, ExtendRequest, LeaseRequest, PurgeRequest, PurgeSelection,
     RetryDeadBatchRequest, RetryDeadRequest, ScheduleOutcome, SweepRequest,
@@ -94,8 +95,10 @@ impl<'s, S: Store> Twin<'s, S> {
                 let real = self.real.cancel_tag(&queue, &tag).await;
                 same("cancel_tag", &real, &self.reference.cancel_tag(&queue, &tag).await)
             }
-            Op::Lease { queue, max, lease_secs, group_limit } => {
-                self.lease(queue_name(*queue), *max, Duration::from_secs(*lease_secs), *group_limit).await.map(drop)
+            Op::Lease { queue, max, lease_secs, group_limit, group_rate } => {
+                let group_rate = group_rate.map(|(count, secs)| Rate { count, per: Duration::from_secs(secs) });
+                let limits = (*group_limit, group_rate);
+                self.lease(queue_name(*queue), *max, Duration::from_secs(*lease_secs), limits).await.map(drop)
             }
             Op::Complete { token, completion } => self.complete(&[(token.clone(), completion.clone())], false).await,
             Op::CompleteMany(items) => self.complete(items, true).await,
@@ -120,7 +123,7 @@ impl<'s, S: Store> Twin<'s, S> {
                 same("delete_dead", &real, &self.reference.delete_dead(&queue, &key).await)
             }
             Op::FailDue { queue, max } => {
-                let leased = self.lease(queue_name(*queue), *max, Duration::from_secs(5), None).await?;
+                let leased = self.lease(queue_name(*queue), *max, Duration::from_secs(5), (None, None)).await?;
                 let items: Vec<(TokenPair, Completion)> =
                     leased.into_iter().map(|pair| (pair, Completion::Dead { error: self.next_error_text() })).collect();
                 for (pair, completion) in items {
@@ -336,10 +339,11 @@ impl<'s, S: Store> Twin<'s, S> {
         queue: QueueName,
         max: u32,
         lease_for: Duration,
-        group_limit: Option<u32>,
+        (group_limit, group_rate): (Option<u32>, Option<Rate>),
     ) -> Result<Vec<TokenPair>, String> {
         let now = self.now;
-        let request = LeaseRequest::new(queue.clone(), max, lease_for, now).group_limit(group_limit);
+        let request =
+            LeaseRequest::new(queue.clone(), max, lease_for, now).group_limit(group_limit).group_rate(group_rate);
         let real = self.real.lease(request.clone()).await.map_err(|e| format!("lease failed: {e:?}"))?;
         // Without groups: the highest priority first, each the earliest due, ties in
         // the store's order as last listed. (With groups, the turns decide: the
