@@ -89,4 +89,21 @@ workdays = ["2026-09-27", { date = "2026-10-10", as = "fri" }]
         let settings = file(&text).unwrap();
         assert_eq!(settings.calendars[0].1.holiday_years(), vec![2026, 2027]);
     }
+
+    /// The example calendar of mainland China's holidays reads as the notices say.
+    #[test]
+    fn the_example_office_calendar_keeps_the_notices_dates() {
+        let settings = file(include_str!("../../../../examples/calendars/cn-office.toml")).unwrap();
+        let [(_, office)] = settings.calendars.as_slice() else { panic!("one calendar") };
+        assert_eq!(office.holiday_years(), vec![2025, 2026]);
+        let at = |text: &str| punctual_core::Timestamp::parse(text).unwrap();
+        // A Saturday worked for the National Day week, and a Thursday inside it.
+        assert!(office.is_open(at("2026-10-10T10:00:00+08:00")));
+        assert!(!office.is_open(at("2026-10-01T10:00:00+08:00")));
+        // Friday 2026-09-25 is 中秋节: 8 working hours from Thursday 17:00 are Thursday's
+        // last hour, then Monday's morning (3 h) and 4 h of its afternoon.
+        let eight_hours = std::time::Duration::from_secs(8 * 3600);
+        let due = office.add_working_time(at("2026-09-24T17:00:00+08:00"), eight_hours);
+        assert_eq!(due.unwrap(), at("2026-09-28T17:30:00+08:00"));
+    }
 }
