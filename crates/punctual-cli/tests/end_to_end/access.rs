@@ -109,6 +109,10 @@ const ROUTES: &[Route] = &[
     route("POST", "/v1/queues/{queue}/pause", OnQueue("admin"), 200),
     route("POST", "/v1/queues/{queue}/resume", OnQueue("admin"), 200),
     route("DELETE", "/v1/queues/{queue}/tasks", OnQueue("admin"), 200),
+    route("GET", "/v1/calendars", Everywhere("admin"), 200),
+    route("GET", "/v1/calendars/{name}", Everywhere("admin"), 200),
+    with_body("PUT", "/v1/calendars/{name}", Everywhere("admin"), 200, |_| CALENDAR.clone()),
+    route("DELETE", "/v1/calendars/{name}", Everywhere("admin"), 204),
     route("GET", "/healthz", Open, 200),
     route("GET", "/readyz", Open, 200),
     route("GET", "/metrics", Everywhere("read"), 200),
@@ -116,6 +120,10 @@ const ROUTES: &[Route] = &[
     route("GET", "/openapi.json", AnyToken, 200),
     route("GET", "/v1/access", AnyToken, 200),
 ];
+
+/// The calendar each case makes, named as its queue.
+static CALENDAR: std::sync::LazyLock<Value> =
+    std::sync::LazyLock::new(|| json!({"tz": "UTC", "hours": {"mon": ["09:00-17:00"]}}));
 
 /// The fresh queue of one case and what was prepared in it.
 struct Case {
@@ -125,7 +133,7 @@ struct Case {
 
 impl Case {
     /// A queue with a task `k` (tag `t`, due in 1 h), a live lease on `leased`, a dead
-    /// task `dead` and settings.
+    /// task `dead` and settings; and a calendar named as the queue.
     fn prepare(root: &Api, queue: String) -> Case {
         root.create(&queue, "dead", json!({"max_attempts": 1}));
         let lease = root.lease_one(&queue);
@@ -136,6 +144,7 @@ impl Case {
         assert_eq!(lease.len(), 1, "{lease:?}");
         root.create(&queue, "k", json!({"delay": "1h", "tags": ["t"]}));
         root.put(&format!("/v1/queues/{}/settings", enc(&queue)), json!({})).expect(201, "settings");
+        root.put(&format!("/v1/calendars/{}", enc(&queue)), CALENDAR.clone()).expect(201, "a calendar");
         Case { queue, lease_id: lease[0]["lease_id"].as_str().unwrap().to_owned() }
     }
 
@@ -146,6 +155,7 @@ impl Case {
             .replace("{tag}", "t")
             .replace("{dead}", "dead")
             .replace("{lease_id}", &enc(&self.lease_id))
+            .replace("{name}", &enc(&self.queue))
     }
 
     /// Everything a call could change in the queue, as the root token reads it.
