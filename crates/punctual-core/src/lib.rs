@@ -25,6 +25,7 @@ mod identity;
 mod memory;
 mod meta;
 mod model;
+mod names;
 mod outcome;
 pub mod policy;
 pub mod store;

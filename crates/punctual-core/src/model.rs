@@ -13,113 +13,13 @@ use serde_json::Value;
 
 use crate::error::{Error, Result};
 use crate::meta::TaskMeta;
-use crate::policy::{Backoff, Repeat};
+use crate::policy::{Backoff, Repeat, Timing};
 use crate::target::{Lane, Target};
 use crate::time::Timestamp;
 use crate::unique::Unique;
 
-macro_rules! string_newtype {
-    ($name:ident) => {
-        impl $name {
-            /// The validated text.
-            pub fn as_str(&self) -> &str {
-                &self.0
-            }
-        }
-        impl fmt::Display for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(&self.0)
-            }
-        }
-        impl AsRef<str> for $name {
-            fn as_ref(&self) -> &str {
-                &self.0
-            }
-        }
-        /// Looks one up by its text in maps keyed by it: it orders as its text does.
-        impl std::borrow::Borrow<str> for $name {
-            fn borrow(&self) -> &str {
-                &self.0
-            }
-        }
-        impl Serialize for $name {
-            fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-                s.serialize_str(&self.0)
-            }
-        }
-        impl<'de> Deserialize<'de> for $name {
-            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
-                let text = String::deserialize(d)?;
-                $name::new(text).map_err(serde::de::Error::custom)
-            }
-        }
-        impl TryFrom<&str> for $name {
-            type Error = Error;
-            fn try_from(text: &str) -> Result<Self> {
-                $name::new(text)
-            }
-        }
-        impl TryFrom<String> for $name {
-            type Error = Error;
-            fn try_from(text: String) -> Result<Self> {
-                $name::new(text)
-            }
-        }
-    };
-}
-
-/// A queue name: 1–128 characters from `A-Z a-z 0-9 . _ : -`. It selects the handler.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct QueueName(String);
-
-impl QueueName {
-    /// The longest queue name, in characters.
-    pub const MAX_LEN: usize = 128;
-
-    /// Validates `name`.
-    pub fn new(name: impl Into<String>) -> Result<QueueName> {
-        let name = name.into();
-        check_name("queue", &name, Self::MAX_LEN)?;
-        Ok(QueueName(name))
-    }
-}
-
-/// Checks a name of a resource (a queue, a calendar): 1–`max_len` characters from
-/// `A-Z a-z 0-9 . _ : -`; the error names `field`.
-fn check_name(field: &'static str, name: &str, max_len: usize) -> Result<()> {
-    if name.is_empty() || name.len() > max_len {
-        return Err(Error::invalid(
-            field,
-            format!("a {field} name is 1 to {max_len} characters, this one has {}", name.chars().count()),
-        ));
-    }
-    if let Some(bad) = name.chars().find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | ':' | '-'))) {
-        return Err(Error::invalid(
-            field,
-            format!("'{}' is not allowed in a {field} name: use letters, digits and . _ : -", bad.escape_default()),
-        ));
-    }
-    Ok(())
-}
-string_newtype!(QueueName);
-
-/// A working-time calendar's name: 1–128 characters from `A-Z a-z 0-9 . _ : -`, as a
-/// queue's.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct CalendarName(String);
-
-impl CalendarName {
-    /// The longest name, in characters.
-    pub const MAX_LEN: usize = 128;
-
-    /// Validates `name`.
-    pub fn new(name: impl Into<String>) -> Result<CalendarName> {
-        let name = name.into();
-        check_name("calendar", &name, Self::MAX_LEN)?;
-        Ok(CalendarName(name))
-    }
-}
-string_newtype!(CalendarName);
+use crate::names::string_newtype;
+pub use crate::names::{CalendarName, QueueName};
 
 /// A task's identity inside its queue, chosen by the caller: 1–512 bytes of UTF-8
 /// without control characters.
@@ -318,6 +218,8 @@ pub struct Task {
     pub target: Option<Target>,
     /// The task's dedupe window, see [`Unique`].
     pub unique_for: Option<Unique>,
+    /// Calendar, misfire, overlap and jitter (see [`Timing`]).
+    pub timing: Timing,
     /// Store bookkeeping, not part of the API's task object.
     #[serde(skip)]
     pub meta: TaskMeta,
@@ -347,6 +249,7 @@ impl Task {
             last_error: None,
             target: new.target,
             unique_for: new.unique_for,
+            timing: new.timing,
             meta,
         }
     }
@@ -442,6 +345,11 @@ pub struct TaskSpec {
     pub debounce: Option<Duration>,
     /// The task's dedupe window (see [`Unique`]); checked when scheduled.
     pub unique_for: Option<Unique>,
+    /// Calendar, misfire, overlap and jitter (see [`Timing`]); checked when scheduled.
+    pub timing: Timing,
+    /// With a calendar and a due time: a time outside working hours moves to the
+    /// calendar's next opening (`"align": "next_open"`).
+    pub align_next_open: bool,
 }
 
 impl TaskSpec {
@@ -507,6 +415,24 @@ impl TaskSpec {
         self.unique_for = Some(unique);
         self
     }
+    /// Counts the task's time in `calendar` (see [`TaskSpec::timing`]): a delay is
+    /// working time (whole days: working days), a due time needs
+    /// [`TaskSpec::align_next_open`], neither is the next opening; a repeat runs in
+    /// working time. The calendar is checked when scheduled.
+    pub fn calendar(mut self, calendar: CalendarName) -> TaskSpec {
+        self.timing.calendar = Some(calendar);
+        self
+    }
+    /// A due time outside the calendar's working hours moves to its next opening.
+    pub fn align_next_open(mut self) -> TaskSpec {
+        self.align_next_open = true;
+        self
+    }
+    /// Misfire, overlap and jitter policies (and the calendar), see [`Timing`].
+    pub fn timing(mut self, timing: Timing) -> TaskSpec {
+        self.timing = timing;
+        self
+    }
     /// What to do when the task already exists.
     pub fn if_exists(mut self, mode: IfExists) -> TaskSpec {
         self.if_exists = mode;
@@ -545,6 +471,12 @@ pub struct NewTask {
     /// The task's dedupe window: when it completes for good (and, with
     /// [`Unique::dead`], when it dies), its key is held for the window.
     pub unique_for: Option<Unique>,
+    /// Calendar, misfire, overlap and jitter (see [`Timing`]), kept with the task.
+    pub timing: Timing,
+    /// The time the first occurrence is scheduled for, before jitter: at or before
+    /// `due_at`. Stores keep the earlier of it and the due time they write as the
+    /// task's anchor ([`TaskMeta::anchor`](crate::TaskMeta)).
+    pub scheduled_for: Timestamp,
 }
 
 impl NewTask {
@@ -565,6 +497,8 @@ impl NewTask {
             debounce: None,
             target: None,
             unique_for: None,
+            timing: Timing::default(),
+            scheduled_for: due_at,
         }
     }
 }
@@ -635,6 +569,7 @@ mod tests {
             last_error: None,
             target: None,
             unique_for: None,
+            timing: Timing::default(),
             meta: TaskMeta::new(StoreId::from_bits(1), 0x7f, 0, 1, Timestamp::EPOCH),
         };
         let first = task.delivery_id();

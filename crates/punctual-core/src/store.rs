@@ -224,8 +224,10 @@ pub enum Completion {
     /// The try failed: `attempts + 1`, `last_error = error`, scheduled again at `at`.
     Retry { at: Timestamp, error: String },
     /// Start a new occurrence at `at` (a repeat, or a handler's "again later"):
-    /// occurrence + 1, `attempts = 0`, `last_error` cleared, scheduled at `at`.
-    Reschedule { at: Timestamp },
+    /// occurrence + 1, `attempts = 0`, `last_error` cleared, scheduled at `at`, the
+    /// anchor set to `anchor` (the time the occurrence is scheduled for, before
+    /// jitter: at or before `at`; a handler's "again later" keeps the anchor).
+    Reschedule { at: Timestamp, anchor: Timestamp },
     /// Give up: `attempts + 1`, `last_error = error`, state `dead`.
     Dead { error: String },
 }
@@ -234,7 +236,7 @@ impl Completion {
     /// When the task is due again after this completion, if it stays scheduled.
     pub fn next_due(&self) -> Option<Timestamp> {
         match self {
-            Completion::Retry { at, .. } | Completion::Reschedule { at } => Some(*at),
+            Completion::Retry { at, .. } | Completion::Reschedule { at, .. } => Some(*at),
             Completion::Done | Completion::Dead { .. } => None,
         }
     }

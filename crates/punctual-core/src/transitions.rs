@@ -28,10 +28,12 @@
 use std::time::Duration;
 
 use crate::Outcome;
+use crate::calendar::Calendar;
 use crate::error::{Error, Result};
 use crate::identity::StoreId;
 use crate::meta::TaskMeta;
 use crate::model::{IfExists, NewTask, Task, TaskState};
+use crate::policy::Progress;
 use crate::store::{
     Completed, Completion, LeaseToken, PurgeSelection, QueueChange, QueueChangeRequest, QueueRecord, ScheduleOutcome,
     Scheduled,
@@ -39,12 +41,12 @@ use crate::store::{
 use crate::time::Timestamp;
 
 /// A task created from `new` at `now`, with identity `id` in store `store`: `scheduled`,
-/// version 1, attempts 0, occurrence 1, anchor = `due_at`, fence 0 (the first lease
+/// version 1, attempts 0, occurrence 1, anchor = [`anchor`], fence 0 (the first lease
 /// raises it to 1). A debounced `new` starts a burst: due no later than `now +
 /// max_wait`, the bound it keeps.
 pub fn create(mut new: NewTask, store: StoreId, id: u64, now: Timestamp) -> Task {
     let debounce_until = debounce(None, &mut new, now);
-    let mut meta = TaskMeta::new(store, id, 0, 1, new.due_at);
+    let mut meta = TaskMeta::new(store, id, 0, 1, anchor(&new));
     meta.debounce_until = debounce_until;
     Task::from_new(new, meta, now)
 }
@@ -70,6 +72,12 @@ pub fn debounce(old: Option<&Task>, new: &mut NewTask, now: Timestamp) -> Option
     bound
 }
 
+/// The anchor of the task `new` writes, once debounced: the time its first occurrence
+/// is scheduled for, or its due time when debounce brought that earlier.
+pub fn anchor(new: &NewTask) -> Timestamp {
+    new.scheduled_for.min(new.due_at)
+}
+
 /// What scheduling `new` does to `existing`, a task already stored under its (queue,
 /// key) in any state: kept untouched while [`held_dead`]; else by `new.if_exists`:
 /// replaced ([`replace`]), kept untouched, or refused with [`Error::Conflict`].
@@ -88,13 +96,13 @@ pub fn upsert(existing: &Task, new: NewTask, now: Timestamp) -> Result<Scheduled
 }
 
 /// `new` written over `old` (any state): due time, payload, policies and tags from
-/// `new`; version + 1; `scheduled`, attempts 0, occurrence 1, anchor = `due_at`, no
+/// `new`; version + 1; `scheduled`, attempts 0, occurrence 1, anchor = [`anchor`], no
 /// error, no lease. The id, `created_at` and fence stay: a live lease of `old` still
 /// names this id and fence, and is lost by its version alone. A debounced `new` is due
 /// no later than its burst's bound ([`debounce_until`]), which the task keeps.
 pub fn replace(old: &Task, mut new: NewTask, now: Timestamp) -> Task {
     let debounce_until = debounce(Some(old), &mut new, now);
-    let mut meta = TaskMeta::new(old.meta.store, old.meta.id, old.meta.fence, 1, new.due_at);
+    let mut meta = TaskMeta::new(old.meta.store, old.meta.id, old.meta.fence, 1, anchor(&new));
     meta.debounce_until = debounce_until;
     let mut task = Task::from_new(new, meta, now);
     task.version = old.version + 1;
@@ -155,7 +163,8 @@ pub fn live<'t>(task: Option<&'t Task>, token: &LeaseToken, now: Timestamp) -> R
 /// is deleted.
 /// - `Done`: deleted.
 /// - `Retry { at, error }`: attempts + 1, `last_error = error`, `scheduled` at `at`.
-/// - `Reschedule { at }`: occurrence + 1, attempts 0, no error, `scheduled` at `at`.
+/// - `Reschedule { at, anchor }`: occurrence + 1, attempts 0, no error, `scheduled` at
+///   `at`, anchored at `anchor`.
 /// - `Dead { error }`: attempts + 1, `last_error = error`, `dead` (due time kept).
 pub fn complete(task: &Task, completion: &Completion, now: Timestamp) -> Option<Task> {
     debug_assert_eq!(task.state, TaskState::Leased, "only a leased task is completed");
@@ -170,9 +179,10 @@ pub fn complete(task: &Task, completion: &Completion, now: Timestamp) -> Option<
             next.attempts = task.attempts.saturating_add(1);
             next.last_error = Some(error.clone());
         }
-        Completion::Reschedule { at } => {
+        Completion::Reschedule { at, anchor } => {
             next.state = TaskState::Scheduled;
             next.due_at = *at;
+            next.meta.anchor = *anchor;
             next.attempts = 0;
             next.meta.occurrence = task.meta.occurrence.saturating_add(1);
             next.last_error = None;
@@ -272,24 +282,62 @@ pub fn retry_dead(task: &Task, now: Timestamp) -> Option<Task> {
 ///   else [`Completion::Retry`] after the handler's delay or the backoff;
 /// - `reschedule`: a new occurrence at the time asked for (never before `now`);
 /// - `fail`: [`Completion::Dead`].
+///
+/// A task with a calendar goes through [`completion_in`], which is given it.
 pub fn completion_for(task: &Task, outcome: Outcome, now: Timestamp, jitter: f64) -> Completion {
+    completion_in(task, outcome, now, jitter, None)
+}
+
+/// [`completion_for`] by the task's whole timing ([`Timing`](crate::policy::Timing)):
+/// a repeat's next occurrence in `calendar` (the task's, read by the caller; `None`
+/// when it has none), catching up or queueing by its misfire and overlap policies
+/// ([`Repeat::next_occurrence`](crate::Repeat::next_occurrence)), moved later by
+/// `random` × its jitter. A failure of the calendar's arithmetic, or a task whose
+/// calendar is not given, ends in [`Completion::Dead`] with the reason: the repeat
+/// cannot say when it is due.
+pub fn completion_in(
+    task: &Task,
+    outcome: Outcome,
+    now: Timestamp,
+    random: f64,
+    calendar: Option<&Calendar>,
+) -> Completion {
     match outcome {
-        Outcome::Done => match task.repeat.as_ref().and_then(|r| r.next_after(&task.meta, now)) {
-            Some(at) => Completion::Reschedule { at },
-            None => Completion::Done,
-        },
+        Outcome::Done => {
+            let Some(repeat) = &task.repeat else { return Completion::Done };
+            if let (Some(name), None) = (&task.timing.calendar, calendar) {
+                return Completion::Dead {
+                    error: format!(
+                        "calendar '{name}' does not exist, so the repeat's next occurrence is unknown: put the \
+                         calendar back (PUT /v1/calendars/{name}), then retry the task"
+                    ),
+                };
+            }
+            let progress = Progress { now, leased_at: task.updated_at, calendar, timing: &task.timing };
+            match repeat.next_occurrence(&task.meta, &progress) {
+                Ok(Some(anchor)) => Completion::Reschedule { at: jittered(anchor, &task.timing, random), anchor },
+                Ok(None) => Completion::Done,
+                Err(e) => Completion::Dead { error: format!("the repeat's next occurrence: {e}") },
+            }
+        }
         Outcome::Retry { after, error } => {
             let failures = task.attempts + 1;
             if failures >= task.max_attempts {
                 Completion::Dead { error }
             } else {
-                let wait = after.unwrap_or_else(|| task.backoff.delay(failures, jitter));
+                let wait = after.unwrap_or_else(|| task.backoff.delay(failures, random));
                 Completion::Retry { at: now.saturating_add(wait), error }
             }
         }
-        Outcome::Reschedule(when) => Completion::Reschedule { at: when.resolve(now) },
+        Outcome::Reschedule(when) => Completion::Reschedule { at: when.resolve(now), anchor: task.meta.anchor },
         Outcome::Fail(error) => Completion::Dead { error },
     }
+}
+
+/// `at` moved later by `random` ∈ [0, 1) × the timing's jitter (none: `at`).
+pub fn jittered(at: Timestamp, timing: &crate::policy::Timing, random: f64) -> Timestamp {
+    let Some(jitter) = timing.jitter else { return at };
+    at.saturating_add(jitter.mul_f64(random.clamp(0.0, 1.0)))
 }
 
 /// Whether a purge with `selection` cancels `task`.
@@ -468,7 +516,7 @@ mod tests {
         let mut task = leased();
         task.attempts = 2;
         task.last_error = Some("earlier".into());
-        let task = complete(&task, &Completion::Reschedule { at: at(86_400) }, at(12)).unwrap();
+        let task = complete(&task, &Completion::Reschedule { at: at(86_400), anchor: at(86_400) }, at(12)).unwrap();
         assert_eq!((task.state, task.due_at, task.attempts), (TaskState::Scheduled, at(86_400), 0));
         assert_eq!((task.meta.occurrence, task.last_error, task.version), (2, None, 1));
     }
@@ -492,7 +540,7 @@ mod tests {
         assert!(record.holds_at(at(71)) && !record.holds_at(at(72)), "until completed + window, exclusive");
         for other in [
             Completion::Retry { at: at(20), error: "e".into() },
-            Completion::Reschedule { at: at(20) },
+            Completion::Reschedule { at: at(20), anchor: at(20) },
             Completion::Dead { error: "e".into() },
         ] {
             assert_eq!(completion_record(&task, &other, at(12)), None, "{other:?}");
@@ -581,7 +629,10 @@ mod tests {
         assert_eq!(completion_for(&task, Outcome::Done, at(12), 0.0), Completion::Done);
         task.repeat = Some(Repeat::every(secs(60)).unwrap().times(2).unwrap());
         // Fixed rate from the anchor (T0 + 10 s), the first slot after now.
-        assert_eq!(completion_for(&task, Outcome::Done, at(75), 0.0), Completion::Reschedule { at: at(130) });
+        assert_eq!(
+            completion_for(&task, Outcome::Done, at(75), 0.0),
+            Completion::Reschedule { at: at(130), anchor: at(130) }
+        );
         task.meta.occurrence = 2;
         assert_eq!(completion_for(&task, Outcome::Done, at(75), 0.0), Completion::Done, "two occurrences in all");
     }
@@ -609,10 +660,14 @@ mod tests {
     fn reschedule_and_fail_are_taken_as_asked() {
         let task = leased();
         let reschedule = |when| completion_for(&task, Outcome::Reschedule(when), at(20), 0.0);
-        assert_eq!(reschedule(When::Now), Completion::Reschedule { at: at(20) });
-        assert_eq!(reschedule(When::After(secs(5))), Completion::Reschedule { at: at(25) });
-        assert_eq!(reschedule(When::At(at(3))), Completion::Reschedule { at: at(20) }, "never before now");
-        assert_eq!(reschedule(When::At(at(500))), Completion::Reschedule { at: at(500) });
+        assert_eq!(reschedule(When::Now), Completion::Reschedule { at: at(20), anchor: at(10) });
+        assert_eq!(reschedule(When::After(secs(5))), Completion::Reschedule { at: at(25), anchor: at(10) });
+        assert_eq!(
+            reschedule(When::At(at(3))),
+            Completion::Reschedule { at: at(20), anchor: at(10) },
+            "never before now"
+        );
+        assert_eq!(reschedule(When::At(at(500))), Completion::Reschedule { at: at(500), anchor: at(10) });
         assert_eq!(
             completion_for(&task, Outcome::fail("order not found"), at(20), 0.0),
             Completion::Dead { error: "order not found".into() }

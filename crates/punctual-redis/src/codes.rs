@@ -80,7 +80,7 @@ pub(crate) fn completion(completion: &Completion) -> (&'static str, i64, &str) {
     match completion {
         Completion::Done => ("d", 0, ""),
         Completion::Retry { at, error } => ("r", at.as_millis(), error.as_str()),
-        Completion::Reschedule { at } => ("s", at.as_millis(), ""),
+        Completion::Reschedule { at, .. } => ("s", at.as_millis(), ""),
         Completion::Dead { error } => ("x", 0, error.as_str()),
     }
 }
@@ -141,7 +141,7 @@ mod tests {
         assert_eq!(modes, ["r", "k", "e"]);
         let at = Timestamp::from_millis(7);
         assert_eq!(completion(&Completion::Retry { at, error: "e".into() }), ("r", 7, "e"));
-        assert_eq!(completion(&Completion::Reschedule { at }), ("s", 7, ""));
+        assert_eq!(completion(&Completion::Reschedule { at, anchor: at }), ("s", 7, ""));
         assert_eq!(completion(&Completion::Dead { error: "e".into() }), ("x", 0, "e"));
         assert_eq!(completion(&Completion::Done), ("d", 0, ""));
         assert_eq!(schedule_outcome(b"e"), Some(None));

@@ -53,7 +53,7 @@ pub(crate) fn complete(conn: &Connection, store: StoreId, req: &CompleteRequest)
             record.as_ref().map_or(Ok(()), |record| completions::write(conn, queue_id, record))
         }),
         Completion::Retry { at, error } => update(&RETRY, params![id, at.as_millis(), error, now]),
-        Completion::Reschedule { at } => update(&RESCHEDULE, params![id, at.as_millis(), now]),
+        Completion::Reschedule { at, .. } => update(&RESCHEDULE, params![id, at.as_millis(), now]),
         Completion::Dead { error } => update(&DIE, params![id, error, now]),
     }
 }

@@ -87,7 +87,7 @@ fn group_rows_match_a_count_of_their_tasks() {
                 let completion = match rng.random_range(0..4) {
                     0 => Completion::Done,
                     1 => Completion::Retry { at: later, error: "again".into() },
-                    2 => Completion::Reschedule { at: later },
+                    2 => Completion::Reschedule { at: later, anchor: later },
                     _ => Completion::Dead { error: "gone".into() },
                 };
                 let _ = crate::complete::complete(&conn, store, &CompleteRequest::new(lease.token, completion, now));

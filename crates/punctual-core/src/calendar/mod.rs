@@ -59,7 +59,7 @@ pub use self::records::{CalendarChange, CalendarChangeRequest, CalendarRecord, c
 pub use self::spec::{CalendarSpec, Holiday, WeekHours, WorkdaySpec};
 use self::spec::{Hours, WEEKDAY_NAMES, weekday_index};
 use crate::error::Result;
-pub use crate::model::CalendarName;
+pub use crate::names::CalendarName;
 use crate::time::Timestamp;
 
 /// A checked working-time calendar (see the module doc). Reads and writes as its

@@ -9,7 +9,7 @@
 
 use super::{Calendar, CalendarSpec};
 use crate::error::{Error, Result};
-use crate::model::CalendarName;
+use crate::names::CalendarName;
 use crate::time::Timestamp;
 
 /// A calendar as a store keeps it.

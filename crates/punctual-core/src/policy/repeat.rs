@@ -4,14 +4,19 @@
 //! After a successful occurrence the next one is the first scheduled instant strictly
 //! after `now` — fixed-rate from the first occurrence for `every`, the next matching
 //! wall-clock time in the rule's zone for `cron` — so missed occurrences are skipped,
-//! never caught up. `times` counts occurrences in all, `until` is the last instant an
-//! occurrence may be due.
+//! unless the task's timing ([`Timing`]) keeps some owed. `times` counts occurrences
+//! in all, `until` is the last instant an occurrence may be due. A task's `anchor`
+//! is the time its current occurrence was scheduled for (before jitter): the grid
+//! of `every` runs through it.
 
 use std::str::FromStr;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use super::occurrences::{Occurrences, RepeatRule};
+use super::timing::{Overlap, Timing};
+use crate::calendar::Calendar;
 use crate::cron::{CronRule, CronSyntax};
 use crate::error::{Error, Result};
 use crate::meta::TaskMeta;
@@ -24,16 +29,6 @@ pub struct Repeat {
     rule: RepeatRule,
     times: Option<u32>,
     until: Option<Timestamp>,
-}
-
-/// The rhythm of a [`Repeat`].
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub enum RepeatRule {
-    /// Fixed rate: the first occurrence's due time plus whole multiples of this.
-    Every(Duration),
-    /// Wall-clock times matching a cron expression (in its syntax) in an IANA time zone.
-    Cron(Box<CronRule>),
 }
 
 impl Repeat {
@@ -90,38 +85,68 @@ impl Repeat {
     /// `every`, the next matching time for `cron` (`None` when there is none before
     /// the end of time).
     pub fn first_at(&self, now: Timestamp) -> Option<Timestamp> {
-        match &self.rule {
-            RepeatRule::Every(_) => Some(now),
-            RepeatRule::Cron(rule) => rule.next_after(now),
-        }
+        Occurrences::new(&self.rule, None).first(now).ok().flatten()
     }
 
-    /// The next occurrence after the task's current one succeeded at `now`: `meta`
-    /// tells which that was (`occurrence`, 1-based) and when the first was due
-    /// (`anchor`); `None` when the repeat is exhausted.
+    /// The next occurrence after the task's current one succeeded at `now`, with no
+    /// calendar and the default timing: `meta` tells which occurrence that was
+    /// (`occurrence`, 1-based) and when it was scheduled for (`anchor`); `None` when
+    /// the repeat is exhausted.
     pub fn next_after(&self, meta: &TaskMeta, now: Timestamp) -> Option<Timestamp> {
-        let TaskMeta { occurrence: done, anchor, .. } = *meta;
-        if self.times.is_some_and(|limit| done >= limit) {
-            return None;
-        }
-        let next = match &self.rule {
-            RepeatRule::Every(interval) => {
-                let step = i64::try_from(interval.as_millis()).unwrap_or(i64::MAX).max(1);
-                let elapsed = now.as_millis() - anchor.as_millis();
-                // Smallest k ≥ 1 with anchor + k·step > now.
-                let k = if elapsed < 0 { 1 } else { elapsed / step + 1 };
-                // A slot past the latest representable instant does not exist. (Clamping
-                // it to that instant gave one not after `now`: a task firing forever.)
-                let next = k.checked_mul(step).and_then(|offset| anchor.as_millis().checked_add(offset));
-                next.and_then(Timestamp::try_from_millis)?
-            }
-            RepeatRule::Cron(rule) => rule.next_after(now)?,
-        };
-        match self.until {
-            Some(until) if next > until => None,
-            _ => Some(next),
-        }
+        self.next_occurrence(meta, &Progress { now, leased_at: now, calendar: None, timing: &Timing::default() })
+            .ok()
+            .flatten()
     }
+
+    /// The next occurrence after the task's current one (`meta`) succeeded, by the
+    /// task's timing: under [`Misfire::FireAll`](super::Misfire::FireAll) the oldest
+    /// of the latest `catch_up_max` occurrences already due, under
+    /// [`Overlap::Queue`](super::Overlap::Queue) the latest of those that fell due
+    /// while the firing was leased; else (or when none is due) the first after `now`.
+    /// `None` when the repeat is exhausted; an error when the calendar's arithmetic
+    /// fails (no working time).
+    pub fn next_occurrence(&self, meta: &TaskMeta, progress: &Progress<'_>) -> Result<Option<Timestamp>> {
+        let Progress { now, leased_at, calendar, timing } = *progress;
+        if self.times.is_some_and(|limit| meta.occurrence >= limit) {
+            return Ok(None);
+        }
+        let occurrences = Occurrences::new(&self.rule, calendar);
+        let scheduled_for = meta.anchor;
+        let owed = match (timing.catch_up(), timing.overlap) {
+            (0, Overlap::Queue) => {
+                occurrences.due_after(scheduled_for, now, 1)?.first_kept.filter(|latest| *latest > leased_at)
+            }
+            (0, _) => None,
+            (catch_up, _) => occurrences.due_after(scheduled_for, now, catch_up)?.first_kept,
+        };
+        let next = match owed {
+            Some(at) => at,
+            None => match occurrences.next_after(scheduled_for, now)? {
+                Some(at) => at,
+                None => return Ok(None),
+            },
+        };
+        Ok(Some(next).filter(|next| self.until.is_none_or(|until| *next <= until)))
+    }
+
+    /// How many occurrences after the task's current one (`meta`) are already due at
+    /// `now` and will not fire: all of them, or under
+    /// [`Misfire::FireAll`](super::Misfire::FireAll) those beyond `catch_up_max`.
+    pub fn missed(&self, meta: &TaskMeta, progress: &Progress<'_>) -> Result<u32> {
+        let due = Occurrences::new(&self.rule, progress.calendar).due_after(meta.anchor, progress.now, 0)?.count;
+        Ok(due.saturating_sub(progress.timing.catch_up()))
+    }
+}
+
+/// Where a repeat stands when its firing ends (see [`Repeat::next_occurrence`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Progress<'a> {
+    pub now: Timestamp,
+    /// When the firing was leased (or its lease last extended).
+    pub leased_at: Timestamp,
+    /// The task's calendar, read by the caller.
+    pub calendar: Option<&'a Calendar>,
+    pub timing: &'a Timing,
 }
 
 #[derive(Serialize, Deserialize)]

@@ -229,7 +229,7 @@ async fn the_group_keys_hold_exactly_what_the_tasks_say_after_every_kind_of_writ
     assert_eq!(keys_of(&first), ["b", "f", "a"], "each group's head, the highest priority first");
     assert_group_keys_exact(&store, prefix, q, "a lease").await;
     complete(&store, &first, 0, Completion::Retry { at: at_secs(-1), error: "busy".into() }, t0).await;
-    complete(&store, &first, 1, Completion::Reschedule { at: at_secs(60) }, t0).await;
+    complete(&store, &first, 1, Completion::Reschedule { at: at_secs(60), anchor: at_secs(60) }, t0).await;
     complete(&store, &first, 2, Completion::Done, t0).await;
     assert_group_keys_exact(&store, prefix, q, "a retry, a reschedule and a done").await;
 

@@ -122,7 +122,7 @@ async fn the_urgent_sets_hold_exactly_the_scheduled_tasks_of_priority_above_0() 
     assert_eq!(keys_of(&first), ["h", "b"], "priority 8, then 7; f is not due");
     assert_urgent_sets_exact(&store, prefix, q, "a lease").await;
     complete(&store, &first, 0, Completion::Retry { at: at_secs(-1), error: "busy".into() }, t0).await;
-    complete(&store, &first, 1, Completion::Reschedule { at: at_secs(60) }, t0).await;
+    complete(&store, &first, 1, Completion::Reschedule { at: at_secs(60), anchor: at_secs(60) }, t0).await;
     assert_urgent_sets_exact(&store, prefix, q, "a retry and a reschedule").await;
 
     let retried = lease(&store, q, Lane::Handler, 1, t0).await;

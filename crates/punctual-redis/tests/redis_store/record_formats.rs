@@ -202,7 +202,7 @@ async fn tasks_stored_in_format_1_are_served_as_before_and_new_ones_in_format_2(
     let acks = vec![
         CompleteRequest::new(token("due-1"), Completion::Done, at(1)),
         CompleteRequest::new(token("due-2"), Completion::Retry { at: at(1000), error: "again".into() }, at(1)),
-        CompleteRequest::new(token("repeating"), Completion::Reschedule { at: at(59_000) }, at(1)),
+        CompleteRequest::new(token("repeating"), Completion::Reschedule { at: at(59_000), anchor: at(59_000) }, at(1)),
     ];
     for outcome in store.complete_many(acks).await.expect("complete") {
         outcome.expect("each lease was live");

@@ -25,7 +25,7 @@ pub async fn complete_applies_each_completion_as_documented<S: Store>(store: S) 
         let completion = match lease.token.key.as_str() {
             "done" => Completion::Done,
             "retry" => Completion::Retry { at: at_secs(50), error: "timeout".into() },
-            "reschedule" => Completion::Reschedule { at: at_secs(86_400) },
+            "reschedule" => Completion::Reschedule { at: at_secs(86_400), anchor: at_secs(86_400) },
             _ => Completion::Dead { error: "bad payload".into() },
         };
         complete_ok(&store, &lease.token, completion, now).await;

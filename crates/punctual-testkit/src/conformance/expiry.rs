@@ -14,7 +14,7 @@ fn every_completion() -> Vec<Completion> {
     vec![
         Completion::Done,
         Completion::Retry { at: at_secs(1000), error: "stale retry".into() },
-        Completion::Reschedule { at: at_secs(1000) },
+        Completion::Reschedule { at: at_secs(1000), anchor: at_secs(1000) },
         Completion::Dead { error: "stale dead".into() },
     ]
 }

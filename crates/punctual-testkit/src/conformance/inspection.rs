@@ -69,7 +69,7 @@ pub async fn cancel_of_a_leased_task_refuses_its_ack_and_stops_retries_and_repea
     let now = at_secs(1);
     for lease in &leases {
         let name = lease.token.key.as_str();
-        let rearm = Completion::Reschedule { at: at_secs(60) };
+        let rearm = Completion::Reschedule { at: at_secs(60), anchor: at_secs(60) };
         assert_lease_lost(complete(&store, &lease.token, rearm, now).await, &format!("repeat of cancelled {name}"));
         let retry = Completion::Retry { at: now, error: "boom".into() };
         assert_lease_lost(complete(&store, &lease.token, retry, now).await, &format!("retry of cancelled {name}"));

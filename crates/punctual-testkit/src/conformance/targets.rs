@@ -131,7 +131,7 @@ pub async fn a_target_task_keeps_its_lane_through_retries_expiry_release_and_dea
     assert_handler_lane_empty(&store, at_secs(2), "after a retry").await;
 
     let lease = lease_lane_one(&store, "lanes", Lane::Target, at_secs(2)).await;
-    complete_ok(&store, &lease.token, Completion::Reschedule { at: at_secs(3) }, at_secs(2)).await;
+    complete_ok(&store, &lease.token, Completion::Reschedule { at: at_secs(3), anchor: at_secs(3) }, at_secs(2)).await;
     assert_handler_lane_empty(&store, at_secs(4), "after a reschedule").await;
 
     let lease = lease_lane_one(&store, "lanes", Lane::Target, at_secs(4)).await;

@@ -183,11 +183,11 @@ pub async fn a_repeat_holds_its_key_only_after_its_final_occurrence<S: Store>(st
     let mut task = unique("weekly", Unique::new(WINDOW));
     task.repeat = Some(Repeat::every(secs(10)).expect("repeat").times(2).expect("times"));
     create(&store, task.clone(), T0).await;
-    finish(&store, "weekly", Completion::Reschedule { at: at_secs(10) }, T0).await;
+    finish(&store, "weekly", Completion::Reschedule { at: at_secs(10), anchor: at_secs(10) }, T0).await;
     assert_eq!(stored(&store, "receipts", "weekly").await.meta.occurrence, 2);
     assert!(store.cancel(&queue("receipts"), &key("weekly")).await.expect("cancel"));
     let again = create(&store, task, at_secs(2)).await;
-    finish(&store, "weekly", Completion::Reschedule { at: at_secs(10) }, at_secs(2)).await;
+    finish(&store, "weekly", Completion::Reschedule { at: at_secs(10), anchor: at_secs(10) }, at_secs(2)).await;
     finish(&store, "weekly", Completion::Done, at_secs(10)).await;
     let record = kept_by_record(&store, new_task("receipts", "weekly", T0), at_secs(12)).await;
     assert_eq!((record.id, record.occurrence, record.completed_at), (again.meta.id, 2, at_secs(11)));

@@ -59,7 +59,7 @@ pub async fn replace_updates_the_task_and_keeps_its_identity<S: Store>(store: S)
     let token = lease_one(&store, "orders", secs(30), at_secs(10)).await.token;
     complete_ok(&store, &token, Completion::Retry { at: at_secs(20), error: "boom".into() }, at_secs(10)).await;
     let token = lease_one(&store, "orders", secs(30), at_secs(20)).await.token;
-    complete_ok(&store, &token, Completion::Reschedule { at: at_secs(30) }, at_secs(20)).await;
+    complete_ok(&store, &token, Completion::Reschedule { at: at_secs(30), anchor: at_secs(30) }, at_secs(20)).await;
     let token = lease_one(&store, "orders", secs(30), at_secs(30)).await.token;
     complete_ok(&store, &token, Completion::Retry { at: at_secs(40), error: "boom again".into() }, at_secs(30)).await;
     let before = stored(&store, "orders", "order-1").await;

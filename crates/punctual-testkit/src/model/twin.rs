@@ -240,7 +240,7 @@ impl<'s, S: Store> Twin<'s, S> {
                 Completion::Retry { at: now.saturating_add(Duration::from_millis(*ms)), error: self.next_error_text() }
             }
             CompletionSpec::RescheduleAfter { ms } => {
-                Completion::Reschedule { at: now.saturating_add(Duration::from_millis(*ms)) }
+                Completion::Reschedule { at: now.saturating_add(Duration::from_millis(*ms)), anchor: now }
             }
             CompletionSpec::GiveUp => Completion::Dead { error: self.next_error_text() },
             CompletionSpec::DoneByPolicy => match task {
