@@ -39,6 +39,7 @@ pub mod refusals;
 mod repeat;
 mod support;
 mod targets;
+mod timing;
 mod unique;
 mod upsert;
 mod validation;
@@ -58,6 +59,7 @@ pub use priorities::*;
 pub use queues::*;
 pub use repeat::*;
 pub use targets::*;
+pub use timing::*;
 pub use unique::*;
 pub use upsert::*;
 pub use validation::*;
@@ -114,6 +116,9 @@ macro_rules! store_conformance {
             a_group_rate_hands_out_at_most_count_leases_of_a_group_per_window,
             a_group_rate_holds_while_the_groups_tasks_come_and_go,
             engine_holds_the_group_rate_and_wakes_a_consumer_when_the_window_has_room,
+            // timing and anchors
+            a_tasks_timing_and_anchor_are_kept_as_written,
+            a_debounced_due_time_before_scheduled_for_is_the_anchor,
             // debounce
             a_debounced_burst_fires_once_with_the_last_payload_by_its_first_time_plus_max_wait,
             a_debounced_schedule_after_a_lease_starts_a_new_burst,
@@ -313,6 +318,7 @@ mod tests {
             include_str!("conformance/queues.rs"),
             include_str!("conformance/repeat.rs"),
             include_str!("conformance/targets.rs"),
+            include_str!("conformance/timing.rs"),
             include_str!("conformance/unique.rs"),
             include_str!("conformance/upsert.rs"),
             include_str!("conformance/validation.rs"),
