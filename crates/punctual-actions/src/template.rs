@@ -9,7 +9,8 @@
 //!
 //! What a template sees: every field of an object payload at the top level, then
 //! these names (which win over payload fields of the same name): `payload`, `queue`,
-//! `key`, `attempt`, `delivery_id`, `tags`, `due_at` and `fired_at` (RFC 3339 UTC),
+//! `key`, `attempt`, `delivery_id`, `tags`, `due_at`, `fired_at` and `scheduled_for`
+//! (RFC 3339 UTC), `missed` (the later occurrences this firing stands in for),
 //! `due_local` and `fired_local` (the same instants in the action's time zone,
 //! `2026-11-30 09:00 CST`). The filter `localtime` formats any RFC 3339 or epoch-ms
 //! value in that zone: `{{ due_at | localtime("%m-%d %H:%M") }}`.
@@ -89,6 +90,8 @@ impl Templates {
             ("fired_at", Json::from(fired_at.to_string())),
             ("due_local", Json::from(local(task.due_at))),
             ("fired_local", Json::from(local(fired_at))),
+            ("scheduled_for", Json::from(delivery.scheduled_for.to_string())),
+            ("missed", Json::from(delivery.missed)),
         ];
         for (name, value) in builtins {
             map.insert(name.to_owned(), value);

@@ -1,7 +1,8 @@
 //! The webhook action, exactly as API.md's "Push actions" specifies.
 //!
 //! A delivery is `POST <url>` with the JSON body `{"queue", "key", "payload",
-//! "attempt", "due_at", "fired_at", "delivery_id", "tags", "priority"}`, the header
+//! "attempt", "due_at", "fired_at", "delivery_id", "tags", "priority", "scheduled_for",
+//! "missed"}`, the header
 //! `Punctual-Delivery: <delivery_id>`, and, when a secret is set,
 //! `Punctual-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>">`.
 //!
@@ -77,6 +78,8 @@ struct Body<'a> {
     delivery_id: &'a str,
     tags: Vec<&'a str>,
     priority: u8,
+    scheduled_for: Timestamp,
+    missed: u32,
 }
 
 /// What a receiver may answer in a 2xx body.
@@ -149,6 +152,8 @@ pub(crate) fn standard_body(delivery: &Delivery, fired_at: Timestamp) -> Result<
         delivery_id: &delivery.delivery_id,
         tags: task.tags.iter().map(|t| t.as_str()).collect(),
         priority: task.priority.get(),
+        scheduled_for: delivery.scheduled_for,
+        missed: delivery.missed,
     };
     serde_json::to_vec(&body).map_err(|e| Outcome::fail(format!("cannot encode the delivery as JSON: {e}")))
 }

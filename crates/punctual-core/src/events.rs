@@ -77,6 +77,9 @@ pub enum Event {
     /// A task was cancelled (`key`), or `count` tasks were cancelled by tag (`key` is
     /// `None`). Never published with a count of 0.
     Cancelled { queue: QueueName, key: Option<TaskKey>, count: u64 },
+    /// A first try leased later than its `misfire_after` under misfire `skip` did not
+    /// fire: a repeat is due again `next`, a one-off task ended (`next` is `None`).
+    Misfired { queue: QueueName, key: TaskKey, scheduled_for: Timestamp, next: Option<Timestamp>, at: Timestamp },
     /// A task went dead: a `fail`, its attempts spent, or a last lease that expired.
     Dead { queue: QueueName, key: TaskKey, error: String, at: Timestamp },
     /// The dead-task retention looked at `queue` and deleted `deleted` dead tasks.
@@ -350,6 +353,12 @@ pub(crate) fn log(event: &Event) {
         Event::Cancelled { queue, key: None, count } => {
             tracing::debug!(queue = %queue, cancelled = count, "tasks cancelled by tag");
         }
+        Event::Misfired { queue, key, scheduled_for, next, at } => tracing::info!(
+            queue = %queue, key = %key, scheduled_for = %scheduled_for,
+            late_ms = millis(at.saturating_since(*scheduled_for)),
+            next = %next.map_or_else(|| "none: the task ended".to_owned(), |next| next.to_string()),
+            "occurrence skipped: leased later than misfire_after past its due time (misfire: skip)"
+        ),
         // Said by the completion or the expiry that caused it.
         Event::Dead { .. } => {}
         Event::DeadSwept { queue, deleted } => {

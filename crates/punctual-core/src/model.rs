@@ -218,7 +218,9 @@ pub struct Task {
     pub target: Option<Target>,
     /// The task's dedupe window, see [`Unique`].
     pub unique_for: Option<Unique>,
-    /// Calendar, misfire, overlap and jitter (see [`Timing`]).
+    /// Calendar, misfire, overlap and jitter (see [`Timing`]): in the API's task
+    /// object, each policy that is not the default is a field of its own.
+    #[serde(flatten)]
     pub timing: Timing,
     /// Store bookkeeping, not part of the API's task object.
     #[serde(skip)]

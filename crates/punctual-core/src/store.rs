@@ -133,6 +133,13 @@ pub struct Lease {
     pub delivery_id: String,
     /// The task as leased (state `leased`).
     pub task: Task,
+    /// The time the occurrence this lease delivers was scheduled for (before jitter,
+    /// retries and misfires): the task's anchor.
+    pub scheduled_for: Timestamp,
+    /// How many later occurrences of a repeat were already due when it was leased
+    /// and will not fire of their own: this firing stands in for them (see
+    /// [`Misfire`](crate::policy::Misfire)). Set by the engine; 0 from a store.
+    pub missed: u32,
 }
 
 impl Lease {
@@ -144,6 +151,8 @@ impl Lease {
             expires_at,
             attempt: task.attempts + 1,
             delivery_id: task.delivery_id(),
+            scheduled_for: task.meta.anchor,
+            missed: 0,
             task,
         }
     }

@@ -56,6 +56,10 @@ pub struct Delivery {
     pub delivery_id: String,
     /// When the lease ends unless renewed (the worker renews it while the handler runs).
     pub lease_expires_at: Timestamp,
+    /// The time the occurrence was scheduled for (see [`Lease::scheduled_for`]).
+    pub scheduled_for: Timestamp,
+    /// The later occurrences this firing stands in for (see [`Lease::missed`]).
+    pub missed: u32,
     /// The lease on the store, for [`Delivery::confirm_lease`].
     hold: LeaseHold,
 }
@@ -67,6 +71,8 @@ impl Delivery {
             attempt: lease.attempt,
             delivery_id: lease.delivery_id.clone(),
             lease_expires_at: lease.expires_at,
+            scheduled_for: lease.scheduled_for,
+            missed: lease.missed,
             hold,
         }
     }

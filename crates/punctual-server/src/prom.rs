@@ -221,13 +221,18 @@ impl Collector for Scrape {
             waiting,
         )?;
         type Pick = fn(&crate::metrics::QueueCounts) -> u64;
-        let counters: [(&str, &str, Pick); 8] = [
+        let counters: [(&str, &str, Pick); 9] = [
             ("punctual_tasks_scheduled", "Tasks created or replaced.", |q| q.scheduled),
             ("punctual_tasks_fired", "Leases handed out (handler starts).", |q| q.fired),
             ("punctual_tasks_done", "Tries that ended done.", |q| q.done),
             ("punctual_tasks_retried", "Tries that failed and will be retried.", |q| q.retried),
             ("punctual_tasks_rescheduled", "Tries whose handler asked to fire again later.", |q| q.rescheduled),
             ("punctual_tasks_cancelled", "Tasks cancelled (by key or by tag).", |q| q.cancelled),
+            (
+                "punctual_tasks_skipped",
+                "Occurrences that did not fire: leased later than misfire_after past their due time under misfire skip.",
+                |q| q.skipped,
+            ),
             ("punctual_tasks_dead", "Tasks that went dead.", |q| q.dead),
             ("punctual_leases_expired", "Leases that expired before their ack.", |q| q.expired),
         ];

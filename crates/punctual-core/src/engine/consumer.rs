@@ -6,15 +6,19 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
+use super::calendars::CalendarSet;
 use super::config::check_lease_for;
-use super::{Engine, LeaseOptions, completion_for};
+use super::{Engine, LeaseOptions};
+use crate::calendar::Calendar;
 use crate::error::{Error, Result};
 use crate::events::Event;
 use crate::model::{QueueName, Task};
 use crate::outcome::{Outcome, TryEnd};
+use crate::policy::{Misfire, Progress};
 use crate::store::{CompleteRequest, Completion, ExtendRequest, Lease, LeaseRequest, LeaseToken, Store};
 use crate::target::Lane;
 use crate::time::Timestamp;
+use crate::transitions::completion_in;
 use crate::wake::WakeAt;
 
 impl<S: Store> Engine<S> {
@@ -93,8 +97,9 @@ impl<S: Store> Engine<S> {
                 match self.inner.store.lease(request).await {
                     Ok(batch) => {
                         waker.offer(batch.next_due);
-                        self.leased(queue, &batch.leases, now);
-                        leases.extend(batch.leases);
+                        let fired = self.apply_misfires(batch.leases, now).await;
+                        self.leased(queue, &fired, now);
+                        leases.extend(fired);
                     }
                     Err(e) => {
                         waker.offer(Some(now.saturating_add(Duration::from_secs(1))));
@@ -138,6 +143,51 @@ impl<S: Store> Engine<S> {
         }
     }
 
+    /// The leases of one store call that fire: a first try leased later than its
+    /// `misfire_after` under misfire `skip` is completed at once instead, as a
+    /// success that does not fire (a repeat moves to its next occurrence after now, a
+    /// one-off task ends); the others count the occurrences they stand in for
+    /// ([`Lease::missed`]). A skip whose completion fails leaves its lease to expire.
+    async fn apply_misfires(&self, leases: Vec<Lease>, now: Timestamp) -> Vec<Lease> {
+        let mut fired = Vec::with_capacity(leases.len());
+        let mut calendars = None;
+        for mut lease in leases {
+            let timing = &lease.task.timing;
+            if lease.attempt > 1 || (timing.is_default() && lease.task.repeat.is_none()) {
+                fired.push(lease);
+                continue;
+            }
+            let calendars = calendars.get_or_insert_with(|| self.calendars());
+            let calendar = timing.calendar.as_ref().and_then(|name| calendars.get(name.as_str()));
+            let calendar = calendar.map(|entry| &*entry.calendar);
+            let late = now.saturating_since(lease.task.due_at) > timing.misfire_after();
+            if timing.misfire == Misfire::Skip && late {
+                self.skip(&lease, now, calendar).await;
+                continue;
+            }
+            if let Some(repeat) = &lease.task.repeat {
+                let progress = Progress { now, leased_at: now, calendar, timing };
+                lease.missed = repeat.missed(&lease.task.meta, &progress).unwrap_or(0);
+            }
+            fired.push(lease);
+        }
+        fired
+    }
+
+    /// Completes a misfired lease without firing it (see [`Engine::apply_misfires`]).
+    async fn skip(&self, lease: &Lease, now: Timestamp, calendar: Option<&Calendar>) {
+        let completion = completion_in(&lease.task, Outcome::Done, now, rand::random::<f64>(), calendar);
+        let next = completion.next_due();
+        let request = CompleteRequest::new(lease.token.clone(), completion, now);
+        if self.inner.store.complete(request).await.is_err() {
+            return;
+        }
+        let (queue, key) = (lease.token.queue.clone(), lease.token.key.clone());
+        self.publish(Event::Misfired { queue, key, scheduled_for: lease.scheduled_for, next, at: now });
+        self.waker(&lease.token.queue).lane(lease.task.lane()).offer(next);
+        self.lease_ended(&lease.token.queue, lease.task.group.is_some());
+    }
+
     /// Publishes one store lease call's result.
     fn leased(&self, queue: &QueueName, leases: &[Lease], now: Timestamp) {
         self.publish(Event::Looked { queue: queue.clone(), leased: leases.len() });
@@ -178,7 +228,7 @@ impl<S: Store> Engine<S> {
 
     /// [`Engine::complete`] of a lease held by a worker or read back by an ack.
     async fn finish(&self, held: Held<'_>, outcome: Outcome) -> Result<()> {
-        let ending = held.end(outcome, self.now());
+        let ending = held.end(outcome, self.now(), &self.calendars());
         let next_due = ending.completion.next_due();
         let applied = self
             .inner
@@ -206,10 +256,11 @@ impl<S: Store> Engine<S> {
         let keys = acks.iter().map(|(token, _)| (token.queue.clone(), token.key.clone())).collect();
         let tasks = self.inner.store.get_many(keys).await?;
         let now = self.now();
+        let calendars = self.calendars();
         for ((token, outcome), task) in acks.into_iter().zip(tasks) {
             match task {
                 Some(task) if token.is_live_for(&task, now) => {
-                    let ending = Held { token: &token, task: &task }.end(outcome, now);
+                    let ending = Held { token: &token, task: &task }.end(outcome, now, &calendars);
                     if let Some(at) = ending.completion.next_due() {
                         offers.push((token.queue.clone(), task.lane(), at));
                     }
@@ -325,10 +376,12 @@ struct Held<'a> {
 
 impl Held<'_> {
     /// How the try ends when its handler answered `outcome` at `now`, by the task's
-    /// policies.
-    fn end(self, outcome: Outcome, now: Timestamp) -> Ending {
+    /// policies (a repeat in its calendar, looked up in `calendars`).
+    fn end(self, outcome: Outcome, now: Timestamp, calendars: &CalendarSet) -> Ending {
         let handler_done = matches!(outcome, Outcome::Done);
-        let completion = completion_for(self.task, outcome, now, rand::random::<f64>());
+        let calendar = self.task.timing.calendar.as_ref().and_then(|name| calendars.get(name.as_str()));
+        let calendar = calendar.map(|entry| &*entry.calendar);
+        let completion = completion_in(self.task, outcome, now, rand::random::<f64>(), calendar);
         let ended = TryEnd::of(&completion, handler_done);
         Ending { completion, ended, at: now }
     }

@@ -42,6 +42,7 @@ use crate::timed::Timed;
 use crate::timer::Timer;
 use crate::wake::WakeAt;
 
+mod business_time;
 mod calendars;
 mod config;
 mod consumer;

@@ -1,20 +1,26 @@
 //! The engine's calls about tasks at rest: schedule (validated, with the queue's
 //! defaults), get, cancel, list, stats, and the dead tasks' retry and delete.
 
+use std::sync::Arc;
+
 use serde_json::Value;
 
+use super::business_time;
+use super::calendars::CalendarSet;
 use super::config::{DEAD_BATCH, MAX_LIST_LIMIT};
 use super::{Engine, ListOptions, QueueDefaults};
+use crate::calendar::{Calendar, CalendarName};
 use crate::error::{Error, Result};
 use crate::events::Event;
 use crate::model::{Group, IfExists, NewTask, Priority, QueueName, Tag, Task, TaskKey, TaskSpec, TaskState, When};
-use crate::policy::Repeat;
+use crate::policy::{Repeat, RepeatRule};
 use crate::store::{
     DeadSelection, GroupsPage, GroupsRequest, ListRequest, Page, QueueStats, RetryDeadBatchRequest, RetryDeadRequest,
     ScheduleOutcome, Scheduled, Store,
 };
 use crate::target::Lane;
 use crate::time::Timestamp;
+use crate::transitions;
 
 impl<S: Store> Engine<S> {
     /// Creates or updates one task. See [`Store::schedule`] for `if_exists`.
@@ -95,7 +101,7 @@ impl<S: Store> Engine<S> {
     /// What the tasks of one schedule call into `queue` at `now` are checked against.
     fn intake<'a>(&'a self, queue: &'a QueueName, now: Timestamp) -> Intake<'a> {
         let max_payload_bytes = self.inner.config.limits.max_payload_bytes;
-        Intake { queue, defaults: self.defaults(queue), max_payload_bytes, now }
+        Intake { queue, defaults: self.defaults(queue), max_payload_bytes, calendars: self.calendars(), now }
     }
 
     /// The task, in any state.
@@ -228,6 +234,8 @@ struct Intake<'a> {
     queue: &'a QueueName,
     defaults: QueueDefaults,
     max_payload_bytes: usize,
+    /// The calendars business time is counted in, as this node last read them.
+    calendars: Arc<CalendarSet>,
     now: Timestamp,
 }
 
@@ -254,23 +262,43 @@ impl Intake<'_> {
         tags.sort();
         tags.dedup();
         let repeat = spec.repeat.or_else(|| self.defaults.repeat.clone());
-        // "Now" with a repeat means its first occurrence.
-        let due_at = match (spec.when, &repeat) {
-            (When::Now, Some(repeat)) => repeat.first_at(self.now).ok_or_else(|| {
+        spec.timing.validate()?;
+        if let (Some(jitter), Some(RepeatRule::Every(interval))) =
+            (spec.timing.jitter, repeat.as_ref().map(Repeat::rule))
+            && jitter >= *interval
+        {
+            return Err(Error::invalid(
+                "jitter",
+                "jitter must be shorter than the repeat's interval, or a jittered occurrence would pass the next",
+            ));
+        }
+        let calendar = spec.timing.calendar.as_ref().map(|name| self.calendar(name)).transpose()?;
+        let scheduled_for = match (calendar, spec.when, &repeat) {
+            (Some(calendar), when, repeat) => {
+                business_time::scheduled_for(calendar, when, spec.align_next_open, repeat.as_ref(), self.now)?
+            }
+            (None, _, _) if spec.align_next_open => {
+                return Err(Error::invalid("align", "align needs a calendar whose opening hours to align to"));
+            }
+            // "Now" with a repeat means its first occurrence.
+            (None, When::Now, Some(repeat)) => repeat.first_at(self.now).ok_or_else(|| {
                 Error::invalid("repeat.cron", "has no occurrence left before the end of time (9999-12-30)")
             })?,
-            (when, _) => when.resolve(self.now),
+            (None, when, _) => when.resolve(self.now),
         };
         // An `until` before the first occurrence would leave a task that never fires.
         if let Some(until) = repeat.as_ref().and_then(Repeat::until_limit)
-            && due_at > until
+            && scheduled_for > until
         {
             return Err(Error::invalid(
                 "repeat.until",
-                format!("{until} is before the first occurrence, due at {due_at}: the task would never fire"),
+                format!("{until} is before the first occurrence, due at {scheduled_for}: the task would never fire"),
             ));
         }
+        let due_at = transitions::jittered(scheduled_for, &spec.timing, rand::random::<f64>());
         let mut task = NewTask::new(self.queue.clone(), key, due_at);
+        task.scheduled_for = scheduled_for;
+        task.timing = spec.timing;
         task.payload = spec.payload;
         task.max_attempts = max_attempts;
         task.backoff = spec.backoff.unwrap_or(self.defaults.backoff);
@@ -297,6 +325,19 @@ impl Intake<'_> {
         task.if_exists = spec.if_exists;
         task.target = spec.target;
         Ok(task)
+    }
+}
+
+impl Intake<'_> {
+    /// The calendar named `name`, or a refusal naming `calendar` that says how to
+    /// create it.
+    fn calendar(&self, name: &CalendarName) -> Result<&Calendar> {
+        self.calendars.get(name.as_str()).map(|entry| &*entry.calendar).ok_or_else(|| {
+            Error::invalid(
+                "calendar",
+                format!("there is no calendar '{name}': create it with PUT /v1/calendars/{name}"),
+            )
+        })
     }
 }
 

@@ -45,7 +45,7 @@ pub enum Overlap {
 
 /// A task's timing policies; the default is the behaviour of a task without them.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[serde(default)]
 #[non_exhaustive]
 pub struct Timing {
     /// The working-time calendar: a repeat runs in its working time.

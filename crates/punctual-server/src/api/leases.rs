@@ -66,6 +66,8 @@ pub(crate) async fn lease<S: Store>(
             expires_at: lease.expires_at,
             attempt: lease.attempt,
             delivery_id: lease.delivery_id,
+            scheduled_for: lease.scheduled_for,
+            missed: lease.missed,
             task: lease.task,
         })
         .collect();

@@ -11,8 +11,8 @@ use punctual_core::{ListOptions, QueueName, Store, TaskState};
 use super::{Answer, echoed};
 use crate::bodies::schema;
 use crate::bodies::{
-    BatchBody, BatchResponse, BatchResult, BusinessTime, CancelledResponse, CompletedBody, ListQuery, ScheduleResponse,
-    TaskBody, TaskList, check_batch_size,
+    BatchBody, BatchResponse, BatchResult, CancelledResponse, CompletedBody, ListQuery, ScheduleResponse, TaskBody,
+    TaskList, check_batch_size,
 };
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::{JsonBody, Params, QueryParams, from_value};
@@ -40,9 +40,7 @@ pub(crate) async fn put_task<S: Store>(
     if body.key.as_deref().is_some_and(|k| k != key) {
         return Err(ApiError::invalid("key", "the body's key differs from the key in the path; leave it out"));
     }
-    let calendars = state.inner.engine.calendars();
-    let time = BusinessTime { calendars: &calendars, now: state.inner.engine.clock().now() };
-    let spec = body.into_spec(&time)?;
+    let spec = body.into_spec()?;
     state.check_target(queue, &spec)?;
     let scheduled = state.inner.engine.schedule(queue, key, spec).await?;
     let status = if scheduled.outcome == ScheduleOutcome::Created { StatusCode::CREATED } else { StatusCode::OK };
@@ -69,8 +67,6 @@ pub(crate) async fn post_tasks<S: Store>(
     let mut results: Vec<BatchResult> = Vec::with_capacity(body.tasks.len());
     let mut valid = Vec::with_capacity(body.tasks.len());
     let mut positions = Vec::with_capacity(body.tasks.len());
-    let calendars = state.inner.engine.calendars();
-    let time = BusinessTime { calendars: &calendars, now: state.inner.engine.clock().now() };
     for (i, value) in body.tasks.into_iter().enumerate() {
         let key = echoed(&value, "key");
         if let Some(e) = &undeclared {
@@ -79,7 +75,7 @@ pub(crate) async fn post_tasks<S: Store>(
         }
         let parsed = from_value::<TaskBody>(value).and_then(|item| {
             let key = item.key.clone().ok_or_else(|| ApiError::invalid("key", "each task of a batch needs its key"))?;
-            let spec = item.into_spec(&time)?;
+            let spec = item.into_spec()?;
             state.check_target(queue, &spec)?;
             Ok((key, spec))
         });

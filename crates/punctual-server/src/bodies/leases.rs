@@ -54,6 +54,13 @@ pub(crate) struct LeaseItem {
     pub(crate) attempt: u32,
     /// The same for every try of one occurrence.
     pub(crate) delivery_id: String,
+    /// The time the occurrence this lease delivers was scheduled for (before jitter,
+    /// retries and misfires).
+    #[schema(value_type = schema::Timestamp)]
+    pub(crate) scheduled_for: Timestamp,
+    /// How many later occurrences of a repeat were already due when it was leased and
+    /// will not fire of their own: this firing stands in for them (0 when on time).
+    pub(crate) missed: u32,
     #[schema(value_type = schema::Task)]
     pub(crate) task: Task,
 }

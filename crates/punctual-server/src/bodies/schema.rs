@@ -390,11 +390,30 @@ schemas! {
             "calendar": nullable(json!({"allOf": [r("CalendarName")], "description": "A working-time calendar \
                 (GET /v1/calendars): delay counts its working time (a whole number of days, \"2d\" or \"48h\", \
                 counts working days at the same working-time offset), due_at with align moves to its next \
-                opening, neither is its next opening. The answer's due_at is the instant resolved. Not with \
-                repeat. 400 (field calendar) for a calendar this node does not serve (a new one reaches every \
-                node within 1 s) or an answer more than 100 years on."})),
+                opening, neither is its next opening (a repeat's first occurrence in it). A repeat runs in its \
+                working time: every counts working time (whole days: working days), cron keeps its times at \
+                which the calendar is open. The answer's due_at is the instant resolved. 400 (field calendar) \
+                for a calendar this node does not serve (a new one reaches every node within 1 s) or an answer \
+                more than 100 years on."})),
             "align": nullable(json!({"enum": ["next_open"], "description": "With calendar and due_at: a time \
                 outside working hours moves to the calendar's next opening."})),
+            "misfire": nullable(json!({"enum": ["fire_once", "fire_all", "skip"], "default": "fire_once",
+                "description": "What becomes of occurrences missed while no node ran or the queue was paused. \
+                fire_once: one firing stands in for all of them (its delivery counts them in missed), then the \
+                schedule goes on from now. fire_all: each fires, oldest first, at most catch_up_max (the older \
+                ones beyond are dropped). skip: a first try leased later than misfire_after past its due time \
+                does not fire: a repeat moves to its next occurrence after now, a one-off task ends."})),
+            "misfire_after": nullable(json!({"allOf": [r("Duration")], "description": "With misfire skip: \
+                later than this past its due time, a first try is a misfire (default 1m)."})),
+            "catch_up_max": nullable(json!({"type": "integer", "minimum": 1, "maximum": 1000,
+                "description": "With misfire fire_all: at most this many missed occurrences fire (default 10)."})),
+            "overlap": nullable(json!({"enum": ["skip", "queue", "allow"], "default": "skip",
+                "description": "A repeat's occurrences that fall due while its firing is leased. skip: dropped, the next is the \
+                first after the firing ends. queue: the latest of them fires as soon as the firing ends. allow \
+                is refused (400): a task has one firing at a time."})),
+            "jitter": nullable(json!({"allOf": [r("Duration")], "description": "Each due time (a one-off's, \
+                each occurrence's) moves later by a uniform draw in [0, jitter): at most 24h, and shorter than \
+                a repeat's every. Added after business-time arithmetic."})),
         },
         "not": {"allOf": [present("delay"), present("due_at")]},
         "allOf": [
@@ -691,6 +710,13 @@ schemas! {
                      "properties": {"window": r("Duration"), "dead": {"const": true}}},
                 ],
             })),
+            "calendar": {"allOf": [r("CalendarName")], "description": "The task's working-time calendar \
+                (absent: none)."},
+            "misfire": {"enum": ["fire_all", "skip"], "description": "Absent: fire_once."},
+            "misfire_after": {"allOf": [r("Duration")], "description": "Absent: 1m."},
+            "catch_up_max": {"type": "integer", "minimum": 1, "maximum": 1000, "description": "Absent: 10."},
+            "overlap": {"enum": ["queue"], "description": "Absent: skip."},
+            "jitter": {"allOf": [r("Duration")], "description": "Absent: none."},
         },
     });
 

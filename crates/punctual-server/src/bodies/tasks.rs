@@ -5,6 +5,8 @@
 use std::time::Duration;
 
 use punctual_core::MAX_LIST_LIMIT;
+use punctual_core::calendar::CalendarName;
+use punctual_core::policy::{Misfire, Overlap, Timing};
 use punctual_core::store::{Completed, ScheduleOutcome, Scheduled};
 use punctual_core::time::format_duration;
 use punctual_core::{
@@ -69,13 +71,51 @@ pub(crate) struct TaskBody {
     pub(crate) unique_for: Option<UniqueBody>,
     /// A working-time calendar: `delay` counts its working time (whole days: working
     /// days), `due_at` with `align` moves to its next opening; neither: its next
-    /// opening. Resolved here into `due_at` (see [`BusinessTime`]).
+    /// opening; a repeat runs in its working time. Resolved by the engine.
     #[serde(default)]
     pub(crate) calendar: Option<String>,
     /// `"next_open"`: with `calendar` and `due_at`, a time outside working hours moves
     /// to the next opening.
     #[serde(default)]
     pub(crate) align: Option<Align>,
+    /// `fire_once` (default), `fire_all` or `skip`: what becomes of occurrences missed
+    /// while no node ran or the queue was paused.
+    #[serde(default)]
+    pub(crate) misfire: Option<MisfireBody>,
+    /// Under `skip`: a first try leased later than this past its due time does not
+    /// fire (default 1m).
+    #[serde(default)]
+    pub(crate) misfire_after: Option<ApiDuration>,
+    /// Under `fire_all`: at most this many missed occurrences fire (default 10, up to
+    /// 1000).
+    #[serde(default)]
+    pub(crate) catch_up_max: Option<ApiCount>,
+    /// `skip` (default) or `queue`: what becomes of occurrences of a repeat that fall
+    /// due while its firing is leased.
+    #[serde(default)]
+    pub(crate) overlap: Option<OverlapBody>,
+    /// Each due time moves later by a uniform draw in `[0, jitter)` (at most 24h).
+    #[serde(default)]
+    pub(crate) jitter: Option<ApiDuration>,
+}
+
+/// `misfire`: the policy's name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum MisfireBody {
+    FireOnce,
+    FireAll,
+    Skip,
+}
+
+/// `overlap`: the policy's name. `allow` is named by the API and refused with a
+/// reason: a task has one firing at a time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum OverlapBody {
+    Skip,
+    Queue,
+    Allow,
 }
 
 /// `align`: how a `due_at` meets a calendar.
@@ -84,57 +124,6 @@ pub(crate) struct TaskBody {
 pub(crate) enum Align {
     /// A time outside working hours moves to the next opening.
     NextOpen,
-}
-
-/// What business time is resolved against: the calendars this node serves (those of
-/// its config file and the store's, as last read) and the instant of the request.
-pub(crate) struct BusinessTime<'a> {
-    pub(crate) calendars: &'a punctual_core::engine::CalendarSet,
-    pub(crate) now: Timestamp,
-}
-
-const DAY: Duration = Duration::from_secs(24 * 3600);
-
-impl BusinessTime<'_> {
-    /// The due time of a task given `calendar`: `delay` as working time (a whole
-    /// number of days, `"2d"` or `"48h"`, as working days at the same working-time
-    /// offset), `due_at` aligned to the next opening (`align` must say so), or the
-    /// next opening from now.
-    fn resolve(
-        &self,
-        name: &str,
-        delay: Option<Duration>,
-        due_at: Option<Timestamp>,
-        align: Option<Align>,
-    ) -> Result<Timestamp, ApiError> {
-        let Some(entry) = self.calendars.get(name) else {
-            punctual_core::calendar::CalendarName::new(name)?;
-            return Err(ApiError::invalid(
-                "calendar",
-                format!("there is no calendar '{name}': create it with PUT /v1/calendars/{name}"),
-            ));
-        };
-        let calendar = &entry.calendar;
-        let due = match (delay, due_at, align) {
-            (Some(_), _, Some(_)) => {
-                return Err(ApiError::invalid("align", "align applies to due_at: a delay already counts working time"));
-            }
-            (Some(delay), _, None) if !delay.is_zero() && (delay.as_millis() % DAY.as_millis()) == 0 => {
-                let days = u32::try_from(delay.as_secs() / DAY.as_secs()).unwrap_or(u32::MAX);
-                calendar.add_working_days(self.now, days)?
-            }
-            (Some(delay), _, None) => calendar.add_working_time(self.now, delay)?,
-            (None, Some(_), None) => {
-                return Err(ApiError::invalid(
-                    "align",
-                    "a due_at with a calendar needs \"align\": \"next_open\" (or leave the calendar out)",
-                ));
-            }
-            (None, Some(at), Some(Align::NextOpen)) => calendar.next_open(at.max(self.now))?,
-            (None, None, _) => calendar.next_open(self.now)?,
-        };
-        Ok(due)
-    }
 }
 
 /// A dedupe window: a duration (`"1h"`, or ms), or `{"window": D, "dead": bool}`.
@@ -278,29 +267,46 @@ impl RepeatBody {
 }
 
 impl TaskBody {
-    /// Validates into a spec, resolving business time (`calendar`) against `time`.
-    /// Field names are relative to the task object.
-    pub(crate) fn into_spec(self, time: &BusinessTime<'_>) -> Result<TaskSpec, ApiError> {
-        let (delay, due_at) = (self.delay.map(|d| d.0), self.due_at.map(|t| t.0));
-        if delay.is_some() && due_at.is_some() {
-            return Err(ApiError::invalid("due_at", "give delay or due_at, not both"));
-        }
-        let mut spec = match (&self.calendar, delay, due_at) {
-            (Some(_), _, _) if self.repeat.is_some() => {
+    /// The task's timing policies as given.
+    fn timing(&self) -> Result<Timing, ApiError> {
+        let mut timing = Timing::default();
+        timing.calendar = self.calendar.as_deref().map(CalendarName::new).transpose()?;
+        timing.misfire = match self.misfire {
+            None | Some(MisfireBody::FireOnce) => Misfire::FireOnce,
+            Some(MisfireBody::FireAll) => Misfire::FireAll,
+            Some(MisfireBody::Skip) => Misfire::Skip,
+        };
+        timing.misfire_after = self.misfire_after.map(|d| d.0);
+        timing.catch_up_max = self.catch_up_max.map(|ApiCount(n)| n);
+        timing.overlap = match self.overlap {
+            None | Some(OverlapBody::Skip) => Overlap::Skip,
+            Some(OverlapBody::Queue) => Overlap::Queue,
+            Some(OverlapBody::Allow) => {
                 return Err(ApiError::invalid(
-                    "calendar",
-                    "a repeating task cannot take a calendar yet: give its first due time in working time with a \
-                     one-off task, or repeat by cron on working days",
+                    "overlap",
+                    "overlap allow is not available: a task has one firing at a time (use queue to fire once more \
+                     as soon as a long firing ends, or skip)",
                 ));
             }
-            (Some(name), delay, due_at) => TaskSpec::at(time.resolve(name, delay, due_at, self.align)?),
-            (None, _, _) if self.align.is_some() => {
-                return Err(ApiError::invalid("align", "align needs a calendar whose opening hours to align to"));
-            }
-            (None, None, None) => TaskSpec::now(),
-            (None, Some(delay), _) => TaskSpec::after(delay),
-            (None, None, Some(at)) => TaskSpec::at(at),
         };
+        timing.jitter = self.jitter.map(|d| d.0);
+        Ok(timing)
+    }
+
+    /// Validates into a spec (business time is resolved by the engine). Field names
+    /// are relative to the task object.
+    pub(crate) fn into_spec(self) -> Result<TaskSpec, ApiError> {
+        let (delay, due_at) = (self.delay.map(|d| d.0), self.due_at.map(|t| t.0));
+        let mut spec = match (delay, due_at) {
+            (Some(_), Some(_)) => return Err(ApiError::invalid("due_at", "give delay or due_at, not both")),
+            (Some(delay), None) => TaskSpec::after(delay),
+            (None, Some(at)) => TaskSpec::at(at),
+            (None, None) => TaskSpec::now(),
+        };
+        spec = spec.timing(self.timing()?);
+        if let Some(Align::NextOpen) = self.align {
+            spec = spec.align_next_open();
+        }
         spec = spec.payload(self.payload);
         if let Some(ApiCount(n)) = self.max_attempts {
             spec = spec.max_attempts(n);
@@ -519,9 +525,7 @@ mod tests {
     use crate::extract::parse_json;
 
     fn spec(json: &str) -> Result<TaskSpec, ApiError> {
-        let calendars = punctual_core::engine::CalendarSet::default();
-        let time = BusinessTime { calendars: &calendars, now: Timestamp::from_millis(0) };
-        parse_json::<TaskBody>(json.as_bytes())?.into_spec(&time)
+        parse_json::<TaskBody>(json.as_bytes())?.into_spec()
     }
 
     #[test]

@@ -195,12 +195,6 @@ fn task_body_text() -> impl Strategy<Value = String> {
     object_text(fields, value)
 }
 
-/// Business time without calendars, at the epoch.
-fn no_calendars() -> crate::bodies::BusinessTime<'static> {
-    static NONE: std::sync::LazyLock<punctual_core::engine::CalendarSet> = std::sync::LazyLock::new(Default::default);
-    crate::bodies::BusinessTime { calendars: &NONE, now: punctual_core::Timestamp::from_millis(0) }
-}
-
 proptest! {
     /// Any bytes at all: an error or a value, never a panic.
     #[test]
@@ -210,7 +204,7 @@ proptest! {
         task_body_text().prop_map(String::into_bytes),
     ]) {
         if let Ok(body) = parse_json::<TaskBody>(&bytes) {
-            let _ = body.into_spec(&no_calendars());
+            let _ = body.into_spec();
         }
     }
 
@@ -218,7 +212,7 @@ proptest! {
     #[test]
     fn every_error_about_a_json_object_names_its_field(text in task_body_text()) {
         let error = match parse_json::<TaskBody>(text.as_bytes()) {
-            Ok(body) => match body.into_spec(&no_calendars()) {
+            Ok(body) => match body.into_spec() {
                 Ok(_) => return Ok(()),
                 Err(error) => error,
             },

@@ -53,6 +53,9 @@ pub struct QueueCounts {
     pub retried: u64,
     pub rescheduled: u64,
     pub cancelled: u64,
+    /// Occurrences that did not fire: leased later than their `misfire_after` under
+    /// misfire `skip`.
+    pub skipped: u64,
     /// Tasks that went dead (a `fail`, spent attempts, or a last lease that expired).
     pub dead: u64,
     /// Leases that expired before their ack.
@@ -99,6 +102,7 @@ struct QueueRecorder {
     retried: AtomicU64,
     rescheduled: AtomicU64,
     cancelled: AtomicU64,
+    skipped: AtomicU64,
     dead: AtomicU64,
     expired: AtomicU64,
     fire_lag: Histogram,
@@ -123,6 +127,7 @@ impl Default for QueueRecorder {
             retried: AtomicU64::new(0),
             rescheduled: AtomicU64::new(0),
             cancelled: AtomicU64::new(0),
+            skipped: AtomicU64::new(0),
             dead: AtomicU64::new(0),
             expired: AtomicU64::new(0),
             fire_lag: Histogram::new(TASK_BUCKETS),
@@ -146,6 +151,7 @@ impl QueueRecorder {
             retried: self.retried.load(Ordering::Relaxed),
             rescheduled: self.rescheduled.load(Ordering::Relaxed),
             cancelled: self.cancelled.load(Ordering::Relaxed),
+            skipped: self.skipped.load(Ordering::Relaxed),
             dead: self.dead.load(Ordering::Relaxed),
             expired: self.expired.load(Ordering::Relaxed),
             fire_lag: self.fire_lag.snapshot(),
@@ -254,6 +260,9 @@ impl Metrics {
             }
             Event::Dead { queue, .. } => {
                 self.queue(queue).dead.fetch_add(1, Ordering::Relaxed);
+            }
+            Event::Misfired { queue, .. } => {
+                self.queue(queue).skipped.fetch_add(1, Ordering::Relaxed);
             }
             Event::StoreCall { op, took } => self.store_ops[*op as usize].observe(*took),
             // Logged where they happen; a failed call is timed by its `StoreCall`.

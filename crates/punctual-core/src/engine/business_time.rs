@@ -1,0 +1,52 @@
+//! Business time at intake: when a task given a calendar is first scheduled for.
+//!
+//! - `delay`: working time from now; a whole number of days (`"2d"`, `"48h"`) counts
+//!   working days at the same working-time offset.
+//! - `due_at`: only with `align: next_open`, which moves a closed time to the next
+//!   opening (a due time must say what it means outside working hours).
+//! - neither: the first occurrence of a repeat in the calendar (`every`: the next
+//!   opening; cron: its first open time), else the next opening.
+//!
+//! Jitter is added after this arithmetic, so a jittered time may fall a little past a
+//! closing; the occurrence it stands for (the anchor) is always working time.
+
+use std::time::Duration;
+
+use crate::calendar::Calendar;
+use crate::error::{Error, Result};
+use crate::model::When;
+use crate::policy::{Occurrences, Repeat};
+use crate::time::Timestamp;
+
+const DAY: Duration = Duration::from_secs(24 * 3600);
+
+/// The time a task asked for with `when` at `now` is scheduled for in `calendar`.
+pub(super) fn scheduled_for(
+    calendar: &Calendar,
+    when: When,
+    align_next_open: bool,
+    repeat: Option<&Repeat>,
+    now: Timestamp,
+) -> Result<Timestamp> {
+    match (when, align_next_open) {
+        (When::After(_), true) => {
+            Err(Error::invalid("align", "align applies to due_at: a delay already counts working time"))
+        }
+        (When::After(delay), false) if !delay.is_zero() && delay.as_millis() % DAY.as_millis() == 0 => {
+            let days = u32::try_from(delay.as_secs() / DAY.as_secs()).unwrap_or(u32::MAX);
+            calendar.add_working_days(now, days)
+        }
+        (When::After(delay), false) => calendar.add_working_time(now, delay),
+        (When::At(_), false) => Err(Error::invalid(
+            "align",
+            "a due_at with a calendar needs \"align\": \"next_open\" (or leave the calendar out)",
+        )),
+        (When::At(at), true) => calendar.next_open(at.max(now)),
+        (When::Now, _) => match repeat {
+            Some(repeat) => Occurrences::new(repeat.rule(), Some(calendar)).first(now)?.ok_or_else(|| {
+                Error::invalid("repeat.cron", "has no occurrence left before the end of time (9999-12-30)")
+            }),
+            None => calendar.next_open(now),
+        },
+    }
+}
