@@ -10,15 +10,11 @@
 //! Jitter is added after this arithmetic, so a jittered time may fall a little past a
 //! closing; the occurrence it stands for (the anchor) is always working time.
 
-use std::time::Duration;
-
 use crate::calendar::Calendar;
 use crate::error::{Error, Result};
 use crate::model::When;
-use crate::policy::{Occurrences, Repeat};
+use crate::policy::{Occurrences, Repeat, working_step};
 use crate::time::Timestamp;
-
-const DAY: Duration = Duration::from_secs(24 * 3600);
 
 /// The time a task asked for with `when` at `now` is scheduled for in `calendar`.
 pub(super) fn scheduled_for(
@@ -32,11 +28,7 @@ pub(super) fn scheduled_for(
         (When::After(_), true) => {
             Err(Error::invalid("align", "align applies to due_at: a delay already counts working time"))
         }
-        (When::After(delay), false) if !delay.is_zero() && delay.as_millis() % DAY.as_millis() == 0 => {
-            let days = u32::try_from(delay.as_secs() / DAY.as_secs()).unwrap_or(u32::MAX);
-            calendar.add_working_days(now, days)
-        }
-        (When::After(delay), false) => calendar.add_working_time(now, delay),
+        (When::After(delay), false) => working_step(calendar, now, delay),
         (When::At(_), false) => Err(Error::invalid(
             "align",
             "a due_at with a calendar needs \"align\": \"next_open\" (or leave the calendar out)",

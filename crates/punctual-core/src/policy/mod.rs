@@ -16,7 +16,7 @@ mod repeat;
 mod timing;
 
 pub use self::backoff::Backoff;
-pub use self::occurrences::{Backlog, MAX_STEPS, Occurrences, RepeatRule};
+pub use self::occurrences::{Backlog, MAX_STEPS, Occurrences, RepeatRule, working_step};
 pub use self::rate::Rate;
 pub use self::repeat::{Progress, Repeat};
 pub use self::timing::{Misfire, Overlap, Timing};

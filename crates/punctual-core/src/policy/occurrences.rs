@@ -161,9 +161,11 @@ fn checked_add(at: Timestamp, d: Duration) -> Option<Timestamp> {
     at.as_millis().checked_add(d).and_then(Timestamp::try_from_millis)
 }
 
-/// `interval` of working time after `from`: whole days as working days.
-fn working_step(calendar: &Calendar, from: Timestamp, interval: Duration) -> Result<Timestamp> {
-    if !interval.is_zero() && interval.as_millis() % DAY.as_millis() == 0 {
+/// `interval` of working time after `from`: a whole number of days (`"2d"`, `"48h"`)
+/// counts working days at the same working-time offset, as a delay in business time
+/// does.
+pub fn working_step(calendar: &Calendar, from: Timestamp, interval: Duration) -> Result<Timestamp> {
+    if !interval.is_zero() && interval.as_millis().is_multiple_of(DAY.as_millis()) {
         let days = u32::try_from(interval.as_secs() / DAY.as_secs()).unwrap_or(u32::MAX);
         calendar.add_working_days(from, days)
     } else {

@@ -117,10 +117,10 @@ impl Timing {
                 "misfire_after applies to misfire skip (fire_once and fire_all fire whatever the lateness)",
             ));
         }
-        if let Some(jitter) = self.jitter {
-            if jitter.is_zero() || jitter > Timing::MAX_JITTER {
-                return Err(Error::invalid("jitter", "jitter must be longer than 0 and at most 24h"));
-            }
+        if let Some(jitter) = self.jitter
+            && (jitter.is_zero() || jitter > Timing::MAX_JITTER)
+        {
+            return Err(Error::invalid("jitter", "jitter must be longer than 0 and at most 24h"));
         }
         Ok(())
     }
