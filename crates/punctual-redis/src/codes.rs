@@ -75,13 +75,14 @@ pub(crate) fn state_filter(filter: Option<TaskState>) -> String {
 }
 
 /// What `lua/complete.lua` does with a live lease: its kind code, the time it is
-/// scheduled again at (ms, 0 when it is not) and the error it keeps (`""`: none).
-pub(crate) fn completion(completion: &Completion) -> (&'static str, i64, &str) {
+/// scheduled again at (ms, 0 when it is not), the error it keeps (`""`: none) and the
+/// anchor a reschedule sets (ms, 0 for any other completion, which keeps the anchor).
+pub(crate) fn completion(completion: &Completion) -> (&'static str, i64, &str, i64) {
     match completion {
-        Completion::Done => ("d", 0, ""),
-        Completion::Retry { at, error } => ("r", at.as_millis(), error.as_str()),
-        Completion::Reschedule { at, .. } => ("s", at.as_millis(), ""),
-        Completion::Dead { error } => ("x", 0, error.as_str()),
+        Completion::Done => ("d", 0, "", 0),
+        Completion::Retry { at, error } => ("r", at.as_millis(), error.as_str(), 0),
+        Completion::Reschedule { at, anchor } => ("s", at.as_millis(), "", anchor.as_millis()),
+        Completion::Dead { error } => ("x", 0, error.as_str(), 0),
     }
 }
 
@@ -139,11 +140,11 @@ mod tests {
         // Fixed by the scripts' headers (lua/schedule.lua, lua/complete.lua).
         let modes = [IfExists::Replace, IfExists::Keep, IfExists::Error].map(if_exists);
         assert_eq!(modes, ["r", "k", "e"]);
-        let at = Timestamp::from_millis(7);
-        assert_eq!(completion(&Completion::Retry { at, error: "e".into() }), ("r", 7, "e"));
-        assert_eq!(completion(&Completion::Reschedule { at, anchor: at }), ("s", 7, ""));
-        assert_eq!(completion(&Completion::Dead { error: "e".into() }), ("x", 0, "e"));
-        assert_eq!(completion(&Completion::Done), ("d", 0, ""));
+        let (at, anchor) = (Timestamp::from_millis(7), Timestamp::from_millis(5));
+        assert_eq!(completion(&Completion::Retry { at, error: "e".into() }), ("r", 7, "e", 0));
+        assert_eq!(completion(&Completion::Reschedule { at, anchor }), ("s", 7, "", 5));
+        assert_eq!(completion(&Completion::Dead { error: "e".into() }), ("x", 0, "e", 0));
+        assert_eq!(completion(&Completion::Done), ("d", 0, "", 0));
         assert_eq!(schedule_outcome(b"e"), Some(None));
         assert_eq!(schedule_outcome(b"k"), Some(Some(ScheduleOutcome::Kept)));
         assert_eq!(schedule_outcome(b"x"), None);

@@ -34,7 +34,15 @@
 //! negative when it holds a dead task too, left out when there is none (the 17th is then
 //! written empty when the task has a window and no group): a task without one has the
 //! record it had before windows, and a record written before has none.
+//!
+//! A task's [`Timing`] is one more policy in the body (`"t"`), left out when every
+//! timing policy is the default: a task without timing has the body it had before
+//! timing, and a body written before reads with the default timing. The scripts never
+//! look into it. Its anchor ([`TaskMeta::anchor`]) is the header's 13th field, as it was:
+//! the schedule script writes `transitions::anchor` there, a reschedule the anchor the
+//! completion gives.
 
+use punctual_core::policy::Timing;
 use punctual_core::store::{Completed, corrupt};
 use punctual_core::{
     Backoff, Group, NewTask, Priority, QueueName, Repeat, Result, StoreId, Tag, Target, Task, TaskKey, TaskMeta,
@@ -46,7 +54,9 @@ use crate::codes;
 
 /// What only the Rust side reads: payload and policies. Format 1's body is this object;
 /// format 2's the payload's JSON, then this object without the payload after a `\n`
-/// when the policies are not the defaults.
+/// when the policies are not the defaults. Each policy is left out at its default, so a
+/// body written before a policy existed reads with that policy's default, and a task
+/// with the default writes the body it wrote before.
 #[derive(Default, Serialize, Deserialize)]
 struct Body {
     #[serde(rename = "p", default, skip_serializing_if = "serde_json::Value::is_null")]
@@ -56,6 +66,10 @@ struct Body {
     backoff: Backoff,
     #[serde(rename = "r", default, skip_serializing_if = "Option::is_none")]
     repeat: Option<Repeat>,
+    /// The timing policies (calendar, misfire, overlap, jitter), left out when all are
+    /// the defaults, as most tasks' are.
+    #[serde(rename = "t", default, skip_serializing_if = "Timing::is_default")]
+    timing: Timing,
 }
 
 fn is_default_backoff(backoff: &Backoff) -> bool {
@@ -70,9 +84,14 @@ const USUAL_MAX_ATTEMPTS: i64 = 20;
 /// The body (format 2) of a new or replacing task.
 pub(crate) fn body_of(task: &NewTask) -> Result<String> {
     let mut body = if task.payload.is_null() { String::new() } else { json(&task.payload)? };
-    if !is_default_backoff(&task.backoff) || task.repeat.is_some() {
+    if !is_default_backoff(&task.backoff) || task.repeat.is_some() || !task.timing.is_default() {
         // serde_json escapes every control character in strings: the payload has no `\n`.
-        let policies = Body { payload: serde_json::Value::Null, backoff: task.backoff, repeat: task.repeat.clone() };
+        let policies = Body {
+            payload: serde_json::Value::Null,
+            backoff: task.backoff,
+            repeat: task.repeat.clone(),
+            timing: task.timing.clone(),
+        };
         body.push('\n');
         body.push_str(&json(&policies)?);
     }
@@ -340,6 +359,7 @@ pub(crate) fn decode(store: StoreId, queue: &QueueName, key: &str, record: &[u8]
     task.max_attempts = count(h.max)?;
     task.backoff = body.backoff;
     task.repeat = body.repeat;
+    task.timing = body.timing;
     task.tags = tags;
     task.version = unsigned(h.ver)?;
     task.created_at = Timestamp::from_millis(h.created);

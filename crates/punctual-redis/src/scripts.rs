@@ -269,7 +269,8 @@ impl OnShard<'_> {
                 .arg(task.priority.get())
                 .arg(record::debounce_of(task))
                 .arg(task.group.as_ref().map_or("", |group| group.as_str()))
-                .arg(record::unique_of(task));
+                .arg(record::unique_of(task))
+                .arg(task.scheduled_for.as_millis());
         }
         let answer: Vec<Vec<u8>> = self.shared.conn.invoke(&invocation).await?;
         if answer.len() != tasks.len() * 2 {
@@ -367,9 +368,10 @@ impl OnShard<'_> {
         }
         invocation.arg(reqs.len());
         for req in reqs {
-            let (kind, at, error) = codes::completion(&req.completion);
+            let (kind, at, error, anchor) = codes::completion(&req.completion);
             let t = &req.token;
             invocation.arg(t.key.as_str()).arg(t.task_id).arg(t.version).arg(t.fence).arg(kind).arg(at).arg(error);
+            invocation.arg(anchor);
         }
         let results: Vec<i64> = self.shared.conn.invoke(&invocation).await?;
         Ok(results.into_iter().map(|r| r == 1).collect())

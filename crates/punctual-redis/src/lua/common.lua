@@ -87,7 +87,13 @@
 -- bytes of the target (Target::to_stored, opaque here but for being there), grplen
 -- bytes of the group, then
 -- the body (written by the Rust side, opaque here): the payload's JSON (empty:
--- null), and when backoff or repeat are not the defaults a "\n" and their JSON.
+-- null), and when backoff, repeat or timing are not the defaults a "\n" and their
+-- JSON, each left out at its default (see record.rs). Timing (calendar, misfire,
+-- overlap, jitter) came last: a body written before has none and reads with the default
+-- timing, and a task with the default timing writes the body it wrote before.
+-- The anchor is the time the task's occurrence was scheduled for, before jitter: at a
+-- create or a replace the earlier of the task's scheduled_for and its due time (once
+-- debounced), at a reschedule the one the completion gives; kept by everything else.
 -- Record, format 1 (written before format 2; still read, and written back in format 1
 -- with its body untouched, so no body is ever converted here):
 --   "st,due,exp,fence,ver,att,max,occ,anchor,id,created,updated,errlen,taglen|"
@@ -261,14 +267,15 @@ local function encode(t)
 end
 
 -- The record of a task created at `now`: what encode(t) writes of it, made without
--- the table (every field after the fifth holds its usual value, but for a target's
--- length, the priority, the debounce bound `dbu`, nil for none, a group's length and the
--- dedupe window `uq`, nil for none).
-local function fresh(due, id, max, now, tags, tgt, pri, dbu, grp, uq, body)
+-- the table (every field after the fifth holds its usual value, but for the anchor
+-- `anc`, a target's length, the priority, the debounce bound `dbu`, nil for none, a
+-- group's length and the dedupe window `uq`, nil for none).
+local function fresh(due, anc, id, max, now, tags, tgt, pri, dbu, grp, uq, body)
   local f = { b36(due), b36(id), unless(due - now, 0, b36), unless(max, USUAL_MAX, b36), unless(#tags, 0, b36) }
   local n = 5
-  if tgt ~= '' or pri ~= 0 or dbu ~= nil or grp ~= '' or uq ~= nil then
-    for i = 6, 13 do f[i] = '' end
+  if anc ~= due or tgt ~= '' or pri ~= 0 or dbu ~= nil or grp ~= '' or uq ~= nil then
+    for i = 6, 12 do f[i] = '' end
+    f[13] = unless(anc, due, b36)
     f[14], f[15], f[16], f[17], f[18], n = unless(#tgt, 0, b36), unless(pri, 0, b36), '', unless(#grp, 0, b36), '', 18
     if dbu ~= nil then f[16] = b36(dbu - due) end
     if uq ~= nil then f[18] = b36(uq) end

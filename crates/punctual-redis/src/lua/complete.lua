@@ -4,19 +4,20 @@
 -- Done of a task with a dedupe window (uq) writes its completion record there, in place
 -- of any earlier one: "<completed_at>,<id>,<att>,<occ>,<until>" (ms, decimal; until =
 -- now + the window), which expires at until (PX; schedule.lua reads until itself).
--- ARGV[4] n; then n groups of 7: key, id, version, fence, kind ('d' done, 'r' retry,
---   's' reschedule, 'x' dead), at ms (retry, reschedule), error (retry, dead).
+-- ARGV[4] n; then n groups of 8: key, id, version, fence, kind ('d' done, 'r' retry,
+--   's' reschedule, 'x' dead), at ms (retry, reschedule), error (retry, dead), anchor
+--   ms (reschedule: the time the next occurrence is scheduled for, before jitter).
 -- Returns: n integers, 1 applied or 0 lease lost (nothing changed).
 -- Records are read with one HMGET and finished tasks deleted together at the end; a
 -- key completed twice in one call sees its first completion.
 local now = now_ms()
 local out = {}
 local n = tonumber(ARGV[4])
-local records = records_at(n, 7)
+local records = records_at(n, 8)
 -- Keys changed by this call (their prefetched record is stale), and those finished.
 local changed, finished, gone = {}, {}, {}
 for i = 0, n - 1 do
-  local a = 5 + i * 7
+  local a = 5 + i * 8
   local key = ARGV[a]
   local rec = records[i + 1]
   if gone[key] then
@@ -52,7 +53,7 @@ for i = 0, n - 1 do
         t.st, t.due, t.att, t.err = 0, at, t.att + 1, err
         arm(key, t)
       elseif kind == 's' then
-        t.st, t.due, t.att, t.err, t.occ = 0, at, 0, nil, t.occ + 1
+        t.st, t.due, t.att, t.err, t.occ, t.anc = 0, at, 0, nil, t.occ + 1, tonumber(ARGV[a + 7])
         arm(key, t)
       else
         t.st, t.att, t.err = 2, t.att + 1, err

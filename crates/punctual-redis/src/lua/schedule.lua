@@ -1,11 +1,12 @@
 -- schedule: creates or updates tasks of one shard, in order.
 -- KEYS, ARGV[1..3]: see common.lua; then KEYS[SHARD_KEYS + i] (SHARD_KEYS = 23) the
 --   completion record key of the i-th task (keys.rs), which complete.lua writes.
--- ARGV[4] n; then n tuples of 12: key, if_exists ('r' replace, 'k' keep, 'e' error),
+-- ARGV[4] n; then n tuples of 13: key, if_exists ('r' replace, 'k' keep, 'e' error),
 --   due ms, max_attempts, id for a new task, tags joined by "\n", body, target ('' none,
 --   else its stored text, which puts the task in the target lane), priority (0 to 9;
 --   above 0 the task is in its lane's urgent set too), debounce max_wait ms ('' none),
---   group ('' none), dedupe window ms ('' none; negative: it holds a dead task too).
+--   group ('' none), dedupe window ms ('' none; negative: it holds a dead task too),
+--   scheduled_for ms (the time the task's occurrence is scheduled for, before jitter).
 -- Dedupe windows come first, whatever if_exists says (transitions::held_dead, the
 -- Store::schedule contract): a dead task whose window holds dead tasks is kept until
 -- it died (updated) + the window ('k'); where there is no task, a completion record
@@ -15,6 +16,8 @@
 -- (`dbu`, kept in the record): the bound of the task it replaces if that one is
 -- scheduled and has one (the burst goes on), else now + max_wait (a new burst). A
 -- write without debounce has no bound. (transitions::debounce.)
+-- A write (created or replaced) is anchored at the earlier of its scheduled_for and
+-- its due time once debounced (transitions::anchor).
 -- Returns: n pairs of (outcome, record): outcome 'c' created, 'r' replaced, 'k' kept
 --   (the record untouched), 'e' conflict (record ''), 'u' kept by the completion
 --   record (the record is that record's text).
@@ -26,7 +29,7 @@
 local now = now_ms()
 local out = {}
 local n = tonumber(ARGV[4])
-local records = records_at(n, 12)
+local records = records_at(n, 13)
 -- The completion record of each task without a record (false: none), by index.
 local completions = {}
 local absent = {}
@@ -62,7 +65,7 @@ local grouped_writes, grouped_at = {}, {}
 -- The counts of the groups written, read with one HMGET.
 local named, seen_group = {}, {}
 for i = 0, n - 1 do
-  local grp = ARGV[5 + i * 12 + 10]
+  local grp = ARGV[5 + i * 13 + 10]
   if grp ~= '' and not seen_group[grp] then
     seen_group[grp] = true
     named[#named + 1] = grp
@@ -70,11 +73,11 @@ for i = 0, n - 1 do
 end
 read_groups(named)
 for i = 0, n - 1 do
-  local a = 5 + i * 12
+  local a = 5 + i * 13
   local key, mode, due, max = ARGV[a], ARGV[a + 1], tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])
   local id, tags, body, tgt = tonumber(ARGV[a + 4]), ARGV[a + 5], ARGV[a + 6], ARGV[a + 7]
   local pri, max_wait, grp = tonumber(ARGV[a + 8]), tonumber(ARGV[a + 9]), ARGV[a + 10]
-  local uq = tonumber(ARGV[a + 11])
+  local uq, scheduled_for = tonumber(ARGV[a + 11]), tonumber(ARGV[a + 12])
   local earlier = latest[key]
   local rec = earlier or records[i + 1]
   local t = nil
@@ -111,9 +114,9 @@ for i = 0, n - 1 do
         unplace(key, old)
       end
       unindex_tags(key, old.tags)
-      t = { st = 0, due = due, exp = 0, fence = old.fence, ver = old.ver + 1, att = 0, max = max, occ = 1, anc = due,
-            id = old.id, created = old.created, updated = now, tags = tags, tgt = tgt, pri = pri, dbu = dbu,
-            grp = grp, uq = uq, body = body }
+      t = { st = 0, due = due, exp = 0, fence = old.fence, ver = old.ver + 1, att = 0, max = max, occ = 1,
+            anc = math.min(scheduled_for, due), id = old.id, created = old.created, updated = now, tags = tags,
+            tgt = tgt, pri = pri, dbu = dbu, grp = grp, uq = uq, body = body }
     end
   else
     local done = completions[i + 1]
@@ -126,7 +129,11 @@ for i = 0, n - 1 do
     end
   end
   if t or created then
-    if created then rec = fresh(due, id, max, now, tags, tgt, pri, dbu, grp, uq, body) else rec = encode(t) end
+    if created then
+      rec = fresh(due, math.min(scheduled_for, due), id, max, now, tags, tgt, pri, dbu, grp, uq, body)
+    else
+      rec = encode(t)
+    end
     latest[key] = rec
     written[#written + 1] = key
     written[#written + 1] = rec

@@ -233,6 +233,39 @@ fn a_dedupe_window_is_an_18th_field_negative_when_it_holds_dead_tasks_left_out_w
 }
 
 #[test]
+fn timing_is_a_policy_of_the_body_left_out_at_the_defaults_and_bodies_from_before_have_none() {
+    let q = QueueName::new("q").unwrap();
+    let mut task = NewTask::new(q.clone(), TaskKey::new("k").unwrap(), Timestamp::from_millis(5));
+    task.payload = serde_json::json!({"n": 1});
+    task.timing.calendar = Some(punctual_core::calendar::CalendarName::new("cn-office").unwrap());
+    task.timing.jitter = Some(Duration::from_secs(30));
+    let body = body_of(&task).unwrap();
+    assert_eq!(body, "{\"n\":1}\n{\"t\":{\"calendar\":\"cn-office\",\"jitter\":\"30s\"}}");
+    let read = decode(STORE, &q, "k", format!("Srs,16|{body}").as_bytes()).unwrap();
+    assert_eq!(read.timing, task.timing);
+    // Beside other policies, in the same object.
+    task.repeat = Some(Repeat::every(Duration::from_secs(60)).unwrap());
+    let body = body_of(&task).unwrap();
+    assert!(body.ends_with(r#"{"r":{"every":"1m"},"t":{"calendar":"cn-office","jitter":"30s"}}"#), "{body}");
+    let read = decode(STORE, &q, "k", format!("Srs,16|{body}").as_bytes()).unwrap();
+    assert_eq!((read.timing, read.repeat), (task.timing.clone(), task.repeat.clone()));
+    // The default timing writes the body written before timing, byte for byte.
+    task.timing = Timing::default();
+    assert_eq!(body_of(&task).unwrap(), "{\"n\":1}\n{\"r\":{\"every\":\"1m\"}}");
+    task.repeat = None;
+    assert_eq!(body_of(&task).unwrap(), r#"{"n":1}"#);
+    // Bodies written before timing, in both formats, read with the default timing.
+    let before = [
+        r#"0,1000,,,,,20,,,42,10,,,0|{"p":{"n":1},"r":{"every":"1m"}}"#,
+        "Srs,16|{\"n\":1}\n{\"b\":{\"initial\":\"2s\",\"factor\":2.0,\"max\":\"1h\"}}",
+        "Srs,16|",
+    ];
+    for record in before {
+        assert_eq!(decode(STORE, &q, "k", record.as_bytes()).unwrap().timing, Timing::default(), "{record}");
+    }
+}
+
+#[test]
 fn a_damaged_record_is_an_error_not_a_panic() {
     let q = QueueName::new("q").unwrap();
     let bad = [
@@ -308,6 +341,7 @@ fn new_task_of(task: &Task) -> NewTask {
     new.payload = task.payload.clone();
     new.backoff = task.backoff;
     new.repeat = task.repeat.clone();
+    new.timing = task.timing.clone();
     new
 }
 
@@ -364,6 +398,7 @@ fn encode_v1_as_the_scripts_did(task: &Task) -> Vec<u8> {
     assert_eq!(task.meta.debounce_until, None, "format 1 holds no debounce bound");
     assert_eq!(task.group, None, "format 1 holds no group");
     assert_eq!(task.unique_for, None, "format 1 holds no dedupe window");
+    assert!(task.timing.is_default(), "format 1 holds no timing");
     let unless = |n: i64, usual: i64| if n == usual { String::new() } else { n.to_string() };
     let state = codes::state(task.state);
     let (due, created) = (task.due_at.as_millis(), task.created_at.as_millis());
@@ -386,7 +421,12 @@ fn encode_v1_as_the_scripts_did(task: &Task) -> Vec<u8> {
         tags.len().to_string(),
     ]
     .join(",");
-    let body = Body { payload: task.payload.clone(), backoff: task.backoff, repeat: task.repeat.clone() };
+    let body = Body {
+        payload: task.payload.clone(),
+        backoff: task.backoff,
+        repeat: task.repeat.clone(),
+        timing: Timing::default(),
+    };
     let mut record = format!("{header}|{}{tags}", error.unwrap_or("")).into_bytes();
     record.extend_from_slice(serde_json::to_string(&body).unwrap().as_bytes());
     record
@@ -425,6 +465,7 @@ proptest! {
                 without_target.meta.debounce_until = None;
                 without_target.group = None;
                 without_target.unique_for = None;
+                without_target.timing = Timing::default();
                 let v1 = encode_v1_as_the_scripts_did(&without_target);
                 prop_oneof![Just(encode_as_the_scripts_do(&t)), Just(v1)]
             }).prop_flat_map(|record| {

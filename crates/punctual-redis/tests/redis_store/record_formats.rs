@@ -1,8 +1,9 @@
 //! Records written before format 2 (format 1, `lua/common.lua`) are still leased,
 //! read, listed, completed, retried and cancelled; new tasks are written in format 2,
 //! exactly as documented (a priority above 0 in a 15th field, a debounce bound in a
-//! 16th), records written before priorities are of priority 0 and those written before
-//! debounce have no bound, and the scripts' base 36 is Rust's.
+//! 16th, timing among the body's policies), records written before priorities are of
+//! priority 0, those written before debounce have no bound and those written before
+//! timing the default timing, and the scripts' base 36 is Rust's.
 //!
 //! Guards against an upgrade that loses work: a user with millions of tasks pending in
 //! Redis, written by an earlier punctual, upgrades; if any script or the Rust decoder
@@ -12,6 +13,7 @@
 
 use std::time::Duration;
 
+use punctual_core::policy::Timing;
 use punctual_core::store::{CompleteRequest, Completion, LeaseRequest, LeaseToken, ListRequest, RetryDeadRequest};
 use punctual_core::{Backoff, IfExists, Lane, NewTask, Priority, QueueName, Store, Tag, TaskKey, TaskState, Timestamp};
 use punctual_redis::{RedisConfig, RedisStore, Target, TimeSource};
@@ -499,4 +501,68 @@ async fn a_debounce_bound_is_a_16th_field_until_a_lease_and_records_from_before_
     let fence = base36(i64::try_from(batch.leases[1].token.fence).expect("a small fence"));
     assert_eq!(header("new"), format!("L{due36},{id36},7ps,,,n5c,{fence},7ps,,,2"));
     assert_eq!(store.get(&q, &key("new")).await.expect("get"), Some(batch.leases[1].task.clone()));
+}
+
+#[tokio::test]
+async fn timing_goes_in_the_body_the_anchor_in_the_13th_field_and_records_from_before_timing_are_kept() {
+    let prefix = "format2-timing";
+    let shard_key = |name: &str| format!("{prefix}:{{upgrade}}:{name}");
+    let record = |k: &str| redis(&["HGET", &shard_key("tasks"), k]);
+    // Written before timing: a repeat anchored 500 ms before its due time.
+    let old_body = "{\"n\":1}\n{\"r\":{\"every\":\"1m\"}}";
+    let old = format!("S{},{},,,,,,,,,,,{}|{old_body}", base36(NOW - 9000), base36(ID as i64 + 41), base36(NOW - 9500));
+    // And one of format 1, due later.
+    let v1 = format!(r#"0,{},,,,,20,,,{},{},,,0|{{"p":{{"n":4}},"r":{{"every":"1m"}}}}"#, NOW + 9000, ID + 42, NOW);
+    redis(&["HSET", &format!("{prefix}:queues"), "upgrade", "1"]);
+    redis(&["HSET", &shard_key("tasks"), "old", &old, "v1", &v1]);
+    redis(&["ZADD", &shard_key("scheduled"), &(NOW - 9000).to_string(), "old", &(NOW + 9000).to_string(), "v1"]);
+    let store = support::on_server_under(prefix).await;
+    let q = queue();
+    let before = store.get(&q, &key("old")).await.expect("get").expect("the task is there");
+    assert_eq!((before.timing.clone(), before.meta.anchor), (Timing::default(), at(-9500)));
+    let v1 = store.get(&q, &key("v1")).await.expect("get").expect("the task is there");
+    assert_eq!((v1.timing, v1.meta.anchor, v1.payload), (Timing::default(), at(9000), json!({"n": 4})));
+    assert!(before.repeat.is_some(), "the repeat policy was read");
+
+    // Rescheduled: the anchor the completion gives, the body untouched.
+    let batch = store.lease(LeaseRequest::new(q.clone(), 10, Duration::from_secs(30), at(0))).await.expect("lease");
+    let rearm = Completion::Reschedule { at: at(60_500), anchor: at(60_000) };
+    let token = batch.leases[0].token.clone();
+    store.complete(CompleteRequest::new(token, rearm, at(1))).await.expect("rescheduled");
+    let rescheduled = record("old");
+    let fields: Vec<&str> = rescheduled.split('|').next().expect("a header").split(',').collect();
+    assert_eq!(
+        (fields[0], fields.get(12).copied()),
+        (&*format!("S{}", base36(NOW + 60_500)), Some(&*base36(NOW + 60_000)))
+    );
+    assert!(rescheduled.ends_with(&format!("|{old_body}")), "{rescheduled}");
+    let read = store.get(&q, &key("old")).await.expect("get").expect("rescheduled");
+    assert_eq!((read.meta.anchor, read.due_at, read.timing), (at(60_000), at(60_500), Timing::default()));
+
+    // Without timing, scheduled for its due time: the record written before timing.
+    let mut plain = NewTask::new(q.clone(), key("plain"), at(60_000));
+    plain.payload = json!({"n": 2});
+    plain.repeat = before.repeat.clone();
+    let plain = store.schedule(vec![plain], at(0)).await.expect("schedule").remove(0).expect("created");
+    let id36 = base36(i64::try_from(plain.task.expect("written").meta.id).expect("ids are below 2^53"));
+    let due36 = base36(NOW + 60_000);
+    assert_eq!(record("plain"), format!("S{due36},{id36},1aao|{{\"n\":2}}\n{{\"r\":{{\"every\":\"1m\"}}}}"));
+
+    // With timing, scheduled for 10 s before its (jittered) due time: the anchor in the
+    // 13th field, the timing after the payload; a replace writes the new task's.
+    let mut timed = NewTask::new(q.clone(), key("timed"), at(60_000));
+    timed.payload = json!({"n": 3});
+    timed.timing.jitter = Some(Duration::from_secs(30));
+    timed.scheduled_for = at(50_000);
+    let written = store.schedule(vec![timed.clone()], at(0)).await.expect("schedule").remove(0).expect("created");
+    let written = written.task.expect("written");
+    let id36 = base36(i64::try_from(written.meta.id).expect("ids are below 2^53"));
+    let anchor36 = base36(NOW + 50_000);
+    let expected = format!("S{due36},{id36},1aao,,,,,,,,,,{anchor36}|{{\"n\":3}}\n{{\"t\":{{\"jitter\":\"30s\"}}}}");
+    assert_eq!(record("timed"), expected);
+    assert_eq!((written.meta.anchor, written.timing.clone()), (at(50_000), timed.timing.clone()));
+    let mut replacement = NewTask::new(q.clone(), key("timed"), at(70_000));
+    replacement.payload = json!({"n": 3});
+    store.schedule(vec![replacement], at(1)).await.expect("schedule").remove(0).expect("replaced");
+    assert_eq!(record("timed"), format!("S{},{id36},{},,,,,1,,,2|{{\"n\":3}}", base36(NOW + 70_000), base36(70_000)));
 }

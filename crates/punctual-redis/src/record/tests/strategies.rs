@@ -8,6 +8,8 @@ use serde_json::Value;
 
 use super::super::*;
 use super::STORE;
+use punctual_core::calendar::CalendarName;
+use punctual_core::policy::{Misfire, Overlap};
 use punctual_core::{CronSyntax, TargetMethod};
 
 pub(super) fn any_time() -> impl Strategy<Value = Timestamp> {
@@ -139,6 +141,35 @@ pub(super) fn any_repeat() -> impl Strategy<Value = Option<Repeat>> {
     ))
 }
 
+/// Timing policies, often the defaults (nothing stored), else any mix of them: the
+/// record keeps what it is given, whether or not the policies go together.
+pub(super) fn any_timing() -> impl Strategy<Value = Timing> {
+    let ms = prop_oneof![1..100_000u64, 1..=86_400_000u64].prop_map(Duration::from_millis);
+    let misfire = prop::sample::select(vec![Misfire::FireOnce, Misfire::FireAll, Misfire::Skip]);
+    let overlap = prop::sample::select(vec![Overlap::Skip, Overlap::Queue]);
+    let policies = (
+        prop::option::of("[A-Za-z0-9._:-]{1,30}"),
+        misfire,
+        prop::option::of(ms.clone()),
+        prop::option::of(1..=1000u32),
+        overlap,
+        prop::option::of(ms),
+    );
+    prop_oneof![
+        Just(Timing::default()),
+        policies.prop_map(|(calendar, misfire, misfire_after, catch_up_max, overlap, jitter)| {
+            let mut timing = Timing::default();
+            timing.calendar = calendar.map(|name| CalendarName::new(name).unwrap());
+            timing.misfire = misfire;
+            timing.misfire_after = misfire_after;
+            timing.catch_up_max = catch_up_max;
+            timing.overlap = overlap;
+            timing.jitter = jitter;
+            timing
+        }),
+    ]
+}
+
 prop_compose! {
     pub(super) fn any_task()(
         queue in "[A-Za-z0-9._:-]{1,20}",
@@ -156,12 +187,13 @@ prop_compose! {
         same_times in any::<(bool, bool)>(),
         // The fields that came after format 2's first version, in one boxed tree: inline,
         // the task's value tree overflowed a test thread's stack.
-        (target, priority, debounce_until, group, unique) in (
+        (target, priority, debounce_until, group, unique, timing) in (
             any_target(),
             prop_oneof![Just(0u8), 0..=9u8],
             prop::option::of(prop_oneof![any_time(), Just(Timestamp::EPOCH)]),
             prop::option::of(any_text_without_controls(Group::MAX_BYTES)),
             prop::option::of((1..=Timestamp::MAX.as_millis().unsigned_abs(), any::<bool>())),
+            any_timing(),
         ).boxed(),
     ) -> Task {
         let queue = QueueName::new(queue).unwrap();
@@ -191,12 +223,13 @@ prop_compose! {
             let window = Unique::new(Duration::from_millis(ms));
             if dead { window.counting_dead() } else { window }
         });
+        task.timing = timing;
         task
     }
 }
 
 /// A task as format 1 can hold it: without a target, of priority 0, no debounce bound,
-/// no group, no dedupe window.
+/// no group, no dedupe window, the default timing.
 pub(super) fn any_task_of_format_1() -> impl Strategy<Value = Task> {
     any_task().prop_map(|mut task| {
         task.target = None;
@@ -204,6 +237,7 @@ pub(super) fn any_task_of_format_1() -> impl Strategy<Value = Task> {
         task.meta.debounce_until = None;
         task.group = None;
         task.unique_for = None;
+        task.timing = Timing::default();
         task
     })
 }
