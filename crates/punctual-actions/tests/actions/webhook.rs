@@ -41,6 +41,11 @@ fn check_delivery(seen: &common::Seen, key: &str, attempt: u32, now: Timestamp) 
     assert_eq!(body["tags"], json!(["pi-9"]));
     assert_eq!(body["priority"], 0, "API.md Wave 3: webhook bodies carry the task's priority");
     assert!(body["due_at"].as_str().unwrap().ends_with('Z'));
+    // API.md Wave 3: the occurrence it stands for, its first due time (no jitter here),
+    // which a retry's or a handler's reschedule's due time comes after.
+    let (scheduled_for, due_at) = (body["scheduled_for"].as_str().unwrap(), body["due_at"].as_str().unwrap());
+    assert!(scheduled_for <= due_at, "try {attempt}: scheduled for {scheduled_for}, due {due_at}");
+    assert_eq!(body["missed"], 0, "API.md Wave 3: a one-off stands in for no other occurrence");
     let delivery_id = body["delivery_id"].as_str().unwrap().to_owned();
     assert_eq!(seen.header("punctual-delivery"), delivery_id);
     // The receiver's side of the signature: recompute over the raw body.
@@ -49,7 +54,7 @@ fn check_delivery(seen: &common::Seen, key: &str, attempt: u32, now: Timestamp) 
     assert_eq!(t, now.as_millis() / 1000);
     assert_eq!(header, signature(SECRET.as_bytes(), t, &seen.body));
     let keys: Vec<&str> = body.as_object().unwrap().keys().map(String::as_str).collect();
-    assert_eq!(keys.len(), 9, "{keys:?}");
+    assert_eq!(keys.len(), 11, "{keys:?}");
     delivery_id
 }
 

@@ -417,7 +417,6 @@ schemas! {
         },
         "not": {"allOf": [present("delay"), present("due_at")]},
         "allOf": [
-            {"not": {"allOf": [present("calendar"), present("repeat")]}},
             {"if": present("align"), "then": {"allOf": [present("calendar"), {"not": present("delay")}]}},
             {"if": {"allOf": [present("calendar"), present("due_at")]}, "then": present("align")},
         ],

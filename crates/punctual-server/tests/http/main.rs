@@ -26,3 +26,4 @@ mod refused_bodies;
 mod routes;
 mod shutdown;
 mod tasks;
+mod timing;
