@@ -22,6 +22,7 @@ const FILES: &[(&str, &str, &str)] = &[
     ("app.js", JAVASCRIPT, include_str!("../dashboard/app.js")),
     ("access.js", JAVASCRIPT, include_str!("../dashboard/access.js")),
     ("api.js", JAVASCRIPT, include_str!("../dashboard/api.js")),
+    ("calendars.js", JAVASCRIPT, include_str!("../dashboard/calendars.js")),
     ("charts.js", JAVASCRIPT, include_str!("../dashboard/charts.js")),
     ("dom.js", JAVASCRIPT, include_str!("../dashboard/dom.js")),
     ("format.js", JAVASCRIPT, include_str!("../dashboard/format.js")),

@@ -3,14 +3,16 @@
 //
 // Views (hash routes): "#/" queues overview (overview.js), "#/queue/<q>" one queue
 // (queue.js), "#/group/<q>/<group>" one group's tasks (groups.js), "#/task/<q>/<key>"
-// one task (task.js). A view is an async function that answers the page's nodes; what
-// does not apply it leaves out as null. Every data call goes to the /v1 API with the
-// token saved in localStorage (api.js); data is put into the page as text only, never
-// as HTML (dom.js). The page shows only the controls the token's grant allows
-// (access.js).
+// one task (task.js), "#/calendars" the working-time calendars and "#/calendar/<name>"
+// one of them (calendars.js). A view is an async function that answers the page's
+// nodes; what does not apply it leaves out as null. Every data call goes to the /v1 API
+// with the token saved in localStorage (api.js); data is put into the page as text
+// only, never as HTML (dom.js). The page shows only the controls the token's grant
+// allows (access.js).
 
 import { forgetGrant, knowsGrant, loadGrant, setGrant } from "./access.js";
 import { TOKEN_KEY, explain } from "./api.js";
+import { calendarPage, calendarsPage } from "./calendars.js";
 import { h, enc } from "./dom.js";
 import { groupPage } from "./groups.js";
 import { overview } from "./overview.js";
@@ -36,6 +38,8 @@ function route() {
     const cursor = new URLSearchParams(query || "").get("cursor");
     return () => groupPage(parts[1], parts.slice(2).join("/"), cursor);
   }
+  if (parts[0] === "calendars") return calendarsPage;
+  if (parts[0] === "calendar" && parts[1]) return () => calendarPage(parts.slice(1).join("/"));
   return overview;
 }
 

@@ -1,8 +1,8 @@
-// What the page's forms share. Each form (a new queue, a queue's settings, a schedule)
-// sits in a <details> that starts closed. While one is open the periodic refresh leaves
-// the page alone (it would close the form and drop what was typed). A refused request
-// leaves the form as it was, with the server's message beside it naming the field at
-// fault.
+// What the page's forms share. Each form (a new queue, a queue's settings, a schedule,
+// a calendar) sits in a <details> that starts closed. While one is open the periodic
+// refresh leaves the page alone (it would close the form and drop what was typed). A
+// refused request leaves the form as it was, with the server's message beside it
+// naming the field at fault.
 
 import { explain } from "./api.js";
 import { h } from "./dom.js";
