@@ -8,111 +8,39 @@
 // edited (a stale edit refused, not overwriting) or removed, a task scheduled with its
 // own target, each refusal shown with the field the server names; and a scoped
 // read-only token that must be shown no schedule, cancel, pause or settings control;
-// a queue's groups with their counts, paged, a group's tasks and a task's group;
-// working-time calendars listed with their holiday years and notice, one shown with its
-// week, holidays and extra working days, edited with If-Match (a stale edit refused,
-// not overwriting), removed and created, a config-file calendar read-only, and a token
-// without admin on every queue told so (the API's 403) instead of a blank page.
+// a queue's groups with their counts, paged, a group's tasks and a task's group.
 //
 // The server's config allows egress to 127.0.0.1 (a webhook queue of the tests points
 // there) and its environment holds HOOK_SECRET, a secret that must never show.
 //
-// Needs: the binary (`cargo build -p punctual-cli`; PUNCTUAL_BIN overrides the path),
-// Debian's chromium at /usr/bin/chromium (CHROMIUM overrides), `npm ci` here.
-// Saves screenshots to docs/screenshots/.
+// Needs what harness.mjs says. Saves screenshots to docs/screenshots/.
 
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync, mkdirSync, existsSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
-import { tmpdir } from "node:os";
-import { join, dirname, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
-import { chromium } from "playwright-core";
+import { join } from "node:path";
+import { launch, shots } from "./harness.mjs";
 
-const root = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
-const bin = process.env.PUNCTUAL_BIN || join(root, "target/debug/punctual");
-const browserPath = process.env.CHROMIUM || "/usr/bin/chromium";
-const shots = join(root, "docs/screenshots");
 const TOKEN = "s3cret-dashboard";
 const READ_ONLY = "read-only-dashboard";  // [[access]] with permissions = ["read"]
-const ORDERS_ADMIN = "orders-admin-dashboard";  // [[access]]: admin on order.* only
 const HOOK_SECRET = "hook-secret-value-9f2c";
-const PATIENCE = 20_000;
 
-let server, base, work, context, page, serverLog = "";
-const foreign = [];  // requests that left the server: there must be none (no CDN, no internet)
-const pageErrors = [];
-
-function freePort() {
-  return new Promise((ok, fail) => {
-    const s = createServer();
-    s.once("error", fail);
-    s.listen(0, "127.0.0.1", () => {
-      const { port } = s.address();
-      s.close(() => ok(port));
-    });
-  });
-}
-
-async function api(method, path, body) {
-  const resp = await fetch(base + path, {
-    method,
-    headers: { Authorization: `Bearer ${TOKEN}`, ...(body ? { "Content-Type": "application/json" } : {}) },
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  const text = await resp.text();
-  return { status: resp.status, json: text ? JSON.parse(text) : null };
-}
-
-async function waitFor(what, check) {
-  const deadline = Date.now() + PATIENCE;
-  for (;;) {
-    if (await check()) return;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}\n--- server log ---\n${serverLog}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+let dashboard, base, page;
+let foreign = [];  // requests that left the server: there must be none (no CDN, no internet)
+let pageErrors = [];
+const api = (method, path, body) => dashboard.api(method, path, body);
+const waitFor = (what, check) => dashboard.waitFor(what, check);
 
 before(async () => {
-  assert.ok(existsSync(bin), `no punctual binary at ${bin}: run cargo build -p punctual-cli first`);
-  assert.ok(existsSync(browserPath), `no Chromium at ${browserPath}: apt-get install -y chromium`);
-  mkdirSync(shots, { recursive: true });
-  work = mkdtempSync(join(tmpdir(), "punctual-browser-"));
-  const port = await freePort();
-  base = `http://127.0.0.1:${port}`;
-  const config = join(work, "punctual.toml");
-  writeFileSync(config, `[egress]\nallow = ["127.0.0.1"]\n\n[[access]]\ntoken = "${READ_ONLY}"\npermissions = ["read"]\n`
-    + `\n[[access]]\ntoken = "${ORDERS_ADMIN}"\npermissions = ["read", "admin"]\nqueues = ["order.*"]\n`
-    // A calendar of the config file whose holidays ran out long ago: read-only, with a notice.
-    + `\n[calendars."config-office"]\ntz = "Europe/Berlin"\nhours = { mon = ["09:00-17:00"], tue = ["09:00-17:00"] }\n`
-    + `holidays = ["2020-12-24/2020-12-26"]\n`);
-  server = spawn(bin, ["serve", "--config", config, "--listen", `127.0.0.1:${port}`, "--data", join(work, "data"), "--token", TOKEN],
-    { stdio: ["ignore", "pipe", "pipe"], env: { PATH: process.env.PATH, HOOK_SECRET } });
-  server.stdout.on("data", (d) => { serverLog += d; });
-  server.stderr.on("data", (d) => { serverLog += d; });
-  await waitFor("the server's /healthz", async () => {
-    try { return (await fetch(`${base}/healthz`)).ok; } catch { return false; }
+  dashboard = await launch({
+    config: `[egress]\nallow = ["127.0.0.1"]\n\n[[access]]\ntoken = "${READ_ONLY}"\npermissions = ["read"]\n`,
+    token: TOKEN,
+    env: { HOOK_SECRET },
   });
-  context = await chromium.launchPersistentContext(join(work, "chromium-profile"), {
-    executablePath: browserPath,
-    headless: true,
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-      "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-    viewport: { width: 1280, height: 860 },
-  });
-  page = context.pages()[0] || await context.newPage();
-  page.on("dialog", (dialog) => dialog.accept());
-  page.on("request", (request) => { if (!request.url().startsWith(base)) foreign.push(request.url()); });
-  page.on("pageerror", (error) => pageErrors.push(String(error)));
-  page.setDefaultTimeout(PATIENCE);
+  ({ base, page, foreign, pageErrors } = dashboard);
 });
 
 after(async () => {
-  if (context) await context.close();
-  if (server) server.kill("SIGKILL");
-  if (work) rmSync(work, { recursive: true, force: true });
+  if (dashboard) await dashboard.close();
 });
 
 test("the page loads without a token and asks for one; with it, the data shows", async () => {
@@ -577,167 +505,6 @@ test("a queue's groups show with their counts and limit; a group shows its tasks
   assert.equal((await api("DELETE", "/v1/queues/flow.steps/tasks?state=all")).json.cancelled, 4);
   assert.equal((await api("DELETE", "/v1/queues/tenant.sync/tasks?state=all")).json.cancelled, 55);
   assert.equal((await api("DELETE", "/v1/queues/flow.steps/settings")).status, 204);
-});
-
-// A calendar whose entered years (2098, 2099) are far ahead: no notice.
-const OFFICE = {
-  tz: "Asia/Shanghai",
-  hours: Object.fromEntries(["mon", "tue", "wed", "thu", "fri"].map((d) => [d, ["09:00-12:00", "13:30-18:00"]])),
-  holidays: ["2098-01-01", "2098-10-01/2098-10-07", "2099-01-01"],
-  workdays: ["2098-09-27", { date: "2098-10-11", as: "fri" }, { date: "2098-10-12", hours: ["10:00-12:00"] }],
-};
-const calendarCell = (name, col) => page.locator(`#calendars tr[data-calendar="${name}"] td[data-col="${col}"]`);
-const detailCell = (col) => page.locator(`#calendar td[data-col="${col}"]`);
-
-test("calendars are listed with their source, holiday years and notice; one shows its week, holidays and working days", async () => {
-  const office = await api("PUT", "/v1/calendars/cn-office", OFFICE);
-  assert.equal(office.status, 201);
-  assert.equal((await api("PUT", "/v1/calendars/bare", { tz: "UTC", hours: { mon: ["09:00-17:00"] } })).status, 201);
-  await page.goto(`${base}/#/`);
-  await page.click("#nav-calendars");
-  await page.waitForURL(/#\/calendars$/);
-  await calendarCell("cn-office", "years").filter({ hasText: "2098, 2099" }).waitFor();
-  assert.deepEqual(await page.locator("#calendars tbody tr").evaluateAll((trs) => trs.map((tr) => tr.dataset.calendar)),
-    ["bare", "cn-office", "config-office"]);
-  assert.equal(await calendarCell("cn-office", "source").textContent(), "API");
-  assert.equal(await calendarCell("cn-office", "tz").textContent(), "Asia/Shanghai");
-  assert.equal(await calendarCell("cn-office", "version").textContent(), String(office.json.version));
-  assert.equal(await calendarCell("cn-office", "notice").textContent(), "–");
-  assert.equal(await calendarCell("bare", "years").textContent(), "none entered");
-  assert.match(await calendarCell("bare", "notice").textContent(), /no holidays are entered/);
-  assert.match(await calendarCell("bare", "notice").getAttribute("class"), /\bwarn\b/);
-  assert.equal(await calendarCell("config-office", "source").textContent(), "config file");
-  assert.equal(await calendarCell("config-office", "version").textContent(), "–");
-  assert.equal(await calendarCell("config-office", "years").textContent(), "2020");
-  assert.match(await calendarCell("config-office", "notice").textContent(), /holidays are entered only until .*: enter the next year's/);
-  assert.match(await page.locator("#calendars-warned").textContent(), /^2 of 3 calendar\(s\) need holidays entered/);
-  await page.screenshot({ path: join(shots, "calendars.png"), fullPage: true });
-
-  await page.locator('#calendars tr[data-calendar="cn-office"] a').click();
-  await page.waitForURL(/#\/calendar\/cn-office$/);
-  const day = (d) => page.locator(`#calendar-hours td[data-day="${d}"]`);
-  await day("mon").filter({ hasText: "09:00-12:00, 13:30-18:00" }).waitFor();
-  assert.equal(await day("fri").textContent(), "09:00-12:00, 13:30-18:00");
-  assert.deepEqual([await day("sat").textContent(), await day("sun").textContent()], ["closed", "closed"]);
-  assert.equal(await detailCell("source").textContent(), "API");
-  assert.equal(await detailCell("tz").textContent(), "Asia/Shanghai");
-  assert.equal(await detailCell("years").textContent(), "2098, 2099");
-  assert.equal(await detailCell("version").textContent(), String(office.json.version));
-  assert.deepEqual(await page.locator("#calendar-holidays li").allTextContents(),
-    ["2098-01-01", "2098-10-01 to 2098-10-07 (7 days)", "2099-01-01"]);
-  assert.deepEqual(await page.locator("#calendar-workdays li").allTextContents(),
-    ["2098-09-27: the usual working hours", "2098-10-11: Friday's hours", "2098-10-12: 10:00-12:00"]);
-  assert.equal(await page.locator("#calendar-notice").count(), 0, "no notice for years entered far ahead");
-  assert.equal(await page.locator("#calendar-readonly").count(), 0);
-  await page.locator("#edit-calendar summary").click();
-  await page.screenshot({ path: join(shots, "calendar.png"), fullPage: true });
-
-  // A calendar of the config file: shown, with its notice, and nothing to change it with.
-  await page.goto(`${base}/#/calendar/config-office`);
-  await page.locator("#calendar-readonly").waitFor();
-  assert.equal(await detailCell("source").textContent(), "config file (change it there)");
-  assert.equal(await day("tue").textContent(), "09:00-17:00");
-  assert.deepEqual(await page.locator("#calendar-holidays li").allTextContents(), ["2020-12-24 to 2020-12-26 (3 days)"]);
-  assert.match(await page.locator("#calendar-notice").textContent(), /entered only until/);
-  await page.locator("#calendar-workdays-empty").waitFor();
-  for (const id of ["#edit-calendar", "#calendar-save", "#calendar-delete"]) {
-    assert.equal(await page.locator(id).count(), 0, `${id} is shown for a config-file calendar`);
-  }
-
-  await page.goto(`${base}/#/calendar/nowhere`);
-  await page.locator("#calendar-missing").waitFor();
-  assert.equal(await page.locator("#banner").isHidden(), true, "a missing calendar is no error");
-});
-
-test("a calendar is edited as JSON with If-Match, a stale edit refused; removed; created, never over another", async () => {
-  const before = (await api("GET", "/v1/calendars/cn-office")).json;
-  await page.goto(`${base}/#/calendar/cn-office`);
-  await page.locator("#edit-calendar summary").click();
-  const doc = JSON.parse(await page.inputValue("#calendar-json"));
-  assert.deepEqual(doc, OFFICE, "the editor holds the calendar as PUT takes it");
-
-  // A refusal names the field, and changes nothing.
-  await page.fill("#calendar-json", JSON.stringify({ ...doc, tz: "Mars/Olympus" }));
-  await page.click("#calendar-save");
-  await page.locator("#calendar-error", { hasText: "not an IANA time zone" }).waitFor();
-  assert.match(await page.locator("#calendar-error").getAttribute("data-field"), /tz$/);
-  await page.fill("#calendar-json", "{tz: UTC}");
-  await page.click("#calendar-save");
-  await page.locator("#calendar-error", { hasText: "calendar: not JSON" }).waitFor();
-  assert.equal((await api("GET", "/v1/calendars/cn-office")).json.version, before.version);
-
-  await page.fill("#calendar-json", JSON.stringify({ ...doc, tz: "Asia/Hong_Kong" }));
-  await page.click("#calendar-save");
-  await page.locator("#banner", { hasText: `Saved calendar cn-office (version ${before.version + 1})` }).waitFor();
-  await detailCell("tz").filter({ hasText: "Asia/Hong_Kong" }).waitFor();
-  assert.equal(await detailCell("version").textContent(), String(before.version + 1));
-
-  // Another change lands while the editor is open: saving is a conflict, not an overwrite.
-  await page.locator("#edit-calendar summary").click();
-  const stale = JSON.parse(await page.inputValue("#calendar-json"));
-  const other = await api("PUT", "/v1/calendars/cn-office", { ...stale, holidays: [...stale.holidays, "2099-05-01"] });
-  assert.equal(other.status, 200);
-  await page.fill("#calendar-json", JSON.stringify({ ...stale, tz: "Asia/Shanghai" }));
-  await page.click("#calendar-save");
-  await page.locator("#calendar-error", { hasText: "Changed meanwhile, reload" }).waitFor();
-  const now = (await api("GET", "/v1/calendars/cn-office")).json;
-  assert.deepEqual([now.tz, now.holidays.length, now.version], ["Asia/Hong_Kong", 4, other.json.version]);
-  await page.click("#calendar-reload");
-  await detailCell("version").filter({ hasText: String(other.json.version) }).waitFor();
-  assert.equal(await page.locator("#calendar-holidays li").count(), 4);
-
-  // A stale removal is refused too; after a reload it removes the calendar.
-  await page.locator("#edit-calendar summary").click();
-  const third = await api("PUT", "/v1/calendars/cn-office", OFFICE);
-  assert.equal(third.status, 200);
-  await page.click("#calendar-delete");
-  await page.locator("#calendar-error", { hasText: "Changed meanwhile, reload" }).waitFor();
-  assert.equal((await api("GET", "/v1/calendars/cn-office")).json.version, third.json.version);
-  await page.click("#calendar-reload");
-  await detailCell("version").filter({ hasText: String(third.json.version) }).waitFor();
-  await page.locator("#edit-calendar summary").click();
-  await page.click("#calendar-delete");
-  await page.waitForURL(/#\/calendars$/);
-  await page.locator("#banner", { hasText: "Removed calendar cn-office" }).waitFor();
-  await page.locator('#calendars tr[data-calendar="bare"]').waitFor();
-  assert.equal(await page.locator('#calendars tr[data-calendar="cn-office"]').count(), 0);
-  assert.equal((await api("GET", "/v1/calendars/cn-office")).status, 404);
-
-  // Created from the list, then its page; a name taken already is not replaced.
-  await page.locator("#new-calendar summary").click();
-  await page.fill("#new-calendar-name", "night-shift");
-  await page.fill("#new-calendar-json", JSON.stringify({ tz: "UTC", hours: { sat: ["22:00-24:00"] } }));
-  await page.click("#new-calendar-create");
-  await page.waitForURL(/#\/calendar\/night-shift$/);
-  await page.locator('#calendar-hours td[data-day="sat"]', { hasText: "22:00-24:00" }).waitFor();
-  await page.goto(`${base}/#/calendars`);
-  await page.locator("#new-calendar summary").click();
-  await page.fill("#new-calendar-name", "bare");
-  await page.fill("#new-calendar-json", JSON.stringify({ tz: "UTC", hours: { sun: ["09:00-10:00"] } }));
-  await page.click("#new-calendar-create");
-  await page.locator("#new-calendar-error", { hasText: "bare exists already" }).waitFor();
-  assert.deepEqual((await api("GET", "/v1/calendars/bare")).json.hours, { mon: ["09:00-17:00"] });
-  for (const name of ["night-shift", "bare"]) assert.equal((await api("DELETE", `/v1/calendars/${name}`)).status, 204);
-});
-
-test("a token without admin on every queue is told so by the calendars view, not shown a blank page", async () => {
-  for (const token of [READ_ONLY, ORDERS_ADMIN]) {
-    await page.goto(`${base}/#/calendars`);
-    await page.locator('#calendars tr[data-calendar="config-office"]').waitFor();
-    await page.fill("#token", token);
-    await page.click("#token-form button");
-    await page.locator("#calendars-forbidden", { hasText: "lacks the admin permission" }).waitFor();
-    assert.equal(await page.locator("#calendars").count(), 0, `${token} sees no calendar`);
-    assert.equal(await page.locator("#new-calendar").count(), 0, `${token} gets no form`);
-    assert.equal(await page.locator("#banner").isHidden(), true, "the refusal is said in the view");
-    await page.goto(`${base}/#/calendar/config-office`);
-    await page.locator("h1", { hasText: "config-office" }).waitFor();
-    await page.locator("#calendars-forbidden").waitFor();
-    assert.equal(await page.locator("#calendar-hours").count(), 0);
-    await page.fill("#token", TOKEN);
-    await page.click("#token-form button");
-    await page.locator("#calendar-readonly").waitFor();
-  }
 });
 
 test("the page asked nothing of any other host and threw no error", () => {
