@@ -13,97 +13,34 @@
 // The server's config allows egress to 127.0.0.1 (a webhook queue of the tests points
 // there) and its environment holds HOOK_SECRET, a secret that must never show.
 //
-// Needs: the binary (`cargo build -p punctual-cli`; PUNCTUAL_BIN overrides the path),
-// Debian's chromium at /usr/bin/chromium (CHROMIUM overrides), `npm ci` here.
-// Saves screenshots to docs/screenshots/.
+// Needs what harness.mjs says. Saves screenshots to docs/screenshots/.
 
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync, mkdirSync, existsSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
-import { tmpdir } from "node:os";
-import { join, dirname, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
-import { chromium } from "playwright-core";
+import { join } from "node:path";
+import { launch, shots } from "./harness.mjs";
 
-const root = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
-const bin = process.env.PUNCTUAL_BIN || join(root, "target/debug/punctual");
-const browserPath = process.env.CHROMIUM || "/usr/bin/chromium";
-const shots = join(root, "docs/screenshots");
 const TOKEN = "s3cret-dashboard";
 const READ_ONLY = "read-only-dashboard";  // [[access]] with permissions = ["read"]
 const HOOK_SECRET = "hook-secret-value-9f2c";
-const PATIENCE = 20_000;
 
-let server, base, work, context, page, serverLog = "";
-const foreign = [];  // requests that left the server: there must be none (no CDN, no internet)
-const pageErrors = [];
-
-function freePort() {
-  return new Promise((ok, fail) => {
-    const s = createServer();
-    s.once("error", fail);
-    s.listen(0, "127.0.0.1", () => {
-      const { port } = s.address();
-      s.close(() => ok(port));
-    });
-  });
-}
-
-async function api(method, path, body) {
-  const resp = await fetch(base + path, {
-    method,
-    headers: { Authorization: `Bearer ${TOKEN}`, ...(body ? { "Content-Type": "application/json" } : {}) },
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  const text = await resp.text();
-  return { status: resp.status, json: text ? JSON.parse(text) : null };
-}
-
-async function waitFor(what, check) {
-  const deadline = Date.now() + PATIENCE;
-  for (;;) {
-    if (await check()) return;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}\n--- server log ---\n${serverLog}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+let dashboard, base, page;
+let foreign = [];  // requests that left the server: there must be none (no CDN, no internet)
+let pageErrors = [];
+const api = (method, path, body) => dashboard.api(method, path, body);
+const waitFor = (what, check) => dashboard.waitFor(what, check);
 
 before(async () => {
-  assert.ok(existsSync(bin), `no punctual binary at ${bin}: run cargo build -p punctual-cli first`);
-  assert.ok(existsSync(browserPath), `no Chromium at ${browserPath}: apt-get install -y chromium`);
-  mkdirSync(shots, { recursive: true });
-  work = mkdtempSync(join(tmpdir(), "punctual-browser-"));
-  const port = await freePort();
-  base = `http://127.0.0.1:${port}`;
-  const config = join(work, "punctual.toml");
-  writeFileSync(config, `[egress]\nallow = ["127.0.0.1"]\n\n[[access]]\ntoken = "${READ_ONLY}"\npermissions = ["read"]\n`);
-  server = spawn(bin, ["serve", "--config", config, "--listen", `127.0.0.1:${port}`, "--data", join(work, "data"), "--token", TOKEN],
-    { stdio: ["ignore", "pipe", "pipe"], env: { PATH: process.env.PATH, HOOK_SECRET } });
-  server.stdout.on("data", (d) => { serverLog += d; });
-  server.stderr.on("data", (d) => { serverLog += d; });
-  await waitFor("the server's /healthz", async () => {
-    try { return (await fetch(`${base}/healthz`)).ok; } catch { return false; }
+  dashboard = await launch({
+    config: `[egress]\nallow = ["127.0.0.1"]\n\n[[access]]\ntoken = "${READ_ONLY}"\npermissions = ["read"]\n`,
+    token: TOKEN,
+    env: { HOOK_SECRET },
   });
-  context = await chromium.launchPersistentContext(join(work, "chromium-profile"), {
-    executablePath: browserPath,
-    headless: true,
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-      "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-    viewport: { width: 1280, height: 860 },
-  });
-  page = context.pages()[0] || await context.newPage();
-  page.on("dialog", (dialog) => dialog.accept());
-  page.on("request", (request) => { if (!request.url().startsWith(base)) foreign.push(request.url()); });
-  page.on("pageerror", (error) => pageErrors.push(String(error)));
-  page.setDefaultTimeout(PATIENCE);
+  ({ base, page, foreign, pageErrors } = dashboard);
 });
 
 after(async () => {
-  if (context) await context.close();
-  if (server) server.kill("SIGKILL");
-  if (work) rmSync(work, { recursive: true, force: true });
+  if (dashboard) await dashboard.close();
 });
 
 test("the page loads without a token and asks for one; with it, the data shows", async () => {

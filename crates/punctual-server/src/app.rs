@@ -26,8 +26,8 @@ use axum::routing::{delete, get, post, put};
 use futures_util::FutureExt;
 use punctual_core::Store;
 
-use crate::api::{calendars, dead, leases, openapi, ops, queues, settings, tasks};
-use crate::config::access::{self, DASHBOARD_CSS, DASHBOARD_JS, Grant, Rule, Scope};
+use crate::api::{calendars, dashboard, dead, leases, openapi, ops, queues, settings, tasks};
+use crate::config::access::{self, DASHBOARD_FILES, Grant, Rule, Scope};
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -88,9 +88,8 @@ pub fn app<S: Store>(state: AppState<S>) -> Router {
         .route("/metrics", get(ops::metrics::<S>))
         .route("/openapi.json", get(openapi::openapi_json::<S>))
         .route("/v1/access", get(ops::access))
-        .route("/", get(ops::index))
-        .route(DASHBOARD_JS, get(ops::dashboard_js))
-        .route(DASHBOARD_CSS, get(ops::dashboard_css))
+        .route("/", get(dashboard::index))
+        .route(DASHBOARD_FILES, get(dashboard::file))
         .fallback(no_route)
         .method_not_allowed_fallback(no_method)
         .layer(DefaultBodyLimit::max(single_body))

@@ -1,14 +1,15 @@
 //! The handlers of the HTTP API, one file per resource: `tasks`, `queues`, `leases`
 //! (pull workers), `dead`, `settings` (a queue's settings, pause, resume, purge),
 //! `calendars` (working-time calendars),
-//! `ops` (health, readiness, metrics, access, the dashboard) and `openapi` (the
-//! document that describes them all). The router (`app`) routes to them.
+//! `ops` (health, readiness, metrics, access), `dashboard` (its page and files) and
+//! `openapi` (the document that describes them all). The router (`app`) routes to them.
 //!
 //! Each handler reads its request through [`crate::extract`], validates it through
 //! [`crate::bodies`], calls the engine, and answers the object API.md gives, or an
 //! [`ApiError`]; its `#[utoipa::path]` is its entry in `/openapi.json`.
 
 pub(crate) mod calendars;
+pub(crate) mod dashboard;
 pub(crate) mod dead;
 pub(crate) mod leases;
 pub(crate) mod openapi;

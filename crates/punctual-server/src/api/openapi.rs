@@ -29,7 +29,7 @@ use punctual_core::Store;
 use serde_json::{Value, json};
 use utoipa::OpenApi;
 
-use super::{calendars, dead, leases, ops, queues, settings, tasks};
+use super::{calendars, dashboard, dead, leases, ops, queues, settings, tasks};
 use crate::bodies::{self, schema};
 use crate::config::access::{self, Permission, Rule, Scope};
 use crate::config::settings::action_schema;
@@ -86,7 +86,7 @@ use crate::state::AppState;
         ops::readyz,
         ops::metrics,
         openapi_json,
-        ops::index,
+        dashboard::index,
         ops::access,
     ),
     components(schemas(

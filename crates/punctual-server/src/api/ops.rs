@@ -1,8 +1,7 @@
 //! Operations endpoints: `/healthz` (the process answers), `/readyz` (this node can
 //! serve: the store answers and the server is not stopping), `/metrics` (Prometheus
-//! text, see `prom`), `/v1/access` (what the calling token may do), and the dashboard
-//! at `/` with its two assets, embedded in the binary (`dashboard/`: no build step, no
-//! CDN). `/openapi.json` is served by `openapi`, which describes these.
+//! text, see `prom`) and `/v1/access` (what the calling token may do); the dashboard
+//! is served by `dashboard`, `/openapi.json` by `openapi`, which describes these.
 //!
 //! Invariants: readiness depends on this node only, never on a queue's backlog — a
 //! queue nobody drains is the same on every node sharing the store, so making it
@@ -245,28 +244,6 @@ fn group_limits<S: Store>(state: &AppState<S>) -> BTreeMap<String, u32> {
         }
     }
     limits
-}
-
-#[utoipa::path(get, path = "/", tag = "operations",
-    summary = "The dashboard: the page itself needs no token; each of its data calls sends the one typed in it",
-    responses((status = 200, description = "HTML", content_type = "text/html")))]
-pub(crate) async fn index() -> Response {
-    asset("text/html; charset=utf-8", include_str!("../dashboard/index.html"))
-}
-
-/// The dashboard's script.
-pub(crate) async fn dashboard_js() -> Response {
-    asset("text/javascript; charset=utf-8", include_str!("../dashboard/app.js"))
-}
-
-/// The dashboard's style sheet.
-pub(crate) async fn dashboard_css() -> Response {
-    asset("text/css; charset=utf-8", include_str!("../dashboard/style.css"))
-}
-
-/// An embedded file; revalidated on each load, since a new binary may bring a new one.
-fn asset(content_type: &'static str, body: &'static str) -> Response {
-    ([(header::CONTENT_TYPE, content_type), (header::CACHE_CONTROL, "no-cache")], body).into_response()
 }
 
 /// What the calling token may do (`GET /v1/access`): the dashboard shows only the

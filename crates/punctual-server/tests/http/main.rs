@@ -12,6 +12,7 @@ mod auth;
 mod bad_input;
 mod calendars;
 mod config_file;
+mod dashboard;
 mod declared_queues;
 mod group_rate;
 mod leases;

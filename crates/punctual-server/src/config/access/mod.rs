@@ -27,7 +27,7 @@ use toml::Spanned;
 
 pub use grant::{AccessToken, Permission, QueuePattern};
 pub(crate) use grant::{Auth, Grant};
-pub(crate) use rules::{DASHBOARD_CSS, DASHBOARD_JS, Rule, Scope, is_open, rule};
+pub(crate) use rules::{DASHBOARD_FILES, Rule, Scope, is_open, rule};
 
 use super::ConfigError;
 use super::raw::RawAccess;

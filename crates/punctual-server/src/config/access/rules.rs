@@ -44,15 +44,14 @@ pub(crate) enum Rule {
     Needs(Permission, Scope),
 }
 
-/// The dashboard's assets.
-pub(crate) const DASHBOARD_JS: &str = "/dashboard/app.js";
-pub(crate) const DASHBOARD_CSS: &str = "/dashboard/style.css";
+/// The dashboard's files (its script modules and style sheet), by name.
+pub(crate) const DASHBOARD_FILES: &str = "/dashboard/{file}";
 
 /// Paths that never need a token, whatever the method: health, and the dashboard's
-/// page and assets, which hold no data (each data call of the page sends the token
+/// page and files, which hold no data (each data call of the page sends the token
 /// typed into it).
 pub(crate) fn is_open(path: &str) -> bool {
-    matches!(path, "/healthz" | "/readyz" | "/" | DASHBOARD_JS | DASHBOARD_CSS)
+    matches!(path, "/healthz" | "/readyz" | "/") || path.starts_with("/dashboard/")
 }
 
 /// The rule of the route `path` (the router's template, e.g.
@@ -63,7 +62,7 @@ pub(crate) fn rule(method: &Method, path: &str) -> Option<Rule> {
     use Scope::{Everywhere, InBody, Listed, PathLease, PathQueue};
     let method = if method == Method::HEAD { "GET" } else { method.as_str() };
     let rule = match (method, path) {
-        ("GET", "/healthz" | "/readyz" | "/" | DASHBOARD_JS | DASHBOARD_CSS) => Rule::Open,
+        ("GET", "/healthz" | "/readyz" | "/" | DASHBOARD_FILES) => Rule::Open,
         ("GET", "/openapi.json" | "/v1/access") => Rule::AnyToken,
         ("GET", "/metrics") => Rule::Needs(Read, Everywhere),
         ("GET", "/v1/queues") => Rule::Needs(Read, Listed),

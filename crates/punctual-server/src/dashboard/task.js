@@ -1,0 +1,75 @@
+// "#/task/<q>/<key>": one task, with its HTTP target when it carries one, and the
+// buttons the token may use (cancel with `schedule`, retry a dead task with `admin`).
+
+import { api } from "./api.js";
+import { may } from "./access.js";
+import { h, enc } from "./dom.js";
+import { relative, shortTime } from "./format.js";
+import { groupHash } from "./groups.js";
+import { act, confirmThen } from "./page.js";
+import { queueHash } from "./queue.js";
+
+export async function taskPage(queue, key) {
+  let task;
+  try {
+    task = await api("GET", `/v1/queues/${enc(queue)}/tasks/${enc(key)}`);
+  } catch (err) {
+    if (err.status !== 404) throw err;
+    return [
+      h("h1", {}, h("a", { href: `#/queue/${enc(queue)}` }, queue), " / ", key),
+      h("div", { class: "panel", id: "task-missing" }, "No such task: it was never scheduled, or it is done or cancelled."),
+    ];
+  }
+  const path = `/v1/queues/${enc(queue)}/tasks/${enc(key)}`;
+  const fields = [
+    ["State", h("span", { class: `pill ${task.state}`, id: "task-state" }, task.state)],
+    ["Due", `${shortTime(task.due_at)} (${relative(task.due_at)})`],
+    ["Attempts", `${task.attempts} of ${task.max_attempts}`],
+    ["Repeat", task.repeat ? JSON.stringify(task.repeat) : "–"],
+    ["Tags", task.tags.length
+      ? task.tags.flatMap((t, i) => [i ? ", " : "", h("a", { href: queueHash(queue, { tag: t }), class: "tag" }, t)])
+      : "–"],
+    ["Priority", h("span", { id: "task-priority" }, String(task.priority ?? 0))],
+    ["Group", task.group ? h("a", { id: "task-group", href: groupHash(queue, task.group) }, task.group)
+      : h("span", { id: "task-group" }, "–")],
+    ["Version", task.version],
+    ["Created", shortTime(task.created_at)],
+    ["Updated", shortTime(task.updated_at)],
+    ["Lease expires", task.lease_expires_at ? shortTime(task.lease_expires_at) : "–"],
+    ["Last error", task.last_error || "–"],
+  ];
+  const buttons = [];
+  if (may("schedule", queue)) {
+    buttons.push(h("button", { class: "danger", id: "cancel-task",
+      onclick: (e) => confirmThen(`Cancel ${key}?`, () => act(e, "DELETE", path, `Cancelled ${key}`, `#/queue/${enc(queue)}`)) }, "Cancel task"));
+  }
+  if (task.state === "dead" && may("admin", queue)) {
+    buttons.push(h("button", { class: "retry", onclick: (e) => act(e, "POST", `/v1/queues/${enc(queue)}/dead/${enc(key)}/retry`, `Retried ${key}`) }, "Retry"));
+  }
+  return [
+    h("h1", {}, h("a", { href: `#/queue/${enc(queue)}` }, queue), " / ", key),
+    h("div", { class: "panel" },
+      h("dl", { class: "task" }, fields.map(([k, v]) => [h("dt", {}, k), h("dd", {}, v)])),
+      h("div", { class: "actions" }, buttons),
+      task.target ? [h("h2", {}, "HTTP target"), targetTable(task.target)] : null,
+      h("h2", {}, "Payload"),
+      h("pre", {}, JSON.stringify(task.payload, null, 2))),
+  ];
+}
+
+// Where the server delivers a task that carries its own HTTP target. The URL and the
+// headers come from whoever scheduled the task: as text only, like everything here.
+function targetTable(target) {
+  const headers = Object.entries(target.headers || {});
+  const row = (label, value, col) => h("tr", {}, h("th", {}, label), h("td", { "data-col": col }, value));
+  const custom = target.body !== undefined && target.body !== null;
+  const body = custom ? "custom (set by the task)" : "the standard delivery body";
+  return h("table", { class: "settings", id: "task-target" }, h("tbody", {},
+    row("Method", target.method, "method"),
+    row("URL", target.url, "url"),
+    row("Headers", headers.length
+      ? h("ul", { class: "headers" }, headers.map(([name, value]) => h("li", { "data-header": name }, h("code", {}, name), ": ", value)))
+      : "none", "headers"),
+    row("Timeout", target.timeout, "timeout"),
+    row("Body", body, "body")));
+}
