@@ -13,6 +13,7 @@
 pub(crate) mod calendar;
 pub(crate) mod cron;
 mod help;
+pub(crate) mod timing;
 
 use std::ffi::OsString;
 use std::path::Path;
@@ -25,6 +26,7 @@ use serde_json::Value;
 
 use crate::client::parse_server_url;
 pub(crate) use cron::CronSyntaxArg;
+use timing::TimingArgs;
 
 /// The `punctual` command line.
 #[derive(Debug, Parser)]
@@ -221,13 +223,15 @@ pub(crate) struct ScheduleArgs {
     #[arg(long, requires = "unique_for")]
     pub(crate) unique_dead: bool,
     /// Count --delay in this working-time calendar (whole days as working days), or
-    /// with --at move a time outside working hours to its next opening (punctual
-    /// calendar ls)
+    /// with --at move a time outside working hours to its next opening; a repeat runs
+    /// in its working time (punctual calendar ls)
     #[arg(long, value_name = "NAME", value_parser = NonEmptyStringValueParser::new())]
     pub(crate) calendar: Option<String>,
     /// When the key exists: replace it (the default), keep it untouched, or error (exit 1)
     #[arg(long, value_enum, value_name = "MODE")]
     pub(crate) if_exists: Option<IfExists>,
+    #[command(flatten)]
+    pub(crate) timing: TimingArgs,
     /// The server delivers the task to this http(s) URL when due, instead of a handler
     #[arg(long, value_name = "URL", help_heading = "HTTP target")]
     pub(crate) target_url: Option<String>,
@@ -597,7 +601,7 @@ fn std_duration_arg(text: &str) -> Result<std::time::Duration, String> {
 
 /// `--delay`, `--repeat-every`: read as the server reads them, so a typo is a usage
 /// error (exit 2) as a bad `--payload` is; sent as typed.
-fn duration_arg(text: &str) -> Result<String, String> {
+pub(crate) fn duration_arg(text: &str) -> Result<String, String> {
     punctual_core::parse_duration(text).map(|_| text.to_owned())
 }
 

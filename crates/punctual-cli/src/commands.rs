@@ -29,7 +29,7 @@ const PAGE_SIZE: u32 = 100;
 
 /// A duration or time as the API takes it: digits only are milliseconds (a JSON
 /// number), anything else goes as the string typed, for the server to read.
-fn duration_or_time(text: &str) -> Value {
+pub(crate) fn duration_or_time(text: &str) -> Value {
     let trimmed = text.trim();
     match trimmed.parse::<u64>() {
         Ok(ms) if trimmed.bytes().all(|b| b.is_ascii_digit()) => json!(ms),
@@ -102,6 +102,7 @@ pub(crate) fn schedule_body(args: &ScheduleArgs) -> Result<Value, UsageError> {
     if let Some(mode) = args.if_exists {
         body.insert("if_exists".into(), json!(mode.as_str()));
     }
+    args.timing.insert_into(&mut body);
     if let Some(target) = target(args)? {
         body.insert("target".into(), target);
     }
@@ -679,6 +680,14 @@ mod tests {
         assert_eq!(body, json!({"delay": "8h", "calendar": "cn-office"}));
         let body = body_of(&["--at", "2026-12-05T10:00:00+08:00", "--calendar", "cn-office"]);
         assert_eq!(body, json!({"due_at": "2026-12-05T10:00:00+08:00", "calendar": "cn-office", "align": "next_open"}));
+    }
+
+    #[test]
+    fn the_timing_flags_become_the_tasks_timing_fields() {
+        let body = body_of(&["--repeat-every", "1h", "--misfire", "fire-all", "--catch-up-max", "3"]);
+        assert_eq!(body, json!({"repeat": {"every": "1h"}, "misfire": "fire_all", "catch_up_max": 3}));
+        let body = body_of(&["--misfire", "skip", "--misfire-after", "10m", "--overlap", "queue", "--jitter", "30s"]);
+        assert_eq!(body, json!({"misfire": "skip", "misfire_after": "10m", "overlap": "queue", "jitter": "30s"}));
     }
 
     #[test]

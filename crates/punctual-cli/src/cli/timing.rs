@@ -1,0 +1,80 @@
+//! `punctual schedule`'s timing flags: what becomes of missed and overlapping
+//! occurrences, and jitter (the task fields `misfire`, `misfire_after`,
+//! `catch_up_max`, `overlap` and `jitter` of the API), sent only when given.
+
+use clap::{Args, ValueEnum};
+use serde_json::{Map, Value, json};
+
+use super::duration_arg;
+use crate::commands::duration_or_time;
+
+/// The timing flags of `punctual schedule`.
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Timing")]
+pub(crate) struct TimingArgs {
+    /// Occurrences missed while no server ran or the queue was paused: fire-once (the
+    /// default: one firing for all of them), fire-all (each, oldest first, up to
+    /// --catch-up-max) or skip (a task leased later than --misfire-after past its due
+    /// time does not fire)
+    #[arg(long, value_enum, value_name = "POLICY")]
+    pub(crate) misfire: Option<MisfireArg>,
+    /// With --misfire skip: later than this past its due time is a misfire (default 1m)
+    #[arg(long, value_name = "D", value_parser = duration_arg)]
+    pub(crate) misfire_after: Option<String>,
+    /// With --misfire fire-all: at most this many missed occurrences fire (default 10)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub(crate) catch_up_max: Option<u32>,
+    /// Occurrences of a repeat that fall due while its firing runs: skip them (the
+    /// default) or queue the latest, to fire as soon as the firing ends
+    #[arg(long, value_enum, value_name = "POLICY")]
+    pub(crate) overlap: Option<OverlapArg>,
+    /// Spread the due time (each occurrence's, for a repeat) uniformly over this much
+    /// later, for many tasks due at the same instant (e.g. 30s)
+    #[arg(long, value_name = "D", value_parser = duration_arg)]
+    pub(crate) jitter: Option<String>,
+}
+
+/// `misfire` as a flag's value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum MisfireArg {
+    FireOnce,
+    FireAll,
+    Skip,
+}
+
+/// `overlap` as a flag's value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum OverlapArg {
+    Skip,
+    Queue,
+}
+
+impl TimingArgs {
+    /// Adds the fields given to a task body.
+    pub(crate) fn insert_into(&self, body: &mut Map<String, Value>) {
+        if let Some(misfire) = self.misfire {
+            let name = match misfire {
+                MisfireArg::FireOnce => "fire_once",
+                MisfireArg::FireAll => "fire_all",
+                MisfireArg::Skip => "skip",
+            };
+            body.insert("misfire".into(), json!(name));
+        }
+        if let Some(after) = &self.misfire_after {
+            body.insert("misfire_after".into(), duration_or_time(after));
+        }
+        if let Some(n) = self.catch_up_max {
+            body.insert("catch_up_max".into(), json!(n));
+        }
+        if let Some(overlap) = self.overlap {
+            let name = match overlap {
+                OverlapArg::Skip => "skip",
+                OverlapArg::Queue => "queue",
+            };
+            body.insert("overlap".into(), json!(name));
+        }
+        if let Some(jitter) = &self.jitter {
+            body.insert("jitter".into(), duration_or_time(jitter));
+        }
+    }
+}
