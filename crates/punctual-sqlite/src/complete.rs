@@ -6,7 +6,8 @@
 //! of one with a dedupe window (which writes its completion record, `completions`),
 //! which runs in a savepoint: so a failed completion leaves its task as it was, and a
 //! batch of completions needs no savepoint per completion. A task put back to scheduled
-//! takes its lane's code.
+//! takes its lane's code. A reschedule anchors the task at the completion's anchor; no
+//! completion writes the task's timing.
 
 use punctual_core::store::{CompleteRequest, Completion, corrupt};
 use punctual_core::{Result, StoreId, transitions};
@@ -27,7 +28,7 @@ static RETRY: Sql = Sql::new(|| {
 static RESCHEDULE: Sql = Sql::new(|| {
     format!(
         "UPDATE OR FAIL tasks SET state = {}, due_at = ?2, lease_expires_at = NULL, attempts = 0, \
-         occurrence = occurrence + 1, last_error = NULL, updated_at = ?3 WHERE id = ?1",
+         occurrence = occurrence + 1, anchor = ?3, last_error = NULL, updated_at = ?4 WHERE id = ?1",
         scheduled_by_target()
     )
 });
@@ -53,7 +54,9 @@ pub(crate) fn complete(conn: &Connection, store: StoreId, req: &CompleteRequest)
             record.as_ref().map_or(Ok(()), |record| completions::write(conn, queue_id, record))
         }),
         Completion::Retry { at, error } => update(&RETRY, params![id, at.as_millis(), error, now]),
-        Completion::Reschedule { at, .. } => update(&RESCHEDULE, params![id, at.as_millis(), now]),
+        Completion::Reschedule { at, anchor } => {
+            update(&RESCHEDULE, params![id, at.as_millis(), anchor.as_millis(), now])
+        }
         Completion::Dead { error } => update(&DIE, params![id, error, now]),
     }
 }

@@ -8,6 +8,7 @@
 
 use std::time::Duration;
 
+use punctual_core::policy::Timing;
 use punctual_core::store::corrupt;
 use punctual_core::{
     Backoff, Group, NewTask, Priority, QueueName, Repeat, Result, StoreId, Tag, Target, Task, TaskKey, TaskMeta,
@@ -21,7 +22,7 @@ use crate::codes::{code_of_scheduled, state_of};
 /// [`RawTask::from_row`] reads them.
 pub(crate) const TASK_COLUMNS: &str = "id, key, state, due_at, lease_expires_at, fence, version, attempts, \
     max_attempts, occurrence, anchor, backoff_initial_ms, backoff_factor, backoff_max_ms, repeat, tags, payload, \
-    created_at, updated_at, last_error, target, priority, debounce_until, group_name, unique_window_ms, unique_dead";
+    created_at, updated_at, last_error, target, priority, debounce_until, group_name, unique_window_ms, unique_dead, timing";
 
 /// The raw columns of one task row, decoded outside rusqlite's error type.
 pub(crate) struct RawTask {
@@ -48,6 +49,7 @@ pub(crate) struct RawTask {
     debounce_until: Option<i64>,
     group: Option<String>,
     unique: (Option<i64>, bool),
+    timing: Option<String>,
 }
 
 impl RawTask {
@@ -77,6 +79,7 @@ impl RawTask {
             debounce_until: row.get(22)?,
             group: row.get(23)?,
             unique: (row.get(24)?, row.get(25)?),
+            timing: row.get(26)?,
         })
     }
 
@@ -127,6 +130,7 @@ impl RawTask {
             u32::try_from(self.priority).map_err(corrupt).and_then(|level| Priority::new(level).map_err(corrupt))?;
         task.group = self.group.map(Group::new).transpose().map_err(corrupt)?;
         task.unique_for = unique_of(self.unique)?;
+        task.timing = timing_of(self.timing.as_deref())?;
         debug_assert!(
             task.state != TaskState::Scheduled || self.state == code_of_scheduled(task.lane(), task.group.is_some()),
             "a scheduled task's state code names its lane and whether it has a group"
@@ -141,6 +145,11 @@ pub(crate) fn unique_of((window_ms, dead): (Option<i64>, bool)) -> Result<Option
     let Some(ms) = window_ms else { return Ok(None) };
     let window = Unique::new(Duration::from_millis(u64::try_from(ms).map_err(corrupt)?));
     Ok(Some(if dead { window.counting_dead() } else { window }))
+}
+
+/// The timing policies a row's `timing` column holds (NULL: the defaults).
+pub(crate) fn timing_of(json: Option<&str>) -> Result<Timing> {
+    json.map_or(Ok(Timing::default()), |json| serde_json::from_str(json).map_err(corrupt))
 }
 
 /// The tags a row's `tags` column holds when not NULL (NULL: none).

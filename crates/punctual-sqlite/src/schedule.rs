@@ -4,8 +4,11 @@
 //! Invariants: a created and a replaced task are written from one list of columns
 //! ([`WRITTEN`]): a replaced task starts over as a created one does (first occurrence,
 //! no attempts, no lease, no error, in the scheduled code of its lane), keeping only
-//! its id, fence and creation time, its version one more. Every parameter of those
-//! statements is bound by name (checked by a `debug_assert!`).
+//! its id, fence and creation time, its version one more. Both anchor the task at
+//! `transitions::anchor` of the task once debounced (its `scheduled_for`, or the due
+//! time a debounce brought before it) and write its timing as JSON, NULL when every
+//! policy is the default. Every parameter of those statements is bound by name
+//! (checked by a `debug_assert!`).
 
 use std::time::Duration;
 
@@ -22,14 +25,14 @@ use crate::{completions, map_err};
 
 /// Every column a schedule writes, created or replaced alike, with its value: SQL, or a
 /// parameter that [`Written::run`] binds.
-const WRITTEN: [(&str, &str); 21] = [
+const WRITTEN: [(&str, &str); 22] = [
     ("state", ":state"),
     ("due_at", ":due_at"),
     ("lease_expires_at", "NULL"),
     ("attempts", "0"),
     ("max_attempts", ":max_attempts"),
     ("occurrence", "1"),
-    ("anchor", ":due_at"),
+    ("anchor", ":anchor"),
     ("backoff_initial_ms", ":backoff_initial_ms"),
     ("backoff_factor", ":backoff_factor"),
     ("backoff_max_ms", ":backoff_max_ms"),
@@ -44,6 +47,7 @@ const WRITTEN: [(&str, &str); 21] = [
     ("group_name", ":group_name"),
     ("unique_window_ms", ":unique_window_ms"),
     ("unique_dead", ":unique_dead"),
+    ("timing", ":timing"),
 ];
 
 /// A new row: [`WRITTEN`], and the columns only a creation writes.
@@ -67,6 +71,7 @@ static REPLACE: Sql = Sql::new(|| {
 struct Written {
     state: i64,
     due_at: i64,
+    anchor: i64,
     max_attempts: u32,
     backoff_initial_ms: i64,
     backoff_factor: f64,
@@ -81,9 +86,12 @@ struct Written {
     group_name: Option<String>,
     unique_window_ms: Option<i64>,
     unique_dead: bool,
+    timing: Option<String>,
 }
 
 impl Written {
+    /// The parameters of `task`, once debounced (its due time no later than
+    /// `debounce_until`), so that its anchor is [`transitions::anchor`]'s.
     fn of(task: &NewTask, debounce_until: Option<Timestamp>, now: Timestamp) -> Result<Written> {
         let json = |e: serde_json::Error| Error::Internal(e.to_string());
         Ok(Written {
@@ -93,6 +101,7 @@ impl Written {
                 task.group.is_some(),
             ),
             due_at: task.due_at.as_millis(),
+            anchor: transitions::anchor(task).as_millis(),
             max_attempts: task.max_attempts,
             backoff_initial_ms: ms(task.backoff.initial()),
             backoff_factor: task.backoff.factor(),
@@ -107,6 +116,11 @@ impl Written {
             group_name: task.group.as_ref().map(|group| group.as_str().to_owned()),
             unique_window_ms: task.unique_for.map(|unique| ms(unique.window)),
             unique_dead: task.unique_for.is_some_and(|unique| unique.dead),
+            // NULL for the defaults: the usual task stores no more than before timing.
+            timing: (!task.timing.is_default())
+                .then(|| serde_json::to_string(&task.timing))
+                .transpose()
+                .map_err(json)?,
         })
     }
 
@@ -121,6 +135,7 @@ impl Written {
         let mut bound: Vec<(&'static str, &dyn ToSql)> = vec![
             (":state", &self.state),
             (":due_at", &self.due_at),
+            (":anchor", &self.anchor),
             (":max_attempts", &self.max_attempts),
             (":backoff_initial_ms", &self.backoff_initial_ms),
             (":backoff_factor", &self.backoff_factor),
@@ -135,6 +150,7 @@ impl Written {
             (":group_name", &self.group_name),
             (":unique_window_ms", &self.unique_window_ms),
             (":unique_dead", &self.unique_dead),
+            (":timing", &self.timing),
         ];
         bound.extend_from_slice(more);
         let mut stmt = conn.prepare_cached(sql).map_err(map_err)?;
@@ -193,7 +209,8 @@ fn schedule_one(conn: &Connection, store: StoreId, mut task: NewTask, now: Times
             let more: [(&str, &dyn ToSql); 2] = [(":queue_id", &queue_id), (":key", &key)];
             let id = written.run(conn, &INSERT, &more, |stmt, bound| stmt.insert(bound))?;
             write_tags(conn, queue_id, id, &task.tags)?;
-            let mut meta = TaskMeta::new(store, u64::try_from(id).map_err(corrupt)?, 0, 1, task.due_at);
+            let anchor = transitions::anchor(&task);
+            let mut meta = TaskMeta::new(store, u64::try_from(id).map_err(corrupt)?, 0, 1, anchor);
             meta.debounce_until = debounce_until;
             Ok(Ok(Scheduled::new(ScheduleOutcome::Created, Task::from_new(task, meta, now))))
         }
@@ -208,7 +225,8 @@ fn schedule_one(conn: &Connection, store: StoreId, mut task: NewTask, now: Times
                 delete_tags(conn, queue_id, id, &old.tags)?;
                 written.run(conn, &REPLACE, &[(":id", &id)], |stmt, bound| stmt.execute(bound))?;
                 write_tags(conn, queue_id, id, &task.tags)?;
-                let mut meta = TaskMeta::new(store, old.meta.id, old.meta.fence, 1, task.due_at);
+                let anchor = transitions::anchor(&task);
+                let mut meta = TaskMeta::new(store, old.meta.id, old.meta.fence, 1, anchor);
                 meta.debounce_until = debounce_until;
                 let mut replaced = Task::from_new(task, meta, now);
                 replaced.version = old.version + 1;
@@ -216,5 +234,42 @@ fn schedule_one(conn: &Connection, store: StoreId, mut task: NewTask, now: Times
                 Ok(Ok(Scheduled::new(ScheduleOutcome::Replaced, replaced)))
             }
         },
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "a test: a failed unwrap is a failed test with its line")]
+mod tests {
+    use punctual_core::policy::{Overlap, Timing};
+    use punctual_core::{QueueName, TaskKey};
+
+    use super::*;
+
+    /// A task with the default timing stores NULL, as every task did before timing
+    /// existed; one with a policy stores its JSON, and a replace by a task without one
+    /// clears it.
+    #[test]
+    fn only_a_task_with_a_policy_stores_its_timing() {
+        let conn = crate::schema::in_memory();
+        let (store, now) = (StoreId::from_bits(7), Timestamp::from_millis(1_000));
+        let queue = QueueName::new("reminders").unwrap();
+        let task = |name: &str, overlap| {
+            let mut task = NewTask::new(queue.clone(), TaskKey::new(name).unwrap(), now);
+            task.timing.overlap = overlap;
+            task
+        };
+        let stored = |name: &str| -> Option<String> {
+            conn.query_row("SELECT timing FROM tasks WHERE key = ?1", [name], |row| row.get(0)).unwrap()
+        };
+        let tasks = vec![task("plain", Overlap::Skip), task("queued", Overlap::Queue)];
+        for result in schedule(&conn, store, tasks, now).unwrap() {
+            result.unwrap();
+        }
+        assert_eq!(stored("plain"), None, "the default timing is NULL");
+        let json = stored("queued").unwrap();
+        assert_eq!(serde_json::from_str::<Timing>(&json).unwrap().overlap, Overlap::Queue);
+
+        schedule(&conn, store, vec![task("queued", Overlap::Skip)], now).unwrap().pop().unwrap().unwrap();
+        assert_eq!(stored("queued"), None, "a replace writes the new task's timing");
     }
 }

@@ -16,6 +16,8 @@
 //!   the task's priority, 0–9; `debounce_until` its debounce burst's bound
 //!   (`TaskMeta::debounce_until`), NULL outside a burst; `unique_window_ms` its dedupe
 //!   window (NULL: none) and `unique_dead` 1 when the window holds it dead too.
+//!   `timing` is the task's timing policies as `Timing`'s JSON, NULL when every
+//!   policy is the default (so the usual task writes and reads nothing more).
 //!   `group_name` is the task's group, NULL for none; a scheduled task in a group has
 //!   its own codes, 4 (handler lane) and 5 (target lane), so the ungrouped tasks of a
 //!   lane are still one range that a lease without groups reads as before.
@@ -87,15 +89,20 @@
 //!   either (its leases left no slot to count); it must refuse the store. Migrating
 //!   from 4 changes nothing else (the open makes the table): a store of layout 4 has
 //!   no slot, as no lease of it took one.
+//! - 6: `tasks.timing`. A change of layout: a punctual of layout 5 would read every
+//!   task without its calendar, misfire, overlap and jitter (a repeat would fire out of
+//!   its working time and catch up by the defaults) and would keep a replaced task's
+//!   old timing under the new task; it must refuse the store. Migrating adds the
+//!   column, every task with the default timing (NULL).
 
 use crate::codes::{DEAD, GROUPED_HANDLER_LANE, GROUPED_TARGET_LANE, LEASED, Sql};
 
 /// Bumped when the layout changes; a store refuses to open a newer layout.
-pub(crate) const VERSION: i64 = 5;
+pub(crate) const VERSION: i64 = 6;
 
 /// What turns a store of each older layout into one of the next: `(from, statements)`,
 /// applied in order from the store's layout on.
-pub(crate) const MIGRATIONS: [(i64, &str); 4] = [
+pub(crate) const MIGRATIONS: [(i64, &str); 5] = [
     (1, "ALTER TABLE tasks ADD COLUMN target TEXT;"),
     (
         2,
@@ -112,6 +119,7 @@ pub(crate) const MIGRATIONS: [(i64, &str); 4] = [
     ),
     // `TABLES` made `group_slots`.
     (4, ""),
+    (5, "ALTER TABLE tasks ADD COLUMN timing TEXT;"),
 ];
 
 /// Every table, each made at an open that finds it missing; then the open migrates an
@@ -159,7 +167,8 @@ CREATE TABLE IF NOT EXISTS tasks (
     debounce_until     INTEGER,
     group_name         TEXT,
     unique_window_ms   INTEGER,
-    unique_dead        INTEGER NOT NULL DEFAULT 0
+    unique_dead        INTEGER NOT NULL DEFAULT 0,
+    timing             TEXT
 );
 CREATE TABLE IF NOT EXISTS task_groups (
     queue_id    INTEGER NOT NULL,

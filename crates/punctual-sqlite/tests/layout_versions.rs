@@ -1,7 +1,7 @@
 //! Layout versions on disk: a store of layout 1 (before targets), 2 (before
-//! priorities), 3 (before groups and dedupe windows) or 4 (before group rates) is
-//! migrated at its next open to the current layout, 5, and keeps its tasks; a store of
-//! a newer layout is refused.
+//! priorities), 3 (before groups and dedupe windows), 4 (before group rates) or 5
+//! (before timing policies) is migrated at its next open to the current layout, 6, and
+//! keeps its tasks; a store of a newer layout is refused.
 //!
 //! Guards against an upgrade that cannot open a layout-1 store (it has no `target`
 //! column, which every task read selects), loses or alters its tasks, puts them in the
@@ -14,15 +14,18 @@
 //! a punctual without windows would create a task a record holds; against a layout-4
 //! store that cannot hold a group rate after the migration, whose slots do not survive
 //! a reopen, or whose version stays 4 so that a punctual without rates would lease past
-//! a queue's rate; and against opening a layout this code cannot read.
+//! a queue's rate; against a layout-5 store whose tasks come out with a timing other
+//! than the default, that cannot keep a timing written after the migration, or whose
+//! version stays 5 so that a punctual without timing would fire its repeats out of
+//! their calendars; and against opening a layout this code cannot read.
 
 use std::path::Path;
 use std::time::Duration;
 
-use punctual_core::policy::Rate;
+use punctual_core::policy::{Misfire, Overlap, Rate, Timing};
 use punctual_core::store::{CompleteRequest, Completion, LeaseRequest};
 use punctual_core::{
-    Error, Group, Lane, NewTask, Priority, QueueName, ScheduleOutcome, Store, Tag, Target, TaskKey, TaskState,
+    Error, Group, Lane, NewTask, Priority, QueueName, Repeat, ScheduleOutcome, Store, Tag, Target, TaskKey, TaskState,
     Timestamp, Unique,
 };
 use punctual_sqlite::{DB_FILE, SqliteStore};
@@ -31,10 +34,17 @@ use serde_json::json;
 const NOW: Timestamp = Timestamp::from_millis(1_796_040_000_000);
 
 /// The layout this punctual writes.
-const CURRENT_LAYOUT: i64 = 5;
+const CURRENT_LAYOUT: i64 = 6;
 
-/// What turns a store of the current layout into one of layout 4, as punctual of
-/// layout 4 wrote it: no group rates.
+/// What turns a store of the current layout into one of layout 5, as punctual of
+/// layout 5 wrote it: no timing policies.
+const BACK_TO_LAYOUT_5: &str = "
+ALTER TABLE tasks DROP COLUMN timing;
+UPDATE meta SET value = 5 WHERE name = 'schema_version';
+";
+
+/// What turns a store of layout 5 into one of layout 4, as punctual of layout 4 wrote
+/// it: no group rates.
 const BACK_TO_LAYOUT_4: &str = "
 DROP INDEX group_slots_by_end; DROP TABLE group_slots;
 UPDATE meta SET value = 4 WHERE name = 'schema_version';
@@ -220,6 +230,7 @@ async fn a_layout_2_store_is_migrated_with_every_task_at_priority_0() {
     drop(store);
     // What punctual of layout 2 left on disk: no priority column, nor its index.
     let db = rusqlite::Connection::open(dir.path().join(DB_FILE)).expect("open the database");
+    db.execute_batch(BACK_TO_LAYOUT_5).expect("as punctual of layout 5 wrote it");
     db.execute_batch(BACK_TO_LAYOUT_4).expect("as punctual of layout 4 wrote it");
     db.execute_batch(BACK_TO_LAYOUT_3).expect("as punctual of layout 3 wrote it");
     db.execute_batch(
@@ -259,6 +270,7 @@ async fn a_layout_3_store_is_migrated_with_every_task_ungrouped() {
     store.close().await.expect("close");
     drop(store);
     let db = rusqlite::Connection::open(dir.path().join(DB_FILE)).expect("open the database");
+    db.execute_batch(BACK_TO_LAYOUT_5).expect("as punctual of layout 5 wrote it");
     db.execute_batch(BACK_TO_LAYOUT_4).expect("as punctual of layout 4 wrote it");
     db.execute_batch(BACK_TO_LAYOUT_3).expect("as punctual of layout 3 wrote it");
     drop(db);
@@ -298,6 +310,7 @@ async fn a_layout_3_store_is_migrated_with_no_window_and_keeps_completion_record
     drop(store);
     // What punctual of layout 3 left on disk: no window columns, no completions.
     let db = rusqlite::Connection::open(dir.path().join(DB_FILE)).expect("open the database");
+    db.execute_batch(BACK_TO_LAYOUT_5).expect("as punctual of layout 5 wrote it");
     db.execute_batch(BACK_TO_LAYOUT_4).expect("as punctual of layout 4 wrote it");
     db.execute_batch(BACK_TO_LAYOUT_3).expect("as punctual of layout 3 wrote it");
     drop(db);
@@ -340,6 +353,7 @@ async fn a_layout_4_store_is_migrated_and_then_holds_a_group_rate_across_a_reope
     store.close().await.expect("close");
     drop(store);
     let db = rusqlite::Connection::open(dir.path().join(DB_FILE)).expect("open the database");
+    db.execute_batch(BACK_TO_LAYOUT_5).expect("as punctual of layout 5 wrote it");
     db.execute_batch(BACK_TO_LAYOUT_4).expect("as punctual of layout 4 wrote it");
     drop(db);
 
@@ -360,4 +374,50 @@ async fn a_layout_4_store_is_migrated_and_then_holds_a_group_rate_across_a_reope
     assert_eq!(held.next_due, Some(at_secs(60)));
     let after = store.lease(rated(at_secs(60))).await.expect("lease");
     assert_eq!(after.leases.iter().map(|lease| lease.task.key.as_str()).collect::<Vec<_>>(), ["third"]);
+}
+
+/// A layout-5 store (group rates, no timing policies): its tasks come out with the
+/// default timing and their anchors, a lease and a reschedule go on as before, and a
+/// replace then gives one a timing that survives a reopen.
+#[tokio::test]
+async fn a_layout_5_store_is_migrated_with_every_task_at_the_default_timing() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = SqliteStore::open(dir.path()).expect("open");
+    let mut hourly = NewTask::new(queue(), key("hourly"), NOW);
+    hourly.repeat = Some(Repeat::every(Duration::from_secs(3600)).expect("a repeat"));
+    let tasks = vec![hourly, NewTask::new(queue(), key("once"), at_secs(5))];
+    for scheduled in store.schedule(tasks, NOW).await.expect("schedule") {
+        scheduled.expect("created");
+    }
+    store.close().await.expect("close");
+    drop(store);
+    let db = rusqlite::Connection::open(dir.path().join(DB_FILE)).expect("open the database");
+    db.execute_batch(BACK_TO_LAYOUT_5).expect("as punctual of layout 5 wrote it");
+    drop(db);
+
+    let store = SqliteStore::open(dir.path()).expect("open the layout-5 store");
+    assert_eq!(layout_version(dir.path()), CURRENT_LAYOUT, "the open migrates the layout");
+    for (name, anchor) in [("hourly", NOW), ("once", at_secs(5))] {
+        let task = store.get(&queue(), &key(name)).await.expect("get").expect("the task is kept");
+        assert_eq!((task.state, task.timing, task.meta.anchor), (TaskState::Scheduled, Timing::default(), anchor));
+    }
+    let batch = store.lease(LeaseRequest::new(queue(), 1, Duration::from_secs(30), NOW)).await.expect("lease");
+    let rearm = Completion::Reschedule { at: at_secs(3_607), anchor: at_secs(3_600) };
+    store.complete(CompleteRequest::new(batch.leases[0].token.clone(), rearm, at_secs(1))).await.expect("rearmed");
+    let hourly = store.get(&queue(), &key("hourly")).await.expect("get").expect("kept");
+    assert_eq!((hourly.due_at, hourly.meta.anchor, hourly.timing), (at_secs(3_607), at_secs(3_600), Timing::default()));
+
+    let mut timing = Timing::default();
+    timing.misfire = Misfire::FireAll;
+    timing.overlap = Overlap::Queue;
+    let mut replaced = NewTask::new(queue(), key("once"), at_secs(12));
+    replaced.scheduled_for = at_secs(10);
+    replaced.timing = timing.clone();
+    store.schedule(vec![replaced], at_secs(2)).await.expect("schedule").pop().expect("one").expect("replaced");
+    store.close().await.expect("close");
+    drop(store);
+
+    let store = SqliteStore::open(dir.path()).expect("reopen");
+    let once = store.get(&queue(), &key("once")).await.expect("get").expect("kept");
+    assert_eq!((once.timing, once.meta.anchor, once.due_at), (timing, at_secs(10), at_secs(12)));
 }
