@@ -219,8 +219,8 @@ pub struct Task {
     /// The task's dedupe window, see [`Unique`].
     pub unique_for: Option<Unique>,
     /// Calendar, misfire, overlap and jitter (see [`Timing`]): in the API's task
-    /// object, each policy that is not the default is a field of its own.
-    #[serde(flatten)]
+    /// object, each policy is a field of its own with its effective value.
+    #[serde(flatten, serialize_with = "Timing::serialize_effective")]
     pub timing: Timing,
     /// Store bookkeeping, not part of the API's task object.
     #[serde(skip)]

@@ -2,7 +2,7 @@
 //! tests both check, written once.
 
 /// The fields of API.md's task object, exactly.
-pub const TASK_FIELDS: [&str; 19] = [
+pub const TASK_FIELDS: [&str; 25] = [
     "queue",
     "key",
     "state",
@@ -22,6 +22,13 @@ pub const TASK_FIELDS: [&str; 19] = [
     "last_error",
     "target",
     "unique_for",
+    // Wave 3's timing policies, each with its effective value.
+    "calendar",
+    "misfire",
+    "misfire_after",
+    "catch_up_max",
+    "overlap",
+    "jitter",
 ];
 
 /// Whether `text` has API.md's form of a time: RFC 3339 UTC with exactly three

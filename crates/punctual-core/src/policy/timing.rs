@@ -78,7 +78,7 @@ impl Timing {
     /// The largest `catch_up_max`.
     pub const MAX_CATCH_UP: u32 = 1000;
     /// The longest `jitter`.
-    pub const MAX_JITTER: Duration = Duration::from_secs(24 * 3600);
+    pub const MAX_JITTER: Duration = Duration::from_secs(12 * 3600);
 
     /// Whether every policy is the default (nothing to store).
     pub fn is_default(&self) -> bool {
@@ -96,6 +96,32 @@ impl Timing {
             Misfire::FireAll => self.catch_up_max.unwrap_or(Timing::DEFAULT_CATCH_UP_MAX),
             _ => 0,
         }
+    }
+
+    /// The policies with their effective values, every field present (the task object
+    /// of the API, where policies not given show their defaults); the stored form is
+    /// this type's own, which leaves defaults out.
+    pub fn serialize_effective<S: serde::Serializer>(timing: &Timing, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Effective<'a> {
+            calendar: Option<&'a CalendarName>,
+            misfire: Misfire,
+            #[serde(with = "serde_duration")]
+            misfire_after: Duration,
+            catch_up_max: u32,
+            overlap: Overlap,
+            #[serde(with = "option_duration")]
+            jitter: Option<Duration>,
+        }
+        Effective {
+            calendar: timing.calendar.as_ref(),
+            misfire: timing.misfire,
+            misfire_after: timing.misfire_after(),
+            catch_up_max: timing.catch_up_max.unwrap_or(Timing::DEFAULT_CATCH_UP_MAX),
+            overlap: timing.overlap,
+            jitter: timing.jitter,
+        }
+        .serialize(s)
     }
 
     /// Checks the policies against each other (field names relative to the task).
@@ -120,7 +146,7 @@ impl Timing {
         if let Some(jitter) = self.jitter
             && (jitter.is_zero() || jitter > Timing::MAX_JITTER)
         {
-            return Err(Error::invalid("jitter", "jitter must be longer than 0 and at most 24h"));
+            return Err(Error::invalid("jitter", "jitter must be longer than 0 and at most 12h"));
         }
         Ok(())
     }
@@ -174,6 +200,6 @@ mod tests {
         assert!(Timing { catch_up_max: Some(1000), ..fire_all.clone() }.validate().is_ok());
         assert_eq!(field(Timing { misfire_after: Some(Duration::from_secs(1)), ..fire_all }), "misfire_after");
         assert_eq!(field(Timing { jitter: Some(Duration::ZERO), ..Timing::default() }), "jitter");
-        assert_eq!(field(Timing { jitter: Some(Duration::from_secs(86_401)), ..Timing::default() }), "jitter");
+        assert_eq!(field(Timing { jitter: Some(Duration::from_secs(43_201)), ..Timing::default() }), "jitter");
     }
 }

@@ -403,21 +403,25 @@ schemas! {
                 schedule goes on from now. fire_all: each fires, oldest first, at most catch_up_max (the older \
                 ones beyond are dropped). skip: a first try leased later than misfire_after past its due time \
                 does not fire: a repeat moves to its next occurrence after now, a one-off task ends."})),
-            "misfire_after": nullable(json!({"allOf": [r("Duration")], "description": "With misfire skip: \
-                later than this past its due time, a first try is a misfire (default 1m)."})),
+            "misfire_after": nullable(duration_within(1, None, "With misfire skip only: later than this past \
+                its due time, a first try is a misfire (default 1m).")),
             "catch_up_max": nullable(json!({"type": "integer", "minimum": 1, "maximum": 1000,
-                "description": "With misfire fire_all: at most this many missed occurrences fire (default 10)."})),
-            "overlap": nullable(json!({"enum": ["skip", "queue", "allow"], "default": "skip",
-                "description": "A repeat's occurrences that fall due while its firing is leased. skip: dropped, the next is the \
-                first after the firing ends. queue: the latest of them fires as soon as the firing ends. allow \
-                is refused (400): a task has one firing at a time."})),
-            "jitter": nullable(json!({"allOf": [r("Duration")], "description": "Each due time (a one-off's, \
-                each occurrence's) moves later by a uniform draw in [0, jitter): at most 24h, and shorter than \
-                a repeat's every. Added after business-time arithmetic."})),
+                "description": "With misfire fire_all only: at most this many missed occurrences fire \
+                (default 10)."})),
+            "overlap": nullable(json!({"enum": ["skip", "queue"], "default": "skip",
+                "description": "A repeat's occurrences that fall due while its firing is leased. skip: dropped, \
+                the next is the first after the firing ends. queue: the latest of them fires as soon as the \
+                firing ends. allow (API.md) is refused with 400 and its reason: a task has one firing at a \
+                time."})),
+            "jitter": nullable(duration_within(1, Some(43_200_000), "Each due time (a one-off's, each \
+                occurrence's) moves later by a uniform draw in [0, jitter), shorter than a repeat's every. \
+                Added after business-time arithmetic; deliveries' scheduled_for is the time before it.")),
         },
         "not": {"allOf": [present("delay"), present("due_at")]},
         "allOf": [
             {"if": present("align"), "then": {"allOf": [present("calendar"), {"not": present("delay")}]}},
+            {"if": present("catch_up_max"), "then": {"required": ["misfire"], "properties": {"misfire": {"const": "fire_all"}}}},
+            {"if": present("misfire_after"), "then": {"required": ["misfire"], "properties": {"misfire": {"const": "skip"}}}},
             {"if": {"allOf": [present("calendar"), present("due_at")]}, "then": present("align")},
         ],
         "examples": [
@@ -680,7 +684,8 @@ schemas! {
         "type": "object",
         "required": ["queue", "key", "state", "due_at", "payload", "attempts", "max_attempts", "backoff",
             "repeat", "tags", "priority", "group", "version", "created_at", "updated_at", "lease_expires_at",
-            "last_error", "target", "unique_for"],
+            "last_error", "target", "unique_for", "calendar", "misfire", "misfire_after", "catch_up_max",
+            "overlap", "jitter"],
         "properties": {
             "queue": r("QueueName"),
             "key": r("TaskKey"),
@@ -709,13 +714,14 @@ schemas! {
                      "properties": {"window": r("Duration"), "dead": {"const": true}}},
                 ],
             })),
-            "calendar": {"allOf": [r("CalendarName")], "description": "The task's working-time calendar \
-                (absent: none)."},
-            "misfire": {"enum": ["fire_all", "skip"], "description": "Absent: fire_once."},
-            "misfire_after": {"allOf": [r("Duration")], "description": "Absent: 1m."},
-            "catch_up_max": {"type": "integer", "minimum": 1, "maximum": 1000, "description": "Absent: 10."},
-            "overlap": {"enum": ["queue"], "description": "Absent: skip."},
-            "jitter": {"allOf": [r("Duration")], "description": "Absent: none."},
+            "calendar": nullable(json!({"allOf": [r("CalendarName")], "description": "The task's working-time \
+                calendar."})),
+            "misfire": {"enum": ["fire_once", "fire_all", "skip"]},
+            "misfire_after": {"allOf": [r("Duration")], "description": "Applies under misfire skip."},
+            "catch_up_max": {"type": "integer", "minimum": 1, "maximum": 1000,
+                "description": "Applies under misfire fire_all."},
+            "overlap": {"enum": ["skip", "queue"]},
+            "jitter": nullable(r("Duration")),
         },
     });
 

@@ -94,7 +94,7 @@ pub(crate) struct TaskBody {
     /// due while its firing is leased.
     #[serde(default)]
     pub(crate) overlap: Option<OverlapBody>,
-    /// Each due time moves later by a uniform draw in `[0, jitter)` (at most 24h).
+    /// Each due time moves later by a uniform draw in `[0, jitter)` (at most 12h).
     #[serde(default)]
     pub(crate) jitter: Option<ApiDuration>,
 }
