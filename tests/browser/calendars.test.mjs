@@ -203,6 +203,22 @@ test("a token without admin on every queue is told so by the calendars view, not
   }
 });
 
+test("a task in a calendar links to it and says its timing in words", async () => {
+  assert.equal((await api("PUT", "/v1/calendars/task-office", OFFICE)).status, 201);
+  const body = { calendar: "task-office", repeat: { every: "1d" }, misfire: "fire_all", catch_up_max: 3,
+    overlap: "queue", jitter: "30s" };
+  assert.equal((await api("PUT", "/v1/queues/flow.remind/tasks/daily", body)).status, 201);
+  await page.goto(`${base}/#/task/flow.remind/daily`);
+  await page.locator("#task-calendar").filter({ hasText: "task-office" }).waitFor();
+  assert.equal(await page.locator("#task-calendar").getAttribute("href"), "#/calendar/task-office");
+  assert.equal(await page.locator("#task-timing").textContent(),
+    "missed occurrences: each, up to 3; overlaps: the latest queued; jitter up to 30s");
+  assert.equal((await api("PUT", "/v1/queues/flow.remind/tasks/plain", { delay: "1h", misfire: "skip" })).status, 201);
+  await page.goto(`${base}/#/task/flow.remind/plain`);
+  await page.locator("#task-timing").filter({ hasText: "skipped when leased over 1m late" }).waitFor();
+  assert.equal(await page.locator("#task-calendar").textContent(), "– (plain time)");
+});
+
 test("the page asked nothing of any other host and threw no error", () => {
   assert.deepEqual(foreign, []);
   assert.deepEqual(pageErrors, []);

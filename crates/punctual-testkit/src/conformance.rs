@@ -119,6 +119,7 @@ macro_rules! store_conformance {
             // timing and anchors
             a_tasks_timing_and_anchor_are_kept_as_written,
             a_debounced_due_time_before_scheduled_for_is_the_anchor,
+            engine_applies_each_misfire_policy_after_an_outage,
             // debounce
             a_debounced_burst_fires_once_with_the_last_payload_by_its_first_time_plus_max_wait,
             a_debounced_schedule_after_a_lease_starts_a_new_burst,

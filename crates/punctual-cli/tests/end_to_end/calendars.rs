@@ -2,7 +2,7 @@
 //! against a running server (a calendar from a JSON file with an iCalendar file's
 //! holidays added, read back, replaced only at the version given, refused field by
 //! field, removed), and a calendar set through one of two servers sharing a Redis served
-//! by the other within the records' poll.
+//! by the other within the records' poll, moving no task already scheduled.
 //!
 //! Guards against a flag parsed but not sent (`--holidays-ics` whose holidays never
 //! reach the server, `--if-version` without its `If-Match`), refusals that exit 0 or
@@ -81,13 +81,26 @@ fn a_calendar_set_through_one_server_is_served_by_another_on_the_same_redis() {
     let (api_a, api_b) = (Api::of(&a), Api::of(&b));
     api_b.get("/v1/calendars/cn-office").expect_error(404, "not_found", None, "not yet");
     let body: serde_json::Value = serde_json::from_str(CALENDAR).unwrap();
-    api_a.put("/v1/calendars/cn-office", body).expect(201, "set through A");
+    api_a.put("/v1/calendars/cn-office", body.clone()).expect(201, "set through A");
     let set_at = Instant::now();
     let served = api_b.get_until("/v1/calendars/cn-office", "served by B", |resp| resp.status == 200);
     let took = set_at.elapsed();
     assert_eq!(served.json["tz"], "Asia/Shanghai");
     // The records are read every 500 ms; a loaded machine may add its own delay.
     assert!(took < Duration::from_secs(5), "B served the calendar {took:?} after A stored it");
+
+    // A change moves no task already scheduled (docs/state-machine.md, "Resolved once"):
+    // a task B resolved in the calendar keeps its due time when A makes every day of
+    // it a holiday; B serves the change, and only schedules after it count the holidays.
+    let scheduled = api_b.put("/v1/queues/flow.remind/tasks/approve", json!({"delay": "8h", "calendar": "cn-office"}));
+    let due = scheduled.expect(201, "scheduled in business time through B")["task"]["due_at"].clone();
+    let mut closed = body.clone();
+    closed["holidays"] = json!(["2026-01-01/2027-12-31"]);
+    closed["workdays"] = json!([]);
+    api_a.put("/v1/calendars/cn-office", closed).expect(200, "changed through A");
+    api_b.get_until("/v1/calendars/cn-office", "the change served by B", |resp| resp.json["version"] == 2);
+    let read = api_b.get("/v1/queues/flow.remind/tasks/approve");
+    assert_eq!(read.expect(200, "read")["due_at"], due, "the change moved a task already scheduled");
 
     api_a.delete("/v1/calendars/cn-office").expect(204, "removed through A");
     api_b.get_until("/v1/calendars/cn-office", "gone from B", |resp| resp.status == 404);

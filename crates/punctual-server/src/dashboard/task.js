@@ -26,6 +26,10 @@ export async function taskPage(queue, key) {
     ["Due", `${shortTime(task.due_at)} (${relative(task.due_at)})`],
     ["Attempts", `${task.attempts} of ${task.max_attempts}`],
     ["Repeat", task.repeat ? JSON.stringify(task.repeat) : "–"],
+    ["Calendar", task.calendar
+      ? h("a", { id: "task-calendar", href: `#/calendar/${enc(task.calendar)}` }, task.calendar)
+      : h("span", { id: "task-calendar" }, "– (plain time)")],
+    ["Timing", h("span", { id: "task-timing" }, timing(task))],
     ["Tags", task.tags.length
       ? task.tags.flatMap((t, i) => [i ? ", " : "", h("a", { href: queueHash(queue, { tag: t }), class: "tag" }, t)])
       : "–"],
@@ -55,6 +59,19 @@ export async function taskPage(queue, key) {
       h("h2", {}, "Payload"),
       h("pre", {}, JSON.stringify(task.payload, null, 2))),
   ];
+}
+
+// The task's misfire, overlap and jitter policies in words (docs/state-machine.md).
+function timing(task) {
+  const misfire = {
+    fire_once: "missed occurrences: one firing for all",
+    fire_all: `missed occurrences: each, up to ${task.catch_up_max}`,
+    skip: `skipped when leased over ${task.misfire_after} late`,
+  }[task.misfire] || task.misfire;
+  const parts = [misfire];
+  if (task.repeat) parts.push(task.overlap === "queue" ? "overlaps: the latest queued" : "overlaps: skipped");
+  if (task.jitter) parts.push(`jitter up to ${task.jitter}`);
+  return parts.join("; ");
 }
 
 // Where the server delivers a task that carries its own HTTP target. The URL and the

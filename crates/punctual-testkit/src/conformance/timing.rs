@@ -7,11 +7,14 @@
 //! repeat that forgets its calendar after its first firing), that writes the due time
 //! as the anchor (deliveries that say a jittered time was the one scheduled, a
 //! fixed-rate grid that drifts by each jitter), or that keeps the first anchor across
-//! occurrences (a catch-up that walks from the task's first occurrence).
+//! occurrences (a catch-up that walks from the task's first occurrence); and, through
+//! the engine, a misfire policy that a store's lease or completion undoes (a skip that
+//! fires, a catch-up that repeats or loses an occurrence).
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use punctual_core::Store;
+use punctual_core::{EngineConfig, ManualClock, Outcome, Repeat, Store, TaskSpec};
 use punctual_core::calendar::CalendarName;
 use punctual_core::policy::{Misfire, Overlap, Timing};
 use punctual_core::store::Completion;
@@ -79,4 +82,50 @@ pub async fn a_debounced_due_time_before_scheduled_for_is_the_anchor<S: Store>(s
     upsert(&store, later, at_secs(5)).await;
     let read = stored(&store, "reminders", "burst").await;
     assert_eq!((read.due_at, read.meta.anchor), (at_secs(30), at_secs(30)), "due by the burst's bound, anchored there");
+}
+
+/// Engine on the store: after an outage (no lease while three occurrences of an hourly
+/// repeat fell due), `fire_once` fires one late occurrence that counts the three
+/// missed, `fire_all` with `catch_up_max` 2 fires the first and then the latest two in
+/// order, and `skip` fires nothing and moves on; each then waits for its next
+/// occurrence after now.
+pub async fn engine_applies_each_misfire_policy_after_an_outage<S: Store>(store: S) {
+    let clock = ManualClock::new(T0);
+    let engine = punctual_core::Engine::start(store, EngineConfig::default().clock(Arc::new(clock.clone())));
+    let hourly = |misfire: Misfire, catch_up_max: Option<u32>| {
+        let mut timing = Timing::default();
+        timing.misfire = misfire;
+        timing.catch_up_max = catch_up_max;
+        TaskSpec::at(T0).repeat(Repeat::every(secs(3600)).expect("a valid interval")).timing(timing)
+    };
+    let specs = [
+        ("once", hourly(Misfire::FireOnce, None)),
+        ("all", hourly(Misfire::FireAll, Some(2))),
+        ("skip", hourly(Misfire::Skip, None)),
+    ];
+    for (name, spec) in specs {
+        engine.schedule("reminders", name, spec).await.expect("schedule");
+    }
+    clock.advance(secs(3 * 3600 + 1800));
+    let mut fired = Vec::new();
+    loop {
+        let leases = engine_lease(&engine, "reminders", 10, secs(60)).await;
+        if leases.is_empty() {
+            break;
+        }
+        for lease in leases {
+            let offset = (lease.scheduled_for.as_millis() - T0.as_millis()) / 3_600_000;
+            fired.push((lease.token.key.to_string(), offset, lease.missed));
+            engine.complete(&lease, Outcome::Done).await.expect("ack");
+        }
+    }
+    fired.sort();
+    let expected = [("all", 0, 1), ("all", 2, 0), ("all", 3, 0), ("once", 0, 3)];
+    let expected: Vec<(String, i64, u32)> = expected.iter().map(|(k, h, m)| ((*k).to_owned(), *h, *m)).collect();
+    assert_eq!(fired, expected, "(key, hour scheduled for, missed) of each firing");
+    for name in ["once", "all", "skip"] {
+        let task = stored(engine.store(), "reminders", name).await;
+        assert_eq!(task.due_at, at_secs(4 * 3600), "{name} waits for its next occurrence after now");
+    }
+    engine.shutdown().await.expect("shutdown");
 }
