@@ -1,4 +1,4 @@
-// The rest of the API through the client, beyond the fifteen scenarios: batch schedule with
+// The rest of the API through the client, beyond the sixteen scenarios: batch schedule with
 // per-item errors, the paging iterator, cancel by tag, queue stats, settings with
 // If-Match, pause/resume, purge, dead tasks in bulk, lease/extend/ack and batch acks.
 import { test, after } from "node:test";
