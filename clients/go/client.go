@@ -450,9 +450,13 @@ func (c *Client) GetSettings(ctx context.Context, queue string) (*Settings, erro
 	return &s, nil
 }
 
+// ifMatch is the If-Match of an ifVersion: none for 0, "0" (only if absent) for IfAbsent.
 func ifMatch(version int64) http.Header {
-	if version == 0 {
+	switch {
+	case version == 0:
 		return nil
+	case version < 0:
+		return http.Header{"If-Match": {"0"}}
 	}
 	return http.Header{"If-Match": {strconv.FormatInt(version, 10)}}
 }
