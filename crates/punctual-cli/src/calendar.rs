@@ -9,7 +9,8 @@ use serde_json::Value;
 use crate::cli::calendar::{CalendarCommand, CalendarSetArgs};
 use crate::client::output::table;
 use crate::client::{Method, Request, StatusCode};
-use crate::{UsageError, connect, json};
+use crate::render::plain;
+use crate::{UsageError, connect, if_match, json, render};
 
 pub(crate) async fn run(command: CalendarCommand) -> Result<String> {
     match command {
@@ -32,7 +33,7 @@ pub(crate) async fn run(command: CalendarCommand) -> Result<String> {
         CalendarCommand::Rm(args) => {
             let client = connect(&args.client)?;
             let version = args.if_version.map(|v| v.to_string());
-            let headers: Vec<(&str, &str)> = version.as_deref().map(|v| ("if-match", v)).into_iter().collect();
+            let headers = if_match(version.as_deref());
             let path = ["v1", "calendars", args.name.as_str()];
             client.request(Request { headers: &headers, ..Request::new(Method::DELETE, &path) }).await?;
             Ok(format!("Removed calendar {}; tasks already scheduled keep their due times.", args.name))
@@ -60,7 +61,7 @@ async fn set(args: CalendarSetArgs) -> Result<String> {
     }
     let client = connect(&args.client)?;
     let version = args.if_version.map(|v| v.to_string());
-    let headers: Vec<(&str, &str)> = version.as_deref().map(|v| ("if-match", v)).into_iter().collect();
+    let headers = if_match(version.as_deref());
     let path = ["v1", "calendars", args.name.as_str()];
     let answer = client.request(Request { body: Some(&body), headers: &headers, ..Request::new(Method::PUT, &path) });
     let answer = answer.await?;
@@ -77,15 +78,6 @@ async fn set(args: CalendarSetArgs) -> Result<String> {
     Ok(format!("{said}\n\n{}", calendar_block(&calendar.value)))
 }
 
-/// Text of a JSON string, or `-`.
-fn text(value: &Value) -> String {
-    match value {
-        Value::String(text) => text.clone(),
-        Value::Null => "-".into(),
-        other => other.to_string(),
-    }
-}
-
 /// The years as `2026, 2027`, or `none`.
 fn years(value: &Value) -> String {
     let years: Vec<String> = value.as_array().into_iter().flatten().map(Value::to_string).collect();
@@ -97,12 +89,12 @@ fn calendar_table(calendars: &[Value]) -> String {
         .iter()
         .map(|c| {
             vec![
-                text(&c["name"]),
-                text(&c["source"]),
-                text(&c["tz"]),
+                plain(&c["name"]),
+                plain(&c["source"]),
+                plain(&c["tz"]),
                 years(&c["holiday_years"]),
-                text(&c["version"]),
-                text(&c["notice"]),
+                plain(&c["version"]),
+                plain(&c["notice"]),
             ]
         })
         .collect();
@@ -116,7 +108,7 @@ fn calendar_block(calendar: &Value) -> String {
         .into_iter()
         .flatten()
         .map(|(day, intervals)| {
-            let intervals: Vec<String> = intervals.as_array().into_iter().flatten().map(text).collect();
+            let intervals: Vec<String> = intervals.as_array().into_iter().flatten().map(plain).collect();
             format!("{day} {}", intervals.join(", "))
         })
         .collect();
@@ -126,37 +118,29 @@ fn calendar_block(calendar: &Value) -> String {
         .flatten()
         .map(|day| match day {
             Value::Object(fields) if fields.contains_key("as") => {
-                format!("{} as {}", text(&day["date"]), text(&day["as"]))
+                format!("{} as {}", plain(&day["date"]), plain(&day["as"]))
             }
             Value::Object(_) => {
-                let own: Vec<String> = day["hours"].as_array().into_iter().flatten().map(text).collect();
-                format!("{} {}", text(&day["date"]), own.join(", "))
+                let own: Vec<String> = day["hours"].as_array().into_iter().flatten().map(plain).collect();
+                format!("{} {}", plain(&day["date"]), own.join(", "))
             }
-            other => text(other),
+            other => plain(other),
         })
         .collect();
-    let holidays: Vec<String> = calendar["holidays"].as_array().into_iter().flatten().map(text).collect();
+    let holidays: Vec<String> = calendar["holidays"].as_array().into_iter().flatten().map(plain).collect();
     let or_none = |lines: Vec<String>| if lines.is_empty() { "none".to_owned() } else { lines.join("\n") };
     let mut lines = vec![
-        ("Calendar", text(&calendar["name"])),
-        ("Source", text(&calendar["source"])),
-        ("Zone", text(&calendar["tz"])),
+        ("Calendar", plain(&calendar["name"])),
+        ("Source", plain(&calendar["source"])),
+        ("Zone", plain(&calendar["tz"])),
         ("Hours", if hours.is_empty() { "closed every weekday".into() } else { hours.join("\n") }),
         ("Holidays", or_none(holidays)),
         ("Workdays", or_none(workdays)),
-        ("Entered", format!("{} (until {})", years(&calendar["holiday_years"]), text(&calendar["entered_until"]))),
-        ("Version", text(&calendar["version"])),
+        ("Entered", format!("{} (until {})", years(&calendar["holiday_years"]), plain(&calendar["entered_until"]))),
+        ("Version", plain(&calendar["version"])),
     ];
     if !calendar["notice"].is_null() {
-        lines.push(("Notice", text(&calendar["notice"])));
+        lines.push(("Notice", plain(&calendar["notice"])));
     }
-    let width = lines.iter().map(|(label, _)| label.len()).max().unwrap_or(0);
-    let mut out = Vec::new();
-    for (label, value) in lines {
-        for (i, line) in value.lines().enumerate() {
-            let label = if i == 0 { label } else { "" };
-            out.push(format!("{label:<width$}  {line}").trim_end().to_owned());
-        }
-    }
-    out.join("\n")
+    render::block(&lines)
 }

@@ -22,7 +22,7 @@ use crate::cli::{
     StatsArgs, TaskArgs,
 };
 use crate::client::{Client, ClientError, Json, Method, Request, StatusCode};
-use crate::{UsageError, connect, json, render};
+use crate::{UsageError, connect, if_match, json, render};
 
 /// Tasks asked for per request while following `next_cursor`.
 const PAGE_SIZE: u32 = 100;
@@ -379,11 +379,6 @@ async fn dead_retry(args: DeadRetryArgs) -> Result<String> {
 /// `/v1/queues/{queue}/settings`.
 fn settings_path(queue: &str) -> [&str; 4] {
     ["v1", "queues", queue, "settings"]
-}
-
-/// The headers of `--if-version N`: `If-Match: N`, the bare number.
-fn if_match(version: Option<&str>) -> Vec<(&'static str, &str)> {
-    version.map(|v| ("if-match", v)).into_iter().collect()
 }
 
 async fn queue(command: QueueCommand) -> Result<String> {

@@ -83,6 +83,11 @@ pub(crate) fn connect(args: &ClientArgs) -> Result<Client> {
     Client::new(&args.server, token)
 }
 
+/// The headers of `--if-version N`: `If-Match: N`, the bare number.
+pub(crate) fn if_match(version: Option<&str>) -> Vec<(&'static str, &str)> {
+    version.map(|v| ("if-match", v)).into_iter().collect()
+}
+
 /// `punctual check-config FILE`: a one-line summary, or the error with its line.
 fn check_config(file: &std::path::Path) -> Result<String> {
     let summary = punctual_server::check_config(file)?;

@@ -122,7 +122,7 @@ pub(crate) fn time_with_relative(value: &Value, now: &Now) -> String {
 }
 
 /// A scalar as text without JSON quotes; `-` for null or absent.
-fn plain(value: &Value) -> String {
+pub(crate) fn plain(value: &Value) -> String {
     match value {
         Value::Null => "-".into(),
         Value::String(s) => s.clone(),
@@ -324,7 +324,7 @@ fn overdue(value: &Value) -> String {
 }
 
 /// Label–value lines with the values aligned.
-fn block(lines: &[(&str, String)]) -> String {
+pub(crate) fn block(lines: &[(&str, String)]) -> String {
     let width = lines.iter().map(|(label, _)| label.chars().count()).max().unwrap_or(0);
     let mut out = String::new();
     for (label, value) in lines {

@@ -36,6 +36,12 @@ macro_rules! string_newtype {
                 &self.0
             }
         }
+        /// Looks one up by its text in maps keyed by it: it orders as its text does.
+        impl std::borrow::Borrow<str> for $name {
+            fn borrow(&self) -> &str {
+                &self.0
+            }
+        }
         impl Serialize for $name {
             fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
                 s.serialize_str(&self.0)
@@ -80,7 +86,7 @@ impl QueueName {
 
 /// Checks a name of a resource (a queue, a calendar): 1–`max_len` characters from
 /// `A-Z a-z 0-9 . _ : -`; the error names `field`.
-pub(crate) fn check_name(field: &'static str, name: &str, max_len: usize) -> Result<()> {
+fn check_name(field: &'static str, name: &str, max_len: usize) -> Result<()> {
     if name.is_empty() || name.len() > max_len {
         return Err(Error::invalid(
             field,
@@ -96,6 +102,24 @@ pub(crate) fn check_name(field: &'static str, name: &str, max_len: usize) -> Res
     Ok(())
 }
 string_newtype!(QueueName);
+
+/// A working-time calendar's name: 1–128 characters from `A-Z a-z 0-9 . _ : -`, as a
+/// queue's.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct CalendarName(String);
+
+impl CalendarName {
+    /// The longest name, in characters.
+    pub const MAX_LEN: usize = 128;
+
+    /// Validates `name`.
+    pub fn new(name: impl Into<String>) -> Result<CalendarName> {
+        let name = name.into();
+        check_name("calendar", &name, Self::MAX_LEN)?;
+        Ok(CalendarName(name))
+    }
+}
+string_newtype!(CalendarName);
 
 /// A task's identity inside its queue, chosen by the caller: 1–512 bytes of UTF-8
 /// without control characters.

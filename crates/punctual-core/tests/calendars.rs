@@ -80,8 +80,14 @@ async fn a_config_calendar_is_served_and_no_change_or_stored_namesake_replaces_i
     assert_eq!(tz_of(&engine, "office").as_deref(), Some("Europe/Berlin"), "served before any read");
     let refused = engine.change_calendar("office", CalendarChange::Put(SHANGHAI.into()), None).await;
     assert!(matches!(refused, Err(Error::Conflict(ref message)) if message.contains("config")), "{refused:?}");
-    engine.change_calendar("other", CalendarChange::Put(SHANGHAI.into()), None).await.unwrap();
-    tokio::time::sleep(RECORDS_POLL * 2).await;
+    // Another process stores a calendar: the read that brings it reads the namesake too.
+    let mut watched = engine.watch_calendars();
+    let other =
+        CalendarChangeRequest::new(CalendarName::new("other").unwrap(), CalendarChange::Put(SHANGHAI.into()), START);
+    engine.store().change_calendar(other).await.unwrap();
+    while tz_of(&engine, "other").is_none() {
+        tokio::time::timeout(RECORDS_POLL * 2, watched.changed()).await.expect("not read within the poll").unwrap();
+    }
     assert_eq!(tz_of(&engine, "office").as_deref(), Some("Europe/Berlin"), "the stored namesake replaced it");
     assert_eq!(tz_of(&engine, "other").as_deref(), Some("Asia/Shanghai"));
     engine.shutdown().await.unwrap();

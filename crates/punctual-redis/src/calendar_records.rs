@@ -7,21 +7,17 @@
 //! document, `|` and the document as given: `2,1767225600000|{"tz":"Asia/Shanghai",…}`.
 //! A removed calendar keeps `<version>,<updated_at ms>`, so versions never repeat.
 //!
-//! A change is atomic across processes by compare-and-set, as a queue record's is:
-//! read the record, decide the next one with [`change_calendar`], and write it with
-//! `lua/change_record.lua` only if the stored version is still the one read; a process
-//! that lost the race reads again.
+//! A change is atomic across processes by compare-and-set, as a queue record's is
+//! (`versioned`), decided by [`change_calendar`].
 
 use std::collections::BTreeMap;
 
 use punctual_core::calendar::{CalendarChangeRequest, CalendarName, CalendarRecord, change_calendar};
 use punctual_core::store::corrupt;
-use punctual_core::{Error, Result, Timestamp};
+use punctual_core::{Result, Timestamp};
 
+use crate::versioned::Versioned;
 use crate::{Shared, keys};
-
-/// How many times one change reads again after losing a race before it gives up.
-const MAX_RACES: usize = 32;
 
 impl Shared {
     /// Sorted by name: `CalendarName` orders as its text does, bytewise.
@@ -33,20 +29,19 @@ impl Shared {
 
     pub(crate) async fn change_calendar(&self, req: &CalendarChangeRequest) -> Result<CalendarRecord> {
         let hash = keys::calendar_records(&self.config.prefix);
-        for _ in 0..MAX_RACES {
-            let stored: Option<String> = self.conn.query(redis::cmd("HGET").arg(&hash).arg(req.name.as_str())).await?;
-            let existing = stored.map(|record| decode(req.name.clone(), &record)).transpose()?;
-            let read = existing.as_ref().map_or(0, |record| record.version);
-            let changed = change_calendar(existing.as_ref(), req)?;
-            if self.write_record(&hash, req.name.as_str(), read, &encode(&changed)).await? {
-                self.replicate_key(&hash).await?;
-                return Ok(changed);
-            }
-        }
-        Err(Error::Unavailable(format!(
-            "calendar {} changed {MAX_RACES} times while this change was being applied; try again",
-            req.name
-        )))
+        let what = format!("calendar {}", req.name);
+        let decode = |stored: &str| decode(req.name.clone(), stored);
+        let decide = |existing: Option<&CalendarRecord>| change_calendar(existing, req);
+        self.change_versioned(&hash, req.name.as_str(), what, decode, decide).await
+    }
+}
+
+impl Versioned for CalendarRecord {
+    fn version(&self) -> u64 {
+        self.version
+    }
+    fn encode(&self) -> String {
+        encode(self)
     }
 }
 
@@ -74,6 +69,7 @@ fn decode(name: CalendarName, stored: &str) -> Result<CalendarRecord> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use punctual_core::Error;
 
     fn record(spec: Option<&str>, version: u64) -> CalendarRecord {
         let name = CalendarName::new("cn-office").unwrap();

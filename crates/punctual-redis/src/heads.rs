@@ -112,6 +112,10 @@ struct Flight {
     lowest_bands: Bands,
     /// A lease script (it takes the shard's due tasks), not a read of the head.
     leasing: bool,
+    /// The shard's heads were forgotten while it was in flight (a change that may have
+    /// made them later or earlier, after the script read them): its answer is kept but
+    /// not trusted.
+    forgotten: bool,
 }
 
 /// A script in flight on one shard, from [`Heads::depart`] to [`Heads::land`] or
@@ -307,7 +311,8 @@ impl Heads {
         let id = self.with(queue, lane, shards, |heads| {
             let id = heads.next_flight;
             heads.next_flight += 1;
-            heads.flights.push(Flight { id, shard, lowest: None, lowest_bands: Bands::default(), leasing });
+            let flight = Flight { id, shard, lowest: None, lowest_bands: Bands::default(), leasing, forgotten: false };
+            heads.flights.push(flight);
             id
         });
         Departure { heads: self, queue: queue.clone(), lane, shards, shard, id, settled: false }
@@ -330,12 +335,13 @@ impl Heads {
     /// and when), or unknown.
     fn settle(&self, departure: &Departure<'_>, learnt: Option<(Option<HeadTask>, Bands, Timestamp)>) {
         self.with(&departure.queue, departure.lane, departure.shards, |heads| {
-            let (lowest, lowest_bands) = take_flight(heads, departure.id).unwrap_or_default();
+            let (lowest, lowest_bands, forgotten) = take_flight(heads, departure.id).unwrap_or_default();
             if let Some(slot) = heads.shards.get_mut(departure.shard as usize) {
                 match learnt {
                     Some((head, mut bands, now)) => {
                         bands.lower_by(&lowest_bands);
-                        *slot = Head { task: lowered(head, lowest), bands, learnt: Some(now) };
+                        let learnt = (!forgotten).then_some(now);
+                        *slot = Head { task: lowered(head, lowest), bands, learnt };
                     }
                     None => slot.learnt = None,
                 }
@@ -385,12 +391,15 @@ impl Heads {
 
     /// Forgets the heads of `shard` of `queue` (a change that may have made them
     /// later: a cancel, a replace, a purge): they are read again before the next lease.
+    /// A script in flight on the shard answers heads read before the change: they are
+    /// not trusted either when it lands.
     pub(crate) fn forget(&self, queue: &QueueName, shard: u32) {
         let mut lanes = self.lanes.lock().expect("heads lock poisoned");
         for heads in lanes.get_mut(queue).into_iter().flatten().flatten() {
             if let Some(head) = heads.shards.get_mut(shard as usize) {
                 head.learnt = None;
             }
+            heads.flights.iter_mut().filter(|flight| flight.shard == shard).for_each(|flight| flight.forgotten = true);
         }
     }
 
@@ -401,6 +410,7 @@ impl Heads {
             for head in &mut heads.shards {
                 head.learnt = None;
             }
+            heads.flights.iter_mut().for_each(|flight| flight.forgotten = true);
         }
     }
 }
@@ -413,11 +423,12 @@ pub(crate) fn lane_slot(lane: Lane) -> usize {
     }
 }
 
-/// Removes the flight `id`; the lowest wake-up it saw, and of each priority above 0.
-fn take_flight(heads: &mut LaneHeads, id: u64) -> Option<(Option<Timestamp>, Bands)> {
+/// Removes the flight `id`; the lowest wake-up it saw, and of each priority above 0;
+/// whether its shard's heads were forgotten while it flew.
+fn take_flight(heads: &mut LaneHeads, id: u64) -> Option<(Option<Timestamp>, Bands, bool)> {
     let at = heads.flights.iter().position(|f| f.id == id)?;
     let flight = heads.flights.swap_remove(at);
-    Some((flight.lowest, flight.lowest_bands))
+    Some((flight.lowest, flight.lowest_bands, flight.forgotten))
 }
 
 #[cfg(test)]
@@ -556,6 +567,26 @@ mod tests {
         assert!(heads.untrusted(&q(), H, 2, at(1)).is_empty(), "answered and told: trusted");
         drop(heads.arming(&q(), 1));
         assert_eq!(heads.untrusted(&q(), H, 2, at(1)), vec![1], "unanswered: read again");
+    }
+
+    /// The race of a reaped task on a sharded queue: a lease script reads the shard
+    /// (the task still leased), the reaper makes the task due again and forgets the
+    /// shard's heads, and then the lease's answer lands: it must not be trusted, or the
+    /// due task waits until the head is read again (for ever on a clock that stands).
+    #[test]
+    fn a_script_in_flight_when_the_shard_is_forgotten_lands_untrusted() {
+        let heads = strict();
+        learn(&heads, &[None, None], 0);
+        let flight = heads.depart(&q(), H, 2, 1, true);
+        heads.forget(&q(), 1);
+        heads.land(flight, None, Bands::default(), at(1));
+        assert_eq!(heads.untrusted(&q(), H, 2, at(1)), vec![1], "read again before the next lease");
+        assert_eq!(heads.next_due(&q(), H, 2, at(1)), Some(at(1)), "unknown: look now");
+
+        let flight = heads.depart(&q(), H, 2, 0, true);
+        heads.forget_all();
+        heads.land(flight, None, Bands::default(), at(2));
+        assert_eq!(heads.untrusted(&q(), H, 2, at(2)), vec![0, 1]);
     }
 
     #[test]

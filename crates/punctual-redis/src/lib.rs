@@ -33,7 +33,7 @@
 //! `record` (the stored task record), `shards` (the registry and fan-out over shards),
 //! `ids` (task id blocks), `tasks`, `lease`, `heads` and `bands` (priorities across shards), `group_commit` (acks), `reap`, `list`
 //! and `tag_list`, `groups` (a queue's groups), `cursor`, `dead`, `stats`, `rates`, `queue_records` (settings and
-//! pause state shared by every process), `calendar_records` (calendars, likewise), `nodes` (what each live process announces);
+//! pause state shared by every process), `calendar_records` (calendars, likewise), `versioned` (their compare-and-set), `nodes` (what each live process announces);
 //! `clock`, `wake`, `identity` and `durability` run beside the store. This file holds the store and its `Store` impl,
 //! one line per method. Apart from the store, [`keyspace`] reads and deletes the keys
 //! `punctual import keyspace` moves out of a legacy Redis.
@@ -51,6 +51,7 @@ mod queue_records;
 mod record;
 mod scripts;
 mod tag_list;
+mod versioned;
 mod wake;
 
 // Not the store: the Redis half of `punctual import keyspace`.

@@ -14,23 +14,16 @@
 //! nothing after is an empty document, not none): `3,1767225600000,P|{"rate":"20/1m"}`.
 //! Readable with `redis-cli HGETALL`, and a few bytes more than the document.
 //!
-//! A change is atomic across processes by compare-and-set: read the record, compute
-//! the next one with [`transitions::change_queue`] (so versions and `if_version` follow
-//! the core's one rule), and write it with `lua/change_record.lua` only if the stored
-//! version is still the one read; a process that lost the race reads again. Records
-//! are never deleted and each change raises the version, so a record still at the
-//! version read is the record read.
+//! A change is atomic across processes by compare-and-set (`versioned`), decided by
+//! [`transitions::change_queue`], so versions and `if_version` follow the core's one rule.
 
 use std::collections::BTreeMap;
 
 use punctual_core::store::{QueueChangeRequest, QueueRecord, corrupt};
-use punctual_core::{Error, QueueName, Result, Timestamp, transitions};
+use punctual_core::{QueueName, Result, Timestamp, transitions};
 
+use crate::versioned::Versioned;
 use crate::{Shared, keys};
-
-/// How many times one change reads again after losing a race before it gives up: each
-/// loss is another process's change applied, so this many means a storm of changes.
-const MAX_RACES: usize = 32;
 
 impl Shared {
     pub(crate) async fn queue_record(&self, queue: &QueueName) -> Result<Option<QueueRecord>> {
@@ -47,20 +40,20 @@ impl Shared {
     }
 
     pub(crate) async fn change_queue(&self, req: &QueueChangeRequest) -> Result<QueueRecord> {
-        for _ in 0..MAX_RACES {
-            let existing = self.queue_record(&req.queue).await?;
-            let read = existing.as_ref().map_or(0, |record| record.version);
-            let changed = transitions::change_queue(existing.as_ref(), req)?;
-            let hash = keys::queue_records(&self.config.prefix);
-            if self.write_record(&hash, req.queue.as_str(), read, &encode(&changed)).await? {
-                self.replicate_key(&hash).await?;
-                return Ok(changed);
-            }
-        }
-        Err(Error::Unavailable(format!(
-            "queue {} changed {MAX_RACES} times while this change was being applied; try again",
-            req.queue
-        )))
+        let hash = keys::queue_records(&self.config.prefix);
+        let what = format!("queue {}", req.queue);
+        let decode = |stored: &str| decode(req.queue.clone(), stored);
+        let decide = |existing: Option<&QueueRecord>| transitions::change_queue(existing, req);
+        self.change_versioned(&hash, req.queue.as_str(), what, decode, decide).await
+    }
+}
+
+impl Versioned for QueueRecord {
+    fn version(&self) -> u64 {
+        self.version
+    }
+    fn encode(&self) -> String {
+        encode(self)
     }
 }
 
@@ -97,6 +90,7 @@ fn decode(queue: QueueName, stored: &str) -> Result<QueueRecord> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use punctual_core::Error;
 
     fn record(settings: Option<&str>, paused: bool, version: u64) -> QueueRecord {
         let queue = QueueName::new("order.cancel").unwrap();

@@ -52,8 +52,7 @@ Examples:
   punctual calendar get cn-office --json";
 
 const RM_HELP: &str = "\
-Tasks already scheduled keep their due times; a repeat whose calendar is gone is re-armed
-without one.
+Tasks already scheduled keep their due times.
 
 Examples:
   punctual calendar rm cn-office

@@ -55,10 +55,11 @@ use jiff::tz::TimeZone;
 use serde::{Deserialize, Serialize};
 
 pub use self::open_time::{MAX_CLOSED_YEARS, MAX_SPAN_YEARS};
-pub use self::records::{CalendarChange, CalendarChangeRequest, CalendarName, CalendarRecord, change_calendar};
+pub use self::records::{CalendarChange, CalendarChangeRequest, CalendarRecord, change_calendar};
 pub use self::spec::{CalendarSpec, Holiday, WeekHours, WorkdaySpec};
 use self::spec::{Hours, WEEKDAY_NAMES, weekday_index};
 use crate::error::Result;
+pub use crate::model::CalendarName;
 use crate::time::Timestamp;
 
 /// A checked working-time calendar (see the module doc). Reads and writes as its

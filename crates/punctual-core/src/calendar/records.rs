@@ -7,59 +7,10 @@
 //! conditional change made against an old version can never match a newer calendar
 //! of the same name.
 
-use serde::{Deserialize, Serialize};
-
 use super::{Calendar, CalendarSpec};
 use crate::error::{Error, Result};
-use crate::model::check_name;
+use crate::model::CalendarName;
 use crate::time::Timestamp;
-
-/// A calendar's name: 1–128 characters from `A-Z a-z 0-9 . _ : -`, as a queue's.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(try_from = "String", into = "String")]
-pub struct CalendarName(String);
-
-impl CalendarName {
-    /// The longest name, in characters.
-    pub const MAX_LEN: usize = 128;
-
-    /// Validates `name`.
-    pub fn new(name: impl Into<String>) -> Result<CalendarName> {
-        let name = name.into();
-        check_name("calendar", &name, Self::MAX_LEN)?;
-        Ok(CalendarName(name))
-    }
-
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-/// Looks a calendar up by its text: `CalendarName` orders as its text does.
-impl std::borrow::Borrow<str> for CalendarName {
-    fn borrow(&self) -> &str {
-        &self.0
-    }
-}
-
-impl std::fmt::Display for CalendarName {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl TryFrom<String> for CalendarName {
-    type Error = Error;
-    fn try_from(name: String) -> Result<CalendarName> {
-        CalendarName::new(name)
-    }
-}
-
-impl From<CalendarName> for String {
-    fn from(name: CalendarName) -> String {
-        name.0
-    }
-}
 
 /// A calendar as a store keeps it.
 #[derive(Debug, Clone, PartialEq, Eq)]

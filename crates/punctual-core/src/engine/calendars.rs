@@ -11,7 +11,8 @@
 //! - This engine's own changes ([`Engine::change_calendar`]) apply here at once; other
 //!   processes apply them at their next read, within `RECORDS_POLL`.
 //! - A failed read keeps the calendars last read. A stored document that is not a valid
-//!   calendar (written by a newer build) is left out of the set, with a warning.
+//!   calendar (written by a newer build) is left out of the set, with a warning once
+//!   per version. A read parses only the calendars whose version it has not seen.
 //! - Reads and this engine's changes take turns, so a read that began before a change
 //!   can never land after it and undo it here.
 
@@ -37,6 +38,9 @@ pub struct CalendarEntry {
 #[derive(Debug, Clone, Default)]
 pub struct CalendarSet {
     entries: BTreeMap<CalendarName, CalendarEntry>,
+    /// The stored calendars left out, at the version left out (not read nor warned of
+    /// again until it changes).
+    left_out: BTreeMap<CalendarName, u64>,
 }
 
 impl CalendarSet {
@@ -45,36 +49,54 @@ impl CalendarSet {
         let entries = config
             .iter()
             .map(|(name, calendar)| (name.clone(), CalendarEntry { record: None, calendar: Arc::clone(calendar) }));
-        CalendarSet { entries: entries.collect() }
+        CalendarSet { entries: entries.collect(), left_out: BTreeMap::new() }
     }
 
     /// This set's config calendars with the live calendars among `records`, leaving
-    /// out (with a warning) those whose document is not a valid calendar and those
-    /// named as a config calendar.
+    /// out (with a warning, once per version) those whose document is not a valid
+    /// calendar and those named as a config calendar. A calendar at the version this
+    /// set holds is kept as it is, not read again.
     fn with_records(&self, records: Vec<CalendarRecord>) -> CalendarSet {
-        let mut entries: BTreeMap<_, _> = self
-            .entries
-            .iter()
-            .filter(|(_, entry)| entry.record.is_none())
-            .map(|(n, e)| (n.clone(), e.clone()))
-            .collect();
+        let mut updated = CalendarSet {
+            entries: self
+                .entries
+                .iter()
+                .filter(|(_, entry)| entry.record.is_none())
+                .map(|(n, e)| (n.clone(), e.clone()))
+                .collect(),
+            left_out: BTreeMap::new(),
+        };
         for record in records {
-            if entries.get(&record.name).is_some_and(|entry| entry.record.is_none()) {
-                if record.spec.is_some() {
-                    tracing::warn!(calendar = %record.name, "a stored calendar has a config calendar's name: serving the config's");
-                }
+            if record.spec.is_none() {
+                continue;
+            }
+            if self.left_out.get(&record.name) == Some(&record.version) {
+                updated.left_out.insert(record.name, record.version);
+                continue;
+            }
+            let held = self.entries.get(&record.name).filter(|entry| entry.record.as_ref() == Some(&record));
+            if let Some(entry) = held {
+                updated.entries.insert(record.name, entry.clone());
+                continue;
+            }
+            if updated.is_config(record.name.as_str()) {
+                tracing::warn!(calendar = %record.name, "a stored calendar has a config calendar's name: serving the config's");
+                updated.left_out.insert(record.name, record.version);
                 continue;
             }
             match record.calendar() {
                 Ok(Some(calendar)) => {
                     let entry = CalendarEntry { record: Some(record.clone()), calendar: Arc::new(calendar) };
-                    entries.insert(record.name, entry);
+                    updated.entries.insert(record.name, entry);
                 }
                 Ok(None) => {}
-                Err(e) => tracing::warn!(calendar = %record.name, error = %e, "leaving out a stored calendar"),
+                Err(e) => {
+                    tracing::warn!(calendar = %record.name, error = %e, "leaving out a stored calendar");
+                    updated.left_out.insert(record.name, record.version);
+                }
             }
         }
-        CalendarSet { entries }
+        updated
     }
 
     /// Whether `name` is a calendar of the config file.
@@ -106,11 +128,13 @@ impl CalendarSet {
         self.entries.iter().map(|(name, entry)| (name, entry.record.as_ref().map_or(0, |record| record.version)))
     }
 
-    /// This set with `record` applied (added, replaced, or removed).
-    fn with(&self, record: &CalendarRecord) -> CalendarSet {
+    /// This set with `record` applied: `calendar`, the calendar its document describes,
+    /// added or replacing the one of its name, or with `None` that one removed.
+    fn with(&self, record: &CalendarRecord, calendar: Option<Calendar>) -> CalendarSet {
         let mut updated = self.clone();
         updated.entries.remove(&record.name);
-        if let Ok(Some(calendar)) = record.calendar() {
+        updated.left_out.remove(&record.name);
+        if let Some(calendar) = calendar {
             let entry = CalendarEntry { record: Some(record.clone()), calendar: Arc::new(calendar) };
             updated.entries.insert(record.name.clone(), entry);
         }
@@ -161,18 +185,21 @@ impl<S: Store> Engine<S> {
         if self.calendars().is_config(name.as_str()) {
             return Err(Error::Conflict(format!("calendar '{name}' is in the server's config file: change it there")));
         }
-        if let CalendarChange::Put(document) = &change {
-            let spec: CalendarSpec = serde_json::from_str(document)
-                .map_err(|e| Error::invalid("calendar", format!("not a calendar document: {e}")))?;
-            Calendar::new(spec)?;
-        }
+        let calendar = match &change {
+            CalendarChange::Put(document) => {
+                let spec: CalendarSpec = serde_json::from_str(document)
+                    .map_err(|e| Error::invalid("calendar", format!("not a calendar document: {e}")))?;
+                Some(Calendar::new(spec)?)
+            }
+            CalendarChange::Remove => None,
+        };
         let mut request = CalendarChangeRequest::new(name, change, self.now());
         if let Some(version) = if_version {
             request = request.if_version(version);
         }
         let _turn = self.inner.calendars.turn.lock().await;
         let record = self.inner.store.change_calendar(request).await?;
-        self.inner.calendars.latest.send_modify(|set| *set = Arc::new(set.with(&record)));
+        self.inner.calendars.latest.send_modify(|set| *set = Arc::new(set.with(&record, calendar)));
         Ok(record)
     }
 
@@ -189,5 +216,29 @@ impl<S: Store> Engine<S> {
             changed
         });
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::time::Timestamp;
+
+    fn record(name: &str, spec: &str, version: u64) -> CalendarRecord {
+        CalendarRecord::new(CalendarName::new(name).unwrap(), Some(spec.to_owned()), version, Timestamp::from_millis(0))
+    }
+
+    #[test]
+    fn a_read_keeps_the_calendars_it_holds_and_leaves_out_a_bad_one_until_it_changes() {
+        let good = r#"{"tz":"UTC","hours":{"mon":["09:00-17:00"]}}"#;
+        let first = CalendarSet::default().with_records(vec![record("bad", "{", 1), record("office", good, 1)]);
+        assert_eq!((first.len(), first.left_out.get("bad")), (1, Some(&1)));
+        let again = first.with_records(vec![record("bad", "{", 1), record("office", good, 1)]);
+        let (before, after) = (first.get("office").unwrap(), again.get("office").unwrap());
+        assert!(Arc::ptr_eq(&before.calendar, &after.calendar), "an unchanged calendar is not read again");
+        assert_eq!(again.left_out.get("bad"), Some(&1));
+        let mended = again.with_records(vec![record("bad", good, 2), record("office", good, 2)]);
+        assert_eq!((mended.len(), mended.left_out.len()), (2, 0));
+        assert!(!Arc::ptr_eq(&after.calendar, &mended.get("office").unwrap().calendar), "a new version is read");
     }
 }

@@ -113,8 +113,7 @@ pub(crate) async fn get_calendar<S: Store>(State(state): State<AppState<S>>, par
     summary = "Create or replace a working-time calendar; every node serves it within 1 s",
     description = "If-Match: <version> (the bare number) makes it conditional: 409 when the calendar is at another \
         version (0: only if it does not exist). A calendar of the config file answers 409 naming the file. Tasks \
-        already scheduled keep the due times they were given; repeats use the calendar as it is when they are \
-        re-armed.",
+        already scheduled keep the due times they were given.",
     params(("name" = schema::CalendarName, Path)),
     request_body(content = schema::CalendarBody),
     responses((status = 201, description = "Created", body = schema::Calendar),
@@ -130,9 +129,10 @@ pub(crate) async fn put_calendar<S: Store>(
 ) -> Answer {
     let name = checked_name(params.get("name"))?;
     let expected = if_match(&headers)?;
+    // Read in the body's shape and written back as canonical JSON; the engine checks it
+    // as a calendar before it stores it.
     let spec: CalendarSpec = serde_json::from_value(body).map_err(|e| ApiError::invalid("calendar", e.to_string()))?;
-    let calendar = punctual_core::Calendar::new(spec)?;
-    let document = serde_json::to_string(&calendar.spec()).map_err(|e| ApiError::Internal { detail: e.to_string() })?;
+    let document = serde_json::to_string(&spec).map_err(|e| ApiError::Internal { detail: e.to_string() })?;
     let engine = &state.inner.engine;
     let existed = engine.calendars().get(&name).is_some();
     let record = engine.change_calendar(&name, CalendarChange::Put(document), expected).await?;
@@ -147,8 +147,7 @@ pub(crate) async fn put_calendar<S: Store>(
 #[utoipa::path(delete, path = "/v1/calendars/{name}", tag = "calendars",
     summary = "Remove a working-time calendar",
     description = "If-Match: <version> (the bare number) makes it conditional: 409 when the calendar is at another \
-        version. Tasks already scheduled keep their due times; a repeat whose calendar is gone is re-armed without \
-        one, and says so in the log.",
+        version. Tasks already scheduled keep their due times.",
     params(("name" = schema::CalendarName, Path)),
     responses((status = 204, description = "Removed"),
               (status = 400, description = "Invalid name", body = ErrorBody),

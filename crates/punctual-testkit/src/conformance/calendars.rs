@@ -135,14 +135,7 @@ pub async fn a_calendar_change_at_another_version_is_a_conflict_and_changes_noth
             store.change_calendar(put("office", &format!("{{\"racer\":{i}}}"), at_secs(5)).if_version(1)).await
         });
     }
-    let mut won = Vec::new();
-    while let Some(joined) = within("the racing conditional changes", racers.join_next()).await {
-        match joined.expect("a racer panicked") {
-            Ok(record) => won.push(record),
-            Err(Error::Conflict(_)) => {}
-            Err(e) => panic!("a racing change failed with {e} instead of Conflict"),
-        }
-    }
+    let won = winners("the racing conditional changes", racers).await;
     assert_eq!(won.len(), 1, "exactly one change at version 1 applies: {won:?}");
     assert_eq!(won[0].version, 2);
     assert_eq!(record_of(&*store, "office").await.as_ref(), Some(&won[0]));

@@ -179,14 +179,7 @@ pub async fn a_queue_change_at_another_version_is_a_conflict_and_changes_nothing
             store.change_queue(change_request("orders", settings, at_secs(6)).if_version(2)).await
         });
     }
-    let mut won = Vec::new();
-    while let Some(joined) = within("the racing conditional changes", racers.join_next()).await {
-        match joined.expect("a racer panicked") {
-            Ok(record) => won.push(record),
-            Err(Error::Conflict(_)) => {}
-            Err(e) => panic!("a racing change failed with {e} instead of Conflict"),
-        }
-    }
+    let won = winners("the racing conditional changes", racers).await;
     assert_eq!(won.len(), 1, "exactly one change at version 2 applies: {won:?}");
     assert_eq!(record_of(&*store, "orders").await.as_ref(), Some(&won[0]));
     assert_eq!(won[0].version, 3);

@@ -296,6 +296,23 @@ pub(crate) async fn within<T>(what: &str, future: impl Future<Output = T>) -> T 
     }
 }
 
+/// What the racing changes `racers` returned, each as it lands: the winners' answers;
+/// a loser must have lost with `Error::Conflict`.
+pub(crate) async fn winners<T: 'static>(
+    what: &str,
+    mut racers: tokio::task::JoinSet<punctual_core::Result<T>>,
+) -> Vec<T> {
+    let mut won = Vec::new();
+    while let Some(joined) = within(what, racers.join_next()).await {
+        match joined.expect("a racer panicked") {
+            Ok(answer) => won.push(answer),
+            Err(punctual_core::Error::Conflict(_)) => {}
+            Err(e) => panic!("a racing change failed with {e} instead of Conflict"),
+        }
+    }
+    won
+}
+
 /// The keys of `leases`, in order.
 pub(crate) fn keys_of(leases: &[Lease]) -> Vec<String> {
     leases.iter().map(|lease| lease.token.key.to_string()).collect()

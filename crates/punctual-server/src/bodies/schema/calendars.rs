@@ -57,27 +57,7 @@ fn calendar_fields() -> serde_json::Map<String, Value> {
     fields.as_object().cloned().unwrap_or_default()
 }
 
-/// Declares a doc-only schema (as `schemas!` in the parent does).
-macro_rules! calendar_schema {
-    ($(#[$doc:meta])* $name:ident => $schema:expr;) => {
-        $(#[$doc])*
-        pub(crate) struct $name;
-
-        impl PartialSchema for $name {
-            fn schema() -> RefOr<Schema> {
-                json_schema($schema)
-            }
-        }
-
-        impl ToSchema for $name {
-            fn name() -> Cow<'static, str> {
-                Cow::Borrowed(stringify!($name))
-            }
-        }
-    };
-}
-
-calendar_schema! {
+schemas! {
     /// A calendar's name.
     CalendarName => json!({
         "type": "string",
@@ -87,9 +67,7 @@ calendar_schema! {
         "description": "A calendar name: 1 to 128 of A-Z a-z 0-9 . _ : -",
         "examples": ["cn-office"],
     });
-}
 
-calendar_schema! {
     /// `PUT /v1/calendars/{name}`.
     CalendarBody => json!({
         "type": "object",
@@ -106,9 +84,7 @@ calendar_schema! {
             {"tz": "UTC", "hours": {"sat": ["00:00-24:00"]}},
         ],
     });
-}
 
-calendar_schema! {
     /// A calendar, in an answer.
     Calendar => {
         let mut properties = calendar_fields();
@@ -131,9 +107,7 @@ calendar_schema! {
             "properties": properties,
         })
     };
-}
 
-calendar_schema! {
     /// `GET /v1/calendars`.
     CalendarList => json!({
         "type": "object",
