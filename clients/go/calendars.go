@@ -14,8 +14,10 @@ import (
 	"time"
 )
 
-// IfAbsent is an ifVersion that makes a put apply only if the resource does not exist
-// yet (sent as If-Match: 0; ErrConflict when it does).
+// IfAbsent is the ifVersion of PutCalendar and PutSettings that makes a put apply only
+// if the calendar or the queue's settings do not exist yet: sent as If-Match: 0
+// (ErrConflict when they exist). Any other negative ifVersion is sent as it is, and
+// refused (ErrInvalidArgument, field If-Match).
 const IfAbsent int64 = -1
 
 // AlignNextOpen is ScheduleParams.Align's one value: with a Calendar, a DueAt outside
