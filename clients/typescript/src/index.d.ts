@@ -27,7 +27,10 @@ export interface Repeat {
   cronSyntax?: CronSyntax;
 }
 
-/** A repeat as the API writes it (queue settings' defaults take and show this form). */
+/**
+ * A repeat as the API takes it, which queue settings' defaults are sent in as they are
+ * (`cron_syntax`, not Repeat's `cronSyntax`, which schedule converts).
+ */
 export interface RepeatBody {
   every?: Duration;
   cron?: string;
@@ -35,6 +38,17 @@ export interface RepeatBody {
   times?: number;
   until?: Time;
   cron_syntax?: CronSyntax;
+}
+
+/** A repeat as the server shows it, in a task and in queue settings' defaults. */
+export interface RepeatShown {
+  every?: string;
+  cron?: string;
+  tz?: string;
+  times?: number;
+  until?: string;
+  /** Shown for spring and quartz; absent means vixie. */
+  cron_syntax?: "spring" | "quartz";
 }
 
 export type Weekday = "mon" | "tue" | "wed" | "thu" | "fri" | "sat" | "sun";
@@ -152,15 +166,7 @@ export interface Task {
   attempts: number;
   max_attempts: number;
   backoff: { initial: string; factor: number; max: string };
-  repeat: {
-    every?: string;
-    cron?: string;
-    tz?: string;
-    times?: number;
-    until?: string;
-    /** Shown for spring and quartz; absent means vixie. */
-    cron_syntax?: "spring" | "quartz";
-  } | null;
+  repeat: RepeatShown | null;
   tags: string[];
   version: number;
   created_at: string;
@@ -255,7 +261,8 @@ export interface QueueStats extends QueueSummary {
 export interface QueueSettings {
   queue: string;
   source: "api" | "config";
-  defaults: { max_attempts?: number; backoff?: Backoff; repeat?: RepeatBody | null };
+  /** The policies in force, the server's own where none was set. */
+  defaults: { max_attempts: number; backoff: Task["backoff"]; repeat: RepeatShown | null };
   action: Record<string, unknown> | null;
   concurrency: number;
   rate: string | null;

@@ -34,6 +34,12 @@ results.forEach((r) => ("error" in r ? r.error.code : r.completed ? r.completed.
 for await (const t of client.list("x", { tag: "flow-7" })) t.due_at.toUpperCase();
 const n: number = await client.cancelTag("flow.remind", "flow-7");
 const s = await client.putSettings("x", { concurrency: 4 }, { ifVersion: 3 });
+const daily = await client.putSettings("report.daily", { defaults: { repeat: { cron: "0 0 9 ? * MON-FRI", tz: "Asia/Shanghai", cron_syntax: "spring", until: new Date() } } });
+const defaultUntil: string | undefined = daily.defaults.repeat?.until;
+const defaultSyntax: "spring" | "quartz" | undefined = daily.defaults.repeat?.cron_syntax;
+const defaultTries: number = daily.defaults.max_attempts + daily.defaults.backoff.factor;
+// @ts-expect-error settings are sent as they are: cron_syntax, not schedule's cronSyntax
+await client.putSettings("report.daily", { defaults: { repeat: { cron: "0 9 * * *", cronSyntax: "spring" } } });
 s.version.toFixed();
 try {
   await client.get("x", "missing");
@@ -53,4 +59,4 @@ worker.handle("flow.remind", async ({ payload, attempt, deliveryId, priority, gr
 await worker.start();
 await worker.stop({ graceMs: 5000 });
 const ok: boolean = verifySignature({ body: "{}", header: "t=1,v1=00", secret: "whsec" });
-void n, ok, urgent, groupLimit, groups.next_cursor, windowText, enteredUntil, syntax;
+void n, ok, urgent, groupLimit, groups.next_cursor, windowText, enteredUntil, syntax, defaultUntil, defaultSyntax, defaultTries;
