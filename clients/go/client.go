@@ -450,16 +450,23 @@ func (c *Client) GetSettings(ctx context.Context, queue string) (*Settings, erro
 	return &s, nil
 }
 
+// ifMatch is the If-Match of an ifVersion: none for 0, "0" (only if absent) for
+// IfAbsent, the number as it is otherwise (another negative one is the server's 400,
+// as it was before IfAbsent).
 func ifMatch(version int64) http.Header {
-	if version == 0 {
+	switch version {
+	case 0:
 		return nil
+	case IfAbsent:
+		return http.Header{"If-Match": {"0"}}
 	}
 	return http.Header{"If-Match": {strconv.FormatInt(version, 10)}}
 }
 
 // PutSettings creates or replaces a queue's settings (any JSON object, e.g. a
 // map[string]any). A non-zero ifVersion makes it conditional (ErrConflict when the
-// version moved).
+// version moved); IfAbsent creates them only if the queue has none (ErrConflict when
+// it has).
 func (c *Client) PutSettings(ctx context.Context, queue string, settings any, ifVersion int64) (*Settings, error) {
 	var s Settings
 	if _, err := c.do(ctx, call{method: "PUT", path: queuePath(queue) + "/settings", body: settings, header: ifMatch(ifVersion), out: &s, retry: true}); err != nil {
@@ -468,7 +475,8 @@ func (c *Client) PutSettings(ctx context.Context, queue string, settings any, if
 	return &s, nil
 }
 
-// PatchSettings merges the given top-level fields into a queue's settings.
+// PatchSettings merges the given top-level fields into a queue's settings (ErrNotFound
+// when it has none). A non-zero ifVersion makes it conditional, as for PutSettings.
 func (c *Client) PatchSettings(ctx context.Context, queue string, fields any, ifVersion int64) (*Settings, error) {
 	var s Settings
 	if _, err := c.do(ctx, call{method: "PATCH", path: queuePath(queue) + "/settings", body: fields, header: ifMatch(ifVersion), out: &s, retry: true}); err != nil {
@@ -477,7 +485,8 @@ func (c *Client) PatchSettings(ctx context.Context, queue string, fields any, if
 	return &s, nil
 }
 
-// DeleteSettings removes a queue's settings.
+// DeleteSettings removes a queue's settings. A non-zero ifVersion makes it
+// conditional, as for PutSettings.
 func (c *Client) DeleteSettings(ctx context.Context, queue string, ifVersion int64) error {
 	_, err := c.do(ctx, call{method: "DELETE", path: queuePath(queue) + "/settings", header: ifMatch(ifVersion), retry: true})
 	return err

@@ -127,12 +127,15 @@ func (u *UniqueFor) UnmarshalJSON(data []byte) error {
 }
 
 // Repeat makes a task fire again: every Every, or on a Cron expression in TZ; Times
-// counts occurrences in all (0: no limit).
+// counts occurrences in all (0: no limit). CronSyntax reads Cron as CronSpring or
+// CronQuartz ("0 0 9 ? * MON-FRI" as their CronExpression reads it); "" is the server's
+// default, CronVixie, and a task read back shows "" for it.
 type Repeat struct {
-	Every time.Duration
-	Cron  string
-	TZ    string
-	Times int
+	Every      time.Duration
+	Cron       string
+	TZ         string
+	Times      int
+	CronSyntax string
 }
 
 // MarshalJSON sends the set fields, Every as milliseconds.
@@ -150,16 +153,20 @@ func (r Repeat) MarshalJSON() ([]byte, error) {
 	if r.Times != 0 {
 		m["times"] = r.Times
 	}
+	if r.CronSyntax != "" {
+		m["cron_syntax"] = r.CronSyntax
+	}
 	return json.Marshal(m)
 }
 
 // UnmarshalJSON reads the server's form of a repeat.
 func (r *Repeat) UnmarshalJSON(data []byte) error {
 	var raw struct {
-		Every json.RawMessage `json:"every"`
-		Cron  string          `json:"cron"`
-		TZ    string          `json:"tz"`
-		Times int             `json:"times"`
+		Every      json.RawMessage `json:"every"`
+		Cron       string          `json:"cron"`
+		TZ         string          `json:"tz"`
+		Times      int             `json:"times"`
+		CronSyntax string          `json:"cron_syntax"`
 	}
 	if err := json.Unmarshal(data, &raw); err != nil {
 		return err
@@ -168,7 +175,7 @@ func (r *Repeat) UnmarshalJSON(data []byte) error {
 	if err != nil {
 		return err
 	}
-	*r = Repeat{Every: every, Cron: raw.Cron, TZ: raw.TZ, Times: raw.Times}
+	*r = Repeat{Every: every, Cron: raw.Cron, TZ: raw.TZ, Times: raw.Times, CronSyntax: raw.CronSyntax}
 	return nil
 }
 
@@ -310,6 +317,14 @@ type ScheduleParams struct {
 	// completed, a schedule of the key stores nothing and answers kept with the
 	// completion (ScheduleResult.Completed, BatchResult.Completed).
 	UniqueFor *UniqueFor
+	// Calendar names a working-time calendar (PutCalendar): Delay counts its working
+	// time (a whole number of days counts working days), DueAt needs Align, neither is
+	// its next opening; the answer's DueAt is the instant resolved. The server refuses
+	// a calendar it does not serve (ErrInvalidArgument, field "calendar").
+	Calendar string
+	// Align (AlignNextOpen): with Calendar, a DueAt outside working hours moves to the
+	// next opening.
+	Align string
 }
 
 func (p ScheduleParams) body() map[string]any {
@@ -352,6 +367,12 @@ func (p ScheduleParams) body() map[string]any {
 	}
 	if p.UniqueFor != nil {
 		m["unique_for"] = p.UniqueFor
+	}
+	if p.Calendar != "" {
+		m["calendar"] = p.Calendar
+	}
+	if p.Align != "" {
+		m["align"] = p.Align
 	}
 	return m
 }

@@ -1,4 +1,4 @@
-"""The fifteen scenarios of clients/SCENARIOS.md, against the real `punctual serve`.
+"""Scenarios 1–15 of clients/SCENARIOS.md, against the real `punctual serve` (16 in test_calendars.py).
 
 Each test is named after its scenario's number. They guard against a client that
 works against a mock and not the server: a wrong body, a lease never extended, acks

@@ -52,7 +52,7 @@ export function taskBody(opts = {}) {
   if (opts.delay !== undefined && opts.dueAt !== undefined) {
     throw new TypeError("give delay or dueAt, not both");
   }
-  const repeat = opts.repeat && dropUndefined({ ...opts.repeat, until: time(opts.repeat.until) });
+  const repeat = opts.repeat && repeatBody(opts.repeat);
   return dropUndefined({
     delay: opts.delay,
     due_at: time(opts.dueAt),
@@ -72,7 +72,16 @@ export function taskBody(opts = {}) {
     // A duration, or { window, dead } (dead: the dead task holds its key too); the
     // server refuses 0 (field "unique_for").
     unique_for: uniqueForBody(opts.uniqueFor),
+    // A calendar's name: delay counts its working time; dueAt with align "next_open"
+    // moves to its next opening. The server refuses one it does not serve (field "calendar").
+    calendar: opts.calendar,
+    align: opts.align,
   });
+}
+
+// { cronSyntax } → { cron_syntax } ("vixie", "spring" or "quartz"; sent as given).
+function repeatBody({ cronSyntax, ...repeat }) {
+  return dropUndefined({ ...repeat, until: time(repeat.until), cron_syntax: cronSyntax });
 }
 
 function ackBody(outcome) {
@@ -254,6 +263,29 @@ export class Client {
   /** Cancel every task of the queue in `state` (scheduled | dead | all); resolves to how many. */
   async purge(queue, { state } = {}) {
     return (await this.request("DELETE", `/v1/queues/${seg(queue)}/tasks`, { query: { state } })).body.cancelled;
+  }
+
+  // ---- calendars ----
+
+  /** Every working-time calendar, by name (those of the server's config file too). */
+  async calendars() {
+    return (await this.request("GET", "/v1/calendars")).body.calendars;
+  }
+
+  async getCalendar(name) {
+    return (await this.request("GET", `/v1/calendars/${seg(name)}`)).body;
+  }
+
+  /**
+   * Create or replace a calendar ({tz, hours, holidays?, workdays?}, the API's body as it
+   * is); `ifVersion` makes it conditional (0: only if it does not exist yet).
+   */
+  async putCalendar(name, calendar, { ifVersion } = {}) {
+    return (await this.request("PUT", `/v1/calendars/${seg(name)}`, { body: calendar, headers: ifMatch(ifVersion) })).body;
+  }
+
+  async deleteCalendar(name, { ifVersion } = {}) {
+    await this.request("DELETE", `/v1/calendars/${seg(name)}`, { headers: ifMatch(ifVersion) });
   }
 
   // ---- dead tasks ----

@@ -11,12 +11,80 @@ export interface Backoff {
   max?: Duration;
 }
 
+/**
+ * How a repeat's cron is read: Vixie cron (the server's default), or as Spring's or
+ * Quartz's CronExpression reads it ("0 0 9 ? * MON-FRI": seconds first, ?, L, W, #).
+ */
+export type CronSyntax = "vixie" | "spring" | "quartz";
+
 export interface Repeat {
   every?: Duration;
   cron?: string;
   tz?: string;
   times?: number;
   until?: Time;
+  /** Sent as `cron_syntax`; a task shows it in its repeat for spring and quartz. */
+  cronSyntax?: CronSyntax;
+}
+
+/**
+ * A repeat as the API takes it, which queue settings' defaults are sent in as they are
+ * (`cron_syntax`, not Repeat's `cronSyntax`, which schedule converts).
+ */
+export interface RepeatBody {
+  every?: Duration;
+  cron?: string;
+  tz?: string;
+  times?: number;
+  until?: Time;
+  cron_syntax?: CronSyntax;
+}
+
+/** A repeat as the server shows it, in a task and in queue settings' defaults. */
+export interface RepeatShown {
+  every?: string;
+  cron?: string;
+  tz?: string;
+  times?: number;
+  until?: string;
+  /** Shown for spring and quartz; absent means vixie. */
+  cron_syntax?: "spring" | "quartz";
+}
+
+export type Weekday = "mon" | "tue" | "wed" | "thu" | "fri" | "sat" | "sun";
+
+/**
+ * An extra working date (调休): "2026-09-27" takes the hours most open weekdays share;
+ * {date, as} those of a weekday; {date, hours} its own.
+ */
+export type Workday = string | { date: string; as: Weekday } | { date: string; hours: string[] };
+
+/**
+ * A working-time calendar to put: working hours per weekday in zone `tz` ("HH:MM-HH:MM",
+ * ending after they start, 24:00 for midnight; a weekday left out is closed), holidays
+ * (ISO dates or inclusive ranges "start/end") and extra working dates.
+ */
+export interface CalendarInput {
+  tz: string;
+  hours: Partial<Record<Weekday, string[]>>;
+  holidays?: string[];
+  workdays?: Workday[];
+}
+
+/** A calendar as the server holds it. */
+export interface Calendar extends CalendarInput {
+  name: string;
+  /** config: set in the server's config file (version 0, changed only there). */
+  source: "api" | "config";
+  /** The years with a holiday or working date entered. */
+  holiday_years: number[];
+  /** When the last entered year ends in the calendar's zone; null: none entered. */
+  entered_until: string | null;
+  /** Said when the entered years end within 30 days, have ended, or none are entered. */
+  notice: string | null;
+  /** For ifVersion. */
+  version: number;
+  updated_at: string;
 }
 
 /**
@@ -73,6 +141,15 @@ export interface ScheduleOptions {
    * completion. Not 0 (field "unique_for").
    */
   uniqueFor?: Duration | UniqueFor;
+  /**
+   * A working-time calendar's name: delay counts its working time (a whole number of
+   * days counts working days), dueAt needs align, neither is its next opening. The
+   * answer's due_at is the instant resolved. Not with repeat; field "calendar" for one
+   * the server does not serve.
+   */
+  calendar?: string;
+  /** With calendar and dueAt: a time outside working hours moves to the next opening. */
+  align?: "next_open";
 }
 
 export interface BatchItem extends ScheduleOptions {
@@ -89,7 +166,7 @@ export interface Task {
   attempts: number;
   max_attempts: number;
   backoff: { initial: string; factor: number; max: string };
-  repeat: { every?: string; cron?: string; tz?: string; times?: number; until?: string } | null;
+  repeat: RepeatShown | null;
   tags: string[];
   version: number;
   created_at: string;
@@ -184,7 +261,8 @@ export interface QueueStats extends QueueSummary {
 export interface QueueSettings {
   queue: string;
   source: "api" | "config";
-  defaults: { max_attempts?: number; backoff?: Backoff; repeat?: Repeat | null };
+  /** The policies in force, the server's own where none was set. */
+  defaults: { max_attempts: number; backoff: Task["backoff"]; repeat: RepeatShown | null };
   action: Record<string, unknown> | null;
   concurrency: number;
   rate: string | null;
@@ -198,7 +276,7 @@ export interface QueueSettings {
 }
 
 export interface SettingsInput {
-  defaults?: { max_attempts?: number; backoff?: Backoff; repeat?: Repeat | null };
+  defaults?: { max_attempts?: number; backoff?: Backoff; repeat?: RepeatBody | null };
   action?: Record<string, unknown> | null;
   concurrency?: number;
   rate?: string | null;
@@ -277,6 +355,13 @@ export declare class Client {
   pause(queue: string): Promise<QueueSettings>;
   resume(queue: string): Promise<QueueSettings>;
   purge(queue: string, options?: { state?: "scheduled" | "dead" | "all" }): Promise<number>;
+
+  calendars(): Promise<Calendar[]>;
+  /** NotFoundError when there is none. */
+  getCalendar(name: string): Promise<Calendar>;
+  /** ConflictError when ifVersion names another version (0: only if it does not exist yet). */
+  putCalendar(name: string, calendar: CalendarInput, options?: { ifVersion?: number }): Promise<Calendar>;
+  deleteCalendar(name: string, options?: { ifVersion?: number }): Promise<void>;
 
   deadPage(queue: string, options?: { limit?: number; cursor?: string }): Promise<Page>;
   dead(queue: string, options?: { limit?: number }): AsyncGenerator<Task, void, undefined>;

@@ -8,7 +8,9 @@
 // turns, so a lone ack is not held back.
 //
 // Connection errors never escape: the loop backs off exponentially and logs once when
-// the server is lost and once when it is back. stop() stops leasing at once (the open
+// the server is lost and once when it is back: only an answer to a request sent after the
+// last such change counts, so the late answer of a server going away (an ack it took
+// before it stopped) does not announce it back. stop() stops leasing at once (the open
 // long poll is aborted; the server releases what it could not deliver), waits for
 // running handlers up to the grace period and acks them; a handler still running after
 // that is abandoned unacked, so its lease expires and the task is delivered again.
@@ -58,6 +60,7 @@ export class Worker {
   #stopped;
   #resolveStopped;
   #connected = null;
+  #connectionChanges = 0; // how many times #connected changed; requests note it when sent
   #pendingAcks = [];
   #flushing = null;
 
@@ -136,8 +139,10 @@ export class Worker {
     this.#resolveStopped();
   }
 
-  #setConnected(up, err) {
-    if (this.#connected === up) return;
+  /** `sentAt`: #connectionChanges when the request that tells `up` was sent. */
+  #setConnected(up, err, sentAt) {
+    if (this.#connected === up || sentAt !== this.#connectionChanges) return;
+    this.#connectionChanges++;
     const was = this.#connected;
     this.#connected = up;
     if (!up) this.logger.warn("server unreachable; reconnecting with backoff", { server: this.client.server, error: err?.message });
@@ -153,6 +158,7 @@ export class Worker {
         continue;
       }
       let leases;
+      const sentAt = this.#connectionChanges;
       try {
         leases = await this.client.lease(q.name, {
           max: Math.min(free, 1000),
@@ -163,14 +169,14 @@ export class Worker {
         });
       } catch (err) {
         if (this.#stopping) break;
-        if (err instanceof UnavailableError) this.#setConnected(false, err);
+        if (err instanceof UnavailableError) this.#setConnected(false, err, sentAt);
         else this.logger.error("lease refused", { queue: q.name, code: err.code, error: err.message });
         await sleep(backoff / 2 + Math.random() * (backoff / 2), this.#pollAbort.signal);
         backoff = Math.min(this.reconnectMaxMs, backoff * 2);
         continue;
       }
       backoff = this.reconnectMinMs;
-      this.#setConnected(true);
+      this.#setConnected(true, undefined, sentAt);
       // Leases that arrive as stop() begins still run: they are ours, and get the grace.
       for (const lease of leases) this.#run(q, lease);
     }
@@ -261,9 +267,10 @@ export class Worker {
     const deadline = Date.now() + this.leaseForMs;
     let backoff = this.reconnectMinMs;
     for (let attempt = 1; ; attempt++) {
+      const sentAt = this.#connectionChanges;
       try {
         const results = await this.client.acks(batch.map((b) => b.item));
-        this.#setConnected(true);
+        this.#setConnected(true, undefined, sentAt);
         results.forEach((r, i) => {
           const b = batch[i];
           if (r.status === 204) this.logger.debug("acked", { ...b.fields, outcome: b.item.outcome });
@@ -274,7 +281,7 @@ export class Worker {
         return;
       } catch (err) {
         if (err instanceof UnavailableError && Date.now() < deadline) {
-          this.#setConnected(false, err);
+          this.#setConnected(false, err, sentAt);
           await sleep(backoff);
           backoff = Math.min(this.reconnectMaxMs, backoff * 2);
           continue;

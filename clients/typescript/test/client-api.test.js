@@ -1,4 +1,4 @@
-// The rest of the API through the client, beyond the fifteen scenarios: batch schedule with
+// The rest of the API through the client, beyond the sixteen scenarios: batch schedule with
 // per-item errors, the paging iterator, cancel by tag, queue stats, settings with
 // If-Match, pause/resume, purge, dead tasks in bulk, lease/extend/ack and batch acks.
 import { test, after } from "node:test";
@@ -130,6 +130,18 @@ test("settings: put, patch with If-Match, a stale version is a conflict; pause, 
   assert.equal((await client.resume(queue)).paused, false);
   await client.deleteSettings(queue);
   await assert.rejects(client.getSettings(queue), NotFoundError);
+});
+
+test("settings' default repeat: sent in the wire form (cron_syntax), shown as a task's repeat is", async () => {
+  const queue = uniqueQueue("api");
+  const until = new Date(Date.UTC(2030, 0, 1));
+  const spring = { cron: "0 0 9 ? * MON-FRI", tz: "Asia/Shanghai", cron_syntax: "spring", until };
+  const s = await client.putSettings(queue, { defaults: { repeat: spring } });
+  assert.deepEqual(s.defaults.repeat, { ...spring, until: "2030-01-01T00:00:00.000Z" });
+  assert.equal(s.defaults.backoff.factor, 2);
+  const vixie = await client.putSettings(queue, { defaults: { repeat: { every: 86_400_000 } } }, { ifVersion: s.version });
+  assert.deepEqual(vixie.defaults.repeat, { every: "1d" });
+  await client.deleteSettings(queue, { ifVersion: vixie.version });
 });
 
 test("lease, extend, ack one and many; dead tasks in bulk; purge", async () => {

@@ -17,6 +17,16 @@ const receipt = await client.schedule("order.receipt", "order-1234", { payload: 
 if (receipt.completed) receipt.completed.unique_until.toUpperCase() + receipt.completed.id.toFixed();
 else receipt.task.due_at.toUpperCase();
 await client.scheduleMany("x", [{ key: "c", uniqueFor: { window: "1h", dead: true } }, { key: "d", uniqueFor: 60_000 }]);
+const office = { mon: ["09:00-12:00", "13:30-18:00"], fri: ["09:00-12:00"] };
+const cal = await client.putCalendar("cn-office", { tz: "Asia/Shanghai", hours: office, holidays: ["2026-10-01/2026-10-07"], workdays: ["2026-09-27", { date: "2026-10-10", as: "fri" }] }, { ifVersion: 0 });
+const calVersion: number = cal.version;
+const enteredUntil: string | null = (await client.getCalendar("cn-office")).entered_until;
+(await client.calendars()).forEach((c) => c.holiday_years.map((y) => y.toFixed()) && c.notice?.toUpperCase());
+await client.schedule("flow.remind", "approve-42", { delay: "8h", calendar: "cn-office" });
+await client.schedule("flow.remind", "standup", { dueAt: "2026-12-05T10:00:00+08:00", calendar: "cn-office", align: "next_open" });
+await client.schedule("report.daily", "weekday", { repeat: { cron: "0 0 9 ? * MON-FRI", tz: "Asia/Shanghai", cronSyntax: "spring" } });
+const syntax: "spring" | "quartz" | undefined = (await client.get("report.daily", "weekday")).repeat?.cron_syntax;
+await client.deleteCalendar("cn-office", { ifVersion: calVersion });
 const window = (await client.get("x", "c")).unique_for;
 const windowText: string | null = typeof window === "object" && window !== null ? window.window : window;
 const urgent: number = (await client.get("x", "a")).priority;
@@ -24,6 +34,12 @@ results.forEach((r) => ("error" in r ? r.error.code : r.completed ? r.completed.
 for await (const t of client.list("x", { tag: "flow-7" })) t.due_at.toUpperCase();
 const n: number = await client.cancelTag("flow.remind", "flow-7");
 const s = await client.putSettings("x", { concurrency: 4 }, { ifVersion: 3 });
+const daily = await client.putSettings("report.daily", { defaults: { repeat: { cron: "0 0 9 ? * MON-FRI", tz: "Asia/Shanghai", cron_syntax: "spring", until: new Date() } } });
+const defaultUntil: string | undefined = daily.defaults.repeat?.until;
+const defaultSyntax: "spring" | "quartz" | undefined = daily.defaults.repeat?.cron_syntax;
+const defaultTries: number = daily.defaults.max_attempts + daily.defaults.backoff.factor;
+// @ts-expect-error settings are sent as they are: cron_syntax, not schedule's cronSyntax
+await client.putSettings("report.daily", { defaults: { repeat: { cron: "0 9 * * *", cronSyntax: "spring" } } });
 s.version.toFixed();
 try {
   await client.get("x", "missing");
@@ -43,4 +59,4 @@ worker.handle("flow.remind", async ({ payload, attempt, deliveryId, priority, gr
 await worker.start();
 await worker.stop({ graceMs: 5000 });
 const ok: boolean = verifySignature({ body: "{}", header: "t=1,v1=00", secret: "whsec" });
-void n, ok, urgent, groupLimit, groups.next_cursor, windowText;
+void n, ok, urgent, groupLimit, groups.next_cursor, windowText, enteredUntil, syntax, defaultUntil, defaultSyntax, defaultTries;

@@ -13,6 +13,7 @@
 
     worker.run()                                    # until SIGINT / SIGTERM
 """
+from .calendars import Calendar, Workday
 from .client import DEFAULT_SERVER, Client
 from .errors import (
     Conflict,
@@ -58,6 +59,6 @@ __all__ = [
     "PayloadTooLarge", "Unavailable", "InvalidSignature", "error_from_response",
     "verify_signature", "check_signature", "sign",
     "Task", "Lease", "Page", "GroupCounts", "GroupsPage", "ScheduleResult", "BatchResult", "AckResult", "TaskSpec",
-    "UniqueFor", "Completed",
+    "UniqueFor", "Completed", "Calendar", "Workday",
     "Backoff", "Repeat", "Target", "Done", "Retry", "Reschedule", "Fail", "Outcome",
 ]

@@ -16,6 +16,7 @@ from urllib.parse import quote
 
 import httpx
 
+from .calendars import Calendar, DateLike, Workday, calendar_body
 from .errors import PunctualError, Unavailable, error_from_response
 from .types import (
     AckResult,
@@ -190,6 +191,8 @@ class Client:
         debounce: Optional[Duration] = None,
         group: Optional[str] = None,
         unique_for: Union[Duration, UniqueFor, None] = None,
+        calendar: Optional[str] = None,
+        align: Optional[str] = None,
     ) -> ScheduleResult:
         """Create or update one task. Neither ``delay`` nor ``due_at``: due now.
 
@@ -203,12 +206,16 @@ class Client:
         ``group_concurrency`` setting limits each group's live leases. ``unique_for``: a
         dedupe window (a duration, or ``UniqueFor(window, dead=True)``); within it after
         the key's task completed, a schedule of the key answers ``kept`` with
-        ``completed`` and no task, and stores nothing.
+        ``completed`` and no task, and stores nothing. ``calendar``: a working-time
+        calendar (``put_calendar``); ``delay`` counts its working time (a whole number of
+        days counts working days) and ``due_at`` with ``align="next_open"`` moves to its
+        next opening; the answer's ``due_at`` is the instant resolved.
         """
         body = task_body(
             payload=payload, delay=delay, due_at=due_at, repeat=repeat, tags=tags,
             max_attempts=max_attempts, backoff=backoff, if_exists=if_exists, target=target,
             priority=priority, debounce=debounce, group=group, unique_for=unique_for,
+            calendar=calendar, align=align,
         )
         data = self._json("PUT", f"/v1/queues/{_seg(queue)}/tasks/{_seg(key)}", body=body)
         return ScheduleResult(
@@ -345,6 +352,43 @@ class Client:
         """Cancel every task of the queue in ``state`` (scheduled, dead, all)."""
         data = self._json("DELETE", f"/v1/queues/{_seg(queue)}/tasks", params={"state": state})
         return int(data["cancelled"])
+
+    # -- calendars -------------------------------------------------------------------
+
+    def calendars(self) -> List[Calendar]:
+        """Every working-time calendar, by name (those of the config file too)."""
+        return [Calendar.from_json(c) for c in self._json("GET", "/v1/calendars")["calendars"]]
+
+    def get_calendar(self, name: str) -> Calendar:
+        """The calendar; ``NotFound`` when there is none."""
+        return Calendar.from_json(self._json("GET", f"/v1/calendars/{_seg(name)}"))
+
+    def put_calendar(
+        self,
+        name: str,
+        *,
+        tz: str,
+        hours: Mapping[str, Sequence[str]],
+        holidays: Optional[Iterable[DateLike]] = None,
+        workdays: Optional[Iterable[Union[Workday, DateLike]]] = None,
+        if_version: Optional[int] = None,
+    ) -> Calendar:
+        """Create or replace the calendar: working ``hours`` per weekday (``{"mon":
+        ["09:00-12:00", "13:30-18:00"]}``) in zone ``tz``, ``holidays`` (dates, or
+        ``"start/end"`` ranges) and extra ``workdays``. With ``if_version``,
+        ``Conflict`` when it is at another version (0: only if it does not exist yet).
+        Tasks already scheduled keep their due times."""
+        body = calendar_body(tz=tz, hours=hours, holidays=holidays, workdays=workdays)
+        return Calendar.from_json(self._json(
+            "PUT", f"/v1/calendars/{_seg(name)}", body=body, headers=self._if_match(if_version),
+        ))
+
+    def delete_calendar(self, name: str, *, if_version: Optional[int] = None) -> None:
+        """Remove the calendar; ``NotFound`` when unknown, ``Conflict`` when
+        ``if_version`` names another version."""
+        self._request(
+            "DELETE", f"/v1/calendars/{_seg(name)}", headers=self._if_match(if_version)
+        )
 
     # -- dead tasks ------------------------------------------------------------------
 

@@ -104,13 +104,20 @@ class Backoff:
 
 @dataclass(frozen=True)
 class Repeat:
-    """Fire again: ``every`` (fixed rate) or ``cron`` (with ``tz``), not both."""
+    """Fire again: ``every`` (fixed rate) or ``cron`` (with ``tz``), not both.
+
+    ``cron_syntax`` reads ``cron`` as ``vixie`` (the server's default), ``spring`` or
+    ``quartz`` (``"0 0 9 ? * MON-FRI"`` as Spring's or Quartz's ``CronExpression``
+    reads it); a task shows it in its ``repeat`` for spring and quartz
+    (``Task.cron_syntax``).
+    """
 
     every: Optional[Duration] = None
     cron: Optional[str] = None
     tz: Optional[str] = None
     times: Optional[int] = None
     until: Optional[Time] = None
+    cron_syntax: Optional[str] = None
 
     def to_json(self) -> Dict[str, Any]:
         out: Dict[str, Any] = {}
@@ -124,6 +131,8 @@ class Repeat:
             out["times"] = self.times
         if self.until is not None:
             out["until"] = time_json(self.until, "repeat.until")
+        if self.cron_syntax is not None:
+            out["cron_syntax"] = self.cron_syntax
         return out
 
 
@@ -222,6 +231,8 @@ def task_body(
     debounce: Optional[Duration] = None,
     group: Optional[str] = None,
     unique_for: Union[Duration, UniqueFor, None] = None,
+    calendar: Optional[str] = None,
+    align: Optional[str] = None,
 ) -> Dict[str, Any]:
     """The JSON body of a ``PUT`` of a task (and of a batch item, without its key).
 
@@ -232,6 +243,9 @@ def task_body(
     as given: the server refuses an empty one or one with control characters (field
     ``group``). ``unique_for`` is a duration (the window after done) or a ``UniqueFor``
     (``dead=True``: after dead too); the server refuses 0 (field ``unique_for``).
+    ``calendar`` names a working-time calendar: ``delay`` counts its working time, and
+    ``due_at`` with ``align="next_open"`` moves to its next opening; the server refuses
+    a calendar it does not serve (field ``calendar``).
     """
     if delay is not None and due_at is not None:
         raise ValueError("give delay or due_at, not both")
@@ -271,6 +285,12 @@ def task_body(
             body["unique_for"] = unique_for.to_json()
         else:
             body["unique_for"] = duration_json(unique_for, "unique_for")
+    if calendar is not None:
+        body["calendar"] = calendar
+    if align is not None:
+        if align != "next_open":
+            raise ValueError("align must be 'next_open'")
+        body["align"] = align
     return body
 
 
@@ -292,6 +312,8 @@ class TaskSpec:
     debounce: Optional[Duration] = None
     group: Optional[str] = None
     unique_for: Union[Duration, UniqueFor, None] = None
+    calendar: Optional[str] = None
+    align: Optional[str] = None
 
     def to_json(self) -> Dict[str, Any]:
         body = task_body(
@@ -299,6 +321,7 @@ class TaskSpec:
             tags=self.tags, max_attempts=self.max_attempts, backoff=self.backoff,
             if_exists=self.if_exists, target=self.target, priority=self.priority,
             debounce=self.debounce, group=self.group, unique_for=self.unique_for,
+            calendar=self.calendar, align=self.align,
         )
         body["key"] = self.key
         return body
@@ -328,6 +351,14 @@ class Task:
     group: Optional[str]
     unique_for: Optional[UniqueFor]
     raw: Dict[str, Any] = field(repr=False, compare=False)
+
+    @property
+    def cron_syntax(self) -> Optional[str]:
+        """How the task's cron repeat is read: ``spring`` or ``quartz`` as the server
+        shows them, else ``vixie``; None without a cron repeat."""
+        if not self.repeat or self.repeat.get("cron") is None:
+            return None
+        return str(self.repeat.get("cron_syntax") or "vixie")
 
     @classmethod
     def from_json(cls, data: Dict[str, Any]) -> "Task":

@@ -198,6 +198,35 @@ public final class PunctualClient {
         return call("DELETE", tasks(queue) + query("state", state), null, null, true, null).path("cancelled").asLong();
     }
 
+    // ---- calendars ----
+
+    /** {@code GET /v1/calendars}: every working-time calendar, by name (those of the config file too). */
+    public List<Calendar> calendars() {
+        List<Calendar> out = new ArrayList<>();
+        call("GET", "/v1/calendars", null, null, true, null).path("calendars").forEach(c -> out.add(Calendar.of(c)));
+        return out;
+    }
+
+    /** The calendar; {@link NotFoundException} when there is none. */
+    public Calendar calendar(String name) {
+        return Calendar.of(call("GET", cal(name), null, null, true, null));
+    }
+
+    /**
+     * Creates or replaces the calendar; answers it as stored. {@code ifVersion} (may be
+     * null) makes it conditional, {@link ConflictException} when the calendar is at
+     * another version (0: only if it does not exist yet), as for a calendar of the
+     * server's config file. Tasks already scheduled keep their due times.
+     */
+    public Calendar putCalendar(String name, CalendarSpec spec, Long ifVersion) {
+        return Calendar.of(call("PUT", cal(name), spec.toJson(), ifVersion, true, null));
+    }
+
+    /** Removes the calendar; {@code ifVersion} as for {@link #putCalendar}; {@link NotFoundException} when unknown. */
+    public void deleteCalendar(String name, Long ifVersion) {
+        call("DELETE", cal(name), null, ifVersion, true, null);
+    }
+
     // ---- dead tasks ----
 
     public Page deadPage(String queue, Integer limit, String cursor) {
@@ -409,6 +438,8 @@ public final class PunctualClient {
     private static String q(String queue) { return "/v1/queues/" + seg(queue); }
 
     private static String tasks(String queue) { return q(queue) + "/tasks"; }
+
+    private static String cal(String name) { return "/v1/calendars/" + seg(name); }
 
     private static String seg(String s) { return URLEncoder.encode(s, StandardCharsets.UTF_8).replace("+", "%20"); }
 

@@ -15,6 +15,9 @@ import java.util.List;
 public final class TaskSpec {
     public enum IfExists { REPLACE, KEEP, ERROR }
 
+    /** How a {@link #dueAt} meets a {@link #calendar}: outside working hours, moved to the next opening. */
+    public enum Align { NEXT_OPEN }
+
     private String key;
     private Duration delay;
     private Instant dueAt;
@@ -23,6 +26,7 @@ public final class TaskSpec {
     private Integer repeatTimes;
     private String repeatCron;
     private String repeatTz;
+    private CronSyntax repeatCronSyntax;
     private final List<String> tags = new ArrayList<>();
     private Integer maxAttempts;
     private Duration backoffInitial;
@@ -34,6 +38,8 @@ public final class TaskSpec {
     private Duration debounceMaxWait;
     private String group;
     private UniqueFor uniqueFor;
+    private String calendar;
+    private Align align;
 
     public static TaskSpec create() { return new TaskSpec(); }
 
@@ -48,6 +54,14 @@ public final class TaskSpec {
     public TaskSpec repeatEvery(Duration every, Integer times) { this.repeatEvery = every; this.repeatTimes = times; return this; }
     /** Fire on a cron schedule in time zone {@code tz} (null: UTC). */
     public TaskSpec repeatCron(String cron, String tz) { this.repeatCron = cron; this.repeatTz = tz; return this; }
+    /**
+     * Fire on a cron schedule read as {@code syntax} ({@code "0 0 9 ? * MON-FRI"} with
+     * {@link CronSyntax#SPRING}) in time zone {@code tz} (null: UTC); the task shows it
+     * ({@link CronSyntax#of}).
+     */
+    public TaskSpec repeatCron(String cron, String tz, CronSyntax syntax) {
+        this.repeatCron = cron; this.repeatTz = tz; this.repeatCronSyntax = syntax; return this;
+    }
     public TaskSpec tag(String... tags) { this.tags.addAll(List.of(tags)); return this; }
     public TaskSpec maxAttempts(int maxAttempts) { this.maxAttempts = maxAttempts; return this; }
     public TaskSpec backoff(Duration initial, double factor, Duration max) {
@@ -90,6 +104,18 @@ public final class TaskSpec {
     /** A dedupe window that, with {@code dead}, a task that went dead holds too, from when it died. */
     public TaskSpec uniqueFor(Duration window, boolean dead) { this.uniqueFor = new UniqueFor(window, dead); return this; }
 
+    /**
+     * A working-time calendar ({@link PunctualClient#putCalendar}): {@link #delay} counts
+     * its working time (a whole number of days counts working days), a {@link #dueAt}
+     * needs {@link #align}, neither is the calendar's next opening. The answer's
+     * {@code due_at} is the instant resolved. The server refuses a calendar it does not
+     * serve ({@link InvalidArgumentException}, field {@code calendar}).
+     */
+    public TaskSpec calendar(String name) { this.calendar = name; return this; }
+
+    /** With {@link #calendar} and {@link #dueAt}: a due time outside working hours moves to the next opening. */
+    public TaskSpec align(Align align) { this.align = align; return this; }
+
     String key() { return key; }
 
     ObjectNode toJson() {
@@ -104,6 +130,7 @@ public final class TaskSpec {
             if (repeatTimes != null) r.put("times", repeatTimes);
             if (repeatCron != null) r.put("cron", repeatCron);
             if (repeatTz != null) r.put("tz", repeatTz);
+            if (repeatCronSyntax != null) r.put("cron_syntax", repeatCronSyntax.wire());
         }
         if (!tags.isEmpty()) {
             ArrayNode t = o.putArray("tags");
@@ -121,6 +148,8 @@ public final class TaskSpec {
         if (debounceMaxWait != null) o.putObject("debounce").put("max_wait", debounceMaxWait.toMillis());
         if (group != null) o.put("group", group);
         if (uniqueFor != null) o.set("unique_for", uniqueFor.toJson());
+        if (calendar != null) o.put("calendar", calendar);
+        if (align != null) o.put("align", align.name().toLowerCase());
         if (target != null) {
             ObjectNode t = o.putObject("target");
             t.put("url", target.url());

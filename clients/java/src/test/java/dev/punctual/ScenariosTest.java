@@ -25,7 +25,7 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** Scenarios 1–13 of clients/SCENARIOS.md against the real `punctual serve` (14 in GroupsTest, 15 in DedupeTest). */
+/** Scenarios 1–13 of clients/SCENARIOS.md against the real `punctual serve` (14 in GroupsTest, 15 in DedupeTest, 16 in CalendarsTest). */
 class ScenariosTest {
     static ServerProcess shared;
     static PunctualClient client;
