@@ -26,7 +26,7 @@ use serde_json::Value;
 
 use crate::client::parse_server_url;
 pub(crate) use cron::CronSyntaxArg;
-use timing::TimingArgs;
+pub(crate) use timing::TimingArgs;
 
 /// The `punctual` command line.
 #[derive(Debug, Parser)]
@@ -601,7 +601,7 @@ fn std_duration_arg(text: &str) -> Result<std::time::Duration, String> {
 
 /// `--delay`, `--repeat-every`: read as the server reads them, so a typo is a usage
 /// error (exit 2) as a bad `--payload` is; sent as typed.
-pub(crate) fn duration_arg(text: &str) -> Result<String, String> {
+fn duration_arg(text: &str) -> Result<String, String> {
     punctual_core::parse_duration(text).map(|_| text.to_owned())
 }
 

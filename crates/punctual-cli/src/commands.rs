@@ -19,7 +19,7 @@ use serde_json::{Map, Value, json};
 use crate::cli::{
     CancelArgs, ClientCommand, DeadCommand, DeadRetryArgs, GroupsCommand, GroupsLsArgs, ImportCommand, LsArgs,
     PageArgs, PurgeState, QueueCommand, QueueNameArgs, QueuePurgeArgs, QueueRmArgs, QueueSetArgs, ScheduleArgs,
-    StatsArgs, TaskArgs,
+    StatsArgs, TaskArgs, TimingArgs,
 };
 use crate::client::{Client, ClientError, Json, Method, Request, StatusCode};
 use crate::{UsageError, connect, if_match, json, render};
@@ -29,11 +29,31 @@ const PAGE_SIZE: u32 = 100;
 
 /// A duration or time as the API takes it: digits only are milliseconds (a JSON
 /// number), anything else goes as the string typed, for the server to read.
-pub(crate) fn duration_or_time(text: &str) -> Value {
+fn duration_or_time(text: &str) -> Value {
     let trimmed = text.trim();
     match trimmed.parse::<u64>() {
         Ok(ms) if trimmed.bytes().all(|b| b.is_ascii_digit()) => json!(ms),
         _ => json!(text),
+    }
+}
+
+/// The timing flags given (`misfire`, `misfire_after`, `catch_up_max`, `overlap`,
+/// `jitter`), added to a task body.
+fn insert_timing(timing: &TimingArgs, body: &mut Map<String, Value>) {
+    if let Some(misfire) = timing.misfire {
+        body.insert("misfire".into(), json!(misfire.as_str()));
+    }
+    if let Some(after) = &timing.misfire_after {
+        body.insert("misfire_after".into(), duration_or_time(after));
+    }
+    if let Some(n) = timing.catch_up_max {
+        body.insert("catch_up_max".into(), json!(n));
+    }
+    if let Some(overlap) = timing.overlap {
+        body.insert("overlap".into(), json!(overlap.as_str()));
+    }
+    if let Some(jitter) = &timing.jitter {
+        body.insert("jitter".into(), duration_or_time(jitter));
     }
 }
 
@@ -102,7 +122,7 @@ pub(crate) fn schedule_body(args: &ScheduleArgs) -> Result<Value, UsageError> {
     if let Some(mode) = args.if_exists {
         body.insert("if_exists".into(), json!(mode.as_str()));
     }
-    args.timing.insert_into(&mut body);
+    insert_timing(&args.timing, &mut body);
     if let Some(target) = target(args)? {
         body.insert("target".into(), target);
     }

@@ -3,10 +3,8 @@
 //! `catch_up_max`, `overlap` and `jitter` of the API), sent only when given.
 
 use clap::{Args, ValueEnum};
-use serde_json::{Map, Value, json};
 
 use super::duration_arg;
-use crate::commands::duration_or_time;
 
 /// The timing flags of `punctual schedule`.
 #[derive(Debug, Args)]
@@ -42,6 +40,17 @@ pub(crate) enum MisfireArg {
     Skip,
 }
 
+impl MisfireArg {
+    /// The API's name.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            MisfireArg::FireOnce => "fire_once",
+            MisfireArg::FireAll => "fire_all",
+            MisfireArg::Skip => "skip",
+        }
+    }
+}
+
 /// `overlap` as a flag's value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(crate) enum OverlapArg {
@@ -49,32 +58,12 @@ pub(crate) enum OverlapArg {
     Queue,
 }
 
-impl TimingArgs {
-    /// Adds the fields given to a task body.
-    pub(crate) fn insert_into(&self, body: &mut Map<String, Value>) {
-        if let Some(misfire) = self.misfire {
-            let name = match misfire {
-                MisfireArg::FireOnce => "fire_once",
-                MisfireArg::FireAll => "fire_all",
-                MisfireArg::Skip => "skip",
-            };
-            body.insert("misfire".into(), json!(name));
-        }
-        if let Some(after) = &self.misfire_after {
-            body.insert("misfire_after".into(), duration_or_time(after));
-        }
-        if let Some(n) = self.catch_up_max {
-            body.insert("catch_up_max".into(), json!(n));
-        }
-        if let Some(overlap) = self.overlap {
-            let name = match overlap {
-                OverlapArg::Skip => "skip",
-                OverlapArg::Queue => "queue",
-            };
-            body.insert("overlap".into(), json!(name));
-        }
-        if let Some(jitter) = &self.jitter {
-            body.insert("jitter".into(), duration_or_time(jitter));
+impl OverlapArg {
+    /// The API's name.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            OverlapArg::Skip => "skip",
+            OverlapArg::Queue => "queue",
         }
     }
 }

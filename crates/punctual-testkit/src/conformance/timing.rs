@@ -14,10 +14,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use punctual_core::{EngineConfig, ManualClock, Outcome, Repeat, Store, TaskSpec};
 use punctual_core::calendar::CalendarName;
 use punctual_core::policy::{Misfire, Overlap, Timing};
 use punctual_core::store::Completion;
+use punctual_core::{EngineConfig, ManualClock, Outcome, Repeat, Store, TaskSpec};
 
 use super::support::*;
 
