@@ -126,22 +126,19 @@ impl Timing {
 
     /// Checks the policies against each other (field names relative to the task).
     pub fn validate(&self) -> Result<()> {
-        if let Some(n) = self.catch_up_max {
-            if self.misfire != Misfire::FireAll {
-                return Err(Error::invalid("catch_up_max", "catch_up_max applies to misfire fire_all"));
-            }
-            if n == 0 || n > Timing::MAX_CATCH_UP {
-                return Err(Error::invalid(
-                    "catch_up_max",
-                    format!("catch_up_max must be 1 to {}, not {n}", Timing::MAX_CATCH_UP),
-                ));
-            }
-        }
-        if self.misfire_after.is_some() && self.misfire != Misfire::Skip {
+        // `catch_up_max` and `misfire_after` are kept whatever the misfire (they apply
+        // under fire_all and skip): a task object, which shows every policy, can be
+        // sent back as it reads.
+        if let Some(n) = self.catch_up_max
+            && (n == 0 || n > Timing::MAX_CATCH_UP)
+        {
             return Err(Error::invalid(
-                "misfire_after",
-                "misfire_after applies to misfire skip (fire_once and fire_all fire whatever the lateness)",
+                "catch_up_max",
+                format!("catch_up_max must be 1 to {}, not {n}", Timing::MAX_CATCH_UP),
             ));
+        }
+        if self.misfire_after.is_some_and(|after| after.is_zero()) {
+            return Err(Error::invalid("misfire_after", "misfire_after must be longer than 0"));
         }
         if let Some(jitter) = self.jitter
             && (jitter.is_zero() || jitter > Timing::MAX_JITTER)
@@ -195,10 +192,11 @@ mod tests {
             other => panic!("expected a refusal, got {other:?}"),
         };
         let fire_all = Timing { misfire: Misfire::FireAll, ..Timing::default() };
-        assert_eq!(field(Timing { catch_up_max: Some(3), ..Timing::default() }), "catch_up_max");
+        assert!(Timing { catch_up_max: Some(3), ..Timing::default() }.validate().is_ok(), "kept, unused");
         assert_eq!(field(Timing { catch_up_max: Some(0), ..fire_all.clone() }), "catch_up_max");
+        assert_eq!(field(Timing { catch_up_max: Some(1001), ..fire_all.clone() }), "catch_up_max");
         assert!(Timing { catch_up_max: Some(1000), ..fire_all.clone() }.validate().is_ok());
-        assert_eq!(field(Timing { misfire_after: Some(Duration::from_secs(1)), ..fire_all }), "misfire_after");
+        assert_eq!(field(Timing { misfire_after: Some(Duration::ZERO), ..fire_all }), "misfire_after");
         assert_eq!(field(Timing { jitter: Some(Duration::ZERO), ..Timing::default() }), "jitter");
         assert_eq!(field(Timing { jitter: Some(Duration::from_secs(43_201)), ..Timing::default() }), "jitter");
     }

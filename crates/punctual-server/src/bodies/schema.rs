@@ -403,11 +403,11 @@ schemas! {
                 schedule goes on from now. fire_all: each fires, oldest first, at most catch_up_max (the older \
                 ones beyond are dropped). skip: a first try leased later than misfire_after past its due time \
                 does not fire: a repeat moves to its next occurrence after now, a one-off task ends."})),
-            "misfire_after": nullable(duration_within(1, None, "With misfire skip only: later than this past \
-                its due time, a first try is a misfire (default 1m).")),
+            "misfire_after": nullable(duration_within(1, None, "Applies under misfire skip (kept with any): \
+                later than this past its due time, a first try is a misfire (default 1m).")),
             "catch_up_max": nullable(json!({"type": "integer", "minimum": 1, "maximum": 1000,
-                "description": "With misfire fire_all only: at most this many missed occurrences fire \
-                (default 10)."})),
+                "description": "Applies under misfire fire_all (kept with any): at most this many \
+                missed occurrences fire (default 10)."})),
             "overlap": nullable(json!({"enum": ["skip", "queue"], "default": "skip",
                 "description": "A repeat's occurrences that fall due while its firing is leased. skip: dropped, \
                 the next is the first after the firing ends. queue: the latest of them fires as soon as the \
@@ -420,8 +420,6 @@ schemas! {
         "not": {"allOf": [present("delay"), present("due_at")]},
         "allOf": [
             {"if": present("align"), "then": {"allOf": [present("calendar"), {"not": present("delay")}]}},
-            {"if": present("catch_up_max"), "then": {"required": ["misfire"], "properties": {"misfire": {"const": "fire_all"}}}},
-            {"if": present("misfire_after"), "then": {"required": ["misfire"], "properties": {"misfire": {"const": "skip"}}}},
             {"if": {"allOf": [present("calendar"), present("due_at")]}, "then": present("align")},
         ],
         "examples": [
