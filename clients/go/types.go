@@ -29,6 +29,13 @@ type Task struct {
 	Priority       int             `json:"priority"`   // 0–9; higher first among the queue's due tasks
 	Group          *string         `json:"group"`      // nil when the task has no group
 	UniqueFor      *UniqueFor      `json:"unique_for"` // nil when the task has no dedupe window
+	// The timing policies with their effective values (timing.go).
+	Calendar     *string       `json:"calendar"` // the working-time calendar; nil without one
+	Misfire      Misfire       `json:"misfire"`
+	MisfireAfter time.Duration `json:"misfire_after"` // it applies under MisfireSkip
+	CatchUpMax   int           `json:"catch_up_max"`  // it applies under MisfireFireAll
+	Overlap      Overlap       `json:"overlap"`
+	Jitter       time.Duration `json:"jitter"` // 0 without jitter
 }
 
 // Backoff is a retry policy: Initial, then ×Factor each attempt, up to Max.
@@ -319,12 +326,28 @@ type ScheduleParams struct {
 	UniqueFor *UniqueFor
 	// Calendar names a working-time calendar (PutCalendar): Delay counts its working
 	// time (a whole number of days counts working days), DueAt needs Align, neither is
-	// its next opening; the answer's DueAt is the instant resolved. The server refuses
-	// a calendar it does not serve (ErrInvalidArgument, field "calendar").
+	// its next opening; the answer's DueAt is the instant resolved. With Repeat, the
+	// repeat runs in its working time. The server refuses a calendar it does not serve
+	// (ErrInvalidArgument, field "calendar").
 	Calendar string
 	// Align (AlignNextOpen): with Calendar, a DueAt outside working hours moves to the
 	// next opening.
 	Align string
+	// Misfire ("": the server's default, MisfireFireOnce) says what becomes of
+	// occurrences missed while no server ran or the queue was paused.
+	Misfire Misfire
+	// MisfireAfter (MisfireSkip only; 0 is not sent: the server's default, 1 minute):
+	// a first try leased later than this past its due time does not fire.
+	MisfireAfter time.Duration
+	// CatchUpMax (MisfireFireAll only, 1–1000; 0 is not sent: the server's default,
+	// 10): at most this many missed occurrences fire.
+	CatchUpMax int
+	// Overlap ("": the server's default, OverlapSkip) says what becomes of a repeat's
+	// occurrences due while its firing is leased.
+	Overlap Overlap
+	// Jitter (0: none; at most 12h, shorter than a repeat's Every) moves each due time
+	// later by a uniform draw in [0, Jitter).
+	Jitter time.Duration
 }
 
 func (p ScheduleParams) body() map[string]any {
@@ -374,6 +397,7 @@ func (p ScheduleParams) body() map[string]any {
 	if p.Align != "" {
 		m["align"] = p.Align
 	}
+	p.timingBody(m)
 	return m
 }
 
@@ -497,13 +521,18 @@ type LeaseParams struct {
 	Wait  time.Duration
 }
 
-// Lease is a leased task.
+// Lease is a leased task. ScheduledFor is the time the occurrence it stands for was
+// scheduled for (before jitter, retries and misfires); Missed counts the later
+// occurrences of a repeat already due that will not fire of their own, this firing
+// standing in for them (0 when on time).
 type Lease struct {
-	LeaseID    string    `json:"lease_id"`
-	ExpiresAt  time.Time `json:"expires_at"`
-	Attempt    int       `json:"attempt"`
-	DeliveryID string    `json:"delivery_id"`
-	Task       Task      `json:"task"`
+	LeaseID      string    `json:"lease_id"`
+	ExpiresAt    time.Time `json:"expires_at"`
+	Attempt      int       `json:"attempt"`
+	DeliveryID   string    `json:"delivery_id"`
+	ScheduledFor time.Time `json:"scheduled_for"`
+	Missed       int       `json:"missed"`
+	Task         Task      `json:"task"`
 }
 
 // Ack outcomes.

@@ -28,11 +28,15 @@ type WorkerOptions struct {
 
 // Delivery is one leased task handed to a handler. Attempt is 1 for the first try;
 // DeliveryID is the same for every try of one occurrence (for idempotent handlers).
+// ScheduledFor is the time that occurrence was scheduled for (before jitter, retries
+// and misfires); Missed counts the later occurrences already due it stands in for.
 type Delivery struct {
-	LeaseID    string
-	Attempt    int
-	DeliveryID string
-	Task       Task
+	LeaseID      string
+	Attempt      int
+	DeliveryID   string
+	ScheduledFor time.Time
+	Missed       int
+	Task         Task
 }
 
 // Decode unmarshals the task's payload into v.
@@ -259,7 +263,10 @@ func (w *Worker) run(hard context.Context, h handler, l Lease, acks *acker) {
 		defer close(extended)
 		w.extend(hctx, l, stopExtending)
 	}()
-	err := w.call(hctx, h.fn, &Delivery{LeaseID: l.LeaseID, Attempt: l.Attempt, DeliveryID: l.DeliveryID, Task: l.Task})
+	err := w.call(hctx, h.fn, &Delivery{
+		LeaseID: l.LeaseID, Attempt: l.Attempt, DeliveryID: l.DeliveryID,
+		ScheduledFor: l.ScheduledFor, Missed: l.Missed, Task: l.Task,
+	})
 	close(stopExtending)
 	<-extended
 	if hard.Err() != nil {

@@ -76,6 +76,13 @@ export function taskBody(opts = {}) {
     // moves to its next opening. The server refuses one it does not serve (field "calendar").
     calendar: opts.calendar,
     align: opts.align,
+    // Timing policies, sent as given: the server names the field it refuses
+    // (overlap "allow": a task has one firing at a time).
+    misfire: opts.misfire,
+    misfire_after: opts.misfireAfter,
+    catch_up_max: opts.catchUpMax,
+    overlap: opts.overlap,
+    jitter: opts.jitter,
   });
 }
 

@@ -104,6 +104,20 @@ export interface UniqueFor {
   dead?: boolean;
 }
 
+/**
+ * What becomes of occurrences missed while no server ran or the queue was paused: one
+ * firing for all ("fire_once", the default), each of them oldest first up to catchUpMax
+ * ("fire_all"), or none ("skip": a first try leased later than misfireAfter past its
+ * due time does not fire; a repeat moves on, a one-off task ends).
+ */
+export type Misfire = "fire_once" | "fire_all" | "skip";
+
+/**
+ * What becomes of a repeat's occurrences due while its firing is leased: dropped
+ * ("skip", the default) or the latest fired as soon as the firing ends ("queue").
+ */
+export type Overlap = "skip" | "queue";
+
 export type HttpMethod = "POST" | "PUT" | "PATCH" | "GET" | "DELETE";
 
 export interface Target {
@@ -144,12 +158,22 @@ export interface ScheduleOptions {
   /**
    * A working-time calendar's name: delay counts its working time (a whole number of
    * days counts working days), dueAt needs align, neither is its next opening. The
-   * answer's due_at is the instant resolved. Not with repeat; field "calendar" for one
-   * the server does not serve.
+   * answer's due_at is the instant resolved. With repeat, the repeat runs in its working
+   * time. Field "calendar" for one the server does not serve.
    */
   calendar?: string;
   /** With calendar and dueAt: a time outside working hours moves to the next opening. */
   align?: "next_open";
+  /** Default "fire_once". */
+  misfire?: Misfire;
+  /** With misfire "skip" only: later than this past its due time, a first try does not fire. Default 1m. */
+  misfireAfter?: Duration;
+  /** With misfire "fire_all" only: at most this many missed occurrences fire, 1–1000. Default 10. */
+  catchUpMax?: number;
+  /** Default "skip"; "allow" is refused (field "overlap"): a task has one firing at a time. */
+  overlap?: Overlap;
+  /** Each due time moves later by a uniform draw in [0, jitter); at most 12h, shorter than a repeat's every. */
+  jitter?: Duration;
 }
 
 export interface BatchItem extends ScheduleOptions {
@@ -180,6 +204,17 @@ export interface Task {
   group: string | null;
   /** The task's dedupe window: a duration when held after done only; null without one. */
   unique_for: string | { window: string; dead: true } | null;
+  /** The working-time calendar's name; null without one. */
+  calendar: string | null;
+  /** The timing policies with their effective values (the defaults where none was given). */
+  misfire: Misfire;
+  /** A duration ("1m" by default); it applies under misfire "skip". */
+  misfire_after: string;
+  /** 10 by default; it applies under misfire "fire_all". */
+  catch_up_max: number;
+  overlap: Overlap;
+  /** A duration; null without jitter. */
+  jitter: string | null;
 }
 
 export type ScheduleOutcome = "created" | "replaced" | "kept";
@@ -291,6 +326,10 @@ export interface Lease {
   expires_at: string;
   attempt: number;
   delivery_id: string;
+  /** The time the occurrence this lease stands for was scheduled for (before jitter, retries and misfires). */
+  scheduled_for: string;
+  /** Later occurrences of a repeat already due that will not fire of their own: this firing stands in for them (0 on time). */
+  missed: number;
   task: Task;
 }
 
@@ -402,6 +441,10 @@ export interface TaskContext {
   attempt: number;
   /** The same for every try of one occurrence: use it to make the handler idempotent. */
   deliveryId: string;
+  /** The time the occurrence was scheduled for (before jitter, retries and misfires). */
+  scheduledFor: string;
+  /** Later occurrences already due that this firing stands in for (0 on time). */
+  missed: number;
   dueAt: string;
   tags: string[];
   /** The task's priority, 0–9. */

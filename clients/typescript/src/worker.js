@@ -194,6 +194,8 @@ export class Worker {
       payload: task.payload,
       attempt: lease.attempt,
       deliveryId: lease.delivery_id,
+      scheduledFor: lease.scheduled_for,
+      missed: lease.missed ?? 0,
       dueAt: task.due_at,
       tags: task.tags ?? [],
       priority: task.priority ?? 0,

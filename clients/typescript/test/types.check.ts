@@ -26,6 +26,14 @@ await client.schedule("flow.remind", "approve-42", { delay: "8h", calendar: "cn-
 await client.schedule("flow.remind", "standup", { dueAt: "2026-12-05T10:00:00+08:00", calendar: "cn-office", align: "next_open" });
 await client.schedule("report.daily", "weekday", { repeat: { cron: "0 0 9 ? * MON-FRI", tz: "Asia/Shanghai", cronSyntax: "spring" } });
 const syntax: "spring" | "quartz" | undefined = (await client.get("report.daily", "weekday")).repeat?.cron_syntax;
+await client.schedule("flow.remind", "daily", { repeat: { every: "1d" }, calendar: "cn-office", misfire: "fire_all", catchUpMax: 3, overlap: "queue", jitter: "30s" });
+await client.scheduleMany("report.digest", [{ key: "daily", repeat: { every: 86_400_000 }, misfire: "skip", misfireAfter: "2h", jitter: 30_000 }]);
+// @ts-expect-error overlap "allow" is refused: a task has one firing at a time
+await client.schedule("flow.remind", "daily", { repeat: { every: "1h" }, overlap: "allow" });
+const timing = await client.get("flow.remind", "daily");
+const policies: [string | null, "fire_once" | "fire_all" | "skip", string, number, "skip" | "queue", string | null] =
+  [timing.calendar, timing.misfire, timing.misfire_after, timing.catch_up_max, timing.overlap, timing.jitter];
+(await client.lease("flow.remind")).forEach((l) => l.scheduled_for.toUpperCase() + l.missed.toFixed());
 await client.deleteCalendar("cn-office", { ifVersion: calVersion });
 const window = (await client.get("x", "c")).unique_for;
 const windowText: string | null = typeof window === "object" && window !== null ? window.window : window;
@@ -48,8 +56,9 @@ try {
 }
 
 const worker = new Worker(client, { leaseForMs: 30_000, logger: null });
-worker.handle("flow.remind", async ({ payload, attempt, deliveryId, priority, group, signal }) => {
+worker.handle("flow.remind", async ({ payload, attempt, deliveryId, priority, group, scheduledFor, missed, signal }) => {
   if (group?.startsWith("vip") && signal.aborted) return retry();
+  if (missed > 0 && scheduledFor < new Date().toISOString()) return fail("too late");
   if (priority > 5 && signal.aborted) return retry();
   if (signal.aborted) return retry(1000, new Error("stop"));
   if (attempt > 3) return fail("gave up");
@@ -59,4 +68,4 @@ worker.handle("flow.remind", async ({ payload, attempt, deliveryId, priority, gr
 await worker.start();
 await worker.stop({ graceMs: 5000 });
 const ok: boolean = verifySignature({ body: "{}", header: "t=1,v1=00", secret: "whsec" });
-void n, ok, urgent, groupLimit, groups.next_cursor, windowText, enteredUntil, syntax, defaultUntil, defaultSyntax, defaultTries;
+void n, ok, policies, urgent, groupLimit, groups.next_cursor, windowText, enteredUntil, syntax, defaultUntil, defaultSyntax, defaultTries;

@@ -38,7 +38,9 @@ from .types import (
     GroupCounts,
     GroupsPage,
     Lease,
+    Misfire,
     Outcome,
+    Overlap,
     Page,
     Repeat,
     Reschedule,
@@ -59,6 +61,6 @@ __all__ = [
     "PayloadTooLarge", "Unavailable", "InvalidSignature", "error_from_response",
     "verify_signature", "check_signature", "sign",
     "Task", "Lease", "Page", "GroupCounts", "GroupsPage", "ScheduleResult", "BatchResult", "AckResult", "TaskSpec",
-    "UniqueFor", "Completed", "Calendar", "Workday",
+    "UniqueFor", "Completed", "Calendar", "Workday", "Misfire", "Overlap",
     "Backoff", "Repeat", "Target", "Done", "Retry", "Reschedule", "Fail", "Outcome",
 ]

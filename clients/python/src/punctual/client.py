@@ -28,7 +28,9 @@ from .types import (
     GroupsPage,
     Json,
     Lease,
+    Misfire,
     Outcome,
+    Overlap,
     Page,
     Repeat,
     ScheduleResult,
@@ -193,6 +195,11 @@ class Client:
         unique_for: Union[Duration, UniqueFor, None] = None,
         calendar: Optional[str] = None,
         align: Optional[str] = None,
+        misfire: Optional[Misfire] = None,
+        misfire_after: Optional[Duration] = None,
+        catch_up_max: Optional[int] = None,
+        overlap: Optional[Overlap] = None,
+        jitter: Optional[Duration] = None,
     ) -> ScheduleResult:
         """Create or update one task. Neither ``delay`` nor ``due_at``: due now.
 
@@ -209,13 +216,22 @@ class Client:
         ``completed`` and no task, and stores nothing. ``calendar``: a working-time
         calendar (``put_calendar``); ``delay`` counts its working time (a whole number of
         days counts working days) and ``due_at`` with ``align="next_open"`` moves to its
-        next opening; the answer's ``due_at`` is the instant resolved.
+        next opening; the answer's ``due_at`` is the instant resolved; with ``repeat``
+        the repeat runs in its working time. ``misfire``: what becomes of occurrences
+        missed while no server ran or the queue was paused, ``"fire_once"`` (default),
+        ``"fire_all"`` (at most ``catch_up_max``, 1–1000, default 10) or ``"skip"`` (a
+        first try leased later than ``misfire_after``, default 1 minute, past its due
+        time does not fire). ``overlap``: ``"skip"`` (default) or ``"queue"``, what
+        becomes of a repeat's occurrences due while its firing is leased. ``jitter``
+        (up to 12h, shorter than a repeat's ``every``): each due time moves later by a
+        uniform draw below it. Leases show ``scheduled_for`` and ``missed``.
         """
         body = task_body(
             payload=payload, delay=delay, due_at=due_at, repeat=repeat, tags=tags,
             max_attempts=max_attempts, backoff=backoff, if_exists=if_exists, target=target,
             priority=priority, debounce=debounce, group=group, unique_for=unique_for,
-            calendar=calendar, align=align,
+            calendar=calendar, align=align, misfire=misfire, misfire_after=misfire_after,
+            catch_up_max=catch_up_max, overlap=overlap, jitter=jitter,
         )
         data = self._json("PUT", f"/v1/queues/{_seg(queue)}/tasks/{_seg(key)}", body=body)
         return ScheduleResult(

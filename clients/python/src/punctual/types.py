@@ -10,11 +10,19 @@ from __future__ import annotations
 import datetime as _dt
 import re
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Union
+from typing import Any, Dict, List, Literal, Mapping, Optional, Union
 
 Duration = Union[_dt.timedelta, int, float, str]
 Time = Union[_dt.datetime, str]
 Json = Any
+
+#: What becomes of occurrences missed while no server ran or the queue was paused:
+#: one firing for all (``fire_once``, the default), each of them oldest first up to
+#: ``catch_up_max`` (``fire_all``), or none (``skip``: later than ``misfire_after``).
+Misfire = Literal["fire_once", "fire_all", "skip"]
+#: What becomes of a repeat's occurrences due while its firing is leased: dropped
+#: (``skip``, the default) or the latest fired as soon as the firing ends (``queue``).
+Overlap = Literal["skip", "queue"]
 
 
 def duration_json(value: Duration, name: str = "duration") -> Union[int, str]:
@@ -233,6 +241,11 @@ def task_body(
     unique_for: Union[Duration, UniqueFor, None] = None,
     calendar: Optional[str] = None,
     align: Optional[str] = None,
+    misfire: Optional[Misfire] = None,
+    misfire_after: Optional[Duration] = None,
+    catch_up_max: Optional[int] = None,
+    overlap: Optional[Overlap] = None,
+    jitter: Optional[Duration] = None,
 ) -> Dict[str, Any]:
     """The JSON body of a ``PUT`` of a task (and of a batch item, without its key).
 
@@ -245,7 +258,11 @@ def task_body(
     (``dead=True``: after dead too); the server refuses 0 (field ``unique_for``).
     ``calendar`` names a working-time calendar: ``delay`` counts its working time, and
     ``due_at`` with ``align="next_open"`` moves to its next opening; the server refuses
-    a calendar it does not serve (field ``calendar``).
+    a calendar it does not serve (field ``calendar``); with ``repeat`` the repeat runs
+    in its working time. The timing policies (``misfire``, ``misfire_after`` with
+    ``skip`` only, ``catch_up_max`` 1–1000 with ``fire_all`` only, ``overlap``,
+    ``jitter`` up to 12h) are sent as given: the server judges them and names the field
+    it refuses (``overlap="allow"`` is refused: a task has one firing at a time).
     """
     if delay is not None and due_at is not None:
         raise ValueError("give delay or due_at, not both")
@@ -291,6 +308,18 @@ def task_body(
         if align != "next_open":
             raise ValueError("align must be 'next_open'")
         body["align"] = align
+    if misfire is not None:
+        body["misfire"] = misfire
+    if misfire_after is not None:
+        body["misfire_after"] = duration_json(misfire_after, "misfire_after")
+    if catch_up_max is not None:
+        if isinstance(catch_up_max, bool) or not isinstance(catch_up_max, int):
+            raise TypeError(f"catch_up_max: expected an int, got {type(catch_up_max).__name__}")
+        body["catch_up_max"] = catch_up_max
+    if overlap is not None:
+        body["overlap"] = overlap
+    if jitter is not None:
+        body["jitter"] = duration_json(jitter, "jitter")
     return body
 
 
@@ -314,6 +343,11 @@ class TaskSpec:
     unique_for: Union[Duration, UniqueFor, None] = None
     calendar: Optional[str] = None
     align: Optional[str] = None
+    misfire: Optional[Misfire] = None
+    misfire_after: Optional[Duration] = None
+    catch_up_max: Optional[int] = None
+    overlap: Optional[Overlap] = None
+    jitter: Optional[Duration] = None
 
     def to_json(self) -> Dict[str, Any]:
         body = task_body(
@@ -321,7 +355,9 @@ class TaskSpec:
             tags=self.tags, max_attempts=self.max_attempts, backoff=self.backoff,
             if_exists=self.if_exists, target=self.target, priority=self.priority,
             debounce=self.debounce, group=self.group, unique_for=self.unique_for,
-            calendar=self.calendar, align=self.align,
+            calendar=self.calendar, align=self.align, misfire=self.misfire,
+            misfire_after=self.misfire_after, catch_up_max=self.catch_up_max,
+            overlap=self.overlap, jitter=self.jitter,
         )
         body["key"] = self.key
         return body
@@ -329,7 +365,13 @@ class TaskSpec:
 
 @dataclass(frozen=True)
 class Task:
-    """A task as the server shows it (API.md, "Task object"); ``raw`` is the JSON."""
+    """A task as the server shows it (API.md, "Task object"); ``raw`` is the JSON.
+
+    The timing policies show their effective values: ``calendar`` (None without one),
+    ``misfire`` (default ``fire_once``), ``misfire_after`` (default 1 minute; it applies
+    under ``skip``), ``catch_up_max`` (default 10; it applies under ``fire_all``),
+    ``overlap`` (default ``skip``) and ``jitter`` (None without one).
+    """
 
     queue: str
     key: str
@@ -350,6 +392,12 @@ class Task:
     priority: int
     group: Optional[str]
     unique_for: Optional[UniqueFor]
+    calendar: Optional[str]
+    misfire: Misfire
+    misfire_after: _dt.timedelta
+    catch_up_max: int
+    overlap: Overlap
+    jitter: Optional[_dt.timedelta]
     raw: Dict[str, Any] = field(repr=False, compare=False)
 
     @property
@@ -382,6 +430,12 @@ class Task:
             priority=int(data.get("priority") or 0),
             group=data.get("group"),
             unique_for=None if data.get("unique_for") is None else UniqueFor.from_json(data["unique_for"]),
+            calendar=data.get("calendar"),
+            misfire=data.get("misfire") or "fire_once",
+            misfire_after=parse_duration(data.get("misfire_after") or "1m"),
+            catch_up_max=int(data.get("catch_up_max") or 10),
+            overlap=data.get("overlap") or "skip",
+            jitter=None if data.get("jitter") is None else parse_duration(data["jitter"]),
             raw=data,
         )
 
@@ -455,6 +509,10 @@ class Lease:
 
     ``attempt`` is this try's ordinal (1 for the first); ``delivery_id`` is the same for
     every try of one occurrence: store it to make a handler idempotent.
+    ``scheduled_for`` is the time the occurrence this lease stands for was scheduled for
+    (before jitter, retries and misfires); ``missed`` counts the later occurrences of a
+    repeat already due that will not fire of their own, this firing standing in for
+    them (0 when on time).
     """
 
     lease_id: str
@@ -462,6 +520,8 @@ class Lease:
     attempt: int
     delivery_id: str
     task: Task
+    scheduled_for: Optional[_dt.datetime] = None
+    missed: int = 0
 
     @property
     def queue(self) -> str:
@@ -499,6 +559,8 @@ class Lease:
             attempt=int(data.get("attempt") or 0),
             delivery_id=data.get("delivery_id", ""),
             task=Task.from_json(data.get("task") or {}),
+            scheduled_for=parse_time(data.get("scheduled_for")),
+            missed=int(data.get("missed") or 0),
         )
 
 

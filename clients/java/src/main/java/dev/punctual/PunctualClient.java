@@ -331,8 +331,11 @@ public final class PunctualClient {
     private static List<Delivery> leases(JsonNode r) {
         List<Delivery> out = new ArrayList<>();
         for (JsonNode l : r.path("leases")) {
+            JsonNode scheduledFor = l.path("scheduled_for");
             out.add(new Delivery(l.path("lease_id").asText(), Instant.parse(l.path("expires_at").asText()),
-                    l.path("attempt").asInt(), l.path("delivery_id").asText(), l.path("task")));
+                    l.path("attempt").asInt(), l.path("delivery_id").asText(),
+                    scheduledFor.isTextual() ? Instant.parse(scheduledFor.asText()) : null, l.path("missed").asInt(0),
+                    l.path("task")));
         }
         return out;
     }

@@ -40,6 +40,11 @@ public final class TaskSpec {
     private UniqueFor uniqueFor;
     private String calendar;
     private Align align;
+    private Misfire misfire;
+    private Duration misfireAfter;
+    private Integer catchUpMax;
+    private Overlap overlap;
+    private Duration jitter;
 
     public static TaskSpec create() { return new TaskSpec(); }
 
@@ -108,13 +113,48 @@ public final class TaskSpec {
      * A working-time calendar ({@link PunctualClient#putCalendar}): {@link #delay} counts
      * its working time (a whole number of days counts working days), a {@link #dueAt}
      * needs {@link #align}, neither is the calendar's next opening. The answer's
-     * {@code due_at} is the instant resolved. The server refuses a calendar it does not
-     * serve ({@link InvalidArgumentException}, field {@code calendar}).
+     * {@code due_at} is the instant resolved. With a repeat, the repeat runs in its
+     * working time. The server refuses a calendar it does not serve
+     * ({@link InvalidArgumentException}, field {@code calendar}).
      */
     public TaskSpec calendar(String name) { this.calendar = name; return this; }
 
     /** With {@link #calendar} and {@link #dueAt}: a due time outside working hours moves to the next opening. */
     public TaskSpec align(Align align) { this.align = align; return this; }
+
+    /**
+     * What becomes of occurrences missed while no server ran or the queue was paused
+     * (null: the server's default, {@link Misfire#FIRE_ONCE}). The task shows it
+     * ({@link Timing#of}); each {@link Delivery} says which occurrence it stands for and
+     * how many it stands in for.
+     */
+    public TaskSpec misfire(Misfire misfire) { this.misfire = misfire; return this; }
+
+    /**
+     * With {@link Misfire#SKIP} only (the server's default 1 minute): a first try leased
+     * later than this past its due time does not fire. Refused with another misfire
+     * ({@link InvalidArgumentException}, field {@code misfire_after}).
+     */
+    public TaskSpec misfireAfter(Duration misfireAfter) { this.misfireAfter = misfireAfter; return this; }
+
+    /**
+     * With {@link Misfire#FIRE_ALL} only, 1–1000 (the server's default 10): at most this
+     * many missed occurrences fire, the older ones beyond are dropped. Sent as given
+     * (field {@code catch_up_max}).
+     */
+    public TaskSpec catchUpMax(int catchUpMax) { this.catchUpMax = catchUpMax; return this; }
+
+    /**
+     * What becomes of a repeat's occurrences due while its firing is leased (null: the
+     * server's default, {@link Overlap#SKIP}).
+     */
+    public TaskSpec overlap(Overlap overlap) { this.overlap = overlap; return this; }
+
+    /**
+     * Each due time moves later by a uniform draw in {@code [0, jitter)}; at most 12h and
+     * shorter than a repeat's {@code every} (field {@code jitter}).
+     */
+    public TaskSpec jitter(Duration jitter) { this.jitter = jitter; return this; }
 
     String key() { return key; }
 
@@ -150,6 +190,11 @@ public final class TaskSpec {
         if (uniqueFor != null) o.set("unique_for", uniqueFor.toJson());
         if (calendar != null) o.put("calendar", calendar);
         if (align != null) o.put("align", align.name().toLowerCase());
+        if (misfire != null) o.put("misfire", misfire.wire());
+        if (misfireAfter != null) o.put("misfire_after", misfireAfter.toMillis());
+        if (catchUpMax != null) o.put("catch_up_max", catchUpMax);
+        if (overlap != null) o.put("overlap", overlap.wire());
+        if (jitter != null) o.put("jitter", jitter.toMillis());
         if (target != null) {
             ObjectNode t = o.putObject("target");
             t.put("url", target.url());

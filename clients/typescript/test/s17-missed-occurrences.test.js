@@ -1,0 +1,84 @@
+// Scenario 17: missed occurrences. Guards against a client that drops a timing policy on
+// the way to the server (a repeat that catches up nothing, a late task that fires
+// anyway), one that misreads the policies a task shows, and a lease or a worker's task
+// that does not say which occurrence it stands for (scheduled_for) and how many it
+// stands in for (missed).
+import { test, after } from "node:test";
+import assert from "node:assert/strict";
+import { Client, InvalidArgumentError, NotFoundError, Worker, fail } from "punctual-client";
+import { startServer, uniqueQueue, waitUntil } from "./helpers.js";
+
+const server = await startServer();
+after(() => server.close());
+
+const isGone = (client, queue, key) => client.get(queue, key).then(() => false, (e) => e instanceof NotFoundError);
+const WEEKDAYS = ["mon", "tue", "wed", "thu", "fri"];
+/** The occurrences of a repeat every 1s after `due` that are due at `at` (epoch ms). */
+const ticksDue = (due, at) => Math.max(0, Math.floor((at - Date.parse(due)) / 1000));
+const policiesOf = (t) => [t.calendar, t.misfire, t.misfire_after, t.catch_up_max, t.overlap, t.jitter];
+
+test("s17 missed occurrences: policies read back, a late skip ends, a catch-up lease counts what it stands in for", async () => {
+  const client = new Client({ server: server.url });
+  const queue = uniqueQueue("s17");
+  const office = `ts-office-${process.pid}-${Date.now().toString(36)}`;
+  await client.putCalendar(office, { tz: "Asia/Shanghai", hours: Object.fromEntries(WEEKDAYS.map((d) => [d, ["09:00-18:00"]])) }, { ifVersion: 0 });
+  const { task: daily } = await client.schedule(queue, "daily", {
+    repeat: { every: "1d" }, calendar: office, misfire: "fire_all", catchUpMax: 3, overlap: "queue", jitter: "30s",
+  });
+  assert.deepEqual(policiesOf(daily), [office, "fire_all", "1m", 3, "queue", "30s"]);
+  assert.deepEqual(await client.get(queue, "daily"), daily);
+
+  const [batch] = await client.scheduleMany(queue, [
+    { key: "digest", repeat: { every: "1d" }, misfire: "skip", misfireAfter: 7_200_000, jitter: 30_000 },
+  ]);
+  assert.equal(batch.outcome, "created", JSON.stringify(batch));
+  const digest = await client.get(queue, "digest");
+  assert.deepEqual([digest.misfire, digest.misfire_after, digest.jitter], ["skip", "2h", "30s"]);
+
+  const { task: plain } = await client.schedule(queue, "plain", { delay: "1h" });
+  assert.deepEqual(policiesOf(plain), [null, "fire_once", "1m", 10, "skip", null]);
+
+  await assert.rejects(
+    client.schedule(queue, "allow", { repeat: { every: "1h" }, overlap: "allow" }),
+    (e) => e instanceof InvalidArgumentError && e.field === "overlap",
+  );
+  assert.ok(await isGone(client, queue, "allow"));
+
+  // A due_at in the past means now: lateness takes real time, so the clock is waited on.
+  const late = `${queue}.late`;
+  const { task: tick } = await client.schedule(late, "tick", { repeat: { every: "1s" }, misfire: "fire_all", catchUpMax: 2 });
+  const { task: skipped } = await client.schedule(late, "late", { misfire: "skip", misfireAfter: "1s" });
+  const { task: once } = await client.schedule(late, "once");
+  assert.deepEqual([skipped.misfire, skipped.misfire_after], ["skip", "1s"]);
+  const ready = Math.max(...[tick, skipped, once].map((t) => Date.parse(t.due_at))) + 3_020;
+  await waitUntil(() => Date.now() > ready, 10_000, { what: "3 s past the due times" });
+
+  const before = Date.now();
+  const leases = Object.fromEntries((await client.lease(late, { max: 10 })).map((l) => [l.task.key, l]));
+  const afterLease = Date.now();
+  assert.deepEqual(Object.keys(leases).sort(), ["once", "tick"], "the late one under skip does not fire");
+  assert.ok(await isGone(client, late, "late"), "a one-off skipped ends");
+  assert.deepEqual([leases.once.scheduled_for, leases.once.missed], [once.due_at, 0]);
+  const first = leases.tick;
+  assert.deepEqual([first.scheduled_for, first.attempt], [tick.due_at, 1]);
+  const [low, high] = [ticksDue(tick.due_at, before) - 2, ticksDue(tick.due_at, afterLease) - 2];
+  assert.ok(low <= first.missed && first.missed <= high && first.missed >= 1, `${first.missed} in [${low}, ${high}]`);
+  await client.ack(leases.once.lease_id, { outcome: "done" });
+  await client.ack(first.lease_id, { outcome: "retry", delay: 0, error: "again" });
+
+  const seen = [];
+  const worker = new Worker(client, { waitMs: 1000, logger: null });
+  worker.handle(late, (ctx) => {
+    seen.push(ctx);
+    return fail("seen"); // dead: the repeat stops here
+  });
+  await worker.start();
+  try {
+    await waitUntil(() => seen.length >= 1, 10_000, { what: "the retry's delivery" });
+  } finally {
+    await worker.stop({ graceMs: 5000 });
+  }
+  const [again] = seen;
+  assert.deepEqual([again.key, again.attempt, again.deliveryId], ["tick", 2, first.delivery_id]);
+  assert.deepEqual([again.scheduledFor, again.missed], [tick.due_at, 0], "a retry stands for the same occurrence");
+});
