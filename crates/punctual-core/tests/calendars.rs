@@ -1,20 +1,28 @@
 //! The engine follows the store's calendars: guards against a calendar that another
 //! process wrote never reaching this one, an engine's own change waiting for the next
-//! read, a removed calendar still served, and a document that is not a calendar being
-//! stored.
+//! read, a removed calendar still served, a document that is not a calendar being
+//! stored, and an engine just started counting as if the stored calendars did not exist
+//! (a calendar task refused, a late repeat in one sent to `dead`).
 //!
 //! Time is tokio's, paused ([`TokioClock`]): it moves only when every task waits.
 
 #![allow(clippy::unwrap_used, reason = "a test: a failed unwrap is a failed test with its line")]
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use punctual_core::calendar::{CalendarChange, CalendarChangeRequest, CalendarName};
-use punctual_core::{Engine, EngineConfig, Error, MemoryStore, RECORDS_POLL, Store, Timestamp, TokioClock};
+use punctual_core::policy::Misfire;
+use punctual_core::store::LeaseRequest;
+use punctual_core::{
+    Engine, EngineConfig, Error, LeaseOptions, LeaseToken, MemoryStore, NewTask, Outcome, QueueName, RECORDS_POLL,
+    Repeat, Store, TaskKey, TaskSpec, TaskState, Timestamp, TokioClock,
+};
 
 const START: Timestamp = Timestamp::from_millis(1_796_040_000_000);
 const BERLIN: &str = r#"{"tz":"Europe/Berlin","hours":{"mon":["09:00-17:00"],"tue":["09:00-17:00"]}}"#;
 const SHANGHAI: &str = r#"{"tz":"Asia/Shanghai","hours":{"mon":["09:00-18:00"]},"workdays":["2026-09-27"]}"#;
+const DAY: Duration = Duration::from_secs(24 * 3600);
 
 fn engine(store: MemoryStore) -> Engine<MemoryStore> {
     Engine::start(store, EngineConfig::default().clock(Arc::new(TokioClock::starting_at(START))))
@@ -90,5 +98,60 @@ async fn a_config_calendar_is_served_and_no_change_or_stored_namesake_replaces_i
     }
     assert_eq!(tz_of(&engine, "office").as_deref(), Some("Europe/Berlin"), "the stored namesake replaced it");
     assert_eq!(tz_of(&engine, "other").as_deref(), Some("Asia/Shanghai"));
+    engine.shutdown().await.unwrap();
+}
+
+/// A store as an earlier process left it: the office calendar (Mondays 09:00-18:00 in
+/// Shanghai) and two daily repeats in it, first due Monday 2026-11-30 10:00 there:
+/// `skipped` under misfire skip, `leased` leased then (its lease still live).
+async fn left_by_an_earlier_process() -> (MemoryStore, LeaseToken) {
+    let store = MemoryStore::new();
+    let office = CalendarName::new("office").unwrap();
+    store
+        .change_calendar(CalendarChangeRequest::new(office.clone(), CalendarChange::Put(SHANGHAI.into()), START))
+        .await
+        .unwrap();
+    let monday = Timestamp::parse("2026-11-30T02:00:00Z").unwrap();
+    let daily = |key: &str, misfire: Misfire| {
+        let mut task = NewTask::new(QueueName::new("flow.remind").unwrap(), TaskKey::new(key).unwrap(), monday);
+        task.repeat = Some(Repeat::every(DAY).unwrap());
+        task.timing.calendar = Some(office.clone());
+        task.timing.misfire = misfire;
+        task
+    };
+    store.schedule(vec![daily("leased", Misfire::FireOnce)], monday).await.unwrap();
+    let request = LeaseRequest::new(QueueName::new("flow.remind").unwrap(), 1, 30 * DAY, monday);
+    let token = store.lease(request).await.unwrap().leases.remove(0).token;
+    store.schedule(vec![daily("skipped", Misfire::Skip)], monday).await.unwrap();
+    (store, token)
+}
+
+/// Ten days on, before the engine's own first read of the store could run (paused time
+/// on one thread: nothing else runs until the test awaits a timer).
+#[tokio::test(start_paused = true)]
+async fn an_engine_counts_in_the_stored_calendars_from_its_first_call() {
+    let later = Timestamp::parse("2026-12-10T02:00:00Z").unwrap();
+    let next_monday = Timestamp::parse("2026-12-14T02:00:00Z").unwrap();
+    let engine_at =
+        |store| Engine::start(store, EngineConfig::default().clock(Arc::new(TokioClock::starting_at(later))));
+
+    let engine = engine_at(left_by_an_earlier_process().await.0);
+    let leases = engine.lease("flow.remind", LeaseOptions::default().max(10)).await.unwrap();
+    assert!(leases.is_empty(), "a late occurrence under skip fires nothing: {leases:?}");
+    let skipped = engine.get("flow.remind", "skipped").await.unwrap().unwrap();
+    assert_eq!((skipped.state, skipped.due_at), (TaskState::Scheduled, next_monday), "{:?}", skipped.last_error);
+    engine.shutdown().await.unwrap();
+
+    let (store, token) = left_by_an_earlier_process().await;
+    let engine = engine_at(store);
+    engine.ack(&token, Outcome::Done).await.unwrap();
+    let acked = engine.get("flow.remind", "leased").await.unwrap().unwrap();
+    assert_eq!((acked.state, acked.due_at), (TaskState::Scheduled, next_monday), "{:?}", acked.last_error);
+    engine.shutdown().await.unwrap();
+
+    let engine = engine_at(left_by_an_earlier_process().await.0);
+    let spec = TaskSpec::after(Duration::from_secs(3600)).calendar(CalendarName::new("office").unwrap());
+    let scheduled = engine.schedule("flow.remind", "step", spec).await.unwrap();
+    assert_eq!(scheduled.task.unwrap().due_at, next_monday, "one working hour from Monday's opening at 09:00");
     engine.shutdown().await.unwrap();
 }

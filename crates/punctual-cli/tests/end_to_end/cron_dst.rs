@@ -9,22 +9,15 @@
 
 use crate::common;
 
-use std::path::Path;
-
 use common::*;
 use serde_json::{Value, json};
 
-const LIBFAKETIME: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1";
-
 /// A server on the embedded store whose wall clock starts at `clock` (UTC).
 fn server_at(clock: &str) -> punctual_testkit::server::ServerProcess {
-    assert!(
-        Path::new(LIBFAKETIME).exists(),
-        "{LIBFAKETIME} is missing: install Debian's faketime package (apt-get install faketime)"
-    );
+    faketime::require();
     start(
         server_builder()
-            .env("LD_PRELOAD", LIBFAKETIME)
+            .env("LD_PRELOAD", faketime::LIBFAKETIME)
             .env("FAKETIME", format!("@{clock}"))
             .env("FAKETIME_DONT_FAKE_MONOTONIC", "1")
             .env("TZ", "UTC"),

@@ -11,13 +11,12 @@
 
 use crate::common;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use common::*;
 use serde_json::json;
 
-const LIBFAKETIME: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1";
 /// How long the sweep may take to show after the server is up.
 const PATIENCE: Duration = Duration::from_secs(20);
 
@@ -44,10 +43,7 @@ fn dead_count(api: &Api, queue: &str) -> u64 {
 
 #[test]
 fn dead_tasks_are_deleted_once_past_their_queues_retention() {
-    assert!(
-        Path::new(LIBFAKETIME).exists(),
-        "{LIBFAKETIME} is missing: install Debian's faketime package (apt-get install faketime)"
-    );
+    faketime::require();
     let scratch = Scratch(std::env::temp_dir().join(format!("punctual-dead-retention-{}", std::process::id())));
     std::fs::create_dir_all(&scratch.0).unwrap();
     let clock = scratch.0.join("faketime");
@@ -58,17 +54,7 @@ fn dead_tasks_are_deleted_once_past_their_queues_retention() {
         "[queues.short]\ndead_retention = \"1m\"\n\n[queues.long]\ndead_retention = \"1h\"\n\n[queues.kept]\n",
     )
     .unwrap();
-    let mut server = start(
-        server_builder()
-            .arg("--config")
-            .arg(&config)
-            .env("LD_PRELOAD", LIBFAKETIME)
-            .env("FAKETIME_TIMESTAMP_FILE", &clock)
-            // Read once per process: the file changes only between runs.
-            .env("FAKETIME_CACHE_DURATION", "86400")
-            .env("FAKETIME_DONT_FAKE_MONOTONIC", "1")
-            .env("TZ", "UTC"),
-    );
+    let mut server = start(faketime::clock_from_file(server_builder().arg("--config").arg(&config), &clock));
     let api = Api::of(&server);
     for queue in ["short", "long", "kept"] {
         kill(&api, queue, "order-1");

@@ -50,3 +50,4 @@ mod server_tls;
 mod shared_rate;
 mod sigterm;
 mod targets;
+mod weekend;

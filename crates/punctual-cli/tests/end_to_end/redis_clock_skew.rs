@@ -10,15 +10,13 @@
 
 use crate::common;
 
-use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use common::faketime::{self, LIBFAKETIME};
 use common::*;
 use punctual_testkit::redis::{self, RedisServer};
 use punctual_testkit::server::ServerProcess;
 use serde_json::json;
-
-const LIBFAKETIME: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1";
 
 fn real_now_ms() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as i64
@@ -26,10 +24,7 @@ fn real_now_ms() -> i64 {
 
 /// A server on `redis` whose wall clock is `offset` (libfaketime syntax: "-10m").
 fn skewed_node(redis: &RedisServer, offset: &str) -> ServerProcess {
-    assert!(
-        Path::new(LIBFAKETIME).exists(),
-        "{LIBFAKETIME} is missing: install Debian's faketime package (apt-get install faketime)"
-    );
+    faketime::require();
     // The preload must really move the clock, or this test proves nothing.
     let date = std::process::Command::new("date")
         .arg("+%s")

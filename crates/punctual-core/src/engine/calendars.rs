@@ -15,9 +15,14 @@
 //!   per version. A read parses only the calendars whose version it has not seen.
 //! - Reads and this engine's changes take turns, so a read that began before a change
 //!   can never land after it and undo it here.
+//! - Nothing counts in a calendar before a first read succeeded: a schedule, a lease
+//!   and an ack each read the calendars first if none has ([`Engine::calendars_loaded`]),
+//!   so a process just started never refuses a stored calendar as missing, counts a
+//!   missed occurrence without it, or sends a repeat in it to `dead`.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use tokio::sync::watch;
 
@@ -149,13 +154,19 @@ pub(super) struct Calendars {
     /// Held by each read and each change of this engine, from the store call to
     /// applying what it returned.
     turn: tokio::sync::Mutex<()>,
+    /// Whether a read of the store's calendars has succeeded yet.
+    read: AtomicBool,
 }
 
 impl Calendars {
     /// The config file's calendars, before any read.
     pub(super) fn new(config: &BTreeMap<CalendarName, Arc<Calendar>>) -> Calendars {
         let set = CalendarSet::of_config(config);
-        Calendars { latest: watch::channel(Arc::new(set)).0, turn: tokio::sync::Mutex::new(()) }
+        Calendars {
+            latest: watch::channel(Arc::new(set)).0,
+            turn: tokio::sync::Mutex::new(()),
+            read: AtomicBool::new(false),
+        }
     }
 }
 
@@ -203,6 +214,15 @@ impl<S: Store> Engine<S> {
         Ok(record)
     }
 
+    /// Reads the calendars once if no read has succeeded yet; before anything that
+    /// counts in them (see the module doc). The store's error when that read fails.
+    pub(super) async fn calendars_loaded(&self) -> Result<()> {
+        if self.inner.calendars.read.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        self.read_calendars().await
+    }
+
     /// Reads the calendars and publishes them if they changed.
     pub(super) async fn read_calendars(&self) -> Result<()> {
         let _turn = self.inner.calendars.turn.lock().await;
@@ -215,6 +235,7 @@ impl<S: Store> Engine<S> {
             }
             changed
         });
+        self.inner.calendars.read.store(true, Ordering::Release);
         Ok(())
     }
 }

@@ -58,8 +58,10 @@ impl<S: Store> Engine<S> {
     /// deadline, or its cancel.
     pub(crate) async fn lease_until(&self, wait: LeaseWait<'_>) -> Result<Vec<Lease>> {
         let LeaseWait { queue, lanes, max, lease_for, deadline, cancel } = wait;
-        // Whether the queue is paused is known only once the records were read.
+        // Whether the queue is paused is known only once the records were read, and
+        // how a late task counts in its calendar once the calendars were.
         self.records_loaded().await?;
+        self.calendars_loaded().await?;
         let state = self.waker(queue);
         let watches = |lane: Lane| lanes.contains(&lane);
         let _waiting: Vec<Waiting<'_>> = lanes.iter().map(|lane| state.wait(*lane)).collect();
@@ -228,6 +230,7 @@ impl<S: Store> Engine<S> {
 
     /// [`Engine::complete`] of a lease held by a worker or read back by an ack.
     async fn finish(&self, held: Held<'_>, outcome: Outcome) -> Result<()> {
+        self.calendars_loaded().await?;
         let ending = held.end(outcome, self.now(), &self.calendars());
         let next_due = ending.completion.next_due();
         let applied = self
@@ -255,6 +258,7 @@ impl<S: Store> Engine<S> {
         // since the completion of each depends on its policies as stored.
         let keys = acks.iter().map(|(token, _)| (token.queue.clone(), token.key.clone())).collect();
         let tasks = self.inner.store.get_many(keys).await?;
+        self.calendars_loaded().await?;
         let now = self.now();
         let calendars = self.calendars();
         for ((token, outcome), task) in acks.into_iter().zip(tasks) {

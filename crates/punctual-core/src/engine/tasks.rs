@@ -26,6 +26,7 @@ impl<S: Store> Engine<S> {
     /// Creates or updates one task. See [`Store::schedule`] for `if_exists`.
     pub async fn schedule(&self, queue: &str, key: &str, spec: TaskSpec) -> Result<Scheduled> {
         let queue = QueueName::new(queue)?;
+        self.calendars_loaded().await?;
         let now = self.now();
         let task = self.intake(&queue, now).prepare(key, spec)?;
         let mut results = self.write(vec![task], now).await?;
@@ -41,6 +42,7 @@ impl<S: Store> Engine<S> {
         if items.len() > limit {
             return Err(Error::invalid("tasks", format!("{} tasks is over the batch limit of {limit}", items.len())));
         }
+        self.calendars_loaded().await?;
         let now = self.now();
         let intake = self.intake(&queue, now);
         let mut results: Vec<Option<Result<Scheduled>>> = Vec::with_capacity(items.len());

@@ -7,6 +7,7 @@
 
 pub mod certs;
 pub mod failover;
+pub mod faketime;
 pub mod netns;
 pub mod receiver;
 pub mod run;
