@@ -103,12 +103,12 @@ fn calendar_table(calendars: &[Value]) -> String {
 
 /// One calendar as a readable block.
 fn calendar_block(calendar: &Value) -> String {
-    let hours: Vec<String> = calendar["hours"]
-        .as_object()
+    // In weekday order (a JSON object's keys come sorted by name).
+    let hours: Vec<String> = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"]
         .into_iter()
-        .flatten()
+        .filter_map(|day| calendar["hours"][day].as_array().map(|intervals| (day, intervals)))
         .map(|(day, intervals)| {
-            let intervals: Vec<String> = intervals.as_array().into_iter().flatten().map(plain).collect();
+            let intervals: Vec<String> = intervals.iter().map(plain).collect();
             format!("{day} {}", intervals.join(", "))
         })
         .collect();
@@ -143,4 +143,21 @@ fn calendar_block(calendar: &Value) -> String {
         lines.push(("Notice", plain(&calendar["notice"])));
     }
     render::block(&lines)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "a test: a failed unwrap is a failed test with its line")]
+mod tests {
+    use serde_json::json;
+
+    use super::calendar_block;
+
+    #[test]
+    fn a_calendars_hours_read_in_weekday_order() {
+        let calendar = json!({"name": "office", "tz": "UTC",
+            "hours": {"fri": ["09:00-15:00"], "mon": ["09:00-17:00"], "sun": ["10:00-12:00"], "tue": ["09:00-17:00"]}});
+        let block = calendar_block(&calendar);
+        let at: Vec<usize> = ["mon ", "tue ", "fri ", "sun "].iter().map(|day| block.find(day).unwrap()).collect();
+        assert!(at.is_sorted(), "{block}");
+    }
 }

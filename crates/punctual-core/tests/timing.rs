@@ -193,3 +193,30 @@ async fn jitter_moves_the_due_time_but_not_the_occurrence_a_delivery_stands_for(
     assert!(leases.iter().all(|lease| lease.scheduled_for == nominal), "a delivery stands for 09:00");
     engine.shutdown().await.unwrap();
 }
+
+#[tokio::test(start_paused = true)]
+async fn overlap_allow_fires_each_occurrence_as_a_task_of_its_own_while_the_last_still_runs() {
+    let engine = engine();
+    let mut timing = Timing::default();
+    timing.overlap = Overlap::Allow;
+    let spec = TaskSpec::at(start()).repeat(Repeat::every(10 * MINUTE).unwrap()).timing(timing).tag("pi-9");
+    engine.schedule("reminders", "tick", spec.payload(serde_json::json!({"n": 1}))).await.unwrap();
+    let first = lease_all(&engine).await;
+    assert_eq!(first.len(), 1);
+    assert_eq!(first[0].token.key.as_str(), "tick@2026-10-03T10:00:00.000Z");
+    assert_eq!((first[0].scheduled_for, &first[0].task.payload), (start(), &serde_json::json!({"n": 1})));
+    assert_eq!(first[0].task.tags.len(), 1, "the repeat's tags, so a cancel by tag reaches it");
+    assert_eq!(due_at(&engine, "tick").await, Some(at("2026-10-03T10:10:00Z")), "the repeat moved on at once");
+    // 10:10 fires while 10:00's lease (an hour) still runs.
+    tokio::time::advance(10 * MINUTE).await;
+    let second = lease_all(&engine).await;
+    let keys: Vec<&str> = second.iter().map(|lease| lease.token.key.as_str()).collect();
+    assert_eq!(keys, ["tick@2026-10-03T10:10:00.000Z"]);
+    engine.complete(&first[0], Outcome::retry("busy")).await.unwrap();
+    assert_eq!(
+        engine.get("reminders", "tick@2026-10-03T10:00:00.000Z").await.unwrap().unwrap().attempts,
+        1,
+        "its own retries"
+    );
+    engine.shutdown().await.unwrap();
+}

@@ -23,7 +23,8 @@ pub(crate) struct TimingArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub(crate) catch_up_max: Option<u32>,
     /// Occurrences of a repeat that fall due while its firing runs: skip them (the
-    /// default) or queue the latest, to fire as soon as the firing ends
+    /// default), queue the latest, to fire as soon as the firing ends, or allow them to
+    /// fire meanwhile (each as a task of its own, keyed KEY@TIME)
     #[arg(long, value_enum, value_name = "POLICY")]
     pub(crate) overlap: Option<OverlapArg>,
     /// Spread the due time (each occurrence's, for a repeat) uniformly over this much
@@ -56,6 +57,7 @@ impl MisfireArg {
 pub(crate) enum OverlapArg {
     Skip,
     Queue,
+    Allow,
 }
 
 impl OverlapArg {
@@ -64,6 +66,7 @@ impl OverlapArg {
         match self {
             OverlapArg::Skip => "skip",
             OverlapArg::Queue => "queue",
+            OverlapArg::Allow => "allow",
         }
     }
 }

@@ -9,12 +9,10 @@ use tokio_util::sync::CancellationToken;
 use super::calendars::CalendarSet;
 use super::config::check_lease_for;
 use super::{Engine, LeaseOptions};
-use crate::calendar::Calendar;
 use crate::error::{Error, Result};
 use crate::events::Event;
 use crate::model::{QueueName, Task};
 use crate::outcome::{Outcome, TryEnd};
-use crate::policy::{Misfire, Progress};
 use crate::store::{CompleteRequest, Completion, ExtendRequest, Lease, LeaseRequest, LeaseToken, Store};
 use crate::target::Lane;
 use crate::time::Timestamp;
@@ -99,7 +97,7 @@ impl<S: Store> Engine<S> {
                 match self.inner.store.lease(request).await {
                     Ok(batch) => {
                         waker.offer(batch.next_due);
-                        let fired = self.apply_misfires(batch.leases, now).await;
+                        let fired = self.firings(batch.leases, now).await;
                         self.leased(queue, &fired, now);
                         leases.extend(fired);
                     }
@@ -143,51 +141,6 @@ impl<S: Store> Engine<S> {
                 _ = cancelled => return Ok(Vec::new()),
             }
         }
-    }
-
-    /// The leases of one store call that fire: a first try leased later than its
-    /// `misfire_after` under misfire `skip` is completed at once instead, as a
-    /// success that does not fire (a repeat moves to its next occurrence after now, a
-    /// one-off task ends); the others count the occurrences they stand in for
-    /// ([`Lease::missed`]). A skip whose completion fails leaves its lease to expire.
-    async fn apply_misfires(&self, leases: Vec<Lease>, now: Timestamp) -> Vec<Lease> {
-        let mut fired = Vec::with_capacity(leases.len());
-        let mut calendars = None;
-        for mut lease in leases {
-            let timing = &lease.task.timing;
-            if lease.attempt > 1 || (timing.is_default() && lease.task.repeat.is_none()) {
-                fired.push(lease);
-                continue;
-            }
-            let calendars = calendars.get_or_insert_with(|| self.calendars());
-            let calendar = timing.calendar.as_ref().and_then(|name| calendars.get(name.as_str()));
-            let calendar = calendar.map(|entry| &*entry.calendar);
-            let late = now.saturating_since(lease.task.due_at) > timing.misfire_after();
-            if timing.misfire == Misfire::Skip && late {
-                self.skip(&lease, now, calendar).await;
-                continue;
-            }
-            if let Some(repeat) = &lease.task.repeat {
-                let progress = Progress { now, leased_at: now, calendar, timing };
-                lease.missed = repeat.missed(&lease.task.meta, &progress).unwrap_or(0);
-            }
-            fired.push(lease);
-        }
-        fired
-    }
-
-    /// Completes a misfired lease without firing it (see [`Engine::apply_misfires`]).
-    async fn skip(&self, lease: &Lease, now: Timestamp, calendar: Option<&Calendar>) {
-        let completion = completion_in(&lease.task, Outcome::Done, now, rand::random::<f64>(), calendar);
-        let next = completion.next_due();
-        let request = CompleteRequest::new(lease.token.clone(), completion, now);
-        if self.inner.store.complete(request).await.is_err() {
-            return;
-        }
-        let (queue, key) = (lease.token.queue.clone(), lease.token.key.clone());
-        self.publish(Event::Misfired { queue, key, scheduled_for: lease.scheduled_for, next, at: now });
-        self.waker(&lease.token.queue).lane(lease.task.lane()).offer(next);
-        self.lease_ended(&lease.token.queue, lease.task.group.is_some());
     }
 
     /// Publishes one store lease call's result.

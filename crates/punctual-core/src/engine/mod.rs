@@ -46,6 +46,7 @@ mod business_time;
 mod calendars;
 mod config;
 mod consumer;
+mod firings;
 mod peers;
 mod reaper;
 mod records;

@@ -8,12 +8,13 @@ use serde_json::Value;
 use super::business_time;
 use super::calendars::CalendarSet;
 use super::config::{DEAD_BATCH, MAX_LIST_LIMIT};
+use super::firings::OCCURRENCE_SUFFIX_BYTES;
 use super::{Engine, ListOptions, QueueDefaults};
 use crate::calendar::{Calendar, CalendarName};
 use crate::error::{Error, Result};
 use crate::events::Event;
 use crate::model::{Group, IfExists, NewTask, Priority, QueueName, Tag, Task, TaskKey, TaskSpec, TaskState, When};
-use crate::policy::{Repeat, RepeatRule};
+use crate::policy::{Overlap, Repeat, RepeatRule};
 use crate::store::{
     DeadSelection, GroupsPage, GroupsRequest, ListRequest, Page, QueueStats, RetryDeadBatchRequest, RetryDeadRequest,
     ScheduleOutcome, Scheduled, Store,
@@ -67,7 +68,7 @@ impl<S: Store> Engine<S> {
             .collect())
     }
 
-    async fn write(&self, tasks: Vec<NewTask>, now: Timestamp) -> Result<Vec<Result<Scheduled>>> {
+    pub(super) async fn write(&self, tasks: Vec<NewTask>, now: Timestamp) -> Result<Vec<Result<Scheduled>>> {
         self.check_running()?;
         if tasks.is_empty() {
             return Ok(Vec::new());
@@ -272,6 +273,18 @@ impl Intake<'_> {
             return Err(Error::invalid(
                 "jitter",
                 "jitter must be shorter than the repeat's interval, or a jittered occurrence would pass the next",
+            ));
+        }
+        if spec.timing.overlap == Overlap::Allow
+            && repeat.is_some()
+            && key.as_str().len() + OCCURRENCE_SUFFIX_BYTES > TaskKey::MAX_BYTES
+        {
+            return Err(Error::invalid(
+                "overlap",
+                format!(
+                    "under overlap allow each occurrence runs as a task keyed <key>@<time>: the key may be at most {} bytes",
+                    TaskKey::MAX_BYTES - OCCURRENCE_SUFFIX_BYTES
+                ),
             ));
         }
         let calendar = spec.timing.calendar.as_ref().map(|name| self.calendar(name)).transpose()?;

@@ -41,6 +41,9 @@ pub enum Overlap {
     Skip,
     /// The latest of them fires as soon as the firing ends, the others are dropped.
     Queue,
+    /// They fire while it runs: each occurrence fires as a task of its own, keyed
+    /// `<key>@<scheduled_for>`, and the repeat moves on at once.
+    Allow,
 }
 
 /// A task's timing policies; the default is the behaviour of a task without them.

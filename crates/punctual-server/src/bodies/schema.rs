@@ -408,11 +408,12 @@ schemas! {
             "catch_up_max": nullable(json!({"type": "integer", "minimum": 1, "maximum": 1000,
                 "description": "Applies under misfire fire_all (kept with any): at most this many \
                 missed occurrences fire (default 10)."})),
-            "overlap": nullable(json!({"enum": ["skip", "queue"], "default": "skip",
+            "overlap": nullable(json!({"enum": ["skip", "queue", "allow"], "default": "skip",
                 "description": "A repeat's occurrences that fall due while its firing is leased. skip: dropped, \
                 the next is the first after the firing ends. queue: the latest of them fires as soon as the \
-                firing ends. allow (API.md) is refused with 400 and its reason: a task has one firing at a \
-                time."})),
+                firing ends. allow: each occurrence fires as a task of its own, keyed <key>@<scheduled_for> \
+                (RFC 3339), with the repeat's payload, tags and policies and its own retries, and the repeat \
+                moves on at once, so occurrences run side by side (the key may then be at most 487 bytes)."})),
             "jitter": nullable(duration_within(1, Some(43_200_000), "Each due time (a one-off's, each \
                 occurrence's) moves later by a uniform draw in [0, jitter), shorter than a repeat's every. \
                 Added after business-time arithmetic; deliveries' scheduled_for is the time before it.")),
@@ -718,7 +719,7 @@ schemas! {
             "misfire_after": {"allOf": [r("Duration")], "description": "Applies under misfire skip."},
             "catch_up_max": {"type": "integer", "minimum": 1, "maximum": 1000,
                 "description": "Applies under misfire fire_all."},
-            "overlap": {"enum": ["skip", "queue"]},
+            "overlap": {"enum": ["skip", "queue", "allow"]},
             "jitter": nullable(r("Duration")),
         },
     });

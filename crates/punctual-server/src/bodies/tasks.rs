@@ -90,8 +90,8 @@ pub(crate) struct TaskBody {
     /// 1000).
     #[serde(default)]
     pub(crate) catch_up_max: Option<ApiCount>,
-    /// `skip` (default) or `queue`: what becomes of occurrences of a repeat that fall
-    /// due while its firing is leased.
+    /// `skip` (default), `queue` or `allow`: what becomes of occurrences of a repeat
+    /// that fall due while its firing is leased.
     #[serde(default)]
     pub(crate) overlap: Option<OverlapBody>,
     /// Each due time moves later by a uniform draw in `[0, jitter)` (at most 12h).
@@ -108,8 +108,7 @@ pub(crate) enum MisfireBody {
     Skip,
 }
 
-/// `overlap`: the policy's name. `allow` is named by the API and refused with a
-/// reason: a task has one firing at a time.
+/// `overlap`: the policy's name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub(crate) enum OverlapBody {
@@ -281,13 +280,7 @@ impl TaskBody {
         timing.overlap = match self.overlap {
             None | Some(OverlapBody::Skip) => Overlap::Skip,
             Some(OverlapBody::Queue) => Overlap::Queue,
-            Some(OverlapBody::Allow) => {
-                return Err(ApiError::invalid(
-                    "overlap",
-                    "overlap allow is not available: a task has one firing at a time (use queue to fire once more \
-                     as soon as a long firing ends, or skip)",
-                ));
-            }
+            Some(OverlapBody::Allow) => Overlap::Allow,
         };
         timing.jitter = self.jitter.map(|d| d.0);
         Ok(timing)

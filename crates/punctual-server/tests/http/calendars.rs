@@ -170,7 +170,7 @@ async fn a_delay_in_a_calendar_counts_its_working_time_and_due_at_aligns_to_its_
         (json!({"due_at": "2026-12-05T10:00:00+08:00", "calendar": "cn-office"}), "align"),
         (json!({"due_at": "2026-12-05T10:00:00+08:00", "align": "next_open"}), "align"),
         (json!({"delay": "1h", "calendar": "cn-office", "align": "next_open"}), "align"),
-        (json!({"calendar": "cn-office", "repeat": {"every": "1d"}, "overlap": "allow"}), "overlap"),
+        (json!({"calendar": "cn-office", "repeat": {"every": "1d"}, "jitter": "1d"}), "jitter"),
         (json!({"calendar": "a b"}), "calendar"),
         (json!({"calendar": "cn-office", "align": "previous_open"}), "align"),
     ];
