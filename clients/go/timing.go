@@ -26,8 +26,7 @@ const (
 )
 
 // Overlap says what becomes of a repeat's occurrences that fall due while its firing is
-// still leased. The server refuses "allow" (field "overlap"): a task has one firing at
-// a time.
+// still leased.
 type Overlap string
 
 const (
@@ -36,6 +35,12 @@ const (
 	OverlapSkip Overlap = "skip"
 	// OverlapQueue: the latest of them fires as soon as the firing ends.
 	OverlapQueue Overlap = "queue"
+	// OverlapAllow: each occurrence fires as a task of its own, keyed
+	// "<key>@<scheduled_for>" (RFC 3339 in UTC with milliseconds, e.g.
+	// "tick@2026-10-03T10:00:00.000Z"), with the repeat's payload and tags, and the repeat
+	// moves to its next occurrence at once, so occurrences fire side by side. The server
+	// refuses a key longer than 487 bytes under it (field "overlap").
+	OverlapAllow Overlap = "allow"
 )
 
 // timingBody adds the set timing policies to a schedule's body.

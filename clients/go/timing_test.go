@@ -3,7 +3,8 @@ package punctual_test
 // Scenario 17 of clients/SCENARIOS.md: missed occurrences. Guards against a client that
 // drops a timing policy on the way to the server (a repeat that catches up nothing, a
 // late task that fires anyway), one that misreads the policies a task shows (durations
-// as the server writes them), and a Lease or a Delivery that does not say which
+// as the server writes them), a repeat under OverlapAllow whose occurrences do not fire
+// as tasks of their own, and a Lease or a Delivery that does not say which
 // occurrence it stands for (ScheduledFor) and how many it stands in for (Missed).
 
 import (
@@ -87,14 +88,48 @@ func TestS17MissedOccurrences(t *testing.T) {
 	}
 
 	var e *punctual.Error
-	_, err = c.Schedule(bg, q, "allow", punctual.ScheduleParams{
-		Repeat: &punctual.Repeat{Every: time.Hour}, Overlap: punctual.Overlap("allow"),
+	_, err = c.Schedule(bg, q, "sometimes", punctual.ScheduleParams{
+		Repeat: &punctual.Repeat{Every: time.Hour}, Overlap: punctual.Overlap("sometimes"),
 	})
 	if !errors.Is(err, punctual.ErrInvalidArgument) || !errors.As(err, &e) || e.Field != "overlap" {
-		t.Fatalf("overlap allow: %v", err)
+		t.Fatalf("overlap sometimes: %v", err)
 	}
-	if _, err := c.Get(bg, q, "allow"); !errors.Is(err, punctual.ErrNotFound) {
-		t.Fatalf("the refused allow was stored: %v", err)
+	if _, err := c.Get(bg, q, "sometimes"); !errors.Is(err, punctual.ErrNotFound) {
+		t.Fatalf("the refused overlap was stored: %v", err)
+	}
+
+	// Under allow each occurrence fires as a task of its own, and the repeat moves on.
+	allowQueue := q + ".allow"
+	allowed, err := c.Schedule(bg, allowQueue, "tick", punctual.ScheduleParams{
+		Repeat: &punctual.Repeat{Every: time.Second}, Payload: map[string]int{"n": 1}, Overlap: punctual.OverlapAllow,
+	})
+	if err != nil || allowed.Task.Overlap != punctual.OverlapAllow {
+		t.Fatalf("schedule under allow: %v %+v", err, allowed)
+	}
+	if got, err := c.Get(bg, allowQueue, "tick"); err != nil || got.Overlap != punctual.OverlapAllow {
+		t.Fatalf("get under allow: %v %+v", err, got)
+	}
+	var occurrence punctual.Lease
+	waitUntil(t, "an occurrence", 5*time.Second, func() bool {
+		leases, err := c.Lease(bg, allowQueue, punctual.LeaseParams{Wait: time.Second})
+		if err != nil || len(leases) == 0 {
+			return false
+		}
+		occurrence = leases[0]
+		return true
+	})
+	if occurrence.ScheduledFor.Before(allowed.Task.DueAt) || occurrence.Missed != 0 {
+		t.Fatalf("occurrence %+v of a repeat due at %v", occurrence, allowed.Task.DueAt)
+	}
+	if want := "tick@" + occurrence.ScheduledFor.UTC().Format("2006-01-02T15:04:05.000Z07:00"); occurrence.Task.Key != want {
+		t.Fatalf("occurrence key %q, want %q", occurrence.Task.Key, want)
+	}
+	var payload map[string]int
+	if err := json.Unmarshal(occurrence.Task.Payload, &payload); err != nil || payload["n"] != 1 || len(payload) != 1 {
+		t.Fatalf("occurrence payload %s: %v", occurrence.Task.Payload, err)
+	}
+	if repeat, err := c.Get(bg, allowQueue, "tick"); err != nil || repeat.State != "scheduled" || !repeat.DueAt.After(occurrence.ScheduledFor) {
+		t.Fatalf("the repeat after its occurrence: %v %+v", err, repeat)
 	}
 
 	// A due_at in the past means now: lateness takes real time, so the clock is waited on.

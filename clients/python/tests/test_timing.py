@@ -2,7 +2,8 @@
 
 Guards against a client that drops a timing policy on the way to the server (a repeat
 that catches up nothing, a late task that fires anyway), one that misreads the
-policies a task shows, and a lease or a worker's delivery that does not say which
+policies a task shows, a repeat under overlap ``allow`` whose occurrences do not fire as
+tasks of their own, and a lease or a worker's delivery that does not say which
 occurrence it stands for (``scheduled_for``) and how many it stands in for (``missed``).
 """
 from __future__ import annotations
@@ -20,6 +21,11 @@ WEEKDAYS = ("mon", "tue", "wed", "thu", "fri")
 
 def now() -> dt.datetime:
     return dt.datetime.now(dt.timezone.utc)
+
+
+def rfc3339(at: dt.datetime) -> str:
+    """A time as the server writes it in an occurrence's key: UTC, milliseconds, ``Z``."""
+    return at.astimezone(dt.timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def ticks_due(due: dt.datetime, at: dt.datetime) -> int:
@@ -53,10 +59,23 @@ def test_s17_missed_occurrences(client: punctual.Client, queue_name: str, seen: 
     assert (plain.calendar, plain.misfire, plain.misfire_after, plain.catch_up_max, plain.overlap, plain.jitter) == (
         None, "fire_once", dt.timedelta(minutes=1), 10, "skip", None)
 
-    with pytest.raises(punctual.InvalidArgument) as allow:
-        client.schedule(queue_name, "allow", repeat=punctual.Repeat(every="1h"), overlap="allow")  # type: ignore[arg-type]
-    assert allow.value.field == "overlap"
-    assert gone(client, queue_name, "allow")()
+    with pytest.raises(punctual.InvalidArgument) as invalid:
+        client.schedule(queue_name, "sometimes", repeat=punctual.Repeat(every="1h"), overlap="sometimes")  # type: ignore[arg-type]
+    assert invalid.value.field == "overlap"
+    assert gone(client, queue_name, "sometimes")()
+
+    # Under allow each occurrence fires as a task of its own, and the repeat moves on.
+    allow_queue = queue_name + ".allow"
+    allowed = client.schedule(allow_queue, "tick", payload={"n": 1}, repeat=punctual.Repeat(every="1s"),
+                              overlap="allow").task
+    assert allowed is not None and allowed.overlap == "allow" and allowed.due_at
+    assert client.get(allow_queue, "tick").overlap == "allow"
+    [occurrence] = wait_until(lambda: client.lease(allow_queue, wait=1), timeout=5, what="an occurrence")
+    assert occurrence.scheduled_for and occurrence.scheduled_for >= allowed.due_at
+    assert occurrence.key == "tick@" + rfc3339(occurrence.scheduled_for)
+    assert (occurrence.payload, occurrence.missed) == ({"n": 1}, 0)
+    repeat = client.get(allow_queue, "tick")
+    assert repeat.state == "scheduled" and repeat.due_at and repeat.due_at > occurrence.scheduled_for
 
     # A due_at in the past means now: lateness takes real time, so the clock is waited on.
     late_queue = queue_name + ".late"

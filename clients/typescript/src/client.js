@@ -76,8 +76,8 @@ export function taskBody(opts = {}) {
     // moves to its next opening. The server refuses one it does not serve (field "calendar").
     calendar: opts.calendar,
     align: opts.align,
-    // Timing policies, sent as given: the server names the field it refuses
-    // (overlap "allow": a task has one firing at a time).
+    // Timing policies, sent as given: the server names the field it refuses (under
+    // overlap "allow", a key longer than 487 bytes: field "overlap").
     misfire: opts.misfire,
     misfire_after: opts.misfireAfter,
     catch_up_max: opts.catchUpMax,

@@ -114,9 +114,11 @@ export type Misfire = "fire_once" | "fire_all" | "skip";
 
 /**
  * What becomes of a repeat's occurrences due while its firing is leased: dropped
- * ("skip", the default) or the latest fired as soon as the firing ends ("queue").
+ * ("skip", the default), the latest fired as soon as the firing ends ("queue"), or each
+ * fired as a task of its own keyed `<key>@<scheduled_for>` beside the others ("allow":
+ * the repeat moves to its next occurrence at once).
  */
-export type Overlap = "skip" | "queue";
+export type Overlap = "skip" | "queue" | "allow";
 
 export type HttpMethod = "POST" | "PUT" | "PATCH" | "GET" | "DELETE";
 
@@ -170,7 +172,7 @@ export interface ScheduleOptions {
   misfireAfter?: Duration;
   /** With misfire "fire_all" only: at most this many missed occurrences fire, 1–1000. Default 10. */
   catchUpMax?: number;
-  /** Default "skip"; "allow" is refused (field "overlap"): a task has one firing at a time. */
+  /** Default "skip"; under "allow" a key longer than 487 bytes is refused (field "overlap"). */
   overlap?: Overlap;
   /** Each due time moves later by a uniform draw in [0, jitter); at most 12h, shorter than a repeat's every. */
   jitter?: Duration;

@@ -1,6 +1,7 @@
 // Scenario 17: missed occurrences. Guards against a client that drops a timing policy on
 // the way to the server (a repeat that catches up nothing, a late task that fires
-// anyway), one that misreads the policies a task shows, and a lease or a worker's task
+// anyway), one that misreads the policies a task shows, a repeat under overlap "allow"
+// whose occurrences do not fire as tasks of their own, and a lease or a worker's task
 // that does not say which occurrence it stands for (scheduled_for) and how many it
 // stands in for (missed).
 import { test, after } from "node:test";
@@ -17,7 +18,7 @@ const WEEKDAYS = ["mon", "tue", "wed", "thu", "fri"];
 const ticksDue = (due, at) => Math.max(0, Math.floor((at - Date.parse(due)) / 1000));
 const policiesOf = (t) => [t.calendar, t.misfire, t.misfire_after, t.catch_up_max, t.overlap, t.jitter];
 
-test("s17 missed occurrences: policies read back, a late skip ends, a catch-up lease counts what it stands in for", async () => {
+test("s17 missed occurrences: policies read back, allow fires occurrences as tasks, a late skip ends, a catch-up lease counts what it stands in for", async () => {
   const client = new Client({ server: server.url });
   const queue = uniqueQueue("s17");
   const office = `ts-office-${process.pid}-${Date.now().toString(36)}`;
@@ -39,10 +40,27 @@ test("s17 missed occurrences: policies read back, a late skip ends, a catch-up l
   assert.deepEqual(policiesOf(plain), [null, "fire_once", "1m", 10, "skip", null]);
 
   await assert.rejects(
-    client.schedule(queue, "allow", { repeat: { every: "1h" }, overlap: "allow" }),
+    client.schedule(queue, "sometimes", { repeat: { every: "1h" }, overlap: "sometimes" }),
     (e) => e instanceof InvalidArgumentError && e.field === "overlap",
   );
-  assert.ok(await isGone(client, queue, "allow"));
+  assert.ok(await isGone(client, queue, "sometimes"));
+
+  // Under allow each occurrence fires as a task of its own, and the repeat moves on.
+  const allowQueue = `${queue}.allow`;
+  const { task: allowed } = await client.schedule(allowQueue, "tick", { repeat: { every: "1s" }, payload: { n: 1 }, overlap: "allow" });
+  assert.equal(allowed.overlap, "allow");
+  assert.equal((await client.get(allowQueue, "tick")).overlap, "allow");
+  const [occurrence] = await waitUntil(
+    async () => ((leases) => (leases.length ? leases : null))(await client.lease(allowQueue, { wait: 1000 })),
+    5_000,
+    { what: "an occurrence" },
+  );
+  assert.ok(Date.parse(occurrence.scheduled_for) >= Date.parse(allowed.due_at), occurrence.scheduled_for);
+  assert.equal(occurrence.task.key, `tick@${occurrence.scheduled_for}`);
+  assert.deepEqual([occurrence.task.payload, occurrence.missed], [{ n: 1 }, 0]);
+  const repeat = await client.get(allowQueue, "tick");
+  assert.equal(repeat.state, "scheduled");
+  assert.ok(Date.parse(repeat.due_at) > Date.parse(occurrence.scheduled_for), `${repeat.due_at} after ${occurrence.scheduled_for}`);
 
   // A due_at in the past means now: lateness takes real time, so the clock is waited on.
   const late = `${queue}.late`;

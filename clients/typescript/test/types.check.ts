@@ -28,10 +28,11 @@ await client.schedule("report.daily", "weekday", { repeat: { cron: "0 0 9 ? * MO
 const syntax: "spring" | "quartz" | undefined = (await client.get("report.daily", "weekday")).repeat?.cron_syntax;
 await client.schedule("flow.remind", "daily", { repeat: { every: "1d" }, calendar: "cn-office", misfire: "fire_all", catchUpMax: 3, overlap: "queue", jitter: "30s" });
 await client.scheduleMany("report.digest", [{ key: "daily", repeat: { every: 86_400_000 }, misfire: "skip", misfireAfter: "2h", jitter: 30_000 }]);
-// @ts-expect-error overlap "allow" is refused: a task has one firing at a time
-await client.schedule("flow.remind", "daily", { repeat: { every: "1h" }, overlap: "allow" });
+await client.schedule("flow.remind", "tick", { repeat: { every: "1m" }, payload: { n: 1 }, overlap: "allow" });
+// @ts-expect-error an overlap is "skip", "queue" or "allow"
+await client.schedule("flow.remind", "daily", { repeat: { every: "1h" }, overlap: "sometimes" });
 const timing = await client.get("flow.remind", "daily");
-const policies: [string | null, "fire_once" | "fire_all" | "skip", string, number, "skip" | "queue", string | null] =
+const policies: [string | null, "fire_once" | "fire_all" | "skip", string, number, "skip" | "queue" | "allow", string | null] =
   [timing.calendar, timing.misfire, timing.misfire_after, timing.catch_up_max, timing.overlap, timing.jitter];
 (await client.lease("flow.remind")).forEach((l) => l.scheduled_for.toUpperCase() + l.missed.toFixed());
 await client.deleteCalendar("cn-office", { ifVersion: calVersion });

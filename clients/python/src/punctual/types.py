@@ -21,8 +21,10 @@ Json = Any
 #: ``catch_up_max`` (``fire_all``), or none (``skip``: later than ``misfire_after``).
 Misfire = Literal["fire_once", "fire_all", "skip"]
 #: What becomes of a repeat's occurrences due while its firing is leased: dropped
-#: (``skip``, the default) or the latest fired as soon as the firing ends (``queue``).
-Overlap = Literal["skip", "queue"]
+#: (``skip``, the default), the latest fired as soon as the firing ends (``queue``), or
+#: each fired as a task of its own keyed ``<key>@<scheduled_for>`` beside the others
+#: (``allow``: the repeat moves to its next occurrence at once).
+Overlap = Literal["skip", "queue", "allow"]
 
 
 def duration_json(value: Duration, name: str = "duration") -> Union[int, str]:
@@ -262,7 +264,8 @@ def task_body(
     in its working time. The timing policies (``misfire``, ``misfire_after`` with
     ``skip`` only, ``catch_up_max`` 1–1000 with ``fire_all`` only, ``overlap``,
     ``jitter`` up to 12h) are sent as given: the server judges them and names the field
-    it refuses (``overlap="allow"`` is refused: a task has one firing at a time).
+    it refuses (under ``overlap="allow"``, a key longer than 487 bytes: field
+    ``overlap``).
     """
     if delay is not None and due_at is not None:
         raise ValueError("give delay or due_at, not both")

@@ -8,6 +8,8 @@ import java.nio.file.Path;
 import java.time.DayOfWeek;
 import java.time.Duration;
 import java.time.Instant;
+import java.time.ZoneOffset;
+import java.time.format.DateTimeFormatter;
 import java.util.EnumSet;
 import java.util.List;
 import java.util.Map;
@@ -24,8 +26,9 @@ import org.junit.jupiter.api.io.TempDir;
  * Scenario 17 of clients/SCENARIOS.md, missed occurrences, on a server of its own.
  * Guards against a client that drops a timing policy on the way to the server (a repeat
  * that catches up nothing, a late task that fires anyway), one that misreads the
- * policies a task shows, and a {@link Delivery} that does not say which occurrence it
- * stands for ({@code scheduledFor}) and how many it stands in for ({@code missed}).
+ * policies a task shows, a repeat under {@link Overlap#ALLOW} whose occurrences do not
+ * fire as tasks of their own, and a {@link Delivery} that does not say which occurrence
+ * it stands for ({@code scheduledFor}) and how many it stands in for ({@code missed}).
  */
 class TimingTest {
     static ServerProcess server;
@@ -50,6 +53,10 @@ class TimingTest {
     static int ticksDue(Instant due, Instant at) {
         return at.isBefore(due) ? 0 : (int) (Duration.between(due, at).toMillis() / 1000);
     }
+
+    /** A time as the server writes it in an occurrence's key: UTC, milliseconds, {@code Z}. */
+    static final DateTimeFormatter RFC3339_MILLIS =
+            DateTimeFormatter.ofPattern("yyyy-MM-dd'T'HH:mm:ss.SSS'Z'").withZone(ZoneOffset.UTC);
 
     static Instant dueAt(JsonNode task) { return Instant.parse(task.path("due_at").asText()); }
 
@@ -76,11 +83,29 @@ class TimingTest {
         JsonNode plain = client.schedule(q, "plain", TaskSpec.create().delay(Duration.ofHours(1))).task();
         assertEquals(new Timing(null, Misfire.FIRE_ONCE, Duration.ofMinutes(1), 10, Overlap.SKIP, null), Timing.of(plain));
 
-        // Overlap has no ALLOW: the server's refusal is seen through a raw body.
-        InvalidArgumentException allow = assertThrows(InvalidArgumentException.class,
-                () -> client.putRaw(q, "allow", "{\"repeat\": {\"every\": \"1h\"}, \"overlap\": \"allow\"}"));
-        assertEquals("overlap", allow.getField());
-        assertTrue(gone(q, "allow"));
+        // Overlap has no such constant: the server's refusal is seen through a raw body.
+        InvalidArgumentException invalid = assertThrows(InvalidArgumentException.class,
+                () -> client.putRaw(q, "sometimes", "{\"repeat\": {\"every\": \"1h\"}, \"overlap\": \"sometimes\"}"));
+        assertEquals("overlap", invalid.getField());
+        assertTrue(gone(q, "sometimes"));
+
+        // Under allow each occurrence fires as a task of its own, and the repeat moves on.
+        String allowQueue = q + ".allow";
+        JsonNode allowed = client.schedule(allowQueue, "tick", TaskSpec.create().payload(Map.of("n", 1))
+                .repeatEvery(Duration.ofSeconds(1), null).overlap(Overlap.ALLOW)).task();
+        assertEquals(Overlap.ALLOW, Timing.of(allowed).overlap());
+        assertEquals(Overlap.ALLOW, Timing.of(client.get(allowQueue, "tick")).overlap());
+        List<Delivery> occurrences = new CopyOnWriteArrayList<>();
+        waitUntil(Duration.ofSeconds(5), "an occurrence",
+                () -> occurrences.addAll(client.lease(allowQueue, 1, Duration.ofSeconds(30), Duration.ofSeconds(1))));
+        Delivery occurrence = occurrences.get(0);
+        assertFalse(occurrence.scheduledFor().isBefore(dueAt(allowed)), occurrence.scheduledFor() + " before " + dueAt(allowed));
+        assertEquals("tick@" + RFC3339_MILLIS.format(occurrence.scheduledFor()), occurrence.key());
+        assertEquals(List.of(1, 0), List.of(occurrence.payload().path("n").asInt(), occurrence.missed()));
+        assertEquals(1, occurrence.payload().size());
+        JsonNode repeat = client.get(allowQueue, "tick");
+        assertEquals("scheduled", repeat.path("state").asText());
+        assertTrue(dueAt(repeat).isAfter(occurrence.scheduledFor()), repeat + " after " + occurrence.scheduledFor());
 
         // A due_at in the past means now: lateness takes real time, so the clock is waited on.
         String late = q + ".late";
