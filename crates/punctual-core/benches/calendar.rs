@@ -8,6 +8,10 @@
 //! - `add_working_days_500`: 500 working days.
 //! - `never_open_5y`: a calendar whose every date for years is a holiday, searched for
 //!   5 years before the error.
+//! - `repeat_*`: what a completion and a late lease of a repeat in a calendar compute:
+//!   the next working-day 09:30 of a daily cron after a firing, the next of an `every
+//!   1d` in working days, and the occurrences missed over a week (`missed`), which
+//!   walks each of them.
 //!
 //! `cargo bench -p punctual-core --bench calendar`; figures in BENCHMARKS.md.
 
@@ -15,7 +19,8 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use punctual_core::{Calendar, Timestamp};
+use punctual_core::policy::{Misfire, Progress, Timing};
+use punctual_core::{Calendar, Repeat, TaskMeta, Timestamp};
 
 fn calendar(tz: &str, holidays: &[&str], workdays: serde_json::Value) -> Calendar {
     let body = serde_json::json!({
@@ -55,6 +60,34 @@ fn queries(c: &mut Criterion) {
         b.iter(|| berlin.add_working_time(black_box(at("2026-01-05T10:00:00+01:00")), black_box(two_years)))
     });
     c.bench_function("add_working_days_500", |b| b.iter(|| shanghai.add_working_days(black_box(monday), 500)));
+    let meta = |anchor| {
+        let mut meta = TaskMeta::default();
+        meta.occurrence = 1;
+        meta.anchor = anchor;
+        meta
+    };
+    let daily_cron = Repeat::cron("30 9 * * *", "Asia/Shanghai").expect("a valid rule");
+    let daily_every = Repeat::every(Duration::from_secs(24 * 3600)).expect("a valid interval");
+    let friday = at("2026-09-25T09:30:00+08:00");
+    let after_firing = at("2026-09-25T09:31:00+08:00");
+    let default = Timing::default();
+    let fire_all = {
+        let mut timing = Timing::default();
+        timing.misfire = Misfire::FireAll;
+        timing
+    };
+    let on_time = Progress { now: after_firing, leased_at: friday, calendar: Some(&shanghai), timing: &default };
+    c.bench_function("repeat_next_cron_in_calendar", |b| {
+        b.iter(|| daily_cron.next_occurrence(black_box(&meta(friday)), black_box(&on_time)))
+    });
+    c.bench_function("repeat_next_every_1d_in_calendar", |b| {
+        b.iter(|| daily_every.next_occurrence(black_box(&meta(friday)), black_box(&on_time)))
+    });
+    let week_later = at("2026-10-12T10:00:00+08:00");
+    let late = Progress { now: week_later, leased_at: week_later, calendar: Some(&shanghai), timing: &fire_all };
+    c.bench_function("repeat_missed_over_national_day_week", |b| {
+        b.iter(|| daily_cron.missed(black_box(&meta(friday)), black_box(&late)))
+    });
     c.bench_function("never_open_5y", |b| {
         b.iter(|| closed.next_open(black_box(at("2026-03-01T00:00:00Z"))).expect_err("never opens"))
     });
