@@ -17,8 +17,10 @@ use std::time::Duration;
 
 use punctual_core::calendar::{CalendarChange, CalendarName};
 use punctual_core::policy::{Misfire, Overlap, Timing};
+use punctual_core::store::LeaseRequest;
 use punctual_core::{
-    Engine, EngineConfig, Event, Lease, LeaseOptions, MemoryStore, Outcome, Repeat, TaskSpec, Timestamp, TokioClock,
+    Engine, EngineConfig, Event, Lease, LeaseOptions, MemoryStore, Outcome, QueueName, Repeat, Store, TaskSpec,
+    Timestamp, TokioClock,
 };
 
 const MINUTE: Duration = Duration::from_secs(60);
@@ -218,5 +220,32 @@ async fn overlap_allow_fires_each_occurrence_as_a_task_of_its_own_while_the_last
         1,
         "its own retries"
     );
+    engine.shutdown().await.unwrap();
+}
+
+/// A repeat under allow whose lease expired (its completion failed after the
+/// occurrence's task was written) is leased again on a later try: it writes nothing
+/// more and never fires itself, so the occurrence fires once.
+#[tokio::test(start_paused = true)]
+async fn overlap_allow_never_fires_the_repeat_itself_on_a_later_try() {
+    let engine = engine();
+    let mut events = engine.subscribe();
+    let mut timing = Timing::default();
+    timing.overlap = Overlap::Allow;
+    let spec = TaskSpec::at(start()).repeat(Repeat::every(HOUR).unwrap()).timing(timing);
+    engine.schedule("reminders", "tick", spec).await.unwrap();
+    // Another process leased the repeat and died before completing it.
+    let request = LeaseRequest::new(QueueName::new("reminders").unwrap(), 1, Duration::from_secs(5), start());
+    assert_eq!(engine.store().lease(request).await.unwrap().leases.len(), 1);
+    tokio::time::advance(Duration::from_secs(6)).await;
+    let expired = events
+        .wait_for(Duration::from_secs(60), |event| matches!(event, Event::LeaseExpired { .. }).then_some(()))
+        .await;
+    assert!(expired.is_some(), "the reaper did not requeue the dead process's lease");
+    let leases = lease_all(&engine).await;
+    let keys: Vec<&str> = leases.iter().map(|lease| lease.token.key.as_str()).collect();
+    assert_eq!(keys, ["tick@2026-10-03T10:00:00.000Z"], "the repeat's second try fired itself");
+    engine.complete(&leases[0], Outcome::Done).await.unwrap();
+    assert_eq!(due_at(&engine, "tick").await, Some(at("2026-10-03T11:00:00Z")));
     engine.shutdown().await.unwrap();
 }
