@@ -278,6 +278,23 @@ pub mod serde_duration {
     }
 }
 
+/// Serde for `Option<Duration>` fields as [`serde_duration`] writes them; `None`
+/// writes null (use with `skip_serializing_if = "Option::is_none"` to leave it out).
+pub mod serde_option_duration {
+    use super::*;
+
+    pub fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+        match d {
+            Some(d) => serde_duration::serialize(d, s),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+        serde_duration::deserialize(d).map(Some)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;

@@ -35,10 +35,16 @@ pub(super) fn scheduled_for(
         )),
         (When::At(at), true) => calendar.next_open(at.max(now)),
         (When::Now, _) => match repeat {
-            Some(repeat) => Occurrences::new(repeat.rule(), Some(calendar)).first(now)?.ok_or_else(|| {
-                Error::invalid("repeat.cron", "has no occurrence left before the end of time (9999-12-30)")
-            }),
+            Some(repeat) => first_occurrence(repeat, Some(calendar), now),
             None => calendar.next_open(now),
         },
     }
+}
+
+/// The first occurrence of a repeat scheduled "now", in `calendar` when it has one
+/// ([`Occurrences::first`]), or a refusal when there is none before the end of time.
+pub(super) fn first_occurrence(repeat: &Repeat, calendar: Option<&Calendar>, now: Timestamp) -> Result<Timestamp> {
+    Occurrences::new(repeat.rule(), calendar)
+        .first(now)?
+        .ok_or_else(|| Error::invalid("repeat.cron", "has no occurrence left before the end of time (9999-12-30)"))
 }

@@ -1,6 +1,7 @@
 //! Consumers: leasing due tasks (sleeping until the queue's wake time, woken early by
 //! an earlier task) and completing their leases.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
@@ -183,8 +184,8 @@ impl<S: Store> Engine<S> {
 
     /// [`Engine::complete`] of a lease held by a worker or read back by an ack.
     async fn finish(&self, held: Held<'_>, outcome: Outcome) -> Result<()> {
-        self.calendars_loaded().await?;
-        let ending = held.end(outcome, self.now(), &self.calendars());
+        let calendars = self.calendars_of(std::slice::from_ref(held.task)).await?;
+        let ending = held.end(outcome, self.now(), calendars.as_deref());
         let next_due = ending.completion.next_due();
         let applied = self
             .inner
@@ -201,6 +202,17 @@ impl<S: Store> Engine<S> {
         Ok(())
     }
 
+    /// The calendars, when one of `tasks` counts in one (read first if no read has
+    /// succeeded yet); `None` otherwise, so a completion of tasks without a calendar
+    /// reads nothing.
+    async fn calendars_of<'t>(&self, tasks: impl IntoIterator<Item = &'t Task>) -> Result<Option<Arc<CalendarSet>>> {
+        if !tasks.into_iter().any(|task| task.timing.calendar.is_some()) {
+            return Ok(None);
+        }
+        self.calendars_loaded().await?;
+        Ok(Some(self.calendars()))
+    }
+
     /// Many acks by token, each applied or refused on its own.
     pub async fn ack_many(&self, acks: Vec<(LeaseToken, Outcome)>) -> Result<Vec<Result<()>>> {
         let mut results: Vec<Option<Result<()>>> = Vec::with_capacity(acks.len());
@@ -211,13 +223,12 @@ impl<S: Store> Engine<S> {
         // since the completion of each depends on its policies as stored.
         let keys = acks.iter().map(|(token, _)| (token.queue.clone(), token.key.clone())).collect();
         let tasks = self.inner.store.get_many(keys).await?;
-        self.calendars_loaded().await?;
+        let calendars = self.calendars_of(tasks.iter().flatten()).await?;
         let now = self.now();
-        let calendars = self.calendars();
         for ((token, outcome), task) in acks.into_iter().zip(tasks) {
             match task {
                 Some(task) if token.is_live_for(&task, now) => {
-                    let ending = Held { token: &token, task: &task }.end(outcome, now, &calendars);
+                    let ending = Held { token: &token, task: &task }.end(outcome, now, calendars.as_deref());
                     if let Some(at) = ending.completion.next_due() {
                         offers.push((token.queue.clone(), task.lane(), at));
                     }
@@ -333,10 +344,12 @@ struct Held<'a> {
 
 impl Held<'_> {
     /// How the try ends when its handler answered `outcome` at `now`, by the task's
-    /// policies (a repeat in its calendar, looked up in `calendars`).
-    fn end(self, outcome: Outcome, now: Timestamp, calendars: &CalendarSet) -> Ending {
+    /// policies (a repeat in its calendar, looked up in `calendars`: those of
+    /// [`Engine::calendars_of`]).
+    fn end(self, outcome: Outcome, now: Timestamp, calendars: Option<&CalendarSet>) -> Ending {
         let handler_done = matches!(outcome, Outcome::Done);
-        let calendar = self.task.timing.calendar.as_ref().and_then(|name| calendars.get(name.as_str()));
+        let name = self.task.timing.calendar.as_ref();
+        let calendar = name.zip(calendars).and_then(|(name, calendars)| calendars.get(name.as_str()));
         let calendar = calendar.map(|entry| &*entry.calendar);
         let completion = completion_in(self.task, outcome, now, rand::random::<f64>(), calendar);
         let ended = TryEnd::of(&completion, handler_done);

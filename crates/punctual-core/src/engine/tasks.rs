@@ -296,9 +296,7 @@ impl Intake<'_> {
                 return Err(Error::invalid("align", "align needs a calendar whose opening hours to align to"));
             }
             // "Now" with a repeat means its first occurrence.
-            (None, When::Now, Some(repeat)) => repeat.first_at(self.now).ok_or_else(|| {
-                Error::invalid("repeat.cron", "has no occurrence left before the end of time (9999-12-30)")
-            })?,
+            (None, When::Now, Some(repeat)) => business_time::first_occurrence(repeat, None, self.now)?,
             (None, when, _) => when.resolve(self.now),
         };
         // An `until` before the first occurrence would leave a task that never fires.

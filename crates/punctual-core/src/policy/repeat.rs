@@ -20,7 +20,7 @@ use crate::calendar::Calendar;
 use crate::cron::{CronRule, CronSyntax};
 use crate::error::{Error, Result};
 use crate::meta::TaskMeta;
-use crate::time::{Timestamp, serde_duration};
+use crate::time::{Timestamp, serde_option_duration};
 
 /// When a task fires again after a successful occurrence.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -152,7 +152,7 @@ pub struct Progress<'a> {
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawRepeat {
-    #[serde(default, skip_serializing_if = "Option::is_none", with = "option_duration")]
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "serde_option_duration")]
     every: Option<Duration>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     cron: Option<String>,
@@ -220,22 +220,6 @@ impl FromStr for Repeat {
     /// Parses the JSON form, e.g. `{"every": "24h", "times": 3}`.
     fn from_str(json: &str) -> Result<Repeat> {
         serde_json::from_str(json).map_err(|e| Error::invalid("repeat", e))
-    }
-}
-
-mod option_duration {
-    use super::*;
-    use serde::{Deserializer, Serializer};
-
-    pub fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
-        match d {
-            Some(d) => serde_duration::serialize(d, s),
-            None => s.serialize_none(),
-        }
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
-        serde_duration::deserialize(d).map(Some)
     }
 }
 

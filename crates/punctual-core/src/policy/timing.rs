@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::calendar::CalendarName;
 use crate::error::{Error, Result};
-use crate::time::serde_duration;
+use crate::time::{serde_duration, serde_option_duration};
 
 /// What becomes of occurrences missed while no node ran or the queue was paused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -57,7 +57,7 @@ pub struct Timing {
     #[serde(skip_serializing_if = "is_default")]
     pub misfire: Misfire,
     /// A first try leased later than this past its due time is a misfire.
-    #[serde(skip_serializing_if = "Option::is_none", with = "option_duration")]
+    #[serde(skip_serializing_if = "Option::is_none", with = "serde_option_duration")]
     pub misfire_after: Option<Duration>,
     /// Under [`Misfire::FireAll`], at most this many missed occurrences fire.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -65,7 +65,7 @@ pub struct Timing {
     #[serde(skip_serializing_if = "is_default")]
     pub overlap: Overlap,
     /// Each due time is moved later by a uniform draw in `[0, jitter)`.
-    #[serde(skip_serializing_if = "Option::is_none", with = "option_duration")]
+    #[serde(skip_serializing_if = "Option::is_none", with = "serde_option_duration")]
     pub jitter: Option<Duration>,
 }
 
@@ -113,7 +113,7 @@ impl Timing {
             misfire_after: Duration,
             catch_up_max: u32,
             overlap: Overlap,
-            #[serde(with = "option_duration")]
+            #[serde(with = "serde_option_duration")]
             jitter: Option<Duration>,
         }
         Effective {
@@ -149,22 +149,6 @@ impl Timing {
             return Err(Error::invalid("jitter", "jitter must be longer than 0 and at most 12h"));
         }
         Ok(())
-    }
-}
-
-mod option_duration {
-    use super::*;
-    use serde::{Deserializer, Serializer};
-
-    pub fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
-        match d {
-            Some(d) => serde_duration::serialize(d, s),
-            None => s.serialize_none(),
-        }
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
-        serde_duration::deserialize(d).map(Some)
     }
 }
 

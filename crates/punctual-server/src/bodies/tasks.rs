@@ -81,7 +81,7 @@ pub(crate) struct TaskBody {
     /// `fire_once` (default), `fire_all` or `skip`: what becomes of occurrences missed
     /// while no node ran or the queue was paused.
     #[serde(default)]
-    pub(crate) misfire: Option<MisfireBody>,
+    pub(crate) misfire: Option<Misfire>,
     /// Under `skip`: a first try leased later than this past its due time does not
     /// fire (default 1m).
     #[serde(default)]
@@ -93,28 +93,10 @@ pub(crate) struct TaskBody {
     /// `skip` (default), `queue` or `allow`: what becomes of occurrences of a repeat
     /// that fall due while its firing is leased.
     #[serde(default)]
-    pub(crate) overlap: Option<OverlapBody>,
+    pub(crate) overlap: Option<Overlap>,
     /// Each due time moves later by a uniform draw in `[0, jitter)` (at most 12h).
     #[serde(default)]
     pub(crate) jitter: Option<ApiDuration>,
-}
-
-/// `misfire`: the policy's name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub(crate) enum MisfireBody {
-    FireOnce,
-    FireAll,
-    Skip,
-}
-
-/// `overlap`: the policy's name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub(crate) enum OverlapBody {
-    Skip,
-    Queue,
-    Allow,
 }
 
 /// `align`: how a `due_at` meets a calendar.
@@ -270,18 +252,10 @@ impl TaskBody {
     fn timing(&self) -> Result<Timing, ApiError> {
         let mut timing = Timing::default();
         timing.calendar = self.calendar.as_deref().map(CalendarName::new).transpose()?;
-        timing.misfire = match self.misfire {
-            None | Some(MisfireBody::FireOnce) => Misfire::FireOnce,
-            Some(MisfireBody::FireAll) => Misfire::FireAll,
-            Some(MisfireBody::Skip) => Misfire::Skip,
-        };
+        timing.misfire = self.misfire.unwrap_or_default();
         timing.misfire_after = self.misfire_after.map(|d| d.0);
         timing.catch_up_max = self.catch_up_max.map(|ApiCount(n)| n);
-        timing.overlap = match self.overlap {
-            None | Some(OverlapBody::Skip) => Overlap::Skip,
-            Some(OverlapBody::Queue) => Overlap::Queue,
-            Some(OverlapBody::Allow) => Overlap::Allow,
-        };
+        timing.overlap = self.overlap.unwrap_or_default();
         timing.jitter = self.jitter.map(|d| d.0);
         Ok(timing)
     }
