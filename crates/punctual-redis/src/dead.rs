@@ -12,9 +12,9 @@ use punctual_core::store::{DeadSelection, RetriedDead, RetryDeadBatchRequest, Re
 use punctual_core::{QueueName, Result, Tag, Task, TaskKey};
 
 use crate::cursor::bad_cursor;
-use crate::keys::{self, ShardKeys};
+use crate::keys::ShardKeys;
 use crate::scripts::{DeadBatch, DeleteIf};
-use crate::shards::{earliest, take_earliest};
+use crate::shards::{Sharding, earliest, take_earliest};
 use crate::{SCRIPT_BATCH, Shared};
 
 impl Shared {
@@ -35,19 +35,25 @@ impl Shared {
     }
 
     pub(crate) async fn retry_dead_batch(&self, req: &RetryDeadBatchRequest) -> Result<RetriedDead> {
-        let shards = self.shard_count(&req.queue, false).await?;
+        let sharding = self.sharding(&req.queue, false).await?;
+        let shards = sharding.count;
         match &req.selection {
-            DeadSelection::Keys(keys) => self.retry_dead_keys(req, keys, shards).await,
+            DeadSelection::Keys(keys) => self.retry_dead_keys(req, keys, sharding).await,
             DeadSelection::All => self.retry_dead_walk(req, None, shards).await,
             DeadSelection::Tagged(tag) => self.retry_dead_walk(req, Some(tag), shards).await,
         }
     }
 
     /// Each shard's share of `keys`, in scripts of at most a batch.
-    async fn retry_dead_keys(&self, req: &RetryDeadBatchRequest, keys: &[TaskKey], shards: u32) -> Result<RetriedDead> {
+    async fn retry_dead_keys(
+        &self,
+        req: &RetryDeadBatchRequest,
+        keys: &[TaskKey],
+        sharding: Sharding,
+    ) -> Result<RetriedDead> {
         let mut retried = 0;
-        for shard in 0..shards {
-            let mine: Vec<&TaskKey> = keys.iter().filter(|key| keys::shard_of(key, shards) == shard).collect();
+        for shard in 0..sharding.count {
+            let mine: Vec<&TaskKey> = keys.iter().filter(|key| sharding.shard_of(key) == shard).collect();
             for chunk in mine.chunks(batch_of(req)) {
                 let arming = self.heads.arming(&req.queue, shard);
                 let revived =

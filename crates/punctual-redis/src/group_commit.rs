@@ -118,9 +118,11 @@ impl Shared {
             let answers = self.on(queue, shard).complete(chunk, now).await?;
             // A retried or rescheduled task is scheduled again (in its lane, which the
             // token does not tell): the shard's heads are read afresh.
+            // So is a shard holding groups: an ended lease may give its group room (this
+            // process does not hear its own wake-ups).
             let rearmed =
                 chunk.iter().zip(&answers).any(|(req, applied)| *applied && req.completion.next_due().is_some());
-            if rearmed {
+            if rearmed || self.heads.shard_grouped(queue, shard) {
                 self.heads.forget(queue, shard);
             }
             arming.done();

@@ -27,6 +27,13 @@
 //! leave in due order; across shards, no task is leased while one due more than the
 //! slack earlier waits (zero slack: strict due order; docs/redis.md).
 //!
+//! Groups: a shard's head counts its groups' tasks a lease could take (under the
+//! lease's group limit and rate), and each head notes whether its shard holds groups.
+//! While any shard of a lane does, a lease shares its room among every due shard at
+//! once, unbounded ([`Heads::pick_shares`]), and each shard hands out its share by its
+//! groups' turns: a group's backlog takes at most its shard's share, so it starves
+//! neither the groups of its shard nor those of another.
+//!
 //! Priorities: beside its head, each shard has its urgent bands (`bands`: the earliest
 //! task of each priority above 0), learnt, lowered and forgotten with the head. Heads
 //! and bands together give each shard's next task in lease order ([`Rank`]: the highest
@@ -101,6 +108,9 @@ struct Head {
     bands: Bands,
     /// When it was learnt; `None`: never (or forgotten).
     learnt: Option<Timestamp>,
+    /// The shard held groups at the last look of a lease or read (kept when forgotten:
+    /// a queue's groups come and go slowly, and a visit corrects it).
+    grouped: bool,
 }
 
 #[derive(Debug)]
@@ -298,6 +308,68 @@ impl Heads {
         (!picks.is_empty()).then_some(picks)
     }
 
+    /// For a lane whose shards hold groups: every due shard not in `spent` (at most
+    /// `most`, in turn from the lane's next start, one shard further on each call),
+    /// unbounded, to share a lease's room. Shards another call of this process is
+    /// leasing from are passed over; empty when every due shard is, `None` when none is
+    /// due.
+    pub(crate) fn pick_shares(
+        &self,
+        queue: &QueueName,
+        lane: Lane,
+        shards: u32,
+        now: Timestamp,
+        spent: &[u32],
+        most: usize,
+    ) -> Option<Vec<(Pick, Departure<'_>)>> {
+        let due: Vec<u32> = self.with(queue, lane, shards, |heads| {
+            let n = heads.shards.len();
+            let start = heads.next_start % n.max(1);
+            heads.next_start = (start + 1) % n.max(1);
+            let leasing = |s: usize| heads.flights.iter().any(|f| f.leasing && f.shard as usize == s);
+            let due = |s: &usize| {
+                !spent.contains(&(*s as u32))
+                    && heads.shards[*s]
+                        .bands
+                        .next(heads.shards[*s].task.as_ref(), now)
+                        .is_some_and(|r| r.task.due <= now)
+            };
+            let due: Vec<usize> = (0..n).map(|i| (start + i) % n).filter(due).collect();
+            if due.is_empty() {
+                return None;
+            }
+            Some(due.into_iter().filter(|s| !leasing(*s)).take(most.max(1)).map(|s| s as u32).collect())
+        })?;
+        let picks = due.into_iter().map(|shard| {
+            let pick = Pick { shard, bound: None, floor: Priority::LOWEST, busy: false };
+            (pick, self.depart(queue, lane, shards, shard, true))
+        });
+        Some(picks.collect())
+    }
+
+    /// Whether a shard of `queue`'s `lane` held groups at its last look.
+    pub(crate) fn grouped(&self, queue: &QueueName, lane: Lane, shards: u32) -> bool {
+        self.with(queue, lane, shards, |heads| heads.shards.iter().any(|head| head.grouped))
+    }
+
+    /// Whether `shard` of `queue` held groups at its last look, in either lane (lanes
+    /// this process never leased from are unknown: no).
+    pub(crate) fn shard_grouped(&self, queue: &QueueName, shard: u32) -> bool {
+        let lanes = self.lanes.lock().expect("heads lock poisoned");
+        lanes.get(queue).is_some_and(|slots| {
+            slots.iter().flatten().any(|heads| heads.shards.get(shard as usize).is_some_and(|head| head.grouped))
+        })
+    }
+
+    /// Notes whether `shard` of `queue`'s `lane` holds groups, as a script just saw.
+    pub(crate) fn note_grouped(&self, queue: &QueueName, lane: Lane, shards: u32, shard: u32, grouped: bool) {
+        self.with(queue, lane, shards, |heads| {
+            if let Some(head) = heads.shards.get_mut(shard as usize) {
+                head.grouped = grouped;
+            }
+        });
+    }
+
     /// Notes a script about to be sent to `shard` that will tell its head: a lease
     /// script when `leasing`, else a read of the head.
     pub(crate) fn depart(
@@ -341,7 +413,7 @@ impl Heads {
                     Some((head, mut bands, now)) => {
                         bands.lower_by(&lowest_bands);
                         let learnt = (!forgotten).then_some(now);
-                        *slot = Head { task: lowered(head, lowest), bands, learnt };
+                        *slot = Head { task: lowered(head, lowest), bands, learnt, grouped: slot.grouped };
                     }
                     None => slot.learnt = None,
                 }

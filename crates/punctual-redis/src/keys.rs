@@ -1,8 +1,11 @@
 //! Every Redis key and channel punctual uses, in one place.
 //!
 //! A queue is split into `shards` shards (1 unless configured); a task's shard is a
-//! stable hash of its key. Every key of one shard shares one hash tag, so a script
-//! touching them runs on one Redis Cluster node:
+//! stable hash of its key, or of the key's hash tag (`{…}`, as Redis Cluster reads
+//! them) on a queue registered with hash tags, which every queue first written by this
+//! version is: a group's tasks share one shard when their keys carry the group as tag.
+//! Every key of one shard shares one hash tag, so a script touching them runs on one
+//! Redis Cluster node:
 //!
 //! | key | type | holds |
 //! |---|---|---|
@@ -31,7 +34,7 @@
 //! | `…:seq` | string counter | the last fence handed out in the shard |
 //! | `…:completed:<key>` | string, expiring | the completion record of the dedupe window of `<key>`'s task that completed (`lua/complete.lua`), `"<completed_at>,<id>,<attempts>,<occurrence>,<unique_until>"` in ms, expiring at `unique_until` |
 //! | `<p>:{<queue>}:rate` | List | start times (ms) of the queue's latest rate-limit slots, at most the rate's count, shared by every process (`lua/rate.lua`); expires a window after the newest |
-//! | `<p>:queues` | Hash | queue name → its number of shards (the registry) |
+//! | `<p>:queues` | Hash | queue name → its number of shards (the registry), and `<queue>#hash-tags` → `1` for a queue whose keys' hash tags place them (written with the count by `lua/register_queue.lua`; absent for a queue an earlier punctual registered, whose keys are placed whole) |
 //! | `<p>:queue-records` | Hash | queue name → its record: settings and pause state, `"<version>,<updated ms>,<P\|R>[\|<settings>]"` (see `queue_records`); one key for the store, read whole by every process each second |
 //! | `<p>:calendars` | Hash | calendar name → its record, `"<version>,<updated ms>[\|<document>]"` (see `calendar_records`); one key for the store, read whole by every process each second |
 //! | `<p>:nodes` | Hash | node name → `"<expires ms>,<announcement>"`: each live server's announcement, its delivery policy (see `nodes`); written and pruned of expired nodes by `lua/announce.lua` |
@@ -272,18 +275,29 @@ pub(crate) fn wake_channel(prefix: &str) -> String {
     format!("{prefix}:wake")
 }
 
-/// The shard of `key` among `shards`: FNV-1a of its bytes, which never changes
-/// between versions or machines (every process must agree forever).
-pub(crate) fn shard_of(key: &TaskKey, shards: u32) -> u32 {
+/// The shard of `key` among `shards`: FNV-1a of its bytes, or with `hash_tags` of its
+/// hash tag's when it has one ([`hash_tag`]), which never changes between versions or
+/// machines (every process must agree forever).
+pub(crate) fn shard_of(key: &TaskKey, shards: u32, hash_tags: bool) -> u32 {
     if shards <= 1 {
         return 0;
     }
+    let placed = if hash_tags { hash_tag(key.as_str()).unwrap_or(key.as_str()) } else { key.as_str() };
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for byte in key.as_str().bytes() {
+    for byte in placed.bytes() {
         hash ^= u64::from(byte);
         hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
     }
     u32::try_from(hash % u64::from(shards)).unwrap_or(0)
+}
+
+/// The hash tag of `key` as Redis Cluster reads one: the text between its first `{`
+/// and the first `}` after it, when that is not empty.
+pub(crate) fn hash_tag(key: &str) -> Option<&str> {
+    let open = key.find('{')?;
+    let rest = &key[open + 1..];
+    let close = rest.find('}')?;
+    (close > 0).then(|| &rest[..close])
 }
 
 #[cfg(test)]
@@ -379,10 +393,26 @@ mod tests {
     fn the_shard_of_a_key_is_stable() {
         let key = TaskKey::new("order-1234").unwrap();
         // Fixed forever: tasks stored by one version must be found by the next.
-        assert_eq!(shard_of(&key, 1), 0);
-        assert_eq!(shard_of(&key, 8), shard_of(&key, 8));
+        assert_eq!(shard_of(&key, 1, true), 0);
+        assert_eq!(shard_of(&key, 8, false), 2);
+        assert_eq!(shard_of(&key, 8, true), 2, "a key without a tag is placed whole either way");
         let spread: std::collections::HashSet<u32> =
-            (0..200).map(|i| shard_of(&TaskKey::new(format!("k{i}")).unwrap(), 4)).collect();
+            (0..200).map(|i| shard_of(&TaskKey::new(format!("k{i}")).unwrap(), 4, true)).collect();
         assert_eq!(spread.len(), 4, "keys spread over every shard");
+    }
+
+    #[test]
+    fn a_hash_tag_places_its_keys_together_where_the_queue_reads_tags() {
+        assert_eq!(hash_tag("{customer-42}order-1"), Some("customer-42"));
+        assert_eq!(hash_tag("order-1:{wf-7}:remind"), Some("wf-7"));
+        assert_eq!(hash_tag("a{}b{c}"), None, "an empty first tag is none, as in Redis");
+        assert_eq!(hash_tag("{open"), None);
+        assert_eq!(hash_tag("plain"), None);
+        let keys: Vec<TaskKey> = (0..50).map(|i| TaskKey::new(format!("{{c-9}}order-{i}")).unwrap()).collect();
+        let tagged: std::collections::HashSet<u32> = keys.iter().map(|k| shard_of(k, 16, true)).collect();
+        assert_eq!(tagged.len(), 1, "one tag, one shard");
+        assert_eq!(tagged.into_iter().next(), Some(shard_of(&TaskKey::new("c-9").unwrap(), 16, true)));
+        let whole: std::collections::HashSet<u32> = keys.iter().map(|k| shard_of(k, 16, false)).collect();
+        assert!(whole.len() > 1, "a queue registered before tags places each key whole");
     }
 }

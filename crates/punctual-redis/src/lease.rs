@@ -16,11 +16,16 @@
 //! (`heads`, `bands`): it takes the due tasks of the highest priority of any shard
 //! before lower ones, each visit bounded by the priority of the other shards' next task,
 //! and hands out its batch in lease order (priority, then due time and key).
+//!
+//! Groups: while a shard of the lane holds groups, a lease shares its room among every
+//! due shard at once, unbounded, and each shard takes its share by its groups' turns
+//! (`heads`): a group (in one shard, by its keys' hash tag) keeps its limit, rate and
+//! due order exactly, and one group's backlog takes at most its shard's share.
 
 use punctual_core::store::{ExtendRequest, LeaseBatch, LeaseRequest, LeaseToken};
 use std::cmp::Reverse;
 
-use punctual_core::{Lane, Priority, QueueName, Result, Task, Timestamp};
+use punctual_core::{Priority, Result, Task, Timestamp};
 
 use crate::{SCRIPT_BATCH, Shared};
 
@@ -42,7 +47,9 @@ impl Shared {
             return Ok(LeaseBatch::new(taken.batch.leases, next_due));
         }
         let (queue, lane) = (&req.queue, req.lane);
-        self.read_heads(queue, lane, shards, req.now).await?;
+        self.read_heads(req, shards).await?;
+        // With groups, every due shard gives a share, by its groups' turns (`heads`).
+        let shares = self.heads.grouped(queue, lane, shards);
         let mut leases = Vec::new();
         // Shards this call found with nothing due (Redis' clock may be a moment behind
         // the engine's): not picked again by this call. A visit takes tasks, spends its
@@ -59,8 +66,14 @@ impl Shared {
             // The first visit alone, with all the room: a shard with plenty due fills
             // the batch with one script. Once shards run dry, as many at once as the
             // room needs if each holds what the last ones yielded.
-            let together = if visits == 0 { 1 } else { room.div_ceil(yielded.max(1)) };
-            let Some(picks) = self.heads.pick_together(queue, lane, shards, req.now, &spent, together) else { break };
+            let picked = match shares {
+                true => self.heads.pick_shares(queue, lane, shards, req.now, &spent, room),
+                false => {
+                    let together = if visits == 0 { 1 } else { room.div_ceil(yielded.max(1)) };
+                    self.heads.pick_together(queue, lane, shards, req.now, &spent, together)
+                }
+            };
+            let Some(picks) = picked else { break };
             if picks.is_empty() {
                 // Every due shard is being leased from by another call of this process,
                 // which is likely to empty it: hand out what this call has, or wait
@@ -95,6 +108,7 @@ impl Shared {
                             spent.push(pick.shard);
                         }
                         self.heads.land(departure, taken.head, taken.bands, req.now);
+                        self.heads.note_grouped(queue, lane, shards, pick.shard, taken.grouped);
                         script_now = Some(script_now.map_or(taken.now, |at: Timestamp| at.max(taken.now)));
                         leases.extend(taken.batch.leases);
                     }
@@ -121,14 +135,17 @@ impl Shared {
         Ok(LeaseBatch::new(leases, next_due))
     }
 
-    /// Reads the heads of `queue`'s `lane` this process does not trust, all at once.
-    async fn read_heads(&self, queue: &QueueName, lane: Lane, shards: u32, now: Timestamp) -> Result<()> {
+    /// Reads the heads of `req`'s queue and lane this process does not trust, all at
+    /// once (a head counts the tasks of groups `req` could take).
+    async fn read_heads(&self, req: &LeaseRequest, shards: u32) -> Result<()> {
+        let (queue, lane, now) = (&req.queue, req.lane, req.now);
         let untrusted = self.heads.untrusted(queue, lane, shards, now);
         let reads = untrusted.into_iter().map(|shard| async move {
             let departure = self.heads.depart(queue, lane, shards, shard, false);
-            match self.on(queue, shard).head(lane).await {
-                Ok((head, bands)) => {
+            match self.on(queue, shard).head(req).await {
+                Ok((head, bands, grouped)) => {
                     self.heads.land(departure, head, bands, now);
+                    self.heads.note_grouped(queue, lane, shards, shard, grouped);
                     Ok(())
                 }
                 Err(e) => {

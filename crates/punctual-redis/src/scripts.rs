@@ -5,7 +5,8 @@
 //! Every script is `lua/common.lua` and `lua/common_groups.lua` followed by its own
 //! file (the lease script by
 //! `lua/group_slots.lua`, `lua/lease_groups.lua` and then its own; but `lua/ids.lua`,
-//! `lua/rate.lua`, `lua/change_record.lua` and `lua/announce.lua`, which work on no
+//! `lua/rate.lua`, `lua/change_record.lua`, `lua/announce.lua` and
+//! `lua/register_queue.lua`, which work on no
 //! shard). Loaded once per
 //! Redis node and called by SHA; redis-rs reloads a script the node answers NOSCRIPT
 //! for (after a restart or a `SCRIPT FLUSH`). (`lua/delete_if_unchanged.lua` is not the
@@ -28,7 +29,7 @@ use punctual_core::store::{
     Reaped, Scheduled, Swept, corrupt,
 };
 use punctual_core::{
-    Error, Group, Lane, NewTask, Priority, QueueName, Result, StoreId, Tag, Task, TaskKey, TaskState, Timestamp,
+    Error, Group, NewTask, Priority, QueueName, Result, StoreId, Tag, Task, TaskKey, TaskState, Timestamp,
 };
 use redis::{Script, ScriptInvocation};
 
@@ -37,6 +38,7 @@ use crate::cursor::Cursor;
 use crate::heads::Bound;
 use crate::keys::{self, ShardKeys};
 use crate::nodes::Announcement;
+use crate::shards::Sharding;
 use crate::{Shared, codes, record};
 
 const COMMON: &str = concat!(include_str!("lua/common.lua"), "\n", include_str!("lua/common_groups.lua"));
@@ -65,6 +67,7 @@ pub(crate) struct Scripts {
     rate: Script,
     change_record: Script,
     announce: Script,
+    register_queue: Script,
 }
 
 fn with_common(body: &str) -> Script {
@@ -101,6 +104,7 @@ impl Scripts {
             rate: Script::new(include_str!("lua/rate.lua")),
             change_record: Script::new(include_str!("lua/change_record.lua")),
             announce: Script::new(include_str!("lua/announce.lua")),
+            register_queue: Script::new(include_str!("lua/register_queue.lua")),
         }
     }
 }
@@ -145,6 +149,8 @@ pub(crate) struct ShardLease {
     pub(crate) bands: Bands,
     /// The script's now (Redis' clock, or the caller's).
     pub(crate) now: Timestamp,
+    /// The shard holds groups.
+    pub(crate) grouped: bool,
 }
 
 /// What one `lua/purge.lua` batch did.
@@ -223,6 +229,17 @@ impl Shared {
             .arg(millis(announcement.ttl).max(1));
         let flat: Vec<String> = self.conn.invoke(&invocation).await?;
         Ok(flat.chunks_exact(2).map(|pair| (pair[0].clone(), pair[1].clone())).collect())
+    }
+
+    /// `lua/register_queue.lua`: records `queue` as `sharding` unless a process has,
+    /// and answers what is recorded.
+    pub(crate) async fn register_queue(&self, queue: &QueueName, sharding: Sharding) -> Result<Sharding> {
+        let mut invocation = self.scripts.register_queue.prepare_invoke();
+        invocation.key(keys::registry(&self.config.prefix)).arg(queue.as_str()).arg(sharding.count);
+        invocation.arg(if sharding.hash_tags { "1" } else { "" });
+        let (count, tags): (Option<u32>, Option<String>) = self.conn.invoke(&invocation).await?;
+        let count = count.ok_or_else(|| corrupt("the registry answered no shard count"))?;
+        Ok(Sharding { count: count.max(1), hash_tags: tags.is_some() })
     }
 }
 
@@ -325,38 +342,49 @@ impl OnShard<'_> {
             None => invocation.arg("").arg(""),
         };
         let answer: Vec<Vec<u8>> = self.shared.conn.invoke(&invocation).await?;
-        let [score, key, now, rest @ ..] = answer.as_slice() else { return Err(corrupt("lease answered no head")) };
+        let [score, key, now, grouped, rest @ ..] = answer.as_slice() else {
+            return Err(corrupt("lease answered no head"));
+        };
         let now = parse_score(text(now)?)?.ok_or_else(|| corrupt("lease without now"))?;
         let head = head_task(score, key)?;
         let next_due = head.as_ref().map(|head| head.due);
         let (bands, pairs) = parse_bands(rest)?;
         let leases = self.decode_pairs(pairs)?.into_iter().map(Lease::of).collect();
-        Ok(ShardLease { batch: LeaseBatch::new(leases, next_due), head, bands, now })
+        Ok(ShardLease { batch: LeaseBatch::new(leases, next_due), head, bands, now, grouped: !grouped.is_empty() })
     }
 
-    /// The head task of `lane` in this shard, and its urgent bands: `ZRANGE … 0 0` of
-    /// the lane's set and of its urgent set, side by side; `lua/head.lua` for the bands
-    /// only when the urgent set holds a task (the queue uses priorities).
-    pub(crate) async fn head(&self, lane: Lane) -> Result<(Option<HeadTask>, Bands)> {
-        let (scheduled, urgent) = self.keys.lane_sets(lane);
+    /// The head task of `req`'s lane in this shard, its urgent bands, and whether the
+    /// shard holds groups: `ZRANGE … 0 0` of the lane's set and of its urgent set, and
+    /// `EXISTS` of its groups, side by side; `lua/head.lua` for the bands only when the
+    /// urgent set holds a task (the queue uses priorities); with groups, a lease script
+    /// that takes nothing, whose head counts the groups' tasks a lease could take under
+    /// `req`'s group limit and rate.
+    pub(crate) async fn head(&self, req: &LeaseRequest) -> Result<(Option<HeadTask>, Bands, bool)> {
+        let (scheduled, urgent) = self.keys.lane_sets(req.lane);
         let first = |zset: &str| redis::cmd("ZRANGE").arg(zset).arg(0).arg(0).arg("WITHSCORES").clone();
         let (first_scheduled, first_urgent) = (first(scheduled), first(urgent));
-        let (head, urgent_head) = futures_util::future::try_join(
+        let groups = redis::cmd("EXISTS").arg(&self.keys.groups).clone();
+        let (head, urgent_head, grouped) = futures_util::future::try_join3(
             self.shared.conn.query::<Vec<ScoredMember>>(&first_scheduled),
             self.shared.conn.query::<Vec<ScoredMember>>(&first_urgent),
+            self.shared.conn.query::<bool>(&groups),
         )
         .await?;
+        if grouped {
+            let looked = self.lease(req, 0, None, Priority::LOWEST).await?;
+            return Ok((looked.head, looked.bands, looked.grouped));
+        }
         if urgent_head.is_empty() {
             let head =
                 head.into_iter().next().map(|(key, due)| HeadTask { due: Timestamp::from_millis(due as i64), key });
-            return Ok((head, Bands::default()));
+            return Ok((head, Bands::default(), false));
         }
         let mut invocation = self.invocation(&self.shared.scripts.head, Timestamp::EPOCH);
-        invocation.arg(codes::lane(lane));
+        invocation.arg(codes::lane(req.lane));
         let answer: Vec<Vec<u8>> = self.shared.conn.invoke(&invocation).await?;
         let [score, key, rest @ ..] = answer.as_slice() else { return Err(corrupt("head answered no head")) };
         let (bands, _) = parse_bands(rest)?;
-        Ok((head_task(score, key)?, bands))
+        Ok((head_task(score, key)?, bands, false))
     }
 
     /// `lua/complete.lua`: applies `reqs`, all judged at `now`; whether each applied

@@ -1,11 +1,12 @@
-//! Queues and their shards: the registry in Redis (`<p>:queues`, queue → shard count),
-//! this process's memory of it, which shard a key is in, and what a call spanning
+//! Queues and their shards: the registry in Redis (`<p>:queues`, queue → shard count
+//! and whether keys are placed by hash tag), this process's memory of it, which shard
+//! a key is in, and what a call spanning
 //! shards needs: reading each shard's earliest members to share a batch among the
 //! shards, merging their answers, waiting for a shard's replicas.
 //!
-//! Invariants: a queue's shard count never changes once recorded (the first process
-//! to write the queue records it; later ones use it, warning when configured
-//! otherwise), so every process finds a key in the same shard; a call that takes "the
+//! Invariants: a queue's shard count and placement never change once recorded (the
+//! first process to write the queue records both in one script; later ones use them,
+//! warning when configured otherwise), so every process finds a key in the same shard; a call that takes "the
 //! earliest N" across shards takes them in one order everywhere ([`take_earliest`]).
 
 use std::collections::{BTreeMap, HashMap};
@@ -16,42 +17,73 @@ use punctual_core::{Error, QueueName, Result, TaskKey, Timestamp};
 use crate::keys::{self, ShardKeys};
 use crate::{Shared, TimeSource, clock};
 
-/// Shard counts as recorded in Redis, learnt on first use of each queue.
+/// How a queue's keys are spread over its shards, as recorded in Redis.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Sharding {
+    pub(crate) count: u32,
+    /// Whether a key with a hash tag is placed by its tag ([`keys::hash_tag`]): so for
+    /// every queue this version registers; a queue an earlier punctual registered
+    /// places each key whole, as it always did.
+    pub(crate) hash_tags: bool,
+}
+
+impl Sharding {
+    /// The shard of `key`.
+    pub(crate) fn shard_of(&self, key: &TaskKey) -> u32 {
+        keys::shard_of(key, self.count, self.hash_tags)
+    }
+}
+
+/// Shardings as recorded in Redis, learnt on first use of each queue.
 #[derive(Debug, Default)]
 pub(crate) struct Shards {
-    known: Mutex<HashMap<QueueName, u32>>,
+    known: Mutex<HashMap<QueueName, Sharding>>,
 }
 
 impl Shards {
-    fn get(&self, queue: &QueueName) -> Option<u32> {
+    fn get(&self, queue: &QueueName) -> Option<Sharding> {
         self.known.lock().expect("shards lock poisoned").get(queue).copied()
     }
 
-    fn learn(&self, queue: &QueueName, shards: u32) {
-        self.known.lock().expect("shards lock poisoned").insert(queue.clone(), shards);
+    fn learn(&self, queue: &QueueName, sharding: Sharding) {
+        self.known.lock().expect("shards lock poisoned").insert(queue.clone(), sharding);
     }
 
-    fn all(&self) -> Vec<(QueueName, u32)> {
-        self.known.lock().expect("shards lock poisoned").iter().map(|(q, n)| (q.clone(), *n)).collect()
+    fn all(&self) -> Vec<(QueueName, Sharding)> {
+        self.known.lock().expect("shards lock poisoned").iter().map(|(q, s)| (q.clone(), *s)).collect()
     }
 }
 
 impl Shared {
-    /// The shard count of `queue`; `register` records it in Redis if no process has.
+    /// The shard count of `queue`; `register` records the queue in Redis if no process
+    /// has (see [`Shared::sharding`]).
     pub(crate) async fn shard_count(&self, queue: &QueueName, register: bool) -> Result<u32> {
-        if let Some(n) = self.shards.get(queue) {
-            return Ok(n);
+        Ok(self.sharding(queue, register).await?.count)
+    }
+
+    /// How `queue` is sharded; `register` records it in Redis, as configured and with
+    /// hash tags, if no process has. Unrecorded and not registering: as configured.
+    pub(crate) async fn sharding(&self, queue: &QueueName, register: bool) -> Result<Sharding> {
+        if let Some(known) = self.shards.get(queue) {
+            return Ok(known);
         }
-        let wanted = self.config.shards.get(queue).copied().unwrap_or(self.config.default_shards).max(1);
-        let registry = keys::registry(&self.config.prefix);
-        if register {
-            self.conn.query::<()>(redis::cmd("HSETNX").arg(&registry).arg(queue.as_str()).arg(wanted)).await?;
-        }
-        let stored: Option<u32> = self.conn.query(redis::cmd("HGET").arg(&registry).arg(queue.as_str())).await?;
-        let Some(stored) = stored else { return Ok(wanted) };
-        if stored != wanted {
+        let wanted = Sharding {
+            count: self.config.shards.get(queue).copied().unwrap_or(self.config.default_shards).max(1),
+            hash_tags: true,
+        };
+        let stored = if register {
+            self.register_queue(queue, wanted).await?
+        } else {
+            let registry = keys::registry(&self.config.prefix);
+            let tags = format!("{queue}#hash-tags");
+            let (count, tags): (Option<u32>, Option<String>) =
+                self.conn.query(redis::cmd("HMGET").arg(&registry).arg(queue.as_str()).arg(tags)).await?;
+            let Some(count) = count else { return Ok(wanted) };
+            Sharding { count: count.max(1), hash_tags: tags.is_some() }
+        };
+        if stored.count != wanted.count {
             tracing::warn!(
-                queue = %queue, configured = wanted, recorded = stored,
+                queue = %queue, configured = wanted.count, recorded = stored.count,
                 "the queue was first written with another shard count; using the recorded one (resharding is not supported)"
             );
         }
@@ -62,21 +94,20 @@ impl Shared {
     /// Whether `queue` is split into shards, as this process has learnt (every call on
     /// a queue learns its count first).
     pub(crate) fn sharded(&self, queue: &QueueName) -> bool {
-        self.shards.get(queue).is_some_and(|n| n > 1)
+        self.shards.get(queue).is_some_and(|s| s.count > 1)
     }
 
-    /// The shard of `key` in `queue`; `register` as in [`Shared::shard_count`].
+    /// The shard of `key` in `queue`; `register` as in [`Shared::sharding`].
     pub(crate) async fn shard_of(&self, queue: &QueueName, key: &TaskKey, register: bool) -> Result<u32> {
-        Ok(keys::shard_of(key, self.shard_count(queue, register).await?))
+        Ok(self.sharding(queue, register).await?.shard_of(key))
     }
 
     /// Records again in Redis every queue whose shard count this process knows (after
     /// Redis lost the registry, tasks this process writes must stay visible to every
     /// node's reaper and stats).
     pub(crate) async fn register_known_queues(&self) -> Result<()> {
-        let registry = keys::registry(&self.config.prefix);
-        for (queue, shards) in self.shards.all() {
-            self.conn.query::<()>(redis::cmd("HSETNX").arg(&registry).arg(queue.as_str()).arg(shards)).await?;
+        for (queue, sharding) in self.shards.all() {
+            self.register_queue(&queue, sharding).await?;
         }
         Ok(())
     }

@@ -4,9 +4,11 @@
 //! Invariants: a batch is applied one script per shard and [`SCRIPT_BATCH`] tasks, in
 //! the batch's order within each shard (one key is always in one shard, so a key
 //! given twice sees its first write); every write waits for replicas when so
-//! configured before it is answered. A task with a group on a queue split into shards
-//! is refused ([`Error::Invalid`] on `group`) and changes nothing: a group's leased
-//! count and turn live in one shard, and its tasks, found by their keys, in any.
+//! configured before it is answered. On a queue split into shards a group's counts,
+//! turn and slots live in one shard, so a task with a group is written only where its
+//! key carries the group as hash tag (`{customer-42}order-1`, which places it in the
+//! group's shard); any other is refused ([`Error::Invalid`] on `group`) and changes
+//! nothing.
 
 use std::collections::BTreeMap;
 
@@ -16,6 +18,7 @@ use punctual_core::{Error, Lane, NewTask, Priority, QueueName, Result, Tag, Task
 use crate::heads::lane_slot;
 use crate::keys::{self, ShardKeys};
 use crate::scripts::DeleteIf;
+use crate::shards::Sharding;
 use crate::{SCRIPT_BATCH, Shared, record};
 
 impl Shared {
@@ -25,12 +28,12 @@ impl Shared {
         // Group by shard, keeping each group's order.
         let mut groups: BTreeMap<(QueueName, u32), Vec<usize>> = BTreeMap::new();
         for (i, task) in tasks.iter().enumerate() {
-            let shards = self.shard_count(&task.queue, true).await?;
-            if shards > 1 && task.group.is_some() {
-                results[i] = Some(Err(grouped_on_shards(&task.queue, shards)));
+            let sharding = self.sharding(&task.queue, true).await?;
+            if let Err(refused) = placed_with_its_group(task, sharding) {
+                results[i] = Some(Err(refused));
                 continue;
             }
-            groups.entry((task.queue.clone(), keys::shard_of(&task.key, shards))).or_default().push(i);
+            groups.entry((task.queue.clone(), sharding.shard_of(&task.key))).or_default().push(i);
         }
         // Ids in the order of the call, then the shards concurrently (each shard's
         // scripts in order): a batch spread over k shards waits for the slowest
@@ -188,13 +191,31 @@ impl Shared {
     }
 }
 
-/// Why a task with a group is refused on `queue`, split into `shards` shards.
-fn grouped_on_shards(queue: &QueueName, shards: u32) -> Error {
-    Error::invalid(
-        "group",
-        format!(
-            "groups are not yet supported on a queue split into shards: queue '{queue}' has {shards} shards \
-             ([queues.\"{queue}\"] shards in the configuration); schedule grouped tasks on a queue of one shard"
-        ),
-    )
+/// Whether `task` may be written on its queue, sharded as `sharding`: a task with a
+/// group must be placed in its group's shard, by its key's hash tag.
+fn placed_with_its_group(task: &NewTask, sharding: Sharding) -> Result<()> {
+    let Some(group) = task.group.as_ref().filter(|_| sharding.count > 1) else { return Ok(()) };
+    let (queue, shards) = (&task.queue, sharding.count);
+    if !sharding.hash_tags {
+        return Err(Error::invalid(
+            "group",
+            format!(
+                "queue '{queue}' has {shards} shards and was first written by an earlier punctual, which places \
+                 keys without reading hash tags, so a group's tasks cannot share a shard there; schedule grouped \
+                 tasks on a queue first written by this version, or on a queue of one shard"
+            ),
+        ));
+    }
+    if keys::hash_tag(task.key.as_str()) != Some(group.as_str()) {
+        return Err(Error::invalid(
+            "group",
+            format!(
+                "queue '{queue}' has {shards} shards: a task with a group must carry the group as its key's hash \
+                 tag, as in '{{{group}}}{key}', so that the group's tasks share one shard, where its limits are \
+                 kept; key '{key}' does not",
+                key = task.key
+            ),
+        ));
+    }
+    Ok(())
 }

@@ -1,7 +1,9 @@
 -- lease: hands out up to ARGV[4] due tasks of one lane of one shard, the highest
 -- priority first, each priority earliest first; with groups, the groups taking turns
 -- (the rule of Store::lease, see lease_groups.lua).
--- KEYS, ARGV[1..3]: see common.lua. ARGV[4] max, ARGV[5] lease length in ms, ARGV[6]
+-- KEYS, ARGV[1..3]: see common.lua. ARGV[4] max (0: takes nothing and answers the
+--   head as a lease sees it, groups included: a sharded queue's look at a shard that
+--   holds groups), ARGV[5] lease length in ms, ARGV[6]
 --   the lane: 'h' tasks without a target, 't' tasks with one. ARGV[7] a bound ('':
 --   none) and ARGV[9] its priority ('': 0): no task of a lower priority; of that
 --   priority, only tasks due at or before the bound (ms), and ARGV[8] ('' or 'k' ..
@@ -15,7 +17,7 @@
 -- Returns: { next due ms of what stays scheduled in the lane or '' (leaving out the
 --   groups at the limit; of a group the rate holds, the later of its earliest due time
 --   and its room), the key of the lane's head without a group or '',
---   the script's now in ms, n, then n triples: priority, due ms and key of the
+--   the script's now in ms, '1' when the shard holds groups (else ''), n, then n triples: priority, due ms and key of the
 --   earliest task of each priority above 0 left in the lane (with ARGV[10], else n is
 --   0), then key and record of each lease, in the order leased }
 -- The urgent set comes first: one ZRANGEBYSCORE finds a priority's first task, another
@@ -75,7 +77,7 @@ if grouped then
 end
 local probed, urgent_held = false, false
 local urgent_taken = 0
-if by_turns then
+if by_turns and room > 0 then
   take_by_turns(lane, now, group_limit, room, due, dues)
   -- Every entry is checked below, and the bands are read afresh.
   urgent_taken, urgent_held = #due, true
@@ -152,7 +154,7 @@ save_groups()
 publish_wakeup()
 local bands = {}
 if ARGV[10] == '1' and (urgent_held or not probed) then bands = urgent_heads(lane) end
-local out = { (next_due and int(next_due)) or '', head_key, int(now), int(#bands / 3) }
+local out = { (next_due and int(next_due)) or '', head_key, int(now), (grouped and '1') or '', int(#bands / 3) }
 for _, item in ipairs(bands) do out[#out + 1] = item end
 for _, item in ipairs(leases_out) do out[#out + 1] = item end
 return out

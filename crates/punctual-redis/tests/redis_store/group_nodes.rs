@@ -25,21 +25,21 @@ use crate::support;
 const NOW: i64 = 1_700_000_000_000;
 const WAIT: Duration = Duration::from_secs(60);
 
-fn at_ms(ms: i64) -> Timestamp {
+pub(crate) fn at_ms(ms: i64) -> Timestamp {
     Timestamp::from_millis(NOW + ms)
 }
 
-fn queue(name: &str) -> QueueName {
+pub(crate) fn queue(name: &str) -> QueueName {
     QueueName::new(name).expect("a queue")
 }
 
-fn grouped(q: &str, key: &str, due: Timestamp, group: &str) -> NewTask {
+pub(crate) fn grouped(q: &str, key: &str, due: Timestamp, group: &str) -> NewTask {
     let mut task = NewTask::new(queue(q), TaskKey::new(key).expect("a key"), due);
     task.group = Some(Group::new(group).expect("a group"));
     task
 }
 
-async fn schedule(store: &impl Store, tasks: Vec<NewTask>, now: Timestamp) {
+pub(crate) async fn schedule(store: &impl Store, tasks: Vec<NewTask>, now: Timestamp) {
     for chunk in tasks.chunks(1000) {
         for result in store.schedule(chunk.to_vec(), now).await.expect("schedule") {
             result.expect("each write applies");
@@ -47,7 +47,7 @@ async fn schedule(store: &impl Store, tasks: Vec<NewTask>, now: Timestamp) {
     }
 }
 
-async fn lease(store: &impl Store, q: &str, max: u32, limit: Option<u32>, now: Timestamp) -> LeaseBatch {
+pub(crate) async fn lease(store: &impl Store, q: &str, max: u32, limit: Option<u32>, now: Timestamp) -> LeaseBatch {
     let req = LeaseRequest::new(queue(q), max, Duration::from_secs(300), now).group_limit(limit);
     store.lease(req).await.expect("lease")
 }
@@ -110,17 +110,26 @@ async fn work(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn three_processes_never_hold_two_leases_of_a_group_and_lease_each_group_in_due_order() {
-    let (prefix, q) = ("group-nodes", "orders");
-    let stores: Vec<Arc<RedisStore>> = futures_util::future::join_all((0..3).map(|_| support::on_server_under(prefix)))
-        .await
-        .into_iter()
-        .map(Arc::new)
-        .collect();
-    // Task t of group g is due at t s + g ms: each group's in the order of t, and the
-    // groups' interleaved.
+    let stores = futures_util::future::join_all((0..3).map(|_| support::on_server_under("group-nodes"))).await;
+    hold_each_groups_limit_and_due_order(stores, "orders", |group, t| format!("{group}-t{t}")).await;
+}
+
+/// `stores` (processes on one store) lease with a group limit of 1 and complete 50
+/// groups × 10 tasks of `q`, task t of group g keyed `key_of(g, t)` and due at t s + g
+/// ms (each group's in the order of t, and the groups' interleaved): no two leases of a
+/// group at once, each group leased in due order, each task completed once.
+pub(crate) async fn hold_each_groups_limit_and_due_order(
+    stores: Vec<RedisStore>,
+    q: &'static str,
+    key_of: fn(&str, i64) -> String,
+) {
+    let stores: Vec<Arc<RedisStore>> = stores.into_iter().map(Arc::new).collect();
     let tasks: Vec<NewTask> = (0..10)
         .flat_map(|t| {
-            (0..50).map(move |g| grouped(q, &format!("g{g:02}-t{t}"), at_ms(t * 1000 + g), &format!("g{g:02}")))
+            (0..50).map(move |g| {
+                let group = format!("g{g:02}");
+                grouped(q, &key_of(&group, t), at_ms(t * 1000 + g), &group)
+            })
         })
         .collect();
     schedule(&*stores[0], tasks, at_ms(0)).await;
@@ -136,7 +145,7 @@ async fn three_processes_never_hold_two_leases_of_a_group_and_lease_each_group_i
     assert!(ledger.overlaps.is_empty(), "two leases of one group at once: {:?}", ledger.overlaps);
     assert_eq!(ledger.order.len(), 50);
     for (group, keys) in &ledger.order {
-        let expected: Vec<String> = (0..10).map(|t| format!("{group}-t{t}")).collect();
+        let expected: Vec<String> = (0..10).map(|t| key_of(group, t)).collect();
         assert_eq!(keys, &expected, "{group} out of due order");
     }
     assert_eq!(done.load(Ordering::SeqCst), 500, "each task completed once");

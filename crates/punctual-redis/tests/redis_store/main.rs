@@ -2,8 +2,8 @@
 //! suite (single server, Cluster, sharded Cluster), the model test, rate slots, node
 //! announcements, replicas, a frozen server, a server that lost its data, each lane's
 //! wake-ups, a sharded queue's order and cost, the stored records' formats, old and
-//! new, priorities' urgent sets, groups (their keys, and several processes leasing
-//! from them), group rates' slots, and the completion records of dedupe windows.
+//! new, priorities' urgent sets, groups (their keys, several processes leasing from
+//! them, and groups on a queue split into shards), group rates' slots, and the completion records of dedupe windows.
 //!
 //! One test binary, one module per concern: linked once, and tests from different
 //! modules run side by side. Modules share one private server and one private Cluster
@@ -21,6 +21,7 @@ mod frozen;
 mod group_nodes;
 mod group_rates;
 mod groups;
+mod groups_sharded;
 mod lanes;
 mod model;
 mod model_cluster;

@@ -238,7 +238,9 @@ schemas! {
         let mut group = text(CoreGroup::MAX_BYTES, "A group (a customer, a tenant, a workflow instance)", "customer-42");
         group["description"] = json!("A group of tasks in a queue: at most the queue's group_concurrency of them \
             are leased at once, and due tasks are handed out round robin between groups (the tasks without a group \
-            take turns as one more), so one group's backlog never starves another.");
+            take turns as one more), so one group's backlog never starves another. On a Redis queue split into \
+            shards, a task with a group must carry the group as its key's hash tag ({customer-42}order-1), so the \
+            group's tasks share one shard; a key without it is refused with a 400 on group.");
         group
     };
 

@@ -42,8 +42,14 @@ pub async fn on_server_under(prefix: &str) -> RedisStore {
 /// shards, leased in strict due order across them (`shard_order_slack` zero: the
 /// order the store contract states; `shard_order.rs` tests the default slack's bound).
 pub async fn on_cluster(shards: u32) -> RedisStore {
+    on_cluster_under(&fresh_prefix(), shards).await
+}
+
+/// A store as [`on_cluster`] gives, under `prefix` (for several processes on one
+/// store).
+pub async fn on_cluster_under(prefix: &str, shards: u32) -> RedisStore {
     let mut config = RedisConfig::new(Target::parse(&cluster().url()).expect("cluster url"));
-    config.prefix = fresh_prefix();
+    config.prefix = prefix.into();
     config.default_shards = shards;
     config.time = TimeSource::Caller;
     config.shard_order_slack = std::time::Duration::ZERO;
