@@ -3,7 +3,7 @@
 //! share one shard. Three processes on four shards of a Cluster hold each group's
 //! limit and due order; one group's backlog keeps no group of any shard waiting (every
 //! due shard gives each lease a share); a group this process frees is leased from at
-//! once; a grouped task whose key lacks the tag is refused; and a queue an earlier
+//! once, and the engine's consumer waiting on it is woken; a grouped task whose key lacks the tag is refused; and a queue an earlier
 //! punctual registered keeps placing keys whole, and refuses groups.
 //!
 //! Guards against a group split over shards (its limit counted per shard), a lease
@@ -12,7 +12,12 @@
 //! safety poll, and a placement that moves the keys a queue already holds.
 
 use punctual_core::store::{CompleteRequest, Completion};
-use punctual_core::{Error, NewTask, Store, TaskKey};
+use std::sync::Arc;
+use std::time::Duration;
+
+use punctual_core::{
+    Engine, EngineConfig, Error, LeaseOptions, ManualClock, NewTask, Outcome, QueueDefaults, Store, TaskKey, TaskSpec,
+};
 use punctual_redis::{RedisConfig, RedisStore, Target, TimeSource};
 
 use crate::group_nodes::{at_ms, grouped, hold_each_groups_limit_and_due_order, lease, queue, schedule};
@@ -83,6 +88,33 @@ async fn a_process_that_never_wrote_the_queue_finds_the_grouped_tasks_of_every_s
     keys.sort_unstable();
     let expected: Vec<String> = (0..8).map(|g| format!("{{g{g}}}only")).collect();
     assert_eq!(keys, expected, "its heads count each shard's grouped tasks");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_engine_wakes_a_consumer_waiting_on_a_group_of_a_sharded_queue_when_its_lease_ends() {
+    let clock = ManualClock::new(at_ms(0));
+    let mut defaults = QueueDefaults::default();
+    defaults.group_concurrency = Some(1);
+    let config = EngineConfig::default().clock(Arc::new(clock)).queue(queue("orders"), defaults);
+    let engine = Engine::start(support::on_cluster(SHARDS).await, config);
+    for key in ["{customer-42}first", "{customer-42}second"] {
+        engine.schedule("orders", key, TaskSpec::now().group("customer-42")).await.expect("schedule");
+    }
+    let wait = Duration::from_secs(30);
+    let first = engine.lease("orders", LeaseOptions::default().max(10)).await.expect("lease");
+    assert_eq!(first.iter().map(|l| l.task.key.as_str()).collect::<Vec<_>>(), ["{customer-42}first"]);
+    let waiting = {
+        let engine = engine.clone();
+        tokio::spawn(async move { engine.lease("orders", LeaseOptions::default().max(10).wait(wait)).await })
+    };
+    engine.complete(&first[0], Outcome::Done).await.expect("ack");
+    let second = tokio::time::timeout(wait / 2, waiting)
+        .await
+        .expect("woken when the group had room, not at the wait's end")
+        .expect("join")
+        .expect("lease");
+    assert_eq!(second.iter().map(|l| l.task.key.as_str()).collect::<Vec<_>>(), ["{customer-42}second"]);
+    engine.shutdown().await.expect("shutdown");
 }
 
 /// A store on the private server under `prefix`, every queue in [`SHARDS`] shards.
