@@ -113,6 +113,7 @@ pub enum StoreOp {
     GetMany,
     Cancel,
     CancelTag,
+    ApplyOnce,
     List,
     Lease,
     Complete,
@@ -137,12 +138,13 @@ pub enum StoreOp {
 
 impl StoreOp {
     /// Every operation, in declaration order (`op as usize` is its index).
-    pub const ALL: [StoreOp; 25] = [
+    pub const ALL: [StoreOp; 26] = [
         StoreOp::Schedule,
         StoreOp::Get,
         StoreOp::GetMany,
         StoreOp::Cancel,
         StoreOp::CancelTag,
+        StoreOp::ApplyOnce,
         StoreOp::List,
         StoreOp::Lease,
         StoreOp::Complete,
@@ -173,6 +175,7 @@ impl StoreOp {
             StoreOp::GetMany => "get_many",
             StoreOp::Cancel => "cancel",
             StoreOp::CancelTag => "cancel_tag",
+            StoreOp::ApplyOnce => "apply_once",
             StoreOp::List => "list",
             StoreOp::Lease => "lease",
             StoreOp::Complete => "complete",

@@ -26,6 +26,7 @@ mod memory;
 mod meta;
 mod model;
 mod names;
+pub mod outbox;
 mod outcome;
 pub mod policy;
 pub mod store;
@@ -56,8 +57,8 @@ pub use outcome::{Outcome, TryEnd};
 pub use policy::{Backoff, CronSyntax, Repeat};
 pub use store::Completed;
 pub use store::{
-    DeadSelection, GroupCounts, GroupsPage, GroupsRequest, Lease, LeaseToken, Peers, PurgeSelection, QueueChange,
-    QueueRecord, ScheduleOutcome, Scheduled, Store, StoreReset, Wakeup,
+    ApplyOnceRequest, DeadSelection, GroupCounts, GroupsPage, GroupsRequest, Lease, LeaseToken, OnceEffect, OnceOp,
+    Peers, PurgeSelection, QueueChange, QueueRecord, ScheduleOutcome, Scheduled, Store, StoreReset, Wakeup,
 };
 pub use target::{Lane, Target, TargetMethod};
 pub use time::{Timestamp, parse_duration};

@@ -41,11 +41,12 @@ use crate::error::{Error, Result};
 use crate::group_slots::GroupSlots;
 use crate::identity::StoreId;
 use crate::model::{Group, NewTask, Priority, QueueName, Tag, Task, TaskKey, TaskState};
+use crate::outbox::Marks;
 use crate::store::{
-    CompleteRequest, Completed, DeadSelection, ExtendRequest, GroupCounts, GroupsPage, GroupsRequest, Lease,
-    LeaseBatch, LeaseRequest, LeaseToken, ListRequest, Page, PurgeRequest, QueueChangeRequest, QueueRecord, QueueStats,
-    ReapResult, Reaped, RetriedDead, RetryDeadBatchRequest, RetryDeadRequest, ScheduleOutcome, Scheduled, Store,
-    SweepRequest, Swept,
+    ApplyOnceRequest, CompleteRequest, Completed, DeadSelection, ExtendRequest, GroupCounts, GroupsPage, GroupsRequest,
+    Lease, LeaseBatch, LeaseRequest, LeaseToken, ListRequest, OnceEffect, OnceOp, Page, PurgeRequest,
+    QueueChangeRequest, QueueRecord, QueueStats, ReapResult, Reaped, RetriedDead, RetryDeadBatchRequest,
+    RetryDeadRequest, ScheduleOutcome, Scheduled, Store, SweepRequest, Swept,
 };
 use crate::target::Lane;
 use crate::time::Timestamp;
@@ -87,6 +88,7 @@ impl MemoryStore {
             calendars: BTreeMap::new(),
             completed: BTreeMap::new(),
             completed_ends: BTreeSet::new(),
+            marks: Marks::default(),
         };
         MemoryStore { secret: rand::random(), inner: Mutex::new(inner) }
     }
@@ -278,6 +280,8 @@ struct Inner {
     /// Completion records of dedupe windows, by slot; and by `(unique_until, slot)`.
     completed: BTreeMap<Slot, Completed>,
     completed_ends: BTreeSet<(Timestamp, Slot)>,
+    /// Outbox rows applied.
+    marks: Marks,
 }
 
 impl Inner {
@@ -699,6 +703,23 @@ impl Store for MemoryStore {
 
     async fn cancel_tag(&self, queue: &QueueName, tag: &Tag) -> Result<u64> {
         Ok(self.open()?.cancel_tag(queue, tag))
+    }
+
+    async fn apply_once(&self, req: ApplyOnceRequest) -> Result<Option<OnceEffect>> {
+        let mut inner = self.open()?;
+        if inner.marks.holds(&req.row) {
+            return Ok(None);
+        }
+        let effect = match req.op {
+            OnceOp::Schedule(task) => {
+                inner.drop_ended_records(req.now);
+                OnceEffect::Scheduled(inner.schedule_one(task, req.now)?)
+            }
+            OnceOp::Cancel { queue, key } => OnceEffect::Cancelled(inner.take(&queue, &key).is_some()),
+            OnceOp::CancelTag { queue, tag } => OnceEffect::CancelledTag(inner.cancel_tag(&queue, &tag)),
+        };
+        inner.marks.mark(&req.row, req.now);
+        Ok(Some(effect))
     }
 
     async fn list(&self, req: ListRequest) -> Result<Page> {

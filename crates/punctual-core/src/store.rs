@@ -23,6 +23,7 @@ use crate::calendar::{CalendarChangeRequest, CalendarRecord};
 use crate::error::{Error, Result};
 use crate::identity::StoreId;
 use crate::model::{Group, NewTask, QueueName, Tag, Task, TaskKey, TaskState};
+use crate::outbox::OutboxRow;
 use crate::policy::Rate;
 use crate::target::Lane;
 use crate::time::Timestamp;
@@ -65,6 +66,51 @@ impl Completed {
     pub fn holds_at(&self, now: Timestamp) -> bool {
         now < self.unique_until
     }
+}
+
+/// What a row asks for: one of the calls a row stands for.
+#[derive(Debug, Clone, PartialEq)]
+pub enum OnceOp {
+    /// As [`Store::schedule`] of one task.
+    Schedule(NewTask),
+    /// As [`Store::cancel`].
+    Cancel { queue: QueueName, key: TaskKey },
+    /// As [`Store::cancel_tag`].
+    CancelTag { queue: QueueName, tag: Tag },
+}
+
+impl OnceOp {
+    /// The queue it changes.
+    pub fn queue(&self) -> &QueueName {
+        match self {
+            OnceOp::Schedule(task) => &task.queue,
+            OnceOp::Cancel { queue, .. } | OnceOp::CancelTag { queue, .. } => queue,
+        }
+    }
+}
+
+/// [`Store::apply_once`] of an outbox row and what it asks.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApplyOnceRequest {
+    pub row: OutboxRow,
+    pub op: OnceOp,
+    pub now: Timestamp,
+}
+
+impl ApplyOnceRequest {
+    pub fn new(row: OutboxRow, op: OnceOp, now: Timestamp) -> ApplyOnceRequest {
+        ApplyOnceRequest { row, op, now }
+    }
+}
+
+/// What applying a row did: what the call it stands for answers.
+#[derive(Debug, Clone, PartialEq)]
+pub enum OnceEffect {
+    Scheduled(Scheduled),
+    /// Whether the task was there.
+    Cancelled(bool),
+    /// How many tasks carried the tag.
+    CancelledTag(u64),
 }
 
 /// What [`Store::schedule`] did with one task: written (created or replaced) or kept.
@@ -745,6 +791,17 @@ pub trait Store: Send + Sync + 'static {
 
     /// Deletes every task of the queue carrying `tag`, in any state; the count deleted.
     fn cancel_tag(&self, queue: &QueueName, tag: &Tag) -> impl Future<Output = Result<u64>> + Send;
+
+    /// Applies an outbox row's call (`req.op`) as [`Store::schedule`] of one task,
+    /// [`Store::cancel`] or [`Store::cancel_tag`] would, in one atomic step with a mark
+    /// of `req.row`, and answers what the call answers; or, when a mark of the row is
+    /// there, changes nothing and answers `None` (see [`crate::outbox`]). A schedule
+    /// the store refuses answers that error and leaves no mark. Marks are kept at least
+    /// [`MARK_RETENTION`](crate::outbox::MARK_RETENTION) after they were written
+    /// (`req.now`). A store that splits a queue (Redis shards) may apply a
+    /// `cancel_tag` in parts, each atomic with a mark of its own part: a row read again
+    /// after a part applied applies the rest, so every part applies once.
+    fn apply_once(&self, req: ApplyOnceRequest) -> impl Future<Output = Result<Option<OnceEffect>>> + Send;
 
     /// One page of the queue's tasks in due order: those in `state` and carrying `tag`
     /// when given. Paging through with `next_cursor` (and the same filters) visits every

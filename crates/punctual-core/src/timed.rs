@@ -16,9 +16,9 @@ use crate::error::{Error, Result};
 use crate::events::{Bus, Event, StoreOp};
 use crate::model::{NewTask, QueueName, Tag, Task, TaskKey};
 use crate::store::{
-    CompleteRequest, ExtendRequest, GroupsPage, GroupsRequest, LeaseBatch, LeaseRequest, LeaseToken, ListRequest, Page,
-    Peers, PurgeRequest, QueueChangeRequest, QueueRecord, QueueStats, ReapResult, RetriedDead, RetryDeadBatchRequest,
-    RetryDeadRequest, Scheduled, Store, SweepRequest, Swept,
+    ApplyOnceRequest, CompleteRequest, ExtendRequest, GroupsPage, GroupsRequest, LeaseBatch, LeaseRequest, LeaseToken,
+    ListRequest, OnceEffect, Page, Peers, PurgeRequest, QueueChangeRequest, QueueRecord, QueueStats, ReapResult,
+    RetriedDead, RetryDeadBatchRequest, RetryDeadRequest, Scheduled, Store, SweepRequest, Swept,
 };
 use crate::time::Timestamp;
 
@@ -64,6 +64,9 @@ impl<S: Store> Store for Timed<S> {
     }
     async fn cancel_tag(&self, queue: &QueueName, tag: &Tag) -> Result<u64> {
         self.call(StoreOp::CancelTag, self.store.cancel_tag(queue, tag)).await
+    }
+    async fn apply_once(&self, req: ApplyOnceRequest) -> Result<Option<OnceEffect>> {
+        self.call(StoreOp::ApplyOnce, self.store.apply_once(req)).await
     }
     async fn list(&self, req: ListRequest) -> Result<Page> {
         self.call(StoreOp::List, self.store.list(req)).await

@@ -33,6 +33,7 @@ mod groups;
 mod identity;
 mod inspection;
 mod leasing;
+mod outbox;
 mod priorities;
 mod queues;
 pub mod refusals;
@@ -55,6 +56,7 @@ pub use groups::*;
 pub use identity::*;
 pub use inspection::*;
 pub use leasing::*;
+pub use outbox::*;
 pub use priorities::*;
 pub use queues::*;
 pub use repeat::*;
@@ -170,6 +172,10 @@ macro_rules! store_conformance {
             times_fires_exactly_n_times_then_the_task_is_gone,
             until_ends_the_repeat_after_its_last_instant,
             cron_is_re_armed_with_the_ack_across_a_daylight_saving_change,
+            // outbox rows applied once
+            an_outbox_row_applies_once_whatever_its_key_went_through,
+            a_refused_outbox_row_leaves_no_mark_and_applies_later,
+            engine_applies_an_outbox_row_as_its_call_and_once,
             // get, cancel, list, stats, secret, close
             get_many_reads_each_key_as_get_does,
             cancel_removes_a_scheduled_task_so_it_never_fires,
@@ -315,6 +321,7 @@ mod tests {
             include_str!("conformance/identity.rs"),
             include_str!("conformance/inspection.rs"),
             include_str!("conformance/leasing.rs"),
+            include_str!("conformance/outbox.rs"),
             include_str!("conformance/priorities.rs"),
             include_str!("conformance/queues.rs"),
             include_str!("conformance/repeat.rs"),

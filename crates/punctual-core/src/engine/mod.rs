@@ -47,6 +47,7 @@ mod calendars;
 mod config;
 mod consumer;
 mod firings;
+mod outbox;
 mod peers;
 mod reaper;
 mod records;
@@ -56,6 +57,7 @@ mod watchdog;
 
 pub use crate::transitions::completion_for;
 pub use calendars::{CalendarEntry, CalendarSet};
+pub use outbox::OutboxCall;
 pub use config::{
     EngineConfig, LeaseOptions, Limits, ListOptions, MAX_LEASE, MAX_LEASE_BATCH, MAX_LIST_LIMIT, MAX_SWEEP_WAIT,
     MAX_WAIT, MIN_LEASE, QueueDefaults,

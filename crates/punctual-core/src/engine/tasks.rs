@@ -74,7 +74,14 @@ impl<S: Store> Engine<S> {
             return Ok(Vec::new());
         }
         let results = self.inner.store.schedule(tasks, now).await?;
-        for scheduled in results.iter().flatten() {
+        self.written(results.iter().flatten());
+        Ok(results)
+    }
+
+    /// Tells what a schedule wrote: an event for each task written, and the wake-ups of
+    /// the tasks scheduled.
+    pub(super) fn written<'a>(&self, written: impl Iterator<Item = &'a Scheduled> + Clone) {
+        for scheduled in written.clone() {
             let Some(task) = &scheduled.task else { continue };
             let created = match scheduled.outcome {
                 ScheduleOutcome::Created => true,
@@ -89,7 +96,7 @@ impl<S: Store> Engine<S> {
                 created,
             });
         }
-        for task in results.iter().flatten().filter_map(|scheduled| scheduled.task.as_ref()) {
+        for task in written.filter_map(|scheduled| scheduled.task.as_ref()) {
             if task.state == TaskState::Scheduled {
                 let lane = task.lane();
                 if lane == Lane::Target {
@@ -98,11 +105,10 @@ impl<S: Store> Engine<S> {
                 self.waker(&task.queue).lane(lane).offer(Some(task.due_at));
             }
         }
-        Ok(results)
     }
 
     /// What the tasks of one schedule call into `queue` at `now` are checked against.
-    fn intake<'a>(&'a self, queue: &'a QueueName, now: Timestamp) -> Intake<'a> {
+    pub(super) fn intake<'a>(&'a self, queue: &'a QueueName, now: Timestamp) -> Intake<'a> {
         let max_payload_bytes = self.inner.config.limits.max_payload_bytes;
         Intake { queue, defaults: self.defaults(queue), max_payload_bytes, calendars: self.calendars(), now }
     }
@@ -119,11 +125,7 @@ impl<S: Store> Engine<S> {
         self.check_running()?;
         let (queue, key) = (QueueName::new(queue)?, TaskKey::new(key)?);
         let cancelled = self.inner.store.cancel(&queue, &key).await?;
-        if cancelled {
-            // The task may have held its group's lease.
-            self.lease_ended(&queue, true);
-            self.publish(Event::Cancelled { queue, key: Some(key), count: 1 });
-        }
+        self.cancelled(queue, Some(key), u64::from(cancelled));
         Ok(cancelled)
     }
 
@@ -132,11 +134,17 @@ impl<S: Store> Engine<S> {
         self.check_running()?;
         let (queue, tag) = (QueueName::new(queue)?, Tag::new(tag)?);
         let cancelled = self.inner.store.cancel_tag(&queue, &tag).await?;
-        if cancelled > 0 {
-            self.lease_ended(&queue, true);
-            self.publish(Event::Cancelled { queue, key: None, count: cancelled });
-        }
+        self.cancelled(queue, None, cancelled);
         Ok(cancelled)
+    }
+
+    /// Tells that `count` tasks of `queue` were cancelled (`key`: the one, by key).
+    pub(super) fn cancelled(&self, queue: QueueName, key: Option<TaskKey>, count: u64) {
+        if count > 0 {
+            // A task may have held its group's lease.
+            self.lease_ended(&queue, true);
+            self.publish(Event::Cancelled { queue, key, count });
+        }
     }
 
     /// A page of the queue's tasks in due order, filtered by `options`.
@@ -233,7 +241,7 @@ impl<S: Store> Engine<S> {
 /// The tasks of one schedule call: all of one queue, with its defaults, and "now" the
 /// same instant for each.
 #[derive(Debug)]
-struct Intake<'a> {
+pub(super) struct Intake<'a> {
     queue: &'a QueueName,
     defaults: QueueDefaults,
     max_payload_bytes: usize,
@@ -244,7 +252,7 @@ struct Intake<'a> {
 
 impl Intake<'_> {
     /// Validates one task and applies the queue's defaults.
-    fn prepare(&self, key: &str, spec: TaskSpec) -> Result<NewTask> {
+    pub(super) fn prepare(&self, key: &str, spec: TaskSpec) -> Result<NewTask> {
         let key = TaskKey::new(key)?;
         let limit = self.max_payload_bytes;
         let size = payload_size(&spec.payload);

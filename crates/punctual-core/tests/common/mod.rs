@@ -9,9 +9,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use punctual_core::calendar::{CalendarChangeRequest, CalendarRecord};
 use punctual_core::store::{
-    CompleteRequest, ExtendRequest, GroupsPage, GroupsRequest, LeaseBatch, LeaseRequest, ListRequest, Page,
-    PurgeRequest, QueueChangeRequest, QueueRecord, QueueStats, ReapResult, RetriedDead, RetryDeadBatchRequest,
-    RetryDeadRequest, Scheduled, SweepRequest, Swept,
+    ApplyOnceRequest, CompleteRequest, ExtendRequest, GroupsPage, GroupsRequest, LeaseBatch, LeaseRequest, ListRequest,
+    OnceEffect, Page, PurgeRequest, QueueChangeRequest, QueueRecord, QueueStats, ReapResult, RetriedDead,
+    RetryDeadBatchRequest, RetryDeadRequest, Scheduled, SweepRequest, Swept,
 };
 use punctual_core::{Error, LeaseToken, MemoryStore, NewTask, QueueName, Result, Store, Tag, Task, TaskKey, Timestamp};
 
@@ -54,6 +54,9 @@ impl Store for Faulty {
     }
     async fn cancel_tag(&self, queue: &QueueName, tag: &Tag) -> Result<u64> {
         self.inner.cancel_tag(queue, tag).await
+    }
+    async fn apply_once(&self, req: ApplyOnceRequest) -> Result<Option<OnceEffect>> {
+        self.inner.apply_once(req).await
     }
     async fn list(&self, req: ListRequest) -> Result<Page> {
         self.inner.list(req).await
