@@ -46,6 +46,7 @@ mod identity;
 mod lease;
 mod leasing;
 mod list;
+mod outbox_marks;
 #[cfg(test)]
 mod prepares;
 #[cfg(test)]
@@ -68,9 +69,9 @@ use std::time::Duration;
 
 use punctual_core::calendar::{CalendarChangeRequest, CalendarRecord};
 use punctual_core::store::{
-    CompleteRequest, ExtendRequest, GroupsPage, GroupsRequest, LeaseBatch, LeaseRequest, LeaseToken, ListRequest, Page,
-    PurgeRequest, QueueChangeRequest, QueueRecord, QueueStats, ReapResult, RetriedDead, RetryDeadBatchRequest,
-    RetryDeadRequest, Scheduled, SweepRequest, Swept,
+    ApplyOnceRequest, CompleteRequest, ExtendRequest, GroupsPage, GroupsRequest, LeaseBatch, LeaseRequest, LeaseToken,
+    ListRequest, OnceEffect, Page, PurgeRequest, QueueChangeRequest, QueueRecord, QueueStats, ReapResult, RetriedDead,
+    RetryDeadBatchRequest, RetryDeadRequest, Scheduled, SweepRequest, Swept,
 };
 use punctual_core::{Error, NewTask, QueueName, Result, Store, StoreId, Tag, Task, TaskKey, Timestamp};
 use rusqlite::{Connection, OpenFlags, TransactionBehavior};
@@ -331,6 +332,11 @@ impl Store for SqliteStore {
         let (queue, tag) = (queue.clone(), tag.clone());
         let id = self.shared.id;
         self.write(move |conn| cancel::cancel_tag(conn, id, &queue, &tag)).await
+    }
+
+    async fn apply_once(&self, req: ApplyOnceRequest) -> Result<Option<OnceEffect>> {
+        let id = self.shared.id;
+        self.write(move |conn| outbox_marks::apply_once(conn, id, req)).await
     }
 
     async fn list(&self, req: ListRequest) -> Result<Page> {

@@ -185,7 +185,12 @@ pub(crate) fn schedule(
 
 /// The outer `Result` fails the whole batch (the store cannot write); the inner one is
 /// this task's own answer.
-fn schedule_one(conn: &Connection, store: StoreId, mut task: NewTask, now: Timestamp) -> Result<Result<Scheduled>> {
+pub(crate) fn schedule_one(
+    conn: &Connection,
+    store: StoreId,
+    mut task: NewTask,
+    now: Timestamp,
+) -> Result<Result<Scheduled>> {
     let queue_id = queue_id_or_create(conn, &task.queue)?;
     let existing = load(conn, store, queue_id, &task.queue, task.key.as_str())?;
     // Dedupe windows first, whatever the task's own if_exists.

@@ -49,6 +49,10 @@
 //!   is the calendar's document as given (NULL once removed: the row stays, so its
 //!   `version` goes on rising if it is created again). Added without a layout change,
 //!   as `queue_records` was; an older punctual ignores it.
+//! - `outbox_marks`: one row per outbox row applied (`Store::apply_once`), by outbox
+//!   name and row id, with when it was applied (see `outbox_marks`); the index
+//!   `outbox_marks_by_time` serves the deletion of marks past the retention. Added
+//!   without a layout change: an older punctual has no outbox drain, and ignores it.
 //! - Indexes: `(queue_id, key)` unique; `(queue_id, state, due_at, id)` serves leasing,
 //!   next-due and listing in due order; a partial index on `lease_expires_at` of leased
 //!   rows serves the reaper, and one on `(queue_id, updated_at)` of dead rows (a dead
@@ -217,6 +221,12 @@ CREATE TABLE IF NOT EXISTS calendar_records (
     version    INTEGER NOT NULL,
     updated_at INTEGER NOT NULL
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS outbox_marks (
+    outbox     TEXT NOT NULL,
+    row_id     INTEGER NOT NULL,
+    applied_at INTEGER NOT NULL,
+    PRIMARY KEY (outbox, row_id)
+) WITHOUT ROWID;
 "
     .to_owned()
 });
@@ -238,6 +248,7 @@ CREATE INDEX IF NOT EXISTS tasks_by_group ON tasks (queue_id, group_name, state,
 CREATE INDEX IF NOT EXISTS task_groups_by_turn ON task_groups (queue_id, turn, name);
 CREATE INDEX IF NOT EXISTS completions_by_end ON completions (unique_until);
 CREATE INDEX IF NOT EXISTS group_slots_by_end ON group_slots (queue_id, until);
+CREATE INDEX IF NOT EXISTS outbox_marks_by_time ON outbox_marks (applied_at);
 "
         ),
         GROUP_TRIGGERS.as_str()
