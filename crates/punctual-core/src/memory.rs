@@ -713,7 +713,7 @@ impl Store for MemoryStore {
         let effect = match req.op {
             OnceOp::Schedule(task) => {
                 inner.drop_ended_records(req.now);
-                OnceEffect::Scheduled(inner.schedule_one(task, req.now)?)
+                OnceEffect::Scheduled(Box::new(inner.schedule_one(*task, req.now)?))
             }
             OnceOp::Cancel { queue, key } => OnceEffect::Cancelled(inner.take(&queue, &key).is_some()),
             OnceOp::CancelTag { queue, tag } => OnceEffect::CancelledTag(inner.cancel_tag(&queue, &tag)),

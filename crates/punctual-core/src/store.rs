@@ -72,7 +72,7 @@ impl Completed {
 #[derive(Debug, Clone, PartialEq)]
 pub enum OnceOp {
     /// As [`Store::schedule`] of one task.
-    Schedule(NewTask),
+    Schedule(Box<NewTask>),
     /// As [`Store::cancel`].
     Cancel { queue: QueueName, key: TaskKey },
     /// As [`Store::cancel_tag`].
@@ -106,7 +106,7 @@ impl ApplyOnceRequest {
 /// What applying a row did: what the call it stands for answers.
 #[derive(Debug, Clone, PartialEq)]
 pub enum OnceEffect {
-    Scheduled(Scheduled),
+    Scheduled(Box<Scheduled>),
     /// Whether the task was there.
     Cancelled(bool),
     /// How many tasks carried the tag.

@@ -22,7 +22,9 @@ pub(crate) fn apply_once(conn: &Connection, store: StoreId, req: ApplyOnceReques
         return Ok(None);
     }
     let effect = match req.op {
-        OnceOp::Schedule(task) => OnceEffect::Scheduled(schedule::schedule_one(conn, store, task, req.now)??),
+        OnceOp::Schedule(task) => {
+            OnceEffect::Scheduled(Box::new(schedule::schedule_one(conn, store, *task, req.now)??))
+        }
         OnceOp::Cancel { queue, key } => OnceEffect::Cancelled(cancel::cancel(conn, store, &queue, &key)?),
         OnceOp::CancelTag { queue, tag } => OnceEffect::CancelledTag(cancel::cancel_tag(conn, store, &queue, &tag)?),
     };

@@ -57,12 +57,12 @@ mod watchdog;
 
 pub use crate::transitions::completion_for;
 pub use calendars::{CalendarEntry, CalendarSet};
-pub use outbox::OutboxCall;
 pub use config::{
     EngineConfig, LeaseOptions, Limits, ListOptions, MAX_LEASE, MAX_LEASE_BATCH, MAX_LIST_LIMIT, MAX_SWEEP_WAIT,
     MAX_WAIT, MIN_LEASE, QueueDefaults,
 };
 pub(crate) use consumer::{LeaseWait, QueueState};
+pub use outbox::OutboxCall;
 pub use records::RECORDS_POLL;
 pub use watchdog::WatchdogConfig;
 

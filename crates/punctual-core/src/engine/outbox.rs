@@ -13,7 +13,7 @@ use crate::store::{ApplyOnceRequest, OnceEffect, OnceOp, Store};
 #[derive(Debug, Clone)]
 pub enum OutboxCall {
     /// [`Engine::schedule`] of `key`.
-    Schedule { key: String, spec: TaskSpec },
+    Schedule { key: String, spec: Box<TaskSpec> },
     /// [`Engine::cancel`] of `key`.
     Cancel { key: String },
     /// [`Engine::cancel_tag`].
@@ -30,7 +30,7 @@ impl<S: Store> Engine<S> {
         let op = match call {
             OutboxCall::Schedule { key, spec } => {
                 self.calendars_loaded().await?;
-                OnceOp::Schedule(self.intake(&queue, self.now()).prepare(&key, spec)?)
+                OnceOp::Schedule(Box::new(self.intake(&queue, self.now()).prepare(&key, *spec)?))
             }
             OutboxCall::Cancel { key } => OnceOp::Cancel { queue: queue.clone(), key: TaskKey::new(key)? },
             OutboxCall::CancelTag { tag } => OnceOp::CancelTag { queue: queue.clone(), tag: Tag::new(tag)? },
@@ -41,7 +41,7 @@ impl<S: Store> Engine<S> {
         };
         let effect = self.inner.store.apply_once(ApplyOnceRequest::new(row, op, self.now())).await?;
         match &effect {
-            Some(OnceEffect::Scheduled(scheduled)) => self.written(std::iter::once(scheduled)),
+            Some(OnceEffect::Scheduled(scheduled)) => self.written(std::iter::once(&**scheduled)),
             Some(OnceEffect::Cancelled(cancelled)) => self.cancelled(queue, key, u64::from(*cancelled)),
             Some(OnceEffect::CancelledTag(count)) => self.cancelled(queue, None, *count),
             None => {}

@@ -31,7 +31,7 @@ fn schedule_op(key_name: &str, due: Timestamp, payload: serde_json::Value) -> On
 fn schedule_in(queue_name: &str, key_name: &str, due: Timestamp, payload: serde_json::Value) -> OnceOp {
     let mut task = new_task(queue_name, key_name, due);
     task.payload = payload;
-    OnceOp::Schedule(task)
+    OnceOp::Schedule(Box::new(task))
 }
 
 fn cancel_op(key_name: &str) -> OnceOp {
@@ -101,7 +101,7 @@ pub async fn a_refused_outbox_row_leaves_no_mark_and_applies_later<S: Store>(sto
         let mut task = new_task("orders", "order-1", at_secs(120));
         task.payload = json!("from the row");
         task.if_exists = IfExists::Error;
-        OnceOp::Schedule(task)
+        OnceOp::Schedule(Box::new(task))
     };
     let refused = store.apply_once(ApplyOnceRequest::new(row("shop", 7), strict(), now)).await;
     assert!(matches!(refused, Err(Error::Conflict(_))), "refused as schedule refuses it: {refused:?}");
@@ -117,7 +117,8 @@ pub async fn a_refused_outbox_row_leaves_no_mark_and_applies_later<S: Store>(sto
 /// refusal and changes nothing.
 pub async fn engine_applies_an_outbox_row_as_its_call_and_once<S: Store>(store: S) {
     let (engine, _clock) = start_engine(store, T0);
-    let call = || OutboxCall::Schedule { key: "order-1".into(), spec: TaskSpec::now().payload(json!({"order": 1})) };
+    let call =
+        || OutboxCall::Schedule { key: "order-1".into(), spec: Box::new(TaskSpec::now().payload(json!({"order": 1}))) };
     let applied = engine.apply_once(row("shop", 1), "orders", call()).await.expect("apply");
     assert!(matches!(applied, Some(OnceEffect::Scheduled(_))), "{applied:?}");
     assert_eq!(engine.apply_once(row("shop", 1), "orders", call()).await.expect("apply again"), None);
