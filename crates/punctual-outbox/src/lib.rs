@@ -9,6 +9,12 @@
 
 use std::fmt;
 
+pub mod drain;
+mod mysql;
+mod postgres;
+
+pub use drain::{Applied, Applier, BatchReport, DrainConfig, DrainStatus, Row, StatusSnapshot};
+
 /// The table's name unless configured.
 pub const DEFAULT_TABLE: &str = "punctual_outbox";
 
@@ -173,6 +179,48 @@ pub enum OutboxError {
     Url(String),
     #[error("{0}")]
     Table(String),
+    /// The database refused or did not answer.
+    #[error("{0}")]
+    Database(String),
+    /// A transaction lost a lock conflict (a deadlock, a lock wait that timed out) and
+    /// was undone: worth trying again at once.
+    #[error("{0}")]
+    Contended(String),
+}
+
+/// Creates `table` and its failed rows' table (in PostgreSQL, the trigger that
+/// notifies at commit) in the database at `url`, unless they exist.
+pub async fn init(url: &str, table: &TableName) -> Result<(), OutboxError> {
+    match Dialect::of_url(url)? {
+        Dialect::Postgres => postgres::init(url, table).await,
+        Dialect::MySql => mysql::init(url, table).await,
+    }
+}
+
+/// Runs `statements` in order on one connection to the database at `url` (so a
+/// `BEGIN` … `COMMIT` among them is one transaction): for set-up and tests.
+pub async fn execute(url: &str, statements: &[&str]) -> Result<(), OutboxError> {
+    match Dialect::of_url(url)? {
+        Dialect::Postgres => postgres::execute(url, statements).await,
+        Dialect::MySql => mysql::execute(url, statements).await,
+    }
+}
+
+/// The first column of each row `query` answers, as text, from the database at `url`.
+pub async fn query_texts(url: &str, query: &str) -> Result<Vec<Option<String>>, OutboxError> {
+    match Dialect::of_url(url)? {
+        Dialect::Postgres => postgres::query_texts(url, query).await,
+        Dialect::MySql => mysql::query_texts(url, query).await,
+    }
+}
+
+/// The backlog of `table` in the database at `url`: rows waiting, the oldest one's
+/// time, and rows failed.
+pub async fn backlog(url: &str, table: &TableName) -> Result<drain::Backlog, OutboxError> {
+    match Dialect::of_url(url)? {
+        Dialect::Postgres => postgres::backlog(&postgres::connect(url, None).await?, table).await,
+        Dialect::MySql => mysql::backlog(&mut mysql::connect(url).await?, table).await,
+    }
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@ pub mod child;
 pub mod conformance;
 pub mod cron_gen;
 pub mod cron_model;
+pub mod databases;
 pub mod model;
 pub mod module_graph;
 pub mod proxy;
