@@ -7,6 +7,7 @@
 use punctual_outbox::{Dialect, execute};
 
 /// A database made for one test; dropped with the guard.
+#[derive(Debug)]
 pub struct TestDatabase {
     server: String,
     name: String,
