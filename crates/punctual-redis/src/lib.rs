@@ -6,6 +6,8 @@
 //! - Atomicity: each script is atomic. A call touching several shards (a batch over a
 //!   sharded queue, `cancel_tag`, `purge`, `reap`) is atomic per shard and per script
 //!   batch of at most [`SCRIPT_BATCH`] tasks, never one script holding Redis for long.
+//!   An outbox row's effect and its mark are one script (`outbox`; a cancel by tag:
+//!   one part per shard, each marked by the part's last script).
 //!   A queue record changes atomically by compare-and-set on its version.
 //! - Time: with [`TimeSource::Redis`] (the default) scripts read Redis `TIME` for every
 //!   due and expiry decision, so nodes with skewed clocks agree; [`RedisStore::clock`]

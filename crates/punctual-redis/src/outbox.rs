@@ -12,7 +12,11 @@
 //! one per shard, each with its own mark (written by the shard's last script, see
 //! `lua/cancel_tag.lua`): a row read again after some parts applied applies the rest;
 //! it answers `None` only when every shard had the mark, else the sum of what the
-//! shards cancelled in this call.
+//! shards cancelled in this call. A shard's part of more than
+//! [`SCRIPT_BATCH`](crate::SCRIPT_BATCH) tasks takes several scripts (none holds Redis
+//! for long), the last writing the mark: a process that dies between them leaves the
+//! part unmarked, and the row read again cancels the tag's tasks the shard then holds,
+//! finishing the part, which the mark then closes.
 
 use punctual_core::store::{ApplyOnceRequest, OnceEffect, OnceOp, Scheduled};
 use punctual_core::{Error, NewTask, Result};

@@ -3,9 +3,8 @@
 //! announcements, replicas, a frozen server, a server that lost its data, each lane's
 //! wake-ups, a sharded queue's order and cost, the stored records' formats, old and
 //! new, priorities' urgent sets, groups (their keys, several processes leasing from
-//! them, and groups on a queue split into shards), group rates' slots, and the
-//! completion records of dedupe windows, and outbox
-//! marks.
+//! them, and groups on a queue split into shards), group rates' slots, the
+//! completion records of dedupe windows, and outbox marks.
 //!
 //! One test binary, one module per concern: linked once, and tests from different
 //! modules run side by side. Modules share one private server and one private Cluster
