@@ -33,6 +33,7 @@
 //! | `…:tags` | ZSet, scores 0 | `"<tag>\n<key>"`, read by lexicographic range |
 //! | `…:seq` | string counter | the last fence handed out in the shard |
 //! | `…:completed:<key>` | string, expiring | the completion record of the dedupe window of `<key>`'s task that completed (`lua/complete.lua`), `"<completed_at>,<id>,<attempts>,<occurrence>,<unique_until>"` in ms, expiring at `unique_until` |
+//! | `…:outbox` | ZSet | `"<outbox>\n<row id>"` → when the row was applied, ms: the marks of the outbox rows this shard applied (`Store::apply_once`), each written by the script that applied the row, with its effect; kept at least `MARK_RETENTION` (7 days), each script that writes one first dropping at most 100 older marks. Passed only to the scripts that apply a row (see [`ShardKeys::outbox_marks`]) |
 //! | `<p>:{<queue>}:rate` | List | start times (ms) of the queue's latest rate-limit slots, at most the rate's count, shared by every process (`lua/rate.lua`); expires a window after the newest |
 //! | `<p>:queues` | Hash | queue name → its number of shards (the registry), and `<queue>#hash-tags` → `1` for a queue whose keys' hash tags place them (written with the count by `lua/register_queue.lua`; absent for a queue an earlier punctual registered, whose keys are placed whole) |
 //! | `<p>:queue-records` | Hash | queue name → its record: settings and pause state, `"<version>,<updated ms>,<P\|R>[\|<settings>]"` (see `queue_records`); one key for the store, read whole by every process each second |
@@ -139,6 +140,14 @@ pub(crate) struct ShardKeys {
     pub(crate) group_slots: String,
     /// Each group of `group_slots` by the latest end of its slots.
     pub(crate) group_slot_ends: String,
+    /// The marks of the outbox rows applied in this shard. Not one of the keys every
+    /// script gets ([`ShardKeys::in_script_order`]): only a schedule, delete or
+    /// cancel_tag script that applies a row touches marks, so only such a call passes
+    /// the key, after all its others (`lua/common.lua`, `row_marked`). Every other
+    /// call, those three scripts' included, is sent byte for byte as before: no key
+    /// name more to send and hash on the hot paths (lease, complete), and no command
+    /// more in any script.
+    pub(crate) outbox_marks: String,
     /// The shard's completion record keys up to the task key.
     completed: String,
 }
@@ -171,6 +180,7 @@ impl ShardKeys {
             groups_ready_target: key("groups:target:ready"),
             group_slots: key("groups:slots"),
             group_slot_ends: key("groups:slots:ends"),
+            outbox_marks: key("outbox"),
             completed: key("completed:"),
         }
     }
@@ -342,6 +352,21 @@ mod tests {
         // The completion record keys come right after them (schedule.lua, complete.lua).
         let count = format!("local SHARD_KEYS = {}\n", keys.in_script_order().len());
         assert!(header.contains(&count), "common.lua lacks {count:?}");
+    }
+
+    #[test]
+    fn a_shards_outbox_marks_share_its_hash_tag_and_no_script_gets_them_unasked() {
+        let two = ShardKeys::new("punctual", &QueueName::new("orders").unwrap(), 2);
+        assert_eq!(two.outbox_marks, "punctual:{orders/2}:outbox");
+        assert!(!two.in_script_order().contains(&two.outbox_marks.as_str()));
+        // The scripts that apply a row read the marks as their last key, nowhere else.
+        for (name, script) in [
+            ("schedule", include_str!("lua/schedule.lua")),
+            ("delete", include_str!("lua/delete.lua")),
+            ("cancel_tag", include_str!("lua/cancel_tag.lua")),
+        ] {
+            assert!(script.contains("row_marked(row)") && script.contains("mark_row(row, "), "{name}.lua");
+        }
     }
 
     #[test]

@@ -6,6 +6,8 @@
 //! - Atomicity: each script is atomic. A call touching several shards (a batch over a
 //!   sharded queue, `cancel_tag`, `purge`, `reap`) is atomic per shard and per script
 //!   batch of at most [`SCRIPT_BATCH`] tasks, never one script holding Redis for long.
+//!   An outbox row's effect and its mark are one script (`outbox`; a cancel by tag:
+//!   one part per shard, each marked by the part's last script).
 //!   A queue record changes atomically by compare-and-set on its version.
 //! - Time: with [`TimeSource::Redis`] (the default) scripts read Redis `TIME` for every
 //!   due and expiry decision, so nodes with skewed clocks agree; [`RedisStore::clock`]
@@ -31,7 +33,7 @@
 //! `conn` (connecting, time limits, errors), `keys` (every key, in one table), `codes`
 //! (what the scripts call our enums), `scripts` (one typed call per Lua script),
 //! `record` (the stored task record), `shards` (the registry and fan-out over shards),
-//! `ids` (task id blocks), `tasks`, `lease`, `heads` and `bands` (priorities across shards), `group_commit` (acks), `reap`, `list`
+//! `ids` (task id blocks), `tasks`, `outbox` (rows applied once), `lease`, `heads` and `bands` (priorities across shards), `group_commit` (acks), `reap`, `list`
 //! and `tag_list`, `groups` (a queue's groups), `cursor`, `dead`, `stats`, `rates`, `queue_records` (settings and
 //! pause state shared by every process), `calendar_records` (calendars, likewise), `versioned` (their compare-and-set), `nodes` (what each live process announces);
 //! `clock`, `wake`, `identity` and `durability` run beside the store. This file holds the store and its `Store` impl,
@@ -67,6 +69,7 @@ mod ids;
 mod lease;
 mod list;
 mod nodes;
+mod outbox;
 mod rates;
 mod reap;
 mod shards;
@@ -79,9 +82,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use punctual_core::calendar::{CalendarChangeRequest, CalendarRecord};
 use punctual_core::store::{
-    CompleteRequest, ExtendRequest, GroupsPage, GroupsRequest, LeaseBatch, LeaseRequest, LeaseToken, ListRequest, Page,
-    Peers, PurgeRequest, QueueChangeRequest, QueueRecord, QueueStats, ReapResult, RetriedDead, RetryDeadBatchRequest,
-    RetryDeadRequest, Scheduled, SweepRequest, Swept,
+    ApplyOnceRequest, CompleteRequest, ExtendRequest, GroupsPage, GroupsRequest, LeaseBatch, LeaseRequest, LeaseToken,
+    ListRequest, OnceEffect, Page, Peers, PurgeRequest, QueueChangeRequest, QueueRecord, QueueStats, ReapResult,
+    RetriedDead, RetryDeadBatchRequest, RetryDeadRequest, Scheduled, SweepRequest, Swept,
 };
 use punctual_core::{
     Clock, Error, NewTask, QueueName, Result, Store, StoreId, SystemClock, Tag, Task, TaskKey, Timestamp, Wakeup,
@@ -228,6 +231,10 @@ impl Store for RedisStore {
 
     async fn cancel_tag(&self, queue: &QueueName, tag: &Tag) -> Result<u64> {
         self.open()?.cancel_tag(queue, tag).await
+    }
+
+    async fn apply_once(&self, req: ApplyOnceRequest) -> Result<Option<OnceEffect>> {
+        self.open()?.apply_once(req).await
     }
 
     async fn list(&self, req: ListRequest) -> Result<Page> {

@@ -15,7 +15,8 @@
 //! Invariants: a shard script gets the twenty-three keys of its one shard as `KEYS` (so it
 //! touches only keys it was passed, on one Cluster node), then, for `lua/schedule.lua`
 //! and `lua/complete.lua`, each task's completion record key (under the same hash
-//! tag), and `ARGV[1..3]` = now, the
+//! tag), then, for a schedule, delete or cancel_tag that applies an outbox row, the
+//! shard's outbox marks, and `ARGV[1..3]` = now, the
 //! wake-up channel, the queue; the codes it gets for our enums come from `codes`. Each
 //! call here is one script call: bounding batches (at most
 //! [`SCRIPT_BATCH`](crate::SCRIPT_BATCH)) is the caller's part.
@@ -23,6 +24,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use punctual_core::outbox::MARK_RETENTION;
 use punctual_core::policy::Rate;
 use punctual_core::store::{
     CompleteRequest, GroupCounts, Lease, LeaseBatch, LeaseRequest, LeaseToken, PurgeSelection, QueueStats, ReapResult,
@@ -107,6 +109,15 @@ impl Scripts {
             register_queue: Script::new(include_str!("lua/register_queue.lua")),
         }
     }
+}
+
+/// The mark of the outbox row a script applies (`Store::apply_once`), and the row's
+/// `now`: the script looks for the mark in the shard's marks first, answering without
+/// a change when it is there, and writes it with the row's effect.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RowMark<'a> {
+    pub(crate) mark: &'a str,
+    pub(crate) now: Timestamp,
 }
 
 /// Which tasks `lua/delete.lua` deletes.
@@ -265,9 +276,23 @@ impl OnShard<'_> {
         self.shared.identity.current()
     }
 
+    /// Passes `row` to a script that applies it: the shard's marks after every other
+    /// key, the mark and the marks' retention after every other argument.
+    fn with_row(&self, invocation: &mut ScriptInvocation<'_>, row: Option<RowMark<'_>>) {
+        if let Some(row) = row {
+            invocation.key(&self.keys.outbox_marks).arg(row.mark).arg(millis(MARK_RETENTION));
+        }
+    }
+
     /// `lua/schedule.lua`: creates or updates `tasks` (each with the id it gets if it is
-    /// new), in order; each one's outcome, a conflict where `if_exists` is error.
-    pub(crate) async fn schedule(&self, tasks: &[(&NewTask, u64)], now: Timestamp) -> Result<Vec<Result<Scheduled>>> {
+    /// new), in order; each one's outcome, a conflict where `if_exists` is error. With
+    /// `row` (one task), `None` when the row's mark was there, nothing written.
+    pub(crate) async fn schedule(
+        &self,
+        tasks: &[(&NewTask, u64)],
+        now: Timestamp,
+        row: Option<RowMark<'_>>,
+    ) -> Result<Option<Vec<Result<Scheduled>>>> {
         let mut invocation = self.invocation(&self.shared.scripts.schedule, now);
         for (task, _) in tasks {
             invocation.key(self.keys.completion(&task.key));
@@ -289,7 +314,11 @@ impl OnShard<'_> {
                 .arg(record::unique_of(task))
                 .arg(task.scheduled_for.as_millis());
         }
+        self.with_row(&mut invocation, row);
         let answer: Vec<Vec<u8>> = self.shared.conn.invoke(&invocation).await?;
+        if row.is_some() && answer == [b"m"] {
+            return Ok(None);
+        }
         if answer.len() != tasks.len() * 2 {
             return Err(corrupt("schedule answered the wrong number of results"));
         }
@@ -312,7 +341,7 @@ impl OnShard<'_> {
                 ))),
             });
         }
-        Ok(results)
+        Ok(Some(results))
     }
 
     /// `lua/lease.lua`: leases up to `max` due tasks of the request's lane, the highest
@@ -471,16 +500,19 @@ impl OnShard<'_> {
         Ok(RetriedBatch { retried, more: !more.is_empty(), last })
     }
 
-    /// `lua/delete.lua`: whether `key` was there (in that state) and is deleted.
-    pub(crate) async fn delete(&self, key: &TaskKey, only: DeleteIf) -> Result<bool> {
-        let mut invocation = self.invocation(&self.shared.scripts.delete, Timestamp::EPOCH);
+    /// `lua/delete.lua`: whether `key` was there (in that state) and is deleted. With
+    /// `row`, `None` when the row's mark was there, nothing deleted.
+    pub(crate) async fn delete(&self, key: &TaskKey, only: DeleteIf, row: Option<RowMark<'_>>) -> Result<Option<bool>> {
+        let now = row.map_or(Timestamp::EPOCH, |row| row.now);
+        let mut invocation = self.invocation(&self.shared.scripts.delete, now);
         let only = match only {
             DeleteIf::Any => "any",
             DeleteIf::Dead => "dead",
         };
         invocation.arg(key.as_str()).arg(only);
+        self.with_row(&mut invocation, row);
         let deleted: i64 = self.shared.conn.invoke(&invocation).await?;
-        Ok(deleted == 1)
+        Ok((deleted >= 0).then_some(deleted == 1))
     }
 
     /// `lua/sweep_dead.lua`: deletes up to `limit` tasks that died by `died_by`, first
@@ -492,11 +524,16 @@ impl OnShard<'_> {
         Ok(Swept::new(deleted, parse_score(&head)?))
     }
 
-    /// `lua/cancel_tag.lua`: deletes up to `limit` tasks carrying `tag`; how many.
-    pub(crate) async fn cancel_tag(&self, tag: &Tag, limit: usize) -> Result<u64> {
-        let mut invocation = self.invocation(&self.shared.scripts.cancel_tag, Timestamp::EPOCH);
+    /// `lua/cancel_tag.lua`: deletes up to `limit` tasks carrying `tag`; how many. With
+    /// `row`, `None` when the row's mark was there, nothing deleted; the script that
+    /// deletes fewer than `limit` writes the mark.
+    pub(crate) async fn cancel_tag(&self, tag: &Tag, limit: usize, row: Option<RowMark<'_>>) -> Result<Option<u64>> {
+        let now = row.map_or(Timestamp::EPOCH, |row| row.now);
+        let mut invocation = self.invocation(&self.shared.scripts.cancel_tag, now);
         invocation.arg(tag.as_str()).arg(limit);
-        self.shared.conn.invoke(&invocation).await
+        self.with_row(&mut invocation, row);
+        let deleted: i64 = self.shared.conn.invoke(&invocation).await?;
+        Ok(u64::try_from(deleted).ok())
     }
 
     /// `lua/purge.lua`: deletes up to `limit` (≥ 1) tasks of `selection`, each as cancel

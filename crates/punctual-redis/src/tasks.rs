@@ -17,7 +17,7 @@ use punctual_core::{Error, Lane, NewTask, Priority, QueueName, Result, Tag, Task
 
 use crate::heads::lane_slot;
 use crate::keys::{self, ShardKeys};
-use crate::scripts::DeleteIf;
+use crate::scripts::{DeleteIf, RowMark};
 use crate::shards::Sharding;
 use crate::{SCRIPT_BATCH, Shared, record};
 
@@ -51,12 +51,8 @@ impl Shared {
             let mut answered = Vec::with_capacity(numbered.len());
             for chunk in numbered.chunks(SCRIPT_BATCH) {
                 let batch: Vec<(&NewTask, u64)> = chunk.iter().map(|&(i, id)| (&tasks[i], id)).collect();
-                let arming = self.heads.arming(queue, *shard);
-                let answers = self.on(queue, *shard).schedule(&batch, now).await?;
-                if self.sharded(queue) {
-                    self.note_written(queue, *shard, &answers);
-                }
-                arming.done();
+                // Without a row, never `None`: a task without an answer is an error below.
+                let answers = self.schedule_in_shard(queue, *shard, &batch, now, None).await?.unwrap_or_default();
                 answered.extend(chunk.iter().map(|&(i, _)| i).zip(answers));
             }
             self.replicate(queue, *shard).await?;
@@ -66,6 +62,25 @@ impl Shared {
             results[i] = Some(answer);
         }
         results.into_iter().map(|r| r.ok_or_else(|| Error::Internal("a task got no answer".into()))).collect()
+    }
+
+    /// One schedule script on `shard` of `queue` (applying `row` when given), and what
+    /// this process's heads learn from it: `None` when the row's mark was there.
+    pub(crate) async fn schedule_in_shard(
+        &self,
+        queue: &QueueName,
+        shard: u32,
+        batch: &[(&NewTask, u64)],
+        now: Timestamp,
+        row: Option<RowMark<'_>>,
+    ) -> Result<Option<Vec<Result<Scheduled>>>> {
+        let arming = self.heads.arming(queue, shard);
+        let answers = self.on(queue, shard).schedule(batch, now, row).await?;
+        if let Some(answers) = answers.as_deref().filter(|_| self.sharded(queue)) {
+            self.note_written(queue, shard, answers);
+        }
+        arming.done();
+        Ok(answers)
     }
 
     /// Tells this process's shard heads what one schedule script wrote, so its leases
@@ -138,9 +153,23 @@ impl Shared {
 
     /// Deletes `key` (only if dead, with [`DeleteIf::Dead`]); whether it was there.
     pub(crate) async fn delete(&self, queue: &QueueName, key: &TaskKey, only: DeleteIf) -> Result<bool> {
+        // Without a row, never `None`.
+        Ok(self.delete_applying(queue, key, only, None).await?.unwrap_or_default())
+    }
+
+    /// [`Shared::delete`], applying `row` when given: `None` when its mark was there.
+    /// Waits for replicas either way: the mark found may be a write a process that
+    /// died left unreplicated, and the row is deleted once this answers.
+    pub(crate) async fn delete_applying(
+        &self,
+        queue: &QueueName,
+        key: &TaskKey,
+        only: DeleteIf,
+        row: Option<RowMark<'_>>,
+    ) -> Result<Option<bool>> {
         let shard = self.shard_of(queue, key, false).await?;
-        let deleted = self.on(queue, shard).delete(key, only).await?;
-        if deleted {
+        let deleted = self.on(queue, shard).delete(key, only, row).await?;
+        if deleted == Some(true) {
             self.heads.forget(queue, shard);
         }
         self.replicate(queue, shard).await?;
@@ -151,18 +180,36 @@ impl Shared {
     pub(crate) async fn cancel_tag(&self, queue: &QueueName, tag: &Tag) -> Result<u64> {
         let mut total = 0;
         for shard in 0..self.shard_count(queue, false).await? {
-            loop {
-                let deleted = self.on(queue, shard).cancel_tag(tag, SCRIPT_BATCH).await?;
-                if deleted > 0 {
-                    self.heads.forget(queue, shard);
-                }
-                total += deleted;
-                if deleted < SCRIPT_BATCH as u64 {
-                    break;
-                }
-            }
-            self.replicate(queue, shard).await?;
+            // Without a row, never `None`.
+            total += self.cancel_tag_in_shard(queue, shard, tag, None).await?.unwrap_or_default();
         }
+        Ok(total)
+    }
+
+    /// Deletes the tasks of `shard` carrying `tag`, [`SCRIPT_BATCH`] per script until a
+    /// script finds fewer (which, applying `row`, writes its mark); how many. `None`
+    /// when `row`'s mark was there at the first script; a later script that finds it
+    /// (another process applied the row's part meanwhile) ends the part. Waits for
+    /// replicas either way, as [`Shared::delete_applying`].
+    pub(crate) async fn cancel_tag_in_shard(
+        &self,
+        queue: &QueueName,
+        shard: u32,
+        tag: &Tag,
+        row: Option<RowMark<'_>>,
+    ) -> Result<Option<u64>> {
+        let mut total = None;
+        loop {
+            let Some(deleted) = self.on(queue, shard).cancel_tag(tag, SCRIPT_BATCH, row).await? else { break };
+            if deleted > 0 {
+                self.heads.forget(queue, shard);
+            }
+            total = Some(total.unwrap_or(0) + deleted);
+            if deleted < SCRIPT_BATCH as u64 {
+                break;
+            }
+        }
+        self.replicate(queue, shard).await?;
         Ok(total)
     }
 
@@ -193,7 +240,7 @@ impl Shared {
 
 /// Whether `task` may be written on its queue, sharded as `sharding`: a task with a
 /// group must be placed in its group's shard, by its key's hash tag.
-fn placed_with_its_group(task: &NewTask, sharding: Sharding) -> Result<()> {
+pub(crate) fn placed_with_its_group(task: &NewTask, sharding: Sharding) -> Result<()> {
     let Some(group) = task.group.as_ref().filter(|_| sharding.count > 1) else { return Ok(()) };
     let (queue, shards) = (&task.queue, sharding.count);
     if !sharding.hash_tags {

@@ -33,7 +33,9 @@
 --     each, separated by ' ' (only the lease script reads or writes it: group_slots.lua)
 --   KEYS[23] groups:slots:ends ZSet group -> the latest until ms of its slots in KEYS[22]
 -- (schedule.lua and complete.lua get more after these: KEYS[SHARD_KEYS + i], the
--- completion record key of the call's i-th task, under the same hash tag; see keys.rs)
+-- completion record key of the call's i-th task, under the same hash tag; see keys.rs;
+-- and schedule.lua, delete.lua and cancel_tag.lua, when they apply an outbox row, the
+-- shard's outbox marks last of all: see row_marked)
 -- and the same first ARGV:
 --   ARGV[1] now in ms since the epoch, or '' to use Redis' own clock (TIME)
 --   ARGV[2] the channel on which wake-ups are published
@@ -116,6 +118,26 @@ end
 
 -- How many keys of the shard every script gets first (those above).
 local SHARD_KEYS = 23
+
+-- Outbox rows (Store::apply_once). A schedule, delete or cancel_tag that applies a row
+-- gets, after its other KEYS, the shard's outbox marks as its last key: a ZSet of
+-- "<outbox>\n<row id>" -> when the row was applied, ms; and, after its other ARGV, the
+-- row's mark and how long marks are kept (MARK_RETENTION, ms). It first looks for the
+-- mark: there, it changes nothing and answers so; else it writes the mark with the
+-- row's effect (a schedule it refuses writes none). A call that applies no row reads
+-- and writes no mark: it costs what it did.
+local function row_marked(mark)
+  return redis.call('ZSCORE', KEYS[#KEYS], mark) ~= false
+end
+
+-- Marks the row `mark` applied at `now`, first dropping at most 100 marks older than
+-- `now - retention` (each mark written drops more than it adds, so marks past their
+-- retention never pile up, and no script drops more than a few at once).
+local function mark_row(mark, now, retention)
+  local old = redis.call('ZRANGEBYSCORE', KEYS[#KEYS], '-inf', '(' .. int(now - retention), 'LIMIT', 0, 100)
+  if #old > 0 then redis.call('ZREM', KEYS[#KEYS], unpack(old)) end
+  redis.call('ZADD', KEYS[#KEYS], int(now), mark)
+end
 
 -- Timestamp::MAX in ms: no time a script computes is later.
 local LATEST = 253402207200999

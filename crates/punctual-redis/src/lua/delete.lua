@@ -1,11 +1,20 @@
 -- delete: deletes a task; with ARGV[5] = 'dead', only if it is dead.
 -- KEYS, ARGV[1..3]: see common.lua. ARGV[4] key, ARGV[5] 'any' or 'dead'.
+-- Applying an outbox row (a cancel): then KEYS[SHARD_KEYS + 1] the shard's outbox
+--   marks, ARGV[6] the row's mark, ARGV[7] their retention, ms (see row_marked in
+--   common.lua): answers -1 when the mark is there, nothing deleted; else writes the
+--   mark, whether or not a task was deleted.
 -- Returns: 1 deleted, 0 no such task (in that state).
+local row = ARGV[6]
+if row and row_marked(row) then return -1 end
 local rec = redis.call('HGET', KEYS[5], ARGV[4])
-if not rec then return 0 end
-local t = decode(rec)
-if ARGV[5] == 'dead' and t.st ~= 2 then return 0 end
-remove(ARGV[4], t)
+local t = rec and decode(rec)
+local deleted = 0
+if t and (ARGV[5] ~= 'dead' or t.st == 2) then
+  remove(ARGV[4], t)
+  deleted = 1
+end
+if row then mark_row(row, now_ms(), tonumber(ARGV[7])) end
 save_groups()
 publish_wakeup()
-return 1
+return deleted

@@ -7,6 +7,10 @@
 --   above 0 the task is in its lane's urgent set too), debounce max_wait ms ('' none),
 --   group ('' none), dedupe window ms ('' none; negative: it holds a dead task too),
 --   scheduled_for ms (the time the task's occurrence is scheduled for, before jitter).
+-- Applying an outbox row (n = 1): then KEYS[SHARD_KEYS + n + 1] the shard's outbox
+--   marks, ARGV[5 + n * 13] the row's mark, ARGV[6 + n * 13] their retention, ms (see
+--   row_marked in common.lua). Answers { 'm' } when the mark is there, nothing
+--   written; else writes the mark with the tasks, unless one was refused ('e').
 -- Dedupe windows come first, whatever if_exists says (transitions::held_dead, the
 -- Store::schedule contract): a dead task whose window holds dead tasks is kept until
 -- it died (updated) + the window ('k'); where there is no task, a completion record
@@ -29,6 +33,8 @@
 local now = now_ms()
 local out = {}
 local n = tonumber(ARGV[4])
+local row = ARGV[5 + n * 13]
+if row and row_marked(row) then return { 'm' } end
 local records = records_at(n, 13)
 -- The completion record of each task without a record (false: none), by index.
 local completions = {}
@@ -227,6 +233,11 @@ if #written > 0 then
       if head == nil or first < tonumber(head) - WAITING then wake_at(lane, first) end
     end
   end
+end
+if row then
+  local refused = false
+  for i = 1, #out, 2 do refused = refused or out[i] == 'e' end
+  if not refused then mark_row(row, now, tonumber(ARGV[6 + n * 13])) end
 end
 save_groups()
 publish_wakeup()

@@ -3,8 +3,8 @@
 //! announcements, replicas, a frozen server, a server that lost its data, each lane's
 //! wake-ups, a sharded queue's order and cost, the stored records' formats, old and
 //! new, priorities' urgent sets, groups (their keys, several processes leasing from
-//! them, and groups on a queue split into shards), group rates' slots, and the
-//! completion records of dedupe windows.
+//! them, and groups on a queue split into shards), group rates' slots, the
+//! completion records of dedupe windows, and outbox marks.
 //!
 //! One test binary, one module per concern: linked once, and tests from different
 //! modules run side by side. Modules share one private server and one private Cluster
@@ -27,6 +27,7 @@ mod lanes;
 mod model;
 mod model_cluster;
 mod node_announcements;
+mod outbox_marks;
 mod priorities;
 mod rate_slots;
 mod record_formats;
