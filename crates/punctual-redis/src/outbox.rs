@@ -30,7 +30,10 @@ impl Shared {
         let mark = req.row.mark();
         let row = RowMark { mark: &mark, now: req.now };
         match req.op {
-            OnceOp::Schedule(task) => Ok(self.schedule_applying(task, row).await?.map(OnceEffect::Scheduled)),
+            OnceOp::Schedule(task) => Ok(self
+                .schedule_applying(*task, row)
+                .await?
+                .map(|scheduled| OnceEffect::Scheduled(Box::new(scheduled)))),
             OnceOp::Cancel { queue, key } => {
                 Ok(self.delete_applying(&queue, &key, DeleteIf::Any, Some(row)).await?.map(OnceEffect::Cancelled))
             }

@@ -232,7 +232,7 @@ async fn a_row_costs_its_call_three_commands_a_replay_one_script_and_a_call_with
         async move {
             let mut effects = Vec::new();
             let task = tagged(&format!("k{n}"), &format!("tag{n}"), at(60_000));
-            effects.push(apply(store, first, OnceOp::Schedule(task), now).await);
+            effects.push(apply(store, first, OnceOp::Schedule(Box::new(task)), now).await);
             effects.push(apply(store, first + 1, cancel_op(&format!("k{n}")), now).await);
             effects.push(apply(store, first + 2, cancel_op("absent"), now).await);
             schedule(store, vec![tagged(&format!("t{n}"), &format!("tag{n}"), at(60_000))], now).await;
