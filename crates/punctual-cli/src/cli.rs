@@ -13,6 +13,7 @@
 pub(crate) mod calendar;
 pub(crate) mod cron;
 mod help;
+pub(crate) mod outbox;
 pub(crate) mod timing;
 
 use std::ffi::OsString;
@@ -55,6 +56,9 @@ pub(crate) enum Command {
     /// Try a cron expression: its next occurrences, in any of the three syntaxes
     #[command(after_help = cron::NEXT, subcommand_required = true)]
     Cron(cron::CronArgs),
+    /// The outbox: create its tables in your database, or see how far behind its drain is
+    #[command(subcommand_required = true)]
+    Outbox(outbox::OutboxArgs),
     #[command(flatten)]
     Client(ClientCommand),
 }

@@ -21,6 +21,7 @@ mod cron;
 mod fake_server;
 mod import;
 mod json;
+mod outbox;
 mod render;
 
 use std::process::ExitCode;
@@ -49,6 +50,7 @@ async fn main() -> ExitCode {
         Command::Bench(args) => bench::exec(args.args),
         Command::CheckConfig(args) => check_config(&args.file).and_then(|text| emit(&text)),
         Command::Cron(args) => cron::run(args).and_then(|text| emit(&text)),
+        Command::Outbox(args) => outbox::run(args).await.and_then(|text| emit(&text)),
         Command::Client(command) => commands::run(command).await.and_then(|text| emit(&text)),
     };
     match result {

@@ -44,6 +44,7 @@ mod error;
 mod extract;
 mod head;
 pub mod metrics;
+mod outbox;
 mod policy;
 mod prom;
 mod rates;
@@ -188,7 +189,7 @@ async fn run<S: Store>(store: S, sharing: Sharing, settings: &Settings, tls: Opt
     };
     let stop_api_queues = tokio_util::sync::CancellationToken::new();
     let started = workers::start_config_actions(&engine, settings, Arc::clone(&clock), sharing.rates).await;
-    let (workers, api_queues, announcer) = match started {
+    let (workers, api_queues, announcer, drains) = match started {
         Ok((workers, actions, runtime)) => {
             state.show_actions(actions.clone());
             let announcer = match sharing.nodes {
@@ -206,8 +207,9 @@ async fn run<S: Store>(store: S, sharing: Sharing, settings: &Settings, tls: Opt
                 None => None,
             };
             tokio::spawn(calendar_notices::warn_until_stopped(engine.clone(), stop_api_queues.clone()));
+            let drains = outbox::start(&state, &settings.outboxes, &stop_api_queues);
             let api_queues = workers::ApiQueues::new(state.clone(), runtime, settings.grace_period, actions);
-            (workers, tokio::spawn(api_queues.follow(stop_api_queues.clone())), announcer)
+            (workers, tokio::spawn(api_queues.follow(stop_api_queues.clone())), announcer, drains)
         }
         Err(e) => {
             let _ = engine.shutdown().await;
@@ -231,6 +233,11 @@ async fn run<S: Store>(store: S, sharing: Sharing, settings: &Settings, tls: Opt
         let _ = reloads.await;
     }
     let _ = api_queues.await;
+    // The drains stop before the engine: a row applied is deleted in its batch's
+    // transaction, or read again by the next drain (and found marked).
+    for drain in drains {
+        let _ = drain.await;
+    }
     if let Some(announcer) = announcer {
         let _ = announcer.await;
     }

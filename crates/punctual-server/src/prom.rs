@@ -43,6 +43,8 @@ pub(crate) struct Scrape {
     pub(crate) groups: Vec<GroupGauges>,
     /// Per calendar: when its entered holidays run out (`None`: none entered).
     pub(crate) calendars: Vec<(String, Option<Timestamp>)>,
+    /// Per outbox drained (by name): what its drain did and last saw.
+    pub(crate) outboxes: Vec<(String, punctual_outbox::StatusSnapshot)>,
 }
 
 /// One queue's groups as a scrape read them (at most [`GROUP_PAGES`] pages).
@@ -290,6 +292,7 @@ impl Collector for Scrape {
             MetricType::Counter,
             [(vec![], ConstCounter::new(m.store_resets))],
         )?;
+        self.encode_outboxes(&mut e)?;
         family(
             &mut e,
             "punctual_delivery_policy_mismatch",
@@ -299,6 +302,70 @@ impl Collector for Scrape {
             [(vec![], ConstGauge::new(i64::from(self.policy_mismatch)))],
         )?;
         Ok(())
+    }
+}
+
+impl Scrape {
+    /// The outbox families, one sample per outbox drained.
+    fn encode_outboxes(&self, e: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let outbox = |name: &str| vec![("outbox", name.to_owned())];
+        let waiting =
+            self.outboxes.iter().filter_map(|(name, s)| Some((outbox(name), ConstGauge::new(s.waiting? as i64))));
+        family(
+            e,
+            "punctual_outbox_rows_waiting",
+            "Rows in the outbox table at the drain's last count (every 5 s): committed, not yet applied.",
+            MetricType::Gauge,
+            waiting,
+        )?;
+        let oldest = self.outboxes.iter().map(|(name, s)| {
+            let age = s.oldest_ms.map_or(0, |at| self.now.as_millis().saturating_sub(at).max(0));
+            (outbox(name), ConstGauge::new(age as f64 / 1000.0))
+        });
+        family(
+            e,
+            "punctual_outbox_oldest_seconds",
+            "Age of the oldest row in the outbox table at the drain's last count; 0 when it is empty. The outbox's \
+             lag: alert when it grows.",
+            MetricType::Gauge,
+            oldest,
+        )?;
+        type Pick = fn(&punctual_outbox::StatusSnapshot) -> u64;
+        let counters: [(&str, &str, Pick); 3] = [
+            ("punctual_outbox_applied", "Outbox rows this server applied.", |s| s.applied),
+            (
+                "punctual_outbox_replayed",
+                "Outbox rows this server found applied before (read again after a crash or an undone batch): \
+                 deleted, nothing changed.",
+                |s| s.replayed,
+            ),
+            (
+                "punctual_outbox_failed",
+                "Outbox rows this server moved to the failed table (the API would refuse them).",
+                |s| s.failed,
+            ),
+        ];
+        for (name, help, pick) in counters {
+            let samples = self.outboxes.iter().map(|(o, s)| (outbox(o), ConstCounter::new(pick(s))));
+            family(e, name, help, MetricType::Counter, samples)?;
+        }
+        let failed_rows =
+            self.outboxes.iter().filter_map(|(name, s)| Some((outbox(name), ConstGauge::new(s.failed_rows? as i64))));
+        family(
+            e,
+            "punctual_outbox_failed_rows",
+            "Rows in the outbox's failed table at the drain's last count.",
+            MetricType::Gauge,
+            failed_rows,
+        )?;
+        let up = self.outboxes.iter().map(|(name, s)| (outbox(name), ConstGauge::new(i64::from(s.error.is_none()))));
+        family(
+            e,
+            "punctual_outbox_up",
+            "1 while the outbox is drained, 0 while its database or the store fails (see /readyz).",
+            MetricType::Gauge,
+            up,
+        )
     }
 }
 
@@ -324,7 +391,9 @@ mod tests {
         let unlimited = GroupGauges { queue: "order.cancel".to_owned(), limit: None, groups: 2, limited: 0 };
         let groups = vec![limited, unlimited];
         let calendars = vec![("cn-office".to_owned(), Some(Timestamp::from_millis(63_500))), ("none".to_owned(), None)];
-        let scrape = Scrape { stats, metrics, now, rate_limits, paused, policy_mismatch: true, groups, calendars };
+        let outboxes = Vec::new();
+        let scrape =
+            Scrape { stats, metrics, now, rate_limits, paused, policy_mismatch: true, groups, calendars, outboxes };
         let text = render(scrape).unwrap();
         assert!(text.contains("punctual_calendar_holidays_remaining_seconds{calendar=\"cn-office\"} 60.0\n"), "{text}");
         assert!(text.contains("punctual_calendar_holidays_remaining_seconds{calendar=\"none\"} 0.0\n"), "{text}");
@@ -343,6 +412,45 @@ mod tests {
         assert!(!text.contains("punctual_group_limited_tasks{queue=\"order.cancel\"}"), "no limit, no gauge: {text}");
         assert!(text.contains("# HELP punctual_group_limited_tasks "), "{text}");
         assert!(text.contains("at most 10 pages of 1,000 groups per queue"), "the bound is in the help: {text}");
+    }
+
+    #[test]
+    fn each_outbox_drained_has_its_lag_counts_and_health() {
+        let status = |waiting, oldest_ms, error: Option<&str>| punctual_outbox::StatusSnapshot {
+            applied: 7,
+            replayed: 1,
+            failed: 2,
+            waiting,
+            oldest_ms,
+            failed_rows: Some(3),
+            error: error.map(str::to_owned),
+        };
+        let outboxes = vec![
+            ("shop".to_owned(), status(Some(40), Some(1_500), None)),
+            ("billing".to_owned(), status(None, None, Some("MySQL: connection refused"))),
+        ];
+        let scrape = Scrape {
+            stats: Vec::new(),
+            metrics: MetricsSnapshot::default(),
+            now: Timestamp::from_millis(4_000),
+            rate_limits: Vec::new(),
+            paused: Vec::new(),
+            policy_mismatch: false,
+            groups: Vec::new(),
+            calendars: Vec::new(),
+            outboxes,
+        };
+        let text = render(scrape).unwrap();
+        assert!(text.contains("punctual_outbox_rows_waiting{outbox=\"shop\"} 40\n"), "{text}");
+        assert!(!text.contains("punctual_outbox_rows_waiting{outbox=\"billing\"}"), "not counted yet: {text}");
+        assert!(text.contains("punctual_outbox_oldest_seconds{outbox=\"shop\"} 2.5\n"), "{text}");
+        assert!(text.contains("punctual_outbox_oldest_seconds{outbox=\"billing\"} 0.0\n"), "{text}");
+        assert!(text.contains("punctual_outbox_applied_total{outbox=\"shop\"} 7\n"), "{text}");
+        assert!(text.contains("punctual_outbox_replayed_total{outbox=\"shop\"} 1\n"), "{text}");
+        assert!(text.contains("punctual_outbox_failed_total{outbox=\"shop\"} 2\n"), "{text}");
+        assert!(text.contains("punctual_outbox_failed_rows{outbox=\"shop\"} 3\n"), "{text}");
+        assert!(text.contains("punctual_outbox_up{outbox=\"shop\"} 1\n"), "{text}");
+        assert!(text.contains("punctual_outbox_up{outbox=\"billing\"} 0\n"), "{text}");
     }
 
     fn group(name: &str, scheduled: u64, leased: u64) -> GroupCounts {

@@ -49,6 +49,8 @@ pub(crate) struct Inner<S: Store> {
     /// The nodes sharing the store whose delivery policy differs from this node's
     /// (`/readyz`, `/metrics`); none on the embedded store.
     pub(crate) delivery_policy: PolicyPeers,
+    /// The outboxes this server drains (`/readyz`, `/metrics`, the dashboard).
+    pub(crate) outboxes: Mutex<Vec<crate::config::outbox::Drained>>,
 }
 
 impl<S: Store> AppState<S> {
@@ -56,6 +58,16 @@ impl<S: Store> AppState<S> {
     /// queues.
     pub(crate) fn show_actions(&self, actions: Vec<(String, punctual_actions::Action)>) {
         *self.inner.actions.lock().expect("actions lock poisoned") = actions;
+    }
+
+    /// Shows these outboxes' drains in `/readyz` and `/metrics`.
+    pub(crate) fn show_outboxes(&self, outboxes: Vec<crate::config::outbox::Drained>) {
+        *self.inner.outboxes.lock().expect("outboxes lock poisoned") = outboxes;
+    }
+
+    /// The outboxes this server drains.
+    pub(crate) fn outboxes(&self) -> Vec<crate::config::outbox::Drained> {
+        self.inner.outboxes.lock().expect("outboxes lock poisoned").clone()
     }
 
     /// State over a started engine; reads the store's signing secret for lease ids.
@@ -78,6 +90,7 @@ impl<S: Store> AppState<S> {
                 openapi: OnceLock::new(),
                 metrics,
                 delivery_policy: PolicyPeers::default(),
+                outboxes: Mutex::new(Vec::new()),
             }),
         })
     }

@@ -32,6 +32,7 @@ mod groups;
 mod import_keyspace;
 mod kill_under_load;
 mod observability;
+mod outbox;
 mod partition;
 mod priorities;
 mod push_actions;

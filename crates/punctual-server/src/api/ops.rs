@@ -88,7 +88,14 @@ pub(crate) async fn readyz<S: Store>(State(state): State<AppState<S>>) -> Respon
         Ok(overdue) => {
             let reset = state.metrics().last_store_reset;
             let reason = reset.map(|r| format!("{} (noticed at {})", r.what, r.noticed_at));
-            let warnings = state.delivery_policy().warning().into_iter().collect();
+            let mut warnings: Vec<String> = state.delivery_policy().warning().into_iter().collect();
+            warnings.extend(state.outboxes().iter().filter_map(|outbox| {
+                let error = outbox.snapshot().error?;
+                Some(format!(
+                    "outbox {} ({}, table {}) is not drained: {error}",
+                    outbox.name, outbox.database, outbox.table
+                ))
+            }));
             Json(Status { status: "ready", reason, overdue, warnings }).into_response()
         }
         Err(why) => {
@@ -182,6 +189,7 @@ pub(crate) async fn metrics<S: Store>(State(state): State<AppState<S>>) -> Resul
             .iter()
             .map(|(name, entry)| (name.to_string(), entry.calendar.entered_until()))
             .collect(),
+        outboxes: state.outboxes().iter().map(|o| (o.name.to_string(), o.snapshot())).collect(),
     };
     let text = prom::render(scrape).map_err(ApiError::internal)?;
     Ok(([(header::CONTENT_TYPE, prom::CONTENT_TYPE)], text).into_response())

@@ -28,13 +28,15 @@
 //! tables, `access` the `[[access]]` tables of scoped tokens with the grants and the
 //! permission every route needs, `declared` the queues the file declares (and what is
 //! refused on the others), `calendars` the `[calendars]` tables of working-time
-//! calendars, and `settings` a queue's settings given through the API.
+//! calendars, `outbox` the `[[outbox]]` tables of the databases drained, and
+//! `settings` a queue's settings given through the API.
 
 pub(crate) mod access;
 mod actions;
 mod calendars;
 pub(crate) mod declared;
 mod flags;
+pub(crate) mod outbox;
 mod queues;
 mod raw;
 pub(crate) mod settings;
@@ -113,6 +115,8 @@ pub(crate) struct Settings {
     pub(crate) tls: Option<crate::tls::TlsFiles>,
     /// Working-time calendars of the file (`[calendars."name"]`), in name order.
     pub(crate) calendars: Vec<(punctual_core::calendar::CalendarName, punctual_core::Calendar)>,
+    /// The outboxes this server drains (`[[outbox]]`), in the file's order.
+    pub(crate) outboxes: Vec<outbox::OutboxSettings>,
     /// The file these settings were read from, if any.
     pub(crate) config_file: Option<PathBuf>,
 }

@@ -39,6 +39,8 @@ pub(super) struct RawConfig {
     /// Read as TOML tables, each checked as a calendar body (see `calendars`).
     #[serde(default)]
     pub(super) calendars: BTreeMap<Spanned<String>, Spanned<toml::Table>>,
+    #[serde(default)]
+    pub(super) outbox: Vec<Spanned<super::outbox::RawOutbox>>,
 }
 
 /// `[[access]]`: a scoped token.

@@ -120,6 +120,7 @@ pub(crate) fn settings(args: &ServeArgs, file: Option<(&Path, &str)>) -> Result<
 
     let tls = tls_files(args, &raw, &at)?;
     let calendars = calendar_tables(&raw.calendars, &at)?;
+    let outboxes = super::outbox::outbox_tables(&raw.outbox, &at)?;
 
     Ok(Settings {
         listen,
@@ -161,6 +162,7 @@ pub(crate) fn settings(args: &ServeArgs, file: Option<(&Path, &str)>) -> Result<
         targets_secret,
         tls,
         calendars,
+        outboxes,
         config_file: file.map(|(path, _)| path.to_path_buf()),
     })
 }
