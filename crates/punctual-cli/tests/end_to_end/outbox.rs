@@ -154,7 +154,7 @@ fn application(url: String, dialect: Dialect, stop: Arc<AtomicBool>) -> Vec<(Str
         for _ in 0..20 {
             let key = format!("k{n}");
             let payload = |which: &str| json!({"delay": "1h", "payload": {which: n}}).to_string();
-            if n % 3 == 0 {
+            if n.is_multiple_of(3) {
                 statements.push(row(dialect, &key, "schedule", Some(&payload("first"))));
                 statements.push(row(dialect, &key, "cancel", None));
             }
