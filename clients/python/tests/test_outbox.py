@@ -14,6 +14,7 @@ import datetime as dt
 import json
 import os
 import re
+import sys
 import uuid
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
@@ -405,3 +406,34 @@ def test_an_unknown_driver_needs_the_dialect() -> None:
         "INSERT INTO punctual_outbox (queue, `key`, op, body) VALUES (%s, %s, %s, %s)",
         ["q", "k", "schedule", '{"delay": "1m"}'],
     )]
+
+
+INSERT = "INSERT INTO punctual_outbox (queue, key, op, body) VALUES "
+
+
+@pytest.mark.parametrize("paramstyle,sql,params", [
+    ("qmark", INSERT + "(?, ?, ?, CAST(? AS jsonb)) RETURNING id", ["q", "k", "schedule", '{"delay": "1m"}']),
+    ("numeric", INSERT + "(:1, :2, :3, CAST(:4 AS jsonb)) RETURNING id", ["q", "k", "schedule", '{"delay": "1m"}']),
+    ("named", INSERT + "(:p1, :p2, :p3, CAST(:p4 AS jsonb)) RETURNING id",
+     {"p1": "q", "p2": "k", "p3": "schedule", "p4": '{"delay": "1m"}'}),
+])
+def test_placeholders_follow_the_drivers_paramstyle(
+    monkeypatch: pytest.MonkeyPatch, paramstyle: str, sql: str, params: Any
+) -> None:
+    driver = type(sys)("fake_pg_driver")
+    driver.paramstyle = paramstyle  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "fake_pg_driver", driver)
+
+    class Cursor:
+        executed: List[Tuple[str, Any]] = []
+
+        def execute(self, sql: str, params: Any = None) -> None:
+            self.executed.append((sql, params))
+
+        def fetchone(self) -> Dict[str, int]:
+            return {"id": 12}
+
+    Cursor.__module__ = "fake_pg_driver"
+    cur = Cursor()
+    assert outbox.schedule(cur, "q", "k", delay="1m", dialect="postgres") == 12
+    assert cur.executed == [(sql, params)]
