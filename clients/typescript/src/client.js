@@ -47,7 +47,7 @@ function uniqueForBody(u) {
   return u.dead ? { window: u.window, dead: true } : u.window;
 }
 
-/** The wire body of a task from camelCase options (shared by schedule and scheduleMany). */
+/** The wire body of a task from camelCase options (shared by schedule, scheduleMany and the outbox's schedule rows). */
 export function taskBody(opts = {}) {
   if (opts.delay !== undefined && opts.dueAt !== undefined) {
     throw new TypeError("give delay or dueAt, not both");

@@ -515,3 +515,56 @@ export declare class UnauthorizedError extends PunctualError {}
 export declare class ForbiddenError extends PunctualError {}
 export declare class UnavailableError extends PunctualError {}
 export declare function errorFromResponse(status: number, body: unknown): PunctualError;
+
+/**
+ * A PostgreSQL connection as the outbox uses it: `pg`'s Client and PoolClient (told by
+ * `query` and `escapeIdentifier`), or another driver's with `dialect: "postgres"`.
+ */
+export interface OutboxPostgresConnection {
+  query(text: string, values: string[]): Promise<{ rows: Array<{ id?: unknown }> }>;
+}
+
+/**
+ * A MySQL/MariaDB connection as the outbox uses it: `mysql2/promise`'s Connection and
+ * PoolConnection (told by `execute` and `beginTransaction`), or another driver's with
+ * `dialect: "mysql"`.
+ */
+export interface OutboxMysqlConnection {
+  query(sql: string, values: string[]): Promise<unknown>;
+}
+
+export type OutboxConnection = OutboxPostgresConnection | OutboxMysqlConnection;
+
+/** "postgres" (the body cast to jsonb) or "mysql" (MySQL and MariaDB: `key` quoted, the body a JSON string). */
+export type OutboxDialect = "postgres" | "mysql";
+
+export interface OutboxOptions {
+  /**
+   * The outbox table (default punctual_outbox): letters, digits and _ (not starting
+   * with a digit), optionally schema-qualified; anything else is a TypeError.
+   */
+  table?: string;
+  /** Default: told from the connection (pg Client, mysql2/promise Connection). */
+  dialect?: OutboxDialect;
+}
+
+/**
+ * The outbox helpers: each INSERTs one row into the outbox table through your
+ * connection, inside your transaction, and resolves to the row's id (a bigint, as a
+ * string). Never commits, rolls back or opens a connection; a call refused by its checks
+ * rejects and writes nothing.
+ */
+export declare class Outbox {
+  constructor(options?: OutboxOptions);
+  readonly table: string;
+  readonly dialect: OutboxDialect | undefined;
+  /** A "schedule" row whose body is what client.schedule(queue, key, options) sends. */
+  schedule(db: OutboxConnection, queue: string, key: string, options?: ScheduleOptions & OutboxOptions): Promise<string | undefined>;
+  /** A "cancel" row: DELETE /v1/queues/{queue}/tasks/{key}. */
+  cancel(db: OutboxConnection, queue: string, key: string, options?: OutboxOptions): Promise<string | undefined>;
+  /** A "cancel_tag" row: DELETE /v1/queues/{queue}/tags/{tag}. */
+  cancelTag(db: OutboxConnection, queue: string, tag: string, options?: OutboxOptions): Promise<string | undefined>;
+}
+
+/** The helpers for punctual_outbox, the dialect told from each connection. */
+export declare const outbox: Outbox;

@@ -70,3 +70,23 @@ await worker.start();
 await worker.stop({ graceMs: 5000 });
 const ok: boolean = verifySignature({ body: "{}", header: "t=1,v1=00", secret: "whsec" });
 void n, ok, policies, urgent, groupLimit, groups.next_cursor, windowText, enteredUntil, syntax, defaultUntil, defaultSyntax, defaultTries;
+
+// The outbox with the drivers' own types: a pg Client or PoolClient, a mysql2/promise Connection.
+import { outbox, Outbox } from "punctual-client";
+import type { Client as PgClient, PoolClient } from "pg";
+import type { Connection as MysqlConnection, PoolConnection as MysqlPoolConnection } from "mysql2/promise";
+declare const pgClient: PgClient;
+declare const pgPoolClient: PoolClient;
+declare const mysqlConnection: MysqlConnection;
+declare const mysqlPoolConnection: MysqlPoolConnection;
+await pgClient.query("BEGIN");
+const rowId: string | undefined = await outbox.schedule(pgClient, "order.cancel", "order-1234", { delay: "30m", payload: { orderId: 1234 } });
+await outbox.cancel(pgPoolClient, "order.cancel", "order-1234", { table: "shop_outbox" });
+await outbox.cancelTag(mysqlConnection, "flow.remind", "flow-7");
+const shop = new Outbox({ table: "shop.outbox", dialect: "mysql" });
+await shop.schedule(mysqlPoolConnection, "order.cancel", "order-1", { dueAt: new Date(), priority: 9, table: "other_outbox" });
+// @ts-expect-error a dialect is "postgres" or "mysql"
+await outbox.cancel(pgClient, "q", "k", { dialect: "sqlite" });
+// @ts-expect-error schedule's options are checked as client.schedule's
+await outbox.schedule(pgClient, "q", "k", { overlap: "sometimes" });
+void rowId, shop.table;

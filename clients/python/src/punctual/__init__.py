@@ -12,6 +12,9 @@
         print("remind", task.payload["to"], "attempt", task.attempt)
 
     worker.run()                                    # until SIGINT / SIGTERM
+
+The outbox (``punctual.outbox``) writes a schedule or a cancel as a row of your own
+database inside your own transaction, for punctual to apply once it is committed.
 """
 from .calendars import Calendar, Workday
 from .client import DEFAULT_SERVER, Client
@@ -27,6 +30,7 @@ from .errors import (
     Unavailable,
     error_from_response,
 )
+from . import outbox
 from .signature import check_signature, sign, verify_signature
 from .types import (
     AckResult,
@@ -56,7 +60,7 @@ from .worker import Worker
 __version__ = "0.1.0"
 
 __all__ = [
-    "DEFAULT_SERVER", "Client", "Worker",
+    "DEFAULT_SERVER", "Client", "Worker", "outbox",
     "PunctualError", "InvalidArgument", "Unauthorized", "Forbidden", "NotFound", "Conflict",
     "PayloadTooLarge", "Unavailable", "InvalidSignature", "error_from_response",
     "verify_signature", "check_signature", "sign",

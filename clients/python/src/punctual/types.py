@@ -249,7 +249,8 @@ def task_body(
     overlap: Optional[Overlap] = None,
     jitter: Optional[Duration] = None,
 ) -> Dict[str, Any]:
-    """The JSON body of a ``PUT`` of a task (and of a batch item, without its key).
+    """The JSON body of a ``PUT`` of a task (and of a batch item, without its key, and of
+    an outbox ``schedule`` row: ``punctual.outbox``).
 
     ``priority`` is sent as given: the server checks its range (0–9) and answers
     ``InvalidArgument`` with field ``priority``. ``debounce`` is the burst's max wait,
