@@ -211,7 +211,7 @@ func queuePath(queue string) string { return "/v1/queues/" + url.PathEscape(queu
 // Schedule creates or updates one task.
 func (c *Client) Schedule(ctx context.Context, queue, key string, p ScheduleParams) (*ScheduleResult, error) {
 	var out ScheduleResult
-	if _, err := c.do(ctx, call{method: "PUT", path: taskPath(queue, key), body: p.body(), out: &out, retry: true}); err != nil {
+	if _, err := c.do(ctx, call{method: "PUT", path: taskPath(queue, key), body: p, out: &out, retry: true}); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -219,11 +219,9 @@ func (c *Client) Schedule(ctx context.Context, queue, key string, p SchedulePara
 
 // ScheduleMany schedules a batch; each item answers on its own, in order.
 func (c *Client) ScheduleMany(ctx context.Context, queue string, items []BatchItem) ([]BatchResult, error) {
-	tasks := make([]map[string]any, len(items))
-	for i, it := range items {
-		m := it.body()
-		m["key"] = it.Key
-		tasks[i] = m
+	tasks := items
+	if tasks == nil {
+		tasks = []BatchItem{} // [], as for an empty batch
 	}
 	var out struct {
 		Results []BatchResult `json:"results"`

@@ -350,6 +350,11 @@ type ScheduleParams struct {
 	Jitter time.Duration
 }
 
+// MarshalJSON is the body of PUT /v1/queues/{queue}/tasks/{key} for these params, the
+// one place their fields become the API's: Client.Schedule sends it, and
+// outbox.Table.Schedule stores it as its row's body.
+func (p ScheduleParams) MarshalJSON() ([]byte, error) { return json.Marshal(p.body()) }
+
 func (p ScheduleParams) body() map[string]any {
 	m := map[string]any{}
 	if p.Delay != 0 {
@@ -435,6 +440,14 @@ type Completed struct {
 type BatchItem struct {
 	Key string
 	ScheduleParams
+}
+
+// MarshalJSON is the item as ScheduleMany sends it: the schedule's body with its key
+// (without it, the embedded ScheduleParams' MarshalJSON would drop the key).
+func (it BatchItem) MarshalJSON() ([]byte, error) {
+	m := it.body()
+	m["key"] = it.Key
+	return json.Marshal(m)
 }
 
 // BatchResult is the answer for one item of ScheduleMany: an Outcome (with Completed

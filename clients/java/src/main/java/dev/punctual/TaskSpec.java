@@ -158,6 +158,11 @@ public final class TaskSpec {
 
     String key() { return key; }
 
+    /**
+     * The body of {@code PUT /v1/queues/{queue}/tasks/{key}} (with the key for a batch
+     * item): the one place the spec's fields become the API's. {@link PunctualClient}
+     * sends it, {@link Outbox#schedule} stores it as the row's body.
+     */
     ObjectNode toJson() {
         ObjectNode o = PunctualClient.MAPPER.createObjectNode();
         if (key != null) o.put("key", key);
