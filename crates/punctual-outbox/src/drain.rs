@@ -116,6 +116,7 @@ struct StatusInner {
     waiting: Option<u64>,
     oldest_ms: Option<i64>,
     failed_rows: Option<u64>,
+    queues: Vec<QueueBacklog>,
     error: Option<String>,
 }
 
@@ -134,6 +135,8 @@ pub struct StatusSnapshot {
     pub oldest_ms: Option<i64>,
     /// Rows in the failed table at the last look.
     pub failed_rows: Option<u64>,
+    /// Each queue's rows waiting at the last look.
+    pub queues: Vec<QueueBacklog>,
     /// Why the database or the store cannot be drained now, if so.
     pub error: Option<String>,
 }
@@ -148,6 +151,7 @@ impl DrainStatus {
             waiting: s.waiting,
             oldest_ms: s.oldest_ms,
             failed_rows: s.failed_rows,
+            queues: s.queues,
             error: s.error,
         }
     }
@@ -158,11 +162,34 @@ impl DrainStatus {
 }
 
 /// The table's backlog as counted by a status query.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Backlog {
     pub waiting: u64,
     pub oldest_ms: Option<i64>,
     pub failed: u64,
+    /// The rows waiting of each queue, by name.
+    pub queues: Vec<QueueBacklog>,
+}
+
+/// One queue's rows in an outbox table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueueBacklog {
+    pub queue: String,
+    pub waiting: u64,
+    /// When its oldest row was inserted, ms since the epoch.
+    pub oldest_ms: Option<i64>,
+}
+
+impl Backlog {
+    /// The backlog of these queues' rows, and the failed rows.
+    pub fn of(queues: Vec<QueueBacklog>, failed: u64) -> Backlog {
+        Backlog {
+            waiting: queues.iter().map(|q| q.waiting).sum(),
+            oldest_ms: queues.iter().filter_map(|q| q.oldest_ms).min(),
+            failed,
+            queues,
+        }
+    }
 }
 
 /// How often the drain counts the table's backlog.
@@ -236,6 +263,7 @@ where
                 s.waiting = Some(counted.waiting);
                 s.oldest_ms = counted.oldest_ms;
                 s.failed_rows = Some(counted.failed);
+                s.queues = counted.queues;
             });
             last_count = Some(Instant::now());
         }

@@ -13,7 +13,7 @@ pub mod drain;
 mod mysql;
 mod postgres;
 
-pub use drain::{Applied, Applier, BatchReport, DrainConfig, DrainStatus, Row, StatusSnapshot};
+pub use drain::{Applied, Applier, Backlog, BatchReport, DrainConfig, DrainStatus, QueueBacklog, Row, StatusSnapshot};
 
 /// The table's name unless configured.
 pub const DEFAULT_TABLE: &str = "punctual_outbox";

@@ -9,7 +9,8 @@ use mysql_async::{Conn, IsolationLevel, Opts, TxOpts, Value};
 use tokio_util::sync::CancellationToken;
 
 use crate::drain::{
-    Applier, Backlog, BatchReport, DrainConfig, DrainStatus, Row, apply_rows, drain_session, first_of_each_key,
+    Applier, Backlog, BatchReport, DrainConfig, DrainStatus, QueueBacklog, Row, apply_rows, drain_session,
+    first_of_each_key,
 };
 use crate::{OutboxError, TableName};
 
@@ -132,17 +133,18 @@ async fn batch<A: Applier>(
 
 /// Rows waiting, the oldest one's time, and failed rows.
 pub(crate) async fn backlog(conn: &mut Conn, table: &TableName) -> Result<Backlog, OutboxError> {
-    let row: Option<(i64, Option<i64>, i64)> = conn
-        .query_first(format!(
-            "SELECT count(*), CAST(UNIX_TIMESTAMP(min(created_at)) * 1000 AS SIGNED), \
-             (SELECT count(*) FROM {failed}) FROM {table}",
-            failed = table.failed()
+    let count = |n: i64| u64::try_from(n).unwrap_or(0);
+    let rows: Vec<(String, i64, Option<i64>)> = conn
+        .query(format!(
+            "SELECT queue, count(*), CAST(UNIX_TIMESTAMP(min(created_at)) * 1000 AS SIGNED) FROM {table} \
+             GROUP BY queue ORDER BY queue"
         ))
         .await
         .map_err(db)?;
-    let (waiting, oldest_ms, failed) = row.unwrap_or((0, None, 0));
-    let count = |n: i64| u64::try_from(n).unwrap_or(0);
-    Ok(Backlog { waiting: count(waiting), oldest_ms, failed: count(failed) })
+    let queues =
+        rows.into_iter().map(|(queue, waiting, oldest_ms)| QueueBacklog { queue, waiting: count(waiting), oldest_ms });
+    let failed: Option<i64> = conn.query_first(format!("SELECT count(*) FROM {}", table.failed())).await.map_err(db)?;
+    Ok(Backlog::of(queues.collect(), count(failed.unwrap_or(0))))
 }
 
 /// What a MySQL error says, for the operator.

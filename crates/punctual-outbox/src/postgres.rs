@@ -13,7 +13,8 @@ use tokio_postgres::{AsyncMessage, Client};
 use tokio_util::sync::CancellationToken;
 
 use crate::drain::{
-    Applier, Backlog, BatchReport, DrainConfig, DrainStatus, Row, apply_rows, drain_session, first_of_each_key,
+    Applier, Backlog, BatchReport, DrainConfig, DrainStatus, QueueBacklog, Row, apply_rows, drain_session,
+    first_of_each_key,
 };
 use crate::{OutboxError, TableName};
 
@@ -248,19 +249,22 @@ async fn batch<A: Applier>(
 
 /// Rows waiting, the oldest one's time, and failed rows.
 pub(crate) async fn backlog(client: &Client, table: &TableName) -> Result<Backlog, OutboxError> {
-    let row = client
-        .query_one(
+    let count = |n: i64| u64::try_from(n).unwrap_or(0);
+    let queues = client
+        .query(
             &format!(
-                "SELECT count(*), (extract(epoch FROM min(created_at)) * 1000)::bigint, \
-                 (SELECT count(*) FROM {failed}) FROM {table}",
-                failed = table.failed()
+                "SELECT queue, count(*), (extract(epoch FROM min(created_at)) * 1000)::bigint FROM {table} \
+                 GROUP BY queue ORDER BY queue"
             ),
             &[],
         )
         .await
-        .map_err(db)?;
-    let count = |n: i64| u64::try_from(n).unwrap_or(0);
-    Ok(Backlog { waiting: count(row.get(0)), oldest_ms: row.get(1), failed: count(row.get(2)) })
+        .map_err(db)?
+        .iter()
+        .map(|r| QueueBacklog { queue: r.get(0), waiting: count(r.get(1)), oldest_ms: r.get(2) })
+        .collect();
+    let failed = client.query_one(&format!("SELECT count(*) FROM {}", table.failed()), &[]).await.map_err(db)?;
+    Ok(Backlog::of(queues, count(failed.get(0))))
 }
 
 /// What a PostgreSQL error says, for the operator.

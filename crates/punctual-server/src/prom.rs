@@ -423,6 +423,7 @@ mod tests {
             waiting,
             oldest_ms,
             failed_rows: Some(3),
+            queues: Vec::new(),
             error: error.map(str::to_owned),
         };
         let outboxes = vec![

@@ -110,6 +110,10 @@ fn committed_rows_become_tasks_and_rolled_back_ones_never(dialect: Dialect) {
     assert!(status.contains("0 rows waiting") && status.contains("2 failed"), "{status}");
     let metrics = api.get("/metrics").text;
     assert!(metrics.contains("punctual_outbox_applied_total{outbox=\"punctual_outbox:127.0.0.1:"), "{metrics}");
+    let detail = api.get("/v1/queues/order.cancel").expect(200, "the queue").clone();
+    assert!(detail["outbox"]["rows_waiting"].is_u64(), "the queue shows its outbox rows: {detail}");
+    let elsewhere = api.get("/v1/queues/other").expect(200, "another queue").clone();
+    assert_eq!(elsewhere["outbox"]["rows_waiting"], json!(0), "{elsewhere}");
     assert!(metrics.contains("punctual_outbox_up{outbox="), "{metrics}");
 }
 

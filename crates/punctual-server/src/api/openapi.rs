@@ -141,6 +141,7 @@ use crate::state::AppState;
         bodies::QueueSummary,
         bodies::QueueListResponse,
         bodies::QueueDetail,
+        bodies::OutboxLag,
         bodies::GroupList,
         bodies::GroupSummary,
         bodies::LagMs,

@@ -61,7 +61,8 @@ pub(crate) async fn get_queue<S: Store>(State(state): State<AppState<S>>, params
         .map_or(0, |due| u64::try_from(now.saturating_since(due).as_millis()).unwrap_or(u64::MAX));
     let lag = state.inner.metrics.recent_lag(&punctual_core::QueueName::new(name)?);
     let lag_ms = LagMs { p50: lag.map(|l| l.p50_ms), p99: lag.map(|l| l.p99_ms) };
-    Ok(Json(QueueDetail { summary, oldest_overdue_ms, lag_ms }).into_response())
+    let outbox = outbox_lag(&state.outboxes(), name, now);
+    Ok(Json(QueueDetail { summary, oldest_overdue_ms, lag_ms, outbox }).into_response())
 }
 
 #[utoipa::path(get, path = "/v1/queues/{queue}/activity", tag = "queues",
@@ -95,4 +96,27 @@ pub(crate) async fn list_groups<S: Store>(
     }
     let page = state.inner.engine.groups(params.get("queue"), query.limit()?, query.cursor()).await?;
     Ok(Json(GroupList::of(page)).into_response())
+}
+
+/// `queue`'s rows in the outboxes drained, summed; `None` when none is drained.
+fn outbox_lag(
+    outboxes: &[crate::config::outbox::Drained],
+    queue: &str,
+    now: punctual_core::Timestamp,
+) -> Option<crate::bodies::OutboxLag> {
+    if outboxes.is_empty() {
+        return None;
+    }
+    let (mut rows_waiting, mut oldest) = (0, None::<i64>);
+    for drained in outboxes {
+        for backlog in drained.snapshot().queues.iter().filter(|b| b.queue == queue) {
+            rows_waiting += backlog.waiting;
+            oldest = match (oldest, backlog.oldest_ms) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+        }
+    }
+    let oldest_age_ms = oldest.map(|at| u64::try_from(now.as_millis().saturating_sub(at)).unwrap_or(0));
+    Some(crate::bodies::OutboxLag { rows_waiting, oldest_age_ms })
 }

@@ -50,6 +50,19 @@ pub(crate) struct QueueDetail {
     /// How long the earliest scheduled task has been due (0 when none is due).
     pub(crate) oldest_overdue_ms: u64,
     pub(crate) lag_ms: LagMs,
+    /// The queue's rows in the outboxes this server drains, as last counted (every
+    /// 5 s); absent when it drains none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) outbox: Option<OutboxLag>,
+}
+
+/// A queue's rows waiting in the outboxes a server drains: committed in the
+/// application's database, not yet applied.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct OutboxLag {
+    pub(crate) rows_waiting: u64,
+    /// How long the oldest of them has waited since it was inserted; null when none.
+    pub(crate) oldest_age_ms: Option<u64>,
 }
 
 /// Fire lag (lease time − due time) of this server's recent leases of the queue;

@@ -97,7 +97,10 @@ export async function queuePage(queue, filter) {
       card("Next due", relative(detail.next_due_at), "next-due"),
       card("Oldest overdue", detail.oldest_overdue_ms ? ms(detail.oldest_overdue_ms) : "–", "overdue"),
       card("Lag p50 / p99", `${ms(detail.lag_ms.p50)} / ${ms(detail.lag_ms.p99)}`, "lag"),
-      card("Leases / min", perMinute(activity.fired, activity.slot_ms), "rate")),
+      card("Leases / min", perMinute(activity.fired, activity.slot_ms), "rate"),
+      // Only on a server that drains an outbox: rows committed, not yet applied.
+      detail.outbox ? card("Outbox lag", detail.outbox.rows_waiting === 0 ? "none"
+        : `${detail.outbox.rows_waiting} rows, ${ms(detail.outbox.oldest_age_ms)}`, "outbox") : null),
     h("h2", {}, "Settings"),
     admin ? settingsPanel(settings) : needs("admin", "settings"),
     admin && (!settings || settings.source === "api") ? settingsEditor(queue, settings) : null,
