@@ -14,6 +14,7 @@
 import datetime, http.client, json, os, socket, statistics, subprocess, sys, tempfile, time, uuid
 
 BIN, DIALECT, ROWS, PROBES = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+BATCH = int(sys.argv[5]) if len(sys.argv) > 5 else 500
 QUEUE = "order.cancel"
 
 
@@ -96,7 +97,7 @@ def main():
                 db.commit()
         db.autocommit = True
         data = tempfile.mkdtemp()
-        config = f'[[outbox]]\nurl = "{url(database)}"\nbatch = 500\n'
+        config = f'[[outbox]]\nurl = "{url(database)}"\nbatch = {BATCH}\n'
         server, port = serve(config, data)
         began = time.monotonic()
         while waiting(db) > 0:
@@ -147,8 +148,9 @@ def main():
                                     "max": round(max(latencies), 1), "probes": PROBES},
         }))
     finally:
+        force = " WITH (FORCE)" if DIALECT == "postgres" else ""
         with admin.cursor() as cur:
-            cur.execute(f"DROP DATABASE IF EXISTS {database}")
+            cur.execute(f"DROP DATABASE IF EXISTS {database}{force}")
 
 
 main()

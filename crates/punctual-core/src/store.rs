@@ -87,6 +87,15 @@ impl OnceOp {
             OnceOp::Cancel { queue, .. } | OnceOp::CancelTag { queue, .. } => queue,
         }
     }
+
+    /// The one task it changes, by queue and key; `None` for a cancel by tag.
+    pub fn key(&self) -> Option<(&QueueName, &TaskKey)> {
+        match self {
+            OnceOp::Schedule(task) => Some((&task.queue, &task.key)),
+            OnceOp::Cancel { queue, key } => Some((queue, key)),
+            OnceOp::CancelTag { .. } => None,
+        }
+    }
 }
 
 /// [`Store::apply_once`] of an outbox row and what it asks.
@@ -802,6 +811,33 @@ pub trait Store: Send + Sync + 'static {
     /// `cancel_tag` in parts, each atomic with a mark of its own part: a row read again
     /// after a part applied applies the rest, so every part applies once.
     fn apply_once(&self, req: ApplyOnceRequest) -> impl Future<Output = Result<Option<OnceEffect>>> + Send;
+
+    /// [`Store::apply_once`] of many rows, each on its own: each answers as
+    /// `apply_once` would, a row refused changes nothing of the others, and rows of one
+    /// key (and any row after a cancel by tag) apply in the order given. `Err` of the
+    /// whole call means nothing was written. A store that writes in batches applies
+    /// them together; the default sends rows of distinct keys at once.
+    fn apply_once_many(
+        &self,
+        reqs: Vec<ApplyOnceRequest>,
+    ) -> impl Future<Output = Result<Vec<Result<Option<OnceEffect>>>>> + Send {
+        async move {
+            let mut answers = Vec::with_capacity(reqs.len());
+            for wave in reqs.into_iter().fold(Vec::<Vec<ApplyOnceRequest>>::new(), |mut waves, req| {
+                let joins = waves.last().is_some_and(|wave| {
+                    req.op.key().is_some_and(|key| wave.iter().all(|other| other.op.key().is_some_and(|k| k != key)))
+                });
+                match waves.last_mut() {
+                    Some(wave) if joins => wave.push(req),
+                    _ => waves.push(vec![req]),
+                }
+                waves
+            }) {
+                answers.extend(futures_util::future::join_all(wave.into_iter().map(|req| self.apply_once(req))).await);
+            }
+            Ok(answers)
+        }
+    }
 
     /// One page of the queue's tasks in due order: those in `state` and carrying `tag`
     /// when given. Paging through with `next_cursor` (and the same filters) visits every

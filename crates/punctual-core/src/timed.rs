@@ -68,6 +68,9 @@ impl<S: Store> Store for Timed<S> {
     async fn apply_once(&self, req: ApplyOnceRequest) -> Result<Option<OnceEffect>> {
         self.call(StoreOp::ApplyOnce, self.store.apply_once(req)).await
     }
+    async fn apply_once_many(&self, reqs: Vec<ApplyOnceRequest>) -> Result<Vec<Result<Option<OnceEffect>>>> {
+        self.call(StoreOp::ApplyOnce, self.store.apply_once_many(reqs)).await
+    }
     async fn list(&self, req: ListRequest) -> Result<Page> {
         self.call(StoreOp::List, self.store.list(req)).await
     }

@@ -56,9 +56,10 @@ pub enum Applied {
     Unavailable(String),
 }
 
-/// Applies a row: punctual's side of the drain.
+/// Applies rows: punctual's side of the drain.
 pub trait Applier: Send + Sync + 'static {
-    fn apply(&self, row: &Row) -> impl Future<Output = Applied> + Send;
+    /// Applies `rows`, of distinct keys, each on its own; an answer per row, in order.
+    fn apply(&self, rows: &[Row]) -> impl Future<Output = Vec<Applied>> + Send;
 }
 
 /// One outbox to drain.
@@ -315,61 +316,59 @@ pub(crate) struct Outcome {
     pub(crate) report: BatchReport,
 }
 
-/// Applies `rows` (in id order) through `applier`: each key's rows in order, keys at
-/// once; the keys in `blocked` (an earlier row elsewhere) are left whole.
+/// Applies `rows` (in id order) through `applier`, in rounds: the first row of each
+/// key, then the second of each key whose first applied, and so on, so a key's rows go
+/// in order and each round is one call; the keys in `blocked` (an earlier row
+/// elsewhere) are left whole, and a key stops at its first row that could not be
+/// applied now.
 pub(crate) async fn apply_rows<A: Applier>(
     rows: Vec<Row>,
     blocked: &HashSet<(String, String)>,
     applier: &A,
 ) -> Outcome {
     let taken = rows.len();
-    let mut by_key: BTreeMap<(String, String), Vec<Row>> = BTreeMap::new();
-    let mut left = 0u64;
+    let mut by_key: BTreeMap<(String, String), std::collections::VecDeque<Row>> = BTreeMap::new();
+    let mut outcome = Outcome { report: BatchReport { taken, ..BatchReport::default() }, ..Outcome::default() };
     for row in rows {
         let slot = (row.queue.clone(), row.key.clone());
         if blocked.contains(&slot) {
-            left += 1;
+            outcome.report.left += 1;
         } else {
-            by_key.entry(slot).or_default().push(row);
+            by_key.entry(slot).or_default().push_back(row);
         }
     }
-    let runs = by_key.into_values().map(|rows| async move {
-        let mut answers = Vec::with_capacity(rows.len());
-        for row in &rows {
-            let answer = applier.apply(row).await;
-            let stop = matches!(answer, Applied::Unavailable(_));
-            answers.push((row.id, answer));
-            if stop {
-                break;
-            }
-        }
-        (rows.len(), answers)
-    });
-    let mut outcome = Outcome { report: BatchReport { taken, left, ..BatchReport::default() }, ..Outcome::default() };
-    for (of_key, answers) in futures_util::future::join_all(runs).await {
-        let mut settled = 0;
-        for (id, answer) in answers {
+    // Rows in id order within a round keep the order of the batch.
+    while !by_key.is_empty() {
+        let mut round: Vec<Row> = by_key.values_mut().filter_map(std::collections::VecDeque::pop_front).collect();
+        round.sort_by_key(|row| row.id);
+        let answers = applier.apply(&round).await;
+        for (row, answer) in round.into_iter().zip(answers) {
+            let slot = (row.queue, row.key);
             match answer {
                 Applied::Applied => {
-                    outcome.done.push(id);
+                    outcome.done.push(row.id);
                     outcome.report.applied += 1;
                 }
                 Applied::Replayed => {
-                    outcome.done.push(id);
+                    outcome.done.push(row.id);
                     outcome.report.replayed += 1;
                 }
                 Applied::Refused(why) => {
-                    outcome.refused.push((id, why));
+                    outcome.refused.push((row.id, why));
                     outcome.report.failed += 1;
                 }
                 Applied::Unavailable(why) => {
                     outcome.report.unavailable = Some(why);
+                    let rest = by_key.remove(&slot).map_or(0, |rest| rest.len());
+                    outcome.report.left += 1 + rest as u64;
                     continue;
                 }
             }
-            settled += 1;
+            if by_key.get(&slot).is_some_and(std::collections::VecDeque::is_empty) {
+                by_key.remove(&slot);
+            }
         }
-        outcome.report.left += (of_key - settled) as u64;
+        by_key.retain(|_, rows| !rows.is_empty());
     }
     outcome
 }

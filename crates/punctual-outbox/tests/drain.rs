@@ -27,7 +27,13 @@ struct Recorder {
 }
 
 impl Applier for Recorder {
-    async fn apply(&self, row: &Row) -> Applied {
+    async fn apply(&self, rows: &[Row]) -> Vec<Applied> {
+        rows.iter().map(|row| self.apply_one(row)).collect()
+    }
+}
+
+impl Recorder {
+    fn apply_one(&self, row: &Row) -> Applied {
         if row.op == "bad" {
             return Applied::Refused(format!("unknown op '{}'", row.op));
         }
@@ -267,4 +273,72 @@ async fn until_listening(url: &str) {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     panic!("the drain never listened");
+}
+
+/// Ends every other session of the test's database, as a restart of the database ends
+/// them: PostgreSQL's `pg_terminate_backend`, MySQL's `KILL`.
+async fn end_sessions(url: &str, dialect: Dialect) {
+    match dialect {
+        Dialect::Postgres => {
+            let ended = "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+                         WHERE datname = current_database() AND pid <> pg_backend_pid()";
+            query_texts(url, ended).await.expect("terminate");
+        }
+        Dialect::MySql => {
+            let ids = query_texts(
+                url,
+                "SELECT CAST(id AS CHAR) FROM information_schema.processlist \
+                 WHERE db = database() AND id <> connection_id()",
+            )
+            .await
+            .expect("sessions");
+            for id in ids.into_iter().flatten() {
+                let _ = execute(url, &[&format!("KILL {id}")]).await;
+            }
+        }
+    }
+}
+
+async fn the_databases_sessions_ended_mid_drain_lose_and_repeat_nothing(dialect: Dialect) {
+    let db = TestDatabase::of(dialect).await;
+    let url = db.url();
+    init(&url, &TableName::default()).await.expect("init");
+    for batch in 0..10 {
+        let mut statements = vec!["BEGIN".to_owned()];
+        for i in 0..300 {
+            let n = batch * 300 + i;
+            statements.push(insert(dialect, "orders", &format!("k{}", n % 500), "cancel", None));
+        }
+        statements.push("COMMIT".to_owned());
+        execute(&url, &statements.iter().map(String::as_str).collect::<Vec<_>>()).await.expect("rows");
+    }
+    let recorder = Arc::new(Recorder::default());
+    let drain = start(&url, &recorder, Duration::from_millis(20), 100);
+    for ended in 1..=3 {
+        until("rows applied before the sessions end", || recorder.ids().len() >= ended * 500).await;
+        end_sessions(&url, dialect).await;
+    }
+    until("every row applied", || recorder.ids().len() == 3000).await;
+    until_empty(&url).await;
+    drain.stop().await;
+    let applied = recorder.applied.lock().expect("recorder").clone();
+    let mut by_key: BTreeMap<String, Vec<i64>> = BTreeMap::new();
+    for row in &applied {
+        by_key.entry(row.key.clone()).or_default().push(row.id);
+    }
+    for (key, ids) in by_key {
+        assert!(ids.windows(2).all(|w| w[0] < w[1]), "{key}'s rows out of id order: {ids:?}");
+    }
+    let replays = recorder.replays.load(std::sync::atomic::Ordering::SeqCst);
+    println!("{dialect:?}: sessions ended 3 times mid-drain: 3,000 rows applied once, {replays} read again");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_the_databases_sessions_ended_mid_drain_lose_and_repeat_nothing() {
+    the_databases_sessions_ended_mid_drain_lose_and_repeat_nothing(Dialect::Postgres).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mysql_the_databases_sessions_ended_mid_drain_lose_and_repeat_nothing() {
+    the_databases_sessions_ended_mid_drain_lose_and_repeat_nothing(Dialect::MySql).await;
 }

@@ -64,20 +64,40 @@ struct RowApplier<S: Store> {
 }
 
 impl<S: Store> Applier for RowApplier<S> {
-    async fn apply(&self, row: &Row) -> Applied {
-        let call = match self.call(row) {
-            Ok(call) => call,
-            Err(refusal) => return Applied::Refused(refusal),
-        };
-        let engine = &self.state.inner.engine;
-        match engine.apply_once(OutboxRow::new(self.outbox.clone(), row.id), &row.queue, call).await {
-            Ok(Some(_)) => Applied::Applied,
-            Ok(None) => Applied::Replayed,
-            Err(e @ (Error::Unavailable(_) | Error::ShuttingDown | Error::Internal(_))) => {
-                Applied::Unavailable(e.to_string())
+    async fn apply(&self, rows: &[Row]) -> Vec<Applied> {
+        let mut answers: Vec<Option<Applied>> = Vec::with_capacity(rows.len());
+        let mut calls = Vec::with_capacity(rows.len());
+        for row in rows {
+            match self.call(row) {
+                Ok(call) => {
+                    calls.push((OutboxRow::new(self.outbox.clone(), row.id), row.queue.clone(), call));
+                    answers.push(None);
+                }
+                Err(refusal) => answers.push(Some(Applied::Refused(refusal))),
             }
-            Err(e) => Applied::Refused(refused(&ApiError::from(e))),
         }
+        let applied = match self.state.inner.engine.apply_once_many(calls).await {
+            Ok(applied) => applied,
+            Err(e) => {
+                let why = e.to_string();
+                return answers.into_iter().map(|a| a.unwrap_or_else(|| Applied::Unavailable(why.clone()))).collect();
+            }
+        };
+        let mut applied = applied.into_iter();
+        answers
+            .into_iter()
+            .map(|slot| {
+                slot.unwrap_or_else(|| match applied.next() {
+                    Some(Ok(Some(_))) => Applied::Applied,
+                    Some(Ok(None)) => Applied::Replayed,
+                    Some(Err(e @ (Error::Unavailable(_) | Error::ShuttingDown | Error::Internal(_)))) => {
+                        Applied::Unavailable(e.to_string())
+                    }
+                    Some(Err(e)) => Applied::Refused(refused(&ApiError::from(e))),
+                    None => Applied::Unavailable("the engine answered too few rows".into()),
+                })
+            })
+            .collect()
     }
 }
 

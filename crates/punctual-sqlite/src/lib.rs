@@ -339,6 +339,18 @@ impl Store for SqliteStore {
         self.write(move |conn| outbox_marks::apply_once(conn, id, req)).await
     }
 
+    async fn apply_once_many(&self, reqs: Vec<ApplyOnceRequest>) -> Result<Vec<Result<Option<OnceEffect>>>> {
+        let id = self.shared.id;
+        // One job: each row in a savepoint of its own, undone alone when refused.
+        self.write(move |conn| {
+            Ok(reqs
+                .into_iter()
+                .map(|req| writer::in_savepoint(conn, |conn| outbox_marks::apply_once(conn, id, req)))
+                .collect())
+        })
+        .await
+    }
+
     async fn list(&self, req: ListRequest) -> Result<Page> {
         let id = self.shared.id;
         self.read(move |conn| list::list(conn, id, &req)).await

@@ -175,6 +175,7 @@ macro_rules! store_conformance {
             // outbox rows applied once
             an_outbox_row_applies_once_whatever_its_key_went_through,
             a_refused_outbox_row_leaves_no_mark_and_applies_later,
+            many_outbox_rows_apply_each_on_its_own_and_a_keys_rows_in_order,
             engine_applies_an_outbox_row_as_its_call_and_once,
             // get, cancel, list, stats, secret, close
             get_many_reads_each_key_as_get_does,

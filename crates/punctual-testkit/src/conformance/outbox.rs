@@ -112,6 +112,36 @@ pub async fn a_refused_outbox_row_leaves_no_mark_and_applies_later<S: Store>(sto
     assert_eq!(stored(&store, "orders", "order-1").await.payload, json!("from the row"));
 }
 
+/// `apply_once_many` contract: each row answers as `apply_once` would, on its own (a
+/// refused row changes nothing of the others), and a key's rows apply in the order
+/// given, a row given twice the second time as a replay.
+pub async fn many_outbox_rows_apply_each_on_its_own_and_a_keys_rows_in_order<S: Store>(store: S) {
+    let now = at_secs(1);
+    schedule_one(&store, new_task("orders", "taken", at_secs(60)), now).await;
+    let strict = {
+        let mut task = new_task("orders", "taken", at_secs(120));
+        task.if_exists = IfExists::Error;
+        OnceOp::Schedule(Box::new(task))
+    };
+    let requests = vec![
+        ApplyOnceRequest::new(row("shop", 1), schedule_op("a", at_secs(60), json!("a")), now),
+        ApplyOnceRequest::new(row("shop", 2), strict, now),
+        ApplyOnceRequest::new(row("shop", 3), schedule_op("b", at_secs(60), json!("b")), now),
+        ApplyOnceRequest::new(row("shop", 4), cancel_op("a"), now),
+        ApplyOnceRequest::new(row("shop", 1), schedule_op("a", at_secs(60), json!("a")), now),
+    ];
+    let answers = store.apply_once_many(requests).await.expect("apply_once_many");
+    assert_eq!(answers.len(), 5);
+    assert!(matches!(answers[0], Ok(Some(OnceEffect::Scheduled(_)))), "{:?}", answers[0]);
+    assert!(matches!(answers[1], Err(Error::Conflict(_))), "refused on its own: {:?}", answers[1]);
+    assert!(matches!(answers[2], Ok(Some(OnceEffect::Scheduled(_)))), "{:?}", answers[2]);
+    assert_eq!(answers[3].as_ref().ok(), Some(&Some(OnceEffect::Cancelled(true))), "after row 1: {:?}", answers[3]);
+    assert_eq!(answers[4].as_ref().ok(), Some(&None), "row 1 again: a replay");
+    assert!(get(&store, "orders", "a").await.is_none(), "a's rows in order: scheduled, cancelled, not again");
+    assert_eq!(stored(&store, "orders", "b").await.payload, json!("b"));
+    assert_eq!(stored(&store, "orders", "taken").await.due_at, at_secs(60), "the refused row changed nothing");
+}
+
 /// `Engine::apply_once`: a row applies as its call (the queue's defaults, the task
 /// handed out when due), once; a row the engine refuses (a bad key) answers the
 /// refusal and changes nothing.
