@@ -61,9 +61,14 @@ fn outbox_command(url: &str, args: &[&str]) -> String {
 
 /// A server draining the outbox at `url`, polling every 50 ms.
 fn draining_server(url: &str, dir: &tempfile::TempDir) -> ServerProcess {
+    start(server_builder().arg("--config").arg(draining_config(url, dir)))
+}
+
+/// A config file of one `[[outbox]]`, the one at `url`, polled every 50 ms.
+fn draining_config(url: &str, dir: &tempfile::TempDir) -> std::path::PathBuf {
     let config = dir.path().join("punctual.toml");
-    std::fs::write(&config, format!("[[outbox]]\nurl = \"{url}\"\npoll = \"50ms\"\n")).unwrap();
-    start(server_builder().arg("--config").arg(&config))
+    std::fs::write(&config, format!("[[outbox]]\nurl = \"{url}\"\npoll = \"50ms\"\nbatch = 50\n")).unwrap();
+    config
 }
 
 fn committed_rows_become_tasks_and_rolled_back_ones_never(dialect: Dialect) {
@@ -229,4 +234,40 @@ fn postgres_each_committed_row_applies_once_through_kill_9() {
 #[test]
 fn mysql_each_committed_row_applies_once_through_kill_9() {
     each_committed_row_applies_once_through_kill_9(Dialect::MySql);
+}
+
+#[test]
+fn two_servers_on_one_redis_drain_one_outbox_and_apply_each_row_once() {
+    let db = runtime().block_on(TestDatabase::postgres());
+    let url = db.url();
+    outbox_command(&url, &["init"]);
+    let dir = tempfile::tempdir().unwrap();
+    let redis = punctual_testkit::redis::server();
+    let config = draining_config(&url, &dir);
+    let servers: Vec<ServerProcess> =
+        (0..2).map(|_| start(server_builder().store(redis.url()).arg("--config").arg(&config))).collect();
+    for batch in 0..20 {
+        let rows: Vec<String> = (0..50)
+            .map(|i| {
+                let n = batch * 50 + i;
+                row(
+                    Dialect::Postgres,
+                    &format!("k{n}"),
+                    "schedule",
+                    Some(&json!({"delay": "1h", "payload": n}).to_string()),
+                )
+            })
+            .collect();
+        transaction(&url, &rows, "COMMIT");
+    }
+    let drained = poll_until(Duration::from_secs(60), || (count(&url, "punctual_outbox") == 0).then_some(()));
+    assert!(drained.is_some(), "the outbox was not drained");
+    let applied: Vec<u64> = servers.iter().map(|server| applied_rows(&Api::of(server))).collect();
+    assert_eq!(applied.iter().sum::<u64>(), 1000, "each row applied once between them: {applied:?}");
+    let api = Api::of(&servers[0]);
+    for n in 0..1000 {
+        let task = api.task("order.cancel", &format!("k{n}")).expect(200, "each committed row's task").clone();
+        assert_eq!(task["version"], json!(1), "k{n} created once: {task}");
+    }
+    println!("two servers drained 1,000 rows: {applied:?} applied by each");
 }
