@@ -57,7 +57,7 @@ pub(crate) enum Command {
     #[command(after_help = cron::NEXT, subcommand_required = true)]
     Cron(cron::CronArgs),
     /// The outbox: create its tables in your database, or see how far behind its drain is
-    #[command(subcommand_required = true)]
+    #[command(after_help = outbox::OUTBOX, subcommand_required = true)]
     Outbox(outbox::OutboxArgs),
     #[command(flatten)]
     Client(ClientCommand),
@@ -706,9 +706,9 @@ mod tests {
                 continue;
             }
             assert!(sub.get_after_help().is_some_and(|h| h.to_string().contains("Examples:")), "{}", sub.get_name());
-            if sub.get_name() == "check-config" || sub.get_name() == "cron" {
-                // Read a local file, or compute from the expression alone: no server, so
-                // no client flags.
+            if sub.get_name() == "check-config" || sub.get_name() == "cron" || sub.get_name() == "outbox" {
+                // Read a local file, compute from the expression alone, or speak to the
+                // application's database: no server, so no client flags.
                 continue;
             }
             if sub.has_subcommands() {

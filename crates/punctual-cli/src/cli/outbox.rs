@@ -42,6 +42,14 @@ pub(crate) struct OutboxStatusArgs {
     pub(crate) json: bool,
 }
 
+pub(crate) const OUTBOX: &str = "\
+Examples:
+  punctual outbox init --url postgres://app@db.internal/shop      # the tables, once
+  punctual outbox status --url postgres://app@db.internal/shop    # how far behind the drain is
+
+The application inserts its schedules and cancels into the table in its own transactions;
+servers with an [[outbox]] table in their config file apply them (docs/outbox.md).";
+
 const INIT: &str = "\
 Examples:
   # The table punctual_outbox, its failed rows' table and the trigger that wakes the drains
