@@ -104,9 +104,17 @@ pub struct BatchReport {
 }
 
 /// What the drain of one outbox has done and sees, for metrics and readiness.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct DrainStatus {
     inner: Mutex<StatusInner>,
+    /// Batches ended (committed, whatever they took), for those who wait on the drain.
+    batches: tokio::sync::watch::Sender<u64>,
+}
+
+impl Default for DrainStatus {
+    fn default() -> DrainStatus {
+        DrainStatus { inner: Mutex::default(), batches: tokio::sync::watch::channel(0).0 }
+    }
 }
 
 #[derive(Debug, Default, Clone)]
@@ -159,6 +167,12 @@ impl DrainStatus {
 
     fn with(&self, f: impl FnOnce(&mut StatusInner)) {
         f(&mut self.inner.lock().expect("status lock poisoned"));
+    }
+
+    /// The count of batches the drain ended, each after its transaction committed:
+    /// a receiver's `changed()` resolves at the next one.
+    pub fn batches(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.batches.subscribe()
     }
 }
 
@@ -284,6 +298,7 @@ where
             s.failed += report.failed;
             s.error = report.unavailable.clone();
         });
+        status.batches.send_modify(|ended| *ended += 1);
         if let Some(why) = &report.unavailable {
             unavailable_in_a_row += 1;
             if unavailable_in_a_row == 1 {

@@ -59,13 +59,14 @@ impl Recorder {
 struct Draining {
     stop: CancellationToken,
     task: tokio::task::JoinHandle<()>,
+    status: Arc<DrainStatus>,
 }
 
 fn start(url: &str, applier: &Arc<Recorder>, poll: Duration, batch: u32) -> Draining {
     let config = DrainConfig { url: url.to_owned(), table: TableName::default(), batch, poll };
-    let stop = CancellationToken::new();
-    let task = tokio::spawn(run(config, Arc::clone(applier), Arc::new(DrainStatus::default()), stop.clone()));
-    Draining { stop, task }
+    let (stop, status) = (CancellationToken::new(), Arc::new(DrainStatus::default()));
+    let task = tokio::spawn(run(config, Arc::clone(applier), Arc::clone(&status), stop.clone()));
+    Draining { stop, task, status }
 }
 
 impl Draining {
@@ -73,22 +74,29 @@ impl Draining {
         self.stop.cancel();
         self.task.await.expect("the drain ends");
     }
+
+    /// Waits until `done` holds, looking again at the end of each of the drain's
+    /// batches (it ends one at least every poll), at most 20 s.
+    async fn until(&self, what: &str, mut done: impl AsyncFnMut() -> bool) {
+        let mut batches = self.status.batches();
+        let waited = tokio::time::timeout(Duration::from_secs(20), async {
+            while !done().await {
+                batches.changed().await.expect("the drain runs");
+            }
+        });
+        waited.await.unwrap_or_else(|_| panic!("{what}: not within 20 s"));
+    }
+
+    /// Waits until the outbox at `url` is empty.
+    async fn until_empty(&self, url: &str) {
+        self.until("the outbox emptied", async || count(url, "punctual_outbox").await == 0).await;
+    }
 }
 
 fn insert(dialect: Dialect, queue: &str, key: &str, op: &str, body: Option<&str>) -> String {
     let key_column = if dialect == Dialect::MySql { "`key`" } else { "key" };
     let body = body.map_or("NULL".to_owned(), |b| format!("'{b}'"));
     format!("INSERT INTO punctual_outbox (queue, {key_column}, op, body) VALUES ('{queue}', '{key}', '{op}', {body})")
-}
-
-/// Waits until `done` holds, at most 20 s.
-async fn until(what: &str, mut done: impl FnMut() -> bool) {
-    let waited = tokio::time::timeout(Duration::from_secs(20), async {
-        while !done() {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    });
-    waited.await.unwrap_or_else(|_| panic!("{what}: not within 20 s"));
 }
 
 async fn count(url: &str, table: &str) -> u64 {
@@ -119,7 +127,7 @@ async fn committed_rows_apply_once_in_key_order_and_rolled_back_ones_never(diale
     execute(&url, &statements.iter().map(String::as_str).collect::<Vec<_>>()).await.expect("the application's writes");
     let recorder = Arc::new(Recorder::default());
     let drain = start(&url, &recorder, Duration::from_millis(50), 500);
-    until("four rows applied", || recorder.ids().len() == 4).await;
+    drain.until("four rows applied", async || recorder.ids().len() == 4).await;
     let applied = recorder.applied.lock().expect("recorder").clone();
     let of_order_1: Vec<&str> = applied.iter().filter(|r| r.key == "order-1").map(|r| r.op.as_str()).collect();
     assert_eq!(of_order_1, ["schedule", "cancel"], "a key's rows in id order");
@@ -127,22 +135,12 @@ async fn committed_rows_apply_once_in_key_order_and_rolled_back_ones_never(diale
     let schedule = applied.iter().find(|r| r.key == "order-2").expect("order-2");
     let parsed: serde_json::Value = serde_json::from_str(schedule.body.as_deref().expect("a body")).expect("JSON");
     assert_eq!(parsed, serde_json::json!({"delay": "30m"}));
-    until_empty(&url).await;
+    drain.until_empty(&url).await;
     assert_eq!(count(&url, "punctual_outbox_failed").await, 1, "the bad row moved to the failed table");
     let why = query_texts(&url, "SELECT error FROM punctual_outbox_failed").await.expect("error");
     assert_eq!(why, [Some("unknown op 'bad'".to_owned())]);
     drain.stop().await;
     assert_eq!(recorder.ids().len(), 4, "each row applied once");
-}
-
-async fn until_empty(url: &str) {
-    for _ in 0..2000 {
-        if count(url, "punctual_outbox").await == 0 {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("the outbox was not emptied");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -168,10 +166,10 @@ async fn rows_the_store_cannot_take_stay_and_hold_up_only_their_key(dialect: Dia
     let recorder = Arc::new(Recorder::default());
     recorder.down.store(true, std::sync::atomic::Ordering::SeqCst);
     let drain = start(&url, &recorder, Duration::from_millis(50), 500);
-    until("the other key applied", || recorder.ids().len() == 1).await;
+    drain.until("the other key applied", async || recorder.ids().len() == 1).await;
     assert_eq!(count(&url, "punctual_outbox").await, 2, "the key's rows stay");
     recorder.down.store(false, std::sync::atomic::Ordering::SeqCst);
-    until("the key applied once the store answers", || recorder.ids().len() == 3).await;
+    drain.until("the key applied once the store answers", async || recorder.ids().len() == 3).await;
     let ops: Vec<String> =
         recorder.applied.lock().expect("recorder").iter().filter(|r| r.key == "down").map(|r| r.op.clone()).collect();
     assert_eq!(ops, ["cancel", "schedule"], "in id order");
@@ -211,8 +209,8 @@ async fn two_drains_apply_each_row_once_and_each_key_in_order(dialect: Dialect) 
         statements.push("COMMIT".to_owned());
         execute(&url, &statements.iter().map(String::as_str).collect::<Vec<_>>()).await.expect("rows");
     }
-    until("2,000 rows applied", || recorder.ids().len() >= 2000).await;
-    until_empty(&url).await;
+    drains[0].until("2,000 rows applied", async || recorder.ids().len() >= 2000).await;
+    drains[0].until_empty(&url).await;
     for drain in drains {
         drain.stop().await;
     }
@@ -249,30 +247,12 @@ async fn postgres_a_commit_wakes_the_drain_long_before_its_poll() {
     let recorder = Arc::new(Recorder::default());
     // A poll of a minute: only the notification can bring the row within the wait.
     let drain = start(&url, &recorder, Duration::from_secs(60), 500);
-    // The drain's first look finds nothing and waits; then the commit.
-    until_listening(&url).await;
+    // The drain's first look finds nothing and waits (its session LISTENs before its
+    // first batch); then the commit.
+    drain.until("the drain's first look", async || *drain.status.batches().borrow() >= 1).await;
     execute(&url, &[&insert(Dialect::Postgres, "orders", "k", "cancel", None)]).await.expect("row");
-    until("the row applied at the notification", || recorder.ids().len() == 1).await;
+    drain.until("the row applied at the notification", async || recorder.ids().len() == 1).await;
     drain.stop().await;
-}
-
-/// Waits until a session of the database listens on the outbox's channel.
-async fn until_listening(url: &str) {
-    for _ in 0..2000 {
-        let listening = query_texts(url, "SELECT pg_listening_channels()").await;
-        let found = query_texts(
-            url,
-            "SELECT count(*)::text FROM pg_stat_activity WHERE query = 'LISTEN punctual_outbox' AND datname = current_database()",
-        )
-        .await
-        .expect("activity");
-        let _ = listening;
-        if found[0].as_deref() == Some("1") {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("the drain never listened");
 }
 
 /// Ends every other session of the test's database, as a restart of the database ends
@@ -315,11 +295,11 @@ async fn the_databases_sessions_ended_mid_drain_lose_and_repeat_nothing(dialect:
     let recorder = Arc::new(Recorder::default());
     let drain = start(&url, &recorder, Duration::from_millis(20), 100);
     for ended in 1..=3 {
-        until("rows applied before the sessions end", || recorder.ids().len() >= ended * 500).await;
+        drain.until("rows applied before the sessions end", async || recorder.ids().len() >= ended * 500).await;
         end_sessions(&url, dialect).await;
     }
-    until("every row applied", || recorder.ids().len() == 3000).await;
-    until_empty(&url).await;
+    drain.until("every row applied", async || recorder.ids().len() == 3000).await;
+    drain.until_empty(&url).await;
     drain.stop().await;
     let applied = recorder.applied.lock().expect("recorder").clone();
     let mut by_key: BTreeMap<String, Vec<i64>> = BTreeMap::new();

@@ -341,14 +341,7 @@ impl Store for SqliteStore {
 
     async fn apply_once_many(&self, reqs: Vec<ApplyOnceRequest>) -> Result<Vec<Result<Option<OnceEffect>>>> {
         let id = self.shared.id;
-        // One job: each row in a savepoint of its own, undone alone when refused.
-        self.write(move |conn| {
-            Ok(reqs
-                .into_iter()
-                .map(|req| writer::in_savepoint(conn, |conn| outbox_marks::apply_once(conn, id, req)))
-                .collect())
-        })
-        .await
+        self.write(move |conn| outbox_marks::apply_once_many(conn, id, reqs)).await
     }
 
     async fn list(&self, req: ListRequest) -> Result<Page> {

@@ -55,9 +55,8 @@ impl std::fmt::Debug for OutboxSettings {
 impl OutboxSettings {
     /// The database, for messages: the URL without its user and password.
     pub(crate) fn database(&self) -> String {
-        let (scheme, rest) = self.drain.url.split_once("://").unwrap_or(("", &self.drain.url));
-        let rest = rest.rsplit_once('@').map_or(rest, |(_, host)| host);
-        format!("{scheme}://{}", rest.split('?').next().unwrap_or(rest))
+        let (scheme, location) = location(&self.drain.url);
+        format!("{scheme}://{location}")
     }
 }
 
@@ -137,12 +136,18 @@ pub(super) fn outbox_tables(
     Ok(outboxes)
 }
 
+/// The scheme of `url` and where it points, `host[:port]/database`: without the user,
+/// the password and the parameters.
+fn location(url: &str) -> (&str, &str) {
+    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+    let rest = rest.split('?').next().unwrap_or(rest);
+    (scheme, rest.rsplit_once('@').map_or(rest, |(_, host)| host))
+}
+
 /// `<table>:<host>:<port>:<database>` of `url`, with what a name cannot hold made `_`.
 fn default_name(url: &str, table: &TableName) -> OutboxName {
-    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
-    let rest = rest.split('?').next().unwrap_or(rest);
-    let rest = rest.rsplit_once('@').map_or(rest, |(_, host)| host);
-    let (address, database) = rest.split_once('/').unwrap_or((rest, ""));
+    let (_, location) = location(url);
+    let (address, database) = location.split_once('/').unwrap_or((location, ""));
     let text = format!("{table}:{address}:{database}");
     let clean: String = text
         .chars()
