@@ -58,6 +58,7 @@ mod schedule;
 mod schema;
 mod stats;
 mod tasks;
+mod wal;
 mod writer;
 
 use std::fs::File;
