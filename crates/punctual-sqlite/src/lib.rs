@@ -59,6 +59,7 @@ mod schedule;
 mod schema;
 mod stats;
 mod tasks;
+mod wal;
 mod writer;
 
 use std::fs::File;

@@ -104,7 +104,7 @@ fn a_lease_in_a_group_reads_the_groups_range_only() {
     let urgent = plan(&conn, &LEASE_HEADS_AT_PRIORITY, args);
     assert!(urgent.iter().any(|step| step.contains("tasks_by_group") || step.contains("tasks_urgent")), "{urgent:?}");
     assert_no_scan_or_sort(&urgent, "lease in a group at a priority");
-    let turns = plan(&conn, &LEASED_IN_ROUND, params![r#"[[1,"customer-42",7]]"#, GROUPED_HANDLER_LANE]);
+    let turns = plan(&conn, &LEASED_IN_ROUND, params![1, "customer-42", 7, GROUPED_HANDLER_LANE]);
     let search = "SEARCH task_groups USING PRIMARY KEY (queue_id=? AND name=?)";
     assert_eq!(turns.iter().filter(|step| step.contains(search)).count(), 1, "{turns:?}");
     assert!(!turns.iter().any(|step| step.starts_with("SCAN task_groups")), "{turns:?}");
