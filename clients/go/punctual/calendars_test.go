@@ -15,7 +15,7 @@ import (
 	"time"
 	_ "time/tzdata" // Asia/Shanghai without relying on the system's zone files
 
-	punctual "github.com/punctual-rs/punctual/clients/go"
+	"github.com/punctual-rs/punctual/clients/go/punctual"
 )
 
 var officeHours = map[time.Weekday][]string{

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	punctual "github.com/punctual-rs/punctual/clients/go"
+	"github.com/punctual-rs/punctual/clients/go/punctual"
 )
 
 func TestS15DedupeWindow(t *testing.T) {

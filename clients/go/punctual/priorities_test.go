@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	punctual "github.com/punctual-rs/punctual/clients/go"
+	"github.com/punctual-rs/punctual/clients/go/punctual"
 )
 
 func TestS12Priorities(t *testing.T) {

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	punctual "github.com/punctual-rs/punctual/clients/go"
+	"github.com/punctual-rs/punctual/clients/go/punctual"
 )
 
 func groupOf(task punctual.Task) string {

@@ -20,7 +20,7 @@ import (
 	"testing"
 	"time"
 
-	punctual "github.com/punctual-rs/punctual/clients/go"
+	"github.com/punctual-rs/punctual/clients/go/punctual"
 )
 
 var bg = context.Background()

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	punctual "github.com/punctual-rs/punctual/clients/go"
+	"github.com/punctual-rs/punctual/clients/go/punctual"
 )
 
 // policies are a task's timing policies, to compare in one go.

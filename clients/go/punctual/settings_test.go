@@ -8,7 +8,7 @@ import (
 	"errors"
 	"testing"
 
-	punctual "github.com/punctual-rs/punctual/clients/go"
+	"github.com/punctual-rs/punctual/clients/go/punctual"
 )
 
 func TestSettingsIfMatch(t *testing.T) {
