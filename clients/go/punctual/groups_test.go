@@ -75,7 +75,7 @@ func TestS14Groups(t *testing.T) {
 
 	for _, l := range leases {
 		if l.Task.Key == "a1" {
-			if err := c.Ack(bg, punctual.Ack{LeaseID: l.LeaseID, Outcome: punctual.OutcomeDone}); err != nil {
+			if err := c.Ack(bg, l.LeaseID, punctual.Done()); err != nil {
 				t.Fatalf("ack a1: %v", err)
 			}
 		}
