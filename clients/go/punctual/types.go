@@ -625,7 +625,8 @@ type Action struct {
 // Decode unmarshals the action's JSON into v.
 func (a Action) Decode(v any) error { return json.Unmarshal(a.JSON, v) }
 
-// MarshalJSON sends the action's JSON as it is.
+// MarshalJSON sends JSON as it is (its kind with it); an Action without JSON sends
+// only its Kind.
 func (a Action) MarshalJSON() ([]byte, error) {
 	if len(a.JSON) == 0 {
 		return json.Marshal(map[string]any{"kind": a.Kind})
