@@ -24,7 +24,7 @@ import (
 	"fmt"
 	"strings"
 
-	punctual "github.com/punctual-rs/punctual/clients/go"
+	"github.com/punctual-rs/punctual/clients/go/punctual"
 )
 
 // DefaultTable is the outbox table's name unless Table.Name says otherwise.

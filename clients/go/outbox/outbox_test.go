@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
-	punctual "github.com/punctual-rs/punctual/clients/go"
 	"github.com/punctual-rs/punctual/clients/go/outbox"
+	"github.com/punctual-rs/punctual/clients/go/punctual"
 )
 
 type statement struct {

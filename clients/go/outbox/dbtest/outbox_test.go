@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	punctual "github.com/punctual-rs/punctual/clients/go"
 	"github.com/punctual-rs/punctual/clients/go/outbox"
+	"github.com/punctual-rs/punctual/clients/go/punctual"
 )
 
 const customTable = "app_outbox"

@@ -15,7 +15,7 @@ import (
 	"time"
 	_ "time/tzdata" // Asia/Shanghai without relying on the system's zone files
 
-	punctual "github.com/punctual-rs/punctual/clients/go"
+	"github.com/punctual-rs/punctual/clients/go/punctual"
 )
 
 var officeHours = map[time.Weekday][]string{
@@ -160,7 +160,7 @@ func TestCronSyntaxAndCalendarInABatch(t *testing.T) {
 			t.Fatalf("item %d: %+v, want an error on %s", i, results[i], field)
 		}
 	}
-	for key, want := range map[string]string{"vixie": "", "quartz": punctual.CronQuartz} {
+	for key, want := range map[string]punctual.CronSyntax{"vixie": "", "quartz": punctual.CronQuartz} {
 		if task, err := c.Get(bg, q, key); err != nil || task.Repeat == nil || task.Repeat.CronSyntax != want {
 			t.Fatalf("get %s: %v %+v, want cron syntax %q", key, err, task, want)
 		}

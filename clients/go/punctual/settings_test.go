@@ -6,9 +6,11 @@ package punctual_test
 
 import (
 	"errors"
+	"reflect"
 	"testing"
+	"time"
 
-	punctual "github.com/punctual-rs/punctual/clients/go"
+	"github.com/punctual-rs/punctual/clients/go/punctual"
 )
 
 func TestSettingsIfMatch(t *testing.T) {
@@ -46,5 +48,42 @@ func TestSettingsIfMatch(t *testing.T) {
 	}
 	if _, err := c.GetSettings(bg, q); !errors.Is(err, punctual.ErrNotFound) {
 		t.Fatalf("get after delete: %v, want ErrNotFound", err)
+	}
+}
+
+// TestSettingsTyped reads a queue's defaults and action as typed values, and sends a
+// read-back Settings again as PutSettings' body (the server ignores what only GET shows).
+func TestSettingsTyped(t *testing.T) {
+	s := startServer(t, serverOpts{})
+	c := s.client()
+	q := uniqueQueue("settings.typed")
+	put, err := c.PutSettings(bg, q, map[string]any{
+		"defaults": map[string]any{"max_attempts": 5, "backoff": map[string]any{"initial": "2s", "factor": 3, "max": "1m"},
+			"repeat": map[string]any{"every": "24h", "times": 3}},
+		"action":     map[string]any{"kind": "webhook", "url": "https://shop.example/hooks/cancel", "timeout": "10s"},
+		"group_rate": "10/1m",
+	}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := punctual.QueueDefaults{MaxAttempts: 5, Backoff: punctual.Backoff{Initial: 2 * time.Second, Factor: 3, Max: time.Minute},
+		Repeat: &punctual.Repeat{Every: 24 * time.Hour, Times: 3}}
+	if put.Source != punctual.SourceAPI || !reflect.DeepEqual(put.Defaults, want) || put.GroupRate == nil || *put.GroupRate != "10/1m" {
+		t.Fatalf("settings: %+v (defaults %+v)", put, put.Defaults)
+	}
+	var hook struct {
+		URL string `json:"url"`
+	}
+	if put.Action == nil || put.Action.Kind != punctual.ActionWebhook || put.Action.Decode(&hook) != nil || hook.URL != "https://shop.example/hooks/cancel" {
+		t.Fatalf("action: %+v", put.Action)
+	}
+
+	again, err := c.PutSettings(bg, q, put, put.Version)
+	if err != nil || again.Version == put.Version || !reflect.DeepEqual(again.Defaults, put.Defaults) ||
+		again.Action.Kind != punctual.ActionWebhook || *again.GroupRate != "10/1m" {
+		t.Fatalf("put back: %v %+v", err, again)
+	}
+	if got, err := c.GetSettings(bg, q); err != nil || got.Version != again.Version {
+		t.Fatalf("get: %v %+v", err, got)
 	}
 }

@@ -20,15 +20,21 @@ import (
 // refused (ErrInvalidArgument, field If-Match).
 const IfAbsent int64 = -1
 
+// Align says where a schedule's DueAt goes under its Calendar.
+type Align string
+
 // AlignNextOpen is ScheduleParams.Align's one value: with a Calendar, a DueAt outside
 // working hours moves to the calendar's next opening.
-const AlignNextOpen = "next_open"
+const AlignNextOpen Align = "next_open"
+
+// CronSyntax says how Repeat.Cron is read.
+type CronSyntax string
 
 // Cron syntaxes of Repeat.CronSyntax; "" is the server's default, CronVixie.
 const (
-	CronVixie  = "vixie"
-	CronSpring = "spring"
-	CronQuartz = "quartz"
+	CronVixie  CronSyntax = "vixie"  // five fields, as cron(8)
+	CronSpring CronSyntax = "spring" // six fields from seconds, as Spring's @Scheduled
+	CronQuartz CronSyntax = "quartz" // six or seven fields, as Quartz's CronExpression
 )
 
 // weekdayNames are the API's names of the weekdays, indexed by time.Weekday.
@@ -132,14 +138,14 @@ func (s CalendarSpec) MarshalJSON() ([]byte, error) {
 	return json.Marshal(m)
 }
 
-// Calendar is a working-time calendar as the server holds it. Source is "api", or
-// "config" for one of the server's config file (Version 0, changed only there).
+// Calendar is a working-time calendar as the server holds it. Source is SourceAPI, or
+// SourceConfig for one of the server's config file (Version 0, changed only there).
 // HolidayYears, EnteredUntil (nil: none entered) and Notice (nil unless the entered
 // years run out within 30 days, ran out, or none are entered) say how far its holidays
 // reach. Version is what PutCalendar and DeleteCalendar take as ifVersion.
 type Calendar struct {
 	Name         string
-	Source       string
+	Source       Source
 	TZ           string
 	Hours        map[time.Weekday][]string
 	Holidays     []string
@@ -160,7 +166,7 @@ func (c Calendar) Spec() CalendarSpec {
 func (c *Calendar) UnmarshalJSON(data []byte) error {
 	var raw struct {
 		Name         string              `json:"name"`
-		Source       string              `json:"source"`
+		Source       Source              `json:"source"`
 		TZ           string              `json:"tz"`
 		Hours        map[string][]string `json:"hours"`
 		Holidays     []string            `json:"holidays"`

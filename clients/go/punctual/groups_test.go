@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	punctual "github.com/punctual-rs/punctual/clients/go"
+	"github.com/punctual-rs/punctual/clients/go/punctual"
 )
 
 func groupOf(task punctual.Task) string {
@@ -75,7 +75,7 @@ func TestS14Groups(t *testing.T) {
 
 	for _, l := range leases {
 		if l.Task.Key == "a1" {
-			if err := c.Ack(bg, punctual.Ack{LeaseID: l.LeaseID, Outcome: punctual.OutcomeDone}); err != nil {
+			if err := c.Ack(bg, l.LeaseID, punctual.Done()); err != nil {
 				t.Fatalf("ack a1: %v", err)
 			}
 		}

@@ -8,11 +8,23 @@ import (
 	"time"
 )
 
-// Task is a task as the server shows it.
+// TaskState is where a task stands.
+type TaskState string
+
+// The states of a task (docs/state-machine.md).
+const (
+	StateScheduled TaskState = "scheduled" // waiting for its due time, or due and not yet leased
+	StateLeased    TaskState = "leased"    // handed to a worker or being delivered
+	StateDead      TaskState = "dead"      // out of attempts, or failed: kept for inspection and RetryDead
+	StateDone      TaskState = "done"      // completed; seen only in Completed (a dedupe window's answer)
+)
+
+// Task is a task as the server shows it. Payload is kept as the JSON the server sent
+// (DecodePayload reads it into a value of yours).
 type Task struct {
 	Queue          string          `json:"queue"`
 	Key            string          `json:"key"`
-	State          string          `json:"state"` // scheduled | leased | dead
+	State          TaskState       `json:"state"` // StateScheduled, StateLeased or StateDead
 	DueAt          time.Time       `json:"due_at"`
 	Payload        json.RawMessage `json:"payload"`
 	Attempts       int             `json:"attempts"`
@@ -36,6 +48,14 @@ type Task struct {
 	CatchUpMax   int           `json:"catch_up_max"`  // it applies under MisfireFireAll
 	Overlap      Overlap       `json:"overlap"`
 	Jitter       time.Duration `json:"jitter"` // 0 without jitter
+}
+
+// DecodePayload unmarshals the task's payload into v (a JSON null leaves v as it is).
+func (t *Task) DecodePayload(v any) error {
+	if len(t.Payload) == 0 {
+		return nil
+	}
+	return json.Unmarshal(t.Payload, v)
 }
 
 // Backoff is a retry policy: Initial, then ×Factor each attempt, up to Max.
@@ -142,7 +162,7 @@ type Repeat struct {
 	Cron       string
 	TZ         string
 	Times      int
-	CronSyntax string
+	CronSyntax CronSyntax
 }
 
 // MarshalJSON sends the set fields, Every as milliseconds.
@@ -173,7 +193,7 @@ func (r *Repeat) UnmarshalJSON(data []byte) error {
 		Cron       string          `json:"cron"`
 		TZ         string          `json:"tz"`
 		Times      int             `json:"times"`
-		CronSyntax string          `json:"cron_syntax"`
+		CronSyntax CronSyntax      `json:"cron_syntax"`
 	}
 	if err := json.Unmarshal(data, &raw); err != nil {
 		return err
@@ -295,6 +315,16 @@ func ParseDuration(s string) (time.Duration, error) {
 	return total, nil
 }
 
+// IfExists says what a schedule does when its key already has a task.
+type IfExists string
+
+// The values of ScheduleParams.IfExists; "" is the server's default, IfExistsReplace.
+const (
+	IfExistsReplace IfExists = "replace" // the task is replaced (outcome ScheduleReplaced)
+	IfExistsKeep    IfExists = "keep"    // the task is kept as it is (outcome ScheduleKept)
+	IfExistsError   IfExists = "error"   // the schedule fails with ErrConflict
+)
+
 // ScheduleParams are the fields of a schedule. Zero values are not sent: neither
 // Delay nor DueAt means due now; unset policies take the queue's defaults.
 type ScheduleParams struct {
@@ -305,7 +335,7 @@ type ScheduleParams struct {
 	Tags        []string
 	MaxAttempts int
 	Backoff     *Backoff
-	IfExists    string // replace (default) | keep | error
+	IfExists    IfExists // "": IfExistsReplace
 	Target      *Target
 	// Priority 0–9: among the queue's tasks already due, higher ones are leased
 	// first. 0 is the server's default and is not sent; the server refuses values
@@ -332,7 +362,7 @@ type ScheduleParams struct {
 	Calendar string
 	// Align (AlignNextOpen): with Calendar, a DueAt outside working hours moves to the
 	// next opening.
-	Align string
+	Align Align
 	// Misfire ("": the server's default, MisfireFireOnce) says what becomes of
 	// occurrences missed while no server ran or the queue was paused.
 	Misfire Misfire
@@ -406,20 +436,23 @@ func (p ScheduleParams) body() map[string]any {
 	return m
 }
 
-// Outcomes of a schedule.
+// ScheduleOutcome is what a schedule did.
+type ScheduleOutcome string
+
+// The outcomes of a schedule.
 const (
-	ScheduleCreated  = "created"
-	ScheduleReplaced = "replaced"
-	ScheduleKept     = "kept"
+	ScheduleCreated  ScheduleOutcome = "created"  // a new task (HTTP 201)
+	ScheduleReplaced ScheduleOutcome = "replaced" // the key's task replaced
+	ScheduleKept     ScheduleOutcome = "kept"     // nothing changed: IfExistsKeep, or a dedupe window
 )
 
 // ScheduleResult is the answer to a schedule: Outcome created, replaced or kept, and
 // the Task. Kept by the dedupe window of a task of the key that completed, Task is nil
 // and Completed says what completed; otherwise Completed is nil.
 type ScheduleResult struct {
-	Outcome   string     `json:"outcome"`
-	Task      *Task      `json:"task"`
-	Completed *Completed `json:"completed"`
+	Outcome   ScheduleOutcome `json:"outcome"`
+	Task      *Task           `json:"task"`
+	Completed *Completed      `json:"completed"`
 }
 
 // Completed is the task that completed under a key within its dedupe window, and so
@@ -429,7 +462,7 @@ type Completed struct {
 	Queue       string    `json:"queue"`
 	Key         string    `json:"key"`
 	ID          uint64    `json:"id"`
-	State       string    `json:"state"` // done
+	State       TaskState `json:"state"` // StateDone
 	CompletedAt time.Time `json:"completed_at"`
 	Attempts    int       `json:"attempts"`   // of its last occurrence, failed or expired
 	Occurrence  int       `json:"occurrence"` // the occurrence that completed, from 1
@@ -453,15 +486,15 @@ func (it BatchItem) MarshalJSON() ([]byte, error) {
 // BatchResult is the answer for one item of ScheduleMany: an Outcome (with Completed
 // when a dedupe window kept it), or an Error.
 type BatchResult struct {
-	Key       string     `json:"key"`
-	Outcome   string     `json:"outcome,omitempty"`
-	Completed *Completed `json:"completed,omitempty"`
-	Error     *Error     `json:"error,omitempty"`
+	Key       string          `json:"key"`
+	Outcome   ScheduleOutcome `json:"outcome,omitempty"`
+	Completed *Completed      `json:"completed,omitempty"`
+	Error     *Error          `json:"error,omitempty"`
 }
 
 // ListParams filter and page a list of tasks.
 type ListParams struct {
-	State  string // scheduled | leased | dead
+	State  TaskState // "": every state
 	Tag    string
 	Limit  int
 	Cursor string
@@ -494,37 +527,123 @@ type GroupsPage struct {
 	NextCursor *string       `json:"next_cursor"`
 }
 
-// QueueStats are a queue's counts (and, for one queue, its lag).
+// QueueStats are a queue's counts; Queue (one queue) adds how overdue it is, its recent
+// fire lag and its outbox rows.
 type QueueStats struct {
-	Name            string     `json:"name"`
-	Scheduled       int64      `json:"scheduled"`
-	Leased          int64      `json:"leased"`
-	Dead            int64      `json:"dead"`
-	NextDueAt       *time.Time `json:"next_due_at"`
-	Paused          bool       `json:"paused"`
-	OldestOverdueMs *int64     `json:"oldest_overdue_ms,omitempty"`
-	LagMs           *struct {
-		P50 *float64 `json:"p50"`
-		P99 *float64 `json:"p99"`
-	} `json:"lag_ms,omitempty"`
+	Name      string     `json:"name"`
+	Scheduled int64      `json:"scheduled"`
+	Leased    int64      `json:"leased"`
+	Dead      int64      `json:"dead"`
+	NextDueAt *time.Time `json:"next_due_at"`
+	Paused    bool       `json:"paused"`
+	// OldestOverdueMs: how long the earliest scheduled task has been due, in
+	// milliseconds (0 when none is due); nil in Queues.
+	OldestOverdueMs *int64 `json:"oldest_overdue_ms,omitempty"`
+	// LagMs: the recent fire lag; nil in Queues.
+	LagMs *FireLag `json:"lag_ms,omitempty"`
+	// Outbox: the queue's rows in the outboxes the server drains; nil when it drains
+	// none, and in Queues.
+	Outbox *OutboxLag `json:"outbox,omitempty"`
 }
 
-// Settings are a queue's stored settings. Defaults and Action are kept as JSON.
+// FireLag is how late a queue's recent firings were, in milliseconds, at the 50th and
+// 99th percentiles; nil when none fired recently.
+type FireLag struct {
+	P50 *float64 `json:"p50"`
+	P99 *float64 `json:"p99"`
+}
+
+// OutboxLag is a queue's rows waiting in the outboxes a server drains, as it last
+// counted them: how many, and the age of the oldest in milliseconds (nil when none).
+type OutboxLag struct {
+	RowsWaiting int64  `json:"rows_waiting"`
+	OldestAgeMs *int64 `json:"oldest_age_ms"`
+}
+
+// Source says where a queue's settings or a calendar come from.
+type Source string
+
+// The sources of settings and calendars.
+const (
+	SourceAPI    Source = "api"    // put through the API
+	SourceConfig Source = "config" // the server's config file (changed only there)
+)
+
+// Settings are a queue's stored settings. A Settings read back may be given to
+// PutSettings again (Queue, Source, Paused, Version and UpdatedAt are ignored there).
 type Settings struct {
-	Queue       string          `json:"queue"`
-	Source      string          `json:"source"` // api | config
-	Defaults    json.RawMessage `json:"defaults"`
-	Action      json.RawMessage `json:"action"`
-	Concurrency int             `json:"concurrency"`
-	Rate        *string         `json:"rate"`
+	Queue       string        `json:"queue"`
+	Source      Source        `json:"source"`
+	Defaults    QueueDefaults `json:"defaults"`
+	Action      *Action       `json:"action"` // nil: pull workers drain the queue
+	Concurrency int           `json:"concurrency"`
+	Rate        *string       `json:"rate"` // the action's rate, "20/1m"; nil: none
 	// GroupConcurrency: at most this many tasks of one group leased at once; nil for
 	// no limit. Set it with PutSettings(ctx, q, map[string]any{"group_concurrency": 1}, 0).
-	GroupConcurrency *int      `json:"group_concurrency"`
-	Shards           int       `json:"shards"`
-	Paused           bool      `json:"paused"`
-	Targets          *bool     `json:"targets,omitempty"`
-	Version          int64     `json:"version"`
-	UpdatedAt        time.Time `json:"updated_at"`
+	GroupConcurrency *int `json:"group_concurrency"`
+	// GroupRate: at most this many leases of each group's tasks per duration
+	// ("10/1m"); nil for no rate.
+	GroupRate *string   `json:"group_rate"`
+	Shards    int       `json:"shards"`
+	Paused    bool      `json:"paused"`
+	Targets   *bool     `json:"targets,omitempty"` // false: tasks with a Target are refused
+	Version   int64     `json:"version"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// QueueDefaults are the policies a queue's tasks take unless their schedule gives them.
+type QueueDefaults struct {
+	MaxAttempts int     `json:"max_attempts"`
+	Backoff     Backoff `json:"backoff"`
+	Repeat      *Repeat `json:"repeat"`
+}
+
+// ActionKind is the kind of a queue's push action.
+type ActionKind string
+
+// The kinds of push action (README "Push actions").
+const (
+	ActionWebhook     ActionKind = "webhook"
+	ActionEmail       ActionKind = "email"
+	ActionWeCom       ActionKind = "wecom"
+	ActionDingTalk    ActionKind = "dingtalk"
+	ActionFeishu      ActionKind = "feishu"
+	ActionSlack       ActionKind = "slack"
+	ActionRabbitMQ    ActionKind = "rabbitmq"
+	ActionNATS        ActionKind = "nats"
+	ActionRedisStream ActionKind = "redis-stream"
+)
+
+// Action is a queue's push action as its settings show it, with no secret in it: its
+// Kind, and JSON, the whole object, whose other fields depend on the kind (the keys of
+// the config file's action table; Decode reads them into a struct of yours).
+type Action struct {
+	Kind ActionKind
+	JSON json.RawMessage
+}
+
+// Decode unmarshals the action's JSON into v.
+func (a Action) Decode(v any) error { return json.Unmarshal(a.JSON, v) }
+
+// MarshalJSON sends JSON as it is (its kind with it); an Action without JSON sends
+// only its Kind.
+func (a Action) MarshalJSON() ([]byte, error) {
+	if len(a.JSON) == 0 {
+		return json.Marshal(map[string]any{"kind": a.Kind})
+	}
+	return a.JSON, nil
+}
+
+// UnmarshalJSON keeps the object and reads its kind.
+func (a *Action) UnmarshalJSON(data []byte) error {
+	var head struct {
+		Kind ActionKind `json:"kind"`
+	}
+	if err := json.Unmarshal(data, &head); err != nil {
+		return err
+	}
+	*a = Action{Kind: head.Kind, JSON: append(json.RawMessage(nil), data...)}
+	return nil
 }
 
 // LeaseParams ask for up to Max tasks, leased for Lease, waiting up to Wait for one.
@@ -546,47 +665,4 @@ type Lease struct {
 	ScheduledFor time.Time `json:"scheduled_for"`
 	Missed       int       `json:"missed"`
 	Task         Task      `json:"task"`
-}
-
-// Ack outcomes.
-const (
-	OutcomeDone       = "done"
-	OutcomeRetry      = "retry"
-	OutcomeReschedule = "reschedule"
-	OutcomeFail       = "fail"
-)
-
-// Ack acknowledges a lease. Delay (retry, reschedule) and DueAt (reschedule) are
-// optional; Error is the text kept as the task's last_error.
-type Ack struct {
-	LeaseID string
-	Outcome string
-	Delay   time.Duration
-	DueAt   time.Time
-	Error   string
-}
-
-// MarshalJSON sends the set fields.
-func (a Ack) MarshalJSON() ([]byte, error) {
-	m := map[string]any{"outcome": a.Outcome}
-	if a.LeaseID != "" {
-		m["lease_id"] = a.LeaseID
-	}
-	if a.Delay != 0 {
-		m["delay"] = a.Delay.Milliseconds()
-	}
-	if !a.DueAt.IsZero() {
-		m["due_at"] = a.DueAt.UTC().Format(time.RFC3339Nano)
-	}
-	if a.Error != "" {
-		m["error"] = a.Error
-	}
-	return json.Marshal(m)
-}
-
-// AckResult is the answer for one ack of Acks: Status 204 when applied.
-type AckResult struct {
-	LeaseID *string `json:"lease_id"`
-	Status  int     `json:"status"`
-	Error   *Error  `json:"error,omitempty"`
 }

@@ -259,7 +259,7 @@ func (c *Client) CancelTag(ctx context.Context, queue, tag string) (int, error) 
 func (p ListParams) query() url.Values {
 	q := url.Values{}
 	if p.State != "" {
-		q.Set("state", p.State)
+		q.Set("state", string(p.State))
 	}
 	if p.Tag != "" {
 		q.Set("tag", p.Tag)
@@ -508,11 +508,12 @@ func (c *Client) Resume(ctx context.Context, queue string) (*Settings, error) {
 	return &s, nil
 }
 
-// Purge cancels every task of the queue in state (scheduled, dead, or "" / all).
-func (c *Client) Purge(ctx context.Context, queue, state string) (int, error) {
+// Purge cancels every task of the queue in state (StateScheduled, StateDead, or ""
+// for both) and says how many.
+func (c *Client) Purge(ctx context.Context, queue string, state TaskState) (int, error) {
 	q := url.Values{}
 	if state != "" {
-		q.Set("state", state)
+		q.Set("state", string(state))
 	}
 	var out struct {
 		Cancelled int `json:"cancelled"`
@@ -548,12 +549,10 @@ func (c *Client) lease(ctx context.Context, queue string, p LeaseParams, retry b
 	return out.Leases, err
 }
 
-// Ack acknowledges one lease (a.LeaseID) with its outcome. ErrConflict: the lease
-// expired or the task changed meanwhile, and nothing was changed.
-func (c *Client) Ack(ctx context.Context, a Ack) error {
-	id := a.LeaseID
-	a.LeaseID = ""
-	_, err := c.do(ctx, call{method: "POST", path: "/v1/leases/" + url.PathEscape(id) + "/ack", body: a, retry: true})
+// Ack acknowledges one lease with its outcome. ErrConflict: the lease expired or the
+// task changed meanwhile, and nothing was changed; ErrNotFound: no such lease.
+func (c *Client) Ack(ctx context.Context, leaseID string, o Outcome) error {
+	_, err := c.do(ctx, call{method: "POST", path: "/v1/leases/" + url.PathEscape(leaseID) + "/ack", body: o, retry: true})
 	return err
 }
 

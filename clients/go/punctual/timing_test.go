@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	punctual "github.com/punctual-rs/punctual/clients/go"
+	"github.com/punctual-rs/punctual/clients/go/punctual"
 )
 
 // policies are a task's timing policies, to compare in one go.
@@ -128,7 +128,7 @@ func TestS17MissedOccurrences(t *testing.T) {
 	if err := json.Unmarshal(occurrence.Task.Payload, &payload); err != nil || payload["n"] != 1 || len(payload) != 1 {
 		t.Fatalf("occurrence payload %s: %v", occurrence.Task.Payload, err)
 	}
-	if repeat, err := c.Get(bg, allowQueue, "tick"); err != nil || repeat.State != "scheduled" || !repeat.DueAt.After(occurrence.ScheduledFor) {
+	if repeat, err := c.Get(bg, allowQueue, "tick"); err != nil || repeat.State != punctual.StateScheduled || !repeat.DueAt.After(occurrence.ScheduledFor) {
 		t.Fatalf("the repeat after its occurrence: %v %+v", err, repeat)
 	}
 
@@ -177,16 +177,16 @@ func TestS17MissedOccurrences(t *testing.T) {
 		t.Fatalf("tick: scheduled_for %v attempt %d missed %d, want %v, 1 and [%d, %d]",
 			first.ScheduledFor, first.Attempt, first.Missed, tick.DueAt, low, high)
 	}
-	if err := c.Ack(bg, punctual.Ack{LeaseID: leases["once"].LeaseID, Outcome: punctual.OutcomeDone}); err != nil {
+	if err := c.Ack(bg, leases["once"].LeaseID, punctual.Done()); err != nil {
 		t.Fatalf("ack once: %v", err)
 	}
-	if err := c.Ack(bg, punctual.Ack{LeaseID: first.LeaseID, Outcome: punctual.OutcomeRetry, Error: "again"}); err != nil {
+	if err := c.Ack(bg, first.LeaseID, punctual.Retry(errors.New("again"))); err != nil {
 		t.Fatalf("ack tick: %v", err)
 	}
 
 	var seen events
 	w := punctual.NewWorker(c, punctual.WorkerOptions{Wait: time.Second})
-	w.Handle(late, func(ctx context.Context, d *punctual.Delivery) error {
+	w.Handle(late, func(ctx context.Context, d *punctual.Delivery) punctual.Outcome {
 		seen.add(d)
 		return punctual.Fail("seen") // dead: the repeat stops here
 	}, 1)

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	punctual "github.com/punctual-rs/punctual/clients/go"
+	"github.com/punctual-rs/punctual/clients/go/punctual"
 )
 
 func TestS15DedupeWindow(t *testing.T) {
@@ -32,7 +32,7 @@ func TestS15DedupeWindow(t *testing.T) {
 	if err != nil || len(leases) != 1 || leases[0].Task.Key != "order-1" || *leases[0].Task.UniqueFor != *hour {
 		t.Fatalf("lease: %v %+v", err, leases)
 	}
-	if err := c.Ack(bg, punctual.Ack{LeaseID: leases[0].LeaseID, Outcome: punctual.OutcomeDone}); err != nil {
+	if err := c.Ack(bg, leases[0].LeaseID, punctual.Done()); err != nil {
 		t.Fatalf("ack: %v", err)
 	}
 
@@ -41,7 +41,7 @@ func TestS15DedupeWindow(t *testing.T) {
 		t.Fatalf("schedule within the window: %v %+v", err, kept)
 	}
 	done := *kept.Completed
-	if done.Queue != q || done.Key != "order-1" || done.State != "done" || done.Attempts != 0 || done.Occurrence != 1 {
+	if done.Queue != q || done.Key != "order-1" || done.State != punctual.StateDone || done.Attempts != 0 || done.Occurrence != 1 {
 		t.Fatalf("the completion: %+v", done)
 	}
 	if got := done.UniqueUntil.Sub(done.CompletedAt); got != time.Hour {

@@ -20,14 +20,14 @@ import (
 	"testing"
 	"time"
 
-	punctual "github.com/punctual-rs/punctual/clients/go"
+	"github.com/punctual-rs/punctual/clients/go/punctual"
 )
 
 func binary(t *testing.T) string {
 	if b := os.Getenv("PUNCTUAL_BIN"); b != "" {
 		return b
 	}
-	b, err := filepath.Abs("../../target/debug/punctual")
+	b, err := filepath.Abs("../../../target/debug/punctual")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	punctual "github.com/punctual-rs/punctual/clients/go"
+	"github.com/punctual-rs/punctual/clients/go/punctual"
 )
 
 func TestS12Priorities(t *testing.T) {
@@ -31,7 +31,7 @@ func TestS12Priorities(t *testing.T) {
 		t.Fatalf("get high: %v %+v", err, high)
 	}
 	low, err := c.Get(bg, q, "low")
-	if err != nil || low.Priority != 0 || low.State != "scheduled" {
+	if err != nil || low.Priority != 0 || low.State != punctual.StateScheduled {
 		t.Fatalf("get low: %v %+v", err, low)
 	}
 
@@ -53,7 +53,7 @@ func TestS12Priorities(t *testing.T) {
 
 	var ev events
 	w := punctual.NewWorker(c, punctual.WorkerOptions{Wait: time.Second})
-	w.Handle(q, func(ctx context.Context, d *punctual.Delivery) error { ev.add(d); return nil }, 1)
+	w.Handle(q, func(ctx context.Context, d *punctual.Delivery) punctual.Outcome { ev.add(d); return punctual.Done() }, 1)
 	runWorker(t, w)
 	waitUntil(t, "three deliveries", 10*time.Second, func() bool { return ev.len() == 3 })
 	var keys []string
@@ -85,7 +85,7 @@ func TestPriorityInABatch(t *testing.T) {
 	if err != nil || len(results) != 2 {
 		t.Fatalf("batch: %v %+v", err, results)
 	}
-	if results[0].Outcome != "created" || results[0].Error != nil {
+	if results[0].Outcome != punctual.ScheduleCreated || results[0].Error != nil {
 		t.Fatalf("p7: %+v", results[0])
 	}
 	if got, err := c.Get(bg, q, "p7"); err != nil || got.Priority != 7 {

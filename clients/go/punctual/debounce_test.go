@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	punctual "github.com/punctual-rs/punctual/clients/go"
+	"github.com/punctual-rs/punctual/clients/go/punctual"
 )
 
 func TestS13Debounce(t *testing.T) {
@@ -32,7 +32,7 @@ func TestS13Debounce(t *testing.T) {
 		answers = append(answers, r)
 	}
 	first, second, third := answers[0], answers[1], answers[2]
-	if first.Outcome != "created" || second.Outcome != "replaced" || third.Outcome != "replaced" {
+	if first.Outcome != punctual.ScheduleCreated || second.Outcome != punctual.ScheduleReplaced || third.Outcome != punctual.ScheduleReplaced {
 		t.Fatalf("outcomes %s, %s, %s", first.Outcome, second.Outcome, third.Outcome)
 	}
 	bound := first.Task.CreatedAt.Add(3 * time.Second)
@@ -59,7 +59,7 @@ func TestS13Debounce(t *testing.T) {
 
 	var ev events
 	w := punctual.NewWorker(c, punctual.WorkerOptions{Wait: time.Second})
-	w.Handle(q, func(ctx context.Context, d *punctual.Delivery) error { ev.add(d); return nil }, 1)
+	w.Handle(q, func(ctx context.Context, d *punctual.Delivery) punctual.Outcome { ev.add(d); return punctual.Done() }, 1)
 	stop := runWorker(t, w)
 	waitUntil(t, "the debounced delivery", 10*time.Second, func() bool { return ev.len() >= 1 })
 	d, _ := ev.get(0)
@@ -84,7 +84,7 @@ func TestDebounceInABatch(t *testing.T) {
 	burst, err := c.ScheduleMany(bg, q, []punctual.BatchItem{
 		{Key: "d1", ScheduleParams: punctual.ScheduleParams{Delay: time.Hour, Debounce: maxWait}},
 	})
-	if err != nil || len(burst) != 1 || burst[0].Outcome != "created" {
+	if err != nil || len(burst) != 1 || burst[0].Outcome != punctual.ScheduleCreated {
 		t.Fatalf("first batch: %v %+v", err, burst)
 	}
 	created, err := c.Get(bg, q, "d1")
@@ -94,12 +94,12 @@ func TestDebounceInABatch(t *testing.T) {
 	results, err := c.ScheduleMany(bg, q, []punctual.BatchItem{
 		{Key: "d1", ScheduleParams: punctual.ScheduleParams{Delay: 2 * time.Hour, Payload: map[string]int{"n": 2}, Debounce: maxWait}},
 		{Key: "d2", ScheduleParams: punctual.ScheduleParams{Delay: time.Hour, Debounce: &punctual.Debounce{}}},
-		{Key: "d3", ScheduleParams: punctual.ScheduleParams{Delay: time.Hour, Debounce: maxWait, IfExists: "keep"}},
+		{Key: "d3", ScheduleParams: punctual.ScheduleParams{Delay: time.Hour, Debounce: maxWait, IfExists: punctual.IfExistsKeep}},
 	})
 	if err != nil || len(results) != 3 {
 		t.Fatalf("second batch: %v %+v", err, results)
 	}
-	if results[0].Outcome != "replaced" {
+	if results[0].Outcome != punctual.ScheduleReplaced {
 		t.Fatalf("d1: %+v", results[0])
 	}
 	moved, err := c.Get(bg, q, "d1")

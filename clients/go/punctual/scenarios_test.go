@@ -20,7 +20,7 @@ import (
 	"testing"
 	"time"
 
-	punctual "github.com/punctual-rs/punctual/clients/go"
+	"github.com/punctual-rs/punctual/clients/go/punctual"
 )
 
 var bg = context.Background()
@@ -33,19 +33,19 @@ func TestS01ScheduleLeaseAck(t *testing.T) {
 		t.Fatal(err)
 	}
 	task, err := c.Get(bg, q, "k1")
-	if err != nil || task.State != "scheduled" {
+	if err != nil || task.State != punctual.StateScheduled {
 		t.Fatalf("get: %v %+v", err, task)
 	}
 	var ev events
 	w := punctual.NewWorker(c, punctual.WorkerOptions{Wait: time.Second})
-	w.Handle(q, func(ctx context.Context, d *punctual.Delivery) error { ev.add(d); return nil }, 2)
+	w.Handle(q, func(ctx context.Context, d *punctual.Delivery) punctual.Outcome { ev.add(d); return punctual.Done() }, 2)
 	runWorker(t, w)
 	waitUntil(t, "the delivery", 10*time.Second, func() bool { return ev.len() == 1 })
 	d, _ := ev.get(0)
 	var p struct {
 		OrderID int `json:"order_id"`
 	}
-	if err := d.Decode(&p); err != nil || p.OrderID != 1234 || d.Attempt != 1 || d.DeliveryID == "" {
+	if err := d.DecodePayload(&p); err != nil || p.OrderID != 1234 || d.Attempt != 1 || d.DeliveryID == "" {
 		t.Fatalf("delivery %+v payload %+v err %v", d, p, err)
 	}
 	waitUntil(t, "the task gone", 10*time.Second, func() bool {
@@ -66,7 +66,7 @@ func TestS02RetryWithBackoff(t *testing.T) {
 	var lastError string
 	var mu sync.Mutex
 	w := punctual.NewWorker(c, punctual.WorkerOptions{Wait: time.Second})
-	w.Handle(q, func(ctx context.Context, d *punctual.Delivery) error {
+	w.Handle(q, func(ctx context.Context, d *punctual.Delivery) punctual.Outcome {
 		if d.Attempt == 2 {
 			if t, err := c.Get(ctx, q, "k"); err == nil && t.LastError != nil {
 				mu.Lock()
@@ -76,9 +76,9 @@ func TestS02RetryWithBackoff(t *testing.T) {
 		}
 		ev.add(d)
 		if d.Attempt == 1 {
-			return errors.New("smtp timeout")
+			return punctual.Retry(errors.New("smtp timeout"))
 		}
-		return nil
+		return punctual.Done()
 	}, 1)
 	runWorker(t, w)
 	waitUntil(t, "two deliveries", 10*time.Second, func() bool { return ev.len() == 2 })
@@ -106,12 +106,12 @@ func TestS03Reschedule(t *testing.T) {
 	}
 	var ev events
 	w := punctual.NewWorker(c, punctual.WorkerOptions{Wait: time.Second})
-	w.Handle(q, func(ctx context.Context, d *punctual.Delivery) error {
+	w.Handle(q, func(ctx context.Context, d *punctual.Delivery) punctual.Outcome {
 		ev.add(d)
 		if d.Attempt == 1 && ev.len() == 1 {
 			return punctual.Reschedule(time.Second)
 		}
-		return nil
+		return punctual.Done()
 	}, 1)
 	runWorker(t, w)
 	waitUntil(t, "the first delivery", 10*time.Second, func() bool { return ev.len() >= 1 })
@@ -119,7 +119,7 @@ func TestS03Reschedule(t *testing.T) {
 	var task *punctual.Task
 	waitUntil(t, "the task rescheduled", 5*time.Second, func() bool {
 		tk, err := c.Get(bg, q, "k")
-		if err == nil && tk.State == "scheduled" && tk.DueAt.After(t1.Add(500*time.Millisecond)) {
+		if err == nil && tk.State == punctual.StateScheduled && tk.DueAt.After(t1.Add(500*time.Millisecond)) {
 			task = tk
 			return true
 		}
@@ -147,17 +147,17 @@ func TestS04FailDeadRetry(t *testing.T) {
 	}
 	var ev events
 	w := punctual.NewWorker(c, punctual.WorkerOptions{Wait: time.Second})
-	w.Handle(q, func(ctx context.Context, d *punctual.Delivery) error {
+	w.Handle(q, func(ctx context.Context, d *punctual.Delivery) punctual.Outcome {
 		ev.add(d)
 		if ev.len() == 1 {
 			return punctual.Fail("order not found")
 		}
-		return nil
+		return punctual.Done()
 	}, 1)
 	runWorker(t, w)
 	waitUntil(t, "the task dead", 10*time.Second, func() bool {
 		tk, err := c.Get(bg, q, "k")
-		return err == nil && tk.State == "dead"
+		return err == nil && tk.State == punctual.StateDead
 	})
 	tk, _ := c.Get(bg, q, "k")
 	if tk.LastError == nil || *tk.LastError != "order not found" {
@@ -190,15 +190,15 @@ func TestS05HandlerLongerThanLease(t *testing.T) {
 	var ev events
 	done := make(chan struct{})
 	w := punctual.NewWorker(c, punctual.WorkerOptions{LeaseFor: 2 * time.Second, Wait: time.Second})
-	w.Handle(q, func(ctx context.Context, d *punctual.Delivery) error {
+	w.Handle(q, func(ctx context.Context, d *punctual.Delivery) punctual.Outcome {
 		ev.add(d)
 		select {
 		case <-time.After(5 * time.Second): // the handler's work: longer than its lease
 		case <-ctx.Done():
-			return ctx.Err()
+			return punctual.Retry(ctx.Err())
 		}
 		close(done)
-		return nil
+		return punctual.Done()
 	}, 2)
 	runWorker(t, w)
 	waitUntil(t, "the handler to finish", 10*time.Second, func() bool {
@@ -226,10 +226,10 @@ func TestHelperWorkerProcess(t *testing.T) {
 	}
 	c := punctual.NewClient(punctual.WithServer(os.Getenv("PUNCTUAL_HELPER_SERVER")))
 	w := punctual.NewWorker(c, punctual.WorkerOptions{LeaseFor: 2 * time.Second, Wait: time.Second})
-	w.Handle(os.Getenv("PUNCTUAL_HELPER_QUEUE"), func(ctx context.Context, d *punctual.Delivery) error {
+	w.Handle(os.Getenv("PUNCTUAL_HELPER_QUEUE"), func(ctx context.Context, d *punctual.Delivery) punctual.Outcome {
 		fmt.Printf("leased attempt=%d\n", d.Attempt)
 		<-ctx.Done()
-		return nil
+		return punctual.Done()
 	}, 1)
 	_ = w.Run(bg)
 }
@@ -275,7 +275,7 @@ func TestS06WorkerKilledMidHandler(t *testing.T) {
 
 	var ev events
 	w := punctual.NewWorker(c, punctual.WorkerOptions{Wait: time.Second})
-	w.Handle(q, func(ctx context.Context, d *punctual.Delivery) error { ev.add(d); return nil }, 1)
+	w.Handle(q, func(ctx context.Context, d *punctual.Delivery) punctual.Outcome { ev.add(d); return punctual.Done() }, 1)
 	runWorker(t, w)
 	waitUntil(t, "the task leased again", 10*time.Second, func() bool { return ev.len() == 1 })
 	if d, _ := ev.get(0); d.Attempt != 2 {
@@ -290,7 +290,7 @@ func TestS07ServerRestartedWhileLongPolling(t *testing.T) {
 	log := &recorder{}
 	var ev events
 	w := punctual.NewWorker(c, punctual.WorkerOptions{Wait: 2 * time.Second, ReconnectMin: 50 * time.Millisecond, ReconnectMax: 400 * time.Millisecond, Logger: log})
-	w.Handle(q, func(ctx context.Context, d *punctual.Delivery) error { ev.add(d); return nil }, 1)
+	w.Handle(q, func(ctx context.Context, d *punctual.Delivery) punctual.Outcome { ev.add(d); return punctual.Done() }, 1)
 	runWorker(t, w)
 	if _, err := c.Schedule(bg, q, "before", punctual.ScheduleParams{}); err != nil {
 		t.Fatal(err)
@@ -324,11 +324,11 @@ func TestS08GracefulShutdown(t *testing.T) {
 		started, release := make(chan struct{}), make(chan struct{})
 		var ev events
 		w := punctual.NewWorker(c, punctual.WorkerOptions{Wait: time.Second, Grace: 5 * time.Second})
-		w.Handle(q, func(ctx context.Context, d *punctual.Delivery) error {
+		w.Handle(q, func(ctx context.Context, d *punctual.Delivery) punctual.Outcome {
 			ev.add(d)
 			close(started)
 			<-release
-			return nil
+			return punctual.Done()
 		}, 2)
 		cancel, wait := startWorker(t, w)
 		<-started
@@ -345,7 +345,7 @@ func TestS08GracefulShutdown(t *testing.T) {
 			t.Fatalf("the finished handler was not acked: %v", err)
 		}
 		tk, err := c.Get(bg, q, "later")
-		if err != nil || tk.State != "scheduled" || ev.len() != 1 {
+		if err != nil || tk.State != punctual.StateScheduled || ev.len() != 1 {
 			t.Fatalf("later: %+v %v, deliveries %d", tk, err, ev.len())
 		}
 	})
@@ -357,21 +357,21 @@ func TestS08GracefulShutdown(t *testing.T) {
 		}
 		started := make(chan struct{})
 		w := punctual.NewWorker(c, punctual.WorkerOptions{LeaseFor: 2 * time.Second, Wait: time.Second, Grace: 300 * time.Millisecond})
-		w.Handle(q, func(ctx context.Context, d *punctual.Delivery) error {
+		w.Handle(q, func(ctx context.Context, d *punctual.Delivery) punctual.Outcome {
 			close(started)
 			<-ctx.Done() // outlasts the grace period
-			return nil
+			return punctual.Done()
 		}, 1)
 		stop := runWorker(t, w)
 		<-started
 		stop()
 		tk, err := c.Get(bg, q, "slow")
-		if err != nil || tk.State != "leased" {
+		if err != nil || tk.State != punctual.StateLeased {
 			t.Fatalf("after stop: %+v %v", tk, err)
 		}
 		waitUntil(t, "the lease to expire", 10*time.Second, func() bool {
 			tk, err := c.Get(bg, q, "slow")
-			return err == nil && tk.State == "scheduled" && tk.Attempts == 1
+			return err == nil && tk.State == punctual.StateScheduled && tk.Attempts == 1
 		})
 	})
 }
@@ -460,7 +460,7 @@ func TestS10EveryErrorCodeMapped(t *testing.T) {
 	if _, err := c.Schedule(bg, q, "k", punctual.ScheduleParams{}); err != nil {
 		t.Fatal(err)
 	}
-	_, err = c.Schedule(bg, q, "k", punctual.ScheduleParams{IfExists: "error"})
+	_, err = c.Schedule(bg, q, "k", punctual.ScheduleParams{IfExists: punctual.IfExistsError})
 	if !errors.Is(err, punctual.ErrConflict) {
 		t.Fatalf("conflict: %v", err)
 	}
@@ -517,7 +517,7 @@ queues = ["scoped.*"]
 	if err != nil {
 		t.Fatalf("the scoped token reads its queue: %v", err)
 	}
-	if task.Key != "readable" || task.State != "scheduled" || string(task.Payload) != `{"v":1}` {
+	if task.Key != "readable" || task.State != punctual.StateScheduled || string(task.Payload) != `{"v":1}` {
 		t.Fatalf("task: %+v (payload %s)", task, task.Payload)
 	}
 
@@ -551,7 +551,7 @@ queues = ["scoped.*"]
 	if _, err := full.Schedule(bg, other, "elsewhere", punctual.ScheduleParams{Delay: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := full.Get(bg, other, "elsewhere"); err != nil || got.State != "scheduled" {
+	if got, err := full.Get(bg, other, "elsewhere"); err != nil || got.State != punctual.StateScheduled {
 		t.Fatalf("the full token reads %s: %v %v", other, got, err)
 	}
 	_, err = reader.Get(bg, other, "elsewhere")

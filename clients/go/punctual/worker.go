@@ -2,7 +2,6 @@ package punctual
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -39,42 +38,14 @@ type Delivery struct {
 	Task         Task
 }
 
-// Decode unmarshals the task's payload into v.
-func (d *Delivery) Decode(v any) error { return json.Unmarshal(d.Task.Payload, v) }
+// DecodePayload unmarshals the task's payload into v.
+func (d *Delivery) DecodePayload(v any) error { return d.Task.DecodePayload(v) }
 
-// HandlerFunc handles a delivery. Returning nil acks it done; Retry, Reschedule and
-// Fail pick the other outcomes; any other error is a retry with the queue's backoff.
-// ctx is cancelled when the worker gives up on the handler (shutdown grace over).
-type HandlerFunc func(ctx context.Context, d *Delivery) error
-
-// Outcome is a handler's non-done result, returned as an error.
-type Outcome struct {
-	Kind  string // retry | reschedule | fail
-	After time.Duration
-	Err   error
-}
-
-func (o *Outcome) Error() string {
-	if o.Err != nil {
-		return o.Kind + ": " + o.Err.Error()
-	}
-	return o.Kind
-}
-
-// Unwrap gives the handler's error.
-func (o *Outcome) Unwrap() error { return o.Err }
-
-// Retry asks for another try after `after` (zero: the task's backoff), keeping err's
-// text as the task's last_error.
-func Retry(after time.Duration, err error) error {
-	return &Outcome{Kind: OutcomeRetry, After: after, Err: err}
-}
-
-// Reschedule fires the task again after `after`, as a new occurrence.
-func Reschedule(after time.Duration) error { return &Outcome{Kind: OutcomeReschedule, After: after} }
-
-// Fail makes the task dead now with the reason.
-func Fail(reason string) error { return &Outcome{Kind: OutcomeFail, Err: errors.New(reason)} }
+// HandlerFunc handles a delivery and answers its Outcome: Done(), Retry(err),
+// RetryAfter(d, err), Reschedule(after), RescheduleAt(t) or Fail(reason)
+// (DoneOrRetry(err) turns a plain error into one). A panic is a retry with the panic's
+// text. ctx is cancelled when the worker gives up on the handler (shutdown grace over).
+type HandlerFunc func(ctx context.Context, d *Delivery) Outcome
 
 type handler struct {
 	queue       string
@@ -263,7 +234,7 @@ func (w *Worker) run(hard context.Context, h handler, l Lease, acks *acker) {
 		defer close(extended)
 		w.extend(hctx, l, stopExtending)
 	}()
-	err := w.call(hctx, h.fn, &Delivery{
+	outcome := w.call(hctx, h.fn, &Delivery{
 		LeaseID: l.LeaseID, Attempt: l.Attempt, DeliveryID: l.DeliveryID,
 		ScheduledFor: l.ScheduledFor, Missed: l.Missed, Task: l.Task,
 	})
@@ -272,36 +243,18 @@ func (w *Worker) run(hard context.Context, h handler, l Lease, acks *acker) {
 	if hard.Err() != nil {
 		return
 	}
-	a := ackFor(err)
-	a.LeaseID = l.LeaseID
-	if !acks.add(a) {
-		return
-	}
+	acks.add(Ack{LeaseID: l.LeaseID, Outcome: outcome})
 }
 
-func (w *Worker) call(ctx context.Context, fn HandlerFunc, d *Delivery) (err error) {
+// call runs the handler; a panic is a retry with the panic's text.
+func (w *Worker) call(ctx context.Context, fn HandlerFunc, d *Delivery) (outcome Outcome) {
 	defer func() {
 		if p := recover(); p != nil {
 			w.logf("handler panicked queue=%s key=%s panic=%q", d.Task.Queue, d.Task.Key, fmt.Sprint(p))
-			err = fmt.Errorf("handler panicked: %v", p)
+			outcome = Retry(fmt.Errorf("handler panicked: %v", p))
 		}
 	}()
 	return fn(ctx, d)
-}
-
-func ackFor(err error) Ack {
-	if err == nil {
-		return Ack{Outcome: OutcomeDone}
-	}
-	var o *Outcome
-	if errors.As(err, &o) {
-		a := Ack{Outcome: o.Kind, Delay: o.After}
-		if o.Err != nil {
-			a.Error = o.Err.Error()
-		}
-		return a
-	}
-	return Ack{Outcome: OutcomeRetry, Error: err.Error()}
 }
 
 func (w *Worker) extend(ctx context.Context, l Lease, stop <-chan struct{}) {
@@ -338,19 +291,19 @@ func newAcker(w *Worker) *acker {
 	return &acker{w: w, wake: make(chan struct{}, 1), done: make(chan struct{})}
 }
 
-// add queues an ack; false once the acker is closed.
-func (a *acker) add(ack Ack) bool {
+// add queues an ack; once the acker is closed it drops it (the handler outlasted the
+// shutdown grace: its lease expires and the task comes back).
+func (a *acker) add(ack Ack) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.closed {
-		return false
+		return
 	}
 	a.pending = append(a.pending, ack)
 	select {
 	case a.wake <- struct{}{}:
 	default:
 	}
-	return true
 }
 
 func (a *acker) close() {
@@ -391,8 +344,8 @@ func (a *acker) send(batch []Ack) {
 		cancel()
 		if err == nil {
 			for i, r := range results {
-				if r.Status != 204 && i < len(batch) {
-					a.w.logf("ack refused lease=%s outcome=%s status=%d error=%q", batch[i].LeaseID, batch[i].Outcome, r.Status, r.Error)
+				if !r.Applied() && i < len(batch) {
+					a.w.logf("ack refused lease=%s outcome=%s status=%d error=%q", batch[i].LeaseID, batch[i].Outcome.Kind(), r.Status, r.Error)
 				}
 			}
 			return
