@@ -49,6 +49,7 @@ mod policy;
 mod prom;
 mod rates;
 mod server;
+mod service_manager;
 mod shared;
 mod state;
 mod tls;
@@ -226,6 +227,7 @@ async fn run<S: Store>(store: S, sharing: Sharing, settings: &Settings, tls: Opt
         },
         "punctual {} is serving", env!("CARGO_PKG_VERSION")
     );
+    service_manager::ready();
     server::serve_with(listener, state, server::stop_signal(), settings.grace_period, tls).await;
     stop_api_queues.cancel();
     stop_reloads.cancel();

@@ -99,6 +99,7 @@ pub(crate) async fn serve_with<S: Store>(
     }
     drop(listener);
     tracing::info!("stopping: no new connections; finishing requests in flight");
+    crate::service_manager::stopping();
     stopping.cancel();
     connections.close();
     if tokio::time::timeout(grace, connections.wait()).await.is_err() {

@@ -48,6 +48,7 @@ mod secrets;
 mod sentinel_failover;
 mod server_logs;
 mod server_tls;
+mod service_manager;
 mod shared_rate;
 mod sigterm;
 mod targets;
