@@ -81,6 +81,7 @@ worker.handle("flow.remind", async ({ payload, attempt, deliveryId, priority, gr
   if (deliveryId === "") return reschedule({ delay: "24h" });
   return payload ? undefined : { outcome: "done" };
 }, { concurrency: 8 });
+worker.handle<{ step: number }>("flow.step", ({ payload, task }) => (payload.step > task.maxAttempts ? fail("too many") : undefined));
 await worker.start();
 await worker.stop({ graceMs: 5000 });
 const ok: boolean = verifySignature({ body: "{}", header: "t=1,v1=00", secret: "whsec" });
