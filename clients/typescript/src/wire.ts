@@ -22,20 +22,21 @@ export interface Shape {
   readonly [key: string]: Shape | typeof AS_IS | typeof FIELD_PATH;
 }
 
-const TARGET: Shape = { headers: AS_IS, body: AS_IS };
-const ERROR: Shape = { field: FIELD_PATH };
+/** A task, as sent and as read: its payload and its target's headers and body are the user's own. */
+const TASK: Shape = { payload: AS_IS, target: { headers: AS_IS, body: AS_IS } };
 
 /** The shapes of what the client sends and reads; a key not named is re-cased all the way down. */
 export const SHAPES = {
   plain: {},
-  task: { payload: AS_IS, target: TARGET },
-  taskPage: { tasks: { payload: AS_IS, target: TARGET } },
-  scheduleResult: { task: { payload: AS_IS, target: TARGET } },
-  leases: { task: { payload: AS_IS, target: TARGET } },
+  task: TASK,
+  taskPage: { tasks: TASK },
+  scheduleResult: { task: TASK },
+  leases: { task: TASK },
+  /** Queue settings, as sent and as read: a redis-stream action's fields are the user's own. */
   settings: { action: { fields: AS_IS } },
   /** Batch schedule and batch ack results: their errors' field paths. */
-  itemResults: { error: ERROR },
-} as const satisfies Record<string, Shape>;
+  itemResults: { error: { field: FIELD_PATH } },
+} satisfies Record<string, Shape>;
 
 /** snake_case → camelCase: an underscore after a letter or digit goes, the next character is upper-cased. */
 export function camelCase(name: string): string {
@@ -65,7 +66,8 @@ function recase(value: unknown, shape: Shape, rename: (key: string) => string, t
   for (const [key, v] of Object.entries(value)) {
     if (v === undefined) continue;
     const renamed = rename(key);
-    const rule = Object.hasOwn(shape, toClient ? renamed : key) ? shape[toClient ? renamed : key] : undefined;
+    const clientKey = toClient ? renamed : key;
+    const rule = Object.hasOwn(shape, clientKey) ? shape[clientKey] : undefined;
     if (rule === AS_IS) entries.push([renamed, v]);
     else if (rule === FIELD_PATH) entries.push([renamed, typeof v === "string" ? rename(v) : v]);
     else entries.push([renamed, recase(v, rule ?? SHAPES.plain, rename, toClient)]);
@@ -79,9 +81,6 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
   const proto: unknown = Object.getPrototypeOf(value);
   return proto === Object.prototype || proto === null;
 }
-
-/** The shape of a task's body: the payload and the target's headers and body are the user's own. */
-const TASK_BODY: Shape = SHAPES.task;
 
 /**
  * The wire body of a task from schedule's options: only the options schedule knows (so
@@ -121,7 +120,7 @@ export function taskBody(options: ScheduleOptions = {}): Record<string, unknown>
     overlap: options.overlap,
     jitter: options.jitter,
   };
-  return toWire(body, TASK_BODY) as Record<string, unknown>;
+  return toWire(body, TASK) as Record<string, unknown>;
 }
 
 // { window, dead: true } holds the key after a dead task too; without dead it is the
