@@ -10,7 +10,7 @@ const server = await startServer();
 after(() => server.close());
 const client = new Client({ server: server.url });
 
-test("scheduleMany reports per item; list follows next_cursor; cancelTag; queue stats", async () => {
+test("scheduleMany reports per item; list follows nextCursor; cancelTag; queue stats", async () => {
   const queue = uniqueQueue("api");
   const items = Array.from({ length: 7 }, (_, i) => ({ key: `k/${i}`, delay: `${i + 1}h`, tags: i % 2 ? ["odd"] : [] }));
   items.push({ key: "bad", delay: "never" });
@@ -30,7 +30,7 @@ test("scheduleMany reports per item; list follows next_cursor; cancelTag; queue 
 
   const burst = await client.scheduleMany(queue, [{ key: "d/1", delay: "1h", debounce: { maxWait: "10m" } }]);
   assert.equal(burst[0].outcome, "created");
-  const created = Date.parse((await client.get(queue, "d/1")).created_at);
+  const created = Date.parse((await client.get(queue, "d/1")).createdAt);
   const debounced = await client.scheduleMany(queue, [
     { key: "d/1", delay: "2h", payload: { n: 2 }, debounce: { maxWait: 600_000 } },
     { key: "d/2", delay: "1h", debounce: { maxWait: 0 } },
@@ -39,8 +39,8 @@ test("scheduleMany reports per item; list follows next_cursor; cancelTag; queue 
   assert.equal(debounced[0].outcome, "replaced");
   const moved = await client.get(queue, "d/1");
   assert.deepEqual(moved.payload, { n: 2 });
-  assert.ok(Date.parse(moved.due_at) <= created + 600_000, "due by the burst's first schedule + max_wait");
-  assert.equal(debounced[1].error.field, "tasks[1].debounce.max_wait");
+  assert.ok(Date.parse(moved.dueAt) <= created + 600_000, "due by the burst's first schedule + maxWait");
+  assert.equal(debounced[1].error.field, "tasks[1].debounce.maxWait");
   assert.equal(debounced[2].error.field, "tasks[2].debounce");
 
   const grouped = await client.scheduleMany(queue, [
@@ -59,7 +59,7 @@ test("scheduleMany reports per item; list follows next_cursor; cancelTag; queue 
   assert.deepEqual(keys, items.slice(0, 7).map((i) => i.key), "every page, in due order");
   const page = await client.listPage(queue, { limit: 2 });
   assert.equal(page.tasks.length, 2);
-  assert.ok(page.next_cursor);
+  assert.ok(page.nextCursor);
 
   const got = await client.get(queue, "k/1");
   assert.equal(got.key, "k/1", "a key with / round-trips");
@@ -80,10 +80,10 @@ test("uniqueFor on scheduleMany items: the dead form read back, 0 refused per it
     { key: "u/4", delay: "1h" },
   ]);
   assert.deepEqual(results[0], { key: "u/1", outcome: "created" });
-  assert.deepEqual((await client.get(queue, "u/1")).unique_for, { window: "1h 30m", dead: true });
-  assert.equal(results[1].error.field, "tasks[1].unique_for");
-  assert.equal((await client.get(queue, "u/3")).unique_for, "2h");
-  assert.equal((await client.get(queue, "u/4")).unique_for, null);
+  assert.deepEqual((await client.get(queue, "u/1")).uniqueFor, { window: "1h 30m", dead: true });
+  assert.equal(results[1].error.field, "tasks[1].uniqueFor");
+  assert.equal((await client.get(queue, "u/3")).uniqueFor, "2h");
+  assert.equal((await client.get(queue, "u/4")).uniqueFor, null);
   assert.equal(await client.purge(queue), 3);
 });
 
@@ -92,14 +92,14 @@ test("groupsPage lists a queue's groups by name, page by page", async () => {
   await client.scheduleMany(queue, ["gamma", "alpha", "beta", "alpha"].map((group, i) => ({ key: `k/${i}`, delay: "1h", group })));
   const first = await client.groupsPage(queue, { limit: 2 });
   assert.deepEqual(first.groups.map((g) => [g.group, g.scheduled]), [["alpha", 2], ["beta", 1]]);
-  assert.ok(first.next_cursor);
-  const last = await client.groupsPage(queue, { limit: 2, cursor: first.next_cursor });
+  assert.ok(first.nextCursor);
+  const last = await client.groupsPage(queue, { limit: 2, cursor: first.nextCursor });
   assert.deepEqual(last.groups, [{ group: "gamma", scheduled: 1, leased: 0, dead: 0 }]);
-  assert.equal(last.next_cursor, null);
+  assert.equal(last.nextCursor, null);
   assert.deepEqual((await client.groupsPage(`${queue}.none`)).groups, []);
 });
 
-test("schedule takes every field: due_at, repeat with cron and tz, max_attempts, backoff, if_exists keep", async () => {
+test("schedule takes every field: dueAt, repeat with cron and tz, maxAttempts, backoff, ifExists keep", async () => {
   const queue = uniqueQueue("api");
   const dueAt = new Date(Date.now() + 3_600_000);
   const r = await client.schedule(queue, "r", {
@@ -111,7 +111,7 @@ test("schedule takes every field: due_at, repeat with cron and tz, max_attempts,
     backoff: { initial: "2s", factor: 3, max: "1m" },
   });
   assert.equal(r.outcome, "created");
-  assert.equal(r.task.max_attempts, 5);
+  assert.equal(r.task.maxAttempts, 5);
   assert.equal(r.task.repeat.cron, "0 9 * * MON-FRI");
   const kept = await client.schedule(queue, "r", { delay: "1s", ifExists: "keep" });
   assert.equal(kept.outcome, "kept");
@@ -121,10 +121,10 @@ test("schedule takes every field: due_at, repeat with cron and tz, max_attempts,
 
 test("settings: put, patch with If-Match, a stale version is a conflict; pause, resume, delete", async () => {
   const queue = uniqueQueue("api");
-  const s = await client.putSettings(queue, { defaults: { max_attempts: 3 } });
-  const p = await client.patchSettings(queue, { defaults: { max_attempts: 4 } }, { ifVersion: s.version });
+  const s = await client.putSettings(queue, { defaults: { maxAttempts: 3 } });
+  const p = await client.patchSettings(queue, { defaults: { maxAttempts: 4 } }, { ifVersion: s.version });
   assert.ok(p.version > s.version);
-  await assert.rejects(client.patchSettings(queue, { defaults: { max_attempts: 5 } }, { ifVersion: s.version }), ConflictError);
+  await assert.rejects(client.patchSettings(queue, { defaults: { maxAttempts: 5 } }, { ifVersion: s.version }), ConflictError);
   assert.equal((await client.pause(queue)).paused, true);
   assert.equal((await client.getSettings(queue)).paused, true);
   assert.equal((await client.resume(queue)).paused, false);
@@ -132,10 +132,10 @@ test("settings: put, patch with If-Match, a stale version is a conflict; pause, 
   await assert.rejects(client.getSettings(queue), NotFoundError);
 });
 
-test("settings' default repeat: sent in the wire form (cron_syntax), shown as a task's repeat is", async () => {
+test("settings' default repeat: sent as a schedule's repeat is (cronSyntax), shown as a task's repeat is", async () => {
   const queue = uniqueQueue("api");
   const until = new Date(Date.UTC(2030, 0, 1));
-  const spring = { cron: "0 0 9 ? * MON-FRI", tz: "Asia/Shanghai", cron_syntax: "spring", until };
+  const spring = { cron: "0 0 9 ? * MON-FRI", tz: "Asia/Shanghai", cronSyntax: "spring", until };
   const s = await client.putSettings(queue, { defaults: { repeat: spring } });
   assert.deepEqual(s.defaults.repeat, { ...spring, until: "2030-01-01T00:00:00.000Z" });
   assert.equal(s.defaults.backoff.factor, 2);
@@ -149,13 +149,13 @@ test("lease, extend, ack one and many; dead tasks in bulk; purge", async () => {
   await client.scheduleMany(queue, ["a", "b", "c"].map((key) => ({ key, tags: ["t"] })));
   const leases = await client.lease(queue, { max: 3, lease: "10s", wait: "1s" });
   assert.equal(leases.length, 3);
-  const ext = await client.extend(leases[0].lease_id, "20s");
-  assert.ok(Date.parse(ext.expires_at) > Date.parse(leases[0].expires_at));
-  await client.ack(leases[0].lease_id, { outcome: "fail", error: "no" });
-  await assert.rejects(client.ack(leases[0].lease_id), (e) => e instanceof ConflictError || e instanceof NotFoundError);
+  const ext = await client.extend(leases[0].leaseId, "20s");
+  assert.ok(Date.parse(ext.expiresAt) > Date.parse(leases[0].expiresAt));
+  await client.ack(leases[0].leaseId, { outcome: "fail", error: "no" });
+  await assert.rejects(client.ack(leases[0].leaseId), (e) => e instanceof ConflictError || e instanceof NotFoundError);
   const results = await client.acks([
-    { leaseId: leases[1].lease_id, outcome: "fail", error: "no" },
-    { leaseId: leases[2].lease_id, outcome: "done" },
+    { leaseId: leases[1].leaseId, outcome: "fail", error: "no" },
+    { leaseId: leases[2].leaseId, outcome: "done" },
     { leaseId: "nonsense", outcome: "done" },
   ]);
   assert.deepEqual(results.map((r) => r.status), [204, 204, 404]);

@@ -17,8 +17,8 @@ import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
 import mysql from "mysql2/promise";
-import { Client, outbox, Outbox } from "../src/index.js";
-import { taskBody } from "../src/client.js";
+import { Client, outbox, Outbox } from "punctual-client";
+import { taskBody } from "../dist/esm/wire.js";
 import { uniqueQueue } from "./helpers.js";
 
 const SQL_DIR = resolve(dirname(fileURLToPath(import.meta.url)), "../../../crates/punctual-outbox/sql");
@@ -147,16 +147,20 @@ for (const db of databases) {
 }
 
 // One schedule with every field of the API, and the body it must be, written out by hand:
-// a builder that drops or renames a field fails the literal comparison.
+// a builder that drops or renames a field fails the literal comparison. The payload and
+// the target's headers and body mix snake_case and camelCase keys: they are the user's
+// own and keep them.
+const PAYLOAD = { order_id: 1234, orderTotal: 99.5, note: "café ☕", items: [1, { line_no: 1, skuCode: "A" }] };
+const HOOK_BODY = { callback_url: "https://shop.example/cb", replyTo: "ops" };
 const RICH = {
-  payload: { order_id: 1234, note: "café ☕", items: [1, 2] },
+  payload: PAYLOAD,
   dueAt: new Date(Date.UTC(2030, 0, 2, 3, 4, 5)),
   repeat: { cron: "0 9 * * MON-FRI", tz: "Asia/Shanghai", times: 3, cronSyntax: "vixie" },
   tags: ["order-1234", "merchant-42"],
   maxAttempts: 5,
   backoff: { initial: "2s", factor: 3, max: "1m" },
   ifExists: "replace",
-  target: { url: "https://shop.example/hooks/cancel", method: "POST", headers: { "x-shop": "1" }, timeout: "5s" },
+  target: { url: "https://shop.example/hooks/cancel", method: "POST", headers: { "x-shop": "1", X_Trace_Id: "t", xShopId: "2" }, timeout: "5s", body: HOOK_BODY },
   priority: 7,
   debounce: { maxWait: "5m" },
   group: "merchant-42",
@@ -170,13 +174,19 @@ const RICH = {
 };
 const RICH_BODY = {
   due_at: "2030-01-02T03:04:05.000Z",
-  payload: { order_id: 1234, note: "café ☕", items: [1, 2] },
+  payload: { order_id: 1234, orderTotal: 99.5, note: "café ☕", items: [1, { line_no: 1, skuCode: "A" }] },
   repeat: { cron: "0 9 * * MON-FRI", tz: "Asia/Shanghai", times: 3, cron_syntax: "vixie" },
   tags: ["order-1234", "merchant-42"],
   max_attempts: 5,
   backoff: { initial: "2s", factor: 3, max: "1m" },
   if_exists: "replace",
-  target: { url: "https://shop.example/hooks/cancel", method: "POST", headers: { "x-shop": "1" }, timeout: "5s" },
+  target: {
+    url: "https://shop.example/hooks/cancel",
+    method: "POST",
+    headers: { "x-shop": "1", X_Trace_Id: "t", xShopId: "2" },
+    timeout: "5s",
+    body: { callback_url: "https://shop.example/cb", replyTo: "ops" },
+  },
   priority: 7,
   debounce: { max_wait: "5m" },
   group: "merchant-42",

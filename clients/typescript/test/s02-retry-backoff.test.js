@@ -24,12 +24,12 @@ test("s02 retry with backoff: a thrown error is retried after the backoff, same 
     const between = await waitUntil(
       async () => {
         const t = await client.get(queue, "k");
-        return t.last_error && t.state === "scheduled" ? t : null;
+        return t.lastError && t.state === "scheduled" ? t : null;
       },
       5_000,
       { what: "last_error between the tries" },
     );
-    assert.match(between.last_error, /smtp timeout on try 1/);
+    assert.match(between.lastError, /smtp timeout on try 1/);
     assert.equal(between.attempts, 1);
     await waitUntil(() => seen.length === 2, 10_000, { what: "the second delivery" });
     assert.equal(seen[1].attempt, 2);

@@ -24,13 +24,13 @@ test("s03 reschedule: fired again ~1 s later as a new occurrence, attempts 0, ne
     const again = await waitUntil(
       async () => {
         const t = await client.get(queue, "remind");
-        return t.state === "scheduled" && Date.parse(t.due_at) > Date.parse(seen[0].dueAt) ? t : null;
+        return t.state === "scheduled" && Date.parse(t.dueAt) > Date.parse(seen[0].dueAt) ? t : null;
       },
       5_000,
       { what: "the task scheduled again" },
     );
     assert.equal(again.attempts, 0);
-    const later = Date.parse(again.due_at) - seen[0].at;
+    const later = Date.parse(again.dueAt) - seen[0].at;
     assert.ok(later >= 700 && later <= 2500, `due ${later} ms after the first delivery, not about 1 s`);
     await waitUntil(() => seen.length === 2, 10_000, { what: "the second delivery" });
     assert.notEqual(seen[1].deliveryId, seen[0].deliveryId);

@@ -29,7 +29,7 @@ test("s04 fail → dead → retry: dead with the reason, listed, retried with at
       5_000,
       { what: "the task dead" },
     );
-    assert.match(dead.last_error, /order not found/);
+    assert.match(dead.lastError, /order not found/);
     const listed = [];
     for await (const t of client.dead(queue)) listed.push(t.key);
     assert.deepEqual(listed, ["order-9"]);

@@ -19,8 +19,8 @@ test("s13 debounce: three schedules of order-1 stay due by the first + 3 s; one 
   // Without debounce this one would be due 5 s from now, past the burst's bound.
   const third = await client.schedule(queue, "order-1", { delay: "5s", payload: { status: 3 }, debounce: { maxWait: "3s" } });
   assert.deepEqual([first.outcome, second.outcome, third.outcome], ["created", "replaced", "replaced"]);
-  const bound = Date.parse(first.task.created_at) + 3000;
-  const due = [first, second, third].map((r) => Date.parse(r.task.due_at));
+  const bound = Date.parse(first.task.createdAt) + 3000;
+  const due = [first, second, third].map((r) => Date.parse(r.task.dueAt));
   assert.ok(due[0] <= due[1] && due[1] <= bound, `${due} bound ${bound}`);
   assert.ok(due[1] <= due[2] && due[2] <= bound, `${due} bound ${bound}`);
   assert.deepEqual(third.task.payload, { status: 3 });
@@ -28,7 +28,7 @@ test("s13 debounce: three schedules of order-1 stay due by the first + 3 s; one 
   const refused = await client.schedule(queue, "order-1", { payload: { status: 4 }, debounce: { maxWait: 0 } }).catch((e) => e);
   assert.ok(refused instanceof InvalidArgumentError, String(refused));
   assert.equal(refused.status, 400);
-  assert.equal(refused.field, "debounce.max_wait");
+  assert.equal(refused.field, "debounce.maxWait");
   assert.deepEqual((await client.get(queue, "order-1")).payload, { status: 3 });
 
   const seen = [];

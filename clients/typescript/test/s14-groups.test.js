@@ -13,8 +13,8 @@ const isGone = (client, queue, key) => client.get(queue, key).then(() => false, 
 test("s14 groups: group_concurrency 1 leases the first of customer-a and customer-b's one; the listing counts them", async () => {
   const client = new Client({ server: server.url });
   const queue = uniqueQueue("s14");
-  const settings = await client.putSettings(queue, { group_concurrency: 1 });
-  assert.equal(settings.group_concurrency, 1);
+  const settings = await client.putSettings(queue, { groupConcurrency: 1 });
+  assert.equal(settings.groupConcurrency, 1);
   const now = Date.now();
   for (const [n, key] of ["a1", "a2", "a3"].entries()) {
     await client.schedule(queue, key, { payload: { n }, group: "customer-a", dueAt: new Date(now - (3 - n) * 1000) });
@@ -32,10 +32,10 @@ test("s14 groups: group_concurrency 1 leases the first of customer-a and custome
     { group: "customer-a", scheduled: 2, leased: 1, dead: 0 },
     { group: "customer-b", scheduled: 0, leased: 1, dead: 0 },
   ]);
-  assert.equal(page.next_cursor, null);
+  assert.equal(page.nextCursor, null);
 
   const a1 = leases.find((l) => l.task.key === "a1");
-  await client.ack(a1.lease_id, { outcome: "done" });
+  await client.ack(a1.leaseId, { outcome: "done" });
   assert.deepEqual((await client.lease(queue, { max: 10 })).map((l) => l.task.key), ["a2"]);
 
   const refused = await client.schedule(queue, "c1", { group: "" }).catch((e) => e);

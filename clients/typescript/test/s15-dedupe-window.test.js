@@ -18,13 +18,13 @@ test("s15 dedupe window: a schedule of a key done within unique_for is kept with
   const first = await client.schedule(queue, "order-1", { payload: { n: 1 }, uniqueFor: "1h" });
   assert.equal(first.outcome, "created");
   assert.equal(first.completed, undefined);
-  assert.equal((await client.get(queue, "order-1")).unique_for, "1h");
+  assert.equal((await client.get(queue, "order-1")).uniqueFor, "1h");
 
   const [lease, ...more] = await client.lease(queue, { max: 10 });
   assert.equal(more.length, 0);
   assert.equal(lease.task.key, "order-1");
-  assert.equal(lease.task.unique_for, "1h");
-  await client.ack(lease.lease_id, { outcome: "done" });
+  assert.equal(lease.task.uniqueFor, "1h");
+  await client.ack(lease.leaseId, { outcome: "done" });
 
   const kept = await client.schedule(queue, "order-1", { payload: { n: 2 }, uniqueFor: HOUR });
   assert.equal(kept.outcome, "kept");
@@ -35,7 +35,7 @@ test("s15 dedupe window: a schedule of a key done within unique_for is kept with
     [done.queue, done.key, done.state, done.attempts, done.occurrence],
     [queue, "order-1", "done", 0, 1],
   );
-  assert.equal(Date.parse(done.unique_until) - Date.parse(done.completed_at), HOUR);
+  assert.equal(Date.parse(done.uniqueUntil) - Date.parse(done.completedAt), HOUR);
   assert.ok(await isGone(client, queue, "order-1"), "a kept schedule stores nothing");
   assert.deepEqual(await client.lease(queue, { max: 10 }), []);
 
@@ -49,11 +49,11 @@ test("s15 dedupe window: a schedule of a key done within unique_for is kept with
   ]);
 
   await client.schedule(queue, "order-3", { delay: "1h", uniqueFor: { window: "1h", dead: true } });
-  assert.deepEqual((await client.get(queue, "order-3")).unique_for, { window: "1h", dead: true });
+  assert.deepEqual((await client.get(queue, "order-3")).uniqueFor, { window: "1h", dead: true });
 
   const refused = await client.schedule(queue, "order-4", { uniqueFor: 0 }).catch((e) => e);
   assert.ok(refused instanceof InvalidArgumentError, String(refused));
   assert.equal(refused.status, 400);
-  assert.equal(refused.field, "unique_for");
+  assert.equal(refused.field, "uniqueFor");
   assert.ok(await isGone(client, queue, "order-4"), "a refused task is not stored");
 });

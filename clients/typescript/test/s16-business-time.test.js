@@ -47,14 +47,14 @@ test("s16 business time: 8 working hours land in open time, calendars are versio
   // A working day holds 7.5 working hours, so 8 of them always span more than 8 hours.
   const before = Date.now();
   const { task } = await client.schedule(queue, "remind", { delay: "8h", calendar: name });
-  assert.ok(inOfficeHours(task.due_at), `due ${task.due_at}: ${JSON.stringify(inShanghai(task.due_at))}`);
-  assert.ok(Date.parse(task.due_at) > before + 8 * HOUR, `due ${task.due_at}, asked at ${new Date(before).toISOString()}`);
-  assert.equal((await client.get(queue, "remind")).due_at, task.due_at);
+  assert.ok(inOfficeHours(task.dueAt), `due ${task.dueAt}: ${JSON.stringify(inShanghai(task.dueAt))}`);
+  assert.ok(Date.parse(task.dueAt) > before + 8 * HOUR, `due ${task.dueAt}, asked at ${new Date(before).toISOString()}`);
+  assert.equal((await client.get(queue, "remind")).dueAt, task.dueAt);
 
   const asked = Date.now();
   const aligned = await client.schedule(queue, "standup", { dueAt: new Date(asked), calendar: name, align: "next_open" });
-  assert.ok(inOfficeHours(aligned.task.due_at), `aligned to ${aligned.task.due_at}`);
-  assert.ok(Date.parse(aligned.task.due_at) >= asked);
+  assert.ok(inOfficeHours(aligned.task.dueAt), `aligned to ${aligned.task.dueAt}`);
+  assert.ok(Date.parse(aligned.task.dueAt) >= asked);
 
   const unknown = await client.schedule(queue, "nowhere", { delay: "8h", calendar: `none-${Date.now()}` }).catch((e) => e);
   assert.ok(unknown instanceof InvalidArgumentError, String(unknown));
@@ -69,7 +69,7 @@ test("s16 business time: 8 working hours land in open time, calendars are versio
   assert.equal(replaced.version, 2);
   assert.deepEqual(replaced.holidays, ["2026-10-01/2026-10-07"]);
   assert.deepEqual(replaced.workdays, workdays);
-  assert.deepEqual(replaced.holiday_years, [2026]);
+  assert.deepEqual(replaced.holidayYears, [2026]);
 
   const stalePut = await client
     .putCalendar(name, { tz: "UTC", hours: { mon: ["09:00-17:00"] } }, { ifVersion: created.version })
@@ -89,8 +89,8 @@ test("s16 business time: 8 working hours land in open time, calendars are versio
     repeat: { cron: "0 0 9 ? * MON-FRI", tz: "Asia/Shanghai", cronSyntax: "spring" },
   });
   const weekday = await client.get(queue, "weekday");
-  assert.equal(weekday.repeat?.cron_syntax, "spring");
-  const next = inShanghai(weekday.due_at);
+  assert.equal(weekday.repeat?.cronSyntax, "spring");
+  const next = inShanghai(weekday.dueAt);
   assert.ok(["Mon", "Tue", "Wed", "Thu", "Fri"].includes(next.weekday), JSON.stringify(next));
   assert.equal(next.time, "09:00:00");
 });
@@ -110,6 +110,6 @@ test("cron syntax and calendar in a batch: sent per item, shown for spring and q
   ]);
   assert.equal(results[2].error?.field, "tasks[2].repeat.cron");
   assert.equal(results[3].error?.field, "tasks[3].calendar");
-  assert.equal((await client.get(queue, "vixie")).repeat?.cron_syntax, undefined);
-  assert.equal((await client.get(queue, "quartz")).repeat?.cron_syntax, "quartz");
+  assert.equal((await client.get(queue, "vixie")).repeat?.cronSyntax, undefined);
+  assert.equal((await client.get(queue, "quartz")).repeat?.cronSyntax, "quartz");
 });

@@ -16,7 +16,7 @@ const isGone = (client, queue, key) => client.get(queue, key).then(() => false, 
 const WEEKDAYS = ["mon", "tue", "wed", "thu", "fri"];
 /** The occurrences of a repeat every 1s after `due` that are due at `at` (epoch ms). */
 const ticksDue = (due, at) => Math.max(0, Math.floor((at - Date.parse(due)) / 1000));
-const policiesOf = (t) => [t.calendar, t.misfire, t.misfire_after, t.catch_up_max, t.overlap, t.jitter];
+const policiesOf = (t) => [t.calendar, t.misfire, t.misfireAfter, t.catchUpMax, t.overlap, t.jitter];
 
 test("s17 missed occurrences: policies read back, allow fires occurrences as tasks, a late skip ends, a catch-up lease counts what it stands in for", async () => {
   const client = new Client({ server: server.url });
@@ -34,7 +34,7 @@ test("s17 missed occurrences: policies read back, allow fires occurrences as tas
   ]);
   assert.equal(batch.outcome, "created", JSON.stringify(batch));
   const digest = await client.get(queue, "digest");
-  assert.deepEqual([digest.misfire, digest.misfire_after, digest.jitter], ["skip", "2h", "30s"]);
+  assert.deepEqual([digest.misfire, digest.misfireAfter, digest.jitter], ["skip", "2h", "30s"]);
 
   const { task: plain } = await client.schedule(queue, "plain", { delay: "1h" });
   assert.deepEqual(policiesOf(plain), [null, "fire_once", "1m", 10, "skip", null]);
@@ -55,20 +55,20 @@ test("s17 missed occurrences: policies read back, allow fires occurrences as tas
     5_000,
     { what: "an occurrence" },
   );
-  assert.ok(Date.parse(occurrence.scheduled_for) >= Date.parse(allowed.due_at), occurrence.scheduled_for);
-  assert.equal(occurrence.task.key, `tick@${occurrence.scheduled_for}`);
+  assert.ok(Date.parse(occurrence.scheduledFor) >= Date.parse(allowed.dueAt), occurrence.scheduledFor);
+  assert.equal(occurrence.task.key, `tick@${occurrence.scheduledFor}`);
   assert.deepEqual([occurrence.task.payload, occurrence.missed], [{ n: 1 }, 0]);
   const repeat = await client.get(allowQueue, "tick");
   assert.equal(repeat.state, "scheduled");
-  assert.ok(Date.parse(repeat.due_at) > Date.parse(occurrence.scheduled_for), `${repeat.due_at} after ${occurrence.scheduled_for}`);
+  assert.ok(Date.parse(repeat.dueAt) > Date.parse(occurrence.scheduledFor), `${repeat.dueAt} after ${occurrence.scheduledFor}`);
 
   // A due_at in the past means now: lateness takes real time, so the clock is waited on.
   const late = `${queue}.late`;
   const { task: tick } = await client.schedule(late, "tick", { repeat: { every: "1s" }, misfire: "fire_all", catchUpMax: 2 });
   const { task: skipped } = await client.schedule(late, "late", { misfire: "skip", misfireAfter: "1s" });
   const { task: once } = await client.schedule(late, "once");
-  assert.deepEqual([skipped.misfire, skipped.misfire_after], ["skip", "1s"]);
-  const ready = Math.max(...[tick, skipped, once].map((t) => Date.parse(t.due_at))) + 3_020;
+  assert.deepEqual([skipped.misfire, skipped.misfireAfter], ["skip", "1s"]);
+  const ready = Math.max(...[tick, skipped, once].map((t) => Date.parse(t.dueAt))) + 3_020;
   await waitUntil(() => Date.now() > ready, 10_000, { what: "3 s past the due times" });
 
   const before = Date.now();
@@ -76,13 +76,13 @@ test("s17 missed occurrences: policies read back, allow fires occurrences as tas
   const afterLease = Date.now();
   assert.deepEqual(Object.keys(leases).sort(), ["once", "tick"], "the late one under skip does not fire");
   assert.ok(await isGone(client, late, "late"), "a one-off skipped ends");
-  assert.deepEqual([leases.once.scheduled_for, leases.once.missed], [once.due_at, 0]);
+  assert.deepEqual([leases.once.scheduledFor, leases.once.missed], [once.dueAt, 0]);
   const first = leases.tick;
-  assert.deepEqual([first.scheduled_for, first.attempt], [tick.due_at, 1]);
-  const [low, high] = [ticksDue(tick.due_at, before) - 2, ticksDue(tick.due_at, afterLease) - 2];
+  assert.deepEqual([first.scheduledFor, first.attempt], [tick.dueAt, 1]);
+  const [low, high] = [ticksDue(tick.dueAt, before) - 2, ticksDue(tick.dueAt, afterLease) - 2];
   assert.ok(low <= first.missed && first.missed <= high && first.missed >= 1, `${first.missed} in [${low}, ${high}]`);
-  await client.ack(leases.once.lease_id, { outcome: "done" });
-  await client.ack(first.lease_id, { outcome: "retry", delay: 0, error: "again" });
+  await client.ack(leases.once.leaseId, { outcome: "done" });
+  await client.ack(first.leaseId, { outcome: "retry", delay: 0, error: "again" });
 
   const seen = [];
   const worker = new Worker(client, { waitMs: 1000, logger: null });
@@ -97,6 +97,6 @@ test("s17 missed occurrences: policies read back, allow fires occurrences as tas
     await worker.stop({ graceMs: 5000 });
   }
   const [again] = seen;
-  assert.deepEqual([again.key, again.attempt, again.deliveryId], ["tick", 2, first.delivery_id]);
-  assert.deepEqual([again.scheduledFor, again.missed], [tick.due_at, 0], "a retry stands for the same occurrence");
+  assert.deepEqual([again.key, again.attempt, again.deliveryId], ["tick", 2, first.deliveryId]);
+  assert.deepEqual([again.scheduledFor, again.missed], [tick.dueAt, 0], "a retry stands for the same occurrence");
 });

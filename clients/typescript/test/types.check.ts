@@ -1,5 +1,6 @@
 // Compiled by `npm run typecheck` only (never run): the README's use of the package,
-// so a declaration that drifts from how the API is meant to be used fails the build.
+// against the declarations tsc generated in dist/esm, so a type that drifts from how the
+// API is meant to be used fails the build.
 import { Client, Worker, retry, reschedule, fail, verifySignature, InvalidArgumentError } from "punctual-client";
 
 const client = new Client({ server: "http://127.0.0.1:7575", timeoutMs: 5000, retries: 2 });
@@ -12,20 +13,20 @@ await client.scheduleMany("x", [{ key: "b", delay: 1000, debounce: { maxWait: 60
 await client.schedule("order.cancel", "order-1234", { delay: "30m", group: "merchant-42" });
 const groups = await client.groupsPage("order.cancel", { limit: 100 });
 groups.groups.forEach((g) => g.group.toUpperCase() + g.scheduled.toFixed() + g.leased + g.dead);
-const groupLimit: number | null = (await client.putSettings("order.cancel", { group_concurrency: 1 })).group_concurrency;
+const groupLimit: number | null = (await client.putSettings("order.cancel", { groupConcurrency: 1 })).groupConcurrency;
 const receipt = await client.schedule("order.receipt", "order-1234", { payload: { order: 1234 }, uniqueFor: "1h" });
-if (receipt.completed) receipt.completed.unique_until.toUpperCase() + receipt.completed.id.toFixed();
-else receipt.task.due_at.toUpperCase();
+if (receipt.completed) receipt.completed.uniqueUntil.toUpperCase() + receipt.completed.id.toFixed();
+else receipt.task.dueAt.toUpperCase();
 await client.scheduleMany("x", [{ key: "c", uniqueFor: { window: "1h", dead: true } }, { key: "d", uniqueFor: 60_000 }]);
 const office = { mon: ["09:00-12:00", "13:30-18:00"], fri: ["09:00-12:00"] };
 const cal = await client.putCalendar("cn-office", { tz: "Asia/Shanghai", hours: office, holidays: ["2026-10-01/2026-10-07"], workdays: ["2026-09-27", { date: "2026-10-10", as: "fri" }] }, { ifVersion: 0 });
 const calVersion: number = cal.version;
-const enteredUntil: string | null = (await client.getCalendar("cn-office")).entered_until;
-(await client.calendars()).forEach((c) => c.holiday_years.map((y) => y.toFixed()) && c.notice?.toUpperCase());
+const enteredUntil: string | null = (await client.getCalendar("cn-office")).enteredUntil;
+(await client.calendars()).forEach((c) => c.holidayYears.map((y) => y.toFixed()) && c.notice?.toUpperCase());
 await client.schedule("flow.remind", "approve-42", { delay: "8h", calendar: "cn-office" });
 await client.schedule("flow.remind", "standup", { dueAt: "2026-12-05T10:00:00+08:00", calendar: "cn-office", align: "next_open" });
 await client.schedule("report.daily", "weekday", { repeat: { cron: "0 0 9 ? * MON-FRI", tz: "Asia/Shanghai", cronSyntax: "spring" } });
-const syntax: "spring" | "quartz" | undefined = (await client.get("report.daily", "weekday")).repeat?.cron_syntax;
+const syntax: "spring" | "quartz" | undefined = (await client.get("report.daily", "weekday")).repeat?.cronSyntax;
 await client.schedule("flow.remind", "daily", { repeat: { every: "1d" }, calendar: "cn-office", misfire: "fire_all", catchUpMax: 3, overlap: "queue", jitter: "30s" });
 await client.scheduleMany("report.digest", [{ key: "daily", repeat: { every: 86_400_000 }, misfire: "skip", misfireAfter: "2h", jitter: 30_000 }]);
 await client.schedule("flow.remind", "tick", { repeat: { every: "1m" }, payload: { n: 1 }, overlap: "allow" });
@@ -33,22 +34,36 @@ await client.schedule("flow.remind", "tick", { repeat: { every: "1m" }, payload:
 await client.schedule("flow.remind", "daily", { repeat: { every: "1h" }, overlap: "sometimes" });
 const timing = await client.get("flow.remind", "daily");
 const policies: [string | null, "fire_once" | "fire_all" | "skip", string, number, "skip" | "queue" | "allow", string | null] =
-  [timing.calendar, timing.misfire, timing.misfire_after, timing.catch_up_max, timing.overlap, timing.jitter];
-(await client.lease("flow.remind")).forEach((l) => l.scheduled_for.toUpperCase() + l.missed.toFixed());
+  [timing.calendar, timing.misfire, timing.misfireAfter, timing.catchUpMax, timing.overlap, timing.jitter];
+(await client.lease("flow.remind")).forEach((l) => l.scheduledFor.toUpperCase() + l.missed.toFixed() + l.leaseId + l.task.maxAttempts);
 await client.deleteCalendar("cn-office", { ifVersion: calVersion });
-const window = (await client.get("x", "c")).unique_for;
+const window = (await client.get("x", "c")).uniqueFor;
 const windowText: string | null = typeof window === "object" && window !== null ? window.window : window;
 const urgent: number = (await client.get("x", "a")).priority;
-results.forEach((r) => ("error" in r ? r.error.code : r.completed ? r.completed.completed_at : r.outcome));
-for await (const t of client.list("x", { tag: "flow-7" })) t.due_at.toUpperCase();
+results.forEach((r) => (r.error ? r.error.code + r.error.field : r.completed ? r.completed.completedAt : r.outcome));
+for await (const t of client.list("x", { tag: "flow-7" })) t.dueAt.toUpperCase() + t.lastError?.length;
 const n: number = await client.cancelTag("flow.remind", "flow-7");
 const s = await client.putSettings("x", { concurrency: 4 }, { ifVersion: 3 });
-const daily = await client.putSettings("report.daily", { defaults: { repeat: { cron: "0 0 9 ? * MON-FRI", tz: "Asia/Shanghai", cron_syntax: "spring", until: new Date() } } });
+const daily = await client.putSettings("report.daily", { defaults: { repeat: { cron: "0 0 9 ? * MON-FRI", tz: "Asia/Shanghai", cronSyntax: "spring", until: new Date() } } });
 const defaultUntil: string | undefined = daily.defaults.repeat?.until;
-const defaultSyntax: "spring" | "quartz" | undefined = daily.defaults.repeat?.cron_syntax;
-const defaultTries: number = daily.defaults.max_attempts + daily.defaults.backoff.factor;
-// @ts-expect-error settings are sent as they are: cron_syntax, not schedule's cronSyntax
-await client.putSettings("report.daily", { defaults: { repeat: { cron: "0 9 * * *", cronSyntax: "spring" } } });
+const defaultSyntax: "spring" | "quartz" | undefined = daily.defaults.repeat?.cronSyntax;
+const defaultTries: number = daily.defaults.maxAttempts + daily.defaults.backoff.factor;
+// @ts-expect-error one naming convention: settings take cronSyntax, as schedule does
+await client.putSettings("report.daily", { defaults: { repeat: { cron: "0 9 * * *", cron_syntax: "spring" } } });
+// A getSettings answer goes back as it is.
+await client.putSettings("report.daily", await client.getSettings("report.daily"), { ifVersion: daily.version });
+await client.patchSettings("order.cancel", { action: { kind: "webhook", urlEnv: "HOOK_URL", secretEnv: "HOOK_SECRET", finalStatuses: [422] } });
+// @ts-expect-error an action is camelCase too
+await client.patchSettings("order.cancel", { action: { kind: "webhook", url_env: "HOOK_URL" } });
+const stats = await client.queue("order.cancel");
+const overdue: number = stats.oldestOverdueMs + (stats.lagMs.p99 ?? 0) + (stats.outbox?.rowsWaiting ?? 0);
+const canAdmin: boolean = (await client.access()).permissions.includes("admin");
+const extended: string = (await client.extend("lease-1", "30s")).expiresAt;
+(await client.acks([{ leaseId: "lease-1", outcome: "done" }])).forEach((r) => (r.status === 204 ? r.leaseId : r.error.message));
+// @ts-expect-error answers are camelCase: no due_at
+(await client.get("x", "a")).due_at;
+// @ts-expect-error options are camelCase: no max_attempts
+await client.schedule("x", "a", { max_attempts: 3 });
 s.version.toFixed();
 try {
   await client.get("x", "missing");
@@ -66,10 +81,11 @@ worker.handle("flow.remind", async ({ payload, attempt, deliveryId, priority, gr
   if (deliveryId === "") return reschedule({ delay: "24h" });
   return payload ? undefined : { outcome: "done" };
 }, { concurrency: 8 });
+worker.handle<{ step: number }>("flow.step", ({ payload, task }) => (payload.step > task.maxAttempts ? fail("too many") : undefined));
 await worker.start();
 await worker.stop({ graceMs: 5000 });
 const ok: boolean = verifySignature({ body: "{}", header: "t=1,v1=00", secret: "whsec" });
-void n, ok, policies, urgent, groupLimit, groups.next_cursor, windowText, enteredUntil, syntax, defaultUntil, defaultSyntax, defaultTries;
+void n, ok, policies, urgent, groupLimit, groups.nextCursor, windowText, enteredUntil, syntax, defaultUntil, defaultSyntax, defaultTries, overdue, canAdmin, extended;
 
 // The outbox with the drivers' own types: a pg Client or PoolClient, a mysql2/promise Connection.
 import { outbox, Outbox } from "punctual-client";

@@ -4,14 +4,23 @@
 
 import { createHmac, timingSafeEqual } from "node:crypto";
 
-/**
- * True when `header` signs `body` (the raw bytes or string, before JSON parsing) with
- * `secret`, at a time within `toleranceSec` of `now` (epoch ms or a Date; default: now).
- */
-export function verifySignature({ body, header, secret, toleranceSec = 300, now = Date.now() }) {
+export interface VerifySignatureOptions {
+  /** The raw request bytes or string, before JSON parsing. */
+  body: string | Uint8Array;
+  /** The Punctual-Signature header. */
+  header: string | null | undefined;
+  secret: string | Uint8Array;
+  /** Timestamps further than this from now are refused. Default 300. */
+  toleranceSec?: number;
+  /** Epoch milliseconds or a Date; default: now. */
+  now?: number | Date;
+}
+
+/** True when `header` signs `body` with `secret`, at a time within `toleranceSec` of `now`. */
+export function verifySignature({ body, header, secret, toleranceSec = 300, now = Date.now() }: VerifySignatureOptions): boolean {
   if (typeof header !== "string" || secret === undefined || secret === null) return false;
-  let t = null;
-  const sent = [];
+  let t: string | null = null;
+  const sent: string[] = [];
   for (const part of header.split(",")) {
     const i = part.indexOf("=");
     if (i < 0) continue;
@@ -24,10 +33,7 @@ export function verifySignature({ body, header, secret, toleranceSec = 300, now 
   const nowSec = (now instanceof Date ? now.getTime() : now) / 1000;
   if (Math.abs(nowSec - Number(t)) > toleranceSec) return false;
   const raw = typeof body === "string" ? Buffer.from(body, "utf8") : Buffer.from(body);
-  const expected = Buffer.from(
-    createHmac("sha256", secret).update(`${t}.`).update(raw).digest("hex"),
-    "ascii",
-  );
+  const expected = Buffer.from(createHmac("sha256", secret).update(`${t}.`).update(raw).digest("hex"), "ascii");
   let ok = false;
   for (const s of sent) {
     const got = Buffer.from(s, "ascii");

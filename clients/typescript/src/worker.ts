@@ -15,58 +15,154 @@
 // running handlers up to the grace period and acks them; a handler still running after
 // that is abandoned unacked, so its lease expires and the task is delivered again.
 
+import { sleep, type Client } from "./client.js";
 import { ConflictError, NotFoundError, UnavailableError } from "./errors.js";
-import { sleep } from "./client.js";
+import type { AckItem, AckOutcome, Duration, Lease, Task, Time } from "./types.js";
+
+/** What a handler is given: the task and this delivery of it. */
+export interface TaskContext<P = any> {
+  queue: string;
+  key: string;
+  payload: P;
+  /** This try's ordinal, from 1. */
+  attempt: number;
+  /** The same for every try of one occurrence: use it to make the handler idempotent. */
+  deliveryId: string;
+  /** The time the occurrence was scheduled for (before jitter, retries and misfires). */
+  scheduledFor: string;
+  /** Later occurrences already due that this firing stands in for (0 on time). */
+  missed: number;
+  dueAt: string;
+  tags: string[];
+  /** The task's priority, 0–9. */
+  priority: number;
+  /** The task's group, null when it has none. */
+  group: string | null;
+  leaseId: string;
+  task: Task;
+  /** Aborted when the lease is lost or the worker stops without waiting for this handler. */
+  signal: AbortSignal;
+}
+
+export type HandlerResult = void | undefined | null | AckOutcome;
+export type Handler<P = any> = (task: TaskContext<P>) => HandlerResult | Promise<HandlerResult>;
+
+export interface Logger {
+  debug(msg: string, fields?: Record<string, unknown>): void;
+  info(msg: string, fields?: Record<string, unknown>): void;
+  warn(msg: string, fields?: Record<string, unknown>): void;
+  error(msg: string, fields?: Record<string, unknown>): void;
+}
+
+export type LogLevel = "debug" | "info" | "warn" | "error";
+
+export interface WorkerOptions {
+  /** The lease asked for, extended every leaseForMs/3 while a handler runs. Default 30 000. */
+  leaseForMs?: number;
+  /** Long-poll wait of each lease request (at most 60 000). Default 5 000. */
+  waitMs?: number;
+  /** Default: JSON lines on stderr from info up. null: quiet. */
+  logger?: Logger | null;
+  /** The first wait before reconnecting (then doubled, with jitter). Default 100. */
+  reconnectMinMs?: number;
+  /** The longest wait between reconnection attempts. Default 5 000. */
+  reconnectMaxMs?: number;
+}
 
 /** Outcome helpers for handlers. */
-export const done = () => ({ outcome: "done" });
-/** Retry after `delayMs` (default: the task's backoff), recording `error` as last_error. */
-export const retry = (delayMs, error) => ({ outcome: "retry", delay: delayMs, error: errorText(error) });
+export const done = (): { outcome: "done" } => ({ outcome: "done" });
+/** Retry after `delayMs` (default: the task's backoff), recording `error` as lastError. */
+export const retry = (delayMs?: Duration, error?: unknown): { outcome: "retry"; delay?: Duration; error?: string } => ({
+  outcome: "retry",
+  delay: delayMs,
+  error: errorText(error),
+});
 /** Fire again later as a new occurrence: `{delay}` (ms or duration string) or `{dueAt}`. */
-export const reschedule = ({ delay, dueAt } = {}) => ({ outcome: "reschedule", delay, dueAt });
-/** Dead now, with `error` as last_error. */
-export const fail = (error) => ({ outcome: "fail", error: errorText(error) });
+export const reschedule = ({ delay, dueAt }: { delay?: Duration; dueAt?: Time } = {}): {
+  outcome: "reschedule";
+  delay?: Duration;
+  dueAt?: Time;
+} => ({ outcome: "reschedule", delay, dueAt });
+/** Dead now, with `error` as lastError. */
+export const fail = (error?: unknown): { outcome: "fail"; error?: string } => ({ outcome: "fail", error: errorText(error) });
 
-function errorText(e) {
+function errorText(e: unknown): string | undefined {
   if (e === undefined || e === null) return undefined;
   return e instanceof Error ? e.message : String(e);
 }
 
-function normalize(result) {
-  if (result === undefined || result === null) return { outcome: "done" };
-  if (typeof result === "object" && typeof result.outcome === "string") return result;
+function normalize(result: unknown): AckOutcome {
+  if (typeof result === "object" && result !== null && typeof (result as { outcome?: unknown }).outcome === "string") {
+    return result as AckOutcome;
+  }
   return { outcome: "done" };
 }
 
-/** Logs one JSON object per line on stderr, from `level` up. */
-export function jsonLogger({ level = "info", stream = process.stderr } = {}) {
-  const order = { debug: 0, info: 1, warn: 2, error: 3 };
-  const line = (lv) => (msg, fields = {}) => {
-    if (order[lv] < order[level]) return;
+const LEVELS: Record<LogLevel, number> = { debug: 0, info: 1, warn: 2, error: 3 };
+
+/** Logs one JSON object per line on `stream` (default stderr), from `level` up. */
+export function jsonLogger({
+  level = "info",
+  stream = process.stderr,
+}: { level?: LogLevel; stream?: { write(line: string): unknown } } = {}): Logger {
+  const line = (lv: LogLevel) => (msg: string, fields: Record<string, unknown> = {}) => {
+    if (LEVELS[lv] < LEVELS[level]) return;
     stream.write(JSON.stringify({ ts: new Date().toISOString(), level: lv, msg, ...fields }) + "\n");
   };
   return { debug: line("debug"), info: line("info"), warn: line("warn"), error: line("error") };
 }
 
-export const quietLogger = { debug() {}, info() {}, warn() {}, error() {} };
+export const quietLogger: Logger = { debug() {}, info() {}, warn() {}, error() {} };
+
+interface QueueLoop {
+  name: string;
+  handler: Handler;
+  concurrency: number;
+  running: number;
+  /** Wakes the loop waiting for a free slot. */
+  wake: () => void;
+}
+
+interface Job {
+  lease: Lease;
+  fields: Record<string, unknown>;
+  ctl: AbortController;
+  lost: boolean;
+  abandoned: boolean;
+  extending: boolean;
+  timer: ReturnType<typeof setInterval> | undefined;
+  finished: Promise<void> | undefined;
+}
+
+interface PendingAck {
+  item: AckItem;
+  fields: Record<string, unknown>;
+  resolve: (acked: boolean) => void;
+}
 
 export class Worker {
-  #queues = new Map();
-  #jobs = new Set();
-  #loops = [];
+  readonly client: Client;
+  readonly leaseForMs: number;
+  readonly waitMs: number;
+  readonly logger: Logger;
+  readonly reconnectMinMs: number;
+  readonly reconnectMaxMs: number;
+  #queues = new Map<string, QueueLoop>();
+  #jobs = new Set<Job>();
+  #loops: Array<Promise<void>> = [];
   #pollAbort = new AbortController();
   #stopping = false;
-  #stopPromise = null;
-  #stopped;
-  #resolveStopped;
-  #connected = null;
+  #stopPromise: Promise<void> | null = null;
+  #stopped: Promise<void>;
+  #resolveStopped: () => void = () => {};
+  #connected: boolean | null = null;
   #connectionChanges = 0; // how many times #connected changed; requests note it when sent
-  #pendingAcks = [];
-  #flushing = null;
+  #pendingAcks: PendingAck[] = [];
+  #flushing: Promise<void> | null = null;
 
   constructor(
-    client,
-    { leaseForMs = 30_000, waitMs = 5_000, logger = jsonLogger(), reconnectMinMs = 100, reconnectMaxMs = 5_000 } = {},
+    client: Client,
+    { leaseForMs = 30_000, waitMs = 5_000, logger = jsonLogger(), reconnectMinMs = 100, reconnectMaxMs = 5_000 }: WorkerOptions = {},
   ) {
     this.client = client;
     this.leaseForMs = leaseForMs;
@@ -78,32 +174,32 @@ export class Worker {
   }
 
   /** Register the handler of a queue; up to `concurrency` of its tasks run at once. */
-  handle(queue, handler, { concurrency = 1 } = {}) {
+  handle<P = any>(queue: string, handler: Handler<P>, { concurrency = 1 }: { concurrency?: number } = {}): this {
     if (this.#loops.length) throw new Error("register handlers before start()");
     if (!(concurrency >= 1)) throw new RangeError("concurrency must be at least 1");
-    this.#queues.set(queue, { name: queue, handler, concurrency, running: 0, wake: () => {} });
+    this.#queues.set(queue, { name: queue, handler: handler as Handler, concurrency, running: 0, wake: () => {} });
     return this;
   }
 
   /** Start a loop per queue; resolves once they run. */
-  async start() {
+  async start(): Promise<void> {
     if (this.#loops.length || this.#stopping) return;
     for (const q of this.#queues.values()) {
       this.#loops.push(
-        this.#loop(q).catch((err) => this.logger.error("worker loop ended by a bug", { queue: q.name, error: String(err) })),
+        this.#loop(q).catch((err: unknown) => this.logger.error("worker loop ended by a bug", { queue: q.name, error: String(err) })),
       );
     }
     this.logger.info("worker started", { queues: [...this.#queues.keys()] });
   }
 
   /** start(), then resolves when the worker has stopped. */
-  async run() {
+  async run(): Promise<void> {
     await this.start();
     await this.#stopped;
   }
 
   /** Number of handlers running now. */
-  get running() {
+  get running(): number {
     return this.#jobs.size;
   }
 
@@ -111,12 +207,12 @@ export class Worker {
    * Stop leasing, let running handlers finish within `graceMs` and ack them; leave the
    * leases of those still running to expire. Resolves when done (idempotent).
    */
-  stop({ graceMs = 10_000 } = {}) {
+  stop({ graceMs = 10_000 }: { graceMs?: number } = {}): Promise<void> {
     this.#stopPromise ??= this.#stop(graceMs);
     return this.#stopPromise;
   }
 
-  async #stop(graceMs) {
+  async #stop(graceMs: number): Promise<void> {
     this.#stopping = true;
     this.#pollAbort.abort();
     for (const q of this.#queues.values()) q.wake();
@@ -140,7 +236,7 @@ export class Worker {
   }
 
   /** `sentAt`: #connectionChanges when the request that tells `up` was sent. */
-  #setConnected(up, err, sentAt) {
+  #setConnected(up: boolean, err: Error | undefined, sentAt: number): void {
     if (this.#connected === up || sentAt !== this.#connectionChanges) return;
     this.#connectionChanges++;
     const was = this.#connected;
@@ -149,15 +245,15 @@ export class Worker {
     else if (was === false) this.logger.info("reconnected", { server: this.client.server });
   }
 
-  async #loop(q) {
+  async #loop(q: QueueLoop): Promise<void> {
     let backoff = this.reconnectMinMs;
     while (!this.#stopping) {
       const free = q.concurrency - q.running;
       if (free <= 0) {
-        await new Promise((r) => (q.wake = r));
+        await new Promise<void>((r) => (q.wake = r));
         continue;
       }
-      let leases;
+      let leases: Lease[];
       const sentAt = this.#connectionChanges;
       try {
         leases = await this.client.lease(q.name, {
@@ -170,7 +266,7 @@ export class Worker {
       } catch (err) {
         if (this.#stopping) break;
         if (err instanceof UnavailableError) this.#setConnected(false, err, sentAt);
-        else this.logger.error("lease refused", { queue: q.name, code: err.code, error: err.message });
+        else this.logger.error("lease refused", { queue: q.name, ...errorFields(err) });
         await sleep(backoff / 2 + Math.random() * (backoff / 2), this.#pollAbort.signal);
         backoff = Math.min(this.reconnectMaxMs, backoff * 2);
         continue;
@@ -182,31 +278,40 @@ export class Worker {
     }
   }
 
-  #run(q, lease) {
+  #run(q: QueueLoop, lease: Lease): void {
     const task = lease.task;
-    const fields = { queue: q.name, key: task.key, attempt: lease.attempt, delivery_id: lease.delivery_id };
-    const job = { lease, fields, ctl: new AbortController(), lost: false, abandoned: false, timer: null, finished: null };
+    const fields = { queue: q.name, key: task.key, attempt: lease.attempt, delivery_id: lease.deliveryId };
+    const job: Job = {
+      lease,
+      fields,
+      ctl: new AbortController(),
+      lost: false,
+      abandoned: false,
+      extending: false,
+      timer: undefined,
+      finished: undefined,
+    };
     q.running++;
     this.#jobs.add(job);
-    const ctx = {
+    const ctx: TaskContext = {
       queue: q.name,
       key: task.key,
       payload: task.payload,
       attempt: lease.attempt,
-      deliveryId: lease.delivery_id,
-      scheduledFor: lease.scheduled_for,
+      deliveryId: lease.deliveryId,
+      scheduledFor: lease.scheduledFor,
       missed: lease.missed ?? 0,
-      dueAt: task.due_at,
+      dueAt: task.dueAt,
       tags: task.tags ?? [],
       priority: task.priority ?? 0,
       group: task.group ?? null,
-      leaseId: lease.lease_id,
+      leaseId: lease.leaseId,
       task,
       signal: job.ctl.signal,
     };
-    job.timer = setInterval(() => this.#extend(job), Math.max(100, Math.floor(this.leaseForMs / 3)));
+    job.timer = setInterval(() => void this.#extend(job), Math.max(100, Math.floor(this.leaseForMs / 3)));
     job.finished = (async () => {
-      let outcome;
+      let outcome: AckOutcome;
       try {
         outcome = normalize(await q.handler(ctx));
       } catch (err) {
@@ -220,11 +325,10 @@ export class Worker {
         q.running--;
         this.#jobs.delete(job);
         q.wake();
-        await this.#ack({ leaseId: lease.lease_id, ...outcome }, fields);
-        return;
+        await this.#ack({ leaseId: lease.leaseId, ...outcome }, fields);
       }
     })()
-      .catch((err) => this.logger.error("handler bookkeeping failed", { ...fields, error: String(err) }))
+      .catch((err: unknown) => this.logger.error("handler bookkeeping failed", { ...fields, error: String(err) }))
       .finally(() => {
         if (this.#jobs.delete(job)) {
           q.running--;
@@ -233,39 +337,39 @@ export class Worker {
       });
   }
 
-  async #extend(job) {
+  async #extend(job: Job): Promise<void> {
     if (job.extending || job.lost || job.abandoned) return;
     job.extending = true;
     try {
-      await this.client.extend(job.lease.lease_id, this.leaseForMs);
+      await this.client.extend(job.lease.leaseId, this.leaseForMs);
     } catch (err) {
       if (err instanceof ConflictError || err instanceof NotFoundError) {
         job.lost = true;
         clearInterval(job.timer);
         job.ctl.abort(new Error("lease lost"));
       } else {
-        this.logger.warn("lease extension failed; trying again", { ...job.fields, error: err.message });
+        this.logger.warn("lease extension failed; trying again", { ...job.fields, ...errorFields(err) });
       }
     } finally {
       job.extending = false;
     }
   }
 
-  #ack(item, fields) {
+  #ack(item: AckItem, fields: Record<string, unknown>): Promise<boolean> {
     return new Promise((resolve) => {
       this.#pendingAcks.push({ item, fields, resolve });
       this.#flushing ??= this.#flush().finally(() => (this.#flushing = null));
     });
   }
 
-  async #flush() {
+  async #flush(): Promise<void> {
     await new Promise((r) => setImmediate(r)); // gather the acks of this turn
     while (this.#pendingAcks.length) {
       await this.#sendBatch(this.#pendingAcks.splice(0, 1000));
     }
   }
 
-  async #sendBatch(batch) {
+  async #sendBatch(batch: PendingAck[]): Promise<void> {
     const deadline = Date.now() + this.leaseForMs;
     let backoff = this.reconnectMinMs;
     for (let attempt = 1; ; attempt++) {
@@ -273,12 +377,12 @@ export class Worker {
       try {
         const results = await this.client.acks(batch.map((b) => b.item));
         this.#setConnected(true, undefined, sentAt);
-        results.forEach((r, i) => {
-          const b = batch[i];
-          if (r.status === 204) this.logger.debug("acked", { ...b.fields, outcome: b.item.outcome });
-          else if (r.status === 409 && attempt > 1) this.logger.debug("ack already applied or lease lost", b.fields);
-          else this.logger.warn("ack refused", { ...b.fields, status: r.status, error: r.error?.message ?? r.error });
-          b.resolve(r.status === 204);
+        batch.forEach((b, i) => {
+          const r = results[i];
+          if (r?.status === 204) this.logger.debug("acked", { ...b.fields, outcome: b.item.outcome });
+          else if (r?.status === 409 && attempt > 1) this.logger.debug("ack already applied or lease lost", b.fields);
+          else this.logger.warn("ack refused", { ...b.fields, status: r?.status, error: r?.error?.message });
+          b.resolve(r?.status === 204);
         });
         return;
       } catch (err) {
@@ -289,11 +393,18 @@ export class Worker {
           continue;
         }
         for (const b of batch) {
-          this.logger.error("ack not sent; the lease will expire", { ...b.fields, error: err.message });
+          this.logger.error("ack not sent; the lease will expire", { ...b.fields, ...errorFields(err) });
           b.resolve(false);
         }
         return;
       }
     }
   }
+}
+
+/** A log line's fields for a caught error: its message, and its API code when it has one. */
+function errorFields(err: unknown): Record<string, unknown> {
+  if (!(err instanceof Error)) return { error: String(err) };
+  const code = (err as { code?: unknown }).code;
+  return typeof code === "string" ? { code, error: err.message } : { error: err.message };
 }
