@@ -1,5 +1,7 @@
 package dev.punctual;
 
+import java.util.Objects;
+
 /**
  * Which of a queue's tasks {@link PunctualClient#list(String, ListOptions)} and
  * {@link PunctualClient#listPage(String, ListOptions)} answer: those in one
@@ -29,16 +31,16 @@ public final class ListOptions {
     public static ListOptions create() { return NONE; }
 
     /** Only tasks in {@code state}. */
-    public ListOptions state(TaskState state) { return new ListOptions(requireNonNull(state, "state"), tag, limit, cursor); }
+    public ListOptions state(TaskState state) { return new ListOptions(Objects.requireNonNull(state, "state"), tag, limit, cursor); }
 
     /** Only tasks carrying {@code tag}. */
-    public ListOptions tag(String tag) { return new ListOptions(state, requireNonNull(tag, "tag"), limit, cursor); }
+    public ListOptions tag(String tag) { return new ListOptions(state, Objects.requireNonNull(tag, "tag"), limit, cursor); }
 
     /** At most {@code limit} tasks a page, 1–1000 (sent as given: the server refuses others). */
     public ListOptions limit(int limit) { return new ListOptions(state, tag, limit, cursor); }
 
     /** From the page {@code cursor} names (a page's {@link Page#nextCursor()}). */
-    public ListOptions cursor(String cursor) { return new ListOptions(state, tag, limit, requireNonNull(cursor, "cursor")); }
+    public ListOptions cursor(String cursor) { return new ListOptions(state, tag, limit, Objects.requireNonNull(cursor, "cursor")); }
 
     /** The query string of {@code GET /v1/queues/{queue}/tasks}, with {@code cursor} in place of this one's. */
     String query(String cursor) {
@@ -47,9 +49,4 @@ public final class ListOptions {
     }
 
     String cursor() { return cursor; }
-
-    private static <T> T requireNonNull(T value, String what) {
-        if (value == null) throw new NullPointerException(what + " is null: leave the call out instead");
-        return value;
-    }
 }

@@ -1,5 +1,7 @@
 package dev.punctual;
 
+import java.util.Objects;
+
 /**
  * The page a paged list answers: at most {@link #limit} items (1–1000; the server's
  * default without it) from {@link #cursor} (the previous page's {@code nextCursor}), for
@@ -25,8 +27,7 @@ public final class PageOptions {
 
     /** From the page {@code cursor} names. */
     public PageOptions cursor(String cursor) {
-        if (cursor == null) throw new NullPointerException("cursor is null: leave the call out instead");
-        return new PageOptions(limit, cursor);
+        return new PageOptions(limit, Objects.requireNonNull(cursor, "cursor"));
     }
 
     /** The query string of a paged list, with {@code cursor} in place of this one's. */
@@ -35,5 +36,4 @@ public final class PageOptions {
     }
 
     String cursor() { return cursor; }
-
 }
