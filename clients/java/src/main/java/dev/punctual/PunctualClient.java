@@ -33,6 +33,11 @@ import java.util.stream.StreamSupport;
  * item, and the lease, which the worker retries itself) are retried with exponential
  * backoff on {@code 503} and connection errors; after the last try a connection error
  * is an {@link UnavailableException} with status 0.
+ *
+ * <p>Answers are typed records ({@link Task}, {@link Delivery}, {@link QueueInfo},
+ * {@link QueueSettings}, …), each keeping the server's JSON for what it does not model.
+ * What a call may leave out is an overload or an option value ({@link ListOptions},
+ * {@link PageOptions}), never a null number.
  */
 public final class PunctualClient {
     private final String server;
