@@ -9,6 +9,7 @@
 // happen in time, 2 on an error.
 
 import dev.punctual.Delivery;
+import dev.punctual.ListOptions;
 import dev.punctual.Outcome;
 import dev.punctual.PunctualClient;
 import dev.punctual.PunctualWorker;
@@ -49,7 +50,7 @@ public class WorkflowReminders {
     static final class RemindAssignee implements TaskHandler {
         @Override
         public Outcome handle(Delivery d) {
-            Step s = d.payloadAs(Step.class);
+            Step s = d.payload(Step.class);
             // A delivery leased just before the cancel can still arrive: check the step,
             // as the seeds' checkFlowWithSendMessage did, and say nothing if it is done.
             if (!PENDING.getOrDefault(s.instance(), false)) {
@@ -67,7 +68,7 @@ public class WorkflowReminders {
     static final class TellChief implements TaskHandler {
         @Override
         public Outcome handle(Delivery d) {
-            Step s = d.payloadAs(Step.class);
+            Step s = d.payload(Step.class);
             if (!PENDING.getOrDefault(s.instance(), false)) return Outcome.done();
             log("tell chief %s: step \"%s\" of %s assigned to %s is overdue",
                     s.chief(), s.step(), s.workflow(), s.assignee());
@@ -111,7 +112,7 @@ public class WorkflowReminders {
             log("step \"%s\" of %s starts: remind every %s, tell the chief after %s",
                     step.step(), step.workflow(), show(remindEvery), show(tellChiefAfter));
             client.schedule(REMIND, "pi-9-chief-approval", TaskSpec.create()
-                    .delay(remindEvery).repeatEvery(remindEvery, null).payload(step).tag(tag));
+                    .delay(remindEvery).repeatEvery(remindEvery).payload(step).tag(tag));
             client.schedule(TELL_CHIEF, "pi-9-chief-approval", TaskSpec.create()
                     .delay(tellChiefAfter).payload(step).tag(tag));
 
@@ -133,7 +134,8 @@ public class WorkflowReminders {
             PENDING.put(step.instance(), false);
             long cancelled = client.cancelByTag(REMIND, tag) + client.cancelByTag(TELL_CHIEF, tag);
             log("step done: cancelled %d task(s) tagged %s", cancelled, tag);
-            long left = client.list(REMIND, null, tag).count() + client.list(TELL_CHIEF, null, tag).count();
+            ListOptions tagged = ListOptions.create().tag(tag);
+            long left = client.list(REMIND, tagged).count() + client.list(TELL_CHIEF, tagged).count();
             if (left != 0) {
                 System.err.printf("FAIL: %d task(s) tagged %s left after the cancel%n", left, tag);
                 return 1;

@@ -49,7 +49,7 @@ public final class CalendarSpec {
     public CalendarSpec workdays(Workday... days) { workdays.addAll(List.of(days)); return this; }
 
     ObjectNode toJson() {
-        ObjectNode o = PunctualClient.MAPPER.createObjectNode().put("tz", tz);
+        ObjectNode o = Json.MAPPER.createObjectNode().put("tz", tz);
         ObjectNode h = o.putObject("hours");
         hours.forEach((day, ranges) -> ranges.forEach(h.putArray(Calendar.dayName(day))::add));
         if (!holidays.isEmpty()) holidays.forEach(o.putArray("holidays")::add);

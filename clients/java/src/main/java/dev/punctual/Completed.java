@@ -16,8 +16,8 @@ public record Completed(String queue, String key, long id, String state, Instant
     static Completed of(JsonNode answer) {
         JsonNode c = answer.path("completed");
         if (!c.isObject()) return null;
-        return new Completed(c.path("queue").asText(), c.path("key").asText(), c.path("id").asLong(),
-                c.path("state").asText(), Instant.parse(c.path("completed_at").asText()), c.path("attempts").asInt(),
-                c.path("occurrence").asInt(), Instant.parse(c.path("unique_until").asText()));
+        return new Completed(Json.text(c, "queue"), Json.text(c, "key"), c.path("id").asLong(), Json.text(c, "state"),
+                Json.instant(c, "completed_at"), c.path("attempts").asInt(), c.path("occurrence").asInt(),
+                Json.instant(c, "unique_until"));
     }
 }

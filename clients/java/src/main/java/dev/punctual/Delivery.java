@@ -1,5 +1,6 @@
 package dev.punctual;
 
+import com.fasterxml.jackson.core.type.TypeReference;
 import com.fasterxml.jackson.databind.JsonNode;
 import java.time.Instant;
 
@@ -8,26 +9,44 @@ import java.time.Instant;
  * {@code deliveryId} is the same for every try of one occurrence. {@code scheduledFor}
  * is the time that occurrence was scheduled for (before jitter, retries and misfires);
  * {@code missed} counts the later occurrences of a repeat already due that will not fire
- * of their own, this firing standing in for them (0 when on time).
+ * of their own, this firing standing in for them (0 when on time). The lease
+ * ({@code leaseId}, {@code expiresAt}) is what {@link PunctualClient#ack} and
+ * {@link PunctualClient#extend} take.
  */
 public record Delivery(String leaseId, Instant expiresAt, int attempt, String deliveryId, Instant scheduledFor,
-        int missed, JsonNode task) {
-    public String queue() { return task.path("queue").asText(); }
-    public String key() { return task.path("key").asText(); }
-    public JsonNode payload() { return task.path("payload"); }
-    /** The task's priority, 0–9 (higher ones are leased first among due tasks). */
-    public int priority() { return task.path("priority").asInt(0); }
-    /** The task's group; null when it has none. */
-    public String group() { return task.path("group").isTextual() ? task.path("group").asText() : null; }
+        int missed, Task task) {
 
-    /** The task's dedupe window; null when it has none. */
-    public UniqueFor uniqueFor() { return UniqueFor.of(task); }
+    /** The lease this delivery holds. */
+    public Lease lease() { return new Lease(leaseId, expiresAt); }
 
-    /** The task's timing policies (calendar, misfire, overlap, jitter). */
-    public Timing timing() { return Timing.of(task); }
+    public String queue() { return task.queue(); }
+    public String key() { return task.key(); }
 
     /** The payload converted to {@code type} with the client's Jackson mapper. */
-    public <T> T payloadAs(Class<T> type) {
-        return PunctualClient.MAPPER.convertValue(payload(), type);
+    public <T> T payload(Class<T> type) { return task.payload(type); }
+
+    /** The payload converted to a generic type, e.g. {@code new TypeReference<List<Item>>() {}}. */
+    public <T> T payload(TypeReference<T> type) { return task.payload(type); }
+
+    /** The payload as the server holds it. */
+    public JsonNode payloadJson() { return task.payloadJson(); }
+
+    /** The task's priority, 0–9 (higher ones are leased first among due tasks). */
+    public int priority() { return task.priority(); }
+
+    /** The task's group; null when it has none. */
+    public String group() { return task.group(); }
+
+    /** The task's dedupe window; null when it has none. */
+    public UniqueFor uniqueFor() { return task.uniqueFor(); }
+
+    /** The task's timing policies (calendar, misfire, overlap, jitter). */
+    public Timing timing() { return task.timing(); }
+
+    /** Decodes one item of the lease answer's {@code leases}. */
+    static Delivery of(JsonNode l) {
+        return new Delivery(Json.text(l, "lease_id"), Json.instant(l, "expires_at"), l.path("attempt").asInt(),
+                Json.text(l, "delivery_id"), Json.instant(l, "scheduled_for"), l.path("missed").asInt(0),
+                Task.of(l.path("task")));
     }
 }

@@ -3,7 +3,7 @@ package dev.punctual;
 /**
  * What becomes of a task's occurrences missed while no server ran or the queue was
  * paused: {@link #FIRE_ONCE} (the server's default), {@link #FIRE_ALL} or {@link #SKIP}.
- * Set with {@link TaskSpec#misfire}; read back with {@link Timing#of}.
+ * Set with {@link TaskSpec#misfire}; read back with {@link Task#timing()}.
  */
 public enum Misfire {
     /** One firing stands in for all that were missed, then the schedule goes on from now. */
@@ -17,13 +17,10 @@ public enum Misfire {
     SKIP;
 
     /** The name the API uses: {@code fire_once}, {@code fire_all} or {@code skip}. */
-    public String wire() { return name().toLowerCase(); }
+    public String wire() { return Json.wire(this); }
 
     /** The policy the API names {@code wire}. */
     public static Misfire fromWire(String wire) {
-        for (Misfire m : values()) {
-            if (m.wire().equals(wire)) return m;
-        }
-        throw new IllegalArgumentException("unknown misfire: " + wire);
+        return Json.fromWire(Misfire.class, wire);
     }
 }

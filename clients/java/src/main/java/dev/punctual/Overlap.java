@@ -3,7 +3,7 @@ package dev.punctual;
 /**
  * What becomes of a repeat's occurrences that fall due while its firing is still
  * leased: {@link #SKIP} (the server's default), {@link #QUEUE} or {@link #ALLOW}. Set
- * with {@link TaskSpec#overlap}; read back with {@link Timing#of}.
+ * with {@link TaskSpec#overlap}; read back with {@link Task#timing()}.
  */
 public enum Overlap {
     /** They are dropped: the next occurrence is the first after the firing ends. */
@@ -20,13 +20,10 @@ public enum Overlap {
     ALLOW;
 
     /** The name the API uses: {@code skip}, {@code queue} or {@code allow}. */
-    public String wire() { return name().toLowerCase(); }
+    public String wire() { return Json.wire(this); }
 
     /** The policy the API names {@code wire}. */
     public static Overlap fromWire(String wire) {
-        for (Overlap o : values()) {
-            if (o.wire().equals(wire)) return o;
-        }
-        throw new IllegalArgumentException("unknown overlap: " + wire);
+        return Json.fromWire(Overlap.class, wire);
     }
 }

@@ -1,7 +1,6 @@
 package dev.punctual;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import java.util.List;
 
-/** One page of a list; {@code nextCursor} is null at the end. */
-public record Page(List<JsonNode> tasks, String nextCursor) {}
+/** One page of a list of tasks; {@code nextCursor} is null at the end. */
+public record Page(List<Task> tasks, String nextCursor) {}

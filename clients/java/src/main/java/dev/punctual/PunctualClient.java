@@ -1,7 +1,6 @@
 package dev.punctual;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.IOException;
@@ -12,7 +11,6 @@ import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
-import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
@@ -23,6 +21,7 @@ import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ThreadLocalRandom;
+import java.util.function.Function;
 import java.util.stream.Stream;
 import java.util.stream.StreamSupport;
 
@@ -34,10 +33,13 @@ import java.util.stream.StreamSupport;
  * item, and the lease, which the worker retries itself) are retried with exponential
  * backoff on {@code 503} and connection errors; after the last try a connection error
  * is an {@link UnavailableException} with status 0.
+ *
+ * <p>Answers are typed records ({@link Task}, {@link Delivery}, {@link QueueInfo},
+ * {@link QueueSettings}, …), each keeping the server's JSON for what it does not model.
+ * What a call may leave out is an overload or an option value ({@link ListOptions},
+ * {@link PageOptions}), never a null number.
  */
 public final class PunctualClient {
-    static final ObjectMapper MAPPER = new ObjectMapper();
-
     private final String server;
     private final String token;
     private final Duration timeout;
@@ -91,50 +93,49 @@ public final class PunctualClient {
 
     /** {@code PUT /v1/queues/{queue}/tasks/{key}}: create or update one task. */
     public ScheduleResult schedule(String queue, String key, TaskSpec spec) {
-        JsonNode r = call("PUT", tasks(queue) + "/" + seg(key), spec.toJson(), null, true, null);
-        return scheduleResult(r);
+        return scheduleResult(call("PUT", taskPath(queue, key), spec.toJson(), null, true, null));
     }
 
     /** Sends a raw JSON body as the task (for fields this client does not model yet). */
     public ScheduleResult putRaw(String queue, String key, String json) {
         JsonNode body;
         try {
-            body = MAPPER.readTree(json);
+            body = Json.MAPPER.readTree(json);
         } catch (IOException e) {
             throw new IllegalArgumentException("not JSON: " + e.getMessage(), e);
         }
-        JsonNode r = call("PUT", tasks(queue) + "/" + seg(key), body, null, true, null);
-        return scheduleResult(r);
+        return scheduleResult(call("PUT", taskPath(queue, key), body, null, true, null));
     }
 
     private static ScheduleResult scheduleResult(JsonNode r) {
-        return new ScheduleResult(r.path("outcome").asText(), r.hasNonNull("task") ? r.get("task") : null,
+        JsonNode task = Json.node(r, "task");
+        return new ScheduleResult(Json.enumOf(ScheduleOutcome.class, r, "outcome"), task == null ? null : Task.of(task),
                 Completed.of(r));
     }
 
     /** {@code POST /v1/queues/{queue}/tasks}: many at once; each spec needs {@link TaskSpec#key(String)}. */
     public List<BatchResult> scheduleMany(String queue, List<TaskSpec> specs) {
-        ObjectNode body = MAPPER.createObjectNode();
+        ObjectNode body = Json.MAPPER.createObjectNode();
         ArrayNode arr = body.putArray("tasks");
         for (TaskSpec s : specs) arr.add(s.toJson());
         JsonNode r = call("POST", tasks(queue), body, null, true, null);
         List<BatchResult> out = new ArrayList<>();
         for (JsonNode item : r.path("results")) {
-            JsonNode e = item.get("error");
-            out.add(new BatchResult(item.path("key").asText(null), item.path("outcome").asText(null),
-                    e == null || e.isNull() ? null : error(400, e), Completed.of(item)));
+            JsonNode e = Json.node(item, "error");
+            out.add(new BatchResult(Json.text(item, "key"), Json.enumOf(ScheduleOutcome.class, item, "outcome"),
+                    e == null ? null : error(400, e), Completed.of(item)));
         }
         return out;
     }
 
     /** The task; {@link NotFoundException} when there is none. */
-    public JsonNode get(String queue, String key) {
-        return call("GET", tasks(queue) + "/" + seg(key), null, null, true, null);
+    public Task get(String queue, String key) {
+        return Task.of(call("GET", taskPath(queue, key), null, null, true, null));
     }
 
     /** Cancels the task (a leased one for good); {@link NotFoundException} when unknown. */
     public void cancel(String queue, String key) {
-        call("DELETE", tasks(queue) + "/" + seg(key), null, null, true, null);
+        call("DELETE", taskPath(queue, key), null, null, true, null);
     }
 
     /** Cancels every task of the queue carrying {@code tag}; answers how many. */
@@ -142,60 +143,110 @@ public final class PunctualClient {
         return call("DELETE", q(queue) + "/tags/" + seg(tag), null, null, true, null).path("cancelled").asLong();
     }
 
-    /** One page of the queue's tasks in due order; state, tag, limit and cursor may be null. */
-    public Page listPage(String queue, String state, String tag, Integer limit, String cursor) {
-        return page(tasks(queue) + query("state", state, "tag", tag, "limit", limit == null ? null : limit.toString(), "cursor", cursor));
+    /** The first page of the queue's tasks in due order. */
+    public Page listPage(String queue) { return listPage(queue, ListOptions.create()); }
+
+    /** One page of the queue's tasks in due order: those {@code options} select, from its cursor. */
+    public Page listPage(String queue, ListOptions options) {
+        return taskPage(tasks(queue) + options.query(options.cursor()));
     }
 
-    /** Every task of the queue (state and tag may be null), fetched page by page as the stream is read. */
-    public Stream<JsonNode> list(String queue, String state, String tag) {
-        return paged(cursor -> listPage(queue, state, tag, null, cursor));
+    /** Every task of the queue, fetched page by page as the stream is read. */
+    public Stream<Task> list(String queue) { return list(queue, ListOptions.create()); }
+
+    /** The tasks {@code options} select, from its cursor on, fetched page by page as the stream is read. */
+    public Stream<Task> list(String queue, ListOptions options) {
+        return paged(options.cursor(), cursor -> {
+            Page p = taskPage(tasks(queue) + options.query(cursor));
+            return new Chunk<>(p.tasks(), p.nextCursor());
+        });
     }
 
     // ---- queues ----
 
-    /** {@code GET /v1/queues}: the array of queue objects. */
-    public JsonNode queues() { return call("GET", "/v1/queues", null, null, true, null).path("queues"); }
+    /** {@code GET /v1/queues}: every queue with tasks or settings, with its counts. */
+    public List<QueueInfo> queues() {
+        List<QueueInfo> out = new ArrayList<>();
+        call("GET", "/v1/queues", null, null, true, null).path("queues").forEach(q -> out.add(QueueInfo.of(q)));
+        return out;
+    }
 
     /** One queue's counts, lag and oldest overdue (zero counts when unknown). */
-    public JsonNode queue(String queue) { return call("GET", q(queue), null, null, true, null); }
+    public QueueInfo queue(String queue) { return QueueInfo.of(call("GET", q(queue), null, null, true, null)); }
 
-    /** One page of the queue's groups that have tasks, by name; limit and cursor may be null. */
-    public GroupsPage groupsPage(String queue, Integer limit, String cursor) {
-        String path = q(queue) + "/groups" + query("limit", limit == null ? null : limit.toString(), "cursor", cursor);
-        JsonNode r = call("GET", path, null, null, true, null);
+    /** The first page of the queue's groups that have tasks, by name. */
+    public GroupsPage groupsPage(String queue) { return groupsPage(queue, PageOptions.create()); }
+
+    /** One page of the queue's groups that have tasks, by name. */
+    public GroupsPage groupsPage(String queue, PageOptions page) {
+        JsonNode r = call("GET", q(queue) + "/groups" + page.query(page.cursor()), null, null, true, null);
         List<GroupCounts> groups = new ArrayList<>();
         for (JsonNode g : r.path("groups")) {
             groups.add(new GroupCounts(g.path("group").asText(), g.path("scheduled").asLong(),
                     g.path("leased").asLong(), g.path("dead").asLong()));
         }
-        JsonNode next = r.get("next_cursor");
-        return new GroupsPage(groups, next == null || next.isNull() ? null : next.asText());
+        return new GroupsPage(groups, Json.text(r, "next_cursor"));
     }
 
-    public JsonNode settings(String queue) { return call("GET", q(queue) + "/settings", null, null, true, null); }
+    /** The queue's settings; {@link NotFoundException} when it has none. */
+    public QueueSettings settings(String queue) {
+        return QueueSettings.of(call("GET", q(queue) + "/settings", null, null, true, null));
+    }
 
-    /** Creates or replaces the settings; {@code ifVersion} (may be null) makes it conditional. */
-    public JsonNode putSettings(String queue, Object settings, Long ifVersion) {
-        return call("PUT", q(queue) + "/settings", MAPPER.valueToTree(settings), ifVersion, true, null);
+    /** Creates or replaces the settings ({@code settings}: a Map, a record, a JsonNode). */
+    public QueueSettings putSettings(String queue, Object settings) {
+        return settingsCall("PUT", queue, settings, null);
+    }
+
+    /**
+     * Creates or replaces the settings if they are at {@code ifVersion} (sent as
+     * {@code If-Match}; 0: only if there are none yet), else {@link ConflictException}.
+     */
+    public QueueSettings putSettings(String queue, Object settings, long ifVersion) {
+        return settingsCall("PUT", queue, settings, ifVersion);
     }
 
     /** Merges the given top-level fields into the settings. */
-    public JsonNode patchSettings(String queue, Object fields, Long ifVersion) {
-        return call("PATCH", q(queue) + "/settings", MAPPER.valueToTree(fields), ifVersion, true, null);
+    public QueueSettings patchSettings(String queue, Object fields) {
+        return settingsCall("PATCH", queue, fields, null);
     }
 
-    public void deleteSettings(String queue, Long ifVersion) {
+    /** Merges the given top-level fields into the settings if they are at {@code ifVersion}. */
+    public QueueSettings patchSettings(String queue, Object fields, long ifVersion) {
+        return settingsCall("PATCH", queue, fields, ifVersion);
+    }
+
+    private QueueSettings settingsCall(String method, String queue, Object body, Long ifVersion) {
+        return QueueSettings.of(call(method, q(queue) + "/settings", Json.MAPPER.valueToTree(body), ifVersion, true, null));
+    }
+
+    /** Removes the settings: the queue's tasks stay and take the built-in defaults. */
+    public void deleteSettings(String queue) {
+        call("DELETE", q(queue) + "/settings", null, null, true, null);
+    }
+
+    /** Removes the settings if they are at {@code ifVersion}, else {@link ConflictException}. */
+    public void deleteSettings(String queue, long ifVersion) {
         call("DELETE", q(queue) + "/settings", null, ifVersion, true, null);
     }
 
-    public JsonNode pause(String queue) { return call("POST", q(queue) + "/pause", null, null, true, null); }
+    /** Stops leasing and delivering the queue's tasks (schedules and reads go on); answers the settings. */
+    public QueueSettings pause(String queue) {
+        return QueueSettings.of(call("POST", q(queue) + "/pause", null, null, true, null));
+    }
 
-    public JsonNode resume(String queue) { return call("POST", q(queue) + "/resume", null, null, true, null); }
+    /** Leases and delivers the queue's tasks again, the due ones in due order; answers the settings. */
+    public QueueSettings resume(String queue) {
+        return QueueSettings.of(call("POST", q(queue) + "/resume", null, null, true, null));
+    }
 
-    /** Cancels every task in {@code state} (scheduled, dead, all; null: all); answers how many. */
-    public long purge(String queue, String state) {
-        return call("DELETE", tasks(queue) + query("state", state), null, null, true, null).path("cancelled").asLong();
+    /** Cancels every task of the queue; answers how many. */
+    public long purge(String queue) { return purge(queue, PurgeState.ALL); }
+
+    /** Cancels every task of the queue in {@code state}; answers how many. */
+    public long purge(String queue, PurgeState state) {
+        String path = tasks(queue) + query("state", Json.wire(state));
+        return call("DELETE", path, null, null, true, null).path("cancelled").asLong();
     }
 
     // ---- calendars ----
@@ -213,38 +264,73 @@ public final class PunctualClient {
     }
 
     /**
-     * Creates or replaces the calendar; answers it as stored. {@code ifVersion} (may be
-     * null) makes it conditional, {@link ConflictException} when the calendar is at
-     * another version (0: only if it does not exist yet), as for a calendar of the
-     * server's config file. Tasks already scheduled keep their due times.
+     * Creates or replaces the calendar; answers it as stored. Tasks already scheduled keep
+     * their due times. A calendar of the server's config file is a {@link ConflictException}.
      */
-    public Calendar putCalendar(String name, CalendarSpec spec, Long ifVersion) {
+    public Calendar putCalendar(String name, CalendarSpec spec) {
+        return Calendar.of(call("PUT", cal(name), spec.toJson(), null, true, null));
+    }
+
+    /**
+     * Creates or replaces the calendar if it is at {@code ifVersion} (sent as
+     * {@code If-Match}; 0: only if it does not exist yet), else {@link ConflictException}.
+     */
+    public Calendar putCalendar(String name, CalendarSpec spec, long ifVersion) {
         return Calendar.of(call("PUT", cal(name), spec.toJson(), ifVersion, true, null));
     }
 
-    /** Removes the calendar; {@code ifVersion} as for {@link #putCalendar}; {@link NotFoundException} when unknown. */
-    public void deleteCalendar(String name, Long ifVersion) {
+    /** Removes the calendar; {@link NotFoundException} when unknown. */
+    public void deleteCalendar(String name) {
+        call("DELETE", cal(name), null, null, true, null);
+    }
+
+    /** Removes the calendar if it is at {@code ifVersion}, else {@link ConflictException}. */
+    public void deleteCalendar(String name, long ifVersion) {
         call("DELETE", cal(name), null, ifVersion, true, null);
     }
 
     // ---- dead tasks ----
 
-    public Page deadPage(String queue, Integer limit, String cursor) {
-        return page(q(queue) + "/dead" + query("limit", limit == null ? null : limit.toString(), "cursor", cursor));
+    /** The first page of the queue's dead tasks. */
+    public Page deadPage(String queue) { return deadPage(queue, PageOptions.create()); }
+
+    /** One page of the queue's dead tasks. */
+    public Page deadPage(String queue, PageOptions page) {
+        return taskPage(q(queue) + "/dead" + page.query(page.cursor()));
     }
 
-    public Stream<JsonNode> dead(String queue) { return paged(cursor -> deadPage(queue, null, cursor)); }
+    /** Every dead task of the queue, fetched page by page as the stream is read. */
+    public Stream<Task> dead(String queue) { return dead(queue, PageOptions.create()); }
+
+    /** The queue's dead tasks from the page's cursor on, fetched page by page as the stream is read. */
+    public Stream<Task> dead(String queue, PageOptions page) {
+        return paged(page.cursor(), cursor -> {
+            Page p = taskPage(q(queue) + "/dead" + page.query(cursor));
+            return new Chunk<>(p.tasks(), p.nextCursor());
+        });
+    }
 
     /** Back to scheduled, due now, attempts reset; answers the task. */
-    public JsonNode retryDead(String queue, String key) {
-        return call("POST", q(queue) + "/dead/" + seg(key) + "/retry", null, null, true, null);
+    public Task retryDead(String queue, String key) {
+        return Task.of(call("POST", q(queue) + "/dead/" + seg(key) + "/retry", null, null, true, null));
     }
 
-    /** Retries the dead tasks with this tag, or these keys, or (both null) all of them. */
-    public long retryDeadMany(String queue, String tag, List<String> keys) {
-        ObjectNode body = MAPPER.createObjectNode();
-        if (tag != null) body.put("tag", tag);
-        if (keys != null) body.set("keys", MAPPER.valueToTree(keys));
+    /** Retries every dead task of the queue; answers how many. */
+    public long retryAllDead(String queue) { return retryDeadWhere(queue, Json.MAPPER.createObjectNode()); }
+
+    /** Retries the queue's dead tasks carrying {@code tag}; answers how many. */
+    public long retryDeadByTag(String queue, String tag) {
+        return retryDeadWhere(queue, Json.MAPPER.createObjectNode().put("tag", tag));
+    }
+
+    /** Retries the queue's dead tasks among {@code keys}; answers how many. */
+    public long retryDeadMany(String queue, List<String> keys) {
+        ObjectNode body = Json.MAPPER.createObjectNode();
+        body.set("keys", Json.MAPPER.valueToTree(keys));
+        return retryDeadWhere(queue, body);
+    }
+
+    private long retryDeadWhere(String queue, ObjectNode body) {
         return call("POST", q(queue) + "/dead/retry", body, null, true, null).path("retried").asLong();
     }
 
@@ -252,20 +338,24 @@ public final class PunctualClient {
         call("DELETE", q(queue) + "/dead/" + seg(key), null, null, true, null);
     }
 
+    // ---- access ----
+
+    /** {@code GET /v1/access}: the permissions and queues of this client's token. */
+    public Access access() { return Access.of(call("GET", "/v1/access", null, null, true, null)); }
+
     // ---- pull workers ----
 
     /** Leases up to {@code max} due tasks for {@code lease}, holding the request up to {@code wait}. Not retried. */
     public List<Delivery> lease(String queue, int max, Duration lease, Duration wait) {
-        ObjectNode body = MAPPER.createObjectNode().put("max", max).put("lease", lease.toMillis()).put("wait", wait.toMillis());
-        return leases(call("POST", q(queue) + "/lease", body, null, false, wait));
+        return deliveries(call("POST", q(queue) + "/lease", leaseBody(max, lease, wait), null, false, wait));
     }
 
     /** Like {@link #lease} but cancellable: cancelling the future aborts the request (the server then releases the leases). */
     CompletableFuture<List<Delivery>> leaseAsync(String queue, int max, Duration lease, Duration wait) {
-        ObjectNode body = MAPPER.createObjectNode().put("max", max).put("lease", lease.toMillis()).put("wait", wait.toMillis());
-        CompletableFuture<HttpResponse<byte[]>> exchange =
-                http.sendAsync(request("POST", q(queue) + "/lease", body, null, wait), HttpResponse.BodyHandlers.ofByteArray());
-        CompletableFuture<List<Delivery>> answer = exchange.thenApply(resp -> leases(decode(resp)));
+        CompletableFuture<HttpResponse<byte[]>> exchange = http.sendAsync(
+                request("POST", q(queue) + "/lease", leaseBody(max, lease, wait), null, wait),
+                HttpResponse.BodyHandlers.ofByteArray());
+        CompletableFuture<List<Delivery>> answer = exchange.thenApply(resp -> deliveries(decode(resp)));
         // Cancelling a dependent stage leaves its source running: without this the long
         // poll stays open on the server and leases what falls due to a worker that left.
         answer.whenComplete((leases, error) -> {
@@ -274,30 +364,34 @@ public final class PunctualClient {
         return answer;
     }
 
+    private static ObjectNode leaseBody(int max, Duration lease, Duration wait) {
+        return Json.MAPPER.createObjectNode().put("max", max).put("lease", lease.toMillis()).put("wait", wait.toMillis());
+    }
+
     public void ack(String leaseId, Outcome outcome) {
         call("POST", "/v1/leases/" + seg(leaseId) + "/ack", ackBody(null, outcome), null, true, null);
     }
 
     /** Many acks in one call, each applied or refused on its own. Not retried: resend what needs it. */
     public List<Ack.Result> acks(List<Ack> acks) {
-        ObjectNode body = MAPPER.createObjectNode();
+        ObjectNode body = Json.MAPPER.createObjectNode();
         ArrayNode arr = body.putArray("acks");
         for (Ack a : acks) arr.add(ackBody(a.leaseId(), a.outcome()));
         JsonNode r = call("POST", "/v1/acks", body, null, false, null);
         List<Ack.Result> out = new ArrayList<>();
         for (JsonNode item : r.path("results")) {
             int status = item.path("status").asInt();
-            JsonNode e = item.get("error");
-            out.add(new Ack.Result(item.path("lease_id").asText(null), status,
-                    e == null || e.isNull() ? null : error(status, e)));
+            JsonNode e = Json.node(item, "error");
+            out.add(new Ack.Result(Json.text(item, "lease_id"), status, e == null ? null : error(status, e)));
         }
         return out;
     }
 
-    /** Extends a live lease to {@code lease} from now; answers the new expiry. */
-    public Instant extend(String leaseId, Duration lease) {
-        ObjectNode body = MAPPER.createObjectNode().put("lease", lease.toMillis());
-        return Instant.parse(call("POST", "/v1/leases/" + seg(leaseId) + "/extend", body, null, true, null).path("expires_at").asText());
+    /** Extends a live lease to {@code lease} from now; answers it with its new expiry. */
+    public Lease extend(String leaseId, Duration lease) {
+        ObjectNode body = Json.MAPPER.createObjectNode().put("lease", lease.toMillis());
+        JsonNode r = call("POST", "/v1/leases/" + seg(leaseId) + "/extend", body, null, true, null);
+        return new Lease(Json.text(r, "lease_id"), Json.instant(r, "expires_at"));
     }
 
     // ---- plumbing ----
@@ -305,7 +399,7 @@ public final class PunctualClient {
     /** Decodes an API error body ({@code {"error": {...}}}) into its typed exception. */
     public static PunctualException decodeError(int status, String body) {
         try {
-            JsonNode e = MAPPER.readTree(body).path("error");
+            JsonNode e = Json.MAPPER.readTree(body).path("error");
             if (e.isObject()) return error(status, e);
         } catch (IOException ignored) {
             // not JSON: fall through to a generic error naming the status
@@ -314,60 +408,55 @@ public final class PunctualClient {
     }
 
     private static PunctualException error(int status, JsonNode e) {
-        JsonNode field = e.get("field");
-        return PunctualException.of(status, e.path("code").asText(), e.path("message").asText(),
-                field == null || field.isNull() ? null : field.asText());
+        return PunctualException.of(status, e.path("code").asText(), e.path("message").asText(), Json.text(e, "field"));
     }
 
     private static ObjectNode ackBody(String leaseId, Outcome o) {
-        ObjectNode b = MAPPER.createObjectNode();
+        ObjectNode b = Json.MAPPER.createObjectNode();
         if (leaseId != null) b.put("lease_id", leaseId);
-        b.put("outcome", o.kind().name().toLowerCase());
+        b.put("outcome", Json.wire(o.kind()));
         if (o.delay() != null) b.put("delay", o.delay().toMillis());
         if (o.error() != null) b.put("error", o.error());
         return b;
     }
 
-    private static List<Delivery> leases(JsonNode r) {
+    private static List<Delivery> deliveries(JsonNode r) {
         List<Delivery> out = new ArrayList<>();
-        for (JsonNode l : r.path("leases")) {
-            JsonNode scheduledFor = l.path("scheduled_for");
-            out.add(new Delivery(l.path("lease_id").asText(), Instant.parse(l.path("expires_at").asText()),
-                    l.path("attempt").asInt(), l.path("delivery_id").asText(),
-                    scheduledFor.isTextual() ? Instant.parse(scheduledFor.asText()) : null, l.path("missed").asInt(0),
-                    l.path("task")));
-        }
+        r.path("leases").forEach(l -> out.add(Delivery.of(l)));
         return out;
     }
 
-    private Page page(String path) {
+    private Page taskPage(String path) {
         JsonNode r = call("GET", path, null, null, true, null);
-        List<JsonNode> items = new ArrayList<>();
-        r.path("tasks").forEach(items::add);
-        JsonNode next = r.get("next_cursor");
-        return new Page(items, next == null || next.isNull() ? null : next.asText());
+        List<Task> tasks = new ArrayList<>();
+        r.path("tasks").forEach(t -> tasks.add(Task.of(t)));
+        return new Page(tasks, Json.text(r, "next_cursor"));
     }
 
-    private static Stream<JsonNode> paged(java.util.function.Function<String, Page> fetch) {
-        Iterator<JsonNode> it = new Iterator<>() {
-            Iterator<JsonNode> current = null;
-            String cursor = null;
+    /** One page of a paged list: its items and the cursor of the next (null at the end). */
+    private record Chunk<T>(List<T> items, String nextCursor) {}
+
+    /** The items of the pages {@code fetch} answers, from {@code cursor} (null: the first page) on, fetched as read. */
+    private static <T> Stream<T> paged(String cursor, Function<String, Chunk<T>> fetch) {
+        Iterator<T> it = new Iterator<>() {
+            Iterator<T> current = null;
+            String next = cursor;
             boolean last = false;
 
             @Override
             public boolean hasNext() {
                 while (current == null || !current.hasNext()) {
                     if (last) return false;
-                    Page p = fetch.apply(cursor);
-                    current = p.tasks().iterator();
-                    cursor = p.nextCursor();
-                    last = cursor == null;
+                    Chunk<T> page = fetch.apply(next);
+                    current = page.items().iterator();
+                    next = page.nextCursor();
+                    last = next == null;
                 }
                 return true;
             }
 
             @Override
-            public JsonNode next() {
+            public T next() {
                 if (!hasNext()) throw new NoSuchElementException();
                 return current.next();
             }
@@ -417,9 +506,9 @@ public final class PunctualClient {
         int status = resp.statusCode();
         String text = new String(resp.body(), StandardCharsets.UTF_8);
         if (status >= 200 && status < 300) {
-            if (text.isBlank()) return MAPPER.createObjectNode();
+            if (text.isBlank()) return Json.MAPPER.createObjectNode();
             try {
-                return MAPPER.readTree(text);
+                return Json.MAPPER.readTree(text);
             } catch (IOException e) {
                 throw new PunctualException(status, "internal", "unreadable answer: " + e.getMessage(), null, e);
             }
@@ -442,11 +531,14 @@ public final class PunctualClient {
 
     private static String tasks(String queue) { return q(queue) + "/tasks"; }
 
+    private static String taskPath(String queue, String key) { return tasks(queue) + "/" + seg(key); }
+
     private static String cal(String name) { return "/v1/calendars/" + seg(name); }
 
     private static String seg(String s) { return URLEncoder.encode(s, StandardCharsets.UTF_8).replace("+", "%20"); }
 
-    private static String query(String... kv) {
+    /** A query string of the pairs whose value is not null ({@code ""} when none is). */
+    static String query(String... kv) {
         StringBuilder sb = new StringBuilder();
         for (int i = 0; i < kv.length; i += 2) {
             if (kv[i + 1] == null) continue;

@@ -55,14 +55,16 @@ public final class TaskSpec {
     public TaskSpec dueAt(Instant dueAt) { this.dueAt = dueAt; return this; }
     /** Any value Jackson can serialize (a Map, a record, a JsonNode). */
     public TaskSpec payload(Object payload) { this.payload = payload; return this; }
-    /** Fire every {@code every}; {@code times} occurrences in all (null: forever). */
-    public TaskSpec repeatEvery(Duration every, Integer times) { this.repeatEvery = every; this.repeatTimes = times; return this; }
+    /** Fire every {@code every}, forever (until cancelled). */
+    public TaskSpec repeatEvery(Duration every) { this.repeatEvery = every; this.repeatTimes = null; return this; }
+    /** Fire every {@code every}, {@code times} occurrences in all. */
+    public TaskSpec repeatEvery(Duration every, int times) { this.repeatEvery = every; this.repeatTimes = times; return this; }
     /** Fire on a cron schedule in time zone {@code tz} (null: UTC). */
     public TaskSpec repeatCron(String cron, String tz) { this.repeatCron = cron; this.repeatTz = tz; return this; }
     /**
      * Fire on a cron schedule read as {@code syntax} ({@code "0 0 9 ? * MON-FRI"} with
      * {@link CronSyntax#SPRING}) in time zone {@code tz} (null: UTC); the task shows it
-     * ({@link CronSyntax#of}).
+     * ({@link Repeat#cronSyntax()}).
      */
     public TaskSpec repeatCron(String cron, String tz, CronSyntax syntax) {
         this.repeatCron = cron; this.repeatTz = tz; this.repeatCronSyntax = syntax; return this;
@@ -125,7 +127,7 @@ public final class TaskSpec {
     /**
      * What becomes of occurrences missed while no server ran or the queue was paused
      * (null: the server's default, {@link Misfire#FIRE_ONCE}). The task shows it
-     * ({@link Timing#of}); each {@link Delivery} says which occurrence it stands for and
+     * ({@link Task#timing()}); each {@link Delivery} says which occurrence it stands for and
      * how many it stands in for.
      */
     public TaskSpec misfire(Misfire misfire) { this.misfire = misfire; return this; }
@@ -164,11 +166,11 @@ public final class TaskSpec {
      * sends it, {@link Outbox#schedule} stores it as the row's body.
      */
     ObjectNode toJson() {
-        ObjectNode o = PunctualClient.MAPPER.createObjectNode();
+        ObjectNode o = Json.MAPPER.createObjectNode();
         if (key != null) o.put("key", key);
         if (delay != null) o.put("delay", delay.toMillis());
         if (dueAt != null) o.put("due_at", dueAt.toString());
-        if (payload != null) o.set("payload", PunctualClient.MAPPER.valueToTree(payload));
+        if (payload != null) o.set("payload", Json.MAPPER.valueToTree(payload));
         if (repeatEvery != null || repeatCron != null) {
             ObjectNode r = o.putObject("repeat");
             if (repeatEvery != null) r.put("every", repeatEvery.toMillis());
@@ -188,13 +190,13 @@ public final class TaskSpec {
             if (backoffFactor != null) b.put("factor", backoffFactor);
             if (backoffMax != null) b.put("max", backoffMax.toMillis());
         }
-        if (ifExists != null) o.put("if_exists", ifExists.name().toLowerCase());
+        if (ifExists != null) o.put("if_exists", Json.wire(ifExists));
         if (priority != null) o.put("priority", priority);
         if (debounceMaxWait != null) o.putObject("debounce").put("max_wait", debounceMaxWait.toMillis());
         if (group != null) o.put("group", group);
         if (uniqueFor != null) o.set("unique_for", uniqueFor.toJson());
         if (calendar != null) o.put("calendar", calendar);
-        if (align != null) o.put("align", align.name().toLowerCase());
+        if (align != null) o.put("align", Json.wire(align));
         if (misfire != null) o.put("misfire", misfire.wire());
         if (misfireAfter != null) o.put("misfire_after", misfireAfter.toMillis());
         if (catchUpMax != null) o.put("catch_up_max", catchUpMax);
@@ -204,7 +206,7 @@ public final class TaskSpec {
             ObjectNode t = o.putObject("target");
             t.put("url", target.url());
             if (target.method() != null) t.put("method", target.method());
-            if (target.headers() != null) t.set("headers", PunctualClient.MAPPER.valueToTree(target.headers()));
+            if (target.headers() != null) t.set("headers", Json.MAPPER.valueToTree(target.headers()));
             if (target.timeout() != null) t.put("timeout", target.timeout().toMillis());
             if (target.body() != null) t.set("body", target.body());
         }

@@ -30,8 +30,8 @@ public record Workday(LocalDate date, DayOfWeek as, List<String> hours) {
 
     /** The API's form: the bare date, or {@code {"date", "as"}} or {@code {"date", "hours"}}. */
     JsonNode toJson() {
-        if (as == null && hours == null) return PunctualClient.MAPPER.getNodeFactory().textNode(date.toString());
-        ObjectNode o = PunctualClient.MAPPER.createObjectNode().put("date", date.toString());
+        if (as == null && hours == null) return Json.MAPPER.getNodeFactory().textNode(date.toString());
+        ObjectNode o = Json.MAPPER.createObjectNode().put("date", date.toString());
         if (as != null) o.put("as", Calendar.dayName(as));
         if (hours != null) hours.forEach(o.putArray("hours")::add);
         return o;

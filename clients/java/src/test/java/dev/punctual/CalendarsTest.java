@@ -2,7 +2,6 @@ package dev.punctual;
 
 import static org.junit.jupiter.api.Assertions.*;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import java.nio.file.Path;
 import java.time.DayOfWeek;
 import java.time.Duration;
@@ -61,7 +60,7 @@ class CalendarsTest {
         String name = unique("java-office-");
         CalendarSpec office = CalendarSpec.in("Asia/Shanghai").hours(WEEKDAYS, "09:00-12:00", "13:30-18:00");
         Calendar created = client.putCalendar(name, office, 0L);
-        assertEquals(List.of(name, "api", "Asia/Shanghai", 1L),
+        assertEquals(List.of(name, Source.API, "Asia/Shanghai", 1L),
                 List.of(created.name(), created.source(), created.tz(), created.version()));
         assertEquals(SHANGHAI, created.zone());
         assertEquals(WEEKDAYS, created.hours().keySet());
@@ -70,16 +69,17 @@ class CalendarsTest {
 
         // A working day holds 7.5 working hours, so 8 of them always span more than 8 hours.
         Instant before = Instant.now();
-        JsonNode task = client.schedule(q, "remind", TaskSpec.create().delay(Duration.ofHours(8)).calendar(name)).task();
-        Instant due = Instant.parse(task.path("due_at").asText());
+        Task task = client.schedule(q, "remind", TaskSpec.create().delay(Duration.ofHours(8)).calendar(name)).task();
+        Instant due = task.dueAt();
         assertTrue(inOfficeHours(due), "due " + due.atZone(SHANGHAI));
         assertTrue(due.isAfter(before.plus(Duration.ofHours(8))), "due " + due + ", asked at " + before);
-        assertEquals(task.path("due_at"), client.get(q, "remind").path("due_at"));
+        assertEquals(task.dueAt(), client.get(q, "remind").dueAt());
+        assertEquals(name, task.calendar());
 
         Instant asked = Instant.now();
-        JsonNode aligned = client.schedule(q, "standup",
+        Task aligned = client.schedule(q, "standup",
                 TaskSpec.create().dueAt(asked).calendar(name).align(TaskSpec.Align.NEXT_OPEN)).task();
-        Instant alignedDue = Instant.parse(aligned.path("due_at").asText());
+        Instant alignedDue = aligned.dueAt();
         assertTrue(inOfficeHours(alignedDue), "aligned to " + alignedDue.atZone(SHANGHAI));
         assertFalse(alignedDue.isBefore(asked.truncatedTo(ChronoUnit.MILLIS)));
 
@@ -108,10 +108,12 @@ class CalendarsTest {
         assertTrue(client.calendars().stream().noneMatch(c -> c.name().equals(name)));
 
         client.schedule(q, "weekday", TaskSpec.create().repeatCron("0 0 9 ? * MON-FRI", "Asia/Shanghai", CronSyntax.SPRING));
-        JsonNode weekday = client.get(q, "weekday");
-        assertEquals(CronSyntax.SPRING, CronSyntax.of(weekday));
-        assertEquals("spring", weekday.path("repeat").path("cron_syntax").asText());
-        ZonedDateTime next = Instant.parse(weekday.path("due_at").asText()).atZone(SHANGHAI);
+        Task weekday = client.get(q, "weekday");
+        assertEquals(CronSyntax.SPRING, weekday.repeat().cronSyntax());
+        assertEquals("spring", weekday.json().path("repeat").path("cron_syntax").asText());
+        assertEquals(List.of("0 0 9 ? * MON-FRI", "Asia/Shanghai"), List.of(weekday.repeat().cron(), weekday.repeat().tz()));
+        assertNull(weekday.repeat().every());
+        ZonedDateTime next = weekday.dueAt().atZone(SHANGHAI);
         assertTrue(WEEKDAYS.contains(next.getDayOfWeek()), "next " + next);
         assertEquals(LocalTime.of(9, 0), next.toLocalTime());
     }
@@ -121,10 +123,12 @@ class CalendarsTest {
         String q = "java." + UUID.randomUUID().toString().substring(0, 8);
         client.schedule(q, "vixie", TaskSpec.create().repeatCron("0 9 * * 1-5", "UTC"));
         client.schedule(q, "quartz", TaskSpec.create().repeatCron("0 0 18 L * ?", "Europe/Berlin", CronSyntax.QUARTZ));
-        client.schedule(q, "every", TaskSpec.create().repeatEvery(Duration.ofHours(1), null));
-        assertEquals(CronSyntax.VIXIE, CronSyntax.of(client.get(q, "vixie")));
-        assertEquals(CronSyntax.QUARTZ, CronSyntax.of(client.get(q, "quartz")));
-        assertNull(CronSyntax.of(client.get(q, "every")));
+        client.schedule(q, "every", TaskSpec.create().repeatEvery(Duration.ofHours(1)));
+        assertEquals(CronSyntax.VIXIE, client.get(q, "vixie").repeat().cronSyntax());
+        assertEquals(CronSyntax.QUARTZ, client.get(q, "quartz").repeat().cronSyntax());
+        Repeat every = client.get(q, "every").repeat();
+        assertEquals(Duration.ofHours(1), every.every());
+        assertNull(every.cronSyntax());
         InvalidArgumentException vixie = assertThrows(InvalidArgumentException.class,
                 () -> client.schedule(q, "refused", TaskSpec.create().repeatCron("0 0 9 ? * MON-FRI", "UTC", CronSyntax.VIXIE)));
         assertEquals("repeat.cron", vixie.getField());

@@ -38,9 +38,9 @@ class DedupeTest {
         String q = queue();
         Duration hour = Duration.ofHours(1);
         ScheduleResult first = client.schedule(q, "order-1", TaskSpec.create().payload(Map.of("n", 1)).uniqueFor(hour));
-        assertEquals("created", first.outcome());
+        assertEquals(ScheduleOutcome.CREATED, first.outcome());
         assertNull(first.completed());
-        assertEquals(new UniqueFor(hour, false), UniqueFor.of(client.get(q, "order-1")));
+        assertEquals(new UniqueFor(hour, false), client.get(q, "order-1").uniqueFor());
 
         List<Delivery> leases = client.lease(q, 10, Duration.ofSeconds(30), Duration.ZERO);
         assertEquals(1, leases.size());
@@ -49,7 +49,7 @@ class DedupeTest {
         client.ack(leases.get(0).leaseId(), Outcome.done());
 
         ScheduleResult kept = client.schedule(q, "order-1", TaskSpec.create().payload(Map.of("n", 2)).uniqueFor(hour));
-        assertEquals("kept", kept.outcome());
+        assertEquals(ScheduleOutcome.KEPT, kept.outcome());
         assertNull(kept.task());
         Completed done = kept.completed();
         assertNotNull(done);
@@ -62,11 +62,12 @@ class DedupeTest {
         List<BatchResult> batch = client.scheduleMany(q, List.of(
                 TaskSpec.key("order-1").payload(Map.of("n", 3)).uniqueFor(hour),
                 TaskSpec.key("order-2").payload(Map.of("n", 1)).uniqueFor(hour)));
-        assertEquals(List.of(new BatchResult("order-1", "kept", null, done), new BatchResult("order-2", "created", null, null)),
+        assertEquals(List.of(new BatchResult("order-1", ScheduleOutcome.KEPT, null, done),
+                        new BatchResult("order-2", ScheduleOutcome.CREATED, null, null)),
                 batch);
 
         client.schedule(q, "order-3", TaskSpec.create().delay(hour).uniqueFor(hour, true));
-        assertEquals(new UniqueFor(hour, true), UniqueFor.of(client.get(q, "order-3")));
+        assertEquals(new UniqueFor(hour, true), client.get(q, "order-3").uniqueFor());
 
         InvalidArgumentException refused = assertThrows(InvalidArgumentException.class,
                 () -> client.schedule(q, "order-4", TaskSpec.create().uniqueFor(Duration.ZERO)));
@@ -82,22 +83,22 @@ class DedupeTest {
                 TaskSpec.key("u1").delay(Duration.ofHours(1)).uniqueFor(Duration.ofMinutes(90), true),
                 TaskSpec.key("u2").delay(Duration.ofHours(1)).uniqueFor(Duration.ZERO),
                 TaskSpec.key("u3").delay(Duration.ofHours(1))));
-        assertEquals(new BatchResult("u1", "created", null, null), results.get(0));
-        assertEquals(new UniqueFor(Duration.ofMinutes(90), true), UniqueFor.of(client.get(q, "u1")));
+        assertEquals(new BatchResult("u1", ScheduleOutcome.CREATED, null, null), results.get(0));
+        assertEquals(new UniqueFor(Duration.ofMinutes(90), true), client.get(q, "u1").uniqueFor());
         InvalidArgumentException bad = assertInstanceOf(InvalidArgumentException.class, results.get(1).error());
         assertEquals("tasks[1].unique_for", bad.getField());
-        assertNull(UniqueFor.of(client.get(q, "u3")));
+        assertNull(client.get(q, "u3").uniqueFor());
     }
 
     @Test
     void durationsAsTheServerWritesThem() {
-        assertEquals(Duration.ofSeconds(90), UniqueFor.duration(PunctualClient.MAPPER.getNodeFactory().textNode("1m 30s")));
+        assertEquals(Duration.ofSeconds(90), Json.duration(Json.MAPPER.getNodeFactory().textNode("1m 30s")));
         assertEquals(Duration.parse("P1DT2H3M4.005S"),
-                UniqueFor.duration(PunctualClient.MAPPER.getNodeFactory().textNode("1d 2h 3m 4s 5ms")));
-        assertEquals(Duration.ofMillis(1500), UniqueFor.duration(PunctualClient.MAPPER.getNodeFactory().numberNode(1500)));
+                Json.duration(Json.MAPPER.getNodeFactory().textNode("1d 2h 3m 4s 5ms")));
+        assertEquals(Duration.ofMillis(1500), Json.duration(Json.MAPPER.getNodeFactory().numberNode(1500)));
         for (String bad : List.of("", "soon", "1h x", "1.5h")) {
             assertThrows(IllegalArgumentException.class,
-                    () -> UniqueFor.duration(PunctualClient.MAPPER.getNodeFactory().textNode(bad)), bad);
+                    () -> Json.duration(Json.MAPPER.getNodeFactory().textNode(bad)), bad);
         }
     }
 }

@@ -2,12 +2,12 @@ package dev.punctual;
 
 import static org.junit.jupiter.api.Assertions.*;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
 import java.util.Map;
+import java.util.OptionalInt;
 import java.util.UUID;
 import java.util.stream.Collectors;
 import org.junit.jupiter.api.AfterAll;
@@ -38,8 +38,8 @@ class GroupsTest {
     @Test
     void s14Groups() {
         String q = queue();
-        JsonNode settings = client.putSettings(q, Map.of("group_concurrency", 1), null);
-        assertEquals(1, settings.path("group_concurrency").asInt());
+        QueueSettings settings = client.putSettings(q, Map.of("group_concurrency", 1));
+        assertEquals(OptionalInt.of(1), settings.groupConcurrency());
         Instant now = Instant.now();
         List<String> keys = List.of("a1", "a2", "a3");
         for (int n = 0; n < keys.size(); n++) {
@@ -47,14 +47,14 @@ class GroupsTest {
                     .dueAt(now.minusSeconds(3 - n)));
         }
         assertTrue(client.scheduleMany(q, List.of(TaskSpec.key("b1").group("customer-b"))).get(0).ok());
-        assertEquals("customer-a", client.get(q, "a2").path("group").asText());
-        assertEquals("customer-b", client.get(q, "b1").path("group").asText());
+        assertEquals("customer-a", client.get(q, "a2").group());
+        assertEquals("customer-b", client.get(q, "b1").group());
 
         List<Delivery> leases = client.lease(q, 10, Duration.ofSeconds(30), Duration.ZERO);
         Map<String, String> leased = leases.stream().collect(Collectors.toMap(Delivery::key, Delivery::group));
         assertEquals(Map.of("a1", "customer-a", "b1", "customer-b"), leased);
 
-        GroupsPage page = client.groupsPage(q, 10, null);
+        GroupsPage page = client.groupsPage(q, PageOptions.create().limit(10));
         assertEquals(List.of(new GroupCounts("customer-a", 2, 1, 0), new GroupCounts("customer-b", 0, 1, 0)),
                 page.groups());
         assertNull(page.nextCursor());
@@ -82,18 +82,18 @@ class GroupsTest {
         specs.add(TaskSpec.key("bad").delay(Duration.ofHours(1)).group("tenant\u0007"));
         List<BatchResult> results = client.scheduleMany(q, specs);
         assertTrue(results.get(0).ok());
-        assertEquals("gamma", client.get(q, "k0").path("group").asText());
+        assertEquals("gamma", client.get(q, "k0").group());
         InvalidArgumentException bad = assertInstanceOf(InvalidArgumentException.class, results.get(4).error());
         assertEquals("tasks[4].group", bad.getField());
 
-        GroupsPage first = client.groupsPage(q, 2, null);
+        GroupsPage first = client.groupsPage(q, PageOptions.create().limit(2));
         assertEquals(List.of(new GroupCounts("alpha", 2, 0, 0), new GroupCounts("beta", 1, 0, 0)), first.groups());
         assertNotNull(first.nextCursor());
-        GroupsPage last = client.groupsPage(q, 2, first.nextCursor());
+        GroupsPage last = client.groupsPage(q, PageOptions.create().limit(2).cursor(first.nextCursor()));
         assertEquals(List.of(new GroupCounts("gamma", 1, 0, 0)), last.groups());
         assertNull(last.nextCursor());
-        assertEquals(List.of(), client.groupsPage(q + ".none", null, null).groups());
+        assertEquals(List.of(), client.groupsPage(q + ".none").groups());
         client.schedule(q, "plain", TaskSpec.create().delay(Duration.ofHours(1)));
-        assertTrue(client.get(q, "plain").path("group").isNull());
+        assertNull(client.get(q, "plain").group());
     }
 }

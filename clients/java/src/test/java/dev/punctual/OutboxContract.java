@@ -48,7 +48,7 @@ abstract class OutboxContract {
             .backoff(Duration.ofSeconds(1), 2.5, Duration.ofMinutes(1))
             .ifExists(TaskSpec.IfExists.REPLACE)
             .target(new Target("https://shop.example/hooks/cancel", "POST", Map.of("X-Shop", "7"), Duration.ofSeconds(10),
-                    PunctualClient.MAPPER.createObjectNode().put("order", 1234)))
+                    Json.MAPPER.createObjectNode().put("order", 1234)))
             .priority(7)
             .debounce(Duration.ofMinutes(5))
             .group("merchant-42")
@@ -141,8 +141,8 @@ abstract class OutboxContract {
 
     /** The same JSON value, numbers compared by value (2.5 and 2.50, 1 and 1.0 alike). */
     static void assertSameJson(String expected, String actual) throws IOException {
-        JsonNode want = PunctualClient.MAPPER.readTree(expected);
-        JsonNode got = PunctualClient.MAPPER.readTree(actual);
+        JsonNode want = Json.MAPPER.readTree(expected);
+        JsonNode got = Json.MAPPER.readTree(actual);
         Comparator<JsonNode> numbersByValue = (a, b) -> a.isNumber() && b.isNumber()
                 ? new BigDecimal(a.asText()).compareTo(new BigDecimal(b.asText()))
                 : a.equals(b) ? 0 : 1;

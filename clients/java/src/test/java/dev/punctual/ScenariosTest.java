@@ -3,7 +3,7 @@ package dev.punctual;
 import static dev.punctual.ServerProcess.waitUntil;
 import static org.junit.jupiter.api.Assertions.*;
 
-import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.annotation.JsonProperty;
 import com.sun.net.httpserver.HttpServer;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
@@ -45,6 +45,9 @@ class ScenariosTest {
         return PunctualWorker.builder().client(c).pollWait(Duration.ofSeconds(2)).maxBackoff(Duration.ofMillis(500));
     }
 
+    /** The payload of the scenarios' orders, read with {@link Delivery#payload(Class)}. */
+    record OrderRef(@JsonProperty("order_id") long orderId) {}
+
     static boolean gone(PunctualClient c, String q, String key) {
         try { c.get(q, key); return false; } catch (NotFoundException e) { return true; }
     }
@@ -53,13 +56,14 @@ class ScenariosTest {
     void s01ScheduleLeaseAck() throws Exception {
         String q = queue();
         client.schedule(q, "k1", TaskSpec.create().payload(Map.of("order_id", 1234)).tag("t1"));
-        assertEquals("scheduled", client.get(q, "k1").path("state").asText());
+        assertEquals(TaskState.SCHEDULED, client.get(q, "k1").state());
         List<Delivery> got = new CopyOnWriteArrayList<>();
         PunctualWorker w = worker(client).handle(q, d -> { got.add(d); return Outcome.done(); }, 2).build().start();
         try {
             waitUntil(Duration.ofSeconds(10), "task gone", () -> !got.isEmpty() && gone(client, q, "k1"));
             Delivery d = got.get(0);
-            assertEquals(1234, d.payload().path("order_id").asInt());
+            assertEquals(new OrderRef(1234), d.payload(OrderRef.class));
+            assertEquals(1234, d.payloadJson().path("order_id").asInt());
             assertEquals(1, d.attempt());
             assertFalse(d.deliveryId().isEmpty());
             assertEquals("k1", d.key());
@@ -77,7 +81,7 @@ class ScenariosTest {
             got.add(d);
             at.add(System.nanoTime());
             if (d.attempt() == 1) throw new IllegalStateException("boom on first try");
-            lastError.add(d.task().path("last_error").asText());
+            lastError.add(d.task().lastError());
             return Outcome.done();
         }, 1).build().start();
         try {
@@ -104,10 +108,10 @@ class ScenariosTest {
                 if (got.isEmpty()) return false;
                 if (got.size() >= 2) return true;
                 try {
-                    JsonNode t = client.get(q, "k");
-                    if (!t.path("state").asText().equals("scheduled")) return false;
-                    assertEquals(0, t.path("attempts").asInt());
-                    long ms = Instant.parse(t.path("due_at").asText()).toEpochMilli() - Instant.now().toEpochMilli();
+                    Task t = client.get(q, "k");
+                    if (t.state() != TaskState.SCHEDULED) return false;
+                    assertEquals(0, t.attempts());
+                    long ms = t.dueAt().toEpochMilli() - Instant.now().toEpochMilli();
                     assertTrue(ms <= 1100, "due_at too late: " + ms);
                     firstAcked.countDown();
                     return true;
@@ -129,11 +133,13 @@ class ScenariosTest {
         }, 1).build().start();
         try {
             waitUntil(Duration.ofSeconds(10), "dead", () -> {
-                try { return client.get(q, "k").path("state").asText().equals("dead"); } catch (NotFoundException e) { return false; }
+                try { return client.get(q, "k").state() == TaskState.DEAD; } catch (NotFoundException e) { return false; }
             });
-            assertEquals("order not found", client.get(q, "k").path("last_error").asText());
-            assertTrue(client.dead(q).anyMatch(t -> t.path("key").asText().equals("k")));
-            client.retryDead(q, "k");
+            assertEquals("order not found", client.get(q, "k").lastError());
+            assertTrue(client.dead(q).anyMatch(t -> t.key().equals("k")));
+            assertEquals(List.of("k"), client.deadPage(q, PageOptions.create().limit(10)).tasks().stream().map(Task::key).toList());
+            Task retried = client.retryDead(q, "k");
+            assertEquals(List.of(TaskState.SCHEDULED, 0), List.of(retried.state(), retried.attempts()));
             waitUntil(Duration.ofSeconds(10), "delivered again", () -> got.size() >= 2 && gone(client, q, "k"));
             assertEquals(1, got.get(1).attempt());
         } finally { w.stop(Duration.ofSeconds(2)); }
@@ -170,7 +176,7 @@ class ScenariosTest {
             String line;
             while ((line = out.readLine()) != null && !line.startsWith("HANDLING")) { /* skip logs */ }
             assertEquals("HANDLING k 1", line);
-            assertEquals("leased", client.get(q, "k").path("state").asText());
+            assertEquals(TaskState.LEASED, client.get(q, "k").state());
         } finally {
             child.destroyForcibly(); // SIGKILL
             child.waitFor(10, TimeUnit.SECONDS);
@@ -222,7 +228,7 @@ class ScenariosTest {
         assertTrue(gone(client, q, "short"), "the finished handler was acked");
         // not leased by the stopping worker; a poll the server answered as the worker
         // hung up is released by the server at once, well inside the 30 s lease
-        waitUntil(Duration.ofSeconds(5), "late is scheduled", () -> "scheduled".equals(client.get(q, "late").path("state").asText()));
+        waitUntil(Duration.ofSeconds(5), "late is scheduled", () -> client.get(q, "late").state() == TaskState.SCHEDULED);
         client.cancel(q, "late");
 
         // a handler outlasting the grace period is not acked; the task comes back
@@ -236,7 +242,7 @@ class ScenariosTest {
         }, 1).build().start();
         assertTrue(running2.await(10, TimeUnit.SECONDS));
         w2.stop(Duration.ofMillis(300));
-        assertEquals("leased", client.get(q2, "long").path("state").asText());
+        assertEquals(TaskState.LEASED, client.get(q2, "long").state());
         List<Delivery> got = new CopyOnWriteArrayList<>();
         PunctualWorker w3 = worker(client).handle(q2, d -> { got.add(d); return Outcome.done(); }, 1).build().start();
         try {
@@ -338,10 +344,10 @@ class ScenariosTest {
             PunctualClient reader = PunctualClient.builder().server(srv.url()).token(readerToken).build();
 
             full.schedule(scoped, "readable", TaskSpec.create().payload(Map.of("v", 1)).delay(Duration.ofHours(1)));
-            JsonNode task = reader.get(scoped, "readable");
-            assertEquals("readable", task.path("key").asText());
-            assertEquals("scheduled", task.path("state").asText());
-            assertEquals(1, task.path("payload").path("v").asInt());
+            Task task = reader.get(scoped, "readable");
+            assertEquals("readable", task.key());
+            assertEquals(TaskState.SCHEDULED, task.state());
+            assertEquals(Map.of("v", 1), task.payload(Map.class));
 
             ForbiddenException refused = assertThrows(ForbiddenException.class,
                     () -> reader.schedule(scoped, "refused", TaskSpec.create().payload(Map.of("v", 2))));
@@ -354,10 +360,10 @@ class ScenariosTest {
             ForbiddenException replaced = assertThrows(ForbiddenException.class,
                     () -> reader.schedule(scoped, "readable", TaskSpec.create().payload(Map.of("v", 3))));
             assertEquals(403, replaced.status());
-            assertEquals(1, full.get(scoped, "readable").path("payload").path("v").asInt());
+            assertEquals(1, full.get(scoped, "readable").payloadJson().path("v").asInt());
 
             full.schedule(other, "elsewhere", TaskSpec.create().delay(Duration.ofHours(1)));
-            assertEquals("scheduled", full.get(other, "elsewhere").path("state").asText());
+            assertEquals(TaskState.SCHEDULED, full.get(other, "elsewhere").state());
             ForbiddenException unread = assertThrows(ForbiddenException.class, () -> reader.get(other, "elsewhere"));
             assertEquals(403, unread.status());
             assertEquals("forbidden", unread.code());
@@ -372,19 +378,19 @@ class ScenariosTest {
         client.schedule(q, "low", TaskSpec.create().payload(Map.of("p", "low")));
         client.schedule(q, "high", TaskSpec.create().payload(Map.of("p", "high")).priority(9));
         client.schedule(q, "mid", TaskSpec.create().payload(Map.of("p", "mid")).priority(5));
-        assertEquals(9, client.get(q, "high").path("priority").asInt(-1));
-        JsonNode low = client.get(q, "low");
-        assertEquals(0, low.path("priority").asInt(-1));
-        assertEquals("scheduled", low.path("state").asText());
+        assertEquals(9, client.get(q, "high").priority());
+        Task low = client.get(q, "low");
+        assertEquals(0, low.priority());
+        assertEquals(TaskState.SCHEDULED, low.state());
 
         InvalidArgumentException refused = assertThrows(InvalidArgumentException.class,
                 () -> client.schedule(q, "low", TaskSpec.create().payload(Map.of("p", "changed")).priority(10)));
         assertEquals(400, refused.status());
         assertEquals("priority", refused.getField());
-        JsonNode unchanged = client.get(q, "low");
-        assertEquals(0, unchanged.path("priority").asInt(-1));
-        assertEquals("low", unchanged.path("payload").path("p").asText());
-        assertEquals(low.path("version").asLong(), unchanged.path("version").asLong());
+        Task unchanged = client.get(q, "low");
+        assertEquals(0, unchanged.priority());
+        assertEquals("low", unchanged.payloadJson().path("p").asText());
+        assertEquals(low.version(), unchanged.version());
         assertThrows(InvalidArgumentException.class, () -> client.schedule(q, "urgent", TaskSpec.create().priority(10)));
         assertTrue(gone(client, q, "urgent"), "a refused new key is not stored");
 
@@ -407,7 +413,7 @@ class ScenariosTest {
                 TaskSpec.key("p10").delay(Duration.ofHours(1)).priority(10)));
         assertEquals(2, results.size());
         assertTrue(results.get(0).ok());
-        assertEquals(7, client.get(q, "p7").path("priority").asInt(-1));
+        assertEquals(7, client.get(q, "p7").priority());
         InvalidArgumentException refused = assertInstanceOf(InvalidArgumentException.class, results.get(1).error());
         assertEquals("tasks[1].priority", refused.getField());
     }
@@ -423,29 +429,28 @@ class ScenariosTest {
         // Without debounce this one would be due 5 s from now, past the burst's bound.
         ScheduleResult third = client.schedule(q, "order-1",
                 TaskSpec.create().delay(Duration.ofSeconds(5)).payload(Map.of("status", 3)).debounce(maxWait));
-        assertEquals(List.of("created", "replaced", "replaced"),
+        assertEquals(List.of(ScheduleOutcome.CREATED, ScheduleOutcome.REPLACED, ScheduleOutcome.REPLACED),
                 List.of(first.outcome(), second.outcome(), third.outcome()));
-        Instant bound = Instant.parse(first.task().path("created_at").asText()).plus(maxWait);
-        List<Instant> due = List.of(first, second, third).stream()
-                .map(r -> Instant.parse(r.task().path("due_at").asText())).toList();
+        Instant bound = first.task().createdAt().plus(maxWait);
+        List<Instant> due = List.of(first, second, third).stream().map(r -> r.task().dueAt()).toList();
         for (int i = 1; i < 3; i++) {
             assertFalse(due.get(i).isBefore(due.get(i - 1)), "answer " + (i + 1) + " due earlier: " + due);
             assertFalse(due.get(i).isAfter(bound), "answer " + (i + 1) + " due past " + bound + ": " + due);
         }
-        assertEquals(3, third.task().path("payload").path("status").asInt());
+        assertEquals(3, third.task().payloadJson().path("status").asInt());
 
         InvalidArgumentException refused = assertThrows(InvalidArgumentException.class, () -> client.schedule(q,
                 "order-1", TaskSpec.create().payload(Map.of("status", 4)).debounce(Duration.ZERO)));
         assertEquals(400, refused.status());
         assertEquals("debounce.max_wait", refused.getField());
-        assertEquals(3, client.get(q, "order-1").path("payload").path("status").asInt());
+        assertEquals(3, client.get(q, "order-1").payloadJson().path("status").asInt());
 
         List<Delivery> got = new CopyOnWriteArrayList<>();
         PunctualWorker w = worker(client).handle(q, d -> { got.add(d); return Outcome.done(); }, 1).build().start();
         try {
             waitUntil(Duration.ofSeconds(10), "the debounced delivery", () -> !got.isEmpty());
             assertEquals("order-1", got.get(0).key());
-            assertEquals(3, got.get(0).payload().path("status").asInt());
+            assertEquals(3, got.get(0).payloadJson().path("status").asInt());
             waitUntil(Duration.ofSeconds(10), "order-1 acked away", () -> gone(client, q, "order-1"));
         } finally { w.stop(Duration.ofSeconds(2)); }
         assertEquals(1, got.size(), "delivered exactly once");
@@ -457,16 +462,16 @@ class ScenariosTest {
         Duration maxWait = Duration.ofMinutes(10);
         assertTrue(client.scheduleMany(q, List.of(TaskSpec.key("d1").delay(Duration.ofHours(1)).debounce(maxWait)))
                 .get(0).ok());
-        Instant created = Instant.parse(client.get(q, "d1").path("created_at").asText());
+        Instant created = client.get(q, "d1").createdAt();
         List<BatchResult> results = client.scheduleMany(q, List.of(
                 TaskSpec.key("d1").delay(Duration.ofHours(2)).payload(Map.of("n", 2)).debounce(maxWait),
                 TaskSpec.key("d2").delay(Duration.ofHours(1)).debounce(Duration.ZERO),
                 TaskSpec.key("d3").delay(Duration.ofHours(1)).debounce(maxWait).ifExists(TaskSpec.IfExists.KEEP)));
         assertEquals(3, results.size());
         assertTrue(results.get(0).ok());
-        JsonNode moved = client.get(q, "d1");
-        assertEquals(2, moved.path("payload").path("n").asInt());
-        assertFalse(Instant.parse(moved.path("due_at").asText()).isAfter(created.plus(maxWait)));
+        Task moved = client.get(q, "d1");
+        assertEquals(2, moved.payloadJson().path("n").asInt());
+        assertFalse(moved.dueAt().isAfter(created.plus(maxWait)));
         InvalidArgumentException zero = assertInstanceOf(InvalidArgumentException.class, results.get(1).error());
         assertEquals("tasks[1].debounce.max_wait", zero.getField());
         InvalidArgumentException keep = assertInstanceOf(InvalidArgumentException.class, results.get(2).error());

@@ -3,6 +3,7 @@ package dev.punctual;
 import static dev.punctual.ServerProcess.waitUntil;
 import static org.junit.jupiter.api.Assertions.*;
 
+import com.fasterxml.jackson.core.type.TypeReference;
 import com.fasterxml.jackson.databind.JsonNode;
 import java.nio.file.Path;
 import java.time.DayOfWeek;
@@ -58,30 +59,28 @@ class TimingTest {
     static final DateTimeFormatter RFC3339_MILLIS =
             DateTimeFormatter.ofPattern("yyyy-MM-dd'T'HH:mm:ss.SSS'Z'").withZone(ZoneOffset.UTC);
 
-    static Instant dueAt(JsonNode task) { return Instant.parse(task.path("due_at").asText()); }
-
     @Test
     void s17MissedOccurrences() {
         String q = unique("java.");
         String office = unique("java-office-");
         client.putCalendar(office, CalendarSpec.in("Asia/Shanghai")
                 .hours(EnumSet.range(DayOfWeek.MONDAY, DayOfWeek.FRIDAY), "09:00-18:00"), 0L);
-        JsonNode daily = client.schedule(q, "daily", TaskSpec.create().repeatEvery(Duration.ofDays(1), null)
+        Task daily = client.schedule(q, "daily", TaskSpec.create().repeatEvery(Duration.ofDays(1))
                 .calendar(office).misfire(Misfire.FIRE_ALL).catchUpMax(3).overlap(Overlap.QUEUE)
                 .jitter(Duration.ofSeconds(30))).task();
         assertEquals(new Timing(office, Misfire.FIRE_ALL, Duration.ofMinutes(1), 3, Overlap.QUEUE, Duration.ofSeconds(30)),
-                Timing.of(daily));
+                daily.timing());
         assertEquals(daily, client.get(q, "daily"));
 
-        List<BatchResult> batch = client.scheduleMany(q, List.of(TaskSpec.key("digest").repeatEvery(Duration.ofDays(1), null)
+        List<BatchResult> batch = client.scheduleMany(q, List.of(TaskSpec.key("digest").repeatEvery(Duration.ofDays(1))
                 .misfire(Misfire.SKIP).misfireAfter(Duration.ofHours(2)).jitter(Duration.ofSeconds(30))));
-        assertEquals("created", batch.get(0).outcome(), String.valueOf(batch));
-        Timing digest = Timing.of(client.get(q, "digest"));
+        assertEquals(ScheduleOutcome.CREATED, batch.get(0).outcome(), String.valueOf(batch));
+        Timing digest = client.get(q, "digest").timing();
         assertEquals(List.of(Misfire.SKIP, Duration.ofHours(2), Duration.ofSeconds(30)),
                 List.of(digest.misfire(), digest.misfireAfter(), digest.jitter()));
 
-        JsonNode plain = client.schedule(q, "plain", TaskSpec.create().delay(Duration.ofHours(1))).task();
-        assertEquals(new Timing(null, Misfire.FIRE_ONCE, Duration.ofMinutes(1), 10, Overlap.SKIP, null), Timing.of(plain));
+        Task plain = client.schedule(q, "plain", TaskSpec.create().delay(Duration.ofHours(1))).task();
+        assertEquals(new Timing(null, Misfire.FIRE_ONCE, Duration.ofMinutes(1), 10, Overlap.SKIP, null), plain.timing());
 
         // Overlap has no such constant: the server's refusal is seen through a raw body.
         InvalidArgumentException invalid = assertThrows(InvalidArgumentException.class,
@@ -91,32 +90,32 @@ class TimingTest {
 
         // Under allow each occurrence fires as a task of its own, and the repeat moves on.
         String allowQueue = q + ".allow";
-        JsonNode allowed = client.schedule(allowQueue, "tick", TaskSpec.create().payload(Map.of("n", 1))
-                .repeatEvery(Duration.ofSeconds(1), null).overlap(Overlap.ALLOW)).task();
-        assertEquals(Overlap.ALLOW, Timing.of(allowed).overlap());
-        assertEquals(Overlap.ALLOW, Timing.of(client.get(allowQueue, "tick")).overlap());
+        Task allowed = client.schedule(allowQueue, "tick", TaskSpec.create().payload(Map.of("n", 1))
+                .repeatEvery(Duration.ofSeconds(1)).overlap(Overlap.ALLOW)).task();
+        assertEquals(Overlap.ALLOW, allowed.overlap());
+        assertEquals(Overlap.ALLOW, client.get(allowQueue, "tick").timing().overlap());
         List<Delivery> occurrences = new CopyOnWriteArrayList<>();
         waitUntil(Duration.ofSeconds(5), "an occurrence",
                 () -> occurrences.addAll(client.lease(allowQueue, 1, Duration.ofSeconds(30), Duration.ofSeconds(1))));
         Delivery occurrence = occurrences.get(0);
-        assertFalse(occurrence.scheduledFor().isBefore(dueAt(allowed)), occurrence.scheduledFor() + " before " + dueAt(allowed));
+        assertFalse(occurrence.scheduledFor().isBefore(allowed.dueAt()), occurrence.scheduledFor() + " before " + allowed.dueAt());
         assertEquals("tick@" + RFC3339_MILLIS.format(occurrence.scheduledFor()), occurrence.key());
-        assertEquals(List.of(1, 0), List.of(occurrence.payload().path("n").asInt(), occurrence.missed()));
-        assertEquals(1, occurrence.payload().size());
-        JsonNode repeat = client.get(allowQueue, "tick");
-        assertEquals("scheduled", repeat.path("state").asText());
-        assertTrue(dueAt(repeat).isAfter(occurrence.scheduledFor()), repeat + " after " + occurrence.scheduledFor());
+        assertEquals(List.of(1, 0), List.of(occurrence.payloadJson().path("n").asInt(), occurrence.missed()));
+        assertEquals(Map.of("n", 1), occurrence.payload(new TypeReference<Map<String, Integer>>() {}));
+        Task repeat = client.get(allowQueue, "tick");
+        assertEquals(TaskState.SCHEDULED, repeat.state());
+        assertTrue(repeat.dueAt().isAfter(occurrence.scheduledFor()), repeat + " after " + occurrence.scheduledFor());
 
         // A due_at in the past means now: lateness takes real time, so the clock is waited on.
         String late = q + ".late";
-        JsonNode tick = client.schedule(late, "tick", TaskSpec.create().repeatEvery(Duration.ofSeconds(1), null)
+        Task tick = client.schedule(late, "tick", TaskSpec.create().repeatEvery(Duration.ofSeconds(1))
                 .misfire(Misfire.FIRE_ALL).catchUpMax(2)).task();
-        JsonNode skipped = client.schedule(late, "late", TaskSpec.create().misfire(Misfire.SKIP)
+        Task skipped = client.schedule(late, "late", TaskSpec.create().misfire(Misfire.SKIP)
                 .misfireAfter(Duration.ofSeconds(1))).task();
-        JsonNode once = client.schedule(late, "once", TaskSpec.create()).task();
+        Task once = client.schedule(late, "once", TaskSpec.create()).task();
         assertEquals(List.of(Misfire.SKIP, Duration.ofSeconds(1)),
-                List.of(Timing.of(skipped).misfire(), Timing.of(skipped).misfireAfter()));
-        Instant ready = dueAt(once).plusMillis(3_020);
+                List.of(skipped.misfire(), skipped.misfireAfter()));
+        Instant ready = once.dueAt().plusMillis(3_020);
         waitUntil(Duration.ofSeconds(10), "3 s past the due times", () -> Instant.now().isAfter(ready));
 
         Instant before = Instant.now();
@@ -125,10 +124,10 @@ class TimingTest {
         Instant after = Instant.now();
         assertEquals(List.of("once", "tick"), leases.keySet().stream().sorted().toList(), "the late one under skip does not fire");
         assertTrue(gone(late, "late"), "a one-off skipped ends");
-        assertEquals(List.of(dueAt(once), 0), List.of(leases.get("once").scheduledFor(), leases.get("once").missed()));
+        assertEquals(List.of(once.dueAt(), 0), List.of(leases.get("once").scheduledFor(), leases.get("once").missed()));
         Delivery first = leases.get("tick");
-        assertEquals(List.of(dueAt(tick), 1), List.of(first.scheduledFor(), first.attempt()));
-        int low = ticksDue(dueAt(tick), before) - 2, high = ticksDue(dueAt(tick), after) - 2;
+        assertEquals(List.of(tick.dueAt(), 1), List.of(first.scheduledFor(), first.attempt()));
+        int low = ticksDue(tick.dueAt(), before) - 2, high = ticksDue(tick.dueAt(), after) - 2;
         assertTrue(first.missed() >= Math.max(low, 1) && first.missed() <= high,
                 first.missed() + " in [" + low + ", " + high + "]");
         client.ack(leases.get("once").leaseId(), Outcome.done());
@@ -144,13 +143,13 @@ class TimingTest {
         }
         Delivery again = got.get(0);
         assertEquals(List.of("tick", 2, first.deliveryId()), List.of(again.key(), again.attempt(), again.deliveryId()));
-        assertEquals(List.of(dueAt(tick), 0), List.of(again.scheduledFor(), again.missed()),
+        assertEquals(List.of(tick.dueAt(), 0), List.of(again.scheduledFor(), again.missed()),
                 "a retry stands for the same occurrence");
     }
 
     @Test
     void timingBodies() {
-        JsonNode body = TaskSpec.key("k").repeatEvery(Duration.ofHours(1), null).calendar("office").misfire(Misfire.FIRE_ALL)
+        JsonNode body = TaskSpec.key("k").repeatEvery(Duration.ofHours(1)).calendar("office").misfire(Misfire.FIRE_ALL)
                 .catchUpMax(7).overlap(Overlap.QUEUE).jitter(Duration.ofSeconds(30)).toJson();
         assertEquals(List.of("office", "fire_all", 7, "queue", 30_000L), List.of(body.path("calendar").asText(),
                 body.path("misfire").asText(), body.path("catch_up_max").asInt(), body.path("overlap").asText(),
