@@ -50,7 +50,7 @@ from .types import (
 __all__ = ["DEFAULT_SERVER", "Client"]
 
 
-def every_task(fetch: Callable[[Optional[str]], Page]) -> Iterator[Task]:
+def _every_task(fetch: Callable[[Optional[str]], Page]) -> Iterator[Task]:
     """The tasks of every page ``fetch(cursor)`` answers, from the first to the last."""
     cursor: Optional[str] = None
     while True:
@@ -225,7 +225,7 @@ class Client:
         page_size: Optional[int] = None,
     ) -> Iterator[Task]:
         """Every task of the queue (optionally of one state or tag), page after page."""
-        return every_task(lambda cursor: self.list_page(
+        return _every_task(lambda cursor: self.list_page(
             queue, state=state, tag=tag, limit=page_size, cursor=cursor))
 
     # -- queues ----------------------------------------------------------------------
@@ -320,7 +320,7 @@ class Client:
 
     def dead(self, queue: str, *, page_size: Optional[int] = None) -> Iterator[Task]:
         """Every dead task of the queue, page after page."""
-        return every_task(lambda cursor: self.dead_page(queue, limit=page_size, cursor=cursor))
+        return _every_task(lambda cursor: self.dead_page(queue, limit=page_size, cursor=cursor))
 
     def retry_dead(self, queue: str, key: str) -> Task:
         """Back to scheduled, due now, attempts reset."""
