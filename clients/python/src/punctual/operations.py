@@ -1,7 +1,7 @@
 """Every operation of the server's OpenAPI document, and what this client does with it:
 the ``Client`` and ``AsyncClient`` methods that call it, or why it offers none.
 
-``tests/test_openapi.py`` reads ``/openapi.json`` of the real server and fails when the
+``tests/test_api_surface.py`` reads ``/openapi.json`` of the real server and fails when the
 server has an operation that is in neither table (or a table names one the server does
 not have, or a method the clients lack), so a new route is a decision, not an oversight.
 Operations are named as the document lists them: ``METHOD path``.
