@@ -80,7 +80,7 @@ def test_s16_business_time(client: punctual.Client, queue_name: str) -> None:
         cron="0 0 9 ? * MON-FRI", tz="Asia/Shanghai", cron_syntax="spring"))
     weekday = client.get(queue_name, "weekday")
     assert weekday.cron_syntax == "spring"
-    assert weekday.repeat is not None and weekday.repeat["cron_syntax"] == "spring"
+    assert weekday.repeat is not None and weekday.repeat.cron_syntax == "spring"
     assert weekday.due_at is not None
     local = weekday.due_at.astimezone(SHANGHAI)
     assert local.weekday() < 5 and local.time() == dt.time(9, 0), local

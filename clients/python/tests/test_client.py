@@ -50,7 +50,7 @@ def test_schedule_every_field_and_batch(client: punctual.Client, queue_name: str
     )
     assert r.outcome == "created"
     t = r.task
-    assert t.max_attempts == 5 and t.tags == ["t1", "t2"] and t.repeat and t.repeat["cron"]
+    assert t.max_attempts == 5 and t.tags == ["t1", "t2"] and t.repeat and t.repeat.cron
     assert client.schedule(queue_name, "full", delay="1h", if_exists="keep").outcome == "kept"
     assert client.schedule(queue_name, "full", delay=3600, repeat={"every": "24h"}).outcome == "replaced"
 
@@ -112,20 +112,20 @@ def test_schedule_every_field_and_batch(client: punctual.Client, queue_name: str
 
 def test_queues_settings_pause_purge(client: punctual.Client, queue_name: str) -> None:
     client.schedule(queue_name, "x", delay="1h")
-    assert any(q["name"] == queue_name for q in client.queues())
-    assert client.queue_stats(queue_name)["scheduled"] == 1
+    assert any(q.name == queue_name for q in client.queues())
+    assert client.queue_stats(queue_name).scheduled == 1
     with pytest.raises(punctual.NotFound):
         client.get_settings(queue_name)
     s = client.put_settings(queue_name, {"defaults": {"max_attempts": 7}})
-    assert s["defaults"]["max_attempts"] == 7
+    assert s.defaults.max_attempts == 7
     with pytest.raises(punctual.Conflict):
-        client.patch_settings(queue_name, {"concurrency": 3}, if_version=s["version"] + 5)
-    s2 = client.patch_settings(queue_name, {"concurrency": 3}, if_version=s["version"])
-    assert s2["concurrency"] == 3
-    assert client.pause(queue_name)["paused"] is True
+        client.patch_settings(queue_name, {"concurrency": 3}, if_version=s.version + 5)
+    s2 = client.patch_settings(queue_name, {"concurrency": 3}, if_version=s.version)
+    assert s2.concurrency == 3
+    assert client.pause(queue_name).paused is True
     assert client.lease(queue_name, wait=0) == []
-    assert client.resume(queue_name)["paused"] is False
-    client.delete_settings(queue_name, if_version=client.get_settings(queue_name)["version"])
+    assert client.resume(queue_name).paused is False
+    client.delete_settings(queue_name, if_version=client.get_settings(queue_name).version)
     assert client.purge(queue_name, "scheduled") == 1
 
 

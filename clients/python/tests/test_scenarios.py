@@ -476,7 +476,7 @@ def test_s13_debounce(client: punctual.Client, queue_name: str, seen: Seen) -> N
 
 def test_s14_groups(client: punctual.Client, queue_name: str) -> None:
     settings = client.put_settings(queue_name, {"group_concurrency": 1})
-    assert settings["group_concurrency"] == 1
+    assert settings.group_concurrency == 1
     now = dt.datetime.now(dt.timezone.utc)
     for n, key in enumerate(["a1", "a2", "a3"]):
         client.schedule(queue_name, key, payload={"n": n}, group="customer-a",

@@ -13,11 +13,20 @@
 
     worker.run()                                    # until SIGINT / SIGTERM
 
+``AsyncClient`` and ``AsyncWorker`` are the same over asyncio (``await
+client.schedule(…)``, ``async def`` handlers). Results are frozen dataclasses
+(``results``): ``Task``, ``Lease``, ``QueueSettings``…, each with the JSON it was read
+from in ``raw``.
+
 The outbox (``punctual.outbox``) writes a schedule or a cancel as a row of your own
 database inside your own transaction, for punctual to apply once it is committed.
 """
+from . import outbox
+from ._core import DEFAULT_SERVER
+from .async_client import AsyncClient
+from .async_worker import AsyncHandler, AsyncWorker
 from .calendars import Calendar, Workday
-from .client import DEFAULT_SERVER, Client
+from .client import Client
 from .errors import (
     Conflict,
     Forbidden,
@@ -30,41 +39,60 @@ from .errors import (
     Unavailable,
     error_from_response,
 )
-from . import outbox
-from .signature import check_signature, sign, verify_signature
-from .types import (
+from .results import (
+    Access,
     AckResult,
-    Backoff,
     BatchResult,
     Completed,
-    Done,
-    Fail,
+    FireLag,
     GroupCounts,
     GroupsPage,
     Lease,
+    OutboxLag,
+    Page,
+    Permission,
+    QueueSettings,
+    QueueStats,
+    QueueSummary,
+    ScheduleOutcome,
+    ScheduleResult,
+    Source,
+    Task,
+    TaskDefaults,
+    TaskState,
+)
+from .signature import check_signature, sign, verify_signature
+from .types import (
+    Align,
+    Backoff,
+    CronSyntax,
+    Done,
+    Fail,
+    IfExists,
     Misfire,
     Outcome,
     Overlap,
-    Page,
     Repeat,
     Reschedule,
     Retry,
-    ScheduleResult,
     Target,
-    Task,
     TaskSpec,
     UniqueFor,
 )
-from .worker import Worker
+from .worker import Handler, Worker
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "DEFAULT_SERVER", "Client", "Worker", "outbox",
+    "DEFAULT_SERVER", "Client", "AsyncClient", "Worker", "AsyncWorker", "Handler", "AsyncHandler",
+    "outbox",
     "PunctualError", "InvalidArgument", "Unauthorized", "Forbidden", "NotFound", "Conflict",
     "PayloadTooLarge", "Unavailable", "InvalidSignature", "error_from_response",
     "verify_signature", "check_signature", "sign",
-    "Task", "Lease", "Page", "GroupCounts", "GroupsPage", "ScheduleResult", "BatchResult", "AckResult", "TaskSpec",
-    "UniqueFor", "Completed", "Calendar", "Workday", "Misfire", "Overlap",
-    "Backoff", "Repeat", "Target", "Done", "Retry", "Reschedule", "Fail", "Outcome",
+    "Task", "TaskState", "Lease", "Page", "GroupCounts", "GroupsPage", "ScheduleResult",
+    "ScheduleOutcome", "BatchResult", "AckResult", "Completed", "QueueSummary", "QueueStats",
+    "FireLag", "OutboxLag", "QueueSettings", "TaskDefaults", "Source", "Access", "Permission",
+    "TaskSpec", "UniqueFor", "Calendar", "Workday", "Misfire", "Overlap", "CronSyntax",
+    "IfExists", "Align", "Backoff", "Repeat", "Target", "Done", "Retry", "Reschedule", "Fail",
+    "Outcome",
 ]

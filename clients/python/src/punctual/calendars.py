@@ -12,6 +12,7 @@ import datetime as _dt
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
 
+from .results import Source
 from .types import parse_time
 
 WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
@@ -96,7 +97,7 @@ class Calendar:
     """
 
     name: str
-    source: str
+    source: Source
     tz: str
     hours: Dict[str, List[str]]
     holidays: List[str]

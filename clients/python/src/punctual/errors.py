@@ -1,13 +1,14 @@
 """Typed errors: one class per error code of the API (API.md, "Errors").
 
 Every error carries the server's human message, its code, the HTTP status and, for
-``invalid_argument``, the ``field`` the server named. ``error_from_response`` is the one
-place that maps a response body to an exception.
+``invalid_argument``, the ``field`` the server named. ``error_from_detail`` is the one
+place that maps the API's error object to an exception; ``error_from_response`` reads it
+from a response's body.
 """
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, Optional, Type
+from typing import Any, Dict, Mapping, Optional, Type
 
 
 class PunctualError(Exception):
@@ -111,24 +112,30 @@ _BY_STATUS: Dict[int, Type[PunctualError]] = {
 
 def error_from_response(status: int, body: bytes) -> PunctualError:
     """The exception for a non-2xx answer: by the body's ``error.code``, else by status."""
-    detail: Dict[str, Any] = {}
+    detail: Mapping[str, Any] = {}
     try:
         parsed = json.loads(body) if body else None
         if isinstance(parsed, dict) and isinstance(parsed.get("error"), dict):
             detail = parsed["error"]
     except ValueError:
         pass
+    if not isinstance(detail.get("message"), str):
+        text = body.decode("utf-8", "replace").strip() if body else ""
+        detail = {**detail, "message": f"HTTP {status}" + (f": {text[:200]}" if text else "")}
+    return error_from_detail(status, detail)
+
+
+def error_from_detail(status: int, detail: Mapping[str, Any]) -> PunctualError:
+    """The exception for an error object (``{"code", "message", "field"}``) answered with
+    ``status``, as a whole answer's body or a batch item's ``error`` holds it."""
     code = detail.get("code")
     cls = _BY_CODE.get(code) if isinstance(code, str) else None
     if cls is None:
         cls = _BY_STATUS.get(status, PunctualError)
     message = detail.get("message")
-    if not isinstance(message, str):
-        text = body.decode("utf-8", "replace").strip() if body else ""
-        message = f"HTTP {status}" + (f": {text[:200]}" if text else "")
     field = detail.get("field")
     return cls(
-        message,
+        message if isinstance(message, str) else f"HTTP {status}",
         code=code if isinstance(code, str) else None,
         status=status,
         field=field if isinstance(field, str) else None,

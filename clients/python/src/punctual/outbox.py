@@ -30,8 +30,10 @@ import sys
 from typing import Any, Dict, List, Literal, Mapping, Optional, Sequence, Tuple, Union
 
 from .types import (
+    Align,
     Backoff,
     Duration,
+    IfExists,
     Json,
     Misfire,
     Overlap,
@@ -157,14 +159,14 @@ class Outbox:
         tags: Optional[List[str]] = None,
         max_attempts: Optional[int] = None,
         backoff: Union[Backoff, Mapping[str, Any], None] = None,
-        if_exists: Optional[str] = None,
+        if_exists: Optional[IfExists] = None,
         target: Union[Target, Mapping[str, Any], None] = None,
         priority: Optional[int] = None,
         debounce: Optional[Duration] = None,
         group: Optional[str] = None,
         unique_for: Union[Duration, UniqueFor, None] = None,
         calendar: Optional[str] = None,
-        align: Optional[str] = None,
+        align: Optional[Align] = None,
         misfire: Optional[Misfire] = None,
         misfire_after: Optional[Duration] = None,
         catch_up_max: Optional[int] = None,

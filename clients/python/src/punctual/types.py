@@ -1,15 +1,18 @@
-"""The API's objects as Python values, and the conversions to and from JSON.
+"""What a caller sends: durations and times, the task's policies, a schedule's body and
+a handler's outcomes, with their conversions to (and, for the policies a task shows,
+from) the API's JSON. What the server answers is in ``results``.
 
 Durations given to the client are ``datetime.timedelta``, a number of **seconds**
 (``int`` or ``float``, as ``time.sleep`` takes) or a string the server parses
 (``"1500ms"``, ``"30s"``, ``"1h 30m"``, ``"PT30M"``). Times are aware ``datetime``
-values, or strings in RFC 3339. Times read from the server are aware UTC ``datetime``.
+values, or strings in RFC 3339. Read back from the server, durations are ``timedelta``
+and times aware UTC ``datetime``.
 """
 from __future__ import annotations
 
 import datetime as _dt
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Dict, List, Literal, Mapping, Optional, Union
 
 Duration = Union[_dt.timedelta, int, float, str]
@@ -25,6 +28,14 @@ Misfire = Literal["fire_once", "fire_all", "skip"]
 #: each fired as a task of its own keyed ``<key>@<scheduled_for>`` beside the others
 #: (``allow``: the repeat moves to its next occurrence at once).
 Overlap = Literal["skip", "queue", "allow"]
+#: How a cron repeat is read: Vixie cron (the server's default), Spring's or Quartz's
+#: ``CronExpression``.
+CronSyntax = Literal["vixie", "spring", "quartz"]
+#: What a schedule of an existing key does: replaces it (the default), keeps it, or is
+#: refused with ``Conflict``.
+IfExists = Literal["replace", "keep", "error"]
+#: How a ``due_at`` outside a calendar's working time moves: to its next opening.
+Align = Literal["next_open"]
 
 
 def duration_json(value: Duration, name: str = "duration") -> Union[int, str]:
@@ -88,8 +99,8 @@ def parse_duration(value: Union[str, int]) -> _dt.timedelta:
     return _dt.timedelta(milliseconds=ms)
 
 
-def _time_of(data: Mapping[str, Any], name: str) -> _dt.datetime:
-    """A time a response must hold."""
+def time_of(data: Mapping[str, Any], name: str) -> _dt.datetime:
+    """The time ``data[name]`` of a response, which the API always gives."""
     value = parse_time(data.get(name))
     if value is None:
         raise ValueError(f"the answer has no {name}")
@@ -111,6 +122,15 @@ class Backoff:
             "max": duration_json(self.max, "backoff.max"),
         }
 
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "Backoff":
+        """As a task or a queue's defaults show it: the durations as ``timedelta``."""
+        return cls(
+            initial=parse_duration(data["initial"]),
+            factor=float(data["factor"]),
+            max=parse_duration(data["max"]),
+        )
+
 
 @dataclass(frozen=True)
 class Repeat:
@@ -119,7 +139,8 @@ class Repeat:
     ``cron_syntax`` reads ``cron`` as ``vixie`` (the server's default), ``spring`` or
     ``quartz`` (``"0 0 9 ? * MON-FRI"`` as Spring's or Quartz's ``CronExpression``
     reads it); a task shows it in its ``repeat`` for spring and quartz
-    (``Task.cron_syntax``).
+    (``Task.cron_syntax``). Read back, ``every`` is a ``timedelta`` and ``until`` a
+    ``datetime``.
     """
 
     every: Optional[Duration] = None
@@ -127,7 +148,7 @@ class Repeat:
     tz: Optional[str] = None
     times: Optional[int] = None
     until: Optional[Time] = None
-    cron_syntax: Optional[str] = None
+    cron_syntax: Optional[CronSyntax] = None
 
     def to_json(self) -> Dict[str, Any]:
         out: Dict[str, Any] = {}
@@ -145,10 +166,26 @@ class Repeat:
             out["cron_syntax"] = self.cron_syntax
         return out
 
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "Repeat":
+        every, times = data.get("every"), data.get("times")
+        return cls(
+            every=None if every is None else parse_duration(every),
+            cron=data.get("cron"),
+            tz=data.get("tz"),
+            times=None if times is None else int(times),
+            until=parse_time(data.get("until")),
+            cron_syntax=data.get("cron_syntax"),
+        )
+
 
 @dataclass(frozen=True)
 class Target:
-    """A task's own HTTP target, delivered by the server (API.md, "HTTP targets")."""
+    """A task's own HTTP target, delivered by the server (API.md, "HTTP targets").
+
+    Read back, ``method``, ``headers`` and ``timeout`` (a ``timedelta``) show the
+    effective values and ``has_body`` whether the task sends a ``body`` of its own.
+    """
 
     url: str
     method: Optional[str] = None
@@ -169,6 +206,18 @@ class Target:
             out["body"] = self.body
         return out
 
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "Target":
+        timeout = data.get("timeout")
+        return cls(
+            url=data["url"],
+            method=data.get("method"),
+            headers=dict(data.get("headers") or {}),
+            timeout=None if timeout is None else parse_duration(timeout),
+            body=data.get("body"),
+            has_body="body" in data,
+        )
+
 
 @dataclass(frozen=True)
 class UniqueFor:
@@ -185,40 +234,11 @@ class UniqueFor:
         return duration_json(self.window, "unique_for")
 
     @classmethod
-    def from_json(cls, data: Any) -> "UniqueFor":
+    def from_json(cls, data: Union[str, int, Mapping[str, Any]]) -> "UniqueFor":
         """The task's form: a duration (held after done only) or ``{"window", "dead"}``."""
-        if isinstance(data, dict):
+        if isinstance(data, Mapping):
             return cls(window=parse_duration(data["window"]), dead=bool(data.get("dead")))
         return cls(window=parse_duration(data))
-
-
-@dataclass(frozen=True)
-class Completed:
-    """The task that completed under a key within its dedupe window, and so kept a
-    schedule of that key: ``unique_until`` (``completed_at`` + the window) is when
-    schedules of the key create tasks again."""
-
-    queue: str
-    key: str
-    id: int
-    state: str
-    completed_at: _dt.datetime
-    attempts: int
-    occurrence: int
-    unique_until: _dt.datetime
-
-    @classmethod
-    def from_json(cls, data: Dict[str, Any]) -> "Completed":
-        return cls(
-            queue=data["queue"],
-            key=data["key"],
-            id=int(data["id"]),
-            state=data.get("state", "done"),
-            completed_at=_time_of(data, "completed_at"),
-            attempts=int(data.get("attempts") or 0),
-            occurrence=int(data.get("occurrence") or 0),
-            unique_until=_time_of(data, "unique_until"),
-        )
 
 
 def _policy_json(value: Any) -> Any:
@@ -235,14 +255,14 @@ def task_body(
     tags: Optional[List[str]] = None,
     max_attempts: Optional[int] = None,
     backoff: Union[Backoff, Mapping[str, Any], None] = None,
-    if_exists: Optional[str] = None,
+    if_exists: Optional[IfExists] = None,
     target: Union[Target, Mapping[str, Any], None] = None,
     priority: Optional[int] = None,
     debounce: Optional[Duration] = None,
     group: Optional[str] = None,
     unique_for: Union[Duration, UniqueFor, None] = None,
     calendar: Optional[str] = None,
-    align: Optional[str] = None,
+    align: Optional[Align] = None,
     misfire: Optional[Misfire] = None,
     misfire_after: Optional[Duration] = None,
     catch_up_max: Optional[int] = None,
@@ -339,14 +359,14 @@ class TaskSpec:
     tags: Optional[List[str]] = None
     max_attempts: Optional[int] = None
     backoff: Union[Backoff, Mapping[str, Any], None] = None
-    if_exists: Optional[str] = None
+    if_exists: Optional[IfExists] = None
     target: Union[Target, Mapping[str, Any], None] = None
     priority: Optional[int] = None
     debounce: Optional[Duration] = None
     group: Optional[str] = None
     unique_for: Union[Duration, UniqueFor, None] = None
     calendar: Optional[str] = None
-    align: Optional[str] = None
+    align: Optional[Align] = None
     misfire: Optional[Misfire] = None
     misfire_after: Optional[Duration] = None
     catch_up_max: Optional[int] = None
@@ -365,207 +385,6 @@ class TaskSpec:
         )
         body["key"] = self.key
         return body
-
-
-@dataclass(frozen=True)
-class Task:
-    """A task as the server shows it (API.md, "Task object"); ``raw`` is the JSON.
-
-    The timing policies show their effective values: ``calendar`` (None without one),
-    ``misfire`` (default ``fire_once``), ``misfire_after`` (default 1 minute; it applies
-    under ``skip``), ``catch_up_max`` (default 10; it applies under ``fire_all``),
-    ``overlap`` (default ``skip``) and ``jitter`` (None without one).
-    """
-
-    queue: str
-    key: str
-    state: str
-    due_at: Optional[_dt.datetime]
-    payload: Json
-    attempts: int
-    max_attempts: int
-    backoff: Optional[Dict[str, Any]]
-    repeat: Optional[Dict[str, Any]]
-    tags: List[str]
-    version: int
-    created_at: Optional[_dt.datetime]
-    updated_at: Optional[_dt.datetime]
-    lease_expires_at: Optional[_dt.datetime]
-    last_error: Optional[str]
-    target: Optional[Dict[str, Any]]
-    priority: int
-    group: Optional[str]
-    unique_for: Optional[UniqueFor]
-    calendar: Optional[str]
-    misfire: Misfire
-    misfire_after: _dt.timedelta
-    catch_up_max: int
-    overlap: Overlap
-    jitter: Optional[_dt.timedelta]
-    raw: Dict[str, Any] = field(repr=False, compare=False)
-
-    @property
-    def cron_syntax(self) -> Optional[str]:
-        """How the task's cron repeat is read: ``spring`` or ``quartz`` as the server
-        shows them, else ``vixie``; None without a cron repeat."""
-        if not self.repeat or self.repeat.get("cron") is None:
-            return None
-        return str(self.repeat.get("cron_syntax") or "vixie")
-
-    @classmethod
-    def from_json(cls, data: Dict[str, Any]) -> "Task":
-        return cls(
-            queue=data.get("queue", ""),
-            key=data.get("key", ""),
-            state=data.get("state", ""),
-            due_at=parse_time(data.get("due_at")),
-            payload=data.get("payload"),
-            attempts=int(data.get("attempts") or 0),
-            max_attempts=int(data.get("max_attempts") or 0),
-            backoff=data.get("backoff"),
-            repeat=data.get("repeat"),
-            tags=list(data.get("tags") or []),
-            version=int(data.get("version") or 0),
-            created_at=parse_time(data.get("created_at")),
-            updated_at=parse_time(data.get("updated_at")),
-            lease_expires_at=parse_time(data.get("lease_expires_at")),
-            last_error=data.get("last_error"),
-            target=data.get("target"),
-            priority=int(data.get("priority") or 0),
-            group=data.get("group"),
-            unique_for=None if data.get("unique_for") is None else UniqueFor.from_json(data["unique_for"]),
-            calendar=data.get("calendar"),
-            misfire=data.get("misfire") or "fire_once",
-            misfire_after=parse_duration(data.get("misfire_after") or "1m"),
-            catch_up_max=int(data.get("catch_up_max") or 10),
-            overlap=data.get("overlap") or "skip",
-            jitter=None if data.get("jitter") is None else parse_duration(data["jitter"]),
-            raw=data,
-        )
-
-
-@dataclass(frozen=True)
-class ScheduleResult:
-    """The answer to a schedule: ``outcome`` ``created``, ``replaced`` or ``kept``, and
-    the task. Kept by the dedupe window of a task of the key that completed, there is no
-    task (``task`` is None) and ``completed`` says what completed and until when it keeps
-    the key; a dead task holding its key is kept as the ``task``, untouched."""
-
-    outcome: str
-    task: Optional[Task]
-    completed: Optional[Completed] = None
-
-
-@dataclass(frozen=True)
-class BatchResult:
-    """One item's result in ``schedule_many``: an ``outcome``, or an ``error``; kept by a
-    dedupe window, ``completed`` is the completion that kept it."""
-
-    key: Optional[str]
-    outcome: Optional[str] = None
-    error: Optional[Exception] = None
-    completed: Optional[Completed] = None
-
-    @property
-    def ok(self) -> bool:
-        return self.error is None
-
-
-@dataclass(frozen=True)
-class Page:
-    """One page of a list: its tasks and the cursor of the next (None at the end)."""
-
-    tasks: List[Task]
-    next_cursor: Optional[str]
-
-
-@dataclass(frozen=True)
-class GroupCounts:
-    """One group of a queue with its tasks by state; ``leased`` is what the queue's
-    ``group_concurrency`` counts (an expired lease until the reaper ends it)."""
-
-    group: str
-    scheduled: int
-    leased: int
-    dead: int
-
-    @classmethod
-    def from_json(cls, data: Dict[str, Any]) -> "GroupCounts":
-        return cls(
-            group=data["group"],
-            scheduled=int(data.get("scheduled") or 0),
-            leased=int(data.get("leased") or 0),
-            dead=int(data.get("dead") or 0),
-        )
-
-
-@dataclass(frozen=True)
-class GroupsPage:
-    """One page of a queue's groups, by name, and the cursor of the next (None at the end)."""
-
-    groups: List[GroupCounts]
-    next_cursor: Optional[str]
-
-
-@dataclass(frozen=True)
-class Lease:
-    """A leased task, as the worker hands it to a handler.
-
-    ``attempt`` is this try's ordinal (1 for the first); ``delivery_id`` is the same for
-    every try of one occurrence: store it to make a handler idempotent.
-    ``scheduled_for`` is the time the occurrence this lease stands for was scheduled for
-    (before jitter, retries and misfires); ``missed`` counts the later occurrences of a
-    repeat already due that will not fire of their own, this firing standing in for
-    them (0 when on time).
-    """
-
-    lease_id: str
-    expires_at: Optional[_dt.datetime]
-    attempt: int
-    delivery_id: str
-    task: Task
-    scheduled_for: Optional[_dt.datetime] = None
-    missed: int = 0
-
-    @property
-    def queue(self) -> str:
-        return self.task.queue
-
-    @property
-    def key(self) -> str:
-        return self.task.key
-
-    @property
-    def payload(self) -> Json:
-        return self.task.payload
-
-    @property
-    def due_at(self) -> Optional[_dt.datetime]:
-        return self.task.due_at
-
-    @property
-    def tags(self) -> List[str]:
-        return self.task.tags
-
-    @property
-    def priority(self) -> int:
-        return self.task.priority
-
-    @property
-    def group(self) -> Optional[str]:
-        return self.task.group
-
-    @classmethod
-    def from_json(cls, data: Dict[str, Any]) -> "Lease":
-        return cls(
-            lease_id=data["lease_id"],
-            expires_at=parse_time(data.get("expires_at")),
-            attempt=int(data.get("attempt") or 0),
-            delivery_id=data.get("delivery_id", ""),
-            task=Task.from_json(data.get("task") or {}),
-            scheduled_for=parse_time(data.get("scheduled_for")),
-            missed=int(data.get("missed") or 0),
-        )
 
 
 # Outcomes: what a handler returns (or what ``Client.ack`` sends).
@@ -628,16 +447,3 @@ class Fail:
 
 
 Outcome = Union[Done, Retry, Reschedule, Fail]
-
-
-@dataclass(frozen=True)
-class AckResult:
-    """One item of a batch ack: ``status`` 204 when applied, else 400/404/409 and why."""
-
-    lease_id: Optional[str]
-    status: int
-    error: Optional[Exception] = None
-
-    @property
-    def ok(self) -> bool:
-        return self.status == 204

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import logging
 import queue as _queue
-import random
 import signal
 import socket
 import threading
@@ -32,11 +31,11 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import httpx
 
+from ._workers import ConnectionLog, failed, fields, log, outcome_of, pause_after
 from .client import Client
 from .errors import Conflict, NotFound, PunctualError, Unavailable
-from .types import Done, Duration, Fail, Lease, Outcome, Reschedule, Retry, duration_seconds
-
-log = logging.getLogger("punctual")
+from .results import Lease
+from .types import Duration, Outcome, duration_seconds
 
 Handler = Callable[[Lease], Optional[Outcome]]
 
@@ -103,22 +102,13 @@ def _cuttable_transport() -> Tuple[httpx.BaseTransport, Optional[_CuttableBacken
     stop waits for the open long poll (at most ``wait``) to answer.
     """
     transport = httpx.HTTPTransport()
-    if _httpcore is None or not isinstance(getattr(transport, "_pool", None), _httpcore.ConnectionPool):
+    pool = getattr(transport, "_pool", None)
+    if _httpcore is None or not isinstance(pool, _httpcore.ConnectionPool):
         return transport, None
     backend = _CuttableBackend()
-    transport._pool.close()  # type: ignore[attr-defined]
-    transport._pool = _httpcore.ConnectionPool(network_backend=backend)  # type: ignore[attr-defined]
+    pool.close()
+    setattr(transport, "_pool", _httpcore.ConnectionPool(network_backend=backend))
     return transport, backend
-
-
-def _normalize(result: Any) -> Outcome:
-    if result is None:
-        return Done()
-    if isinstance(result, (Done, Retry, Reschedule, Fail)):
-        return result
-    raise TypeError(
-        f"a handler returns None, Done(), Retry(), Reschedule() or Fail(), not {type(result).__name__}"
-    )
 
 
 class _Queue:
@@ -171,8 +161,7 @@ class Worker:
         # Set once stop has cut the long polls in flight: from then on no lease is taken.
         self._polls_cut = threading.Event()
         self._stopped = threading.Event()
-        self._state_lock = threading.Lock()
-        self._connected: Optional[bool] = None
+        self._connection = ConnectionLog(self.log, self.client.server)
         self._abandoned = False
         self._outcome_lock = threading.Lock()
         self._running: Dict[str, float] = {}  # lease_id -> next extension (monotonic)
@@ -290,27 +279,6 @@ class Worker:
         self.log.info("worker stopped", extra={"event": "worker_stopped"})
         self._stopped.set()
 
-    # -- connection state ------------------------------------------------------------
-
-    def _down(self, error: Exception) -> None:
-        with self._state_lock:
-            if self._connected is False:
-                return
-            self._connected = False
-        self.log.warning("lost connection to %s: %s; retrying with backoff",
-                         self.client.server, error,
-                         extra={"event": "connection_lost", "server": self.client.server})
-
-    def _up(self) -> None:
-        with self._state_lock:
-            was, self._connected = self._connected, True
-        if was is False:
-            self.log.info("connected again to %s", self.client.server,
-                          extra={"event": "connection_restored", "server": self.client.server})
-
-    def _backoff(self, failures: int) -> float:
-        return min(self.max_backoff, 0.1 * 2 ** min(failures, 10)) * random.uniform(0.5, 1.0)
-
     # -- polling ---------------------------------------------------------------------
 
     def _poll_loop(self, q: _Queue) -> None:
@@ -331,24 +299,24 @@ class Worker:
             except Unavailable as exc:
                 if self._stopping.is_set():
                     break
-                self._down(exc)
+                self._connection.down(exc)
                 failures += 1
-                self._stopping.wait(self._backoff(failures))
+                self._stopping.wait(pause_after(failures, self.max_backoff))
                 continue
             except PunctualError as exc:  # refused (a push queue, a bad token): say so, go on
                 failures += 1
                 self.log.error("lease on %s refused: %s", q.name, exc,
                                extra={"event": "lease_refused", "queue": q.name, "code": exc.code})
-                self._stopping.wait(max(1.0, self._backoff(failures)))
+                self._stopping.wait(max(1.0, pause_after(failures, self.max_backoff)))
                 continue
             except Exception as exc:  # never let the poller die
                 failures += 1
                 self.log.exception("lease on %s failed: %s", q.name, exc,
                                    extra={"event": "lease_failed", "queue": q.name})
-                self._stopping.wait(self._backoff(failures))
+                self._stopping.wait(pause_after(failures, self.max_backoff))
                 continue
             failures = 0
-            self._up()
+            self._connection.up()
             for lease in leases:
                 self._begin(q, lease)
 
@@ -373,15 +341,10 @@ class Worker:
             self._handle(q, lease)
 
     def _handle(self, q: _Queue, lease: Lease) -> None:
-        fields = {"queue": q.name, "key": lease.key, "attempt": lease.attempt,
-                  "delivery_id": lease.delivery_id}
         try:
-            outcome = _normalize(q.handler(lease))
+            outcome = outcome_of(q.handler(lease))
         except Exception as exc:
-            text = str(exc) or type(exc).__name__
-            self.log.warning("handler for %s/%s raised: %s", q.name, lease.key, text,
-                             exc_info=True, extra={"event": "handler_error", **fields})
-            outcome = Retry(error=text)
+            outcome = failed(self.log, lease, exc)
         with self._outcome_lock:
             abandoned = self._abandoned
             with self._running_cv:
@@ -393,7 +356,7 @@ class Worker:
                     self._acks_cv.notify_all()
         if abandoned:
             self.log.warning("handler for %s/%s finished after the grace period: not acked",
-                             q.name, lease.key, extra={"event": "ack_dropped", **fields})
+                             q.name, lease.key, extra={"event": "ack_dropped", **fields(lease)})
         with q.slots:
             q.in_flight -= 1
             q.slots.notify_all()
@@ -417,7 +380,7 @@ class Worker:
                 try:
                     self.client.extend(lease_id, self.lease_for)
                     failures = 0
-                    self._up()
+                    self._connection.up()
                 except (Conflict, NotFound) as exc:
                     self.log.warning("lease %s lost: %s", lease_id, exc,
                                      extra={"event": "lease_lost", "lease_id": lease_id})
@@ -425,9 +388,9 @@ class Worker:
                         self._running.pop(lease_id, None)
                     continue
                 except Unavailable as exc:
-                    self._down(exc)
+                    self._connection.down(exc)
                     failures += 1
-                    retry_in = min(retry_in, self._backoff(failures))
+                    retry_in = min(retry_in, pause_after(failures, self.max_backoff))
                 except Exception as exc:
                     self.log.exception("extending lease %s failed: %s", lease_id, exc,
                                        extra={"event": "extend_failed", "lease_id": lease_id})
@@ -455,7 +418,7 @@ class Worker:
             try:
                 results = self.client.ack_many(batch)
             except Unavailable as exc:
-                self._down(exc)
+                self._connection.down(exc)
                 failures += 1
                 with self._acks_cv:
                     self._acks[:0] = batch
@@ -466,14 +429,14 @@ class Worker:
                     with self._acks_cv:
                         self._acks = []
                     return
-                time.sleep(self._backoff(failures))
+                time.sleep(pause_after(failures, self.max_backoff))
                 continue
             except Exception as exc:
                 self.log.exception("sending %d ack(s) failed: %s", len(batch), exc,
                                    extra={"event": "ack_failed", "count": len(batch)})
                 continue
             failures = 0
-            self._up()
+            self._connection.up()
             for result in results:
                 if not result.ok:
                     self.log.warning("ack of lease %s refused (%d): %s", result.lease_id,
