@@ -10,6 +10,7 @@
 //! names the wrong part when it refuses one. The `--target-*` flags are checked
 //! together, as one target, once parsed (`commands::schedule_body`).
 
+pub(crate) mod backup;
 pub(crate) mod calendar;
 pub(crate) mod cron;
 mod help;
@@ -59,6 +60,12 @@ pub(crate) enum Command {
     /// The outbox: create its tables in your database, or see how far behind its drain is
     #[command(after_help = outbox::OUTBOX, subcommand_required = true)]
     Outbox(outbox::OutboxArgs),
+    /// Copy the embedded store to one file, consistently, while the server runs
+    #[command(after_help = backup::BACKUP)]
+    Backup(backup::BackupArgs),
+    /// Make a backup the embedded store of a directory (the server stopped)
+    #[command(after_help = backup::RESTORE)]
+    Restore(backup::RestoreArgs),
     #[command(flatten)]
     Client(ClientCommand),
 }

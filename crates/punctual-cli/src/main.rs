@@ -1,6 +1,8 @@
 //! The `punctual` binary: `punctual serve` runs the server; the other subcommands are a
 //! client of a running server (see `../shared/API.md`, "Command line client"),
-//! `punctual cron next` computes a cron expression's occurrences here ([`cron`]), and
+//! `punctual cron next` computes a cron expression's occurrences here ([`cron`]),
+//! `punctual backup` and `punctual restore` work on the embedded store's directory
+//! ([`backup`]), and
 //! `punctual bench` hands over to the `punctual-bench` binary ([`bench`]). A thin binary:
 //! the server and the HTTP client are library crates (`punctual-server`,
 //! `punctual-client`); this crate parses the command line, renders answers and maps
@@ -12,6 +14,7 @@
 //! a purge without `--yes` and without a terminal to confirm on). `punctual bench` exits
 //! as the bench does.
 
+mod backup;
 mod bench;
 mod calendar;
 mod cli;
@@ -51,6 +54,8 @@ async fn main() -> ExitCode {
         Command::CheckConfig(args) => check_config(&args.file).and_then(|text| emit(&text)),
         Command::Cron(args) => cron::run(args).and_then(|text| emit(&text)),
         Command::Outbox(args) => outbox::run(args).await.and_then(|text| emit(&text)),
+        Command::Backup(args) => backup::backup(&args).and_then(|text| emit(&text)),
+        Command::Restore(args) => backup::restore(&args).and_then(|text| emit(&text)),
         Command::Client(command) => commands::run(command).await.and_then(|text| emit(&text)),
     };
     match result {

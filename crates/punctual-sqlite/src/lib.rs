@@ -32,6 +32,7 @@
 //! them commits or reads the clock. Functions that read tasks take the store's
 //! identity, which every task read is stamped with.
 
+pub mod backup;
 mod calendar_records;
 mod cancel;
 mod codes;

@@ -12,6 +12,7 @@ mod common;
 
 mod access;
 mod auth;
+mod backup;
 mod bad_input;
 mod bench_exec;
 mod broker_nats;

@@ -1,0 +1,58 @@
+//! `punctual backup` and `punctual restore`: the embedded store copied to one file while
+//! a server may run on it, and made the store of a directory again. They work on the
+//! data directory, not through a server.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+/// `punctual backup --to FILE`.
+#[derive(Debug, Args)]
+pub(crate) struct BackupArgs {
+    /// The file to write (refused if it exists): one SQLite file, the store as of one commit
+    #[arg(long, value_name = "FILE")]
+    pub(crate) to: PathBuf,
+    /// The embedded store's directory, as given to punctual serve --data
+    #[arg(long, value_name = "DIR", default_value = "./punctual-data")]
+    pub(crate) data: PathBuf,
+    /// Print JSON: {"file", "tasks", "queues", "layout", "bytes", "seconds"}
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// `punctual restore --from FILE`.
+#[derive(Debug, Args)]
+pub(crate) struct RestoreArgs {
+    /// A file punctual backup wrote
+    #[arg(long, value_name = "FILE")]
+    pub(crate) from: PathBuf,
+    /// The directory to restore into, as punctual serve --data will be given it; no server may run on it
+    #[arg(long, value_name = "DIR", default_value = "./punctual-data")]
+    pub(crate) data: PathBuf,
+    /// Restore over a store that holds tasks (they are lost); without it that is refused
+    #[arg(long)]
+    pub(crate) replace: bool,
+    /// Print JSON: {"file", "tasks", "queues", "layout", "bytes", "seconds"}
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+pub(crate) const BACKUP: &str = "\
+Examples:
+  punctual backup --to /backups/punctual-$(date +%F).db                  # ./punctual-data, server running or not
+  punctual backup --data /var/lib/punctual --to /backups/punctual.db      # the Debian package's store
+
+The copy is consistent: the store as of one commit, taken with SQLite's online backup API
+while the server goes on writing (it never waits for the backup). The file is checked
+(PRAGMA quick_check) before it is named FILE; a failed backup leaves no FILE.
+A server on Redis keeps its tasks in Redis: back it up with Redis' own persistence
+(RDB snapshots or AOF, docs/redis.md).";
+
+pub(crate) const RESTORE: &str = "\
+Examples:
+  punctual restore --from /backups/punctual.db --data ./punctual-data     # into an empty directory
+  punctual restore --from /backups/punctual.db --data /var/lib/punctual --replace   # over the current store
+
+Stop the server first: a directory in use is refused. The backup is checked, then put in
+place whole; the next punctual serve --data DIR opens it (migrating an older layout).
+Tasks due while the store was away fire when the server starts, as after any outage.";
