@@ -2,13 +2,11 @@ package dev.punctual.spring;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.punctual.PunctualClient;
-import javax.sql.DataSource;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
-import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
@@ -17,16 +15,15 @@ import org.springframework.context.annotation.Import;
 /**
  * The starter's beans: the client (unless the application makes its own), the
  * {@link PunctualTemplate}, and the workers of the {@link PunctualHandler} methods.
- * The template's route is the first of the imported configurations that applies: the
- * outbox, after-commit (spring-tx on the class path), or plain HTTP.
+ * The template's route is the first of {@link TaskSenderConfigurations} that applies.
  */
 @AutoConfiguration(afterName = {
         "org.springframework.boot.autoconfigure.jackson.JacksonAutoConfiguration",
         "org.springframework.boot.autoconfigure.jdbc.DataSourceAutoConfiguration",
         "org.springframework.boot.actuate.autoconfigure.metrics.CompositeMeterRegistryAutoConfiguration"})
 @EnableConfigurationProperties(PunctualProperties.class)
-@Import({PunctualAutoConfiguration.OutboxRoute.class, PunctualAutoConfiguration.AfterCommitRoute.class,
-        PunctualAutoConfiguration.HttpRoute.class, PunctualAutoConfiguration.Metrics.class})
+@Import({TaskSenderConfigurations.OutboxRoute.class, TaskSenderConfigurations.AfterCommitRoute.class,
+        TaskSenderConfigurations.HttpRoute.class})
 public class PunctualAutoConfiguration {
 
     @Bean
@@ -62,40 +59,6 @@ public class PunctualAutoConfiguration {
             PunctualProperties properties, ObjectProvider<ObjectMapper> mapper, ObjectProvider<PunctualMetrics> metrics) {
         return new PunctualWorkers(registrar, adapter, properties, mapper.getIfAvailable(ObjectMapper::new),
                 metrics.getIfAvailable(() -> PunctualMetrics.NONE));
-    }
-
-    @Configuration(proxyBeanMethods = false)
-    @ConditionalOnClass(name = "org.springframework.jdbc.datasource.DataSourceUtils")
-    @ConditionalOnBean(DataSource.class)
-    @ConditionalOnProperty("punctual.outbox.table")
-    static class OutboxRoute {
-        @Bean
-        @ConditionalOnMissingBean
-        TaskSender punctualTaskSender(DataSource dataSource, PunctualProperties properties,
-                ObjectProvider<PunctualMetrics> metrics) {
-            return new OutboxSender(dataSource, properties.getOutbox().getTable(),
-                    metrics.getIfAvailable(() -> PunctualMetrics.NONE));
-        }
-    }
-
-    @Configuration(proxyBeanMethods = false)
-    @ConditionalOnClass(name = "org.springframework.transaction.support.TransactionSynchronizationManager")
-    static class AfterCommitRoute {
-        @Bean
-        @ConditionalOnMissingBean
-        TaskSender punctualTaskSender(PunctualClientAdapter adapter, ObjectProvider<PunctualMetrics> metrics) {
-            PunctualMetrics m = metrics.getIfAvailable(() -> PunctualMetrics.NONE);
-            return new AfterCommitSender(new HttpSender(adapter, m), m);
-        }
-    }
-
-    @Configuration(proxyBeanMethods = false)
-    static class HttpRoute {
-        @Bean
-        @ConditionalOnMissingBean
-        TaskSender punctualTaskSender(PunctualClientAdapter adapter, ObjectProvider<PunctualMetrics> metrics) {
-            return new HttpSender(adapter, metrics.getIfAvailable(() -> PunctualMetrics.NONE));
-        }
     }
 
     @Configuration(proxyBeanMethods = false)
