@@ -2,6 +2,7 @@ package dev.punctual.spring;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.punctual.PunctualClient;
+import io.micrometer.core.instrument.MeterRegistry;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
@@ -14,8 +15,10 @@ import org.springframework.context.annotation.Import;
 
 /**
  * The starter's beans: the client (unless the application makes its own), the
- * {@link PunctualTemplate}, and the workers of the {@link PunctualHandler} methods.
- * The template's route is the first of {@link TaskSenderConfigurations} that applies.
+ * {@link PunctualTemplate}, the workers of the {@link PunctualHandler} methods, and the
+ * meters when Micrometer is there. The template's route is the first of
+ * {@link TaskSenderConfigurations} that applies. Ordered after Jackson's, the
+ * DataSource's and the meter registry's auto-configurations, whose beans it uses.
  */
 @AutoConfiguration(afterName = {
         "org.springframework.boot.autoconfigure.jackson.JacksonAutoConfiguration",
@@ -61,13 +64,14 @@ public class PunctualAutoConfiguration {
                 metrics.getIfAvailable(() -> PunctualMetrics.NONE));
     }
 
+    /** The meters, where Micrometer is on the class path and the application has a registry. */
     @Configuration(proxyBeanMethods = false)
     @ConditionalOnClass(name = "io.micrometer.core.instrument.MeterRegistry")
     static class Metrics {
         @Bean
         @ConditionalOnBean(type = "io.micrometer.core.instrument.MeterRegistry")
-        PunctualMetrics punctualMetrics(ObjectProvider<io.micrometer.core.instrument.MeterRegistry> registry) {
-            return new MicrometerPunctualMetrics(registry.getObject());
+        PunctualMetrics punctualMetrics(MeterRegistry registry) {
+            return new MicrometerPunctualMetrics(registry);
         }
     }
 }
