@@ -59,9 +59,12 @@ class GracefulStopTest {
 
         Thread closer = new Thread(context::close, "closer");
         closer.start();
-        PunctualServer.waitUntil(Duration.ofSeconds(10), "the close to wait in the workers' stop",
-                () -> Arrays.stream(closer.getStackTrace()).anyMatch(frame ->
-                        frame.getClassName().equals(PunctualWorkers.class.getName()) && frame.getMethodName().equals("stop")));
+        // The worker has stopped leasing once its stop waits for the handlers' pool to end;
+        // released before, the handler would free its slot to a last lease.
+        PunctualServer.waitUntil(Duration.ofSeconds(10), "the worker's stop to wait for its handlers",
+                () -> Thread.getAllStackTraces().entrySet().stream().anyMatch(thread ->
+                        thread.getKey().getName().equals("punctual-stop") && Arrays.stream(thread.getValue())
+                                .anyMatch(frame -> frame.getMethodName().equals("awaitTermination"))));
         assertThat(closer.isAlive()).isTrue();
 
         slow.release.countDown();

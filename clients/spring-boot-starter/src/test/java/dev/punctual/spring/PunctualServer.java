@@ -12,9 +12,11 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
+import java.util.stream.Stream;
 
 /**
  * The real {@code punctual serve} on a free port of 127.0.0.1 with a data directory of
@@ -102,6 +104,7 @@ final class PunctualServer implements AutoCloseable {
         }
     }
 
+    /** Stops the server and removes its directory. */
     @Override
     public void close() {
         process.destroy(); // SIGTERM
@@ -109,6 +112,11 @@ final class PunctualServer implements AutoCloseable {
             if (!process.waitFor(10, TimeUnit.SECONDS)) process.destroyForcibly().waitFor();
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
+        }
+        try (Stream<Path> files = Files.walk(dir)) {
+            files.sorted(Comparator.reverseOrder()).forEach(path -> path.toFile().delete());
+        } catch (IOException e) {
+            // a temporary directory left behind
         }
     }
 
