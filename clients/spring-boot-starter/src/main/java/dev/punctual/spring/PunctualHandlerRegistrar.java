@@ -4,6 +4,7 @@ import java.lang.reflect.Method;
 import java.util.Collection;
 import java.util.Collections;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import org.springframework.aop.support.AopUtils;
 import org.springframework.beans.factory.config.BeanPostProcessor;
@@ -37,7 +38,7 @@ final class PunctualHandlerRegistrar implements BeanPostProcessor {
     /** The handlers found so far, one per queue. */
     Collection<HandlerMethod> handlers() {
         synchronized (byQueue) {
-            return java.util.List.copyOf(byQueue.values());
+            return List.copyOf(byQueue.values());
         }
     }
 }
