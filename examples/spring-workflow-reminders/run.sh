@@ -21,6 +21,8 @@ if [ ! -f "$starter" ] || [ -n "$(find clients/java/src/main clients/java/pom.xm
 fi
 mvn -B -q -ntp -Dstyle.color=never -Dmaven.repo.local="$user_repository" -Dpunctual.version="$version" \
   -f examples/spring-workflow-reminders/pom.xml package
+# The migration guide's Java and YAML are this application's code (docs/from-redisson.md).
+python3 examples/spring-workflow-reminders/check-guide.py
 
 DATA=$(mktemp -d)
 SERVER=
