@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import dev.punctual.NotFoundException;
 import dev.punctual.PunctualClient;
+import dev.punctual.TaskState;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.concurrent.CountDownLatch;
@@ -72,6 +73,6 @@ class GracefulStopTest {
         assertThat(closer.isAlive()).as("the close returned").isFalse();
         assertThat(slow.finished).as("the handler finished").isTrue();
         assertThrows(NotFoundException.class, () -> client.get(QUEUE, "in-flight"), "acknowledged done before the close returned");
-        assertThat(client.get(QUEUE, "waiting").path("state").asText()).isEqualTo("scheduled");
+        assertThat(client.get(QUEUE, "waiting").state()).isEqualTo(TaskState.SCHEDULED);
     }
 }

@@ -3,9 +3,10 @@ package dev.punctual.spring;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import dev.punctual.NotFoundException;
 import dev.punctual.PunctualClient;
+import dev.punctual.Task;
+import dev.punctual.TaskState;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
 import java.time.Duration;
@@ -65,9 +66,9 @@ class HandlerTest {
         assertThat(handlers.decided.poll(10, TimeUnit.SECONDS)).isEqualTo("order-7");
         PunctualClient client = template.client();
         PunctualServer.waitUntil(Duration.ofSeconds(10), "order-7 dead",
-                () -> "dead".equals(client.get("spring.decide", "order-7").path("state").asText()));
-        JsonNode task = client.get("spring.decide", "order-7");
-        assertThat(task.path("last_error").asText()).contains("order is gone");
+                () -> client.get("spring.decide", "order-7").state() == TaskState.DEAD);
+        Task task = client.get("spring.decide", "order-7");
+        assertThat(task.lastError()).contains("order is gone");
         waitTimed("spring.decide", "fail", "none");
     }
 

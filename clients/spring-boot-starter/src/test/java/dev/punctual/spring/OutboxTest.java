@@ -105,7 +105,7 @@ class OutboxTest {
         orders.place(1, false);
 
         waitUntil("order-1 drained from the outbox", () -> exists("order-1"));
-        assertThat(punctual.client().get(QUEUE, "order-1").path("payload").path("orderId").asLong()).isEqualTo(1);
+        assertThat(punctual.client().get(QUEUE, "order-1").payload(OrderCancel.class).orderId()).isEqualTo(1);
         assertThat(counted("schedule")).isGreaterThanOrEqualTo(1);
     }
 

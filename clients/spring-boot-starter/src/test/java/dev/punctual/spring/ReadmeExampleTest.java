@@ -3,9 +3,9 @@ package dev.punctual.spring;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import dev.punctual.NotFoundException;
 import dev.punctual.Outcome;
+import dev.punctual.Task;
 import dev.punctual.TaskSpec;
 import java.time.Duration;
 import java.time.Instant;
@@ -89,20 +89,18 @@ class ReadmeExampleTest {
     @Test
     void theReminderIsScheduledSentRescheduledAndCancelled() throws Exception {
         reminders.stepOpened(42, "ana");
-        JsonNode task = punctual.client().get("approval.remind", "step-42");
-        assertThat(task.path("tags").get(0).asText()).isEqualTo("step-42");
-        assertThat(dueAt(task)).isAfter(Instant.now().plus(Duration.ofHours(23)));
+        Task task = punctual.client().get("approval.remind", "step-42");
+        assertThat(task.tags()).containsExactly("step-42");
+        assertThat(task.dueAt()).isAfter(Instant.now().plus(Duration.ofHours(23)));
 
         // a day passes: the same task, due now
         punctual.client().schedule("approval.remind", "step-42",
                 TaskSpec.create().payload(Map.of("stepId", 42, "approver", "ana")).tag("step-42"));
         assertThat(mailer.sent.poll(10, TimeUnit.SECONDS)).isEqualTo("ana: step 42 waits for you");
         PunctualServer.waitUntil(Duration.ofSeconds(10), "the reminder rescheduled a day out",
-                () -> dueAt(punctual.client().get("approval.remind", "step-42")).isAfter(Instant.now().plus(Duration.ofHours(23))));
+                () -> punctual.client().get("approval.remind", "step-42").dueAt().isAfter(Instant.now().plus(Duration.ofHours(23))));
 
         reminders.stepApproved(42);
         assertThrows(NotFoundException.class, () -> punctual.client().get("approval.remind", "step-42"));
     }
-
-    private static Instant dueAt(JsonNode task) { return Instant.parse(task.path("due_at").asText()); }
 }

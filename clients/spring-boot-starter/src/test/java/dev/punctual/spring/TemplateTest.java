@@ -7,6 +7,8 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.punctual.NotFoundException;
 import dev.punctual.PunctualClient;
+import dev.punctual.Task;
+import dev.punctual.TaskState;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.time.Duration;
@@ -42,13 +44,15 @@ class TemplateTest {
         template.schedule(QUEUE, "step-1", new TestApplication.Reminder("ana", 42, opened), Duration.ofHours(1),
                 spec -> spec.tag("flow-1").maxAttempts(5));
 
-        JsonNode task = client().get(QUEUE, "step-1");
-        assertThat(task.path("payload").path("to").asText()).isEqualTo("ana");
-        assertThat(task.path("payload").path("step").asInt()).isEqualTo(42);
-        assertThat(task.path("payload").path("openedAt").asText()).isEqualTo("2026-11-30T09:00:00Z");
-        assertThat(task.path("tags").get(0).asText()).isEqualTo("flow-1");
-        assertThat(task.path("max_attempts").asInt()).isEqualTo(5);
-        assertThat(dueAt(task)).isCloseTo(Instant.now().plus(Duration.ofHours(1)), within(1, ChronoUnit.MINUTES));
+        Task task = client().get(QUEUE, "step-1");
+        // the payload as the application's mapper wrote it: the Instant as ISO-8601 text
+        JsonNode payload = task.payloadJson();
+        assertThat(payload.path("to").asText()).isEqualTo("ana");
+        assertThat(payload.path("step").asInt()).isEqualTo(42);
+        assertThat(payload.path("openedAt").asText()).isEqualTo("2026-11-30T09:00:00Z");
+        assertThat(task.tags()).containsExactly("flow-1");
+        assertThat(task.maxAttempts()).isEqualTo(5);
+        assertThat(task.dueAt()).isCloseTo(Instant.now().plus(Duration.ofHours(1)), within(1, ChronoUnit.MINUTES));
         assertThat(counted("schedule")).isGreaterThanOrEqualTo(1);
     }
 
@@ -57,7 +61,7 @@ class TemplateTest {
         Instant at = Instant.parse("2030-01-02T03:04:05Z");
         template.schedule(QUEUE, "at-1", null, at);
 
-        assertThat(dueAt(client().get(QUEUE, "at-1"))).isEqualTo(at);
+        assertThat(client().get(QUEUE, "at-1").dueAt()).isEqualTo(at);
     }
 
     @Test
@@ -66,9 +70,9 @@ class TemplateTest {
         Instant later = Instant.parse("2031-05-06T07:08:09Z");
         template.reschedule(QUEUE, "again-1", new TestApplication.Reminder("ana", 2, Instant.EPOCH), later);
 
-        JsonNode task = client().get(QUEUE, "again-1");
-        assertThat(dueAt(task)).isEqualTo(later);
-        assertThat(task.path("payload").path("step").asInt()).isEqualTo(2);
+        Task task = client().get(QUEUE, "again-1");
+        assertThat(task.dueAt()).isEqualTo(later);
+        assertThat(task.payloadJson().path("step").asInt()).isEqualTo(2);
         assertThat(counted("reschedule")).isGreaterThanOrEqualTo(1);
     }
 
@@ -91,13 +95,11 @@ class TemplateTest {
 
         assertThrows(NotFoundException.class, () -> client().get(QUEUE, "tag-a"));
         assertThrows(NotFoundException.class, () -> client().get(QUEUE, "tag-b"));
-        assertThat(client().get(QUEUE, "tag-other").path("state").asText()).isEqualTo("scheduled");
+        assertThat(client().get(QUEUE, "tag-other").state()).isEqualTo(TaskState.SCHEDULED);
         assertThat(counted("cancel_tag")).isGreaterThanOrEqualTo(1);
     }
 
     private PunctualClient client() { return template.client(); }
-
-    private static Instant dueAt(JsonNode task) { return Instant.parse(task.path("due_at").asText()); }
 
     private double counted(String op) {
         Counter counter = meters.find("punctual.template.requests").tags("queue", QUEUE, "op", op, "route", "http").counter();

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import dev.punctual.NotFoundException;
 import dev.punctual.PunctualClient;
+import dev.punctual.TaskState;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.time.Duration;
@@ -124,7 +125,7 @@ class TransactionTest {
         orders.place(1, false);
 
         assertThat(orders.sentBeforeCommit()).as("sent before the commit").isFalse();
-        assertThat(client().get(QUEUE, "order-1").path("payload").path("orderId").asLong()).isEqualTo(1);
+        assertThat(client().get(QUEUE, "order-1").payload(OrderCancel.class).orderId()).isEqualTo(1);
     }
 
     @Test
@@ -149,7 +150,7 @@ class TransactionTest {
         assertThatThrownBy(() -> orders.auditThenFail(4, 5)).hasMessage("the outer transaction fails");
 
         assertThrows(NotFoundException.class, () -> client().get(QUEUE, "order-4"));
-        assertThat(client().get(QUEUE, "order-5").path("state").asText()).isEqualTo("scheduled");
+        assertThat(client().get(QUEUE, "order-5").state()).isEqualTo(TaskState.SCHEDULED);
     }
 
     private PunctualClient client() { return punctual.client(); }
