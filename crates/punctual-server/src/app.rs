@@ -112,8 +112,9 @@ async fn no_method(method: Method, uri: Uri) -> ApiError {
 /// The grant of every call to a server without tokens, made once.
 static UNLIMITED: std::sync::LazyLock<Arc<Grant>> = std::sync::LazyLock::new(|| Arc::new(Grant::all()));
 
-/// Identifies the token (401 when it is missing or unknown, before routing), then
-/// applies the route's access rule (403 before the handler runs; see `access`).
+/// Identifies the token (401 when it is missing or unknown, before routing), counts
+/// the request against its ingress limit (429 with `Retry-After` past it), then applies
+/// the route's access rule (403 before the handler runs; see `access`).
 async fn auth<S: Store>(State(state): State<AppState<S>>, req: Request, next: Next) -> Response {
     let auth = &state.inner.auth;
     if access::is_open(req.uri().path()) {
@@ -133,10 +134,16 @@ async fn auth<S: Store>(State(state): State<AppState<S>>, req: Request, next: Ne
             scheme.eq_ignore_ascii_case(b"bearer").then(|| rest.trim_ascii())
         });
         match presented.and_then(|token| auth.identify(token)) {
-            Some(grant) => grant,
+            Some(identified) => identified,
             None => return ApiError::Unauthorized.into_response(),
         }
     };
+    if let Some(limit) = &grant.limit
+        && let Err(retry_after) = limit.take(std::time::Instant::now())
+    {
+        return ApiError::TooManyRequests { rate: limit.rate(), retry_after }.into_response();
+    }
+    let grant = grant.grant;
     let (mut parts, body) = req.into_parts();
     if let Err(refused) = permit(&state, &grant, &mut parts).await {
         return refused.into_response();

@@ -37,6 +37,9 @@ pub(crate) enum ApiError {
     UriTooLong,
     /// 431: the request's head is larger than the server reads (see `head`).
     HeadersTooLarge,
+    /// 429: the token's ingress limit (`[[access]] rate`) is reached; `Retry-After`
+    /// says when one more request gets through.
+    TooManyRequests { rate: punctual_core::policy::Rate, retry_after: std::time::Duration },
     /// 503: the store is down or the server is stopping; the detail is logged.
     Unavailable { detail: String },
     /// 503: the request did not complete in time (a slow client or a slow store).
@@ -69,6 +72,8 @@ pub(crate) enum ErrorCode {
     UriTooLong,
     /// 431.
     HeadersTooLarge,
+    /// 429.
+    TooManyRequests,
     /// 500.
     Internal,
     /// 503.
@@ -88,6 +93,7 @@ impl ErrorCode {
             ErrorCode::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ErrorCode::UriTooLong => StatusCode::URI_TOO_LONG,
             ErrorCode::HeadersTooLarge => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+            ErrorCode::TooManyRequests => StatusCode::TOO_MANY_REQUESTS,
             ErrorCode::Internal => StatusCode::INTERNAL_SERVER_ERROR,
             ErrorCode::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
         }
@@ -140,6 +146,7 @@ impl ApiError {
             ApiError::PayloadTooLarge { .. } => ErrorCode::PayloadTooLarge,
             ApiError::UriTooLong => ErrorCode::UriTooLong,
             ApiError::HeadersTooLarge => ErrorCode::HeadersTooLarge,
+            ApiError::TooManyRequests { .. } => ErrorCode::TooManyRequests,
             ApiError::Unavailable { .. } | ApiError::TimedOut { .. } => ErrorCode::Unavailable,
             ApiError::Internal { .. } => ErrorCode::Internal,
         }
@@ -188,6 +195,13 @@ impl ApiError {
             ApiError::HeadersTooLarge => {
                 ("the request's head (request line and headers) is over the limit of 408 KiB".to_owned(), None)
             }
+            ApiError::TooManyRequests { rate, retry_after } => (
+                format!(
+                    "this token may make {rate} requests (its [[access]] rate); the next one gets through in {}",
+                    format_duration(*retry_after)
+                ),
+                None,
+            ),
             ApiError::Unavailable { detail } => {
                 tracing::warn!(error = %detail, "answering 503");
                 ("the service is unavailable at the moment; retry later".to_owned(), None)
@@ -216,6 +230,11 @@ impl IntoResponse for ApiError {
         let mut response = (status, Json(body)).into_response();
         if self == ApiError::Unauthorized {
             response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        if let ApiError::TooManyRequests { retry_after, .. } = self {
+            // Whole seconds, rounded up: a client that waits them gets through.
+            let seconds = retry_after.as_secs() + u64::from(retry_after.subsec_nanos() > 0);
+            response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(seconds.max(1)));
         }
         response
     }

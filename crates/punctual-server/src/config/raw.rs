@@ -52,6 +52,8 @@ pub(super) struct RawAccess {
     pub(super) token_env: Option<Spanned<String>>,
     pub(super) permissions: Option<Spanned<Vec<Spanned<String>>>>,
     pub(super) queues: Option<Spanned<Vec<Spanned<String>>>>,
+    /// The token's ingress limit, `"100/1s"`, counted by each server.
+    pub(super) rate: Option<Spanned<String>>,
 }
 
 /// `[targets]`: tasks that carry their own HTTP target.

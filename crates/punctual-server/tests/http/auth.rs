@@ -160,3 +160,60 @@ async fn the_dashboard_page_and_assets_are_open_but_its_data_needs_the_token() {
         assert_eq!(status(&s, "GET", path, Some("Bearer s3cret")).await.0, StatusCode::OK, "GET {path} with it");
     }
 }
+
+/// `[[access]] rate`: a token past its limit is answered 429 with `Retry-After` and the
+/// limit in the message, and nothing it sent is done; other tokens and the open routes
+/// are not limited. Guards against a limit shared between tokens, counted after the
+/// work, or answered without telling the client when to come back.
+#[tokio::test]
+async fn a_token_past_its_rate_is_answered_429_with_retry_after() {
+    use tower::ServiceExt;
+
+    let mut options = HttpOptions::default();
+    options.tokens = vec!["unlimited".into()];
+    let rate = punctual_core::policy::Rate::parse("3/1h").unwrap();
+    options.access = vec![punctual_server::AccessToken::new("limited", &[], Vec::new()).limited_to(rate)];
+    let s = TestServer::build(options, EngineConfig::default(), None).await;
+    let put = |token: &str, key: &str| {
+        Request::builder()
+            .method("PUT")
+            .uri(format!("/v1/queues/ingress.q/tasks/{key}"))
+            .header("content-type", "application/json")
+            .header("authorization", format!("Bearer {token}"))
+            .body(Body::from(r#"{"delay": "1h"}"#))
+            .unwrap()
+    };
+    for n in 0..3 {
+        let (status, _) = s.call(put("limited", &format!("k{n}"))).await;
+        assert_eq!(status, StatusCode::CREATED, "request {n} within the rate");
+    }
+    let refused = s.app.clone().oneshot(put("limited", "k3")).await.unwrap();
+    assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS);
+    let retry_after: u64 = refused.headers()["retry-after"].to_str().unwrap().parse().unwrap();
+    assert!((3590..=3600).contains(&retry_after), "Retry-After: {retry_after}");
+    let body: serde_json::Value =
+        serde_json::from_slice(&axum::body::to_bytes(refused.into_body(), usize::MAX).await.unwrap()).unwrap();
+    assert_eq!(code(&body), "too_many_requests");
+    assert!(body["error"]["message"].as_str().unwrap().contains("3/1h"), "{body}");
+
+    let (status, _) = s.call(put("unlimited", "k3")).await;
+    assert_eq!(status, StatusCode::CREATED, "another token is not limited");
+    let (status, _) = status_of(&s, "/healthz").await;
+    assert_eq!(status, StatusCode::OK, "the open routes are not limited");
+    let (status, page) = s
+        .call(
+            Request::builder()
+                .uri("/v1/queues/ingress.q/tasks")
+                .header("authorization", "Bearer unlimited")
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let keys: Vec<&str> = page["tasks"].as_array().unwrap().iter().map(|t| t["key"].as_str().unwrap()).collect();
+    assert_eq!(keys.len(), 4, "the refused request did nothing: {keys:?}");
+}
+
+async fn status_of(s: &TestServer, path: &str) -> (StatusCode, serde_json::Value) {
+    s.call(Request::builder().uri(path).body(Body::empty()).unwrap()).await
+}

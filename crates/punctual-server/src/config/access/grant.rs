@@ -232,6 +232,7 @@ impl Grant {
 pub struct AccessToken {
     token: String,
     grant: Arc<Grant>,
+    rate: Option<punctual_core::policy::Rate>,
 }
 
 impl AccessToken {
@@ -240,7 +241,13 @@ impl AccessToken {
     pub fn new(token: impl Into<String>, permissions: &[Permission], queues: Vec<QueuePattern>) -> AccessToken {
         let permissions = if permissions.is_empty() { &Permission::ALL[..] } else { permissions };
         let queues = if queues.is_empty() { vec![QueuePattern::any()] } else { queues };
-        AccessToken { token: token.into(), grant: Arc::new(Grant::new(permissions, queues)) }
+        AccessToken { token: token.into(), grant: Arc::new(Grant::new(permissions, queues)), rate: None }
+    }
+
+    /// The same token, its requests limited to `rate` on each server.
+    pub fn limited_to(mut self, rate: punctual_core::policy::Rate) -> AccessToken {
+        self.rate = Some(rate);
+        self
     }
 
     /// The token itself (to compare with others at start-up; never to log).
@@ -252,25 +259,40 @@ impl AccessToken {
 impl std::fmt::Debug for AccessToken {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // The token is a secret: it stays out of every debug print.
-        f.debug_struct("AccessToken").field("token", &"…").field("grant", &self.grant).finish()
+        f.debug_struct("AccessToken")
+            .field("token", &"…")
+            .field("grant", &self.grant)
+            .field("rate", &self.rate)
+            .finish()
     }
 }
 
-/// The configured bearer tokens, as digests with their grants.
+/// The configured bearer tokens, as digests with their grants and ingress limits.
 #[derive(Debug)]
 pub(crate) struct Auth {
     digests: Vec<[u8; 32]>,
-    grants: Vec<Arc<Grant>>,
+    tokens: Vec<Identified>,
+}
+
+/// What a presented token is: its grant, and its ingress limit if it has one.
+#[derive(Debug, Clone)]
+pub(crate) struct Identified {
+    pub(crate) grant: Arc<Grant>,
+    pub(crate) limit: Option<Arc<super::IngressLimit>>,
 }
 
 impl Auth {
     /// `tokens` may do everything; each of `scoped` what its grant says.
     pub(crate) fn new(tokens: &[String], scoped: &[AccessToken]) -> Auth {
         let all = Arc::new(Grant::all());
-        let unlimited = tokens.iter().map(|t| (digest(t.as_bytes()), Arc::clone(&all)));
-        let limited = scoped.iter().map(|s| (digest(s.token.as_bytes()), Arc::clone(&s.grant)));
-        let (digests, grants) = unlimited.chain(limited).unzip();
-        Auth { digests, grants }
+        let unlimited =
+            tokens.iter().map(|t| (digest(t.as_bytes()), Identified { grant: Arc::clone(&all), limit: None }));
+        let limited = scoped.iter().map(|s| {
+            let limit = s.rate.map(|rate| Arc::new(super::IngressLimit::new(rate)));
+            (digest(s.token.as_bytes()), Identified { grant: Arc::clone(&s.grant), limit })
+        });
+        let (digests, tokens) = unlimited.chain(limited).unzip();
+        Auth { digests, tokens }
     }
 
     /// Whether requests need a token at all.
@@ -278,9 +300,10 @@ impl Auth {
         !self.digests.is_empty()
     }
 
-    /// The grant of `presented`, if it is one of the tokens. Every digest is compared,
-    /// in constant time, and the index of the match selected without branching on it.
-    pub(crate) fn identify(&self, presented: &[u8]) -> Option<Arc<Grant>> {
+    /// The grant and limit of `presented`, if it is one of the tokens. Every digest is
+    /// compared, in constant time, and the index of the match selected without
+    /// branching on it.
+    pub(crate) fn identify(&self, presented: &[u8]) -> Option<Identified> {
         let presented = digest(presented);
         let mut found = subtle::Choice::from(0u8);
         let mut index = 0u64;
@@ -290,7 +313,7 @@ impl Auth {
             found |= equal;
         }
         let found: bool = found.into();
-        found.then(|| Arc::clone(&self.grants[usize::try_from(index).expect("an index of the digests")]))
+        found.then(|| self.tokens[usize::try_from(index).expect("an index of the digests")].clone())
     }
 }
 
@@ -374,9 +397,9 @@ mod tests {
         let reader = AccessToken::new("reader", &[Permission::Read], Vec::new());
         let auth = Auth::new(&["s3cret".into(), "other".into()], std::slice::from_ref(&reader));
         assert!(auth.required());
-        assert_eq!(auth.identify(b"s3cret").as_deref(), Some(&Grant::all()));
-        assert_eq!(auth.identify(b"other").as_deref(), Some(&Grant::all()));
-        assert_eq!(auth.identify(b"reader").as_deref(), Some(&*reader.grant));
+        assert_eq!(auth.identify(b"s3cret").map(|i| i.grant).as_deref(), Some(&Grant::all()));
+        assert_eq!(auth.identify(b"other").map(|i| i.grant).as_deref(), Some(&Grant::all()));
+        assert_eq!(auth.identify(b"reader").map(|i| i.grant).as_deref(), Some(&*reader.grant));
         for bad in [&b""[..], b"s3cre", b"s3cret ", b"S3CRET", b"reade", b"readerx"] {
             assert!(auth.identify(bad).is_none(), "{bad:?}");
         }

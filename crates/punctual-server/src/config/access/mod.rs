@@ -11,14 +11,16 @@
 //! Each table gives its token as `token = "…"` or `token_env = "VAR"` (exactly one;
 //! the variable must be set, non-empty, when the server starts), `permissions` (of
 //! `read`, `schedule`, `work`, `admin`; left out: all four) and `queues` (name
-//! patterns, see [`QueuePattern`]; left out: every queue). Every error names the line
-//! at fault and never the token itself.
+//! patterns, see [`QueuePattern`]; left out: every queue) and `rate` (`"100/1s"`: the
+//! most requests this token may make per window on each server, [`IngressLimit`];
+//! left out: no limit). Every error names the line at fault and never the token itself.
 //!
 //! Invariant: a token has one grant. The same token twice — in `tokens` (or
 //! `--token`) and an `[[access]]` table, or in two tables — is an error on the line of
 //! the second, so which grant applies never depends on the order of the file.
 
 mod grant;
+mod limit;
 mod rules;
 
 use std::ops::Range;
@@ -27,6 +29,7 @@ use toml::Spanned;
 
 pub use grant::{AccessToken, Permission, QueuePattern};
 pub(crate) use grant::{Auth, Grant};
+pub(crate) use limit::IngressLimit;
 pub(crate) use rules::{DASHBOARD_FILES, Rule, Scope, is_open, rule};
 
 use super::ConfigError;
@@ -89,7 +92,13 @@ pub(super) fn access_tokens(
                 format!("this token is already given on {where_}: a token has one grant, so give each token once"),
             ));
         }
-        scoped.push((AccessToken::new(token, &permissions, queues), span));
+        let mut access = AccessToken::new(token, &permissions, queues);
+        if let Some(rate) = &table.get_ref().rate {
+            let parsed = punctual_core::policy::Rate::parse(rate.get_ref())
+                .map_err(|m| at(rate.span(), format!("rate: {m}")))?;
+            access = access.limited_to(parsed);
+        }
+        scoped.push((access, span));
     }
     Ok(scoped.into_iter().map(|(token, _)| token).collect())
 }
@@ -171,12 +180,21 @@ token = "everything"
         let options = crate::shared::HttpOptions::from(&s);
         assert_eq!(options.access, s.access);
         let auth = super::Auth::new(&options.tokens, &options.access);
-        let shop = auth.identify(path.as_bytes()).unwrap();
+        let shop = auth.identify(path.as_bytes()).unwrap().grant;
         assert!(shop.may(Permission::Schedule, "order.cancel") && !shop.may(Permission::Work, "order.cancel"));
         assert!(!shop.may(Permission::Read, "billing"));
-        let all = auth.identify(b"everything").unwrap();
+        let all = auth.identify(b"everything").unwrap().grant;
         assert!(all.may_everywhere(Permission::Admin), "left out: every permission on every queue");
-        assert!(auth.identify(b"s3cret").unwrap().may_everywhere(Permission::Admin));
+        assert!(auth.identify(b"s3cret").unwrap().grant.may_everywhere(Permission::Admin));
+    }
+
+    #[test]
+    fn a_scoped_token_may_have_an_ingress_limit() {
+        let s = file("[[access]]\ntoken = \"limited\"\nrate = \"2/1m\"\n\n[[access]]\ntoken = \"free\"\n").unwrap();
+        let auth = super::Auth::new(&[], &s.access);
+        let limit = auth.identify(b"limited").unwrap().limit.expect("a limit");
+        assert_eq!(limit.rate().to_string(), "2/1m");
+        assert!(auth.identify(b"free").unwrap().limit.is_none());
     }
 
     #[test]
@@ -207,6 +225,8 @@ token = "everything"
             ("[[access]]\ntoken = \"a\"\npermissions = []\n", 3, "allows nothing"),
             ("[[access]]\ntoken = \"a\"\nqueues = []\n", 3, "covers no queue"),
             ("[[access]]\ntoken = \"a\"\nqueue = [\"x\"]\n", 3, "queue"),
+            ("[[access]]\ntoken = \"a\"\nrate = \"100\"\n", 3, "rate: '100' is not a rate"),
+            ("[[access]]\ntoken = \"a\"\nrate = \"0/1s\"\n", 3, "at least 1"),
         ];
         for (text, line, needle) in cases {
             let (found, message) = error_line(text);
