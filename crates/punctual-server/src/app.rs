@@ -139,7 +139,7 @@ async fn auth<S: Store>(State(state): State<AppState<S>>, req: Request, next: Ne
         }
     };
     if let Some(limit) = &grant.limit
-        && let Err(retry_after) = limit.take(std::time::Instant::now())
+        && let Err(retry_after) = limit.take(state.engine().clock().now())
     {
         return ApiError::TooManyRequests { rate: limit.rate(), retry_after }.into_response();
     }

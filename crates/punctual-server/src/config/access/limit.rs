@@ -10,8 +10,9 @@
 
 use std::collections::VecDeque;
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use punctual_core::Timestamp;
 use punctual_core::policy::Rate;
 
 /// One token's limit and the requests it let through within the last window.
@@ -19,7 +20,7 @@ use punctual_core::policy::Rate;
 pub(crate) struct IngressLimit {
     rate: Rate,
     /// When each request let through within the last `per` arrived, oldest first.
-    passed: Mutex<VecDeque<Instant>>,
+    passed: Mutex<VecDeque<Timestamp>>,
 }
 
 impl IngressLimit {
@@ -32,11 +33,11 @@ impl IngressLimit {
         self.rate
     }
 
-    /// Counts a request arriving at `now`: `Ok` when it may run, else how long until
-    /// one may.
-    pub(crate) fn take(&self, now: Instant) -> Result<(), Duration> {
+    /// Counts a request arriving at `now` (the server's clock): `Ok` when it may run,
+    /// else how long until one may.
+    pub(crate) fn take(&self, now: Timestamp) -> Result<(), Duration> {
         let mut passed = self.passed.lock().expect("ingress limit lock poisoned");
-        while passed.front().is_some_and(|at| *at + self.rate.per <= now) {
+        while passed.front().is_some_and(|at| at.saturating_add(self.rate.per) <= now) {
             passed.pop_front();
         }
         if passed.len() < self.rate.count as usize {
@@ -44,13 +45,16 @@ impl IngressLimit {
             return Ok(());
         }
         let oldest = *passed.front().expect("count is at least 1");
-        Err(oldest + self.rate.per - now)
+        Err(oldest.saturating_add(self.rate.per).saturating_since(now))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// 2026-11-30T12:00:00Z.
+    const START: i64 = 1_796_040_000_000;
 
     fn limit(text: &str) -> IngressLimit {
         IngressLimit::new(Rate::parse(text).expect("a rate"))
@@ -59,29 +63,26 @@ mod tests {
     #[test]
     fn count_at_once_then_each_when_the_oldest_leaves_the_window() {
         let limit = limit("5/1s");
-        let start = Instant::now();
+        let at = |ms: i64| Timestamp::from_millis(START + ms);
         for n in 0..4 {
-            assert_eq!(limit.take(start + Duration::from_millis(100 * n)), Ok(()), "request {n}");
+            assert_eq!(limit.take(at(100 * n)), Ok(()), "request {n}");
         }
-        assert_eq!(limit.take(start + Duration::from_millis(500)), Ok(()), "the fifth");
-        assert_eq!(limit.take(start + Duration::from_millis(600)), Err(Duration::from_millis(400)), "the sixth");
+        assert_eq!(limit.take(at(500)), Ok(()), "the fifth");
+        assert_eq!(limit.take(at(600)), Err(Duration::from_millis(400)), "the sixth");
         // A refusal changes nothing: after the answered wait, one gets through, then none.
-        let later = start + Duration::from_millis(1000);
-        assert_eq!(limit.take(later), Ok(()));
-        assert_eq!(limit.take(later), Err(Duration::from_millis(100)));
+        assert_eq!(limit.take(at(1000)), Ok(()));
+        assert_eq!(limit.take(at(1000)), Err(Duration::from_millis(100)));
         // After a quiet window all five are back.
-        let quiet = later + Duration::from_secs(2);
+        let quiet = at(3000);
         assert_eq!((0..6).filter(|_| limit.take(quiet).is_ok()).count(), 5);
     }
 
     #[test]
     fn never_more_than_count_in_any_window() {
         let limit = limit("10/1m");
-        let start = Instant::now();
         let mut passed = Vec::new();
-        for ms in (0..180_000u64).step_by(250) {
-            let now = start + Duration::from_millis(ms);
-            if limit.take(now).is_ok() {
+        for ms in (0..180_000i64).step_by(250) {
+            if limit.take(Timestamp::from_millis(START + ms)).is_ok() {
                 passed.push(ms);
             }
         }
