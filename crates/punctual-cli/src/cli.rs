@@ -579,7 +579,7 @@ impl PurgeState {
 
 /// `--redis`: a URL the Redis client can connect with (its syntax only).
 fn redis_url_arg(text: &str) -> Result<String, String> {
-    punctual_redis::keyspace::check_url(text).map(|()| text.to_owned()).map_err(|e| {
+    punctual_redis::source::check_url(text).map(|()| text.to_owned()).map_err(|e| {
         format!("not a Redis URL ({}); write e.g. redis://127.0.0.1:6379 or redis://:PASSWORD@HOST:6379/0", reason(e))
     })
 }
