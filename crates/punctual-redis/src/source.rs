@@ -1,6 +1,7 @@
-//! Connecting to a Redis that `punctual import` reads from: one multiplexed connection
-//! with bounded connect and response times, and errors that name the Redis without
-//! its password. [`crate::keyspace`] knows what to read there.
+//! Connecting to a Redis that `punctual import` reads from (the legacy keyspace, a
+//! Redisson delayed queue): one multiplexed connection with bounded connect and
+//! response times, and errors that name the Redis without its password. Shared by
+//! [`crate::keyspace`] and [`crate::redisson`], which know what to read there.
 //!
 //! Errors are the crate's: `Invalid` for a URL that is not a Redis URL, `Unavailable`
 //! for a Redis that cannot be reached.
