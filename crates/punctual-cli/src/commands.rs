@@ -199,6 +199,7 @@ pub(crate) async fn run(command: ClientCommand) -> Result<String> {
         ClientCommand::Calendar(args) => crate::calendar::run(args.command).await,
         ClientCommand::Import(args) => match args.command {
             ImportCommand::Keyspace(args) => crate::import::keyspace(*args).await,
+            ImportCommand::Redisson(args) => crate::import::redisson(*args).await,
         },
     }
 }

@@ -1,6 +1,7 @@
 //! `punctual import …`: moves delayed work kept elsewhere into punctual, each item one
-//! task — [`keyspace`] for Redis keys whose expiry is the due time. This file holds
-//! what every import shares, so each keeps the same promises in the same words:
+//! task — [`keyspace`] for Redis keys whose expiry is the due time, [`redisson`] for
+//! the elements of a Redisson `RDelayedQueue`. This file holds what every import
+//! shares, so each keeps the same promises in the same words:
 //!
 //! - **The source loses an item only after the server stored its task.** An item is
 //!   removed from the source only when the server answered `created` or `kept` for its
@@ -15,6 +16,8 @@
 //!   ([`table`]) or with `--json` as the counts' JSON ([`finish`]).
 
 mod keyspace;
+mod redisson;
+mod redisson_codec;
 
 use std::io::{IsTerminal, Write};
 use std::time::Duration;
@@ -30,6 +33,7 @@ use crate::client::Client;
 use crate::{UsageError, connect};
 
 pub(crate) use keyspace::run as keyspace;
+pub(crate) use redisson::run as redisson;
 
 /// The API's batch limit (API.md, "Conventions").
 const MAX_BATCH: usize = 10_000;
