@@ -22,6 +22,7 @@ use common::run::{Out, run, run_env};
 use common::*;
 use punctual_testkit::proxy::TcpProxy;
 use punctual_testkit::redis::{RedisServer, server};
+use punctual_testkit::server::ServerProcess;
 use serde_json::{Value, json};
 
 /// Redisson's offer, as a test writes it: pack the random id and the codec's bytes,
@@ -33,6 +34,13 @@ const OFFER: &str = "local member = struct.pack('Bc0Lc0', string.len(ARGV[2]), A
 /// queue, its member out of both keys.
 const TRANSFER: &str = "redis.call('rpush', KEYS[3], ARGV[2]) redis.call('zrem', KEYS[1], ARGV[1]) \
      redis.call('lrem', KEYS[2], 1, ARGV[1])";
+
+/// A private redis-server, a punctual server, and a client of its API.
+fn started() -> (RedisServer, ServerProcess, Api) {
+    let punctual = start_server();
+    let api = Api::of(&punctual);
+    (server(), punctual, api)
+}
 
 fn connection(redis: &RedisServer) -> redis::Connection {
     redis::Client::open(redis.url()).unwrap().get_connection().unwrap()
@@ -148,9 +156,7 @@ fn order(i: u64) -> (String, Value) {
 #[test]
 fn a_delayed_queue_becomes_exactly_its_tasks_and_a_re_run_finishes_what_a_cut_left() {
     const N: u64 = 1_200;
-    let redis = server();
-    let punctual = start_server();
-    let api = Api::of(&punctual);
+    let (redis, punctual, api) = started();
     let now = now_ms();
     let offered: Vec<Offered> = (0..N)
         .map(|i| offer(&redis, "order-cancel", 1_000 + i, order(i).0.as_bytes(), now - 60_000 + i as i64 * 3_000))
@@ -229,9 +235,7 @@ fn a_delayed_queue_becomes_exactly_its_tasks_and_a_re_run_finishes_what_a_cut_le
 /// keyed by a field with `--key-field`; the text summary says what was done.
 #[test]
 fn strings_are_the_payload_and_a_key_field_keys_the_tasks() {
-    let redis = server();
-    let punctual = start_server();
-    let api = Api::of(&punctual);
+    let (redis, punctual, api) = started();
     let due = now_ms() + 3_600_000;
     let text = offer(&redis, "flow:reminder", 1, "task-7@pi-9@zhang.wei".as_bytes(), due);
     let url = redis.url();
@@ -285,9 +289,7 @@ fn strings_are_the_payload_and_a_key_field_keys_the_tasks() {
 /// Redisson delivers it, so its task is cancelled and it is counted; the rest import.
 #[test]
 fn an_element_redisson_takes_meanwhile_is_left_to_it_and_its_task_cancelled() {
-    let redis = server();
-    let punctual = start_server();
-    let api = Api::of(&punctual);
+    let (redis, punctual, api) = started();
     let now = now_ms();
     let taken = offer(&redis, "orders", 1, b"\"due\"", now - 1_000);
     let staying = offer(&redis, "orders", 2, b"\"later\"", now + 3_600_000);
@@ -326,9 +328,7 @@ fn an_element_redisson_takes_meanwhile_is_left_to_it_and_its_task_cancelled() {
 /// list holds, and elements without the key field: each named with why, and left.
 #[test]
 fn what_cannot_be_imported_is_named_and_left_in_redis() {
-    let redis = server();
-    let punctual = start_server();
-    let api = Api::of(&punctual);
+    let (redis, punctual, api) = started();
     let due = now_ms() + 600_000;
     let good = offer(&redis, "mixed", 1, br#"{"orderId": 1}"#, due);
     let binary = offer(&redis, "mixed", 2, b"\x01\x00\x8fkryo", due);
