@@ -66,7 +66,7 @@ keyed redisson-<its random id in hex> (or by --key-field). Tasks are sent with
 if_exists keep, so a task already in punctual is left as it is and a re-run imports
 nothing twice. Once the server confirmed a task, its element is removed from both keys,
 but only if Redisson has not moved it to NAME meanwhile: then Redisson delivers it,
-the task just created is cancelled, and the element is counted as taken by Redisson.
+the import's task is cancelled, and the element is counted as taken by Redisson.
 Elements Redisson moved to NAME before the import are no longer delayed: they are left
 to its consumers, and counted.
 

@@ -15,8 +15,11 @@
 //! - **Due at the element's score**, sent as epoch milliseconds: the offering client's
 //!   clock set it, so no other clock is consulted; a time past fires at once.
 //! - **Redisson wins a race.** An element Redisson moved to its destination between
-//!   the read and the removal is delivered by Redisson: the task this run created for
-//!   it is cancelled, and it is counted as taken by Redisson.
+//!   the read and the removal is delivered by Redisson: the import's task for it is
+//!   cancelled, and it is counted as taken by Redisson. The import's task is the one
+//!   this run created, or under a `redisson-<id>` key one an earlier run created (only
+//!   an import makes such keys); with `--key-field` a task that existed may be the
+//!   application's, and is left.
 
 use anyhow::{Context, Result};
 use punctual_core::{Stopwatch, TaskKey};
@@ -288,6 +291,7 @@ impl super::Import for Run {
         for chunk in ready.chunks(MAX_BATCH) {
             let items: Vec<&Value> = chunk.iter().map(|r| &r.item).collect();
             let answers = super::store(client, &self.queue, &items).await?;
+            // Each stored element, and whether its task is the import's own (see the module doc).
             let mut stored: Vec<(&Ready, bool)> = Vec::with_capacity(chunk.len());
             for (element, answer) in chunk.iter().zip(answers) {
                 match answer {
@@ -297,7 +301,7 @@ impl super::Import for Run {
                     }
                     Stored::Kept => {
                         self.counts.already_present += 1;
-                        stored.push((element, false));
+                        stored.push((element, self.plan.key_field.is_none()));
                     }
                     Stored::Refused(message) => {
                         self.counts.refused += 1;
@@ -310,12 +314,12 @@ impl super::Import for Run {
                 .remove_if_delayed(&members)
                 .await
                 .context("removing the imported elements failed (their tasks are stored)")?;
-            for ((element, created), outcome) in stored.into_iter().zip(outcomes) {
+            for ((element, ours), outcome) in stored.into_iter().zip(outcomes) {
                 match outcome {
                     Removed::Yes => self.counts.removed += 1,
                     Removed::Taken => {
                         self.counts.taken_by_redisson += 1;
-                        let cancelled = if created { self.cancel(client, &element.key).await? } else { "" };
+                        let cancelled = if ours { self.cancel(client, &element.key).await? } else { "" };
                         self.notes.add(
                             &element.key,
                             &format!(
@@ -339,8 +343,8 @@ impl super::Import for Run {
 }
 
 impl Run {
-    /// Cancels the task this run created for an element Redisson took; says so for the
-    /// note. A task already gone is fine.
+    /// Cancels the import's task for an element Redisson took; says so for the note. A
+    /// task already gone is fine.
     async fn cancel(&self, client: &Client, key: &str) -> Result<&'static str> {
         match client.delete(&["v1", "queues", &self.queue, "tasks", key]).await {
             Ok(_) => Ok(", and its task was cancelled"),

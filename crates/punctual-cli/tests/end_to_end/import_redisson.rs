@@ -82,7 +82,9 @@ fn offer(redis: &RedisServer, name: &str, id: u64, value: &[u8], due_at: i64) ->
     Offered { id, value: value.to_vec(), due_at, member }
 }
 
-fn transfer(redis: &RedisServer, name: &str, element: &Offered) {
+/// (By URL: the proxy's hook runs it on a thread of its own.)
+fn transfer(redis_url: &str, name: &str, element: &Offered) {
+    let mut conn = redis::Client::open(redis_url).unwrap().get_connection().unwrap();
     let [timeout_set, list, destination] = keys(name);
     redis::cmd("EVAL")
         .arg(TRANSFER)
@@ -92,7 +94,7 @@ fn transfer(redis: &RedisServer, name: &str, element: &Offered) {
         .arg(destination)
         .arg(&element.member)
         .arg(&element.value)
-        .exec(&mut connection(redis))
+        .exec(&mut conn)
         .unwrap();
 }
 
@@ -162,7 +164,7 @@ fn a_delayed_queue_becomes_exactly_its_tasks_and_a_re_run_finishes_what_a_cut_le
         .map(|i| offer(&redis, "order-cancel", 1_000 + i, order(i).0.as_bytes(), now - 60_000 + i as i64 * 3_000))
         .collect();
     for element in &offered[..3] {
-        transfer(&redis, "order-cancel", element);
+        transfer(&redis.url(), "order-cancel", element);
     }
     let delayed = &offered[3..];
 
@@ -284,30 +286,25 @@ fn strings_are_the_payload_and_a_key_field_keys_the_tasks() {
     assert_eq!(task["payload"], json!({"orderId": "o-1234", "reason": "unpaid"}));
 }
 
-/// Between the read and the removal, Redisson moves an element that came due (the
+/// Between the read and the removal, Redisson moves two elements that came due (the
 /// proxy holds the batch request while the test does what Redisson's transfer does):
-/// Redisson delivers it, so its task is cancelled and it is counted; the rest import.
+/// one whose task this run creates, one whose task an earlier run stored (cut before
+/// its removal). Redisson delivers both, so both tasks are cancelled and both counted;
+/// the rest import.
 #[test]
-fn an_element_redisson_takes_meanwhile_is_left_to_it_and_its_task_cancelled() {
+fn elements_redisson_takes_meanwhile_are_left_to_it_and_their_tasks_cancelled() {
     let (redis, punctual, api) = started();
     let now = now_ms();
     let taken = offer(&redis, "orders", 1, b"\"due\"", now - 1_000);
-    let staying = offer(&redis, "orders", 2, b"\"later\"", now + 3_600_000);
+    let earlier = offer(&redis, "orders", 2, b"\"due too\"", now - 500);
+    let staying = offer(&redis, "orders", 3, b"\"later\"", now + 3_600_000);
+    api.put(&task_path("orders", &earlier.key()), json!({"payload": "due too"})).expect(201, "an earlier run's task");
     let proxy = {
-        let (redis_url, taken) = (redis.url(), taken.clone());
+        let (redis_url, moved) = (redis.url(), [taken.clone(), earlier.clone()]);
         TcpProxy::start_with_hook(punctual.addr(), b"POST /v1/queues/", move || {
-            let mut conn = redis::Client::open(redis_url).unwrap().get_connection().unwrap();
-            let [timeout_set, list, destination] = keys("orders");
-            redis::cmd("EVAL")
-                .arg(TRANSFER)
-                .arg(3)
-                .arg(timeout_set)
-                .arg(list)
-                .arg(destination)
-                .arg(&taken.member)
-                .arg(&taken.value)
-                .exec(&mut conn)
-                .unwrap();
+            for element in &moved {
+                transfer(&redis_url, "orders", element);
+            }
         })
         .unwrap()
     };
@@ -317,11 +314,17 @@ fn an_element_redisson_takes_meanwhile_is_left_to_it_and_its_task_cancelled() {
         &["--delayed-queue", "orders", "--codec", "json-jackson", "--queue", "orders"],
     );
     let counts = out.expect_code(0, "a race is not an error").json();
-    assert_eq!([count(&counts, "imported"), count(&counts, "removed"), count(&counts, "taken_by_redisson")], [2, 1, 1]);
-    out.expect_contains(&[&taken.key(), "Redisson delivers it, and its task was cancelled"], "named");
+    assert_eq!(
+        ["imported", "already_present", "removed", "taken_by_redisson"].map(|name| count(&counts, name)),
+        [2, 1, 1, 2],
+        "{counts}"
+    );
+    for element in [&taken, &earlier] {
+        out.expect_contains(&[&format!("'{}': Redisson moved it", element.key()), "its task was cancelled"], "named");
+    }
     let stored: Vec<String> = api.stored_tasks("orders").into_keys().collect();
     assert_eq!(stored, [staying.key()], "no task for what Redisson delivers");
-    assert_eq!(sizes(&redis, "orders"), (0, 0, 1));
+    assert_eq!(sizes(&redis, "orders"), (0, 0, 2));
 }
 
 /// Values that are not the codec's, members that are not Redisson's, elements only the
