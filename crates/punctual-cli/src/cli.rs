@@ -115,7 +115,7 @@ pub(crate) enum ClientCommand {
     /// Working-time calendars: list, show, create or replace, remove
     #[command(after_help = calendar::HELP, subcommand_required = true)]
     Calendar(calendar::CalendarArgs),
-    /// Move tasks kept elsewhere into punctual (Redis keys with a TTL)
+    /// Move tasks kept elsewhere into punctual (Redis keys with a TTL, Redisson delayed queues)
     #[command(after_help = help::IMPORT, subcommand_required = true)]
     Import(ImportArgs),
 }
@@ -522,6 +522,9 @@ pub(crate) enum ImportCommand {
     /// Schedule a task for each Redis key with a TTL, due when the key would expire
     #[command(after_help = help::IMPORT_KEYSPACE)]
     Keyspace(Box<KeyspaceArgs>),
+    /// Schedule a task for each element a Redisson RDelayedQueue still delays, due when Redisson would deliver it
+    #[command(after_help = help::IMPORT_REDISSON)]
+    Redisson(Box<RedissonArgs>),
 }
 
 /// `punctual import keyspace --redis URL --match PATTERN --queue Q …`.
@@ -555,7 +558,79 @@ pub(crate) struct KeyspaceArgs {
     pub(crate) client: ClientArgs,
 }
 
-/// `--payload` of `import keyspace`.
+/// `punctual import redisson --redis URL --delayed-queue NAME --codec C --queue Q …`.
+#[derive(Debug, Args)]
+pub(crate) struct RedissonArgs {
+    /// The Redis the delayed queue is in (redis://[:PASSWORD@]HOST:PORT[/DB], rediss:// for TLS)
+    #[arg(long, value_name = "URL", value_parser = redis_url_arg)]
+    pub(crate) redis: String,
+    /// The name of the queue the RDelayedQueue feeds, as given to Redisson (getDelayedQueue(redisson.getBlockingQueue(NAME)))
+    #[arg(long, value_name = "NAME", value_parser = NonEmptyStringValueParser::new())]
+    pub(crate) delayed_queue: String,
+    /// The codec the queue was created with: string (StringCodec) or json-jackson (JsonJacksonCodec); others are refused
+    #[arg(long, value_name = "CODEC", value_parser = redisson_codec_arg)]
+    pub(crate) codec: RedissonCodec,
+    /// The punctual queue the tasks go to (e.g. order.cancel)
+    #[arg(long, value_name = "Q", value_parser = queue_arg)]
+    pub(crate) queue: String,
+    /// What the task carries: the text as a JSON string (value, the default with --codec string), the value as JSON (json, the default with --codec json-jackson), or nothing
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub(crate) payload: Option<PayloadMode>,
+    /// Take each task's key from this top-level field of the element's JSON (a string or an integer) instead of redisson-<its id>
+    #[arg(long, value_name = "FIELD", value_parser = NonEmptyStringValueParser::new())]
+    pub(crate) key_field: Option<String>,
+    /// With --codec json-jackson: keep Jackson's type hints (@class properties, ["java.util.ArrayList", [...]] wrappers) in the payload
+    #[arg(long)]
+    pub(crate) keep_type_hints: bool,
+    /// Read and report what would be imported and removed; write nothing, to Redis or to punctual
+    #[arg(long)]
+    pub(crate) dry_run: bool,
+    #[command(flatten)]
+    pub(crate) client: ClientArgs,
+}
+
+/// `--codec` of `import redisson`: the Redisson codecs whose values are text or JSON.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RedissonCodec {
+    /// `StringCodec`: the value is UTF-8 text.
+    String,
+    /// `JsonJacksonCodec`: the value is JSON written by Jackson with default typing.
+    JsonJackson,
+}
+
+/// `--codec`: `string` or `json-jackson`, also written as Redisson's class names
+/// (`StringCodec`, `org.redisson.codec.JsonJacksonCodec`). Any other codec is refused
+/// with its name, why, and the codecs that are read.
+fn redisson_codec_arg(text: &str) -> Result<RedissonCodec, String> {
+    let simple = text.rsplit('.').next().unwrap_or(text).to_lowercase().replace(['-', '_'], "");
+    let simple = simple.strip_suffix("codec").unwrap_or(&simple);
+    let why = match simple {
+        "string" => return Ok(RedissonCodec::String),
+        "jsonjackson" => return Ok(RedissonCodec::JsonJackson),
+        "kryo5" | "kryo" => "Kryo's binary format (Kryo5Codec is Redisson's default codec)",
+        "marshalling" => "JBoss Marshalling's binary format",
+        "fst" => "FST's binary format",
+        "serialization" => "Java serialization",
+        "smile" | "smilejackson" => "Smile, a binary JSON",
+        "cbor" | "cborjackson" => "CBOR, a binary JSON",
+        "msgpack" | "msgpackjackson" => "MessagePack, a binary JSON",
+        "avro" | "avrojackson" => "Avro's binary format",
+        "ion" | "ionjackson" => "Amazon Ion's binary format",
+        "snappy" | "snappyv2" | "lz4" | "lz4v2" | "zstd" => "another codec's bytes, compressed",
+        "typedjsonjackson" => {
+            "JSON of one fixed class, without type hints: import it with --codec json-jackson, whose JSON \
+             reading takes it as it is (add --keep-type-hints to leave every array as written)"
+        }
+        _ => "a format this import does not know",
+    };
+    Err(format!(
+        "the codec '{text}' is not read: it stores {why}. punctual import redisson reads the codecs that store \
+         text or JSON: string (StringCodec) and json-jackson (JsonJacksonCodec); move elements of other codecs \
+         with a Java program that polls them and schedules each with a punctual client"
+    ))
+}
+
+/// `--payload` of `import keyspace` and `import redisson`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(crate) enum PayloadMode {
     /// The string value, as a JSON string
@@ -586,7 +661,7 @@ impl PurgeState {
 
 /// `--redis`: a URL the Redis client can connect with (its syntax only).
 fn redis_url_arg(text: &str) -> Result<String, String> {
-    punctual_redis::keyspace::check_url(text).map(|()| text.to_owned()).map_err(|e| {
+    punctual_redis::source::check_url(text).map(|()| text.to_owned()).map_err(|e| {
         format!("not a Redis URL ({}); write e.g. redis://127.0.0.1:6379 or redis://:PASSWORD@HOST:6379/0", reason(e))
     })
 }

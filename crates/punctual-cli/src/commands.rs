@@ -198,7 +198,8 @@ pub(crate) async fn run(command: ClientCommand) -> Result<String> {
         ClientCommand::Queue(args) => queue(args.command).await,
         ClientCommand::Calendar(args) => crate::calendar::run(args.command).await,
         ClientCommand::Import(args) => match args.command {
-            ImportCommand::Keyspace(args) => crate::import::run(*args).await,
+            ImportCommand::Keyspace(args) => crate::import::keyspace(*args).await,
+            ImportCommand::Redisson(args) => crate::import::redisson(*args).await,
         },
     }
 }

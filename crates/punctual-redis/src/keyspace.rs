@@ -22,8 +22,6 @@
 //! Redis cannot serve, `Unavailable` for a Redis that cannot be reached (the message
 //! names it, its password hidden) or may answer later, `Internal` for the rest.
 
-use std::time::Duration;
-
 use punctual_core::{Error, Result};
 use redis::aio::MultiplexedConnection;
 use redis::{RedisResult, Value};
@@ -33,10 +31,6 @@ use crate::target::redacted;
 
 /// The `COUNT` hint of each `SCAN`: about how many keys one page holds.
 const SCAN_COUNT: usize = 1_000;
-/// How long connecting may take.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
-/// How long one call (a page's pipeline) may take.
-const RESPONSE_TIMEOUT: Duration = Duration::from_secs(30);
 
 const DELETE_IF_UNCHANGED: &str = include_str!("lua/delete_if_unchanged.lua");
 
@@ -83,30 +77,14 @@ pub enum Deleted {
     Gone,
 }
 
-/// Checks that `url` is one [`LegacyKeyspace::connect`] takes (`redis://…` or
-/// `rediss://…`), by its syntax only: nothing is connected. `Invalid` with the reason.
-pub fn check_url(url: &str) -> Result<()> {
-    client(url).map(drop)
-}
-
-fn client(url: &str) -> Result<redis::Client> {
-    redis::Client::open(url).map_err(|e| Error::invalid("url", e))
-}
-
 impl LegacyKeyspace {
     /// Connects to the Redis at `url` (`redis://…` or `rediss://…`) and reads its
-    /// version. A `url` that is not a Redis URL is `Invalid` (see [`check_url`]); a
-    /// Redis that does not answer, or refuses `INFO server`, is `Unavailable`.
+    /// version. A `url` that is not a Redis URL is `Invalid` (see
+    /// [`crate::source::check_url`]); a Redis that does not answer, or refuses
+    /// `INFO server`, is `Unavailable`.
     pub async fn connect(url: &str) -> Result<LegacyKeyspace> {
         let shown = redacted(url);
-        let client = client(url)?;
-        let config = redis::AsyncConnectionConfig::new()
-            .set_connection_timeout(Some(CONNECT_TIMEOUT))
-            .set_response_timeout(Some(RESPONSE_TIMEOUT));
-        let mut conn = client
-            .get_multiplexed_async_connection_with_config(&config)
-            .await
-            .map_err(|e| Error::Unavailable(format!("cannot reach Redis at {shown} ({e})")))?;
+        let mut conn = crate::source::connect(url).await?;
         let info: String = redis::cmd("INFO")
             .arg("server")
             .query_async(&mut conn)

@@ -38,7 +38,9 @@
 //! pause state shared by every process), `calendar_records` (calendars, likewise), `versioned` (their compare-and-set), `nodes` (what each live process announces);
 //! `clock`, `wake`, `identity` and `durability` run beside the store. This file holds the store and its `Store` impl,
 //! one line per method. Apart from the store, [`keyspace`] reads and deletes the keys
-//! `punctual import keyspace` moves out of a legacy Redis.
+//! `punctual import keyspace` moves out of a legacy Redis, [`redisson`] the elements
+//! `punctual import redisson` moves out of a Redisson delayed queue, both connected
+//! through [`source`].
 
 mod bands;
 mod calendar_records;
@@ -56,8 +58,10 @@ mod tag_list;
 mod versioned;
 mod wake;
 
-// Not the store: the Redis half of `punctual import keyspace`.
+// Not the store: the Redis half of `punctual import keyspace` and `import redisson`.
 pub mod keyspace;
+pub mod redisson;
+pub mod source;
 
 // Configuration, and the store's operations by concern (see above).
 mod codes;

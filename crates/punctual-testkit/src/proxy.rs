@@ -1,7 +1,9 @@
 //! A TCP proxy on loopback whose link can be cut and restored, for tests of what a
 //! client does when its server goes away: a broker that stops, a connection that is
 //! cut mid-run. The server itself is left alone (the machine's RabbitMQ and NATS are
-//! shared: a test never stops them), only the proxy's side of the link goes.
+//! shared: a test never stops them), only the proxy's side of the link goes. It can
+//! also hold a client's request while a test acts ([`TcpProxy::start_with_hook`]), to
+//! hit on purpose a window that opens between a client's steps.
 //!
 //! Invariants: while cut, every open connection is shut down both ways and every new
 //! one is closed as soon as it is accepted, so the client sees exactly what a stopped
@@ -23,20 +25,46 @@ pub struct TcpProxy {
     shared: Arc<Shared>,
 }
 
-#[derive(Debug, Default)]
+#[derive(Default)]
 struct Shared {
     cut: AtomicBool,
     closed: AtomicBool,
     /// Both halves of every connection made, to shut down at a cut.
     open: Mutex<Vec<TcpStream>>,
+    /// Until it has run: what a client's bytes must contain to run it, and the hook.
+    hook: Mutex<Option<(Vec<u8>, Hook)>>,
+}
+
+type Hook = Box<dyn FnOnce() + Send>;
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shared").field("cut", &self.cut).field("closed", &self.closed).finish_non_exhaustive()
+    }
 }
 
 impl TcpProxy {
     /// Listens on a free loopback port and forwards every connection to `upstream`.
     pub fn start(upstream: SocketAddr) -> io::Result<TcpProxy> {
+        Self::start_shared(upstream, Shared::default())
+    }
+
+    /// As [`start`](Self::start), and the first time a client sends bytes that contain
+    /// `needle` (within one read), runs `hook` before those bytes go on: the server
+    /// sees the request only once the hook has returned.
+    pub fn start_with_hook(
+        upstream: SocketAddr,
+        needle: &[u8],
+        hook: impl FnOnce() + Send + 'static,
+    ) -> io::Result<TcpProxy> {
+        let shared = Shared { hook: Mutex::new(Some((needle.to_vec(), Box::new(hook)))), ..Shared::default() };
+        Self::start_shared(upstream, shared)
+    }
+
+    fn start_shared(upstream: SocketAddr, shared: Shared) -> io::Result<TcpProxy> {
         let listener = TcpListener::bind("127.0.0.1:0")?;
         let addr = listener.local_addr()?;
-        let shared = Arc::new(Shared::default());
+        let shared = Arc::new(shared);
         let accepting = Arc::clone(&shared);
         thread::Builder::new().name("tcp-proxy".into()).spawn(move || accept(listener, upstream, accepting))?;
         Ok(TcpProxy { addr, shared })
@@ -108,18 +136,44 @@ fn accept(listener: TcpListener, upstream: SocketAddr, shared: Arc<Shared>) {
             open.push(a);
             open.push(b);
         }
-        pipe(client, server_copy);
-        pipe(server, client_copy);
+        pipe(client, server_copy, Some(Arc::clone(&shared)));
+        pipe(server, client_copy, None);
     }
 }
 
-/// Copies `from` into `to` on a thread of its own until either side ends.
-fn pipe(mut from: TcpStream, mut to: TcpStream) {
+/// Copies `from` into `to` on a thread of its own until either side ends, running the
+/// hook of `shared` (a client's side) before the bytes that contain its needle.
+fn pipe(mut from: TcpStream, mut to: TcpStream, shared: Option<Arc<Shared>>) {
     let _ = thread::Builder::new().name("tcp-proxy-pipe".into()).spawn(move || {
-        let _ = io::copy(&mut from, &mut to);
+        let mut buffer = vec![0_u8; 64 * 1024];
+        while let Ok(n) = io::Read::read(&mut from, &mut buffer) {
+            if n == 0 {
+                break;
+            }
+            if let Some(shared) = &shared {
+                run_hook(shared, &buffer[..n]);
+            }
+            if io::Write::write_all(&mut to, &buffer[..n]).is_err() {
+                break;
+            }
+        }
         let _ = to.shutdown(Shutdown::Both);
         let _ = from.shutdown(Shutdown::Both);
     });
+}
+
+/// Runs the hook, once, if `bytes` contain its needle.
+fn run_hook(shared: &Shared, bytes: &[u8]) {
+    let hook = {
+        let Ok(mut slot) = shared.hook.lock() else { return };
+        match slot.as_ref() {
+            Some((needle, _)) if bytes.windows(needle.len()).any(|w| w == needle.as_slice()) => slot.take(),
+            _ => None,
+        }
+    };
+    if let Some((_, hook)) = hook {
+        hook();
+    }
 }
 
 #[cfg(test)]
@@ -169,5 +223,16 @@ mod tests {
 
         proxy.restore();
         assert_eq!(round_trip(proxy.addr()).expect("through again"), b"ping");
+    }
+
+    #[test]
+    fn a_hook_runs_once_before_the_bytes_that_hold_its_needle_go_on() {
+        let (ran, seen) = std::sync::mpsc::channel();
+        let proxy = TcpProxy::start_with_hook(echo_server(), b"ng", move || ran.send(()).expect("the test waits"))
+            .expect("start the proxy");
+        assert_eq!(round_trip(proxy.addr()).expect("through the proxy"), b"ping");
+        assert_eq!(seen.try_recv(), Ok(()), "ran before the echo came back");
+        assert_eq!(round_trip(proxy.addr()).expect("again"), b"ping");
+        assert!(seen.try_recv().is_err(), "once");
     }
 }

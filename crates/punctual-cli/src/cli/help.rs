@@ -6,9 +6,12 @@ pub(super) const IMPORT: &str = "\
 Examples:
   punctual import keyspace --redis redis://127.0.0.1:6379 --match 'flow:reminder:*' \\
       --strip-prefix flow:reminder: --queue flow.reminder --dry-run
+  punctual import redisson --redis redis://127.0.0.1:6379 --delayed-queue order-cancel \\
+      --codec json-jackson --queue order.cancel --dry-run
 
-See punctual import keyspace --help, and docs/migrate-from-keyspace-notifications.md for
-the cut-over plan.";
+See punctual import keyspace --help and punctual import redisson --help;
+docs/migrate-from-keyspace-notifications.md and docs/migrate-from-redisson.md give the
+cut-over plans.";
 
 pub(super) const IMPORT_KEYSPACE: &str = "\
 Examples:
@@ -42,6 +45,48 @@ server cannot be reached or the server refused keys (named on standard error), 2
 usage error (a bad --match pattern, a --strip-prefix no matched key can start with, a
 bad --payload).";
 
+pub(super) const IMPORT_REDISSON: &str = "\
+Examples:
+  # What would be imported: reads Redis, writes nothing
+  punctual import redisson --redis redis://127.0.0.1:6379 --delayed-queue order-cancel \\
+      --codec json-jackson --queue order.cancel --dry-run
+
+  # Import, each task keyed by the element's orderId, and remove what punctual holds
+  punctual import redisson --redis redis://:s3cret@10.0.0.5:6379/0 --delayed-queue order-cancel \\
+      --codec json-jackson --key-field orderId --queue order.cancel
+
+  # A queue of strings, each task's payload the text
+  punctual import redisson --redis redis://127.0.0.1:6379 --delayed-queue flow:reminder \\
+      --codec string --queue flow.reminder
+
+Reads the delayed queue in front of NAME: the sorted set redisson_delay_queue_timeout:{NAME}
+(each element's due time) and the list redisson_delay_queue:{NAME}. Each element still
+delayed becomes a task in --queue, due at its score (a time already past fires at once),
+keyed redisson-<its random id in hex> (or by --key-field). Tasks are sent with
+if_exists keep, so a task already in punctual is left as it is and a re-run imports
+nothing twice. Once the server confirmed a task, its element is removed from both keys,
+but only if Redisson has not moved it to NAME meanwhile: then Redisson delivers it,
+the import's task is cancelled, and the element is counted as taken by Redisson.
+Elements Redisson moved to NAME before the import are no longer delayed: they are left
+to its consumers, and counted.
+
+Codecs: string (StringCodec: the text as a JSON string, or parsed with --payload json)
+and json-jackson (JsonJacksonCodec: the JSON, with Jackson's type hints stripped: every
+\"@class\" property, and every [\"java.util.ArrayList\", [...]] pair of a class name and a
+value replaced by the value; --keep-type-hints keeps them). Other codecs (kryo5, Redisson's
+default, marshalling, fst, smile, cbor, msgpack…) store binary formats and are refused.
+An element whose value does not decode with the codec, or that has no valid key, is
+named on standard error (the first 50) and left in Redis.
+
+Redis is never blocked: the list is read from its head in pages of 1000 by a short
+script, the sorted set swept with ZSCAN, and each removal is one short script per
+element. Progress goes to standard error, the counts to standard output (--json: as
+JSON).
+
+Exit status: 0 when done (skipped elements are counted, not errors), 1 when Redis or the
+server cannot be reached or the server refused elements (named on standard error), 2 on a
+usage error (a codec that is not read, a --key-field without JSON).";
+
 pub(super) const TOP: &str = "\
 Examples:
   punctual serve                                       # start a server on 127.0.0.1:7575
@@ -53,6 +98,7 @@ Examples:
   punctual cancel order.cancel --tag pi-9              # every task of the queue tagged pi-9
   punctual queue pause order.cancel                    # lease and deliver nothing of it until resumed
   punctual import keyspace --redis redis://127.0.0.1:6379 --match 'flow:*' --queue flow.reminder --dry-run
+  punctual import redisson --redis redis://127.0.0.1:6379 --delayed-queue orders --codec string --queue orders --dry-run
   punctual cron next '0 0 9 ? * MON-FRI' --syntax spring --tz Asia/Shanghai   # no server needed
 
 Client commands talk to the server at --server (env PUNCTUAL_SERVER, default

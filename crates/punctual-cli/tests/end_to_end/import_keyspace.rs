@@ -70,19 +70,7 @@ fn fill(redis: &RedisServer) -> Vec<Legacy> {
 
 /// Every task of `queue`, by key (pages of the API's largest limit).
 fn tasks(api: &Api, queue: &str) -> BTreeMap<String, Value> {
-    let mut all = BTreeMap::new();
-    let mut cursor = String::new();
-    loop {
-        let path = format!("/v1/queues/{queue}/tasks?limit=1000&cursor={}", enc(&cursor));
-        let page = api.get(&path).expect(200, "list").clone();
-        for task in page["tasks"].as_array().unwrap() {
-            all.insert(task["key"].as_str().unwrap().to_owned(), task.clone());
-        }
-        match page["next_cursor"].as_str() {
-            Some(next) => cursor = next.to_owned(),
-            None => return all,
-        }
-    }
+    api.stored_tasks(queue)
 }
 
 fn import(server: &str, redis: &RedisServer, args: &[&str]) -> Out {

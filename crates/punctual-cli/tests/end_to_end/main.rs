@@ -31,6 +31,7 @@ mod delivery_policy;
 mod disk_full;
 mod groups;
 mod import_keyspace;
+mod import_redisson;
 mod kill_under_load;
 mod observability;
 mod outbox;

@@ -244,20 +244,26 @@ impl Api {
 
     /// The keys of every task stored in `queue`, read page by page.
     pub fn stored_keys(&self, queue: &str) -> std::collections::HashSet<String> {
-        let mut keys = std::collections::HashSet::new();
+        self.stored_tasks(queue).into_keys().collect()
+    }
+
+    /// Every task stored in `queue`, by key, read page by page.
+    pub fn stored_tasks(&self, queue: &str) -> std::collections::BTreeMap<String, Value> {
+        let mut tasks = std::collections::BTreeMap::new();
         let mut cursor: Option<String> = None;
         loop {
             let path = match &cursor {
-                Some(c) => format!("/v1/queues/{}/tasks?limit=1000&cursor={c}", enc(queue)),
+                Some(c) => format!("/v1/queues/{}/tasks?limit=1000&cursor={}", enc(queue), enc(c)),
                 None => format!("/v1/queues/{}/tasks?limit=1000", enc(queue)),
             };
             let page = self.get(&path);
             let body = page.expect(200, "list the stored tasks");
-            let tasks = body["tasks"].as_array().expect("a page lists tasks");
-            keys.extend(tasks.iter().map(|t| t["key"].as_str().expect("each task has a key").to_owned()));
+            for task in body["tasks"].as_array().expect("a page lists tasks") {
+                tasks.insert(task["key"].as_str().expect("each task has a key").to_owned(), task.clone());
+            }
             match body["next_cursor"].as_str() {
                 Some(next) => cursor = Some(next.to_owned()),
-                None => return keys,
+                None => return tasks,
             }
         }
     }
