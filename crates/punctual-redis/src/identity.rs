@@ -14,7 +14,8 @@
 //!   process logs an error saying so, adopts the identity Redis holds now (minting one
 //!   if there is none), registers again the queues it knew (their new tasks must stay
 //!   visible to every node's reaper and stats), puts back its lease-signing secret if
-//!   Redis lost that too (so lease ids stay valid on every node), and reports a
+//!   Redis lost that too (so lease ids stay valid on every node) and the layout
+//!   version (`layout`), and reports a
 //!   [`StoreReset`] to its engine, which counts it (`punctual_store_resets_total`) and
 //!   shows it in `/readyz`.
 //!
@@ -152,6 +153,7 @@ pub(crate) async fn check(shared: &Shared) -> Result<()> {
     tracing::error!(previous = %known, store = %current, prefix = %prefix, "{what}");
     shared.register_known_queues().await?;
     restore_secret(shared).await?;
+    crate::layout::check(&shared.conn, prefix).await?;
     // The engine may not listen (a store used without one): nobody to tell then.
     let _ = identity.resets.send(StoreReset::new(known, current, shared.clock.now(), what));
     Ok(())

@@ -42,6 +42,7 @@
 //! | `<p>:ids` | string counter | task ids, reserved in blocks by each process; created at a random point in [2^40, 2^41) ([`ids_start`]) |
 //! | `<p>:secret` | string | the secret that signs lease tokens |
 //! | `<p>:store` | string | the store's identity (13 characters, see `identity`) |
+//! | `<p>:layout` | string | the layout version of these keys, [`crate::LAYOUT`] (see `layout`): a punctual refuses a newer one |
 //!
 //! Channel `<p>:wake` carries `"<queue>\n<due ms>"` whenever a script makes the
 //! earliest due time of a queue's handler lane earlier, and `"<queue>\n<due ms>\nt"`
@@ -273,6 +274,11 @@ pub(crate) fn ids_start() -> u64 {
 /// The lease-signing secret.
 pub(crate) fn secret(prefix: &str) -> String {
     format!("{prefix}:secret")
+}
+
+/// The layout version of the store's keys (`layout`).
+pub(crate) fn layout(prefix: &str) -> String {
+    format!("{prefix}:layout")
 }
 
 /// The store's identity.

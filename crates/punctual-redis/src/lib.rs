@@ -28,6 +28,8 @@
 //! - Identity: the store's identity lives in Redis; each process checks every few
 //!   seconds that Redis still holds it, and reports a Redis that lost punctual's data
 //!   as a [`StoreReset`](punctual_core::StoreReset) (see `identity`).
+//! - Layout version: the keys' layout is recorded in Redis; a punctual refuses a store
+//!   of a newer layout, naming both (see `layout`).
 //!
 //! Where each concern lives: `target` and `config` (what to connect to, and how),
 //! `conn` (connecting, time limits, errors), `keys` (every key, in one table), `codes`
@@ -51,6 +53,7 @@ mod durability;
 mod heads;
 mod identity;
 mod keys;
+mod layout;
 mod queue_records;
 mod record;
 mod scripts;
@@ -98,6 +101,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use clock::RedisClock;
 pub use config::{RedisConfig, TimeSource};
+pub use layout::LAYOUT;
 pub use nodes::{Announcement, RedisNodes};
 pub use rates::RedisRates;
 pub use target::{Target, redacted};
@@ -138,12 +142,14 @@ struct Shared {
 
 impl RedisStore {
     /// Connects (failing with `Unavailable` when Redis does not answer), measures the
-    /// clock offset, reads (or mints) the store's identity, warns about Redis settings
+    /// clock offset, checks the keys' layout version (refusing a newer one), reads (or
+    /// mints) the store's identity, warns about Redis settings
     /// that can lose tasks, and starts following wake-ups and checking the identity.
     pub async fn connect(config: RedisConfig) -> Result<RedisStore> {
         let (conn, nodes) = Conn::open(&config.target, config.op_timeout).await?;
         let clock = RedisClock::default();
         clock.measure(&conn).await?;
+        layout::check(&conn, &config.prefix).await?;
         let identity = Identity::connect(&conn, &config.prefix).await?;
         durability::warn_about_settings(&conn).await;
         let (wakeups, _) = broadcast::channel(4096);

@@ -101,7 +101,10 @@
 
 use crate::codes::{DEAD, GROUPED_HANDLER_LANE, GROUPED_TARGET_LANE, LEASED, Sql};
 
-/// Bumped when the layout changes; a store refuses to open a newer layout.
+/// Bumped when the layout changes; a store refuses to open a newer layout. Before
+/// bumping it, keep a store of the layout it leaves: `cargo run -p punctual-sqlite
+/// --example write_layout_fixture -- crates/punctual-sqlite/tests/fixtures/layout-N.db`
+/// (`tests/layout_fixtures.rs` opens every one kept).
 pub(crate) const VERSION: i64 = 6;
 
 /// What turns a store of each older layout into one of the next: `(from, statements)`,

@@ -24,6 +24,7 @@ mod group_rates;
 mod groups;
 mod groups_sharded;
 mod lanes;
+mod layout_version;
 mod model;
 mod model_cluster;
 mod node_announcements;
