@@ -788,9 +788,10 @@ mod tests {
                 continue;
             }
             assert!(sub.get_after_help().is_some_and(|h| h.to_string().contains("Examples:")), "{}", sub.get_name());
-            if sub.get_name() == "check-config" || sub.get_name() == "cron" || sub.get_name() == "outbox" {
-                // Read a local file, compute from the expression alone, or speak to the
-                // application's database: no server, so no client flags.
+            if ["check-config", "cron", "outbox", "backup", "restore"].contains(&sub.get_name()) {
+                // Read a local file, compute from the expression alone, speak to the
+                // application's database, or work on the store's directory: no server,
+                // so no client flags.
                 continue;
             }
             if sub.has_subcommands() {
