@@ -22,6 +22,28 @@ def test_signature_vector_from_the_docs() -> None:
     assert not punctual.verify_signature(b"{}", "", "whsec")
 
 
+def test_signature_with_rotated_secrets() -> None:
+    """A server rotating its secret signs with both, the new one first; a receiver
+    rotating its own checks against both. Any v1 under any secret passes."""
+    body, t = b'{"key":"order-1"}', 1700000000
+    both = punctual.sign(body, ["whsec-new", "whsec-old"], t)
+    assert both == punctual.sign(body, "whsec-new", t) + "," + punctual.sign(body, "whsec-old", t).split(",")[1]
+    assert both.count("v1=") == 2
+    for secrets in (["whsec-new"], ["whsec-old"], ["whsec-new", "whsec-old"], "whsec-old", (b"whsec-new",)):
+        assert punctual.verify_signature(body, both, secrets, now=t), secrets
+    assert not punctual.verify_signature(body, both, ["whsec-other"], now=t)
+    assert not punctual.verify_signature(body, both, [], now=t)
+    single = punctual.sign(body, "whsec-new", t)
+    assert punctual.verify_signature(body, single, ["whsec-other", "whsec-new"], now=t)
+    assert punctual.verify_signature(body, single + ",v2=abc,x", ["whsec-new"], now=t), "unknown fields ignored"
+    assert not punctual.verify_signature(body.replace(b"1", b"2"), both, ["whsec-new", "whsec-old"], now=t)
+    assert not punctual.verify_signature(body, both, ["whsec-new", "whsec-old"], now=t + 301)
+    assert not punctual.verify_signature(body, f"t={t}", ["whsec-new"], now=t)
+    assert not punctual.verify_signature(body, both.split(",", 1)[1], ["whsec-new"], now=t)
+    with pytest.raises(punctual.InvalidSignature, match="mismatch"):
+        punctual.check_signature(body, both, ["whsec-other", "whsec-other-2"], now=t)
+
+
 def test_durations_and_times() -> None:
     assert duration_json(1.5) == 1500
     assert duration_json(dt.timedelta(minutes=30)) == 1_800_000
