@@ -5,7 +5,7 @@ export type { OutboxConnection, OutboxDialect, OutboxMysqlConnection, OutboxOpti
 export { Worker, done, retry, reschedule, fail, jsonLogger, quietLogger } from "./worker.js";
 export type { Handler, HandlerResult, Logger, LogLevel, TaskContext, WorkerOptions } from "./worker.js";
 export { verifySignature } from "./signature.js";
-export type { VerifySignatureOptions } from "./signature.js";
+export type { VerifySignatureOptions, SignatureSecret } from "./signature.js";
 export {
   PunctualError,
   NotFoundError,

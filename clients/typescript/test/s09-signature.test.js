@@ -4,6 +4,7 @@
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import { createServer } from "node:http";
+import { createHmac } from "node:crypto";
 import { Client, verifySignature } from "punctual-client";
 import { startServer, waitUntil, freePort } from "./helpers.js";
 
@@ -45,6 +46,33 @@ test("s09 signature verification: the docs' test vector", () => {
   assert.equal(verifySignature({ body: "{}", header: "t=1700000000", secret: "whsec", now: 1700000000_000 }), false);
   assert.equal(verifySignature({ body: "{}", header: "garbage", secret: "whsec" }), false);
   assert.equal(verifySignature({ body: "{}", header: "t=1700000000,v1=00", secret: "whsec", now: 1700000000_000 }), false);
+});
+
+// A header as a server rotating its secret sends it: one v1 per secret, in the order given.
+function signed(body, secrets, t) {
+  return `t=${t}` + secrets.map((s) => `,v1=${createHmac("sha256", s).update(`${t}.${body}`).digest("hex")}`).join("");
+}
+
+test("s09 signature verification: rotated secrets, any v1 under any secret passes", () => {
+  const body = '{"key":"order-1"}';
+  const t = 1700000000;
+  const now = t * 1000;
+  assert.equal(signed("{}", ["whsec"], t), "t=1700000000,v1=7d44587dddbaf4c7f70fef20f48cd594834ffea1641e3ac227b84408298738af");
+  const both = signed(body, ["whsec-new", "whsec-old"], t);
+  assert.equal(verifySignature({ body, header: both, secrets: ["whsec-new"], now }), true, "the new secret");
+  assert.equal(verifySignature({ body, header: both, secrets: ["whsec-old"], now }), true, "the old secret");
+  assert.equal(verifySignature({ body, header: both, secrets: ["whsec-new", "whsec-old"], now }), true, "both");
+  assert.equal(verifySignature({ body, header: both, secret: "whsec-old", now }), true, "one secret");
+  assert.equal(verifySignature({ body, header: both, secrets: [Buffer.from("whsec-new")], now }), true, "bytes");
+  assert.equal(verifySignature({ body, header: both, secrets: ["whsec-other"], now }), false, "another secret");
+  assert.equal(verifySignature({ body, header: both, secrets: [], now }), false, "no secret");
+  const single = signed(body, ["whsec-new"], t);
+  assert.equal(verifySignature({ body, header: single, secrets: ["whsec-other", "whsec-new"], now }), true, "the receiver's second secret");
+  assert.equal(verifySignature({ body, header: `${single},v2=abc,x`, secrets: ["whsec-new"], now }), true, "unknown fields ignored");
+  assert.equal(verifySignature({ body: body.replace("1", "2"), header: both, secrets: ["whsec-new", "whsec-old"], now }), false, "modified body");
+  assert.equal(verifySignature({ body, header: both, secrets: ["whsec-new", "whsec-old"], now: now + 301_000 }), false, "stale");
+  assert.equal(verifySignature({ body, header: both.replace(/^t=\d+,/, ""), secrets: ["whsec-new"], now }), false, "no t");
+  assert.equal(verifySignature({ body, header: `t=${t}`, secrets: ["whsec-new"], now }), false, "no v1");
 });
 
 test("s09 signature verification: the real server's signature passes; a modified body, an old signature, a wrong secret fail", async () => {

@@ -85,6 +85,9 @@ worker.handle<{ step: number }>("flow.step", ({ payload, task }) => (payload.ste
 await worker.start();
 await worker.stop({ graceMs: 5000 });
 const ok: boolean = verifySignature({ body: "{}", header: "t=1,v1=00", secret: "whsec" });
+verifySignature({ body: Buffer.from("{}"), header: undefined, secrets: ["whsec-new", new Uint8Array([1])] });
+// @ts-expect-error one secret or several, not both
+verifySignature({ body: "{}", header: "t=1,v1=00", secret: "whsec", secrets: ["whsec-old"] });
 void n, ok, policies, urgent, groupLimit, groups.nextCursor, windowText, enteredUntil, syntax, defaultUntil, defaultSyntax, defaultTries, overdue, canAdmin, extended;
 
 // The outbox with the drivers' own types: a pg Client or PoolClient, a mysql2/promise Connection.
