@@ -485,4 +485,30 @@ class ScenariosTest {
         assertTrue(Signatures.verify(body, header, "whsec", Duration.ofMinutes(5), Instant.ofEpochSecond(1700000000)));
         assertEquals(header, Signatures.sign(body, "whsec", 1700000000));
     }
+
+    /** A server rotating its secret signs with both, the new first; a receiver rotating its own checks both. */
+    @Test
+    void signatureWithRotatedSecrets() {
+        byte[] body = "{\"key\":\"order-1\"}".getBytes(StandardCharsets.UTF_8);
+        long t = 1700000000;
+        Duration tol = Duration.ofMinutes(5);
+        Instant now = Instant.ofEpochSecond(t);
+        String both = Signatures.sign(body, List.of("whsec-new", "whsec-old"), t);
+        assertEquals(Signatures.sign(body, "whsec-new", t) + "," + Signatures.sign(body, "whsec-old", t).split(",")[1], both);
+        assertTrue(Signatures.verify(body, both, List.of("whsec-new"), tol, now));
+        assertTrue(Signatures.verify(body, both, List.of("whsec-old"), tol, now));
+        assertTrue(Signatures.verify(body, both, List.of("whsec-new", "whsec-old"), tol, now));
+        assertTrue(Signatures.verify(body, both, "whsec-old", tol, now));
+        assertFalse(Signatures.verify(body, both, List.of("whsec-other"), tol, now));
+        assertFalse(Signatures.verify(body, both, List.of(), tol, now));
+        assertFalse(Signatures.verify(body, both, "", tol, now));
+        String single = Signatures.sign(body, "whsec-new", t);
+        assertTrue(Signatures.verify(body, single, List.of("whsec-other", "whsec-new"), tol, now));
+        assertTrue(Signatures.verify(body, single + ",v2=abc,x", List.of("whsec-new"), tol, now), "unknown fields ignored");
+        byte[] modified = "{\"key\":\"order-2\"}".getBytes(StandardCharsets.UTF_8);
+        assertFalse(Signatures.verify(modified, both, List.of("whsec-new", "whsec-old"), tol, now));
+        assertFalse(Signatures.verify(body, both, List.of("whsec-new", "whsec-old"), tol, now.plusSeconds(301)));
+        assertFalse(Signatures.verify(body, "t=" + t, List.of("whsec-new"), tol, now));
+        assertFalse(Signatures.verify(body, both.substring(both.indexOf(',') + 1), List.of("whsec-new"), tol, now));
+    }
 }
