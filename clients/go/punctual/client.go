@@ -1,6 +1,7 @@
 // Package punctual is a client for the punctual HTTP API (schedule, inspect and cancel
 // delayed tasks, manage queues and dead tasks), a pull Worker that runs handlers for
-// leased tasks, and VerifySignature for webhook deliveries.
+// leased tasks, and VerifySignature (VerifySignatureAny for several secrets) for
+// webhook deliveries.
 //
 // Calls are safe to repeat (idempotent by key), so the client retries them with
 // backoff on 503 and connection errors; batch acks are the exception and are sent once.

@@ -7,6 +7,9 @@ package punctual_test
 import (
 	"bufio"
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -443,6 +446,68 @@ func TestS09DocsTestVector(t *testing.T) {
 	for _, bad := range []string{"t=1700000000", "garbage", "t=1700000000,v1=00"} {
 		if err := punctual.VerifySignature([]byte("{}"), bad, "whsec", 0, time.Unix(1700000000, 0)); err == nil {
 			t.Fatalf("%q accepted", bad)
+		}
+	}
+}
+
+// signed is the header a server rotating its secret sends: one v1 per secret, in order.
+func signed(body []byte, secrets []string, ts int64) string {
+	header := "t=" + strconv.FormatInt(ts, 10)
+	for _, secret := range secrets {
+		mac := hmac.New(sha256.New, []byte(secret))
+		fmt.Fprintf(mac, "%d.%s", ts, body)
+		header += ",v1=" + hex.EncodeToString(mac.Sum(nil))
+	}
+	return header
+}
+
+func TestS09RotatedSecrets(t *testing.T) {
+	if h := signed([]byte("{}"), []string{"whsec"}, 1700000000); h != "t=1700000000,v1=7d44587dddbaf4c7f70fef20f48cd594834ffea1641e3ac227b84408298738af" {
+		t.Fatalf("the test's signer disagrees with the docs: %s", h)
+	}
+	body := []byte(`{"key":"order-1"}`)
+	const ts = 1700000000
+	now := time.Unix(ts, 0)
+	both := signed(body, []string{"whsec-new", "whsec-old"}, ts)
+	single := signed(body, []string{"whsec-new"}, ts)
+	valid := []struct {
+		what    string
+		header  string
+		secrets []string
+	}{
+		{"two v1, the new secret", both, []string{"whsec-new"}},
+		{"two v1, the old secret", both, []string{"whsec-old"}},
+		{"two v1, both secrets", both, []string{"whsec-new", "whsec-old"}},
+		{"one v1, the receiver's second secret", single, []string{"whsec-other", "whsec-new"}},
+		{"unknown fields and a v1 that is not hex ignored", "v2=abc,x,v1=zz," + single, []string{"whsec-new"}},
+	}
+	for _, c := range valid {
+		if err := punctual.VerifySignatureAny(body, c.header, c.secrets, 0, now); err != nil {
+			t.Errorf("%s: %v", c.what, err)
+		}
+	}
+	if err := punctual.VerifySignature(body, both, "whsec-old", 0, now); err != nil {
+		t.Errorf("two v1, VerifySignature with the old secret: %v", err)
+	}
+	invalid := []struct {
+		what    string
+		body    []byte
+		header  string
+		secrets []string
+		now     time.Time
+		want    error
+	}{
+		{"another secret", body, both, []string{"whsec-other"}, now, punctual.ErrSignatureMismatch},
+		{"no secrets", body, both, nil, now, punctual.ErrSignatureMismatch},
+		{"modified body", []byte(`{"key":"order-2"}`), both, []string{"whsec-new", "whsec-old"}, now, punctual.ErrSignatureMismatch},
+		{"stale", body, both, []string{"whsec-new", "whsec-old"}, now.Add(301 * time.Second), punctual.ErrSignatureExpired},
+		{"no t", body, both[strings.Index(both, ",")+1:], []string{"whsec-new"}, now, punctual.ErrSignatureMalformed},
+		{"no v1", body, "t=1700000000", []string{"whsec-new"}, now, punctual.ErrSignatureMalformed},
+		{"a v1 with a stray character", body, single + "0", []string{"whsec-new"}, now, punctual.ErrSignatureMismatch},
+	}
+	for _, c := range invalid {
+		if err := punctual.VerifySignatureAny(c.body, c.header, c.secrets, 5*time.Minute, c.now); !errors.Is(err, c.want) {
+			t.Errorf("%s: %v, want %v", c.what, err, c.want)
 		}
 	}
 }

@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// Signature errors of VerifySignature.
+// Signature errors of VerifySignature and VerifySignatureAny.
 var (
 	ErrSignatureMalformed = errors.New("punctual: Punctual-Signature header malformed")
 	ErrSignatureMismatch  = errors.New("punctual: signature does not match")
@@ -24,14 +24,25 @@ const DefaultTolerance = 5 * time.Minute
 // ("t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>">") against the raw body and
 // the secret, in constant time, and refuses a timestamp more than tolerance away from
 // now (zero tolerance: DefaultTolerance; a zero now: the current time). nil means valid.
+// It is VerifySignatureAny with one secret.
 func VerifySignature(body []byte, header, secret string, tolerance time.Duration, now time.Time) error {
+	return VerifySignatureAny(body, header, []string{secret}, tolerance, now)
+}
+
+// VerifySignatureAny is VerifySignature with several secrets, as a receiver rotating
+// its secret passes its current and previous one. The header may hold several v1 (a
+// server rotating a queue's secret signs with both, the new one first) and other
+// fields, which are ignored; it is valid when any v1 matches any secret, every pair
+// compared in constant time. No secrets: ErrSignatureMismatch.
+func VerifySignatureAny(body []byte, header string, secrets []string, tolerance time.Duration, now time.Time) error {
 	if tolerance == 0 {
 		tolerance = DefaultTolerance
 	}
 	if now.IsZero() {
 		now = time.Now()
 	}
-	var ts, sent string
+	var ts string
+	var sent [][]byte
 	for _, part := range strings.Split(header, ",") {
 		k, v, ok := strings.Cut(strings.TrimSpace(part), "=")
 		if !ok {
@@ -41,25 +52,35 @@ func VerifySignature(body []byte, header, secret string, tolerance time.Duration
 		case "t":
 			ts = v
 		case "v1":
-			sent = v
+			// A v1 that is not hex matches nothing; the header is still read whole.
+			if got, err := hex.DecodeString(v); err == nil {
+				sent = append(sent, got)
+			} else {
+				sent = append(sent, nil)
+			}
 		}
 	}
-	if ts == "" || sent == "" {
+	if ts == "" || len(sent) == 0 {
 		return ErrSignatureMalformed
 	}
 	t, err := strconv.ParseInt(ts, 10, 64)
 	if err != nil {
 		return ErrSignatureMalformed
 	}
-	got, err := hex.DecodeString(sent)
-	if err != nil {
-		return ErrSignatureMismatch
+	matched := false
+	for _, secret := range secrets {
+		mac := hmac.New(sha256.New, []byte(secret))
+		mac.Write([]byte(ts))
+		mac.Write([]byte("."))
+		mac.Write(body)
+		expected := mac.Sum(nil)
+		for _, got := range sent {
+			if hmac.Equal(expected, got) {
+				matched = true
+			}
+		}
 	}
-	mac := hmac.New(sha256.New, []byte(secret))
-	mac.Write([]byte(ts))
-	mac.Write([]byte("."))
-	mac.Write(body)
-	if !hmac.Equal(mac.Sum(nil), got) {
+	if !matched {
 		return ErrSignatureMismatch
 	}
 	skew := now.Sub(time.Unix(t, 0))
