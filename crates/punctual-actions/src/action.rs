@@ -28,7 +28,7 @@ use crate::nats::{Nats, NatsConfig};
 use crate::rabbitmq::{Rabbitmq, RabbitmqConfig};
 use crate::rate::{Rate, RateLimiter, RateSlots, RateStats};
 use crate::redis_stream::{RedisStream, RedisStreamConfig};
-use crate::secret::Secret;
+use crate::secret::SigningSecrets;
 use crate::target::TargetSender;
 use crate::template::{Templates, zone};
 use crate::webhook::{Webhook, WebhookConfig};
@@ -142,7 +142,7 @@ impl ActionSpec {
         self.check_limits()?;
         let templates = Templates::new(zone(self.timezone.as_deref())?);
         match &self.kind {
-            ActionKind::Webhook(config) => crate::webhook::parse_url(&config.url, "url").map(drop),
+            ActionKind::Webhook(config) => crate::webhook::check(config),
             ActionKind::Email(config) => crate::email::prepare(config, templates).map(drop),
             ActionKind::Chat(config) => {
                 // A client that is never used: building one opens nothing.
@@ -235,8 +235,9 @@ impl Runtime {
     }
 
     /// Signs deliveries to tasks' HTTP targets with `secret` when their queue's action
-    /// has no secret of its own (the server's `[targets] secret_env`).
-    pub fn sign_targets_with(mut self, secret: Option<Secret>) -> Runtime {
+    /// has no secret of its own (the server's `[targets] secret_env`, and
+    /// `previous_secret_env` while it is rotated).
+    pub fn sign_targets_with(mut self, secret: Option<SigningSecrets>) -> Runtime {
         let targets = TargetSender::new(
             self.client.clone(),
             Arc::clone(&self.clock),
@@ -416,7 +417,7 @@ impl Action {
 
     /// The secret that signs this queue's deliveries, when its action is a webhook
     /// with one: it signs deliveries to the queue's tasks' targets too.
-    fn signing_secret(&self) -> Option<&Secret> {
+    fn signing_secret(&self) -> Option<&SigningSecrets> {
         match &self.inner.deliverer {
             Deliverer::Webhook(webhook) => webhook.secret(),
             _ => None,

@@ -52,7 +52,7 @@ pub use nats::NatsConfig;
 pub use rabbitmq::RabbitmqConfig;
 pub use rate::{Rate, RateLimiter, RateSlots, RateStats, Slot, SlotFuture};
 pub use redis_stream::RedisStreamConfig;
-pub use secret::Secret;
+pub use secret::{Secret, SigningSecrets};
 pub use template::check_template;
 pub use webhook::{WebhookConfig, signature};
 

@@ -45,6 +45,45 @@ impl fmt::Display for Secret {
     }
 }
 
+/// The secrets that sign a queue's deliveries: the current one, and while it is being
+/// rotated the previous one too. Each signs every delivery, the current one first
+/// (`Punctual-Signature: t=…,v1=<current>,v1=<previous>`), so a receiver that checks
+/// with either secret accepts it: receivers move to the new secret one by one, then
+/// the previous one is dropped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SigningSecrets {
+    current: Secret,
+    previous: Option<Secret>,
+}
+
+impl SigningSecrets {
+    /// Signs with `current` alone.
+    pub fn new(current: Secret) -> SigningSecrets {
+        SigningSecrets { current, previous: None }
+    }
+
+    /// Signs with `previous` too, after the current one.
+    pub fn with_previous(mut self, previous: Secret) -> SigningSecrets {
+        self.previous = Some(previous);
+        self
+    }
+
+    /// The current secret.
+    pub fn current(&self) -> &Secret {
+        &self.current
+    }
+
+    /// The previous secret, while there is one.
+    pub fn previous(&self) -> Option<&Secret> {
+        self.previous.as_ref()
+    }
+
+    /// Each secret, the current one first.
+    pub(crate) fn each(&self) -> impl Iterator<Item = &Secret> {
+        std::iter::once(&self.current).chain(self.previous.as_ref())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

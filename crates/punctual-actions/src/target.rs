@@ -8,8 +8,9 @@
 //! server also refuses a refused literal at schedule time), and a name is checked by
 //! the shared client's resolver at every connection, so a name that resolves only to
 //! refused addresses fails (dead, with the refusal as `last_error`). Redirects are not
-//! followed (the shared client's policy). The signing secret is the queue action's
-//! when it has one, else the server's `[targets] secret_env`; none means unsigned.
+//! followed (the shared client's policy). The signing secrets are the queue action's
+//! when it has one, else the server's `[targets] secret_env` (and
+//! `previous_secret_env`); none means unsigned.
 
 use std::sync::Arc;
 
@@ -17,7 +18,7 @@ use punctual_core::{Clock, Delivery, Outcome, Target, TargetMethod};
 
 use crate::egress::{EgressPolicy, RefusalNote};
 use crate::http::{FinalStatuses, Sender};
-use crate::secret::Secret;
+use crate::secret::SigningSecrets;
 use crate::webhook::{SignedRequest, parse_url, send, standard_body};
 
 /// Sends target deliveries; shared by every action of a runtime.
@@ -26,7 +27,7 @@ pub(crate) struct TargetSender {
     client: reqwest::Client,
     clock: Arc<dyn Clock>,
     egress: Arc<EgressPolicy>,
-    secret: Option<Secret>,
+    secret: Option<SigningSecrets>,
     note: RefusalNote,
 }
 
@@ -35,7 +36,7 @@ impl TargetSender {
         client: reqwest::Client,
         clock: Arc<dyn Clock>,
         egress: Arc<EgressPolicy>,
-        secret: Option<Secret>,
+        secret: Option<SigningSecrets>,
         note: RefusalNote,
     ) -> TargetSender {
         TargetSender { client, clock, egress, secret, note }
@@ -43,7 +44,12 @@ impl TargetSender {
 
     /// Delivers one try of `delivery` to `target`, signed with `queue_secret` if given,
     /// else with the server's targets secret.
-    pub(crate) async fn deliver(&self, delivery: &Delivery, target: &Target, queue_secret: Option<&Secret>) -> Outcome {
+    pub(crate) async fn deliver(
+        &self,
+        delivery: &Delivery,
+        target: &Target,
+        queue_secret: Option<&SigningSecrets>,
+    ) -> Outcome {
         let url = match parse_url(target.url(), "target.url") {
             Ok(url) => url,
             Err(e) => return Outcome::fail(format!("target {}: {e}", target.url())),

@@ -4,7 +4,8 @@
 //! "attempt", "due_at", "fired_at", "delivery_id", "tags", "priority", "scheduled_for",
 //! "missed"}`, the header
 //! `Punctual-Delivery: <delivery_id>`, and, when a secret is set,
-//! `Punctual-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>">`.
+//! `Punctual-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>">` (with a
+//! previous secret too, a second `v1` after the first: [`SigningSecrets`]).
 //!
 //! The answer decides the outcome:
 //!
@@ -32,7 +33,7 @@ use sha2::Sha256;
 
 use crate::error::ActionError;
 use crate::http::{Answer, FinalStatuses, Sender, hex, transport_failure};
-use crate::secret::Secret;
+use crate::secret::{Secret, SigningSecrets};
 
 /// A webhook's settings.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,12 +43,14 @@ pub struct WebhookConfig {
     pub url: String,
     /// Signs deliveries when set.
     pub secret: Option<Secret>,
+    /// Signs deliveries too, after `secret`, while receivers move to it.
+    pub previous_secret: Option<Secret>,
 }
 
 impl WebhookConfig {
     /// A webhook to `url`, unsigned.
     pub fn new(url: impl Into<String>) -> WebhookConfig {
-        WebhookConfig { url: url.into(), secret: None }
+        WebhookConfig { url: url.into(), secret: None, previous_secret: None }
     }
 
     /// Signs deliveries with `secret`.
@@ -55,15 +58,50 @@ impl WebhookConfig {
         self.secret = Some(secret);
         self
     }
+
+    /// Signs deliveries with `previous` too, after the secret, while receivers move to
+    /// the new one.
+    pub fn previous_secret(mut self, previous: Secret) -> WebhookConfig {
+        self.previous_secret = Some(previous);
+        self
+    }
+}
+
+/// Checks a webhook's settings without a network: its URL, and a previous secret only
+/// beside a current one.
+pub(crate) fn check(config: &WebhookConfig) -> Result<(), ActionError> {
+    parse_url(&config.url, "url")?;
+    if config.previous_secret.is_some() && config.secret.is_none() {
+        return Err(ActionError::invalid(
+            "previous_secret",
+            "a previous secret signs beside the current one: set secret (or secret_env) too",
+        ));
+    }
+    Ok(())
 }
 
 /// The `Punctual-Signature` header value for `body` sent at `t` (unix seconds).
 pub fn signature(secret: &[u8], t: i64, body: &[u8]) -> String {
+    format!("t={t},v1={}", digest(secret, t, body))
+}
+
+/// The `Punctual-Signature` header value signed by each of `secrets`, in order.
+fn signatures(secrets: &SigningSecrets, t: i64, body: &[u8]) -> String {
+    let mut header = format!("t={t}");
+    for secret in secrets.each() {
+        header.push_str(",v1=");
+        header.push_str(&digest(secret.expose().as_bytes(), t, body));
+    }
+    header
+}
+
+/// The hex HMAC-SHA256, keyed with `secret`, of `"<t>.<body>"`.
+fn digest(secret: &[u8], t: i64, body: &[u8]) -> String {
     let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(secret).expect("HMAC takes a key of any length");
     mac.update(t.to_string().as_bytes());
     mac.update(b".");
     mac.update(body);
-    format!("t={t},v1={}", hex(&mac.finalize().into_bytes()))
+    hex(&mac.finalize().into_bytes())
 }
 
 /// The body of a delivery, in API.md's order.
@@ -93,7 +131,7 @@ struct Reply {
 
 pub(crate) struct Webhook {
     url: reqwest::Url,
-    secret: Option<Secret>,
+    secret: Option<SigningSecrets>,
     sender: Sender,
 }
 
@@ -110,8 +148,13 @@ impl std::fmt::Debug for Webhook {
 
 impl Webhook {
     pub(crate) fn new(config: WebhookConfig, sender: Sender) -> Result<Webhook, ActionError> {
+        check(&config)?;
         let url = parse_url(&config.url, "url")?;
-        Ok(Webhook { url, secret: config.secret, sender })
+        let secret = config.secret.map(|current| match config.previous_secret {
+            Some(previous) => SigningSecrets::new(current).with_previous(previous),
+            None => SigningSecrets::new(current),
+        });
+        Ok(Webhook { url, secret, sender })
     }
 
     pub(crate) async fn deliver(&self, delivery: &Delivery) -> Outcome {
@@ -132,8 +175,8 @@ impl Webhook {
         send(&self.sender, request, delivery, fired_at).await
     }
 
-    /// The secret deliveries are signed with, if any.
-    pub(crate) fn secret(&self) -> Option<&Secret> {
+    /// The secrets deliveries are signed with, if any.
+    pub(crate) fn secret(&self) -> Option<&SigningSecrets> {
         self.secret.as_ref()
     }
 }
@@ -166,7 +209,7 @@ pub(crate) struct SignedRequest<'a> {
     pub(crate) url: &'a reqwest::Url,
     pub(crate) headers: &'a [(String, String)],
     pub(crate) body: Option<Vec<u8>>,
-    pub(crate) secret: Option<&'a Secret>,
+    pub(crate) secret: Option<&'a SigningSecrets>,
     pub(crate) timeout: Duration,
     /// The receiver, for `last_error` ("webhook https://…").
     pub(crate) what: String,
@@ -192,7 +235,7 @@ pub(crate) async fn send(
     }
     if let Some(secret) = secret {
         let t = fired_at.as_millis() / 1000;
-        builder = builder.header("Punctual-Signature", signature(secret.expose().as_bytes(), t, &body));
+        builder = builder.header("Punctual-Signature", signatures(secret, t, &body));
     }
     let response = match builder.body(body).send().await {
         Ok(response) => response,

@@ -27,7 +27,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use punctual_actions::{EgressPolicy, RefusalNote, Secret, hex};
+use punctual_actions::{EgressPolicy, RefusalNote, SigningSecrets, hex};
 use punctual_core::Clock;
 use punctual_redis::{Announcement, RedisNodes};
 use sha2::{Digest, Sha256};
@@ -51,9 +51,13 @@ pub(crate) struct DeliveryPolicy {
 }
 
 impl DeliveryPolicy {
-    pub(crate) fn new(egress: &EgressPolicy, targets_secret: Option<&Secret>) -> DeliveryPolicy {
+    pub(crate) fn new(egress: &EgressPolicy, targets_secret: Option<&SigningSecrets>) -> DeliveryPolicy {
+        let digest = |secret: &punctual_actions::Secret| hex(&Sha256::digest(secret.expose().as_bytes()));
         let secret = match targets_secret {
-            Some(secret) => format!("sha256 {}", hex(&Sha256::digest(secret.expose().as_bytes()))),
+            Some(secrets) => match secrets.previous() {
+                None => format!("sha256 {}", digest(secrets.current())),
+                Some(previous) => format!("sha256 {} previous {}", digest(secrets.current()), digest(previous)),
+            },
             None => "none".to_owned(),
         };
         let canonical = format!(
@@ -260,6 +264,10 @@ pub(crate) fn node_name(port: u16) -> String {
 mod tests {
     use super::*;
 
+    fn signing(text: &str) -> SigningSecrets {
+        SigningSecrets::new(punctual_actions::Secret::new(text))
+    }
+
     fn egress(entries: &[&str]) -> EgressPolicy {
         entries.iter().fold(EgressPolicy::public_only(), |policy, entry| policy.allow(entry).unwrap())
     }
@@ -268,9 +276,9 @@ mod tests {
     fn policies_that_allow_the_same_have_one_fingerprint() {
         let written = egress(&["127.0.0.1", "10.0.0.0/8", "hooks.internal.example"]);
         let rewritten = egress(&["10.0.0.0/9", "HOOKS.internal.example.", "10.128.0.0/9", "127.0.0.1/32"]);
-        let secret = Secret::new("whsec-1");
+        let secret = signing("whsec-1");
         let one = DeliveryPolicy::new(&written, Some(&secret));
-        assert_eq!(one, DeliveryPolicy::new(&rewritten, Some(&Secret::new("whsec-1"))));
+        assert_eq!(one, DeliveryPolicy::new(&rewritten, Some(&signing("whsec-1"))));
         assert_eq!(one.fingerprint.len(), 64);
         assert_eq!(
             one.summary,
@@ -280,7 +288,11 @@ mod tests {
         // Anything that decides a delivery changes it.
         for other in [
             DeliveryPolicy::new(&written, None),
-            DeliveryPolicy::new(&written, Some(&Secret::new("whsec-2"))),
+            DeliveryPolicy::new(&written, Some(&signing("whsec-2"))),
+            DeliveryPolicy::new(
+                &written,
+                Some(&secret.clone().with_previous(punctual_actions::Secret::new("whsec-0"))),
+            ),
             DeliveryPolicy::new(&written.clone().allow_private(true), Some(&secret)),
             DeliveryPolicy::new(&egress(&["127.0.0.1", "10.0.0.0/8"]), Some(&secret)),
         ] {
@@ -311,8 +323,8 @@ mod tests {
         assert!(differing("a:1 (pid 1)", &mine, &BTreeMap::new()).is_empty());
 
         // Alike in what the summary shows: the report says what else differs.
-        let one = DeliveryPolicy::new(&egress(&["127.0.0.1"]), Some(&Secret::new("s1")));
-        let two = DeliveryPolicy::new(&egress(&["127.0.0.1"]), Some(&Secret::new("s2")));
+        let one = DeliveryPolicy::new(&egress(&["127.0.0.1"]), Some(&signing("s1")));
+        let two = DeliveryPolicy::new(&egress(&["127.0.0.1"]), Some(&signing("s2")));
         let live = BTreeMap::from([("e:1 (pid 5)".to_owned(), two.announcement())]);
         let text = report("a:1 (pid 1)", &one, &differing("a:1 (pid 1)", &one, &live));
         assert!(text.contains("the [targets] secrets differ"), "{text}");

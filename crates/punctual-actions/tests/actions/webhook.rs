@@ -308,3 +308,32 @@ fn httpdate(at: Timestamp) -> String {
 fn the_test_clock_starts_where_documented() {
     assert_eq!(Timestamp::from_millis(START_MS).to_string(), "2026-11-30T12:00:00.000Z");
 }
+
+/// A secret being rotated: with `previous_secret` beside `secret`, every delivery
+/// carries one `v1` per secret, the current one first, so a receiver checking with
+/// either accepts it; a previous secret without a current one is refused. Guards
+/// against a rotation that breaks the receivers not yet given the new secret.
+#[tokio::test]
+async fn a_previous_secret_signs_beside_the_current_one() {
+    let h = Harness::start();
+    let mut receiver = Receiver::start().await;
+    let config = WebhookConfig::new(receiver.url("/hooks/order-cancel"))
+        .secret(Secret::new("whsec-new"))
+        .previous_secret(Secret::new("whsec-old"));
+    let runtime = common::loopback_runtime(Arc::new(h.clock.clone()));
+    let action = Action::build(&ActionSpec::new(ActionKind::Webhook(config)), &runtime).unwrap();
+    let worker = Worker::new(h.engine.clone()).handle(QUEUE, action).start().unwrap();
+    h.engine.schedule(QUEUE, "rotating", TaskSpec::now().payload(json!({"order_id": 1}))).await.unwrap();
+    receiver.answer(Reply::status(200));
+    let seen = receiver.next().await;
+    let t = h.now().as_millis() / 1000;
+    let (new, old) = (signature(b"whsec-new", t, &seen.body), signature(b"whsec-old", t, &seen.body));
+    let old_v1 = old.split_once(',').unwrap().1;
+    assert_eq!(seen.header("punctual-signature"), format!("{new},{old_v1}"));
+
+    let lone = WebhookConfig::new(receiver.url("/hooks/x")).previous_secret(Secret::new("whsec-old"));
+    let refused = Action::build(&ActionSpec::new(ActionKind::Webhook(lone)), &runtime).unwrap_err();
+    assert_eq!(refused.field(), "previous_secret", "{refused}");
+    worker.shutdown().await;
+    h.engine.shutdown().await.unwrap();
+}

@@ -54,11 +54,13 @@ pub(crate) struct TableError {
 }
 
 /// Every key of an action table besides `kind`.
-pub(crate) const KEYS: [&str; 26] = [
+pub(crate) const KEYS: [&str; 28] = [
     "url",
     "url_env",
     "secret",
     "secret_env",
+    "previous_secret",
+    "previous_secret_env",
     "timeout",
     "concurrency",
     "rate",
@@ -219,6 +221,9 @@ pub(crate) struct RawAction {
     url_env: Option<Spanned<String>>,
     secret: Option<Spanned<String>>,
     secret_env: Option<Spanned<String>>,
+    /// A webhook's secret before `secret`, which signs too while receivers move on.
+    previous_secret: Option<Spanned<String>>,
+    previous_secret_env: Option<Spanned<String>>,
     timeout: Option<Spanned<ApiDuration>>,
     concurrency: Option<Spanned<i64>>,
     rate: Option<Spanned<String>>,
@@ -266,7 +271,9 @@ fn applies(kind: Kind, key: &str) -> bool {
         return kind.platform().is_some() || kind == Kind::Webhook;
     }
     match kind {
-        Kind::Webhook => matches!(key, "url" | "url_env" | "secret" | "secret_env"),
+        Kind::Webhook => {
+            matches!(key, "url" | "url_env" | "secret" | "secret_env" | "previous_secret" | "previous_secret_env")
+        }
         Kind::Email => matches!(key, "smtp" | "from" | "to" | "cc" | "subject" | "text" | "html" | "timezone"),
         Kind::Slack => matches!(key, "url" | "url_env" | "text" | "mention" | "mention_all" | "timezone"),
         Kind::Feishu => {
@@ -305,6 +312,8 @@ impl RawAction {
         add("url_env", self.url_env.as_ref().map(Spanned::span));
         add("secret", self.secret.as_ref().map(Spanned::span));
         add("secret_env", self.secret_env.as_ref().map(Spanned::span));
+        add("previous_secret", self.previous_secret.as_ref().map(Spanned::span));
+        add("previous_secret_env", self.previous_secret_env.as_ref().map(Spanned::span));
         add("timezone", self.timezone.as_ref().map(Spanned::span));
         add("text", self.text.as_ref().map(Spanned::span));
         add("mention", self.mention.as_ref().and_then(|m| m.first()).map(Spanned::span));
@@ -337,6 +346,7 @@ impl RawAction {
             "timeout" => self.timeout.as_ref().map(Spanned::span),
             "url" => self.url.as_ref().or(self.url_env.as_ref()).map(Spanned::span),
             "secret" => self.secret.as_ref().or(self.secret_env.as_ref()).map(Spanned::span),
+            "previous_secret" => self.previous_secret.as_ref().or(self.previous_secret_env.as_ref()).map(Spanned::span),
             f if f.starts_with("mention_mobiles[") => item(f, &self.mention_mobiles, "mention_mobiles"),
             f if f.starts_with("mention[") => item(f, &self.mention, "mention"),
             f if f.starts_with("to[") => item(f, &self.to, "to"),
@@ -363,6 +373,8 @@ impl RawAction {
         }
         let url = either(&self.url, &self.url_env, "url")?;
         let secret = either(&self.secret, &self.secret_env, "secret")?.map(Secret::new);
+        let previous_secret =
+            either(&self.previous_secret, &self.previous_secret_env, "previous_secret")?.map(Secret::new);
         let strings = |list: &Option<Vec<Spanned<String>>>| {
             list.iter().flatten().map(|s| s.get_ref().clone()).collect::<Vec<_>>()
         };
@@ -371,6 +383,7 @@ impl RawAction {
                 let url = url.ok_or_else(|| self.lacks("url"))?;
                 let mut config = WebhookConfig::new(url);
                 config.secret = secret;
+                config.previous_secret = previous_secret;
                 ActionKind::Webhook(config)
             }
             Kind::Email => {
@@ -482,6 +495,7 @@ impl RawAction {
         }
         let missing = match error.field() {
             "secret" => Some("secret_env"),
+            "previous_secret" => Some("secret_env"),
             field => KEYS.into_iter().find(|key| *key == field),
         };
         TableError { span: Some(self.kind.span()), message: error.to_string(), missing }

@@ -59,11 +59,13 @@ Configuration file (TOML; every key optional; unknown keys are an error):
 
   [targets]                           # tasks that carry their own HTTP target
   secret_env = \"TARGET_SECRET\"        # signs them where the queue's action has no secret
+  previous_secret_env = \"OLD_SECRET\"  # while rotating: signs too (a second v1), then remove
 
   [queues.\"order.cancel\".action]      # push: the server runs the handler
   kind = \"webhook\"                    # webhook | email | wecom | dingtalk | feishu | slack
   url = \"http://127.0.0.1:8080/hooks/order-cancel\"
   secret_env = \"ORDER_HOOK_SECRET\"    # signs deliveries (Punctual-Signature)
+  previous_secret_env = \"OLD_HOOK_SECRET\"  # while rotating: signs too (docs/webhooks.md)
   timeout = \"10s\"
   concurrency = 32
   final_statuses = [400, 413, 415, 422]  # answers that send a task to dead (the default);

@@ -110,7 +110,7 @@ pub(crate) struct Settings {
     pub(crate) egress: EgressPolicy,
     /// Signs deliveries to tasks' HTTP targets whose queue has no webhook secret
     /// (`[targets] secret_env`).
-    pub(crate) targets_secret: Option<punctual_actions::Secret>,
+    pub(crate) targets_secret: Option<punctual_actions::SigningSecrets>,
     /// HTTPS: the certificate chain and key to serve with.
     pub(crate) tls: Option<crate::tls::TlsFiles>,
     /// Working-time calendars of the file (`[calendars."name"]`), in name order.

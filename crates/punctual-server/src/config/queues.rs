@@ -154,6 +154,7 @@ max_attempts = 10
 kind = "webhook"                    # webhook | email | wecom | dingtalk | feishu | slack
 url = "http://127.0.0.1:8080/hooks/order-cancel"
 secret = "whsec-x"
+previous_secret = "whsec-before"
 timeout = "10s"
 concurrency = 32
 
@@ -189,7 +190,10 @@ html = "<p>Hello {{ name }}</p>"
         assert_eq!(custom.actions[0].1.final_statuses.as_slice(), &[400, 404]);
         // Secrets never reach a log line.
         let debug = format!("{:?}", s.actions);
-        assert!(!debug.contains("whsec-x") && !debug.contains("\"p\""), "{debug}");
+        assert!(!debug.contains("whsec-") && !debug.contains("\"p\""), "{debug}");
+        let punctual_actions::ActionKind::Webhook(config) = &hook.kind else { panic!("a webhook") };
+        let secrets = (config.secret.as_ref().map(|s| s.expose()), config.previous_secret.as_ref().map(|s| s.expose()));
+        assert_eq!(secrets, (Some("whsec-x"), Some("whsec-before")), "both sign while the secret is rotated");
         assert_eq!(s.queues[&QueueName::new("order.cancel").unwrap()].max_attempts, 10);
     }
 
@@ -264,6 +268,17 @@ html = "<p>Hello {{ name }}</p>"
             4,
             "the environment variable PUNCTUAL_SURELY_UNSET_9 is not set",
         ),
+        (
+            "[queues.q.action]\nkind = \"webhook\"\nurl = \"http://x\"\nprevious_secret = \"old\"\n",
+            4,
+            "set secret (or secret_env) too",
+        ),
+        (
+            "[queues.q.action]\nkind = \"slack\"\nurl = \"https://x\"\ntext = \"hi\"\nprevious_secret = \"old\"\n",
+            5,
+            "previous_secret does not apply to a slack",
+        ),
+        ("[targets]\n\nprevious_secret_env = \"PATH\"\n", 3, "set secret_env too"),
         (
             "[queues.q.action]\nkind = \"webhook\"\nurl = \"http://x\"\nconcurrency = 0\n",
             4,

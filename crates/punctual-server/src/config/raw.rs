@@ -63,6 +63,8 @@ pub(super) struct RawTargets {
     /// The environment variable holding the secret that signs target deliveries of
     /// queues without a webhook secret of their own.
     pub(super) secret_env: Option<Spanned<String>>,
+    /// The secret before `secret_env`'s, which signs too while receivers move on.
+    pub(super) previous_secret_env: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -5,6 +5,7 @@
 //! the JSON field (`action.url`, `defaults.backoff`).
 //!
 //! Invariants: no secret value enters a document — `action.secret`,
+//! `action.previous_secret`,
 //! `action.smtp.password`, a chat robot's `action.url` (itself a credential) and a
 //! broker URL with a user or password are refused, the body names environment variables of the server instead — so nothing
 //! stored, shown or logged from a document is secret. The stored document is the body
@@ -171,7 +172,7 @@ pub(crate) struct DefaultsView {
 pub(crate) fn action_schema() -> Value {
     let mut properties = Map::new();
     properties.insert("kind".into(), json!({"enum": Kind::ALL.map(Kind::name)}));
-    for key in KEYS.into_iter().filter(|key| *key != "secret") {
+    for key in KEYS.into_iter().filter(|key| !matches!(*key, "secret" | "previous_secret")) {
         properties.insert(key.into(), nullable(key_schema(key)));
     }
     let kinds: Vec<Value> = Kind::ALL
@@ -278,6 +279,9 @@ fn refuse_secrets(document: &Map<String, Value>) -> Result<(), ApiError> {
     };
     if action.contains_key("secret") {
         return refuse("action.secret", "action.secret_env");
+    }
+    if action.contains_key("previous_secret") {
+        return refuse("action.previous_secret", "action.previous_secret_env");
     }
     if let Some(Value::Object(smtp)) = action.get("smtp")
         && smtp.contains_key("password")
@@ -620,5 +624,14 @@ mod tests {
             json!({"action": {"kind": "webhook", "url": "http://127.0.0.1/", "secret_env": "PUNCTUAL_NOT_SET_ANYWHERE"}}),
         );
         assert_eq!(field.as_deref(), Some("action.secret_env"), "{message}");
+        let rotating =
+            json!({"kind": "webhook", "url": "http://127.0.0.1/", "secret_env": "PATH", "previous_secret": "s"});
+        let (field, message) = refused(json!({ "action": rotating }));
+        assert_eq!(field.as_deref(), Some("action.previous_secret"));
+        assert!(message.contains("previous_secret_env"), "{message}");
+        let lone = json!({"kind": "webhook", "url": "http://127.0.0.1/", "previous_secret_env": "PATH"});
+        let (field, message) = refused(json!({ "action": lone }));
+        assert_eq!(field.as_deref(), Some("action.previous_secret_env"), "{message}");
+        assert!(message.contains("set secret (or secret_env) too"), "{message}");
     }
 }

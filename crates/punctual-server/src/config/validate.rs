@@ -100,13 +100,7 @@ pub(crate) fn settings(args: &ServeArgs, file: Option<(&Path, &str)>) -> Result<
     };
 
     let egress = egress_policy(raw.egress.as_ref(), &at)?;
-    let targets_secret = match raw.targets.as_ref().and_then(|t| t.secret_env.as_ref()) {
-        Some(env) => Some(
-            punctual_actions::Secret::from_env(env.get_ref(), "targets.secret_env")
-                .map_err(|e| at(env.span(), e.to_string()))?,
-        ),
-        None => None,
-    };
+    let targets_secret = targets_secrets(raw.targets.as_ref(), &at)?;
     let QueueTables { defaults: queues, shards, dead_retention, actions } = queue_tables(&raw.queues, &egress, &at)?;
     let strict_queues = args.strict_queues || raw.strict_queues.as_ref().is_some_and(|s| *s.get_ref());
     if strict_queues && queues.is_empty() {
@@ -300,6 +294,32 @@ fn backend_of(url: &str) -> Result<Backend, String> {
              or data (--data DIR) for the embedded store",
             punctual_redis::redacted(url)
         ))
+    }
+}
+
+/// The secrets of `[targets]`: `secret_env`'s, and `previous_secret_env`'s after it
+/// while receivers move to the new one (which needs the current one).
+fn targets_secrets(
+    targets: Option<&super::raw::RawTargets>,
+    at: &dyn Fn(Range<usize>, String) -> ConfigError,
+) -> Result<Option<punctual_actions::SigningSecrets>, ConfigError> {
+    let Some(targets) = targets else { return Ok(None) };
+    let read = |env: &Spanned<String>, key: &str| {
+        punctual_actions::Secret::from_env(env.get_ref(), key).map_err(|e| at(env.span(), e.to_string()))
+    };
+    match (&targets.secret_env, &targets.previous_secret_env) {
+        (None, None) => Ok(None),
+        (None, Some(previous)) => Err(at(
+            previous.span(),
+            "previous_secret_env signs beside the current secret: set secret_env too".to_owned(),
+        )),
+        (Some(current), previous) => {
+            let secrets = punctual_actions::SigningSecrets::new(read(current, "targets.secret_env")?);
+            match previous {
+                Some(previous) => Ok(Some(secrets.with_previous(read(previous, "targets.previous_secret_env")?))),
+                None => Ok(Some(secrets)),
+            }
+        }
     }
 }
 
