@@ -78,11 +78,15 @@ SECRET = os.environ.get("ORDER_HOOK_SECRET", "").encode()
 
 
 def verify(header, body, tolerance=300):
-    fields = dict(part.split("=", 1) for part in header.split(",") if "=" in part)
-    if "t" not in fields or "v1" not in fields:
+    # Every v1 counts: while the server's secret is rotated it signs with two.
+    fields = [part.split("=", 1) for part in header.split(",") if "=" in part]
+    t = next((value for name, value in fields if name == "t"), None)
+    signatures = [value for name, value in fields if name == "v1"]
+    if t is None or not signatures:
         return False
-    expected = hmac.new(SECRET, fields["t"].encode() + b"." + body, hashlib.sha256).hexdigest()
-    return hmac.compare_digest(expected, fields["v1"]) and abs(time.time() - int(fields["t"])) <= tolerance
+    expected = hmac.new(SECRET, t.encode() + b"." + body, hashlib.sha256).hexdigest()
+    matched = [hmac.compare_digest(expected, sent) for sent in signatures]
+    return any(matched) and abs(time.time() - int(t)) <= tolerance
 
 
 class Receiver(BaseHTTPRequestHandler):
