@@ -116,7 +116,7 @@ static UNLIMITED: std::sync::LazyLock<Arc<Grant>> = std::sync::LazyLock::new(|| 
 /// the request against its ingress limit (429 with `Retry-After` past it), then applies
 /// the route's access rule (403 before the handler runs; see `access`).
 async fn auth<S: Store>(State(state): State<AppState<S>>, req: Request, next: Next) -> Response {
-    let auth = &state.inner.auth;
+    let auth = state.auth();
     if access::is_open(req.uri().path()) {
         return next.run(req).await;
     }

@@ -48,6 +48,8 @@ mod outbox;
 mod policy;
 mod prom;
 mod rates;
+#[cfg(unix)]
+mod reload;
 mod server;
 mod service_manager;
 mod shared;
@@ -85,7 +87,7 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             let store = SqliteStore::open(&dir)
                 .with_context(|| format!("cannot open the embedded store in {}", dir.display()))?;
             tracing::info!(data = %dir.display(), "embedded store opened");
-            run(store, Sharing::default(), &settings, tls).await
+            run(store, Sharing::default(), &args, &settings, tls).await
         }
         Backend::Redis(url) => {
             let mut config = RedisConfig::new(Target::parse(&url)?);
@@ -109,7 +111,7 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
                 rates: Some(Arc::new(rates::SharedRates(store.rates()))),
                 nodes: Some(store.nodes()),
             };
-            run(store, sharing, &settings, tls).await
+            run(store, sharing, &args, &settings, tls).await
         }
     }
 }
@@ -154,30 +156,32 @@ struct Sharing {
 
 /// Serves on `store`, with what it shares with other servers (Redis' time, rates and
 /// the nodes' announcements).
-async fn run<S: Store>(store: S, sharing: Sharing, settings: &Settings, tls: Option<tls::Tls>) -> anyhow::Result<()> {
+async fn run<S: Store>(
+    store: S,
+    sharing: Sharing,
+    args: &ServeArgs,
+    settings: &Settings,
+    tls: Option<tls::Tls>,
+) -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(&settings.listen)
         .await
         .with_context(|| format!("cannot listen on {}", settings.listen))?;
-    // SIGHUP is caught before anything starts, so that none stops the server.
+    // SIGHUP is caught before anything starts, so that none stops the server; once the
+    // API is up it reloads the access rules and the TLS certificate (`reload`).
     let stop_reloads = tokio_util::sync::CancellationToken::new();
     // Also on an early return below.
     let _stop_reloads_on_return = stop_reloads.clone().drop_guard();
-    let reloads = match &tls {
-        Some(tls) => {
-            tracing::info!(
-                certificate = %tls.files().cert.display(),
-                key = %tls.files().key.display(),
-                "TLS on, certificate {}; HTTP/2 and HTTP/1.1; SIGHUP reloads it",
-                tls.files().cert.display()
-            );
-            #[cfg(unix)]
-            let reloads = Some(server::reload_on_sighup(tls.clone(), stop_reloads.clone())?);
-            #[cfg(not(unix))]
-            let reloads = None;
-            reloads
-        }
-        None => None,
-    };
+    #[cfg(unix)]
+    let hangups = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
+        .context("cannot listen for SIGHUP (which reloads the config file's access rules and the TLS certificate)")?;
+    if let Some(tls) = &tls {
+        tracing::info!(
+            certificate = %tls.files().cert.display(),
+            key = %tls.files().key.display(),
+            "TLS on, certificate {}; HTTP/2 and HTTP/1.1; SIGHUP reloads it",
+            tls.files().cert.display()
+        );
+    }
     let clock: Arc<dyn Clock> = sharing.clock.unwrap_or_else(|| Arc::new(SystemClock));
     let port = listener.local_addr().map_or(0, |a| a.port());
     let engine = Engine::start(store, settings.engine_config().clock(Arc::clone(&clock)));
@@ -217,6 +221,17 @@ async fn run<S: Store>(store: S, sharing: Sharing, settings: &Settings, tls: Opt
             return Err(e);
         }
     };
+    #[cfg(unix)]
+    let reloads = Some(tokio::spawn(reload::on_hangup(
+        hangups,
+        state.clone(),
+        args.clone(),
+        settings.clone(),
+        tls.clone(),
+        stop_reloads.clone(),
+    )));
+    #[cfg(not(unix))]
+    let reloads: Option<tokio::task::JoinHandle<()>> = None;
     let address = listener.local_addr().map_or_else(|_| settings.listen.clone(), |a| a.to_string());
     tracing::info!(
         listen = %address,

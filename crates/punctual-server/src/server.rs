@@ -68,7 +68,7 @@ pub(crate) async fn serve_with<S: Store>(
     tls: Option<Tls>,
 ) {
     if let Ok(address) = listener.local_addr() {
-        warn_if_open(address, state.inner.auth.required());
+        warn_if_open(address, state.auth().required());
     }
     let router = app(state.clone());
     let stopping = state.shutdown_token().clone();
@@ -216,34 +216,6 @@ where
             }
         }
     }
-}
-
-/// Reloads `tls` on every SIGHUP until `stop` is cancelled. The handler is installed
-/// before this returns, so a SIGHUP right after start-up is not the default (exit).
-#[cfg(unix)]
-pub(crate) fn reload_on_sighup(tls: Tls, stop: CancellationToken) -> anyhow::Result<tokio::task::JoinHandle<()>> {
-    let mut hangups = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
-        .context("cannot listen for SIGHUP (which reloads the TLS certificate)")?;
-    Ok(tokio::spawn(async move {
-        loop {
-            tokio::select! {
-                got = hangups.recv() => if got.is_none() { return },
-                () = stop.cancelled() => return,
-            }
-            let files = tls.files();
-            match tls.reload() {
-                Ok(()) => tracing::info!(
-                    certificate = %files.cert.display(),
-                    key = %files.key.display(),
-                    "SIGHUP: TLS certificate reloaded; new connections use it"
-                ),
-                Err(e) => tracing::error!(
-                    error = format!("{e:#}"),
-                    "SIGHUP: TLS certificate not reloaded; still serving the previous one"
-                ),
-            }
-        }
-    }))
 }
 
 /// Completes on SIGTERM or SIGINT (Ctrl-C).

@@ -31,7 +31,8 @@ impl<S: Store> Clone for AppState<S> {
 pub(crate) struct Inner<S: Store> {
     pub(crate) engine: Engine<S>,
     pub(crate) codec: TokenCodec,
-    pub(crate) auth: Auth,
+    /// The access rules in force; a SIGHUP may replace them (`reload`).
+    auth: std::sync::RwLock<Arc<Auth>>,
     pub(crate) options: HttpOptions,
     pub(crate) declared: Declared,
     pub(crate) shutdown: CancellationToken,
@@ -81,7 +82,7 @@ impl<S: Store> AppState<S> {
             inner: Arc::new(Inner {
                 engine,
                 codec,
-                auth,
+                auth: std::sync::RwLock::new(Arc::new(auth)),
                 declared: Declared::new(options.queues.iter().cloned(), options.strict_queues),
                 options,
                 shutdown: CancellationToken::new(),
@@ -93,6 +94,16 @@ impl<S: Store> AppState<S> {
                 outboxes: Mutex::new(Vec::new()),
             }),
         })
+    }
+
+    /// The access rules in force.
+    pub(crate) fn auth(&self) -> Arc<Auth> {
+        Arc::clone(&self.inner.auth.read().expect("auth lock poisoned"))
+    }
+
+    /// Puts `auth` in force for the next request.
+    pub(crate) fn replace_auth(&self, auth: Auth) {
+        *self.inner.auth.write().expect("auth lock poisoned") = Arc::new(auth);
     }
 
     /// The engine underneath.

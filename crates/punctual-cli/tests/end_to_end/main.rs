@@ -23,6 +23,7 @@ mod cli;
 mod cli_targets;
 mod cluster_failover;
 mod config;
+mod config_reload;
 mod crash;
 mod cron_dst;
 mod dead_retention;

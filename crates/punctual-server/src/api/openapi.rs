@@ -239,7 +239,7 @@ pub(crate) fn document(served: Served) -> Value {
     summary = "This document, as this server runs (its auth and limits)",
     responses((status = 200, description = "OpenAPI 3.1", content_type = "application/json")))]
 pub(crate) async fn openapi_json<S: Store>(State(state): State<AppState<S>>) -> Response {
-    let served = Served { tokens: state.inner.auth.required(), max_batch: state.inner.engine.limits().max_batch };
+    let served = Served { tokens: state.auth().required(), max_batch: state.inner.engine.limits().max_batch };
     Json(state.inner.openapi.get_or_init(|| document(served))).into_response()
 }
 

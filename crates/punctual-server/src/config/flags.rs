@@ -90,8 +90,11 @@ Check a file without starting: punctual check-config FILE.
 Logs go to stderr; RUST_LOG filters them (default: info).
 SIGTERM or SIGINT: stop accepting, let running requests finish within the grace period
 (long polls answer at once with no leases), make every write durable, exit 0.
-SIGHUP (with TLS): re-read the certificate and key; new connections get them, open ones
-stay; files that do not load are logged and the previous certificate kept.";
+SIGHUP: re-read the config file's access rules (tokens, [[access]]), in force for the next
+request; a file that does not validate is logged with its line and changes nothing; other
+changes to the file are named in the log as taking a restart. With TLS, also re-read the
+certificate and key; new connections get them, open ones stay; files that do not load are
+logged and the previous certificate kept.";
 
 /// The flags of `punctual serve`.
 #[derive(Debug, Clone, Default, Args)]
