@@ -143,8 +143,9 @@ struct Shared {
 impl RedisStore {
     /// Connects (failing with `Unavailable` when Redis does not answer), measures the
     /// clock offset, checks the keys' layout version (refusing a newer one), reads (or
-    /// mints) the store's identity, warns about Redis settings
-    /// that can lose tasks, and starts following wake-ups and checking the identity.
+    /// mints) the store's identity, warns about Redis settings that can lose tasks, and
+    /// starts following wake-ups (waiting, up to the call timeout, for the first
+    /// subscription) and checking the identity.
     pub async fn connect(config: RedisConfig) -> Result<RedisStore> {
         let (conn, nodes) = Conn::open(&config.target, config.op_timeout).await?;
         let clock = RedisClock::default();
@@ -169,7 +170,13 @@ impl RedisStore {
             stop,
             closed: AtomicBool::new(false),
         });
-        tokio::spawn(wake::follow(Arc::clone(&shared), nodes));
+        // A store follows wake-ups once it is returned: the first subscription forgets
+        // the heads learnt before it, so no lease answers from heads of before.
+        let (subscribed, first_subscription) = tokio::sync::oneshot::channel();
+        tokio::spawn(wake::follow(Arc::clone(&shared), nodes, subscribed));
+        if tokio::time::timeout(shared.config.op_timeout, first_subscription).await.is_err() {
+            tracing::debug!("not yet following wake-ups; the safety poll covers them until then");
+        }
         let committer = Committer::start(Arc::clone(&shared));
         tokio::spawn(identity::watch(Arc::clone(&shared)));
         Ok(RedisStore { shared, committer })

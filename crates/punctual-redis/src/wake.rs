@@ -24,8 +24,14 @@ use punctual_core::{Lane, Priority, QueueName, Timestamp, Wakeup};
 use crate::{Shared, keys};
 
 /// Subscribes through the first of `nodes` that answers (any node of a Cluster
-/// receives every publication) until the store stops.
-pub(crate) async fn follow(shared: Arc<Shared>, nodes: Vec<redis::ConnectionInfo>) {
+/// receives every publication) until the store stops; `first_subscription` is told
+/// once the first subscription holds (and the heads learnt before it are forgotten).
+pub(crate) async fn follow(
+    shared: Arc<Shared>,
+    nodes: Vec<redis::ConnectionInfo>,
+    first_subscription: tokio::sync::oneshot::Sender<()>,
+) {
+    let mut first_subscription = Some(first_subscription);
     let channel = keys::wake_channel(&shared.config.prefix);
     let stop = shared.stop.clone();
     let mut attempt = 0usize;
@@ -42,6 +48,9 @@ pub(crate) async fn follow(shared: Arc<Shared>, nodes: Vec<redis::ConnectionInfo
             pubsub.subscribe(&channel).await?;
             subscribed = true;
             shared.heads.forget_all();
+            if let Some(first) = first_subscription.take() {
+                let _ = first.send(());
+            }
             tracing::debug!(channel = %channel, "following wake-ups");
             let mut messages = pubsub.into_on_message();
             while let Some(message) = messages.next().await {
