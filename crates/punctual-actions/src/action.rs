@@ -142,7 +142,7 @@ impl ActionSpec {
         self.check_limits()?;
         let templates = Templates::new(zone(self.timezone.as_deref())?);
         match &self.kind {
-            ActionKind::Webhook(config) => crate::webhook::check(config),
+            ActionKind::Webhook(config) => crate::webhook::check(config).map(drop),
             ActionKind::Email(config) => crate::email::prepare(config, templates).map(drop),
             ActionKind::Chat(config) => {
                 // A client that is never used: building one opens nothing.

@@ -67,17 +67,17 @@ impl WebhookConfig {
     }
 }
 
-/// Checks a webhook's settings without a network: its URL, and a previous secret only
-/// beside a current one.
-pub(crate) fn check(config: &WebhookConfig) -> Result<(), ActionError> {
-    parse_url(&config.url, "url")?;
+/// Checks a webhook's settings without a network, answering its URL: the URL, and a
+/// previous secret only beside a current one.
+pub(crate) fn check(config: &WebhookConfig) -> Result<reqwest::Url, ActionError> {
+    let url = parse_url(&config.url, "url")?;
     if config.previous_secret.is_some() && config.secret.is_none() {
         return Err(ActionError::invalid(
             "previous_secret",
             "a previous secret signs beside the current one: set secret (or secret_env) too",
         ));
     }
-    Ok(())
+    Ok(url)
 }
 
 /// The `Punctual-Signature` header value for `body` sent at `t` (unix seconds).
@@ -148,8 +148,7 @@ impl std::fmt::Debug for Webhook {
 
 impl Webhook {
     pub(crate) fn new(config: WebhookConfig, sender: Sender) -> Result<Webhook, ActionError> {
-        check(&config)?;
-        let url = parse_url(&config.url, "url")?;
+        let url = check(&config)?;
         let secret = config.secret.map(|current| match config.previous_secret {
             Some(previous) => SigningSecrets::new(current).with_previous(previous),
             None => SigningSecrets::new(current),
