@@ -132,13 +132,14 @@ pub enum StoreOp {
     ChangeQueue,
     CalendarRecords,
     ChangeCalendar,
+    Import,
     Secret,
     Close,
 }
 
 impl StoreOp {
     /// Every operation, in declaration order (`op as usize` is its index).
-    pub const ALL: [StoreOp; 26] = [
+    pub const ALL: [StoreOp; 27] = [
         StoreOp::Schedule,
         StoreOp::Get,
         StoreOp::GetMany,
@@ -163,6 +164,7 @@ impl StoreOp {
         StoreOp::ChangeQueue,
         StoreOp::CalendarRecords,
         StoreOp::ChangeCalendar,
+        StoreOp::Import,
         StoreOp::Secret,
         StoreOp::Close,
     ];
@@ -194,6 +196,7 @@ impl StoreOp {
             StoreOp::ChangeQueue => "change_queue",
             StoreOp::CalendarRecords => "calendar_records",
             StoreOp::ChangeCalendar => "change_calendar",
+            StoreOp::Import => "import",
             StoreOp::Secret => "secret",
             StoreOp::Close => "close",
         }

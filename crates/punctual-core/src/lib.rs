@@ -57,8 +57,9 @@ pub use outcome::{Outcome, TryEnd};
 pub use policy::{Backoff, CronSyntax, Repeat};
 pub use store::Completed;
 pub use store::{
-    ApplyOnceRequest, DeadSelection, GroupCounts, GroupsPage, GroupsRequest, Lease, LeaseToken, OnceEffect, OnceOp,
-    Peers, PurgeSelection, QueueChange, QueueRecord, ScheduleOutcome, Scheduled, Store, StoreReset, Wakeup,
+    ApplyOnceRequest, CompletionsPage, CompletionsRequest, DeadSelection, GroupCounts, GroupsPage, GroupsRequest,
+    ImportRequest, Imported, Lease, LeaseToken, OnceEffect, OnceOp, Peers, PurgeSelection, QueueChange, QueueRecord,
+    ScheduleOutcome, Scheduled, Store, StoreReset, Wakeup,
 };
 pub use target::{Lane, Target, TargetMethod};
 pub use time::{Timestamp, parse_duration};

@@ -43,10 +43,11 @@ use crate::identity::StoreId;
 use crate::model::{Group, NewTask, Priority, QueueName, Tag, Task, TaskKey, TaskState};
 use crate::outbox::Marks;
 use crate::store::{
-    ApplyOnceRequest, CompleteRequest, Completed, DeadSelection, ExtendRequest, GroupCounts, GroupsPage, GroupsRequest,
-    Lease, LeaseBatch, LeaseRequest, LeaseToken, ListRequest, OnceEffect, OnceOp, Page, PurgeRequest,
-    QueueChangeRequest, QueueRecord, QueueStats, ReapResult, Reaped, RetriedDead, RetryDeadBatchRequest,
-    RetryDeadRequest, ScheduleOutcome, Scheduled, Store, SweepRequest, Swept,
+    ApplyOnceRequest, CompleteRequest, Completed, CompletionsPage, CompletionsRequest, DeadSelection, ExtendRequest,
+    GroupCounts, GroupsPage, GroupsRequest, ImportRequest, Imported, Lease, LeaseBatch, LeaseRequest, LeaseToken,
+    ListRequest, OnceEffect, OnceOp, Page, PurgeRequest, QueueChangeRequest, QueueRecord, QueueStats, ReapResult,
+    Reaped, RetriedDead, RetryDeadBatchRequest, RetryDeadRequest, ScheduleOutcome, Scheduled, Store, SweepRequest,
+    Swept,
 };
 use crate::target::Lane;
 use crate::time::Timestamp;
@@ -494,6 +495,57 @@ impl Inner {
         Ok(GroupsPage::new(groups, next_cursor))
     }
 
+    fn completions(&mut self, req: &CompletionsRequest) -> Result<CompletionsPage> {
+        self.drop_ended_records(req.now);
+        let after = req
+            .cursor
+            .as_deref()
+            .map(|cursor| {
+                TaskKey::new(cursor).map_err(|_| {
+                    Error::invalid("cursor", "this cursor was not issued by this store; start again without one")
+                })
+            })
+            .transpose()?;
+        let limit = req.limit.max(1) as usize;
+        // Slots sort by queue, then key: the queue's records are one run of them.
+        let mut records: Vec<Completed> = self
+            .completed
+            .iter()
+            .skip_while(|((queue, key), _)| {
+                *queue < req.queue || (*queue == req.queue && after.as_ref().is_some_and(|after| key <= after))
+            })
+            .take_while(|((queue, _), _)| *queue == req.queue)
+            .take(limit + 1)
+            .map(|(_, record)| record.clone())
+            .collect();
+        let more = records.len() > limit;
+        records.truncate(limit);
+        let next_cursor = records.last().filter(|_| more).map(|last| last.key.to_string());
+        Ok(CompletionsPage::new(records, next_cursor))
+    }
+
+    fn import(&mut self, req: ImportRequest) -> Vec<Imported> {
+        self.drop_ended_records(req.now);
+        let answers = req
+            .tasks
+            .into_iter()
+            .map(|task| {
+                if self.get(&task.queue, &task.key).is_some() {
+                    return Imported::Present;
+                }
+                self.last_id += 1;
+                self.put(transitions::imported(task, self.store, self.last_id));
+                Imported::Written
+            })
+            .collect();
+        for record in req.completions.into_iter().filter(|record| record.holds_at(req.now)) {
+            if !self.completed.contains_key(&(record.queue.clone(), record.key.clone())) {
+                self.remember(record);
+            }
+        }
+        answers
+    }
+
     fn lease(&mut self, req: &LeaseRequest) -> LeaseBatch {
         let prefer = std::mem::take(&mut self.prefer);
         if let Some(slots) = self.group_slots.get_mut(&req.queue) {
@@ -728,6 +780,14 @@ impl Store for MemoryStore {
 
     async fn groups(&self, req: GroupsRequest) -> Result<GroupsPage> {
         self.open()?.groups(&req)
+    }
+
+    async fn completions(&self, req: CompletionsRequest) -> Result<CompletionsPage> {
+        self.open()?.completions(&req)
+    }
+
+    async fn import(&self, req: ImportRequest) -> Result<Vec<Imported>> {
+        Ok(self.open()?.import(req))
     }
 
     async fn lease(&self, req: LeaseRequest) -> Result<LeaseBatch> {

@@ -399,6 +399,66 @@ impl GroupCounts {
     }
 }
 
+/// [`Store::completions`]' arguments: one page of a queue's completion records, by key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CompletionsRequest {
+    pub queue: QueueName,
+    /// At most this many records (≥ 1).
+    pub limit: u32,
+    /// From a previous page's `next_cursor`; the first page when `None`.
+    pub cursor: Option<String>,
+    /// Records that no longer hold at `now` are left out.
+    pub now: Timestamp,
+}
+
+impl CompletionsRequest {
+    pub fn new(queue: QueueName, limit: u32, cursor: Option<String>, now: Timestamp) -> CompletionsRequest {
+        CompletionsRequest { queue, limit, cursor, now }
+    }
+}
+
+/// One page of completion records.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CompletionsPage {
+    pub completions: Vec<Completed>,
+    /// Where the next page starts; `None` on the last.
+    pub next_cursor: Option<String>,
+}
+
+impl CompletionsPage {
+    pub fn new(completions: Vec<Completed>, next_cursor: Option<String>) -> CompletionsPage {
+        CompletionsPage { completions, next_cursor }
+    }
+}
+
+/// [`Store::import`]'s arguments: tasks and completion records as another store holds
+/// them (read there with [`Store::list`] and [`Store::completions`]).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ImportRequest {
+    pub tasks: Vec<Task>,
+    pub completions: Vec<Completed>,
+    pub now: Timestamp,
+}
+
+impl ImportRequest {
+    pub fn new(tasks: Vec<Task>, completions: Vec<Completed>, now: Timestamp) -> ImportRequest {
+        ImportRequest { tasks, completions, now }
+    }
+}
+
+/// What [`Store::import`] did with one task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Imported {
+    /// Stored as given.
+    Written,
+    /// A task of its key was already here: left as it is, the given one dropped.
+    Present,
+}
+
 /// One page of groups.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -844,6 +904,31 @@ pub trait Store: Send + Sync + 'static {
     /// task that matches and stays in place exactly once. A page costs at most a pass
     /// over the tasks carrying `tag` when one is given, and `limit` tasks otherwise.
     fn list(&self, req: ListRequest) -> impl Future<Output = Result<Page>> + Send;
+
+    /// One page of the queue's completion records ([`Completed`]) that hold at
+    /// `req.now`, by key. Paging through with `next_cursor` visits every record that
+    /// holds and is not replaced throughout exactly once.
+    fn completions(&self, req: CompletionsRequest) -> impl Future<Output = Result<CompletionsPage>> + Send;
+
+    /// Stores tasks and completion records read from another store (moving a
+    /// deployment between stores), in one atomic write (on a sharded store, per shard):
+    /// - a task whose `(queue, key)` holds a task here, in any state: left as it is,
+    ///   [`Imported::Present`];
+    /// - else the task as [`transitions::imported`] makes it: every field as given
+    ///   (state, due time, attempts, version, times, lease expiry, policies, tags,
+    ///   priority, group, target, timing, occurrence, anchor, debounce bound), with an id
+    ///   of this store, so that no lease token of the other store is live here; a
+    ///   `leased` task counts toward its group's limit and is reaped at its expiry like
+    ///   any lease; [`Imported::Written`]. Group turns and rate slots are not carried;
+    /// - each completion record that holds at `now` kept as [`Store::complete`] keeps
+    ///   one, unless a record of its key is here already.
+    ///
+    /// One answer per task, in order. `Err` of the whole call means nothing was
+    /// written; a store refuses a task it could not have stored through
+    /// [`Store::schedule`] (a group on a store refusing groups) that way.
+    ///
+    /// [`transitions::imported`]: crate::transitions::imported
+    fn import(&self, req: ImportRequest) -> impl Future<Output = Result<Vec<Imported>>> + Send;
 
     /// One page of the queue's groups that have tasks, by name, each with its tasks
     /// counted by state. Paging through with `next_cursor` visits every group that keeps

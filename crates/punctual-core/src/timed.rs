@@ -16,9 +16,10 @@ use crate::error::{Error, Result};
 use crate::events::{Bus, Event, StoreOp};
 use crate::model::{NewTask, QueueName, Tag, Task, TaskKey};
 use crate::store::{
-    ApplyOnceRequest, CompleteRequest, ExtendRequest, GroupsPage, GroupsRequest, LeaseBatch, LeaseRequest, LeaseToken,
-    ListRequest, OnceEffect, Page, Peers, PurgeRequest, QueueChangeRequest, QueueRecord, QueueStats, ReapResult,
-    RetriedDead, RetryDeadBatchRequest, RetryDeadRequest, Scheduled, Store, SweepRequest, Swept,
+    ApplyOnceRequest, CompleteRequest, CompletionsPage, CompletionsRequest, ExtendRequest, GroupsPage, GroupsRequest,
+    ImportRequest, Imported, LeaseBatch, LeaseRequest, LeaseToken, ListRequest, OnceEffect, Page, Peers, PurgeRequest,
+    QueueChangeRequest, QueueRecord, QueueStats, ReapResult, RetriedDead, RetryDeadBatchRequest, RetryDeadRequest,
+    Scheduled, Store, SweepRequest, Swept,
 };
 use crate::time::Timestamp;
 
@@ -106,6 +107,12 @@ impl<S: Store> Store for Timed<S> {
     }
     async fn sweep_dead(&self, req: SweepRequest) -> Result<Swept> {
         self.call(StoreOp::SweepDead, self.store.sweep_dead(req)).await
+    }
+    async fn completions(&self, req: CompletionsRequest) -> Result<CompletionsPage> {
+        self.call(StoreOp::List, self.store.completions(req)).await
+    }
+    async fn import(&self, req: ImportRequest) -> Result<Vec<Imported>> {
+        self.call(StoreOp::Import, self.store.import(req)).await
     }
     async fn stats(&self, queue: Option<&QueueName>) -> Result<Vec<QueueStats>> {
         self.call(StoreOp::Stats, self.store.stats(queue)).await

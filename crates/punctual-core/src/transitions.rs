@@ -51,6 +51,15 @@ pub fn create(mut new: NewTask, store: StoreId, id: u64, now: Timestamp) -> Task
     Task::from_new(new, meta, now)
 }
 
+/// `task`, read from another store, as store `store` keeps it with identity `id`: every
+/// field as it was, its bookkeeping (occurrence, anchor, debounce bound) too, but for
+/// the store, the id and a fence of 0, so that no lease token of the other store
+/// matches it here. See [`Store::import`](crate::Store::import).
+pub fn imported(mut task: Task, store: StoreId, id: u64) -> Task {
+    task.meta = TaskMeta { store, id, fence: 0, ..task.meta };
+    task
+}
+
 /// The debounce bound of the task that `new` writes over `old` (none: a creation) at
 /// `now`: `None` when `new` is not debounced; `old`'s bound when `old` is a scheduled
 /// task of a burst still going (a debounced schedule wrote it and no lease took it

@@ -31,6 +31,7 @@ mod expiry;
 mod group_rate;
 mod groups;
 mod identity;
+mod import;
 mod inspection;
 mod leasing;
 mod outbox;
@@ -54,6 +55,7 @@ pub use expiry::*;
 pub use group_rate::*;
 pub use groups::*;
 pub use identity::*;
+pub use import::*;
 pub use inspection::*;
 pub use leasing::*;
 pub use outbox::*;
@@ -224,6 +226,11 @@ macro_rules! store_conformance {
             a_replace_moves_a_task_between_lanes,
             cancels_and_purges_reach_both_lanes,
             engine_pull_leases_never_hand_out_a_task_with_a_target,
+            // moving between stores
+            import_stores_each_task_as_it_stands_with_an_id_of_its_own,
+            imported_tasks_lease_expire_die_and_list_as_their_state_says,
+            an_imported_lease_holds_its_group_until_it_is_reaped,
+            completion_records_are_paged_by_key_and_imported_while_they_hold,
             ;
             // on two fresh stores
             two_fresh_stores_never_share_a_delivery_id,
@@ -277,6 +284,9 @@ macro_rules! __conformance_check {
     (refused; $factory:expr; engine_holds_the_group_rate_and_wakes_a_consumer_when_the_window_has_room) => {
         $crate::__conformance_refused!($factory; engine_holds_the_group_rate_and_wakes_a_consumer_when_the_window_has_room);
     };
+    (refused; $factory:expr; an_imported_lease_holds_its_group_until_it_is_reaped) => {
+        $crate::__conformance_refused!($factory; an_imported_lease_holds_its_group_until_it_is_reaped);
+    };
     ($groups:ident; $factory:expr; $check:ident) => {
         // Multi-threaded, so concurrent store calls really run at the same time.
         #[::tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -320,6 +330,7 @@ mod tests {
             include_str!("conformance/group_rate.rs"),
             include_str!("conformance/groups.rs"),
             include_str!("conformance/identity.rs"),
+            include_str!("conformance/import.rs"),
             include_str!("conformance/inspection.rs"),
             include_str!("conformance/leasing.rs"),
             include_str!("conformance/outbox.rs"),
