@@ -14,6 +14,7 @@ pub(crate) mod backup;
 pub(crate) mod calendar;
 pub(crate) mod cron;
 mod help;
+pub(crate) mod migrate;
 pub(crate) mod outbox;
 pub(crate) mod timing;
 
@@ -66,6 +67,9 @@ pub(crate) enum Command {
     /// Make a backup the embedded store of a directory (the server stopped)
     #[command(after_help = backup::RESTORE)]
     Restore(backup::RestoreArgs),
+    /// Move every task, setting and calendar to another store (embedded, Redis, Cluster), then compare
+    #[command(after_help = migrate::MIGRATE)]
+    Migrate(migrate::MigrateArgs),
     #[command(flatten)]
     Client(ClientCommand),
 }
@@ -788,7 +792,7 @@ mod tests {
                 continue;
             }
             assert!(sub.get_after_help().is_some_and(|h| h.to_string().contains("Examples:")), "{}", sub.get_name());
-            if ["check-config", "cron", "outbox", "backup", "restore"].contains(&sub.get_name()) {
+            if ["check-config", "cron", "outbox", "backup", "restore", "migrate"].contains(&sub.get_name()) {
                 // Read a local file, compute from the expression alone, speak to the
                 // application's database, or work on the store's directory: no server,
                 // so no client flags.

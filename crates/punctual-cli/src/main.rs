@@ -24,6 +24,7 @@ mod cron;
 mod fake_server;
 mod import;
 mod json;
+mod migrate;
 mod outbox;
 mod render;
 
@@ -56,6 +57,7 @@ async fn main() -> ExitCode {
         Command::Outbox(args) => outbox::run(args).await.and_then(|text| emit(&text)),
         Command::Backup(args) => backup::backup(&args).and_then(|text| emit(&text)),
         Command::Restore(args) => backup::restore(&args).and_then(|text| emit(&text)),
+        Command::Migrate(args) => migrate::run(&args).await.and_then(|text| emit(&text)),
         Command::Client(command) => commands::run(command).await.and_then(|text| emit(&text)),
     };
     match result {

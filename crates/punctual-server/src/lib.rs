@@ -82,15 +82,54 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     init_logging(settings.log_format);
     // Before the store opens: a certificate that does not load stops start-up at once.
     let tls = settings.tls.clone().map(tls::Tls::load).transpose()?;
-    match settings.backend.clone() {
-        Backend::Embedded(dir) => {
-            let store = SqliteStore::open(&dir)
-                .with_context(|| format!("cannot open the embedded store in {}", dir.display()))?;
-            tracing::info!(data = %dir.display(), "embedded store opened");
+    match open_store(&settings).await? {
+        OpenedStore::Embedded(store) => {
+            tracing::info!(data = %store_name(&settings), "embedded store opened");
             run(store, Sharing::default(), &args, &settings, tls).await
         }
+        OpenedStore::Redis(store) => {
+            tracing::info!(store = %store_name(&settings), prefix = %settings.redis.prefix, "Redis store connected");
+            let sharing = Sharing {
+                clock: Some(store.clock()),
+                rates: Some(Arc::new(rates::SharedRates(store.rates()))),
+                nodes: Some(store.nodes()),
+            };
+            run(store, sharing, &args, &settings, tls).await
+        }
+    }
+}
+
+/// A store opened as a server would open it: the backend's `match` for callers that
+/// work on a store without serving it (`punctual migrate`).
+#[derive(Debug)]
+pub enum OpenedStore {
+    Embedded(SqliteStore),
+    Redis(RedisStore),
+}
+
+/// Opens the store a configuration file names (`data`, `store`, `[redis]`, `shards`),
+/// as `punctual serve --config FILE` would; without a file, the store at `location`: a
+/// directory for the embedded store or a Redis URL, with the default settings.
+pub async fn open_configured_store(file: Option<&Path>, location: Option<&str>) -> anyhow::Result<OpenedStore> {
+    let mut args = ServeArgs { config: file.map(Path::to_path_buf), ..ServeArgs::default() };
+    match location {
+        Some(url) if url.contains("://") => args.store = Some(url.to_owned()),
+        Some(dir) => args.data = Some(dir.into()),
+        None => {}
+    }
+    open_store(&config::load(&args)?).await
+}
+
+/// `settings.backend`'s store, opened; the error says what to check.
+async fn open_store(settings: &Settings) -> anyhow::Result<OpenedStore> {
+    match &settings.backend {
+        Backend::Embedded(dir) => {
+            let store = SqliteStore::open(dir)
+                .with_context(|| format!("cannot open the embedded store in {}", dir.display()))?;
+            Ok(OpenedStore::Embedded(store))
+        }
         Backend::Redis(url) => {
-            let mut config = RedisConfig::new(Target::parse(&url)?);
+            let mut config = RedisConfig::new(Target::parse(url)?);
             config.prefix = settings.redis.prefix.clone();
             config.wait_replicas = settings.redis.wait_replicas;
             config.op_timeout = settings.redis.timeout;
@@ -103,16 +142,18 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
                 } else {
                     "is Redis running there?"
                 };
-                anyhow::Error::new(e).context(format!("cannot connect to {}; {hint}", redacted(&url)))
+                anyhow::Error::new(e).context(format!("cannot connect to {}; {hint}", redacted(url)))
             })?;
-            tracing::info!(store = %redacted(&url), prefix = %settings.redis.prefix, "Redis store connected");
-            let sharing = Sharing {
-                clock: Some(store.clock()),
-                rates: Some(Arc::new(rates::SharedRates(store.rates()))),
-                nodes: Some(store.nodes()),
-            };
-            run(store, sharing, &args, &settings, tls).await
+            Ok(OpenedStore::Redis(store))
         }
+    }
+}
+
+/// The store's location for logs, without a password.
+fn store_name(settings: &Settings) -> String {
+    match &settings.backend {
+        Backend::Embedded(dir) => dir.display().to_string(),
+        Backend::Redis(url) => redacted(url),
     }
 }
 

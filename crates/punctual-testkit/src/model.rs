@@ -194,6 +194,12 @@ pub enum Op {
     Stats {
         queue: Option<usize>,
     },
+    /// `import` of the task `from` names, as the reference holds it (in any state), under
+    /// the key `key` of its queue: as if it came from another store.
+    Import {
+        from: TaskPick,
+        key: usize,
+    },
     /// Moves the virtual clock forward.
     Advance {
         ms: u64,
@@ -399,6 +405,7 @@ fn operation() -> impl Strategy<Value = Op> {
         2 => (queue, state_filter(), proptest::option::weighted(0.4, 0..TAGS.len()), 1u32..=3)
             .prop_map(|(queue, state, tag, limit)| Op::ListPage { queue, state, tag, limit }),
         1 => proptest::option::of(0..=QUEUES.len()).prop_map(|queue| Op::Stats { queue }),
+        2 => (task_pick(), 0..KEYS.len()).prop_map(|(from, key)| Op::Import { from, key }),
         5 => (0u64..=20).prop_map(|halves| Op::Advance { ms: halves * 500 }),
     ]
 }

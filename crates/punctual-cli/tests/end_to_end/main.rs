@@ -34,6 +34,7 @@ mod groups;
 mod import_keyspace;
 mod import_redisson;
 mod kill_under_load;
+mod migrate;
 mod observability;
 mod outbox;
 mod partition;

@@ -69,6 +69,15 @@ impl Identities {
         Ok(())
     }
 
+    /// Both stores have just imported a task: learns its real id and fence, as at a
+    /// creation, and forgets what an earlier task of its slot taught about reap texts
+    /// (the imported task's error is the same text in both).
+    pub(super) fn imported(&mut self, reference: &Task, real: &Task) -> Result<(), String> {
+        self.created(reference, real)?;
+        self.expiry_texts.remove(&(real.queue.clone(), real.key.clone()));
+        Ok(())
+    }
+
     /// The reap that just ran ended the lease of the task in `slot`.
     pub(super) fn reaped(&mut self, slot: Slot) {
         self.expiry_texts.insert(slot, None);

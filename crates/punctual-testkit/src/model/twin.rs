@@ -14,8 +14,8 @@ use std::time::Duration;
 
 use punctual_core::policy::Rate;
 use punctual_core::store::{
-    CompleteRequest, Completion, DeadSelection, ExtendRequest, LeaseRequest, PurgeRequest, PurgeSelection,
-    RetryDeadBatchRequest, RetryDeadRequest, ScheduleOutcome, SweepRequest,
+    CompleteRequest, Completion, DeadSelection, ExtendRequest, ImportRequest, Imported, LeaseRequest, PurgeRequest,
+    PurgeSelection, RetryDeadBatchRequest, RetryDeadRequest, ScheduleOutcome, SweepRequest,
 };
 use punctual_core::transitions::{self, completion_for};
 use punctual_core::{
@@ -154,6 +154,7 @@ impl<'s, S: Store> Twin<'s, S> {
                 self.list_page(queue_name(*queue), *state, index.map(tag), *limit).await
             }
             Op::Stats { queue } => self.stats(queue.map(queue_name)).await,
+            Op::Import { from, key } => self.import(from, task_key(*key)).await,
             Op::Advance { ms } => {
                 self.now = self.now.saturating_add(Duration::from_millis(*ms));
                 Ok(())
@@ -329,6 +330,27 @@ impl<'s, S: Store> Twin<'s, S> {
                 (Err(real), Err(reference)) if discriminant(real) == discriminant(reference) => {}
                 _ => return Err(format!("{what}: the store answered {real:?}, the reference store {reference:?}")),
             }
+        }
+        Ok(())
+    }
+
+    /// Imports the reference's task `from` names under `key`, into both stores.
+    async fn import(&mut self, from: &TaskPick, key: TaskKey) -> Result<(), String> {
+        let slot = self.pick_task(from);
+        let Some(mut task) = self.view.reference.get(&slot).cloned() else { return Ok(()) };
+        task.key = key;
+        let target = (task.queue.clone(), task.key.clone());
+        let request = ImportRequest::new(vec![task], Vec::new(), self.now);
+        let real = self.real.import(request.clone()).await;
+        let reference = self.reference.import(request).await;
+        same(format_args!("import into {}/{}", target.0, target.1), &real, &reference)?;
+        if real.as_deref() == Ok(&[Imported::Written]) {
+            let (Ok(Some(real)), Ok(Some(reference))) =
+                (self.real.get(&target.0, &target.1).await, self.reference.get(&target.0, &target.1).await)
+            else {
+                return Err(format!("{}/{}: imported, but not there to read", target.0, target.1));
+            };
+            self.ids.imported(&reference, &real)?;
         }
         Ok(())
     }
