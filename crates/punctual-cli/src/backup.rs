@@ -4,17 +4,36 @@
 
 use std::path::Path;
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use punctual_core::Stopwatch;
+use punctual_redis::redacted;
 use punctual_sqlite::backup::StoreSummary;
 use serde_json::json;
 
 use crate::cli::backup::{BackupArgs, RestoreArgs};
 
-pub(crate) fn backup(args: &BackupArgs) -> Result<String> {
-    eprintln!("backing up the store in {} to {}…", args.data.display(), args.to.display());
+pub(crate) async fn backup(args: &BackupArgs) -> Result<String> {
     let watch = Stopwatch::start();
-    let summary = punctual_sqlite::backup::backup(&args.data, &args.to).context("backup failed")?;
+    let summary = match &args.store {
+        None => {
+            eprintln!("backing up the store in {} to {}…", args.data.display(), args.to.display());
+            punctual_sqlite::backup::backup(&args.data, &args.to).context("backup failed")?
+        }
+        Some(store) => {
+            if args.to.exists() {
+                bail!("{} exists; name a new file", args.to.display());
+            }
+            // Beside the file, so that the copy into it is on one file system.
+            let parent = args.to.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+            let export = tempfile::Builder::new()
+                .prefix(".punctual-export-")
+                .tempdir_in(parent)
+                .with_context(|| format!("cannot make a directory in {} for the export", parent.display()))?;
+            eprintln!("exporting {} to {}…", redacted(store), args.to.display());
+            crate::migrate::export(store, export.path()).await.context("export failed")?;
+            punctual_sqlite::backup::backup(export.path(), &args.to).context("backup of the export failed")?
+        }
+    };
     Ok(render("backed up", &summary, &args.to, watch.elapsed().as_secs_f64(), args.json))
 }
 

@@ -55,7 +55,7 @@ async fn main() -> ExitCode {
         Command::CheckConfig(args) => check_config(&args.file).and_then(|text| emit(&text)),
         Command::Cron(args) => cron::run(args).and_then(|text| emit(&text)),
         Command::Outbox(args) => outbox::run(args).await.and_then(|text| emit(&text)),
-        Command::Backup(args) => backup::backup(&args).and_then(|text| emit(&text)),
+        Command::Backup(args) => backup::backup(&args).await.and_then(|text| emit(&text)),
         Command::Restore(args) => backup::restore(&args).and_then(|text| emit(&text)),
         Command::Migrate(args) => migrate::run(&args).await.and_then(|text| emit(&text)),
         Command::Client(command) => commands::run(command).await.and_then(|text| emit(&text)),

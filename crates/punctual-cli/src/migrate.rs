@@ -95,24 +95,52 @@ impl CheckReport {
     }
 }
 
-async fn migrate<A: Store, B: Store>(from: &A, to: &B, args: &MigrateArgs) -> Result<String> {
+/// What a copy moved.
+#[derive(Debug, Default)]
+struct Copied {
+    calendars: RecordsReport,
+    settings: RecordsReport,
+    queues: Vec<QueueReport>,
+}
+
+/// Exports the Redis store `store` (a URL or a server's config file) into a new embedded
+/// store in `dir`: `punctual backup --store`.
+pub(crate) async fn export(store: &str, dir: &Path) -> Result<()> {
+    let from = open(store).await.with_context(|| format!("cannot open {}", punctual_redis::redacted(store)))?;
+    let OpenedStore::Redis(from) = from else {
+        bail!("{store} is an embedded store: back it up with --data DIR, which takes one consistent copy");
+    };
+    let to = punctual_sqlite::SqliteStore::open(dir)
+        .with_context(|| format!("cannot make an embedded store in {}", dir.display()))?;
+    copy(&from, &to, 500, false).await?;
+    to.close().await?;
+    Ok(())
+}
+
+/// Copies calendars, queue records, tasks and dedupe records (only compares calendars and
+/// queue records when `check_only`).
+async fn copy<A: Store, B: Store>(from: &A, to: &B, batch: u32, check_only: bool) -> Result<Copied> {
     if from.secret().await? == to.secret().await? {
         bail!("the source and the destination are the same store; name another destination");
     }
-    let watch = Stopwatch::start();
     let clock = SystemClock;
-    let calendars = calendars(from, to, args.check, clock.now()).await?;
-    let settings = queue_records(from, to, args.check, clock.now()).await?;
-    let queues = queues(from).await?;
-    let mut copied = Vec::new();
-    if !args.check {
-        for queue in &queues {
-            copied.push(copy_queue(from, to, queue, args.batch, &clock).await?);
+    let calendars = calendars(from, to, check_only, clock.now()).await?;
+    let settings = queue_records(from, to, check_only, clock.now()).await?;
+    let mut queues = Vec::new();
+    if !check_only {
+        for queue in &queues_of(from).await? {
+            queues.push(copy_queue(from, to, queue, batch, &clock).await?);
         }
     }
+    Ok(Copied { calendars, settings, queues })
+}
+
+async fn migrate<A: Store, B: Store>(from: &A, to: &B, args: &MigrateArgs) -> Result<String> {
+    let watch = Stopwatch::start();
+    let Copied { calendars, settings, queues: copied } = copy(from, to, args.batch, args.check).await?;
     eprintln!("comparing every task of the source with the destination…");
     let mut check = CheckReport::default();
-    for queue in &queues {
+    for queue in &queues_of(from).await? {
         compare_queue(from, to, queue, args.batch, &mut check).await?;
     }
     let passed = check.passed(&calendars, &settings);
@@ -210,7 +238,7 @@ fn same_json(a: &str, b: &str) -> bool {
 }
 
 /// Every queue of the source holding a task.
-async fn queues<A: Store>(from: &A) -> Result<Vec<QueueName>> {
+async fn queues_of<A: Store>(from: &A) -> Result<Vec<QueueName>> {
     let names: BTreeSet<QueueName> = from.stats(None).await?.into_iter().map(|stats| stats.name).collect();
     Ok(names.into_iter().collect())
 }

@@ -15,6 +15,9 @@ pub(crate) struct BackupArgs {
     /// The embedded store's directory, as given to punctual serve --data
     #[arg(long, value_name = "DIR", default_value = "./punctual-data")]
     pub(crate) data: PathBuf,
+    /// Export a Redis store instead (a URL, or a server's config file naming one): its tasks, settings and calendars, into one file punctual restore reads
+    #[arg(long, value_name = "URL|FILE", conflicts_with = "data")]
+    pub(crate) store: Option<String>,
     /// Print JSON: {"file", "tasks", "queues", "layout", "bytes", "seconds"}
     #[arg(long)]
     pub(crate) json: bool,
@@ -41,12 +44,16 @@ pub(crate) const BACKUP: &str = "\
 Examples:
   punctual backup --to /backups/punctual-$(date +%F).db                  # ./punctual-data, server running or not
   punctual backup --data /var/lib/punctual --to /backups/punctual.db      # the Debian package's store
+  punctual backup --store redis://10.0.0.5:6379 --to /backups/punctual-redis.db   # export a Redis store
 
 The copy is consistent: the store as of one commit, taken with SQLite's online backup API
 while the server goes on writing (it never waits for the backup). The file is checked
 (PRAGMA quick_check) before it is named FILE; a failed backup leaves no FILE.
-A server on Redis keeps its tasks in Redis: back it up with Redis' own persistence
-(RDB snapshots or AOF, docs/redis.md).";
+With --store, the tasks of a Redis store are exported page by page into a new embedded
+store, which is then written as FILE: each task as it was when its page was read, not
+one instant of a running deployment (stop the servers for that). Redis' own persistence
+(RDB snapshots or AOF, docs/redis.md) is the backup that follows every write; the export
+is the copy that punctual restore, or punctual migrate back to Redis, reads.";
 
 pub(crate) const RESTORE: &str = "\
 Examples:

@@ -95,3 +95,40 @@ fn a_backup_under_load_restores_every_task_answered_before_it() {
         assert_eq!(original.status, 200, "{key} is in the backup but was never scheduled");
     }
 }
+
+/// `punctual backup --store URL`: a Redis store exported into one file, restored into a
+/// directory whose server answers every task as the server on Redis does.
+#[test]
+fn a_redis_store_is_exported_to_a_file_that_restores() {
+    let redis = punctual_testkit::redis::server();
+    let on_redis = common::start(common::server_builder().store(redis.url()));
+    let api = Api::of(&on_redis);
+    for n in 0..50 {
+        let body = json!({"delay": format!("{}m", n + 1), "payload": {"n": n}, "tags": ["export"]});
+        api.put(&task_path(QUEUE, &format!("r-{n}")), body).expect(201, "a task on Redis");
+    }
+    api.post(&format!("/v1/queues/{QUEUE}/pause"), json!({})).expect(200, "a pause");
+
+    let files = tempfile::tempdir().expect("a temporary directory");
+    let file = files.path().join("redis.backup");
+    let file_arg = file.to_str().expect("a UTF-8 path");
+    let out = run_env(&["backup", "--store", &redis.url(), "--to", file_arg, "--json"], &[]);
+    out.expect_code(0, "punctual backup --store");
+    assert_eq!(out.json()["tasks"], 50, "{}", out.stdout);
+    let leftovers: Vec<_> = std::fs::read_dir(files.path()).expect("the directory").collect();
+    assert_eq!(leftovers.len(), 1, "only the file is left beside it: {leftovers:?}");
+    run_env(&["backup", "--store", &redis.url(), "--to", file_arg], &[])
+        .expect_code(1, "a backup over an existing file")
+        .expect_contains(&["exists"], "the refusal says why");
+
+    let mut target = common::start_server();
+    target.terminate().expect("stop the target");
+    let data = target.data_dir();
+    let data = data.to_str().expect("a UTF-8 path");
+    run_env(&["restore", "--from", file_arg, "--data", data, "--replace"], &[]).expect_code(0, "punctual restore");
+    target.restart().expect("the target starts on the restored export");
+    let restored = Api::of(&target);
+    assert_eq!(restored.stored_tasks(QUEUE), api.stored_tasks(QUEUE), "every task as the server on Redis has it");
+    let settings = restored.get(&format!("/v1/queues/{QUEUE}/settings"));
+    assert_eq!(settings.expect(200, "the pause came along")["paused"], true);
+}
