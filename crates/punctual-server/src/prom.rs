@@ -156,6 +156,9 @@ impl Collector for Scrape {
         let stats = &self.all_stats();
         let m = &self.metrics;
         family(&mut e, "punctual_up", "1 while the server runs.", MetricType::Gauge, [(vec![], ConstGauge::new(1))])?;
+        let version = vec![("version", env!("CARGO_PKG_VERSION").to_owned())];
+        let build = "1, labelled with the server's version: to tell which nodes run which release.";
+        family(&mut e, "punctual_build_info", build, MetricType::Gauge, [(version, ConstGauge::new(1))])?;
         let tasks = stats.iter().flat_map(|s| {
             [("scheduled", s.scheduled), ("leased", s.leased), ("dead", s.dead)].map(|(state, n)| {
                 (vec![("queue", s.name.to_string()), ("state", state.to_owned())], ConstGauge::new(n as i64))

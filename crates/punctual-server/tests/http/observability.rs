@@ -70,6 +70,8 @@ async fn counters_and_histograms_after_a_scripted_run() {
     assert_eq!(sample(&text, "punctual_tasks{queue=\"q\",state=\"dead\"}"), 1.0);
     assert!(sample(&text, "punctual_store_op_seconds_count{op=\"lease\"}") >= 1.0);
     assert_eq!(sample(&text, "punctual_watchdog_restarts_total{loop=\"consumer\"}"), 0.0);
+    let build = format!("punctual_build_info{{version=\"{}\"}}", env!("CARGO_PKG_VERSION"));
+    assert_eq!(sample(&text, &build), 1.0, "the build's version, for telling nodes apart");
     assert!(text.contains("# TYPE punctual_fire_lag_seconds histogram"), "{text}");
     assert!(text.contains("# TYPE punctual_tasks_done_total counter"), "{text}");
 
