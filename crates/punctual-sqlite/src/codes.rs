@@ -5,16 +5,17 @@
 //! parameters, where a partial index (`WHERE state = …`) must serve the statement:
 //! SQLite uses one only for a query whose own terms name the same code.
 //!
-//! Invariants: a scheduled task's code names its lane and whether it has a group
-//! ([`scheduled_code`], [`grouped_code`]), so the scheduled tasks of each lane, with and
-//! without a group, are one range of `tasks_by_due` each; a code decodes to the state
-//! it was written for, and a code no state has is corrupt data, never read as another
-//! state (checked by the tests below).
+//! Invariants: a task's code is its state's ([`code_of`]), and a scheduled task's code
+//! names its lane and whether it has a group ([`scheduled_code`], [`grouped_code`]),
+//! so the scheduled tasks of each lane, with and without a group, are one range of
+//! `tasks_by_due` each; a code decodes to the state it was written for, and a code no
+//! state has is corrupt data, never read as another state (checked by the tests
+//! below).
 
 use std::sync::LazyLock;
 
 use punctual_core::store::corrupt;
-use punctual_core::{Lane, Result, TaskState};
+use punctual_core::{Lane, Result, Task, TaskState};
 
 /// Scheduled, in the handler lane (no target).
 pub(crate) const SCHEDULED_HANDLER_LANE: i64 = 0;
@@ -59,6 +60,16 @@ pub(crate) fn code_of_scheduled(lane: Lane, grouped: bool) -> i64 {
     if grouped { grouped_code(lane) } else { scheduled_code(lane) }
 }
 
+/// The state code of `task` as it stands: its state, and when scheduled its lane and
+/// whether it has a group.
+pub(crate) fn code_of(task: &Task) -> i64 {
+    match task.state {
+        TaskState::Scheduled => code_of_scheduled(task.lane(), task.group.is_some()),
+        TaskState::Leased => LEASED,
+        TaskState::Dead => DEAD,
+    }
+}
+
 /// The state a row's code stands for.
 pub(crate) fn state_of(code: i64) -> Result<TaskState> {
     match code {
@@ -99,6 +110,8 @@ pub(crate) fn scheduled_by_target() -> String {
 #[cfg(test)]
 #[allow(clippy::unwrap_used, reason = "a test: a failed unwrap is a failed test with its line")]
 mod tests {
+    use punctual_core::{Group, QueueName, StoreId, Target, TaskKey, TaskMeta, Timestamp};
+
     use super::*;
 
     #[test]
@@ -114,5 +127,27 @@ mod tests {
         assert_eq!([SCHEDULED_HANDLER_LANE, LEASED, DEAD, SCHEDULED_TARGET_LANE], [0, 1, 2, 3]);
         assert_eq!(Lane::ALL.map(scheduled_code), [0, 3]);
         assert_eq!(Lane::ALL.map(grouped_code), [4, 5]);
+    }
+
+    /// A task's code is the one its state, lane and group give, and reads back as its
+    /// state.
+    #[test]
+    fn a_task_is_coded_by_its_state_lane_and_group() {
+        let meta = TaskMeta::new(StoreId::from_bits(1), 1, 0, 1, Timestamp::EPOCH);
+        let mut task = crate::row::blank_task(QueueName::new("q").unwrap(), TaskKey::new("k").unwrap(), meta);
+        let target = Target::new("https://hooks.example.com/x").unwrap();
+        let group = Group::new("g").unwrap();
+        for (state, target, group, code) in [
+            (TaskState::Scheduled, None, None, SCHEDULED_HANDLER_LANE),
+            (TaskState::Scheduled, Some(&target), None, SCHEDULED_TARGET_LANE),
+            (TaskState::Scheduled, None, Some(&group), GROUPED_HANDLER_LANE),
+            (TaskState::Scheduled, Some(&target), Some(&group), GROUPED_TARGET_LANE),
+            (TaskState::Leased, Some(&target), Some(&group), LEASED),
+            (TaskState::Dead, None, Some(&group), DEAD),
+        ] {
+            (task.state, task.target, task.group) = (state, target.cloned(), group.cloned());
+            assert_eq!(code_of(&task), code, "{state:?}, target {target:?}, group {group:?}");
+            assert_eq!(state_of(code).unwrap(), state);
+        }
     }
 }

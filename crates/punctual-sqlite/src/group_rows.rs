@@ -1,20 +1,23 @@
 //! `task_groups` stays what a count of `tasks` gives — one row per group with tasks,
 //! its counts of tasks and leased tasks and its earliest due time in each lane —
 //! through schedules, replaces, rounds of leases (which write their groups' rows
-//! themselves), completions of every kind, releases and reaps, in both lanes, at
-//! several priorities and with a group limit.
+//! themselves), completions of every kind, releases, reaps and imports of tasks in
+//! every state, in both lanes, at several priorities and with a group limit.
 
 #![allow(clippy::unwrap_used, reason = "tests: a failed unwrap is a failed test with its line")]
 
 use std::time::Duration;
 
-use punctual_core::store::{CompleteRequest, Completion, LeaseRequest};
-use punctual_core::{Group, Lane, NewTask, Priority, QueueName, StoreId, Target, TaskKey, Timestamp};
+use punctual_core::store::{CompleteRequest, Completion, ImportRequest, LeaseRequest};
+use punctual_core::{
+    Group, Lane, NewTask, Priority, QueueName, StoreId, Target, TaskKey, TaskMeta, TaskState, Timestamp,
+};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use rusqlite::Connection;
 
 use crate::codes::{GROUPED_HANDLER_LANE, GROUPED_TARGET_LANE, LEASED};
+use crate::row::blank_task;
 use crate::schema::in_memory;
 
 /// `(queue_id, name, turn, tasks, leased, due_handler, due_target)`, by queue and name.
@@ -102,6 +105,25 @@ fn group_rows_match_a_count_of_their_tasks() {
                     crate::reap::reap(&conn, now, 100).unwrap();
                 }
             }
+        }
+        if step % 40 == 39 {
+            // Tasks of another store, in every state; a key already here stays.
+            let tasks = (0..rng.random_range(1..6))
+                .map(|_| {
+                    let key = TaskKey::new(format!("k{}", rng.random_range(0..80))).unwrap();
+                    let meta = TaskMeta::new(StoreId::from_bits(9), 1, 3, 1, now);
+                    let mut task = blank_task(queue.clone(), key, meta);
+                    task.due_at = Timestamp::from_millis(now.as_millis() + rng.random_range(-50..50));
+                    task.group =
+                        rng.random_bool(0.8).then(|| Group::new(format!("g{}", rng.random_range(0..8))).unwrap());
+                    task.target = rng.random_bool(0.3).then(|| target.clone());
+                    task.state = [TaskState::Scheduled, TaskState::Leased, TaskState::Dead][rng.random_range(0..3)];
+                    task.lease_expires_at = (task.state == TaskState::Leased)
+                        .then(|| Timestamp::from_millis(now.as_millis() + rng.random_range(0..300)));
+                    task
+                })
+                .collect();
+            crate::import::import(&conn, &ImportRequest::new(tasks, Vec::new(), now)).unwrap();
         }
         let (stored, counted) = stored_and_counted(&conn);
         assert_eq!(stored, counted, "after step {step}");

@@ -27,7 +27,7 @@
 //! Each operation is a plain function on a connection, in a module per concern
 //! (`schedule`, `tasks`, `cancel`, `list`, `lease`, `complete`, `completions`, `reap`,
 //! `dead`, `groups`, `group_rate`, `stats`, `queue_records`, `calendar_records`,
-//! `identity`; rows in `row`, state codes in `codes`).
+//! `identity`, `import`; rows in `row`, state codes in `codes`).
 //! Writes run inside the writer's transaction, reads on a reader connection; none of
 //! them commits or reads the clock. Functions that read tasks take the store's
 //! identity, which every task read is stamped with.
@@ -44,6 +44,7 @@ mod group_rate;
 mod group_rows;
 mod groups;
 mod identity;
+mod import;
 mod lease;
 mod leasing;
 mod list;
@@ -71,9 +72,10 @@ use std::time::Duration;
 
 use punctual_core::calendar::{CalendarChangeRequest, CalendarRecord};
 use punctual_core::store::{
-    ApplyOnceRequest, CompleteRequest, ExtendRequest, GroupsPage, GroupsRequest, LeaseBatch, LeaseRequest, LeaseToken,
-    ListRequest, OnceEffect, Page, PurgeRequest, QueueChangeRequest, QueueRecord, QueueStats, ReapResult, RetriedDead,
-    RetryDeadBatchRequest, RetryDeadRequest, Scheduled, SweepRequest, Swept,
+    ApplyOnceRequest, CompleteRequest, CompletionsPage, CompletionsRequest, ExtendRequest, GroupsPage, GroupsRequest,
+    ImportRequest, Imported, LeaseBatch, LeaseRequest, LeaseToken, ListRequest, OnceEffect, Page, PurgeRequest,
+    QueueChangeRequest, QueueRecord, QueueStats, ReapResult, RetriedDead, RetryDeadBatchRequest, RetryDeadRequest,
+    Scheduled, SweepRequest, Swept,
 };
 use punctual_core::{Error, NewTask, QueueName, Result, Store, StoreId, Tag, Task, TaskKey, Timestamp};
 use rusqlite::{Connection, OpenFlags, TransactionBehavior};
@@ -353,6 +355,14 @@ impl Store for SqliteStore {
 
     async fn groups(&self, req: GroupsRequest) -> Result<GroupsPage> {
         self.read(move |conn| groups::groups(conn, &req)).await
+    }
+
+    async fn completions(&self, req: CompletionsRequest) -> Result<CompletionsPage> {
+        self.read(move |conn| completions::page(conn, &req)).await
+    }
+
+    async fn import(&self, req: ImportRequest) -> Result<Vec<Imported>> {
+        self.write(move |conn| import::import(conn, &req)).await
     }
 
     async fn lease(&self, req: LeaseRequest) -> Result<LeaseBatch> {

@@ -1,7 +1,8 @@
 //! The plans SQLite makes of the statements whose cost must not grow with the queue:
 //! a purge batch, a page of a listing, a lease and its lane's next due time each read
 //! index ranges only, never a scan of the queue's tasks or a sort of them; under a
-//! group rate, never a scan of the slots either.
+//! group rate, never a scan of the slots either; a page of completion records, never a
+//! scan of the records.
 
 #![allow(clippy::unwrap_used, reason = "tests: a failed unwrap is a failed test with its line")]
 
@@ -11,7 +12,7 @@ use rusqlite::{Connection, params};
 
 use crate::cancel::purge_sql;
 use crate::codes::{GROUPED_HANDLER_LANE, LEASED, SCHEDULED_TARGET_LANE};
-use crate::completions::DROP_ENDED;
+use crate::completions::{DROP_ENDED, PAGE as COMPLETIONS_PAGE};
 use crate::group_rate::{DROP_ENDED as DROP_SLOTS, NEXT_DUE_HANDLER, NEXT_DUE_TARGET, TAKE};
 use crate::groups::{GROUP_COUNTS, LEASED_IN_ROUND, fresh_contenders, urgent_contenders};
 use crate::leasing::{HAS_URGENT, LEASE, LEASE_AT_PRIORITY, LEASE_HEADS, LEASE_HEADS_AT_PRIORITY, NEXT_DUE};
@@ -127,6 +128,19 @@ fn dropping_ended_completion_records_reads_their_range_only() {
     assert_eq!(drop.iter().filter(|step| step.contains(search)).count(), 1, "{drop:?}");
     assert!(!drop.iter().any(|step| step.starts_with("SCAN completions")), "{drop:?}");
     assert!(!drop.iter().any(|step| step.contains("TEMP B-TREE")), "{drop:?}");
+}
+
+/// A page of a queue's completion records reads one range of the primary key from the
+/// cursor on, already in key order: its cost is its limit (and the ended records in it
+/// that no reap deleted yet), however many records the queue and the others hold.
+#[test]
+fn a_page_of_completion_records_reads_the_queues_range_only() {
+    let conn = in_memory();
+    let page = plan(&conn, &COMPLETIONS_PAGE, params![1, "k", 0, 11]);
+    let search = "SEARCH completions USING PRIMARY KEY (queue_id=? AND key>?)";
+    assert_eq!(page.iter().filter(|step| step.contains(search)).count(), 1, "{page:?}");
+    assert!(!page.iter().any(|step| step.starts_with("SCAN completions")), "{page:?}");
+    assert!(!page.iter().any(|step| step.contains("TEMP B-TREE")), "{page:?}");
 }
 
 /// Under a group rate, each group looked at reads its own slots only, a range of the

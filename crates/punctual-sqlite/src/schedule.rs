@@ -7,18 +7,22 @@
 //! its id, fence and creation time, its version one more. Both anchor the task at
 //! `transitions::anchor` of the task once debounced (its `scheduled_for`, or the due
 //! time a debounce brought before it) and write its timing as JSON, NULL when every
-//! policy is the default. Every parameter of those statements is bound by name
-//! (checked by a `debug_assert!`).
+//! policy is the default. An imported task (`import`) is written from the same list
+//! ([`IMPORT`]), but for the columns a schedule starts over ([`IMPORTED`]), which it
+//! writes as the task gives them, as it does its state code, anchor, debounce bound,
+//! version and times. Every parameter of those statements is bound by name (checked by
+//! a `debug_assert!`).
 
 use std::time::Duration;
 
+use punctual_core::policy::Timing;
 use punctual_core::store::{ScheduleOutcome, Scheduled, corrupt};
 use punctual_core::{
-    Error, IfExists, Lane, NewTask, Result, StoreId, Tag, Target, Task, TaskMeta, Timestamp, transitions,
+    Error, IfExists, Lane, NewTask, Repeat, Result, StoreId, Tag, Target, Task, TaskMeta, Timestamp, transitions,
 };
 use rusqlite::{Connection, Statement, ToSql};
 
-use crate::codes::{Sql, code_of_scheduled};
+use crate::codes::{Sql, code_of, code_of_scheduled};
 use crate::queues::queue_id_or_create;
 use crate::tasks::{delete_tags, load, write_tags};
 use crate::{completions, map_err};
@@ -61,6 +65,38 @@ static INSERT: Sql = Sql::new(|| {
     )
 });
 
+/// The columns that an import writes as the task gives them where a schedule starts
+/// over, with their parameters.
+const IMPORTED: [(&str, &str); 4] = [
+    ("lease_expires_at", ":lease_expires_at"),
+    ("attempts", ":attempts"),
+    ("occurrence", ":occurrence"),
+    ("last_error", ":last_error"),
+];
+
+/// A new row holding a task as another store held it (`import`): [`WRITTEN`], but the
+/// columns of [`IMPORTED`] as the task gives them, its version and creation time, and
+/// a fence of 0; its id, as a creation's, the next of `tasks`' sequence.
+pub(crate) static IMPORT: Sql = Sql::new(|| {
+    let (columns, values): (Vec<&str>, Vec<&str>) = WRITTEN
+        .into_iter()
+        .map(|(column, value)| {
+            let imported = IMPORTED.iter().find(|(name, _)| *name == column);
+            (column, imported.map_or(value, |(_, parameter)| *parameter))
+        })
+        .unzip();
+    debug_assert!(
+        IMPORTED.iter().all(|(column, _)| columns.contains(column)),
+        "every imported column is one that a schedule writes"
+    );
+    format!(
+        "INSERT OR FAIL INTO tasks (queue_id, key, fence, version, created_at, {}) \
+         VALUES (:queue_id, :key, 0, :version, :created_at, {})",
+        columns.join(", "),
+        values.join(", ")
+    )
+});
+
 /// The row `:id` written again: [`WRITTEN`], and its version one more.
 static REPLACE: Sql = Sql::new(|| {
     let assignments: Vec<String> = WRITTEN.iter().map(|(column, value)| format!("{column} = {value}")).collect();
@@ -68,7 +104,7 @@ static REPLACE: Sql = Sql::new(|| {
 });
 
 /// The parameters of [`WRITTEN`], as a task to schedule gives them.
-struct Written {
+pub(crate) struct Written {
     state: i64,
     due_at: i64,
     anchor: i64,
@@ -93,7 +129,6 @@ impl Written {
     /// The parameters of `task`, once debounced (its due time no later than
     /// `debounce_until`), so that its anchor is [`transitions::anchor`]'s.
     fn of(task: &NewTask, debounce_until: Option<Timestamp>, now: Timestamp) -> Result<Written> {
-        let json = |e: serde_json::Error| Error::Internal(e.to_string());
         Ok(Written {
             // The lane of the task written, as `Task::lane` gives it.
             state: code_of_scheduled(
@@ -106,9 +141,9 @@ impl Written {
             backoff_initial_ms: ms(task.backoff.initial()),
             backoff_factor: task.backoff.factor(),
             backoff_max_ms: ms(task.backoff.max()),
-            repeat: task.repeat.as_ref().map(serde_json::to_string).transpose().map_err(json)?,
+            repeat: repeat_json(task.repeat.as_ref())?,
             tags: tags_json(&task.tags)?,
-            payload: serde_json::to_string(&task.payload).map_err(json)?,
+            payload: payload_json(&task.payload)?,
             now: now.as_millis(),
             target: task.target.as_ref().map(Target::to_stored),
             priority: task.priority.get(),
@@ -116,16 +151,37 @@ impl Written {
             group_name: task.group.as_ref().map(|group| group.as_str().to_owned()),
             unique_window_ms: task.unique_for.map(|unique| ms(unique.window)),
             unique_dead: task.unique_for.is_some_and(|unique| unique.dead),
-            // NULL for the defaults: the usual task stores no more than before timing.
-            timing: (!task.timing.is_default())
-                .then(|| serde_json::to_string(&task.timing))
-                .transpose()
-                .map_err(json)?,
+            timing: timing_json(&task.timing)?,
+        })
+    }
+
+    /// The parameters of `task` as it stands, for [`IMPORT`]: its state code, its anchor
+    /// and debounce bound, and its `updated_at` as `:now`.
+    pub(crate) fn of_task(task: &Task) -> Result<Written> {
+        Ok(Written {
+            state: code_of(task),
+            due_at: task.due_at.as_millis(),
+            anchor: task.meta.anchor.as_millis(),
+            max_attempts: task.max_attempts,
+            backoff_initial_ms: ms(task.backoff.initial()),
+            backoff_factor: task.backoff.factor(),
+            backoff_max_ms: ms(task.backoff.max()),
+            repeat: repeat_json(task.repeat.as_ref())?,
+            tags: tags_json(&task.tags)?,
+            payload: payload_json(&task.payload)?,
+            now: task.updated_at.as_millis(),
+            target: task.target.as_ref().map(Target::to_stored),
+            priority: task.priority.get(),
+            debounce_until: task.meta.debounce_until.map(Timestamp::as_millis),
+            group_name: task.group.as_ref().map(|group| group.as_str().to_owned()),
+            unique_window_ms: task.unique_for.map(|unique| ms(unique.window)),
+            unique_dead: task.unique_for.is_some_and(|unique| unique.dead),
+            timing: timing_json(&task.timing)?,
         })
     }
 
     /// Runs `sql` by `call` with these parameters and `more`, each bound by its name.
-    fn run<'a, T>(
+    pub(crate) fn run<'a, T>(
         &'a self,
         conn: &Connection,
         sql: &str,
@@ -163,11 +219,25 @@ fn ms(d: Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
 }
 
+fn json_error(e: serde_json::Error) -> Error {
+    Error::Internal(e.to_string())
+}
+
+fn payload_json(payload: &serde_json::Value) -> Result<String> {
+    serde_json::to_string(payload).map_err(json_error)
+}
+
 fn tags_json(tags: &[Tag]) -> Result<Option<String>> {
-    if tags.is_empty() {
-        return Ok(None);
-    }
-    serde_json::to_string(tags).map(Some).map_err(|e| Error::Internal(e.to_string()))
+    (!tags.is_empty()).then(|| serde_json::to_string(tags)).transpose().map_err(json_error)
+}
+
+fn repeat_json(repeat: Option<&Repeat>) -> Result<Option<String>> {
+    repeat.map(serde_json::to_string).transpose().map_err(json_error)
+}
+
+/// NULL for the defaults: the usual task stores no more than before timing.
+fn timing_json(timing: &Timing) -> Result<Option<String>> {
+    (!timing.is_default()).then(|| serde_json::to_string(timing)).transpose().map_err(json_error)
 }
 
 pub(crate) fn schedule(
