@@ -9,9 +9,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use punctual_core::calendar::{CalendarChangeRequest, CalendarRecord};
 use punctual_core::store::{
-    ApplyOnceRequest, CompleteRequest, ExtendRequest, GroupsPage, GroupsRequest, LeaseBatch, LeaseRequest, ListRequest,
-    OnceEffect, Page, PurgeRequest, QueueChangeRequest, QueueRecord, QueueStats, ReapResult, RetriedDead,
-    RetryDeadBatchRequest, RetryDeadRequest, Scheduled, SweepRequest, Swept,
+    ApplyOnceRequest, CompleteRequest, CompletionsPage, CompletionsRequest, ExtendRequest, GroupsPage, GroupsRequest,
+    ImportRequest, Imported, LeaseBatch, LeaseRequest, ListRequest, OnceEffect, Page, PurgeRequest, QueueChangeRequest,
+    QueueRecord, QueueStats, ReapResult, RetriedDead, RetryDeadBatchRequest, RetryDeadRequest, Scheduled, SweepRequest,
+    Swept,
 };
 use punctual_core::{Error, LeaseToken, MemoryStore, NewTask, QueueName, Result, Store, Tag, Task, TaskKey, Timestamp};
 
@@ -63,6 +64,12 @@ impl Store for Faulty {
     }
     async fn groups(&self, req: GroupsRequest) -> Result<GroupsPage> {
         self.inner.groups(req).await
+    }
+    async fn completions(&self, req: CompletionsRequest) -> Result<CompletionsPage> {
+        self.inner.completions(req).await
+    }
+    async fn import(&self, req: ImportRequest) -> Result<Vec<Imported>> {
+        self.inner.import(req).await
     }
     async fn lease(&self, req: LeaseRequest) -> Result<LeaseBatch> {
         self.inner.lease(req).await
