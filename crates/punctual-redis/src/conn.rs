@@ -350,6 +350,12 @@ impl Conn {
     pub(crate) async fn wait(&self, key: &str, replicas: u32, timeout_ms: u64) -> Result<u32> {
         let mut cmd = redis::cmd("WAIT");
         cmd.arg(replicas).arg(timeout_ms);
+        self.on_node_of(key, &cmd).await
+    }
+
+    /// Runs a command that names no key (`WAIT`, `SCAN`) on the node holding `key`:
+    /// the one Redis, or the primary of `key`'s slot in a Cluster.
+    pub(crate) async fn on_node_of<T: FromRedisValue>(&self, key: &str, cmd: &Cmd) -> Result<T> {
         let call = async {
             match &self.handle {
                 Handle::Single(_) | Handle::Sentinel(_) => cmd.query_async(&mut self.one_redis().await?).await,

@@ -20,15 +20,7 @@ impl Cursor {
     pub(crate) fn parse(cursor: &str) -> Result<Cursor> {
         let (due, hex) = cursor.split_once('.').ok_or_else(bad_cursor)?;
         let due = due.parse().map_err(|_| bad_cursor())?;
-        if hex.len() % 2 != 0 {
-            return Err(bad_cursor());
-        }
-        let bytes = (0..hex.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(hex.get(i..i + 2).unwrap_or("zz"), 16))
-            .collect::<std::result::Result<Vec<u8>, _>>()
-            .map_err(|_| bad_cursor())?;
-        Ok(Cursor { due, key: String::from_utf8(bytes).map_err(|_| bad_cursor())? })
+        Ok(Cursor { due, key: key_of_hex(hex)? })
     }
 
     /// The cursor after `task`.
@@ -38,9 +30,26 @@ impl Cursor {
 
     /// The cursor after the task `key` due at `due` ms.
     pub(crate) fn at(due: i64, key: &str) -> String {
-        let hex: String = key.bytes().map(|b| format!("{b:02x}")).collect();
-        format!("{due}.{hex}")
+        format!("{due}.{}", hex_of(key))
     }
+}
+
+/// `key`'s bytes in hex, as cursors carry a key (any text, safe in a URL).
+pub(crate) fn hex_of(key: &str) -> String {
+    key.bytes().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The key [`hex_of`] wrote as `hex`; [`bad_cursor`] for other text.
+pub(crate) fn key_of_hex(hex: &str) -> Result<String> {
+    if !hex.len().is_multiple_of(2) {
+        return Err(bad_cursor());
+    }
+    let bytes = (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(hex.get(i..i + 2).unwrap_or("zz"), 16))
+        .collect::<std::result::Result<Vec<u8>, _>>()
+        .map_err(|_| bad_cursor())?;
+    String::from_utf8(bytes).map_err(|_| bad_cursor())
 }
 
 /// The answer to a cursor this store did not issue (also a bulk retry's, see `dead`).

@@ -33,6 +33,7 @@
 //! | `…:tags` | ZSet, scores 0 | `"<tag>\n<key>"`, read by lexicographic range |
 //! | `…:seq` | string counter | the last fence handed out in the shard |
 //! | `…:completed:<key>` | string, expiring | the completion record of the dedupe window of `<key>`'s task that completed (`lua/complete.lua`), `"<completed_at>,<id>,<attempts>,<occurrence>,<unique_until>"` in ms, expiring at `unique_until` |
+//! | `…:completions` | ZSet, scores 0 | task keys of the shard's completion records, the index by which `Store::completions` pages them by key (`completions`): filled by that paging from a `SCAN` of the `completed:*` keys, an entry dropped once its record is gone; expires when the latest record it names ends |
 //! | `…:outbox` | ZSet | `"<outbox>\n<row id>"` → when the row was applied, ms: the marks of the outbox rows this shard applied (`Store::apply_once`), each written by the script that applied the row, with its effect; kept at least `MARK_RETENTION` (7 days), each script that writes one first dropping at most 100 older marks. Passed only to the scripts that apply a row (see [`ShardKeys::outbox_marks`]) |
 //! | `<p>:{<queue>}:rate` | List | start times (ms) of the queue's latest rate-limit slots, at most the rate's count, shared by every process (`lua/rate.lua`); expires a window after the newest |
 //! | `<p>:queues` | Hash | queue name → its number of shards (the registry), and `<queue>#hash-tags` → `1` for a queue whose keys' hash tags place them (written with the count by `lua/register_queue.lua`; absent for a queue an earlier punctual registered, whose keys are placed whole) |
@@ -151,6 +152,9 @@ pub(crate) struct ShardKeys {
     pub(crate) outbox_marks: String,
     /// The shard's completion record keys up to the task key.
     completed: String,
+    /// The task keys of the shard's completion records, by which they are paged.
+    /// Not one of the keys every script gets: only `lua/completions_index.lua` keeps it.
+    pub(crate) completions: String,
 }
 
 impl ShardKeys {
@@ -183,6 +187,7 @@ impl ShardKeys {
             group_slot_ends: key("groups:slots:ends"),
             outbox_marks: key("outbox"),
             completed: key("completed:"),
+            completions: key("completions"),
         }
     }
 
@@ -190,7 +195,32 @@ impl ShardKeys {
     /// task's): under the shard's hash tag, so the scripts that read and write it with
     /// the task stay on one Cluster node. Scripts take them after `KEYS[1..23]`.
     pub(crate) fn completion(&self, key: &TaskKey) -> String {
+        self.completion_of(key.as_str())
+    }
+
+    /// [`ShardKeys::completion`] of a task key as the index of records holds it.
+    pub(crate) fn completion_of(&self, key: &str) -> String {
         format!("{}{key}", self.completed)
+    }
+
+    /// The `SCAN … MATCH` pattern of the shard's completion record keys: their common
+    /// beginning, its pattern characters escaped, then `*`.
+    pub(crate) fn completions_pattern(&self) -> String {
+        let mut pattern = String::with_capacity(self.completed.len() + 2);
+        for c in self.completed.chars() {
+            if matches!(c, '*' | '?' | '[' | ']' | '\\') {
+                pattern.push('\\');
+            }
+            pattern.push(c);
+        }
+        pattern.push('*');
+        pattern
+    }
+
+    /// The task key whose completion record is the key `record_key` of this shard
+    /// (`None` for another key).
+    pub(crate) fn completed_task<'k>(&self, record_key: &'k str) -> Option<&'k str> {
+        record_key.strip_prefix(self.completed.as_str())
     }
 
     /// `KEYS[1..23]` of every shard script, as `lua/common.lua` numbers them.
@@ -340,6 +370,16 @@ mod tests {
         assert!(zero.in_script_order().iter().all(|k| k.contains("{order.cancel}:")));
         let key = TaskKey::new("order-1234").unwrap();
         assert_eq!(two.completion(&key), "punctual:{order.cancel/2}:completed:order-1234", "the task's shard");
+        assert_eq!(two.completed_task(&two.completion(&key)), Some("order-1234"));
+        assert_eq!(two.completed_task(&zero.completion(&key)), None, "another shard's record");
+        assert_eq!(two.completions, "punctual:{order.cancel/2}:completions", "no task's record key");
+        assert_eq!(two.completions_pattern(), "punctual:{order.cancel/2}:completed:*");
+        let odd = ShardKeys::new(r"p[1]*?\", &QueueName::new("q").unwrap(), 0);
+        assert_eq!(
+            odd.completions_pattern(),
+            r"p\[1\]\*\?\\:{q}:completed:*",
+            "a prefix's pattern characters are escaped"
+        );
         assert_eq!(rate("punctual", &q), "punctual:{order.cancel}:rate");
         assert_eq!(queue_records("punctual"), "punctual:queue-records", "no queue's hash tag: no queue's node");
         assert_eq!(calendar_records("punctual"), "punctual:calendars", "no queue's hash tag either");
@@ -398,8 +438,9 @@ mod tests {
             ("purge", include_str!("lua/purge.lua")),
             ("sweep_dead", include_str!("lua/sweep_dead.lua")),
             ("extend", include_str!("lua/extend.lua")),
+            ("import", include_str!("lua/import.lua")),
         ];
-        let moves = ["unplace(", "arm(", "bury(", "revive(", "remove(", "remove_listed(", "count_in_group("];
+        let moves = ["place(", "arm(", "bury(", "revive(", "remove(", "remove_listed(", "count_in_group("];
         for (name, script) in scripts {
             if !moves.iter().any(|call| script.contains(call)) {
                 continue;

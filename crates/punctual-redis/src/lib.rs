@@ -35,10 +35,14 @@
 //! `conn` (connecting, time limits, errors), `keys` (every key, in one table), `codes`
 //! (what the scripts call our enums), `scripts` (one typed call per Lua script),
 //! `record` (the stored task record), `shards` (the registry and fan-out over shards),
-//! `ids` (task id blocks), `tasks`, `outbox` (rows applied once), `lease`, `heads` and `bands` (priorities across shards), `group_commit` (acks), `reap`, `list`
-//! and `tag_list`, `groups` (a queue's groups), `cursor`, `dead`, `stats`, `rates`, `queue_records` (settings and
-//! pause state shared by every process), `calendar_records` (calendars, likewise), `versioned` (their compare-and-set), `nodes` (what each live process announces);
-//! `clock`, `wake`, `identity` and `durability` run beside the store. This file holds the store and its `Store` impl,
+//! `ids` (task id blocks), `tasks`, `outbox` (rows applied once), `lease`, `heads` and
+//! `bands` (priorities across shards), `group_commit` (acks), `reap`, `list` and
+//! `tag_list`, `groups` (a queue's groups), `completions` (a queue's completion
+//! records), `import` (what another store holds), `cursor`, `dead`, `stats`, `rates`,
+//! `queue_records` (settings and pause state shared by every process),
+//! `calendar_records` (calendars, likewise), `versioned` (their compare-and-set),
+//! `nodes` (what each live process announces); `clock`, `wake`, `identity` and
+//! `durability` run beside the store. This file holds the store and its `Store` impl,
 //! one line per method. Apart from the store, [`keyspace`] reads and deletes the keys
 //! `punctual import keyspace` moves out of a legacy Redis, [`redisson`] the elements
 //! `punctual import redisson` moves out of a Redisson delayed queue, both connected
@@ -68,11 +72,13 @@ pub mod source;
 
 // Configuration, and the store's operations by concern (see above).
 mod codes;
+mod completions;
 mod config;
 mod cursor;
 mod group_commit;
 mod groups;
 mod ids;
+mod import;
 mod lease;
 mod list;
 mod nodes;
@@ -89,9 +95,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use punctual_core::calendar::{CalendarChangeRequest, CalendarRecord};
 use punctual_core::store::{
-    ApplyOnceRequest, CompleteRequest, ExtendRequest, GroupsPage, GroupsRequest, LeaseBatch, LeaseRequest, LeaseToken,
-    ListRequest, OnceEffect, Page, Peers, PurgeRequest, QueueChangeRequest, QueueRecord, QueueStats, ReapResult,
-    RetriedDead, RetryDeadBatchRequest, RetryDeadRequest, Scheduled, SweepRequest, Swept,
+    ApplyOnceRequest, CompleteRequest, CompletionsPage, CompletionsRequest, ExtendRequest, GroupsPage, GroupsRequest,
+    ImportRequest, Imported, LeaseBatch, LeaseRequest, LeaseToken, ListRequest, OnceEffect, Page, Peers, PurgeRequest,
+    QueueChangeRequest, QueueRecord, QueueStats, ReapResult, RetriedDead, RetryDeadBatchRequest, RetryDeadRequest,
+    Scheduled, SweepRequest, Swept,
 };
 use punctual_core::{
     Clock, Error, NewTask, QueueName, Result, Store, StoreId, SystemClock, Tag, Task, TaskKey, Timestamp, Wakeup,
@@ -260,6 +267,14 @@ impl Store for RedisStore {
 
     async fn groups(&self, req: GroupsRequest) -> Result<GroupsPage> {
         self.open()?.groups(&req).await
+    }
+
+    async fn completions(&self, req: CompletionsRequest) -> Result<CompletionsPage> {
+        self.open()?.completions(&req).await
+    }
+
+    async fn import(&self, req: ImportRequest) -> Result<Vec<Imported>> {
+        self.open()?.import(req).await
     }
 
     async fn lease(&self, req: LeaseRequest) -> Result<LeaseBatch> {

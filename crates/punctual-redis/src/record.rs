@@ -83,14 +83,24 @@ const USUAL_MAX_ATTEMPTS: i64 = 20;
 
 /// The body (format 2) of a new or replacing task.
 pub(crate) fn body_of(task: &NewTask) -> Result<String> {
-    let mut body = if task.payload.is_null() { String::new() } else { json(&task.payload)? };
-    if !is_default_backoff(&task.backoff) || task.repeat.is_some() || !task.timing.is_default() {
+    body(&task.payload, &task.backoff, task.repeat.as_ref(), &task.timing)
+}
+
+/// The body (format 2) of a task with this payload and these policies.
+pub(crate) fn body(
+    payload: &serde_json::Value,
+    backoff: &Backoff,
+    repeat: Option<&Repeat>,
+    timing: &Timing,
+) -> Result<String> {
+    let mut body = if payload.is_null() { String::new() } else { json(payload)? };
+    if !is_default_backoff(backoff) || repeat.is_some() || !timing.is_default() {
         // serde_json escapes every control character in strings: the payload has no `\n`.
         let policies = Body {
             payload: serde_json::Value::Null,
-            backoff: task.backoff,
-            repeat: task.repeat.clone(),
-            timing: task.timing.clone(),
+            backoff: *backoff,
+            repeat: repeat.cloned(),
+            timing: timing.clone(),
         };
         body.push('\n');
         body.push_str(&json(&policies)?);
@@ -104,7 +114,12 @@ fn json(value: &impl Serialize) -> Result<String> {
 
 /// The target as the record keeps it: its stored text, empty for none.
 pub(crate) fn target_of(task: &NewTask) -> String {
-    task.target.as_ref().map(Target::to_stored).unwrap_or_default()
+    target_text(task.target.as_ref())
+}
+
+/// [`target_of`] of a target.
+pub(crate) fn target_text(target: Option<&Target>) -> String {
+    target.map(Target::to_stored).unwrap_or_default()
 }
 
 /// A debounced schedule's `max_wait` in ms as the schedule script takes it, empty when
@@ -119,7 +134,12 @@ pub(crate) fn debounce_of(task: &NewTask) -> String {
 /// length in ms, `-` before it when it holds a dead task too, empty for none; at most
 /// [`Timestamp::MAX`]'s ms (a longer window ends at that instant all the same).
 pub(crate) fn unique_of(task: &NewTask) -> String {
-    let Some(unique) = task.unique_for else { return String::new() };
+    window_text(task.unique_for)
+}
+
+/// [`unique_of`] of a window.
+pub(crate) fn window_text(unique: Option<Unique>) -> String {
+    let Some(unique) = unique else { return String::new() };
     let latest = Timestamp::MAX.as_millis().unsigned_abs();
     let window = u64::try_from(unique.window.as_millis()).unwrap_or(u64::MAX).min(latest);
     if unique.dead { format!("-{window}") } else { window.to_string() }
@@ -155,6 +175,19 @@ pub(crate) fn completed(queue: &QueueName, key: &TaskKey, record: &[u8]) -> Resu
     done.attempts = count(attempts)?;
     done.occurrence = count(occurrence)?;
     Ok(done)
+}
+
+/// The text of `done` as `lua/complete.lua` writes a completion record, which
+/// [`completed`] reads back.
+pub(crate) fn completion_text(done: &Completed) -> String {
+    format!(
+        "{},{},{},{},{}",
+        done.completed_at.as_millis(),
+        done.id,
+        done.attempts,
+        done.occurrence,
+        done.unique_until.as_millis()
+    )
 }
 
 /// Tags as the scripts keep them.

@@ -3,23 +3,23 @@
 //! its answer into typed results, so no caller builds an argument list by hand.
 //!
 //! Every script is `lua/common.lua` and `lua/common_groups.lua` followed by its own
-//! file (the lease script by
-//! `lua/group_slots.lua`, `lua/lease_groups.lua` and then its own; but `lua/ids.lua`,
-//! `lua/rate.lua`, `lua/change_record.lua`, `lua/announce.lua` and
-//! `lua/register_queue.lua`, which work on no
-//! shard). Loaded once per
-//! Redis node and called by SHA; redis-rs reloads a script the node answers NOSCRIPT
-//! for (after a restart or a `SCRIPT FLUSH`). (`lua/delete_if_unchanged.lua` is not the
-//! store's: `keyspace` loads and calls it.)
+//! file (the lease script by `lua/group_slots.lua`, `lua/lease_groups.lua` and then its
+//! own; but `lua/ids.lua`, `lua/rate.lua`, `lua/change_record.lua`, `lua/announce.lua`
+//! and `lua/register_queue.lua`, which work on no shard, and
+//! `lua/completions_index.lua`, which works on one shard's index of completion records
+//! and the records alone). Loaded once per Redis node and called by SHA; redis-rs
+//! reloads a script the node answers NOSCRIPT for (after a restart or a `SCRIPT
+//! FLUSH`). (`lua/delete_if_unchanged.lua` is not the store's: `keyspace` loads and
+//! calls it.)
 //!
-//! Invariants: a shard script gets the twenty-three keys of its one shard as `KEYS` (so it
-//! touches only keys it was passed, on one Cluster node), then, for `lua/schedule.lua`
-//! and `lua/complete.lua`, each task's completion record key (under the same hash
-//! tag), then, for a schedule, delete or cancel_tag that applies an outbox row, the
-//! shard's outbox marks, and `ARGV[1..3]` = now, the
-//! wake-up channel, the queue; the codes it gets for our enums come from `codes`. Each
-//! call here is one script call: bounding batches (at most
-//! [`SCRIPT_BATCH`](crate::SCRIPT_BATCH)) is the caller's part.
+//! Invariants: a shard script gets the twenty-three keys of its one shard as `KEYS` (so
+//! it touches only keys it was passed, on one Cluster node), then, for
+//! `lua/schedule.lua`, `lua/complete.lua` and `lua/import.lua`, the completion record
+//! key of each task (or record) of the call (under the same hash tag), then, for a
+//! schedule, delete or cancel_tag that applies an outbox row, the shard's outbox marks,
+//! and `ARGV[1..3]` = now, the wake-up channel, the queue; the codes it gets for our
+//! enums come from `codes`. Each call here is one script call: bounding batches (at
+//! most [`SCRIPT_BATCH`](crate::SCRIPT_BATCH)) is the caller's part.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -27,8 +27,8 @@ use std::time::Duration;
 use punctual_core::outbox::MARK_RETENTION;
 use punctual_core::policy::Rate;
 use punctual_core::store::{
-    CompleteRequest, GroupCounts, Lease, LeaseBatch, LeaseRequest, LeaseToken, PurgeSelection, QueueStats, ReapResult,
-    Reaped, Scheduled, Swept, corrupt,
+    CompleteRequest, Completed, GroupCounts, Lease, LeaseBatch, LeaseRequest, LeaseToken, PurgeSelection, QueueStats,
+    ReapResult, Reaped, Scheduled, Swept, corrupt,
 };
 use punctual_core::{
     Error, Group, NewTask, Priority, QueueName, Result, StoreId, Tag, Task, TaskKey, TaskState, Timestamp,
@@ -70,6 +70,8 @@ pub(crate) struct Scripts {
     change_record: Script,
     announce: Script,
     register_queue: Script,
+    import: Script,
+    completions_index: Script,
 }
 
 fn with_common(body: &str) -> Script {
@@ -107,6 +109,8 @@ impl Scripts {
             change_record: Script::new(include_str!("lua/change_record.lua")),
             announce: Script::new(include_str!("lua/announce.lua")),
             register_queue: Script::new(include_str!("lua/register_queue.lua")),
+            import: with_common(include_str!("lua/import.lua")),
+            completions_index: Script::new(include_str!("lua/completions_index.lua")),
         }
     }
 }
@@ -162,6 +166,24 @@ pub(crate) struct ShardLease {
     pub(crate) now: Timestamp,
     /// The shard holds groups.
     pub(crate) grouped: bool,
+}
+
+/// A task as `lua/import.lua` stores it: as given, with its id of this store and its
+/// body, encoded before anything is written.
+#[derive(Debug)]
+pub(crate) struct ImportedTask<'a> {
+    pub(crate) task: &'a Task,
+    pub(crate) id: u64,
+    pub(crate) body: String,
+}
+
+/// What `lua/completions_index.lua` does with the task keys it is given.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum IndexChange {
+    /// Index those whose record holds.
+    Add,
+    /// Unindex those whose record is gone.
+    Drop,
 }
 
 /// What one `lua/purge.lua` batch did.
@@ -342,6 +364,81 @@ impl OnShard<'_> {
             });
         }
         Ok(Some(results))
+    }
+
+    /// `lua/import.lua`: stores `tasks` where their keys hold no task, and `records`
+    /// that hold at `now` where their keys hold none that does; whether each task was
+    /// written (`false`: a task of its key is here, left as it is).
+    pub(crate) async fn import(
+        &self,
+        tasks: &[&ImportedTask<'_>],
+        records: &[&Completed],
+        now: Timestamp,
+    ) -> Result<Vec<bool>> {
+        let mut invocation = self.invocation(&self.shared.scripts.import, now);
+        for record in records {
+            invocation.key(self.keys.completion(&record.key));
+        }
+        invocation.arg(tasks.len());
+        for &&ImportedTask { task, id, ref body } in tasks {
+            let optional = |at: Option<Timestamp>| at.map(|at| at.as_millis().to_string()).unwrap_or_default();
+            let lease_expiry =
+                if task.state == TaskState::Leased { optional(task.lease_expires_at) } else { String::new() };
+            invocation
+                .arg(task.key.as_str())
+                .arg(codes::state(task.state))
+                .arg(task.due_at.as_millis())
+                .arg(id)
+                .arg(task.created_at.as_millis())
+                .arg(task.updated_at.as_millis())
+                .arg(lease_expiry)
+                .arg(task.attempts)
+                .arg(task.max_attempts)
+                .arg(task.version)
+                .arg(task.meta.occurrence)
+                .arg(task.meta.anchor.as_millis())
+                .arg(optional(task.meta.debounce_until))
+                .arg(task.priority.get())
+                .arg(record::window_text(task.unique_for))
+                .arg(record::tags_of(&task.tags))
+                .arg(record::target_text(task.target.as_ref()))
+                .arg(task.group.as_ref().map_or("", |group| group.as_str()))
+                .arg(task.last_error.as_ref().map(|error| format!("+{error}")).unwrap_or_default())
+                .arg(body.as_str());
+        }
+        invocation.arg(records.len());
+        for record in records {
+            invocation.arg(record::completion_text(record)).arg(record.unique_until.as_millis());
+        }
+        let written: Vec<i64> = self.shared.conn.invoke(&invocation).await?;
+        if written.len() != tasks.len() {
+            return Err(corrupt("import answered the wrong number of results"));
+        }
+        Ok(written.into_iter().map(|w| w == 1).collect())
+    }
+
+    /// `lua/completions_index.lua`: adds to the shard's index of completion records, or
+    /// drops from it, the task keys `keys` as `change` says; how many changed.
+    pub(crate) async fn change_completions_index(
+        &self,
+        change: IndexChange,
+        keys: &[&str],
+        now: Timestamp,
+    ) -> Result<u64> {
+        let mut invocation = self.shared.scripts.completions_index.prepare_invoke();
+        invocation.key(&self.keys.completions);
+        for key in keys {
+            invocation.key(self.keys.completion_of(key));
+        }
+        let change = match change {
+            IndexChange::Add => "add",
+            IndexChange::Drop => "drop",
+        };
+        invocation.arg(codes::now(self.shared.config.time, now)).arg(change);
+        for key in keys {
+            invocation.arg(*key);
+        }
+        self.shared.conn.invoke(&invocation).await
     }
 
     /// `lua/lease.lua`: leases up to `max` due tasks of the request's lane, the highest

@@ -13,7 +13,7 @@
 use std::collections::BTreeMap;
 
 use punctual_core::store::{PurgeRequest, ScheduleOutcome, Scheduled};
-use punctual_core::{Error, Lane, NewTask, Priority, QueueName, Result, Tag, Task, TaskKey, Timestamp};
+use punctual_core::{Error, Group, Lane, NewTask, Priority, QueueName, Result, Tag, Task, TaskKey, Timestamp};
 
 use crate::heads::lane_slot;
 use crate::keys::{self, ShardKeys};
@@ -241,8 +241,13 @@ impl Shared {
 /// Whether `task` may be written on its queue, sharded as `sharding`: a task with a
 /// group must be placed in its group's shard, by its key's hash tag.
 pub(crate) fn placed_with_its_group(task: &NewTask, sharding: Sharding) -> Result<()> {
-    let Some(group) = task.group.as_ref().filter(|_| sharding.count > 1) else { return Ok(()) };
-    let (queue, shards) = (&task.queue, sharding.count);
+    group_placed(&task.queue, &task.key, task.group.as_ref(), sharding)
+}
+
+/// [`placed_with_its_group`] of the task `key` of `queue` with `group`.
+pub(crate) fn group_placed(queue: &QueueName, key: &TaskKey, group: Option<&Group>, sharding: Sharding) -> Result<()> {
+    let Some(group) = group.filter(|_| sharding.count > 1) else { return Ok(()) };
+    let shards = sharding.count;
     if !sharding.hash_tags {
         return Err(Error::invalid(
             "group",
@@ -253,14 +258,13 @@ pub(crate) fn placed_with_its_group(task: &NewTask, sharding: Sharding) -> Resul
             ),
         ));
     }
-    if keys::hash_tag(task.key.as_str()) != Some(group.as_str()) {
+    if keys::hash_tag(key.as_str()) != Some(group.as_str()) {
         return Err(Error::invalid(
             "group",
             format!(
                 "queue '{queue}' has {shards} shards: a task with a group must carry the group as its key's hash \
                  tag, as in '{{{group}}}{key}', so that the group's tasks share one shard, where its limits are \
-                 kept; key '{key}' does not",
-                key = task.key
+                 kept; key '{key}' does not"
             ),
         ));
     }

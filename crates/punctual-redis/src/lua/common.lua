@@ -546,6 +546,22 @@ local function bury(key, t)
   if t.grp ~= '' then count_in_group(t.grp, 2, 1) end
 end
 
+-- Places `key` (record `t`, in any state) in the sets of its state, as the script that
+-- brought it there did: `unplace` undone. A scheduled task is armed; a leased one is in
+-- `leases` by its expiry (the reaper's index) and `inflight` by its due time, and
+-- counts toward its group's leased tasks; a dead one is buried.
+local function place(key, t)
+  if t.st == 0 then
+    arm(key, t)
+  elseif t.st == 1 then
+    redis.call('ZADD', KEYS[2], int(t.exp), key)
+    redis.call('ZADD', KEYS[3], int(t.due), key)
+    if t.grp ~= '' then count_in_group(t.grp, 1, 1) end
+  else
+    bury(key, t)
+  end
+end
+
 -- Puts the dead task `key` (record `t`) back to work, due `now`, attempts 0,
 -- last_error kept; the new record.
 local function revive(key, t, now)

@@ -227,6 +227,7 @@ fn a_dedupe_window_is_an_18th_field_negative_when_it_holds_dead_tasks_left_out_w
     let done = completed(&q, &key, b"5000,42,1,3,65000").unwrap();
     assert_eq!((done.id, done.attempts, done.occurrence), (42, 1, 3));
     assert_eq!((done.completed_at, done.unique_until), (Timestamp::from_millis(5000), Timestamp::from_millis(65_000)));
+    assert_eq!(completion_text(&done), "5000,42,1,3,65000", "written back as complete.lua writes it");
     for bad in ["", "1,2,3,4", "1,2,3,4,5,6", "1,-2,3,4,5", "a,2,3,4,5"] {
         assert!(completed(&q, &key, bad.as_bytes()).is_err(), "{bad:?}");
     }

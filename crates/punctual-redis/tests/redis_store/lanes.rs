@@ -40,7 +40,7 @@ async fn schedule(store: &impl Store, task: NewTask) {
 }
 
 /// The next wake-up heard, within [`WAIT`].
-async fn next_wakeup(wakeups: &mut broadcast::Receiver<Wakeup>, after: &str) -> Wakeup {
+pub(crate) async fn next_wakeup(wakeups: &mut broadcast::Receiver<Wakeup>, after: &str) -> Wakeup {
     tokio::time::timeout(WAIT, wakeups.recv())
         .await
         .unwrap_or_else(|_| panic!("no wake-up within {WAIT:?} after {after}"))
@@ -49,7 +49,7 @@ async fn next_wakeup(wakeups: &mut broadcast::Receiver<Wakeup>, after: &str) -> 
 
 /// Schedules a task in a fresh queue until its wake-up is heard: the store subscribes
 /// to the channel on its own time, and what it misses before is not heard.
-async fn until_subscribed(store: &impl Store, wakeups: &mut broadcast::Receiver<Wakeup>) {
+pub(crate) async fn until_subscribed(store: &impl Store, wakeups: &mut broadcast::Receiver<Wakeup>) {
     for probe in 0.. {
         let queue = format!("probe-{probe}");
         schedule(store, task(&queue, "k", at_secs(0), false)).await;
