@@ -12,7 +12,6 @@
 //!   id and fence (see [`transitions::imported`](punctual_core::transitions::imported));
 //! - the source is only read.
 
-use std::collections::BTreeSet;
 use std::path::Path;
 
 use anyhow::{Context, Result, bail};
@@ -237,10 +236,9 @@ fn same_json(a: &str, b: &str) -> bool {
     }
 }
 
-/// Every queue of the source holding a task.
+/// Every queue of the source holding a task or a dedupe record.
 async fn queues_of<A: Store>(from: &A) -> Result<Vec<QueueName>> {
-    let names: BTreeSet<QueueName> = from.stats(None).await?.into_iter().map(|stats| stats.name).collect();
-    Ok(names.into_iter().collect())
+    from.queue_names().await.map_err(Into::into)
 }
 
 async fn copy_queue<A: Store, B: Store>(

@@ -790,6 +790,13 @@ impl Store for MemoryStore {
         Ok(self.open()?.import(req))
     }
 
+    async fn queue_names(&self) -> Result<Vec<QueueName>> {
+        let inner = self.open()?;
+        let names: BTreeSet<&QueueName> =
+            inner.queues.keys().chain(inner.completed.keys().map(|(queue, _)| queue)).collect();
+        Ok(names.into_iter().cloned().collect())
+    }
+
     async fn lease(&self, req: LeaseRequest) -> Result<LeaseBatch> {
         Ok(self.open()?.lease(&req))
     }

@@ -1057,6 +1057,12 @@ pub trait Store: Send + Sync + 'static {
     /// `queue` is `None`. An unknown queue has zero counts.
     fn stats(&self, queue: Option<&QueueName>) -> impl Future<Output = Result<Vec<QueueStats>>> + Send;
 
+    /// The names of every queue holding a task or a completion record, and of any other
+    /// the store keeps a trace of, sorted: where a walk over the whole store
+    /// (`punctual migrate`) looks. Unlike [`Store::stats`], a queue whose tasks are all
+    /// gone but whose dedupe windows still run is among them.
+    fn queue_names(&self) -> impl Future<Output = Result<Vec<QueueName>>> + Send;
+
     /// 32 random bytes created on first use and the same for every process using this
     /// store ever after (it signs lease tokens, so any node can check any token).
     fn secret(&self) -> impl Future<Output = Result<[u8; 32]>> + Send;

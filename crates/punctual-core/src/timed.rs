@@ -114,6 +114,9 @@ impl<S: Store> Store for Timed<S> {
     async fn import(&self, req: ImportRequest) -> Result<Vec<Imported>> {
         self.call(StoreOp::Import, self.store.import(req)).await
     }
+    async fn queue_names(&self) -> Result<Vec<QueueName>> {
+        self.call(StoreOp::Stats, self.store.queue_names()).await
+    }
     async fn stats(&self, queue: Option<&QueueName>) -> Result<Vec<QueueStats>> {
         self.call(StoreOp::Stats, self.store.stats(queue)).await
     }

@@ -318,6 +318,11 @@ impl Store for RedisStore {
         self.open()?.delete_dead(queue, key).await
     }
 
+    async fn queue_names(&self) -> Result<Vec<QueueName>> {
+        // The registry: every queue a process wrote to, by name.
+        Ok(self.open()?.queues().await?.into_keys().collect())
+    }
+
     async fn stats(&self, queue: Option<&QueueName>) -> Result<Vec<QueueStats>> {
         self.open()?.stats(queue).await
     }

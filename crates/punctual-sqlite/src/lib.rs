@@ -422,6 +422,10 @@ impl Store for SqliteStore {
         self.write(move |conn| dead::sweep_dead(conn, id, &req)).await
     }
 
+    async fn queue_names(&self) -> Result<Vec<QueueName>> {
+        self.read(stats::queue_names).await
+    }
+
     async fn stats(&self, queue: Option<&QueueName>) -> Result<Vec<QueueStats>> {
         let queue = queue.cloned();
         self.read(move |conn| stats::stats(conn, queue.as_ref())).await

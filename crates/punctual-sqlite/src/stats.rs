@@ -26,6 +26,16 @@ fn stats_of(conn: &Connection, queue_id: i64, name: QueueName) -> Result<QueueSt
     Ok(QueueStats::new(name, scheduled, leased, dead, next_due_at))
 }
 
+/// Every queue of the `queues` table, by name: a row is made for a queue's first task
+/// or record and kept.
+pub(crate) fn queue_names(conn: &Connection) -> Result<Vec<QueueName>> {
+    let names: Vec<String> = conn
+        .prepare_cached("SELECT name FROM queues ORDER BY name")
+        .and_then(|mut stmt| stmt.query_map([], |row| row.get(0))?.collect())
+        .map_err(map_err)?;
+    names.into_iter().map(|name| QueueName::new(name).map_err(corrupt)).collect()
+}
+
 pub(crate) fn stats(conn: &Connection, queue: Option<&QueueName>) -> Result<Vec<QueueStats>> {
     if let Some(queue) = queue {
         return match queue_id(conn, queue)? {

@@ -71,6 +71,13 @@ fn deploy(api: &Api) -> String {
     running.expect("the running task was leased")
 }
 
+/// Whether `GET /v1/queues` shows `queue` paused.
+pub fn paused(api: &Api, queue: &str) -> bool {
+    let queues = api.get("/v1/queues");
+    let list = queues.expect(200, "the queues")["queues"].as_array().unwrap().clone();
+    list.iter().any(|q| q["name"] == queue && q["paused"] == true)
+}
+
 fn migrate(from: &str, to: &str, extra: &[&str]) -> common::run::Out {
     let mut args = vec!["migrate", "--from", from, "--to", to];
     args.extend(extra);
@@ -117,7 +124,7 @@ fn a_deployment_moves_to_redis_and_back_with_every_task_as_it_was() {
     on_redis.get("/v1/calendars/office").expect(200, "the calendar moved");
     let remind = on_redis.get("/v1/queues/flow.remind/settings");
     assert_eq!(remind.expect(200, "settings moved")["defaults"]["max_attempts"], 7);
-    assert_eq!(on_redis.get("/v1/queues/order.cancel/settings").expect(200, "the pause moved")["paused"], true);
+    assert!(paused(&on_redis, "order.cancel"), "the pause moved");
     let kept = on_redis.schedule("receipts", "r-1", json!({"delay": "0s", "unique_for": "1h"}));
     assert_eq!(kept.expect(200, "within the window")["outcome"], "kept", "the dedupe window moved");
     let stale = on_redis.ack(&running_lease, json!({"outcome": "done"}));
@@ -179,4 +186,47 @@ fn a_migration_killed_half_way_is_resumed_by_running_it_again() {
     let present = queue["present"].as_u64().unwrap();
     assert!(present >= 10_000, "the first run's tasks were kept, not written again: {report}");
     assert_eq!(present + queue["written"].as_u64().unwrap(), TASKS as u64, "{report}");
+}
+
+/// Given the destination server's config file, a queue split into shards on a Redis
+/// Cluster is written where its servers read it: every task moved is served and
+/// leased there.
+#[test]
+fn a_queue_split_into_shards_on_a_cluster_is_written_where_its_servers_read_it() {
+    const TASKS: usize = 200;
+    let cluster = punctual_testkit::redis::RedisCluster::start(3);
+    let mut source = start_server();
+    let api = Api::of(&source);
+    let tasks: Vec<Value> =
+        (0..TASKS).map(|n| json!({"key": format!("o-{n}"), "delay": "0s", "payload": {"n": n}})).collect();
+    api.post("/v1/queues/bulk/tasks", json!({"tasks": tasks})).expect(200, "a batch");
+    let before = api.stored_tasks("bulk");
+    source.terminate().unwrap();
+
+    let files = tempfile::tempdir().unwrap();
+    let config = files.path().join("cluster.toml");
+    std::fs::write(&config, format!("store = \"{}\"\n\n[queues.\"bulk\"]\nshards = 4\n", cluster.url())).unwrap();
+    let data = source.data_dir();
+    let moved = migrate(data.to_str().unwrap(), config.to_str().unwrap(), &["--json"]);
+    moved.expect_code(0, "punctual migrate into a sharded queue");
+    assert_eq!(moved.json()["check"]["same"], TASKS);
+    let registered: Vec<String> = cluster
+        .nodes()
+        .iter()
+        .filter_map(|node| {
+            let mut conn = redis::Client::open(node.url()).ok()?.get_connection().ok()?;
+            redis::cmd("HGET").arg("punctual:queues").arg("bulk").query::<Option<String>>(&mut conn).ok()?
+        })
+        .collect();
+    assert_eq!(registered, ["4"], "the queue is registered with the config file's 4 shards");
+
+    let on_cluster = start(server_builder().store(cluster.url()).arg("--config").arg(&config));
+    let api = Api::of(&on_cluster);
+    assert_eq!(api.stored_tasks("bulk"), before, "every task as it was");
+    let mut leased = std::collections::BTreeSet::new();
+    while leased.len() < TASKS {
+        let batch = api.lease("bulk", json!({"max": 100, "wait": "5s"}));
+        assert!(!batch.is_empty(), "every moved task is leased from its shard: {} of {TASKS}", leased.len());
+        leased.extend(batch.iter().map(|lease| lease["task"]["key"].as_str().unwrap().to_owned()));
+    }
 }

@@ -71,6 +71,9 @@ impl Store for Faulty {
     async fn import(&self, req: ImportRequest) -> Result<Vec<Imported>> {
         self.inner.import(req).await
     }
+    async fn queue_names(&self) -> Result<Vec<QueueName>> {
+        self.inner.queue_names().await
+    }
     async fn lease(&self, req: LeaseRequest) -> Result<LeaseBatch> {
         self.inner.lease(req).await
     }

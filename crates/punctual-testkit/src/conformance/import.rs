@@ -207,8 +207,8 @@ pub async fn an_imported_lease_holds_its_group_until_it_is_reaped<S: Store>(stor
     assert_eq!(keys_of(&room.leases), ["second"], "reaped, the group has room: its earliest due task");
 }
 
-/// `completions` and `import` contracts: a queue's records that hold are paged by key,
-/// each once; imported, a record holds its key here as there, unless it ended by the
+/// `completions`, `queue_names` and `import` contracts: a queue's records that hold are
+/// paged by key, each once, and a queue holding only records is named; imported, a record holds its key here as there, unless it ended by the
 /// import's `now` or a record of its key is here already.
 pub async fn completion_records_are_paged_by_key_and_imported_while_they_hold<S: Store>(store: S) {
     for (name, window) in [("k3", WINDOW), ("k1", WINDOW), ("short", secs(10)), ("k2", WINDOW)] {
@@ -234,6 +234,11 @@ pub async fn completion_records_are_paged_by_key_and_imported_while_they_hold<S:
         cursor = page.next_cursor;
     }
     assert_eq!(keys, ["k1", "k2", "k3"], "by key, each once; `short` ended at 12 s");
+    let names = store.queue_names().await.expect("queue names");
+    let names: Vec<&str> = names.iter().map(|name| name.as_str()).collect();
+    let (other, receipts) = (names.iter().position(|n| *n == "other"), names.iter().position(|n| *n == "receipts"));
+    assert!(other.is_some() && receipts.is_some(), "a queue holding only records is named too: {names:?}");
+    assert!(names.windows(2).all(|pair| pair[0] < pair[1]), "sorted, each once: {names:?}");
 
     let source = MemoryStore::new();
     for (name, window) in [("m1", WINDOW), ("m2", secs(10)), ("k1", WINDOW)] {
