@@ -26,3 +26,39 @@ async fn a_queue_default_repeat_applies_to_tasks_without_their_own() {
     assert_eq!(other.repeat, None, "other queues keep no repeat");
     engine.shutdown().await.expect("shutdown");
 }
+
+/// A server's config file read again (SIGHUP): the new defaults apply to the next
+/// schedule, a queue dropped from them takes the built-in ones, and defaults set at run
+/// time still win over the config's.
+#[tokio::test]
+async fn config_defaults_replaced_at_run_time_apply_to_the_next_schedule() {
+    let queue = |name: &str| QueueName::new(name).expect("a valid queue");
+    let attempts = |n: u32| {
+        let mut defaults = QueueDefaults::default();
+        defaults.max_attempts = n;
+        defaults
+    };
+    let config =
+        EngineConfig::default().queue(queue("flow.remind"), attempts(3)).queue(queue("order.cancel"), attempts(4));
+    let engine = Engine::start(MemoryStore::new(), config);
+    let max_attempts = |queue: &'static str, key: &'static str| {
+        let engine = engine.clone();
+        async move {
+            let written = engine.schedule(queue, key, TaskSpec::after(Duration::from_secs(60))).await.expect("ok");
+            written.task.expect("a task is written").max_attempts
+        }
+    };
+    assert_eq!((max_attempts("flow.remind", "a").await, max_attempts("order.cancel", "a").await), (3, 4));
+
+    engine.set_queue_defaults(&queue("order.cancel"), Some(attempts(9)));
+    engine.set_config_queues([(queue("flow.remind"), attempts(7)), (queue("order.cancel"), attempts(5))].into());
+    assert_eq!(max_attempts("flow.remind", "b").await, 7, "the config's new defaults");
+    assert_eq!(max_attempts("order.cancel", "b").await, 9, "run-time defaults still win");
+
+    engine.set_config_queues([(queue("order.cancel"), attempts(5))].into());
+    let built_in = QueueDefaults::default().max_attempts;
+    assert_eq!(max_attempts("flow.remind", "c").await, built_in, "a queue dropped from the config");
+    engine.set_queue_defaults(&queue("order.cancel"), None);
+    assert_eq!(max_attempts("order.cancel", "c").await, 5);
+    engine.shutdown().await.expect("shutdown");
+}

@@ -33,6 +33,11 @@
 //! queue's `rate` is counted in Redis, so it holds across every server (`rates`). On
 //! shutdown the HTTP side stops first, then the workers (running deliveries get the
 //! grace period), then the engine.
+//!
+//! The config file's queues and calendars are applied after the engine starts and
+//! before anything is served, by the call each SIGHUP makes again
+//! (`AppState::apply_config_file`); the engine's config carries only what a reload
+//! cannot change.
 
 mod api;
 mod app;
@@ -208,13 +213,13 @@ async fn run<S: Store>(
         .await
         .with_context(|| format!("cannot listen on {}", settings.listen))?;
     // SIGHUP is caught before anything starts, so that none stops the server; once the
-    // API is up it reloads the access rules and the TLS certificate (`reload`).
+    // API is up it reads the config file again (`reload`).
     let stop_reloads = tokio_util::sync::CancellationToken::new();
     // Also on an early return below.
     let _stop_reloads_on_return = stop_reloads.clone().drop_guard();
     #[cfg(unix)]
     let hangups = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
-        .context("cannot listen for SIGHUP (which reloads the config file's access rules and the TLS certificate)")?;
+        .context("cannot listen for SIGHUP (which reads the config file again)")?;
     if let Some(tls) = &tls {
         tracing::info!(
             certificate = %tls.files().cert.display(),
@@ -233,11 +238,12 @@ async fn run<S: Store>(
             return Err(e).context("cannot read the store's signing secret");
         }
     };
+    // The file's queues and calendars, as each SIGHUP applies them again.
+    state.apply_config_file(settings).await;
     let stop_api_queues = tokio_util::sync::CancellationToken::new();
-    let started = workers::start_config_actions(&engine, settings, Arc::clone(&clock), sharing.rates).await;
-    let (workers, api_queues, announcer, drains) = match started {
-        Ok((workers, actions, runtime)) => {
-            state.show_actions(actions.clone());
+    let started = workers::QueueWorkers::start(state.clone(), settings, Arc::clone(&clock), sharing.rates).await;
+    let (queue_workers, announcer, drains) = match started {
+        Ok(queue_workers) => {
             let announcer = match sharing.nodes {
                 Some(nodes) => {
                     let announcer = policy::Announcer {
@@ -245,7 +251,7 @@ async fn run<S: Store>(
                         node: policy::node_name(port),
                         policy: policy::DeliveryPolicy::new(&settings.egress, settings.targets_secret.as_ref()),
                         peers: state.delivery_policy().clone(),
-                        note: runtime.refusal_note(),
+                        note: queue_workers.runtime().refusal_note(),
                         clock,
                     };
                     Some(announcer.start(stop_api_queues.clone()).await)
@@ -254,8 +260,7 @@ async fn run<S: Store>(
             };
             tokio::spawn(calendar_notices::warn_until_stopped(engine.clone(), stop_api_queues.clone()));
             let drains = outbox::start(&state, &settings.outboxes, &stop_api_queues);
-            let api_queues = workers::ApiQueues::new(state.clone(), runtime, settings.grace_period, actions);
-            (workers, tokio::spawn(api_queues.follow(stop_api_queues.clone())), announcer, drains)
+            (tokio::spawn(queue_workers.follow(stop_api_queues.clone())), announcer, drains)
         }
         Err(e) => {
             let _ = engine.shutdown().await;
@@ -290,7 +295,8 @@ async fn run<S: Store>(
     if let Some(reloads) = reloads {
         let _ = reloads.await;
     }
-    let _ = api_queues.await;
+    // Stops the push workers: running deliveries get the grace period.
+    let _ = queue_workers.await;
     // The drains stop before the engine: a row applied is deleted in its batch's
     // transaction, or read again by the next drain (and found marked).
     for drain in drains {
@@ -299,7 +305,6 @@ async fn run<S: Store>(
     if let Some(announcer) = announcer {
         let _ = announcer.await;
     }
-    workers::stop_workers(workers).await;
     server::stop_engine(&engine).await
 }
 

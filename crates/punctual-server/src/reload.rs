@@ -1,14 +1,33 @@
 //! SIGHUP: the server reads its configuration again (`serve --config FILE` with the
-//! same flags). What takes effect at once: the access rules (`tokens`, `[[access]]`
-//! with their permissions, queues and rates), for the next request, and the TLS
-//! certificate, for the next connection. Everything else the file sets is read at
-//! start only; a change to it is named in the log as waiting for a restart.
+//! same flags). What takes effect at once:
+//! - the access rules (`tokens`, `[[access]]` with their permissions, queues and
+//!   rates), for the next request;
+//! - the queues (`[queues."name"]`: task defaults, `group_concurrency`, `group_rate`,
+//!   and push actions), for the next schedule, lease and settings read on this node: a
+//!   queue added to the file is declared, one removed no longer is (its tasks stay,
+//!   and stored settings it has apply again), and `strict_queues` follows the file. A
+//!   push action added, changed or removed starts, replaces or stops its worker; a
+//!   worker replaced stops leasing first and its running deliveries get the grace
+//!   period (`workers`);
+//! - the calendars (`[calendars."name"]`, `holidays_ics` read again): added, changed
+//!   and removed ones are served at once, winning over stored calendars of their
+//!   names as at start, which are never written or removed (one a config calendar
+//!   no longer shadows is served again within a second);
+//! - the TLS certificate, for the next connection.
 //!
-//! Invariants: a file that no longer validates changes nothing (the rules in force
-//! stay, the error is logged with its line); a reload never turns tokens on or off (a
-//! server started open stays open until a restart, and one that needs tokens keeps
-//! needing them), since clients and the OpenAPI document were told at start; a SIGHUP
-//! never stops the server.
+//! Queues and calendars are applied by the call start-up makes
+//! ([`AppState::apply_config_file`]), so a reload applies them as a restart would.
+//! What the file sets besides is read at start only, and a change to it is named in
+//! the log as waiting for a restart ([`needs_restart`]): `listen`, the store, `[redis]`,
+//! a queue's `shards` and `dead_retention`, `[[outbox]]`, `[egress]` and `[targets]`,
+//! the TLS files' paths, the limits. Until then what the server started with stays
+//! (the settings API shows the `shards` in use).
+//!
+//! Invariants: a file that no longer validates changes nothing (the rules, queues and
+//! calendars in force stay, the error is logged with its line); a reload never turns
+//! tokens on or off (a server started open stays open until a restart, and one that
+//! needs tokens keeps needing them), since clients and the OpenAPI document were told
+//! at start; a SIGHUP never stops the server.
 
 use punctual_core::Store;
 use tokio::signal::unix::Signal;
@@ -37,7 +56,7 @@ pub(crate) async fn on_hangup<S: Store>(
         if let Some(tls) = &tls {
             reload_certificate(tls);
         }
-        reload_file(&state, &args, &running);
+        reload_file(&state, &args, &running).await;
     }
 }
 
@@ -56,7 +75,7 @@ fn reload_certificate(tls: &Tls) {
     }
 }
 
-fn reload_file<S: Store>(state: &AppState<S>, args: &ServeArgs, running: &Settings) {
+async fn reload_file<S: Store>(state: &AppState<S>, args: &ServeArgs, running: &Settings) {
     let Some(file) = &args.config else {
         tracing::info!("SIGHUP: no config file to read again (serve --config FILE)");
         return;
@@ -64,7 +83,7 @@ fn reload_file<S: Store>(state: &AppState<S>, args: &ServeArgs, running: &Settin
     let read = match config::load(args) {
         Ok(read) => read,
         Err(e) => {
-            tracing::error!(file = %file.display(), "SIGHUP: {e}; nothing reloaded, the rules in force stay");
+            tracing::error!(file = %file.display(), "SIGHUP: {e}; nothing reloaded, the rules, queues and calendars in force stay");
             return;
         }
     };
@@ -84,6 +103,19 @@ fn reload_file<S: Store>(state: &AppState<S>, args: &ServeArgs, running: &Settin
             "SIGHUP: the file turns tokens {turn}, which takes a restart; the access rules in force stay"
         );
     }
+    // What takes a restart keeps what the server started with: the shards in use are
+    // the store's, opened with them.
+    let mut applied = read.clone();
+    applied.shards.clone_from(&running.shards);
+    state.apply_config_file(&applied).await;
+    tracing::info!(
+        file = %file.display(),
+        queues = read.queues.len(),
+        actions = read.actions.len(),
+        strict_queues = read.strict_queues,
+        calendars = read.calendars.len(),
+        "SIGHUP: queues and calendars reloaded; the next schedule, lease and settings read take them"
+    );
     let waiting = needs_restart(running, &read);
     if !waiting.is_empty() {
         tracing::warn!(
@@ -94,24 +126,21 @@ fn reload_file<S: Store>(state: &AppState<S>, args: &ServeArgs, running: &Settin
     }
 }
 
-/// What differs between the settings the server started with and `read`, besides the
-/// access rules, by name. Secrets count by value (they never print): a changed one
-/// takes a restart too. Calendars and outboxes, which have no equality of their own,
-/// are compared as they print (vectors, in name or file order).
+/// What differs between the settings the server started with and `read`, among what
+/// a reload does not apply, by name. Secrets count by value (they never print): a
+/// changed one takes a restart too. Outboxes, which have no equality of their own,
+/// are compared as they print (a vector, in file order).
 fn needs_restart(running: &Settings, read: &Settings) -> Vec<&'static str> {
     let prints_apart = |a: &dyn std::fmt::Debug, b: &dyn std::fmt::Debug| format!("{a:?}") != format!("{b:?}");
     let limits = |s: &Settings| {
         (s.request_timeout, s.max_payload_bytes, s.max_batch, s.max_body_bytes, s.max_overdue, s.grace_period)
     };
-    let checks: [(&'static str, bool); 12] = [
+    let checks: [(&'static str, bool); 9] = [
         ("listen", running.listen != read.listen),
         ("the store (data, store)", running.backend != read.backend),
         ("[redis]", running.redis != read.redis),
-        ("queues", running.queues != read.queues || running.strict_queues != read.strict_queues),
-        ("queues' actions", running.actions != read.actions),
         ("shards", running.shards != read.shards),
         ("dead_retention", running.dead_retention != read.dead_retention),
-        ("calendars", prints_apart(&running.calendars, &read.calendars)),
         ("[[outbox]]", prints_apart(&running.outboxes, &read.outboxes)),
         ("[egress] and [targets]", running.egress != read.egress || running.targets_secret != read.targets_secret),
         ("TLS files", running.tls != read.tls),
@@ -126,16 +155,32 @@ mod tests {
 
     use super::*;
 
-    /// Queues are kept in a hash map: two reads of one file hold them in another
-    /// order, which must not read as a change (it did when they were compared as they
-    /// print).
+    /// Queues' shards and retentions are kept in hash maps: two reads of one file hold
+    /// them in another order, which must not read as a change (it did when they were
+    /// compared as they print). A queue's policies, its action and the calendars are
+    /// reloaded, so a change to them takes no restart.
     #[test]
-    fn a_file_read_again_unchanged_needs_no_restart_and_a_changed_queue_does() {
-        let queues: String = (0..8).map(|n| format!("[queues.\"q{n}\"]\nmax_attempts = {}\n", n + 2)).collect();
+    fn a_file_read_again_needs_a_restart_only_for_what_a_reload_does_not_apply() {
+        let queues: String = (0..8)
+            .map(|n| {
+                format!(
+                    "[queues.\"q{n}\"]\nmax_attempts = {}\nshards = {}\ndead_retention = \"{}d\"\n",
+                    n + 2,
+                    n + 1,
+                    n + 1
+                )
+            })
+            .collect();
         let read = |text: &str| config::settings(&ServeArgs::default(), Some((Path::new("f.toml"), text))).unwrap();
         let running = read(&queues);
         assert_eq!(needs_restart(&running, &read(&queues)), Vec::<&str>::new());
-        let changed = queues.replace("max_attempts = 9", "max_attempts = 10");
-        assert_eq!(needs_restart(&running, &read(&changed)), ["queues"]);
+        let reloaded = format!(
+            "strict_queues = true\n{}[queues.\"new\"]\nmax_attempts = 4\n[queues.\"new\".action]\nkind = \"webhook\"\n\
+             url = \"https://hooks.example.com/\"\n[calendars.office]\ntz = \"UTC\"\nhours = {{ mon = [\"09:00-17:00\"] }}\n",
+            queues.replace("max_attempts = 9", "max_attempts = 10")
+        );
+        assert_eq!(needs_restart(&running, &read(&reloaded)), Vec::<&str>::new());
+        let resharded = queues.replace("shards = 8", "shards = 9");
+        assert_eq!(needs_restart(&running, &read(&resharded)), ["shards"]);
     }
 }

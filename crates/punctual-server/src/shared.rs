@@ -1,6 +1,6 @@
 //! The words the server's layers share: the app's HTTP options and the config file's
-//! queues as the settings API shows them (made from the validated config), who is
-//! calling, and what `/readyz` last answered.
+//! queues as this node applies them (made from the validated config, again at each
+//! SIGHUP), who is calling, and what `/readyz` last answered.
 //!
 //! Invariant: this module depends on nothing above the config (no state, handler or
 //! router), so the state, the handlers and the router can all use it without
@@ -11,9 +11,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use punctual_actions::ActionSpec;
 use punctual_core::{QueueDefaults, QueueName};
 
 use crate::config::access::{AccessToken, Grant};
+use crate::config::declared::Declared;
 use crate::config::{self, Settings};
 
 /// HTTP-level settings of the app (the engine's own limits live in its config).
@@ -35,7 +37,8 @@ pub struct HttpOptions {
     /// not checked.
     pub max_overdue: Option<Duration>,
     /// The queues the config file declares: listed by `GET /v1/queues` with zero
-    /// counts while they hold no task.
+    /// counts while they hold no task. What the app starts with: `punctual serve`
+    /// replaces them, with `strict_queues`, when a SIGHUP reads the file again.
     pub queues: Vec<QueueName>,
     /// Refuse schedules and leases naming a queue not in `queues` (`404`).
     pub strict_queues: bool,
@@ -46,6 +49,60 @@ pub struct HttpOptions {
     pub egress: punctual_actions::EgressPolicy,
     /// The queues of the config file as the settings API shows them.
     pub(crate) config_queues: BTreeMap<QueueName, ConfigQueue>,
+}
+
+/// The config file's queues as this node applies them; a SIGHUP that reads the file
+/// again replaces them whole (`AppState::apply_config_file`).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct FileQueues {
+    /// The queues it declares, and whether others are refused.
+    pub(crate) declared: Declared,
+    /// Each of its queues as the settings API shows it (`source: config`).
+    pub(crate) settings: BTreeMap<QueueName, ConfigQueue>,
+    /// The push actions it gives queues, in name order.
+    pub(crate) actions: Vec<(QueueName, ActionSpec)>,
+}
+
+impl FileQueues {
+    /// What `options` give: no action, since they name none.
+    pub(crate) fn of_options(options: &HttpOptions) -> FileQueues {
+        FileQueues {
+            declared: Declared::new(options.queues.iter().cloned(), options.strict_queues),
+            settings: options.config_queues.clone(),
+            actions: Vec::new(),
+        }
+    }
+
+    /// What the validated config file gives.
+    pub(crate) fn of_settings(settings: &Settings) -> FileQueues {
+        FileQueues {
+            declared: Declared::new(settings.queues.keys().cloned(), settings.strict_queues),
+            settings: config_queues(settings),
+            actions: settings.actions.clone(),
+        }
+    }
+
+    /// Whether `queue`'s settings come from the file.
+    pub(crate) fn holds(&self, queue: &QueueName) -> bool {
+        self.settings.contains_key(queue)
+    }
+}
+
+/// The file's queues as the settings API shows them.
+fn config_queues(settings: &Settings) -> BTreeMap<QueueName, ConfigQueue> {
+    settings
+        .queues
+        .iter()
+        .map(|(name, defaults)| {
+            let action = settings
+                .actions
+                .iter()
+                .find(|(queue, _)| queue == name)
+                .map(|(_, spec)| (spec.kind.name(), spec.concurrency, spec.rate));
+            let queue = ConfigQueue { defaults: defaults.clone(), action, shards: settings.shards.get(name).copied() };
+            (name.clone(), queue)
+        })
+        .collect()
 }
 
 /// A queue of the config file, as the settings API shows it (`source: config`).
@@ -76,20 +133,6 @@ impl Default for HttpOptions {
 
 impl From<&Settings> for HttpOptions {
     fn from(settings: &Settings) -> HttpOptions {
-        let config_queues = settings
-            .queues
-            .iter()
-            .map(|(name, defaults)| {
-                let action = settings
-                    .actions
-                    .iter()
-                    .find(|(queue, _)| queue == name)
-                    .map(|(_, spec)| (spec.kind.name(), spec.concurrency, spec.rate));
-                let queue =
-                    ConfigQueue { defaults: defaults.clone(), action, shards: settings.shards.get(name).copied() };
-                (name.clone(), queue)
-            })
-            .collect();
         HttpOptions {
             tokens: settings.tokens.clone(),
             access: settings.access.clone(),
@@ -100,7 +143,7 @@ impl From<&Settings> for HttpOptions {
             strict_queues: settings.strict_queues,
             config_file: settings.config_file.clone(),
             egress: settings.egress.clone(),
-            config_queues,
+            config_queues: config_queues(settings),
         }
     }
 }

@@ -1,19 +1,24 @@
 //! What every handler shares: the engine, the lease-id codec, the tokens and their
-//! grants (kept as digests, see `config::access`), the HTTP limits, the declared
-//! queues and push actions, the nodes whose delivery policy differs, and the shutdown
-//! signal.
+//! grants (kept as digests, see `config::access`), the HTTP limits, the config file's
+//! queues and the push actions, the nodes whose delivery policy differs, and the
+//! shutdown signal.
+//!
+//! The config file's queues and calendars are put to work by one call,
+//! [`AppState::apply_config_file`], at start and at each SIGHUP (`reload`), so a file
+//! read again applies as it would at start.
 
 use std::sync::{Arc, Mutex, OnceLock};
 
 use punctual_core::{Engine, QueueName, Store, TokenCodec};
 use tokio_util::sync::CancellationToken;
 
+use crate::config::Settings;
 use crate::config::access::Auth;
-use crate::config::declared::{Declared, push_refusal};
+use crate::config::declared::push_refusal;
 use crate::error::ApiError;
 use crate::metrics::{Metrics, MetricsSnapshot, QueueActivity};
 use crate::policy::PolicyPeers;
-use crate::shared::{HttpOptions, Readiness};
+use crate::shared::{FileQueues, HttpOptions, Readiness};
 
 /// The state of [`app`](crate::app). Cheap to clone.
 #[derive(Debug)]
@@ -34,7 +39,9 @@ pub(crate) struct Inner<S: Store> {
     /// The access rules in force; a SIGHUP may replace them (`reload`).
     auth: std::sync::RwLock<Arc<Auth>>,
     pub(crate) options: HttpOptions,
-    pub(crate) declared: Declared,
+    /// The config file's queues in force; a SIGHUP may replace them (`reload`). The
+    /// push workers follow them (`workers`).
+    file_queues: tokio::sync::watch::Sender<Arc<FileQueues>>,
     pub(crate) shutdown: CancellationToken,
     /// What `/readyz` last answered (`None` before its first answer); a change is
     /// logged, with the reason when it turns unready.
@@ -83,7 +90,7 @@ impl<S: Store> AppState<S> {
                 engine,
                 codec,
                 auth: std::sync::RwLock::new(Arc::new(auth)),
-                declared: Declared::new(options.queues.iter().cloned(), options.strict_queues),
+                file_queues: tokio::sync::watch::channel(Arc::new(FileQueues::of_options(&options))).0,
                 options,
                 shutdown: CancellationToken::new(),
                 readiness: Mutex::new(None),
@@ -104,6 +111,29 @@ impl<S: Store> AppState<S> {
     /// Puts `auth` in force for the next request.
     pub(crate) fn replace_auth(&self, auth: Auth) {
         *self.inner.auth.write().expect("auth lock poisoned") = Arc::new(auth);
+    }
+
+    /// The config file's queues in force.
+    pub(crate) fn file_queues(&self) -> Arc<FileQueues> {
+        Arc::clone(&self.inner.file_queues.borrow())
+    }
+
+    /// The config file's queues in force, told of each change.
+    pub(crate) fn watch_file_queues(&self) -> tokio::sync::watch::Receiver<Arc<FileQueues>> {
+        self.inner.file_queues.subscribe()
+    }
+
+    /// Puts the config file's queues and calendars to work, at start and at each
+    /// SIGHUP: each queue's task defaults and group limits for its next schedule and
+    /// lease (the engine's), the declared queues and `strict_queues` for the next
+    /// request, the calendars (served beside the store's, winning over those of their
+    /// names), and the push actions (the workers follow, `workers`).
+    pub(crate) async fn apply_config_file(&self, settings: &Settings) {
+        let engine = &self.inner.engine;
+        engine.set_config_queues(settings.queues.clone());
+        let calendars = settings.calendars.iter().map(|(name, calendar)| (name.clone(), Arc::new(calendar.clone())));
+        engine.set_config_calendars(calendars.collect()).await;
+        self.inner.file_queues.send_replace(Arc::new(FileQueues::of_settings(settings)));
     }
 
     /// The engine underneath.
@@ -129,7 +159,7 @@ impl<S: Store> AppState<S> {
 
     /// `Ok` when tasks may be scheduled to `queue` (see `config::declared`).
     pub(crate) fn schedulable(&self, queue: &str) -> Result<(), ApiError> {
-        self.inner.declared.check(queue)
+        self.file_queues().declared.check(queue)
     }
 
     /// `Ok` when pull workers may lease from `queue`: it is schedulable and has no push

@@ -1,11 +1,14 @@
-//! The push workers this node runs: one per queue of the config file with an action,
-//! started once at start-up ([`start_config_actions`]), and those of the queues whose
-//! settings were set through the API ([`ApiQueues`]), put to work on this node: task
-//! defaults applied to new tasks, and a push worker per queue with an action — started,
-//! re-tuned (a new action, concurrency or rate) and stopped as the stored settings
-//! change. Every node follows the store's records (the engine reads them every
-//! [`RECORDS_POLL`](punctual_core::RECORDS_POLL)), so a change made through any node
-//! applies on all of them within a second, without a restart.
+//! The push workers this node runs: one per queue with an action, from the config
+//! file or from settings set through the API, kept by one follower ([`QueueWorkers`]).
+//! The file's are started at start-up ([`QueueWorkers::start`], which fails on one
+//! that cannot start) and follow the file as each SIGHUP applies it (started,
+//! replaced when their action changed, stopped when the file no longer gives one).
+//! Those of queues whose settings were set through the API follow the store's records:
+//! task defaults applied to new tasks, and a push worker per queue with an action —
+//! started, re-tuned (a new action, concurrency or rate) and stopped as the stored
+//! settings change. Every node follows the store's records (the engine reads them
+//! every [`RECORDS_POLL`](punctual_core::RECORDS_POLL)), so a change made through any
+//! node applies on all of them within a second, without a restart.
 //!
 //! Tasks with an HTTP target are delivered here too: a queue's push worker (config or
 //! API) serves both lanes, and every other queue known to hold such tasks (those with
@@ -14,25 +17,36 @@
 //! of its settings if it has any. That worker is never listed as the queue's action, so
 //! pull workers still lease the queue's other tasks.
 //!
-//! Invariants: queues of the config file are never touched by [`ApiQueues`] (their
-//! settings come from the file, their workers are started once at start-up); a worker
+//! Invariants: a queue the config file holds is never run by its stored settings (a
+//! queue the file takes over loses its API worker and defaults first; one the file
+//! drops gets its stored settings, if any, after the file's worker stopped); a worker
 //! being replaced stops leasing first and its running deliveries get the grace period,
 //! so deliveries of one queue never run under two settings at once for longer than
-//! that; settings that no longer validate (an environment variable they name went
-//! away) leave the queue as it runs, with one error logged per version.
+//! that; an action that cannot be built (a file read again: its new action; settings
+//! that no longer validate: an environment variable they name went away) leaves the
+//! queue as it runs, with the error logged (once per version for stored settings).
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use punctual_actions::{Action, Rate, RateSlots, Runtime};
+use punctual_actions::{Action, ActionSpec, Rate, RateSlots, Runtime};
 use punctual_core::{Clock, Engine, Lane, QueueName, QueueRecord, RunningWorker, Store, Worker};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::Settings;
 use crate::config::settings::QueueSettings;
+use crate::shared::FileQueues;
 use crate::state::AppState;
+
+/// A push worker this node runs for a queue of the config file, and the action it
+/// runs, as the file gave it.
+struct FileWorker {
+    spec: ActionSpec,
+    action: Action,
+    worker: RunningWorker,
+}
 
 /// A push worker this node runs for an API queue, and what of the settings it runs
 /// (`action`, `concurrency`, `rate`).
@@ -43,13 +57,17 @@ struct Running {
     worker: RunningWorker,
 }
 
-/// Follows the records and keeps this node's API queues as they say.
-pub(crate) struct ApiQueues<S: Store> {
+/// Follows the config file's queues and the store's records, and keeps this node's
+/// push workers as they say.
+pub(crate) struct QueueWorkers<S: Store> {
     state: AppState<S>,
     runtime: Runtime,
     grace: Duration,
-    /// The config file's actions, shown beside the API's (`/metrics`, lease refusals).
-    config_actions: Vec<(String, Action)>,
+    /// The config file's queues as last applied here.
+    file: Arc<FileQueues>,
+    /// The workers of the file's queues with an action.
+    file_workers: HashMap<QueueName, FileWorker>,
+    /// The workers of the queues with an action set through the API.
     running: HashMap<QueueName, Running>,
     /// The document of each queue as last applied (its defaults), and the version of
     /// each whose settings failed to validate (logged once).
@@ -66,31 +84,69 @@ pub(crate) struct ApiQueues<S: Store> {
 /// How many target deliveries of a queue run at once, and at what rate.
 type Limits = (usize, Option<String>);
 
-impl<S: Store> ApiQueues<S> {
-    pub(crate) fn new(
+impl<S: Store> QueueWorkers<S> {
+    /// Starts a worker per queue with an action in the config file `settings`, as
+    /// `state` holds them ([`AppState::apply_config_file`]), shown at once in
+    /// `/metrics` and lease refusals; on an error, stops those it started. Then
+    /// [`QueueWorkers::follow`].
+    pub(crate) async fn start(
         state: AppState<S>,
-        runtime: Runtime,
-        grace: Duration,
-        config_actions: Vec<(String, Action)>,
-    ) -> ApiQueues<S> {
-        ApiQueues {
+        settings: &Settings,
+        clock: Arc<dyn Clock>,
+        rates: Option<Arc<dyn RateSlots>>,
+    ) -> anyhow::Result<QueueWorkers<S>> {
+        let mut runtime = Runtime::with_egress(clock, settings.egress.clone())
+            .context("cannot set up the actions")?
+            .sign_targets_with(settings.targets_secret.clone());
+        if let Some(rates) = rates {
+            runtime = runtime.shared_rates(rates);
+        }
+        let mut workers = QueueWorkers {
+            file: state.file_queues(),
             state,
             runtime,
-            grace,
-            config_actions,
+            grace: settings.grace_period,
+            file_workers: HashMap::new(),
             running: HashMap::new(),
             applied: HashMap::new(),
             failed: HashMap::new(),
             limits: HashMap::new(),
             target_queues: BTreeSet::new(),
             targets: HashMap::new(),
+        };
+        for (queue, spec) in &workers.file.actions.clone() {
+            let started = Action::build(spec, &workers.runtime)
+                .with_context(|| format!("cannot build the action of queue {queue}"))
+                .and_then(|action| {
+                    let worker = start_worker(&workers.state.inner.engine, queue, &action, spec, workers.grace)
+                        .with_context(|| format!("cannot start the worker of queue {queue}"))?;
+                    Ok(FileWorker { spec: spec.clone(), action, worker })
+                });
+            match started {
+                Ok(started) => {
+                    tracing::info!(queue = %queue, kind = started.action.kind(), concurrency = spec.concurrency, "push action ready");
+                    workers.file_workers.insert(queue.clone(), started);
+                }
+                Err(e) => {
+                    stop_workers(workers.file_workers.into_values().map(|running| running.worker)).await;
+                    return Err(e);
+                }
+            }
         }
+        workers.show_actions();
+        Ok(workers)
     }
 
-    /// Applies every change of the records until `stop`, then stops the workers it
-    /// started (running deliveries get the grace period).
+    /// The runtime the actions run in.
+    pub(crate) fn runtime(&self) -> &Runtime {
+        &self.runtime
+    }
+
+    /// Applies every change of the config file's queues and of the records until
+    /// `stop`, then stops every worker (running deliveries get the grace period).
     pub(crate) async fn follow(mut self, stop: CancellationToken) {
         let engine = self.state.inner.engine.clone();
+        let mut file = self.state.watch_file_queues();
         let mut records = engine.watch_queue_records();
         let mut target_queues = engine.watch_target_queues();
         // Queues holding tasks now may hold tasks with a target.
@@ -101,28 +157,79 @@ impl<S: Store> ApiQueues<S> {
             }
         }
         loop {
+            let file_queues = file.borrow_and_update().clone();
+            if !Arc::ptr_eq(&file_queues, &self.file) {
+                self.apply_file(file_queues).await;
+            }
             let current: Arc<Vec<QueueRecord>> = records.borrow_and_update().clone();
             self.target_queues.extend(target_queues.borrow_and_update().iter().cloned());
             self.apply(&current).await;
             self.deliver_targets().await;
             tokio::select! {
+                changed = file.changed() => if changed.is_err() { break },
                 changed = records.changed() => if changed.is_err() { break },
                 changed = target_queues.changed() => if changed.is_err() { break },
                 _ = stop.cancelled() => break,
             }
         }
         let workers = self.running.drain().map(|(_, running)| running.worker);
+        let workers = workers.chain(self.file_workers.drain().map(|(_, running)| running.worker));
         stop_workers(workers.chain(self.targets.drain().map(|(_, (_, worker))| worker))).await;
+    }
+
+    /// Puts the file's actions to work as `file` gives them: a worker stopped where it
+    /// gives none any more, started where it gives a new one, replaced where it
+    /// changed one (built first: an action that cannot be built leaves the running
+    /// one). A queue the file takes over loses its API worker and defaults first.
+    async fn apply_file(&mut self, file: Arc<FileQueues>) {
+        self.file = file;
+        let file = Arc::clone(&self.file);
+        let dropped: Vec<QueueName> =
+            self.file_workers.keys().filter(|q| !file.actions.iter().any(|(queue, _)| queue == *q)).cloned().collect();
+        for queue in dropped {
+            if let Some(old) = self.file_workers.remove(&queue) {
+                tracing::info!(queue = %queue, kind = old.action.kind(),
+                    "push action stopped: the config file no longer gives the queue one");
+                old.worker.shutdown().await;
+            }
+        }
+        for (queue, spec) in &file.actions {
+            if self.file_workers.get(queue).is_some_and(|running| running.spec == *spec) {
+                continue;
+            }
+            self.clear(queue).await;
+            let action = match Action::build(spec, &self.runtime) {
+                Ok(action) => action,
+                Err(e) => {
+                    tracing::error!(queue = %queue, error = %e,
+                        "cannot build the queue's action from the config file; the one running (if any) goes on");
+                    continue;
+                }
+            };
+            // Its worker serves both lanes: the one delivering its targets alone stops.
+            let old = self.file_workers.remove(queue).map(|old| old.worker);
+            let targets = self.targets.remove(queue).map(|(_, worker)| worker);
+            stop_workers(old.into_iter().chain(targets)).await;
+            match start_worker(&self.state.inner.engine, queue, &action, spec, self.grace) {
+                Ok(worker) => {
+                    tracing::info!(queue = %queue, kind = action.kind(), concurrency = spec.concurrency,
+                        "push action ready (config file reloaded)");
+                    self.file_workers.insert(queue.clone(), FileWorker { spec: spec.clone(), action, worker });
+                }
+                Err(e) => tracing::error!(queue = %queue, error = %e, "cannot start the queue's push action"),
+            }
+        }
+        self.show_actions();
     }
 
     /// Runs a target-lane worker for each queue known to hold tasks with a target that
     /// has no push worker of its own, with its current limits.
     async fn deliver_targets(&mut self) {
-        let config = &self.state.inner.options.config_queues;
+        let config = &self.file.settings;
         let wanted: HashMap<QueueName, Limits> = self
             .target_queues
             .iter()
-            .filter(|q| !self.running.contains_key(*q) && config.get(*q).is_none_or(|c| c.action.is_none()))
+            .filter(|q| !self.running.contains_key(*q) && !self.file_workers.contains_key(*q))
             .map(|q| {
                 let limits = match config.get(q) {
                     Some(_) => (punctual_actions::ActionSpec::DEFAULT_CONCURRENCY, None),
@@ -167,10 +274,10 @@ impl<S: Store> ApiQueues<S> {
         }
     }
 
+    /// Puts the stored settings of the queues the config file does not hold to work.
     async fn apply(&mut self, records: &[QueueRecord]) {
-        let state = self.state.clone();
-        let api: Vec<&QueueRecord> =
-            records.iter().filter(|r| !state.inner.options.config_queues.contains_key(&r.queue)).collect();
+        let file = Arc::clone(&self.file);
+        let api: Vec<&QueueRecord> = records.iter().filter(|r| !file.holds(&r.queue)).collect();
         let gone: Vec<QueueName> =
             self.applied.keys().filter(|q| !api.iter().any(|r| &r.queue == *q)).cloned().collect();
         for queue in gone {
@@ -217,14 +324,8 @@ impl<S: Store> ApiQueues<S> {
         }
         let Some(spec) = settings.action else { return };
         let started = Action::build(&spec, &self.runtime).map_err(|e| e.to_string()).and_then(|action| {
-            Worker::new(engine)
-                .handle(queue.as_str(), action.clone())
-                .concurrency(queue.as_str(), spec.concurrency)
-                .lanes(queue.as_str(), &Lane::ALL)
-                .grace(self.grace)
-                .start()
-                .map(|worker| (action, worker))
-                .map_err(|e| e.to_string())
+            let worker = start_worker(&engine, queue, &action, &spec, self.grace).map_err(|e| e.to_string())?;
+            Ok((action, worker))
         });
         match started {
             Ok((action, worker)) => {
@@ -250,8 +351,10 @@ impl<S: Store> ApiQueues<S> {
         }
     }
 
+    /// Shows the running actions in `/metrics` and lease refusals.
     fn show_actions(&self) {
-        let mut actions = self.config_actions.clone();
+        let mut actions: Vec<(String, Action)> =
+            self.file_workers.iter().map(|(queue, running)| (queue.to_string(), running.action.clone())).collect();
         actions.extend(self.running.iter().map(|(queue, running)| (queue.to_string(), running.action.clone())));
         self.state.show_actions(actions);
     }
@@ -264,51 +367,22 @@ fn delivery_part(settings: &QueueSettings) -> serde_json::Value {
     serde_json::json!([field("action"), field("concurrency"), field("rate")])
 }
 
-/// The running workers of the push actions, each action by queue, and the runtime
-/// they run in (the actions of queues set through the API run in it too).
-pub(crate) type StartedActions = (Vec<RunningWorker>, Vec<(String, Action)>, Runtime);
-
-/// Starts one worker per queue of the config file with an action; on an error, stops
-/// those it started.
-pub(crate) async fn start_config_actions<S: Store>(
+/// Starts `queue`'s push worker running `action` (built from `spec`) on both lanes:
+/// its tasks with a target are delivered to their target, sharing the action's
+/// concurrency and rate.
+fn start_worker<S: Store>(
     engine: &Engine<S>,
-    settings: &Settings,
-    clock: Arc<dyn Clock>,
-    rates: Option<Arc<dyn RateSlots>>,
-) -> anyhow::Result<StartedActions> {
-    let mut runtime = Runtime::with_egress(clock, settings.egress.clone())
-        .context("cannot set up the actions")?
-        .sign_targets_with(settings.targets_secret.clone());
-    if let Some(rates) = rates {
-        runtime = runtime.shared_rates(rates);
-    }
-    let mut workers = Vec::new();
-    let mut actions = Vec::new();
-    for (queue, spec) in &settings.actions {
-        let started = Action::build(spec, &runtime)
-            .with_context(|| format!("cannot build the action of queue {queue}"))
-            .and_then(|action| {
-                tracing::info!(queue = %queue, kind = action.kind(), concurrency = spec.concurrency, "push action ready");
-                actions.push((queue.to_string(), action.clone()));
-                // Its tasks with a target are delivered to their target, sharing the
-                // action's concurrency and rate.
-                Worker::new(engine.clone())
-                    .handle(queue.as_str(), action)
-                    .concurrency(queue.as_str(), spec.concurrency)
-                    .lanes(queue.as_str(), &Lane::ALL)
-                    .grace(settings.grace_period)
-                    .start()
-                    .with_context(|| format!("cannot start the worker of queue {queue}"))
-            });
-        match started {
-            Ok(worker) => workers.push(worker),
-            Err(e) => {
-                stop_workers(workers).await;
-                return Err(e);
-            }
-        }
-    }
-    Ok((workers, actions, runtime))
+    queue: &QueueName,
+    action: &Action,
+    spec: &ActionSpec,
+    grace: Duration,
+) -> punctual_core::Result<RunningWorker> {
+    Worker::new(engine.clone())
+        .handle(queue.as_str(), action.clone())
+        .concurrency(queue.as_str(), spec.concurrency)
+        .lanes(queue.as_str(), &Lane::ALL)
+        .grace(grace)
+        .start()
 }
 
 /// Stops `workers` together; running deliveries get each worker's grace period.

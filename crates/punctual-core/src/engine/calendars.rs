@@ -8,6 +8,10 @@
 //! - The calendars of the config file ([`EngineConfig::calendars`](super::EngineConfig))
 //!   are in the set from the start, and win over a stored one of the same name
 //!   (left out, with a warning); [`Engine::change_calendar`] refuses their names.
+//!   [`Engine::set_config_calendars`] replaces them (a server's config file read
+//!   again) in the set at once; a stored calendar one of them no longer shadows is
+//!   served again from the next read, within `RECORDS_POLL`. Stored calendars are
+//!   never written or removed for the config's.
 //! - This engine's own changes ([`Engine::change_calendar`]) apply here at once; other
 //!   processes apply them at their next read, within `RECORDS_POLL`.
 //! - A failed read keeps the calendars last read. A stored document that is not a valid
@@ -99,6 +103,26 @@ impl CalendarSet {
                     tracing::warn!(calendar = %record.name, error = %e, "leaving out a stored calendar");
                     updated.left_out.insert(record.name, record.version);
                 }
+            }
+        }
+        updated
+    }
+
+    /// This set with `config` as the config file's calendars in place of those it
+    /// held: a stored calendar named as one of them is left out (with a warning, as a
+    /// read leaves it out), and a stored one left out for a config calendar that is
+    /// gone is read again at the next read.
+    fn with_config(&self, config: &BTreeMap<CalendarName, Arc<Calendar>>) -> CalendarSet {
+        let mut updated = CalendarSet::of_config(config);
+        updated.left_out = self.left_out.clone();
+        updated.left_out.retain(|name, _| !self.is_config(name.as_str()) || config.contains_key(name));
+        for (name, entry) in &self.entries {
+            let Some(record) = &entry.record else { continue };
+            if config.contains_key(name) {
+                tracing::warn!(calendar = %name, "a stored calendar has a config calendar's name: serving the config's");
+                updated.left_out.insert(name.clone(), record.version);
+            } else {
+                updated.entries.insert(name.clone(), entry.clone());
             }
         }
         updated
@@ -214,6 +238,15 @@ impl<S: Store> Engine<S> {
         Ok(record)
     }
 
+    /// Replaces the config file's calendars ([`EngineConfig::calendars`](super::EngineConfig))
+    /// with `config`, as a server does when it reads its config file again: served
+    /// here at once, winning over stored ones of their names as at the start (see the
+    /// module doc). Stored calendars are not touched.
+    pub async fn set_config_calendars(&self, config: BTreeMap<CalendarName, Arc<Calendar>>) {
+        let _turn = self.inner.calendars.turn.lock().await;
+        self.inner.calendars.latest.send_modify(|set| *set = Arc::new(set.with_config(&config)));
+    }
+
     /// Reads the calendars once if no read has succeeded yet; before anything that
     /// counts in them (see the module doc). The store's error when that read fails.
     pub(super) async fn calendars_loaded(&self) -> Result<()> {
@@ -261,5 +294,36 @@ mod tests {
         let mended = again.with_records(vec![record("bad", good, 2), record("office", good, 2)]);
         assert_eq!((mended.len(), mended.left_out.len()), (2, 0));
         assert!(!Arc::ptr_eq(&after.calendar, &mended.get("office").unwrap().calendar), "a new version is read");
+    }
+
+    /// A config file read again: its calendars replace the config's, a stored one of
+    /// the same name stays stored but is not served, and comes back once the file no
+    /// longer names it.
+    #[test]
+    fn new_config_calendars_replace_the_old_and_shadow_stored_ones_only_while_named() {
+        let calendar = |tz: &str| {
+            let spec: CalendarSpec =
+                serde_json::from_str(&format!(r#"{{"tz":"{tz}","hours":{{"mon":["09:00-17:00"]}}}}"#)).unwrap();
+            Arc::new(Calendar::new(spec).unwrap())
+        };
+        let name = |n: &str| CalendarName::new(n).unwrap();
+        let document = r#"{"tz":"UTC","hours":{"mon":["09:00-17:00"]}}"#;
+        let stored = vec![record("office", document, 4), record("shop", document, 1)];
+        let start = CalendarSet::of_config(&BTreeMap::from([(name("old"), calendar("Europe/Paris"))]));
+        let read = start.with_records(stored.clone());
+        assert_eq!(read.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(), ["office", "old", "shop"]);
+
+        let reloaded = read.with_config(&BTreeMap::from([(name("office"), calendar("Asia/Shanghai"))]));
+        let office = reloaded.get("office").unwrap();
+        assert!(office.record.is_none() && office.calendar.tz() == "Asia/Shanghai", "the config's wins");
+        assert!(reloaded.get("old").is_none(), "a calendar the file dropped is gone");
+        assert!(reloaded.get("shop").unwrap().record.is_some(), "other stored calendars stay");
+        let read_again = reloaded.with_records(stored.clone());
+        assert!(read_again.get("office").unwrap().record.is_none(), "a read keeps serving the config's");
+
+        let dropped = read_again.with_config(&BTreeMap::new());
+        assert!(dropped.get("office").is_none());
+        let back = dropped.with_records(stored).get("office").and_then(|entry| entry.record.clone());
+        assert_eq!(back.map(|record| record.version), Some(4), "the stored calendar is served again");
     }
 }

@@ -67,7 +67,8 @@ pub struct EngineConfig {
     pub limits: Limits,
     /// Defaults for queues not listed in `queues`.
     pub defaults: QueueDefaults,
-    /// Per-queue defaults.
+    /// Per-queue defaults, from the start ([`Engine::set_config_queues`](crate::Engine::set_config_queues)
+    /// replaces them).
     pub queues: HashMap<QueueName, QueueDefaults>,
     /// Expired leases ended per reaper pass.
     pub reap_batch: u32,
@@ -80,9 +81,10 @@ pub struct EngineConfig {
     pub dead_retention: HashMap<QueueName, Duration>,
     /// Observers that hear every event from the start ([`EngineConfig::observe`]).
     pub observers: Observers,
-    /// Calendars of the server's config file: served beside the store's, which
-    /// cannot change them ([`Engine::change_calendar`](crate::Engine::change_calendar)
-    /// refuses their names).
+    /// Calendars of the server's config file, from the start: served beside the
+    /// store's, which cannot change them ([`Engine::change_calendar`](crate::Engine::change_calendar)
+    /// refuses their names); [`Engine::set_config_calendars`](crate::Engine::set_config_calendars)
+    /// replaces them.
     pub calendars: BTreeMap<CalendarName, Arc<Calendar>>,
 }
 

@@ -87,6 +87,9 @@ struct Inner<S> {
     bus: Arc<Bus>,
     config: EngineConfig,
     queues: Mutex<HashMap<QueueName, Arc<QueueState>>>,
+    /// The config's per-queue task defaults ([`EngineConfig::queues`] at start, then
+    /// as [`Engine::set_config_queues`] last set them).
+    config_queues: RwLock<HashMap<QueueName, QueueDefaults>>,
     /// Task defaults set at run time, over the config's (see `queues`).
     run_time_defaults: RwLock<HashMap<QueueName, QueueDefaults>>,
     /// The store's queue records as last read, and whether they were read yet.
@@ -124,6 +127,7 @@ impl<S: Store> Engine<S> {
             inner: Arc::new(Inner {
                 store: Timed::new(store, Arc::clone(&bus)),
                 bus,
+                config_queues: RwLock::new(config.queues.clone()),
                 config,
                 queues: Mutex::new(HashMap::new()),
                 run_time_defaults: RwLock::new(HashMap::new()),
@@ -253,20 +257,42 @@ impl<S: Store> Engine<S> {
     /// The defaults of the queue's tasks: those set at run time
     /// ([`Engine::set_queue_defaults`]), else the config's, else the engine's.
     fn defaults(&self, queue: &QueueName) -> QueueDefaults {
-        if let Some(defaults) = self.inner.run_time_defaults.read().expect("defaults lock poisoned").get(queue) {
-            return defaults.clone();
-        }
-        self.inner.config.queues.get(queue).unwrap_or(&self.inner.config.defaults).clone()
+        self.with_defaults(queue, QueueDefaults::clone)
     }
 
     /// The queue's `group_concurrency` and `group_rate`, as [`Engine::defaults`] finds
     /// them.
     fn group_limits(&self, queue: &QueueName) -> (Option<u32>, Option<Rate>) {
-        let of = |defaults: &QueueDefaults| (defaults.group_concurrency, defaults.group_rate);
+        self.with_defaults(queue, |defaults| (defaults.group_concurrency, defaults.group_rate))
+    }
+
+    /// `read` of the queue's defaults, as [`Engine::defaults`] finds them.
+    fn with_defaults<T>(&self, queue: &QueueName, read: impl FnOnce(&QueueDefaults) -> T) -> T {
         if let Some(defaults) = self.inner.run_time_defaults.read().expect("defaults lock poisoned").get(queue) {
-            return of(defaults);
+            return read(defaults);
         }
-        of(self.inner.config.queues.get(queue).unwrap_or(&self.inner.config.defaults))
+        let config = self.inner.config_queues.read().expect("config queues lock poisoned");
+        read(config.get(queue).unwrap_or(&self.inner.config.defaults))
+    }
+
+    /// Replaces the config's per-queue defaults ([`EngineConfig::queues`]) with
+    /// `queues`, as a server does when it reads its config file again: the next
+    /// schedule and lease of each queue take them; those set at run time
+    /// ([`Engine::set_queue_defaults`]) still win. The consumers of a queue whose
+    /// defaults changed look at once, since a group limit loosened leaves room that no
+    /// due time announces.
+    pub fn set_config_queues(&self, queues: HashMap<QueueName, QueueDefaults>) {
+        let changed: std::collections::BTreeSet<QueueName> = {
+            let mut config = self.inner.config_queues.write().expect("config queues lock poisoned");
+            let changed = config.keys().chain(queues.keys()).filter(|q| config.get(*q) != queues.get(*q));
+            let changed = changed.cloned().collect();
+            *config = queues;
+            changed
+        };
+        let states = self.inner.queues.lock().expect("queues lock poisoned");
+        for state in changed.iter().filter_map(|queue| states.get(queue)) {
+            state.look_now();
+        }
     }
 
     /// A lease of the queue ended (acked, released, cancelled): where groups are

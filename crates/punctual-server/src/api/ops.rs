@@ -236,7 +236,8 @@ async fn count_groups<S: Store>(engine: &Engine<S>, gauges: &mut prom::GroupGaug
 /// Each queue's `group_concurrency` where one is set: the config file's, and the
 /// stored settings of the others (as the settings API shows them).
 fn group_limits<S: Store>(state: &AppState<S>) -> BTreeMap<String, u32> {
-    let config = &state.inner.options.config_queues;
+    let file = state.file_queues();
+    let config = &file.settings;
     let mut limits: BTreeMap<String, u32> =
         config.iter().filter_map(|(q, c)| c.defaults.group_concurrency.map(|n| (q.to_string(), n))).collect();
     let records = state.inner.engine.watch_queue_records().borrow().clone();

@@ -23,7 +23,7 @@ use crate::state::AppState;
     responses((status = 200, body = QueueListResponse)))]
 pub(crate) async fn list_queues<S: Store>(State(state): State<AppState<S>>, Extension(caller): Caller) -> Answer {
     let engine = &state.inner.engine;
-    let mut stats = state.inner.declared.with_counts(engine.stats(None).await?);
+    let mut stats = state.file_queues().declared.with_counts(engine.stats(None).await?);
     // A queue given settings or paused through the API is listed before its first task.
     let records = engine.watch_queue_records().borrow().clone();
     for record in records.iter().filter(|r| r.settings.is_some() || r.paused) {

@@ -275,7 +275,7 @@ fn view<S: Store>(
     shown: Shown,
 ) -> Result<SettingsView, ApiError> {
     let queue_name = punctual_core::QueueName::new(queue)?;
-    if let Some(config) = state.inner.options.config_queues.get(&queue_name) {
+    if let Some(config) = state.file_queues().settings.get(&queue_name) {
         return Ok(config_view(&queue_name, config, record));
     }
     let Some(record) = record.filter(|r| r.settings.is_some() || shown == Shown::Always) else {
@@ -292,11 +292,11 @@ fn view<S: Store>(
 /// `409` when `queue`'s settings come from the config file.
 fn refuse_config_change<S: Store>(state: &AppState<S>, queue: &str) -> Result<(), ApiError> {
     let name = punctual_core::QueueName::new(queue)?;
-    let options = &state.inner.options;
-    if !options.config_queues.contains_key(&name) {
+    if !state.file_queues().holds(&name) {
         return Ok(());
     }
-    let file = options.config_file.as_ref().map_or("the config file".to_owned(), |f| f.display().to_string());
+    let file =
+        state.inner.options.config_file.as_ref().map_or("the config file".to_owned(), |f| f.display().to_string());
     Err(ApiError::Conflict(format!(
         "queue '{queue}' is set in {file}: change its settings there (pause and resume work through the API)"
     )))

@@ -1,7 +1,7 @@
 //! The `[calendars."name"]` tables: working-time calendars of the config file, in the
 //! API's body shape (`tz`, `hours`, `holidays`, `workdays`), plus `holidays_ics`, an
-//! iCalendar file whose all-day events are added to `holidays` (read at start-up,
-//! relative to the working directory). Each calendar is checked as `PUT
+//! iCalendar file whose all-day events are added to `holidays` (read at start-up and
+//! at each SIGHUP, relative to the working directory). Each calendar is checked as `PUT
 //! /v1/calendars/{name}` checks it; an error names the line of its table (or of
 //! `holidays_ics`) and the field at fault.
 

@@ -143,18 +143,16 @@ impl Default for RedisSettings {
 }
 
 impl Settings {
+    /// What the engine starts with: the limits and the dead-task retentions, which
+    /// take a restart. The queues' defaults and the calendars are not here: they are
+    /// applied once the engine runs, at start and at each SIGHUP alike
+    /// (`AppState::apply_config_file`).
     pub(crate) fn engine_config(&self) -> EngineConfig {
         let mut config = EngineConfig::default();
         config.limits.max_payload_bytes = self.max_payload_bytes;
         config.limits.max_batch = self.max_batch;
-        for (name, defaults) in &self.queues {
-            config = config.queue(name.clone(), defaults.clone());
-        }
         for (name, keep) in &self.dead_retention {
             config = config.dead_retention(name.clone(), *keep);
-        }
-        for (name, calendar) in &self.calendars {
-            config = config.calendar(name.clone(), calendar.clone());
         }
         config
     }
