@@ -12,6 +12,7 @@
 //!   id and fence (see [`transitions::imported`](punctual_core::transitions::imported));
 //! - the source is only read.
 
+use punctual_core::transitions::as_moved;
 use std::path::Path;
 
 use anyhow::{Context, Result, bail};
@@ -316,15 +317,6 @@ async fn compare_queue<A: Store, B: Store>(
             return Ok(());
         }
     }
-}
-
-/// `task` without what belongs to the store holding it: what a move keeps.
-fn as_moved(task: &Task) -> Task {
-    let mut task = task.clone();
-    task.meta.store = punctual_core::StoreId::from_bits(0);
-    task.meta.id = 0;
-    task.meta.fence = 0;
-    task
 }
 
 /// The first field that tells two tasks of one key apart, for the report.

@@ -60,6 +60,16 @@ pub fn imported(mut task: Task, store: StoreId, id: u64) -> Task {
     task
 }
 
+/// `task` without what belongs to the store holding it (its identity, id and fence):
+/// what a move between stores keeps, so two stores' copies of a task compare equal.
+pub fn as_moved(task: &Task) -> Task {
+    let mut task = task.clone();
+    task.meta.store = StoreId::from_bits(0);
+    task.meta.id = 0;
+    task.meta.fence = 0;
+    task
+}
+
 /// The debounce bound of the task that `new` writes over `old` (none: a creation) at
 /// `now`: `None` when `new` is not debounced; `old`'s bound when `old` is a scheduled
 /// task of a burst still going (a debounced schedule wrote it and no lease took it

@@ -13,6 +13,7 @@
 //! its walk spans calls, records an earlier punctual wrote (no index entry) left out,
 //! and an index that keeps entries of records gone.
 
+use punctual_core::transitions::as_moved;
 use std::time::Duration;
 
 use punctual_core::store::{CompleteRequest, Completion, CompletionsRequest, ImportRequest, Imported, LeaseRequest};
@@ -55,15 +56,6 @@ async fn import(store: &RedisStore, tasks: Vec<Task>, completions: Vec<Completed
 
 async fn stored(store: &RedisStore, queue_name: &str, name: &str) -> Task {
     store.get(&queue(queue_name), &key(name)).await.expect("get").unwrap_or_else(|| panic!("{name} is stored"))
-}
-
-/// `task` without what belongs to the store holding it: its identity, id and fence.
-fn as_moved(task: &Task) -> Task {
-    let mut task = task.clone();
-    task.meta.store = punctual_core::StoreId::from_bits(0);
-    task.meta.id = 0;
-    task.meta.fence = 0;
-    task
 }
 
 #[tokio::test]

@@ -11,6 +11,7 @@
 //! completion record lost, or imported after its window ended, and paging that skips or
 //! repeats records.
 
+use punctual_core::transitions::as_moved;
 use std::time::Duration;
 
 use punctual_core::store::{Completion, CompletionsRequest, ImportRequest, Imported, LeaseRequest, SweepRequest};
@@ -37,16 +38,6 @@ async fn import<S: Store>(store: &S, tasks: Vec<Task>, completions: Vec<Complete
         .unwrap_or_else(|e| panic!("import failed as a whole: {e}"));
     assert_eq!(answers.len(), count, "import of {count} tasks answered {} results", answers.len());
     answers
-}
-
-/// `task` with the fields that belong to the store holding it (its identity, id and
-/// fence) set apart: what must come through a move unchanged.
-fn as_moved(task: &Task) -> Task {
-    let mut task = task.clone();
-    task.meta.store = punctual_core::StoreId::from_bits(0);
-    task.meta.id = 0;
-    task.meta.fence = 0;
-    task
 }
 
 /// A deployment's tasks in each state, in `orders` of a reference store:
