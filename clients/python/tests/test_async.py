@@ -295,6 +295,7 @@ async def test_async_client_every_method(aclient: punctual.AsyncClient, queue_na
     assert await aclient.ready()
     access = await aclient.access()
     assert set(access.permissions) == {"read", "schedule", "work", "admin"} and access.queues == ["*"]
+    assert access.name == "anyone"
 
     # Many schedules at once on one client: the loop is not blocked by any of them.
     results = await asyncio.gather(*(

@@ -410,6 +410,8 @@ export type Permission = "read" | "schedule" | "work" | "admin";
 
 /** What the calling token may do. */
 export interface Access {
+  /** The token's name, as the server's logs call it (`[[access]] name`; `tokens.<n>`, `anyone` without tokens). */
+  name: string;
   /** All four for a token of `tokens`, or when the server runs without tokens. */
   permissions: Permission[];
   /** Queue name patterns the permissions hold on (`*` any run of characters; ["*"]: every queue). */

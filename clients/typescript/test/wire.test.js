@@ -117,5 +117,9 @@ test("through the server: queue stats, calendars and access read camelCase", asy
   const cal = await client.putCalendar(name, { tz: "UTC", hours: { mon: ["09:00-17:00"] }, workdays: [{ date: "2030-01-05", as: "mon" }] });
   assert.deepEqual([cal.holidayYears, cal.enteredUntil === undefined, typeof cal.updatedAt], [[2030], false, "string"]);
   await client.deleteCalendar(name, { ifVersion: cal.version });
-  assert.deepEqual(await client.access(), { permissions: ["read", "schedule", "work", "admin"], queues: ["*"] });
+  assert.deepEqual(await client.access(), {
+    name: "anyone",
+    permissions: ["read", "schedule", "work", "admin"],
+    queues: ["*"],
+  });
 });

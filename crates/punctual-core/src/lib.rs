@@ -53,6 +53,7 @@ pub use identity::StoreId;
 pub use memory::MemoryStore;
 pub use meta::TaskMeta;
 pub use model::{Group, IfExists, NewTask, Priority, QueueName, Tag, Task, TaskKey, TaskSpec, TaskState, When};
+pub use names::check_name;
 pub use outcome::{Outcome, TryEnd};
 pub use policy::{Backoff, CronSyntax, Repeat};
 pub use store::Completed;

@@ -78,7 +78,7 @@ impl QueueName {
 
 /// Checks a name of a resource (a queue, a calendar): 1–`max_len` characters from
 /// `A-Z a-z 0-9 . _ : -`; the error names `field`.
-fn check_name(field: &'static str, name: &str, max_len: usize) -> Result<()> {
+pub fn check_name(field: &'static str, name: &str, max_len: usize) -> Result<()> {
     if name.is_empty() || name.len() > max_len {
         return Err(Error::invalid(
             field,

@@ -15,6 +15,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
+use tracing::Instrument;
 
 use axum::Router;
 use axum::body::Body;
@@ -110,7 +111,7 @@ async fn no_method(method: Method, uri: Uri) -> ApiError {
 }
 
 /// The grant of every call to a server without tokens, made once.
-static UNLIMITED: std::sync::LazyLock<Arc<Grant>> = std::sync::LazyLock::new(|| Arc::new(Grant::all()));
+static UNLIMITED: std::sync::LazyLock<Arc<Grant>> = std::sync::LazyLock::new(|| Arc::new(Grant::all("anyone")));
 
 /// Identifies the token (401 when it is missing or unknown, before routing), counts
 /// the request against its ingress limit (429 with `Retry-After` past it), then applies
@@ -148,8 +149,10 @@ async fn auth<S: Store>(State(state): State<AppState<S>>, req: Request, next: Ne
     if let Err(refused) = permit(&state, &grant, &mut parts).await {
         return refused.into_response();
     }
+    // What the handler logs names the token by its name (never the token itself).
+    let span = tracing::info_span!("request", by = %grant.name());
     parts.extensions.insert(grant);
-    next.run(Request::from_parts(parts, body)).await
+    next.run(Request::from_parts(parts, body)).instrument(span).await
 }
 
 /// `Ok` when the route's rule lets `grant` through. A path no route matches, or a

@@ -488,11 +488,13 @@ class QueueSettings:
 @dataclass(frozen=True)
 class Access:
     """What the calling token may do: its ``permissions`` on the queues whose names
-    match one of ``queues`` (``*`` any run of characters; ``["*"]`` every queue)."""
+    match one of ``queues`` (``*`` any run of characters; ``["*"]`` every queue), and the
+    ``name`` the server's logs call it by."""
 
+    name: str
     permissions: List[Permission]
     queues: List[str]
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> "Access":
-        return cls(permissions=list(data["permissions"]), queues=list(data["queues"]))
+        return cls(name=data["name"], permissions=list(data["permissions"]), queues=list(data["queues"]))

@@ -174,7 +174,8 @@ fn write_config(dir: &tempfile::TempDir) -> PathBuf {
         format!("tokens = [\"{ROOT}\"]\n\n[[access]]\ntoken = \"{READ_EVERYWHERE}\"\npermissions = [\"read\"]\n");
     for (permission, token) in SCOPED {
         text.push_str(&format!(
-            "\n[[access]]\ntoken = \"{token}\"\npermissions = [\"{permission}\"]\nqueues = [\"allowed.*\"]\n"
+            "\n[[access]]\nname = \"scoped-{permission}\"\ntoken = \"{token}\"\npermissions = [\"{permission}\"]\n\
+             queues = [\"allowed.*\"]\n"
         ));
     }
     let path = dir.path().join("punctual.toml");
@@ -272,9 +273,18 @@ fn every_route_with_every_permission_on_a_matching_and_another_queue() {
     // The grant as the token asks for it.
     let (_, reader) = SCOPED[0];
     let grant = api.token(reader).get("/v1/access").expect(200, "the grant").clone();
-    assert_eq!(grant, json!({"permissions": ["read"], "queues": ["allowed.*"]}));
+    assert_eq!(grant, json!({"name": "scoped-read", "permissions": ["read"], "queues": ["allowed.*"]}));
     let grant = root.get("/v1/access").expect(200, "the grant").clone();
-    assert_eq!(grant, json!({"permissions": ["read", "schedule", "work", "admin"], "queues": ["*"]}));
+    let everything = json!({"name": "tokens.1", "permissions": ["read", "schedule", "work", "admin"], "queues": ["*"]});
+    assert_eq!(grant, everything, "a token of tokens goes by its place in the list");
+    let grant = api.token(READ_EVERYWHERE).get("/v1/access").expect(200, "the grant").clone();
+    assert_eq!(grant["name"], "access.1", "a table without a name goes by its place in the file");
+    // Logs name the token that made a change, never the token itself.
+    let (_, admin) = SCOPED[3];
+    api.token(admin).post("/v1/queues/allowed.named/pause", json!({})).expect(200, "a pause");
+    let logs = server.wait_for_log("queue paused", std::time::Duration::from_secs(10)).unwrap();
+    let line = logs.lines().find(|line| line.contains("queue paused")).unwrap();
+    assert!(line.contains("by=scoped-admin") && !line.contains(admin), "the log names the token: {line}");
     // Unknown tokens stay 401, before routing.
     for path in ["/v1/access", "/v1/queues/allowed.x/tasks/k", "/v1/nothing"] {
         api.token("nobody").get(path).expect_error(401, "unauthorized", None, path);
@@ -367,6 +377,12 @@ fn bad_access_tables_stop_start_up_with_their_line() {
         ("[[access]]\ntoken = \"a\"\ntoken_env = \"PUNCTUAL_TEST_SET\"\n", 3, "not both"),
         ("[[access]]\ntoken_env = \"PUNCTUAL_TEST_SURELY_UNSET\"\n", 2, "PUNCTUAL_TEST_SURELY_UNSET is not set"),
         ("tokens = [\"dup-token\"]\n[[access]]\ntoken = \"dup-token\"\n", 3, "already given on line 1"),
+        (
+            "[[access]]\nname = \"ci\"\ntoken = \"a\"\n[[access]]\nname = \"ci\"\ntoken = \"b\"\n",
+            5,
+            "already given on line 2",
+        ),
+        ("[[access]]\nname = \"billing service\"\ntoken = \"a\"\n", 2, "' ' is not allowed in a token name"),
     ];
     for (text, line, needle) in cases {
         let path = dir.path().join("bad.toml");

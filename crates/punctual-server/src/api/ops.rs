@@ -259,6 +259,10 @@ fn group_limits<S: Store>(state: &AppState<S>) -> BTreeMap<String, u32> {
 /// controls it allows.
 #[derive(Debug, Serialize, ToSchema)]
 pub(crate) struct AccessResponse {
+    /// The token's name (`[[access]] name`; `access.<n>` when its table gives none,
+    /// `tokens.<n>` for a token of `tokens`, `anyone` on a server without tokens), as
+    /// logs name it.
+    name: String,
     /// Of `read`, `schedule`, `work`, `admin`; all four for a token of `tokens`, or
     /// when the server runs without tokens.
     permissions: Vec<&'static str>,
@@ -270,6 +274,7 @@ pub(crate) struct AccessResponse {
 impl AccessResponse {
     fn of(grant: &Grant) -> AccessResponse {
         AccessResponse {
+            name: grant.name().to_owned(),
             permissions: grant.permissions().iter().map(|p| p.name()).collect(),
             queues: grant.queues().iter().map(|q| q.as_str().to_owned()).collect(),
         }

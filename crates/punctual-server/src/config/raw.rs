@@ -47,6 +47,8 @@ pub(super) struct RawConfig {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawAccess {
+    /// What logs, history and audit call the token.
+    pub(super) name: Option<Spanned<String>>,
     pub(super) token: Option<Spanned<String>>,
     /// The environment variable holding the token.
     pub(super) token_env: Option<Spanned<String>>,

@@ -135,9 +135,11 @@ impl std::fmt::Debug for QueuePattern {
     }
 }
 
-/// What one token may do: its permissions, on the queues its patterns match.
+/// What one token may do: its permissions, on the queues its patterns match; and the
+/// name it goes by in logs (never the token itself).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Grant {
+    name: String,
     /// One bit per [`Permission`].
     permissions: u8,
     /// Never empty.
@@ -145,14 +147,20 @@ pub(crate) struct Grant {
 }
 
 impl Grant {
-    /// Everything on every queue: a token of `tokens`, or no auth at all.
-    pub(crate) fn all() -> Grant {
-        Grant::new(&Permission::ALL, vec![QueuePattern::any()])
+    /// Everything on every queue, by the name `name`: a token of `tokens`, or no auth
+    /// at all.
+    pub(crate) fn all(name: impl Into<String>) -> Grant {
+        Grant::new(name.into(), &Permission::ALL, vec![QueuePattern::any()])
     }
 
-    fn new(permissions: &[Permission], queues: Vec<QueuePattern>) -> Grant {
+    fn new(name: String, permissions: &[Permission], queues: Vec<QueuePattern>) -> Grant {
         debug_assert!(!queues.is_empty(), "a grant covers at least one pattern");
-        Grant { permissions: permissions.iter().fold(0, |bits, p| bits | p.bit()), queues }
+        Grant { name, permissions: permissions.iter().fold(0, |bits, p| bits | p.bit()), queues }
+    }
+
+    /// The name the token goes by: its `[[access]]` table's `name`.
+    pub(crate) fn name(&self) -> &str {
+        &self.name
     }
 
     /// Whether the grant holds `permission` on some queue.
@@ -241,7 +249,17 @@ impl AccessToken {
     pub fn new(token: impl Into<String>, permissions: &[Permission], queues: Vec<QueuePattern>) -> AccessToken {
         let permissions = if permissions.is_empty() { &Permission::ALL[..] } else { permissions };
         let queues = if queues.is_empty() { vec![QueuePattern::any()] } else { queues };
-        AccessToken { token: token.into(), grant: Arc::new(Grant::new(permissions, queues)), rate: None }
+        let grant = Grant::new(AccessToken::DEFAULT_NAME.to_owned(), permissions, queues);
+        AccessToken { token: token.into(), grant: Arc::new(grant), rate: None }
+    }
+
+    /// The name of a token given none.
+    pub const DEFAULT_NAME: &str = "access";
+
+    /// The same token, going by `name` in logs.
+    pub fn named(mut self, name: impl Into<String>) -> AccessToken {
+        Arc::make_mut(&mut self.grant).name = name.into();
+        self
     }
 
     /// The same token, its requests limited to `rate` on each server.
@@ -284,9 +302,11 @@ pub(crate) struct Identified {
 impl Auth {
     /// `tokens` may do everything; each of `scoped` what its grant says.
     pub(crate) fn new(tokens: &[String], scoped: &[AccessToken]) -> Auth {
-        let all = Arc::new(Grant::all());
-        let unlimited =
-            tokens.iter().map(|t| (digest(t.as_bytes()), Identified { grant: Arc::clone(&all), limit: None }));
+        // Unlimited tokens have no table to name them: each goes by its place in the list.
+        let unlimited = tokens.iter().enumerate().map(|(i, t)| {
+            let grant = Arc::new(Grant::all(format!("tokens.{}", i + 1)));
+            (digest(t.as_bytes()), Identified { grant, limit: None })
+        });
         let limited = scoped.iter().map(|s| {
             let limit = s.rate.map(|rate| Arc::new(super::IngressLimit::new(rate)));
             (digest(s.token.as_bytes()), Identified { grant: Arc::clone(&s.grant), limit })
@@ -388,8 +408,12 @@ mod tests {
         );
         assert!(g.check_everywhere(Permission::Read, "GET /metrics").unwrap_err().detail().message.contains("read"));
         let everything = AccessToken::new("u", &[], Vec::new());
-        assert_eq!(*everything.grant, Grant::all(), "left out: every permission on every queue");
-        assert!(Grant::all().may_everywhere(Permission::Admin));
+        assert_eq!(
+            *everything.grant,
+            Grant::all(AccessToken::DEFAULT_NAME),
+            "left out: every permission on every queue"
+        );
+        assert!(Grant::all("x").may_everywhere(Permission::Admin));
     }
 
     #[test]
@@ -397,8 +421,8 @@ mod tests {
         let reader = AccessToken::new("reader", &[Permission::Read], Vec::new());
         let auth = Auth::new(&["s3cret".into(), "other".into()], std::slice::from_ref(&reader));
         assert!(auth.required());
-        assert_eq!(auth.identify(b"s3cret").map(|i| i.grant).as_deref(), Some(&Grant::all()));
-        assert_eq!(auth.identify(b"other").map(|i| i.grant).as_deref(), Some(&Grant::all()));
+        assert_eq!(auth.identify(b"s3cret").map(|i| i.grant).as_deref(), Some(&Grant::all("tokens.1")));
+        assert_eq!(auth.identify(b"other").map(|i| i.grant).as_deref(), Some(&Grant::all("tokens.2")));
         assert_eq!(auth.identify(b"reader").map(|i| i.grant).as_deref(), Some(&*reader.grant));
         for bad in [&b""[..], b"s3cre", b"s3cret ", b"S3CRET", b"reade", b"readerx"] {
             assert!(auth.identify(bad).is_none(), "{bad:?}");

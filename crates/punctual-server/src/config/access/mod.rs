@@ -13,7 +13,11 @@
 //! `read`, `schedule`, `work`, `admin`; left out: all four) and `queues` (name
 //! patterns, see [`QueuePattern`]; left out: every queue) and `rate` (`"100/1s"`: the
 //! most requests this token may make per window on each server, [`IngressLimit`];
-//! left out: no limit). Every error names the line at fault and never the token itself.
+//! left out: no limit), and `name`, what logs call it (of `A-Z a-z 0-9 . _ : -`, one
+//! per table; left out: `access.<n>`, the table's place in the file; an unlimited
+//! token goes by `tokens.<n>`, its place in the list, and every call to a server
+//! without tokens by `anyone`). Every error names the line at fault and never the
+//! token itself.
 //!
 //! Invariant: a token has one grant. The same token twice — in `tokens` (or
 //! `--token`) and an `[[access]]` table, or in two tables — is an error on the line of
@@ -44,8 +48,32 @@ pub(super) fn access_tokens(
     line: &dyn Fn(&Range<usize>) -> usize,
 ) -> Result<Vec<AccessToken>, ConfigError> {
     let mut scoped: Vec<(AccessToken, Range<usize>)> = Vec::with_capacity(raw.len());
-    for table in raw {
+    let mut names: Vec<(String, Range<usize>)> = Vec::with_capacity(raw.len());
+    for (index, table) in raw.iter().enumerate() {
         let (token, span) = token_of(table, at)?;
+        let name = match &table.get_ref().name {
+            Some(name) => {
+                if let Err(punctual_core::Error::Invalid { reason, .. }) =
+                    punctual_core::check_name("token", name.get_ref(), NAME_MAX_LEN)
+                {
+                    return Err(at(name.span(), reason));
+                }
+                if let Some((_, first)) = names.iter().find(|(n, _)| n == name.get_ref()) {
+                    return Err(at(
+                        name.span(),
+                        format!(
+                            "the name '{}' is already given on line {}: each [[access]] table names its token \
+                             apart, so logs tell them apart",
+                            name.get_ref(),
+                            line(first)
+                        ),
+                    ));
+                }
+                names.push((name.get_ref().clone(), name.span()));
+                name.get_ref().clone()
+            }
+            None => format!("access.{}", index + 1),
+        };
         let mut permissions = Vec::new();
         if let Some(list) = &table.get_ref().permissions {
             if list.get_ref().is_empty() {
@@ -92,7 +120,7 @@ pub(super) fn access_tokens(
                 format!("this token is already given on {where_}: a token has one grant, so give each token once"),
             ));
         }
-        let mut access = AccessToken::new(token, &permissions, queues);
+        let mut access = AccessToken::new(token, &permissions, queues).named(name);
         if let Some(rate) = &table.get_ref().rate {
             let parsed = punctual_core::policy::Rate::parse(rate.get_ref())
                 .map_err(|m| at(rate.span(), format!("rate: {m}")))?;
@@ -102,6 +130,9 @@ pub(super) fn access_tokens(
     }
     Ok(scoped.into_iter().map(|(token, _)| token).collect())
 }
+
+/// The longest token name.
+const NAME_MAX_LEN: usize = 64;
 
 /// A token as it must be written: printable ASCII, no spaces.
 pub(super) fn check_token(token: &str) -> Result<(), String> {

@@ -201,6 +201,6 @@ class TypedAnswersTest {
 
     @Test
     void theTokensAccess() {
-        assertEquals(new Access(List.of("read", "schedule", "work", "admin"), List.of("*")), client.access());
+        assertEquals(new Access("anyone", List.of("read", "schedule", "work", "admin"), List.of("*")), client.access());
     }
 }
