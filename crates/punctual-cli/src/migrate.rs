@@ -34,6 +34,17 @@ const PROGRESS_EVERY: u64 = 10_000;
 pub(crate) async fn run(args: &MigrateArgs) -> Result<String> {
     let from = open(&args.from).await.with_context(|| format!("cannot open the source {}", args.from))?;
     let to = open(&args.to).await.with_context(|| format!("cannot open the destination {}", args.to))?;
+    if let OpenedStore::Redis(source) = &from {
+        let live = source.nodes().live(source.clock().now()).await?;
+        if !live.is_empty() {
+            eprintln!(
+                "warning: {} server(s) run on the source ({}): what they change during the copy may be missed, \
+                 and the check will name it; stop them for a move",
+                live.len(),
+                live.join(", ")
+            );
+        }
+    }
     use OpenedStore::{Embedded, Redis};
     match (from, to) {
         (Embedded(from), Embedded(to)) => migrate(&from, &to, args).await,

@@ -46,6 +46,19 @@ impl RedisNodes {
         self.shared.announce_node(announcement, now).await
     }
 
+    /// The names of the nodes whose announcement holds at `now`, read without
+    /// announcing (a tool looking at the store is no node of it).
+    pub async fn live(&self, now: Timestamp) -> Result<Vec<String>> {
+        self.shared.check_open()?;
+        let key = keys::nodes(&self.shared.config.prefix);
+        let all: BTreeMap<String, String> = self.shared.conn.query(redis::cmd("HGETALL").arg(&key)).await?;
+        let holds = |value: &str| {
+            let expires = value.split_once(',').map_or("", |(expires, _)| expires);
+            expires.parse::<i64>().is_ok_and(|expires| expires > now.as_millis())
+        };
+        Ok(all.into_iter().filter(|(_, value)| holds(value)).map(|(node, _)| node).collect())
+    }
+
     /// Withdraws `node`'s announcement: the other nodes stop seeing it at once.
     pub async fn withdraw(&self, node: &str) -> Result<()> {
         self.shared.check_open()?;

@@ -130,6 +130,9 @@ fn a_deployment_moves_to_redis_and_back_with_every_task_as_it_was() {
     let stale = on_redis.ack(&running_lease, json!({"outcome": "done"}));
     assert!(stale.status >= 400, "a lease of the old store completes nothing here: {}", stale.text);
     assert_eq!(on_redis.task("work", "running").expect(200, "still there")["state"], "leased");
+    let live = migrate(&redis.url(), data, &["--check"]);
+    live.expect_code(0, "a check against the first store, unchanged");
+    live.expect_contains(&["1 server(s) run on the source"], "a server on the source is named");
     second.terminate().unwrap();
 
     // And back, into a directory a server then serves.
