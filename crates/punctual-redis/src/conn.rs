@@ -337,9 +337,24 @@ impl Conn {
     /// Runs a script by SHA, loading it first where the node does not know it.
     pub(crate) async fn invoke<T: FromRedisValue>(&self, invocation: &ScriptInvocation<'_>) -> Result<T> {
         let call = async {
-            match &self.handle {
-                Handle::Single(_) | Handle::Sentinel(_) => invocation.invoke_async(&mut self.one_redis().await?).await,
-                Handle::Cluster(c) => invocation.invoke_async(&mut c.connection()).await,
+            let mut tries = 1;
+            loop {
+                let result = match &self.handle {
+                    Handle::Single(_) | Handle::Sentinel(_) => {
+                        invocation.invoke_async(&mut self.one_redis().await?).await
+                    }
+                    Handle::Cluster(c) => invocation.invoke_async(&mut c.connection()).await,
+                };
+                // The invocation loads a script a node lacks and runs it again; a
+                // replica promoted meanwhile (a failover, scripts are not replicated)
+                // can lack it once more, if the slot moved between the load and the
+                // run. Another try loads it there.
+                match result {
+                    Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) && tries < 3 => {
+                        tries += 1;
+                    }
+                    other => return other,
+                }
             }
         };
         self.limited(call).await
