@@ -115,9 +115,14 @@ fn traces_url(base: &str) -> Result<String, String> {
 /// `text` as an http(s) URL with a host and no user, query or fragment.
 fn checked_url(text: &str) -> Result<reqwest::Url, String> {
     let example = "e.g. http://127.0.0.1:4318";
+    let not_http = || format!("'{text}' must be an http:// or https:// URL with a host (OTLP over HTTP), {example}");
+    // `127.0.0.1:4318` is no URL, and `localhost:4318` one of the scheme `localhost`.
+    if !text.contains("://") {
+        return Err(not_http());
+    }
     let url = reqwest::Url::parse(text).map_err(|e| format!("'{text}' is not a URL ({e}): {example}"))?;
     if !matches!(url.scheme(), "http" | "https") || !url.has_host() {
-        return Err(format!("'{text}' must be an http:// or https:// URL with a host (OTLP over HTTP), {example}"));
+        return Err(not_http());
     }
     if !url.username().is_empty() || url.password().is_some() {
         return Err(format!(
@@ -198,7 +203,8 @@ mod tests {
     fn bad_endpoints_are_refused_with_their_line() {
         let cases: &[(&str, &str)] = &[
             ("otlp_endpoint = \"127.0.0.1:4318\"", "http:// or https://"),
-            ("otlp_endpoint = \"not a url\"", "is not a URL"),
+            ("otlp_endpoint = \"localhost:4318\"", "http:// or https://"),
+            ("otlp_endpoint = \"http://exa mple:4318\"", "is not a URL"),
             ("otlp_endpoint = \"grpc://collector:4317\"", "http:// or https://"),
             (
                 "otlp_endpoint = \"http://collector:4318/v1/traces\"",
