@@ -462,6 +462,7 @@ impl Handler for Action {
         let span = delivery_span(&delivery, self.kind());
         let outcome = self.deliver(&delivery).instrument(span.clone()).await;
         record_outcome(&span, &outcome);
+        // The span ends with the try, before the log line below.
         drop(span);
         let (queue, key, attempt, action) = (&delivery.task.queue, &delivery.task.key, delivery.attempt, self.kind());
         match &outcome {
