@@ -18,6 +18,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use punctual_core::{BoxError, Clock, Delivery, Handler, Outcome};
+use tracing::Instrument;
 
 use crate::chat::{Chat, ChatConfig};
 use crate::egress::{EgressPolicy, RefusalNote};
@@ -31,6 +32,7 @@ use crate::redis_stream::{RedisStream, RedisStreamConfig};
 use crate::secret::SigningSecrets;
 use crate::target::TargetSender;
 use crate::template::{Templates, zone};
+use crate::trace::{TraceHeaders, delivery_span, record_outcome};
 use crate::webhook::{Webhook, WebhookConfig};
 
 /// What an action does.
@@ -152,6 +154,7 @@ impl ActionSpec {
                     finals: self.final_statuses.clone(),
                     clock: Arc::new(punctual_core::SystemClock),
                     note: RefusalNote::default(),
+                    trace: TraceHeaders::default(),
                 };
                 Chat::new(config.clone(), templates, sender).map(drop)
             }
@@ -202,8 +205,9 @@ impl ActionSpec {
 
 /// What every action of a process shares: one HTTP connection pool, the egress policy
 /// it connects under and the note its HTTP refusals carry ([`Runtime::refusal_note`]),
-/// the clock, and where rate limits are counted (in this process unless
-/// [`Runtime::shared_rates`]).
+/// the clock, where rate limits are counted (in this process unless
+/// [`Runtime::shared_rates`]), and the trace headers HTTP deliveries carry (none unless
+/// [`Runtime::trace_headers`]).
 #[derive(Debug, Clone)]
 pub struct Runtime {
     client: reqwest::Client,
@@ -211,8 +215,9 @@ pub struct Runtime {
     note: RefusalNote,
     clock: Arc<dyn Clock>,
     rates: Option<Arc<dyn RateSlots>>,
-    /// Delivers tasks that carry an HTTP target, for every action built here.
-    targets: Arc<TargetSender>,
+    trace: TraceHeaders,
+    /// Signs deliveries to tasks' targets whose queue has no secret of its own.
+    targets_secret: Option<SigningSecrets>,
 }
 
 impl Runtime {
@@ -228,25 +233,43 @@ impl Runtime {
         let egress = Arc::new(egress);
         let client = crate::http::client(Arc::clone(&egress))
             .map_err(|e| ActionError::invalid("http", format!("cannot set up the HTTP client: {e}")))?;
-        let note = RefusalNote::default();
-        let targets =
-            Arc::new(TargetSender::new(client.clone(), Arc::clone(&clock), Arc::clone(&egress), None, note.clone()));
-        Ok(Runtime { client, egress, note, clock, rates: None, targets })
+        Ok(Runtime {
+            client,
+            egress,
+            note: RefusalNote::default(),
+            clock,
+            rates: None,
+            trace: TraceHeaders::default(),
+            targets_secret: None,
+        })
     }
 
     /// Signs deliveries to tasks' HTTP targets with `secret` when their queue's action
     /// has no secret of its own (the server's `[targets] secret_env`, and
     /// `previous_secret_env` while it is rotated).
     pub fn sign_targets_with(mut self, secret: Option<SigningSecrets>) -> Runtime {
-        let targets = TargetSender::new(
-            self.client.clone(),
-            Arc::clone(&self.clock),
-            Arc::clone(&self.egress),
-            secret,
-            self.note.clone(),
-        );
-        self.targets = Arc::new(targets);
+        self.targets_secret = secret;
         self
+    }
+
+    /// Sends `headers` (W3C `traceparent`, `tracestate` of the delivery's span) with
+    /// every webhook delivery and every delivery to a task's HTTP target of the
+    /// actions built on this runtime, so that the receiver continues the trace.
+    pub fn trace_headers(mut self, headers: TraceHeaders) -> Runtime {
+        self.trace = headers;
+        self
+    }
+
+    /// The sender of an action's tasks' targets, with this runtime's settings.
+    fn target_sender(&self) -> Arc<TargetSender> {
+        Arc::new(TargetSender {
+            client: self.client.clone(),
+            clock: Arc::clone(&self.clock),
+            egress: Arc::clone(&self.egress),
+            secret: self.targets_secret.clone(),
+            note: self.note.clone(),
+            trace: self.trace.clone(),
+        })
     }
 
     /// The note added to the `last_error` of every HTTP delivery (a webhook, a chat
@@ -338,6 +361,7 @@ impl Action {
             finals: spec.final_statuses.clone(),
             clock: clock.clone(),
             note: runtime.note.clone(),
+            trace: runtime.trace.clone(),
         };
         let deliverer = match &spec.kind {
             ActionKind::Webhook(config) => Deliverer::Webhook(Webhook::new(config.clone(), sender)?),
@@ -354,7 +378,7 @@ impl Action {
                 concurrency: spec.concurrency,
                 deliverer,
                 limiter: spec.rate.map(|rate| limiter(rate, clock, runtime)),
-                targets: Arc::clone(&runtime.targets),
+                targets: runtime.target_sender(),
             }),
         })
     }
@@ -369,7 +393,7 @@ impl Action {
                 concurrency,
                 deliverer: Deliverer::TargetsOnly,
                 limiter: rate.map(|rate| limiter(rate, Arc::clone(&runtime.clock), runtime)),
-                targets: Arc::clone(&runtime.targets),
+                targets: runtime.target_sender(),
             }),
         }
     }
@@ -435,7 +459,11 @@ fn limiter(rate: Rate, clock: Arc<dyn Clock>, runtime: &Runtime) -> RateLimiter 
 
 impl Handler for Action {
     async fn handle(&self, delivery: Delivery) -> Result<Outcome, BoxError> {
-        let outcome = self.deliver(&delivery).await;
+        let span = delivery_span(&delivery, self.kind());
+        let outcome = self.deliver(&delivery).instrument(span.clone()).await;
+        record_outcome(&span, &outcome);
+        // The span ends with the try, before the log line below.
+        drop(span);
         let (queue, key, attempt, action) = (&delivery.task.queue, &delivery.task.key, delivery.attempt, self.kind());
         match &outcome {
             Outcome::Done => {}

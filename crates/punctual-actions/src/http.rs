@@ -20,6 +20,7 @@ use reqwest::header::{HeaderMap, RETRY_AFTER};
 
 use crate::egress::{EgressPolicy, PolicyResolver, RefusalNote, refusal_in};
 use crate::error::ActionError;
+use crate::trace::TraceHeaders;
 
 /// The most of an answer's body that is read.
 pub(crate) const MAX_ANSWER_BYTES: usize = 64 * 1024;
@@ -28,7 +29,8 @@ const QUOTE_CHARS: usize = 200;
 
 /// How an HTTP action (a webhook, a chat robot) sends: the process's pooled client, the
 /// timeout of one request, the answers that are final, the clock that stamps the
-/// outcome, and the note added to a refusal.
+/// outcome, the note added to a refusal, and the trace headers of the webhook protocol
+/// (`webhook::send`; a chat robot's API is not told of traces).
 #[derive(Clone)]
 pub(crate) struct Sender {
     pub(crate) client: reqwest::Client,
@@ -36,6 +38,7 @@ pub(crate) struct Sender {
     pub(crate) finals: FinalStatuses,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) note: RefusalNote,
+    pub(crate) trace: TraceHeaders,
 }
 
 /// The answers of a receiver that end a delivery at once (the task goes to dead):

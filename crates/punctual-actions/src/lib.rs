@@ -15,6 +15,9 @@
 //! Build an [`ActionSpec`], then an [`Action`] with a shared [`Runtime`], and give it to
 //! the core [`Worker`](punctual_core::Worker) for its queue.
 //!
+//! Each delivery runs in a span for traces ([`trace`]); webhooks and tasks' HTTP
+//! targets carry its `traceparent` when the runtime is given [`TraceHeaders`].
+//!
 //! Where HTTP actions may connect is the runtime's [`EgressPolicy`]: public addresses
 //! only unless allowed (loopback, private, link-local and the like are refused). A
 //! refused connection fails the delivery (dead) with a [`Refusal`] saying what to
@@ -40,6 +43,7 @@ mod redis_stream;
 mod secret;
 mod target;
 mod template;
+pub mod trace;
 pub mod webhook;
 
 pub use action::{Action, ActionKind, ActionSpec, Runtime};
@@ -54,6 +58,7 @@ pub use rate::{Rate, RateLimiter, RateSlots, RateStats, Slot, SlotFuture};
 pub use redis_stream::RedisStreamConfig;
 pub use secret::{Secret, SigningSecrets};
 pub use template::check_template;
+pub use trace::TraceHeaders;
 pub use webhook::{WebhookConfig, signature};
 
 #[test]

@@ -19,29 +19,22 @@ use punctual_core::{Clock, Delivery, Outcome, Target, TargetMethod};
 use crate::egress::{EgressPolicy, RefusalNote};
 use crate::http::{FinalStatuses, Sender};
 use crate::secret::SigningSecrets;
+use crate::trace::TraceHeaders;
 use crate::webhook::{SignedRequest, parse_url, send, standard_body};
 
-/// Sends target deliveries; shared by every action of a runtime.
+/// Sends target deliveries of an action, with what its runtime shares (the pooled
+/// client, the egress policy, the targets' secret, the trace headers).
 #[derive(Debug)]
 pub(crate) struct TargetSender {
-    client: reqwest::Client,
-    clock: Arc<dyn Clock>,
-    egress: Arc<EgressPolicy>,
-    secret: Option<SigningSecrets>,
-    note: RefusalNote,
+    pub(crate) client: reqwest::Client,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) egress: Arc<EgressPolicy>,
+    pub(crate) secret: Option<SigningSecrets>,
+    pub(crate) note: RefusalNote,
+    pub(crate) trace: TraceHeaders,
 }
 
 impl TargetSender {
-    pub(crate) fn new(
-        client: reqwest::Client,
-        clock: Arc<dyn Clock>,
-        egress: Arc<EgressPolicy>,
-        secret: Option<SigningSecrets>,
-        note: RefusalNote,
-    ) -> TargetSender {
-        TargetSender { client, clock, egress, secret, note }
-    }
-
     /// Delivers one try of `delivery` to `target`, signed with `queue_secret` if given,
     /// else with the server's targets secret.
     pub(crate) async fn deliver(
@@ -76,6 +69,7 @@ impl TargetSender {
             finals: FinalStatuses::default(),
             clock: Arc::clone(&self.clock),
             note: self.note.clone(),
+            trace: self.trace.clone(),
         };
         let request = SignedRequest {
             method: method_of(target.http_method()),

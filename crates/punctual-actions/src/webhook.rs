@@ -227,6 +227,10 @@ pub(crate) async fn send(
         builder = builder.header(name.as_str(), value.as_str());
     }
     builder = builder.header("Punctual-Delivery", &delivery.delivery_id);
+    // The delivery's span, continued by the receiver (`traceparent`), when traces are on.
+    for (name, value) in sender.trace.current() {
+        builder = builder.header(name, value);
+    }
     let body = body.unwrap_or_default();
     // A caller's own Content-Type (a target's header) wins over the default.
     if !body.is_empty() && !headers.iter().any(|(name, _)| name.eq_ignore_ascii_case("content-type")) {
@@ -240,6 +244,7 @@ pub(crate) async fn send(
         Ok(response) => response,
         Err(e) => return transport_failure(&what, &e, timeout, &sender.note),
     };
+    crate::trace::record_status(response.status().as_u16());
     match Answer::read(response).await {
         Ok(answer) => outcome_of(&answer, &what, sender.clock.now(), &sender.finals),
         Err(e) => transport_failure(&what, &e, timeout, &sender.note),

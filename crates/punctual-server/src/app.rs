@@ -1,7 +1,9 @@
 //! The router: every route of API.md plus the operations endpoints, behind the
 //! middleware every request passes.
 //!
-//! Order of the middleware, outermost first: a response sent before the request body
+//! Order of the middleware, outermost first: the span of a request traces follow
+//! (`traced`: schedule, lease, ack, extend, cancel; see `telemetry`), so that it ends
+//! with the answer's final status; a response sent before the request body
 //! was read says `Connection: close`; a panic in a handler becomes a 500 (the
 //! connection and the server live on); auth, which runs for every path, matched or not
 //! ("before routing": an unknown `/v1` path without a token is 401, not 404), then the
@@ -26,16 +28,26 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post, put};
 use futures_util::FutureExt;
 use punctual_core::Store;
+use tracing::Instrument;
 
 use crate::api::{calendars, dashboard, dead, leases, openapi, ops, queues, settings, tasks};
 use crate::config::access::{self, DASHBOARD_FILES, Grant, Rule, Scope};
 use crate::error::ApiError;
 use crate::state::AppState;
+use crate::telemetry;
 
 /// The longest `wait` of a lease (API.md).
 const MAX_WAIT: Duration = Duration::from_secs(60);
 /// The route of long polls.
 const LEASE_ROUTE: &str = "/v1/queues/{queue}/lease";
+/// The routes of one task, of a queue's tasks, of a tag, of a lease's ack and extend,
+/// and of batches of acks (traced, see [`traced`]).
+const TASK_ROUTE: &str = "/v1/queues/{queue}/tasks/{key}";
+const TASKS_ROUTE: &str = "/v1/queues/{queue}/tasks";
+const TAG_ROUTE: &str = "/v1/queues/{queue}/tags/{tag}";
+const ACK_ROUTE: &str = "/v1/leases/{lease_id}/ack";
+const EXTEND_ROUTE: &str = "/v1/leases/{lease_id}/extend";
+const ACKS_ROUTE: &str = "/v1/acks";
 /// Room for the JSON around a payload in a single-task request.
 const ENVELOPE_BYTES: usize = 64 * 1024;
 
@@ -50,7 +62,7 @@ pub fn app<S: Store>(state: AppState<S>) -> Router {
         .route("/v1/queues", get(queues::list_queues::<S>))
         .route("/v1/queues/{queue}", get(queues::get_queue::<S>))
         .route(
-            "/v1/queues/{queue}/tasks",
+            TASKS_ROUTE,
             get(tasks::list_tasks::<S>)
                 .delete(settings::purge::<S>)
                 .merge(post(tasks::post_tasks::<S>).layer(batch_body)),
@@ -64,15 +76,12 @@ pub fn app<S: Store>(state: AppState<S>) -> Router {
         )
         .route("/v1/queues/{queue}/pause", post(settings::pause::<S>))
         .route("/v1/queues/{queue}/resume", post(settings::resume::<S>))
-        .route(
-            "/v1/queues/{queue}/tasks/{key}",
-            put(tasks::put_task::<S>).get(tasks::get_task::<S>).delete(tasks::delete_task::<S>),
-        )
-        .route("/v1/queues/{queue}/tags/{tag}", delete(tasks::cancel_tag::<S>))
+        .route(TASK_ROUTE, put(tasks::put_task::<S>).get(tasks::get_task::<S>).delete(tasks::delete_task::<S>))
+        .route(TAG_ROUTE, delete(tasks::cancel_tag::<S>))
         .route(LEASE_ROUTE, post(leases::lease::<S>))
-        .route("/v1/leases/{lease_id}/ack", post(leases::ack::<S>))
-        .route("/v1/leases/{lease_id}/extend", post(leases::extend::<S>))
-        .route("/v1/acks", post(leases::acks::<S>).layer(batch_body))
+        .route(ACK_ROUTE, post(leases::ack::<S>))
+        .route(EXTEND_ROUTE, post(leases::extend::<S>))
+        .route(ACKS_ROUTE, post(leases::acks::<S>).layer(batch_body))
         .route("/v1/queues/{queue}/activity", get(queues::activity::<S>))
         .route("/v1/queues/{queue}/groups", get(queues::list_groups::<S>))
         .route("/v1/queues/{queue}/dead", get(dead::list_dead::<S>))
@@ -98,7 +107,55 @@ pub fn app<S: Store>(state: AppState<S>) -> Router {
         .layer(middleware::from_fn_with_state(state.clone(), auth::<S>))
         .layer(middleware::from_fn(catch_panic))
         .layer(middleware::from_fn(close_if_body_unread))
+        .layer(middleware::from_fn(traced))
         .with_state(state)
+}
+
+/// The operation a traced request does: its span's name.
+fn traced_operation(method: &Method, route: &str) -> Option<&'static str> {
+    Some(match (method.as_str(), route) {
+        ("PUT", TASK_ROUTE) => "schedule",
+        ("POST", TASKS_ROUTE) => "schedule batch",
+        ("DELETE", TASK_ROUTE) => "cancel",
+        ("DELETE", TAG_ROUTE) => "cancel tag",
+        ("POST", LEASE_ROUTE) => "lease",
+        ("POST", ACK_ROUTE) => "ack",
+        ("POST", ACKS_ROUTE) => "ack batch",
+        ("POST", EXTEND_ROUTE) => "extend",
+        _ => return None,
+    })
+}
+
+/// Runs a request of an operation traces follow in its span (`telemetry`): a child of
+/// the caller's when it sends `traceparent`, with the queue, key or tag of its path,
+/// and the answer's status. With traces off the span is disabled and the request goes
+/// straight on.
+async fn traced(req: Request, next: Next) -> Response {
+    let route = req.extensions().get::<MatchedPath>().map(|path| path.as_str().to_owned());
+    let Some((operation, route)) = route.and_then(|route| Some((traced_operation(req.method(), &route)?, route)))
+    else {
+        return next.run(req).await;
+    };
+    let span = telemetry::request_span(operation, req.method(), &route);
+    if span.is_disabled() {
+        return next.run(req).await;
+    }
+    telemetry::continue_trace(&span, req.headers());
+    let (mut parts, body) = req.into_parts();
+    // Percent-decoded; a segment that is not UTF-8 is left out.
+    if let Ok(params) = RawPathParams::from_request_parts(&mut parts, &()).await {
+        for (name, value) in &params {
+            match name {
+                "queue" => span.record("punctual.queue", value),
+                "key" => span.record("punctual.task.key", value),
+                "tag" => span.record("punctual.tag", value),
+                _ => continue,
+            };
+        }
+    }
+    let response = next.run(Request::from_parts(parts, body)).instrument(span.clone()).await;
+    telemetry::record_response(&span, response.status());
+    response
 }
 
 async fn no_route(method: Method, uri: Uri) -> ApiError {

@@ -19,6 +19,8 @@
 //! - `config`: flags, the TOML file (two stages), access rules, action tables, the
 //!   declared queues and queue settings set through the API;
 //! - `shared`: the words the layers above share (`HttpOptions`, who is calling);
+//!   `telemetry`: traces over OpenTelemetry (the exporter, the spans of requests,
+//!   the `traceparent` read from requests and sent with deliveries);
 //! - `state`: what every handler shares;
 //! - `api`: the handlers, one file per resource, and the OpenAPI document; `workers`:
 //!   the push workers of the config file's queues and of those set through the API;
@@ -38,6 +40,9 @@
 //! before anything is served, by the call each SIGHUP makes again
 //! (`AppState::apply_config_file`); the engine's config carries only what a reload
 //! cannot change.
+//!
+//! Traces (`[telemetry]`) start before anything else, so that every request's span
+//! is exported, and are flushed last, once the engine has stopped.
 
 mod api;
 mod app;
@@ -59,6 +64,7 @@ mod server;
 mod service_manager;
 mod shared;
 mod state;
+mod telemetry;
 mod tls;
 mod workers;
 
@@ -84,22 +90,43 @@ use config::{Backend, LogFormat, Settings};
 /// acknowledged write durable.
 pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let settings = config::load(&args)?;
-    init_logging(settings.log_format);
+    let (traces, trace_layer) = match &settings.telemetry {
+        Some(telemetry) => {
+            let (traces, layer) = telemetry::Traces::start(telemetry)?;
+            (Some(traces), Some(layer))
+        }
+        None => (None, None),
+    };
+    init_logging(settings.log_format, trace_layer);
+    if let Some(telemetry) = &settings.telemetry {
+        tracing::info!(url = %telemetry.traces_url, service = %telemetry.service_name,
+            "traces are exported over OTLP to {}", telemetry.traces_url);
+    }
+    let served = serve_settings(&args, &settings).await;
+    // Last: the spans of the requests and deliveries that ended while stopping.
+    if let Some(traces) = traces {
+        traces.shutdown().await;
+    }
+    served
+}
+
+/// [`serve`] once the settings are read and logging is set up.
+async fn serve_settings(args: &ServeArgs, settings: &Settings) -> anyhow::Result<()> {
     // Before the store opens: a certificate that does not load stops start-up at once.
     let tls = settings.tls.clone().map(tls::Tls::load).transpose()?;
-    match open_store(&settings).await? {
+    match open_store(settings).await? {
         OpenedStore::Embedded(store) => {
-            tracing::info!(data = %store_name(&settings), "embedded store opened");
-            run(store, Sharing::default(), &args, &settings, tls).await
+            tracing::info!(data = %store_name(settings), "embedded store opened");
+            run(store, Sharing::default(), args, settings, tls).await
         }
         OpenedStore::Redis(store) => {
-            tracing::info!(store = %store_name(&settings), prefix = %settings.redis.prefix, "Redis store connected");
+            tracing::info!(store = %store_name(settings), prefix = %settings.redis.prefix, "Redis store connected");
             let sharing = Sharing {
                 clock: Some(store.clock()),
                 rates: Some(Arc::new(rates::SharedRates(store.rates()))),
                 nodes: Some(store.nodes()),
             };
-            run(store, sharing, &args, &settings, tls).await
+            run(store, sharing, args, settings, tls).await
         }
     }
 }
@@ -308,17 +335,48 @@ async fn run<S: Store>(
     server::stop_engine(&engine).await
 }
 
-fn init_logging(format: LogFormat) {
+/// Logs to stderr as `format` says, filtered by `RUST_LOG` (default `info`), and, with
+/// `traces`, exports the spans of traces (see `telemetry`).
+fn init_logging(format: LogFormat, traces: Option<telemetry::TraceLayer>) {
+    use tracing_subscriber::util::SubscriberInitExt;
+    // A subscriber set before (by an embedding program or a test) stays.
+    let _ = subscriber(format, traces).try_init();
+}
+
+/// The process's subscriber: the logs, and the traces layer if any. The spans meant
+/// for traces (`telemetry::TARGET`) never show in the logs, whatever `RUST_LOG` says,
+/// so that without the traces layer nothing takes them and they cost nothing.
+fn subscriber(format: LogFormat, traces: Option<telemetry::TraceLayer>) -> impl tracing::Subscriber + Send + Sync {
+    use tracing_subscriber::Layer;
+    use tracing_subscriber::layer::SubscriberExt;
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"))
+        .add_directive(format!("{}=off", telemetry::TARGET).parse().expect("a target's directive parses"));
     // Colours only on a terminal: log files and collectors get plain text.
     let colours = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(colours);
-    // A subscriber set before (by an embedding program or a test) stays.
-    let _ = match format {
-        LogFormat::Text => builder.try_init(),
-        LogFormat::Json => builder.json().try_init(),
+    let logs = tracing_subscriber::fmt::layer().with_writer(std::io::stderr).with_ansi(colours);
+    let logs = match format {
+        LogFormat::Text => logs.boxed(),
+        LogFormat::Json => logs.json().boxed(),
     };
+    let mut layers: Vec<telemetry::TraceLayer> = vec![logs.with_filter(filter).boxed()];
+    layers.extend(traces);
+    tracing_subscriber::registry().with(layers)
+}
+
+#[test]
+fn spans_of_traces_are_disabled_without_traces() {
+    let span = || telemetry::request_span("lease", &axum::http::Method::POST, "/v1/queues/{queue}/lease");
+    for format in [LogFormat::Text, LogFormat::Json] {
+        tracing::subscriber::with_default(subscriber(format, None), || {
+            assert!(span().is_disabled(), "nothing takes them");
+            assert!(tracing::enabled!(tracing::Level::INFO), "the logs go on");
+        });
+    }
+    let provider = opentelemetry_sdk::trace::SdkTracerProvider::builder().build();
+    tracing::subscriber::with_default(subscriber(LogFormat::Text, Some(telemetry::layer(&provider))), || {
+        assert!(!span().is_disabled(), "the traces layer takes them");
+    });
 }
 
 #[test]

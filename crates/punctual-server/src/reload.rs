@@ -20,7 +20,7 @@
 //! What the file sets besides is read at start only, and a change to it is named in
 //! the log as waiting for a restart ([`needs_restart`]): `listen`, the store, `[redis]`,
 //! a queue's `shards` and `dead_retention`, `[[outbox]]`, `[egress]` and `[targets]`,
-//! the TLS files' paths, the limits. Until then what the server started with stays
+//! the TLS files' paths, the limits, `[telemetry]`. Until then what the server started with stays
 //! (the settings API shows the `shards` in use).
 //!
 //! Invariants: a file that no longer validates changes nothing (the rules, queues and
@@ -135,7 +135,7 @@ fn needs_restart(running: &Settings, read: &Settings) -> Vec<&'static str> {
     let limits = |s: &Settings| {
         (s.request_timeout, s.max_payload_bytes, s.max_batch, s.max_body_bytes, s.max_overdue, s.grace_period)
     };
-    let checks: [(&'static str, bool); 9] = [
+    let checks: [(&'static str, bool); 10] = [
         ("listen", running.listen != read.listen),
         ("the store (data, store)", running.backend != read.backend),
         ("[redis]", running.redis != read.redis),
@@ -144,6 +144,7 @@ fn needs_restart(running: &Settings, read: &Settings) -> Vec<&'static str> {
         ("[[outbox]]", prints_apart(&running.outboxes, &read.outboxes)),
         ("[egress] and [targets]", running.egress != read.egress || running.targets_secret != read.targets_secret),
         ("TLS files", running.tls != read.tls),
+        ("[telemetry]", running.telemetry != read.telemetry),
         ("limits", limits(running) != limits(read)),
     ];
     checks.into_iter().filter(|(_, changed)| *changed).map(|(name, _)| name).collect()

@@ -101,6 +101,9 @@ impl<S: Store> QueueWorkers<S> {
         if let Some(rates) = rates {
             runtime = runtime.shared_rates(rates);
         }
+        if settings.telemetry.is_some() {
+            runtime = runtime.trace_headers(crate::telemetry::trace_headers());
+        }
         let mut workers = QueueWorkers {
             file: state.file_queues(),
             state,

@@ -318,8 +318,11 @@ impl ServerProcess {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
+        // The test's environment configures nothing: no flag, and no traces exported
+        // (`OTEL_EXPORTER_OTLP_ENDPOINT` and the like) unless a test says so.
         for (name, _) in std::env::vars_os() {
-            if name.to_string_lossy().starts_with("PUNCTUAL_") {
+            let name_text = name.to_string_lossy();
+            if name_text.starts_with("PUNCTUAL_") || name_text.starts_with("OTEL_") {
                 command.env_remove(name);
             }
         }

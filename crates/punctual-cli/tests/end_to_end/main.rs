@@ -56,4 +56,5 @@ mod service_manager;
 mod shared_rate;
 mod sigterm;
 mod targets;
+mod traces;
 mod weekend;

@@ -21,6 +21,7 @@ use crate::error::{ApiError, ErrorBody};
 use crate::extract::{JsonBody, Params, from_value};
 use crate::shared::Caller;
 use crate::state::AppState;
+use crate::telemetry;
 
 #[utoipa::path(post, path = "/v1/queues/{queue}/lease", tag = "workers",
     summary = "Lease due tasks; with wait, hold the request open until one falls due (long poll)",
@@ -71,6 +72,11 @@ pub(crate) async fn lease<S: Store>(
             task: lease.task,
         })
         .collect();
+    let single = match items.as_slice() {
+        [one] => Some((one.task.key.as_str(), one.delivery_id.as_str(), one.attempt)),
+        _ => None,
+    };
+    telemetry::record_leases(items.len(), single);
     let json = serde_json::to_vec(&LeaseResponse { leases: items }).map_err(ApiError::internal)?;
     let body = DeliveryBody::new(json.into(), undelivered);
     Ok(([(header::CONTENT_TYPE, "application/json")], Body::new(body)).into_response())
@@ -97,6 +103,7 @@ pub(crate) async fn ack<S: Store>(
     JsonBody(body): JsonBody<AckBody>,
 ) -> Answer {
     let token = decode_lease(&state, params.get("lease_id"))?;
+    telemetry::record_task(token.queue.as_str(), token.key.as_str());
     let outcome = body.into_outcome()?;
     state.inner.engine.ack(&token, outcome).await?;
     Ok(StatusCode::NO_CONTENT.into_response())
@@ -112,6 +119,7 @@ pub(crate) async fn acks<S: Store>(
     Extension(caller): Caller,
     JsonBody(body): JsonBody<AcksBody>,
 ) -> Answer {
+    telemetry::record_batch(body.acks.len());
     check_batch_size("acks", body.acks.len(), state.inner.engine.limits().max_batch)?;
     let mut results = Vec::with_capacity(body.acks.len());
     let mut valid = Vec::with_capacity(body.acks.len());
@@ -167,6 +175,7 @@ pub(crate) async fn extend<S: Store>(
 ) -> Answer {
     let lease_id = params.get("lease_id");
     let token = decode_lease(&state, lease_id)?;
+    telemetry::record_task(token.queue.as_str(), token.key.as_str());
     let expires_at = state.inner.engine.extend(&token, body.lease_for()).await?;
     Ok(Json(ExtendResponse { lease_id: lease_id.to_owned(), expires_at }).into_response())
 }

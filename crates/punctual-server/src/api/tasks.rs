@@ -63,6 +63,7 @@ pub(crate) async fn post_tasks<S: Store>(
     let queue = params.get("queue");
     QueueName::new(queue)?;
     let undeclared = state.schedulable(queue).err();
+    crate::telemetry::record_batch(body.tasks.len());
     check_batch_size("tasks", body.tasks.len(), state.inner.engine.limits().max_batch)?;
     let mut results: Vec<BatchResult> = Vec::with_capacity(body.tasks.len());
     let mut valid = Vec::with_capacity(body.tasks.len());

@@ -61,6 +61,12 @@ Configuration file (TOML; every key optional; unknown keys are an error):
   secret_env = \"TARGET_SECRET\"        # signs them where the queue's action has no secret
   previous_secret_env = \"OLD_SECRET\"  # while rotating: signs too (a second v1), then remove
 
+  [telemetry]                         # traces over OTLP/HTTP (off without an endpoint)
+  otlp_endpoint = \"http://127.0.0.1:4318\"  # the receiver's base URL (/v1/traces is added);
+                                      #   default: OTEL_EXPORTER_OTLP_ENDPOINT
+  service_name = \"punctual\"           # default: OTEL_SERVICE_NAME, then punctual
+  export_interval = \"5s\"              # spans wait at most this long to be sent
+
   [queues.\"order.cancel\".action]      # push: the server runs the handler
   kind = \"webhook\"                    # webhook | email | wecom | dingtalk | feishu | slack
   url = \"http://127.0.0.1:8080/hooks/order-cancel\"

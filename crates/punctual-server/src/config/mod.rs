@@ -28,8 +28,9 @@
 //! tables, `access` the `[[access]]` tables of scoped tokens with the grants and the
 //! permission every route needs, `declared` the queues the file declares (and what is
 //! refused on the others), `calendars` the `[calendars]` tables of working-time
-//! calendars, `outbox` the `[[outbox]]` tables of the databases drained, and
-//! `settings` a queue's settings given through the API.
+//! calendars, `outbox` the `[[outbox]]` tables of the databases drained, `telemetry`
+//! the `[telemetry]` table of traces exported over OTLP, and `settings` a queue's
+//! settings given through the API.
 
 pub(crate) mod access;
 mod actions;
@@ -40,6 +41,7 @@ pub(crate) mod outbox;
 mod queues;
 mod raw;
 pub(crate) mod settings;
+pub(crate) mod telemetry;
 mod validate;
 
 use std::collections::HashMap;
@@ -117,6 +119,9 @@ pub(crate) struct Settings {
     pub(crate) calendars: Vec<(punctual_core::calendar::CalendarName, punctual_core::Calendar)>,
     /// The outboxes this server drains (`[[outbox]]`), in the file's order.
     pub(crate) outboxes: Vec<outbox::OutboxSettings>,
+    /// Where traces are exported (`[telemetry]`, or the OTLP environment variables);
+    /// `None`: traces are off.
+    pub(crate) telemetry: Option<telemetry::TelemetrySettings>,
     /// The file these settings were read from, if any.
     pub(crate) config_file: Option<PathBuf>,
 }

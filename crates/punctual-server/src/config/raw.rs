@@ -41,6 +41,7 @@ pub(super) struct RawConfig {
     pub(super) calendars: BTreeMap<Spanned<String>, Spanned<toml::Table>>,
     #[serde(default)]
     pub(super) outbox: Vec<Spanned<super::outbox::RawOutbox>>,
+    pub(super) telemetry: Option<Spanned<super::telemetry::RawTelemetry>>,
 }
 
 /// `[[access]]`: a scoped token.

@@ -115,6 +115,7 @@ pub(crate) fn settings(args: &ServeArgs, file: Option<(&Path, &str)>) -> Result<
     let tls = tls_files(args, &raw, &at)?;
     let calendars = calendar_tables(&raw.calendars, &at)?;
     let outboxes = super::outbox::outbox_tables(&raw.outbox, &at)?;
+    let telemetry = super::telemetry::telemetry_table(raw.telemetry.as_ref(), &|name| std::env::var(name).ok(), &at)?;
 
     Ok(Settings {
         listen,
@@ -157,6 +158,7 @@ pub(crate) fn settings(args: &ServeArgs, file: Option<(&Path, &str)>) -> Result<
         tls,
         calendars,
         outboxes,
+        telemetry,
         config_file: file.map(|(path, _)| path.to_path_buf()),
     })
 }
