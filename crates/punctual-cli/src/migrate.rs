@@ -12,18 +12,18 @@
 //!   id and fence (see [`transitions::imported`](punctual_core::transitions::imported));
 //! - the source is only read.
 
-use punctual_core::transitions::as_moved;
 use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 use punctual_core::calendar::{CalendarChange, CalendarChangeRequest};
 use punctual_core::store::{CompletionsRequest, ImportRequest, Imported, ListRequest, QueueChangeRequest};
+use punctual_core::transitions::as_moved;
 use punctual_core::{Clock, QueueChange, QueueName, Stopwatch, Store, SystemClock, Task, Timestamp};
 use punctual_server::OpenedStore;
 use serde::Serialize;
 use serde_json::json;
 
-use crate::cli::migrate::MigrateArgs;
+use crate::cli::migrate::{BATCH, MigrateArgs};
 
 /// Examples of differing tasks the report names.
 const EXAMPLES: usize = 10;
@@ -123,35 +123,43 @@ pub(crate) async fn export(store: &str, dir: &Path) -> Result<()> {
     };
     let to = punctual_sqlite::SqliteStore::open(dir)
         .with_context(|| format!("cannot make an embedded store in {}", dir.display()))?;
-    copy(&from, &to, 500, false).await?;
+    copy(&from, &to, &from.queue_names().await?, BATCH, false).await?;
     to.close().await?;
     Ok(())
 }
 
-/// Copies calendars, queue records, tasks and dedupe records (only compares calendars and
-/// queue records when `check_only`).
-async fn copy<A: Store, B: Store>(from: &A, to: &B, batch: u32, check_only: bool) -> Result<Copied> {
+/// Copies calendars, queue records, and the tasks and dedupe records of `queues` (only
+/// compares calendars and queue records when `check_only`).
+async fn copy<A: Store, B: Store>(
+    from: &A,
+    to: &B,
+    queues: &[QueueName],
+    batch: u32,
+    check_only: bool,
+) -> Result<Copied> {
     if from.secret().await? == to.secret().await? {
         bail!("the source and the destination are the same store; name another destination");
     }
     let clock = SystemClock;
     let calendars = calendars(from, to, check_only, clock.now()).await?;
     let settings = queue_records(from, to, check_only, clock.now()).await?;
-    let mut queues = Vec::new();
+    let mut copied = Vec::new();
     if !check_only {
-        for queue in &queues_of(from).await? {
-            queues.push(copy_queue(from, to, queue, batch, &clock).await?);
+        for queue in queues {
+            copied.push(copy_queue(from, to, queue, batch, &clock).await?);
         }
     }
-    Ok(Copied { calendars, settings, queues })
+    Ok(Copied { calendars, settings, queues: copied })
 }
 
 async fn migrate<A: Store, B: Store>(from: &A, to: &B, args: &MigrateArgs) -> Result<String> {
     let watch = Stopwatch::start();
-    let Copied { calendars, settings, queues: copied } = copy(from, to, args.batch, args.check).await?;
+    // Every queue holding a task or a dedupe record.
+    let queues = from.queue_names().await?;
+    let Copied { calendars, settings, queues: copied } = copy(from, to, &queues, args.batch, args.check).await?;
     eprintln!("comparing every task of the source with the destination…");
     let mut check = CheckReport::default();
-    for queue in &queues_of(from).await? {
+    for queue in &queues {
         compare_queue(from, to, queue, args.batch, &mut check).await?;
     }
     let passed = check.passed(&calendars, &settings);
@@ -230,6 +238,12 @@ async fn queue_records<A: Store, B: Store>(from: &A, to: &B, check: bool, now: T
                 if record.paused {
                     changes.push(QueueChange::Paused(true));
                 }
+                if changes.is_empty() {
+                    // A record of nothing (settings cleared, not paused) is a queue
+                    // without one.
+                    report.same += 1;
+                    continue;
+                }
                 for change in changes {
                     let request = QueueChangeRequest::new(record.queue.clone(), change, now);
                     to.change_queue(request).await.with_context(|| format!("cannot copy the settings of {name}"))?;
@@ -246,11 +260,6 @@ fn same_json(a: &str, b: &str) -> bool {
         (Ok(a), Ok(b)) => a == b,
         _ => a == b,
     }
-}
-
-/// Every queue of the source holding a task or a dedupe record.
-async fn queues_of<A: Store>(from: &A) -> Result<Vec<QueueName>> {
-    from.queue_names().await.map_err(Into::into)
 }
 
 async fn copy_queue<A: Store, B: Store>(

@@ -471,15 +471,7 @@ impl Inner {
 
     /// Cursors are the last group's name.
     fn groups(&self, req: &GroupsRequest) -> Result<GroupsPage> {
-        let after = req
-            .cursor
-            .as_deref()
-            .map(|cursor| {
-                Group::new(cursor).map_err(|_| {
-                    Error::invalid("cursor", "this cursor was not issued by this store; start again without one")
-                })
-            })
-            .transpose()?;
+        let after = req.cursor.as_deref().map(|cursor| Group::new(cursor).map_err(|_| foreign_cursor())).transpose()?;
         let Some(queue) = self.queues.get(&req.queue) else { return Ok(GroupsPage::new(Vec::new(), None)) };
         let limit = req.limit.max(1) as usize;
         let from = after.map_or(Bound::Unbounded, Bound::Excluded);
@@ -497,15 +489,8 @@ impl Inner {
 
     fn completions(&mut self, req: &CompletionsRequest) -> Result<CompletionsPage> {
         self.drop_ended_records(req.now);
-        let after = req
-            .cursor
-            .as_deref()
-            .map(|cursor| {
-                TaskKey::new(cursor).map_err(|_| {
-                    Error::invalid("cursor", "this cursor was not issued by this store; start again without one")
-                })
-            })
-            .transpose()?;
+        let after =
+            req.cursor.as_deref().map(|cursor| TaskKey::new(cursor).map_err(|_| foreign_cursor())).transpose()?;
         let limit = req.limit.max(1) as usize;
         // Slots sort by queue, then key: the queue's records are one run of them.
         let mut records: Vec<Completed> = self
@@ -646,8 +631,7 @@ impl Inner {
     /// starts again from the earliest); with a tag, the last key looked at.
     fn retry_dead_batch(&mut self, req: &RetryDeadBatchRequest) -> Result<RetriedDead> {
         let limit = req.limit.max(1) as usize;
-        let bad_cursor =
-            || Error::invalid("cursor", "this cursor was not issued by this store; start again without one");
+        let bad_cursor = foreign_cursor;
         let Some(queue) = self.queues.get(&req.queue) else { return Ok(RetriedDead::new(0, None)) };
         let (looked_at, next_cursor): (Vec<TaskKey>, Option<String>) = match &req.selection {
             DeadSelection::All => {
@@ -730,9 +714,14 @@ fn choose<O: Ord + Copy>(candidates: impl Iterator<Item = (O, Slot)>, limit: u32
     picked.into_iter().map(|(_, slot)| slot).collect()
 }
 
+/// The refusal of a cursor this store did not issue.
+fn foreign_cursor() -> Error {
+    Error::invalid("cursor", "this cursor was not issued by this store; start again without one")
+}
+
 /// List cursors are `<due_at ms>.<key>` of the last task of the page.
 fn parse_list_cursor(cursor: &str) -> Result<(Timestamp, TaskKey)> {
-    let bad = || Error::invalid("cursor", "this cursor was not issued by this store; start again without one");
+    let bad = foreign_cursor;
     let (due, key) = cursor.split_once('.').ok_or_else(bad)?;
     let due = Timestamp::from_millis(due.parse().map_err(|_| bad())?);
     Ok((due, TaskKey::new(key).map_err(|_| bad())?))

@@ -63,11 +63,7 @@ pub fn imported(mut task: Task, store: StoreId, id: u64) -> Task {
 /// `task` without what belongs to the store holding it (its identity, id and fence):
 /// what a move between stores keeps, so two stores' copies of a task compare equal.
 pub fn as_moved(task: &Task) -> Task {
-    let mut task = task.clone();
-    task.meta.store = StoreId::from_bits(0);
-    task.meta.id = 0;
-    task.meta.fence = 0;
-    task
+    imported(task.clone(), StoreId::from_bits(0), 0)
 }
 
 /// The debounce bound of the task that `new` writes over `old` (none: a creation) at

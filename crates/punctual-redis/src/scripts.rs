@@ -2,12 +2,13 @@
 //! the script's `KEYS` and `ARGV` exactly as its header (`lua/*.lua`) says, and reads
 //! its answer into typed results, so no caller builds an argument list by hand.
 //!
-//! Every script is `lua/common.lua` and `lua/common_groups.lua` followed by its own
-//! file (the lease script by `lua/group_slots.lua`, `lua/lease_groups.lua` and then its
-//! own; but `lua/ids.lua`, `lua/rate.lua`, `lua/change_record.lua`, `lua/announce.lua`
-//! and `lua/register_queue.lua`, which work on no shard, and
-//! `lua/completions_index.lua`, which works on one shard's index of completion records
-//! and the records alone). Loaded once per Redis node and called by SHA; redis-rs
+//! Every script is `lua/clock.lua`, `lua/common.lua` and `lua/common_groups.lua`
+//! followed by its own file (the lease script by `lua/group_slots.lua`,
+//! `lua/lease_groups.lua` and then its own); but `lua/ids.lua`, `lua/change_record.lua`,
+//! `lua/announce.lua` and `lua/register_queue.lua`, which work on no shard, stand alone,
+//! and `lua/rate.lua` (no shard either) and `lua/completions_index.lua` (one shard's
+//! index of completion records and the records alone) have only `lua/clock.lua` before
+//! them. Loaded once per Redis node and called by SHA; redis-rs
 //! reloads a script the node answers NOSCRIPT for (after a restart or a `SCRIPT
 //! FLUSH`). (`lua/delete_if_unchanged.lua` is not the store's: `keyspace` loads and
 //! calls it.)
@@ -43,7 +44,13 @@ use crate::nodes::Announcement;
 use crate::shards::Sharding;
 use crate::{Shared, codes, record};
 
-const COMMON: &str = concat!(include_str!("lua/common.lua"), "\n", include_str!("lua/common_groups.lua"));
+const COMMON: &str = concat!(
+    include_str!("lua/clock.lua"),
+    "\n",
+    include_str!("lua/common.lua"),
+    "\n",
+    include_str!("lua/common_groups.lua")
+);
 
 /// Every script, compiled (hashed) once.
 #[derive(Debug)]
@@ -105,12 +112,16 @@ impl Scripts {
             sweep_dead: with_common(include_str!("lua/sweep_dead.lua")),
             stats: with_common(include_str!("lua/stats.lua")),
             ids: Script::new(include_str!("lua/ids.lua")),
-            rate: Script::new(include_str!("lua/rate.lua")),
+            rate: Script::new(concat!(include_str!("lua/clock.lua"), "\n", include_str!("lua/rate.lua"))),
             change_record: Script::new(include_str!("lua/change_record.lua")),
             announce: Script::new(include_str!("lua/announce.lua")),
             register_queue: Script::new(include_str!("lua/register_queue.lua")),
             import: with_common(include_str!("lua/import.lua")),
-            completions_index: Script::new(include_str!("lua/completions_index.lua")),
+            completions_index: Script::new(concat!(
+                include_str!("lua/clock.lua"),
+                "\n",
+                include_str!("lua/completions_index.lua")
+            )),
         }
     }
 }

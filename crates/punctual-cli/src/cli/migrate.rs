@@ -2,6 +2,9 @@
 
 use clap::Args;
 
+/// Tasks read and written per step, unless `--batch` says otherwise.
+pub(crate) const BATCH: u32 = 500;
+
 /// `punctual migrate --from SOURCE --to DESTINATION`.
 #[derive(Debug, Args)]
 pub(crate) struct MigrateArgs {
@@ -15,7 +18,7 @@ pub(crate) struct MigrateArgs {
     #[arg(long)]
     pub(crate) check: bool,
     /// Tasks read and written per step
-    #[arg(long, value_name = "N", default_value_t = 500, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    #[arg(long, value_name = "N", default_value_t = BATCH, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub(crate) batch: u32,
     /// Print JSON: {"queues": [{"queue", "written", "present", "records"}], "calendars", "settings", "check": {"same", "missing", "differ", "examples"}, "seconds"}
     #[arg(long)]

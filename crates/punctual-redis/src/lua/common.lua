@@ -106,12 +106,6 @@
 -- writes format 2.
 -- States: 0 scheduled, 1 leased, 2 dead. Keys and tags hold no control characters.
 
-local function now_ms()
-  if ARGV[1] ~= '' then return tonumber(ARGV[1]) end
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
-
 local function int(n)
   return string.format('%d', n)
 end

@@ -1,5 +1,5 @@
 -- completions_index: keeps the index by which a shard's completion records are paged
--- (see completions.rs). Standalone (common.lua is not prepended): its keys are one
+-- (see completions.rs). Standalone (only clock.lua is prepended): its keys are one
 -- shard's index and records, under the shard's hash tag.
 -- KEYS[1] the index: ZSet, scores 0, of the task keys of the shard's records
 -- KEYS[1 + i] the completion record key of the i-th task key ("<completed_at>,<id>,
@@ -10,13 +10,7 @@
 --   task key whose record is gone (a record there is never unindexed)
 -- ARGV[2 + i] the i-th task key
 -- Returns: how many task keys were added or dropped.
-local now
-if ARGV[1] ~= '' then
-  now = tonumber(ARGV[1])
-else
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
+local now = now_ms()
 local index, n = KEYS[1], #KEYS - 1
 if n == 0 then return 0 end
 local names = {}

@@ -1,6 +1,6 @@
 -- rate: takes a slot of a queue's rate limit, shared by every process on this Redis:
 -- at most ARGV[2] slots start in any window of ARGV[3] ms. A sliding log, so the limit
--- is exact (no burst at a window's edge). Standalone (common.lua is not prepended): its
+-- is exact (no burst at a window's edge). Standalone (only clock.lua is prepended): its
 -- one key belongs to no shard, only to the queue's first hash tag. O(1) but after a
 -- smaller count than before, when the extra entries go once.
 -- KEYS[1] the queue's slot log (<p>:{<queue>}:rate, see keys.rs): a List of the start
@@ -11,13 +11,7 @@
 -- ARGV[3] per: the window in ms, at least 1
 -- Returns: 0 when a slot was taken (its start is now); else, taking nothing, the ms
 -- (at least 1) until the oldest slot of the window frees.
-local now
-if ARGV[1] ~= '' then
-  now = tonumber(ARGV[1])
-else
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
+local now = now_ms()
 local count = tonumber(ARGV[2])
 local per = tonumber(ARGV[3])
 redis.call('LTRIM', KEYS[1], -count, -1)
