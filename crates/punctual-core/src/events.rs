@@ -133,13 +133,15 @@ pub enum StoreOp {
     CalendarRecords,
     ChangeCalendar,
     Import,
+    History,
+    SweepHistory,
     Secret,
     Close,
 }
 
 impl StoreOp {
     /// Every operation, in declaration order (`op as usize` is its index).
-    pub const ALL: [StoreOp; 27] = [
+    pub const ALL: [StoreOp; 29] = [
         StoreOp::Schedule,
         StoreOp::Get,
         StoreOp::GetMany,
@@ -165,6 +167,8 @@ impl StoreOp {
         StoreOp::CalendarRecords,
         StoreOp::ChangeCalendar,
         StoreOp::Import,
+        StoreOp::History,
+        StoreOp::SweepHistory,
         StoreOp::Secret,
         StoreOp::Close,
     ];
@@ -197,6 +201,8 @@ impl StoreOp {
             StoreOp::CalendarRecords => "calendar_records",
             StoreOp::ChangeCalendar => "change_calendar",
             StoreOp::Import => "import",
+            StoreOp::History => "history",
+            StoreOp::SweepHistory => "sweep_history",
             StoreOp::Secret => "secret",
             StoreOp::Close => "close",
         }

@@ -21,6 +21,7 @@ pub mod engine;
 mod error;
 pub mod events;
 mod group_slots;
+pub mod history;
 mod identity;
 mod memory;
 mod meta;
@@ -52,14 +53,14 @@ pub use events::{Event, EventStream, Observer, Observers, Restarted, StoreOp};
 pub use identity::StoreId;
 pub use memory::MemoryStore;
 pub use meta::TaskMeta;
-pub use model::{Group, IfExists, NewTask, Priority, QueueName, Tag, Task, TaskKey, TaskSpec, TaskState, When};
+pub use model::{Actor, Group, IfExists, NewTask, Priority, QueueName, Tag, Task, TaskKey, TaskSpec, TaskState, When};
 pub use names::check_name;
 pub use outcome::{Outcome, TryEnd};
 pub use policy::{Backoff, CronSyntax, Repeat};
 pub use store::Completed;
 pub use store::{
     ApplyOnceRequest, CompletionsPage, CompletionsRequest, DeadSelection, GroupCounts, GroupsPage, GroupsRequest,
-    ImportRequest, Imported, Lease, LeaseToken, OnceEffect, OnceOp, Peers, PurgeSelection, QueueChange, QueueRecord,
+    HistoryRequest, HistorySweepRequest, ImportRequest, Imported, Lease, LeaseToken, OnceEffect, OnceOp, Peers, PurgeSelection, QueueChange, QueueRecord,
     ScheduleOutcome, Scheduled, Store, StoreReset, Wakeup,
 };
 pub use target::{Lane, Target, TargetMethod};

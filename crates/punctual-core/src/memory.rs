@@ -12,8 +12,9 @@
 //! group's `group_rate` slots ([`GroupSlots`], kept while their windows last); across
 //! queues, the leased tasks by `(lease_expires_at, queue, key)`
 //! (reaping), and the completion records of dedupe windows by slot and by end (each
-//! schedule and completion first drops those ended by its `now`). All of it sits
-//! behind one `Mutex`, so every method is atomic.
+//! schedule and completion first drops those ended by its `now`); and each key's
+//! history (see [`crate::history`]), written by the call that changes the task. All of
+//! it sits behind one `Mutex`, so every method is atomic.
 //!
 //! Invariant: the indexes hold exactly the entries derived from the stored tasks. Every
 //! write goes through `Inner::put` or `Inner::take`, which remove a task's old entries
@@ -32,19 +33,21 @@
 //! process: the `Ok` of a call is durable only for as long as the store lives.
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::ops::Bound;
 use std::sync::{Mutex, MutexGuard};
 
 use crate::calendar::{CalendarChangeRequest, CalendarName, CalendarRecord, change_calendar};
+use crate::clock::{Clock, SystemClock};
 use crate::error::{Error, Result};
 use crate::group_slots::GroupSlots;
+use crate::history::{Actor, EventKind, HISTORY_LIMIT, HistoryEvent};
 use crate::identity::StoreId;
 use crate::model::{Group, NewTask, Priority, QueueName, Tag, Task, TaskKey, TaskState};
 use crate::outbox::Marks;
 use crate::store::{
     ApplyOnceRequest, CompleteRequest, Completed, CompletionsPage, CompletionsRequest, DeadSelection, ExtendRequest,
-    GroupCounts, GroupsPage, GroupsRequest, ImportRequest, Imported, Lease, LeaseBatch, LeaseRequest, LeaseToken,
+    GroupCounts, GroupsPage, GroupsRequest, HistoryRequest, HistorySweepRequest, ImportRequest, Imported, Lease, LeaseBatch, LeaseRequest, LeaseToken,
     ListRequest, OnceEffect, OnceOp, Page, PurgeRequest, QueueChangeRequest, QueueRecord, QueueStats, ReapResult,
     Reaped, RetriedDead, RetryDeadBatchRequest, RetryDeadRequest, ScheduleOutcome, Scheduled, Store, SweepRequest,
     Swept,
@@ -90,6 +93,7 @@ impl MemoryStore {
             completed: BTreeMap::new(),
             completed_ends: BTreeSet::new(),
             marks: Marks::default(),
+            histories: BTreeMap::new(),
         };
         MemoryStore { secret: rand::random(), inner: Mutex::new(inner) }
     }
@@ -283,11 +287,44 @@ struct Inner {
     completed_ends: BTreeSet<(Timestamp, Slot)>,
     /// Outbox rows applied.
     marks: Marks,
+    /// Each queue's histories.
+    histories: BTreeMap<QueueName, Histories>,
+}
+
+/// A queue's histories: each key's, oldest first, at most [`HISTORY_LIMIT`] events;
+/// and the keys by the time of their latest event (the sweep).
+#[derive(Debug, Default)]
+struct Histories {
+    by_key: BTreeMap<TaskKey, VecDeque<HistoryEvent>>,
+    by_latest: BTreeSet<(Timestamp, TaskKey)>,
 }
 
 impl Inner {
     fn get(&self, queue: &QueueName, key: &TaskKey) -> Option<&Task> {
         self.queues.get(queue)?.tasks.get(key)
+    }
+
+    /// Appends `event` to the history of (queue, key).
+    fn record(&mut self, queue: &QueueName, key: &TaskKey, event: HistoryEvent) {
+        let histories = self.histories.entry(queue.clone()).or_default();
+        let history = histories.by_key.entry(key.clone()).or_default();
+        if let Some(latest) = history.back() {
+            histories.by_latest.remove(&(latest.at, key.clone()));
+        }
+        if history.len() == HISTORY_LIMIT {
+            history.pop_front();
+        }
+        histories.by_latest.insert((event.at, key.clone()));
+        history.push_back(event);
+    }
+
+    /// Deletes the task in (queue, key), recording `event`; whether there was one.
+    fn remove(&mut self, queue: &QueueName, key: &TaskKey, event: &HistoryEvent) -> bool {
+        let removed = self.take(queue, key).is_some();
+        if removed {
+            self.record(queue, key, event.clone());
+        }
+        removed
     }
 
     /// Stores `task` in place of whatever its (queue, key) held.
@@ -376,18 +413,27 @@ impl Inner {
     }
 
     fn schedule_one(&mut self, new: NewTask, now: Timestamp) -> Result<Scheduled> {
-        let scheduled = match self.get(&new.queue, &new.key) {
-            Some(existing) => transitions::upsert(existing, new, now)?,
+        let (scheduled, event) = match self.get(&new.queue, &new.key) {
+            Some(existing) => {
+                let old = existing.clone();
+                let scheduled = transitions::upsert(existing, new.clone(), now)?;
+                let event = scheduled.task.as_ref().map(|task| HistoryEvent::replaced(&new, &old, task, now));
+                (scheduled, event)
+            }
             None => match self.completed.get(&(new.queue.clone(), new.key.clone())).filter(|r| r.holds_at(now)) {
                 Some(record) => return Ok(Scheduled::kept_by(record.clone())),
                 None => {
                     self.last_id += 1;
-                    Scheduled::new(ScheduleOutcome::Created, transitions::create(new, self.store, self.last_id, now))
+                    let task = transitions::create(new.clone(), self.store, self.last_id, now);
+                    let event = HistoryEvent::created(&new, &task, now);
+                    (Scheduled::new(ScheduleOutcome::Created, task), Some(event))
                 }
             },
         };
-        if let (ScheduleOutcome::Created | ScheduleOutcome::Replaced, Some(task)) = (scheduled.outcome, &scheduled.task)
+        if let (ScheduleOutcome::Created | ScheduleOutcome::Replaced, Some(task), Some(event)) =
+            (scheduled.outcome, &scheduled.task, event)
         {
+            self.record(&task.queue, &task.key, event);
             self.put(task.clone());
         }
         Ok(scheduled)
@@ -424,17 +470,47 @@ impl Inner {
             .take(req.limit as usize)
             .map(|(_, key)| key.clone())
             .collect();
-        keys.iter().filter(|key| self.take(&req.queue, key).is_some()).count() as u64
+        let purged = HistoryEvent::new(SystemClock.now(), EventKind::Purged, req.by.as_ref(), None);
+        keys.iter().filter(|key| self.remove(&req.queue, key, &purged)).count() as u64
     }
 
-    fn cancel_tag(&mut self, queue: &QueueName, tag: &Tag) -> u64 {
+    fn cancel_tag(&mut self, queue: &QueueName, tag: &Tag, by: Option<&Actor>) -> u64 {
         let keys: Vec<TaskKey> = self
             .queues
             .get(queue)
             .and_then(|q| q.tags.get(tag))
             .map(|keys| keys.iter().cloned().collect())
             .unwrap_or_default();
-        keys.iter().filter(|key| self.take(queue, key).is_some()).count() as u64
+        let mut cancelled = HistoryEvent::new(SystemClock.now(), EventKind::Cancelled, by, None);
+        cancelled.tag = Some(tag.to_string());
+        keys.iter().filter(|key| self.remove(queue, key, &cancelled)).count() as u64
+    }
+
+    fn cancel(&mut self, queue: &QueueName, key: &TaskKey, by: Option<&Actor>) -> bool {
+        self.remove(queue, key, &HistoryEvent::new(SystemClock.now(), EventKind::Cancelled, by, None))
+    }
+
+    fn history(&self, req: &HistoryRequest) -> Vec<HistoryEvent> {
+        let history = self.histories.get(&req.queue).and_then(|histories| histories.by_key.get(&req.key));
+        history.into_iter().flatten().filter(|event| event.at >= req.since).cloned().collect()
+    }
+
+    fn sweep_history(&mut self, req: &HistorySweepRequest) -> u64 {
+        let Some(histories) = self.histories.get_mut(&req.queue) else { return 0 };
+        let mut deleted = 0;
+        while deleted < u64::from(req.limit.max(1))
+            && let Some((latest, _)) = histories.by_latest.first()
+            && *latest < req.before
+        {
+            if let Some((_, key)) = histories.by_latest.pop_first() {
+                histories.by_key.remove(&key);
+                deleted += 1;
+            }
+        }
+        if histories.by_key.is_empty() {
+            self.histories.remove(&req.queue);
+        }
+        deleted
     }
 
     fn list(&self, req: &ListRequest) -> Result<Page> {
@@ -519,7 +595,11 @@ impl Inner {
                     return Imported::Present;
                 }
                 self.last_id += 1;
-                self.put(transitions::imported(task, self.store, self.last_id));
+                let task = transitions::imported(task, self.store, self.last_id);
+                let mut event = HistoryEvent::new(req.now, EventKind::Imported, None, Some(task.state));
+                event.due_at = Some(task.due_at);
+                self.record(&task.queue, &task.key, event);
+                self.put(task);
                 Imported::Written
             })
             .collect();
@@ -541,6 +621,8 @@ impl Inner {
             let Some((group, key)) = self.next_head(req, &prefer) else { break };
             let Some(task) = self.get(&req.queue, &key) else { break };
             let leased = transitions::lease(task, req.lease_for, req.now);
+            let event = HistoryEvent::leased(task, req.by.as_ref(), req.now);
+            self.record(&req.queue, &key, event);
             self.put(leased.clone());
             leases.push(Lease::of(leased));
             let turns = self.turns.entry(req.queue.clone()).or_default();
@@ -585,7 +667,12 @@ impl Inner {
         self.drop_ended_records(req.now);
         let task = self.live(&req.token, req.now)?;
         let record = transitions::completion_record(task, &req.completion, req.now);
-        match transitions::complete(task, &req.completion, req.now) {
+        let next = transitions::complete(task, &req.completion, req.now);
+        let event = HistoryEvent::acked(task, req.completion.outcome(), req.completion.error(), next.as_ref(), req.now)
+            .by(req.by.as_ref())
+            .report(req.report.as_ref());
+        self.record(&req.token.queue, &req.token.key, event);
+        match next {
             Some(next) => self.put(next),
             None => {
                 self.take(&req.token.queue, &req.token.key);
@@ -611,6 +698,8 @@ impl Inner {
         for (queue, key) in chosen {
             let Some(task) = self.get(&queue, &key) else { continue };
             let next = transitions::expire(task, now);
+            let event = HistoryEvent::expired(task, &next, now);
+            self.record(&queue, &key, event);
             reaped.push(Reaped::new(queue, key, next.state));
             self.put(next);
         }
@@ -622,6 +711,9 @@ impl Inner {
     /// Moves the dead task `req` names back to work; it, or `None` if not dead.
     fn revive(&mut self, req: &RetryDeadRequest) -> Option<Task> {
         let revived = transitions::retry_dead(self.get(&req.queue, &req.key)?, req.now)?;
+        let mut event = HistoryEvent::new(req.now, EventKind::Retried, req.by.as_ref(), Some(revived.state));
+        event.due_at = Some(revived.due_at);
+        self.record(&req.queue, &req.key, event);
         self.put(revived.clone());
         Some(revived)
     }
@@ -666,7 +758,7 @@ impl Inner {
         };
         let retried = looked_at
             .into_iter()
-            .filter_map(|key| self.revive(&RetryDeadRequest::new(req.queue.clone(), key, req.now)))
+            .filter_map(|key| self.revive(&RetryDeadRequest::new(req.queue.clone(), key, req.now).by(req.by.clone())))
             .count();
         Ok(RetriedDead::new(retried as u64, next_cursor))
     }
@@ -676,7 +768,8 @@ impl Inner {
         let Some(queue) = self.queues.get(&req.queue) else { return Swept::new(0, None) };
         let due = queue.deaths.iter().take_while(|(died, _)| *died <= req.died_by);
         let chosen = choose(due.map(|(died, key)| (*died, (req.queue.clone(), key.clone()))), req.limit, &prefer);
-        let deleted = chosen.iter().filter(|(queue, key)| self.take(queue, key).is_some()).count();
+        let deleted = HistoryEvent::new(SystemClock.now(), EventKind::Deleted, None, None);
+        let deleted = chosen.iter().filter(|(queue, key)| self.remove(queue, key, &deleted)).count();
         let oldest = self.queues.get(&req.queue).and_then(|q| q.deaths.first()).map(|(died, _)| *died);
         Swept::new(deleted as u64, oldest)
     }
@@ -738,12 +831,12 @@ impl Store for MemoryStore {
         Ok(self.open()?.get(queue, key).cloned())
     }
 
-    async fn cancel(&self, queue: &QueueName, key: &TaskKey) -> Result<bool> {
-        Ok(self.open()?.take(queue, key).is_some())
+    async fn cancel(&self, queue: &QueueName, key: &TaskKey, by: Option<&Actor>) -> Result<bool> {
+        Ok(self.open()?.cancel(queue, key, by))
     }
 
-    async fn cancel_tag(&self, queue: &QueueName, tag: &Tag) -> Result<u64> {
-        Ok(self.open()?.cancel_tag(queue, tag))
+    async fn cancel_tag(&self, queue: &QueueName, tag: &Tag, by: Option<&Actor>) -> Result<u64> {
+        Ok(self.open()?.cancel_tag(queue, tag, by))
     }
 
     async fn apply_once(&self, req: ApplyOnceRequest) -> Result<Option<OnceEffect>> {
@@ -756,8 +849,8 @@ impl Store for MemoryStore {
                 inner.drop_ended_records(req.now);
                 OnceEffect::Scheduled(Box::new(inner.schedule_one(*task, req.now)?))
             }
-            OnceOp::Cancel { queue, key } => OnceEffect::Cancelled(inner.take(&queue, &key).is_some()),
-            OnceOp::CancelTag { queue, tag } => OnceEffect::CancelledTag(inner.cancel_tag(&queue, &tag)),
+            OnceOp::Cancel { queue, key } => OnceEffect::Cancelled(inner.cancel(&queue, &key, None)),
+            OnceOp::CancelTag { queue, tag } => OnceEffect::CancelledTag(inner.cancel_tag(&queue, &tag, None)),
         };
         inner.marks.mark(&req.row, req.now);
         Ok(Some(effect))
@@ -781,8 +874,12 @@ impl Store for MemoryStore {
 
     async fn queue_names(&self) -> Result<Vec<QueueName>> {
         let inner = self.open()?;
-        let names: BTreeSet<&QueueName> =
-            inner.queues.keys().chain(inner.completed.keys().map(|(queue, _)| queue)).collect();
+        let names: BTreeSet<&QueueName> = inner
+            .queues
+            .keys()
+            .chain(inner.completed.keys().map(|(queue, _)| queue))
+            .chain(inner.histories.keys())
+            .collect();
         Ok(names.into_iter().cloned().collect())
     }
 
@@ -803,6 +900,9 @@ impl Store for MemoryStore {
         let mut inner = self.open()?;
         let extended = transitions::extend(inner.live(&req.token, req.now)?, req.lease_for, req.now);
         let expiry = extended.lease_expires_at;
+        let mut event = HistoryEvent::new(req.now, EventKind::Extended, req.by.as_ref(), Some(extended.state));
+        (event.lease, event.until) = (Some(req.token.fence), expiry);
+        inner.record(&req.token.queue, &req.token.key, event);
         inner.put(extended);
         expiry.ok_or_else(|| Error::Internal("an extended lease has an expiry".into()))
     }
@@ -810,6 +910,9 @@ impl Store for MemoryStore {
     async fn release(&self, token: &LeaseToken, now: Timestamp) -> Result<()> {
         let mut inner = self.open()?;
         let released = transitions::release(inner.live(token, now)?, now);
+        let mut event = HistoryEvent::new(now, EventKind::Released, None, Some(released.state));
+        event.lease = Some(token.fence);
+        inner.record(&token.queue, &token.key, event);
         inner.put(released);
         Ok(())
     }
@@ -826,10 +929,10 @@ impl Store for MemoryStore {
         self.open()?.retry_dead_batch(&req)
     }
 
-    async fn delete_dead(&self, queue: &QueueName, key: &TaskKey) -> Result<bool> {
+    async fn delete_dead(&self, queue: &QueueName, key: &TaskKey, by: Option<&Actor>) -> Result<bool> {
         let mut inner = self.open()?;
         let dead = inner.get(queue, key).is_some_and(transitions::is_dead);
-        Ok(dead && inner.take(queue, key).is_some())
+        Ok(dead && inner.remove(queue, key, &HistoryEvent::new(SystemClock.now(), EventKind::Deleted, by, None)))
     }
 
     async fn sweep_dead(&self, req: SweepRequest) -> Result<Swept> {
@@ -842,6 +945,14 @@ impl Store for MemoryStore {
 
     async fn purge(&self, req: PurgeRequest) -> Result<u64> {
         Ok(self.open()?.purge(&req))
+    }
+
+    async fn history(&self, req: HistoryRequest) -> Result<Vec<HistoryEvent>> {
+        Ok(self.open()?.history(&req))
+    }
+
+    async fn sweep_history(&self, req: HistorySweepRequest) -> Result<u64> {
+        Ok(self.open()?.sweep_history(&req))
     }
 
     async fn queue_record(&self, queue: &QueueName) -> Result<Option<QueueRecord>> {

@@ -479,6 +479,8 @@ pub struct NewTask {
     /// `due_at`. Stores keep the earlier of it and the due time they write as the
     /// task's anchor ([`TaskMeta::anchor`](crate::TaskMeta)).
     pub scheduled_for: Timestamp,
+    /// Who writes the task, for the history's `created` or `replaced` event.
+    pub by: Option<Actor>,
 }
 
 impl NewTask {
@@ -501,7 +503,30 @@ impl NewTask {
             unique_for: None,
             timing: Timing::default(),
             scheduled_for: due_at,
+            by: None,
         }
+    }
+}
+
+/// Who made a change, as a task's history names it: the name of the access token a
+/// request came with (never the token itself), or a name the server gives its own
+/// work. See [`crate::history`].
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Actor(std::sync::Arc<str>);
+
+impl Actor {
+    pub fn new(name: impl Into<std::sync::Arc<str>>) -> Actor {
+        Actor(name.into())
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for Actor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
     }
 }
 

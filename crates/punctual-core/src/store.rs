@@ -21,6 +21,7 @@ use std::time::Duration;
 
 use crate::calendar::{CalendarChangeRequest, CalendarRecord};
 use crate::error::{Error, Result};
+use crate::history::{AckOutcome, Actor, DeliveryReport, HistoryEvent};
 use crate::identity::StoreId;
 use crate::model::{Group, NewTask, QueueName, Tag, Task, TaskKey, TaskState};
 use crate::outbox::OutboxRow;
@@ -232,11 +233,18 @@ pub struct LeaseRequest {
     /// window of `per` before `now` offers no task. `None`: no rate, and the leases
     /// take no slot.
     pub group_rate: Option<Rate>,
+    /// Who leases, for the history's `leased` events.
+    pub by: Option<Actor>,
 }
 
 impl LeaseRequest {
     pub fn new(queue: QueueName, max: u32, lease_for: Duration, now: Timestamp) -> LeaseRequest {
-        LeaseRequest { queue, lane: Lane::Handler, max, lease_for, now, group_limit: None, group_rate: None }
+        LeaseRequest { queue, lane: Lane::Handler, max, lease_for, now, group_limit: None, group_rate: None, by: None }
+    }
+
+    pub fn by(mut self, by: Option<Actor>) -> LeaseRequest {
+        self.by = by;
+        self
     }
 
     /// Hands out no task of a group leased `rate.count` times in the window of
@@ -297,6 +305,24 @@ pub enum Completion {
 }
 
 impl Completion {
+    /// What the history's `acked` event calls this completion.
+    pub fn outcome(&self) -> AckOutcome {
+        match self {
+            Completion::Done => AckOutcome::Done,
+            Completion::Retry { .. } => AckOutcome::Retry,
+            Completion::Reschedule { .. } => AckOutcome::Reschedule,
+            Completion::Dead { .. } => AckOutcome::Dead,
+        }
+    }
+
+    /// The handler's error a failed try or a death carries.
+    pub fn error(&self) -> Option<&str> {
+        match self {
+            Completion::Retry { error, .. } | Completion::Dead { error } => Some(error),
+            Completion::Done | Completion::Reschedule { .. } => None,
+        }
+    }
+
     /// When the task is due again after this completion, if it stays scheduled.
     pub fn next_due(&self) -> Option<Timestamp> {
         match self {
@@ -313,11 +339,25 @@ pub struct CompleteRequest {
     pub token: LeaseToken,
     pub completion: Completion,
     pub now: Timestamp,
+    /// Who completes, for the history's `acked` event.
+    pub by: Option<Actor>,
+    /// What a push delivery saw, kept with the `acked` event.
+    pub report: Option<DeliveryReport>,
 }
 
 impl CompleteRequest {
     pub fn new(token: LeaseToken, completion: Completion, now: Timestamp) -> CompleteRequest {
-        CompleteRequest { token, completion, now }
+        CompleteRequest { token, completion, now, by: None, report: None }
+    }
+
+    pub fn by(mut self, by: Option<Actor>) -> CompleteRequest {
+        self.by = by;
+        self
+    }
+
+    pub fn report(mut self, report: Option<DeliveryReport>) -> CompleteRequest {
+        self.report = report;
+        self
     }
 }
 
@@ -329,11 +369,18 @@ pub struct ExtendRequest {
     /// The lease then expires this long after `now`.
     pub lease_for: Duration,
     pub now: Timestamp,
+    /// Who extends, for the history's `extended` event.
+    pub by: Option<Actor>,
 }
 
 impl ExtendRequest {
     pub fn new(token: LeaseToken, lease_for: Duration, now: Timestamp) -> ExtendRequest {
-        ExtendRequest { token, lease_for, now }
+        ExtendRequest { token, lease_for, now, by: None }
+    }
+
+    pub fn by(mut self, by: Option<Actor>) -> ExtendRequest {
+        self.by = by;
+        self
     }
 }
 
@@ -494,11 +541,18 @@ pub struct RetryDeadRequest {
     pub queue: QueueName,
     pub key: TaskKey,
     pub now: Timestamp,
+    /// Who retries, for the history's `retried` event.
+    pub by: Option<Actor>,
 }
 
 impl RetryDeadRequest {
     pub fn new(queue: QueueName, key: TaskKey, now: Timestamp) -> RetryDeadRequest {
-        RetryDeadRequest { queue, key, now }
+        RetryDeadRequest { queue, key, now, by: None }
+    }
+
+    pub fn by(mut self, by: Option<Actor>) -> RetryDeadRequest {
+        self.by = by;
+        self
     }
 }
 
@@ -514,12 +568,19 @@ pub struct RetryDeadBatchRequest {
     /// From the previous batch's `next_cursor`; the first batch when `None`.
     pub cursor: Option<String>,
     pub now: Timestamp,
+    /// Who retries, for the history's `retried` events.
+    pub by: Option<Actor>,
 }
 
 impl RetryDeadBatchRequest {
     /// The first batch.
     pub fn new(queue: QueueName, selection: DeadSelection, limit: u32, now: Timestamp) -> RetryDeadBatchRequest {
-        RetryDeadBatchRequest { queue, selection, limit, cursor: None, now }
+        RetryDeadBatchRequest { queue, selection, limit, cursor: None, now, by: None }
+    }
+
+    pub fn by(mut self, by: Option<Actor>) -> RetryDeadBatchRequest {
+        self.by = by;
+        self
     }
 
     /// The batch after the one that answered `cursor`.
@@ -729,11 +790,50 @@ pub struct PurgeRequest {
     pub queue: QueueName,
     pub selection: PurgeSelection,
     pub limit: u32,
+    /// Who purges, for the history's `purged` events.
+    pub by: Option<Actor>,
 }
 
 impl PurgeRequest {
     pub fn new(queue: QueueName, selection: PurgeSelection, limit: u32) -> PurgeRequest {
-        PurgeRequest { queue, selection, limit }
+        PurgeRequest { queue, selection, limit, by: None }
+    }
+
+    pub fn by(mut self, by: Option<Actor>) -> PurgeRequest {
+        self.by = by;
+        self
+    }
+}
+
+/// Read a task's history.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct HistoryRequest {
+    pub queue: QueueName,
+    pub key: TaskKey,
+    /// Only events at or after this instant (the queue's retention before now).
+    pub since: Timestamp,
+}
+
+impl HistoryRequest {
+    pub fn new(queue: QueueName, key: TaskKey, since: Timestamp) -> HistoryRequest {
+        HistoryRequest { queue, key, since }
+    }
+}
+
+/// Forget the histories of a queue's keys that nothing happened to since `before`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct HistorySweepRequest {
+    pub queue: QueueName,
+    pub before: Timestamp,
+    /// At most this many keys' histories (≥ 1).
+    pub limit: u32,
+}
+
+impl HistorySweepRequest {
+    pub fn new(queue: QueueName, before: Timestamp, limit: u32) -> HistorySweepRequest {
+        HistorySweepRequest { queue, before, limit }
     }
 }
 
@@ -856,10 +956,11 @@ pub trait Store: Send + Sync + 'static {
     /// Deletes the task in any state. A leased task is thereby cancelled for good: its
     /// lease can no longer complete, so it neither retries nor repeats. `false` when
     /// there was no such task.
-    fn cancel(&self, queue: &QueueName, key: &TaskKey) -> impl Future<Output = Result<bool>> + Send;
+    /// `by`: who cancels, for the history's `cancelled` event.
+    fn cancel(&self, queue: &QueueName, key: &TaskKey, by: Option<&Actor>) -> impl Future<Output = Result<bool>> + Send;
 
     /// Deletes every task of the queue carrying `tag`, in any state; the count deleted.
-    fn cancel_tag(&self, queue: &QueueName, tag: &Tag) -> impl Future<Output = Result<u64>> + Send;
+    fn cancel_tag(&self, queue: &QueueName, tag: &Tag, by: Option<&Actor>) -> impl Future<Output = Result<u64>> + Send;
 
     /// Applies an outbox row's call (`req.op`) as [`Store::schedule`] of one task,
     /// [`Store::cancel`] or [`Store::cancel_tag`] would, in one atomic step with a mark
@@ -1012,7 +1113,7 @@ pub trait Store: Send + Sync + 'static {
 
     /// Deletes a `dead` task; `false` when there is no such dead task (a task in
     /// another state is left alone).
-    fn delete_dead(&self, queue: &QueueName, key: &TaskKey) -> impl Future<Output = Result<bool>> + Send;
+    fn delete_dead(&self, queue: &QueueName, key: &TaskKey, by: Option<&Actor>) -> impl Future<Output = Result<bool>> + Send;
 
     /// Deletes up to `limit` `dead` tasks of the queue that died at or before `died_by`
     /// (a dead task's `updated_at` is when it died), those that died first first, in one
@@ -1029,6 +1130,18 @@ pub trait Store: Send + Sync + 'static {
     /// shard), so callers repeat until a batch cancels none; a batch cancelling none
     /// means none was left when it ran. The queue's record is not touched.
     fn purge(&self, req: PurgeRequest) -> impl Future<Output = Result<u64>> + Send;
+
+    /// The events of the `(queue, key)`'s history at or after `req.since`, oldest
+    /// first, also once no task is there (see [`crate::history`], whose rules every
+    /// store's writes keep: each change's events written in the change's atomic step).
+    fn history(&self, req: HistoryRequest) -> impl Future<Output = Result<Vec<HistoryEvent>>> + Send;
+
+    /// Deletes the histories of up to `limit` keys of the queue whose latest event is
+    /// before `req.before`, in one atomic write (on a sharded store, per shard); how
+    /// many. A store may delete fewer while more remain: callers repeat until a call
+    /// deletes none. A history with later events may keep its events before `before`
+    /// (at most [`HISTORY_LIMIT`](crate::history::HISTORY_LIMIT) of them).
+    fn sweep_history(&self, req: HistorySweepRequest) -> impl Future<Output = Result<u64>> + Send;
 
     /// The queue's record, or `None` when it has none.
     fn queue_record(&self, queue: &QueueName) -> impl Future<Output = Result<Option<QueueRecord>>> + Send;
@@ -1057,7 +1170,7 @@ pub trait Store: Send + Sync + 'static {
     /// `queue` is `None`. An unknown queue has zero counts.
     fn stats(&self, queue: Option<&QueueName>) -> impl Future<Output = Result<Vec<QueueStats>>> + Send;
 
-    /// The names of every queue holding a task or a completion record, and of any other
+    /// The names of every queue holding a task, a completion record or a history, and of any other
     /// the store keeps a trace of, sorted: where a walk over the whole store
     /// (`punctual migrate`) looks. Unlike [`Store::stats`], a queue whose tasks are all
     /// gone but whose dedupe windows still run is among them.

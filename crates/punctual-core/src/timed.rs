@@ -14,10 +14,12 @@ use crate::calendar::{CalendarChangeRequest, CalendarRecord};
 use crate::clock::Stopwatch;
 use crate::error::{Error, Result};
 use crate::events::{Bus, Event, StoreOp};
-use crate::model::{NewTask, QueueName, Tag, Task, TaskKey};
+use crate::history::HistoryEvent;
+use crate::model::{Actor, NewTask, QueueName, Tag, Task, TaskKey};
 use crate::store::{
     ApplyOnceRequest, CompleteRequest, CompletionsPage, CompletionsRequest, ExtendRequest, GroupsPage, GroupsRequest,
-    ImportRequest, Imported, LeaseBatch, LeaseRequest, LeaseToken, ListRequest, OnceEffect, Page, Peers, PurgeRequest,
+    HistoryRequest, HistorySweepRequest, ImportRequest, Imported, LeaseBatch, LeaseRequest, LeaseToken, ListRequest,
+    OnceEffect, Page, Peers, PurgeRequest,
     QueueChangeRequest, QueueRecord, QueueStats, ReapResult, RetriedDead, RetryDeadBatchRequest, RetryDeadRequest,
     Scheduled, Store, SweepRequest, Swept,
 };
@@ -60,11 +62,11 @@ impl<S: Store> Store for Timed<S> {
     async fn get_many(&self, keys: Vec<(QueueName, TaskKey)>) -> Result<Vec<Option<Task>>> {
         self.call(StoreOp::GetMany, self.store.get_many(keys)).await
     }
-    async fn cancel(&self, queue: &QueueName, key: &TaskKey) -> Result<bool> {
-        self.call(StoreOp::Cancel, self.store.cancel(queue, key)).await
+    async fn cancel(&self, queue: &QueueName, key: &TaskKey, by: Option<&Actor>) -> Result<bool> {
+        self.call(StoreOp::Cancel, self.store.cancel(queue, key, by)).await
     }
-    async fn cancel_tag(&self, queue: &QueueName, tag: &Tag) -> Result<u64> {
-        self.call(StoreOp::CancelTag, self.store.cancel_tag(queue, tag)).await
+    async fn cancel_tag(&self, queue: &QueueName, tag: &Tag, by: Option<&Actor>) -> Result<u64> {
+        self.call(StoreOp::CancelTag, self.store.cancel_tag(queue, tag, by)).await
     }
     async fn apply_once(&self, req: ApplyOnceRequest) -> Result<Option<OnceEffect>> {
         self.call(StoreOp::ApplyOnce, self.store.apply_once(req)).await
@@ -102,8 +104,8 @@ impl<S: Store> Store for Timed<S> {
     async fn retry_dead_batch(&self, req: RetryDeadBatchRequest) -> Result<RetriedDead> {
         self.call(StoreOp::RetryDeadBatch, self.store.retry_dead_batch(req)).await
     }
-    async fn delete_dead(&self, queue: &QueueName, key: &TaskKey) -> Result<bool> {
-        self.call(StoreOp::DeleteDead, self.store.delete_dead(queue, key)).await
+    async fn delete_dead(&self, queue: &QueueName, key: &TaskKey, by: Option<&Actor>) -> Result<bool> {
+        self.call(StoreOp::DeleteDead, self.store.delete_dead(queue, key, by)).await
     }
     async fn sweep_dead(&self, req: SweepRequest) -> Result<Swept> {
         self.call(StoreOp::SweepDead, self.store.sweep_dead(req)).await
@@ -113,6 +115,12 @@ impl<S: Store> Store for Timed<S> {
     }
     async fn import(&self, req: ImportRequest) -> Result<Vec<Imported>> {
         self.call(StoreOp::Import, self.store.import(req)).await
+    }
+    async fn history(&self, req: HistoryRequest) -> Result<Vec<HistoryEvent>> {
+        self.call(StoreOp::History, self.store.history(req)).await
+    }
+    async fn sweep_history(&self, req: HistorySweepRequest) -> Result<u64> {
+        self.call(StoreOp::SweepHistory, self.store.sweep_history(req)).await
     }
     async fn queue_names(&self) -> Result<Vec<QueueName>> {
         self.call(StoreOp::Stats, self.store.queue_names()).await

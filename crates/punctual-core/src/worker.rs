@@ -19,6 +19,7 @@
 //! lost does nothing. Such a try ends in no completion (there is no lease left to
 //! complete); that is the one exception to "exactly one completion".
 
+use crate::history::{DeliveryReport, clip};
 use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
@@ -95,6 +96,14 @@ impl Delivery {
         }
         renewed
     }
+
+    /// Keeps what the delivery's far end answered (an HTTP status, the first bytes of
+    /// the body) with this try's `acked` event in the task's history.
+    pub fn note_answer(&self, status: Option<u16>, answer: &str) {
+        if let Ok(mut noted) = self.hold.answer.lock() {
+            *noted = Some((status, clip(answer).to_owned()));
+        }
+    }
 }
 
 /// A delivery's hold on its lease: renews it on request, and remembers when the store
@@ -103,6 +112,8 @@ impl Delivery {
 struct LeaseHold {
     renew: Arc<dyn Renew>,
     lost: Arc<AtomicBool>,
+    /// What [`Delivery::note_answer`] noted.
+    answer: Arc<std::sync::Mutex<Option<(Option<u16>, String)>>>,
 }
 
 impl fmt::Debug for LeaseHold {
@@ -393,7 +404,9 @@ impl<S: Store> RunOne<S> {
         let token = &self.lease.token;
         let lost = Arc::new(AtomicBool::new(false));
         let renew = EngineLease { engine: self.engine.clone(), token: token.clone(), lease_for: self.lease_for };
-        let hold = LeaseHold { renew: Arc::new(renew), lost: Arc::clone(&lost) };
+        let answer = Arc::new(std::sync::Mutex::new(None));
+        let hold = LeaseHold { renew: Arc::new(renew), lost: Arc::clone(&lost), answer: Arc::clone(&answer) };
+        let started = self.engine.clock().now();
         let delivery = Delivery::of(&self.lease, hold);
         // Whatever the handler logs carries the task's fields (`Instrument`: a span
         // entered with a guard would not follow the future across awaits).
@@ -435,18 +448,21 @@ impl<S: Store> RunOne<S> {
             tracing::info!(queue = %token.queue, key = %token.key, "handler stood down: the task was cancelled or replaced, or its lease expired, while it waited");
             return;
         }
-        self.acknowledge(outcome).await;
+        let took = self.engine.clock().now().as_millis().saturating_sub(started.as_millis());
+        let (status, answer) = answer.lock().ok().and_then(|mut noted| noted.take()).unzip();
+        let report = DeliveryReport::new(u64::try_from(took).ok(), status.flatten(), answer);
+        self.acknowledge(outcome, report).await;
     }
 
     /// Completes the lease with `outcome`. A completion the store did not answer is
     /// asked again, [`ACK_TRIES`] tries in all: giving up costs a second delivery when
     /// the lease expires, and a repeat is harmless (completions are fenced, so one the
     /// store applied without answering refuses the repeat, never applies it twice).
-    async fn acknowledge(&self, outcome: Outcome) {
+    async fn acknowledge(&self, outcome: Outcome, report: DeliveryReport) {
         let token = &self.lease.token;
         let mut pause = ACK_RETRY_PAUSE;
         for tries in 1..=ACK_TRIES {
-            let error = match self.engine.complete(&self.lease, outcome.clone()).await {
+            let error = match self.engine.complete_reported(&self.lease, outcome.clone(), report.clone()).await {
                 Ok(()) => return,
                 Err(Error::LeaseLost) if tries == 1 => {
                     tracing::info!(queue = %token.queue, key = %token.key, "ack refused: the lease expired or the task was replaced or cancelled");

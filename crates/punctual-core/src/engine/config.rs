@@ -79,6 +79,9 @@ pub struct EngineConfig {
     /// Per queue, how long dead tasks are kept after they died; a queue not listed
     /// keeps them until they are retried or deleted.
     pub dead_retention: HashMap<QueueName, Duration>,
+    /// Per queue, how long its tasks' histories are kept (see [`crate::history`]); a
+    /// queue not listed keeps them [`DEFAULT_HISTORY_RETENTION`](crate::history::DEFAULT_HISTORY_RETENTION).
+    pub history_retention: HashMap<QueueName, Duration>,
     /// Observers that hear every event from the start ([`EngineConfig::observe`]).
     pub observers: Observers,
     /// Calendars of the server's config file, from the start: served beside the
@@ -98,6 +101,7 @@ impl Default for EngineConfig {
             clock: Arc::new(SystemClock),
             watchdog: Some(WatchdogConfig::default()),
             dead_retention: HashMap::new(),
+            history_retention: HashMap::new(),
             observers: Observers::default(),
             calendars: BTreeMap::new(),
         }
@@ -126,6 +130,11 @@ impl EngineConfig {
         self.dead_retention.insert(queue, keep);
         self
     }
+    /// Keeps the queue's tasks' histories for `keep` after their latest event.
+    pub fn history_retention(mut self, queue: QueueName, keep: Duration) -> EngineConfig {
+        self.history_retention.insert(queue, keep);
+        self
+    }
     /// Serves `calendar` as `name`, from the config file.
     pub fn calendar(mut self, name: CalendarName, calendar: Calendar) -> EngineConfig {
         self.calendars.insert(name, Arc::new(calendar));
@@ -135,6 +144,9 @@ impl EngineConfig {
 
 /// Dead tasks a store looks at per call of a bulk retry or a retention sweep.
 pub(super) const DEAD_BATCH: u32 = 500;
+
+/// How often the history sweeper looks at every queue's histories.
+pub(super) const HISTORY_SWEEP_EVERY: Duration = Duration::from_secs(600);
 
 /// The longest the retention sweeper sleeps between two looks at a queue, whatever the
 /// store said: a dead task that died earlier than any this process could know of (on a

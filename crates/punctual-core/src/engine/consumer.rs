@@ -1,6 +1,7 @@
 //! Consumers: leasing due tasks (sleeping until the queue's wake time, woken early by
 //! an earlier task) and completing their leases.
 
+use crate::history::{DeliveryReport, acting};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
@@ -94,7 +95,8 @@ impl<S: Store> Engine<S> {
                 let request = LeaseRequest::new(queue.clone(), room, lease_for, now)
                     .in_lane(lane)
                     .group_limit(group_limit)
-                    .group_rate(group_rate);
+                    .group_rate(group_rate)
+                    .by(acting());
                 match self.inner.store.lease(request).await {
                     Ok(batch) => {
                         waker.offer(batch.next_due);
@@ -167,7 +169,7 @@ impl<S: Store> Engine<S> {
         let task = self.inner.store.get(&token.queue, &token.key).await?;
         let now = self.now();
         match task {
-            Some(task) if token.is_live_for(&task, now) => self.finish(Held { token, task: &task }, outcome).await,
+            Some(task) if token.is_live_for(&task, now) => self.finish(Held { token, task: &task }, outcome, None).await,
             _ => {
                 self.refused(token);
                 Err(Error::LeaseLost)
@@ -179,19 +181,24 @@ impl<S: Store> Engine<S> {
     /// re-armed, failures retried with backoff or sent to `dead`, atomically with the
     /// ack. [`Error::LeaseLost`] if the lease is no longer live.
     pub async fn complete(&self, lease: &Lease, outcome: Outcome) -> Result<()> {
-        self.finish(Held { token: &lease.token, task: &lease.task }, outcome).await
+        self.finish(Held { token: &lease.token, task: &lease.task }, outcome, None).await
+    }
+
+    /// [`Engine::complete`] of a push delivery, keeping what it saw in the task's
+    /// history.
+    pub async fn complete_reported(&self, lease: &Lease, outcome: Outcome, report: DeliveryReport) -> Result<()> {
+        self.finish(Held { token: &lease.token, task: &lease.task }, outcome, Some(report)).await
     }
 
     /// [`Engine::complete`] of a lease held by a worker or read back by an ack.
-    async fn finish(&self, held: Held<'_>, outcome: Outcome) -> Result<()> {
+    async fn finish(&self, held: Held<'_>, outcome: Outcome, report: Option<DeliveryReport>) -> Result<()> {
         let calendars = self.calendars_of(std::slice::from_ref(held.task)).await?;
         let ending = held.end(outcome, self.now(), calendars.as_deref());
         let next_due = ending.completion.next_due();
-        let applied = self
-            .inner
-            .store
-            .complete(CompleteRequest::new(held.token.clone(), ending.completion.clone(), ending.at))
-            .await;
+        let request = CompleteRequest::new(held.token.clone(), ending.completion.clone(), ending.at)
+            .by(acting())
+            .report(report);
+        let applied = self.inner.store.complete(request).await;
         if let Err(Error::LeaseLost) = applied {
             self.refused(held.token);
         }
@@ -225,6 +232,7 @@ impl<S: Store> Engine<S> {
         let tasks = self.inner.store.get_many(keys).await?;
         let calendars = self.calendars_of(tasks.iter().flatten()).await?;
         let now = self.now();
+        let by = acting();
         for ((token, outcome), task) in acks.into_iter().zip(tasks) {
             match task {
                 Some(task) if token.is_live_for(&task, now) => {
@@ -232,7 +240,7 @@ impl<S: Store> Engine<S> {
                     if let Some(at) = ending.completion.next_due() {
                         offers.push((token.queue.clone(), task.lane(), at));
                     }
-                    requests.push(CompleteRequest::new(token.clone(), ending.completion.clone(), now));
+                    requests.push(CompleteRequest::new(token.clone(), ending.completion.clone(), now).by(by.clone()));
                     finished.push((token, task, ending));
                     results.push(None);
                 }
@@ -266,7 +274,7 @@ impl<S: Store> Engine<S> {
     /// Extends a live lease to `lease_for` from now; the new expiry.
     pub async fn extend(&self, token: &LeaseToken, lease_for: Duration) -> Result<Timestamp> {
         check_lease_for(lease_for)?;
-        self.inner.store.extend(ExtendRequest::new(token.clone(), lease_for, self.now())).await
+        self.inner.store.extend(ExtendRequest::new(token.clone(), lease_for, self.now()).by(acting())).await
     }
 
     /// Gives a live lease back untried; the task is due again at once.

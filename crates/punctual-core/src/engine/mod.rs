@@ -152,6 +152,8 @@ impl<S: Store> Engine<S> {
         if let Some(config) = engine.inner.config.watchdog {
             tokio::spawn(engine.clone().run_watchdog(config));
         }
+        let sweeper = tokio::spawn(engine.clone().run_history_sweeper());
+        engine.inner.background.lock().expect("background lock poisoned").push(sweeper);
         if !engine.inner.config.dead_retention.is_empty() {
             let sweeper = tokio::spawn(engine.clone().run_sweeper());
             engine.inner.background.lock().expect("background lock poisoned").push(sweeper);

@@ -17,6 +17,7 @@
 //! only the pause state. Task defaults set at run time ([`Engine::set_queue_defaults`])
 //! come from that document, through the server.
 
+use crate::history::acting;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -89,7 +90,7 @@ impl<S: Store> Engine<S> {
         let queue = QueueName::new(queue)?;
         let mut total = 0;
         loop {
-            let cancelled = self.inner.store.purge(PurgeRequest::new(queue.clone(), selection, PURGE_BATCH)).await?;
+            let cancelled = self.inner.store.purge(PurgeRequest::new(queue.clone(), selection, PURGE_BATCH).by(acting())).await?;
             if cancelled == 0 {
                 break;
             }

@@ -1,17 +1,52 @@
-//! Dead-task retention: deletes each queue's dead tasks once they have been dead for
-//! the queue's retention.
+//! Retention: deletes each queue's dead tasks once they have been dead for the queue's
+//! dead-task retention, and the histories nothing happened to for the queue's history
+//! retention (looked at every [`HISTORY_SWEEP_EVERY`]).
 
 use std::time::Duration;
 
 use super::Engine;
-use super::config::{DEAD_BATCH, MAX_SWEEP_WAIT, MIN_SWEEP_WAIT};
+use super::config::{DEAD_BATCH, HISTORY_SWEEP_EVERY, MAX_SWEEP_WAIT, MIN_SWEEP_WAIT};
 use crate::error::Result;
 use crate::events::Event;
 use crate::model::QueueName;
-use crate::store::{Store, SweepRequest};
+use crate::history::DEFAULT_HISTORY_RETENTION;
+use crate::store::{HistorySweepRequest, Store, SweepRequest};
 use crate::time::Timestamp;
 
 impl<S: Store> Engine<S> {
+    /// How long the queue's histories are kept.
+    pub(super) fn history_retention(&self, queue: &QueueName) -> Duration {
+        self.inner.config.history_retention.get(queue).copied().unwrap_or(DEFAULT_HISTORY_RETENTION)
+    }
+
+    /// Deletes the histories of every queue's keys once nothing happened to them for
+    /// the queue's history retention, every [`HISTORY_SWEEP_EVERY`].
+    pub(super) async fn run_history_sweeper(self) {
+        loop {
+            if let Err(e) = self.sweep_histories().await {
+                tracing::warn!(error = %e, "history retention cannot reach the store; trying again later");
+            }
+            tokio::select! {
+                _ = self.inner.timer.sleep_until(self.now().saturating_add(HISTORY_SWEEP_EVERY)) => {}
+                _ = self.inner.stopping.cancelled() => return,
+            }
+        }
+    }
+
+    async fn sweep_histories(&self) -> Result<()> {
+        for queue in self.inner.store.queue_names().await? {
+            let keep_ms = i64::try_from(self.history_retention(&queue).as_millis()).unwrap_or(i64::MAX);
+            let before = Timestamp::from_millis(self.now().as_millis().saturating_sub(keep_ms));
+            while self.inner.store.sweep_history(HistorySweepRequest::new(queue.clone(), before, DEAD_BATCH)).await? > 0 {
+                if self.inner.stopping.is_cancelled() {
+                    return Ok(());
+                }
+                tokio::task::yield_now().await;
+            }
+        }
+        Ok(())
+    }
+
     /// Deletes the dead tasks of each queue with a retention once they are due to go,
     /// sleeping between looks (see the module docs).
     pub(super) async fn run_sweeper(self) {

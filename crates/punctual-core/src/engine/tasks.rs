@@ -17,11 +17,12 @@ use crate::model::{Group, IfExists, NewTask, Priority, QueueName, Tag, Task, Tas
 use crate::policy::{Overlap, Repeat, RepeatRule};
 use crate::store::{
     DeadSelection, GroupsPage, GroupsRequest, ListRequest, Page, QueueStats, RetryDeadBatchRequest, RetryDeadRequest,
-    ScheduleOutcome, Scheduled, Store,
+    HistoryRequest, ScheduleOutcome, Scheduled, Store,
 };
 use crate::target::Lane;
 use crate::time::Timestamp;
 use crate::transitions;
+use crate::history::{Actor, HistoryEvent, acting};
 
 impl<S: Store> Engine<S> {
     /// Creates or updates one task. See [`Store::schedule`] for `if_exists`.
@@ -110,7 +111,8 @@ impl<S: Store> Engine<S> {
     /// What the tasks of one schedule call into `queue` at `now` are checked against.
     pub(super) fn intake<'a>(&'a self, queue: &'a QueueName, now: Timestamp) -> Intake<'a> {
         let max_payload_bytes = self.inner.config.limits.max_payload_bytes;
-        Intake { queue, defaults: self.defaults(queue), max_payload_bytes, calendars: self.calendars(), now }
+        let by = acting();
+        Intake { queue, defaults: self.defaults(queue), max_payload_bytes, calendars: self.calendars(), now, by }
     }
 
     /// The task, in any state.
@@ -119,12 +121,21 @@ impl<S: Store> Engine<S> {
         self.inner.store.get(&queue, &key).await
     }
 
+    /// The history of the queue's key (see [`crate::history`]): its events within the
+    /// queue's history retention, oldest first, also once the task is gone.
+    pub async fn history(&self, queue: &str, key: &str) -> Result<Vec<HistoryEvent>> {
+        let (queue, key) = (QueueName::new(queue)?, TaskKey::new(key)?);
+        let keep_ms = i64::try_from(self.history_retention(&queue).as_millis()).unwrap_or(i64::MAX);
+        let since = Timestamp::from_millis(self.now().as_millis().saturating_sub(keep_ms));
+        self.inner.store.history(HistoryRequest::new(queue, key, since)).await
+    }
+
     /// Cancels the task in any state; a leased task neither retries nor repeats.
     /// `false` when there was no such task.
     pub async fn cancel(&self, queue: &str, key: &str) -> Result<bool> {
         self.check_running()?;
         let (queue, key) = (QueueName::new(queue)?, TaskKey::new(key)?);
-        let cancelled = self.inner.store.cancel(&queue, &key).await?;
+        let cancelled = self.inner.store.cancel(&queue, &key, acting().as_ref()).await?;
         self.cancelled(queue, Some(key), u64::from(cancelled));
         Ok(cancelled)
     }
@@ -133,7 +144,7 @@ impl<S: Store> Engine<S> {
     pub async fn cancel_tag(&self, queue: &str, tag: &str) -> Result<u64> {
         self.check_running()?;
         let (queue, tag) = (QueueName::new(queue)?, Tag::new(tag)?);
-        let cancelled = self.inner.store.cancel_tag(&queue, &tag).await?;
+        let cancelled = self.inner.store.cancel_tag(&queue, &tag, acting().as_ref()).await?;
         self.cancelled(queue, None, cancelled);
         Ok(cancelled)
     }
@@ -180,7 +191,8 @@ impl<S: Store> Engine<S> {
     pub async fn retry_dead(&self, queue: &str, key: &str) -> Result<Task> {
         self.check_running()?;
         let (queue, key) = (QueueName::new(queue)?, TaskKey::new(key)?);
-        let task = self.inner.store.retry_dead(RetryDeadRequest::new(queue.clone(), key.clone(), self.now())).await?;
+        let request = RetryDeadRequest::new(queue.clone(), key.clone(), self.now()).by(acting());
+        let task = self.inner.store.retry_dead(request).await?;
         let task = task.ok_or_else(|| Error::NotFound(format!("dead task '{key}' in queue '{queue}'")))?;
         self.waker(&queue).lane(task.lane()).offer(Some(task.due_at));
         Ok(task)
@@ -210,7 +222,7 @@ impl<S: Store> Engine<S> {
         let now = self.now();
         let mut retried = 0;
         for selection in walks {
-            let mut request = RetryDeadBatchRequest::new(queue.clone(), selection, DEAD_BATCH, now);
+            let mut request = RetryDeadBatchRequest::new(queue.clone(), selection, DEAD_BATCH, now).by(acting());
             loop {
                 let batch = self.inner.store.retry_dead_batch(request.clone()).await?;
                 retried += batch.retried;
@@ -230,7 +242,7 @@ impl<S: Store> Engine<S> {
     pub async fn delete_dead(&self, queue: &str, key: &str) -> Result<()> {
         self.check_running()?;
         let (queue, key) = (QueueName::new(queue)?, TaskKey::new(key)?);
-        if self.inner.store.delete_dead(&queue, &key).await? {
+        if self.inner.store.delete_dead(&queue, &key, acting().as_ref()).await? {
             Ok(())
         } else {
             Err(Error::NotFound(format!("dead task '{key}' in queue '{queue}'")))
@@ -248,6 +260,8 @@ pub(super) struct Intake<'a> {
     /// The calendars business time is counted in, as this node last read them.
     calendars: Arc<CalendarSet>,
     now: Timestamp,
+    /// Who schedules (see [`acting`]).
+    by: Option<Actor>,
 }
 
 impl Intake<'_> {
@@ -318,6 +332,7 @@ impl Intake<'_> {
         }
         let due_at = transitions::jittered(scheduled_for, &spec.timing, rand::random::<f64>());
         let mut task = NewTask::new(self.queue.clone(), key, due_at);
+        task.by = self.by.clone();
         task.scheduled_for = scheduled_for;
         task.timing = spec.timing;
         task.payload = spec.payload;
