@@ -217,7 +217,10 @@ impl HistoryEvent {
 
     /// `created` of `task` by `new.by`.
     pub fn created(new: &NewTask, task: &Task, now: Timestamp) -> HistoryEvent {
-        HistoryEvent { due_at: Some(task.due_at), ..HistoryEvent::new(now, EventKind::Created, new.by.as_ref(), Some(task.state)) }
+        HistoryEvent {
+            due_at: Some(task.due_at),
+            ..HistoryEvent::new(now, EventKind::Created, new.by.as_ref(), Some(task.state))
+        }
     }
 
     /// `replaced` of `old` by `task`, written by `new.by`: which fields differ.
@@ -241,7 +244,13 @@ impl HistoryEvent {
 
     /// `acked` of `leased` (the task as its lease held it) with `outcome` and the
     /// handler's `error`, leaving `after`.
-    pub fn acked(leased: &Task, outcome: AckOutcome, error: Option<&str>, after: Option<&Task>, now: Timestamp) -> HistoryEvent {
+    pub fn acked(
+        leased: &Task,
+        outcome: AckOutcome,
+        error: Option<&str>,
+        after: Option<&Task>,
+        now: Timestamp,
+    ) -> HistoryEvent {
         HistoryEvent {
             attempt: Some(leased.attempts + 1),
             lease: Some(leased.meta.fence),
@@ -348,7 +357,9 @@ struct Stored {
 }
 
 /// A list, or `{}`: Lua's JSON encoder cannot tell an empty list from an empty object.
-fn list_or_empty_object<'de, D: serde::Deserializer<'de>>(deserializer: D) -> std::result::Result<Vec<String>, D::Error> {
+fn list_or_empty_object<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> std::result::Result<Vec<String>, D::Error> {
     #[derive(Deserialize)]
     #[serde(untagged)]
     enum ListOrObject {
@@ -388,8 +399,11 @@ pub fn encode(event: &HistoryEvent) -> String {
 pub fn decode(text: &str) -> Result<HistoryEvent> {
     let stored: Stored = serde_json::from_str(text)
         .map_err(|e| Error::Internal(format!("stored data cannot be read: history event {text:?}: {e}")))?;
-    let report = (stored.ms.is_some() || stored.st.is_some() || stored.a.is_some())
-        .then(|| DeliveryReport { took_ms: stored.ms, status: stored.st, answer: stored.a });
+    let report = (stored.ms.is_some() || stored.st.is_some() || stored.a.is_some()).then(|| DeliveryReport {
+        took_ms: stored.ms,
+        status: stored.st,
+        answer: stored.a,
+    });
     Ok(HistoryEvent {
         at: Timestamp::from_millis(stored.t),
         kind: stored.e,
@@ -435,7 +449,11 @@ mod tests {
     #[test]
     fn an_ack_takes_under_100_bytes() {
         let task = crate::transitions::create(
-            NewTask::new(QueueName::new("reminders").unwrap(), TaskKey::new("order-1234567").unwrap(), Timestamp::EPOCH),
+            NewTask::new(
+                QueueName::new("reminders").unwrap(),
+                TaskKey::new("order-1234567").unwrap(),
+                Timestamp::EPOCH,
+            ),
             crate::StoreId::from_bits(1),
             1,
             Timestamp::EPOCH,

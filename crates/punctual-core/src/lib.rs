@@ -60,8 +60,8 @@ pub use policy::{Backoff, CronSyntax, Repeat};
 pub use store::Completed;
 pub use store::{
     ApplyOnceRequest, CompletionsPage, CompletionsRequest, DeadSelection, GroupCounts, GroupsPage, GroupsRequest,
-    HistoryRequest, HistorySweepRequest, ImportRequest, Imported, Lease, LeaseToken, OnceEffect, OnceOp, Peers, PurgeSelection, QueueChange, QueueRecord,
-    ScheduleOutcome, Scheduled, Store, StoreReset, Wakeup,
+    HistoryRequest, HistorySweepRequest, ImportRequest, Imported, Lease, LeaseToken, OnceEffect, OnceOp, Peers,
+    PurgeSelection, QueueChange, QueueRecord, ScheduleOutcome, Scheduled, Store, StoreReset, Wakeup,
 };
 pub use target::{Lane, Target, TargetMethod};
 pub use time::{Timestamp, parse_duration};

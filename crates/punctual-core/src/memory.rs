@@ -47,10 +47,10 @@ use crate::model::{Group, NewTask, Priority, QueueName, Tag, Task, TaskKey, Task
 use crate::outbox::Marks;
 use crate::store::{
     ApplyOnceRequest, CompleteRequest, Completed, CompletionsPage, CompletionsRequest, DeadSelection, ExtendRequest,
-    GroupCounts, GroupsPage, GroupsRequest, HistoryRequest, HistorySweepRequest, ImportRequest, Imported, Lease, LeaseBatch, LeaseRequest, LeaseToken,
-    ListRequest, OnceEffect, OnceOp, Page, PurgeRequest, QueueChangeRequest, QueueRecord, QueueStats, ReapResult,
-    Reaped, RetriedDead, RetryDeadBatchRequest, RetryDeadRequest, ScheduleOutcome, Scheduled, Store, SweepRequest,
-    Swept,
+    GroupCounts, GroupsPage, GroupsRequest, HistoryRequest, HistorySweepRequest, ImportRequest, Imported, Lease,
+    LeaseBatch, LeaseRequest, LeaseToken, ListRequest, OnceEffect, OnceOp, Page, PurgeRequest, QueueChangeRequest,
+    QueueRecord, QueueStats, ReapResult, Reaped, RetriedDead, RetryDeadBatchRequest, RetryDeadRequest, ScheduleOutcome,
+    Scheduled, Store, SweepRequest, Swept,
 };
 use crate::target::Lane;
 use crate::time::Timestamp;
@@ -621,7 +621,7 @@ impl Inner {
             let Some((group, key)) = self.next_head(req, &prefer) else { break };
             let Some(task) = self.get(&req.queue, &key) else { break };
             let leased = transitions::lease(task, req.lease_for, req.now);
-            let event = HistoryEvent::leased(task, req.by.as_ref(), req.now);
+            let event = HistoryEvent::leased(&leased, req.by.as_ref(), req.now);
             self.record(&req.queue, &key, event);
             self.put(leased.clone());
             leases.push(Lease::of(leased));

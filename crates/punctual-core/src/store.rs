@@ -957,7 +957,8 @@ pub trait Store: Send + Sync + 'static {
     /// lease can no longer complete, so it neither retries nor repeats. `false` when
     /// there was no such task.
     /// `by`: who cancels, for the history's `cancelled` event.
-    fn cancel(&self, queue: &QueueName, key: &TaskKey, by: Option<&Actor>) -> impl Future<Output = Result<bool>> + Send;
+    fn cancel(&self, queue: &QueueName, key: &TaskKey, by: Option<&Actor>)
+    -> impl Future<Output = Result<bool>> + Send;
 
     /// Deletes every task of the queue carrying `tag`, in any state; the count deleted.
     fn cancel_tag(&self, queue: &QueueName, tag: &Tag, by: Option<&Actor>) -> impl Future<Output = Result<u64>> + Send;
@@ -1113,7 +1114,12 @@ pub trait Store: Send + Sync + 'static {
 
     /// Deletes a `dead` task; `false` when there is no such dead task (a task in
     /// another state is left alone).
-    fn delete_dead(&self, queue: &QueueName, key: &TaskKey, by: Option<&Actor>) -> impl Future<Output = Result<bool>> + Send;
+    fn delete_dead(
+        &self,
+        queue: &QueueName,
+        key: &TaskKey,
+        by: Option<&Actor>,
+    ) -> impl Future<Output = Result<bool>> + Send;
 
     /// Deletes up to `limit` `dead` tasks of the queue that died at or before `died_by`
     /// (a dead task's `updated_at` is when it died), those that died first first, in one

@@ -19,9 +19,8 @@ use crate::model::{Actor, NewTask, QueueName, Tag, Task, TaskKey};
 use crate::store::{
     ApplyOnceRequest, CompleteRequest, CompletionsPage, CompletionsRequest, ExtendRequest, GroupsPage, GroupsRequest,
     HistoryRequest, HistorySweepRequest, ImportRequest, Imported, LeaseBatch, LeaseRequest, LeaseToken, ListRequest,
-    OnceEffect, Page, Peers, PurgeRequest,
-    QueueChangeRequest, QueueRecord, QueueStats, ReapResult, RetriedDead, RetryDeadBatchRequest, RetryDeadRequest,
-    Scheduled, Store, SweepRequest, Swept,
+    OnceEffect, Page, Peers, PurgeRequest, QueueChangeRequest, QueueRecord, QueueStats, ReapResult, RetriedDead,
+    RetryDeadBatchRequest, RetryDeadRequest, Scheduled, Store, SweepRequest, Swept,
 };
 use crate::time::Timestamp;
 

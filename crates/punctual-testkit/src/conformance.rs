@@ -30,6 +30,7 @@ mod debounce;
 mod expiry;
 mod group_rate;
 mod groups;
+mod history;
 mod identity;
 mod import;
 mod inspection;
@@ -54,6 +55,7 @@ pub use debounce::*;
 pub use expiry::*;
 pub use group_rate::*;
 pub use groups::*;
+pub use history::*;
 pub use identity::*;
 pub use import::*;
 pub use inspection::*;
@@ -231,6 +233,12 @@ macro_rules! store_conformance {
             imported_tasks_lease_expire_die_and_list_as_their_state_says,
             an_imported_lease_holds_its_group_until_it_is_reaped,
             completion_records_are_paged_by_key_and_imported_while_they_hold,
+            // history
+            a_tasks_life_is_told_event_by_event_and_outlives_it,
+            cancels_purges_and_other_changes_are_told_and_no_change_is_not,
+            a_history_keeps_its_latest_events_and_a_read_only_those_since,
+            sweeping_histories_forgets_the_keys_quiet_since_the_cutoff,
+            a_grouped_tasks_lease_is_told,
             ;
             // on two fresh stores
             two_fresh_stores_never_share_a_delivery_id,
@@ -287,6 +295,9 @@ macro_rules! __conformance_check {
     (refused; $factory:expr; an_imported_lease_holds_its_group_until_it_is_reaped) => {
         $crate::__conformance_refused!($factory; an_imported_lease_holds_its_group_until_it_is_reaped);
     };
+    (refused; $factory:expr; a_grouped_tasks_lease_is_told) => {
+        $crate::__conformance_refused!($factory; a_grouped_tasks_lease_is_told);
+    };
     ($groups:ident; $factory:expr; $check:ident) => {
         // Multi-threaded, so concurrent store calls really run at the same time.
         #[::tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -329,6 +340,7 @@ mod tests {
             include_str!("conformance/expiry.rs"),
             include_str!("conformance/group_rate.rs"),
             include_str!("conformance/groups.rs"),
+            include_str!("conformance/history.rs"),
             include_str!("conformance/identity.rs"),
             include_str!("conformance/import.rs"),
             include_str!("conformance/inspection.rs"),

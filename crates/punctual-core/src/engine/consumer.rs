@@ -169,7 +169,9 @@ impl<S: Store> Engine<S> {
         let task = self.inner.store.get(&token.queue, &token.key).await?;
         let now = self.now();
         match task {
-            Some(task) if token.is_live_for(&task, now) => self.finish(Held { token, task: &task }, outcome, None).await,
+            Some(task) if token.is_live_for(&task, now) => {
+                self.finish(Held { token, task: &task }, outcome, None).await
+            }
             _ => {
                 self.refused(token);
                 Err(Error::LeaseLost)
@@ -195,9 +197,8 @@ impl<S: Store> Engine<S> {
         let calendars = self.calendars_of(std::slice::from_ref(held.task)).await?;
         let ending = held.end(outcome, self.now(), calendars.as_deref());
         let next_due = ending.completion.next_due();
-        let request = CompleteRequest::new(held.token.clone(), ending.completion.clone(), ending.at)
-            .by(acting())
-            .report(report);
+        let request =
+            CompleteRequest::new(held.token.clone(), ending.completion.clone(), ending.at).by(acting()).report(report);
         let applied = self.inner.store.complete(request).await;
         if let Err(Error::LeaseLost) = applied {
             self.refused(held.token);

@@ -90,7 +90,8 @@ impl<S: Store> Engine<S> {
         let queue = QueueName::new(queue)?;
         let mut total = 0;
         loop {
-            let cancelled = self.inner.store.purge(PurgeRequest::new(queue.clone(), selection, PURGE_BATCH).by(acting())).await?;
+            let cancelled =
+                self.inner.store.purge(PurgeRequest::new(queue.clone(), selection, PURGE_BATCH).by(acting())).await?;
             if cancelled == 0 {
                 break;
             }

@@ -8,8 +8,8 @@ use super::Engine;
 use super::config::{DEAD_BATCH, HISTORY_SWEEP_EVERY, MAX_SWEEP_WAIT, MIN_SWEEP_WAIT};
 use crate::error::Result;
 use crate::events::Event;
-use crate::model::QueueName;
 use crate::history::DEFAULT_HISTORY_RETENTION;
+use crate::model::QueueName;
 use crate::store::{HistorySweepRequest, Store, SweepRequest};
 use crate::time::Timestamp;
 
@@ -37,7 +37,8 @@ impl<S: Store> Engine<S> {
         for queue in self.inner.store.queue_names().await? {
             let keep_ms = i64::try_from(self.history_retention(&queue).as_millis()).unwrap_or(i64::MAX);
             let before = Timestamp::from_millis(self.now().as_millis().saturating_sub(keep_ms));
-            while self.inner.store.sweep_history(HistorySweepRequest::new(queue.clone(), before, DEAD_BATCH)).await? > 0 {
+            while self.inner.store.sweep_history(HistorySweepRequest::new(queue.clone(), before, DEAD_BATCH)).await? > 0
+            {
                 if self.inner.stopping.is_cancelled() {
                     return Ok(());
                 }

@@ -13,16 +13,16 @@ use super::{Engine, ListOptions, QueueDefaults};
 use crate::calendar::{Calendar, CalendarName};
 use crate::error::{Error, Result};
 use crate::events::Event;
+use crate::history::{Actor, HistoryEvent, acting};
 use crate::model::{Group, IfExists, NewTask, Priority, QueueName, Tag, Task, TaskKey, TaskSpec, TaskState, When};
 use crate::policy::{Overlap, Repeat, RepeatRule};
 use crate::store::{
-    DeadSelection, GroupsPage, GroupsRequest, ListRequest, Page, QueueStats, RetryDeadBatchRequest, RetryDeadRequest,
-    HistoryRequest, ScheduleOutcome, Scheduled, Store,
+    DeadSelection, GroupsPage, GroupsRequest, HistoryRequest, ListRequest, Page, QueueStats, RetryDeadBatchRequest,
+    RetryDeadRequest, ScheduleOutcome, Scheduled, Store,
 };
 use crate::target::Lane;
 use crate::time::Timestamp;
 use crate::transitions;
-use crate::history::{Actor, HistoryEvent, acting};
 
 impl<S: Store> Engine<S> {
     /// Creates or updates one task. See [`Store::schedule`] for `if_exists`.

@@ -51,10 +51,10 @@ impl Store for Faulty {
         self.inner.get(queue, key).await
     }
     async fn cancel(&self, queue: &QueueName, key: &TaskKey) -> Result<bool> {
-        self.inner.cancel(queue, key).await
+        self.inner.cancel(queue, key, None).await
     }
     async fn cancel_tag(&self, queue: &QueueName, tag: &Tag) -> Result<u64> {
-        self.inner.cancel_tag(queue, tag).await
+        self.inner.cancel_tag(queue, tag, None).await
     }
     async fn apply_once(&self, req: ApplyOnceRequest) -> Result<Option<OnceEffect>> {
         self.inner.apply_once(req).await
@@ -112,7 +112,7 @@ impl Store for Faulty {
         self.inner.retry_dead_batch(req).await
     }
     async fn delete_dead(&self, queue: &QueueName, key: &TaskKey) -> Result<bool> {
-        self.inner.delete_dead(queue, key).await
+        self.inner.delete_dead(queue, key, None).await
     }
     async fn sweep_dead(&self, req: SweepRequest) -> Result<Swept> {
         self.inner.sweep_dead(req).await

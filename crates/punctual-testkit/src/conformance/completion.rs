@@ -236,14 +236,17 @@ pub async fn delete_dead_removes_only_dead_tasks<S: Store>(store: S) {
     }
     let before = contents(&store, &["orders", "mail"]).await;
     for name in ["leased", "scheduled", "missing"] {
-        assert!(!store.delete_dead(&queue("orders"), &key(name)).await.expect("delete_dead"), "{name} is not dead");
+        assert!(
+            !store.delete_dead(&queue("orders"), &key(name), None).await.expect("delete_dead"),
+            "{name} is not dead"
+        );
     }
     assert_eq!(contents(&store, &["orders", "mail"]).await, before, "delete_dead touched a task that is not dead");
 
-    assert!(store.delete_dead(&queue("orders"), &key("dead")).await.expect("delete_dead"));
+    assert!(store.delete_dead(&queue("orders"), &key("dead"), None).await.expect("delete_dead"));
     assert_eq!(get(&store, "orders", "dead").await, None);
     assert_eq!(stored(&store, "mail", "dead").await.state, TaskState::Dead, "only that queue's dead task");
     assert_eq!(stored(&store, "orders", "leased").await.state, TaskState::Leased);
     assert_eq!(stored(&store, "orders", "scheduled").await.state, TaskState::Scheduled);
-    assert!(!store.delete_dead(&queue("orders"), &key("dead")).await.expect("delete_dead"), "already deleted");
+    assert!(!store.delete_dead(&queue("orders"), &key("dead"), None).await.expect("delete_dead"), "already deleted");
 }

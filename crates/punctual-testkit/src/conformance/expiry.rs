@@ -111,7 +111,7 @@ pub async fn tokens_not_matching_the_live_lease_are_refused<S: Store>(store: S) 
 pub async fn re_created_task_gets_a_new_id_and_delivery_id<S: Store>(store: S) {
     let first = create(&store, new_task("orders", "order-1", T0), T0).await;
     let old = lease_one(&store, "orders", secs(60), T0).await;
-    assert!(store.cancel(&queue("orders"), &key("order-1")).await.expect("cancel"));
+    assert!(store.cancel(&queue("orders"), &key("order-1"), None).await.expect("cancel"));
 
     let second = create(&store, new_task("orders", "order-1", T0), at_secs(1)).await;
     assert_ne!(second.meta.id, first.meta.id, "a re-created task must get a new id");

@@ -112,7 +112,7 @@ pub async fn groups_are_listed_by_name_with_their_tasks_by_state<S: Store>(store
     let a1 = leased.leases.iter().find(|l| l.token.key.as_str() == "a1").expect("a1 was leased");
     let b1 = leased.leases.iter().find(|l| l.token.key.as_str() == "b1").expect("b1 was leased");
     complete_ok(&store, &b1.token, Completion::Dead { error: "gone".into() }, now).await;
-    assert!(store.cancel(&queue("orders"), &key("c1")).await.expect("cancel"), "c1 was there");
+    assert!(store.cancel(&queue("orders"), &key("c1"), None).await.expect("cancel"), "c1 was there");
     let _ = a1;
     let all_leased = leased.leases.len();
     assert_eq!(all_leased, 6, "every due task was leased");

@@ -159,7 +159,11 @@ pub async fn imported_tasks_lease_expire_die_and_list_as_their_state_says<S: Sto
 
     let swept = store.sweep_dead(SweepRequest::new(queue("orders"), at_secs(120), 10)).await.expect("sweep");
     assert_eq!(swept.deleted, 1, "the dead task died at 120 s, as it did there");
-    assert_eq!(store.cancel_tag(&queue("orders"), &tag("t")).await.expect("cancel by tag"), 1, "waiting carries t");
+    assert_eq!(
+        store.cancel_tag(&queue("orders"), &tag("t"), None).await.expect("cancel by tag"),
+        1,
+        "waiting carries t"
+    );
     assert!(get(&store, "orders", "waiting").await.is_none());
 }
 

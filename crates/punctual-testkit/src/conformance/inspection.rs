@@ -43,10 +43,10 @@ pub async fn cancel_removes_a_scheduled_task_so_it_never_fires<S: Store>(store: 
     create(&store, new_task("orders", "cancelled", at_secs(10)), T0).await;
     create(&store, new_task("orders", "kept", at_secs(20)), T0).await;
     create(&store, new_task("mail", "cancelled", at_secs(10)), T0).await;
-    assert!(store.cancel(&queue("orders"), &key("cancelled")).await.expect("cancel"), "the task existed");
+    assert!(store.cancel(&queue("orders"), &key("cancelled"), None).await.expect("cancel"), "the task existed");
     assert_eq!(get(&store, "orders", "cancelled").await, None);
-    assert!(!store.cancel(&queue("orders"), &key("cancelled")).await.expect("cancel"), "already cancelled");
-    assert!(!store.cancel(&queue("orders"), &key("missing")).await.expect("cancel"));
+    assert!(!store.cancel(&queue("orders"), &key("cancelled"), None).await.expect("cancel"), "already cancelled");
+    assert!(!store.cancel(&queue("orders"), &key("missing"), None).await.expect("cancel"));
 
     let batch = lease(&store, "orders", 10, secs(30), at_secs(3600)).await;
     assert_eq!(keys_of(&batch.leases), ["kept"], "the cancelled task fired");
@@ -64,7 +64,10 @@ pub async fn cancel_of_a_leased_task_refuses_its_ack_and_stops_retries_and_repea
     let leases = lease(&store, "orders", 2, secs(30), T0).await.leases;
     assert_eq!(leases.len(), 2);
     for lease in &leases {
-        assert!(store.cancel(&lease.token.queue, &lease.token.key).await.expect("cancel"), "a leased task exists");
+        assert!(
+            store.cancel(&lease.token.queue, &lease.token.key, None).await.expect("cancel"),
+            "a leased task exists"
+        );
     }
     let now = at_secs(1);
     for lease in &leases {
@@ -109,7 +112,7 @@ pub async fn cancel_tag_removes_only_that_queues_tasks_with_the_tag<S: Store>(st
     }
     let leased = token_of("leased");
 
-    let cancelled = store.cancel_tag(&queue("flow"), &tag("wf-1")).await.expect("cancel_tag");
+    let cancelled = store.cancel_tag(&queue("flow"), &tag("wf-1"), None).await.expect("cancel_tag");
     assert_eq!(cancelled, 3, "leased, dead and scheduled carry wf-1 in this queue");
     let left: BTreeSet<String> = list_all(&store, "flow", None).await.iter().map(|t| t.key.to_string()).collect();
     let expected: BTreeSet<String> = ["other-tag", "no-tags", "untagged-by-replace"].map(String::from).into();
@@ -117,9 +120,9 @@ pub async fn cancel_tag_removes_only_that_queues_tasks_with_the_tag<S: Store>(st
     assert!(get(&store, "other", "same-tag").await.is_some(), "another queue's task was cancelled");
     assert_lease_lost(complete(&store, &leased, Completion::Done, at_secs(1)).await, "ack of a tag-cancelled task");
 
-    assert_eq!(store.cancel_tag(&queue("flow"), &tag("wf-1")).await.expect("cancel_tag"), 0, "nothing left");
-    assert_eq!(store.cancel_tag(&queue("flow"), &tag("unknown")).await.expect("cancel_tag"), 0);
-    assert_eq!(store.cancel_tag(&queue("flow"), &tag("wf-3")).await.expect("cancel_tag"), 1, "the replaced tags");
+    assert_eq!(store.cancel_tag(&queue("flow"), &tag("wf-1"), None).await.expect("cancel_tag"), 0, "nothing left");
+    assert_eq!(store.cancel_tag(&queue("flow"), &tag("unknown"), None).await.expect("cancel_tag"), 0);
+    assert_eq!(store.cancel_tag(&queue("flow"), &tag("wf-3"), None).await.expect("cancel_tag"), 1, "the replaced tags");
 }
 
 /// `list` contract: pages in due order (ties in a stable order), and paging through
@@ -155,7 +158,7 @@ pub async fn list_pages_visit_every_task_once_in_due_order<S: Store>(store: S) {
             let seen = visited[0].key.clone();
             let unseen = all.iter().find(|t| !visited.iter().any(|v| v.key == t.key)).expect("more to come");
             for gone in [seen, unseen.key.clone()] {
-                assert!(store.cancel(&queue("orders"), &gone).await.expect("cancel"));
+                assert!(store.cancel(&queue("orders"), &gone, None).await.expect("cancel"));
                 removed.insert(gone.to_string());
             }
         }
@@ -296,7 +299,7 @@ pub async fn list_by_tag_pages_the_tasks_carrying_it_in_due_order<S: Store>(stor
         let page = list_tagged_page(&store, "flow", "wf-1", None, 50, cursor).await;
         visited.extend(page.tasks.iter().map(|t| t.key.to_string()));
         if visited.len() == 50 {
-            assert!(store.cancel(&queue("flow"), &key("t-000")).await.expect("cancel"), "t-000 is due last");
+            assert!(store.cancel(&queue("flow"), &key("t-000"), None).await.expect("cancel"), "t-000 is due last");
         }
         match page.next_cursor {
             Some(next) => cursor = Some(next),
@@ -318,7 +321,7 @@ pub async fn stats_count_tasks_per_state_and_queue<S: Store>(store: S) {
     }
     create(&store, new_task("alpha", "only", at_secs(7)), T0).await;
     create(&store, new_task("gone", "cancelled", at_secs(1)), T0).await;
-    assert!(store.cancel(&queue("gone"), &key("cancelled")).await.expect("cancel"));
+    assert!(store.cancel(&queue("gone"), &key("cancelled"), None).await.expect("cancel"));
     let leases = lease(&store, "zeta", 2, secs(300), T0).await.leases;
     let dead = leases.iter().find(|l| l.token.key == key("dead")).expect("leased");
     complete_ok(&store, &dead.token, Completion::Dead { error: "gave up".into() }, T0).await;
@@ -363,7 +366,7 @@ pub async fn closed_store_refuses_further_calls<S: Store>(store: S) {
     );
     let request = punctual_core::store::LeaseRequest::new(q.clone(), 1, secs(30), T0);
     unavailable("lease", store.lease(request).await.map(|b| format!("{b:?}")));
-    unavailable("cancel", store.cancel(&q, &k).await.map(|c| c.to_string()));
+    unavailable("cancel", store.cancel(&q, &k, None).await.map(|c| c.to_string()));
     unavailable("stats", store.stats(None).await.map(|s| format!("{s:?}")));
     let purge = punctual_core::store::PurgeRequest::new(q.clone(), punctual_core::PurgeSelection::All, 10);
     unavailable("purge", store.purge(purge).await.map(|n| n.to_string()));

@@ -82,7 +82,7 @@ pub async fn lease_reports_when_the_queue_has_work_next<S: Store>(store: S) {
     assert!(idle.leases.is_empty());
     assert_eq!(idle.next_due, Some(at_secs(500)), "only 'waiting' is scheduled in this queue");
 
-    assert!(store.cancel(&queue("mail"), &key("waiting")).await.expect("cancel"));
+    assert!(store.cancel(&queue("mail"), &key("waiting"), None).await.expect("cancel"));
     let empty = lease(&store, "mail", 1, secs(300), at_secs(30)).await;
     assert!(empty.leases.is_empty());
     assert_eq!(empty.next_due, None, "a leased and a dead task remain, but nothing scheduled");

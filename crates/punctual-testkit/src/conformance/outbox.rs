@@ -106,7 +106,7 @@ pub async fn a_refused_outbox_row_leaves_no_mark_and_applies_later<S: Store>(sto
     let refused = store.apply_once(ApplyOnceRequest::new(row("shop", 7), strict(), now)).await;
     assert!(matches!(refused, Err(Error::Conflict(_))), "refused as schedule refuses it: {refused:?}");
     assert_eq!(stored(&store, "orders", "order-1").await.payload, json!("existing"), "nothing changed");
-    assert!(store.cancel(&queue("orders"), &key("order-1")).await.expect("cancel"));
+    assert!(store.cancel(&queue("orders"), &key("order-1"), None).await.expect("cancel"));
     let applied = apply(&store, row("shop", 7), strict(), now).await;
     assert!(matches!(applied, Some(OnceEffect::Scheduled(_))), "the row was never marked: {applied:?}");
     assert_eq!(stored(&store, "orders", "order-1").await.payload, json!("from the row"));

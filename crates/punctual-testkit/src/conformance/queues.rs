@@ -294,8 +294,8 @@ pub async fn a_purged_leased_task_cannot_complete_and_leaves_no_trace<S: Store>(
     let counts = &stats(&store, Some("flow")).await[0];
     assert_eq!((counts.scheduled, counts.leased, counts.dead), (0, 0, 0), "counted after the purge");
     assert!(stats(&store, None).await.iter().all(|s| s.name.as_str() != "flow"), "an empty queue is not listed");
-    assert_eq!(store.cancel_tag(&queue("flow"), &tag("wf-1")).await.expect("cancel_tag"), 0, "its tag is empty");
-    assert_eq!(store.cancel_tag(&queue("other"), &tag("wf-1")).await.expect("cancel_tag"), 1, "another queue's");
+    assert_eq!(store.cancel_tag(&queue("flow"), &tag("wf-1"), None).await.expect("cancel_tag"), 0, "its tag is empty");
+    assert_eq!(store.cancel_tag(&queue("other"), &tag("wf-1"), None).await.expect("cancel_tag"), 1, "another queue's");
 
     let again = create(&store, tagged("flow", "leased", &["wf-1"]), at_secs(2)).await;
     assert_ne!(again.meta.id, old.task.meta.id, "a new task, with an id of its own");
@@ -343,7 +343,7 @@ pub async fn purge_in_batches_converges_to_none_left<S: Store>(store: S) {
     let all = purge_until_none(&store, "orders", PurgeSelection::All, 2).await;
     assert_eq!(all.iter().sum::<u64>(), 9, "the leased and dead ones, in batches of 2: {all:?}");
     assert!(list_all(&store, "orders", None).await.is_empty());
-    assert_eq!(store.cancel_tag(&queue("orders"), &tag("wf-1")).await.expect("cancel_tag"), 0, "no tag left");
+    assert_eq!(store.cancel_tag(&queue("orders"), &tag("wf-1"), None).await.expect("cancel_tag"), 0, "no tag left");
     assert_eq!(queues_as_they_are(&store, &["mail"]).await, mail, "another queue is untouched");
 
     for name in ["k07", "dead-1", "leased-2"] {

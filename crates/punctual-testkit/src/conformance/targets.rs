@@ -187,8 +187,8 @@ pub async fn cancels_and_purges_reach_both_lanes<S: Store>(store: S) {
     for result in schedule(&store, tasks, T0).await {
         result.expect("schedule");
     }
-    assert_eq!(store.cancel_tag(&queue("gone"), &tag("pi-9")).await.expect("cancel_tag"), 2);
-    assert!(store.cancel(&queue("gone"), &key("t-one")).await.expect("cancel"));
+    assert_eq!(store.cancel_tag(&queue("gone"), &tag("pi-9"), None).await.expect("cancel_tag"), 2);
+    assert!(store.cancel(&queue("gone"), &key("t-one"), None).await.expect("cancel"));
     let purged = store.purge(PurgeRequest::new(queue("gone"), PurgeSelection::Scheduled, 100)).await.expect("purge");
     assert_eq!(purged, 2, "the purge cancels the scheduled tasks of both lanes");
     for lane in Lane::ALL {

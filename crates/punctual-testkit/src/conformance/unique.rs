@@ -144,7 +144,7 @@ pub async fn a_dead_task_holds_its_key_for_its_window_only_when_asked<S: Store>(
     assert_eq!(revived.outcome, ScheduleOutcome::Replaced, "a window of done only holds no dead task");
     create(&store, unique_in("receipts.gone", "gone", window), T0).await;
     finish_in(&store, "receipts.gone", "gone", declined(), T0).await;
-    assert!(store.delete_dead(&queue("receipts.gone"), &key("gone")).await.expect("delete_dead"));
+    assert!(store.delete_dead(&queue("receipts.gone"), &key("gone"), None).await.expect("delete_dead"));
     let created = upsert(&store, new_task("receipts.gone", "gone", T0), at_secs(5)).await;
     assert_eq!(created.outcome, ScheduleOutcome::Created, "a death writes no record: deleted, the key is free");
 }
@@ -159,14 +159,14 @@ pub async fn a_cancel_or_a_purge_writes_no_record<S: Store>(store: S) {
         create(&store, task, T0).await;
     }
     lease(&store, "receipts", 4, secs(30), T0).await;
-    assert!(store.cancel(&receipts, &key("cancelled")).await.expect("cancel"));
-    assert!(store.cancel(&receipts, &key("leased")).await.expect("cancel"));
+    assert!(store.cancel(&receipts, &key("cancelled"), None).await.expect("cancel"));
+    assert!(store.cancel(&receipts, &key("leased"), None).await.expect("cancel"));
     let mut lone = unique("purged-alone", Unique::new(WINDOW));
     lone.queue = queue("receipts.purge");
     create(&store, lone, T0).await;
     let purged = store.purge(PurgeRequest::new(queue("receipts.purge"), PurgeSelection::All, 10)).await;
     assert_eq!(purged.expect("purge"), 1);
-    assert_eq!(store.cancel_tag(&receipts, &tag("batch-9")).await.expect("cancel_tag"), 2);
+    assert_eq!(store.cancel_tag(&receipts, &tag("batch-9"), None).await.expect("cancel_tag"), 2);
     for key_name in ["cancelled", "leased", "tagged", "tagged-too"] {
         let again = upsert(&store, new_task("receipts", key_name, T0), at_secs(1)).await;
         assert_eq!(again.outcome, ScheduleOutcome::Created, "{key_name}: no record");
@@ -185,7 +185,7 @@ pub async fn a_repeat_holds_its_key_only_after_its_final_occurrence<S: Store>(st
     create(&store, task.clone(), T0).await;
     finish(&store, "weekly", Completion::Reschedule { at: at_secs(10), anchor: at_secs(10) }, T0).await;
     assert_eq!(stored(&store, "receipts", "weekly").await.meta.occurrence, 2);
-    assert!(store.cancel(&queue("receipts"), &key("weekly")).await.expect("cancel"));
+    assert!(store.cancel(&queue("receipts"), &key("weekly"), None).await.expect("cancel"));
     let again = create(&store, task, at_secs(2)).await;
     finish(&store, "weekly", Completion::Reschedule { at: at_secs(10), anchor: at_secs(10) }, at_secs(2)).await;
     finish(&store, "weekly", Completion::Done, at_secs(10)).await;

@@ -87,13 +87,13 @@ impl<'s, S: Store> Twin<'s, S> {
             }
             Op::Cancel(pick) => {
                 let (queue, key) = self.pick_task(pick);
-                let real = self.real.cancel(&queue, &key).await;
-                same("cancel", &real, &self.reference.cancel(&queue, &key).await)
+                let real = self.real.cancel(&queue, &key, None).await;
+                same("cancel", &real, &self.reference.cancel(&queue, &key, None).await)
             }
             Op::CancelTag { queue, tag: index } => {
                 let (queue, tag) = (queue_name(*queue), tag(*index));
-                let real = self.real.cancel_tag(&queue, &tag).await;
-                same("cancel_tag", &real, &self.reference.cancel_tag(&queue, &tag).await)
+                let real = self.real.cancel_tag(&queue, &tag, None).await;
+                same("cancel_tag", &real, &self.reference.cancel_tag(&queue, &tag, None).await)
             }
             Op::Lease { queue, max, lease_secs, group_limit, group_rate } => {
                 let group_rate = group_rate.map(|(count, secs)| Rate { count, per: Duration::from_secs(secs) });
@@ -119,8 +119,8 @@ impl<'s, S: Store> Twin<'s, S> {
             }
             Op::DeleteDead(pick) => {
                 let (queue, key) = self.pick_task(pick);
-                let real = self.real.delete_dead(&queue, &key).await;
-                same("delete_dead", &real, &self.reference.delete_dead(&queue, &key).await)
+                let real = self.real.delete_dead(&queue, &key, None).await;
+                same("delete_dead", &real, &self.reference.delete_dead(&queue, &key, None).await)
             }
             Op::FailDue { queue, max } => {
                 let leased = self.lease(queue_name(*queue), *max, Duration::from_secs(5), (None, None)).await?;

@@ -1,0 +1,293 @@
+//! Task history (`punctual_core::history`): each change a store makes to a task is
+//! told by an event written with it, the history outlives the task, keeps its latest
+//! [`HISTORY_LIMIT`] events, and is forgotten once nothing happened to it since a
+//! cutoff.
+//!
+//! Guards against a change that leaves no event (or an event of a change that did not
+//! happen: a kept schedule, a cancel of nothing), events out of order, a field lost on
+//! the way (who did it, the try, the lease, the due time, the handler's error, what a
+//! delivery saw, what a replace changed), a history deleted with its task, one that
+//! grows without bound, and a sweep that forgets a key something happened to since.
+
+use punctual_core::history::{AckOutcome, Actor, DeliveryReport, EventKind, HISTORY_LIMIT, HistoryEvent};
+use punctual_core::store::{
+    CompleteRequest, Completion, ExtendRequest, HistoryRequest, HistorySweepRequest, ImportRequest, LeaseRequest,
+    PurgeRequest, PurgeSelection, RetryDeadRequest, SweepRequest,
+};
+use punctual_core::transitions::imported;
+use punctual_core::{Group, IfExists, MemoryStore, Store, StoreId, TaskState, Timestamp};
+use serde_json::json;
+
+use super::support::*;
+
+/// The history of `queue_name`'s `key_name` since the epoch.
+async fn history_of<S: Store>(store: &S, queue_name: &str, key_name: &str) -> Vec<HistoryEvent> {
+    let request = HistoryRequest::new(queue(queue_name), key(key_name), Timestamp::EPOCH);
+    store.history(request).await.unwrap_or_else(|e| panic!("history of {key_name}: {e}"))
+}
+
+fn kinds(events: &[HistoryEvent]) -> Vec<&'static str> {
+    events.iter().map(|event| event.kind.as_str()).collect()
+}
+
+fn by(name: &str) -> Option<Actor> {
+    Some(Actor::new(name))
+}
+
+/// DESIGN.md's "what happened to my task?": a task created, replaced, leased, failed,
+/// expired, dead, retried by hand and done is told event by event, in order, with who
+/// did each change and what it did, and stays readable once the task is gone.
+pub async fn a_tasks_life_is_told_event_by_event_and_outlives_it<S: Store>(store: S) {
+    let mut first = new_task("orders", "remind", at_secs(60));
+    first.by = by("shop");
+    first.max_attempts = 2;
+    create(&store, first, T0).await;
+    let mut second = new_task("orders", "remind", at_secs(120));
+    second.by = by("shop");
+    second.max_attempts = 2;
+    second.payload = json!({"order": 7});
+    upsert(&store, second, at_secs(1)).await;
+
+    // First try: fails, with what the webhook answered.
+    let leased = store
+        .lease(LeaseRequest::new(queue("orders"), 1, secs(30), at_secs(120)).by(by("worker-1")))
+        .await
+        .expect("lease");
+    let token = leased.leases[0].token.clone();
+    let retry = Completion::Retry { at: at_secs(180), error: "the shop answered 503".into() };
+    let report = DeliveryReport::new(Some(41), Some(503), Some("busy".into()));
+    store
+        .complete(
+            CompleteRequest::new(token.clone(), retry, at_secs(121)).by(by("worker-1")).report(Some(report.clone())),
+        )
+        .await
+        .expect("complete");
+    // Second try: its lease expires, which is its last attempt: dead.
+    let second_lease = lease_one(&store, "orders", secs(30), at_secs(180)).await;
+    assert_eq!(reap(&store, at_secs(210), 10).await.reaped.len(), 1, "the lease expired");
+    // Retried by hand, then done.
+    let revived =
+        store.retry_dead(RetryDeadRequest::new(queue("orders"), key("remind"), at_secs(300)).by(by("ops"))).await;
+    assert!(revived.expect("retry_dead").is_some(), "the task was dead");
+    let last = lease_one(&store, "orders", secs(30), at_secs(300)).await;
+    complete_ok(&store, &last.token, Completion::Done, at_secs(301)).await;
+    assert!(get(&store, "orders", "remind").await.is_none(), "done: the task is gone");
+
+    let events = history_of(&store, "orders", "remind").await;
+    assert_eq!(
+        kinds(&events),
+        ["created", "replaced", "leased", "acked", "leased", "expired", "retried", "leased", "acked"],
+        "{events:#?}"
+    );
+    let [created, replaced, leased, failed, leased_again, expired, retried, leased_last, done] = &events[..] else {
+        unreachable!("nine events, as asserted")
+    };
+    assert_eq!(
+        (created.at, created.by.as_deref(), created.state, created.due_at),
+        (T0, Some("shop"), Some(TaskState::Scheduled), Some(at_secs(60)))
+    );
+    assert_eq!((replaced.at, replaced.by.as_deref(), replaced.due_at), (at_secs(1), Some("shop"), Some(at_secs(120))));
+    assert_eq!(replaced.changed, ["due_at", "payload"], "the due time and the payload changed, nothing else");
+
+    assert_eq!(
+        (leased.at, leased.by.as_deref(), leased.state),
+        (at_secs(120), Some("worker-1"), Some(TaskState::Leased))
+    );
+    assert_eq!((leased.attempt, leased.lease, leased.until), (Some(1), Some(token.fence), Some(at_secs(150))));
+    assert_eq!(
+        (failed.at, failed.by.as_deref(), failed.outcome),
+        (at_secs(121), Some("worker-1"), Some(AckOutcome::Retry))
+    );
+    assert_eq!((failed.attempt, failed.lease, failed.state), (Some(1), Some(token.fence), Some(TaskState::Scheduled)));
+    assert_eq!((failed.due_at, failed.error.as_deref()), (Some(at_secs(180)), Some("the shop answered 503")));
+    assert_eq!(failed.report.as_ref(), Some(&report), "what the delivery saw is kept with the ack");
+
+    assert_eq!((leased_again.attempt, leased_again.lease), (Some(2), Some(second_lease.token.fence)));
+    assert!(second_lease.token.fence > token.fence, "a later lease, a higher fence");
+    assert_eq!((expired.at, expired.by.as_deref(), expired.state), (at_secs(210), None, Some(TaskState::Dead)));
+    assert_eq!((expired.attempt, expired.lease), (Some(2), Some(second_lease.token.fence)));
+    assert!(expired.error.is_some(), "the expiry says why it ended: {expired:?}");
+
+    assert_eq!(
+        (retried.at, retried.by.as_deref(), retried.state),
+        (at_secs(300), Some("ops"), Some(TaskState::Scheduled))
+    );
+    assert_eq!(retried.due_at, Some(at_secs(300)));
+    assert_eq!(leased_last.attempt, Some(1), "a retry by hand starts the attempts again");
+    assert_eq!(
+        (done.at, done.outcome, done.state, done.by.as_deref()),
+        (at_secs(301), Some(AckOutcome::Done), None, None)
+    );
+    assert_eq!(done.report, None, "a pull worker's ack reports no delivery");
+}
+
+/// Cancels, cancels by tag, purges, deletions of dead tasks, extensions, releases and
+/// imports are told too, with who did them; a write that changes nothing (a schedule
+/// kept, a cancel of no task, a delete of a task that is not dead) tells nothing.
+pub async fn cancels_purges_and_other_changes_are_told_and_no_change_is_not<S: Store>(store: S) {
+    for name in ["by-key", "by-tag", "purged", "kept", "held"] {
+        create(&store, tagged("orders", name, &["t"]), T0).await;
+    }
+    assert!(store.cancel(&queue("orders"), &key("by-key"), by("ops").as_ref()).await.expect("cancel"));
+    assert!(!store.cancel(&queue("orders"), &key("never"), by("ops").as_ref()).await.expect("cancel"));
+    let mut keep = tagged("orders", "kept", &["u"]);
+    keep.if_exists = IfExists::Keep;
+    upsert(&store, keep, at_secs(1)).await;
+    assert!(
+        !store.delete_dead(&queue("orders"), &key("kept"), by("ops").as_ref()).await.expect("delete_dead"),
+        "kept is not dead"
+    );
+    // held: leased, extended, released.
+    let mut held = None;
+    for lease in lease(&store, "orders", 5, secs(30), at_secs(2)).await.leases {
+        if lease.token.key.as_str() == "held" {
+            held = Some(lease.token.clone());
+        } else {
+            store.release(&lease.token, at_secs(2)).await.expect("release");
+        }
+    }
+    let held = held.expect("held was leased");
+    let extended =
+        store.extend(ExtendRequest::new(held.clone(), secs(60), at_secs(3)).by(by("worker-2"))).await.expect("extend");
+    assert_eq!(extended, at_secs(63));
+    store.release(&held, at_secs(4)).await.expect("release");
+    assert_eq!(store.cancel_tag(&queue("orders"), &tag("t"), by("ops").as_ref()).await.expect("cancel_tag"), 4);
+    create(&store, new_task("orders", "purged", at_secs(5)), at_secs(5)).await;
+    let purge = PurgeRequest::new(queue("orders"), PurgeSelection::All, 10).by(by("admin"));
+    assert_eq!(store.purge(purge).await.expect("purge"), 1);
+
+    let cancelled = history_of(&store, "orders", "by-key").await;
+    assert_eq!(kinds(&cancelled), ["created", "cancelled"], "{cancelled:#?}");
+    assert_eq!(
+        (cancelled[1].by.as_deref(), cancelled[1].state, cancelled[1].tag.as_deref()),
+        (Some("ops"), None, None)
+    );
+    assert!(history_of(&store, "orders", "never").await.is_empty(), "a cancel of nothing tells nothing");
+
+    let kept = history_of(&store, "orders", "kept").await;
+    assert_eq!(
+        kinds(&kept),
+        ["created", "leased", "released", "cancelled"],
+        "a kept schedule tells nothing: {kept:#?}"
+    );
+    let held_events = history_of(&store, "orders", "held").await;
+    assert_eq!(kinds(&held_events), ["created", "leased", "extended", "released", "cancelled"], "{held_events:#?}");
+    let extended_event = &held_events[2];
+    assert_eq!((extended_event.at, extended_event.by.as_deref()), (at_secs(3), Some("worker-2")));
+    assert_eq!((extended_event.lease, extended_event.until), (Some(held.fence), Some(at_secs(63))));
+    assert_eq!((held_events[3].at, held_events[3].state), (at_secs(4), Some(TaskState::Scheduled)));
+    let by_tag = &held_events[4];
+    assert_eq!((by_tag.by.as_deref(), by_tag.tag.as_deref(), by_tag.state), (Some("ops"), Some("t"), None));
+
+    let purged = history_of(&store, "orders", "purged").await;
+    assert_eq!(kinds(&purged), ["created", "leased", "released", "cancelled", "created", "purged"], "{purged:#?}");
+    assert_eq!(purged[5].by.as_deref(), Some("admin"), "a task created again adds to its key's history");
+
+    // A dead task deleted by hand, and one swept by the dead-task retention.
+    for name in ["deleted", "swept"] {
+        let mut task = new_task("orders", name, T0);
+        task.max_attempts = 1;
+        create(&store, task, T0).await;
+    }
+    assert_eq!(kill_due(&store, "orders", at_secs(10)).await.len(), 2);
+    assert!(store.delete_dead(&queue("orders"), &key("deleted"), by("ops").as_ref()).await.expect("delete_dead"));
+    let swept = store.sweep_dead(SweepRequest::new(queue("orders"), at_secs(3600), 10)).await.expect("sweep_dead");
+    assert_eq!(swept.deleted, 1);
+    let deleted = history_of(&store, "orders", "deleted").await;
+    assert_eq!(kinds(&deleted), ["created", "leased", "acked", "deleted"], "{deleted:#?}");
+    assert_eq!((deleted[2].outcome, deleted[2].state), (Some(AckOutcome::Dead), Some(TaskState::Dead)));
+    assert_eq!((deleted[3].by.as_deref(), deleted[3].state), (Some("ops"), None));
+    assert_eq!(kinds(&history_of(&store, "orders", "swept").await), ["created", "leased", "acked", "deleted"]);
+
+    // An imported task.
+    let source = MemoryStore::new();
+    let moved = create(&source, new_task("orders", "moved", at_secs(900)), T0).await;
+    let moved = imported(moved, StoreId::from_bits(1), 1);
+    store.import(ImportRequest::new(vec![moved], Vec::new(), at_secs(20))).await.expect("import");
+    let arrived = history_of(&store, "orders", "moved").await;
+    assert_eq!(kinds(&arrived), ["imported"], "{arrived:#?}");
+    assert_eq!(
+        (arrived[0].at, arrived[0].state, arrived[0].due_at),
+        (at_secs(20), Some(TaskState::Scheduled), Some(at_secs(900)))
+    );
+}
+
+/// A key's history keeps its latest [`HISTORY_LIMIT`] events, and a read gives only
+/// those at or after its `since`.
+pub async fn a_history_keeps_its_latest_events_and_a_read_only_those_since<S: Store>(store: S) {
+    let writes = HISTORY_LIMIT as i64 + 5;
+    for i in 0..writes {
+        let mut task = new_task("orders", "busy", at_secs(10_000 + i));
+        task.by = by(&format!("writer-{i}"));
+        upsert(&store, task, at_secs(i)).await;
+    }
+    let events = history_of(&store, "orders", "busy").await;
+    assert_eq!(events.len(), HISTORY_LIMIT, "bounded per key");
+    assert_eq!(events[0].by.as_deref(), Some("writer-5"), "the oldest went first");
+    assert_eq!(events[HISTORY_LIMIT - 1].by.as_deref(), Some(format!("writer-{}", writes - 1).as_str()));
+    assert!(events.windows(2).all(|pair| pair[0].at < pair[1].at), "in the order they happened");
+    let since = HistoryRequest::new(queue("orders"), key("busy"), at_secs(writes - 3));
+    let recent = store.history(since).await.expect("history");
+    assert_eq!(recent.len(), 3, "{recent:#?}");
+    assert!(recent.iter().all(|event| event.kind == EventKind::Replaced));
+    let other = HistoryRequest::new(queue("other"), key("busy"), Timestamp::EPOCH);
+    assert!(store.history(other).await.expect("history").is_empty(), "a history is its queue's");
+}
+
+/// `sweep_history` forgets the keys nothing happened to since its cutoff, done tasks'
+/// and live ones' alike, and only those; a queue whose only trace is a history is among
+/// `queue_names`.
+pub async fn sweeping_histories_forgets_the_keys_quiet_since_the_cutoff<S: Store>(store: S) {
+    for name in ["old-done", "old-waiting"] {
+        create(&store, new_task("quiet", name, at_secs(60)), T0).await;
+    }
+    create(&store, new_task("quiet", "busy", at_secs(60)), T0).await;
+    create(&store, new_task("loud", "old", at_secs(60)), T0).await;
+    let done = lease(&store, "quiet", 3, secs(10_000), at_secs(60)).await.leases;
+    for lease in done {
+        match lease.token.key.as_str() {
+            "old-done" => complete_ok(&store, &lease.token, Completion::Done, at_secs(61)).await,
+            "old-waiting" => {
+                let later = Completion::Reschedule { at: at_secs(100_000), anchor: at_secs(100_000) };
+                complete_ok(&store, &lease.token, later, at_secs(61)).await;
+            }
+            _ => complete_ok(&store, &lease.token, Completion::Done, at_secs(5_000)).await,
+        }
+    }
+    assert!(store.queue_names().await.expect("queue_names").contains(&queue("quiet")));
+
+    let mut swept = 0;
+    loop {
+        let batch = store
+            .sweep_history(HistorySweepRequest::new(queue("quiet"), at_secs(1_000), 1))
+            .await
+            .expect("sweep_history");
+        assert!(batch <= 1, "at most the limit");
+        if batch == 0 {
+            break;
+        }
+        swept += batch;
+    }
+    assert_eq!(swept, 2, "old-done and old-waiting were quiet since 61 s");
+    assert!(history_of(&store, "quiet", "old-done").await.is_empty());
+    assert!(history_of(&store, "quiet", "old-waiting").await.is_empty());
+    assert_eq!(kinds(&history_of(&store, "quiet", "busy").await), ["created", "leased", "acked"]);
+    assert_eq!(history_of(&store, "loud", "old").await.len(), 1, "another queue's history is left alone");
+    assert!(stored(&store, "quiet", "old-waiting").await.state == TaskState::Scheduled, "the task stays");
+}
+
+/// A lease of a grouped task (a store's group path) tells it like any lease.
+pub async fn a_grouped_tasks_lease_is_told<S: Store>(store: S) {
+    let mut task = new_task("orders", "in-group", T0);
+    task.group = Some(Group::new("customer-1").expect("a valid group"));
+    create(&store, task, T0).await;
+    let request = LeaseRequest::new(queue("orders"), 1, secs(30), at_secs(1)).group_limit(Some(1)).by(by("worker-3"));
+    let leased = store.lease(request).await.expect("lease");
+    assert_eq!(keys_of(&leased.leases), ["in-group"]);
+    let events = history_of(&store, "orders", "in-group").await;
+    assert_eq!(kinds(&events), ["created", "leased"], "{events:#?}");
+    assert_eq!(
+        (events[1].by.as_deref(), events[1].attempt, events[1].lease),
+        (Some("worker-3"), Some(1), Some(leased.leases[0].token.fence))
+    );
+}
