@@ -249,11 +249,11 @@ impl Store for RedisStore {
         self.open()?.get_many(keys).await
     }
 
-    async fn cancel(&self, queue: &QueueName, key: &TaskKey) -> Result<bool> {
+    async fn cancel(&self, queue: &QueueName, key: &TaskKey, _by: Option<&punctual_core::Actor>) -> Result<bool> {
         self.open()?.cancel(queue, key).await
     }
 
-    async fn cancel_tag(&self, queue: &QueueName, tag: &Tag) -> Result<u64> {
+    async fn cancel_tag(&self, queue: &QueueName, tag: &Tag, _by: Option<&punctual_core::Actor>) -> Result<u64> {
         self.open()?.cancel_tag(queue, tag).await
     }
 
@@ -314,10 +314,16 @@ impl Store for RedisStore {
         self.open()?.sweep_dead(&req).await
     }
 
-    async fn delete_dead(&self, queue: &QueueName, key: &TaskKey) -> Result<bool> {
+    async fn delete_dead(&self, queue: &QueueName, key: &TaskKey, _by: Option<&punctual_core::Actor>) -> Result<bool> {
         self.open()?.delete_dead(queue, key).await
     }
 
+    async fn history(&self, _req: punctual_core::HistoryRequest) -> Result<Vec<punctual_core::history::HistoryEvent>> {
+        Err(punctual_core::Error::Internal("LOCAL PLACEHOLDER".into()))
+    }
+    async fn sweep_history(&self, _req: punctual_core::HistorySweepRequest) -> Result<u64> {
+        Err(punctual_core::Error::Internal("LOCAL PLACEHOLDER".into()))
+    }
     async fn queue_names(&self) -> Result<Vec<QueueName>> {
         // The registry: every queue a process wrote to, by name.
         Ok(self.open()?.queues().await?.into_keys().collect())
