@@ -1,11 +1,13 @@
-//! "What happened to my task?" through the real binary: each change made over HTTP is
-//! in the task's history under the name of the token that made it, a webhook's answers
-//! are kept with each try, the history outlives the task, `punctual history` prints it,
-//! and reading it takes the `read` permission on the queue.
+//! "What happened to my task?" and "who changed this queue?" through the real binary:
+//! each change made over HTTP is in the task's history under the name of the token that
+//! made it, a webhook's answers are kept with each try, the history outlives the task,
+//! `punctual history` prints it, and reading it takes `read` on the queue; queue,
+//! calendar and access changes are in the audit, newest first, which takes `admin`.
 //!
 //! Guards against: a change told without its author (or with the token itself), a
 //! delivery whose status and answer are lost, a history that goes with its task, a CLI
-//! that cannot show it, and a history readable without `read`.
+//! that cannot show it, a history readable without `read`, and an audit that misses a
+//! change, pages wrongly or is readable without `admin`.
 
 use crate::common;
 
@@ -138,4 +140,58 @@ url = "http://{}/hook"
         None,
         "read is needed on the queue",
     );
+}
+
+#[test]
+fn the_audit_names_who_changed_queues_calendars_and_access_newest_first() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let config = dir.path().join("punctual.toml");
+    let text = format!(
+        "[[access]]\nname = \"ops\"\ntoken = \"{OPS}\"\npermissions = [\"admin\", \"schedule\", \"read\"]\n\n\
+         [[access]]\nname = \"shop\"\ntoken = \"{SHOP}\"\npermissions = [\"schedule\", \"read\"]\n"
+    );
+    std::fs::write(&config, &text).expect("write the config file");
+    let server = start(server_builder().arg("--config").arg(&config));
+    let ops = Api::of(&server).token(OPS);
+
+    ops.put("/v1/queues/order.cancel/settings", json!({"defaults": {"max_attempts": 3}})).expect(201, "settings");
+    ops.post("/v1/queues/order.cancel/pause", json!({})).expect(200, "pause");
+    ops.schedule("order.cancel", "o-1", json!({"delay": "1h"})).expect(201, "a task");
+    ops.delete("/v1/queues/order.cancel/tasks?state=scheduled").expect(200, "purge");
+    let calendar = json!({"tz": "UTC", "hours": {"mon": ["09:00-17:00"]}});
+    ops.put("/v1/calendars/office", calendar).expect(201, "a calendar");
+    // The access rules read again: told, with what was read.
+    std::fs::write(&config, format!("{text}\n[[access]]\nname = \"extra\"\ntoken = \"x-token-1\"\n"))
+        .expect("rewrite the config file");
+    let pid = server.pid().expect("the server runs");
+    let status = Command::new("kill").args(["-HUP", &pid.to_string()]).status().expect("run kill");
+    assert!(status.success(), "kill -HUP {pid}");
+    server.wait_for_log("SIGHUP: access rules reloaded", std::time::Duration::from_secs(20)).expect("reloaded");
+
+    let audit = ops.get_until("/v1/audit", "the reload's entry", |resp| {
+        resp.json["entries"]
+            .as_array()
+            .is_some_and(|entries| entries.first().is_some_and(|e| e["action"] == "access.reload"))
+    });
+    let entries = audit.json["entries"].as_array().expect("entries");
+    let actions: Vec<&str> = entries.iter().map(|e| e["action"].as_str().expect("action")).collect();
+    assert_eq!(actions, ["access.reload", "calendar.set", "queue.purge", "queue.pause", "queue.settings.set"]);
+    assert!(entries[1..].iter().all(|e| e["by"] == "ops"), "{entries:#?}");
+    assert_eq!(entries[0]["detail"]["scoped"], 3, "{:#}", entries[0]);
+    assert_eq!(entries[1]["calendar"], "office");
+    assert_eq!(entries[2]["detail"], json!({"state": "scheduled", "cancelled": 1}));
+    assert_eq!(
+        (entries[3]["queue"].as_str(), entries[4]["detail"]["defaults"]["max_attempts"].as_u64()),
+        (Some("order.cancel"), Some(3))
+    );
+    assert!(audit.json["next_cursor"].is_null(), "one page");
+
+    // Paging, and the permission it takes.
+    let first = ops.get("/v1/audit?limit=2");
+    let first = first.expect(200, "a page of two");
+    let cursor = first["next_cursor"].as_str().expect("more pages");
+    let second = ops.get(&format!("/v1/audit?limit=2&cursor={cursor}"));
+    assert_eq!(second.expect(200, "the next page")["entries"][0]["action"], "queue.purge");
+    ops.get("/v1/audit?limit=0").expect_error(400, "invalid_argument", Some("limit"), "a page of nothing");
+    Api::of(&server).token(SHOP).get("/v1/audit").expect_error(403, "forbidden", None, "the audit takes admin");
 }

@@ -280,6 +280,7 @@ pub const API_ROUTES: &[(&str, &str)] = &[
     ("GET", "/"),
     ("GET", "/openapi.json"),
     ("GET", "/v1/access"),
+    ("GET", "/v1/audit"),
 ];
 
 /// A concrete path for a template.
