@@ -8,6 +8,7 @@ use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 use axum::{Extension, Json};
 use punctual_core::Store;
+use punctual_core::history::{acting, acting_as};
 
 use super::{Answer, echoed};
 use crate::bodies::schema;
@@ -45,11 +46,18 @@ pub(crate) async fn lease<S: Store>(
     let cancel = state.inner.shutdown.child_token();
     let _stop_waiting = cancel.clone().drop_guard();
     let (answer, answered) = tokio::sync::oneshot::channel();
+    // The request's actor is task-local: it does not cross into the spawned task by
+    // itself, and the leases' history names the caller.
+    let actor = acting();
     tokio::spawn(async move {
         let result = if cancel.is_cancelled() {
             Ok(Vec::new())
         } else {
-            engine.lease_cancellable(&queue, options, &cancel).await
+            let leasing = engine.lease_cancellable(&queue, options, &cancel);
+            match actor {
+                Some(actor) => acting_as(actor, leasing).await,
+                None => leasing.await,
+            }
         };
         let held = result.map(|leases| {
             let tokens = leases.iter().map(|l| l.token.clone()).collect();
