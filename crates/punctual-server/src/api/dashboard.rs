@@ -28,6 +28,7 @@ const FILES: &[(&str, &str, &str)] = &[
     ("format.js", JAVASCRIPT, include_str!("../dashboard/format.js")),
     ("forms.js", JAVASCRIPT, include_str!("../dashboard/forms.js")),
     ("groups.js", JAVASCRIPT, include_str!("../dashboard/groups.js")),
+    ("history.js", JAVASCRIPT, include_str!("../dashboard/history.js")),
     ("overview.js", JAVASCRIPT, include_str!("../dashboard/overview.js")),
     ("page.js", JAVASCRIPT, include_str!("../dashboard/page.js")),
     ("queue.js", JAVASCRIPT, include_str!("../dashboard/queue.js")),

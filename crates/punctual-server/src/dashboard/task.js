@@ -1,26 +1,32 @@
-// "#/task/<q>/<key>": one task, with its HTTP target when it carries one, and the
-// buttons the token may use (cancel with `schedule`, retry a dead task with `admin`).
+// "#/task/<q>/<key>": one task, with its HTTP target when it carries one, the buttons
+// the token may use (cancel with `schedule`, retry a dead task with `admin`) and its
+// history (history.js, with `read`). A task that is gone (done, cancelled, deleted)
+// shows its history when the server still keeps one, else that there is no such task.
 
 import { api } from "./api.js";
 import { may } from "./access.js";
 import { h, enc } from "./dom.js";
 import { relative, shortTime } from "./format.js";
 import { groupHash } from "./groups.js";
+import { historyPanel, taskHistory } from "./history.js";
 import { act, confirmThen } from "./page.js";
 import { queueHash } from "./queue.js";
 
 export async function taskPage(queue, key) {
-  let task;
-  try {
-    task = await api("GET", `/v1/queues/${enc(queue)}/tasks/${enc(key)}`);
-  } catch (err) {
-    if (err.status !== 404) throw err;
-    return [
-      h("h1", {}, h("a", { href: `#/queue/${enc(queue)}` }, queue), " / ", key),
-      h("div", { class: "panel", id: "task-missing" }, "No such task: it was never scheduled, or it is done or cancelled."),
-    ];
-  }
   const path = `/v1/queues/${enc(queue)}/tasks/${enc(key)}`;
+  const [task, history] = await Promise.all([
+    api("GET", path).catch((err) => {
+      if (err.status === 404) return null;
+      throw err;
+    }),
+    taskHistory(queue, key),
+  ]);
+  const title = h("h1", {}, h("a", { href: `#/queue/${enc(queue)}` }, queue), " / ", key);
+  if (!task) {
+    return history
+      ? [title, h("h2", { id: "task-gone" }, "This task is gone; what happened to it:"), historyPanel(history)]
+      : [title, h("div", { class: "panel", id: "task-missing" }, "No such task: it was never scheduled, or it is done or cancelled.")];
+  }
   const fields = [
     ["State", h("span", { class: `pill ${task.state}`, id: "task-state" }, task.state)],
     ["Due", `${shortTime(task.due_at)} (${relative(task.due_at)})`],
@@ -51,13 +57,15 @@ export async function taskPage(queue, key) {
     buttons.push(h("button", { class: "retry", onclick: (e) => act(e, "POST", `/v1/queues/${enc(queue)}/dead/${enc(key)}/retry`, `Retried ${key}`) }, "Retry"));
   }
   return [
-    h("h1", {}, h("a", { href: `#/queue/${enc(queue)}` }, queue), " / ", key),
+    title,
     h("div", { class: "panel" },
       h("dl", { class: "task" }, fields.map(([k, v]) => [h("dt", {}, k), h("dd", {}, v)])),
       h("div", { class: "actions" }, buttons),
       task.target ? [h("h2", {}, "HTTP target"), targetTable(task.target)] : null,
       h("h2", {}, "Payload"),
       h("pre", {}, JSON.stringify(task.payload, null, 2))),
+    history ? h("h2", {}, "History") : null,
+    history ? historyPanel(history) : null,
   ];
 }
 

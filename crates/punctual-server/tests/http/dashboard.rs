@@ -65,7 +65,7 @@ async fn every_module_the_page_loads_is_javascript_revalidated_and_needs_no_toke
         assert_eq!(cache_control, "no-cache", "GET {path}");
         pending.extend(imports(&text));
     }
-    for module in ["/dashboard/calendars.js", "/dashboard/queue.js", "/dashboard/dom.js"] {
+    for module in ["/dashboard/calendars.js", "/dashboard/queue.js", "/dashboard/dom.js", "/dashboard/history.js"] {
         assert!(loaded.contains(module), "{module} is loaded: {loaded:?}");
     }
 
