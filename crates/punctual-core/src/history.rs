@@ -389,7 +389,7 @@ pub fn encode(event: &HistoryEvent) -> String {
 pub fn decode(text: &str) -> Result<HistoryEvent> {
     let stored: Stored = serde_json::from_str(text)
         .map_err(|e| Error::Internal(format!("stored data cannot be read: history event {text:?}: {e}")))?;
-    let report = (stored.ms.is_some() || stored.st.is_some() || stored.a.is_some()).then(|| DeliveryReport {
+    let report = (stored.ms.is_some() || stored.st.is_some() || stored.a.is_some()).then_some(DeliveryReport {
         took_ms: stored.ms,
         status: stored.st,
         answer: stored.a,

@@ -106,6 +106,10 @@ impl Delivery {
     }
 }
 
+/// What a delivery's far end answered: an HTTP status (if any) and the body's first
+/// bytes.
+type NotedAnswer = (Option<u16>, String);
+
 /// A delivery's hold on its lease: renews it on request, and remembers when the store
 /// said it was lost, so the worker does not complete it.
 #[derive(Clone)]
@@ -113,7 +117,7 @@ struct LeaseHold {
     renew: Arc<dyn Renew>,
     lost: Arc<AtomicBool>,
     /// What [`Delivery::note_answer`] noted.
-    answer: Arc<std::sync::Mutex<Option<(Option<u16>, String)>>>,
+    answer: Arc<std::sync::Mutex<Option<NotedAnswer>>>,
 }
 
 impl fmt::Debug for LeaseHold {
