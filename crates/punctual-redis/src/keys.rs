@@ -34,6 +34,8 @@
 //! | `…:seq` | string counter | the last fence handed out in the shard |
 //! | `…:completed:<key>` | string, expiring | the completion record of the dedupe window of `<key>`'s task that completed (`lua/complete.lua`), `"<completed_at>,<id>,<attempts>,<occurrence>,<unique_until>"` in ms, expiring at `unique_until` |
 //! | `…:completions` | ZSet, scores 0 | task keys of the shard's completion records, the index by which `Store::completions` pages them by key (`completions`): filled by that paging from a `SCAN` of the `completed:*` keys, an entry dropped once its record is gone; expires when the latest record it names ends |
+//! | `…:history` | Hash | key → the key's history (`punctual_core::history`): `"<count>"`, then `"\n<event>"` for each of its latest [`HISTORY_LIMIT`](punctual_core::history::HISTORY_LIMIT) events, oldest first, each one compact JSON object as `history::encode` writes it (`lua/common.lua`, `tell`); kept when the task goes, until `Store::sweep_history` |
+//! | `…:history:latest` | ZSet | key → when the latest event of its history happened, ms: the index by which `lua/sweep_history.lua` finds the histories quiet since a cutoff |
 //! | `…:outbox` | ZSet | `"<outbox>\n<row id>"` → when the row was applied, ms: the marks of the outbox rows this shard applied (`Store::apply_once`), each written by the script that applied the row, with its effect; kept at least `MARK_RETENTION` (7 days), each script that writes one first dropping at most 100 older marks. Passed only to the scripts that apply a row (see [`ShardKeys::outbox_marks`]) |
 //! | `<p>:{<queue>}:rate` | List | start times (ms) of the queue's latest rate-limit slots, at most the rate's count, shared by every process (`lua/rate.lua`); expires a window after the newest |
 //! | `<p>:queues` | Hash | queue name → its number of shards (the registry), and `<queue>#hash-tags` → `1` for a queue whose keys' hash tags place them (written with the count by `lua/register_queue.lua`; absent for a queue an earlier punctual registered, whose keys are placed whole) |
@@ -99,7 +101,7 @@
 
 use punctual_core::{Lane, QueueName, TaskKey};
 
-/// The keys of one shard of one queue. Scripts take them as `KEYS[1..23]` in the order
+/// The keys of one shard of one queue. Scripts take them as `KEYS[1..25]` in the order
 /// of [`ShardKeys::in_script_order`] (the header of `lua/common.lua`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ShardKeys {
@@ -142,6 +144,10 @@ pub(crate) struct ShardKeys {
     pub(crate) group_slots: String,
     /// Each group of `group_slots` by the latest end of its slots.
     pub(crate) group_slot_ends: String,
+    /// Each task key's history, kept when its task goes.
+    pub(crate) history: String,
+    /// Each task key of `history` by the time of its latest event.
+    pub(crate) history_latest: String,
     /// The marks of the outbox rows applied in this shard. Not one of the keys every
     /// script gets ([`ShardKeys::in_script_order`]): only a schedule, delete or
     /// cancel_tag script that applies a row touches marks, so only such a call passes
@@ -185,6 +191,8 @@ impl ShardKeys {
             groups_ready_target: key("groups:target:ready"),
             group_slots: key("groups:slots"),
             group_slot_ends: key("groups:slots:ends"),
+            history: key("history"),
+            history_latest: key("history:latest"),
             outbox_marks: key("outbox"),
             completed: key("completed:"),
             completions: key("completions"),
@@ -193,7 +201,7 @@ impl ShardKeys {
 
     /// The key of the completion record of `key`'s dedupe window, in this shard (the
     /// task's): under the shard's hash tag, so the scripts that read and write it with
-    /// the task stay on one Cluster node. Scripts take them after `KEYS[1..23]`.
+    /// the task stay on one Cluster node. Scripts take them after `KEYS[1..25]`.
     pub(crate) fn completion(&self, key: &TaskKey) -> String {
         self.completion_of(key.as_str())
     }
@@ -223,8 +231,8 @@ impl ShardKeys {
         record_key.strip_prefix(self.completed.as_str())
     }
 
-    /// `KEYS[1..23]` of every shard script, as `lua/common.lua` numbers them.
-    pub(crate) fn in_script_order(&self) -> [&str; 23] {
+    /// `KEYS[1..25]` of every shard script, as `lua/common.lua` numbers them.
+    pub(crate) fn in_script_order(&self) -> [&str; 25] {
         [
             &self.scheduled,
             &self.leases,
@@ -249,6 +257,8 @@ impl ShardKeys {
             &self.groups_ready_target,
             &self.group_slots,
             &self.group_slot_ends,
+            &self.history,
+            &self.history_latest,
         ]
     }
 

@@ -32,6 +32,9 @@
 --   KEYS[22] groups:slots Hash group -> its group_rate slots, "<at>+<until - at>" in ms
 --     each, separated by ' ' (only the lease script reads or writes it: group_slots.lua)
 --   KEYS[23] groups:slots:ends ZSet group -> the latest until ms of its slots in KEYS[22]
+--   KEYS[24] history Hash key -> its history: "<count>", then "\n<event>" for each of
+--     its latest HISTORY_LIMIT events, oldest first (see tell below)
+--   KEYS[25] history:latest ZSet key -> when the latest event of its history happened, ms
 -- (schedule.lua and complete.lua get more after these: KEYS[SHARD_KEYS + i], the
 -- completion record key of the call's i-th task, under the same hash tag; see keys.rs;
 -- and schedule.lua, delete.lua and cancel_tag.lua, when they apply an outbox row, the
@@ -111,7 +114,74 @@ local function int(n)
 end
 
 -- How many keys of the shard every script gets first (those above).
-local SHARD_KEYS = 23
+local SHARD_KEYS = 25
+
+-- History (punctual_core::history): every script that changes a task tells it, one
+-- event per task it changes (`tell`), and writes the events told at its end
+-- (`save_history`) with one HMGET and one HSET of KEYS[24] and one ZADD of KEYS[25],
+-- whatever the number of tasks: the history is written in the change's atomic step.
+-- An event is one JSON object as history::encode writes it (short names, fields at
+-- their empty value left out), made here from numbers and fixed names, and from what
+-- the caller gives already encoded as JSON members (`fields`, each after a ',': who
+-- did it, an ack's outcome, error and delivery report, a cancel's tag), so a script
+-- encodes no text of its own but a reaped lease's error (cjson). A key's history keeps
+-- its HISTORY_LIMIT latest events; it outlives the task, and a task created again
+-- under the key adds to it. One Hash per shard, not a key per task: the scripts that
+-- find their tasks in an index (lease, reap, purge, cancel_tag, sweep_dead) could not
+-- name a key per task in KEYS.
+local HISTORY, HISTORY_LATEST, HISTORY_LIMIT = 24, 25, 100
+local STATE_NAME = { [0] = 'scheduled', 'leased', 'dead' }
+-- The events told, by key, in order; the keys, in the order first told; and when the
+-- latest event told of each key happened.
+local told, told_keys, told_at = {}, {}, {}
+
+-- Tells that `kind` happened to `key` at `at`, leaving it in state `st` (nil: gone),
+-- with `fields` ('' or JSON members, each after a ',').
+local function tell(key, at, kind, st, fields)
+  local event
+  if st == nil then
+    event = '{"t":' .. int(at) .. ',"e":"' .. kind .. '"' .. fields .. '}'
+  else
+    event = '{"t":' .. int(at) .. ',"e":"' .. kind .. '","s":"' .. STATE_NAME[st] .. '"' .. fields .. '}'
+  end
+  local events = told[key]
+  if events == nil then
+    told[key] = { event }
+    told_keys[#told_keys + 1] = key
+  else
+    events[#events + 1] = event
+  end
+  told_at[key] = at
+end
+
+-- Appends the events told to their keys' histories, dropping the oldest past
+-- HISTORY_LIMIT, and indexes each key by its latest event.
+local function save_history()
+  if #told_keys == 0 then return end
+  local stored = redis.call('HMGET', KEYS[HISTORY], unpack(told_keys))
+  local written, latest = {}, {}
+  for i, key in ipairs(told_keys) do
+    local events = told[key]
+    local count, before = #events, ''
+    if stored[i] then
+      local n, from = string.match(stored[i], '^(%d+)()')
+      count, before = count + tonumber(n), string.sub(stored[i], from)
+    end
+    local all = before .. '\n' .. table.concat(events, '\n')
+    if count > HISTORY_LIMIT then
+      -- Each event opens with its '\n': the oldest kept opens at the (drop + 1)th.
+      local at = 1
+      for _ = 1, count - HISTORY_LIMIT do at = string.find(all, '\n', at + 1, true) end
+      all, count = string.sub(all, at), HISTORY_LIMIT
+    end
+    written[#written + 1] = key
+    written[#written + 1] = int(count) .. all
+    latest[#latest + 1] = int(told_at[key])
+    latest[#latest + 1] = key
+  end
+  redis.call('HSET', KEYS[HISTORY], unpack(written))
+  redis.call('ZADD', KEYS[HISTORY_LATEST], unpack(latest))
+end
 
 -- Outbox rows (Store::apply_once). A schedule, delete or cancel_tag that applies a row
 -- gets, after its other KEYS, the shard's outbox marks as its last key: a ZSet of
@@ -302,7 +372,7 @@ end
 
 -- The scheduled record `rec` leased with `fence` from `now` for `lease_ms`: what
 -- encode(t) writes after decode(rec) and those changes, the debounce bound cleared (a
--- lease ends the burst). In format 2 without a bound only the fields that change
+-- lease ends the burst); and the task's attempts (for the history's event). In format 2 without a bound only the fields that change
 -- (lease, fence, age) are made anew, between the header's first five fields and its
 -- fields from the ninth on, both copied as written, found by their commas without
 -- splitting the header. A record with a bound (a 16th field not empty, found by one
@@ -324,7 +394,7 @@ local function leased(rec, fence, now, lease_ms)
   if not format_2 or (bound and bound ~= '') then
     local t = decode(rec)
     t.st, t.fence, t.exp, t.updated, t.dbu = 1, fence, now + lease_ms, now, nil
-    return encode(t)
+    return encode(t), t.att
   end
   local fields = #commas + 1
   local lead = ''
@@ -338,8 +408,11 @@ local function leased(rec, fence, now, lease_ms)
   end
   local age = unless(now - (due - field(lead, 0)), 0, b36)
   local rest = string.sub(rec, commas[8] or bar)
+  -- The ninth field, the attempts, opens `rest` after its comma (none: 0).
+  local att = 0
+  if commas[8] then att = field(string.match(rest, '^,([^,|]*)'), 0) end
   if age ~= '' or commas[8] then age = ',' .. age end
-  return 'L' .. first_five .. b36(lease_ms) .. ',' .. b36(fence) .. age .. rest
+  return 'L' .. first_five .. b36(lease_ms) .. ',' .. b36(fence) .. age .. rest, att
 end
 
 -- What a completion that deletes the task needs of `rec`: state, id, ver, fence, exp,
@@ -557,13 +630,14 @@ local function place(key, t)
 end
 
 -- Puts the dead task `key` (record `t`) back to work, due `now`, attempts 0,
--- last_error kept; the new record.
-local function revive(key, t, now)
+-- last_error kept, telling it with `fields` (see tell); the new record.
+local function revive(key, t, now, fields)
   unplace(key, t)
   t.st, t.due, t.att, t.updated = 0, now, 0, now
   local rec = encode(t)
   redis.call('HSET', KEYS[5], key, rec)
   arm(key, t)
+  tell(key, now, 'retried', 0, ',"d":' .. int(now) .. fields)
   return rec
 end
 

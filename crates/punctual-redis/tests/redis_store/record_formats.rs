@@ -232,8 +232,8 @@ async fn tasks_stored_in_format_1_are_served_as_before_and_new_ones_in_format_2(
     store.complete(CompleteRequest::new(token, Completion::Done, at(4))).await.expect("done");
 
     // Cancelled, one by key and one by tag.
-    assert!(store.cancel(&q, &key("later")).await.expect("cancel"));
-    assert_eq!(store.cancel_tag(&q, &Tag::new("urgent").expect("a tag")).await.expect("cancel by tag"), 1);
+    assert!(store.cancel(&q, &key("later"), None).await.expect("cancel"));
+    assert_eq!(store.cancel_tag(&q, &Tag::new("urgent").expect("a tag"), None).await.expect("cancel by tag"), 1);
 
     // Replaced: the task keeps its id and creation, and is written in format 2.
     assert!(record("repeating").starts_with("0,"), "{}", record("repeating"));
