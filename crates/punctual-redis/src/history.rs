@@ -19,13 +19,18 @@
 //!   not name a key per task in `KEYS`, and a Cluster needs every key named; the Hash
 //!   also lets a script write all its events with one `HMGET`, one `HSET` and one
 //!   `ZADD`, however many tasks it changes.
-//! - **Sweeps**: [`Shared::sweep_history`] deletes a shard's quiet histories with one
-//!   script (`lua/sweep_history.lua`), the index and the Hash together, shard after
-//!   shard until the request's limit.
+//! - **Index**: `history:latest` scores a key by its history's first event, at or
+//!   before its latest: only a script that starts a history writes it (no `ZADD` for
+//!   every event on the hot paths), and a sweep reads the latest event of each key it
+//!   finds before its cutoff, deleting the quiet ones and scoring the others by their
+//!   latest. So the index holds a key exactly while the Hash does.
+//! - **Sweeps**: [`Shared::sweep_history`] deletes a shard's quiet histories with
+//!   bounded scripts (`lua/sweep_history.lua`), the index and the Hash together, shard
+//!   after shard until the request's limit.
 
 use punctual_core::history::{self, Actor, HistoryEvent};
 use punctual_core::store::{CompleteRequest, HistoryRequest, HistorySweepRequest, corrupt};
-use punctual_core::{Result, Tag};
+use punctual_core::{Result, Tag, Timestamp};
 use serde::Serialize;
 
 use crate::keys::ShardKeys;
@@ -37,6 +42,10 @@ use crate::{SCRIPT_BATCH, Shared};
 pub(crate) struct Fields<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     by: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    l: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    d: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     o: Option<history::AckOutcome>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -62,10 +71,13 @@ impl<'a> Fields<'a> {
         Fields { g: Some(tag.as_str()), ..Fields::by(by) }
     }
 
-    /// An ack: the completion's outcome and error, who completes, what the delivery saw.
+    /// An ack: the lease's fence, when the task is due again, the completion's outcome
+    /// and error, who completes, what the delivery saw.
     pub(crate) fn acked(req: &'a CompleteRequest) -> Fields<'a> {
         let report = req.report.as_ref();
         Fields {
+            l: Some(req.token.fence),
+            d: req.completion.next_due().map(Timestamp::as_millis),
             o: Some(req.completion.outcome()),
             x: req.completion.error().map(history::clip),
             ms: report.and_then(|report| report.took_ms),
@@ -107,18 +119,20 @@ impl Shared {
         Ok(events)
     }
 
-    /// Shard by shard, one script per shard and [`SCRIPT_BATCH`], until `req.limit`
-    /// histories are deleted or no shard holds more quiet ones.
+    /// Shard by shard, in scripts that each look at up to [`SCRIPT_BATCH`] keys, until
+    /// `req.limit` histories are deleted or no shard holds more quiet ones (a script
+    /// may delete none while it moves keys that were not quiet out of the cutoff's
+    /// reach: the walk goes on, so a call that deletes none means none is left).
     pub(crate) async fn sweep_history(&self, req: &HistorySweepRequest) -> Result<u64> {
         let mut left = u64::from(req.limit.max(1));
         let mut deleted = 0;
         for shard in 0..self.shard_count(&req.queue, false).await? {
             while left > 0 {
                 let batch = left.min(SCRIPT_BATCH as u64);
-                let swept = self.on(&req.queue, shard).sweep_history(req.before, batch).await?;
-                deleted += swept;
-                left -= swept;
-                if swept < batch {
+                let swept = self.on(&req.queue, shard).sweep_history(req.before, batch, SCRIPT_BATCH as u64).await?;
+                deleted += swept.deleted;
+                left -= swept.deleted;
+                if !swept.more {
                     break;
                 }
             }
@@ -135,7 +149,7 @@ mod tests {
     use super::*;
     use punctual_core::history::{AckOutcome, DeliveryReport, EventKind, TEXT_LIMIT};
     use punctual_core::store::{Completion, LeaseToken};
-    use punctual_core::{QueueName, TaskKey, TaskState, Timestamp};
+    use punctual_core::{QueueName, TaskKey, TaskState};
 
     fn token() -> LeaseToken {
         LeaseToken::new(QueueName::new("q").unwrap(), TaskKey::new("k").unwrap(), 1, 1, 3)
@@ -148,7 +162,7 @@ mod tests {
         let tag = Tag::new("t").unwrap();
         assert_eq!(Fields::tagged(None, &tag).members(), r#","g":"t""#);
         let done = CompleteRequest::new(token(), Completion::Done, Timestamp::EPOCH);
-        assert_eq!(Fields::acked(&done).members(), r#","o":"done""#);
+        assert_eq!(Fields::acked(&done).members(), r#","l":3,"o":"done""#);
     }
 
     /// What a script makes of the caller's fields reads back as the event they tell,
@@ -165,7 +179,7 @@ mod tests {
         assert!(!members.contains('\n'), "one line: {members}");
         // As lua/lease.lua and lua/complete.lua make them.
         let leased = r#"{"t":5,"e":"leased","s":"leased","n":1,"l":3,"u":35}"#;
-        let acked = format!(r#"{{"t":7,"e":"acked","s":"scheduled","n":1,"l":3,"d":9{members}}}"#);
+        let acked = format!(r#"{{"t":7,"e":"acked","s":"scheduled","n":1{members}}}"#);
         let events = events(&format!("2\n{leased}\n{acked}")).unwrap();
         let [leased, acked] = &events[..] else { panic!("{events:?}") };
         assert_eq!((leased.kind, leased.state), (EventKind::Leased, Some(TaskState::Leased)));

@@ -35,7 +35,7 @@
 //! | `…:completed:<key>` | string, expiring | the completion record of the dedupe window of `<key>`'s task that completed (`lua/complete.lua`), `"<completed_at>,<id>,<attempts>,<occurrence>,<unique_until>"` in ms, expiring at `unique_until` |
 //! | `…:completions` | ZSet, scores 0 | task keys of the shard's completion records, the index by which `Store::completions` pages them by key (`completions`): filled by that paging from a `SCAN` of the `completed:*` keys, an entry dropped once its record is gone; expires when the latest record it names ends |
 //! | `…:history` | Hash | key → the key's history (`punctual_core::history`): `"<count>"`, then `"\n<event>"` for each of its latest [`HISTORY_LIMIT`](punctual_core::history::HISTORY_LIMIT) events, oldest first, each one compact JSON object as `history::encode` writes it (`lua/common.lua`, `tell`); kept when the task goes, until `Store::sweep_history` |
-//! | `…:history:latest` | ZSet | key → when the latest event of its history happened, ms: the index by which `lua/sweep_history.lua` finds the histories quiet since a cutoff |
+//! | `…:history:latest` | ZSet | each key of `history` → a time at or before its latest event, ms: of its first event (written only by the script that starts the history), or of its latest as a sweep last read it; the index by which `lua/sweep_history.lua` finds the histories that may be quiet since a cutoff |
 //! | `…:outbox` | ZSet | `"<outbox>\n<row id>"` → when the row was applied, ms: the marks of the outbox rows this shard applied (`Store::apply_once`), each written by the script that applied the row, with its effect; kept at least `MARK_RETENTION` (7 days), each script that writes one first dropping at most 100 older marks. Passed only to the scripts that apply a row (see [`ShardKeys::outbox_marks`]) |
 //! | `<p>:{<queue>}:rate` | List | start times (ms) of the queue's latest rate-limit slots, at most the rate's count, shared by every process (`lua/rate.lua`); expires a window after the newest |
 //! | `<p>:queues` | Hash | queue name → its number of shards (the registry), and `<queue>#hash-tags` → `1` for a queue whose keys' hash tags place them (written with the count by `lua/register_queue.lua`; absent for a queue an earlier punctual registered, whose keys are placed whole) |
@@ -146,7 +146,7 @@ pub(crate) struct ShardKeys {
     pub(crate) group_slot_ends: String,
     /// Each task key's history, kept when its task goes.
     pub(crate) history: String,
-    /// Each task key of `history` by the time of its latest event.
+    /// Each task key of `history` by a time at or before its latest event.
     pub(crate) history_latest: String,
     /// The marks of the outbox rows applied in this shard. Not one of the keys every
     /// script gets ([`ShardKeys::in_script_order`]): only a schedule, delete or
@@ -459,6 +459,34 @@ mod tests {
             // A group whose lease ended wakes consumers: published after it is noted.
             let published = script.rfind("publish_wakeup()");
             assert!(published.is_some_and(|at| at > saved), "{name}.lua publishes before save_groups() or never");
+        }
+    }
+
+    #[test]
+    fn every_script_that_tells_an_event_saves_the_history_after() {
+        // Events are written by `save_history` only (`lua/common.lua`): a script that
+        // tells one must call it after its last `tell`, or the change goes untold.
+        let scripts = [
+            ("schedule", include_str!("lua/schedule.lua")),
+            ("lease", include_str!("lua/lease.lua")),
+            ("complete", include_str!("lua/complete.lua")),
+            ("extend", include_str!("lua/extend.lua")),
+            ("release", include_str!("lua/release.lua")),
+            ("reap", include_str!("lua/reap.lua")),
+            ("retry_dead", include_str!("lua/retry_dead.lua")),
+            ("retry_dead_many", include_str!("lua/retry_dead_many.lua")),
+            ("delete", include_str!("lua/delete.lua")),
+            ("cancel_tag", include_str!("lua/cancel_tag.lua")),
+            ("purge", include_str!("lua/purge.lua")),
+            ("sweep_dead", include_str!("lua/sweep_dead.lua")),
+            ("import", include_str!("lua/import.lua")),
+        ];
+        for (name, script) in scripts {
+            // `revive` (`lua/common.lua`) tells a retry; `acked` (`lua/complete.lua`) an ack.
+            let told = ["tell(", "tell_event(", "acked(", "revive("].iter().filter_map(|call| script.rfind(call)).max();
+            let told = told.unwrap_or_else(|| panic!("{name}.lua tells no event"));
+            let saved = script.rfind("save_history()").unwrap_or_else(|| panic!("{name}.lua never saves the history"));
+            assert!(saved > told, "{name}.lua tells an event after it saved the history");
         }
     }
 

@@ -209,6 +209,14 @@ pub(crate) struct Purged {
     pub(crate) more: bool,
 }
 
+/// What one `lua/sweep_history.lua` call did.
+#[derive(Debug)]
+pub(crate) struct SweptHistories {
+    pub(crate) deleted: u64,
+    /// The shard may hold more histories quiet since the cutoff.
+    pub(crate) more: bool,
+}
+
 /// One batch of a walk over a tag's index entries.
 #[derive(Debug)]
 pub(crate) struct TagBatch {
@@ -680,12 +688,14 @@ impl OnShard<'_> {
     }
 
     /// `lua/sweep_history.lua`: deletes up to `limit` (≥ 1) histories of this shard whose
-    /// latest event is before `before`; how many.
-    pub(crate) async fn sweep_history(&self, before: Timestamp, limit: u64) -> Result<u64> {
+    /// latest event is before `before`, looking at up to `looks` keys; how many, and
+    /// whether the shard may hold more.
+    pub(crate) async fn sweep_history(&self, before: Timestamp, limit: u64, looks: u64) -> Result<SweptHistories> {
         let mut invocation = self.shared.scripts.sweep_history.prepare_invoke();
         invocation.key(&self.keys.history).key(&self.keys.history_latest);
-        invocation.arg(before.as_millis()).arg(limit.max(1));
-        self.shared.conn.invoke(&invocation).await
+        invocation.arg(before.as_millis()).arg(limit.max(1)).arg(looks.max(limit).max(1));
+        let (deleted, more): (u64, i64) = self.shared.conn.invoke(&invocation).await?;
+        Ok(SweptHistories { deleted, more: more == 1 })
     }
 
     /// `lua/list.lua`: up to `limit + 1` tasks after `after`, in (due, key) order.

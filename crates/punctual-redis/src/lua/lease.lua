@@ -120,6 +120,7 @@ if #due > 0 then
   local records = redis.call('HMGET', KEYS[5], unpack(due))
   local fence = redis.call('INCRBY', KEYS[7], #due) - #due
   local exp = int(now + lease_ms)
+  local head = event_head(now, 'leased', 1)
   local written, leases, inflight = {}, {}, {}
   for i, key in ipairs(due) do
     local rec = records[i]
@@ -130,7 +131,7 @@ if #due > 0 then
       fence = fence + 1
       local att
       rec, att = leased(rec, fence, now, lease_ms)
-      tell(key, now, 'leased', 1, ',"n":' .. int(att + 1) .. ',"l":' .. int(fence) .. ',"u":' .. exp .. ARGV[14])
+      tell_event(key, head .. ',"n":' .. dec(att + 1) .. ',"l":' .. dec(fence) .. ',"u":' .. exp .. ARGV[14] .. '}')
       written[#written + 1] = key
       written[#written + 1] = rec
       leases[#leases + 1] = exp

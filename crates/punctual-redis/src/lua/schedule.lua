@@ -111,6 +111,8 @@ local function changed(old, t)
   return ',"c":[' .. table.concat(names, ',') .. ']'
 end
 
+-- The openings of the events of this call's writes, made once each.
+local created_head, replaced_head = nil, nil
 for i = 0, n - 1 do
   local a = 5 + i * 14
   local key, mode, due, max = ARGV[a], ARGV[a + 1], tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])
@@ -156,7 +158,8 @@ for i = 0, n - 1 do
       t = { st = 0, due = due, exp = 0, fence = old.fence, ver = old.ver + 1, att = 0, max = max, occ = 1,
             anc = math.min(scheduled_for, due), id = old.id, created = old.created, updated = now, tags = tags,
             tgt = tgt, pri = pri, dbu = dbu, grp = grp, uq = uq, body = body }
-      tell(key, now, 'replaced', 0, ',"d":' .. int(due) .. changed(old, t) .. fields)
+      replaced_head = replaced_head or event_head(now, 'replaced', 0)
+      tell_event(key, replaced_head .. ',"d":' .. int(due) .. changed(old, t) .. fields .. '}')
     end
   else
     local done = completions[i + 1]
@@ -166,7 +169,11 @@ for i = 0, n - 1 do
     else
       created = true
       if dbu and dbu < due then due = dbu end
-      tell(key, now, 'created', 0, ',"d":' .. int(due) .. fields)
+      -- Due as given (most writes): its text as given.
+      local due_text = ARGV[a + 2]
+      if due ~= tonumber(due_text) then due_text = int(due) end
+      created_head = created_head or event_head(now, 'created', 0)
+      tell_event(key, created_head .. ',"d":' .. due_text .. fields .. '}')
     end
   end
   if t or created then
