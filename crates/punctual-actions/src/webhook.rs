@@ -246,7 +246,11 @@ pub(crate) async fn send(
     };
     crate::trace::record_status(response.status().as_u16());
     match Answer::read(response).await {
-        Ok(answer) => outcome_of(&answer, &what, sender.clock.now(), &sender.finals),
+        Ok(answer) => {
+            // The task's history keeps what the receiver answered with this try.
+            delivery.note_answer(Some(answer.status.as_u16()), String::from_utf8_lossy(&answer.body).trim());
+            outcome_of(&answer, &what, sender.clock.now(), &sender.finals)
+        }
         Err(e) => transport_failure(&what, &e, timeout, &sender.note),
     }
 }

@@ -98,6 +98,9 @@ pub(crate) enum ClientCommand {
     /// Show one task
     #[command(after_help = help::GET)]
     Get(TaskArgs),
+    /// What happened to a task: every change, who made it, each try and its answer
+    #[command(after_help = help::HISTORY)]
+    History(TaskArgs),
     /// Cancel a task so it never fires, or every task of a queue carrying a tag
     #[command(after_help = help::CANCEL)]
     Cancel(CancelArgs),

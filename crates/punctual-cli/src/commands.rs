@@ -188,6 +188,7 @@ pub(crate) async fn run(command: ClientCommand) -> Result<String> {
     match command {
         ClientCommand::Schedule(args) => schedule(*args).await,
         ClientCommand::Get(args) => get(args).await,
+        ClientCommand::History(args) => history(args).await,
         ClientCommand::Cancel(args) => cancel(args).await,
         ClientCommand::Ls(args) => ls(args).await,
         ClientCommand::Stats(args) => stats(args).await,
@@ -219,6 +220,16 @@ async fn get(args: TaskArgs) -> Result<String> {
     let client = connect(&args.client)?;
     let task = client.get(&["v1", "queues", &args.queue, "tasks", &args.key], &[]).await?;
     Ok(if args.client.json { json::pretty(&task.text) } else { render::task_block(&task.value, &render::Now::read()?) })
+}
+
+async fn history(args: TaskArgs) -> Result<String> {
+    let client = connect(&args.client)?;
+    let history = client.get(&["v1", "queues", &args.queue, "tasks", &args.key, "history"], &[]).await?;
+    Ok(if args.client.json {
+        json::pretty(&history.text)
+    } else {
+        render::history_table(&history.value, &render::Now::read()?)
+    })
 }
 
 async fn cancel(args: CancelArgs) -> Result<String> {

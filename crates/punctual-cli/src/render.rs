@@ -222,6 +222,53 @@ pub(crate) fn task_table(tasks: &[Value], now: &Now) -> String {
     table(&["KEY", "STATE", "DUE", "DUE AT", "ATTEMPTS", "REPEAT", "TAGS"], rows, &[4])
 }
 
+/// A task's history, from `GET /v1/queues/{queue}/tasks/{key}/history`: one row per
+/// event, oldest first, with what the event carries.
+pub(crate) fn history_table(history: &Value, now: &Now) -> String {
+    let events = history["events"].as_array().map(Vec::as_slice).unwrap_or_default();
+    let rows = events
+        .iter()
+        .map(|e| {
+            let mut details = Vec::new();
+            let mut add = |label: &str, value: &Value| {
+                if !value.is_null() {
+                    details.push(format!("{label} {}", plain(value)));
+                }
+            };
+            add("try", &e["attempt"]);
+            add("lease", &e["lease"]);
+            add("outcome", &e["outcome"]);
+            add("due", &Value::from(e["due_at"].as_str().map(|_| now.time(&e["due_at"]))));
+            add("until", &Value::from(e["lease_expires_at"].as_str().map(|_| now.time(&e["lease_expires_at"]))));
+            add("tag", &e["tag"]);
+            add("status", &e["status"]);
+            add("took ms", &e["took_ms"]);
+            if let Some(changed) = e["changed"].as_array() {
+                let names: Vec<String> = changed.iter().map(plain).collect();
+                details.push(format!("changed {}", names.join(", ")));
+            }
+            for text in ["error", "answer"] {
+                if let Some(said) = e[text].as_str() {
+                    details.push(format!("{text}: {}", one_line(said, CELL_TEXT_MAX)));
+                }
+            }
+            vec![
+                now.time(&e["at"]),
+                plain(&e["event"]),
+                e["by"].as_str().unwrap_or_default().to_owned(),
+                plain(&e["state"]),
+                details.join("; "),
+            ]
+        })
+        .collect();
+    let retention = history["retention_ms"].as_u64().map_or_else(String::new, short_span);
+    let key = format!("{} in {}", plain(&history["key"]), plain(&history["queue"]));
+    if events.is_empty() {
+        return format!("No events of task {key} within the history retention ({retention}).");
+    }
+    table(&["AT", "EVENT", "BY", "STATE", "DETAILS"], rows, &[])
+}
+
 /// Dead tasks: when each died (its last update) and why.
 pub(crate) fn dead_table(tasks: &[Value], now: &Now) -> String {
     let rows = tasks

@@ -66,7 +66,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 pub use crate::model::Actor;
-use crate::model::{NewTask, Task, TaskState};
+use crate::model::{Task, TaskState};
 use crate::time::Timestamp;
 
 /// The most events kept per `(queue, key)`; older ones go as new ones come.
@@ -87,6 +87,18 @@ tokio::task_local! {
 /// authenticated request so, in one place.
 pub async fn acting_as<F: Future>(actor: Actor, work: F) -> F::Output {
     ACTING.scope(actor, work).await
+}
+
+/// `work`, to run in a task of its own, on behalf of the actor of the scope this is
+/// called in (if any): a spawned task leaves the caller's scope behind.
+pub fn on_behalf<F: Future>(work: F) -> impl Future<Output = F::Output> {
+    let actor = acting();
+    async move {
+        match actor {
+            Some(actor) => ACTING.scope(actor, work).await,
+            None => work.await,
+        }
+    }
 }
 
 /// The actor of the [`acting_as`] scope this runs in, if any.
@@ -215,20 +227,17 @@ impl HistoryEvent {
         }
     }
 
-    /// `created` of `task` by `new.by`.
-    pub fn created(new: &NewTask, task: &Task, now: Timestamp) -> HistoryEvent {
-        HistoryEvent {
-            due_at: Some(task.due_at),
-            ..HistoryEvent::new(now, EventKind::Created, new.by.as_ref(), Some(task.state))
-        }
+    /// `created` of `task` by `by`.
+    pub fn created(task: &Task, by: Option<&Actor>, now: Timestamp) -> HistoryEvent {
+        HistoryEvent { due_at: Some(task.due_at), ..HistoryEvent::new(now, EventKind::Created, by, Some(task.state)) }
     }
 
-    /// `replaced` of `old` by `task`, written by `new.by`: which fields differ.
-    pub fn replaced(new: &NewTask, old: &Task, task: &Task, now: Timestamp) -> HistoryEvent {
+    /// `replaced` of `old` by `task`, written by `by`: which fields differ.
+    pub fn replaced(old: &Task, task: &Task, by: Option<&Actor>, now: Timestamp) -> HistoryEvent {
         HistoryEvent {
             due_at: Some(task.due_at),
             changed: changed_fields(old, task),
-            ..HistoryEvent::new(now, EventKind::Replaced, new.by.as_ref(), Some(task.state))
+            ..HistoryEvent::new(now, EventKind::Replaced, by, Some(task.state))
         }
     }
 
@@ -239,25 +248,6 @@ impl HistoryEvent {
             lease: Some(task.meta.fence),
             until: task.lease_expires_at,
             ..HistoryEvent::new(now, EventKind::Leased, by, Some(task.state))
-        }
-    }
-
-    /// `acked` of `leased` (the task as its lease held it) with `outcome` and the
-    /// handler's `error`, leaving `after`.
-    pub fn acked(
-        leased: &Task,
-        outcome: AckOutcome,
-        error: Option<&str>,
-        after: Option<&Task>,
-        now: Timestamp,
-    ) -> HistoryEvent {
-        HistoryEvent {
-            attempt: Some(leased.attempts + 1),
-            lease: Some(leased.meta.fence),
-            outcome: Some(outcome),
-            due_at: after.filter(|task| task.state == TaskState::Scheduled).map(|task| task.due_at),
-            error: error.map(|error| clip(error).to_owned()),
-            ..HistoryEvent::new(now, EventKind::Acked, None, after.map(|task| task.state))
         }
     }
 
@@ -424,7 +414,7 @@ pub fn decode(text: &str) -> Result<HistoryEvent> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{QueueName, TaskKey};
+    use crate::model::{NewTask, QueueName, TaskKey};
 
     #[test]
     fn an_event_reads_back_as_it_was_written() {
@@ -459,7 +449,8 @@ mod tests {
             Timestamp::EPOCH,
         );
         let now = Timestamp::from_millis(1_765_000_000_123);
-        let ack = HistoryEvent::acked(&task, AckOutcome::Done, None, None, now).by(Some(&Actor::new("worker-eu-1")));
+        let ack =
+            crate::transitions::acked(&task, &crate::store::Completion::Done, now).by(Some(&Actor::new("worker-eu-1")));
         let stored = encode(&ack);
         assert!(stored.len() <= 100, "{} bytes: {stored}", stored.len());
     }

@@ -417,15 +417,17 @@ impl Inner {
             Some(existing) => {
                 let old = existing.clone();
                 let scheduled = transitions::upsert(existing, new.clone(), now)?;
-                let event = scheduled.task.as_ref().map(|task| HistoryEvent::replaced(&new, &old, task, now));
+                let event =
+                    scheduled.task.as_ref().map(|task| HistoryEvent::replaced(&old, task, new.by.as_ref(), now));
                 (scheduled, event)
             }
             None => match self.completed.get(&(new.queue.clone(), new.key.clone())).filter(|r| r.holds_at(now)) {
                 Some(record) => return Ok(Scheduled::kept_by(record.clone())),
                 None => {
                     self.last_id += 1;
-                    let task = transitions::create(new.clone(), self.store, self.last_id, now);
-                    let event = HistoryEvent::created(&new, &task, now);
+                    let by = new.by.clone();
+                    let task = transitions::create(new, self.store, self.last_id, now);
+                    let event = HistoryEvent::created(&task, by.as_ref(), now);
                     (Scheduled::new(ScheduleOutcome::Created, task), Some(event))
                 }
             },
@@ -668,9 +670,7 @@ impl Inner {
         let task = self.live(&req.token, req.now)?;
         let record = transitions::completion_record(task, &req.completion, req.now);
         let next = transitions::complete(task, &req.completion, req.now);
-        let event = HistoryEvent::acked(task, req.completion.outcome(), req.completion.error(), next.as_ref(), req.now)
-            .by(req.by.as_ref())
-            .report(req.report.as_ref());
+        let event = transitions::acked(task, &req.completion, req.now).by(req.by.as_ref()).report(req.report.as_ref());
         self.record(&req.token.queue, &req.token.key, event);
         match next {
             Some(next) => self.put(next),

@@ -30,6 +30,7 @@ use std::time::Duration;
 use crate::Outcome;
 use crate::calendar::Calendar;
 use crate::error::{Error, Result};
+use crate::history::{EventKind, HistoryEvent, clip};
 use crate::identity::StoreId;
 use crate::meta::TaskMeta;
 use crate::model::{IfExists, NewTask, Task, TaskState};
@@ -64,6 +65,24 @@ pub fn imported(mut task: Task, store: StoreId, id: u64) -> Task {
 /// what a move between stores keeps, so two stores' copies of a task compare equal.
 pub fn as_moved(task: &Task) -> Task {
     imported(task.clone(), StoreId::from_bits(0), 0)
+}
+
+/// The history's `acked` event of `leased` (the task as its lease held it) completed
+/// by `completion` at `now`: the task's state after, and its due time when it is
+/// scheduled again, as [`complete`] leaves it.
+pub fn acked(leased: &Task, completion: &Completion, now: Timestamp) -> HistoryEvent {
+    let (state, due_at) = match completion {
+        Completion::Done => (None, None),
+        Completion::Retry { at, .. } | Completion::Reschedule { at, .. } => (Some(TaskState::Scheduled), Some(*at)),
+        Completion::Dead { .. } => (Some(TaskState::Dead), None),
+    };
+    let mut event = HistoryEvent::new(now, EventKind::Acked, None, state);
+    event.attempt = Some(leased.attempts + 1);
+    event.lease = Some(leased.meta.fence);
+    event.outcome = Some(completion.outcome());
+    event.due_at = due_at;
+    event.error = completion.error().map(|error| clip(error).to_owned());
+    event
 }
 
 /// The debounce bound of the task that `new` writes over `old` (none: a creation) at

@@ -27,6 +27,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post, put};
 use futures_util::FutureExt;
 use punctual_core::Store;
+use punctual_core::history::{Actor, acting_as};
 use tracing::Instrument;
 
 use crate::api::{calendars, dashboard, dead, leases, openapi, ops, queues, settings, tasks};
@@ -76,6 +77,7 @@ pub fn app<S: Store>(state: AppState<S>) -> Router {
         .route("/v1/queues/{queue}/pause", post(settings::pause::<S>))
         .route("/v1/queues/{queue}/resume", post(settings::resume::<S>))
         .route(TASK_ROUTE, put(tasks::put_task::<S>).get(tasks::get_task::<S>).delete(tasks::delete_task::<S>))
+        .route("/v1/queues/{queue}/tasks/{key}/history", get(tasks::task_history::<S>))
         .route(TAG_ROUTE, delete(tasks::cancel_tag::<S>))
         .route(LEASE_ROUTE, post(leases::lease::<S>))
         .route(ACK_ROUTE, post(leases::ack::<S>))
@@ -207,8 +209,10 @@ async fn auth<S: Store>(State(state): State<AppState<S>>, req: Request, next: Ne
     }
     // What the handler logs names the token by its name (never the token itself).
     let span = tracing::info_span!("request", by = %grant.name());
+    // What the request changes, its tasks' histories tell was done by the same name.
+    let actor = Actor::new(grant.name());
     parts.extensions.insert(grant);
-    next.run(Request::from_parts(parts, body)).instrument(span).await
+    acting_as(actor, next.run(Request::from_parts(parts, body)).instrument(span)).await
 }
 
 /// `Ok` when the route's rule lets `grant` through. A path no route matches, or a

@@ -19,7 +19,7 @@
 //! ([`AppState::apply_config_file`]), so a reload applies them as a restart would.
 //! What the file sets besides is read at start only, and a change to it is named in
 //! the log as waiting for a restart ([`needs_restart`]): `listen`, the store, `[redis]`,
-//! a queue's `shards` and `dead_retention`, `[[outbox]]`, `[egress]` and `[targets]`,
+//! a queue's `shards`, `dead_retention` and `history_retention`, `[[outbox]]`, `[egress]` and `[targets]`,
 //! the TLS files' paths, the limits, `[telemetry]`. Until then what the server started with stays
 //! (the settings API shows the `shards` in use).
 //!
@@ -135,12 +135,13 @@ fn needs_restart(running: &Settings, read: &Settings) -> Vec<&'static str> {
     let limits = |s: &Settings| {
         (s.request_timeout, s.max_payload_bytes, s.max_batch, s.max_body_bytes, s.max_overdue, s.grace_period)
     };
-    let checks: [(&'static str, bool); 10] = [
+    let checks: [(&'static str, bool); 11] = [
         ("listen", running.listen != read.listen),
         ("the store (data, store)", running.backend != read.backend),
         ("[redis]", running.redis != read.redis),
         ("shards", running.shards != read.shards),
         ("dead_retention", running.dead_retention != read.dead_retention),
+        ("history_retention", running.history_retention != read.history_retention),
         ("[[outbox]]", prints_apart(&running.outboxes, &read.outboxes)),
         ("[egress] and [targets]", running.egress != read.egress || running.targets_secret != read.targets_secret),
         ("TLS files", running.tls != read.tls),

@@ -6,31 +6,51 @@
 //! rows of each state code it covers, however many the queue holds (each code is one
 //! range of `tasks_by_due`; checked in `query_plans`).
 
+use punctual_core::history::{Actor, EventKind, HistoryEvent};
 use punctual_core::store::PurgeRequest;
 use punctual_core::store::PurgeSelection;
 use punctual_core::{QueueName, Result, StoreId, Tag, TaskKey, transitions};
 use rusqlite::{Connection, params};
 
 use crate::codes::{DEAD, LEASED, SCHEDULED_CODES, Sql};
+use crate::history::{self, store_now};
 use crate::map_err;
 use crate::queues::queue_id;
 use crate::tasks::{delete_ids, delete_task, load, load_by_id};
 
-pub(crate) fn cancel(conn: &Connection, store: StoreId, queue: &QueueName, key: &TaskKey) -> Result<bool> {
+pub(crate) fn cancel(
+    conn: &Connection,
+    store: StoreId,
+    queue: &QueueName,
+    key: &TaskKey,
+    by: Option<&Actor>,
+) -> Result<bool> {
     let Some(queue_id) = queue_id(conn, queue)? else { return Ok(false) };
     match load(conn, store, queue_id, queue, key.as_str())? {
-        Some(task) => delete_task(conn, queue_id, &task).map(|()| true),
+        Some(task) => {
+            delete_task(conn, queue_id, &task)?;
+            let cancelled = HistoryEvent::new(store_now(), EventKind::Cancelled, by, None);
+            history::record(conn, queue_id, key.as_str(), &cancelled).map(|()| true)
+        }
         None => Ok(false),
     }
 }
 
-pub(crate) fn cancel_tag(conn: &Connection, store: StoreId, queue: &QueueName, tag: &Tag) -> Result<u64> {
+pub(crate) fn cancel_tag(
+    conn: &Connection,
+    store: StoreId,
+    queue: &QueueName,
+    tag: &Tag,
+    by: Option<&Actor>,
+) -> Result<u64> {
     let Some(queue_id) = queue_id(conn, queue)? else { return Ok(0) };
     let ids: Vec<i64> = conn
         .prepare_cached("SELECT task_id FROM tags WHERE queue_id = ?1 AND tag = ?2")
         .and_then(|mut stmt| stmt.query_map(params![queue_id, tag.as_str()], |row| row.get(0))?.collect())
         .map_err(map_err)?;
-    delete_ids(conn, store, queue_id, queue, &ids)?;
+    let mut cancelled = HistoryEvent::new(store_now(), EventKind::Cancelled, by, None);
+    cancelled.tag = Some(tag.to_string());
+    delete_ids(conn, store, queue_id, queue, &ids, &cancelled)?;
     Ok(ids.len() as u64)
 }
 
@@ -71,10 +91,12 @@ pub(crate) fn purge(conn: &Connection, store: StoreId, req: &PurgeRequest) -> Re
         .prepare_cached(purge_sql(req.selection))
         .and_then(|mut stmt| stmt.query_map(params![queue_id, req.limit], |row| row.get(0))?.collect())
         .map_err(map_err)?;
+    let purged = HistoryEvent::new(store_now(), EventKind::Purged, req.by.as_ref(), None);
     for &id in &ids {
         let task = load_by_id(conn, store, id, &req.queue)?;
         debug_assert!(transitions::is_purged(&task, req.selection), "the query selects what the rule purges");
         delete_task(conn, queue_id, &task)?;
+        history::record(conn, queue_id, task.key.as_str(), &purged)?;
     }
     Ok(ids.len() as u64)
 }

@@ -14,6 +14,7 @@ use punctual_core::{Result, StoreId, transitions};
 use rusqlite::{Connection, params};
 
 use crate::codes::{DEAD, Sql, scheduled_by_target};
+use crate::history;
 use crate::lease::live;
 use crate::tasks::delete_task;
 use crate::{completions, map_err, writer};
@@ -47,6 +48,8 @@ pub(crate) fn complete(conn: &Connection, store: StoreId, req: &CompleteRequest)
         conn.prepare_cached(sql).and_then(|mut statement| statement.execute(parameters)).map(|_| ()).map_err(map_err)
     };
     let record = transitions::completion_record(&task, &req.completion, req.now);
+    let acked = transitions::acked(&task, &req.completion, req.now).by(req.by.as_ref()).report(req.report.as_ref());
+    history::record(conn, queue_id, req.token.key.as_str(), &acked)?;
     match &req.completion {
         Completion::Done if task.tags.is_empty() && record.is_none() => delete_task(conn, queue_id, &task),
         Completion::Done => writer::in_savepoint(conn, |conn| {

@@ -9,6 +9,7 @@
 
 use std::collections::BTreeSet;
 
+use punctual_core::history::{Actor, EventKind, HistoryEvent};
 use punctual_core::store::{
     DeadSelection, RetriedDead, RetryDeadBatchRequest, RetryDeadRequest, SweepRequest, Swept, corrupt,
 };
@@ -16,6 +17,7 @@ use punctual_core::{QueueName, Result, StoreId, Task, TaskKey, TaskState, Timest
 use rusqlite::{Connection, params};
 
 use crate::codes::{DEAD, Sql, scheduled_by_target};
+use crate::history::{self, store_now};
 use crate::list::bad_cursor;
 use crate::map_err;
 use crate::queues::queue_id;
@@ -23,7 +25,7 @@ use crate::tasks::{delete_ids, delete_task, load, load_by_id};
 
 static REVIVE: Sql = Sql::new(|| {
     format!(
-        "UPDATE tasks SET state = {}, due_at = ?2, attempts = 0, updated_at = ?2 WHERE id = ?1",
+        "UPDATE tasks SET state = {}, due_at = ?2, attempts = 0, updated_at = ?2 WHERE id = ?1 RETURNING key",
         scheduled_by_target()
     )
 });
@@ -57,10 +59,16 @@ static DIED_BY: Sql = Sql::new(|| {
 static OLDEST_DEATH: Sql =
     Sql::new(|| format!("SELECT MIN(updated_at) FROM tasks WHERE queue_id = ?1 AND state = {DEAD}"));
 
-/// Moves the dead task `id` back to scheduled in its lane, due `now`, attempts 0.
-fn revive(conn: &Connection, id: i64, now: Timestamp) -> Result<()> {
-    conn.prepare_cached(&REVIVE).and_then(|mut stmt| stmt.execute(params![id, now.as_millis()])).map_err(map_err)?;
-    Ok(())
+/// Moves the dead task `id` of the queue `queue_id` back to scheduled in its lane, due
+/// `now`, attempts 0, as `by` asked.
+fn revive(conn: &Connection, queue_id: i64, id: i64, now: Timestamp, by: Option<&Actor>) -> Result<()> {
+    let key: String = conn
+        .prepare_cached(&REVIVE)
+        .and_then(|mut stmt| stmt.query_row(params![id, now.as_millis()], |row| row.get(0)))
+        .map_err(map_err)?;
+    let mut retried = HistoryEvent::new(now, EventKind::Retried, by, Some(TaskState::Scheduled));
+    retried.due_at = Some(now);
+    history::record(conn, queue_id, &key, &retried)
 }
 
 pub(crate) fn retry_dead(conn: &Connection, store: StoreId, req: &RetryDeadRequest) -> Result<Option<Task>> {
@@ -69,7 +77,7 @@ pub(crate) fn retry_dead(conn: &Connection, store: StoreId, req: &RetryDeadReque
     match load(conn, store, queue_id, queue, req.key.as_str())? {
         Some(task) if task.state == TaskState::Dead => {
             let id = i64::try_from(task.meta.id).map_err(corrupt)?;
-            revive(conn, id, req.now)?;
+            revive(conn, queue_id, id, req.now, req.by.as_ref())?;
             load_by_id(conn, store, id, queue).map(Some)
         }
         _ => Ok(None),
@@ -117,17 +125,27 @@ pub(crate) fn retry_dead_batch(conn: &Connection, store: StoreId, req: &RetryDea
     let mut revived = BTreeSet::new();
     for &(id, dead) in &looked_at {
         if dead && revived.insert(id) {
-            revive(conn, id, now)?;
+            revive(conn, queue_id, id, now, req.by.as_ref())?;
         }
     }
     let retried = revived.len() as u64;
     Ok(RetriedDead::new(retried, more.then_some(next)))
 }
 
-pub(crate) fn delete_dead(conn: &Connection, store: StoreId, queue: &QueueName, key: &TaskKey) -> Result<bool> {
+pub(crate) fn delete_dead(
+    conn: &Connection,
+    store: StoreId,
+    queue: &QueueName,
+    key: &TaskKey,
+    by: Option<&Actor>,
+) -> Result<bool> {
     let Some(queue_id) = queue_id(conn, queue)? else { return Ok(false) };
     match load(conn, store, queue_id, queue, key.as_str())? {
-        Some(task) if task.state == TaskState::Dead => delete_task(conn, queue_id, &task).map(|()| true),
+        Some(task) if task.state == TaskState::Dead => {
+            delete_task(conn, queue_id, &task)?;
+            let deleted = HistoryEvent::new(store_now(), EventKind::Deleted, by, None);
+            history::record(conn, queue_id, key.as_str(), &deleted).map(|()| true)
+        }
         _ => Ok(false),
     }
 }
@@ -141,7 +159,8 @@ pub(crate) fn sweep_dead(conn: &Connection, store: StoreId, req: &SweepRequest) 
             stmt.query_map(params![queue_id, req.died_by.as_millis(), req.limit.max(1)], |row| row.get(0))?.collect()
         })
         .map_err(map_err)?;
-    delete_ids(conn, store, queue_id, &req.queue, &ids)?;
+    let deleted = HistoryEvent::new(store_now(), EventKind::Deleted, None, None);
+    delete_ids(conn, store, queue_id, &req.queue, &ids, &deleted)?;
     let oldest: Option<i64> = conn
         .prepare_cached(&OLDEST_DEATH)
         .and_then(|mut stmt| stmt.query_row([queue_id], |row| row.get(0)))

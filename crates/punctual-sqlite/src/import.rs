@@ -12,21 +12,22 @@
 //! only if it holds at the import's `now` and its key has no record that holds (one
 //! that ended is replaced, as `completions::holding` deletes it).
 
+use punctual_core::history::{EventKind, HistoryEvent};
 use punctual_core::store::{ImportRequest, Imported};
-use punctual_core::{Error, Result, Task};
+use punctual_core::{Error, Result, Task, Timestamp};
 use rusqlite::{Connection, ToSql, params};
 
 use crate::queues::queue_id_or_create;
 use crate::schedule::{IMPORT, Written};
 use crate::tasks::write_tags;
-use crate::{completions, map_err};
+use crate::{completions, history, map_err};
 
 /// Whether queue `?1` holds a task of key `?2`, in any state.
 const PRESENT: &str = "SELECT EXISTS (SELECT 1 FROM tasks WHERE queue_id = ?1 AND key = ?2)";
 
 /// Writes `req`'s tasks and records as the module docs say; an answer per task, in order.
 pub(crate) fn import(conn: &Connection, req: &ImportRequest) -> Result<Vec<Imported>> {
-    let answers = req.tasks.iter().map(|task| import_task(conn, task)).collect::<Result<Vec<_>>>()?;
+    let answers = req.tasks.iter().map(|task| import_task(conn, task, req.now)).collect::<Result<Vec<_>>>()?;
     for record in req.completions.iter().filter(|record| record.holds_at(req.now)) {
         let queue_id = queue_id_or_create(conn, &record.queue)?;
         if completions::holding(conn, queue_id, &record.queue, &record.key, req.now)?.is_none() {
@@ -36,7 +37,7 @@ pub(crate) fn import(conn: &Connection, req: &ImportRequest) -> Result<Vec<Impor
     Ok(answers)
 }
 
-fn import_task(conn: &Connection, task: &Task) -> Result<Imported> {
+fn import_task(conn: &Connection, task: &Task, now: Timestamp) -> Result<Imported> {
     let queue_id = queue_id_or_create(conn, &task.queue)?;
     let key = task.key.as_str();
     let present: bool = conn
@@ -62,5 +63,8 @@ fn import_task(conn: &Connection, task: &Task) -> Result<Imported> {
     ];
     let id = Written::of_task(task)?.run(conn, &IMPORT, &more, |stmt, bound| stmt.insert(bound))?;
     write_tags(conn, queue_id, id, &task.tags)?;
+    let mut arrived = HistoryEvent::new(now, EventKind::Imported, None, Some(task.state));
+    arrived.due_at = Some(task.due_at);
+    history::record(conn, queue_id, key, &arrived)?;
     Ok(Imported::Written)
 }

@@ -12,11 +12,13 @@
 use punctual_core::store::{ExtendRequest, Lease, LeaseBatch, LeaseRequest, LeaseToken, corrupt};
 use std::cmp::Reverse;
 
-use punctual_core::{Error, Result, StoreId, Task, TaskMeta, Timestamp};
+use punctual_core::history::{EventKind, HistoryEvent};
+use punctual_core::{Error, Result, StoreId, Task, TaskMeta, TaskState, Timestamp};
 use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::codes::{Sql, grouped_code, scheduled_by_target, scheduled_code, state_of};
 use crate::group_rate::RateTerms;
+use crate::history;
 use crate::leasing::{Leasing, earliest};
 use crate::map_err;
 use crate::queues::queue_id;
@@ -50,6 +52,10 @@ pub(crate) fn lease(conn: &Connection, store: StoreId, req: &LeaseRequest, fence
         leases.sort_by_key(|lease| (Reverse(lease.task.priority), lease.task.due_at, lease.task.meta.id));
         leases
     };
+    for lease in &leases {
+        let leased = HistoryEvent::leased(&lease.task, req.by.as_ref(), req.now);
+        history::record(conn, queue_id, lease.task.key.as_str(), &leased)?;
+    }
     let ungrouped = earliest(conn, queue_id, scheduled_code(req.lane))?;
     let grouped = crate::groups::next_due(&leasing)?;
     Ok(LeaseBatch::new(leases, ungrouped.into_iter().chain(grouped).min()))
@@ -123,11 +129,14 @@ struct LiveRow {
 
 pub(crate) fn extend(conn: &Connection, store: StoreId, req: &ExtendRequest) -> Result<Timestamp> {
     let now = req.now;
-    let (_, task) = live(conn, store, &req.token, now)?;
+    let (queue_id, task) = live(conn, store, &req.token, now)?;
     let expires = now.saturating_add(req.lease_for);
     conn.prepare_cached("UPDATE tasks SET lease_expires_at = ?2, updated_at = ?3 WHERE id = ?1")
         .and_then(|mut stmt| stmt.execute(params![task.meta.id as i64, expires.as_millis(), now.as_millis()]))
         .map_err(map_err)?;
+    let mut extended = HistoryEvent::new(now, EventKind::Extended, req.by.as_ref(), Some(TaskState::Leased));
+    (extended.lease, extended.until) = (Some(req.token.fence), Some(expires));
+    history::record(conn, queue_id, req.token.key.as_str(), &extended)?;
     Ok(expires)
 }
 
@@ -139,9 +148,11 @@ static RELEASE: Sql = Sql::new(|| {
 });
 
 pub(crate) fn release(conn: &Connection, store: StoreId, token: &LeaseToken, now: Timestamp) -> Result<()> {
-    let (_, task) = live(conn, store, token, now)?;
+    let (queue_id, task) = live(conn, store, token, now)?;
     conn.prepare_cached(&RELEASE)
         .and_then(|mut stmt| stmt.execute(params![task.meta.id as i64, now.as_millis()]))
         .map_err(map_err)?;
-    Ok(())
+    let mut released = HistoryEvent::new(now, EventKind::Released, None, Some(TaskState::Scheduled));
+    released.lease = Some(token.fence);
+    history::record(conn, queue_id, token.key.as_str(), &released)
 }

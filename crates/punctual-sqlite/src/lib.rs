@@ -43,6 +43,7 @@ mod group_rate;
 #[cfg(test)]
 mod group_rows;
 mod groups;
+mod history;
 mod identity;
 mod import;
 mod lease;
@@ -71,11 +72,12 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use punctual_core::calendar::{CalendarChangeRequest, CalendarRecord};
+use punctual_core::history::{Actor, HistoryEvent};
 use punctual_core::store::{
     ApplyOnceRequest, CompleteRequest, CompletionsPage, CompletionsRequest, ExtendRequest, GroupsPage, GroupsRequest,
-    ImportRequest, Imported, LeaseBatch, LeaseRequest, LeaseToken, ListRequest, OnceEffect, Page, PurgeRequest,
-    QueueChangeRequest, QueueRecord, QueueStats, ReapResult, RetriedDead, RetryDeadBatchRequest, RetryDeadRequest,
-    Scheduled, SweepRequest, Swept,
+    HistoryRequest, HistorySweepRequest, ImportRequest, Imported, LeaseBatch, LeaseRequest, LeaseToken, ListRequest,
+    OnceEffect, Page, PurgeRequest, QueueChangeRequest, QueueRecord, QueueStats, ReapResult, RetriedDead,
+    RetryDeadBatchRequest, RetryDeadRequest, Scheduled, SweepRequest, Swept,
 };
 use punctual_core::{Error, NewTask, QueueName, Result, Store, StoreId, Tag, Task, TaskKey, Timestamp};
 use rusqlite::{Connection, OpenFlags, TransactionBehavior};
@@ -326,16 +328,18 @@ impl Store for SqliteStore {
         self.read(move |conn| keys.iter().map(|(queue, key)| tasks::get(conn, id, queue, key)).collect()).await
     }
 
-    async fn cancel(&self, queue: &QueueName, key: &TaskKey) -> Result<bool> {
+    async fn cancel(&self, queue: &QueueName, key: &TaskKey, by: Option<&Actor>) -> Result<bool> {
+        let by = by.cloned();
         let (queue, key) = (queue.clone(), key.clone());
         let id = self.shared.id;
-        self.write(move |conn| cancel::cancel(conn, id, &queue, &key)).await
+        self.write(move |conn| cancel::cancel(conn, id, &queue, &key, by.as_ref())).await
     }
 
-    async fn cancel_tag(&self, queue: &QueueName, tag: &Tag) -> Result<u64> {
+    async fn cancel_tag(&self, queue: &QueueName, tag: &Tag, by: Option<&Actor>) -> Result<u64> {
+        let by = by.cloned();
         let (queue, tag) = (queue.clone(), tag.clone());
         let id = self.shared.id;
-        self.write(move |conn| cancel::cancel_tag(conn, id, &queue, &tag)).await
+        self.write(move |conn| cancel::cancel_tag(conn, id, &queue, &tag, by.as_ref())).await
     }
 
     async fn apply_once(&self, req: ApplyOnceRequest) -> Result<Option<OnceEffect>> {
@@ -411,10 +415,18 @@ impl Store for SqliteStore {
         self.write(move |conn| dead::retry_dead_batch(conn, id, &req)).await
     }
 
-    async fn delete_dead(&self, queue: &QueueName, key: &TaskKey) -> Result<bool> {
-        let (queue, key) = (queue.clone(), key.clone());
+    async fn delete_dead(&self, queue: &QueueName, key: &TaskKey, by: Option<&Actor>) -> Result<bool> {
+        let (queue, key, by) = (queue.clone(), key.clone(), by.cloned());
         let id = self.shared.id;
-        self.write(move |conn| dead::delete_dead(conn, id, &queue, &key)).await
+        self.write(move |conn| dead::delete_dead(conn, id, &queue, &key, by.as_ref())).await
+    }
+
+    async fn history(&self, req: HistoryRequest) -> Result<Vec<HistoryEvent>> {
+        self.read(move |conn| history::read(conn, &req)).await
+    }
+
+    async fn sweep_history(&self, req: HistorySweepRequest) -> Result<u64> {
+        self.write(move |conn| history::sweep(conn, &req)).await
     }
 
     async fn sweep_dead(&self, req: SweepRequest) -> Result<Swept> {

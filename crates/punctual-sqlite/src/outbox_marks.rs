@@ -43,8 +43,10 @@ fn apply_row(conn: &Connection, store: StoreId, req: ApplyOnceRequest) -> Result
         OnceOp::Schedule(task) => {
             OnceEffect::Scheduled(Box::new(schedule::schedule_one(conn, store, *task, req.now)??))
         }
-        OnceOp::Cancel { queue, key } => OnceEffect::Cancelled(cancel::cancel(conn, store, &queue, &key)?),
-        OnceOp::CancelTag { queue, tag } => OnceEffect::CancelledTag(cancel::cancel_tag(conn, store, &queue, &tag)?),
+        OnceOp::Cancel { queue, key } => OnceEffect::Cancelled(cancel::cancel(conn, store, &queue, &key, None)?),
+        OnceOp::CancelTag { queue, tag } => {
+            OnceEffect::CancelledTag(cancel::cancel_tag(conn, store, &queue, &tag, None)?)
+        }
     };
     mark(conn, &req.row, req.now)?;
     Ok(Some(effect))

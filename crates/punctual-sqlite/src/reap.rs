@@ -6,16 +6,17 @@
 //! first, at most its limit (from the partial index `tasks_by_expiry`); every reaped task
 //! counts the expired lease as an attempt, and keeps its due time when it dies.
 
+use punctual_core::history::{EventKind, HistoryEvent};
 use punctual_core::store::{ReapResult, Reaped, corrupt};
-use punctual_core::{QueueName, Result, TaskKey, TaskState, Timestamp};
+use punctual_core::{QueueName, Result, TaskKey, TaskState, Timestamp, transitions};
 use rusqlite::{Connection, params};
 
 use crate::codes::{DEAD, LEASED, Sql, scheduled_by_target};
-use crate::{completions, map_err};
+use crate::{completions, history, map_err};
 
 static EXPIRED: Sql = Sql::new(|| {
     format!(
-        "SELECT t.id, q.name, t.key, t.attempts, t.max_attempts, t.lease_expires_at FROM tasks t \
+        "SELECT t.id, q.name, t.key, t.attempts, t.max_attempts, t.lease_expires_at, t.queue_id, t.fence FROM tasks t \
          JOIN queues q ON q.id = t.queue_id \
          WHERE t.state = {LEASED} AND t.lease_expires_at <= ?1 ORDER BY t.lease_expires_at LIMIT ?2"
     )
@@ -35,24 +36,51 @@ static REAPED: Sql = Sql::new(|| {
 static NEXT_EXPIRY: Sql =
     Sql::new(|| format!("SELECT MIN(lease_expires_at) FROM tasks WHERE state = {LEASED} AND lease_expires_at > ?1"));
 
+/// A leased row whose lease expired.
+struct Expired {
+    id: i64,
+    queue: String,
+    key: String,
+    attempts: i64,
+    max_attempts: i64,
+    expired_at: i64,
+    queue_id: i64,
+    fence: i64,
+}
+
 pub(crate) fn reap(conn: &Connection, now: Timestamp, limit: u32) -> Result<ReapResult> {
-    let expired: Vec<(i64, String, String, i64, i64, i64)> = conn
+    let expired: Vec<Expired> = conn
         .prepare_cached(&EXPIRED)
         .and_then(|mut stmt| {
             stmt.query_map(params![now.as_millis(), limit.max(1)], |row| {
-                Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?, row.get(4)?, row.get(5)?))
+                Ok(Expired {
+                    id: row.get(0)?,
+                    queue: row.get(1)?,
+                    key: row.get(2)?,
+                    attempts: row.get(3)?,
+                    max_attempts: row.get(4)?,
+                    expired_at: row.get(5)?,
+                    queue_id: row.get(6)?,
+                    fence: row.get(7)?,
+                })
             })?
             .collect()
         })
         .map_err(map_err)?;
     let mut reaped = Vec::with_capacity(expired.len());
-    for (id, queue, key, attempts, max_attempts, expired_at) in expired {
-        let error = format!("lease expired at {} before the handler finished", Timestamp::from_millis(expired_at));
+    for Expired { id, queue, key, attempts, max_attempts, expired_at, queue_id, fence } in expired {
+        let error = transitions::expiry_error(Timestamp::from_millis(expired_at));
         let dies = attempts + 1 >= max_attempts;
         let state = if dies { TaskState::Dead } else { TaskState::Scheduled };
         conn.prepare_cached(&REAPED)
             .and_then(|mut stmt| stmt.execute(params![id, dies, now.as_millis(), error]))
             .map_err(map_err)?;
+        let mut event = HistoryEvent::new(now, EventKind::Expired, None, Some(state));
+        event.attempt = Some(u32::try_from(attempts + 1).map_err(corrupt)?);
+        event.lease = Some(u64::try_from(fence).map_err(corrupt)?);
+        event.due_at = (!dies).then_some(now);
+        event.error = Some(error);
+        history::record(conn, queue_id, &key, &event)?;
         reaped.push(Reaped::new(QueueName::new(queue).map_err(corrupt)?, TaskKey::new(key).map_err(corrupt)?, state));
     }
     completions::drop_ended(conn, now, limit)?;

@@ -15,6 +15,7 @@
 
 use std::time::Duration;
 
+use punctual_core::history::HistoryEvent;
 use punctual_core::policy::Timing;
 use punctual_core::store::{ScheduleOutcome, Scheduled, corrupt};
 use punctual_core::{
@@ -23,6 +24,7 @@ use punctual_core::{
 use rusqlite::{Connection, Statement, ToSql};
 
 use crate::codes::{Sql, code_of, code_of_scheduled};
+use crate::history;
 use crate::queues::queue_id_or_create;
 use crate::tasks::{delete_tags, load, write_tags};
 use crate::{completions, map_err};
@@ -287,7 +289,10 @@ pub(crate) fn schedule_one(
             let anchor = transitions::anchor(&task);
             let mut meta = TaskMeta::new(store, u64::try_from(id).map_err(corrupt)?, 0, 1, anchor);
             meta.debounce_until = debounce_until;
-            Ok(Ok(Scheduled::new(ScheduleOutcome::Created, Task::from_new(task, meta, now))))
+            let by = task.by.take();
+            let created = Task::from_new(task, meta, now);
+            history::record(conn, queue_id, created.key.as_str(), &HistoryEvent::created(&created, by.as_ref(), now))?;
+            Ok(Ok(Scheduled::new(ScheduleOutcome::Created, created)))
         }
         Some(old) => match task.if_exists {
             IfExists::Keep => Ok(Ok(Scheduled::new(ScheduleOutcome::Kept, old))),
@@ -303,9 +308,12 @@ pub(crate) fn schedule_one(
                 let anchor = transitions::anchor(&task);
                 let mut meta = TaskMeta::new(store, old.meta.id, old.meta.fence, 1, anchor);
                 meta.debounce_until = debounce_until;
+                let by = task.by.take();
                 let mut replaced = Task::from_new(task, meta, now);
                 replaced.version = old.version + 1;
                 replaced.created_at = old.created_at;
+                let event = HistoryEvent::replaced(&old, &replaced, by.as_ref(), now);
+                history::record(conn, queue_id, replaced.key.as_str(), &event)?;
                 Ok(Ok(Scheduled::new(ScheduleOutcome::Replaced, replaced)))
             }
         },

@@ -53,6 +53,10 @@
 //!   name and row id, with when it was applied (see `outbox_marks`); the index
 //!   `outbox_marks_by_time` serves the deletion of marks past the retention. Added
 //!   without a layout change: an older punctual has no outbox drain, and ignores it.
+//! - `history`: each (queue, key)'s task history (see `history`): its events, one per
+//!   line, their `count` and the time of the `latest`. Added without a layout change:
+//!   an older punctual ignores it (and records nothing while it runs); the index
+//!   `history_by_latest` on `(queue_id, latest)` serves the retention sweep.
 //! - Indexes: `(queue_id, key)` unique; `(queue_id, state, due_at, id)` serves leasing,
 //!   next-due and listing in due order; a partial index on `lease_expires_at` of leased
 //!   rows serves the reaper, and one on `(queue_id, updated_at)` of dead rows (a dead
@@ -224,6 +228,14 @@ CREATE TABLE IF NOT EXISTS calendar_records (
     version    INTEGER NOT NULL,
     updated_at INTEGER NOT NULL
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS history (
+    queue_id INTEGER NOT NULL,
+    key      TEXT NOT NULL,
+    latest   INTEGER NOT NULL,
+    count    INTEGER NOT NULL,
+    events   TEXT NOT NULL,
+    PRIMARY KEY (queue_id, key)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS outbox_marks (
     outbox     TEXT NOT NULL,
     row_id     INTEGER NOT NULL,
@@ -252,6 +264,7 @@ CREATE INDEX IF NOT EXISTS task_groups_by_turn ON task_groups (queue_id, turn, n
 CREATE INDEX IF NOT EXISTS completions_by_end ON completions (unique_until);
 CREATE INDEX IF NOT EXISTS group_slots_by_end ON group_slots (queue_id, until);
 CREATE INDEX IF NOT EXISTS outbox_marks_by_time ON outbox_marks (applied_at);
+CREATE INDEX IF NOT EXISTS history_by_latest ON history (queue_id, latest);
 "
         ),
         GROUP_TRIGGERS.as_str()

@@ -5,6 +5,7 @@
 //! the row (`schedule`), deleted with it ([`delete_task`]), so cancelling a tag reads
 //! exactly the tasks that hold it.
 
+use punctual_core::history::HistoryEvent;
 use punctual_core::store::corrupt;
 use punctual_core::{QueueName, Result, StoreId, Tag, Task, TaskKey};
 use rusqlite::{Connection, OptionalExtension, params};
@@ -78,16 +79,19 @@ pub(crate) fn delete_task(conn: &Connection, queue_id: i64, task: &Task) -> Resu
 }
 
 /// Deletes the tasks `ids` of one queue as `cancel` deletes one: each row with its
-/// tags.
+/// tags, and `event` appended to its history.
 pub(crate) fn delete_ids(
     conn: &Connection,
     store: StoreId,
     queue_id: i64,
     queue: &QueueName,
     ids: &[i64],
+    event: &HistoryEvent,
 ) -> Result<()> {
     for &id in ids {
-        delete_task(conn, queue_id, &load_by_id(conn, store, id, queue)?)?;
+        let task = load_by_id(conn, store, id, queue)?;
+        delete_task(conn, queue_id, &task)?;
+        crate::history::record(conn, queue_id, task.key.as_str(), event)?;
     }
     Ok(())
 }

@@ -2,6 +2,21 @@
 //! what a user must know to read the answers (exit statuses, what is sent as typed).
 //! Kept apart from the flags in [`super`] so the parsing reads on one screen.
 
+pub(super) const HISTORY: &str = "\
+Examples:
+  # \"I was never reminded\": was the reminder created, replaced, cancelled, tried?
+  punctual history flow.reminder task-77@pi-9@zhang.wei
+  punctual history order.cancel order-1234 --json
+
+One line per event, oldest first: created, replaced (which fields changed), cancelled
+(by key or tag), purged, leased (the try and the lease's number), extended, released,
+acked (the outcome, the handler's error, a webhook's status and answer), expired,
+retried or deleted by hand. BY is the name of the access token that made the change
+([[access]] name; empty for the server's own work, such as an expiry). The history
+outlives the task: it is kept for the queue's history_retention (7 days unless
+configured) after its latest event, at most the latest 100 events per key. Exit status
+1 when there is no such task and nothing happened to one within the retention.";
+
 pub(super) const IMPORT: &str = "\
 Examples:
   punctual import keyspace --redis redis://127.0.0.1:6379 --match 'flow:reminder:*' \\

@@ -14,8 +14,8 @@ use crate::store::{HistorySweepRequest, Store, SweepRequest};
 use crate::time::Timestamp;
 
 impl<S: Store> Engine<S> {
-    /// How long the queue's histories are kept.
-    pub(super) fn history_retention(&self, queue: &QueueName) -> Duration {
+    /// How long the queue's histories are kept after their latest event.
+    pub fn history_retention(&self, queue: &QueueName) -> Duration {
         self.inner.config.history_retention.get(queue).copied().unwrap_or(DEFAULT_HISTORY_RETENTION)
     }
 

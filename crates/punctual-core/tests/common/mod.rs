@@ -3,6 +3,8 @@
 //! answering, before or after it applied the completion). Every other call passes
 //! through unchanged.
 
+use punctual_core::history::HistoryEvent;
+use punctual_core::{Actor, HistoryRequest, HistorySweepRequest};
 use std::collections::VecDeque;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -50,11 +52,11 @@ impl Store for Faulty {
     async fn get(&self, queue: &QueueName, key: &TaskKey) -> Result<Option<Task>> {
         self.inner.get(queue, key).await
     }
-    async fn cancel(&self, queue: &QueueName, key: &TaskKey) -> Result<bool> {
-        self.inner.cancel(queue, key, None).await
+    async fn cancel(&self, queue: &QueueName, key: &TaskKey, by: Option<&Actor>) -> Result<bool> {
+        self.inner.cancel(queue, key, by).await
     }
-    async fn cancel_tag(&self, queue: &QueueName, tag: &Tag) -> Result<u64> {
-        self.inner.cancel_tag(queue, tag, None).await
+    async fn cancel_tag(&self, queue: &QueueName, tag: &Tag, by: Option<&Actor>) -> Result<u64> {
+        self.inner.cancel_tag(queue, tag, by).await
     }
     async fn apply_once(&self, req: ApplyOnceRequest) -> Result<Option<OnceEffect>> {
         self.inner.apply_once(req).await
@@ -70,6 +72,12 @@ impl Store for Faulty {
     }
     async fn import(&self, req: ImportRequest) -> Result<Vec<Imported>> {
         self.inner.import(req).await
+    }
+    async fn history(&self, req: HistoryRequest) -> Result<Vec<HistoryEvent>> {
+        self.inner.history(req).await
+    }
+    async fn sweep_history(&self, req: HistorySweepRequest) -> Result<u64> {
+        self.inner.sweep_history(req).await
     }
     async fn queue_names(&self) -> Result<Vec<QueueName>> {
         self.inner.queue_names().await
@@ -111,8 +119,8 @@ impl Store for Faulty {
     async fn retry_dead_batch(&self, req: RetryDeadBatchRequest) -> Result<RetriedDead> {
         self.inner.retry_dead_batch(req).await
     }
-    async fn delete_dead(&self, queue: &QueueName, key: &TaskKey) -> Result<bool> {
-        self.inner.delete_dead(queue, key, None).await
+    async fn delete_dead(&self, queue: &QueueName, key: &TaskKey, by: Option<&Actor>) -> Result<bool> {
+        self.inner.delete_dead(queue, key, by).await
     }
     async fn sweep_dead(&self, req: SweepRequest) -> Result<Swept> {
         self.inner.sweep_dead(req).await

@@ -11,8 +11,8 @@ use punctual_core::{ListOptions, QueueName, Store, TaskState};
 use super::{Answer, echoed};
 use crate::bodies::schema;
 use crate::bodies::{
-    BatchBody, BatchResponse, BatchResult, CancelledResponse, CompletedBody, ListQuery, ScheduleResponse, TaskBody,
-    TaskList, check_batch_size,
+    BatchBody, BatchResponse, BatchResult, CancelledResponse, CompletedBody, HistoryItem, HistoryResponse, ListQuery,
+    ScheduleResponse, TaskBody, TaskList, check_batch_size,
 };
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::{JsonBody, Params, QueryParams, from_value};
@@ -116,6 +116,31 @@ pub(crate) async fn get_task<S: Store>(State(state): State<AppState<S>>, params:
         Some(task) => Ok(Json(task).into_response()),
         None => Err(ApiError::NotFound(format!("no task '{key}' in queue '{queue}'"))),
     }
+}
+
+#[utoipa::path(get, path = "/v1/queues/{queue}/tasks/{key}/history", tag = "tasks",
+    summary = "What happened to a task: its history, also once it is gone",
+    description = "Every change to the key's tasks, oldest first: created, replaced (what changed), \
+        cancelled (by key or tag, and by which token's name), purged, leased (the try, the lease), extended, \
+        released, acked (the outcome, the handler's error, what a push delivery's far end answered), \
+        expired, retried or deleted by hand; within the queue's history_retention (7 days unless \
+        configured), at most the latest 100 per key.",
+    params(("queue" = schema::QueueName, Path), ("key" = schema::TaskKey, Path)),
+    responses((status = 200, body = HistoryResponse),
+              (status = 400, description = "Invalid queue or key", body = ErrorBody),
+              (status = 404, description = "No task and no history of the key within the retention", body = ErrorBody)))]
+pub(crate) async fn task_history<S: Store>(State(state): State<AppState<S>>, params: Params) -> Answer {
+    let (queue, key) = (params.get("queue"), params.get("key"));
+    let engine = &state.inner.engine;
+    let events = engine.history(queue, key).await?;
+    if events.is_empty() && engine.get(queue, key).await?.is_none() {
+        return Err(ApiError::NotFound(format!(
+            "no task '{key}' in queue '{queue}', and nothing happened to one within the queue's history retention"
+        )));
+    }
+    let retention_ms = u64::try_from(engine.history_retention(&QueueName::new(queue)?).as_millis()).unwrap_or(u64::MAX);
+    let events = events.into_iter().map(HistoryItem::from).collect();
+    Ok(Json(HistoryResponse { queue: queue.to_owned(), key: key.to_owned(), retention_ms, events }).into_response())
 }
 
 #[utoipa::path(delete, path = "/v1/queues/{queue}/tasks/{key}", tag = "tasks",

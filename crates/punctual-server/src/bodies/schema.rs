@@ -363,6 +363,15 @@ schemas! {
     /// How a try ended, in the activity of a queue.
     ActivityOutcome => json!({"enum": ["done", "retried", "rescheduled", "dead", "expired"]});
 
+    /// What happened to a task, in its history.
+    HistoryEventKind => json!({"enum": [
+        "created", "replaced", "cancelled", "purged", "leased", "extended", "released", "acked", "expired",
+        "retried", "deleted", "imported"
+    ]});
+
+    /// A task's state after an event of its history.
+    HistoryState => json!({"enum": ["scheduled", "leased", "dead", "gone"]});
+
     /// What scheduling did.
     ScheduleOutcome => json!({"enum": ["created", "replaced", "kept"]});
 

@@ -6,12 +6,13 @@ use std::time::Duration;
 
 use punctual_core::MAX_LIST_LIMIT;
 use punctual_core::calendar::CalendarName;
+use punctual_core::history::{AckOutcome, HistoryEvent};
 use punctual_core::policy::{Misfire, Overlap, Timing};
 use punctual_core::store::{Completed, ScheduleOutcome, Scheduled};
 use punctual_core::time::format_duration;
 use punctual_core::{
     Backoff, CronSyntax, DeadSelection, Group, IfExists, Priority, QueueName, Repeat, Tag, Target, Task, TaskKey,
-    TaskSpec, Timestamp, Unique,
+    TaskSpec, TaskState, Timestamp, Unique,
 };
 use serde::de::{self, Deserializer, IntoDeserializer, Visitor};
 use serde::{Deserialize, Serialize};
@@ -537,6 +538,95 @@ mod tests {
         assert_eq!(field_of(bad_window).as_deref(), Some("unique_for.window"));
         for bad in [r#"{"unique_for": {"dead": true}}"#, r#"{"unique_for": {"window": "1h", "x": 1}}"#] {
             assert!(field_of(spec(bad)).is_some_and(|field| field.starts_with("unique_for")), "{bad}");
+        }
+    }
+}
+
+/// `GET /v1/queues/{queue}/tasks/{key}/history`: what happened to the key's tasks.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct HistoryResponse {
+    pub(crate) queue: String,
+    pub(crate) key: String,
+    /// How long the queue keeps a history after its latest event, ms.
+    pub(crate) retention_ms: u64,
+    /// Oldest first; at most the latest 100.
+    pub(crate) events: Vec<HistoryItem>,
+}
+
+/// One event of a task's history. Fields that do not apply to the event are left out.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct HistoryItem {
+    #[schema(value_type = schema::Timestamp)]
+    pub(crate) at: Timestamp,
+    /// `created`, `replaced`, `cancelled`, `purged`, `leased`, `extended`, `released`,
+    /// `acked`, `expired`, `retried` (a dead task put back by hand), `deleted` (a dead
+    /// task deleted by hand or by the dead-task retention) or `imported`.
+    #[schema(value_type = schema::HistoryEventKind)]
+    pub(crate) event: &'static str,
+    /// The name of the access token that made the change (absent for the server's own
+    /// work, such as an expiry, and when the server runs without tokens).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) by: Option<String>,
+    /// The task's state after the event: `scheduled`, `leased`, `dead` or `gone`.
+    #[schema(value_type = schema::HistoryState)]
+    pub(crate) state: &'static str,
+    /// The try this event belongs to (leased, acked, expired).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) attempt: Option<u32>,
+    /// The lease's number (each lease of the task raises it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) lease: Option<u64>,
+    /// When the task is due after the event.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<schema::Timestamp>)]
+    pub(crate) due_at: Option<Timestamp>,
+    /// When the lease expires (leased, extended).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<schema::Timestamp>)]
+    pub(crate) lease_expires_at: Option<Timestamp>,
+    /// An ack's outcome: `done`, `retry`, `reschedule` or `dead`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) outcome: Option<&'static str>,
+    /// The handler's error, or why the lease expired; at most 200 bytes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) error: Option<String>,
+    /// A replace: the fields that changed (`due_at`, `payload`, `tags`, `priority`,
+    /// `group`, `target`, `policies`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) changed: Vec<String>,
+    /// A cancel by tag: the tag.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) tag: Option<String>,
+    /// A push delivery's ack: how long the delivery took, ms.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) took_ms: Option<u64>,
+    /// A push delivery's ack: the HTTP status the far end answered.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) status: Option<u16>,
+    /// A push delivery's ack: the first bytes (at most 200) of the answer's body.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) answer: Option<String>,
+}
+
+impl From<HistoryEvent> for HistoryItem {
+    fn from(event: HistoryEvent) -> HistoryItem {
+        let report = event.report.unwrap_or_default();
+        HistoryItem {
+            at: event.at,
+            event: event.kind.as_str(),
+            by: event.by,
+            state: event.state.map_or("gone", TaskState::as_str),
+            attempt: event.attempt,
+            lease: event.lease,
+            due_at: event.due_at,
+            lease_expires_at: event.until,
+            outcome: event.outcome.map(AckOutcome::as_str),
+            error: event.error,
+            changed: event.changed,
+            tag: event.tag,
+            took_ms: report.took_ms,
+            status: report.status,
+            answer: report.answer,
         }
     }
 }

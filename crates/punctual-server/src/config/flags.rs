@@ -49,6 +49,7 @@ Configuration file (TOML; every key optional; unknown keys are an error):
   shards = 1                          # Redis: split a busy queue over N hash tags
   repeat = { every = \"24h\" }          # for tasks that set no repeat of their own
   dead_retention = \"30d\"             # delete dead tasks 30 days after they died (default: keep)
+  history_retention = \"30d\"          # keep task histories 30 days after their latest event (default 7d)
 
   [egress]                            # where actions and tasks' targets may connect; on a
                                       #   shared store every server needs the same [egress]

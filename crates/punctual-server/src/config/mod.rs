@@ -107,6 +107,8 @@ pub(crate) struct Settings {
     pub(crate) shards: HashMap<QueueName, u32>,
     /// How long dead tasks are kept, per queue that sets it.
     pub(crate) dead_retention: HashMap<QueueName, Duration>,
+    /// Per queue, how long its tasks' histories are kept (default 7 days).
+    pub(crate) history_retention: HashMap<QueueName, Duration>,
     pub(crate) redis: RedisSettings,
     /// Where the push actions may connect.
     pub(crate) egress: EgressPolicy,
@@ -156,6 +158,9 @@ impl Settings {
         let mut config = EngineConfig::default();
         config.limits.max_payload_bytes = self.max_payload_bytes;
         config.limits.max_batch = self.max_batch;
+        for (name, keep) in &self.history_retention {
+            config = config.history_retention(name.clone(), *keep);
+        }
         for (name, keep) in &self.dead_retention {
             config = config.dead_retention(name.clone(), *keep);
         }

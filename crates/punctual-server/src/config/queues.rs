@@ -1,5 +1,5 @@
-//! The `[queues."name"]` tables (a queue's task defaults, shards, dead retention and
-//! push action) and the `[egress]` policy the actions are checked against: an action
+//! The `[queues."name"]` tables (a queue's task defaults, shards, dead-task and history
+//! retention and push action) and the `[egress]` policy the actions are checked against: an action
 //! is validated here, templates compiled, URLs parsed, secrets read from the
 //! environment, so a bad one stops start-up with its line.
 
@@ -24,6 +24,7 @@ pub(super) struct QueueTables {
     pub(super) defaults: HashMap<QueueName, QueueDefaults>,
     pub(super) shards: HashMap<QueueName, u32>,
     pub(super) dead_retention: HashMap<QueueName, Duration>,
+    pub(super) history_retention: HashMap<QueueName, Duration>,
     /// In name order.
     pub(super) actions: Vec<(QueueName, ActionSpec)>,
 }
@@ -37,6 +38,7 @@ pub(super) fn queue_tables(
     let mut queues = HashMap::new();
     let mut shards = HashMap::new();
     let mut dead_retention = HashMap::new();
+    let mut history_retention = HashMap::new();
     let mut actions = Vec::new();
     for (name, queue) in tables {
         let queue_name = QueueName::new(name.get_ref().as_str()).map_err(|e| at(name.span(), e.to_string()))?;
@@ -90,6 +92,17 @@ pub(super) fn queue_tables(
             }
             dead_retention.insert(queue_name.clone(), keep.get_ref().0);
         }
+        if let Some(keep) = &queue.history_retention {
+            if keep.get_ref().0 < MIN_DEAD_RETENTION {
+                let message = format!(
+                    "history_retention is {}, under the 1m it must at least be: a bare number is milliseconds; \
+                     write e.g. \"30d\"",
+                    punctual_core::time::format_duration(keep.get_ref().0)
+                );
+                return Err(at(keep.span(), message));
+            }
+            history_retention.insert(queue_name.clone(), keep.get_ref().0);
+        }
         if let Some(action) = &queue.action {
             let spec = action.get_ref().to_spec(egress).map_err(|e| {
                 let mut error = at(e.span.unwrap_or(action.span()), e.message);
@@ -100,7 +113,7 @@ pub(super) fn queue_tables(
         }
         queues.insert(queue_name, defaults);
     }
-    Ok(QueueTables { defaults: queues, shards, dead_retention, actions })
+    Ok(QueueTables { defaults: queues, shards, dead_retention, history_retention, actions })
 }
 
 pub(super) fn egress_policy(

@@ -97,6 +97,7 @@ pub(super) struct RawQueue {
     pub(super) group_rate: Option<Spanned<String>>,
     pub(super) repeat: Option<Spanned<crate::bodies::RepeatBody>>,
     pub(super) dead_retention: Option<Spanned<ApiDuration>>,
+    pub(super) history_retention: Option<Spanned<ApiDuration>>,
     pub(super) action: Option<Spanned<RawAction>>,
 }
 

@@ -101,7 +101,8 @@ pub(crate) fn settings(args: &ServeArgs, file: Option<(&Path, &str)>) -> Result<
 
     let egress = egress_policy(raw.egress.as_ref(), &at)?;
     let targets_secret = targets_secrets(raw.targets.as_ref(), &at)?;
-    let QueueTables { defaults: queues, shards, dead_retention, actions } = queue_tables(&raw.queues, &egress, &at)?;
+    let QueueTables { defaults: queues, shards, dead_retention, history_retention, actions } =
+        queue_tables(&raw.queues, &egress, &at)?;
     let strict_queues = args.strict_queues || raw.strict_queues.as_ref().is_some_and(|s| *s.get_ref());
     if strict_queues && queues.is_empty() {
         let message = "strict_queues refuses every queue the config file does not declare, and it declares none: \
@@ -151,6 +152,7 @@ pub(crate) fn settings(args: &ServeArgs, file: Option<(&Path, &str)>) -> Result<
         queues,
         shards,
         dead_retention,
+        history_retention,
         redis: redis_settings(raw.redis.as_ref(), &at)?,
         actions,
         egress,

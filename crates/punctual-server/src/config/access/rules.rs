@@ -68,7 +68,9 @@ pub(crate) fn rule(method: &Method, path: &str) -> Option<Rule> {
         ("GET", "/v1/queues") => Rule::Needs(Read, Listed),
         ("GET", "/v1/queues/{queue}" | "/v1/queues/{queue}/activity" | "/v1/queues/{queue}/tasks")
         | ("GET", "/v1/queues/{queue}/groups")
-        | ("GET", "/v1/queues/{queue}/tasks/{key}") => Rule::Needs(Read, PathQueue),
+        | ("GET", "/v1/queues/{queue}/tasks/{key}" | "/v1/queues/{queue}/tasks/{key}/history") => {
+            Rule::Needs(Read, PathQueue)
+        }
         ("PUT", "/v1/queues/{queue}/tasks/{key}")
         | ("POST", "/v1/queues/{queue}/tasks")
         | ("DELETE", "/v1/queues/{queue}/tasks/{key}" | "/v1/queues/{queue}/tags/{tag}") => {

@@ -1,0 +1,141 @@
+//! "What happened to my task?" through the real binary: each change made over HTTP is
+//! in the task's history under the name of the token that made it, a webhook's answers
+//! are kept with each try, the history outlives the task, `punctual history` prints it,
+//! and reading it takes the `read` permission on the queue.
+//!
+//! Guards against: a change told without its author (or with the token itself), a
+//! delivery whose status and answer are lost, a history that goes with its task, a CLI
+//! that cannot show it, and a history readable without `read`.
+
+use crate::common;
+
+use std::process::Command;
+
+use common::receiver::Receiver;
+use common::{Api, BIN, server_builder, start};
+use serde_json::{Value, json};
+
+const SHOP: &str = "shop-token-9d1f";
+const WORKER: &str = "worker-token-77aa";
+const OPS: &str = "ops-token-5e0c";
+const OTHER: &str = "other-token-0b3e";
+
+fn events(history: &Value) -> Vec<&str> {
+    history["events"].as_array().expect("events").iter().map(|e| e["event"].as_str().expect("event")).collect()
+}
+
+#[test]
+fn the_history_names_who_did_each_change_and_keeps_what_the_webhook_answered() {
+    let receiver = Receiver::start();
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let config = dir.path().join("punctual.toml");
+    std::fs::write(
+        &config,
+        format!(
+            r#"[egress]
+allow = ["127.0.0.1"]
+
+[[access]]
+name = "shop"
+token = "{SHOP}"
+permissions = ["schedule", "read"]
+
+[[access]]
+name = "worker-eu"
+token = "{WORKER}"
+permissions = ["work"]
+
+[[access]]
+name = "ops"
+token = "{OPS}"
+permissions = ["admin", "schedule", "read"]
+
+[[access]]
+name = "elsewhere"
+token = "{OTHER}"
+permissions = ["read"]
+queues = ["other.*"]
+
+[queues."flow.hook".action]
+kind = "webhook"
+url = "http://{}/hook"
+"#,
+            receiver.addr
+        ),
+    )
+    .expect("write the config file");
+    let server = start(server_builder().arg("--config").arg(&config));
+    let (shop, worker, ops) =
+        (Api::of(&server).token(SHOP), Api::of(&server).token(WORKER), Api::of(&server).token(OPS));
+
+    // A reminder scheduled, moved, tried by a pull worker, then cancelled.
+    shop.schedule("flow.remind", "step-7", json!({"delay": "1h", "payload": {"to": "zhang.wei"}}))
+        .expect(201, "create");
+    shop.schedule("flow.remind", "step-7", json!({"delay": "0s", "payload": {"to": "zhang.wei"}})).expect(200, "move");
+    let lease = worker.lease_one("flow.remind");
+    let lease_id = lease["lease_id"].as_str().expect("a lease id");
+    worker.ack(lease_id, json!({"outcome": "retry", "error": "mail server down", "delay": "1h"})).expect(204, "ack");
+    ops.delete(&common::task_path("flow.remind", "step-7")).expect(204, "cancel");
+
+    let history = shop.get("/v1/queues/flow.remind/tasks/step-7/history");
+    let history = history.expect(200, "the history outlives the task");
+    assert_eq!(events(history), ["created", "replaced", "leased", "acked", "cancelled"], "{history:#}");
+    let e = &history["events"];
+    assert_eq!((e[0]["by"].as_str(), e[0]["state"].as_str()), (Some("shop"), Some("scheduled")));
+    assert_eq!(e[1]["changed"], json!(["due_at"]), "only the due time moved");
+    assert_eq!((e[2]["by"].as_str(), e[2]["attempt"].as_u64()), (Some("worker-eu"), Some(1)));
+    assert_eq!((e[3]["outcome"].as_str(), e[3]["error"].as_str()), (Some("retry"), Some("mail server down")));
+    assert!(e[3]["due_at"].is_string(), "a retry tells when it is due again: {}", e[3]);
+    assert_eq!((e[4]["by"].as_str(), e[4]["state"].as_str()), (Some("ops"), Some("gone")));
+    assert_eq!(history["retention_ms"].as_u64(), Some(7 * 24 * 3600 * 1000), "the default retention");
+    let text = history.to_string();
+    for token in [SHOP, WORKER, OPS] {
+        assert!(!text.contains(token), "a history names tokens, never holds them");
+    }
+
+    // A webhook delivery that fails once, then succeeds: each answer is kept.
+    shop.schedule("flow.hook", "h-1", json!({"payload": {"n": 1}})).expect(201, "create a pushed task");
+    receiver.next();
+    receiver.answer(503, "busy, try later");
+    receiver.next();
+    receiver.answer(200, "ok");
+    let done = shop.get_until("/v1/queues/flow.hook/tasks/h-1/history", "the second try's ack", |resp| {
+        resp.json["events"].as_array().is_some_and(|events| events.iter().any(|e| e["outcome"] == "done"))
+    });
+    let acks: Vec<&Value> =
+        done.json["events"].as_array().expect("events").iter().filter(|e| e["event"] == "acked").collect();
+    assert_eq!(acks.len(), 2, "{:#}", done.json);
+    assert_eq!((acks[0]["status"].as_u64(), acks[0]["answer"].as_str()), (Some(503), Some("busy, try later")));
+    assert_eq!((acks[0]["outcome"].as_str(), acks[0]["attempt"].as_u64()), (Some("retry"), Some(1)));
+    assert!(acks[0]["took_ms"].is_u64(), "a push delivery says how long it took: {}", acks[0]);
+    assert_eq!((acks[1]["status"].as_u64(), acks[1]["answer"].as_str()), (Some(200), Some("ok")));
+    assert_eq!((acks[1]["outcome"].as_str(), acks[1]["state"].as_str()), (Some("done"), Some("gone")));
+
+    // The CLI prints the same history.
+    let out = Command::new(BIN)
+        .args(["history", "flow.remind", "step-7", "--server", &server.url(), "--token", SHOP])
+        .output()
+        .expect("run punctual history");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 6, "a header and five events:\n{stdout}");
+    assert!(lines[1].contains("created") && lines[1].contains("shop"), "{stdout}");
+    assert!(lines[2].contains("changed due_at"), "{stdout}");
+    assert!(lines[4].contains("acked") && lines[4].contains("error: mail server down"), "{stdout}");
+    assert!(lines[5].contains("cancelled") && lines[5].contains("ops") && lines[5].contains("gone"), "{stdout}");
+
+    // Nothing known of a key: 404; a token without read on the queue: 403.
+    shop.get("/v1/queues/flow.remind/tasks/never/history").expect_error(404, "not_found", None, "an unknown key");
+    let missing = Command::new(BIN)
+        .args(["history", "flow.remind", "never", "--server", &server.url(), "--token", SHOP])
+        .output()
+        .expect("run punctual history");
+    assert_eq!(missing.status.code(), Some(1), "not found is exit status 1");
+    Api::of(&server).token(OTHER).get("/v1/queues/flow.remind/tasks/step-7/history").expect_error(
+        403,
+        "forbidden",
+        None,
+        "read is needed on the queue",
+    );
+}
