@@ -91,6 +91,12 @@
 //! tasks in lease order, so a group's head is one `ZRANGEBYLEX` per priority it holds,
 //! and every script touches only the keys it is passed.
 //!
+//! Histories: a task key is in `history:latest` exactly while it is in `history`,
+//! scored at or before its latest event (but for clocks that disagree): only the script
+//! that starts a key's history adds it, and only `lua/sweep_history.lua` scores it
+//! again or takes it out, with its history (see `history`). A history is kept when
+//! its task goes; every script that changes a task appends its events there.
+//!
 //! Group rates: a group is in `groups:slots` exactly while it is in
 //! `groups:slots:ends`, scored by the latest end of the slots its field holds. Only
 //! the lease script reads or writes them, and only under a `group_rate`: each such
