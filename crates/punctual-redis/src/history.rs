@@ -1,24 +1,25 @@
 //! Task history (`punctual_core::history`) in Redis: each script that changes a task
 //! writes the change's events in the same step (`lua/common.lua`, `tell` and
 //! `save_history`) to its shard's `history` Hash, one field per task key, and indexes
-//! the key by its latest event in `history:latest` (see `keys`). This module gives the
-//! scripts what only the caller knows of an event, reads a key's history, and sweeps a
-//! queue's quiet histories.
+//! the key in `history:latest` (see `keys`). This module gives the scripts what only
+//! the caller knows of an event, reads a key's history, and sweeps a queue's quiet
+//! histories.
 //!
-//! - **Caller's fields**: who did it, an ack's outcome, error and delivery report, a
-//!   cancel's tag go to a script already encoded as JSON members ([`Fields`]), which
-//!   it appends to the event it makes from what only it knows (the time, the state,
-//!   the try, the fence, the due time): no text is encoded twice, and no field of a
-//!   `None` (no actor, no report) is written.
-//! - **Stored form**: a key's field is `"<count>"`, then `"\n<event>"` for each of its
-//!   latest [`HISTORY_LIMIT`](punctual_core::history::HISTORY_LIMIT) events, oldest
-//!   first, each as [`history::encode`](punctual_core::history::encode) writes one (a
+//! - **Caller's fields**: who did it, an ack's fence, due time, outcome, error and
+//!   delivery report, a cancel's tag go to a script already encoded as JSON members
+//!   ([`Fields`]), which it appends to the event it makes from what only it knows (the
+//!   time, the state, the try, a lease's fence and expiry, a schedule's due time): no
+//!   text is encoded in Lua, and no field of a `None` (no actor, no report) is written.
+//! - **Stored form**: a key's field is its count in three digits (`"003"`), then
+//!   `"\n<event>"` for each of its latest
+//!   [`HISTORY_LIMIT`](punctual_core::history::HISTORY_LIMIT) events, oldest first,
+//!   each as [`history::encode`](punctual_core::history::encode) writes one (a
 //!   script's JSON has no raw `\n`: it escapes control characters, as serde does).
 //! - **One Hash per shard, not a key per task**: the scripts that find their tasks in
 //!   an index (a lease, a reap, a purge, a cancel by tag, a sweep of dead tasks) could
 //!   not name a key per task in `KEYS`, and a Cluster needs every key named; the Hash
-//!   also lets a script write all its events with one `HMGET`, one `HSET` and one
-//!   `ZADD`, however many tasks it changes.
+//!   also lets a script write all its events with one `HMGET` and one `HSET`, however
+//!   many tasks it changes.
 //! - **Index**: `history:latest` scores a key by its history's first event, at or
 //!   before its latest: only a script that starts a history writes it (no `ZADD` for
 //!   every event on the hot paths), and a sweep reads the latest event of each key it

@@ -2,9 +2,9 @@
 -- latest event happened before ARGV[1] (ms), looking at up to ARGV[3] keys.
 -- Standalone (nothing is prepended): its keys are one shard's histories and their
 -- index, under the shard's hash tag (keys.rs).
--- KEYS[1] history: Hash key -> "<count>", then "\n<event>" for each event, oldest
---   first, each a JSON object that opens with its time, {"t":<ms>,… (see tell in
---   common.lua)
+-- KEYS[1] history: Hash key -> its count in three digits, then "\n<event>" for each
+--   event, oldest first, each a JSON object that opens with its time, {"t":<ms>,…
+--   (see tell in common.lua)
 -- KEYS[2] history:latest: ZSet key -> a time at or before its history's latest event
 -- ARGV[1] the cutoff, ms; ARGV[2] the most histories deleted, at least 1; ARGV[3] the
 --   most keys looked at, at least ARGV[2]
