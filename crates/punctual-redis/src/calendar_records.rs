@@ -32,7 +32,7 @@ impl Shared {
         let what = format!("calendar {}", req.name);
         let decode = |stored: &str| decode(req.name.clone(), stored);
         let decide = |existing: Option<&CalendarRecord>| change_calendar(existing, req);
-        self.change_versioned(&hash, req.name.as_str(), what, decode, decide).await
+        self.change_versioned(&hash, req.name.as_str(), &req.audit_entry(), what, decode, decide).await
     }
 }
 

@@ -9,7 +9,7 @@
 //! one script.
 
 use punctual_core::store::{DeadSelection, RetriedDead, RetryDeadBatchRequest, RetryDeadRequest, SweepRequest, Swept};
-use punctual_core::{QueueName, Result, Tag, Task, TaskKey};
+use punctual_core::{Actor, QueueName, Result, Tag, Task, TaskKey};
 
 use crate::cursor::bad_cursor;
 use crate::keys::ShardKeys;
@@ -22,7 +22,7 @@ impl Shared {
         let queue = &req.queue;
         let shard = self.shard_of(queue, &req.key, false).await?;
         let arming = self.heads.arming(queue, shard);
-        let revived = self.on(queue, shard).retry_dead(&req.key, req.now).await?;
+        let revived = self.on(queue, shard).retry_dead(&req.key, req.now, req.by.as_ref()).await?;
         arming.done();
         let Some(task) = revived else { return Ok(None) };
         self.heads.lower(queue, task.lane(), shard, task.priority, task.due_at);
@@ -30,8 +30,8 @@ impl Shared {
         Ok(Some(task))
     }
 
-    pub(crate) async fn delete_dead(&self, queue: &QueueName, key: &TaskKey) -> Result<bool> {
-        self.delete(queue, key, DeleteIf::Dead).await
+    pub(crate) async fn delete_dead(&self, queue: &QueueName, key: &TaskKey, by: Option<&Actor>) -> Result<bool> {
+        self.delete(queue, key, DeleteIf::Dead, by).await
     }
 
     pub(crate) async fn retry_dead_batch(&self, req: &RetryDeadBatchRequest) -> Result<RetriedDead> {
@@ -56,8 +56,11 @@ impl Shared {
             let mine: Vec<&TaskKey> = keys.iter().filter(|key| sharding.shard_of(key) == shard).collect();
             for chunk in mine.chunks(batch_of(req)) {
                 let arming = self.heads.arming(&req.queue, shard);
-                let revived =
-                    self.on(&req.queue, shard).retry_dead_many(DeadBatch::Keys(chunk), req.now).await?.retried;
+                let revived = self
+                    .on(&req.queue, shard)
+                    .retry_dead_many(DeadBatch::Keys(chunk), req.now, req.by.as_ref())
+                    .await?
+                    .retried;
                 if revived > 0 {
                     // Revived tasks are due now, each in its lane: the heads are read afresh.
                     self.heads.forget(&req.queue, shard);
@@ -96,7 +99,7 @@ impl Shared {
             }
         };
         let arming = self.heads.arming(&req.queue, shard);
-        let done = self.on(&req.queue, shard).retry_dead_many(batch, req.now).await?;
+        let done = self.on(&req.queue, shard).retry_dead_many(batch, req.now, req.by.as_ref()).await?;
         if done.retried > 0 {
             self.heads.forget(&req.queue, shard);
         }

@@ -34,10 +34,13 @@
 //! | `…:seq` | string counter | the last fence handed out in the shard |
 //! | `…:completed:<key>` | string, expiring | the completion record of the dedupe window of `<key>`'s task that completed (`lua/complete.lua`), `"<completed_at>,<id>,<attempts>,<occurrence>,<unique_until>"` in ms, expiring at `unique_until` |
 //! | `…:completions` | ZSet, scores 0 | task keys of the shard's completion records, the index by which `Store::completions` pages them by key (`completions`): filled by that paging from a `SCAN` of the `completed:*` keys, an entry dropped once its record is gone; expires when the latest record it names ends |
+//! | `…:history` | Hash | key → the key's history (`punctual_core::history`): its count in three digits (`"003"`), then `"\n<event>"` for each of its latest [`HISTORY_LIMIT`](punctual_core::history::HISTORY_LIMIT) events, oldest first, each one compact JSON object as `history::encode` writes it (`lua/common.lua`, `tell`); kept when the task goes, until `Store::sweep_history` |
+//! | `…:history:latest` | ZSet | each key of `history` → a time at or before its latest event, ms: of its first event (written only by the script that starts the history), or of its latest as a sweep last read it; the index by which `lua/sweep_history.lua` finds the histories that may be quiet since a cutoff |
 //! | `…:outbox` | ZSet | `"<outbox>\n<row id>"` → when the row was applied, ms: the marks of the outbox rows this shard applied (`Store::apply_once`), each written by the script that applied the row, with its effect; kept at least `MARK_RETENTION` (7 days), each script that writes one first dropping at most 100 older marks. Passed only to the scripts that apply a row (see [`ShardKeys::outbox_marks`]) |
 //! | `<p>:{<queue>}:rate` | List | start times (ms) of the queue's latest rate-limit slots, at most the rate's count, shared by every process (`lua/rate.lua`); expires a window after the newest |
 //! | `<p>:queues` | Hash | queue name → its number of shards (the registry), and `<queue>#hash-tags` → `1` for a queue whose keys' hash tags place them (written with the count by `lua/register_queue.lua`; absent for a queue an earlier punctual registered, whose keys are placed whole) |
 //! | `<p>:queue-records` | Hash | queue name → its record: settings and pause state, `"<version>,<updated ms>,<P\|R>[\|<settings>]"` (see `queue_records`); one key for the store, read whole by every process each second |
+//! | `{<p>:queue-records}:audit`, `{<p>:calendars}:audit` | ZSet | audit entries (see `audit`), each `"<seq>\|<entry>"` scored by its sequence number, in the slot of the records whose changes it tells; trimmed by `Store::sweep_audit` |
 //! | `<p>:calendars` | Hash | calendar name → its record, `"<version>,<updated ms>[\|<document>]"` (see `calendar_records`); one key for the store, read whole by every process each second |
 //! | `<p>:nodes` | Hash | node name → `"<expires ms>,<announcement>"`: each live server's announcement, its delivery policy (see `nodes`); written and pruned of expired nodes by `lua/announce.lua` |
 //! | `<p>:ids` | string counter | task ids, reserved in blocks by each process; created at a random point in [2^40, 2^41) ([`ids_start`]) |
@@ -89,6 +92,12 @@
 //! tasks in lease order, so a group's head is one `ZRANGEBYLEX` per priority it holds,
 //! and every script touches only the keys it is passed.
 //!
+//! Histories: a task key is in `history:latest` exactly while it is in `history`,
+//! scored at or before its latest event (but for clocks that disagree): only the script
+//! that starts a key's history adds it, and only `lua/sweep_history.lua` scores it
+//! again or takes it out, with its history (see `history`). A history is kept when
+//! its task goes; every script that changes a task appends its events there.
+//!
 //! Group rates: a group is in `groups:slots` exactly while it is in
 //! `groups:slots:ends`, scored by the latest end of the slots its field holds. Only
 //! the lease script reads or writes them, and only under a `group_rate`: each such
@@ -99,7 +108,7 @@
 
 use punctual_core::{Lane, QueueName, TaskKey};
 
-/// The keys of one shard of one queue. Scripts take them as `KEYS[1..23]` in the order
+/// The keys of one shard of one queue. Scripts take them as `KEYS[1..25]` in the order
 /// of [`ShardKeys::in_script_order`] (the header of `lua/common.lua`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ShardKeys {
@@ -142,6 +151,10 @@ pub(crate) struct ShardKeys {
     pub(crate) group_slots: String,
     /// Each group of `group_slots` by the latest end of its slots.
     pub(crate) group_slot_ends: String,
+    /// Each task key's history, kept when its task goes.
+    pub(crate) history: String,
+    /// Each task key of `history` by a time at or before its latest event.
+    pub(crate) history_latest: String,
     /// The marks of the outbox rows applied in this shard. Not one of the keys every
     /// script gets ([`ShardKeys::in_script_order`]): only a schedule, delete or
     /// cancel_tag script that applies a row touches marks, so only such a call passes
@@ -185,6 +198,8 @@ impl ShardKeys {
             groups_ready_target: key("groups:target:ready"),
             group_slots: key("groups:slots"),
             group_slot_ends: key("groups:slots:ends"),
+            history: key("history"),
+            history_latest: key("history:latest"),
             outbox_marks: key("outbox"),
             completed: key("completed:"),
             completions: key("completions"),
@@ -193,7 +208,7 @@ impl ShardKeys {
 
     /// The key of the completion record of `key`'s dedupe window, in this shard (the
     /// task's): under the shard's hash tag, so the scripts that read and write it with
-    /// the task stay on one Cluster node. Scripts take them after `KEYS[1..23]`.
+    /// the task stay on one Cluster node. Scripts take them after `KEYS[1..25]`.
     pub(crate) fn completion(&self, key: &TaskKey) -> String {
         self.completion_of(key.as_str())
     }
@@ -223,8 +238,8 @@ impl ShardKeys {
         record_key.strip_prefix(self.completed.as_str())
     }
 
-    /// `KEYS[1..23]` of every shard script, as `lua/common.lua` numbers them.
-    pub(crate) fn in_script_order(&self) -> [&str; 23] {
+    /// `KEYS[1..25]` of every shard script, as `lua/common.lua` numbers them.
+    pub(crate) fn in_script_order(&self) -> [&str; 25] {
         [
             &self.scheduled,
             &self.leases,
@@ -249,6 +264,8 @@ impl ShardKeys {
             &self.groups_ready_target,
             &self.group_slots,
             &self.group_slot_ends,
+            &self.history,
+            &self.history_latest,
         ]
     }
 
@@ -273,6 +290,12 @@ pub(crate) fn registry(prefix: &str) -> String {
 }
 
 /// Every queue's record (settings, pause state), one field per queue.
+/// The audit's entries kept beside the Hash `hash` of records: in its slot, the key's
+/// hash tag being the Hash's whole name (see `audit`).
+pub(crate) fn audit(hash: &str) -> String {
+    format!("{{{hash}}}:audit")
+}
+
 pub(crate) fn queue_records(prefix: &str) -> String {
     format!("{prefix}:queue-records")
 }
@@ -449,6 +472,34 @@ mod tests {
             // A group whose lease ended wakes consumers: published after it is noted.
             let published = script.rfind("publish_wakeup()");
             assert!(published.is_some_and(|at| at > saved), "{name}.lua publishes before save_groups() or never");
+        }
+    }
+
+    #[test]
+    fn every_script_that_tells_an_event_saves_the_history_after() {
+        // Events are written by `save_history` only (`lua/common.lua`): a script that
+        // tells one must call it after its last `tell`, or the change goes untold.
+        let scripts = [
+            ("schedule", include_str!("lua/schedule.lua")),
+            ("lease", include_str!("lua/lease.lua")),
+            ("complete", include_str!("lua/complete.lua")),
+            ("extend", include_str!("lua/extend.lua")),
+            ("release", include_str!("lua/release.lua")),
+            ("reap", include_str!("lua/reap.lua")),
+            ("retry_dead", include_str!("lua/retry_dead.lua")),
+            ("retry_dead_many", include_str!("lua/retry_dead_many.lua")),
+            ("delete", include_str!("lua/delete.lua")),
+            ("cancel_tag", include_str!("lua/cancel_tag.lua")),
+            ("purge", include_str!("lua/purge.lua")),
+            ("sweep_dead", include_str!("lua/sweep_dead.lua")),
+            ("import", include_str!("lua/import.lua")),
+        ];
+        for (name, script) in scripts {
+            // `revive` (`lua/common.lua`) tells a retry; `acked` (`lua/complete.lua`) an ack.
+            let told = ["tell(", "tell_event(", "acked(", "revive("].iter().filter_map(|call| script.rfind(call)).max();
+            let told = told.unwrap_or_else(|| panic!("{name}.lua tells no event"));
+            let saved = script.rfind("save_history()").unwrap_or_else(|| panic!("{name}.lua never saves the history"));
+            assert!(saved > told, "{name}.lua tells an event after it saved the history");
         }
     }
 

@@ -38,7 +38,8 @@
 //! `ids` (task id blocks), `tasks`, `outbox` (rows applied once), `lease`, `heads` and
 //! `bands` (priorities across shards), `group_commit` (acks), `reap`, `list` and
 //! `tag_list`, `groups` (a queue's groups), `completions` (a queue's completion
-//! records), `import` (what another store holds), `cursor`, `dead`, `stats`, `rates`,
+//! records), `import` (what another store holds), `history` (each task's events: the
+//! caller's part of them, reading, sweeping), `cursor`, `dead`, `stats`, `rates`,
 //! `queue_records` (settings and pause state shared by every process),
 //! `calendar_records` (calendars, likewise), `versioned` (their compare-and-set),
 //! `nodes` (what each live process announces); `clock`, `wake`, `identity` and
@@ -48,6 +49,7 @@
 //! `punctual import redisson` moves out of a Redisson delayed queue, both connected
 //! through [`source`].
 
+mod audit;
 mod bands;
 mod calendar_records;
 mod clock;
@@ -77,6 +79,7 @@ mod config;
 mod cursor;
 mod group_commit;
 mod groups;
+mod history;
 mod ids;
 mod import;
 mod lease;
@@ -93,15 +96,17 @@ mod tasks;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use punctual_core::audit::{AuditEntry, AuditRequest};
 use punctual_core::calendar::{CalendarChangeRequest, CalendarRecord};
+use punctual_core::history::HistoryEvent;
 use punctual_core::store::{
     ApplyOnceRequest, CompleteRequest, CompletionsPage, CompletionsRequest, ExtendRequest, GroupsPage, GroupsRequest,
-    ImportRequest, Imported, LeaseBatch, LeaseRequest, LeaseToken, ListRequest, OnceEffect, Page, Peers, PurgeRequest,
-    QueueChangeRequest, QueueRecord, QueueStats, ReapResult, RetriedDead, RetryDeadBatchRequest, RetryDeadRequest,
-    Scheduled, SweepRequest, Swept,
+    HistoryRequest, HistorySweepRequest, ImportRequest, Imported, LeaseBatch, LeaseRequest, LeaseToken, ListRequest,
+    OnceEffect, Page, Peers, PurgeRequest, QueueChangeRequest, QueueRecord, QueueStats, ReapResult, RetriedDead,
+    RetryDeadBatchRequest, RetryDeadRequest, Scheduled, SweepRequest, Swept,
 };
 use punctual_core::{
-    Clock, Error, NewTask, QueueName, Result, Store, StoreId, SystemClock, Tag, Task, TaskKey, Timestamp, Wakeup,
+    Actor, Clock, Error, NewTask, QueueName, Result, Store, StoreId, SystemClock, Tag, Task, TaskKey, Timestamp, Wakeup,
 };
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
@@ -249,12 +254,12 @@ impl Store for RedisStore {
         self.open()?.get_many(keys).await
     }
 
-    async fn cancel(&self, queue: &QueueName, key: &TaskKey, _by: Option<&punctual_core::Actor>) -> Result<bool> {
-        self.open()?.cancel(queue, key).await
+    async fn cancel(&self, queue: &QueueName, key: &TaskKey, by: Option<&Actor>) -> Result<bool> {
+        self.open()?.cancel(queue, key, by).await
     }
 
-    async fn cancel_tag(&self, queue: &QueueName, tag: &Tag, _by: Option<&punctual_core::Actor>) -> Result<u64> {
-        self.open()?.cancel_tag(queue, tag).await
+    async fn cancel_tag(&self, queue: &QueueName, tag: &Tag, by: Option<&Actor>) -> Result<u64> {
+        self.open()?.cancel_tag(queue, tag, by).await
     }
 
     async fn apply_once(&self, req: ApplyOnceRequest) -> Result<Option<OnceEffect>> {
@@ -314,27 +319,25 @@ impl Store for RedisStore {
         self.open()?.sweep_dead(&req).await
     }
 
-    async fn delete_dead(&self, queue: &QueueName, key: &TaskKey, _by: Option<&punctual_core::Actor>) -> Result<bool> {
-        self.open()?.delete_dead(queue, key).await
+    async fn delete_dead(&self, queue: &QueueName, key: &TaskKey, by: Option<&Actor>) -> Result<bool> {
+        self.open()?.delete_dead(queue, key, by).await
     }
 
-    async fn history(&self, _req: punctual_core::HistoryRequest) -> Result<Vec<punctual_core::history::HistoryEvent>> {
-        Err(punctual_core::Error::Internal("LOCAL PLACEHOLDER".into()))
+    async fn append_audit(&self, entry: AuditEntry) -> Result<()> {
+        self.open()?.append_audit(&entry).await
     }
-    async fn sweep_history(&self, _req: punctual_core::HistorySweepRequest) -> Result<u64> {
-        Err(punctual_core::Error::Internal("LOCAL PLACEHOLDER".into()))
+
+    async fn audit(&self, req: AuditRequest) -> Result<Vec<AuditEntry>> {
+        self.open()?.audit(&req).await
     }
-    async fn append_audit(&self, _entry: punctual_core::audit::AuditEntry) -> Result<()> {
-        Err(punctual_core::Error::Internal("LOCAL PLACEHOLDER".into()))
+
+    async fn sweep_audit(&self, before: Timestamp, limit: u32) -> Result<u64> {
+        self.open()?.sweep_audit(before, limit).await
     }
-    async fn audit(&self, _req: punctual_core::audit::AuditRequest) -> Result<Vec<punctual_core::audit::AuditEntry>> {
-        Err(punctual_core::Error::Internal("LOCAL PLACEHOLDER".into()))
-    }
-    async fn sweep_audit(&self, _before: Timestamp, _limit: u32) -> Result<u64> {
-        Err(punctual_core::Error::Internal("LOCAL PLACEHOLDER".into()))
-    }
+
     async fn queue_names(&self) -> Result<Vec<QueueName>> {
-        // The registry: every queue a process wrote to, by name.
+        // The registry: every queue a process wrote to, by name (a queue with only
+        // histories left among them: it was written to).
         Ok(self.open()?.queues().await?.into_keys().collect())
     }
 
@@ -344,6 +347,14 @@ impl Store for RedisStore {
 
     async fn purge(&self, req: PurgeRequest) -> Result<u64> {
         self.open()?.purge(&req).await
+    }
+
+    async fn history(&self, req: HistoryRequest) -> Result<Vec<HistoryEvent>> {
+        self.open()?.history(&req).await
+    }
+
+    async fn sweep_history(&self, req: HistorySweepRequest) -> Result<u64> {
+        self.open()?.sweep_history(&req).await
     }
 
     async fn queue_record(&self, queue: &QueueName) -> Result<Option<QueueRecord>> {

@@ -35,12 +35,12 @@ impl Shared {
                 .await?
                 .map(|scheduled| OnceEffect::Scheduled(Box::new(scheduled)))),
             OnceOp::Cancel { queue, key } => {
-                Ok(self.delete_applying(&queue, &key, DeleteIf::Any, Some(row)).await?.map(OnceEffect::Cancelled))
+                Ok(self.delete_applying(&queue, &key, DeleteIf::Any, None, Some(row)).await?.map(OnceEffect::Cancelled))
             }
             OnceOp::CancelTag { queue, tag } => {
                 let mut cancelled = None;
                 for shard in 0..self.shard_count(&queue, false).await? {
-                    if let Some(count) = self.cancel_tag_in_shard(&queue, shard, &tag, Some(row)).await? {
+                    if let Some(count) = self.cancel_tag_in_shard(&queue, shard, &tag, None, Some(row)).await? {
                         cancelled = Some(cancelled.unwrap_or(0) + count);
                     }
                 }

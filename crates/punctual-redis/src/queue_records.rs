@@ -44,7 +44,7 @@ impl Shared {
         let what = format!("queue {}", req.queue);
         let decode = |stored: &str| decode(req.queue.clone(), stored);
         let decide = |existing: Option<&QueueRecord>| transitions::change_queue(existing, req);
-        self.change_versioned(&hash, req.queue.as_str(), what, decode, decide).await
+        self.change_versioned(&hash, req.queue.as_str(), &req.audit_entry(), what, decode, decide).await
     }
 }
 

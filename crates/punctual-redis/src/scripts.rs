@@ -5,26 +5,28 @@
 //! Every script is `lua/clock.lua`, `lua/common.lua` and `lua/common_groups.lua`
 //! followed by its own file (the lease script by `lua/group_slots.lua`,
 //! `lua/lease_groups.lua` and then its own); but `lua/ids.lua`, `lua/change_record.lua`,
-//! `lua/announce.lua` and `lua/register_queue.lua`, which work on no shard, stand alone,
-//! and `lua/rate.lua` (no shard either) and `lua/completions_index.lua` (one shard's
+//! `lua/announce.lua` and `lua/register_queue.lua`, which work on no shard, and
+//! `lua/sweep_history.lua` (one shard's histories alone) stand alone, and `lua/rate.lua` (no shard either) and `lua/completions_index.lua` (one shard's
 //! index of completion records and the records alone) have only `lua/clock.lua` before
 //! them. Loaded once per Redis node and called by SHA; redis-rs
 //! reloads a script the node answers NOSCRIPT for (after a restart or a `SCRIPT
 //! FLUSH`). (`lua/delete_if_unchanged.lua` is not the store's: `keyspace` loads and
 //! calls it.)
 //!
-//! Invariants: a shard script gets the twenty-three keys of its one shard as `KEYS` (so
+//! Invariants: a shard script gets the twenty-five keys of its one shard as `KEYS` (so
 //! it touches only keys it was passed, on one Cluster node), then, for
 //! `lua/schedule.lua`, `lua/complete.lua` and `lua/import.lua`, the completion record
 //! key of each task (or record) of the call (under the same hash tag), then, for a
 //! schedule, delete or cancel_tag that applies an outbox row, the shard's outbox marks,
 //! and `ARGV[1..3]` = now, the wake-up channel, the queue; the codes it gets for our
-//! enums come from `codes`. Each call here is one script call: bounding batches (at
+//! enums come from `codes`, the history's fields the caller knows from
+//! [`Fields`](crate::history::Fields). Each call here is one script call: bounding batches (at
 //! most [`SCRIPT_BATCH`](crate::SCRIPT_BATCH)) is the caller's part.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use punctual_core::audit::{self, AuditEntry};
 use punctual_core::outbox::MARK_RETENTION;
 use punctual_core::policy::Rate;
 use punctual_core::store::{
@@ -32,13 +34,14 @@ use punctual_core::store::{
     ReapResult, Reaped, Scheduled, Swept, corrupt,
 };
 use punctual_core::{
-    Error, Group, NewTask, Priority, QueueName, Result, StoreId, Tag, Task, TaskKey, TaskState, Timestamp,
+    Actor, Error, Group, NewTask, Priority, QueueName, Result, StoreId, Tag, Task, TaskKey, TaskState, Timestamp,
 };
 use redis::{Script, ScriptInvocation};
 
 use crate::bands::{Bands, HeadTask};
 use crate::cursor::Cursor;
 use crate::heads::Bound;
+use crate::history::Fields;
 use crate::keys::{self, ShardKeys};
 use crate::nodes::Announcement;
 use crate::shards::Sharding;
@@ -75,10 +78,12 @@ pub(crate) struct Scripts {
     ids: Script,
     rate: Script,
     change_record: Script,
+    append_audit: Script,
     announce: Script,
     register_queue: Script,
     import: Script,
     completions_index: Script,
+    sweep_history: Script,
 }
 
 fn with_common(body: &str) -> Script {
@@ -113,7 +118,16 @@ impl Scripts {
             stats: with_common(include_str!("lua/stats.lua")),
             ids: Script::new(include_str!("lua/ids.lua")),
             rate: Script::new(concat!(include_str!("lua/clock.lua"), "\n", include_str!("lua/rate.lua"))),
-            change_record: Script::new(include_str!("lua/change_record.lua")),
+            change_record: Script::new(concat!(
+                include_str!("lua/audit.lua"),
+                "\n",
+                include_str!("lua/change_record.lua")
+            )),
+            append_audit: Script::new(concat!(
+                include_str!("lua/audit.lua"),
+                "\n",
+                include_str!("lua/append_audit.lua")
+            )),
             announce: Script::new(include_str!("lua/announce.lua")),
             register_queue: Script::new(include_str!("lua/register_queue.lua")),
             import: with_common(include_str!("lua/import.lua")),
@@ -122,6 +136,7 @@ impl Scripts {
                 "\n",
                 include_str!("lua/completions_index.lua")
             )),
+            sweep_history: Script::new(include_str!("lua/sweep_history.lua")),
         }
     }
 }
@@ -205,6 +220,14 @@ pub(crate) struct Purged {
     pub(crate) more: bool,
 }
 
+/// What one `lua/sweep_history.lua` call did.
+#[derive(Debug)]
+pub(crate) struct SweptHistories {
+    pub(crate) deleted: u64,
+    /// The shard may hold more histories quiet since the cutoff.
+    pub(crate) more: bool,
+}
+
 /// One batch of a walk over a tag's index entries.
 #[derive(Debug)]
 pub(crate) struct TagBatch {
@@ -249,12 +272,30 @@ impl Shared {
     }
 
     /// `lua/change_record.lua`: stores `record` as `name`'s in the Hash of records `hash`
-    /// if its stored record is still at version `read` (0: none); whether it did.
-    pub(crate) async fn write_record(&self, hash: &str, name: &str, read: u64, record: &str) -> Result<bool> {
+    /// if its stored record is still at version `read` (0: none), with `entry` in the
+    /// audit beside the Hash; whether it did.
+    pub(crate) async fn write_record(
+        &self,
+        hash: &str,
+        name: &str,
+        read: u64,
+        record: &str,
+        entry: &AuditEntry,
+    ) -> Result<bool> {
         let mut invocation = self.scripts.change_record.prepare_invoke();
-        invocation.key(hash).arg(name).arg(read).arg(record);
+        invocation.key(hash).key(keys::audit(hash)).arg(name).arg(read).arg(record);
+        invocation.arg(audit::encode(entry)).arg(entry.at.as_millis()).arg(crate::audit::parity(hash));
         let written: i64 = self.conn.invoke(&invocation).await?;
         Ok(written == 1)
+    }
+
+    /// `lua/append_audit.lua`: keeps `entry` in the audit beside the Hash `hash`.
+    pub(crate) async fn append_audit_to(&self, hash: &str, entry: &AuditEntry) -> Result<()> {
+        let mut invocation = self.scripts.append_audit.prepare_invoke();
+        invocation.key(keys::audit(hash)).arg(audit::encode(entry)).arg(entry.at.as_millis());
+        invocation.arg(crate::audit::parity(hash));
+        let _: i64 = self.conn.invoke(&invocation).await?;
+        Ok(())
     }
 
     /// `lua/announce.lua`: makes `announcement` hold from `now`, and answers every live
@@ -345,7 +386,8 @@ impl OnShard<'_> {
                 .arg(record::debounce_of(task))
                 .arg(task.group.as_ref().map_or("", |group| group.as_str()))
                 .arg(record::unique_of(task))
-                .arg(task.scheduled_for.as_millis());
+                .arg(task.scheduled_for.as_millis())
+                .arg(Fields::by(task.by.as_ref()).members());
         }
         self.with_row(&mut invocation, row);
         let answer: Vec<Vec<u8>> = self.shared.conn.invoke(&invocation).await?;
@@ -478,6 +520,7 @@ impl OnShard<'_> {
             Some(rate) => invocation.arg(rate.count.max(1)).arg(millis(rate.per).max(1)),
             None => invocation.arg("").arg(""),
         };
+        invocation.arg(Fields::by(req.by.as_ref()).members());
         let answer: Vec<Vec<u8>> = self.shared.conn.invoke(&invocation).await?;
         let [score, key, now, grouped, rest @ ..] = answer.as_slice() else {
             return Err(corrupt("lease answered no head"));
@@ -536,7 +579,7 @@ impl OnShard<'_> {
             let (kind, at, error, anchor) = codes::completion(&req.completion);
             let t = &req.token;
             invocation.arg(t.key.as_str()).arg(t.task_id).arg(t.version).arg(t.fence).arg(kind).arg(at).arg(error);
-            invocation.arg(anchor);
+            invocation.arg(anchor).arg(Fields::acked(req).members());
         }
         let results: Vec<i64> = self.shared.conn.invoke(&invocation).await?;
         Ok(results.into_iter().map(|r| r == 1).collect())
@@ -545,7 +588,7 @@ impl OnShard<'_> {
     /// `lua/extend.lua`: the lease's new expiry, or `LeaseLost`.
     pub(crate) async fn extend(&self, req: &punctual_core::store::ExtendRequest) -> Result<Timestamp> {
         let mut invocation = self.invocation(&self.shared.scripts.extend, req.now);
-        with_token(&mut invocation, &req.token).arg(millis(req.lease_for));
+        with_token(&mut invocation, &req.token).arg(millis(req.lease_for)).arg(Fields::by(req.by.as_ref()).members());
         let expiry: i64 = self.shared.conn.invoke(&invocation).await?;
         if expiry < 0 { Err(Error::LeaseLost) } else { Ok(Timestamp::from_millis(expiry)) }
     }
@@ -576,10 +619,11 @@ impl OnShard<'_> {
         Ok(ReapResult::new(reaped, next_expiry))
     }
 
-    /// `lua/retry_dead.lua`: the task back to work, or `None` when `key` is not dead.
-    pub(crate) async fn retry_dead(&self, key: &TaskKey, now: Timestamp) -> Result<Option<Task>> {
+    /// `lua/retry_dead.lua`: the task back to work (by `by`), or `None` when `key` is
+    /// not dead.
+    pub(crate) async fn retry_dead(&self, key: &TaskKey, now: Timestamp, by: Option<&Actor>) -> Result<Option<Task>> {
         let mut invocation = self.invocation(&self.shared.scripts.retry_dead, now);
-        invocation.arg(key.as_str());
+        invocation.arg(key.as_str()).arg(Fields::by(by).members());
         let record: Vec<u8> = self.shared.conn.invoke(&invocation).await?;
         if record.is_empty() {
             return Ok(None);
@@ -587,18 +631,24 @@ impl OnShard<'_> {
         record::decode(self.store(), self.queue, key.as_str(), &record).map(Some)
     }
 
-    /// `lua/retry_dead_many.lua`: one batch of a bulk retry.
-    pub(crate) async fn retry_dead_many(&self, batch: DeadBatch<'_>, now: Timestamp) -> Result<RetriedBatch> {
+    /// `lua/retry_dead_many.lua`: one batch of a bulk retry (by `by`).
+    pub(crate) async fn retry_dead_many(
+        &self,
+        batch: DeadBatch<'_>,
+        now: Timestamp,
+        by: Option<&Actor>,
+    ) -> Result<RetriedBatch> {
         let mut invocation = self.invocation(&self.shared.scripts.retry_dead_many, now);
+        let fields = Fields::by(by).members();
         match batch {
             DeadBatch::All { bound, size } => {
-                invocation.arg("all").arg(size).arg(bound);
+                invocation.arg("all").arg(size).arg(fields).arg(bound);
             }
             DeadBatch::Tagged { tag, after, size } => {
-                invocation.arg("tag").arg(size).arg(tag.as_str()).arg(after);
+                invocation.arg("tag").arg(size).arg(fields).arg(tag.as_str()).arg(after);
             }
             DeadBatch::Keys(keys) => {
-                invocation.arg("keys").arg(keys.len());
+                invocation.arg("keys").arg(keys.len()).arg(fields);
                 for key in keys {
                     invocation.arg(key.as_str());
                 }
@@ -608,16 +658,22 @@ impl OnShard<'_> {
         Ok(RetriedBatch { retried, more: !more.is_empty(), last })
     }
 
-    /// `lua/delete.lua`: whether `key` was there (in that state) and is deleted. With
-    /// `row`, `None` when the row's mark was there, nothing deleted.
-    pub(crate) async fn delete(&self, key: &TaskKey, only: DeleteIf, row: Option<RowMark<'_>>) -> Result<Option<bool>> {
+    /// `lua/delete.lua`: whether `key` was there (in that state) and is deleted (by
+    /// `by`). With `row`, `None` when the row's mark was there, nothing deleted.
+    pub(crate) async fn delete(
+        &self,
+        key: &TaskKey,
+        only: DeleteIf,
+        by: Option<&Actor>,
+        row: Option<RowMark<'_>>,
+    ) -> Result<Option<bool>> {
         let now = row.map_or(Timestamp::EPOCH, |row| row.now);
         let mut invocation = self.invocation(&self.shared.scripts.delete, now);
         let only = match only {
             DeleteIf::Any => "any",
             DeleteIf::Dead => "dead",
         };
-        invocation.arg(key.as_str()).arg(only);
+        invocation.arg(key.as_str()).arg(only).arg(Fields::by(by).members());
         self.with_row(&mut invocation, row);
         let deleted: i64 = self.shared.conn.invoke(&invocation).await?;
         Ok((deleted >= 0).then_some(deleted == 1))
@@ -632,26 +688,43 @@ impl OnShard<'_> {
         Ok(Swept::new(deleted, parse_score(&head)?))
     }
 
-    /// `lua/cancel_tag.lua`: deletes up to `limit` tasks carrying `tag`; how many. With
-    /// `row`, `None` when the row's mark was there, nothing deleted; the script that
-    /// deletes fewer than `limit` writes the mark.
-    pub(crate) async fn cancel_tag(&self, tag: &Tag, limit: usize, row: Option<RowMark<'_>>) -> Result<Option<u64>> {
+    /// `lua/cancel_tag.lua`: deletes up to `limit` tasks carrying `tag` (by `by`); how
+    /// many. With `row`, `None` when the row's mark was there, nothing deleted; the
+    /// script that deletes fewer than `limit` writes the mark.
+    pub(crate) async fn cancel_tag(
+        &self,
+        tag: &Tag,
+        limit: usize,
+        by: Option<&Actor>,
+        row: Option<RowMark<'_>>,
+    ) -> Result<Option<u64>> {
         let now = row.map_or(Timestamp::EPOCH, |row| row.now);
         let mut invocation = self.invocation(&self.shared.scripts.cancel_tag, now);
-        invocation.arg(tag.as_str()).arg(limit);
+        invocation.arg(tag.as_str()).arg(limit).arg(Fields::tagged(by, tag).members());
         self.with_row(&mut invocation, row);
         let deleted: i64 = self.shared.conn.invoke(&invocation).await?;
         Ok(u64::try_from(deleted).ok())
     }
 
     /// `lua/purge.lua`: deletes up to `limit` (≥ 1) tasks of `selection`, each as cancel
-    /// does.
-    pub(crate) async fn purge(&self, selection: PurgeSelection, limit: usize) -> Result<Purged> {
+    /// does (by `by`).
+    pub(crate) async fn purge(&self, selection: PurgeSelection, limit: usize, by: Option<&Actor>) -> Result<Purged> {
         debug_assert!(limit >= 1, "a purge batch of 0 looks at nothing and tells nothing");
         let mut invocation = self.invocation(&self.shared.scripts.purge, Timestamp::EPOCH);
-        invocation.arg(codes::purge_selection(selection)).arg(limit);
+        invocation.arg(codes::purge_selection(selection)).arg(limit).arg(Fields::by(by).members());
         let (deleted, more): (u64, i64) = self.shared.conn.invoke(&invocation).await?;
         Ok(Purged { deleted, more: more == 1 })
+    }
+
+    /// `lua/sweep_history.lua`: deletes up to `limit` (≥ 1) histories of this shard whose
+    /// latest event is before `before`, looking at up to `looks` keys; how many, and
+    /// whether the shard may hold more.
+    pub(crate) async fn sweep_history(&self, before: Timestamp, limit: u64, looks: u64) -> Result<SweptHistories> {
+        let mut invocation = self.shared.scripts.sweep_history.prepare_invoke();
+        invocation.key(&self.keys.history).key(&self.keys.history_latest);
+        invocation.arg(before.as_millis()).arg(limit.max(1)).arg(looks.max(limit).max(1));
+        let (deleted, more): (u64, i64) = self.shared.conn.invoke(&invocation).await?;
+        Ok(SweptHistories { deleted, more: more == 1 })
     }
 
     /// `lua/list.lua`: up to `limit + 1` tasks after `after`, in (due, key) order.

@@ -13,7 +13,7 @@
 use std::collections::BTreeMap;
 
 use punctual_core::store::{PurgeRequest, ScheduleOutcome, Scheduled};
-use punctual_core::{Error, Group, Lane, NewTask, Priority, QueueName, Result, Tag, Task, TaskKey, Timestamp};
+use punctual_core::{Actor, Error, Group, Lane, NewTask, Priority, QueueName, Result, Tag, Task, TaskKey, Timestamp};
 
 use crate::heads::lane_slot;
 use crate::keys::{self, ShardKeys};
@@ -147,14 +147,21 @@ impl Shared {
         Ok(tasks)
     }
 
-    pub(crate) async fn cancel(&self, queue: &QueueName, key: &TaskKey) -> Result<bool> {
-        self.delete(queue, key, DeleteIf::Any).await
+    pub(crate) async fn cancel(&self, queue: &QueueName, key: &TaskKey, by: Option<&Actor>) -> Result<bool> {
+        self.delete(queue, key, DeleteIf::Any, by).await
     }
 
-    /// Deletes `key` (only if dead, with [`DeleteIf::Dead`]); whether it was there.
-    pub(crate) async fn delete(&self, queue: &QueueName, key: &TaskKey, only: DeleteIf) -> Result<bool> {
+    /// Deletes `key` (only if dead, with [`DeleteIf::Dead`]) by `by`; whether it was
+    /// there.
+    pub(crate) async fn delete(
+        &self,
+        queue: &QueueName,
+        key: &TaskKey,
+        only: DeleteIf,
+        by: Option<&Actor>,
+    ) -> Result<bool> {
         // Without a row, never `None`.
-        Ok(self.delete_applying(queue, key, only, None).await?.unwrap_or_default())
+        Ok(self.delete_applying(queue, key, only, by, None).await?.unwrap_or_default())
     }
 
     /// [`Shared::delete`], applying `row` when given: `None` when its mark was there.
@@ -165,10 +172,11 @@ impl Shared {
         queue: &QueueName,
         key: &TaskKey,
         only: DeleteIf,
+        by: Option<&Actor>,
         row: Option<RowMark<'_>>,
     ) -> Result<Option<bool>> {
         let shard = self.shard_of(queue, key, false).await?;
-        let deleted = self.on(queue, shard).delete(key, only, row).await?;
+        let deleted = self.on(queue, shard).delete(key, only, by, row).await?;
         if deleted == Some(true) {
             self.heads.forget(queue, shard);
         }
@@ -177,11 +185,11 @@ impl Shared {
     }
 
     /// Shard by shard, [`SCRIPT_BATCH`] tasks per script until a script finds fewer.
-    pub(crate) async fn cancel_tag(&self, queue: &QueueName, tag: &Tag) -> Result<u64> {
+    pub(crate) async fn cancel_tag(&self, queue: &QueueName, tag: &Tag, by: Option<&Actor>) -> Result<u64> {
         let mut total = 0;
         for shard in 0..self.shard_count(queue, false).await? {
             // Without a row, never `None`.
-            total += self.cancel_tag_in_shard(queue, shard, tag, None).await?.unwrap_or_default();
+            total += self.cancel_tag_in_shard(queue, shard, tag, by, None).await?.unwrap_or_default();
         }
         Ok(total)
     }
@@ -196,11 +204,12 @@ impl Shared {
         queue: &QueueName,
         shard: u32,
         tag: &Tag,
+        by: Option<&Actor>,
         row: Option<RowMark<'_>>,
     ) -> Result<Option<u64>> {
         let mut total = None;
         loop {
-            let Some(deleted) = self.on(queue, shard).cancel_tag(tag, SCRIPT_BATCH, row).await? else { break };
+            let Some(deleted) = self.on(queue, shard).cancel_tag(tag, SCRIPT_BATCH, by, row).await? else { break };
             if deleted > 0 {
                 self.heads.forget(queue, shard);
             }
@@ -221,7 +230,8 @@ impl Shared {
         for shard in 0..self.shard_count(&req.queue, false).await? {
             let mut deleted = 0;
             while left > 0 {
-                let purged = self.on(&req.queue, shard).purge(req.selection, left.min(SCRIPT_BATCH)).await?;
+                let purged =
+                    self.on(&req.queue, shard).purge(req.selection, left.min(SCRIPT_BATCH), req.by.as_ref()).await?;
                 deleted += purged.deleted;
                 left -= purged.deleted as usize;
                 if !purged.more {

@@ -8,6 +8,7 @@
 
 use std::fmt;
 
+use punctual_core::audit::AuditEntry;
 use punctual_core::{Error, Result};
 
 use crate::Shared;
@@ -25,12 +26,14 @@ pub(crate) trait Versioned: Sized {
 
 impl Shared {
     /// Changes the record `name` of the Hash `hash` to what `decide` makes of it (as
-    /// `decode` reads it; `None`: no record yet), by compare-and-set; the record
-    /// written. `what` names it in the error of a storm of changes.
+    /// `decode` reads it; `None`: no record yet), by compare-and-set, with `entry` in the
+    /// audit beside the Hash in the same script; the record written. `what` names it in
+    /// the error of a storm of changes.
     pub(crate) async fn change_versioned<R: Versioned>(
         &self,
         hash: &str,
         name: &str,
+        entry: &AuditEntry,
         what: impl fmt::Display,
         decode: impl Fn(&str) -> Result<R>,
         decide: impl Fn(Option<&R>) -> Result<R>,
@@ -40,7 +43,7 @@ impl Shared {
             let existing = stored.map(|record| decode(&record)).transpose()?;
             let read = existing.as_ref().map_or(0, Versioned::version);
             let changed = decide(existing.as_ref())?;
-            if self.write_record(hash, name, read, &changed.encode()).await? {
+            if self.write_record(hash, name, read, &changed.encode(), entry).await? {
                 self.replicate_key(hash).await?;
                 return Ok(changed);
             }

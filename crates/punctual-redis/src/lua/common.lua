@@ -32,6 +32,10 @@
 --   KEYS[22] groups:slots Hash group -> its group_rate slots, "<at>+<until - at>" in ms
 --     each, separated by ' ' (only the lease script reads or writes it: group_slots.lua)
 --   KEYS[23] groups:slots:ends ZSet group -> the latest until ms of its slots in KEYS[22]
+--   KEYS[24] history Hash key -> its history: its count in three digits, then
+--     "\n<event>" for each of its latest HISTORY_LIMIT events, oldest first (see tell)
+--   KEYS[25] history:latest ZSet key -> a time at or before its history's latest event,
+--     ms: of its first event, or of its latest as a sweep last read it (see tell below)
 -- (schedule.lua and complete.lua get more after these: KEYS[SHARD_KEYS + i], the
 -- completion record key of the call's i-th task, under the same hash tag; see keys.rs;
 -- and schedule.lua, delete.lua and cancel_tag.lua, when they apply an outbox row, the
@@ -111,7 +115,128 @@ local function int(n)
 end
 
 -- How many keys of the shard every script gets first (those above).
-local SHARD_KEYS = 23
+local SHARD_KEYS = 25
+
+-- History (punctual_core::history): every script that changes a task tells it, one
+-- event per task it changes (`tell`), and writes the events told at its end
+-- (`save_history`) with one HMGET and one HSET of KEYS[24], whatever the number of
+-- tasks, and a ZADD of KEYS[25] for the keys whose history it starts: the history is
+-- written in the change's atomic step. An event is one JSON object as history::encode
+-- writes it (short names, fields at their empty value left out), made here from
+-- numbers and fixed names, and from what the caller gives already encoded as JSON
+-- members (`fields`, each after a ',': who did it, an ack's outcome, fence, due time,
+-- error and delivery report, a cancel's tag), so a script encodes no text of its own
+-- but a reaped lease's error (cjson). A key's history keeps its HISTORY_LIMIT latest
+-- events; it outlives the task, and a task created again under the key adds to it.
+-- KEYS[25] scores a key by its history's first event, at or before its latest (as a
+-- sweep last read it, see sweep_history.lua): no event but a history's first costs a
+-- ZADD. One Hash per shard, not a key per task: the scripts that find their tasks in
+-- an index (lease, reap, purge, cancel_tag, sweep_dead) could not name a key per task
+-- in KEYS. Each script's events happen at one time (its now, or for the deletions
+-- that are given none, Redis' clock), whose text is made once.
+local HISTORY, HISTORY_LATEST, HISTORY_LIMIT = 24, 25, 100
+local STATE_MEMBER = { [0] = '","s":"scheduled"', '","s":"leased"', '","s":"dead"' }
+-- The keys told of, in the order first told; the events of each ('\n' between them)
+-- and how many; each key's place in those lists.
+local told_keys, told_events, told_count, told_index = {}, {}, {}, {}
+-- When the events told happened, ms, and its text.
+local told_ms, told_text = nil, nil
+
+-- The opening of every event of `kind` at `at` leaving its task in state `st` (nil:
+-- gone), up to its own members: a script that tells many events of a kind makes it
+-- once.
+local function event_head(at, kind, st)
+  if at ~= told_ms then told_ms, told_text = at, int(at) end
+  if st == nil then return '{"t":' .. told_text .. ',"e":"' .. kind .. '"' end
+  return '{"t":' .. told_text .. ',"e":"' .. kind .. STATE_MEMBER[st]
+end
+
+-- Tells `event`, an event's JSON (an event_head, its members, '}'), of `key`.
+local function tell_event(key, event)
+  local i = told_index[key]
+  if i == nil then
+    i = #told_keys + 1
+    told_keys[i], told_events[i], told_count[i], told_index[key] = key, event, 1, i
+  else
+    told_events[i], told_count[i] = told_events[i] .. '\n' .. event, told_count[i] + 1
+  end
+end
+
+-- Tells that `kind` happened to `key` at `at`, leaving it in state `st` (nil: gone),
+-- with `fields` ('' or JSON members, each after a ',').
+local function tell(key, at, kind, st, fields)
+  tell_event(key, event_head(at, kind, st) .. fields .. '}')
+end
+
+-- `n` (at least 0) in decimal for an event: a try's number (most are small) from a
+-- table made as the script goes; any other as Lua writes a number when that is exact
+-- (below 10^14), else as `int` does. (Writing numbers is most of what an event costs.)
+local small_texts = {}
+local function dec(n)
+  if n < 64 then
+    local text = small_texts[n]
+    if text == nil then
+      text = int(n)
+      small_texts[n] = text
+    end
+    return text
+  end
+  if n < 1e14 then return n end
+  return int(n)
+end
+
+-- A history's count as it is stored: three digits, made once per script and count.
+local count_texts = {}
+local function count_text(n)
+  local text = count_texts[n]
+  if text == nil then
+    text = string.format('%03d', n)
+    count_texts[n] = text
+  end
+  return text
+end
+
+-- `events` ('\n' before each of `count` events) less its oldest past HISTORY_LIMIT.
+local function latest_events(events, count)
+  local at = 1
+  for _ = 1, count - HISTORY_LIMIT do at = string.find(events, '\n', at + 1, true) end
+  return string.sub(events, at)
+end
+
+-- Appends the events told to their keys' histories (the count in three digits, then
+-- "\n<event>" for each, oldest first), dropping the oldest past HISTORY_LIMIT, and
+-- indexes the keys whose history this starts.
+local function save_history()
+  if #told_keys == 0 then return end
+  local stored = redis.call('HMGET', KEYS[HISTORY], unpack(told_keys))
+  local written, started = {}, {}
+  for i, key in ipairs(told_keys) do
+    local old, count, events = stored[i], told_count[i], told_events[i]
+    local value
+    if old then
+      -- The three digits' bytes, each 48 ('0') above its digit: 48 * 111 in all.
+      local hundreds, tens, ones = string.byte(old, 1, 3)
+      count = count + hundreds * 100 + tens * 10 + ones - 5328
+      if count <= HISTORY_LIMIT then
+        value = count_text(count) .. string.sub(old, 4) .. '\n' .. events
+      else
+        value = count_text(HISTORY_LIMIT) .. latest_events(string.sub(old, 4) .. '\n' .. events, count)
+      end
+    else
+      if count <= HISTORY_LIMIT then
+        value = count_text(count) .. '\n' .. events
+      else
+        value = count_text(HISTORY_LIMIT) .. latest_events('\n' .. events, count)
+      end
+      started[#started + 1] = told_text
+      started[#started + 1] = key
+    end
+    written[#written + 1] = key
+    written[#written + 1] = value
+  end
+  redis.call('HSET', KEYS[HISTORY], unpack(written))
+  if #started > 0 then redis.call('ZADD', KEYS[HISTORY_LATEST], unpack(started)) end
+end
 
 -- Outbox rows (Store::apply_once). A schedule, delete or cancel_tag that applies a row
 -- gets, after its other KEYS, the shard's outbox marks as its last key: a ZSet of
@@ -302,7 +427,7 @@ end
 
 -- The scheduled record `rec` leased with `fence` from `now` for `lease_ms`: what
 -- encode(t) writes after decode(rec) and those changes, the debounce bound cleared (a
--- lease ends the burst). In format 2 without a bound only the fields that change
+-- lease ends the burst); and the task's attempts (for the history's event). In format 2 without a bound only the fields that change
 -- (lease, fence, age) are made anew, between the header's first five fields and its
 -- fields from the ninth on, both copied as written, found by their commas without
 -- splitting the header. A record with a bound (a 16th field not empty, found by one
@@ -324,7 +449,7 @@ local function leased(rec, fence, now, lease_ms)
   if not format_2 or (bound and bound ~= '') then
     local t = decode(rec)
     t.st, t.fence, t.exp, t.updated, t.dbu = 1, fence, now + lease_ms, now, nil
-    return encode(t)
+    return encode(t), t.att
   end
   local fields = #commas + 1
   local lead = ''
@@ -338,8 +463,11 @@ local function leased(rec, fence, now, lease_ms)
   end
   local age = unless(now - (due - field(lead, 0)), 0, b36)
   local rest = string.sub(rec, commas[8] or bar)
+  -- The ninth field, the attempts, opens `rest` after its comma (none: 0).
+  local att = 0
+  if commas[8] then att = field(string.match(rest, '^,([^,|]*)'), 0) end
   if age ~= '' or commas[8] then age = ',' .. age end
-  return 'L' .. first_five .. b36(lease_ms) .. ',' .. b36(fence) .. age .. rest
+  return 'L' .. first_five .. b36(lease_ms) .. ',' .. b36(fence) .. age .. rest, att
 end
 
 -- What a completion that deletes the task needs of `rec`: state, id, ver, fence, exp,
@@ -557,13 +685,14 @@ local function place(key, t)
 end
 
 -- Puts the dead task `key` (record `t`) back to work, due `now`, attempts 0,
--- last_error kept; the new record.
-local function revive(key, t, now)
+-- last_error kept, telling it with `fields` (see tell); the new record.
+local function revive(key, t, now, fields)
   unplace(key, t)
   t.st, t.due, t.att, t.updated = 0, now, 0, now
   local rec = encode(t)
   redis.call('HSET', KEYS[5], key, rec)
   arm(key, t)
+  tell(key, now, 'retried', 0, ',"d":' .. int(now) .. fields)
   return rec
 end
 

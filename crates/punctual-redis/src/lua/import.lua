@@ -1,7 +1,7 @@
 -- import: stores tasks and completion records of one shard as another store held them
 -- (Store::import): each task only where its key holds none, each record only where
 -- it holds at now and its key holds none that does.
--- KEYS, ARGV[1..3]: see common.lua; then KEYS[SHARD_KEYS + j] (SHARD_KEYS = 23) the
+-- KEYS, ARGV[1..3]: see common.lua; then KEYS[SHARD_KEYS + j] (SHARD_KEYS = 25) the
 --   key of the j-th completion record (keys.rs), which complete.lua writes.
 -- ARGV[4] n; then n tuples of 20: key, state (0 scheduled, 1 leased, 2 dead), due ms,
 --   id (of this store), created ms, updated ms, lease expiry ms (a leased task's, else
@@ -17,7 +17,8 @@
 -- scheduled task wakes the lane's consumers if it is earlier than the lane's head, a
 -- leased one is reaped at its expiry and counts toward its group's limit, a dead one is
 -- swept by its time of death (updated). A key given twice is written once, the first.
--- A record is written as complete.lua writes one, expiring at its until.
+-- A record is written as complete.lua writes one, expiring at its until. Each task
+-- written is told 'imported', with its state and due time.
 -- Returns: n integers, 1 written or 0 present (nothing written).
 local now = now_ms()
 local n = tonumber(ARGV[4])
@@ -44,6 +45,7 @@ for i = 0, n - 1 do
     redis.call('HSET', KEYS[5], key, encode(t))
     index_tags(key, t.tags)
     place(key, t)
+    tell(key, now, 'imported', t.st, ',"d":' .. int(t.due))
     out[#out + 1] = 1
   end
 end
@@ -64,6 +66,7 @@ if m > 0 then
     end
   end
 end
+save_history()
 save_groups()
 publish_wakeup()
 return out

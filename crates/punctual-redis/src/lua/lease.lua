@@ -13,7 +13,9 @@
 --   queue's, for heads.rs), else ''. ARGV[11] the group limit ('': none): a group with
 --   that many leased tasks offers none. ARGV[12] the group rate's count ('': none) and
 --   ARGV[13] its per in ms: a group with count slots counting offers none, and each
---   lease of a group's task takes a slot (group_slots.lua).
+--   lease of a group's task takes a slot (group_slots.lua). ARGV[14] the history's
+--   fields from the caller (who leases; see tell in common.lua): each task leased is
+--   told 'leased' with its try (attempts + 1), its fence and its lease's expiry.
 -- Returns: { next due ms of what stays scheduled in the lane or '' (leaving out the
 --   groups at the limit; of a group the rate holds, the later of its earliest due time
 --   and its room), the key of the lane's head without a group or '',
@@ -118,6 +120,7 @@ if #due > 0 then
   local records = redis.call('HMGET', KEYS[5], unpack(due))
   local fence = redis.call('INCRBY', KEYS[7], #due) - #due
   local exp = int(now + lease_ms)
+  local head = event_head(now, 'leased', 1)
   local written, leases, inflight = {}, {}, {}
   for i, key in ipairs(due) do
     local rec = records[i]
@@ -126,7 +129,9 @@ if #due > 0 then
     if rec and i <= urgent_taken and string.sub(rec, 1, 1) ~= 'S' then rec = false end
     if rec then
       fence = fence + 1
-      rec = leased(rec, fence, now, lease_ms)
+      local att
+      rec, att = leased(rec, fence, now, lease_ms)
+      tell_event(key, head .. ',"n":' .. dec(att + 1) .. ',"l":' .. dec(fence) .. ',"u":' .. exp .. ARGV[14] .. '}')
       written[#written + 1] = key
       written[#written + 1] = rec
       leases[#leases + 1] = exp
@@ -150,6 +155,7 @@ if grouped then
   if groups_due and (next_due == nil or groups_due < next_due) then next_due, head_key = groups_due, '' end
 end
 save_slots(now)
+save_history()
 save_groups()
 publish_wakeup()
 local bands = {}

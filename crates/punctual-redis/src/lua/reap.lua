@@ -1,5 +1,6 @@
 -- reap: ends up to ARGV[4] expired leases of one shard, earliest expiry first. Each
--- counts as a failed try: dead if that was the last attempt, else due again now.
+-- counts as a failed try: dead if that was the last attempt, else due again now; told
+-- 'expired' with the lease's try (attempts + 1) and fence, the error, and the due time.
 -- KEYS, ARGV[1..3]: see common.lua. ARGV[4] limit.
 -- Returns: { earliest expiry of the leases still live or '', then per reaped task
 --   its key and its new state (0 scheduled, 2 dead) }
@@ -39,6 +40,7 @@ for _, key in ipairs(expired) do
     local t = decode(rec)
     if t.grp ~= '' then count_in_group(t.grp, 1, -1) end
     t.err = 'lease expired at ' .. rfc3339(t.exp) .. ' before the handler finished'
+    local expired_event = ',"n":' .. int(t.att + 1) .. ',"l":' .. int(t.fence) .. ',"x":' .. cjson.encode(t.err)
     t.att = t.att + 1
     t.exp = 0
     t.updated = now
@@ -49,7 +51,9 @@ for _, key in ipairs(expired) do
       t.st = 0
       t.due = now
       arm(key, t)
+      expired_event = expired_event .. ',"d":' .. int(now)
     end
+    tell(key, now, 'expired', t.st, expired_event)
     redis.call('HSET', KEYS[5], key, encode(t))
     out[#out + 1] = key
     out[#out + 1] = int(t.st)
@@ -57,6 +61,7 @@ for _, key in ipairs(expired) do
 end
 local following = redis.call('ZRANGEBYSCORE', KEYS[2], '(' .. int(now), '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
 out[1] = following[2] or ''
+save_history()
 save_groups()
 publish_wakeup()
 return out

@@ -1,14 +1,15 @@
 -- schedule: creates or updates tasks of one shard, in order.
--- KEYS, ARGV[1..3]: see common.lua; then KEYS[SHARD_KEYS + i] (SHARD_KEYS = 23) the
+-- KEYS, ARGV[1..3]: see common.lua; then KEYS[SHARD_KEYS + i] (SHARD_KEYS = 25) the
 --   completion record key of the i-th task (keys.rs), which complete.lua writes.
--- ARGV[4] n; then n tuples of 13: key, if_exists ('r' replace, 'k' keep, 'e' error),
+-- ARGV[4] n; then n tuples of 14: key, if_exists ('r' replace, 'k' keep, 'e' error),
 --   due ms, max_attempts, id for a new task, tags joined by "\n", body, target ('' none,
 --   else its stored text, which puts the task in the target lane), priority (0 to 9;
 --   above 0 the task is in its lane's urgent set too), debounce max_wait ms ('' none),
 --   group ('' none), dedupe window ms ('' none; negative: it holds a dead task too),
---   scheduled_for ms (the time the task's occurrence is scheduled for, before jitter).
+--   scheduled_for ms (the time the task's occurrence is scheduled for, before jitter),
+--   the history's fields from the caller (who writes; see tell in common.lua).
 -- Applying an outbox row (n = 1): then KEYS[SHARD_KEYS + n + 1] the shard's outbox
---   marks, ARGV[5 + n * 13] the row's mark, ARGV[6 + n * 13] their retention, ms (see
+--   marks, ARGV[5 + n * 14] the row's mark, ARGV[6 + n * 14] their retention, ms (see
 --   row_marked in common.lua). Answers { 'm' } when the mark is there, nothing
 --   written; else writes the mark with the tasks, unless one was refused ('e').
 -- Dedupe windows come first, whatever if_exists says (transitions::held_dead, the
@@ -25,6 +26,9 @@
 -- Returns: n pairs of (outcome, record): outcome 'c' created, 'r' replaced, 'k' kept
 --   (the record untouched), 'e' conflict (record ''), 'u' kept by the completion
 --   record (the record is that record's text).
+-- History: a task created is told 'created', one replaced 'replaced' with the names of
+-- the fields that differ (`changed`, as history::changed_fields names them); a task
+-- kept, refused or kept by a completion record tells nothing.
 -- Records are read with one HMGET and written with one HSET and one ZADD per lane at
 -- the end (and one per urgent set, for tasks of priority above 0); a key given twice
 -- in one call sees its first write. Tasks with a group are placed at the end too, one
@@ -33,9 +37,9 @@
 local now = now_ms()
 local out = {}
 local n = tonumber(ARGV[4])
-local row = ARGV[5 + n * 13]
+local row = ARGV[5 + n * 14]
 if row and row_marked(row) then return { 'm' } end
-local records = records_at(n, 13)
+local records = records_at(n, 14)
 -- The completion record of each task without a record (false: none), by index.
 local completions = {}
 local absent = {}
@@ -71,19 +75,50 @@ local grouped_writes, grouped_at = {}, {}
 -- The counts of the groups written, read with one HMGET.
 local named, seen_group = {}, {}
 for i = 0, n - 1 do
-  local grp = ARGV[5 + i * 13 + 10]
+  local grp = ARGV[5 + i * 14 + 10]
   if grp ~= '' and not seen_group[grp] then
     seen_group[grp] = true
     named[#named + 1] = grp
   end
 end
 read_groups(named)
+
+-- The payload's JSON and the policies' of a body of format 2 (see record.rs): the text
+-- before its first "\n" and after it ('' when there is none).
+local function body_parts(body)
+  local cut = string.find(body, '\n', 1, true)
+  if cut == nil then return body, '' end
+  return string.sub(body, 1, cut - 1), string.sub(body, cut + 1)
+end
+
+-- The history's member "c" of a replace of `old` by `t`, '' when no field differs: in
+-- history::changed_fields' order, the fields a caller writes that differ. The body of
+-- a record of format 1 is one JSON object of another form: its payload and policies
+-- are told changed.
+local function changed(old, t)
+  local names = {}
+  local payload, policies = body_parts(t.body)
+  local old_payload, old_policies = false, false
+  if not old.v1 then old_payload, old_policies = body_parts(old.body) end
+  if old.due ~= t.due then names[#names + 1] = '"due_at"' end
+  if old_payload ~= payload then names[#names + 1] = '"payload"' end
+  if old.tags ~= t.tags then names[#names + 1] = '"tags"' end
+  if old.pri ~= t.pri then names[#names + 1] = '"priority"' end
+  if old.grp ~= t.grp then names[#names + 1] = '"group"' end
+  if old.tgt ~= t.tgt then names[#names + 1] = '"target"' end
+  if old.max ~= t.max or old.uq ~= t.uq or old_policies ~= policies then names[#names + 1] = '"policies"' end
+  if #names == 0 then return '' end
+  return ',"c":[' .. table.concat(names, ',') .. ']'
+end
+
+-- The openings of the events of this call's writes, made once each.
+local created_head, replaced_head = nil, nil
 for i = 0, n - 1 do
-  local a = 5 + i * 13
+  local a = 5 + i * 14
   local key, mode, due, max = ARGV[a], ARGV[a + 1], tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])
   local id, tags, body, tgt = tonumber(ARGV[a + 4]), ARGV[a + 5], ARGV[a + 6], ARGV[a + 7]
   local pri, max_wait, grp = tonumber(ARGV[a + 8]), tonumber(ARGV[a + 9]), ARGV[a + 10]
-  local uq, scheduled_for = tonumber(ARGV[a + 11]), tonumber(ARGV[a + 12])
+  local uq, scheduled_for, fields = tonumber(ARGV[a + 11]), tonumber(ARGV[a + 12]), ARGV[a + 13]
   local earlier = latest[key]
   local rec = earlier or records[i + 1]
   local t = nil
@@ -123,6 +158,8 @@ for i = 0, n - 1 do
       t = { st = 0, due = due, exp = 0, fence = old.fence, ver = old.ver + 1, att = 0, max = max, occ = 1,
             anc = math.min(scheduled_for, due), id = old.id, created = old.created, updated = now, tags = tags,
             tgt = tgt, pri = pri, dbu = dbu, grp = grp, uq = uq, body = body }
+      replaced_head = replaced_head or event_head(now, 'replaced', 0)
+      tell_event(key, replaced_head .. ',"d":' .. int(due) .. changed(old, t) .. fields .. '}')
     end
   else
     local done = completions[i + 1]
@@ -132,6 +169,11 @@ for i = 0, n - 1 do
     else
       created = true
       if dbu and dbu < due then due = dbu end
+      -- Due as given (most writes): its text as given.
+      local due_text = ARGV[a + 2]
+      if due ~= tonumber(due_text) then due_text = int(due) end
+      created_head = created_head or event_head(now, 'created', 0)
+      tell_event(key, created_head .. ',"d":' .. due_text .. fields .. '}')
     end
   end
   if t or created then
@@ -237,8 +279,9 @@ end
 if row then
   local refused = false
   for i = 1, #out, 2 do refused = refused or out[i] == 'e' end
-  if not refused then mark_row(row, now, tonumber(ARGV[6 + n * 13])) end
+  if not refused then mark_row(row, now, tonumber(ARGV[6 + n * 14])) end
 end
+save_history()
 save_groups()
 publish_wakeup()
 return out

@@ -251,8 +251,8 @@ async fn the_group_keys_hold_exactly_what_the_tasks_say_after_every_kind_of_writ
     let targets = lease(&store, q, Lane::Target, 10, Some(1), at_secs(32)).await;
     assert_eq!(keys_of(&targets), ["e", "c"], "the target lane: the ungrouped priority 4, then g2's");
     assert_group_keys_exact(&store, prefix, q, "a lease of the target lane").await;
-    assert!(store.cancel(&queue(q), &TaskKey::new("c").expect("a key")).await.expect("cancel"), "a leased task");
-    assert_eq!(store.cancel_tag(&queue(q), &Tag::new("bulk").expect("a tag")).await.expect("cancel_tag"), 1);
+    assert!(store.cancel(&queue(q), &TaskKey::new("c").expect("a key"), None).await.expect("cancel"), "a leased task");
+    assert_eq!(store.cancel_tag(&queue(q), &Tag::new("bulk").expect("a tag"), None).await.expect("cancel_tag"), 1);
     assert_group_keys_exact(&store, prefix, q, "a cancel of a leased task and a tag's cancel").await;
     let doomed = lease(&store, q, Lane::Handler, 10, None, at_secs(32)).await;
     assert!(!doomed.leases.is_empty());

@@ -4,8 +4,8 @@
 //! wake-ups, a sharded queue's order and cost, the stored records' formats, old and
 //! new, priorities' urgent sets, groups (their keys, several processes leasing from
 //! them, and groups on a queue split into shards), group rates' slots, the
-//! completion records of dedupe windows, outbox marks, and moving a deployment between
-//! stores (import, completion records paged).
+//! completion records of dedupe windows, outbox marks, task histories, and moving a
+//! deployment between stores (import, completion records paged).
 //!
 //! One test binary, one module per concern: linked once, and tests from different
 //! modules run side by side. Modules share one private server and one private Cluster
@@ -24,6 +24,7 @@ mod group_nodes;
 mod group_rates;
 mod groups;
 mod groups_sharded;
+mod histories;
 mod lanes;
 mod layout_version;
 mod model;

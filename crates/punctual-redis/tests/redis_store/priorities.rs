@@ -141,8 +141,8 @@ async fn the_urgent_sets_hold_exactly_the_scheduled_tasks_of_priority_above_0() 
     assert!(revived.expect("retry_dead").is_some());
     assert_urgent_sets_exact(&store, prefix, q, "a dead task retried").await;
 
-    assert!(store.cancel(&queue(q), &TaskKey::new("h").unwrap()).await.expect("cancel"));
-    assert_eq!(store.cancel_tag(&queue(q), &Tag::new("bulk").unwrap()).await.expect("cancel_tag"), 1);
+    assert!(store.cancel(&queue(q), &TaskKey::new("h").unwrap(), None).await.expect("cancel"));
+    assert_eq!(store.cancel_tag(&queue(q), &Tag::new("bulk").unwrap(), None).await.expect("cancel_tag"), 1);
     assert_urgent_sets_exact(&store, prefix, q, "a cancel and a tag's cancel").await;
     let targets = lease(&store, q, Lane::Target, 10, at_secs(32)).await;
     assert_eq!(keys_of(&targets), ["c", "e"], "the target lane's own urgent set, priority 9 then 4");

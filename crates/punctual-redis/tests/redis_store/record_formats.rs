@@ -13,8 +13,11 @@
 
 use std::time::Duration;
 
+use punctual_core::history::{AckOutcome, EventKind};
 use punctual_core::policy::Timing;
-use punctual_core::store::{CompleteRequest, Completion, LeaseRequest, LeaseToken, ListRequest, RetryDeadRequest};
+use punctual_core::store::{
+    CompleteRequest, Completion, HistoryRequest, LeaseRequest, LeaseToken, ListRequest, RetryDeadRequest,
+};
 use punctual_core::{Backoff, IfExists, Lane, NewTask, Priority, QueueName, Store, Tag, TaskKey, TaskState, Timestamp};
 use punctual_redis::{RedisConfig, RedisStore, Target, TimeSource};
 use serde_json::json;
@@ -232,8 +235,8 @@ async fn tasks_stored_in_format_1_are_served_as_before_and_new_ones_in_format_2(
     store.complete(CompleteRequest::new(token, Completion::Done, at(4))).await.expect("done");
 
     // Cancelled, one by key and one by tag.
-    assert!(store.cancel(&q, &key("later")).await.expect("cancel"));
-    assert_eq!(store.cancel_tag(&q, &Tag::new("urgent").expect("a tag")).await.expect("cancel by tag"), 1);
+    assert!(store.cancel(&q, &key("later"), None).await.expect("cancel"));
+    assert_eq!(store.cancel_tag(&q, &Tag::new("urgent").expect("a tag"), None).await.expect("cancel by tag"), 1);
 
     // Replaced: the task keeps its id and creation, and is written in format 2.
     assert!(record("repeating").starts_with("0,"), "{}", record("repeating"));
@@ -252,6 +255,15 @@ async fn tasks_stored_in_format_1_are_served_as_before_and_new_ones_in_format_2(
     assert!(record("repeating").starts_with('S'), "{}", record("repeating"));
     let again = store.get(&q, &key("repeating")).await.expect("get").expect("replaced");
     assert_eq!((again.payload, again.due_at, again.repeat), (json!({"n": 7}), at(120_000), None));
+    // Told as any task's life: its lease (the try and fence read from format 1), its ack,
+    // and the replace, whose body of format 1 is told changed as payload and policies.
+    let told = store.history(HistoryRequest::new(q.clone(), key("repeating"), Timestamp::EPOCH)).await;
+    let told = told.expect("history");
+    let kinds: Vec<EventKind> = told.iter().map(|event| event.kind).collect();
+    assert_eq!(kinds, [EventKind::Leased, EventKind::Acked, EventKind::Replaced], "{told:#?}");
+    assert_eq!((told[0].attempt, told[0].lease), (Some(1), Some(10)));
+    assert_eq!((told[1].outcome, told[1].due_at), (Some(AckOutcome::Reschedule), Some(at(59_000))));
+    assert_eq!(told[2].changed, ["due_at", "payload", "policies"]);
 
     let stats = store.stats(Some(&q)).await.expect("stats");
     assert_eq!((stats[0].scheduled, stats[0].leased, stats[0].dead), (1, 0, 0));

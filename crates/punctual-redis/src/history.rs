@@ -1,0 +1,202 @@
+//! Task history (`punctual_core::history`) in Redis: each script that changes a task
+//! writes the change's events in the same step (`lua/common.lua`, `tell` and
+//! `save_history`) to its shard's `history` Hash, one field per task key, and indexes
+//! the key in `history:latest` (see `keys`). This module gives the scripts what only
+//! the caller knows of an event, reads a key's history, and sweeps a queue's quiet
+//! histories.
+//!
+//! - **Caller's fields**: who did it, an ack's fence, due time, outcome, error and
+//!   delivery report, a cancel's tag go to a script already encoded as JSON members
+//!   ([`Fields`]), which it appends to the event it makes from what only it knows (the
+//!   time, the state, the try, a lease's fence and expiry, a schedule's due time): no
+//!   text is encoded in Lua, and no field of a `None` (no actor, no report) is written.
+//! - **Stored form**: a key's field is its count in three digits (`"003"`), then
+//!   `"\n<event>"` for each of its latest
+//!   [`HISTORY_LIMIT`](punctual_core::history::HISTORY_LIMIT) events, oldest first,
+//!   each as [`history::encode`](punctual_core::history::encode) writes one (a
+//!   script's JSON has no raw `\n`: it escapes control characters, as serde does).
+//! - **One Hash per shard, not a key per task**: the scripts that find their tasks in
+//!   an index (a lease, a reap, a purge, a cancel by tag, a sweep of dead tasks) could
+//!   not name a key per task in `KEYS`, and a Cluster needs every key named; the Hash
+//!   also lets a script write all its events with one `HMGET` and one `HSET`, however
+//!   many tasks it changes.
+//! - **Index**: `history:latest` scores a key by its history's first event, at or
+//!   before its latest: only a script that starts a history writes it (no `ZADD` for
+//!   every event on the hot paths), and a sweep reads the latest event of each key it
+//!   finds before its cutoff, deleting the quiet ones and scoring the others by their
+//!   latest. So the index holds a key exactly while the Hash does.
+//! - **Sweeps**: [`Shared::sweep_history`] deletes a shard's quiet histories with
+//!   bounded scripts (`lua/sweep_history.lua`), the index and the Hash together, shard
+//!   after shard until the request's limit.
+
+use punctual_core::history::{self, Actor, HistoryEvent};
+use punctual_core::store::{CompleteRequest, HistoryRequest, HistorySweepRequest, corrupt};
+use punctual_core::{Result, Tag, Timestamp};
+use serde::Serialize;
+
+use crate::keys::ShardKeys;
+use crate::{SCRIPT_BATCH, Shared};
+
+/// The members of an event that the caller knows, in their stored names (see
+/// `punctual_core::history`'s table), each left out when it is `None`.
+#[derive(Debug, Default, Serialize)]
+pub(crate) struct Fields<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    by: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    l: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    d: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    o: Option<history::AckOutcome>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    x: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    g: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    st: Option<u16>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    a: Option<&'a str>,
+}
+
+impl<'a> Fields<'a> {
+    /// Who did it.
+    pub(crate) fn by(by: Option<&'a Actor>) -> Fields<'a> {
+        Fields { by: by.map(Actor::as_str), ..Fields::default() }
+    }
+
+    /// A cancel by `tag`, by `by`.
+    pub(crate) fn tagged(by: Option<&'a Actor>, tag: &'a Tag) -> Fields<'a> {
+        Fields { g: Some(tag.as_str()), ..Fields::by(by) }
+    }
+
+    /// An ack: the lease's fence, when the task is due again, the completion's outcome
+    /// and error, who completes, what the delivery saw.
+    pub(crate) fn acked(req: &'a CompleteRequest) -> Fields<'a> {
+        let report = req.report.as_ref();
+        Fields {
+            l: Some(req.token.fence),
+            d: req.completion.next_due().map(Timestamp::as_millis),
+            o: Some(req.completion.outcome()),
+            x: req.completion.error().map(history::clip),
+            ms: report.and_then(|report| report.took_ms),
+            st: report.and_then(|report| report.status),
+            a: report.and_then(|report| report.answer.as_deref()).map(history::clip),
+            ..Fields::by(req.by.as_ref())
+        }
+    }
+
+    /// The members as a script appends them to its event: `,"by":"…",…`, or `""`.
+    pub(crate) fn members(&self) -> String {
+        let object = serde_json::to_string(self).expect("text and numbers always serialize");
+        match object.strip_prefix('{').and_then(|inner| inner.strip_suffix('}')) {
+            Some(inner) if !inner.is_empty() => format!(",{inner}"),
+            _ => String::new(),
+        }
+    }
+}
+
+/// The events of a key's stored history (see the module docs), oldest first.
+pub(crate) fn events(stored: &str) -> Result<Vec<HistoryEvent>> {
+    let mut lines = stored.split('\n');
+    let count = lines.next().unwrap_or_default();
+    if count.parse::<usize>().is_err() {
+        return Err(corrupt(format!("a history opening with '{}', not its count", count.escape_default())));
+    }
+    lines.map(history::decode).collect()
+}
+
+impl Shared {
+    pub(crate) async fn history(&self, req: &HistoryRequest) -> Result<Vec<HistoryEvent>> {
+        let shard = self.shard_of(&req.queue, &req.key, false).await?;
+        let keys = ShardKeys::new(&self.config.prefix, &req.queue, shard);
+        let stored: Option<String> =
+            self.conn.query(redis::cmd("HGET").arg(&keys.history).arg(req.key.as_str())).await?;
+        let Some(stored) = stored else { return Ok(Vec::new()) };
+        let mut events = events(&stored)?;
+        events.retain(|event| event.at >= req.since);
+        Ok(events)
+    }
+
+    /// Shard by shard, in scripts that each look at up to [`SCRIPT_BATCH`] keys, until
+    /// `req.limit` histories are deleted or no shard holds more quiet ones (a script
+    /// may delete none while it moves keys that were not quiet out of the cutoff's
+    /// reach: the walk goes on, so a call that deletes none means none is left).
+    pub(crate) async fn sweep_history(&self, req: &HistorySweepRequest) -> Result<u64> {
+        let mut left = u64::from(req.limit.max(1));
+        let mut deleted = 0;
+        for shard in 0..self.shard_count(&req.queue, false).await? {
+            while left > 0 {
+                let batch = left.min(SCRIPT_BATCH as u64);
+                let swept = self.on(&req.queue, shard).sweep_history(req.before, batch, SCRIPT_BATCH as u64).await?;
+                deleted += swept.deleted;
+                left -= swept.deleted;
+                if !swept.more {
+                    break;
+                }
+            }
+            if left == 0 {
+                break;
+            }
+        }
+        Ok(deleted)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use punctual_core::history::{AckOutcome, DeliveryReport, EventKind, TEXT_LIMIT};
+    use punctual_core::store::{Completion, LeaseToken};
+    use punctual_core::{QueueName, TaskKey, TaskState};
+
+    fn token() -> LeaseToken {
+        LeaseToken::new(QueueName::new("q").unwrap(), TaskKey::new("k").unwrap(), 1, 1, 3)
+    }
+
+    #[test]
+    fn no_field_of_a_none_is_written() {
+        assert_eq!(Fields::by(None).members(), "");
+        assert_eq!(Fields::by(Some(&Actor::new("ops"))).members(), r#","by":"ops""#);
+        let tag = Tag::new("t").unwrap();
+        assert_eq!(Fields::tagged(None, &tag).members(), r#","g":"t""#);
+        let done = CompleteRequest::new(token(), Completion::Done, Timestamp::EPOCH);
+        assert_eq!(Fields::acked(&done).members(), r#","l":3,"o":"done""#);
+    }
+
+    /// What a script makes of the caller's fields reads back as the event they tell,
+    /// text escaped and clipped.
+    #[test]
+    fn an_event_made_with_the_callers_fields_reads_back() {
+        let error = format!("\"quoted\"\nand long: {}", "x".repeat(TEXT_LIMIT));
+        let retry = Completion::Retry { at: Timestamp::from_millis(9), error };
+        let report = DeliveryReport::new(Some(41), Some(503), Some("busy".into()));
+        let req = CompleteRequest::new(token(), retry, Timestamp::EPOCH)
+            .by(Some(Actor::new("worker \"1\"")))
+            .report(Some(report.clone()));
+        let members = Fields::acked(&req).members();
+        assert!(!members.contains('\n'), "one line: {members}");
+        // As lua/lease.lua and lua/complete.lua make them.
+        let leased = r#"{"t":5,"e":"leased","s":"leased","n":1,"l":3,"u":35}"#;
+        let acked = format!(r#"{{"t":7,"e":"acked","s":"scheduled","n":1{members}}}"#);
+        let events = events(&format!("2\n{leased}\n{acked}")).unwrap();
+        let [leased, acked] = &events[..] else { panic!("{events:?}") };
+        assert_eq!((leased.kind, leased.state), (EventKind::Leased, Some(TaskState::Leased)));
+        assert_eq!(
+            (acked.kind, acked.outcome, acked.by.as_deref()),
+            (EventKind::Acked, Some(AckOutcome::Retry), Some("worker \"1\""))
+        );
+        let error = acked.error.as_deref().unwrap();
+        assert!(error.starts_with("\"quoted\"\nand long") && error.len() == TEXT_LIMIT, "{error:?}");
+        assert_eq!((acked.lease, acked.attempt, acked.due_at), (Some(3), Some(1), Some(Timestamp::from_millis(9))));
+        assert_eq!(acked.report.as_ref(), Some(&report));
+    }
+
+    #[test]
+    fn a_history_without_its_count_is_corrupt() {
+        assert!(events(r#"{"t":5,"e":"leased"}"#).is_err());
+        assert_eq!(events("0").unwrap(), []);
+    }
+}
