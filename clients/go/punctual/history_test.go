@@ -7,6 +7,7 @@ package punctual_test
 // repeat an entry.
 
 import (
+	"encoding/json"
 	"errors"
 	"reflect"
 	"sort"
@@ -119,6 +120,38 @@ func TestHistoryOfAFailedTryAndACancelByTag(t *testing.T) {
 	}
 	if e := h.Events[2]; e.Event != punctual.HistoryCancelled || e.State != punctual.StateGone || e.Tag == nil || *e.Tag != "b" {
 		t.Errorf("cancelled by tag: %+v", e)
+	}
+}
+
+// TestHistoryEventEveryField reads the fields the server tests do not reach (a token's
+// name, a push delivery's answer) from the API's JSON.
+func TestHistoryEventEveryField(t *testing.T) {
+	var e punctual.HistoryEvent
+	err := json.Unmarshal([]byte(`{"at": "2026-12-06T05:56:06.219Z", "event": "acked", "by": "shop", "state": "scheduled",
+		"attempt": 2, "lease": 7, "due_at": "2026-12-06T06:00:00.000Z", "lease_expires_at": "2026-12-06T05:56:36.219Z",
+		"outcome": "retry", "error": "HTTP 503", "changed": ["target"], "tag": "t", "took_ms": 1500, "status": 503,
+		"answer": "busy"}`), &e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 12, 6, 5, 56, 6, 219e6, time.UTC)
+	due, until := time.Date(2026, 12, 6, 6, 0, 0, 0, time.UTC), at.Add(30*time.Second)
+	by, attempt, lease, outcome, msg, tag, took, status, answer := "shop", 2, uint64(7), punctual.AckedRetry, "HTTP 503", "t", int64(1500), 503, "busy"
+	want := punctual.HistoryEvent{At: at, Event: punctual.HistoryAcked, State: punctual.StateScheduled, By: &by,
+		Attempt: &attempt, Lease: &lease, DueAt: &due, LeaseExpiresAt: &until, Outcome: &outcome, Error: &msg,
+		Changed: []string{"target"}, Tag: &tag, TookMs: &took, Status: &status, Answer: &answer}
+	if !reflect.DeepEqual(e, want) {
+		t.Errorf("read %+v, want %+v", e, want)
+	}
+	var a punctual.AuditEntry
+	if err := json.Unmarshal([]byte(`{"at": "2026-12-06T05:56:06.219Z", "by": "ops", "action": "calendar.set",
+		"calendar": "cn-office", "detail": {"version": 2}}`), &a); err != nil {
+		t.Fatal(err)
+	}
+	var detail struct{ Version int }
+	if err := a.DecodeDetail(&detail); err != nil || a.Action != punctual.AuditCalendarSet || a.By == nil || *a.By != "ops" ||
+		a.Calendar == nil || *a.Calendar != "cn-office" || a.Queue != nil || detail.Version != 2 {
+		t.Errorf("read %+v (detail %+v, %v)", a, detail, err)
 	}
 }
 

@@ -58,6 +58,29 @@ def test_history_of_a_try_that_failed(client: punctual.Client, queue_name: str) 
     assert (acked.attempt, acked.lease, acked.outcome, acked.error) == (1, leased.lease, "dead", "card declined")
 
 
+def test_every_field_of_an_event_read() -> None:
+    """The fields the server tests do not reach (a token's name, a push delivery's
+    answer), read from the API's JSON."""
+    event = punctual.HistoryEvent.from_json({
+        "at": "2026-12-06T05:56:06.219Z", "event": "acked", "by": "shop", "state": "scheduled",
+        "attempt": 2, "lease": 7, "due_at": "2026-12-06T06:00:00.000Z",
+        "lease_expires_at": "2026-12-06T05:56:36.219Z", "outcome": "retry", "error": "HTTP 503",
+        "changed": ["target"], "tag": "t", "took_ms": 1500, "status": 503, "answer": "busy",
+    })
+    utc = dt.timezone.utc
+    assert event == punctual.HistoryEvent(
+        at=dt.datetime(2026, 12, 6, 5, 56, 6, 219000, tzinfo=utc), event="acked", state="scheduled", by="shop",
+        attempt=2, lease=7, due_at=dt.datetime(2026, 12, 6, 6, 0, tzinfo=utc),
+        lease_expires_at=dt.datetime(2026, 12, 6, 5, 56, 36, 219000, tzinfo=utc), outcome="retry",
+        error="HTTP 503", changed=["target"], tag="t", took=dt.timedelta(milliseconds=1500), status=503,
+        answer="busy")
+    entry = punctual.AuditEntry.from_json({
+        "at": "2026-12-06T05:56:06.219Z", "by": "ops", "action": "calendar.set", "calendar": "cn-office",
+        "detail": {"version": 2, "hours_changed": True}})
+    assert (entry.by, entry.action, entry.queue, entry.calendar) == ("ops", "calendar.set", None, "cn-office")
+    assert entry.detail == {"version": 2, "hours_changed": True}
+
+
 @pytest.fixture
 def server_of_its_own(make_server: Callable[..., Server]) -> Server:
     """The audit log is the server's: a server of the test's own holds only its entries."""

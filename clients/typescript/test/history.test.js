@@ -68,6 +68,29 @@ test("history: a try that failed, and a cancel by tag", async () => {
   assert.equal(tagged[2].tag, "b");
 });
 
+test("history: every member of an event read, those the server tests do not reach too", () => {
+  const wire = {
+    queue: "q",
+    key: "k",
+    retention_ms: 3_600_000,
+    events: [{
+      at: "2026-12-06T05:56:06.219Z", event: "acked", by: "shop", state: "scheduled", attempt: 2, lease: 7,
+      due_at: "2026-12-06T06:00:00.000Z", lease_expires_at: "2026-12-06T05:56:36.219Z", outcome: "retry",
+      error: "HTTP 503", changed: ["due_at", "policies"], tag: "t", took_ms: 1500, status: 503, answer: "busy",
+    }],
+  };
+  assert.deepEqual(fromWire(wire, SHAPES.history), {
+    queue: "q",
+    key: "k",
+    retentionMs: 3_600_000,
+    events: [{
+      at: "2026-12-06T05:56:06.219Z", event: "acked", by: "shop", state: "scheduled", attempt: 2, lease: 7,
+      dueAt: "2026-12-06T06:00:00.000Z", leaseExpiresAt: "2026-12-06T05:56:36.219Z", outcome: "retry",
+      error: "HTTP 503", changed: ["dueAt", "policies"], tag: "t", tookMs: 1500, status: 503, answer: "busy",
+    }],
+  });
+});
+
 test("audit: an entry's detail keeps the server's keys", () => {
   const wire = {
     entries: [{ at: "2030-01-01T00:00:00.000Z", action: "queue.settings.set", queue: "q", detail: { group_concurrency: 1, max_attempts: 5 } }],

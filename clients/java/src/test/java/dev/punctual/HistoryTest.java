@@ -124,6 +124,27 @@ class HistoryTest {
     }
 
     @Test
+    void everyMemberOfAnEventRead() throws Exception {
+        // The members the server tests do not reach (a token's name, a push delivery's answer).
+        HistoryEvent e = HistoryEvent.of(Json.MAPPER.readTree("""
+                {"at": "2026-12-06T05:56:06.219Z", "event": "acked", "by": "shop", "state": "scheduled",
+                 "attempt": 2, "lease": 7, "due_at": "2026-12-06T06:00:00.000Z",
+                 "lease_expires_at": "2026-12-06T05:56:36.219Z", "outcome": "retry", "error": "HTTP 503",
+                 "changed": ["target"], "tag": "t", "took_ms": 1500, "status": 503, "answer": "busy"}"""));
+        assertEquals(new HistoryEvent(Instant.parse("2026-12-06T05:56:06.219Z"), HistoryEvent.Kind.ACKED,
+                HistoryEvent.State.SCHEDULED, "shop", OptionalInt.of(2), OptionalLong.of(7),
+                Instant.parse("2026-12-06T06:00:00Z"), Instant.parse("2026-12-06T05:56:36.219Z"),
+                HistoryEvent.AckOutcome.RETRY, "HTTP 503", List.of("target"), "t", Duration.ofMillis(1500),
+                OptionalInt.of(503), "busy", e.json()), e);
+        AuditEntry a = AuditEntry.of(Json.MAPPER.readTree("""
+                {"at": "2026-12-06T05:56:06.219Z", "by": "ops", "action": "calendar.set", "calendar": "cn-office",
+                 "detail": {"version": 2}}"""));
+        assertEquals(List.of("ops", AuditEntry.Action.CALENDAR_SET, "cn-office", 2),
+                List.of(a.by(), a.action(), a.calendar(), a.detail().path("version").asInt()));
+        assertNull(a.queue());
+    }
+
+    @Test
     void auditActionsByTheirWireNames() {
         for (AuditEntry.Action action : AuditEntry.Action.values()) {
             assertEquals(action, AuditEntry.Action.fromWire(action.wire()));
