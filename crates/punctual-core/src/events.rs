@@ -135,13 +135,14 @@ pub enum StoreOp {
     Import,
     History,
     SweepHistory,
+    Audit,
     Secret,
     Close,
 }
 
 impl StoreOp {
     /// Every operation, in declaration order (`op as usize` is its index).
-    pub const ALL: [StoreOp; 29] = [
+    pub const ALL: [StoreOp; 30] = [
         StoreOp::Schedule,
         StoreOp::Get,
         StoreOp::GetMany,
@@ -169,6 +170,7 @@ impl StoreOp {
         StoreOp::Import,
         StoreOp::History,
         StoreOp::SweepHistory,
+        StoreOp::Audit,
         StoreOp::Secret,
         StoreOp::Close,
     ];
@@ -203,6 +205,7 @@ impl StoreOp {
             StoreOp::Import => "import",
             StoreOp::History => "history",
             StoreOp::SweepHistory => "sweep_history",
+            StoreOp::Audit => "audit",
             StoreOp::Secret => "secret",
             StoreOp::Close => "close",
         }

@@ -89,6 +89,18 @@ pub async fn acting_as<F: Future>(actor: Actor, work: F) -> F::Output {
     ACTING.scope(actor, work).await
 }
 
+/// `work`, to run in a task of its own, on behalf of the actor of the scope this is
+/// called in (if any): a spawned task leaves the caller's scope behind.
+pub fn on_behalf<F: Future>(work: F) -> impl Future<Output = F::Output> {
+    let actor = acting();
+    async move {
+        match actor {
+            Some(actor) => ACTING.scope(actor, work).await,
+            None => work.await,
+        }
+    }
+}
+
 /// The actor of the [`acting_as`] scope this runs in, if any.
 pub fn acting() -> Option<Actor> {
     ACTING.try_with(Actor::clone).ok()

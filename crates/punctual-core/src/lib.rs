@@ -14,6 +14,7 @@
 //! most one lease of a task is live at a time; a replaced or cancelled task's old lease
 //! cannot complete; bad input is refused with [`Error::Invalid`] and changes nothing.
 
+pub mod audit;
 pub mod calendar;
 pub mod clock;
 mod cron;

@@ -37,6 +37,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::ops::Bound;
 use std::sync::{Mutex, MutexGuard};
 
+use crate::audit::{AuditEntry, AuditRequest};
 use crate::calendar::{CalendarChangeRequest, CalendarName, CalendarRecord, change_calendar};
 use crate::clock::{Clock, SystemClock};
 use crate::error::{Error, Result};
@@ -94,6 +95,8 @@ impl MemoryStore {
             completed_ends: BTreeSet::new(),
             marks: Marks::default(),
             histories: BTreeMap::new(),
+            audit: BTreeMap::new(),
+            last_audit: 0,
         };
         MemoryStore { secret: rand::random(), inner: Mutex::new(inner) }
     }
@@ -289,6 +292,9 @@ struct Inner {
     marks: Marks,
     /// Each queue's histories.
     histories: BTreeMap<QueueName, Histories>,
+    /// The audit's entries by sequence number, and the last number given.
+    audit: BTreeMap<u64, AuditEntry>,
+    last_audit: u64,
 }
 
 /// A queue's histories: each key's, oldest first, at most [`HISTORY_LIMIT`] events;
@@ -316,6 +322,13 @@ impl Inner {
         }
         histories.by_latest.insert((event.at, key.clone()));
         history.push_back(event);
+    }
+
+    /// Keeps `entry` in the audit with the next sequence number.
+    fn append_audit(&mut self, mut entry: AuditEntry) {
+        self.last_audit += 1;
+        entry.seq = self.last_audit;
+        self.audit.insert(entry.seq, entry);
     }
 
     /// Deletes the task in (queue, key), recording `event`; whether there was one.
@@ -955,6 +968,33 @@ impl Store for MemoryStore {
         Ok(self.open()?.sweep_history(&req))
     }
 
+    async fn append_audit(&self, entry: AuditEntry) -> Result<()> {
+        self.open()?.append_audit(entry);
+        Ok(())
+    }
+
+    async fn audit(&self, req: AuditRequest) -> Result<Vec<AuditEntry>> {
+        let inner = self.open()?;
+        let below = req.before.map_or(Bound::Unbounded, Bound::Excluded);
+        let newest = inner.audit.range((Bound::Unbounded, below)).rev();
+        Ok(newest.take(req.limit.max(1) as usize).map(|(_, entry)| entry.clone()).collect())
+    }
+
+    async fn sweep_audit(&self, before: Timestamp, limit: u32) -> Result<u64> {
+        let mut inner = self.open()?;
+        let old: Vec<u64> = inner
+            .audit
+            .iter()
+            .take_while(|(_, entry)| entry.at < before)
+            .take(limit.max(1) as usize)
+            .map(|(seq, _)| *seq)
+            .collect();
+        for seq in &old {
+            inner.audit.remove(seq);
+        }
+        Ok(old.len() as u64)
+    }
+
     async fn queue_record(&self, queue: &QueueName) -> Result<Option<QueueRecord>> {
         Ok(self.open()?.records.get(queue).cloned())
     }
@@ -966,6 +1006,7 @@ impl Store for MemoryStore {
     async fn change_queue(&self, req: QueueChangeRequest) -> Result<QueueRecord> {
         let mut inner = self.open()?;
         let changed = transitions::change_queue(inner.records.get(&req.queue), &req)?;
+        inner.append_audit(req.audit_entry());
         inner.records.insert(req.queue, changed.clone());
         Ok(changed)
     }
@@ -977,6 +1018,7 @@ impl Store for MemoryStore {
     async fn change_calendar(&self, req: CalendarChangeRequest) -> Result<CalendarRecord> {
         let mut inner = self.open()?;
         let changed = change_calendar(inner.calendars.get(&req.name), &req)?;
+        inner.append_audit(req.audit_entry());
         inner.calendars.insert(req.name, changed.clone());
         Ok(changed)
     }

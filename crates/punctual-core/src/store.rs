@@ -19,6 +19,7 @@
 use std::future::Future;
 use std::time::Duration;
 
+use crate::audit::{AuditAction, AuditEntry, AuditRequest};
 use crate::calendar::{CalendarChangeRequest, CalendarRecord};
 use crate::error::{Error, Result};
 use crate::history::{AckOutcome, Actor, DeliveryReport, HistoryEvent};
@@ -758,11 +759,33 @@ pub struct QueueChangeRequest {
     /// record yet); else [`Error::Conflict`] and nothing changes.
     pub if_version: Option<u64>,
     pub now: Timestamp,
+    /// Who changes the queue, for the audit.
+    pub by: Option<Actor>,
 }
 
 impl QueueChangeRequest {
     pub fn new(queue: QueueName, change: QueueChange, now: Timestamp) -> QueueChangeRequest {
-        QueueChangeRequest { queue, change, if_version: None, now }
+        QueueChangeRequest { queue, change, if_version: None, now, by: None }
+    }
+
+    pub fn by(mut self, by: Option<Actor>) -> QueueChangeRequest {
+        self.by = by;
+        self
+    }
+
+    /// The audit's entry of this change.
+    pub fn audit_entry(&self) -> AuditEntry {
+        let (action, document) = match &self.change {
+            QueueChange::Settings(document) => (AuditAction::QueueSettingsSet, Some(document)),
+            QueueChange::ClearSettings => (AuditAction::QueueSettingsClear, None),
+            QueueChange::Paused(true) => (AuditAction::QueuePause, None),
+            QueueChange::Paused(false) => (AuditAction::QueueResume, None),
+        };
+        let entry = AuditEntry::new(self.now, self.by.as_ref(), action).on_queue(self.queue.as_str());
+        match document {
+            Some(document) => entry.document(document),
+            None => entry,
+        }
     }
 
     /// Makes the change conditional on the record's version (0: no record yet).
@@ -1149,6 +1172,16 @@ pub trait Store: Send + Sync + 'static {
     /// (at most [`HISTORY_LIMIT`](crate::history::HISTORY_LIMIT) of them).
     fn sweep_history(&self, req: HistorySweepRequest) -> impl Future<Output = Result<u64>> + Send;
 
+    /// Keeps `entry` in the audit (see [`crate::audit`]) with the next sequence number.
+    fn append_audit(&self, entry: AuditEntry) -> impl Future<Output = Result<()>> + Send;
+
+    /// One page of the audit, newest first: up to `req.limit` entries with a sequence
+    /// number below `req.before`.
+    fn audit(&self, req: AuditRequest) -> impl Future<Output = Result<Vec<AuditEntry>>> + Send;
+
+    /// Deletes up to `limit` audit entries made before `before`, oldest first; how many.
+    fn sweep_audit(&self, before: Timestamp, limit: u32) -> impl Future<Output = Result<u64>> + Send;
+
     /// The queue's record, or `None` when it has none.
     fn queue_record(&self, queue: &QueueName) -> impl Future<Output = Result<Option<QueueRecord>>> + Send;
 
@@ -1157,8 +1190,9 @@ pub trait Store: Send + Sync + 'static {
     fn queue_records(&self) -> impl Future<Output = Result<Vec<QueueRecord>>> + Send;
 
     /// Applies the change atomically (creating the record, version 1, when there is
-    /// none; else version + 1 and `updated_at = now`) and returns the record as it is
-    /// after; [`Error::Conflict`] when `if_version` does not match, and nothing changes.
+    /// none; else version + 1 and `updated_at = now`), with its audit entry
+    /// ([`QueueChangeRequest::audit_entry`]), and returns the record as it is after;
+    /// [`Error::Conflict`] when `if_version` does not match, and nothing changes.
     /// A change that leaves the record as it was (pausing a paused queue) still counts
     /// as a change.
     fn change_queue(&self, req: QueueChangeRequest) -> impl Future<Output = Result<QueueRecord>> + Send;
@@ -1168,7 +1202,8 @@ pub trait Store: Send + Sync + 'static {
     fn calendar_records(&self) -> impl Future<Output = Result<Vec<CalendarRecord>>> + Send;
 
     /// Applies the change atomically, as [`change_calendar`](crate::calendar::change_calendar)
-    /// decides it from the stored record, and returns the record as it is after;
+    /// decides it from the stored record, with its audit entry
+    /// ([`CalendarChangeRequest::audit_entry`]), and returns the record as it is after;
     /// [`Error::Conflict`] or [`Error::NotFound`] as that decides, and nothing changes.
     fn change_calendar(&self, req: CalendarChangeRequest) -> impl Future<Output = Result<CalendarRecord>> + Send;
 

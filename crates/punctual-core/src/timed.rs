@@ -10,6 +10,7 @@
 use std::future::Future;
 use std::sync::Arc;
 
+use crate::audit::{AuditEntry, AuditRequest};
 use crate::calendar::{CalendarChangeRequest, CalendarRecord};
 use crate::clock::Stopwatch;
 use crate::error::{Error, Result};
@@ -120,6 +121,15 @@ impl<S: Store> Store for Timed<S> {
     }
     async fn sweep_history(&self, req: HistorySweepRequest) -> Result<u64> {
         self.call(StoreOp::SweepHistory, self.store.sweep_history(req)).await
+    }
+    async fn append_audit(&self, entry: AuditEntry) -> Result<()> {
+        self.call(StoreOp::Audit, self.store.append_audit(entry)).await
+    }
+    async fn audit(&self, req: AuditRequest) -> Result<Vec<AuditEntry>> {
+        self.call(StoreOp::Audit, self.store.audit(req)).await
+    }
+    async fn sweep_audit(&self, before: Timestamp, limit: u32) -> Result<u64> {
+        self.call(StoreOp::Audit, self.store.sweep_audit(before, limit)).await
     }
     async fn queue_names(&self) -> Result<Vec<QueueName>> {
         self.call(StoreOp::Stats, self.store.queue_names()).await

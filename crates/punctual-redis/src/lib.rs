@@ -324,6 +324,15 @@ impl Store for RedisStore {
     async fn sweep_history(&self, _req: punctual_core::HistorySweepRequest) -> Result<u64> {
         Err(punctual_core::Error::Internal("LOCAL PLACEHOLDER".into()))
     }
+    async fn append_audit(&self, _entry: punctual_core::audit::AuditEntry) -> Result<()> {
+        Err(punctual_core::Error::Internal("LOCAL PLACEHOLDER".into()))
+    }
+    async fn audit(&self, _req: punctual_core::audit::AuditRequest) -> Result<Vec<punctual_core::audit::AuditEntry>> {
+        Err(punctual_core::Error::Internal("LOCAL PLACEHOLDER".into()))
+    }
+    async fn sweep_audit(&self, _before: Timestamp, _limit: u32) -> Result<u64> {
+        Err(punctual_core::Error::Internal("LOCAL PLACEHOLDER".into()))
+    }
     async fn queue_names(&self) -> Result<Vec<QueueName>> {
         // The registry: every queue a process wrote to, by name.
         Ok(self.open()?.queues().await?.into_keys().collect())

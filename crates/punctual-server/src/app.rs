@@ -99,6 +99,7 @@ pub fn app<S: Store>(state: AppState<S>) -> Router {
         .route("/metrics", get(ops::metrics::<S>))
         .route("/openapi.json", get(openapi::openapi_json::<S>))
         .route("/v1/access", get(ops::access))
+        .route("/v1/audit", get(ops::audit::<S>))
         .route("/", get(dashboard::index))
         .route(DASHBOARD_FILES, get(dashboard::file))
         .fallback(no_route)

@@ -33,6 +33,8 @@ use punctual_core::Store;
 use tokio::signal::unix::Signal;
 use tokio_util::sync::CancellationToken;
 
+use punctual_core::audit::{AuditAction, AuditEntry};
+
 use crate::config::access::Auth;
 use crate::config::{self, ServeArgs, Settings};
 use crate::state::AppState;
@@ -90,6 +92,12 @@ async fn reload_file<S: Store>(state: &AppState<S>, args: &ServeArgs, running: &
     let auth = Auth::new(&read.tokens, &read.access);
     if auth.required() == state.auth().required() {
         state.replace_auth(auth);
+        let engine = state.engine();
+        let entry = AuditEntry::new(engine.clock().now(), None, AuditAction::AccessReload)
+            .detail(serde_json::json!({"tokens": read.tokens.len(), "scoped": read.access.len()}));
+        if let Err(e) = engine.record_audit(entry).await {
+            tracing::warn!(error = %e, "SIGHUP: the access rules were reloaded, but the audit cannot say so");
+        }
         tracing::info!(
             file = %file.display(),
             tokens = read.tokens.len(),

@@ -32,6 +32,7 @@
 //! them commits or reads the clock. Functions that read tasks take the store's
 //! identity, which every task read is stamped with.
 
+mod audit;
 pub mod backup;
 mod calendar_records;
 mod cancel;
@@ -71,6 +72,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use punctual_core::audit::{AuditEntry, AuditRequest};
 use punctual_core::calendar::{CalendarChangeRequest, CalendarRecord};
 use punctual_core::history::{Actor, HistoryEvent};
 use punctual_core::store::{
@@ -421,6 +423,18 @@ impl Store for SqliteStore {
         self.write(move |conn| dead::delete_dead(conn, id, &queue, &key, by.as_ref())).await
     }
 
+    async fn append_audit(&self, entry: AuditEntry) -> Result<()> {
+        self.write(move |conn| audit::append(conn, &entry)).await
+    }
+
+    async fn audit(&self, req: AuditRequest) -> Result<Vec<AuditEntry>> {
+        self.read(move |conn| audit::page(conn, &req)).await
+    }
+
+    async fn sweep_audit(&self, before: Timestamp, limit: u32) -> Result<u64> {
+        self.write(move |conn| audit::sweep(conn, before, limit)).await
+    }
+
     async fn history(&self, req: HistoryRequest) -> Result<Vec<HistoryEvent>> {
         self.read(move |conn| history::read(conn, &req)).await
     }
@@ -458,7 +472,13 @@ impl Store for SqliteStore {
     }
 
     async fn change_queue(&self, req: QueueChangeRequest) -> Result<QueueRecord> {
-        self.write(move |conn| queue_records::change_queue(conn, &req)).await
+        self.write(move |conn| {
+            writer::in_savepoint(conn, |conn| {
+                let record = queue_records::change_queue(conn, &req)?;
+                audit::append(conn, &req.audit_entry()).map(|()| record)
+            })
+        })
+        .await
     }
 
     async fn calendar_records(&self) -> Result<Vec<CalendarRecord>> {
@@ -466,7 +486,13 @@ impl Store for SqliteStore {
     }
 
     async fn change_calendar(&self, req: CalendarChangeRequest) -> Result<CalendarRecord> {
-        self.write(move |conn| calendar_records::change(conn, &req)).await
+        self.write(move |conn| {
+            writer::in_savepoint(conn, |conn| {
+                let record = calendar_records::change(conn, &req)?;
+                audit::append(conn, &req.audit_entry()).map(|()| record)
+            })
+        })
+        .await
     }
 
     async fn secret(&self) -> Result<[u8; 32]> {

@@ -57,6 +57,8 @@
 //!   line, their `count` and the time of the `latest`. Added without a layout change:
 //!   an older punctual ignores it (and records nothing while it runs); the index
 //!   `history_by_latest` on `(queue_id, latest)` serves the retention sweep.
+//! - `audit`: the audit's entries (see `audit`) by `seq`, with their time and stored
+//!   form. Added without a layout change, as `history` was.
 //! - Indexes: `(queue_id, key)` unique; `(queue_id, state, due_at, id)` serves leasing,
 //!   next-due and listing in due order; a partial index on `lease_expires_at` of leased
 //!   rows serves the reaper, and one on `(queue_id, updated_at)` of dead rows (a dead
@@ -228,6 +230,11 @@ CREATE TABLE IF NOT EXISTS calendar_records (
     version    INTEGER NOT NULL,
     updated_at INTEGER NOT NULL
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS audit (
+    seq   INTEGER PRIMARY KEY AUTOINCREMENT,
+    at    INTEGER NOT NULL,
+    entry TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS history (
     queue_id INTEGER NOT NULL,
     key      TEXT NOT NULL,

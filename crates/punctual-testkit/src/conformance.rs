@@ -22,6 +22,7 @@
 //!
 //! Run it with [`store_conformance!`](crate::store_conformance) in a backend's `tests/`.
 
+mod audit;
 mod calendars;
 mod completion;
 mod consumers;
@@ -47,6 +48,7 @@ mod unique;
 mod upsert;
 mod validation;
 
+pub use audit::*;
 pub use calendars::*;
 pub use completion::*;
 pub use consumers::*;
@@ -239,6 +241,9 @@ macro_rules! store_conformance {
             a_history_keeps_its_latest_events_and_a_read_only_those_since,
             sweeping_histories_forgets_the_keys_quiet_since_the_cutoff,
             a_grouped_tasks_lease_is_told,
+            // audit
+            queue_and_calendar_changes_are_audited_and_a_refused_one_is_not,
+            sweeping_the_audit_forgets_entries_before_the_cutoff,
             ;
             // on two fresh stores
             two_fresh_stores_never_share_a_delivery_id,
@@ -332,6 +337,7 @@ mod tests {
     /// Every `pub async fn` check of the modules, by name.
     fn checks_defined() -> Vec<String> {
         let sources = [
+            include_str!("conformance/audit.rs"),
             include_str!("conformance/calendars.rs"),
             include_str!("conformance/completion.rs"),
             include_str!("conformance/consumers.rs"),

@@ -31,6 +31,7 @@ mod declared_queues;
 mod delivery_policy;
 mod disk_full;
 mod groups;
+mod history;
 mod import_keyspace;
 mod import_redisson;
 mod kill_under_load;

@@ -8,7 +8,9 @@
 //! of the same name.
 
 use super::{Calendar, CalendarSpec};
+use crate::audit::{AuditAction, AuditEntry};
 use crate::error::{Error, Result};
+use crate::model::Actor;
 use crate::names::CalendarName;
 use crate::time::Timestamp;
 
@@ -62,11 +64,31 @@ pub struct CalendarChangeRequest {
     /// changes.
     pub if_version: Option<u64>,
     pub now: Timestamp,
+    /// Who changes the calendar, for the audit.
+    pub by: Option<Actor>,
 }
 
 impl CalendarChangeRequest {
     pub fn new(name: CalendarName, change: CalendarChange, now: Timestamp) -> CalendarChangeRequest {
-        CalendarChangeRequest { name, change, if_version: None, now }
+        CalendarChangeRequest { name, change, if_version: None, now, by: None }
+    }
+
+    pub fn by(mut self, by: Option<Actor>) -> CalendarChangeRequest {
+        self.by = by;
+        self
+    }
+
+    /// The audit's entry of this change.
+    pub fn audit_entry(&self) -> AuditEntry {
+        let name = self.name.as_str();
+        match &self.change {
+            CalendarChange::Put(document) => AuditEntry::new(self.now, self.by.as_ref(), AuditAction::CalendarSet)
+                .on_calendar(name)
+                .document(document),
+            CalendarChange::Remove => {
+                AuditEntry::new(self.now, self.by.as_ref(), AuditAction::CalendarRemove).on_calendar(name)
+            }
+        }
     }
 
     /// Makes the change conditional on the calendar's version (0: no calendar).

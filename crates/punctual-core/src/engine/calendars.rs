@@ -228,7 +228,7 @@ impl<S: Store> Engine<S> {
             }
             CalendarChange::Remove => None,
         };
-        let mut request = CalendarChangeRequest::new(name, change, self.now());
+        let mut request = CalendarChangeRequest::new(name, change, self.now()).by(crate::history::acting());
         if let Some(version) = if_version {
             request = request.if_version(version);
         }

@@ -17,6 +17,7 @@
 //! only the pause state. Task defaults set at run time ([`Engine::set_queue_defaults`])
 //! come from that document, through the server.
 
+use crate::audit::{AuditAction, AuditEntry, AuditRequest};
 use crate::history::acting;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -25,7 +26,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use super::{Engine, QueueDefaults};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::events::Event;
 use crate::model::QueueName;
 use crate::store::{PurgeRequest, PurgeSelection, QueueChange, QueueChangeRequest, QueueRecord, Store};
@@ -73,7 +74,7 @@ impl<S: Store> Engine<S> {
     pub async fn change_queue(&self, queue: &str, change: QueueChange, if_version: Option<u64>) -> Result<QueueRecord> {
         self.check_running()?;
         let queue = QueueName::new(queue)?;
-        let mut request = QueueChangeRequest::new(queue, change, self.now());
+        let mut request = QueueChangeRequest::new(queue, change, self.now()).by(acting());
         if let Some(version) = if_version {
             request = request.if_version(version);
         }
@@ -85,9 +86,12 @@ impl<S: Store> Engine<S> {
 
     /// Cancels every task of the queue in `selection`, in batches (leased ones for
     /// good: their acks are then refused); how many.
+    /// The purge is told in the audit once done (what it selected and how many it
+    /// cancelled).
     pub async fn purge(&self, queue: &str, selection: PurgeSelection) -> Result<u64> {
         self.check_running()?;
         let queue = QueueName::new(queue)?;
+        let by = acting();
         let mut total = 0;
         loop {
             let cancelled =
@@ -97,10 +101,34 @@ impl<S: Store> Engine<S> {
             }
             total += cancelled;
         }
+        let selected = match selection {
+            PurgeSelection::Scheduled => "scheduled",
+            PurgeSelection::Dead => "dead",
+            PurgeSelection::All => "all",
+        };
+        let entry = AuditEntry::new(self.now(), by.as_ref(), AuditAction::QueuePurge)
+            .on_queue(queue.as_str())
+            .detail(serde_json::json!({"state": selected, "cancelled": total}));
+        self.inner.store.append_audit(entry).await?;
         if total > 0 {
             self.publish(Event::Cancelled { queue, key: None, count: total });
         }
         Ok(total)
+    }
+
+    /// Keeps `entry` in the audit (for a change the store does not see, such as a
+    /// reload of the server's access rules).
+    pub async fn record_audit(&self, entry: AuditEntry) -> Result<()> {
+        self.inner.store.append_audit(entry).await
+    }
+
+    /// One page of the audit, newest first: at most `limit` entries (1 to
+    /// [`MAX_LIST_LIMIT`](crate::MAX_LIST_LIMIT)) older than the entry `before`.
+    pub async fn audit(&self, limit: u32, before: Option<u64>) -> Result<Vec<AuditEntry>> {
+        if !(1..=crate::MAX_LIST_LIMIT).contains(&limit) {
+            return Err(Error::invalid("limit", format!("{limit} is outside 1 to {}", crate::MAX_LIST_LIMIT)));
+        }
+        self.inner.store.audit(AuditRequest::new(limit, before)).await
     }
 
     /// Sets (or, with `None`, removes) the task defaults of the queue set at run time,

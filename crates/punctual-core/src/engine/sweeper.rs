@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use super::Engine;
 use super::config::{DEAD_BATCH, HISTORY_SWEEP_EVERY, MAX_SWEEP_WAIT, MIN_SWEEP_WAIT};
+use crate::audit::AUDIT_RETENTION;
 use crate::error::Result;
 use crate::events::Event;
 use crate::history::DEFAULT_HISTORY_RETENTION;
@@ -34,6 +35,11 @@ impl<S: Store> Engine<S> {
     }
 
     async fn sweep_histories(&self) -> Result<()> {
+        let keep_ms = i64::try_from(AUDIT_RETENTION.as_millis()).unwrap_or(i64::MAX);
+        let before = Timestamp::from_millis(self.now().as_millis().saturating_sub(keep_ms));
+        while self.inner.store.sweep_audit(before, DEAD_BATCH).await? > 0 {
+            tokio::task::yield_now().await;
+        }
         for queue in self.inner.store.queue_names().await? {
             let keep_ms = i64::try_from(self.history_retention(&queue).as_millis()).unwrap_or(i64::MAX);
             let before = Timestamp::from_millis(self.now().as_millis().saturating_sub(keep_ms));

@@ -3,6 +3,7 @@
 //! answering, before or after it applied the completion). Every other call passes
 //! through unchanged.
 
+use punctual_core::audit::{AuditEntry, AuditRequest};
 use punctual_core::history::HistoryEvent;
 use punctual_core::{Actor, HistoryRequest, HistorySweepRequest};
 use std::collections::VecDeque;
@@ -72,6 +73,15 @@ impl Store for Faulty {
     }
     async fn import(&self, req: ImportRequest) -> Result<Vec<Imported>> {
         self.inner.import(req).await
+    }
+    async fn append_audit(&self, entry: AuditEntry) -> Result<()> {
+        self.inner.append_audit(entry).await
+    }
+    async fn audit(&self, req: AuditRequest) -> Result<Vec<AuditEntry>> {
+        self.inner.audit(req).await
+    }
+    async fn sweep_audit(&self, before: Timestamp, limit: u32) -> Result<u64> {
+        self.inner.sweep_audit(before, limit).await
     }
     async fn history(&self, req: HistoryRequest) -> Result<Vec<HistoryEvent>> {
         self.inner.history(req).await

@@ -45,7 +45,7 @@ pub(crate) async fn lease<S: Store>(
     let cancel = state.inner.shutdown.child_token();
     let _stop_waiting = cancel.clone().drop_guard();
     let (answer, answered) = tokio::sync::oneshot::channel();
-    tokio::spawn(async move {
+    tokio::spawn(punctual_core::history::on_behalf(async move {
         let result = if cancel.is_cancelled() {
             Ok(Vec::new())
         } else {
@@ -57,7 +57,7 @@ pub(crate) async fn lease<S: Store>(
         });
         // If the handler is gone, the leases drop here and are released.
         let _ = answer.send(held);
-    });
+    }));
     let (leases, undelivered) =
         answered.await.map_err(|_| ApiError::internal("the lease task ended without an answer"))??;
     let items: Vec<LeaseItem> = leases

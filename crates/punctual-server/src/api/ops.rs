@@ -23,12 +23,16 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use punctual_core::store::QueueStats;
-use punctual_core::{Engine, Store};
-use serde::Serialize;
+use punctual_core::{Engine, MAX_LIST_LIMIT, Store, Timestamp};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use utoipa::ToSchema;
 
+use super::Answer;
+use crate::bodies::schema;
 use crate::config::access::Grant;
 use crate::error::{ApiError, ErrorBody, ErrorCode, ErrorDetail};
+use crate::extract::QueryParams;
 use crate::prom;
 use crate::shared::{Caller, Readiness};
 use crate::state::AppState;
@@ -288,4 +292,85 @@ impl AccessResponse {
     responses((status = 200, body = AccessResponse)))]
 pub(crate) async fn access(Extension(caller): Caller) -> Json<AccessResponse> {
     Json(AccessResponse::of(&caller))
+}
+
+/// `GET /v1/audit`'s query: a page size and the previous page's `next_cursor`.
+#[derive(Debug, Deserialize)]
+pub(crate) struct AuditQuery {
+    #[serde(default)]
+    limit: Option<String>,
+    #[serde(default)]
+    cursor: Option<String>,
+}
+
+/// `GET /v1/audit`: the audit's entries, newest first.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct AuditResponse {
+    entries: Vec<AuditItem>,
+    /// Pass as `cursor` for the next (older) page; null on the last.
+    next_cursor: Option<String>,
+}
+
+/// One change to a queue, a calendar or the access rules.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct AuditItem {
+    #[schema(value_type = schema::Timestamp)]
+    at: Timestamp,
+    /// The name of the token that made the change (absent without tokens, and for a
+    /// reload of the config file by SIGHUP).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    by: Option<String>,
+    /// `queue.settings.set`, `queue.settings.clear`, `queue.pause`, `queue.resume`,
+    /// `queue.purge`, `calendar.set`, `calendar.remove` or `access.reload`.
+    #[schema(value_type = schema::AuditAction)]
+    action: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    queue: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    calendar: Option<String>,
+    /// What changed: the settings or calendar set, what a purge selected and
+    /// cancelled, the names of the access rules reloaded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    detail: Option<Value>,
+}
+
+#[utoipa::path(get, path = "/v1/audit", tag = "ops",
+    summary = "Who changed which queue, calendar or access rule, and when",
+    description = "Newest first: settings set or cleared, pauses, resumes, purges, calendars set or removed, \
+        access rules reloaded, each with the name of the token that made it. Kept 30 days.",
+    params(("limit" = Option<u32>, Query, minimum = 1, maximum = 1000, description = "Entries per page, default 100"),
+           ("cursor" = Option<schema::Cursor>, Query, description = "next_cursor of the previous page")),
+    responses((status = 200, body = AuditResponse),
+              (status = 400, description = "Invalid limit or cursor", body = ErrorBody)))]
+pub(crate) async fn audit<S: Store>(
+    State(state): State<AppState<S>>,
+    QueryParams(query): QueryParams<AuditQuery>,
+) -> Answer {
+    let limit = match query.limit.as_deref().filter(|l| !l.is_empty()) {
+        None => 100,
+        Some(text) => text.parse::<u32>().ok().filter(|n| (1..=MAX_LIST_LIMIT).contains(n)).ok_or_else(|| {
+            ApiError::invalid("limit", format!("'{text}' is not a number from 1 to {MAX_LIST_LIMIT}"))
+        })?,
+    };
+    let before = match query.cursor.as_deref().filter(|c| !c.is_empty()) {
+        None => None,
+        Some(text) => Some(text.parse::<u64>().map_err(|_| {
+            ApiError::invalid("cursor", "this cursor was not issued by this server; start again without one")
+        })?),
+    };
+    let entries = state.inner.engine.audit(limit, before).await?;
+    let next_cursor = entries.last().filter(|_| entries.len() == limit as usize).map(|last| last.seq.to_string());
+    let entries = entries
+        .into_iter()
+        .map(|entry| AuditItem {
+            at: entry.at,
+            by: entry.by,
+            action: entry.action.as_str(),
+            queue: entry.queue,
+            calendar: entry.calendar,
+            detail: entry.detail,
+        })
+        .collect();
+    Ok(Json(AuditResponse { entries, next_cursor }).into_response())
 }

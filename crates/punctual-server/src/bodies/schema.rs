@@ -363,6 +363,12 @@ schemas! {
     /// How a try ended, in the activity of a queue.
     ActivityOutcome => json!({"enum": ["done", "retried", "rescheduled", "dead", "expired"]});
 
+    /// What an audit entry tells was done.
+    AuditAction => json!({"enum": [
+        "queue.settings.set", "queue.settings.clear", "queue.pause", "queue.resume", "queue.purge",
+        "calendar.set", "calendar.remove", "access.reload"
+    ]});
+
     /// What happened to a task, in its history.
     HistoryEventKind => json!({"enum": [
         "created", "replaced", "cancelled", "purged", "leased", "extended", "released", "acked", "expired",

@@ -84,9 +84,8 @@ pub(crate) fn rule(method: &Method, path: &str) -> Option<Rule> {
         | ("POST", "/v1/queues/{queue}/pause" | "/v1/queues/{queue}/resume")
         | ("DELETE", "/v1/queues/{queue}/dead/{key}" | "/v1/queues/{queue}/tasks")
         | ("PUT" | "PATCH" | "DELETE", "/v1/queues/{queue}/settings") => Rule::Needs(Admin, PathQueue),
-        ("GET", "/v1/calendars" | "/v1/calendars/{name}") | ("PUT" | "DELETE", "/v1/calendars/{name}") => {
-            Rule::Needs(Admin, Everywhere)
-        }
+        ("GET", "/v1/calendars" | "/v1/calendars/{name}" | "/v1/audit")
+        | ("PUT" | "DELETE", "/v1/calendars/{name}") => Rule::Needs(Admin, Everywhere),
         _ => return None,
     };
     Some(rule)

@@ -252,6 +252,7 @@ pub const API_ROUTES: &[(&str, &str)] = &[
     ("PUT", "/v1/queues/{queue}/tasks/{key}"),
     ("POST", "/v1/queues/{queue}/tasks"),
     ("GET", "/v1/queues/{queue}/tasks/{key}"),
+    ("GET", "/v1/queues/{queue}/tasks/{key}/history"),
     ("DELETE", "/v1/queues/{queue}/tasks/{key}"),
     ("DELETE", "/v1/queues/{queue}/tags/{tag}"),
     ("GET", "/v1/queues/{queue}/tasks"),
@@ -279,6 +280,7 @@ pub const API_ROUTES: &[(&str, &str)] = &[
     ("GET", "/"),
     ("GET", "/openapi.json"),
     ("GET", "/v1/access"),
+    ("GET", "/v1/audit"),
 ];
 
 /// A concrete path for a template.
