@@ -203,4 +203,24 @@ func TestAuditOfAPauseAndAResume(t *testing.T) {
 	if !from.Next(bg) || from.Entry().Action != punctual.AuditQueuePause || from.Next(bg) || from.Err() != nil {
 		t.Errorf("walk from the second page: %+v %v", from.Entry(), from.Err())
 	}
+
+	if _, err := c.PutSettings(bg, q, map[string]any{"group_concurrency": 2}, 0); err != nil {
+		t.Fatal(err)
+	}
+	newest, err := c.Audit(bg, punctual.AuditParams{Limit: 1})
+	if err != nil || len(newest.Entries) != 1 {
+		t.Fatalf("newest entry: %+v %v", newest, err)
+	}
+	var settings struct {
+		GroupConcurrency int `json:"group_concurrency"`
+	}
+	if e := newest.Entries[0]; e.Action != punctual.AuditQueueSettingsSet || e.Queue == nil || *e.Queue != q ||
+		e.DecodeDetail(&settings) != nil || settings.GroupConcurrency != 2 {
+		t.Errorf("settings entry: %+v (detail %s)", e, e.Detail)
+	}
+	var refused *punctual.Error
+	if _, err := c.Audit(bg, punctual.AuditParams{Limit: 1001}); !errors.Is(err, punctual.ErrInvalidArgument) ||
+		!errors.As(err, &refused) || refused.Field != "limit" {
+		t.Errorf("a page of 1001: %v, want ErrInvalidArgument on limit", err)
+	}
 }

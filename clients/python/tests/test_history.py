@@ -105,6 +105,14 @@ def test_audit_of_a_pause_and_a_resume(server_of_its_own: Server, queue_name: st
         every: List[punctual.AuditEntry] = list(client.audit(page_size=1))
         assert every == first.entries + second.entries
 
+        client.put_settings(queue_name, {"group_concurrency": 2})
+        [settings] = client.audit_page(limit=1).entries
+        assert (settings.action, settings.queue) == ("queue.settings.set", queue_name)
+        assert settings.detail is not None and settings.detail["group_concurrency"] == 2
+        with pytest.raises(punctual.InvalidArgument) as refused:
+            client.audit_page(limit=1001)
+        assert refused.value.field == "limit"
+
 
 @pytest.fixture
 def anyio_backend() -> str:

@@ -5,7 +5,7 @@
 // not a NotFoundError, and an audit log whose pages or iterator lose or repeat an entry.
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
-import { Client, NotFoundError } from "punctual-client";
+import { Client, InvalidArgumentError, NotFoundError } from "punctual-client";
 import { fromWire, SHAPES } from "../dist/esm/wire.js";
 import { startServer, uniqueQueue } from "./helpers.js";
 
@@ -123,6 +123,14 @@ test("audit: a pause and a resume, page by page and through the iterator", async
     const every = [];
     for await (const entry of admin.audit({ limit: 1 })) every.push(entry);
     assert.deepEqual(every, [...first.entries, ...second.entries]);
+
+    await admin.putSettings(queue, { groupConcurrency: 2 });
+    const [settings] = (await admin.auditPage({ limit: 1 })).entries;
+    assert.deepEqual([settings.action, settings.queue], ["queue.settings.set", queue]);
+    assert.equal(settings.detail.group_concurrency, 2, "the detail keeps the server's keys");
+    const refused = await admin.auditPage({ limit: 1001 }).catch((e) => e);
+    assert.ok(refused instanceof InvalidArgumentError, String(refused));
+    assert.equal(refused.field, "limit");
   } finally {
     await own.close();
   }

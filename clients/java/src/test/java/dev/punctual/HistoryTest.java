@@ -120,6 +120,14 @@ class HistoryTest {
             assertEquals(List.of(resumed, paused), client.audit(PageOptions.create().limit(1)).collect(Collectors.toList()));
             assertEquals(List.of(paused), client.audit(PageOptions.create().limit(1).cursor(first.nextCursor()))
                     .collect(Collectors.toList()));
+
+            client.putSettings(q, Map.of("group_concurrency", 2));
+            AuditEntry settings = client.auditPage(PageOptions.create().limit(1)).entries().get(0);
+            assertEquals(List.of(AuditEntry.Action.QUEUE_SETTINGS_SET, q), List.of(settings.action(), settings.queue()));
+            assertEquals(2, settings.detail().path("group_concurrency").asInt());
+            InvalidArgumentException refused = assertThrows(InvalidArgumentException.class,
+                    () -> client.auditPage(PageOptions.create().limit(1001)));
+            assertEquals("limit", refused.field());
         }
     }
 
