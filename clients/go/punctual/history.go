@@ -88,9 +88,10 @@ const (
 )
 
 // AuditEntry is one entry of the server's audit log: an operator's change, when, and by
-// which token's name (By; nil on a server without tokens). Queue or Calendar names what
-// it changed (nil where it does not apply); Detail is the JSON object the server adds,
-// as it wrote it (nil without one; DecodeDetail reads it into a value of yours).
+// which token's name (By; nil on a server without tokens and for a reload of the config
+// file by SIGHUP). Queue or Calendar names what it changed (nil where it does not
+// apply); Detail is the JSON object the server adds, as it wrote it (nil without one;
+// DecodeDetail reads it into a value of yours).
 type AuditEntry struct {
 	At       time.Time       `json:"at"`
 	By       *string         `json:"by"`

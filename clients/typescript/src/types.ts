@@ -494,7 +494,7 @@ export type AuditAction =
 export interface AuditEntry {
   at: string;
   action: AuditAction;
-  /** The name of the token that made it; absent on a server without tokens. */
+  /** The name of the token that made it; absent on a server without tokens and for a reload by SIGHUP. */
   by?: string;
   /** The queue it changed, when it changed one. */
   queue?: string;

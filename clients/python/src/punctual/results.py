@@ -592,9 +592,9 @@ class TaskHistory:
 @dataclass(frozen=True)
 class AuditEntry:
     """One entry of the server's audit log (``audit``): an operator's change, when, and
-    by which token's name (None on a server without tokens). ``queue`` or ``calendar``
-    names what it changed (None when neither applies); ``detail`` is the JSON object the
-    server adds, as it wrote it."""
+    by which token's name (None on a server without tokens, and for a reload of the
+    config file by SIGHUP). ``queue`` or ``calendar`` names what it changed (None when
+    neither applies); ``detail`` is the JSON object the server adds, as it wrote it."""
 
     at: _dt.datetime
     action: AuditAction

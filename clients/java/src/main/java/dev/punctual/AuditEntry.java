@@ -6,7 +6,8 @@ import java.util.Locale;
 
 /**
  * One entry of the server's audit log ({@link PunctualClient#audit}): an operator's
- * change, when, and by which token's name ({@code by}; null on a server without tokens).
+ * change, when, and by which token's name ({@code by}; null on a server without tokens
+ * and for a reload of the config file by SIGHUP).
  * {@code queue} or {@code calendar} names what it changed (null where it does not apply);
  * {@code detail} is the JSON object the server adds, as it wrote it (null without one).
  * {@link #json()} is the entry as the server wrote it.
