@@ -242,6 +242,17 @@ func (c *Client) Get(ctx context.Context, queue, key string) (*Task, error) {
 	return &t, nil
 }
 
+// History reads what happened to a task, oldest first, also once it is gone (within
+// the queue's history retention); ErrNotFound when there is no task and no history of
+// the key.
+func (c *Client) History(ctx context.Context, queue, key string) (*TaskHistory, error) {
+	var h TaskHistory
+	if _, err := c.do(ctx, call{method: "GET", path: taskPath(queue, key) + "/history", out: &h, retry: true}); err != nil {
+		return nil, err
+	}
+	return &h, nil
+}
+
 // Cancel removes a task; ErrNotFound when there is none.
 func (c *Client) Cancel(ctx context.Context, queue, key string) error {
 	_, err := c.do(ctx, call{method: "DELETE", path: taskPath(queue, key), retry: true})
@@ -315,6 +326,41 @@ func (c *Client) Dead(ctx context.Context, queue string, p ListParams) (*Page, e
 	return &out, nil
 }
 
+// pager walks the items of a paged list, fetching each page when the previous one is
+// used up; the iterators (Iter, AuditIter) are made of it.
+type pager[T any] struct {
+	fetch func(ctx context.Context, cursor string) ([]T, *string, error)
+	page  []T
+	i     int
+	next  *string
+	done  bool
+	err   error
+	cur   T
+}
+
+// advance moves to the next item, fetching the next page when needed.
+func (p *pager[T]) advance(ctx context.Context) bool {
+	for p.i >= len(p.page) {
+		if p.done || p.err != nil {
+			return false
+		}
+		cursor := ""
+		if p.next != nil {
+			cursor = *p.next
+		}
+		items, next, err := p.fetch(ctx, cursor)
+		if err != nil {
+			p.err = err
+			return false
+		}
+		p.page, p.i, p.next = items, 0, next
+		p.done = next == nil || *next == ""
+	}
+	p.cur = p.page[p.i]
+	p.i++
+	return true
+}
+
 // Iter walks every task of a list, page by page:
 //
 //	it := client.Tasks(queue, punctual.ListParams{Tag: "flow-7"})
@@ -323,66 +369,105 @@ func (c *Client) Dead(ctx context.Context, queue string, p ListParams) (*Page, e
 //	}
 //	if err := it.Err(); err != nil { … }
 type Iter struct {
-	fetch func(ctx context.Context, cursor string) (*Page, error)
-	page  []Task
-	i     int
-	next  *string
-	done  bool
-	err   error
-	cur   Task
+	pager pager[Task]
+}
+
+func taskIter(fetch func(ctx context.Context, cursor string) (*Page, error)) *Iter {
+	return &Iter{pager: pager[Task]{fetch: func(ctx context.Context, cursor string) ([]Task, *string, error) {
+		p, err := fetch(ctx, cursor)
+		if err != nil {
+			return nil, nil, err
+		}
+		return p.Tasks, p.NextCursor, nil
+	}}}
 }
 
 // Next moves to the next task, fetching the next page when needed.
-func (it *Iter) Next(ctx context.Context) bool {
-	for it.i >= len(it.page) {
-		if it.done || it.err != nil {
-			return false
-		}
-		cursor := ""
-		if it.next != nil {
-			cursor = *it.next
-		}
-		p, err := it.fetch(ctx, cursor)
-		if err != nil {
-			it.err = err
-			return false
-		}
-		it.page, it.i, it.next = p.Tasks, 0, p.NextCursor
-		it.done = p.NextCursor == nil || *p.NextCursor == ""
-	}
-	it.cur = it.page[it.i]
-	it.i++
-	return true
-}
+func (it *Iter) Next(ctx context.Context) bool { return it.pager.advance(ctx) }
 
 // Task is the current task.
-func (it *Iter) Task() Task { return it.cur }
+func (it *Iter) Task() Task { return it.pager.cur }
 
 // Err is the error that stopped the walk, if any.
-func (it *Iter) Err() error { return it.err }
+func (it *Iter) Err() error { return it.pager.err }
 
 // Tasks walks every task matching p (p.Cursor, when set, is where it starts).
 func (c *Client) Tasks(queue string, p ListParams) *Iter {
 	start := p.Cursor
-	return &Iter{fetch: func(ctx context.Context, cursor string) (*Page, error) {
+	return taskIter(func(ctx context.Context, cursor string) (*Page, error) {
 		q := p
 		q.Cursor = cursor
 		if cursor == "" {
 			q.Cursor = start
 		}
 		return c.List(ctx, queue, q)
-	}}
+	})
 }
 
 // DeadTasks walks every dead task of a queue.
 func (c *Client) DeadTasks(queue string, p ListParams) *Iter {
-	return &Iter{fetch: func(ctx context.Context, cursor string) (*Page, error) {
+	return taskIter(func(ctx context.Context, cursor string) (*Page, error) {
 		q := p
 		if cursor != "" {
 			q.Cursor = cursor
 		}
 		return c.Dead(ctx, queue, q)
-	}}
+	})
+}
+
+// Audit reads one page of the server's audit log, newest first (the server's 100
+// entries unless p.Limit, at most 1000). It needs the admin permission.
+func (c *Client) Audit(ctx context.Context, p AuditParams) (*AuditPage, error) {
+	var out AuditPage
+	q := url.Values{}
+	if p.Limit > 0 {
+		q.Set("limit", strconv.Itoa(p.Limit))
+	}
+	if p.Cursor != "" {
+		q.Set("cursor", p.Cursor)
+	}
+	if _, err := c.do(ctx, call{method: "GET", path: "/v1/audit", query: q, out: &out, retry: true}); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// AuditIter walks the entries of the audit log, newest first, page by page:
+//
+//	it := client.AuditEntries(punctual.AuditParams{})
+//	for it.Next(ctx) {
+//		use(it.Entry())
+//	}
+//	if err := it.Err(); err != nil { … }
+type AuditIter struct {
+	pager pager[AuditEntry]
+}
+
+// Next moves to the next entry, fetching the next page when needed.
+func (it *AuditIter) Next(ctx context.Context) bool { return it.pager.advance(ctx) }
+
+// Entry is the current entry.
+func (it *AuditIter) Entry() AuditEntry { return it.pager.cur }
+
+// Err is the error that stopped the walk, if any.
+func (it *AuditIter) Err() error { return it.pager.err }
+
+// AuditEntries walks every entry of the audit log from p.Cursor (the newest when
+// empty), p.Limit entries a page.
+func (c *Client) AuditEntries(p AuditParams) *AuditIter {
+	start := p.Cursor
+	return &AuditIter{pager: pager[AuditEntry]{fetch: func(ctx context.Context, cursor string) ([]AuditEntry, *string, error) {
+		q := p
+		q.Cursor = cursor
+		if cursor == "" {
+			q.Cursor = start
+		}
+		page, err := c.Audit(ctx, q)
+		if err != nil {
+			return nil, nil, err
+		}
+		return page.Entries, page.NextCursor, nil
+	}}}
 }
 
 // Queues gives the counts of every queue.

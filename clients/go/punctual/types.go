@@ -17,6 +17,7 @@ const (
 	StateLeased    TaskState = "leased"    // handed to a worker or being delivered
 	StateDead      TaskState = "dead"      // out of attempts, or failed: kept for inspection and RetryDead
 	StateDone      TaskState = "done"      // completed; seen only in Completed (a dedupe window's answer)
+	StateGone      TaskState = "gone"      // no task any more; seen only in a HistoryEvent
 )
 
 // Task is a task as the server shows it. Payload is kept as the JSON the server sent

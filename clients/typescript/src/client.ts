@@ -16,6 +16,8 @@ import type {
   AckItem,
   AckOutcome,
   AckResult,
+  AuditEntry,
+  AuditPage,
   BatchItem,
   BatchResult,
   Calendar,
@@ -37,6 +39,7 @@ import type {
   SettingsInput,
   SignalOptions,
   Task,
+  TaskHistory,
   VersionOptions,
 } from "./types.js";
 import { ackBody, fromWire, SHAPES, taskBody, toWire, type Shape } from "./wire.js";
@@ -129,6 +132,14 @@ export class Client {
     return fromWire(await this.#request("GET", `/v1/queues/${seg(queue)}/tasks/${seg(key)}`), SHAPES.task);
   }
 
+  /**
+   * What happened to the task, oldest first, also once it is gone (within the queue's
+   * history retention); NotFoundError when there is no task and no history of the key.
+   */
+  async history(queue: string, key: string): Promise<TaskHistory> {
+    return fromWire(await this.#request("GET", `/v1/queues/${seg(queue)}/tasks/${seg(key)}/history`), SHAPES.history);
+  }
+
   async cancel(queue: string, key: string): Promise<void> {
     await this.#request("DELETE", `/v1/queues/${seg(queue)}/tasks/${seg(key)}`);
   }
@@ -146,7 +157,7 @@ export class Client {
 
   /** Every task, in due order, following nextCursor page by page. */
   async *list(queue: string, options: Omit<ListOptions, "cursor"> = {}): AsyncGenerator<Task, void, undefined> {
-    yield* pages((cursor) => this.listPage(queue, { ...options, cursor }));
+    yield* pages((cursor) => this.listPage(queue, { ...options, cursor }), (page) => page.tasks);
   }
 
   /** One page of the queue's groups that have tasks, by name, each with its tasks by state. */
@@ -237,7 +248,7 @@ export class Client {
   }
 
   async *dead(queue: string, options: { limit?: number } = {}): AsyncGenerator<Task, void, undefined> {
-    yield* pages((cursor) => this.deadPage(queue, { ...options, cursor }));
+    yield* pages((cursor) => this.deadPage(queue, { ...options, cursor }), (page) => page.tasks);
   }
 
   /** Back to scheduled, due now, attempts reset; resolves to the task. */
@@ -292,6 +303,18 @@ export class Client {
   /** What this client's token may do: its permissions and the queue patterns they hold on. */
   async access(): Promise<Access> {
     return fromWire(await this.#request("GET", "/v1/access"));
+  }
+
+  // ---- audit ----
+
+  /** One page of the audit log, newest first (limit: the server's 100 by default, at most 1000). Needs the admin permission. */
+  async auditPage({ limit, cursor }: PageOptions = {}): Promise<AuditPage> {
+    return fromWire(await this.#request("GET", "/v1/audit", { query: { limit, cursor } }), SHAPES.auditPage);
+  }
+
+  /** Every entry of the audit log, newest first, following nextCursor page by page. */
+  async *audit(options: { limit?: number } = {}): AsyncGenerator<AuditEntry, void, undefined> {
+    yield* pages((cursor) => this.auditPage({ ...options, cursor }), (page) => page.entries);
   }
 
   /**
@@ -364,11 +387,15 @@ function field(body: unknown, name: string): unknown {
   return typeof body === "object" && body !== null ? (body as Record<string, unknown>)[name] : undefined;
 }
 
-async function* pages(fetchPage: (cursor: string | undefined) => Promise<Page>): AsyncGenerator<Task, void, undefined> {
+/** The items of every page, from the first, following nextCursor. */
+async function* pages<P extends { nextCursor: string | null }, T>(
+  fetchPage: (cursor: string | undefined) => Promise<P>,
+  items: (page: P) => T[],
+): AsyncGenerator<T, void, undefined> {
   let cursor: string | undefined;
   do {
     const page = await fetchPage(cursor);
-    yield* page.tasks;
+    yield* items(page);
     cursor = page.nextCursor ?? undefined;
   } while (cursor);
 }

@@ -418,6 +418,99 @@ export interface Access {
   queues: string[];
 }
 
+/**
+ * What happened to a task, in its history: "retried" and "deleted" are a dead task put
+ * back or removed (by hand, or "deleted" by the dead-task retention).
+ */
+export type HistoryEventKind =
+  | "created"
+  | "replaced"
+  | "cancelled"
+  | "purged"
+  | "leased"
+  | "extended"
+  | "released"
+  | "acked"
+  | "expired"
+  | "retried"
+  | "deleted"
+  | "imported";
+
+/** A task's state after an event of its history: "gone" once there is no task. */
+export type HistoryState = TaskState | "gone";
+
+/** One event of a task's history. A member that does not apply to the event is absent. */
+export interface HistoryEvent {
+  at: string;
+  event: HistoryEventKind;
+  state: HistoryState;
+  /** The name of the token that made the change; absent for the server's own work (an expiry) and on a server without tokens. */
+  by?: string;
+  /** The try the event belongs to (leased, acked, expired). */
+  attempt?: number;
+  /** The lease's number: each lease of the task raises it. */
+  lease?: number;
+  /** When the task is due after the event. */
+  dueAt?: string;
+  /** When the lease ends (leased, extended). */
+  leaseExpiresAt?: string;
+  /** How an acked try ended. */
+  outcome?: "done" | "retry" | "reschedule" | "dead";
+  /** The handler's error, or why the lease expired (at most 200 bytes). */
+  error?: string;
+  /** What a replace changed, named as a Task's members: "dueAt", "payload", "tags", "priority", "group", "target", "policies". */
+  changed?: string[];
+  /** A cancel by tag: the tag. */
+  tag?: string;
+  /** A push delivery's ack: how long the delivery took. */
+  tookMs?: number;
+  /** A push delivery's ack: the HTTP status the far end answered. */
+  status?: number;
+  /** A push delivery's ack: the first bytes (at most 200) of the far end's answer. */
+  answer?: string;
+}
+
+/** What happened to a task, also once it is gone: its events, oldest first (at most the latest 100). */
+export interface TaskHistory {
+  queue: string;
+  key: string;
+  /** How long the queue keeps a history after its latest event (its historyRetention). */
+  retentionMs: number;
+  events: HistoryEvent[];
+}
+
+/** What an entry of the audit log records. */
+export type AuditAction =
+  | "queue.settings.set"
+  | "queue.settings.clear"
+  | "queue.pause"
+  | "queue.resume"
+  | "queue.purge"
+  | "calendar.set"
+  | "calendar.remove"
+  | "access.reload";
+
+/** One entry of the server's audit log: an operator's change. */
+export interface AuditEntry {
+  at: string;
+  action: AuditAction;
+  /** The name of the token that made it; absent on a server without tokens and for a reload by SIGHUP. */
+  by?: string;
+  /** The queue it changed, when it changed one. */
+  queue?: string;
+  /** The calendar it changed, when it changed one. */
+  calendar?: string;
+  /** What the server adds about it, as it wrote it: its keys are never re-cased. */
+  detail?: Record<string, unknown>;
+}
+
+/** One page of the audit log, newest first. */
+export interface AuditPage {
+  entries: AuditEntry[];
+  /** Pass back as cursor for the next page; null at the end. */
+  nextCursor: string | null;
+}
+
 export interface Lease {
   /** Opaque; pass it to ack and extend. */
   leaseId: string;

@@ -3,8 +3,10 @@
 // Everything the user meets (options, tasks, leases, settings, calendars, errors) is
 // camelCase; `toWire` renames keys on the way out (maxAttempts → max_attempts) and
 // `fromWire` on the way in (due_at → dueAt), recursively through objects and arrays.
-// Values are never touched, except a Date sent as its RFC 3339 string and the error
-// field paths the server names ("tasks[1].debounce.max_wait" → "tasks[1].debounce.maxWait").
+// Values are never touched, except a Date sent as its RFC 3339 string and the field
+// paths the server names: an error's ("tasks[1].debounce.max_wait" →
+// "tasks[1].debounce.maxWait") and what a replace changed in a task's history
+// (["due_at", "payload"] → ["dueAt", "payload"]).
 //
 // Invariant: a value of the user's own is never re-cased: a task's payload, a target's
 // headers and body, an action's fields. A Shape names where they sit (keys in camelCase,
@@ -14,7 +16,7 @@ import type { AckOutcome, Duration, ScheduleOptions, Time, UniqueFor } from "./t
 
 /** Leave the value as it is: the user's own data. */
 const AS_IS = "as-is";
-/** A path of request fields ("tasks[1].unique_for"), re-cased as keys are. */
+/** A path of request fields ("tasks[1].unique_for"), or an array of them, re-cased as keys are. */
 const FIELD_PATH = "field-path";
 
 /** Where values of the user's own and field paths sit inside a JSON value, by camelCase key. */
@@ -36,6 +38,10 @@ export const SHAPES = {
   settings: { action: { fields: AS_IS } },
   /** Batch schedule and batch ack results: their errors' field paths. */
   itemResults: { error: { field: FIELD_PATH } },
+  /** A task's history: what a replace changed names the task's fields. */
+  history: { events: { changed: FIELD_PATH } },
+  /** The audit log: an entry's detail is the server's own object, as it wrote it. */
+  auditPage: { entries: { detail: AS_IS } },
 } satisfies Record<string, Shape>;
 
 /** snake_case → camelCase: an underscore after a letter or digit goes, the next character is upper-cased. */
@@ -69,11 +75,17 @@ function recase(value: unknown, shape: Shape, rename: (key: string) => string, t
     const clientKey = toClient ? renamed : key;
     const rule = Object.hasOwn(shape, clientKey) ? shape[clientKey] : undefined;
     if (rule === AS_IS) entries.push([renamed, v]);
-    else if (rule === FIELD_PATH) entries.push([renamed, typeof v === "string" ? rename(v) : v]);
+    else if (rule === FIELD_PATH) entries.push([renamed, fieldPaths(v, rename)]);
     else entries.push([renamed, recase(v, rule ?? SHAPES.plain, rename, toClient)]);
   }
   // fromEntries defines each key as an own property, "__proto__" included.
   return Object.fromEntries(entries);
+}
+
+/** A field path re-cased, or each of an array of them; anything else as it is. */
+function fieldPaths(value: unknown, rename: (key: string) => string): unknown {
+  if (typeof value === "string") return rename(value);
+  return Array.isArray(value) ? value.map((v: unknown) => (typeof v === "string" ? rename(v) : v)) : value;
 }
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {

@@ -11,6 +11,7 @@ const OFFERED = {
   "PUT /v1/queues/{queue}/tasks/{key}": "schedule",
   "POST /v1/queues/{queue}/tasks": "scheduleMany",
   "GET /v1/queues/{queue}/tasks/{key}": "get",
+  "GET /v1/queues/{queue}/tasks/{key}/history": "history",
   "DELETE /v1/queues/{queue}/tasks/{key}": "cancel",
   "DELETE /v1/queues/{queue}/tags/{tag}": "cancelTag",
   "GET /v1/queues/{queue}/tasks": "listPage",
@@ -37,6 +38,7 @@ const OFFERED = {
   "POST /v1/acks": "acks",
   "POST /v1/leases/{lease_id}/extend": "extend",
   "GET /v1/access": "access",
+  "GET /v1/audit": "auditPage",
 };
 
 /** Operations this client leaves out on purpose, and why. */

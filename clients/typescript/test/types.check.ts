@@ -58,6 +58,21 @@ await client.patchSettings("order.cancel", { action: { kind: "webhook", url_env:
 const stats = await client.queue("order.cancel");
 const overdue: number = stats.oldestOverdueMs + (stats.lagMs.p99 ?? 0) + (stats.outbox?.rowsWaiting ?? 0);
 const canAdmin: boolean = (await client.access()).permissions.includes("admin");
+const history = await client.history("order.cancel", "order-1234");
+const retention: number = history.retentionMs;
+history.events.forEach((e) => e.at.toUpperCase() + e.by?.toUpperCase() + (e.attempt ?? 0).toFixed() + e.changed?.join(",") + e.tookMs);
+const gone: boolean = history.events.some((e) => e.state === "gone" && e.event === "cancelled" && e.outcome !== "dead");
+// @ts-expect-error a history event is camelCase: no lease_expires_at
+history.events[0]?.lease_expires_at;
+const page = await client.auditPage({ limit: 10 });
+const auditCursor: string | null = page.nextCursor;
+for await (const entry of client.audit({ limit: 100 })) {
+  if (entry.action === "queue.pause") entry.queue?.toUpperCase() + entry.at + entry.by;
+  const detail: Record<string, unknown> | undefined = entry.detail;
+  void detail;
+}
+// @ts-expect-error an audit action is one of the server's
+page.entries.filter((e) => e.action === "queue.deleted");
 const extended: string = (await client.extend("lease-1", "30s")).expiresAt;
 (await client.acks([{ leaseId: "lease-1", outcome: "done" }])).forEach((r) => (r.status === 204 ? r.leaseId : r.error.message));
 // @ts-expect-error answers are camelCase: no due_at
@@ -88,7 +103,7 @@ const ok: boolean = verifySignature({ body: "{}", header: "t=1,v1=00", secret: "
 verifySignature({ body: Buffer.from("{}"), header: undefined, secrets: ["whsec-new", new Uint8Array([1])] });
 // @ts-expect-error one secret or several, not both
 verifySignature({ body: "{}", header: "t=1,v1=00", secret: "whsec", secrets: ["whsec-old"] });
-void n, ok, policies, urgent, groupLimit, groups.nextCursor, windowText, enteredUntil, syntax, defaultUntil, defaultSyntax, defaultTries, overdue, canAdmin, extended;
+void n, ok, policies, urgent, groupLimit, groups.nextCursor, windowText, enteredUntil, syntax, defaultUntil, defaultSyntax, defaultTries, overdue, canAdmin, extended, retention, gone, auditCursor;
 
 // The outbox with the drivers' own types: a pg Client or PoolClient, a mysql2/promise Connection.
 import { outbox, Outbox } from "punctual-client";

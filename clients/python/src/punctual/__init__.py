@@ -41,12 +41,19 @@ from .errors import (
 )
 from .results import (
     Access,
+    AckedOutcome,
     AckResult,
+    AuditAction,
+    AuditEntry,
+    AuditPage,
     BatchResult,
     Completed,
     FireLag,
     GroupCounts,
     GroupsPage,
+    HistoryEvent,
+    HistoryEventKind,
+    HistoryState,
     Lease,
     OutboxLag,
     Page,
@@ -59,6 +66,7 @@ from .results import (
     Source,
     Task,
     TaskDefaults,
+    TaskHistory,
     TaskState,
 )
 from .signature import check_signature, sign, verify_signature
@@ -92,6 +100,8 @@ __all__ = [
     "Task", "TaskState", "Lease", "Page", "GroupCounts", "GroupsPage", "ScheduleResult",
     "ScheduleOutcome", "BatchResult", "AckResult", "Completed", "QueueSummary", "QueueStats",
     "FireLag", "OutboxLag", "QueueSettings", "TaskDefaults", "Source", "Access", "Permission",
+    "TaskHistory", "HistoryEvent", "HistoryEventKind", "HistoryState", "AckedOutcome",
+    "AuditPage", "AuditEntry", "AuditAction",
     "TaskSpec", "UniqueFor", "Calendar", "Workday", "Misfire", "Overlap", "CronSyntax",
     "IfExists", "Align", "Backoff", "Repeat", "Target", "Done", "Retry", "Reschedule", "Fail",
     "Outcome",

@@ -13,6 +13,7 @@ from .calendars import Calendar
 from .results import (
     Access,
     AckResult,
+    AuditPage,
     BatchResult,
     GroupsPage,
     Lease,
@@ -22,6 +23,7 @@ from .results import (
     QueueSummary,
     ScheduleResult,
     Task,
+    TaskHistory,
 )
 from .types import Duration, Outcome, TaskSpec, duration_json, time_of
 
@@ -79,6 +81,10 @@ def schedule_many(
 
 def get(queue: str, key: str) -> Call[Task]:
     return Call("GET", _task(queue, key), Task.from_json)
+
+
+def history(queue: str, key: str) -> Call[TaskHistory]:
+    return Call("GET", f"{_task(queue, key)}/history", TaskHistory.from_json)
 
 
 def cancel(queue: str, key: str) -> Call[None]:
@@ -236,3 +242,7 @@ def extend(lease_id: str, lease_for: Duration) -> Call[_dt.datetime]:
 
 def access() -> Call[Access]:
     return Call("GET", "/v1/access", Access.from_json)
+
+
+def audit_page(limit: Optional[int], cursor: Optional[str]) -> Call[AuditPage]:
+    return Call("GET", "/v1/audit", AuditPage.from_json, params={"limit": limit, "cursor": cursor})

@@ -24,6 +24,8 @@ from .calendars import Calendar, DateLike, Workday, calendar_body
 from .results import (
     Access,
     AckResult,
+    AuditEntry,
+    AuditPage,
     BatchResult,
     GroupsPage,
     Lease,
@@ -33,6 +35,7 @@ from .results import (
     QueueSummary,
     ScheduleResult,
     Task,
+    TaskHistory,
 )
 from .types import (
     Align,
@@ -151,6 +154,12 @@ class AsyncClient:
     async def get(self, queue: str, key: str) -> Task:
         """The task; ``NotFound`` when there is none."""
         return await self._send(calls.get(queue, key))
+
+    async def history(self, queue: str, key: str) -> TaskHistory:
+        """What happened to the task, oldest first, also once it is gone (within the
+        queue's history retention); ``NotFound`` when there is no task and no history
+        of the key."""
+        return await self._send(calls.history(queue, key))
 
     async def cancel(self, queue: str, key: str) -> None:
         """Cancel one task (a leased one for good); ``NotFound`` when unknown."""
@@ -335,6 +344,22 @@ class AsyncClient:
     async def access(self) -> Access:
         """What this client's token may do, and on which queues."""
         return await self._send(calls.access())
+
+    async def audit_page(self, *, limit: Optional[int] = None, cursor: Optional[str] = None) -> AuditPage:
+        """One page of the audit log, newest first (``limit``: the server's 100 by
+        default, at most 1000). Needs the admin permission."""
+        return await self._send(calls.audit_page(limit, cursor))
+
+    async def audit(self, *, page_size: Optional[int] = None) -> AsyncIterator[AuditEntry]:
+        """Every entry of the audit log, newest first, page after page."""
+        cursor: Optional[str] = None
+        while True:
+            page = await self.audit_page(limit=page_size, cursor=cursor)
+            for entry in page.entries:
+                yield entry
+            if not page.next_cursor:
+                return
+            cursor = page.next_cursor
 
     async def ready(self) -> bool:
         """True when ``/readyz`` answers 2xx (the store is reachable)."""

@@ -10,7 +10,7 @@ has the same methods, over the same calls.
 from __future__ import annotations
 
 import datetime as _dt
-from typing import Any, Callable, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, TypeVar, Union
 
 import httpx
 
@@ -21,6 +21,8 @@ from .calendars import Calendar, DateLike, Workday, calendar_body
 from .results import (
     Access,
     AckResult,
+    AuditEntry,
+    AuditPage,
     BatchResult,
     GroupsPage,
     Lease,
@@ -30,6 +32,7 @@ from .results import (
     QueueSummary,
     ScheduleResult,
     Task,
+    TaskHistory,
 )
 from .types import (
     Align,
@@ -49,16 +52,26 @@ from .types import (
 
 __all__ = ["DEFAULT_SERVER", "Client"]
 
+Item = TypeVar("Item")
+
+
+def _every(fetch: Callable[[Optional[str]], Tuple[List[Item], Optional[str]]]) -> Iterator[Item]:
+    """The items of every page ``fetch(cursor)`` answers (its items and the next page's
+    cursor), from the first to the last."""
+    cursor: Optional[str] = None
+    while True:
+        items, cursor = fetch(cursor)
+        yield from items
+        if not cursor:
+            return
+
 
 def _every_task(fetch: Callable[[Optional[str]], Page]) -> Iterator[Task]:
     """The tasks of every page ``fetch(cursor)`` answers, from the first to the last."""
-    cursor: Optional[str] = None
-    while True:
+    def tasks(cursor: Optional[str]) -> Tuple[List[Task], Optional[str]]:
         page = fetch(cursor)
-        yield from page.tasks
-        if not page.next_cursor:
-            return
-        cursor = page.next_cursor
+        return page.tasks, page.next_cursor
+    return _every(tasks)
 
 
 class Client:
@@ -195,6 +208,12 @@ class Client:
     def get(self, queue: str, key: str) -> Task:
         """The task; ``NotFound`` when there is none."""
         return self._send(calls.get(queue, key))
+
+    def history(self, queue: str, key: str) -> TaskHistory:
+        """What happened to the task, oldest first, also once it is gone (within the
+        queue's history retention); ``NotFound`` when there is no task and no history
+        of the key."""
+        return self._send(calls.history(queue, key))
 
     def cancel(self, queue: str, key: str) -> None:
         """Cancel one task (a leased one for good); ``NotFound`` when unknown."""
@@ -370,6 +389,18 @@ class Client:
     def access(self) -> Access:
         """What this client's token may do, and on which queues."""
         return self._send(calls.access())
+
+    def audit_page(self, *, limit: Optional[int] = None, cursor: Optional[str] = None) -> AuditPage:
+        """One page of the audit log, newest first (``limit``: the server's 100 by
+        default, at most 1000). Needs the admin permission."""
+        return self._send(calls.audit_page(limit, cursor))
+
+    def audit(self, *, page_size: Optional[int] = None) -> Iterator[AuditEntry]:
+        """Every entry of the audit log, newest first, page after page."""
+        def entries(cursor: Optional[str]) -> Tuple[List[AuditEntry], Optional[str]]:
+            page = self.audit_page(limit=page_size, cursor=cursor)
+            return page.entries, page.next_cursor
+        return _every(entries)
 
     def ready(self) -> bool:
         """True when ``/readyz`` answers 2xx (the store is reachable)."""

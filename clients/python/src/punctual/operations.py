@@ -15,6 +15,7 @@ OFFERED: Dict[str, Tuple[str, ...]] = {
     "PUT /v1/queues/{queue}/tasks/{key}": ("schedule",),
     "POST /v1/queues/{queue}/tasks": ("schedule_many",),
     "GET /v1/queues/{queue}/tasks/{key}": ("get",),
+    "GET /v1/queues/{queue}/tasks/{key}/history": ("history",),
     "DELETE /v1/queues/{queue}/tasks/{key}": ("cancel",),
     "DELETE /v1/queues/{queue}/tags/{tag}": ("cancel_tag",),
     "GET /v1/queues/{queue}/tasks": ("list_page", "list"),
@@ -41,6 +42,7 @@ OFFERED: Dict[str, Tuple[str, ...]] = {
     "POST /v1/acks": ("ack_many",),
     "POST /v1/leases/{lease_id}/extend": ("extend",),
     "GET /v1/access": ("access",),
+    "GET /v1/audit": ("audit_page", "audit"),
     "GET /readyz": ("ready",),
 }
 

@@ -36,6 +36,21 @@ ScheduleOutcome = Literal["created", "replaced", "kept"]
 Source = Literal["api", "config"]
 #: What a token may do (API.md, "Conventions").
 Permission = Literal["read", "schedule", "work", "admin"]
+#: What happened to a task, in its history: ``retried`` and ``deleted`` are a dead task
+#: put back or removed (by hand, or ``deleted`` by the dead-task retention).
+HistoryEventKind = Literal[
+    "created", "replaced", "cancelled", "purged", "leased", "extended", "released", "acked",
+    "expired", "retried", "deleted", "imported",
+]
+#: A task's state after an event of its history: ``gone`` once there is no task.
+HistoryState = Literal["scheduled", "leased", "dead", "gone"]
+#: How an ``acked`` event's try ended.
+AckedOutcome = Literal["done", "retry", "reschedule", "dead"]
+#: What an entry of the audit log records.
+AuditAction = Literal[
+    "queue.settings.set", "queue.settings.clear", "queue.pause", "queue.resume", "queue.purge",
+    "calendar.set", "calendar.remove", "access.reload",
+]
 
 Raw = Dict[str, Any]
 
@@ -498,3 +513,118 @@ class Access:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> "Access":
         return cls(name=data["name"], permissions=list(data["permissions"]), queues=list(data["queues"]))
+
+
+@dataclass(frozen=True)
+class HistoryEvent:
+    """One event of a task's history (``history``). Fields that do not apply to the event
+    are None (``changed`` empty): ``by`` is the name of the token that made the change
+    (None for the server's own work, such as an expiry, and on a server without tokens);
+    ``attempt`` the try (leased, acked, expired); ``lease`` the lease's number;
+    ``due_at`` when the task is due after the event; ``lease_expires_at`` when the lease
+    ends (leased, extended); ``outcome`` how an acked try ended; ``error`` the handler's
+    error or why a lease expired; ``changed`` what a replace changed (``due_at``,
+    ``payload``, ``tags``, ``priority``, ``group``, ``target``, ``policies``); ``tag`` the
+    tag of a cancel by tag; ``took``, ``status`` and ``answer`` what a push delivery's far
+    end answered, and how fast."""
+
+    at: _dt.datetime
+    event: HistoryEventKind
+    state: HistoryState
+    by: Optional[str] = None
+    attempt: Optional[int] = None
+    lease: Optional[int] = None
+    due_at: Optional[_dt.datetime] = None
+    lease_expires_at: Optional[_dt.datetime] = None
+    outcome: Optional[AckedOutcome] = None
+    error: Optional[str] = None
+    changed: List[str] = field(default_factory=list)
+    tag: Optional[str] = None
+    took: Optional[_dt.timedelta] = None
+    status: Optional[int] = None
+    answer: Optional[str] = None
+    raw: Raw = _raw()
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "HistoryEvent":
+        attempt, lease, status = data.get("attempt"), data.get("lease"), data.get("status")
+        return cls(
+            at=time_of(data, "at"),
+            event=data["event"],
+            state=data["state"],
+            by=data.get("by"),
+            attempt=None if attempt is None else int(attempt),
+            lease=None if lease is None else int(lease),
+            due_at=parse_time(data.get("due_at")),
+            lease_expires_at=parse_time(data.get("lease_expires_at")),
+            outcome=data.get("outcome"),
+            error=data.get("error"),
+            changed=list(data.get("changed") or []),
+            tag=data.get("tag"),
+            took=_millis(data.get("took_ms")),
+            status=None if status is None else int(status),
+            answer=data.get("answer"),
+            raw=dict(data),
+        )
+
+
+@dataclass(frozen=True)
+class TaskHistory:
+    """What happened to a task (``GET /v1/queues/{queue}/tasks/{key}/history``), also once
+    it is gone: its ``events``, oldest first (at most the latest 100), kept for
+    ``retention`` after the latest (the queue's ``history_retention``)."""
+
+    queue: str
+    key: str
+    retention: _dt.timedelta
+    events: List[HistoryEvent]
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "TaskHistory":
+        return cls(
+            queue=data["queue"],
+            key=data["key"],
+            retention=_dt.timedelta(milliseconds=int(data["retention_ms"])),
+            events=[HistoryEvent.from_json(e) for e in data.get("events") or []],
+        )
+
+
+@dataclass(frozen=True)
+class AuditEntry:
+    """One entry of the server's audit log (``audit``): an operator's change, when, and
+    by which token's name (None on a server without tokens, and for a reload of the
+    config file by SIGHUP). ``queue`` or ``calendar`` names what it changed (None when
+    neither applies); ``detail`` is the JSON object the server adds, as it wrote it."""
+
+    at: _dt.datetime
+    action: AuditAction
+    by: Optional[str] = None
+    queue: Optional[str] = None
+    calendar: Optional[str] = None
+    detail: Optional[Dict[str, Any]] = None
+    raw: Raw = _raw()
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "AuditEntry":
+        detail = data.get("detail")
+        return cls(
+            at=time_of(data, "at"),
+            action=data["action"],
+            by=data.get("by"),
+            queue=data.get("queue"),
+            calendar=data.get("calendar"),
+            detail=None if detail is None else dict(detail),
+            raw=dict(data),
+        )
+
+
+@dataclass(frozen=True)
+class AuditPage:
+    """One page of the audit log, newest first, and the cursor of the next (None at the end)."""
+
+    entries: List[AuditEntry]
+    next_cursor: Optional[str]
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "AuditPage":
+        return cls([AuditEntry.from_json(e) for e in data.get("entries") or []], data.get("next_cursor"))

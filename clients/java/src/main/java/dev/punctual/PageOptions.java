@@ -5,8 +5,9 @@ import java.util.Objects;
 /**
  * The page a paged list answers: at most {@link #limit} items (1–1000; the server's
  * default without it) from {@link #cursor} (the previous page's {@code nextCursor}), for
- * {@link PunctualClient#deadPage} and {@link PunctualClient#groupsPage}; the tasks'
- * list filters too, with {@link ListOptions}. Immutable like {@link ListOptions}.
+ * {@link PunctualClient#deadPage}, {@link PunctualClient#groupsPage} and
+ * {@link PunctualClient#auditPage}; the tasks' list filters too, with {@link ListOptions}.
+ * Immutable like {@link ListOptions}.
  */
 public final class PageOptions {
     private static final PageOptions FIRST = new PageOptions(null, null);

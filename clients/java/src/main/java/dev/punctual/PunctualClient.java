@@ -133,6 +133,15 @@ public final class PunctualClient {
         return Task.of(call("GET", taskPath(queue, key), null, null, true, null));
     }
 
+    /**
+     * What happened to the task, oldest first, also once it is gone (within the queue's
+     * history retention); {@link NotFoundException} when there is no task and no history
+     * of the key.
+     */
+    public TaskHistory history(String queue, String key) {
+        return TaskHistory.of(call("GET", taskPath(queue, key) + "/history", null, null, true, null));
+    }
+
     /** Cancels the task (a leased one for good); {@link NotFoundException} when unknown. */
     public void cancel(String queue, String key) {
         call("DELETE", taskPath(queue, key), null, null, true, null);
@@ -342,6 +351,32 @@ public final class PunctualClient {
 
     /** {@code GET /v1/access}: the permissions and queues of this client's token. */
     public Access access() { return Access.of(call("GET", "/v1/access", null, null, true, null)); }
+
+    // ---- audit ----
+
+    /** The first page of the audit log, newest first (the server's 100 entries). Needs the admin permission. */
+    public AuditPage auditPage() { return auditPage(PageOptions.create()); }
+
+    /** One page of the audit log, newest first (at most 1000 entries). Needs the admin permission. */
+    public AuditPage auditPage(PageOptions page) { return auditPageAt(page.query(page.cursor())); }
+
+    /** Every entry of the audit log, newest first, fetched page by page as the stream is read. */
+    public Stream<AuditEntry> audit() { return audit(PageOptions.create()); }
+
+    /** The audit log's entries from the page's cursor on, newest first, fetched page by page as the stream is read. */
+    public Stream<AuditEntry> audit(PageOptions page) {
+        return paged(page.cursor(), cursor -> {
+            AuditPage p = auditPageAt(page.query(cursor));
+            return new Chunk<>(p.entries(), p.nextCursor());
+        });
+    }
+
+    private AuditPage auditPageAt(String query) {
+        JsonNode r = call("GET", "/v1/audit" + query, null, null, true, null);
+        List<AuditEntry> entries = new ArrayList<>();
+        r.path("entries").forEach(e -> entries.add(AuditEntry.of(e)));
+        return new AuditPage(entries, Json.text(r, "next_cursor"));
+    }
 
     // ---- pull workers ----
 
