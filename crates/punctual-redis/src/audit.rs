@@ -61,7 +61,7 @@ impl Shared {
                 entries.push(entry_of(&member)?);
             }
         }
-        entries.sort_by(|a, b| b.seq.cmp(&a.seq));
+        entries.sort_by_key(|entry| std::cmp::Reverse(entry.seq));
         entries.truncate(limit as usize);
         Ok(entries)
     }
