@@ -14,10 +14,28 @@ use toml::Spanned;
 
 use super::ConfigError;
 use super::raw::{RawEgress, RawQueue};
+use crate::extract::ApiDuration;
 
-/// The shortest `dead_retention`: a bare number is milliseconds, and `dead_retention =
-/// 30` meant as days would delete every dead task at once.
-const MIN_DEAD_RETENTION: Duration = Duration::from_secs(60);
+/// The shortest `dead_retention` or `history_retention`: a bare number is milliseconds,
+/// and `dead_retention = 30` meant as days would delete every dead task at once.
+const MIN_RETENTION: Duration = Duration::from_secs(60);
+
+/// A retention `field` as given, refused under [`MIN_RETENTION`].
+fn retention(
+    field: &str,
+    keep: &Spanned<ApiDuration>,
+    at: &dyn Fn(Range<usize>, String) -> ConfigError,
+) -> Result<Duration, ConfigError> {
+    let duration = keep.get_ref().0;
+    if duration < MIN_RETENTION {
+        let message = format!(
+            "{field} is {}, under the 1m it must at least be: a bare number is milliseconds; write e.g. \"30d\"",
+            punctual_core::time::format_duration(duration)
+        );
+        return Err(at(keep.span(), message));
+    }
+    Ok(duration)
+}
 
 /// What the `[queues."name"]` tables give, per queue.
 pub(super) struct QueueTables {
@@ -81,27 +99,13 @@ pub(super) fn queue_tables(
                 .ok_or_else(|| at(n.span(), format!("shards must be from 1 to 1024, not {}", n.get_ref())))?;
             shards.insert(queue_name.clone(), n);
         }
-        if let Some(keep) = &queue.dead_retention {
-            if keep.get_ref().0 < MIN_DEAD_RETENTION {
-                let message = format!(
-                    "dead_retention is {}, under the 1m it must at least be: a bare number is milliseconds; \
-                     write e.g. \"30d\"",
-                    punctual_core::time::format_duration(keep.get_ref().0)
-                );
-                return Err(at(keep.span(), message));
+        for (field, keep, kept) in [
+            ("dead_retention", &queue.dead_retention, &mut dead_retention),
+            ("history_retention", &queue.history_retention, &mut history_retention),
+        ] {
+            if let Some(keep) = keep {
+                kept.insert(queue_name.clone(), retention(field, keep, at)?);
             }
-            dead_retention.insert(queue_name.clone(), keep.get_ref().0);
-        }
-        if let Some(keep) = &queue.history_retention {
-            if keep.get_ref().0 < MIN_DEAD_RETENTION {
-                let message = format!(
-                    "history_retention is {}, under the 1m it must at least be: a bare number is milliseconds; \
-                     write e.g. \"30d\"",
-                    punctual_core::time::format_duration(keep.get_ref().0)
-                );
-                return Err(at(keep.span(), message));
-            }
-            history_retention.insert(queue_name.clone(), keep.get_ref().0);
         }
         if let Some(action) = &queue.action {
             let spec = action.get_ref().to_spec(egress).map_err(|e| {
