@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::{Error, Result};
-use crate::model::Actor;
+use crate::names::Actor;
 use crate::time::Timestamp;
 
 /// How long the audit is kept.

@@ -18,6 +18,7 @@ use crate::target::{Lane, Target};
 use crate::time::Timestamp;
 use crate::unique::Unique;
 
+pub use crate::names::Actor;
 use crate::names::string_newtype;
 pub use crate::names::{CalendarName, QueueName};
 
@@ -505,28 +506,6 @@ impl NewTask {
             scheduled_for: due_at,
             by: None,
         }
-    }
-}
-
-/// Who made a change, as a task's history names it: the name of the access token a
-/// request came with (never the token itself), or a name the server gives its own
-/// work. See [`crate::history`].
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Actor(std::sync::Arc<str>);
-
-impl Actor {
-    pub fn new(name: impl Into<std::sync::Arc<str>>) -> Actor {
-        Actor(name.into())
-    }
-
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Display for Actor {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
     }
 }
 

@@ -10,7 +10,7 @@
 use super::{Calendar, CalendarSpec};
 use crate::audit::{AuditAction, AuditEntry};
 use crate::error::{Error, Result};
-use crate::model::Actor;
+use crate::names::Actor;
 use crate::names::CalendarName;
 use crate::time::Timestamp;
 
