@@ -54,9 +54,9 @@
 //!   `outbox_marks_by_time` serves the deletion of marks past the retention. Added
 //!   without a layout change: an older punctual has no outbox drain, and ignores it.
 //! - `history`: each (queue, key)'s task history (see `history`): its events, one per
-//!   line, their `count` and the time of the `latest`. Added without a layout change:
-//!   an older punctual ignores it (and records nothing while it runs); the index
-//!   `history_by_latest` on `(queue_id, latest)` serves the retention sweep.
+//!   line, their `count`, the time of the `latest` and when the retention sweep looks
+//!   at the row next (`looked`, indexed by `history_looked`). Added without a layout
+//!   change: an older punctual ignores it (and records nothing while it runs).
 //! - `audit`: the audit's entries (see `audit`) by `seq`, with their time and stored
 //!   form. Added without a layout change, as `history` was.
 //! - Indexes: `(queue_id, key)` unique; `(queue_id, state, due_at, id)` serves leasing,
@@ -239,6 +239,7 @@ CREATE TABLE IF NOT EXISTS history (
     queue_id INTEGER NOT NULL,
     key      TEXT NOT NULL,
     latest   INTEGER NOT NULL,
+    looked   INTEGER NOT NULL,
     count    INTEGER NOT NULL,
     events   TEXT NOT NULL,
     PRIMARY KEY (queue_id, key)
@@ -271,7 +272,7 @@ CREATE INDEX IF NOT EXISTS task_groups_by_turn ON task_groups (queue_id, turn, n
 CREATE INDEX IF NOT EXISTS completions_by_end ON completions (unique_until);
 CREATE INDEX IF NOT EXISTS group_slots_by_end ON group_slots (queue_id, until);
 CREATE INDEX IF NOT EXISTS outbox_marks_by_time ON outbox_marks (applied_at);
-CREATE INDEX IF NOT EXISTS history_by_latest ON history (queue_id, latest);
+CREATE INDEX IF NOT EXISTS history_looked ON history (queue_id, looked);
 "
         ),
         GROUP_TRIGGERS.as_str()
