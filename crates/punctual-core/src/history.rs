@@ -263,15 +263,52 @@ impl HistoryEvent {
         self
     }
 
-    /// `expired` of `leased` (the task as its lease held it), leaving `after`.
-    pub fn expired(leased: &Task, after: &Task, now: Timestamp) -> HistoryEvent {
+    /// `expired` of the lease `lease` on try `attempt`, leaving the task in `state`
+    /// with `error` as its last error; scheduled again, it is due at once
+    /// ([`transitions::expire`](crate::transitions::expire)).
+    pub fn expired(attempt: u32, lease: u64, state: TaskState, error: &str, now: Timestamp) -> HistoryEvent {
         HistoryEvent {
-            attempt: Some(leased.attempts + 1),
-            lease: Some(leased.meta.fence),
-            due_at: (after.state == TaskState::Scheduled).then_some(after.due_at),
-            error: after.last_error.as_deref().map(|error| clip(error).to_owned()),
-            ..HistoryEvent::new(now, EventKind::Expired, None, Some(after.state))
+            attempt: Some(attempt),
+            lease: Some(lease),
+            due_at: (state == TaskState::Scheduled).then_some(now),
+            error: Some(clip(error).to_owned()),
+            ..HistoryEvent::new(now, EventKind::Expired, None, Some(state))
         }
+    }
+
+    /// `extended` of the lease `lease` by `by`, now expiring `until`.
+    pub fn extended(lease: u64, until: Timestamp, by: Option<&Actor>, now: Timestamp) -> HistoryEvent {
+        HistoryEvent {
+            lease: Some(lease),
+            until: Some(until),
+            ..HistoryEvent::new(now, EventKind::Extended, by, Some(TaskState::Leased))
+        }
+    }
+
+    /// `released` of the lease `lease`: the task is scheduled again.
+    pub fn released(lease: u64, now: Timestamp) -> HistoryEvent {
+        HistoryEvent {
+            lease: Some(lease),
+            ..HistoryEvent::new(now, EventKind::Released, None, Some(TaskState::Scheduled))
+        }
+    }
+
+    /// `retried` of a dead task by `by`: scheduled again, due at once.
+    pub fn retried(by: Option<&Actor>, now: Timestamp) -> HistoryEvent {
+        HistoryEvent { due_at: Some(now), ..HistoryEvent::new(now, EventKind::Retried, by, Some(TaskState::Scheduled)) }
+    }
+
+    /// `imported` of `task`, as this store keeps it.
+    pub fn imported(task: &Task, now: Timestamp) -> HistoryEvent {
+        HistoryEvent {
+            due_at: Some(task.due_at),
+            ..HistoryEvent::new(now, EventKind::Imported, None, Some(task.state))
+        }
+    }
+
+    /// `cancelled` by `by`, by key (`tag` `None`) or by tag.
+    pub fn cancelled(by: Option<&Actor>, tag: Option<&str>, now: Timestamp) -> HistoryEvent {
+        HistoryEvent { tag: tag.map(str::to_owned), ..HistoryEvent::new(now, EventKind::Cancelled, by, None) }
     }
 }
 

@@ -496,13 +496,12 @@ impl Inner {
             .and_then(|q| q.tags.get(tag))
             .map(|keys| keys.iter().cloned().collect())
             .unwrap_or_default();
-        let mut cancelled = HistoryEvent::new(SystemClock.now(), EventKind::Cancelled, by, None);
-        cancelled.tag = Some(tag.to_string());
+        let cancelled = HistoryEvent::cancelled(by, Some(tag.as_str()), SystemClock.now());
         keys.iter().filter(|key| self.remove(queue, key, &cancelled)).count() as u64
     }
 
     fn cancel(&mut self, queue: &QueueName, key: &TaskKey, by: Option<&Actor>) -> bool {
-        self.remove(queue, key, &HistoryEvent::new(SystemClock.now(), EventKind::Cancelled, by, None))
+        self.remove(queue, key, &HistoryEvent::cancelled(by, None, SystemClock.now()))
     }
 
     fn history(&self, req: &HistoryRequest) -> Vec<HistoryEvent> {
@@ -611,9 +610,7 @@ impl Inner {
                 }
                 self.last_id += 1;
                 let task = transitions::imported(task, self.store, self.last_id);
-                let mut event = HistoryEvent::new(req.now, EventKind::Imported, None, Some(task.state));
-                event.due_at = Some(task.due_at);
-                self.record(&task.queue, &task.key, event);
+                self.record(&task.queue, &task.key, HistoryEvent::imported(&task, req.now));
                 self.put(task);
                 Imported::Written
             })
@@ -711,7 +708,8 @@ impl Inner {
         for (queue, key) in chosen {
             let Some(task) = self.get(&queue, &key) else { continue };
             let next = transitions::expire(task, now);
-            let event = HistoryEvent::expired(task, &next, now);
+            let error = next.last_error.as_deref().unwrap_or_default();
+            let event = HistoryEvent::expired(task.attempts + 1, task.meta.fence, next.state, error, now);
             self.record(&queue, &key, event);
             reaped.push(Reaped::new(queue, key, next.state));
             self.put(next);
@@ -724,9 +722,7 @@ impl Inner {
     /// Moves the dead task `req` names back to work; it, or `None` if not dead.
     fn revive(&mut self, req: &RetryDeadRequest) -> Option<Task> {
         let revived = transitions::retry_dead(self.get(&req.queue, &req.key)?, req.now)?;
-        let mut event = HistoryEvent::new(req.now, EventKind::Retried, req.by.as_ref(), Some(revived.state));
-        event.due_at = Some(revived.due_at);
-        self.record(&req.queue, &req.key, event);
+        self.record(&req.queue, &req.key, HistoryEvent::retried(req.by.as_ref(), req.now));
         self.put(revived.clone());
         Some(revived)
     }
@@ -912,19 +908,18 @@ impl Store for MemoryStore {
     async fn extend(&self, req: ExtendRequest) -> Result<Timestamp> {
         let mut inner = self.open()?;
         let extended = transitions::extend(inner.live(&req.token, req.now)?, req.lease_for, req.now);
-        let expiry = extended.lease_expires_at;
-        let mut event = HistoryEvent::new(req.now, EventKind::Extended, req.by.as_ref(), Some(extended.state));
-        (event.lease, event.until) = (Some(req.token.fence), expiry);
+        let until =
+            extended.lease_expires_at.ok_or_else(|| Error::Internal("an extended lease has an expiry".into()))?;
+        let event = HistoryEvent::extended(req.token.fence, until, req.by.as_ref(), req.now);
         inner.record(&req.token.queue, &req.token.key, event);
         inner.put(extended);
-        expiry.ok_or_else(|| Error::Internal("an extended lease has an expiry".into()))
+        Ok(until)
     }
 
     async fn release(&self, token: &LeaseToken, now: Timestamp) -> Result<()> {
         let mut inner = self.open()?;
         let released = transitions::release(inner.live(token, now)?, now);
-        let mut event = HistoryEvent::new(now, EventKind::Released, None, Some(released.state));
-        event.lease = Some(token.fence);
+        let event = HistoryEvent::released(token.fence, now);
         inner.record(&token.queue, &token.key, event);
         inner.put(released);
         Ok(())

@@ -13,10 +13,10 @@ use punctual_core::{QueueName, Result, StoreId, Tag, TaskKey, transitions};
 use rusqlite::{Connection, params};
 
 use crate::codes::{DEAD, LEASED, SCHEDULED_CODES, Sql};
-use crate::history::{self, store_now};
+use crate::history::store_now;
 use crate::map_err;
 use crate::queues::queue_id;
-use crate::tasks::{delete_ids, delete_task, load, load_by_id};
+use crate::tasks::{delete_ids, delete_told, load, load_by_id};
 
 pub(crate) fn cancel(
     conn: &Connection,
@@ -28,9 +28,7 @@ pub(crate) fn cancel(
     let Some(queue_id) = queue_id(conn, queue)? else { return Ok(false) };
     match load(conn, store, queue_id, queue, key.as_str())? {
         Some(task) => {
-            delete_task(conn, queue_id, &task)?;
-            let cancelled = HistoryEvent::new(store_now(), EventKind::Cancelled, by, None);
-            history::record(conn, queue_id, key.as_str(), &cancelled).map(|()| true)
+            delete_told(conn, queue_id, &task, &HistoryEvent::cancelled(by, None, store_now())).map(|()| true)
         }
         None => Ok(false),
     }
@@ -48,8 +46,7 @@ pub(crate) fn cancel_tag(
         .prepare_cached("SELECT task_id FROM tags WHERE queue_id = ?1 AND tag = ?2")
         .and_then(|mut stmt| stmt.query_map(params![queue_id, tag.as_str()], |row| row.get(0))?.collect())
         .map_err(map_err)?;
-    let mut cancelled = HistoryEvent::new(store_now(), EventKind::Cancelled, by, None);
-    cancelled.tag = Some(tag.to_string());
+    let cancelled = HistoryEvent::cancelled(by, Some(tag.as_str()), store_now());
     delete_ids(conn, store, queue_id, queue, &ids, &cancelled)?;
     Ok(ids.len() as u64)
 }
@@ -95,8 +92,7 @@ pub(crate) fn purge(conn: &Connection, store: StoreId, req: &PurgeRequest) -> Re
     for &id in &ids {
         let task = load_by_id(conn, store, id, &req.queue)?;
         debug_assert!(transitions::is_purged(&task, req.selection), "the query selects what the rule purges");
-        delete_task(conn, queue_id, &task)?;
-        history::record(conn, queue_id, task.key.as_str(), &purged)?;
+        delete_told(conn, queue_id, &task, &purged)?;
     }
     Ok(ids.len() as u64)
 }

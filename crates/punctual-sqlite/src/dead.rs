@@ -21,7 +21,7 @@ use crate::history::{self, store_now};
 use crate::list::bad_cursor;
 use crate::map_err;
 use crate::queues::queue_id;
-use crate::tasks::{delete_ids, delete_task, load, load_by_id};
+use crate::tasks::{delete_ids, delete_told, load, load_by_id};
 
 static REVIVE: Sql = Sql::new(|| {
     format!(
@@ -66,9 +66,7 @@ fn revive(conn: &Connection, queue_id: i64, id: i64, now: Timestamp, by: Option<
         .prepare_cached(&REVIVE)
         .and_then(|mut stmt| stmt.query_row(params![id, now.as_millis()], |row| row.get(0)))
         .map_err(map_err)?;
-    let mut retried = HistoryEvent::new(now, EventKind::Retried, by, Some(TaskState::Scheduled));
-    retried.due_at = Some(now);
-    history::record(conn, queue_id, &key, &retried)
+    history::record(conn, queue_id, &key, &HistoryEvent::retried(by, now))
 }
 
 pub(crate) fn retry_dead(conn: &Connection, store: StoreId, req: &RetryDeadRequest) -> Result<Option<Task>> {
@@ -142,9 +140,8 @@ pub(crate) fn delete_dead(
     let Some(queue_id) = queue_id(conn, queue)? else { return Ok(false) };
     match load(conn, store, queue_id, queue, key.as_str())? {
         Some(task) if task.state == TaskState::Dead => {
-            delete_task(conn, queue_id, &task)?;
             let deleted = HistoryEvent::new(store_now(), EventKind::Deleted, by, None);
-            history::record(conn, queue_id, key.as_str(), &deleted).map(|()| true)
+            delete_told(conn, queue_id, &task, &deleted).map(|()| true)
         }
         _ => Ok(false),
     }

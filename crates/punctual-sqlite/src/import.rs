@@ -12,7 +12,7 @@
 //! only if it holds at the import's `now` and its key has no record that holds (one
 //! that ended is replaced, as `completions::holding` deletes it).
 
-use punctual_core::history::{EventKind, HistoryEvent};
+use punctual_core::history::HistoryEvent;
 use punctual_core::store::{ImportRequest, Imported};
 use punctual_core::{Error, Result, Task, Timestamp};
 use rusqlite::{Connection, ToSql, params};
@@ -63,8 +63,6 @@ fn import_task(conn: &Connection, task: &Task, now: Timestamp) -> Result<Importe
     ];
     let id = Written::of_task(task)?.run(conn, &IMPORT, &more, |stmt, bound| stmt.insert(bound))?;
     write_tags(conn, queue_id, id, &task.tags)?;
-    let mut arrived = HistoryEvent::new(now, EventKind::Imported, None, Some(task.state));
-    arrived.due_at = Some(task.due_at);
-    history::record(conn, queue_id, key, &arrived)?;
+    history::record(conn, queue_id, key, &HistoryEvent::imported(task, now))?;
     Ok(Imported::Written)
 }

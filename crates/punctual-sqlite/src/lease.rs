@@ -12,8 +12,8 @@
 use punctual_core::store::{ExtendRequest, Lease, LeaseBatch, LeaseRequest, LeaseToken, corrupt};
 use std::cmp::Reverse;
 
-use punctual_core::history::{EventKind, HistoryEvent};
-use punctual_core::{Error, Result, StoreId, Task, TaskMeta, TaskState, Timestamp};
+use punctual_core::history::HistoryEvent;
+use punctual_core::{Error, Result, StoreId, Task, TaskMeta, Timestamp};
 use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::codes::{Sql, grouped_code, scheduled_by_target, scheduled_code, state_of};
@@ -134,8 +134,7 @@ pub(crate) fn extend(conn: &Connection, store: StoreId, req: &ExtendRequest) -> 
     conn.prepare_cached("UPDATE tasks SET lease_expires_at = ?2, updated_at = ?3 WHERE id = ?1")
         .and_then(|mut stmt| stmt.execute(params![task.meta.id as i64, expires.as_millis(), now.as_millis()]))
         .map_err(map_err)?;
-    let mut extended = HistoryEvent::new(now, EventKind::Extended, req.by.as_ref(), Some(TaskState::Leased));
-    (extended.lease, extended.until) = (Some(req.token.fence), Some(expires));
+    let extended = HistoryEvent::extended(req.token.fence, expires, req.by.as_ref(), now);
     history::record(conn, queue_id, req.token.key.as_str(), &extended)?;
     Ok(expires)
 }
@@ -152,7 +151,6 @@ pub(crate) fn release(conn: &Connection, store: StoreId, token: &LeaseToken, now
     conn.prepare_cached(&RELEASE)
         .and_then(|mut stmt| stmt.execute(params![task.meta.id as i64, now.as_millis()]))
         .map_err(map_err)?;
-    let mut released = HistoryEvent::new(now, EventKind::Released, None, Some(TaskState::Scheduled));
-    released.lease = Some(token.fence);
+    let released = HistoryEvent::released(token.fence, now);
     history::record(conn, queue_id, token.key.as_str(), &released)
 }

@@ -6,7 +6,7 @@
 //! first, at most its limit (from the partial index `tasks_by_expiry`); every reaped task
 //! counts the expired lease as an attempt, and keeps its due time when it dies.
 
-use punctual_core::history::{EventKind, HistoryEvent};
+use punctual_core::history::HistoryEvent;
 use punctual_core::store::{ReapResult, Reaped, corrupt};
 use punctual_core::{QueueName, Result, TaskKey, TaskState, Timestamp, transitions};
 use rusqlite::{Connection, params};
@@ -75,11 +75,8 @@ pub(crate) fn reap(conn: &Connection, now: Timestamp, limit: u32) -> Result<Reap
         conn.prepare_cached(&REAPED)
             .and_then(|mut stmt| stmt.execute(params![id, dies, now.as_millis(), error]))
             .map_err(map_err)?;
-        let mut event = HistoryEvent::new(now, EventKind::Expired, None, Some(state));
-        event.attempt = Some(u32::try_from(attempts + 1).map_err(corrupt)?);
-        event.lease = Some(u64::try_from(fence).map_err(corrupt)?);
-        event.due_at = (!dies).then_some(now);
-        event.error = Some(error);
+        let attempt = u32::try_from(attempts + 1).map_err(corrupt)?;
+        let event = HistoryEvent::expired(attempt, u64::try_from(fence).map_err(corrupt)?, state, &error, now);
         history::record(conn, queue_id, &key, &event)?;
         reaped.push(Reaped::new(QueueName::new(queue).map_err(corrupt)?, TaskKey::new(key).map_err(corrupt)?, state));
     }

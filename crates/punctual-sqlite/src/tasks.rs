@@ -78,6 +78,13 @@ pub(crate) fn delete_task(conn: &Connection, queue_id: i64, task: &Task) -> Resu
     Ok(())
 }
 
+/// Deletes `task` (as [`delete_task`]) with `event`, which tells why, appended to its
+/// key's history.
+pub(crate) fn delete_told(conn: &Connection, queue_id: i64, task: &Task, event: &HistoryEvent) -> Result<()> {
+    delete_task(conn, queue_id, task)?;
+    crate::history::record(conn, queue_id, task.key.as_str(), event)
+}
+
 /// Deletes the tasks `ids` of one queue as `cancel` deletes one: each row with its
 /// tags, and `event` appended to its history.
 pub(crate) fn delete_ids(
@@ -89,9 +96,7 @@ pub(crate) fn delete_ids(
     event: &HistoryEvent,
 ) -> Result<()> {
     for &id in ids {
-        let task = load_by_id(conn, store, id, queue)?;
-        delete_task(conn, queue_id, &task)?;
-        crate::history::record(conn, queue_id, task.key.as_str(), event)?;
+        delete_told(conn, queue_id, &load_by_id(conn, store, id, queue)?, event)?;
     }
     Ok(())
 }
