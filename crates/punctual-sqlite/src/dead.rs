@@ -9,7 +9,7 @@
 
 use std::collections::BTreeSet;
 
-use punctual_core::history::{Actor, EventKind, HistoryEvent};
+use punctual_core::history::{Actor, EventKind, HistoryEvent, encode};
 use punctual_core::store::{
     DeadSelection, RetriedDead, RetryDeadBatchRequest, RetryDeadRequest, SweepRequest, Swept, corrupt,
 };
@@ -23,10 +23,14 @@ use crate::map_err;
 use crate::queues::queue_id;
 use crate::tasks::{delete_ids, delete_told, load, load_by_id};
 
+/// The dead row `?1` scheduled again, due `?2`, with the history event `?3`: its key
+/// and how many events it has pending.
 static REVIVE: Sql = Sql::new(|| {
     format!(
-        "UPDATE tasks SET state = {}, due_at = ?2, attempts = 0, updated_at = ?2 WHERE id = ?1 RETURNING key",
-        scheduled_by_target()
+        "UPDATE tasks SET state = {}, due_at = ?2, attempts = 0, updated_at = ?2, {} WHERE id = ?1 \
+         RETURNING key, pending_count",
+        scheduled_by_target(),
+        history::appending("?3")
     )
 });
 
@@ -62,11 +66,14 @@ static OLDEST_DEATH: Sql =
 /// Moves the dead task `id` of the queue `queue_id` back to scheduled in its lane, due
 /// `now`, attempts 0, as `by` asked.
 fn revive(conn: &Connection, queue_id: i64, id: i64, now: Timestamp, by: Option<&Actor>) -> Result<()> {
-    let key: String = conn
+    let retried = encode(&HistoryEvent::retried(by, now));
+    let (key, pending): (String, i64) = conn
         .prepare_cached(&REVIVE)
-        .and_then(|mut stmt| stmt.query_row(params![id, now.as_millis()], |row| row.get(0)))
+        .and_then(|mut stmt| {
+            stmt.query_row(params![id, now.as_millis(), retried], |row| Ok((row.get(0)?, row.get(1)?)))
+        })
         .map_err(map_err)?;
-    history::record(conn, queue_id, &key, &HistoryEvent::retried(by, now))
+    history::settle(conn, queue_id, &key, id, pending)
 }
 
 pub(crate) fn retry_dead(conn: &Connection, store: StoreId, req: &RetryDeadRequest) -> Result<Option<Task>> {

@@ -315,9 +315,12 @@ impl Turns<'_, '_> {
         let names = serde_json::to_string(names).map_err(|e| corrupt(format!("group names as JSON: {e}")))?;
         let code = grouped_code(lane);
         let raws = match level {
-            None => leased(conn, &LEASE_HEADS, params![queue_id, now, expires, fence_floor, code, names])?,
+            None => {
+                let args = params![queue_id, now, expires, fence_floor, code, names, self.leasing.leased_head];
+                leased(conn, &LEASE_HEADS, args)?
+            }
             Some(p) => {
-                let args = params![queue_id, now, expires, fence_floor, code, names, p.get()];
+                let args = params![queue_id, now, expires, fence_floor, code, names, self.leasing.leased_head, p.get()];
                 leased(conn, &LEASE_HEADS_AT_PRIORITY, args)?
             }
         };
@@ -335,9 +338,14 @@ impl Turns<'_, '_> {
     fn lease_ungrouped(&self, level: Option<Priority>) -> Result<Option<RawTask>> {
         let Leasing { conn, queue_id, lane, now, expires, fence_floor, .. } = *self.leasing;
         let mut taken = match level {
-            None => leased(conn, &LEASE, params![queue_id, now, expires, 1, fence_floor, scheduled_code(lane)])?,
+            None => {
+                let args =
+                    params![queue_id, now, expires, 1, fence_floor, scheduled_code(lane), self.leasing.leased_head];
+                leased(conn, &LEASE, args)?
+            }
             Some(p) => {
-                let args = params![queue_id, now, expires, 1, fence_floor, scheduled_code(lane), p.get()];
+                let head = &self.leasing.leased_head;
+                let args = params![queue_id, now, expires, 1, fence_floor, scheduled_code(lane), head, p.get()];
                 leased(conn, &LEASE_AT_PRIORITY, args)?
             }
         };

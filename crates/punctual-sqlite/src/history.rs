@@ -1,54 +1,154 @@
-//! Task histories (see `punctual_core::history`): one row per (queue, key) in
-//! `history`, its events in their stored form, oldest first, one per line (the stored
-//! form is JSON, which holds no raw line break), `count` of them, `latest`, the time of
-//! the newest, and `looked`, when the sweep looks at the row next. Every write path
-//! appends its events with [`record`] on the connection of its own transaction, so an
-//! event is committed exactly with its change.
+//! Task histories (see `punctual_core::history`). A key's events are in two places:
+//! those of its live task wait in the task's own row (`tasks.pending_events`, one per
+//! line, oldest first, and `tasks.pending_count` of them), written by the statement
+//! that changes the row anyway ([`appending`]); the others are in the key's row of
+//! `history` (`events`, one per line, oldest first, `count` of them, `latest`, the time
+//! of the newest, and `looked`, when the sweep looks at the row next). The stored form
+//! of an event is JSON, which holds no raw line break. A read joins both, the
+//! history's first.
 //!
-//! Invariants: `count` is the number of lines of `events`, at most [`HISTORY_LIMIT`]:
-//! an append to a full history drops its first line in the same statement. `looked`
-//! is at or before `latest`: the first event's time, then the latest a sweep found;
-//! only `history_looked` on `(queue_id, looked)` indexes it, so an append, which moves
-//! `latest` alone, changes no index entry. The sweep reads the rows whose `looked` is
+//! A live task's events move to its key's history ([`move_pending`]) in the
+//! transaction that deletes its row (done, cancelled, purged, deleted; see
+//! `tasks::delete_told`) or ends its occurrence (a reschedule), and once
+//! [`PENDING_LIMIT`] wait ([`settle`]), so a row keeps few events whatever happens to
+//! it: a task costs its history one write in its life, not one per event.
+//!
+//! Invariants: `pending_count` is the number of lines of `pending_events` (0 when
+//! NULL), below [`PENDING_LIMIT`] after every write but the lease's (which appends one
+//! with no look; the next write under the lease, or its reap, settles). Every pending
+//! event is newer than every event of the key's history. `count` is the number of
+//! lines of `events`, at most [`HISTORY_LIMIT`]: a move drops the oldest past it.
+//! `looked` is at or before `latest`: when the row was made, then the latest a sweep
+//! found; only `history_looked` on `(queue_id, looked)` indexes it, so a move to a
+//! row that exists changes no index entry. The sweep reads the rows whose `looked` is
 //! before its cutoff, deletes those whose `latest` is too, and moves the others'
 //! `looked` to their `latest`: a row something happens to is read about once per
-//! retention.
+//! retention. The sweep never touches a live task's pending events, which reads filter
+//! by time like the others.
 
-use punctual_core::history::{HISTORY_LIMIT, HistoryEvent, decode, encode};
+use punctual_core::history::{Actor, EventKind, HISTORY_LIMIT, HistoryEvent, decode, encode};
 use punctual_core::store::{HistoryRequest, HistorySweepRequest};
-use punctual_core::{Result, Timestamp};
+use punctual_core::{Result, TaskState, Timestamp};
 use rusqlite::{Connection, OptionalExtension, params};
 
-use crate::codes::Sql;
 use crate::map_err;
 use crate::queues::queue_id;
 
-static APPEND: Sql = Sql::new(|| {
-    format!(
-        "INSERT INTO history (queue_id, key, latest, looked, count, events) VALUES (?1, ?2, ?3, ?3, 1, ?4) \
-         ON CONFLICT (queue_id, key) DO UPDATE SET latest = excluded.latest, count = min(count + 1, {HISTORY_LIMIT}), \
-         events = CASE WHEN count >= {HISTORY_LIMIT} THEN substr(events, instr(events, char(10)) + 1) ELSE events END \
-         || char(10) || excluded.events"
-    )
-});
+/// How many events a live task's row keeps before they move to its key's history.
+pub(crate) const PENDING_LIMIT: i64 = 16;
 
-/// Appends `event` to the history of the key `key` of the queue `queue_id`.
-pub(crate) fn record(conn: &Connection, queue_id: i64, key: &str, event: &HistoryEvent) -> Result<()> {
-    conn.prepare_cached(&APPEND)
-        .and_then(|mut stmt| stmt.execute(params![queue_id, key, event.at.as_millis(), encode(event)]))
+/// A live task's pending events, as its row holds them.
+pub(crate) struct Pending {
+    /// How many.
+    pub(crate) count: i64,
+    /// Their stored forms, one per line; `None` for none.
+    pub(crate) events: Option<String>,
+}
+
+/// SQL assignments of an `UPDATE` of a task row: the event whose stored form is the
+/// SQL expression `event` appended to the row's pending events.
+pub(crate) fn appending(event: &str) -> String {
+    format!(
+        "pending_events = CASE WHEN pending_events IS NULL THEN {event} ELSE pending_events || '\n' || {event} END, \
+         pending_count = pending_count + 1"
+    )
+}
+
+/// SQL: the stored form of the `leased` event of a row that a lease statement leases,
+/// from the parameter `head` (holding [`leased_head`]), the SQL `fence` of its new
+/// fence and `until` of its lease's expiry (the try is its attempts so far, plus one).
+pub(crate) fn leased_sql(head: &str, fence: &str, until: &str) -> String {
+    format!("{head} || (attempts + 1) || ',\"l\":' || {fence} || ',\"u\":' || {until} || '}}'")
+}
+
+/// The stored form of a `leased` event by `by` at `now` up to its try's number, which
+/// [`leased_sql`] goes on from: as `encode` writes it, so the two agree (tested).
+pub(crate) fn leased_head(by: Option<&Actor>, now: Timestamp) -> String {
+    let mut event = HistoryEvent::new(now, EventKind::Leased, by, Some(TaskState::Leased));
+    (event.attempt, event.lease, event.until) = (Some(1), Some(1), Some(now));
+    let text = encode(&event);
+    let cut = text.find("\"n\":").map_or(text.len(), |at| at + 4);
+    text[..cut].to_owned()
+}
+
+/// Moves `pending` (a live task's pending events, one per line, or none), then `last`,
+/// to the history of the key `key` of the queue `queue_id`: for a write that deletes
+/// the task's row or empties its pending events. `latest` is the time of the newest.
+pub(crate) fn move_pending(
+    conn: &Connection,
+    queue_id: i64,
+    key: &str,
+    pending: Option<&str>,
+    last: Option<&HistoryEvent>,
+) -> Result<()> {
+    let last_line = last.map(encode);
+    let mut lines: Vec<&str> = pending.map_or_else(Vec::new, |pending| pending.split('\n').collect());
+    lines.extend(last_line.as_deref());
+    let Some(newest) = lines.last() else { return Ok(()) };
+    let latest = match last {
+        Some(event) => event.at,
+        None => decode(newest)?.at,
+    };
+    let stored: Option<(i64, String)> = conn
+        .prepare_cached("SELECT count, events FROM history WHERE queue_id = ?1 AND key = ?2")
+        .and_then(|mut stmt| stmt.query_row(params![queue_id, key], |row| Ok((row.get(0)?, row.get(1)?))).optional())
+        .map_err(map_err)?;
+    let Some((count, events)) = stored else {
+        let kept = &lines[lines.len().saturating_sub(HISTORY_LIMIT)..];
+        conn.prepare_cached(
+            "INSERT OR FAIL INTO history (queue_id, key, latest, looked, count, events) VALUES (?1, ?2, ?3, ?3, ?4, ?5)",
+        )
+        .and_then(|mut stmt| stmt.execute(params![queue_id, key, latest.as_millis(), kept.len(), kept.join("\n")]))
+        .map_err(map_err)?;
+        return Ok(());
+    };
+    let count = usize::try_from(count).unwrap_or(0) + lines.len();
+    let events = if count <= HISTORY_LIMIT {
+        format!("{events}\n{}", lines.join("\n"))
+    } else {
+        let all: Vec<&str> = events.split('\n').chain(lines.iter().copied()).collect();
+        all[all.len().saturating_sub(HISTORY_LIMIT)..].join("\n")
+    };
+    conn.prepare_cached("UPDATE history SET latest = ?3, count = ?4, events = ?5 WHERE queue_id = ?1 AND key = ?2")
+        .and_then(|mut stmt| stmt.execute(params![queue_id, key, latest.as_millis(), count.min(HISTORY_LIMIT), events]))
         .map_err(map_err)?;
     Ok(())
 }
 
-/// The events of `req`'s key at or after `req.since`, oldest first.
+/// After a write that left `count` pending events in the row `task_id` (of the key
+/// `key` of the queue `queue_id`): moves them to the key's history once they reach
+/// [`PENDING_LIMIT`].
+pub(crate) fn settle(conn: &Connection, queue_id: i64, key: &str, task_id: i64, count: i64) -> Result<()> {
+    if count < PENDING_LIMIT {
+        return Ok(());
+    }
+    let pending: Option<String> = conn
+        .prepare_cached("SELECT pending_events FROM tasks WHERE id = ?1")
+        .and_then(|mut stmt| stmt.query_row([task_id], |row| row.get(0)))
+        .map_err(map_err)?;
+    conn.prepare_cached("UPDATE tasks SET pending_events = NULL, pending_count = 0 WHERE id = ?1")
+        .and_then(|mut stmt| stmt.execute([task_id]))
+        .map_err(map_err)?;
+    move_pending(conn, queue_id, key, pending.as_deref(), None)
+}
+
+/// The events of `req`'s key at or after `req.since`, oldest first: its history's,
+/// then its live task's pending ones, the latest [`HISTORY_LIMIT`] of them.
 pub(crate) fn read(conn: &Connection, req: &HistoryRequest) -> Result<Vec<HistoryEvent>> {
     let Some(queue_id) = queue_id(conn, &req.queue)? else { return Ok(Vec::new()) };
-    let events: Option<String> = conn
-        .prepare_cached("SELECT events FROM history WHERE queue_id = ?1 AND key = ?2")
-        .and_then(|mut stmt| stmt.query_row(params![queue_id, req.key.as_str()], |row| row.get(0)).optional())
-        .map_err(map_err)?;
+    let key = req.key.as_str();
+    let text = |sql: &str| -> Result<Option<String>> {
+        let found: Option<Option<String>> = conn
+            .prepare_cached(sql)
+            .and_then(|mut stmt| stmt.query_row(params![queue_id, key], |row| row.get(0)).optional())
+            .map_err(map_err)?;
+        Ok(found.flatten())
+    };
+    let stored = text("SELECT events FROM history WHERE queue_id = ?1 AND key = ?2")?;
+    let pending = text("SELECT pending_events FROM tasks WHERE queue_id = ?1 AND key = ?2")?;
+    let lines: Vec<&str> = stored.iter().chain(pending.iter()).flat_map(|events| events.split('\n')).collect();
     let mut read = Vec::new();
-    for line in events.iter().flat_map(|events| events.split('\n')) {
+    for line in &lines[lines.len().saturating_sub(HISTORY_LIMIT)..] {
         let event = decode(line)?;
         if event.at >= req.since {
             read.push(event);
@@ -87,4 +187,73 @@ pub(crate) fn sweep(conn: &Connection, req: &HistorySweepRequest) -> Result<u64>
 pub(crate) fn store_now() -> Timestamp {
     use punctual_core::Clock;
     punctual_core::SystemClock.now()
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "a test: a failed unwrap is a failed test with its line")]
+mod tests {
+    use std::time::Duration;
+
+    use punctual_core::store::{ExtendRequest, LeaseRequest};
+    use punctual_core::{NewTask, QueueName, StoreId, TaskKey};
+
+    use super::*;
+
+    fn pending_of(conn: &Connection, key: &str) -> (i64, Option<String>) {
+        conn.query_row("SELECT pending_count, pending_events FROM tasks WHERE key = ?1", [key], |row| {
+            Ok((row.get(0)?, row.get(1)?))
+        })
+        .unwrap()
+    }
+
+    /// The `leased` event a lease statement writes in SQL is the one `encode` writes,
+    /// byte for byte, with and without a name.
+    #[test]
+    fn a_lease_tells_its_event_as_encode_writes_it() {
+        let conn = crate::schema::in_memory();
+        let (store, now) = (StoreId::from_bits(7), Timestamp::from_millis(1_000));
+        let queue = QueueName::new("reminders").unwrap();
+        for (name, by) in [("named", Some(Actor::new("worker \"7\""))), ("anonymous", None)] {
+            let task = NewTask::new(queue.clone(), TaskKey::new(name).unwrap(), now);
+            crate::schedule::schedule(&conn, store, vec![task], now).unwrap().pop().unwrap().unwrap();
+            let request = LeaseRequest::new(queue.clone(), 1, Duration::from_secs(30), now).by(by.clone());
+            let batch = crate::lease::lease(&conn, store, &request, 0).unwrap();
+            let leased = &batch.leases[0].task;
+            let (count, events) = pending_of(&conn, name);
+            let events = events.unwrap();
+            assert_eq!(count, 2, "created and leased");
+            let told = events.split('\n').nth(1).unwrap();
+            assert_eq!(told, encode(&HistoryEvent::leased(leased, by.as_ref(), now)), "{name}");
+        }
+    }
+
+    /// A lease extended again and again keeps few events in its row: at
+    /// [`PENDING_LIMIT`] they move to the key's history, and a read still tells every
+    /// one of the latest [`HISTORY_LIMIT`], in order.
+    #[test]
+    fn pending_events_move_to_the_history_at_their_limit() {
+        let conn = crate::schema::in_memory();
+        let (store, now) = (StoreId::from_bits(7), Timestamp::from_millis(1_000));
+        let queue = QueueName::new("reminders").unwrap();
+        let key = TaskKey::new("long").unwrap();
+        let task = NewTask::new(queue.clone(), key.clone(), now);
+        crate::schedule::schedule(&conn, store, vec![task], now).unwrap().pop().unwrap().unwrap();
+        let request = LeaseRequest::new(queue.clone(), 1, Duration::from_secs(30), now);
+        let token = crate::lease::lease(&conn, store, &request, 0).unwrap().leases[0].token.clone();
+        let extensions = 150;
+        for n in 1..=extensions {
+            let at = Timestamp::from_millis(1_000 + n);
+            crate::lease::extend(&conn, store, &ExtendRequest::new(token.clone(), Duration::from_secs(30), at))
+                .unwrap();
+            assert!(pending_of(&conn, "long").0 < PENDING_LIMIT, "after extension {n}");
+        }
+        let read = read(&conn, &HistoryRequest::new(queue, key, Timestamp::EPOCH)).unwrap();
+        assert_eq!(read.len(), HISTORY_LIMIT);
+        let times: Vec<i64> = read.iter().map(|event| event.at.as_millis()).collect();
+        let expected: Vec<i64> = (1_000 + extensions - 99..=1_000 + extensions).collect();
+        assert_eq!(times, expected, "the latest events, oldest first");
+        assert!(read.iter().all(|event| event.kind == EventKind::Extended));
+        let stored: i64 = conn.query_row("SELECT count FROM history", [], |row| row.get(0)).unwrap();
+        assert!(stored <= HISTORY_LIMIT as i64, "the history keeps at most its limit: {stored}");
+    }
 }

@@ -12,7 +12,7 @@
 //! only if it holds at the import's `now` and its key has no record that holds (one
 //! that ended is replaced, as `completions::holding` deletes it).
 
-use punctual_core::history::HistoryEvent;
+use punctual_core::history::{HistoryEvent, encode};
 use punctual_core::store::{ImportRequest, Imported};
 use punctual_core::{Error, Result, Task, Timestamp};
 use rusqlite::{Connection, ToSql, params};
@@ -20,7 +20,7 @@ use rusqlite::{Connection, ToSql, params};
 use crate::queues::queue_id_or_create;
 use crate::schedule::{IMPORT, Written};
 use crate::tasks::write_tags;
-use crate::{completions, history, map_err};
+use crate::{completions, map_err};
 
 /// Whether queue `?1` holds a task of key `?2`, in any state.
 const PRESENT: &str = "SELECT EXISTS (SELECT 1 FROM tasks WHERE queue_id = ?1 AND key = ?2)";
@@ -51,7 +51,8 @@ fn import_task(conn: &Connection, task: &Task, now: Timestamp) -> Result<Importe
         .map_err(|_| Error::invalid("version", format!("{} of task '{}' is out of range", task.version, task.key)))?;
     let created_at = task.created_at.as_millis();
     let lease_expires_at = task.lease_expires_at.map(|at| at.as_millis());
-    let more: [(&str, &dyn ToSql); 8] = [
+    let told = encode(&HistoryEvent::imported(task, now));
+    let more: [(&str, &dyn ToSql); 9] = [
         (":queue_id", &queue_id),
         (":key", &key),
         (":version", &version),
@@ -60,9 +61,9 @@ fn import_task(conn: &Connection, task: &Task, now: Timestamp) -> Result<Importe
         (":attempts", &task.attempts),
         (":occurrence", &task.meta.occurrence),
         (":last_error", &task.last_error),
+        (":told", &told),
     ];
     let id = Written::of_task(task)?.run(conn, &IMPORT, &more, |stmt, bound| stmt.insert(bound))?;
     write_tags(conn, queue_id, id, &task.tags)?;
-    history::record(conn, queue_id, key, &HistoryEvent::imported(task, now))?;
     Ok(Imported::Written)
 }

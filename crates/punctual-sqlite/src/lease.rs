@@ -12,13 +12,13 @@
 use punctual_core::store::{ExtendRequest, Lease, LeaseBatch, LeaseRequest, LeaseToken, corrupt};
 use std::cmp::Reverse;
 
-use punctual_core::history::HistoryEvent;
+use punctual_core::history::{HistoryEvent, encode};
 use punctual_core::{Error, Result, StoreId, Task, TaskMeta, Timestamp};
 use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::codes::{Sql, grouped_code, scheduled_by_target, scheduled_code, state_of};
 use crate::group_rate::RateTerms;
-use crate::history;
+use crate::history::{self, Pending};
 use crate::leasing::{Leasing, earliest};
 use crate::map_err;
 use crate::queues::queue_id;
@@ -36,6 +36,7 @@ pub(crate) fn lease(conn: &Connection, store: StoreId, req: &LeaseRequest, fence
         fence_floor,
         group_limit: req.group_limit.map_or(i64::MAX, i64::from),
         group_rate: req.group_rate.map(|rate| RateTerms::new(rate, req.now)),
+        leased_head: history::leased_head(req.by.as_ref(), req.now),
     };
     if leasing.group_rate.is_some() {
         crate::group_rate::drop_ended(conn, queue_id, leasing.now)?;
@@ -52,10 +53,6 @@ pub(crate) fn lease(conn: &Connection, store: StoreId, req: &LeaseRequest, fence
         leases.sort_by_key(|lease| (Reverse(lease.task.priority), lease.task.due_at, lease.task.meta.id));
         leases
     };
-    for lease in &leases {
-        let leased = HistoryEvent::leased(&lease.task, req.by.as_ref(), req.now);
-        history::record(conn, queue_id, lease.task.key.as_str(), &leased)?;
-    }
     let ungrouped = earliest(conn, queue_id, scheduled_code(req.lane))?;
     let grouped = crate::groups::next_due(&leasing)?;
     Ok(LeaseBatch::new(leases, ungrouped.into_iter().chain(grouped).min()))
@@ -63,15 +60,16 @@ pub(crate) fn lease(conn: &Connection, store: StoreId, req: &LeaseRequest, fence
 
 /// The task of a live lease, or `LeaseLost`: only what the writes under a lease use
 /// (its id and tags; its attempts, occurrence and dedupe window for a completion
-/// record) and what liveness is decided on (state, id, version, fence and expiry). The
-/// payload and policies are not read, let alone parsed: every ack, extend and release
-/// comes here, on the writer's thread.
-pub(crate) fn live(conn: &Connection, store: StoreId, token: &LeaseToken, now: Timestamp) -> Result<(i64, Task)> {
+/// record; its pending history events) and what liveness is decided on (state, id,
+/// version, fence and expiry), with its queue's id. The payload and policies are not
+/// read, let alone parsed: every ack, extend and release comes here, on the writer's
+/// thread.
+pub(crate) fn live(conn: &Connection, store: StoreId, token: &LeaseToken, now: Timestamp) -> Result<Live> {
     let queue_id = queue_id(conn, &token.queue)?.ok_or(Error::LeaseLost)?;
     let row = conn
         .prepare_cached(
             "SELECT id, state, version, fence, lease_expires_at, tags, attempts, occurrence, unique_window_ms, \
-             unique_dead FROM tasks WHERE queue_id = ?1 AND key = ?2",
+             unique_dead, pending_count, pending_events FROM tasks WHERE queue_id = ?1 AND key = ?2",
         )
         .and_then(|mut stmt| {
             stmt.query_row(params![queue_id, token.key.as_str()], |row| {
@@ -85,6 +83,7 @@ pub(crate) fn live(conn: &Connection, store: StoreId, token: &LeaseToken, now: T
                     attempts: row.get(6)?,
                     occurrence: row.get(7)?,
                     unique: (row.get(8)?, row.get(9)?),
+                    pending: Pending { count: row.get(10)?, events: row.get(11)? },
                 })
             })
             .optional()
@@ -111,7 +110,14 @@ pub(crate) fn live(conn: &Connection, store: StoreId, token: &LeaseToken, now: T
     }
     task.attempts = count(row.attempts)?;
     task.unique_for = unique_of(row.unique)?;
-    Ok((queue_id, task))
+    Ok(Live { queue_id, task, pending: row.pending })
+}
+
+/// A live lease's task, as [`live`] reads it.
+pub(crate) struct Live {
+    pub(crate) queue_id: i64,
+    pub(crate) task: Task,
+    pub(crate) pending: Pending,
 }
 
 /// The columns [`live`] reads.
@@ -125,32 +131,41 @@ struct LiveRow {
     attempts: i64,
     occurrence: i64,
     unique: (Option<i64>, bool),
+    pending: Pending,
 }
+
+/// A lease's expiry moved, the row's `?1`, to `?2`, at `?3`; `?4` the event that tells it.
+static EXTEND: Sql = Sql::new(|| {
+    format!("UPDATE tasks SET lease_expires_at = ?2, updated_at = ?3, {} WHERE id = ?1", history::appending("?4"))
+});
 
 pub(crate) fn extend(conn: &Connection, store: StoreId, req: &ExtendRequest) -> Result<Timestamp> {
     let now = req.now;
-    let (queue_id, task) = live(conn, store, &req.token, now)?;
+    let Live { queue_id, task, pending } = live(conn, store, &req.token, now)?;
     let expires = now.saturating_add(req.lease_for);
-    conn.prepare_cached("UPDATE tasks SET lease_expires_at = ?2, updated_at = ?3 WHERE id = ?1")
-        .and_then(|mut stmt| stmt.execute(params![task.meta.id as i64, expires.as_millis(), now.as_millis()]))
+    let extended = encode(&HistoryEvent::extended(req.token.fence, expires, req.by.as_ref(), now));
+    let id = i64::try_from(task.meta.id).map_err(corrupt)?;
+    conn.prepare_cached(&EXTEND)
+        .and_then(|mut stmt| stmt.execute(params![id, expires.as_millis(), now.as_millis(), extended]))
         .map_err(map_err)?;
-    let extended = HistoryEvent::extended(req.token.fence, expires, req.by.as_ref(), now);
-    history::record(conn, queue_id, req.token.key.as_str(), &extended)?;
+    history::settle(conn, queue_id, req.token.key.as_str(), id, pending.count + 1)?;
     Ok(expires)
 }
 
 static RELEASE: Sql = Sql::new(|| {
     format!(
-        "UPDATE tasks SET state = {}, lease_expires_at = NULL, updated_at = ?2 WHERE id = ?1",
-        scheduled_by_target()
+        "UPDATE tasks SET state = {}, lease_expires_at = NULL, updated_at = ?2, {} WHERE id = ?1",
+        scheduled_by_target(),
+        history::appending("?3")
     )
 });
 
 pub(crate) fn release(conn: &Connection, store: StoreId, token: &LeaseToken, now: Timestamp) -> Result<()> {
-    let (queue_id, task) = live(conn, store, token, now)?;
+    let Live { queue_id, task, pending } = live(conn, store, token, now)?;
+    let released = encode(&HistoryEvent::released(token.fence, now));
+    let id = i64::try_from(task.meta.id).map_err(corrupt)?;
     conn.prepare_cached(&RELEASE)
-        .and_then(|mut stmt| stmt.execute(params![task.meta.id as i64, now.as_millis()]))
+        .and_then(|mut stmt| stmt.execute(params![id, now.as_millis(), released]))
         .map_err(map_err)?;
-    let released = HistoryEvent::released(token.fence, now);
-    history::record(conn, queue_id, token.key.as_str(), &released)
+    history::settle(conn, queue_id, token.key.as_str(), id, pending.count + 1)
 }

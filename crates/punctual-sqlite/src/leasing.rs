@@ -13,8 +13,8 @@ use rusqlite::{Connection, params};
 
 use crate::codes::{GROUPED_HANDLER_LANE, LEASED, Sql, grouped_code, scheduled_code};
 use crate::group_rate::RateTerms;
-use crate::map_err;
 use crate::row::{RawTask, TASK_COLUMNS};
+use crate::{history, map_err};
 
 /// The earliest due time among the scheduled tasks of queue `?1` with state code `?2`.
 pub(crate) const NEXT_DUE: &str = "SELECT MIN(due_at) FROM tasks WHERE queue_id = ?1 AND state = ?2";
@@ -35,14 +35,15 @@ pub(crate) fn next_due(conn: &Connection, queue_id: i64, lane: Lane) -> Result<O
 }
 
 /// A lease's batch: up to `?4` tasks of queue `?1` scheduled in the lane of state code
-/// `?6` and due by `?2`, leased until `?3` with fences of at least `?5`. One statement
+/// `?6` and due by `?2`, leased until `?3` with fences of at least `?5`, each with its
+/// `leased` history event pending, from the head `?7` (`history::leased_head`). One statement
 /// leases the whole batch: the due tasks are picked first (SQLite computes the `IN`
 /// list before changing any row), a range of `tasks_by_due` that holds only the lane's
 /// tasks; then each is updated and returned, in no particular order.
 pub(crate) static LEASE: Sql = Sql::new(|| lease_sql(""));
 
-/// [`LEASE`] of the tasks of priority `?7` (above 0) only, from `tasks_urgent`.
-pub(crate) static LEASE_AT_PRIORITY: Sql = Sql::new(|| lease_sql("AND priority > 0 AND priority = ?7"));
+/// [`LEASE`] of the tasks of priority `?8` (above 0) only, from `tasks_urgent`.
+pub(crate) static LEASE_AT_PRIORITY: Sql = Sql::new(|| lease_sql("AND priority > 0 AND priority = ?8"));
 
 /// A round of leases in turns: the head of each group named in the JSON array `?6` —
 /// its earliest task of queue `?1` scheduled in the lane of grouped code `?5` and due by
@@ -50,14 +51,16 @@ pub(crate) static LEASE_AT_PRIORITY: Sql = Sql::new(|| lease_sql("AND priority >
 /// head is one seek of `tasks_by_group`; a group without one adds nothing.
 pub(crate) static LEASE_HEADS: Sql = Sql::new(|| heads_sql(""));
 
-/// [`LEASE_HEADS`] of the tasks of priority `?7` (above 0) only.
-pub(crate) static LEASE_HEADS_AT_PRIORITY: Sql = Sql::new(|| heads_sql("AND priority > 0 AND priority = ?7"));
+/// [`LEASE_HEADS`] of the tasks of priority `?8` (above 0) only.
+pub(crate) static LEASE_HEADS_AT_PRIORITY: Sql = Sql::new(|| heads_sql("AND priority > 0 AND priority = ?8"));
 
 /// A round's statement whose heads have the terms `only` besides the group, lane and due time.
 fn heads_sql(only: &str) -> String {
+    let fence = "CASE WHEN fence + 1 > ?4 THEN fence + 1 ELSE ?4 END";
+    let told = history::appending(&history::leased_sql("?7", fence, "?3"));
     format!(
         "UPDATE OR FAIL tasks SET state = {LEASED}, lease_expires_at = ?3, \
-         fence = CASE WHEN fence + 1 > ?4 THEN fence + 1 ELSE ?4 END, updated_at = ?2, debounce_until = NULL \
+         fence = {fence}, updated_at = ?2, debounce_until = NULL, {told} \
          WHERE id IN (SELECT (SELECT id FROM tasks WHERE queue_id = ?1 AND group_name = heads.value \
                               AND state >= {GROUPED_HANDLER_LANE} AND state = ?5 \
                               {only} AND due_at <= ?2 ORDER BY due_at, id LIMIT 1) \
@@ -68,9 +71,11 @@ fn heads_sql(only: &str) -> String {
 
 /// A lease's statement whose pick has the terms `only` besides the queue, lane and due time.
 fn lease_sql(only: &str) -> String {
+    let fence = "CASE WHEN fence + 1 > ?5 THEN fence + 1 ELSE ?5 END";
+    let told = history::appending(&history::leased_sql("?7", fence, "?3"));
     format!(
         "UPDATE OR FAIL tasks SET state = {LEASED}, lease_expires_at = ?3, \
-         fence = CASE WHEN fence + 1 > ?5 THEN fence + 1 ELSE ?5 END, updated_at = ?2, debounce_until = NULL \
+         fence = {fence}, updated_at = ?2, debounce_until = NULL, {told} \
          WHERE id IN (SELECT id FROM tasks WHERE queue_id = ?1 AND state = ?6 {only} AND due_at <= ?2 \
                       ORDER BY due_at, id LIMIT ?4) \
          RETURNING {TASK_COLUMNS}"
@@ -98,6 +103,8 @@ pub(crate) struct Leasing<'a> {
     pub(crate) group_limit: i64,
     /// The group rate, if any (see `group_rate`).
     pub(crate) group_rate: Option<RateTerms>,
+    /// The head of the `leased` history event of each task leased.
+    pub(crate) leased_head: String,
 }
 
 impl Leasing<'_> {
@@ -116,7 +123,8 @@ impl Leasing<'_> {
                 if room == 0 {
                     break;
                 }
-                let args = params![queue_id, now, expires, room, fence_floor, lane_code, priority.get()];
+                let args =
+                    params![queue_id, now, expires, room, fence_floor, lane_code, self.leased_head, priority.get()];
                 let taken = leased(conn, &LEASE_AT_PRIORITY, args)?;
                 room -= u32::try_from(taken.len()).unwrap_or(room);
                 raws.extend(taken);
@@ -124,7 +132,8 @@ impl Leasing<'_> {
         }
         // With room left, every due task of a priority above 0 was taken: the rest are 0.
         if room > 0 {
-            raws.extend(leased(conn, &LEASE, params![queue_id, now, expires, room, fence_floor, lane_code])?);
+            let args = params![queue_id, now, expires, room, fence_floor, lane_code, self.leased_head];
+            raws.extend(leased(conn, &LEASE, args)?);
         }
         Ok(raws)
     }

@@ -74,11 +74,11 @@ fn a_page_by_state_merges_index_ranges_without_sorting() {
 #[test]
 fn a_lease_reads_its_lanes_range_only() {
     let conn = in_memory();
-    let lease = plan(&conn, &LEASE, params![1, 0, 0, 10, 0, SCHEDULED_TARGET_LANE]);
+    let lease = plan(&conn, &LEASE, params![1, 0, 0, 10, 0, SCHEDULED_TARGET_LANE, ""]);
     let search = "USING COVERING INDEX tasks_by_due (queue_id=? AND state=? AND due_at<?)";
     assert_eq!(lease.iter().filter(|step| step.contains(search)).count(), 1, "{lease:?}");
     assert_no_scan_or_sort(&lease, "lease");
-    let urgent = plan(&conn, &LEASE_AT_PRIORITY, params![1, 0, 0, 10, 0, SCHEDULED_TARGET_LANE, 9]);
+    let urgent = plan(&conn, &LEASE_AT_PRIORITY, params![1, 0, 0, 10, 0, SCHEDULED_TARGET_LANE, "", 9]);
     let search = "USING COVERING INDEX tasks_urgent (queue_id=? AND state=? AND priority=? AND due_at<?)";
     assert_eq!(urgent.iter().filter(|step| step.contains(search)).count(), 1, "{urgent:?}");
     assert_no_scan_or_sort(&urgent, "lease at a priority");
@@ -98,10 +98,10 @@ fn a_lease_in_a_group_reads_the_groups_range_only() {
     let conn = in_memory();
     let search = "tasks_by_group (queue_id=? AND group_name=? AND state=? AND due_at<?)";
     let names = r#"["customer-42","customer-7"]"#;
-    let in_group = plan(&conn, &LEASE_HEADS, params![1, 0, 0, 0, GROUPED_HANDLER_LANE, names]);
+    let in_group = plan(&conn, &LEASE_HEADS, params![1, 0, 0, 0, GROUPED_HANDLER_LANE, names, ""]);
     assert_eq!(in_group.iter().filter(|step| step.contains(search)).count(), 1, "{in_group:?}");
     assert_no_scan_or_sort(&in_group, "lease in a group");
-    let args = params![1, 0, 0, 0, GROUPED_HANDLER_LANE, names, 9];
+    let args = params![1, 0, 0, 0, GROUPED_HANDLER_LANE, names, "", 9];
     let urgent = plan(&conn, &LEASE_HEADS_AT_PRIORITY, args);
     assert!(urgent.iter().any(|step| step.contains("tasks_by_group") || step.contains("tasks_urgent")), "{urgent:?}");
     assert_no_scan_or_sort(&urgent, "lease in a group at a priority");

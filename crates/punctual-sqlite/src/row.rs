@@ -24,6 +24,9 @@ pub(crate) const TASK_COLUMNS: &str = "id, key, state, due_at, lease_expires_at,
     max_attempts, occurrence, anchor, backoff_initial_ms, backoff_factor, backoff_max_ms, repeat, tags, payload, \
     created_at, updated_at, last_error, target, priority, debounce_until, group_name, unique_window_ms, unique_dead, timing";
 
+/// How many columns [`TASK_COLUMNS`] names: a statement may select more after them.
+pub(crate) const TASK_COLUMN_COUNT: usize = 27;
+
 /// The raw columns of one task row, decoded outside rusqlite's error type.
 pub(crate) struct RawTask {
     id: i64,
@@ -160,4 +163,10 @@ pub(crate) fn tags_of(json: &str) -> Result<Vec<Tag>> {
 /// A task value to fill in field by field (the struct is non-exhaustive).
 pub(crate) fn blank_task(queue: QueueName, key: TaskKey, meta: TaskMeta) -> Task {
     Task::from_new(NewTask::new(queue, key, Timestamp::EPOCH), meta, Timestamp::EPOCH)
+}
+
+/// [`TASK_COLUMN_COUNT`] counts [`TASK_COLUMNS`], which [`RawTask::from_row`] reads.
+#[test]
+fn the_column_count_is_the_columns() {
+    assert_eq!(TASK_COLUMNS.split(',').count(), TASK_COLUMN_COUNT);
 }

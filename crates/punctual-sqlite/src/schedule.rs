@@ -15,7 +15,7 @@
 
 use std::time::Duration;
 
-use punctual_core::history::HistoryEvent;
+use punctual_core::history::{HistoryEvent, encode};
 use punctual_core::policy::Timing;
 use punctual_core::store::{ScheduleOutcome, Scheduled, corrupt};
 use punctual_core::{
@@ -26,7 +26,7 @@ use rusqlite::{Connection, Statement, ToSql};
 use crate::codes::{Sql, code_of, code_of_scheduled};
 use crate::history;
 use crate::queues::queue_id_or_create;
-use crate::tasks::{delete_tags, load, write_tags};
+use crate::tasks::{delete_tags, load_counting, write_tags};
 use crate::{completions, map_err};
 
 /// Every column a schedule writes, created or replaced alike, with its value: SQL, or a
@@ -56,12 +56,13 @@ const WRITTEN: [(&str, &str); 22] = [
     ("timing", ":timing"),
 ];
 
-/// A new row: [`WRITTEN`], and the columns only a creation writes.
+/// A new row: [`WRITTEN`], and the columns only a creation writes; its first history
+/// event, `:told`, pending (see `history`).
 static INSERT: Sql = Sql::new(|| {
     let (columns, values): (Vec<&str>, Vec<&str>) = WRITTEN.into_iter().unzip();
     format!(
-        "INSERT OR FAIL INTO tasks (queue_id, key, fence, version, created_at, {}) \
-         VALUES (:queue_id, :key, 0, 1, :now, {})",
+        "INSERT OR FAIL INTO tasks (queue_id, key, fence, version, created_at, pending_count, pending_events, {}) \
+         VALUES (:queue_id, :key, 0, 1, :now, 1, :told, {})",
         columns.join(", "),
         values.join(", ")
     )
@@ -78,7 +79,8 @@ const IMPORTED: [(&str, &str); 4] = [
 
 /// A new row holding a task as another store held it (`import`): [`WRITTEN`], but the
 /// columns of [`IMPORTED`] as the task gives them, its version and creation time, and
-/// a fence of 0; its id, as a creation's, the next of `tasks`' sequence.
+/// a fence of 0; its id, as a creation's, the next of `tasks`' sequence; its first
+/// history event here, `:told`, pending.
 pub(crate) static IMPORT: Sql = Sql::new(|| {
     let (columns, values): (Vec<&str>, Vec<&str>) = WRITTEN
         .into_iter()
@@ -92,17 +94,22 @@ pub(crate) static IMPORT: Sql = Sql::new(|| {
         "every imported column is one that a schedule writes"
     );
     format!(
-        "INSERT OR FAIL INTO tasks (queue_id, key, fence, version, created_at, {}) \
-         VALUES (:queue_id, :key, 0, :version, :created_at, {})",
+        "INSERT OR FAIL INTO tasks (queue_id, key, fence, version, created_at, pending_count, pending_events, {}) \
+         VALUES (:queue_id, :key, 0, :version, :created_at, 1, :told, {})",
         columns.join(", "),
         values.join(", ")
     )
 });
 
-/// The row `:id` written again: [`WRITTEN`], and its version one more.
+/// The row `:id` written again: [`WRITTEN`], its version one more, and the history
+/// event `:told` appended to its pending ones.
 static REPLACE: Sql = Sql::new(|| {
     let assignments: Vec<String> = WRITTEN.iter().map(|(column, value)| format!("{column} = {value}")).collect();
-    format!("UPDATE OR FAIL tasks SET version = version + 1, {} WHERE id = :id", assignments.join(", "))
+    format!(
+        "UPDATE OR FAIL tasks SET version = version + 1, {}, {} WHERE id = :id",
+        assignments.join(", "),
+        history::appending(":told")
+    )
 });
 
 /// The parameters of [`WRITTEN`], as a task to schedule gives them.
@@ -264,10 +271,11 @@ pub(crate) fn schedule_one(
     now: Timestamp,
 ) -> Result<Result<Scheduled>> {
     let queue_id = queue_id_or_create(conn, &task.queue)?;
-    let existing = load(conn, store, queue_id, &task.queue, task.key.as_str())?;
+    // The task under the key, with how many history events it has pending.
+    let existing = load_counting(conn, store, queue_id, &task.queue, task.key.as_str())?;
     // Dedupe windows first, whatever the task's own if_exists.
     match &existing {
-        Some(old) if transitions::held_dead(old, now) => {
+        Some((old, _)) if transitions::held_dead(old, now) => {
             return Ok(Ok(Scheduled::new(ScheduleOutcome::Kept, old.clone())));
         }
         Some(_) => {}
@@ -278,23 +286,24 @@ pub(crate) fn schedule_one(
         }
     }
     // As `transitions::create` and `replace` write it.
-    let debounce_until = transitions::debounce(existing.as_ref(), &mut task, now);
+    let debounce_until = transitions::debounce(existing.as_ref().map(|(old, _)| old), &mut task, now);
     let written = Written::of(&task, debounce_until, now)?;
     match existing {
         None => {
-            let key = task.key.as_str();
-            let more: [(&str, &dyn ToSql); 2] = [(":queue_id", &queue_id), (":key", &key)];
-            let id = written.run(conn, &INSERT, &more, |stmt, bound| stmt.insert(bound))?;
-            write_tags(conn, queue_id, id, &task.tags)?;
             let anchor = transitions::anchor(&task);
-            let mut meta = TaskMeta::new(store, u64::try_from(id).map_err(corrupt)?, 0, 1, anchor);
+            let mut meta = TaskMeta::new(store, 0, 0, 1, anchor);
             meta.debounce_until = debounce_until;
             let by = task.by.take();
-            let created = Task::from_new(task, meta, now);
-            history::record(conn, queue_id, created.key.as_str(), &HistoryEvent::created(&created, by.as_ref(), now))?;
+            let mut created = Task::from_new(task, meta, now);
+            let told = encode(&HistoryEvent::created(&created, by.as_ref(), now));
+            let key = created.key.as_str();
+            let more: [(&str, &dyn ToSql); 3] = [(":queue_id", &queue_id), (":key", &key), (":told", &told)];
+            let id = written.run(conn, &INSERT, &more, |stmt, bound| stmt.insert(bound))?;
+            write_tags(conn, queue_id, id, &created.tags)?;
+            created.meta.id = u64::try_from(id).map_err(corrupt)?;
             Ok(Ok(Scheduled::new(ScheduleOutcome::Created, created)))
         }
-        Some(old) => match task.if_exists {
+        Some((old, pending)) => match task.if_exists {
             IfExists::Keep => Ok(Ok(Scheduled::new(ScheduleOutcome::Kept, old))),
             IfExists::Error => Ok(Err(Error::Conflict(format!(
                 "task '{}' already exists in queue '{}' (if_exists is error)",
@@ -303,8 +312,6 @@ pub(crate) fn schedule_one(
             IfExists::Replace => {
                 let id = i64::try_from(old.meta.id).map_err(corrupt)?;
                 delete_tags(conn, queue_id, id, &old.tags)?;
-                written.run(conn, &REPLACE, &[(":id", &id)], |stmt, bound| stmt.execute(bound))?;
-                write_tags(conn, queue_id, id, &task.tags)?;
                 let anchor = transitions::anchor(&task);
                 let mut meta = TaskMeta::new(store, old.meta.id, old.meta.fence, 1, anchor);
                 meta.debounce_until = debounce_until;
@@ -312,8 +319,10 @@ pub(crate) fn schedule_one(
                 let mut replaced = Task::from_new(task, meta, now);
                 replaced.version = old.version + 1;
                 replaced.created_at = old.created_at;
-                let event = HistoryEvent::replaced(&old, &replaced, by.as_ref(), now);
-                history::record(conn, queue_id, replaced.key.as_str(), &event)?;
+                let told = encode(&HistoryEvent::replaced(&old, &replaced, by.as_ref(), now));
+                written.run(conn, &REPLACE, &[(":id", &id), (":told", &told)], |stmt, bound| stmt.execute(bound))?;
+                write_tags(conn, queue_id, id, &replaced.tags)?;
+                history::settle(conn, queue_id, replaced.key.as_str(), id, pending + 1)?;
                 Ok(Ok(Scheduled::new(ScheduleOutcome::Replaced, replaced)))
             }
         },

@@ -18,6 +18,8 @@
 //!   window (NULL: none) and `unique_dead` 1 when the window holds it dead too.
 //!   `timing` is the task's timing policies as `Timing`'s JSON, NULL when every
 //!   policy is the default (so the usual task writes and reads nothing more).
+//!   `pending_events` are the task's history events not yet moved to `history`, one
+//!   per line, and `pending_count` how many (see `history`).
 //!   `group_name` is the task's group, NULL for none; a scheduled task in a group has
 //!   its own codes, 4 (handler lane) and 5 (target lane), so the ungrouped tasks of a
 //!   lane are still one range that a lease without groups reads as before.
@@ -54,8 +56,9 @@
 //!   `outbox_marks_by_time` serves the deletion of marks past the retention. Added
 //!   without a layout change: an older punctual has no outbox drain, and ignores it.
 //! - `history`: each (queue, key)'s task history (see `history`): its events, one per
-//!   line, their `count`, the time of the `latest` and when the retention sweep looks
-//!   at the row next (`looked`, indexed by `history_looked`). Added without a layout
+//!   line, but those of its live task still in the task's row, their `count`, the time
+//!   of the `latest` and when the retention sweep looks at the row next (`looked`,
+//!   indexed by `history_looked`). Added without a layout
 //!   change: an older punctual ignores it (and records nothing while it runs).
 //! - `audit`: the audit's entries (see `audit`) by `seq`, with their time and stored
 //!   form. Added without a layout change, as `history` was.
@@ -104,6 +107,11 @@
 //!   its working time and catch up by the defaults) and would keep a replaced task's
 //!   old timing under the new task; it must refuse the store. Migrating adds the
 //!   column, every task with the default timing (NULL).
+//! - 7: `tasks.pending_count` and `tasks.pending_events`, a live task's history events
+//!   not yet in `history` (see `history`). A change of layout: a punctual of layout 6
+//!   would delete a task's row with its pending events, and its history would lose
+//!   them. Migrating adds the columns, every task with none pending (its events so far
+//!   are in `history`, where layout 6 wrote each).
 
 use crate::codes::{DEAD, GROUPED_HANDLER_LANE, GROUPED_TARGET_LANE, LEASED, Sql};
 
@@ -111,11 +119,11 @@ use crate::codes::{DEAD, GROUPED_HANDLER_LANE, GROUPED_TARGET_LANE, LEASED, Sql}
 /// bumping it, keep a store of the layout it leaves: `cargo run -p punctual-sqlite
 /// --example write_layout_fixture -- crates/punctual-sqlite/tests/fixtures/layout-N.db`
 /// (`tests/layout_fixtures.rs` opens every one kept).
-pub(crate) const VERSION: i64 = 6;
+pub(crate) const VERSION: i64 = 7;
 
 /// What turns a store of each older layout into one of the next: `(from, statements)`,
 /// applied in order from the store's layout on.
-pub(crate) const MIGRATIONS: [(i64, &str); 5] = [
+pub(crate) const MIGRATIONS: [(i64, &str); 6] = [
     (1, "ALTER TABLE tasks ADD COLUMN target TEXT;"),
     (
         2,
@@ -133,6 +141,11 @@ pub(crate) const MIGRATIONS: [(i64, &str); 5] = [
     // `TABLES` made `group_slots`.
     (4, ""),
     (5, "ALTER TABLE tasks ADD COLUMN timing TEXT;"),
+    (
+        6,
+        "ALTER TABLE tasks ADD COLUMN pending_count INTEGER NOT NULL DEFAULT 0; \
+         ALTER TABLE tasks ADD COLUMN pending_events TEXT;",
+    ),
 ];
 
 /// Every table, each made at an open that finds it missing; then the open migrates an
@@ -181,7 +194,9 @@ CREATE TABLE IF NOT EXISTS tasks (
     group_name         TEXT,
     unique_window_ms   INTEGER,
     unique_dead        INTEGER NOT NULL DEFAULT 0,
-    timing             TEXT
+    timing             TEXT,
+    pending_count      INTEGER NOT NULL DEFAULT 0,
+    pending_events     TEXT
 );
 CREATE TABLE IF NOT EXISTS task_groups (
     queue_id    INTEGER NOT NULL,

@@ -13,9 +13,11 @@ use rusqlite::{Connection, OptionalExtension, params};
 use crate::codes::Sql;
 use crate::map_err;
 use crate::queues::queue_id;
-use crate::row::{RawTask, TASK_COLUMNS};
+use crate::row::{RawTask, TASK_COLUMN_COUNT, TASK_COLUMNS};
 
 static LOAD_BY_KEY: Sql = Sql::new(|| format!("SELECT {TASK_COLUMNS} FROM tasks WHERE queue_id = ?1 AND key = ?2"));
+static LOAD_COUNTING: Sql =
+    Sql::new(|| format!("SELECT {TASK_COLUMNS}, pending_count FROM tasks WHERE queue_id = ?1 AND key = ?2"));
 static LOAD_BY_ID: Sql = Sql::new(|| format!("SELECT {TASK_COLUMNS} FROM tasks WHERE id = ?1"));
 
 pub(crate) fn get(conn: &Connection, store: StoreId, queue: &QueueName, key: &TaskKey) -> Result<Option<Task>> {
@@ -38,6 +40,25 @@ pub(crate) fn load(
         .and_then(|mut stmt| stmt.query_row(params![queue_id, key], RawTask::from_row).optional())
         .map_err(map_err)?;
     raw.map(|raw| raw.decode(store, queue)).transpose()
+}
+
+/// The task `key` of the queue `queue_id`, named `queue`, with how many history events
+/// it has pending (see `history`).
+pub(crate) fn load_counting(
+    conn: &Connection,
+    store: StoreId,
+    queue_id: i64,
+    queue: &QueueName,
+    key: &str,
+) -> Result<Option<(Task, i64)>> {
+    let raw = conn
+        .prepare_cached(&LOAD_COUNTING)
+        .and_then(|mut stmt| {
+            stmt.query_row(params![queue_id, key], |row| Ok((RawTask::from_row(row)?, row.get(TASK_COLUMN_COUNT)?)))
+                .optional()
+        })
+        .map_err(map_err)?;
+    raw.map(|(raw, pending)| Ok((raw.decode(store, queue)?, pending))).transpose()
 }
 
 /// The task `id`, of the queue named `queue`.
@@ -78,11 +99,16 @@ pub(crate) fn delete_task(conn: &Connection, queue_id: i64, task: &Task) -> Resu
     Ok(())
 }
 
-/// Deletes `task` (as [`delete_task`]) with `event`, which tells why, appended to its
-/// key's history.
+/// Deletes `task` (as [`delete_task`]), moving its pending history events and then
+/// `event`, which tells why, to its key's history.
 pub(crate) fn delete_told(conn: &Connection, queue_id: i64, task: &Task, event: &HistoryEvent) -> Result<()> {
+    let id = i64::try_from(task.meta.id).map_err(corrupt)?;
+    let pending: Option<String> = conn
+        .prepare_cached("SELECT pending_events FROM tasks WHERE id = ?1")
+        .and_then(|mut stmt| stmt.query_row([id], |row| row.get(0)))
+        .map_err(map_err)?;
     delete_task(conn, queue_id, task)?;
-    crate::history::record(conn, queue_id, task.key.as_str(), event)
+    crate::history::move_pending(conn, queue_id, task.key.as_str(), pending.as_deref(), Some(event))
 }
 
 /// Deletes the tasks `ids` of one queue as `cancel` deletes one: each row with its

@@ -1,7 +1,8 @@
 //! Layout versions on disk: a store of layout 1 (before targets), 2 (before
-//! priorities), 3 (before groups and dedupe windows), 4 (before group rates) or 5
-//! (before timing policies) is migrated at its next open to the current layout, 6, and
-//! keeps its tasks; a store of a newer layout is refused.
+//! priorities), 3 (before groups and dedupe windows), 4 (before group rates), 5
+//! (before timing policies) or 6 (before pending history events) is migrated at its
+//! next open to the current layout, 7, and keeps its tasks; a store of a newer layout
+//! is refused.
 //!
 //! Guards against an upgrade that cannot open a layout-1 store (it has no `target`
 //! column, which every task read selects), loses or alters its tasks, puts them in the
@@ -17,13 +18,15 @@
 //! a queue's rate; against a layout-5 store whose tasks come out with a timing other
 //! than the default, that cannot keep a timing written after the migration, or whose
 //! version stays 5 so that a punctual without timing would fire its repeats out of
-//! their calendars; and against opening a layout this code cannot read.
+//! their calendars; against a layout-6 store whose histories are not read whole after
+//! the migration or do not go on; and against opening a layout this code cannot read.
 
 use std::path::Path;
 use std::time::Duration;
 
+use punctual_core::history::{EventKind, HistoryEvent};
 use punctual_core::policy::{Misfire, Overlap, Rate, Timing};
-use punctual_core::store::{CompleteRequest, Completion, LeaseRequest};
+use punctual_core::store::{CompleteRequest, Completion, HistoryRequest, LeaseRequest};
 use punctual_core::{
     Error, Group, Lane, NewTask, Priority, QueueName, Repeat, ScheduleOutcome, Store, Tag, Target, TaskKey, TaskState,
     Timestamp, Unique,
@@ -34,10 +37,20 @@ use serde_json::json;
 const NOW: Timestamp = Timestamp::from_millis(1_796_040_000_000);
 
 /// The layout this punctual writes.
-const CURRENT_LAYOUT: i64 = 6;
+const CURRENT_LAYOUT: i64 = 7;
 
-/// What turns a store of the current layout into one of layout 5, as punctual of
-/// layout 5 wrote it: no timing policies.
+/// What turns a store of the current layout into one of layout 6, as punctual of
+/// layout 6 wrote it: every history event in `history`, none pending in its task's row.
+const BACK_TO_LAYOUT_6: &str = "
+INSERT INTO history (queue_id, key, latest, looked, count, events)
+    SELECT queue_id, key, updated_at, updated_at, pending_count, pending_events FROM tasks
+    WHERE pending_events IS NOT NULL;
+ALTER TABLE tasks DROP COLUMN pending_count; ALTER TABLE tasks DROP COLUMN pending_events;
+UPDATE meta SET value = 6 WHERE name = 'schema_version';
+";
+
+/// What turns a store of layout 6 into one of layout 5, as punctual of layout 5 wrote
+/// it: no timing policies.
 const BACK_TO_LAYOUT_5: &str = "
 ALTER TABLE tasks DROP COLUMN timing;
 UPDATE meta SET value = 5 WHERE name = 'schema_version';
@@ -230,6 +243,7 @@ async fn a_layout_2_store_is_migrated_with_every_task_at_priority_0() {
     drop(store);
     // What punctual of layout 2 left on disk: no priority column, nor its index.
     let db = rusqlite::Connection::open(dir.path().join(DB_FILE)).expect("open the database");
+    db.execute_batch(BACK_TO_LAYOUT_6).expect("as punctual of layout 6 wrote it");
     db.execute_batch(BACK_TO_LAYOUT_5).expect("as punctual of layout 5 wrote it");
     db.execute_batch(BACK_TO_LAYOUT_4).expect("as punctual of layout 4 wrote it");
     db.execute_batch(BACK_TO_LAYOUT_3).expect("as punctual of layout 3 wrote it");
@@ -270,6 +284,7 @@ async fn a_layout_3_store_is_migrated_with_every_task_ungrouped() {
     store.close().await.expect("close");
     drop(store);
     let db = rusqlite::Connection::open(dir.path().join(DB_FILE)).expect("open the database");
+    db.execute_batch(BACK_TO_LAYOUT_6).expect("as punctual of layout 6 wrote it");
     db.execute_batch(BACK_TO_LAYOUT_5).expect("as punctual of layout 5 wrote it");
     db.execute_batch(BACK_TO_LAYOUT_4).expect("as punctual of layout 4 wrote it");
     db.execute_batch(BACK_TO_LAYOUT_3).expect("as punctual of layout 3 wrote it");
@@ -310,6 +325,7 @@ async fn a_layout_3_store_is_migrated_with_no_window_and_keeps_completion_record
     drop(store);
     // What punctual of layout 3 left on disk: no window columns, no completions.
     let db = rusqlite::Connection::open(dir.path().join(DB_FILE)).expect("open the database");
+    db.execute_batch(BACK_TO_LAYOUT_6).expect("as punctual of layout 6 wrote it");
     db.execute_batch(BACK_TO_LAYOUT_5).expect("as punctual of layout 5 wrote it");
     db.execute_batch(BACK_TO_LAYOUT_4).expect("as punctual of layout 4 wrote it");
     db.execute_batch(BACK_TO_LAYOUT_3).expect("as punctual of layout 3 wrote it");
@@ -353,6 +369,7 @@ async fn a_layout_4_store_is_migrated_and_then_holds_a_group_rate_across_a_reope
     store.close().await.expect("close");
     drop(store);
     let db = rusqlite::Connection::open(dir.path().join(DB_FILE)).expect("open the database");
+    db.execute_batch(BACK_TO_LAYOUT_6).expect("as punctual of layout 6 wrote it");
     db.execute_batch(BACK_TO_LAYOUT_5).expect("as punctual of layout 5 wrote it");
     db.execute_batch(BACK_TO_LAYOUT_4).expect("as punctual of layout 4 wrote it");
     drop(db);
@@ -392,6 +409,7 @@ async fn a_layout_5_store_is_migrated_with_every_task_at_the_default_timing() {
     store.close().await.expect("close");
     drop(store);
     let db = rusqlite::Connection::open(dir.path().join(DB_FILE)).expect("open the database");
+    db.execute_batch(BACK_TO_LAYOUT_6).expect("as punctual of layout 6 wrote it");
     db.execute_batch(BACK_TO_LAYOUT_5).expect("as punctual of layout 5 wrote it");
     drop(db);
 
@@ -420,4 +438,38 @@ async fn a_layout_5_store_is_migrated_with_every_task_at_the_default_timing() {
     let store = SqliteStore::open(dir.path()).expect("reopen");
     let once = store.get(&queue(), &key("once")).await.expect("get").expect("kept");
     assert_eq!((once.timing, once.meta.anchor, once.due_at), (timing, at_secs(10), at_secs(12)));
+}
+
+/// A layout-6 store (every history event in `history`): a task's history reads whole
+/// after the migration, and goes on through a lease and its ack, in order.
+#[tokio::test]
+async fn a_layout_6_store_is_migrated_and_its_histories_go_on() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = SqliteStore::open(dir.path()).expect("open");
+    store
+        .schedule(vec![NewTask::new(queue(), key("kept"), NOW)], NOW)
+        .await
+        .expect("schedule")
+        .pop()
+        .expect("one")
+        .expect("created");
+    store.close().await.expect("close");
+    drop(store);
+    let db = rusqlite::Connection::open(dir.path().join(DB_FILE)).expect("open the database");
+    db.execute_batch(BACK_TO_LAYOUT_6).expect("as punctual of layout 6 wrote it");
+    drop(db);
+
+    let store = SqliteStore::open(dir.path()).expect("open the layout-6 store");
+    assert_eq!(layout_version(dir.path()), CURRENT_LAYOUT, "the open migrates the layout");
+    let kinds = |events: Vec<HistoryEvent>| events.into_iter().map(|event| event.kind).collect::<Vec<_>>();
+    let read = || store.history(HistoryRequest::new(queue(), key("kept"), Timestamp::EPOCH));
+    assert_eq!(kinds(read().await.expect("history")), [EventKind::Created]);
+    let batch = store.lease(LeaseRequest::new(queue(), 1, Duration::from_secs(30), NOW)).await.expect("lease");
+    let leased = store.history(HistoryRequest::new(queue(), key("kept"), Timestamp::EPOCH)).await.expect("history");
+    assert_eq!(kinds(leased), [EventKind::Created, EventKind::Leased]);
+    store
+        .complete(CompleteRequest::new(batch.leases[0].token.clone(), Completion::Done, at_secs(1)))
+        .await
+        .expect("ack");
+    assert_eq!(kinds(read().await.expect("history")), [EventKind::Created, EventKind::Leased, EventKind::Acked]);
 }
