@@ -361,6 +361,7 @@ mod tests {
             include_str!("conformance/repeat.rs"),
             include_str!("conformance/targets.rs"),
             include_str!("conformance/timing.rs"),
+            include_str!("conformance/traces.rs"),
             include_str!("conformance/unique.rs"),
             include_str!("conformance/upsert.rs"),
             include_str!("conformance/validation.rs"),
