@@ -31,7 +31,7 @@ use crate::{completions, map_err};
 
 /// Every column a schedule writes, created or replaced alike, with its value: SQL, or a
 /// parameter that [`Written::run`] binds.
-const WRITTEN: [(&str, &str); 22] = [
+const WRITTEN: [(&str, &str); 23] = [
     ("state", ":state"),
     ("due_at", ":due_at"),
     ("lease_expires_at", "NULL"),
@@ -54,6 +54,7 @@ const WRITTEN: [(&str, &str); 22] = [
     ("unique_window_ms", ":unique_window_ms"),
     ("unique_dead", ":unique_dead"),
     ("timing", ":timing"),
+    ("traceparent", ":traceparent"),
 ];
 
 /// A new row: [`WRITTEN`], and the columns only a creation writes.
@@ -125,6 +126,7 @@ pub(crate) struct Written {
     unique_window_ms: Option<i64>,
     unique_dead: bool,
     timing: Option<String>,
+    traceparent: Option<String>,
 }
 
 impl Written {
@@ -154,6 +156,7 @@ impl Written {
             unique_window_ms: task.unique_for.map(|unique| ms(unique.window)),
             unique_dead: task.unique_for.is_some_and(|unique| unique.dead),
             timing: timing_json(&task.timing)?,
+            traceparent: task.traceparent.as_ref().map(|trace| trace.as_str().to_owned()),
         })
     }
 
@@ -179,6 +182,7 @@ impl Written {
             unique_window_ms: task.unique_for.map(|unique| ms(unique.window)),
             unique_dead: task.unique_for.is_some_and(|unique| unique.dead),
             timing: timing_json(&task.timing)?,
+            traceparent: task.traceparent.as_ref().map(|trace| trace.as_str().to_owned()),
         })
     }
 
@@ -209,6 +213,7 @@ impl Written {
             (":unique_window_ms", &self.unique_window_ms),
             (":unique_dead", &self.unique_dead),
             (":timing", &self.timing),
+            (":traceparent", &self.traceparent),
         ];
         bound.extend_from_slice(more);
         let mut stmt = conn.prepare_cached(sql).map_err(map_err)?;

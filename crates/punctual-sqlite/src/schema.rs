@@ -18,6 +18,8 @@
 //!   window (NULL: none) and `unique_dead` 1 when the window holds it dead too.
 //!   `timing` is the task's timing policies as `Timing`'s JSON, NULL when every
 //!   policy is the default (so the usual task writes and reads nothing more).
+//!   `traceparent` is the W3C trace context the task was scheduled with (its last
+//!   replace's), NULL for none.
 //!   `group_name` is the task's group, NULL for none; a scheduled task in a group has
 //!   its own codes, 4 (handler lane) and 5 (target lane), so the ungrouped tasks of a
 //!   lane are still one range that a lease without groups reads as before.
@@ -104,6 +106,10 @@
 //!   its working time and catch up by the defaults) and would keep a replaced task's
 //!   old timing under the new task; it must refuse the store. Migrating adds the
 //!   column, every task with the default timing (NULL).
+//! - 7: `tasks.traceparent`. A change of layout: a punctual of layout 6 would keep a
+//!   replaced task's old trace context under a new task that came without one (its
+//!   deliveries would join a trace that is not theirs); it must refuse the store.
+//!   Migrating adds the column, every task without a trace context (NULL).
 
 use crate::codes::{DEAD, GROUPED_HANDLER_LANE, GROUPED_TARGET_LANE, LEASED, Sql};
 
@@ -111,11 +117,11 @@ use crate::codes::{DEAD, GROUPED_HANDLER_LANE, GROUPED_TARGET_LANE, LEASED, Sql}
 /// bumping it, keep a store of the layout it leaves: `cargo run -p punctual-sqlite
 /// --example write_layout_fixture -- crates/punctual-sqlite/tests/fixtures/layout-N.db`
 /// (`tests/layout_fixtures.rs` opens every one kept).
-pub(crate) const VERSION: i64 = 6;
+pub(crate) const VERSION: i64 = 7;
 
 /// What turns a store of each older layout into one of the next: `(from, statements)`,
 /// applied in order from the store's layout on.
-pub(crate) const MIGRATIONS: [(i64, &str); 5] = [
+pub(crate) const MIGRATIONS: [(i64, &str); 6] = [
     (1, "ALTER TABLE tasks ADD COLUMN target TEXT;"),
     (
         2,
@@ -133,6 +139,7 @@ pub(crate) const MIGRATIONS: [(i64, &str); 5] = [
     // `TABLES` made `group_slots`.
     (4, ""),
     (5, "ALTER TABLE tasks ADD COLUMN timing TEXT;"),
+    (6, "ALTER TABLE tasks ADD COLUMN traceparent TEXT;"),
 ];
 
 /// Every table, each made at an open that finds it missing; then the open migrates an
@@ -181,7 +188,8 @@ CREATE TABLE IF NOT EXISTS tasks (
     group_name         TEXT,
     unique_window_ms   INTEGER,
     unique_dead        INTEGER NOT NULL DEFAULT 0,
-    timing             TEXT
+    timing             TEXT,
+    traceparent        TEXT
 );
 CREATE TABLE IF NOT EXISTS task_groups (
     queue_id    INTEGER NOT NULL,

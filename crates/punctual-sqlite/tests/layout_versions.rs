@@ -1,7 +1,7 @@
 //! Layout versions on disk: a store of layout 1 (before targets), 2 (before
-//! priorities), 3 (before groups and dedupe windows), 4 (before group rates) or 5
-//! (before timing policies) is migrated at its next open to the current layout, 6, and
-//! keeps its tasks; a store of a newer layout is refused.
+//! priorities), 3 (before groups and dedupe windows), 4 (before group rates), 5
+//! (before timing policies) or 6 (before trace contexts) is migrated at its next open
+//! to the current layout, 7, and keeps its tasks; a store of a newer layout is refused.
 //!
 //! Guards against an upgrade that cannot open a layout-1 store (it has no `target`
 //! column, which every task read selects), loses or alters its tasks, puts them in the
@@ -17,7 +17,10 @@
 //! a queue's rate; against a layout-5 store whose tasks come out with a timing other
 //! than the default, that cannot keep a timing written after the migration, or whose
 //! version stays 5 so that a punctual without timing would fire its repeats out of
-//! their calendars; and against opening a layout this code cannot read.
+//! their calendars; against a layout-6 store whose tasks come out with a trace context,
+//! that cannot keep one written after the migration, or whose version stays 6 so that
+//! a punctual without trace contexts would keep a replaced task's old one; and against
+//! opening a layout this code cannot read.
 
 use std::path::Path;
 use std::time::Duration;
@@ -26,7 +29,7 @@ use punctual_core::policy::{Misfire, Overlap, Rate, Timing};
 use punctual_core::store::{CompleteRequest, Completion, LeaseRequest};
 use punctual_core::{
     Error, Group, Lane, NewTask, Priority, QueueName, Repeat, ScheduleOutcome, Store, Tag, Target, TaskKey, TaskState,
-    Timestamp, Unique,
+    Timestamp, TraceContext, Unique,
 };
 use punctual_sqlite::{DB_FILE, SqliteStore};
 use serde_json::json;
@@ -34,7 +37,14 @@ use serde_json::json;
 const NOW: Timestamp = Timestamp::from_millis(1_796_040_000_000);
 
 /// The layout this punctual writes.
-const CURRENT_LAYOUT: i64 = 6;
+const CURRENT_LAYOUT: i64 = 7;
+
+/// What turns a store of the current layout into one of layout 6, as punctual of
+/// layout 6 wrote it: no trace contexts.
+const BACK_TO_LAYOUT_6: &str = "
+ALTER TABLE tasks DROP COLUMN traceparent;
+UPDATE meta SET value = 6 WHERE name = 'schema_version';
+";
 
 /// What turns a store of the current layout into one of layout 5, as punctual of
 /// layout 5 wrote it: no timing policies.
@@ -230,6 +240,7 @@ async fn a_layout_2_store_is_migrated_with_every_task_at_priority_0() {
     drop(store);
     // What punctual of layout 2 left on disk: no priority column, nor its index.
     let db = rusqlite::Connection::open(dir.path().join(DB_FILE)).expect("open the database");
+    db.execute_batch(BACK_TO_LAYOUT_6).expect("as punctual of layout 6 wrote it");
     db.execute_batch(BACK_TO_LAYOUT_5).expect("as punctual of layout 5 wrote it");
     db.execute_batch(BACK_TO_LAYOUT_4).expect("as punctual of layout 4 wrote it");
     db.execute_batch(BACK_TO_LAYOUT_3).expect("as punctual of layout 3 wrote it");
@@ -270,6 +281,7 @@ async fn a_layout_3_store_is_migrated_with_every_task_ungrouped() {
     store.close().await.expect("close");
     drop(store);
     let db = rusqlite::Connection::open(dir.path().join(DB_FILE)).expect("open the database");
+    db.execute_batch(BACK_TO_LAYOUT_6).expect("as punctual of layout 6 wrote it");
     db.execute_batch(BACK_TO_LAYOUT_5).expect("as punctual of layout 5 wrote it");
     db.execute_batch(BACK_TO_LAYOUT_4).expect("as punctual of layout 4 wrote it");
     db.execute_batch(BACK_TO_LAYOUT_3).expect("as punctual of layout 3 wrote it");
@@ -310,6 +322,7 @@ async fn a_layout_3_store_is_migrated_with_no_window_and_keeps_completion_record
     drop(store);
     // What punctual of layout 3 left on disk: no window columns, no completions.
     let db = rusqlite::Connection::open(dir.path().join(DB_FILE)).expect("open the database");
+    db.execute_batch(BACK_TO_LAYOUT_6).expect("as punctual of layout 6 wrote it");
     db.execute_batch(BACK_TO_LAYOUT_5).expect("as punctual of layout 5 wrote it");
     db.execute_batch(BACK_TO_LAYOUT_4).expect("as punctual of layout 4 wrote it");
     db.execute_batch(BACK_TO_LAYOUT_3).expect("as punctual of layout 3 wrote it");
@@ -353,6 +366,7 @@ async fn a_layout_4_store_is_migrated_and_then_holds_a_group_rate_across_a_reope
     store.close().await.expect("close");
     drop(store);
     let db = rusqlite::Connection::open(dir.path().join(DB_FILE)).expect("open the database");
+    db.execute_batch(BACK_TO_LAYOUT_6).expect("as punctual of layout 6 wrote it");
     db.execute_batch(BACK_TO_LAYOUT_5).expect("as punctual of layout 5 wrote it");
     db.execute_batch(BACK_TO_LAYOUT_4).expect("as punctual of layout 4 wrote it");
     drop(db);
@@ -392,6 +406,7 @@ async fn a_layout_5_store_is_migrated_with_every_task_at_the_default_timing() {
     store.close().await.expect("close");
     drop(store);
     let db = rusqlite::Connection::open(dir.path().join(DB_FILE)).expect("open the database");
+    db.execute_batch(BACK_TO_LAYOUT_6).expect("as punctual of layout 6 wrote it");
     db.execute_batch(BACK_TO_LAYOUT_5).expect("as punctual of layout 5 wrote it");
     drop(db);
 
@@ -420,4 +435,44 @@ async fn a_layout_5_store_is_migrated_with_every_task_at_the_default_timing() {
     let store = SqliteStore::open(dir.path()).expect("reopen");
     let once = store.get(&queue(), &key("once")).await.expect("get").expect("kept");
     assert_eq!((once.timing, once.meta.anchor, once.due_at), (timing, at_secs(10), at_secs(12)));
+}
+
+/// A layout-6 store (timing policies, no trace contexts): its tasks come out without a
+/// trace context, a lease and a retry go on as before, and a replace then gives one a
+/// trace context that survives a reopen.
+#[tokio::test]
+async fn a_layout_6_store_is_migrated_with_no_task_in_a_trace() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = SqliteStore::open(dir.path()).expect("open");
+    let tasks = vec![NewTask::new(queue(), key("first"), NOW), NewTask::new(queue(), key("second"), at_secs(5))];
+    for scheduled in store.schedule(tasks, NOW).await.expect("schedule") {
+        scheduled.expect("created");
+    }
+    store.close().await.expect("close");
+    drop(store);
+    let db = rusqlite::Connection::open(dir.path().join(DB_FILE)).expect("open the database");
+    db.execute_batch(BACK_TO_LAYOUT_6).expect("as punctual of layout 6 wrote it");
+    drop(db);
+
+    let store = SqliteStore::open(dir.path()).expect("open the layout-6 store");
+    assert_eq!(layout_version(dir.path()), CURRENT_LAYOUT, "the open migrates the layout");
+    for name in ["first", "second"] {
+        let task = store.get(&queue(), &key(name)).await.expect("get").expect("the task is kept");
+        assert_eq!((task.state, task.traceparent), (TaskState::Scheduled, None), "{name}");
+    }
+    let batch = store.lease(LeaseRequest::new(queue(), 1, Duration::from_secs(30), NOW)).await.expect("lease");
+    let retry = Completion::Retry { at: at_secs(3), error: "503".into() };
+    store.complete(CompleteRequest::new(batch.leases[0].token.clone(), retry, at_secs(1))).await.expect("retried");
+    let first = store.get(&queue(), &key("first")).await.expect("get").expect("kept");
+    assert_eq!((first.attempts, first.traceparent), (1, None));
+
+    let trace = TraceContext::new("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01").expect("a traceparent");
+    let replaced = NewTask::new(queue(), key("second"), at_secs(12)).traceparent(trace.clone());
+    store.schedule(vec![replaced], at_secs(2)).await.expect("schedule").pop().expect("one").expect("replaced");
+    store.close().await.expect("close");
+    drop(store);
+
+    let store = SqliteStore::open(dir.path()).expect("reopen");
+    let second = store.get(&queue(), &key("second")).await.expect("get").expect("kept");
+    assert_eq!((second.traceparent, second.due_at), (Some(trace), at_secs(12)));
 }
