@@ -43,11 +43,15 @@ pub struct TraceHeaders(Option<Arc<Hooks>>);
 
 /// What the exporter of the traces does for deliveries.
 struct Hooks {
-    /// Gives the names and values of the headers of the current span's context.
-    current: Box<dyn Fn() -> Vec<(String, String)> + Send + Sync>,
-    /// Makes a span not yet entered a child of the span a trace context names.
-    adopt: Box<dyn Fn(&Span, &TraceContext) + Send + Sync>,
+    current: Box<CurrentHeaders>,
+    adopt: Box<Adopt>,
 }
+
+/// Gives the names and values of the headers of the current span's context.
+type CurrentHeaders = dyn Fn() -> Vec<(String, String)> + Send + Sync;
+
+/// Makes a span not yet entered a child of the span a trace context names.
+type Adopt = dyn Fn(&Span, &TraceContext) + Send + Sync;
 
 impl TraceHeaders {
     /// Headers given by `current`, called in the delivery's span for each request sent:
