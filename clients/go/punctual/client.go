@@ -212,13 +212,14 @@ func queuePath(queue string) string { return "/v1/queues/" + url.PathEscape(queu
 // Schedule creates or updates one task.
 func (c *Client) Schedule(ctx context.Context, queue, key string, p ScheduleParams) (*ScheduleResult, error) {
 	var out ScheduleResult
-	if _, err := c.do(ctx, call{method: "PUT", path: taskPath(queue, key), body: p, out: &out, retry: true}); err != nil {
+	if _, err := c.do(ctx, call{method: "PUT", path: taskPath(queue, key), body: p, header: traceHeader(ctx), out: &out, retry: true}); err != nil {
 		return nil, err
 	}
 	return &out, nil
 }
 
-// ScheduleMany schedules a batch; each item answers on its own, in order.
+// ScheduleMany schedules a batch; each item answers on its own, in order. Every task of
+// the batch keeps ctx's trace context (see WithTraceparent).
 func (c *Client) ScheduleMany(ctx context.Context, queue string, items []BatchItem) ([]BatchResult, error) {
 	tasks := items
 	if tasks == nil {
@@ -227,7 +228,7 @@ func (c *Client) ScheduleMany(ctx context.Context, queue string, items []BatchIt
 	var out struct {
 		Results []BatchResult `json:"results"`
 	}
-	if _, err := c.do(ctx, call{method: "POST", path: queuePath(queue) + "/tasks", body: map[string]any{"tasks": tasks}, out: &out, retry: true}); err != nil {
+	if _, err := c.do(ctx, call{method: "POST", path: queuePath(queue) + "/tasks", body: map[string]any{"tasks": tasks}, header: traceHeader(ctx), out: &out, retry: true}); err != nil {
 		return nil, err
 	}
 	return out.Results, nil
@@ -665,4 +666,26 @@ func (c *Client) Extend(ctx context.Context, leaseID string, d time.Duration) (t
 	}
 	_, err := c.do(ctx, call{method: "POST", path: "/v1/leases/" + url.PathEscape(leaseID) + "/extend", body: map[string]any{"lease": d.Milliseconds()}, out: &out, retry: true})
 	return out.ExpiresAt, err
+}
+
+// traceKey is the context key of WithTraceparent.
+type traceKey struct{}
+
+// WithTraceparent returns a context whose schedules (Schedule, ScheduleMany) send
+// traceparent, a W3C trace context ("00-<trace id>-<span id>-<flags>"), as the
+// traceparent header: the task keeps it (or, when the server exports traces, its
+// schedule span's), every delivery continues that trace, and a leased task shows it
+// (Task.Traceparent). With OpenTelemetry, pass the current span's: propagation.TraceContext{}
+// injected into a carrier gives it.
+func WithTraceparent(ctx context.Context, traceparent string) context.Context {
+	return context.WithValue(ctx, traceKey{}, traceparent)
+}
+
+// traceHeader is the traceparent header of ctx's trace context, nil without one.
+func traceHeader(ctx context.Context) http.Header {
+	traceparent, _ := ctx.Value(traceKey{}).(string)
+	if traceparent == "" {
+		return nil
+	}
+	return http.Header{"Traceparent": {traceparent}}
 }

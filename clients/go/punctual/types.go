@@ -49,6 +49,8 @@ type Task struct {
 	CatchUpMax   int           `json:"catch_up_max"`  // it applies under MisfireFireAll
 	Overlap      Overlap       `json:"overlap"`
 	Jitter       time.Duration `json:"jitter"` // 0 without jitter
+	// The W3C trace context the task was scheduled with (see WithTraceparent); "" without one.
+	Traceparent string `json:"traceparent,omitempty"`
 }
 
 // DecodePayload unmarshals the task's payload into v (a JSON null leaves v as it is).

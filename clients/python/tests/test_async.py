@@ -359,3 +359,12 @@ async def test_async_worker_takes_coroutine_functions_only(aclient: punctual.Asy
     worker = punctual.AsyncWorker(aclient)
     with pytest.raises(TypeError, match="async def"):
         worker.register("q", lambda lease: None)  # type: ignore[arg-type,return-value]
+
+
+async def test_schedule_sends_a_traceparent_that_the_task_keeps(aclient: punctual.AsyncClient) -> None:
+    queue_name = f"pya.trace.{uuid.uuid4().hex[:8]}"
+    traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+    created = await aclient.schedule(queue_name, "traced", traceparent=traceparent)
+    assert created.task is not None and created.task.traceparent == traceparent
+    await aclient.schedule_many(queue_name, [{"key": "b1"}], traceparent=traceparent)
+    assert (await aclient.get(queue_name, "b1")).traceparent == traceparent

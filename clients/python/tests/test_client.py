@@ -199,3 +199,22 @@ def test_unique_for_in_a_batch(client: punctual.Client, queue_name: str) -> None
     assert results[1].error.field == "tasks[1].unique_for"
     assert client.get(queue_name, "u3").unique_for is None
     assert client.purge(queue_name) == 2
+
+
+TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+
+
+def test_a_traceparent_is_kept_with_the_task_and_a_leased_task_shows_it(
+    client: punctual.Client, queue_name: str
+) -> None:
+    """The server (traces off here) keeps the header as given; a batch's goes to each."""
+    created = client.schedule(queue_name, "traced", payload={"n": 1}, traceparent=TRACEPARENT)
+    assert created.task is not None and created.task.traceparent == TRACEPARENT
+    assert client.get(queue_name, "traced").traceparent == TRACEPARENT
+    assert client.schedule(queue_name, "plain", delay="1h").task.traceparent is None  # type: ignore[union-attr]
+    other = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00"
+    client.schedule_many(queue_name, [{"key": "b1", "delay": "1h"}], traceparent=other)
+    assert client.get(queue_name, "b1").traceparent == other
+    [lease] = client.lease(queue_name)
+    assert (lease.task.key, lease.task.traceparent) == ("traced", TRACEPARENT)
+

@@ -35,6 +35,7 @@ import type {
   QueueStats,
   QueueSummary,
   ScheduleOptions,
+  TraceOptions,
   ScheduleResult,
   SettingsInput,
   SignalOptions,
@@ -112,19 +113,30 @@ export class Client {
 
   // ---- tasks ----
 
-  /** Create or replace one task. Resolves to {outcome, task}, or {outcome: "kept", completed}. */
-  async schedule(queue: string, key: string, options: ScheduleOptions = {}): Promise<ScheduleResult> {
-    const body = await this.#request("PUT", `/v1/queues/${seg(queue)}/tasks/${seg(key)}`, { wireBody: taskBody(options) });
+  /**
+   * Create or replace one task. Resolves to {outcome, task}, or {outcome: "kept", completed}.
+   * `traceparent` (see TraceOptions) is sent as the header of that name.
+   */
+  async schedule(queue: string, key: string, options: ScheduleOptions & TraceOptions = {}): Promise<ScheduleResult> {
+    const { traceparent, ...schedule } = options;
+    const body = await this.#request("PUT", `/v1/queues/${seg(queue)}/tasks/${seg(key)}`, {
+      wireBody: taskBody(schedule),
+      headers: traceHeaders(traceparent),
+    });
     return fromWire(body, SHAPES.scheduleResult);
   }
 
   /**
    * Many tasks in one call; one result per item, in order: {key, outcome}, {key, outcome:
-   * "kept", completed} (a dedupe window kept it) or {key, error}.
+   * "kept", completed} (a dedupe window kept it) or {key, error}. Every task of the batch
+   * keeps `traceparent` (see TraceOptions).
    */
-  async scheduleMany(queue: string, items: BatchItem[]): Promise<BatchResult[]> {
+  async scheduleMany(queue: string, items: BatchItem[], { traceparent }: TraceOptions = {}): Promise<BatchResult[]> {
     const tasks = items.map(({ key, ...options }) => ({ key, ...taskBody(options) }));
-    const body = await this.#request("POST", `/v1/queues/${seg(queue)}/tasks`, { wireBody: { tasks } });
+    const body = await this.#request("POST", `/v1/queues/${seg(queue)}/tasks`, {
+      wireBody: { tasks },
+      headers: traceHeaders(traceparent),
+    });
     return fromWire(field(body, "results"), SHAPES.itemResults);
   }
 
@@ -398,6 +410,11 @@ async function* pages<P extends { nextCursor: string | null }, T>(
     yield* items(page);
     cursor = page.nextCursor ?? undefined;
   } while (cursor);
+}
+
+/** The `traceparent` header of a schedule, when given. */
+function traceHeaders(traceparent: string | undefined): Record<string, string> {
+  return traceparent === undefined ? {} : { traceparent };
 }
 
 function ifMatch(version: number | undefined): Record<string, string> {

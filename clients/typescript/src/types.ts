@@ -231,6 +231,20 @@ export interface Task {
   overlap: Overlap;
   /** A duration; null without jitter. */
   jitter: string | null;
+  /**
+   * The W3C trace context the task was scheduled with (see TraceOptions); absent without
+   * one. A handler continues this trace.
+   */
+  traceparent?: string;
+}
+
+/**
+ * A schedule's trace: `traceparent`, a W3C trace context ("00-<trace id>-<span id>-<flags>"),
+ * is sent as the `traceparent` header; the task keeps it (or, when the server exports
+ * traces, its schedule span's), and every delivery continues that trace.
+ */
+export interface TraceOptions {
+  traceparent?: string;
 }
 
 export type ScheduleOutcome = "created" | "replaced" | "kept";

@@ -38,6 +38,8 @@ export interface TaskContext<P = any> {
   priority: number;
   /** The task's group, null when it has none. */
   group: string | null;
+  /** The W3C trace context the task was scheduled with, to continue; absent without one. */
+  traceparent?: string;
   leaseId: string;
   task: Task;
   /** Aborted when the lease is lost or the worker stops without waiting for this handler. */
@@ -305,6 +307,7 @@ export class Worker {
       tags: task.tags ?? [],
       priority: task.priority ?? 0,
       group: task.group ?? null,
+      traceparent: task.traceparent,
       leaseId: lease.leaseId,
       task,
       signal: job.ctl.signal,

@@ -301,6 +301,8 @@ struct Inner {
     deliverer: Deliverer,
     limiter: Option<RateLimiter>,
     targets: Arc<TargetSender>,
+    /// How each delivery's span joins its task's trace.
+    trace: TraceHeaders,
 }
 
 #[derive(Debug)]
@@ -379,6 +381,7 @@ impl Action {
                 deliverer,
                 limiter: spec.rate.map(|rate| limiter(rate, clock, runtime)),
                 targets: runtime.target_sender(),
+                trace: runtime.trace.clone(),
             }),
         })
     }
@@ -394,6 +397,7 @@ impl Action {
                 deliverer: Deliverer::TargetsOnly,
                 limiter: rate.map(|rate| limiter(rate, Arc::clone(&runtime.clock), runtime)),
                 targets: runtime.target_sender(),
+                trace: runtime.trace.clone(),
             }),
         }
     }
@@ -429,14 +433,21 @@ impl Action {
             Deliverer::Webhook(webhook) => webhook.deliver(delivery).await,
             Deliverer::Email(email) => email.deliver(delivery).await,
             Deliverer::Chat(chat) => chat.deliver(delivery).await,
-            Deliverer::Rabbitmq(rabbitmq) => rabbitmq.deliver(delivery).await,
-            Deliverer::Nats(nats) => nats.deliver(delivery).await,
-            Deliverer::RedisStream(stream) => stream.deliver(delivery).await,
+            // A broker's message carries the delivery's trace in its headers.
+            Deliverer::Rabbitmq(rabbitmq) => rabbitmq.deliver(delivery, &self.trace_of(delivery)).await,
+            Deliverer::Nats(nats) => nats.deliver(delivery, &self.trace_of(delivery)).await,
+            Deliverer::RedisStream(stream) => stream.deliver(delivery, &self.trace_of(delivery)).await,
             // Run on the target lane only, so a task without a target never comes here.
             Deliverer::TargetsOnly => {
                 Outcome::retry("the queue has no action: a task without a target is for pull workers")
             }
         }
+    }
+
+    /// The trace headers of `delivery` sent now, in its span (see
+    /// [`TraceHeaders::for_task`]).
+    fn trace_of(&self, delivery: &Delivery) -> Vec<(String, String)> {
+        self.inner.trace.for_task(&delivery.task)
     }
 
     /// The secret that signs this queue's deliveries, when its action is a webhook
@@ -459,7 +470,7 @@ fn limiter(rate: Rate, clock: Arc<dyn Clock>, runtime: &Runtime) -> RateLimiter 
 
 impl Handler for Action {
     async fn handle(&self, delivery: Delivery) -> Result<Outcome, BoxError> {
-        let span = delivery_span(&delivery, self.kind());
+        let span = delivery_span(&delivery, self.kind(), &self.inner.trace);
         let outcome = self.deliver(&delivery).instrument(span.clone()).await;
         record_outcome(&span, &outcome);
         // The span ends with the try, before the log line below.

@@ -5,7 +5,8 @@
 //!
 //! A message carries the rendered `subject` and `body` (default: the standard delivery
 //! body as JSON, with `Content-Type: application/json`) and the headers `Nats-Msg-Id`,
-//! `Punctual-Queue`, `Punctual-Key`, `Punctual-Attempt` and `Punctual-Due-At`.
+//! `Punctual-Queue`, `Punctual-Key`, `Punctual-Attempt` and `Punctual-Due-At`, and the
+//! delivery's `traceparent` (see `trace`) when it has one.
 //!
 //! Outcomes:
 //!
@@ -158,8 +159,9 @@ impl Nats {
         })
     }
 
-    /// Publishes one try.
-    pub(crate) async fn deliver(&self, delivery: &Delivery) -> Outcome {
+    /// Publishes one try, with `trace` (the delivery's `traceparent`, …) among the
+    /// message's headers, and waits for JetStream's ack.
+    pub(crate) async fn deliver(&self, delivery: &Delivery, trace: &[(String, String)]) -> Outcome {
         let fired_at = self.clock.now();
         let context = self.templates.context(delivery, fired_at);
         let subject = match self.templates.render("subject", &context) {
@@ -180,7 +182,7 @@ impl Nats {
                 Err(outcome) => return outcome,
             }
         };
-        let headers = self.headers(delivery);
+        let headers = self.headers(delivery, trace);
 
         let mut lent = match self.client().await {
             Ok(lent) => lent,
@@ -201,13 +203,16 @@ impl Nats {
         outcome
     }
 
-    fn headers(&self, delivery: &Delivery) -> HeaderMap {
+    fn headers(&self, delivery: &Delivery, trace: &[(String, String)]) -> HeaderMap {
         let mut headers = HeaderMap::new();
         headers.insert(async_nats::header::NATS_MESSAGE_ID, delivery.delivery_id.as_str());
         headers.insert("Punctual-Queue", delivery.task.queue.as_str());
         headers.insert("Punctual-Key", delivery.task.key.as_str());
         headers.insert("Punctual-Attempt", delivery.attempt.to_string().as_str());
         headers.insert("Punctual-Due-At", delivery.task.due_at.to_string().as_str());
+        for (name, value) in trace {
+            headers.insert(name.as_str(), value.as_str());
+        }
         if !self.custom_body {
             // NATS header names are case-sensitive: written as HTTP spells them.
             headers.insert("Content-Type", "application/json");

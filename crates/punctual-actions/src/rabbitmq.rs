@@ -171,8 +171,10 @@ impl Rabbitmq {
         })
     }
 
-    /// Publishes one try and waits for the broker's confirmation (the module docs' table).
-    pub(crate) async fn deliver(&self, delivery: &Delivery) -> Outcome {
+    /// Publishes one try, with `trace` (the delivery's `traceparent`, …) among the
+    /// message's headers, and waits for the broker's confirmation (the module docs'
+    /// table).
+    pub(crate) async fn deliver(&self, delivery: &Delivery, trace: &[(String, String)]) -> Outcome {
         let deadline = Instant::now() + self.timeout;
         let fired_at = self.clock.now();
         let context = self.templates.context(delivery, fired_at);
@@ -205,7 +207,7 @@ impl Rabbitmq {
                 ));
             }
         };
-        let message = Message { routing_key: &routing_key, body: &body, content_type, delivery };
+        let message = Message { routing_key: &routing_key, body: &body, content_type, delivery, trace };
         match self.publish(&lent.connection, message, deadline).await {
             Ok(()) => Outcome::Done,
             Err(Trouble::Refused(reason)) => {
@@ -305,6 +307,9 @@ impl Rabbitmq {
         headers.insert("due_at".into(), text(&task.due_at.to_string()));
         headers.insert("queue".into(), text(task.queue.as_str()));
         headers.insert("key".into(), text(task.key.as_str()));
+        for (name, value) in message.trace {
+            headers.insert(name.as_str().into(), text(value));
+        }
         let seconds = u64::try_from(self.clock.now().as_millis() / 1000).unwrap_or(0);
         let mut properties = BasicProperties::default()
             .with_delivery_mode(2)
@@ -408,6 +413,8 @@ struct Message<'a> {
     body: &'a [u8],
     content_type: Option<&'static str>,
     delivery: &'a Delivery,
+    /// The delivery's trace headers (`traceparent`, …), added to the message's.
+    trace: &'a [(String, String)],
 }
 
 /// A broker's channel or connection close: refused when retrying cannot cure it.

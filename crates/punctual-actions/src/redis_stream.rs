@@ -3,7 +3,9 @@
 //!
 //! An entry is `XADD <stream> [MAXLEN ~ n] * <field> <value> …`: the stream's key and
 //! every field's value are templates (see `template`); without fields the entry has one
-//! field, `body`, holding the standard delivery body (the webhook's JSON).
+//! field, `body`, holding the standard delivery body (the webhook's JSON). A delivery
+//! with a trace (see `trace`) adds a last field, `traceparent`, unless the action's
+//! fields name one.
 //!
 //! **One entry per delivery.** A try whose answer was lost (the connection broke after
 //! Redis appended, a timeout) is retried with the same delivery id, and must not append
@@ -201,12 +203,18 @@ impl RedisStream {
         })
     }
 
-    /// Appends one try.
-    pub(crate) async fn deliver(&self, delivery: &Delivery) -> Outcome {
-        let (stream, entry) = match self.entry(delivery) {
+    /// Appends one try; the entry ends with the fields of `trace` (the delivery's
+    /// `traceparent`, …) that its own fields do not name.
+    pub(crate) async fn deliver(&self, delivery: &Delivery, trace: &[(String, String)]) -> Outcome {
+        let (stream, mut entry) = match self.entry(delivery) {
             Ok(rendered) => rendered,
             Err(outcome) => return outcome,
         };
+        for (name, value) in trace {
+            if !entry.iter().any(|(field, _)| field == name) {
+                entry.push((name.clone(), value.clone().into_bytes()));
+            }
+        }
         let lent = match self.link.get(|| self.connect()).await {
             Ok(lent) => lent,
             Err(error) if is_final(&error) => return Outcome::fail(error),

@@ -227,8 +227,8 @@ pub(crate) async fn send(
         builder = builder.header(name.as_str(), value.as_str());
     }
     builder = builder.header("Punctual-Delivery", &delivery.delivery_id);
-    // The delivery's span, continued by the receiver (`traceparent`), when traces are on.
-    for (name, value) in sender.trace.current() {
+    // The delivery's trace, continued by the receiver (`traceparent`).
+    for (name, value) in sender.trace.for_task(&delivery.task) {
         builder = builder.header(name, value);
     }
     let body = body.unwrap_or_default();

@@ -425,6 +425,10 @@ pub(crate) fn task_block(task: &Value, now: &Now) -> String {
     if !task["last_error"].is_null() {
         lines.push(("Last error", plain(&task["last_error"])));
     }
+    // Left out by the server when the task has none.
+    if task["traceparent"].is_string() {
+        lines.push(("Trace", plain(&task["traceparent"])));
+    }
     lines.push(("Payload", payload(&task["payload"])));
     block(&lines)
 }
@@ -633,6 +637,15 @@ mod tests {
         receipt["unique_for"] = Value::Null;
         assert!(!task_block(&receipt, &NOW).contains("Unique"), "none: not shown");
         assert!(!task_block(&task(), &NOW).contains("Unique"), "a server from before windows sends none");
+    }
+
+    #[test]
+    fn a_trace_is_shown_when_there_is_one() {
+        let mut traced = task();
+        traced["traceparent"] = json!("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
+        let shown = task_block(&traced, &NOW);
+        assert!(shown.contains("\nTrace     00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01\n"), "{shown}");
+        assert!(!task_block(&task(), &NOW).contains("Trace"), "none: not shown");
     }
 
     #[test]

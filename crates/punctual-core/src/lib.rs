@@ -37,6 +37,7 @@ pub mod time;
 mod timed;
 mod timer;
 pub mod token;
+mod trace_context;
 pub mod transitions;
 mod unique;
 mod wake;
@@ -67,6 +68,7 @@ pub use store::{
 pub use target::{Lane, Target, TargetMethod};
 pub use time::{Timestamp, parse_duration};
 pub use token::TokenCodec;
+pub use trace_context::TraceContext;
 pub use unique::Unique;
 pub use worker::{BoxError, Delivery, Handler, RunningWorker, Worker};
 

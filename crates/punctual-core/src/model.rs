@@ -16,6 +16,7 @@ use crate::meta::TaskMeta;
 use crate::policy::{Backoff, Repeat, Timing};
 use crate::target::{Lane, Target};
 use crate::time::Timestamp;
+use crate::trace_context::TraceContext;
 use crate::unique::Unique;
 
 pub use crate::names::Actor;
@@ -223,6 +224,10 @@ pub struct Task {
     /// object, each policy is a field of its own with its effective value.
     #[serde(flatten, serialize_with = "Timing::serialize_effective")]
     pub timing: Timing,
+    /// The trace of the request that scheduled the task (the last replace's): each
+    /// delivery continues it. Left out of the API's task object when there is none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub traceparent: Option<TraceContext>,
     /// Store bookkeeping, not part of the API's task object.
     #[serde(skip)]
     pub meta: TaskMeta,
@@ -253,6 +258,7 @@ impl Task {
             target: new.target,
             unique_for: new.unique_for,
             timing: new.timing,
+            traceparent: new.traceparent,
             meta,
         }
     }
@@ -353,6 +359,8 @@ pub struct TaskSpec {
     /// With a calendar and a due time: a time outside working hours moves to the
     /// calendar's next opening (`"align": "next_open"`).
     pub align_next_open: bool,
+    /// The trace the task's deliveries continue (see [`Task::traceparent`]).
+    pub traceparent: Option<TraceContext>,
 }
 
 impl TaskSpec {
@@ -447,6 +455,11 @@ impl TaskSpec {
         self.target = Some(target);
         self
     }
+    /// Kept with the task so that its deliveries continue this trace.
+    pub fn traceparent(mut self, context: TraceContext) -> TaskSpec {
+        self.traceparent = Some(context);
+        self
+    }
 }
 
 /// A validated task to write, with effective policies, as the engine hands it to the
@@ -482,6 +495,9 @@ pub struct NewTask {
     pub scheduled_for: Timestamp,
     /// Who writes the task, for the history's `created` or `replaced` event.
     pub by: Option<Actor>,
+    /// The trace the task's deliveries continue; a replace writes its own (none: the
+    /// task keeps none).
+    pub traceparent: Option<TraceContext>,
 }
 
 impl NewTask {
@@ -505,7 +521,14 @@ impl NewTask {
             timing: Timing::default(),
             scheduled_for: due_at,
             by: None,
+            traceparent: None,
         }
+    }
+
+    /// Kept with the task so that its deliveries continue this trace.
+    pub fn traceparent(mut self, context: TraceContext) -> NewTask {
+        self.traceparent = Some(context);
+        self
     }
 }
 
@@ -576,6 +599,7 @@ mod tests {
             target: None,
             unique_for: None,
             timing: Timing::default(),
+            traceparent: None,
             meta: TaskMeta::new(StoreId::from_bits(1), 0x7f, 0, 1, Timestamp::EPOCH),
         };
         let first = task.delivery_id();

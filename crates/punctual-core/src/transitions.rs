@@ -14,7 +14,9 @@
 //! - `updated_at` is the `now` of the last write, so a dead task's is when it died;
 //! - a write by a caller (create, replace) starts occurrence 1 with no attempts and no
 //!   error; only a lease raises the fence, only a replace raises the version, and
-//!   nothing but a creation gives an id.
+//!   nothing but a creation gives an id;
+//! - a task's trace context (`traceparent`) is its writer's: a replace takes the new
+//!   request's (none when it has none), and nothing else changes it.
 //!
 //! Deletions have no function of their own: `cancel` and `cancel_tag` delete a task in
 //! any state (a leased one's lease can then never complete), `delete_dead` only a task
@@ -470,6 +472,32 @@ mod tests {
         assert_eq!(replaced.payload, serde_json::json!({"v": 2}));
         assert_eq!((replaced.meta.id, replaced.meta.fence, replaced.created_at), (42, dead.meta.fence, T0));
         assert_eq!((replaced.updated_at, replaced.last_error), (at(20), None));
+    }
+
+    #[test]
+    fn the_trace_context_is_the_writers_and_every_other_arrow_keeps_it() {
+        let trace = crate::TraceContext::new("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01").unwrap();
+        let task = create(new_task(at(10)).traceparent(trace.clone()), STORE, 42, T0);
+        assert_eq!(task.traceparent.as_ref(), Some(&trace));
+        let leased = lease(&task, secs(30), at(10));
+        let retried = complete(&leased, &Completion::Retry { at: at(20), error: "busy".into() }, at(11)).unwrap();
+        let rescheduled = complete(&leased, &Completion::Reschedule { at: at(99), anchor: at(99) }, at(11)).unwrap();
+        let dead = complete(&leased, &Completion::Dead { error: "boom".into() }, at(11)).unwrap();
+        let kept = [
+            retried,
+            rescheduled,
+            release(&leased, at(12)),
+            extend(&leased, secs(60), at(12)),
+            expire(&leased, at(40)),
+            retry_dead(&dead, at(50)).unwrap(),
+            dead,
+        ];
+        for after in kept {
+            assert_eq!(after.traceparent.as_ref(), Some(&trace), "{after:?}");
+        }
+        let other = crate::TraceContext::new("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01").unwrap();
+        assert_eq!(replace(&task, new_task(at(10)).traceparent(other.clone()), at(12)).traceparent, Some(other));
+        assert_eq!(replace(&task, new_task(at(10)), at(12)).traceparent, None, "a replace without one clears it");
     }
 
     #[test]

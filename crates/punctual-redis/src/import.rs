@@ -36,7 +36,8 @@ impl Shared {
         for (i, task) in tasks.iter().enumerate() {
             let sharding = self.sharding(&task.queue, true).await?;
             group_placed(&task.queue, &task.key, task.group.as_ref(), sharding)?;
-            bodies.push(record::body(&task.payload, &task.backoff, task.repeat.as_ref(), &task.timing)?);
+            let trace = task.traceparent.as_ref();
+            bodies.push(record::body(&task.payload, &task.backoff, task.repeat.as_ref(), &task.timing, trace)?);
             parts.entry((task.queue.clone(), sharding.shard_of(&task.key))).or_default().tasks.push(i);
         }
         for (j, done) in completions.iter().enumerate() {

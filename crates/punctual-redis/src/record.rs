@@ -46,7 +46,7 @@ use punctual_core::policy::Timing;
 use punctual_core::store::{Completed, corrupt};
 use punctual_core::{
     Backoff, Group, NewTask, Priority, QueueName, Repeat, Result, StoreId, Tag, Target, Task, TaskKey, TaskMeta,
-    TaskState, Timestamp, Unique,
+    TaskState, Timestamp, TraceContext, Unique,
 };
 use serde::{Deserialize, Serialize};
 
@@ -70,6 +70,9 @@ struct Body {
     /// the defaults, as most tasks' are.
     #[serde(rename = "t", default, skip_serializing_if = "Timing::is_default")]
     timing: Timing,
+    /// The W3C traceparent the task was scheduled with, left out when there is none.
+    #[serde(rename = "tp", default, skip_serializing_if = "Option::is_none")]
+    traceparent: Option<TraceContext>,
 }
 
 fn is_default_backoff(backoff: &Backoff) -> bool {
@@ -83,24 +86,27 @@ const USUAL_MAX_ATTEMPTS: i64 = 20;
 
 /// The body (format 2) of a new or replacing task.
 pub(crate) fn body_of(task: &NewTask) -> Result<String> {
-    body(&task.payload, &task.backoff, task.repeat.as_ref(), &task.timing)
+    body(&task.payload, &task.backoff, task.repeat.as_ref(), &task.timing, task.traceparent.as_ref())
 }
 
-/// The body (format 2) of a task with this payload and these policies.
+/// The body (format 2) of a task with this payload, these policies and this trace
+/// context.
 pub(crate) fn body(
     payload: &serde_json::Value,
     backoff: &Backoff,
     repeat: Option<&Repeat>,
     timing: &Timing,
+    traceparent: Option<&TraceContext>,
 ) -> Result<String> {
     let mut body = if payload.is_null() { String::new() } else { json(payload)? };
-    if !is_default_backoff(backoff) || repeat.is_some() || !timing.is_default() {
+    if !is_default_backoff(backoff) || repeat.is_some() || !timing.is_default() || traceparent.is_some() {
         // serde_json escapes every control character in strings: the payload has no `\n`.
         let policies = Body {
             payload: serde_json::Value::Null,
             backoff: *backoff,
             repeat: repeat.cloned(),
             timing: timing.clone(),
+            traceparent: traceparent.cloned(),
         };
         body.push('\n');
         body.push_str(&json(&policies)?);
@@ -393,6 +399,7 @@ pub(crate) fn decode(store: StoreId, queue: &QueueName, key: &str, record: &[u8]
     task.backoff = body.backoff;
     task.repeat = body.repeat;
     task.timing = body.timing;
+    task.traceparent = body.traceparent;
     task.tags = tags;
     task.version = unsigned(h.ver)?;
     task.created_at = Timestamp::from_millis(h.created);

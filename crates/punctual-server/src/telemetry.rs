@@ -9,9 +9,15 @@
 //! span, and the router's middleware goes straight on).
 //!
 //! Context propagation is W3C Trace Context only: a request's `traceparent` (and
-//! `tracestate`) header makes its span a child of the caller's ([`continue_trace`]);
-//! a webhook or a task's HTTP target receives the `traceparent` of its delivery's span
-//! ([`trace_headers`]).
+//! `tracestate`) header makes its span a child of the caller's ([`continue_trace`]).
+//! A task keeps the trace context of the request that scheduled it ([`task_trace`]):
+//! its schedule span's when traces are on, so that span is in the trace, else the
+//! request's `traceparent` as given (an invalid one is ignored, as W3C says). Each push
+//! delivery's span is a child of that context, and a webhook, a task's HTTP target or
+//! a broker's message receives the `traceparent` of the delivery's span
+//! ([`trace_headers`]). A pull worker's lease answer shows the stored context; the
+//! `ack` and `extend` spans stay children of the worker's request (its `traceparent`),
+//! which a worker that continued the task's trace sends.
 //!
 //! Exporting: the SDK's batch processor (a thread of its own) hands each batch to
 //! [`Exporter`], which sends it on the server's tokio runtime with the workspace's
@@ -36,6 +42,7 @@ use opentelemetry_sdk::propagation::TraceContextPropagator;
 use opentelemetry_sdk::trace::{BatchConfigBuilder, BatchSpanProcessor, SdkTracerProvider};
 use punctual_actions::TraceHeaders;
 pub(crate) use punctual_actions::trace::TARGET;
+use punctual_core::TraceContext;
 use tracing::Span;
 use tracing::field::Empty;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
@@ -249,14 +256,59 @@ pub(crate) fn record_leases(count: usize, single: Option<(&str, &str, u32)>) {
     }
 }
 
-/// The headers that continue the current span's trace at an HTTP receiver: its W3C
-/// `traceparent` (and `tracestate`), for the push actions' runtime.
+/// The trace context a task scheduled by the current request keeps (see the module
+/// docs): the current span's when traces are on, else the `traceparent` of `headers`
+/// when it is a valid one, else none.
+pub(crate) fn task_trace(headers: &HeaderMap) -> Option<TraceContext> {
+    let span = Span::current();
+    if !span.is_disabled() {
+        let mut injected = Pairs(Vec::new());
+        TraceContextPropagator::new().inject_context(&span.context(), &mut injected);
+        let own = injected.0.into_iter().find(|(name, _)| name == "traceparent");
+        if let Some(context) = own.and_then(|(_, value)| TraceContext::new(value).ok()) {
+            return Some(context);
+        }
+    }
+    let given = headers.get("traceparent")?.to_str().ok()?;
+    TraceContext::new(given.trim()).ok()
+}
+
+/// How push deliveries join their tasks' traces, for the push actions' runtime: each
+/// delivery's span becomes a child of its task's trace context, and the headers that
+/// continue the current span's trace at a receiver are its W3C `traceparent` (and
+/// `tracestate`).
 pub(crate) fn trace_headers() -> TraceHeaders {
-    TraceHeaders::new(|| {
-        let mut headers = Pairs(Vec::new());
-        TraceContextPropagator::new().inject_context(&Span::current().context(), &mut headers);
-        headers.0
-    })
+    TraceHeaders::new(
+        || {
+            let mut headers = Pairs(Vec::new());
+            TraceContextPropagator::new().inject_context(&Span::current().context(), &mut headers);
+            headers.0
+        },
+        continue_task_trace,
+    )
+}
+
+/// Makes `span` (not yet entered) a child of the span `trace` names.
+fn continue_task_trace(span: &Span, trace: &TraceContext) {
+    let carrier = [("traceparent".to_owned(), trace.as_str().to_owned())];
+    let parent = TraceContextPropagator::new().extract(&Carrier(&carrier));
+    if parent.span().span_context().is_valid() {
+        // Fails only for a span already started or disabled: it then stays a root.
+        let _ = span.set_parent(parent);
+    }
+}
+
+/// Header names and values to read a trace context from.
+struct Carrier<'a>(&'a [(String, String)]);
+
+impl opentelemetry::propagation::Extractor for Carrier<'_> {
+    fn get(&self, key: &str) -> Option<&str> {
+        self.0.iter().find(|(name, _)| name.eq_ignore_ascii_case(key)).map(|(_, value)| value.as_str())
+    }
+
+    fn keys(&self) -> Vec<&str> {
+        self.0.iter().map(|(name, _)| name.as_str()).collect()
+    }
 }
 
 /// Header names and values, as the propagator writes them.
@@ -303,5 +355,60 @@ mod tests {
         assert_ne!(context.span_id(), SpanId::from_hex("00f067aa0ba902b7").unwrap(), "a span of its own");
         let traceparent = &sent.iter().find(|(name, _)| name == "traceparent").expect("a traceparent").1;
         assert_eq!(traceparent, &format!("00-{trace}-{}-01", context.span_id()));
+    }
+
+    #[test]
+    fn a_task_keeps_its_schedule_spans_context_with_traces_on_and_the_header_as_given_without() {
+        let trace = "4bf92f3577b34da6a3ce929d0e0e4736";
+        let given = format!("00-{trace}-00f067aa0ba902b7-01");
+        let mut headers = HeaderMap::new();
+        headers.insert("traceparent", HeaderValue::from_str(&given).unwrap());
+        let (span_id, kept) = with_traces(|| {
+            let span = request_span("schedule", &Method::PUT, "/v1/queues/{queue}/tasks/{key}");
+            continue_trace(&span, &headers);
+            let _entered = span.enter();
+            (Span::current().context().span().span_context().span_id(), task_trace(&headers))
+        });
+        let kept = kept.expect("a trace context");
+        assert_eq!((kept.trace_id(), kept.parent_id()), (trace, span_id.to_string().as_str()), "the schedule span's");
+        assert!(kept.sampled());
+
+        // Traces off: no span is enabled, the header is kept as given.
+        assert_eq!(task_trace(&headers).map(|kept| kept.as_str().to_owned()), Some(given));
+        headers.insert("traceparent", HeaderValue::from_static("00-not-a-trace-01"));
+        assert_eq!(task_trace(&headers), None, "an invalid traceparent is ignored");
+        assert_eq!(task_trace(&HeaderMap::new()), None);
+    }
+
+    #[test]
+    fn a_delivery_span_is_a_child_of_its_tasks_context_and_sends_its_own() {
+        let stored = TraceContext::new("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01").unwrap();
+        let queue = punctual_core::QueueName::new("q").unwrap();
+        let new = punctual_core::NewTask::new(
+            queue,
+            punctual_core::TaskKey::new("k").unwrap(),
+            punctual_core::Timestamp::EPOCH,
+        )
+        .traceparent(stored.clone());
+        let meta = punctual_core::TaskMeta::new(
+            punctual_core::StoreId::from_bits(1),
+            1,
+            1,
+            1,
+            punctual_core::Timestamp::EPOCH,
+        );
+        let task = punctual_core::Task::from_new(new, meta, punctual_core::Timestamp::EPOCH);
+        let (context, sent) = with_traces(|| {
+            let span = tracing::info_span!(target: TARGET, "deliver");
+            continue_task_trace(&span, &stored);
+            let _entered = span.enter();
+            (Span::current().context(), trace_headers().for_task(&task))
+        });
+        let span = context.span();
+        let context = span.span_context();
+        assert_eq!(context.trace_id().to_string(), stored.trace_id(), "the task's trace");
+        assert_ne!(context.span_id().to_string(), stored.parent_id(), "a span of its own");
+        let traceparent = &sent.iter().find(|(name, _)| name == "traceparent").expect("a traceparent").1;
+        assert_eq!(traceparent, &format!("00-{}-{}-01", stored.trace_id(), context.span_id()));
     }
 }

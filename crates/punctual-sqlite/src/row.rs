@@ -12,7 +12,7 @@ use punctual_core::policy::Timing;
 use punctual_core::store::corrupt;
 use punctual_core::{
     Backoff, Group, NewTask, Priority, QueueName, Repeat, Result, StoreId, Tag, Target, Task, TaskKey, TaskMeta,
-    TaskState, Timestamp, Unique,
+    TaskState, Timestamp, TraceContext, Unique,
 };
 use rusqlite::Row;
 
@@ -22,10 +22,11 @@ use crate::codes::{code_of_scheduled, state_of};
 /// [`RawTask::from_row`] reads them.
 pub(crate) const TASK_COLUMNS: &str = "id, key, state, due_at, lease_expires_at, fence, version, attempts, \
     max_attempts, occurrence, anchor, backoff_initial_ms, backoff_factor, backoff_max_ms, repeat, tags, payload, \
-    created_at, updated_at, last_error, target, priority, debounce_until, group_name, unique_window_ms, unique_dead, timing";
+    created_at, updated_at, last_error, target, priority, debounce_until, group_name, unique_window_ms, unique_dead, timing, \
+    traceparent";
 
 /// How many columns [`TASK_COLUMNS`] names: a statement may select more after them.
-pub(crate) const TASK_COLUMN_COUNT: usize = 27;
+pub(crate) const TASK_COLUMN_COUNT: usize = 28;
 
 /// The raw columns of one task row, decoded outside rusqlite's error type.
 pub(crate) struct RawTask {
@@ -53,6 +54,7 @@ pub(crate) struct RawTask {
     group: Option<String>,
     unique: (Option<i64>, bool),
     timing: Option<String>,
+    traceparent: Option<String>,
 }
 
 impl RawTask {
@@ -83,6 +85,7 @@ impl RawTask {
             group: row.get(23)?,
             unique: (row.get(24)?, row.get(25)?),
             timing: row.get(26)?,
+            traceparent: row.get(27)?,
         })
     }
 
@@ -134,6 +137,7 @@ impl RawTask {
         task.group = self.group.map(Group::new).transpose().map_err(corrupt)?;
         task.unique_for = unique_of(self.unique)?;
         task.timing = timing_of(self.timing.as_deref())?;
+        task.traceparent = self.traceparent.map(TraceContext::new).transpose().map_err(corrupt)?;
         debug_assert!(
             task.state != TaskState::Scheduled || self.state == code_of_scheduled(task.lane(), task.group.is_some()),
             "a scheduled task's state code names its lane and whether it has a group"

@@ -31,7 +31,7 @@ use crate::{completions, map_err};
 
 /// Every column a schedule writes, created or replaced alike, with its value: SQL, or a
 /// parameter that [`Written::run`] binds.
-const WRITTEN: [(&str, &str); 22] = [
+const WRITTEN: [(&str, &str); 23] = [
     ("state", ":state"),
     ("due_at", ":due_at"),
     ("lease_expires_at", "NULL"),
@@ -54,6 +54,7 @@ const WRITTEN: [(&str, &str); 22] = [
     ("unique_window_ms", ":unique_window_ms"),
     ("unique_dead", ":unique_dead"),
     ("timing", ":timing"),
+    ("traceparent", ":traceparent"),
 ];
 
 /// A new row: [`WRITTEN`], and the columns only a creation writes; its first history
@@ -132,6 +133,7 @@ pub(crate) struct Written {
     unique_window_ms: Option<i64>,
     unique_dead: bool,
     timing: Option<String>,
+    traceparent: Option<String>,
 }
 
 impl Written {
@@ -161,6 +163,7 @@ impl Written {
             unique_window_ms: task.unique_for.map(|unique| ms(unique.window)),
             unique_dead: task.unique_for.is_some_and(|unique| unique.dead),
             timing: timing_json(&task.timing)?,
+            traceparent: task.traceparent.as_ref().map(|trace| trace.as_str().to_owned()),
         })
     }
 
@@ -186,6 +189,7 @@ impl Written {
             unique_window_ms: task.unique_for.map(|unique| ms(unique.window)),
             unique_dead: task.unique_for.is_some_and(|unique| unique.dead),
             timing: timing_json(&task.timing)?,
+            traceparent: task.traceparent.as_ref().map(|trace| trace.as_str().to_owned()),
         })
     }
 
@@ -216,6 +220,7 @@ impl Written {
             (":unique_window_ms", &self.unique_window_ms),
             (":unique_dead", &self.unique_dead),
             (":timing", &self.timing),
+            (":traceparent", &self.traceparent),
         ];
         bound.extend_from_slice(more);
         let mut stmt = conn.prepare_cached(sql).map_err(map_err)?;

@@ -18,8 +18,9 @@
 //!   window (NULL: none) and `unique_dead` 1 when the window holds it dead too.
 //!   `timing` is the task's timing policies as `Timing`'s JSON, NULL when every
 //!   policy is the default (so the usual task writes and reads nothing more).
-//!   `pending_events` are the task's history events not yet moved to `history`, one
-//!   per line, and `pending_count` how many (see `history`).
+//!   `traceparent` is the W3C trace context the task was scheduled with (its last
+//!   replace's), NULL for none. `pending_events` are the task's history events not
+//!   yet moved to `history`, one per line, and `pending_count` how many (see `history`).
 //!   `group_name` is the task's group, NULL for none; a scheduled task in a group has
 //!   its own codes, 4 (handler lane) and 5 (target lane), so the ungrouped tasks of a
 //!   lane are still one range that a lease without groups reads as before.
@@ -107,11 +108,14 @@
 //!   its working time and catch up by the defaults) and would keep a replaced task's
 //!   old timing under the new task; it must refuse the store. Migrating adds the
 //!   column, every task with the default timing (NULL).
-//! - 7: `tasks.pending_count` and `tasks.pending_events`, a live task's history events
-//!   not yet in `history` (see `history`). A change of layout: a punctual of layout 6
-//!   would delete a task's row with its pending events, and its history would lose
-//!   them. Migrating adds the columns, every task with none pending (its events so far
-//!   are in `history`, where layout 6 wrote each).
+//! - 7: `tasks.traceparent`; `tasks.pending_count` and `tasks.pending_events`, a live
+//!   task's history events not yet in `history` (see `history`). A change of layout: a
+//!   punctual of layout 6 would keep a replaced task's old trace context under a new
+//!   task that came without one (its deliveries would join a trace that is not theirs),
+//!   and would delete a task's row with its pending events, so its history would lose
+//!   them; it must refuse the store. Migrating adds the columns, every task without a
+//!   trace context (NULL) and with none pending (its events so far are in `history`,
+//!   where layout 6 wrote each).
 
 use crate::codes::{DEAD, GROUPED_HANDLER_LANE, GROUPED_TARGET_LANE, LEASED, Sql};
 
@@ -143,7 +147,8 @@ pub(crate) const MIGRATIONS: [(i64, &str); 6] = [
     (5, "ALTER TABLE tasks ADD COLUMN timing TEXT;"),
     (
         6,
-        "ALTER TABLE tasks ADD COLUMN pending_count INTEGER NOT NULL DEFAULT 0; \
+        "ALTER TABLE tasks ADD COLUMN traceparent TEXT; \
+         ALTER TABLE tasks ADD COLUMN pending_count INTEGER NOT NULL DEFAULT 0; \
          ALTER TABLE tasks ADD COLUMN pending_events TEXT;",
     ),
 ];
@@ -195,6 +200,7 @@ CREATE TABLE IF NOT EXISTS tasks (
     unique_window_ms   INTEGER,
     unique_dead        INTEGER NOT NULL DEFAULT 0,
     timing             TEXT,
+    traceparent        TEXT,
     pending_count      INTEGER NOT NULL DEFAULT 0,
     pending_events     TEXT
 );

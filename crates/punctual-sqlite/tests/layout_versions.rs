@@ -1,8 +1,8 @@
 //! Layout versions on disk: a store of layout 1 (before targets), 2 (before
 //! priorities), 3 (before groups and dedupe windows), 4 (before group rates), 5
-//! (before timing policies) or 6 (before pending history events) is migrated at its
-//! next open to the current layout, 7, and keeps its tasks; a store of a newer layout
-//! is refused.
+//! (before timing policies) or 6 (before trace contexts and pending history events) is
+//! migrated at its next open to the current layout, 7, and keeps its tasks; a store of
+//! a newer layout is refused.
 //!
 //! Guards against an upgrade that cannot open a layout-1 store (it has no `target`
 //! column, which every task read selects), loses or alters its tasks, puts them in the
@@ -18,8 +18,11 @@
 //! a queue's rate; against a layout-5 store whose tasks come out with a timing other
 //! than the default, that cannot keep a timing written after the migration, or whose
 //! version stays 5 so that a punctual without timing would fire its repeats out of
-//! their calendars; against a layout-6 store whose histories are not read whole after
-//! the migration or do not go on; and against opening a layout this code cannot read.
+//! their calendars; against a layout-6 store whose tasks come out with a trace context,
+//! that cannot keep one written after the migration, or whose version stays 6 so that
+//! a punctual without trace contexts would keep a replaced task's old one, or whose
+//! histories are not read whole after the migration or do not go on; and against
+//! opening a layout this code cannot read.
 
 use std::path::Path;
 use std::time::Duration;
@@ -29,7 +32,7 @@ use punctual_core::policy::{Misfire, Overlap, Rate, Timing};
 use punctual_core::store::{CompleteRequest, Completion, HistoryRequest, LeaseRequest};
 use punctual_core::{
     Error, Group, Lane, NewTask, Priority, QueueName, Repeat, ScheduleOutcome, Store, Tag, Target, TaskKey, TaskState,
-    Timestamp, Unique,
+    Timestamp, TraceContext, Unique,
 };
 use punctual_sqlite::{DB_FILE, SqliteStore};
 use serde_json::json;
@@ -40,8 +43,10 @@ const NOW: Timestamp = Timestamp::from_millis(1_796_040_000_000);
 const CURRENT_LAYOUT: i64 = 7;
 
 /// What turns a store of the current layout into one of layout 6, as punctual of
-/// layout 6 wrote it: every history event in `history`, none pending in its task's row.
+/// layout 6 wrote it: no trace contexts; every history event in `history`, none pending
+/// in its task's row.
 const BACK_TO_LAYOUT_6: &str = "
+ALTER TABLE tasks DROP COLUMN traceparent;
 INSERT INTO history (queue_id, key, latest, looked, count, events)
     SELECT queue_id, key, updated_at, updated_at, pending_count, pending_events FROM tasks
     WHERE pending_events IS NOT NULL;
@@ -472,4 +477,44 @@ async fn a_layout_6_store_is_migrated_and_its_histories_go_on() {
         .await
         .expect("ack");
     assert_eq!(kinds(read().await.expect("history")), [EventKind::Created, EventKind::Leased, EventKind::Acked]);
+}
+
+/// A layout-6 store (timing policies, no trace contexts): its tasks come out without a
+/// trace context, a lease and a retry go on as before, and a replace then gives one a
+/// trace context that survives a reopen.
+#[tokio::test]
+async fn a_layout_6_store_is_migrated_with_no_task_in_a_trace() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = SqliteStore::open(dir.path()).expect("open");
+    let tasks = vec![NewTask::new(queue(), key("first"), NOW), NewTask::new(queue(), key("second"), at_secs(5))];
+    for scheduled in store.schedule(tasks, NOW).await.expect("schedule") {
+        scheduled.expect("created");
+    }
+    store.close().await.expect("close");
+    drop(store);
+    let db = rusqlite::Connection::open(dir.path().join(DB_FILE)).expect("open the database");
+    db.execute_batch(BACK_TO_LAYOUT_6).expect("as punctual of layout 6 wrote it");
+    drop(db);
+
+    let store = SqliteStore::open(dir.path()).expect("open the layout-6 store");
+    assert_eq!(layout_version(dir.path()), CURRENT_LAYOUT, "the open migrates the layout");
+    for name in ["first", "second"] {
+        let task = store.get(&queue(), &key(name)).await.expect("get").expect("the task is kept");
+        assert_eq!((task.state, task.traceparent), (TaskState::Scheduled, None), "{name}");
+    }
+    let batch = store.lease(LeaseRequest::new(queue(), 1, Duration::from_secs(30), NOW)).await.expect("lease");
+    let retry = Completion::Retry { at: at_secs(3), error: "503".into() };
+    store.complete(CompleteRequest::new(batch.leases[0].token.clone(), retry, at_secs(1))).await.expect("retried");
+    let first = store.get(&queue(), &key("first")).await.expect("get").expect("kept");
+    assert_eq!((first.attempts, first.traceparent), (1, None));
+
+    let trace = TraceContext::new("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01").expect("a traceparent");
+    let replaced = NewTask::new(queue(), key("second"), at_secs(12)).traceparent(trace.clone());
+    store.schedule(vec![replaced], at_secs(2)).await.expect("schedule").pop().expect("one").expect("replaced");
+    store.close().await.expect("close");
+    drop(store);
+
+    let store = SqliteStore::open(dir.path()).expect("reopen");
+    let second = store.get(&queue(), &key("second")).await.expect("get").expect("kept");
+    assert_eq!((second.traceparent, second.due_at), (Some(trace), at_secs(12)));
 }

@@ -31,6 +31,10 @@ pub const TASK_FIELDS: [&str; 25] = [
     "jitter",
 ];
 
+/// The fields of the task object that are left out when the task has none: its trace
+/// context (`traceparent`, a W3C traceparent string).
+pub const OPTIONAL_TASK_FIELDS: [&str; 1] = ["traceparent"];
+
 /// Whether `text` has API.md's form of a time: RFC 3339 UTC with exactly three
 /// fractional digits and `Z` (`2026-11-30T12:00:00.000Z`).
 pub fn is_api_time(text: &str) -> bool {
@@ -46,13 +50,18 @@ pub fn is_api_time(text: &str) -> bool {
         })
 }
 
-/// Asserts `task` has exactly API.md's fields ([`TASK_FIELDS`]), reading each of its
-/// times with `read_time`, which asserts the time's form (each test kit reads the wire
-/// its own way).
+/// Asserts `task` has exactly API.md's fields ([`TASK_FIELDS`], and those of
+/// [`OPTIONAL_TASK_FIELDS`] it has, each valid), reading each of its times with
+/// `read_time`, which asserts the time's form (each test kit reads the wire its own way).
 #[track_caller]
 pub fn assert_task_shape<T>(task: &serde_json::Value, read_time: impl Fn(&serde_json::Value) -> T) {
     let object = task.as_object().unwrap_or_else(|| panic!("a task must be a JSON object, got {task}"));
-    let mut got: Vec<&str> = object.keys().map(String::as_str).collect();
+    if let Some(traceparent) = object.get("traceparent") {
+        let valid = traceparent.as_str().is_some_and(|text| punctual_core::TraceContext::new(text).is_ok());
+        assert!(valid, "a task's traceparent is a W3C traceparent: {task}");
+    }
+    let mut got: Vec<&str> =
+        object.keys().map(String::as_str).filter(|name| !OPTIONAL_TASK_FIELDS.contains(name)).collect();
     got.sort_unstable();
     let mut want = TASK_FIELDS.to_vec();
     want.sort_unstable();

@@ -44,6 +44,7 @@ mod repeat;
 mod support;
 mod targets;
 mod timing;
+mod traces;
 mod unique;
 mod upsert;
 mod validation;
@@ -68,6 +69,7 @@ pub use queues::*;
 pub use repeat::*;
 pub use targets::*;
 pub use timing::*;
+pub use traces::*;
 pub use unique::*;
 pub use upsert::*;
 pub use validation::*;
@@ -241,6 +243,8 @@ macro_rules! store_conformance {
             a_history_keeps_its_latest_events_and_a_read_only_those_since,
             sweeping_histories_forgets_the_keys_quiet_since_the_cutoff,
             a_grouped_tasks_lease_is_told,
+            // trace contexts
+            a_tasks_trace_context_lives_through_its_tries_and_a_replace_writes_its_own,
             // audit
             queue_and_calendar_changes_are_audited_and_a_refused_one_is_not,
             sweeping_the_audit_forgets_entries_before_the_cutoff,
@@ -357,6 +361,7 @@ mod tests {
             include_str!("conformance/repeat.rs"),
             include_str!("conformance/targets.rs"),
             include_str!("conformance/timing.rs"),
+            include_str!("conformance/traces.rs"),
             include_str!("conformance/unique.rs"),
             include_str!("conformance/upsert.rs"),
             include_str!("conformance/validation.rs"),

@@ -64,18 +64,26 @@ def outcome_json(outcome: AckOutcome) -> Dict[str, Any]:
 # -- tasks ----------------------------------------------------------------------------
 
 
-def schedule(queue: str, key: str, body: Dict[str, Any]) -> Call[ScheduleResult]:
-    return Call("PUT", _task(queue, key), ScheduleResult.from_json, body=body)
+def _traceparent(traceparent: Optional[str]) -> Dict[str, str]:
+    """The W3C ``traceparent`` header the server keeps with the tasks scheduled."""
+    return {} if traceparent is None else {"traceparent": traceparent}
+
+
+def schedule(
+    queue: str, key: str, body: Dict[str, Any], traceparent: Optional[str] = None
+) -> Call[ScheduleResult]:
+    return Call("PUT", _task(queue, key), ScheduleResult.from_json, body=body,
+                headers=_traceparent(traceparent))
 
 
 def schedule_many(
-    queue: str, tasks: Iterable[Union[TaskSpec, Mapping[str, Any]]]
+    queue: str, tasks: Iterable[Union[TaskSpec, Mapping[str, Any]]], traceparent: Optional[str] = None
 ) -> Call[List[BatchResult]]:
     items = [t.to_json() if isinstance(t, TaskSpec) else dict(t) for t in tasks]
     return Call(
         "POST", f"{_queue(queue)}/tasks",
         lambda data: [BatchResult.from_json(r) for r in data.get("results") or []],
-        body={"tasks": items},
+        body={"tasks": items}, headers=_traceparent(traceparent),
     )
 
 

@@ -131,6 +131,7 @@ class AsyncClient:
         catch_up_max: Optional[int] = None,
         overlap: Optional[Overlap] = None,
         jitter: Optional[Duration] = None,
+        traceparent: Optional[str] = None,
     ) -> ScheduleResult:
         """As ``Client.schedule``: create or update one task."""
         return await self._send(calls.schedule(queue, key, task_body(
@@ -139,17 +140,22 @@ class AsyncClient:
             priority=priority, debounce=debounce, group=group, unique_for=unique_for,
             calendar=calendar, align=align, misfire=misfire, misfire_after=misfire_after,
             catch_up_max=catch_up_max, overlap=overlap, jitter=jitter,
-        )))
+        ), traceparent))
 
     async def schedule_many(
-        self, queue: str, tasks: Iterable[Union[TaskSpec, Mapping[str, Any]]]
+        self,
+        queue: str,
+        tasks: Iterable[Union[TaskSpec, Mapping[str, Any]]],
+        *,
+        traceparent: Optional[str] = None,
     ) -> List[BatchResult]:
         """Schedule many tasks in one call; a result per item, in order.
 
         Valid items are stored even when others are refused: check ``result.error``.
         A mapping item is sent as the API's JSON (``{"key": …, "delay": "30s"}``).
+        ``traceparent``: as ``schedule``'s, kept by every task of the batch.
         """
-        return await self._send(calls.schedule_many(queue, tasks))
+        return await self._send(calls.schedule_many(queue, tasks, traceparent))
 
     async def get(self, queue: str, key: str) -> Task:
         """The task; ``NotFound`` when there is none."""

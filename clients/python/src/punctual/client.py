@@ -161,6 +161,7 @@ class Client:
         catch_up_max: Optional[int] = None,
         overlap: Optional[Overlap] = None,
         jitter: Optional[Duration] = None,
+        traceparent: Optional[str] = None,
     ) -> ScheduleResult:
         """Create or update one task. Neither ``delay`` nor ``due_at``: due now.
 
@@ -186,6 +187,10 @@ class Client:
         becomes of a repeat's occurrences due while its firing is leased. ``jitter``
         (up to 12h, shorter than a repeat's ``every``): each due time moves later by a
         uniform draw below it. Leases show ``scheduled_for`` and ``missed``.
+        ``traceparent``: a W3C trace context (``00-<trace id>-<span id>-<flags>``), sent
+        as the ``traceparent`` header; the task keeps it (or the server's schedule
+        span's, when it exports traces) and every delivery continues that trace. A
+        leased task shows it as ``task.traceparent``.
         """
         return self._send(calls.schedule(queue, key, task_body(
             payload=payload, delay=delay, due_at=due_at, repeat=repeat, tags=tags,
@@ -193,17 +198,22 @@ class Client:
             priority=priority, debounce=debounce, group=group, unique_for=unique_for,
             calendar=calendar, align=align, misfire=misfire, misfire_after=misfire_after,
             catch_up_max=catch_up_max, overlap=overlap, jitter=jitter,
-        )))
+        ), traceparent))
 
     def schedule_many(
-        self, queue: str, tasks: Iterable[Union[TaskSpec, Mapping[str, Any]]]
+        self,
+        queue: str,
+        tasks: Iterable[Union[TaskSpec, Mapping[str, Any]]],
+        *,
+        traceparent: Optional[str] = None,
     ) -> List[BatchResult]:
         """Schedule many tasks in one call; a result per item, in order.
 
         Valid items are stored even when others are refused: check ``result.error``.
         A mapping item is sent as the API's JSON (``{"key": …, "delay": "30s"}``).
+        ``traceparent``: as ``schedule``'s, kept by every task of the batch.
         """
-        return self._send(calls.schedule_many(queue, tasks))
+        return self._send(calls.schedule_many(queue, tasks, traceparent))
 
     def get(self, queue: str, key: str) -> Task:
         """The task; ``NotFound`` when there is none."""

@@ -71,7 +71,9 @@ class Task:
     defaults when the schedule gave none), ``calendar`` (None without one), ``misfire``
     (default ``fire_once``), ``misfire_after`` (default 1 minute; it applies under
     ``skip``), ``catch_up_max`` (default 10; it applies under ``fire_all``),
-    ``overlap`` (default ``skip``) and ``jitter`` (None without one).
+    ``overlap`` (default ``skip``) and ``jitter`` (None without one). ``traceparent``
+    is the W3C trace context the task was scheduled with (None without one): a
+    handler continues that trace.
     """
 
     queue: str
@@ -99,6 +101,7 @@ class Task:
     catch_up_max: int
     overlap: Overlap
     jitter: Optional[_dt.timedelta]
+    traceparent: Optional[str] = None
     raw: Raw = _raw()
 
     @property
@@ -139,6 +142,7 @@ class Task:
             catch_up_max=int(data.get("catch_up_max") or 10),
             overlap=data.get("overlap") or "skip",
             jitter=None if jitter is None else parse_duration(jitter),
+            traceparent=data.get("traceparent"),
             raw=dict(data),
         )
 

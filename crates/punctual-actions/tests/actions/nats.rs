@@ -183,6 +183,7 @@ fn nats_url() -> Secret {
 
 #[tokio::test]
 async fn a_task_is_published_once_with_its_subject_body_and_headers_and_done_on_the_ack() {
+    const TRACEPARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
     let mut setup = Setup::start();
     let stream = TestStream::create().await;
     let prefix = &stream.prefix;
@@ -197,7 +198,9 @@ async fn a_task_is_published_once_with_its_subject_body_and_headers_and_done_on_
         .unwrap();
 
     let spec = TaskSpec::now().payload(json!({"order_id": 1234, "region": "eu"})).tag("pi-9");
-    setup.engine.schedule("order.cancel", "o-1", spec.clone()).await.unwrap();
+    // o-1 in a trace (the server's traces off): its message carries the traceparent.
+    let trace = punctual_core::TraceContext::new(TRACEPARENT).unwrap();
+    setup.engine.schedule("order.cancel", "o-1", spec.clone().traceparent(trace)).await.unwrap();
     setup.engine.schedule("order.remind", "o-2", spec).await.unwrap();
     for (queue, key) in [("order.cancel", "o-1"), ("order.remind", "o-2")] {
         let end = setup.end_of(key).await;
@@ -212,6 +215,7 @@ async fn a_task_is_published_once_with_its_subject_body_and_headers_and_done_on_
     assert_eq!(header(standard, "Content-Type"), "application/json");
     assert_eq!(header(standard, "Punctual-Queue"), "order.cancel");
     assert_eq!(header(standard, "Punctual-Attempt"), "1");
+    assert_eq!(header(standard, "traceparent"), TRACEPARENT);
     let body: serde_json::Value = serde_json::from_slice(&standard.payload).unwrap();
     assert_eq!(body["queue"], "order.cancel");
     assert_eq!(body["key"], "o-1");
@@ -227,6 +231,7 @@ async fn a_task_is_published_once_with_its_subject_body_and_headers_and_done_on_
     assert_eq!(header(templated, "Punctual-Queue"), "order.remind");
     assert_eq!(header(templated, "Punctual-Due-At"), Timestamp::from_millis(START_MS).to_string());
     assert!(!header(templated, "Nats-Msg-Id").is_empty());
+    assert!(templated.headers.as_ref().unwrap().get("traceparent").is_none(), "no trace, no traceparent");
     assert!(templated.headers.as_ref().unwrap().get("Content-Type").is_none(), "a templated body has no known type");
     worker.shutdown().await;
     setup.engine.shutdown().await.unwrap();

@@ -209,11 +209,14 @@ fn check_error(error: &str, port: u16, wanted: &str) {
 
 #[tokio::test]
 async fn a_delivery_is_done_once_the_broker_confirmed_it() {
+    const TRACEPARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
     let mut h = Harness::start();
     let mut topology = Topology::start("confirm", "orders.eu").await;
     let standard = action(&h, 5672, &topology.exchange, "orders.{{ region }}", None);
     let worker = Worker::new(h.engine.clone()).handle(QUEUE, standard).start().unwrap();
-    let spec = TaskSpec::now().payload(json!({"region": "eu", "order_id": 1234})).tag("pi-9");
+    // In a trace (the server's traces off): the message's headers carry the traceparent.
+    let trace = punctual_core::TraceContext::new(TRACEPARENT).unwrap();
+    let spec = TaskSpec::now().payload(json!({"region": "eu", "order_id": 1234})).tag("pi-9").traceparent(trace);
     h.engine.schedule(QUEUE, "order-1234", spec).await.unwrap();
     let got = topology.next().await;
     assert_eq!(h.completed(QUEUE, "order-1234").await, None, "done and deleted");
@@ -235,6 +238,7 @@ async fn a_delivery_is_done_once_the_broker_confirmed_it() {
     assert_eq!(got.header("attempt"), "1");
     assert_eq!(got.header("queue"), QUEUE);
     assert_eq!(got.header("key"), "order-1234");
+    assert_eq!(got.header("traceparent"), TRACEPARENT);
     assert_eq!(got.header("due_at"), body["due_at"].as_str().unwrap());
     assert!(got.header("due_at").ends_with('Z'), "RFC 3339 UTC");
     worker.shutdown().await;

@@ -121,14 +121,17 @@ async fn entries(server: &RedisServer, stream: &str) -> Vec<(String, BTreeMap<St
         .collect()
 }
 
-/// The standard body of an entry of the default shape.
+/// The standard body of an entry of the default shape (`body`, then `traceparent` when
+/// the task has a trace).
 fn body(fields: &BTreeMap<String, String>) -> Value {
-    assert_eq!(fields.keys().collect::<Vec<_>>(), ["body"], "{fields:?}");
+    let shape: Vec<_> = fields.keys().filter(|name| *name != "traceparent").collect();
+    assert_eq!(shape, ["body"], "{fields:?}");
     serde_json::from_str(&fields["body"]).unwrap()
 }
 
 #[tokio::test]
 async fn an_entry_holds_the_rendered_fields_and_maxlen_trims_the_stream() {
+    const TRACEPARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
     // Small stream nodes, so that `MAXLEN ~ 10` trims to close to 10 entries.
     let server = redis(Persistence::None, &["--stream-node-max-entries", "5"]);
     let mut setup = Setup::start();
@@ -148,12 +151,16 @@ async fn an_entry_holds_the_rendered_fields_and_maxlen_trims_the_stream() {
         .start()
         .unwrap();
 
-    setup.engine.schedule(QUEUE, "o-1", TaskSpec::now().payload(json!({"order_id": 1234})).tag("pi-9")).await.unwrap();
+    // With a trace (the server's traces off): the entry ends with its traceparent.
+    let trace = punctual_core::TraceContext::new(TRACEPARENT).unwrap();
+    let spec = TaskSpec::now().payload(json!({"order_id": 1234})).tag("pi-9").traceparent(trace);
+    setup.engine.schedule(QUEUE, "o-1", spec).await.unwrap();
     let end = setup.next_end().await;
     assert_eq!((end.key.as_str(), end.ended), ("o-1", TryEnd::Done), "{end:?}");
     assert_eq!(setup.engine.get(QUEUE, "o-1").await.unwrap(), None, "done and deleted");
     let appended = entries(&server, "events.order.cancel").await;
     assert_eq!(appended.len(), 1, "{appended:?}");
+    assert_eq!(appended[0].1.get("traceparent").map(String::as_str), Some(TRACEPARENT), "{appended:?}");
     let body = body(&appended[0].1);
     assert_eq!(body["queue"], QUEUE);
     assert_eq!(body["key"], "o-1");

@@ -1,14 +1,17 @@
 //! Traces over OTLP through the real binary: `[telemetry] otlp_endpoint` points the
 //! server at a small OTLP/HTTP receiver of the test's own, which decodes each
 //! `ExportTraceServiceRequest` (protobuf) and hands its spans to the test. A `PUT` with
-//! a W3C `traceparent` gets a schedule span in the caller's trace; a lease and an ack
-//! get spans naming their queue and key; a webhook delivery receives the `traceparent`
-//! of its delivery span, as exported; the spans of the last requests are sent at a
-//! stop; a bad endpoint is refused with its line.
+//! a W3C `traceparent` gets a schedule span in the caller's trace, which the task keeps:
+//! a pull worker's lease answer shows it, and a webhook delivery's span is a child of
+//! the schedule span, in the caller's trace, whose `traceparent` the webhook receives;
+//! a lease and an ack get spans naming their queue and key; the spans of the last
+//! requests are sent at a stop; with traces off, a webhook receives the `PUT`'s
+//! `traceparent` exactly; a bad endpoint is refused with its line.
 //!
-//! Guards against: spans that are never exported, a caller's trace that is dropped, a
-//! receiver that cannot continue the trace, spans lost at a stop, spans leaking into
-//! the logs, an endpoint accepted that could never be reached.
+//! Guards against: spans that are never exported, a caller's trace that is dropped (at
+//! the `PUT`, or between the `PUT` and the delivery), a receiver that cannot continue
+//! the trace, spans lost at a stop, spans leaking into the logs, an endpoint accepted
+//! that could never be reached.
 
 use crate::common;
 
@@ -169,7 +172,10 @@ url = "http://{}/hook"
     assert_eq!(schedule.attribute("http.response.status_code").as_deref(), Some("201"));
 
     // A pull worker's lease and ack: their own traces, naming the queue and the key.
+    // The lease answer carries the task's trace: the schedule span's context.
     let lease = api.lease_one("flow.pull");
+    let stored = format!("00-{trace_id}-{}-01", hex(&schedule.span.span_id));
+    assert_eq!(lease["task"]["traceparent"].as_str(), Some(stored.as_str()), "{lease}");
     let lease_id = lease["lease_id"].as_str().expect("a lease id");
     api.ack(lease_id, json!({"outcome": "done"})).expect(204, "ack");
     let leased = collector.span("lease", "punctual.queue", "flow.pull");
@@ -182,16 +188,33 @@ url = "http://{}/hook"
     assert_eq!(acked.attribute("punctual.queue").as_deref(), Some("flow.pull"));
     assert_eq!(acked.attribute("http.response.status_code").as_deref(), Some("204"));
 
-    // A webhook delivery: the receiver gets the traceparent of the delivery's span.
-    api.create("flow.hook", "h-1", json!({"payload": {"step": 2}}));
+    // A webhook delivery: one trace from the caller's PUT through the schedule span and
+    // the delivery's span to the receiver, which gets the delivery span's traceparent.
+    let (hook_trace, hook_caller) = ("0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331");
+    let put = reqwest::blocking::Client::new()
+        .put(format!("{}/v1/queues/flow.hook/tasks/h-1", server.url()))
+        .header("traceparent", format!("00-{hook_trace}-{hook_caller}-01"))
+        .json(&json!({"payload": {"step": 2}}))
+        .send()
+        .expect("PUT a task");
+    assert_eq!(put.status().as_u16(), 201);
     let delivery = receiver.next();
     let traceparent = delivery.header("traceparent").expect("the delivery carries a traceparent");
     receiver.answer(200, "");
     let parts: Vec<&str> = traceparent.split('-').collect();
     assert_eq!((parts.len(), parts[0], parts[3]), (4, "00", "01"), "a sampled W3C traceparent: {traceparent}");
+    assert_eq!(parts[1], hook_trace, "the receiver continues the scheduler's trace");
+    let hook_schedule = collector.span("schedule", "punctual.task.key", "h-1");
+    assert_eq!(hex(&hook_schedule.span.trace_id), hook_trace);
+    assert_eq!(hex(&hook_schedule.span.parent_span_id), hook_caller);
     let deliver = collector.span("deliver", "punctual.task.key", "h-1");
-    assert_eq!(hex(&deliver.span.trace_id), parts[1], "the receiver continues the delivery's trace");
-    assert_eq!(hex(&deliver.span.span_id), parts[2], "as a child of the delivery's span");
+    assert_eq!(hex(&deliver.span.trace_id), hook_trace, "the delivery is in the scheduler's trace");
+    assert_eq!(
+        hex(&deliver.span.parent_span_id),
+        hex(&hook_schedule.span.span_id),
+        "the delivery's span is a child of the schedule span"
+    );
+    assert_eq!(hex(&deliver.span.span_id), parts[2], "the receiver is a child of the delivery's span");
     assert_eq!(deliver.span.kind, SpanKind::Client as i32);
     assert_eq!(deliver.attribute("punctual.queue").as_deref(), Some("flow.hook"));
     assert_eq!(deliver.attribute("punctual.action.kind").as_deref(), Some("webhook"));
@@ -203,6 +226,37 @@ url = "http://{}/hook"
     let logs = server.logs();
     assert!(logs.contains("traces are exported over OTLP"), "{logs}");
     assert!(!logs.contains("punctual.task.key"), "the spans of traces stay out of the logs:\n{logs}");
+}
+
+#[test]
+fn with_traces_off_the_webhook_receives_the_puts_traceparent_as_it_was_given() {
+    let receiver = Receiver::start();
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let config = write(
+        &dir,
+        &format!(
+            "[egress]\nallow = [\"127.0.0.1\"]\n\n[queues.\"flow.hook\".action]\nkind = \"webhook\"\nurl = \"http://{}/hook\"\n",
+            receiver.addr
+        ),
+    );
+    // No [telemetry] and no OTEL_* variables: nothing is exported.
+    let server = start(server_builder().arg("--config").arg(&config));
+    let api = Api::of(&server);
+    let given = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00";
+    for (queue, key) in [("flow.pull", "p-1"), ("flow.hook", "h-1")] {
+        let put = reqwest::blocking::Client::new()
+            .put(format!("{}/v1/queues/{queue}/tasks/{key}", server.url()))
+            .header("traceparent", given)
+            .json(&json!({}))
+            .send()
+            .expect("PUT a task");
+        assert_eq!(put.status().as_u16(), 201);
+    }
+    let lease = api.lease_one("flow.pull");
+    assert_eq!(lease["task"]["traceparent"].as_str(), Some(given), "the lease answer carries it: {lease}");
+    let delivery = receiver.next();
+    receiver.answer(200, "");
+    assert_eq!(delivery.header("traceparent").as_deref(), Some(given), "the stored traceparent, as it was given");
 }
 
 #[test]

@@ -112,6 +112,7 @@ impl<S: Store> Engine<S> {
         task.priority = repeat.priority;
         task.group = repeat.group.clone();
         task.target = repeat.target.clone();
+        task.traceparent = repeat.traceparent.clone();
         task.if_exists = IfExists::Keep;
         task.unique_for = Some(Unique::new(lease.expires_at.saturating_since(now) + OCCURRENCE_HOLD));
         match self.write(vec![task], now).await?.pop() {

@@ -360,6 +360,7 @@ impl Intake<'_> {
         task.unique_for = spec.unique_for;
         task.if_exists = spec.if_exists;
         task.target = spec.target;
+        task.traceparent = spec.traceparent;
         Ok(task)
     }
 }

@@ -234,6 +234,39 @@ fn a_dedupe_window_is_an_18th_field_negative_when_it_holds_dead_tasks_left_out_w
 }
 
 #[test]
+fn a_trace_context_is_a_field_of_the_body_left_out_when_none_and_bodies_from_before_have_none() {
+    let q = QueueName::new("q").unwrap();
+    let mut task = NewTask::new(q.clone(), TaskKey::new("k").unwrap(), Timestamp::from_millis(5));
+    task.payload = serde_json::json!({"n": 1});
+    let trace = TraceContext::new("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01").unwrap();
+    task.traceparent = Some(trace.clone());
+    let body = body_of(&task).unwrap();
+    assert_eq!(body, "{\"n\":1}\n{\"tp\":\"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01\"}");
+    let read = decode(STORE, &q, "k", format!("Srs,16|{body}").as_bytes()).unwrap();
+    assert_eq!((read.traceparent, read.payload), (Some(trace.clone()), task.payload.clone()));
+    // Beside the policies, in the same object; with a null payload too.
+    task.repeat = Some(Repeat::every(Duration::from_secs(60)).unwrap());
+    task.payload = Value::Null;
+    let body = body_of(&task).unwrap();
+    assert_eq!(body, "\n{\"r\":{\"every\":\"1m\"},\"tp\":\"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01\"}");
+    let read = decode(STORE, &q, "k", format!("Srs,16|{body}").as_bytes()).unwrap();
+    assert_eq!((read.traceparent, read.repeat), (Some(trace), task.repeat.clone()));
+    // None writes the body written before trace contexts, byte for byte.
+    task.traceparent = None;
+    assert_eq!(body_of(&task).unwrap(), "\n{\"r\":{\"every\":\"1m\"}}");
+    task.repeat = None;
+    assert_eq!(body_of(&task).unwrap(), "");
+    // A body written before, in either format, reads without one.
+    for before in
+        [r#"Srs,16|{"n":1}"#, "Srs,16|{\"n\":1}\n{\"r\":{\"every\":\"1m\"}}", r#"0,1000,,,,,20,,,42,10,,,0|{"p":1}"#]
+    {
+        assert_eq!(decode(STORE, &q, "k", before.as_bytes()).unwrap().traceparent, None, "{before}");
+    }
+    // A trace context that is not one is a corrupt record, never a task.
+    assert!(decode(STORE, &q, "k", b"Srs,16|\n{\"tp\":\"00-1-2-3\"}").is_err());
+}
+
+#[test]
 fn timing_is_a_policy_of_the_body_left_out_at_the_defaults_and_bodies_from_before_have_none() {
     let q = QueueName::new("q").unwrap();
     let mut task = NewTask::new(q.clone(), TaskKey::new("k").unwrap(), Timestamp::from_millis(5));
@@ -343,6 +376,7 @@ fn new_task_of(task: &Task) -> NewTask {
     new.backoff = task.backoff;
     new.repeat = task.repeat.clone();
     new.timing = task.timing.clone();
+    new.traceparent = task.traceparent.clone();
     new
 }
 
@@ -400,6 +434,7 @@ fn encode_v1_as_the_scripts_did(task: &Task) -> Vec<u8> {
     assert_eq!(task.group, None, "format 1 holds no group");
     assert_eq!(task.unique_for, None, "format 1 holds no dedupe window");
     assert!(task.timing.is_default(), "format 1 holds no timing");
+    assert_eq!(task.traceparent, None, "format 1 holds no trace context");
     let unless = |n: i64, usual: i64| if n == usual { String::new() } else { n.to_string() };
     let state = codes::state(task.state);
     let (due, created) = (task.due_at.as_millis(), task.created_at.as_millis());
@@ -427,6 +462,7 @@ fn encode_v1_as_the_scripts_did(task: &Task) -> Vec<u8> {
         backoff: task.backoff,
         repeat: task.repeat.clone(),
         timing: Timing::default(),
+        traceparent: None,
     };
     let mut record = format!("{header}|{}{tags}", error.unwrap_or("")).into_bytes();
     record.extend_from_slice(serde_json::to_string(&body).unwrap().as_bytes());
@@ -467,6 +503,7 @@ proptest! {
                 without_target.group = None;
                 without_target.unique_for = None;
                 without_target.timing = Timing::default();
+                without_target.traceparent = None;
                 let v1 = encode_v1_as_the_scripts_did(&without_target);
                 prop_oneof![Just(encode_as_the_scripts_do(&t)), Just(v1)]
             }).prop_flat_map(|record| {

@@ -3,7 +3,7 @@
 
 use axum::Json;
 use axum::extract::State;
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::IntoResponse;
 use punctual_core::store::ScheduleOutcome;
 use punctual_core::{ListOptions, QueueName, Store, TaskState};
@@ -20,7 +20,8 @@ use crate::state::AppState;
 
 #[utoipa::path(put, path = "/v1/queues/{queue}/tasks/{key}", tag = "tasks",
     summary = "Create or update one task",
-    params(("queue" = schema::QueueName, Path), ("key" = schema::TaskKey, Path)),
+    params(("queue" = schema::QueueName, Path), ("key" = schema::TaskKey, Path),
+        ("traceparent" = Option<String>, Header, description = "W3C trace context: the task keeps it (or, when the server exports traces, its schedule span's), and every delivery continues the trace. An invalid one is ignored.")),
     request_body(content = schema::TaskBody, description = "A JSON body is required: {} is a task due now with no payload"),
     responses(
         (status = 201, description = "Created", body = schema::ScheduleResponse),
@@ -33,6 +34,7 @@ use crate::state::AppState;
 pub(crate) async fn put_task<S: Store>(
     State(state): State<AppState<S>>,
     params: Params,
+    headers: HeaderMap,
     JsonBody(body): JsonBody<TaskBody, true>,
 ) -> Answer {
     let (queue, key) = (params.get("queue"), params.get("key"));
@@ -40,8 +42,9 @@ pub(crate) async fn put_task<S: Store>(
     if body.key.as_deref().is_some_and(|k| k != key) {
         return Err(ApiError::invalid("key", "the body's key differs from the key in the path; leave it out"));
     }
-    let spec = body.into_spec()?;
+    let mut spec = body.into_spec()?;
     state.check_target(queue, &spec)?;
+    spec.traceparent = crate::telemetry::task_trace(&headers);
     let scheduled = state.inner.engine.schedule(queue, key, spec).await?;
     let status = if scheduled.outcome == ScheduleOutcome::Created { StatusCode::CREATED } else { StatusCode::OK };
     Ok((status, Json(ScheduleResponse::from(scheduled))).into_response())
@@ -49,7 +52,8 @@ pub(crate) async fn put_task<S: Store>(
 
 #[utoipa::path(post, path = "/v1/queues/{queue}/tasks", tag = "tasks",
     summary = "Create or update many tasks; each item is stored or refused on its own",
-    params(("queue" = schema::QueueName, Path)),
+    params(("queue" = schema::QueueName, Path),
+        ("traceparent" = Option<String>, Header, description = "W3C trace context, kept by every task of the batch (see PUT).")),
     request_body = schema::BatchBody,
     responses(
         (status = 200, description = "One result per item, in order", body = BatchResponse),
@@ -58,6 +62,7 @@ pub(crate) async fn put_task<S: Store>(
 pub(crate) async fn post_tasks<S: Store>(
     State(state): State<AppState<S>>,
     params: Params,
+    headers: HeaderMap,
     JsonBody(body): JsonBody<BatchBody>,
 ) -> Answer {
     let queue = params.get("queue");
@@ -65,6 +70,8 @@ pub(crate) async fn post_tasks<S: Store>(
     let undeclared = state.schedulable(queue).err();
     crate::telemetry::record_batch(body.tasks.len());
     check_batch_size("tasks", body.tasks.len(), state.inner.engine.limits().max_batch)?;
+    // Every task of the batch keeps the batch's trace.
+    let trace = crate::telemetry::task_trace(&headers);
     let mut results: Vec<BatchResult> = Vec::with_capacity(body.tasks.len());
     let mut valid = Vec::with_capacity(body.tasks.len());
     let mut positions = Vec::with_capacity(body.tasks.len());
@@ -76,8 +83,9 @@ pub(crate) async fn post_tasks<S: Store>(
         }
         let parsed = from_value::<TaskBody>(value).and_then(|item| {
             let key = item.key.clone().ok_or_else(|| ApiError::invalid("key", "each task of a batch needs its key"))?;
-            let spec = item.into_spec()?;
+            let mut spec = item.into_spec()?;
             state.check_target(queue, &spec)?;
+            spec.traceparent = trace.clone();
             Ok((key, spec))
         });
         match parsed {

@@ -738,6 +738,11 @@ schemas! {
                 "description": "Applies under misfire fire_all."},
             "overlap": {"enum": ["skip", "queue", "allow"]},
             "jitter": nullable(r("Duration")),
+            "traceparent": {"type": "string",
+                "pattern": "^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}(-.*)?$",
+                "description": "The W3C trace context the task was scheduled with (its last replace's): the \
+                    schedule request's span when the server exports traces, else the request's traceparent \
+                    header as given. Each delivery continues this trace. Absent when none."},
         },
     });
 

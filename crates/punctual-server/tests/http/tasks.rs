@@ -509,3 +509,59 @@ async fn a_put_within_a_completed_tasks_window_is_kept_with_the_completion() {
     }
     assert_eq!(s.get("/v1/queues/receipts/tasks/bad").await.0, StatusCode::NOT_FOUND, "refused: nothing stored");
 }
+
+/// A PUT with the request's `traceparent` header.
+async fn put_traced(s: &TestServer, path: &str, traceparent: &str, body: Value) -> (StatusCode, Value) {
+    let req = axum::http::Request::builder()
+        .method(axum::http::Method::PUT)
+        .uri(path)
+        .header("content-type", "application/json")
+        .header("traceparent", traceparent)
+        .body(axum::body::Body::from(body.to_string()))
+        .unwrap();
+    s.call(req).await
+}
+
+/// README "Traces": with traces off, a PUT's valid `traceparent` is kept with the task
+/// as given and shown by get, list and the lease answer; an invalid one is ignored,
+/// never refused, and a replace without a valid one leaves the task with none; every
+/// task of a batch keeps the batch's.
+#[tokio::test]
+async fn a_tasks_traceparent_is_the_schedule_requests_and_is_shown_with_it() {
+    let s = TestServer::manual().await;
+    let given = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    let (status, body) = put_traced(&s, "/v1/queues/q/tasks/traced", given, json!({"payload": 1})).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert_eq!(body["task"]["traceparent"], given, "{body}");
+    assert_task_shape(&body["task"]);
+    let (_, task) = s.get("/v1/queues/q/tasks/traced").await;
+    assert_eq!(task["traceparent"], given, "{task}");
+    let plain = s.create("q", "plain", json!({"delay": "1h"})).await;
+    assert!(plain.get("traceparent").is_none(), "left out when none: {plain}");
+    let listed = s.list_all("/v1/queues/q/tasks", 10).await;
+    assert_eq!(listed.iter().map(|t| t["traceparent"].clone()).collect::<Vec<_>>(), [json!(given), Value::Null]);
+
+    let lease = s.lease_one("q").await;
+    assert_eq!(lease["task"]["traceparent"], given, "the lease answer carries it: {lease}");
+
+    for invalid in ["00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01", "not a trace", "ff-0-0-0"] {
+        let (status, body) = put_traced(&s, "/v1/queues/q/tasks/traced", invalid, json!({})).await;
+        assert_eq!(status, StatusCode::OK, "{invalid} is ignored, not refused: {body}");
+        assert!(body["task"].get("traceparent").is_none(), "a replace without a valid one clears it: {body}");
+    }
+
+    let batch = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00";
+    let req = axum::http::Request::builder()
+        .method(axum::http::Method::POST)
+        .uri("/v1/queues/q/tasks")
+        .header("content-type", "application/json")
+        .header("traceparent", batch)
+        .body(axum::body::Body::from(json!({"tasks": [{"key": "b1"}, {"key": "b2"}]}).to_string()))
+        .unwrap();
+    let (status, body) = s.call(req).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    for key in ["b1", "b2"] {
+        let (_, task) = s.get(&format!("/v1/queues/q/tasks/{key}")).await;
+        assert_eq!(task["traceparent"], batch, "{key}: {task}");
+    }
+}

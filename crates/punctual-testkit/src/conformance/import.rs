@@ -41,8 +41,8 @@ async fn import<S: Store>(store: &S, tasks: Vec<Task>, completions: Vec<Complete
 }
 
 /// A deployment's tasks in each state, in `orders` of a reference store:
-/// - `waiting`: tagged `t`, priority 5, a payload, a repeat, failed once (attempts 1,
-///   an error), due at 200 s;
+/// - `waiting`: tagged `t`, priority 5, a payload, a repeat, a trace context, failed
+///   once (attempts 1, an error), due at 200 s;
 /// - `again`: replaced twice (version 3), due at 300 s;
 /// - `running`: leased at 100 s for 30 s, in its second occurrence;
 /// - `broken`: dead since 120 s;
@@ -55,6 +55,10 @@ async fn deployment() -> MemoryStore {
     waiting.payload = json!({"order": 42, "lines": ["a", "b"]});
     waiting.repeat = Some(Repeat::every(secs(3600)).expect("a valid repeat"));
     waiting.max_attempts = 5;
+    waiting.traceparent = Some(
+        punctual_core::TraceContext::new("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+            .expect("a valid traceparent"),
+    );
     create(&source, waiting, T0).await;
     let lease = lease_one(&source, "orders", secs(30), at_secs(10)).await;
     let retry = Completion::Retry { at: at_secs(200), error: "the shop answered 503".into() };
@@ -86,7 +90,7 @@ async fn create_or_replace<S: Store>(store: &S, task: punctual_core::NewTask, no
 
 /// `import` contract: each task is stored with every field as the other store held it
 /// (state, due time, attempts, version, times, lease expiry, policies, tags, priority,
-/// target, occurrence, anchor) and an id of this store that no other task has, before
+/// target, trace context, occurrence, anchor) and an id of this store that no other task has, before
 /// or after; a key already here is left as it is, so an import run again writes
 /// nothing.
 pub async fn import_stores_each_task_as_it_stands_with_an_id_of_its_own<S: Store>(store: S) {

@@ -187,13 +187,14 @@ prop_compose! {
         same_times in any::<(bool, bool)>(),
         // The fields that came after format 2's first version, in one boxed tree: inline,
         // the task's value tree overflowed a test thread's stack.
-        (target, priority, debounce_until, group, unique, timing) in (
+        (target, priority, debounce_until, group, unique, timing, traceparent) in (
             any_target(),
             prop_oneof![Just(0u8), 0..=9u8],
             prop::option::of(prop_oneof![any_time(), Just(Timestamp::EPOCH)]),
             prop::option::of(any_text_without_controls(Group::MAX_BYTES)),
             prop::option::of((1..=Timestamp::MAX.as_millis().unsigned_abs(), any::<bool>())),
             any_timing(),
+            prop::option::of("00-[0-9a-f]{31}[1-9a-f]-[0-9a-f]{15}[1-9a-f]-[0-9a-f]{2}"),
         ).boxed(),
     ) -> Task {
         let queue = QueueName::new(queue).unwrap();
@@ -224,6 +225,7 @@ prop_compose! {
             if dead { window.counting_dead() } else { window }
         });
         task.timing = timing;
+        task.traceparent = traceparent.map(|text| TraceContext::new(text).unwrap());
         task
     }
 }
@@ -238,6 +240,7 @@ pub(super) fn any_task_of_format_1() -> impl Strategy<Value = Task> {
         task.group = None;
         task.unique_for = None;
         task.timing = Timing::default();
+        task.traceparent = None;
         task
     })
 }

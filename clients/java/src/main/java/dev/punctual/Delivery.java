@@ -40,6 +40,9 @@ public record Delivery(String leaseId, Instant expiresAt, int attempt, String de
     /** The task's dedupe window; null when it has none. */
     public UniqueFor uniqueFor() { return task.uniqueFor(); }
 
+    /** The W3C trace context the task was scheduled with, to continue; null without one. */
+    public String traceparent() { return task.traceparent(); }
+
     /** The task's timing policies (calendar, misfire, overlap, jitter). */
     public Timing timing() { return task.timing(); }
 

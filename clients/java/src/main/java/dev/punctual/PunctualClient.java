@@ -93,7 +93,17 @@ public final class PunctualClient {
 
     /** {@code PUT /v1/queues/{queue}/tasks/{key}}: create or update one task. */
     public ScheduleResult schedule(String queue, String key, TaskSpec spec) {
-        return scheduleResult(call("PUT", taskPath(queue, key), spec.toJson(), null, true, null));
+        return schedule(queue, key, spec, null);
+    }
+
+    /**
+     * {@link #schedule(String, String, TaskSpec)} in a trace: {@code traceparent}, a W3C trace
+     * context ({@code 00-<trace id>-<span id>-<flags>}; null: none), is sent as the header of that
+     * name. The task keeps it (or, when the server exports traces, its schedule span's), every
+     * delivery continues that trace, and a leased task shows it ({@link Task#traceparent()}).
+     */
+    public ScheduleResult schedule(String queue, String key, TaskSpec spec, String traceparent) {
+        return scheduleResult(call("PUT", taskPath(queue, key), spec.toJson(), null, true, null, traceparent));
     }
 
     /** Sends a raw JSON body as the task (for fields this client does not model yet). */
@@ -115,10 +125,15 @@ public final class PunctualClient {
 
     /** {@code POST /v1/queues/{queue}/tasks}: many at once; each spec needs {@link TaskSpec#key(String)}. */
     public List<BatchResult> scheduleMany(String queue, List<TaskSpec> specs) {
+        return scheduleMany(queue, specs, null);
+    }
+
+    /** {@link #scheduleMany(String, List)} in a trace: every task keeps {@code traceparent} (see {@link #schedule(String, String, TaskSpec, String)}). */
+    public List<BatchResult> scheduleMany(String queue, List<TaskSpec> specs, String traceparent) {
         ObjectNode body = Json.MAPPER.createObjectNode();
         ArrayNode arr = body.putArray("tasks");
         for (TaskSpec s : specs) arr.add(s.toJson());
-        JsonNode r = call("POST", tasks(queue), body, null, true, null);
+        JsonNode r = call("POST", tasks(queue), body, null, true, null, traceparent);
         List<BatchResult> out = new ArrayList<>();
         for (JsonNode item : r.path("results")) {
             JsonNode e = Json.node(item, "error");
@@ -388,7 +403,7 @@ public final class PunctualClient {
     /** Like {@link #lease} but cancellable: cancelling the future aborts the request (the server then releases the leases). */
     CompletableFuture<List<Delivery>> leaseAsync(String queue, int max, Duration lease, Duration wait) {
         CompletableFuture<HttpResponse<byte[]>> exchange = http.sendAsync(
-                request("POST", q(queue) + "/lease", leaseBody(max, lease, wait), null, wait),
+                request("POST", q(queue) + "/lease", leaseBody(max, lease, wait), null, wait, null),
                 HttpResponse.BodyHandlers.ofByteArray());
         CompletableFuture<List<Delivery>> answer = exchange.thenApply(resp -> deliveries(decode(resp)));
         // Cancelling a dependent stage leaves its source running: without this the long
@@ -499,12 +514,14 @@ public final class PunctualClient {
         return StreamSupport.stream(Spliterators.spliteratorUnknownSize(it, Spliterator.ORDERED), false);
     }
 
-    private HttpRequest request(String method, String path, JsonNode body, Long ifVersion, Duration extraTimeout) {
+    private HttpRequest request(String method, String path, JsonNode body, Long ifVersion, Duration extraTimeout,
+            String traceparent) {
         HttpRequest.Builder rb = HttpRequest.newBuilder(URI.create(server + path))
                 .timeout(extraTimeout == null ? timeout : timeout.plus(extraTimeout))
                 .header("Accept", "application/json");
         if (token != null) rb.header("Authorization", "Bearer " + token);
         if (ifVersion != null) rb.header("If-Match", ifVersion.toString());
+        if (traceparent != null) rb.header("traceparent", traceparent);
         if (body != null) {
             rb.header("Content-Type", "application/json");
             rb.method(method, HttpRequest.BodyPublishers.ofByteArray(body.toString().getBytes(StandardCharsets.UTF_8)));
@@ -515,7 +532,12 @@ public final class PunctualClient {
     }
 
     private JsonNode call(String method, String path, JsonNode body, Long ifVersion, boolean repeatable, Duration extraTimeout) {
-        HttpRequest req = request(method, path, body, ifVersion, extraTimeout);
+        return call(method, path, body, ifVersion, repeatable, extraTimeout, null);
+    }
+
+    private JsonNode call(String method, String path, JsonNode body, Long ifVersion, boolean repeatable, Duration extraTimeout,
+            String traceparent) {
+        HttpRequest req = request(method, path, body, ifVersion, extraTimeout, traceparent);
         int tries = repeatable ? retries + 1 : 1;
         for (int attempt = 1; ; attempt++) {
             try {

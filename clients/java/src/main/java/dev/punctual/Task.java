@@ -33,6 +33,9 @@ public record Task(String queue, String key, TaskState state, Instant dueAt, Jso
     /** The payload converted to a generic type, e.g. {@code new TypeReference<List<Item>>() {}}. */
     public <T> T payload(TypeReference<T> type) { return Json.MAPPER.convertValue(payloadJson, type); }
 
+    /** The W3C trace context the task was scheduled with (a handler continues that trace); null without one. */
+    public String traceparent() { return Json.text(json, "traceparent"); }
+
     /** The timing policies together: calendar, misfire, misfire after, catch-up max, overlap, jitter. */
     public Timing timing() { return new Timing(calendar, misfire, misfireAfter, catchUpMax, overlap, jitter); }
 
