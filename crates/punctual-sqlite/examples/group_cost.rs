@@ -17,27 +17,14 @@ use punctual_core::store::{CompleteRequest, Completion, LeaseRequest};
 use punctual_core::{Clock, Group, NewTask, QueueName, Stopwatch, Store, SystemClock, TaskKey, Timestamp};
 use punctual_sqlite::SqliteStore;
 
+#[path = "support/cpu.rs"]
+mod cpu;
+use cpu::cpu_of_threads;
+
 const LOOPS: usize = 50;
 
 fn now() -> Timestamp {
     SystemClock.now()
-}
-
-/// CPU seconds spent so far by this process's threads whose name starts `name` (Linux).
-fn cpu_of_threads(name: &str) -> f64 {
-    let mut seconds = 0.0;
-    for entry in std::fs::read_dir("/proc/self/task").expect("/proc/self/task") {
-        let dir = entry.expect("a thread").path();
-        let comm = std::fs::read_to_string(dir.join("comm")).unwrap_or_default();
-        let stat = std::fs::read_to_string(dir.join("stat")).unwrap_or_default();
-        let Some((_, fields)) = stat.rsplit_once(')') else { continue };
-        let fields: Vec<&str> = fields.split_whitespace().collect();
-        if comm.starts_with(name) && fields.len() > 12 {
-            let ticks: f64 = fields[11].parse::<f64>().unwrap_or(0.0) + fields[12].parse::<f64>().unwrap_or(0.0);
-            seconds += ticks / 100.0;
-        }
-    }
-    seconds
 }
 
 #[tokio::main]
