@@ -422,6 +422,19 @@ pub fn encode(event: &HistoryEvent) -> String {
     serde_json::to_string(&stored).expect("a history event always serializes")
 }
 
+/// The stored form of `event`'s members after its time and kind, each after a `,`
+/// (`""` for none): what a store that writes an event's opening itself (Redis' scripts,
+/// which know the time) appends to it. The stored form always opens with the time and
+/// the kind, in that order.
+pub fn encode_members(event: &HistoryEvent) -> String {
+    let mut text = encode(event);
+    let kind = serde_json::to_string(&event.kind).expect("a kind always serializes");
+    let opening = format!("{{\"t\":{},\"e\":{kind}", event.at.as_millis());
+    debug_assert!(text.starts_with(&opening) && text.ends_with('}'), "{text} opens with {opening}");
+    text.pop();
+    text.split_off(opening.len())
+}
+
 /// An event from its stored form.
 pub fn decode(text: &str) -> Result<HistoryEvent> {
     let stored: Stored = serde_json::from_str(text)
@@ -490,6 +503,19 @@ mod tests {
             crate::transitions::acked(&task, &crate::store::Completion::Done, now).by(Some(&Actor::new("worker-eu-1")));
         let stored = encode(&ack);
         assert!(stored.len() <= 100, "{} bytes: {stored}", stored.len());
+    }
+
+    #[test]
+    fn an_events_members_are_its_stored_form_after_its_time_and_kind() {
+        let mut event =
+            HistoryEvent::new(Timestamp::from_millis(42), EventKind::Acked, Some(&Actor::new("billing")), None);
+        event.lease = Some(7);
+        event.report = Some(DeliveryReport::new(Some(41), Some(503), Some("busy".into())));
+        let members = encode_members(&event);
+        assert!(members.starts_with(",\"by\":\"billing\""), "{members}");
+        assert_eq!(format!("{{\"t\":42,\"e\":\"acked\"{members}}}"), encode(&event));
+        let bare = HistoryEvent::new(Timestamp::EPOCH, EventKind::Cancelled, None, None);
+        assert_eq!(encode_members(&bare), "");
     }
 
     #[test]

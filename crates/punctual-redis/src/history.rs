@@ -7,9 +7,10 @@
 //!
 //! - **Caller's fields**: who did it, an ack's fence, due time, outcome, error and
 //!   delivery report, a cancel's tag go to a script already encoded as JSON members
-//!   ([`Fields`]), which it appends to the event it makes from what only it knows (the
-//!   time, the state, the try, a lease's fence and expiry, a schedule's due time): no
-//!   text is encoded in Lua, and no field of a `None` (no actor, no report) is written.
+//!   in core's stored names ([`by_members`], [`acked_members`], [`tagged_members`]),
+//!   which it appends to the event it makes from what only it knows (the time, the
+//!   state, the try, a lease's fence and expiry, a schedule's due time): no text is
+//!   encoded in Lua, and no field of a `None` (no actor, no report) is written.
 //! - **Stored form**: a key's field is its count in three digits (`"003"`), then
 //!   `"\n<event>"` for each of its latest
 //!   [`HISTORY_LIMIT`](punctual_core::history::HISTORY_LIMIT) events, oldest first,
@@ -29,73 +30,43 @@
 //!   bounded scripts (`lua/sweep_history.lua`), the index and the Hash together, shard
 //!   after shard until the request's limit.
 
-use punctual_core::history::{self, Actor, HistoryEvent};
+use punctual_core::history::{self, Actor, EventKind, HistoryEvent};
 use punctual_core::store::{CompleteRequest, HistoryRequest, HistorySweepRequest, corrupt};
 use punctual_core::{Result, Tag, Timestamp};
-use serde::Serialize;
 
 use crate::keys::ShardKeys;
 use crate::{SCRIPT_BATCH, Shared};
 
-/// The members of an event that the caller knows, in their stored names (see
-/// `punctual_core::history`'s table), each left out when it is `None`.
-#[derive(Debug, Default, Serialize)]
-pub(crate) struct Fields<'a> {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    by: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    l: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    d: Option<i64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    o: Option<history::AckOutcome>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    x: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    g: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    ms: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    st: Option<u16>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    a: Option<&'a str>,
+// The members of an event that the caller knows, as a script appends them to the
+// event it makes (`,"by":"…",…`, or `""`): `history::encode_members` of an event
+// holding only them, so their stored names are core's.
+
+/// The members that say who did it.
+pub(crate) fn by_members(by: Option<&Actor>) -> String {
+    history::encode_members(&only_by(by))
 }
 
-impl<'a> Fields<'a> {
-    /// Who did it.
-    pub(crate) fn by(by: Option<&'a Actor>) -> Fields<'a> {
-        Fields { by: by.map(Actor::as_str), ..Fields::default() }
-    }
+/// The members of a cancel by `tag`, by `by`.
+pub(crate) fn tagged_members(by: Option<&Actor>, tag: &Tag) -> String {
+    let mut cancelled = only_by(by);
+    cancelled.tag = Some(tag.as_str().to_owned());
+    history::encode_members(&cancelled)
+}
 
-    /// A cancel by `tag`, by `by`.
-    pub(crate) fn tagged(by: Option<&'a Actor>, tag: &'a Tag) -> Fields<'a> {
-        Fields { g: Some(tag.as_str()), ..Fields::by(by) }
-    }
+/// The members of an ack: the lease's fence, when the task is due again, the
+/// completion's outcome and error, who completes, what the delivery saw.
+pub(crate) fn acked_members(req: &CompleteRequest) -> String {
+    let mut acked = only_by(req.by.as_ref()).report(req.report.as_ref());
+    acked.lease = Some(req.token.fence);
+    acked.due_at = req.completion.next_due();
+    acked.outcome = Some(req.completion.outcome());
+    acked.error = req.completion.error().map(|error| history::clip(error).to_owned());
+    history::encode_members(&acked)
+}
 
-    /// An ack: the lease's fence, when the task is due again, the completion's outcome
-    /// and error, who completes, what the delivery saw.
-    pub(crate) fn acked(req: &'a CompleteRequest) -> Fields<'a> {
-        let report = req.report.as_ref();
-        Fields {
-            l: Some(req.token.fence),
-            d: req.completion.next_due().map(Timestamp::as_millis),
-            o: Some(req.completion.outcome()),
-            x: req.completion.error().map(history::clip),
-            ms: report.and_then(|report| report.took_ms),
-            st: report.and_then(|report| report.status),
-            a: report.and_then(|report| report.answer.as_deref()).map(history::clip),
-            ..Fields::by(req.by.as_ref())
-        }
-    }
-
-    /// The members as a script appends them to its event: `,"by":"…",…`, or `""`.
-    pub(crate) fn members(&self) -> String {
-        let object = serde_json::to_string(self).expect("text and numbers always serialize");
-        match object.strip_prefix('{').and_then(|inner| inner.strip_suffix('}')) {
-            Some(inner) if !inner.is_empty() => format!(",{inner}"),
-            _ => String::new(),
-        }
-    }
+/// An event with no member but who did it (its time, kind and state are the script's).
+fn only_by(by: Option<&Actor>) -> HistoryEvent {
+    HistoryEvent::new(Timestamp::EPOCH, EventKind::Created, by, None)
 }
 
 /// The events of a key's stored history (see the module docs), oldest first.
@@ -158,12 +129,12 @@ mod tests {
 
     #[test]
     fn no_field_of_a_none_is_written() {
-        assert_eq!(Fields::by(None).members(), "");
-        assert_eq!(Fields::by(Some(&Actor::new("ops"))).members(), r#","by":"ops""#);
+        assert_eq!(by_members(None), "");
+        assert_eq!(by_members(Some(&Actor::new("ops"))), r#","by":"ops""#);
         let tag = Tag::new("t").unwrap();
-        assert_eq!(Fields::tagged(None, &tag).members(), r#","g":"t""#);
+        assert_eq!(tagged_members(None, &tag), r#","g":"t""#);
         let done = CompleteRequest::new(token(), Completion::Done, Timestamp::EPOCH);
-        assert_eq!(Fields::acked(&done).members(), r#","l":3,"o":"done""#);
+        assert_eq!(acked_members(&done), r#","l":3,"o":"done""#);
     }
 
     /// What a script makes of the caller's fields reads back as the event they tell,
@@ -176,7 +147,7 @@ mod tests {
         let req = CompleteRequest::new(token(), retry, Timestamp::EPOCH)
             .by(Some(Actor::new("worker \"1\"")))
             .report(Some(report.clone()));
-        let members = Fields::acked(&req).members();
+        let members = acked_members(&req);
         assert!(!members.contains('\n'), "one line: {members}");
         // As lua/lease.lua and lua/complete.lua make them.
         let leased = r#"{"t":5,"e":"leased","s":"leased","n":1,"l":3,"u":35}"#;

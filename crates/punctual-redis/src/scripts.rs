@@ -19,9 +19,10 @@
 //! key of each task (or record) of the call (under the same hash tag), then, for a
 //! schedule, delete or cancel_tag that applies an outbox row, the shard's outbox marks,
 //! and `ARGV[1..3]` = now, the wake-up channel, the queue; the codes it gets for our
-//! enums come from `codes`, the history's fields the caller knows from
-//! [`Fields`](crate::history::Fields). Each call here is one script call: bounding batches (at
-//! most [`SCRIPT_BATCH`](crate::SCRIPT_BATCH)) is the caller's part.
+//! enums come from `codes`, the history's fields the caller knows from `history`
+//! ([`by_members`](crate::history::by_members) and the others). Each call here is one
+//! script call: bounding batches (at most [`SCRIPT_BATCH`](crate::SCRIPT_BATCH)) is
+//! the caller's part.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -41,7 +42,7 @@ use redis::{Script, ScriptInvocation};
 use crate::bands::{Bands, HeadTask};
 use crate::cursor::Cursor;
 use crate::heads::Bound;
-use crate::history::Fields;
+use crate::history::{acked_members, by_members, tagged_members};
 use crate::keys::{self, ShardKeys};
 use crate::nodes::Announcement;
 use crate::shards::Sharding;
@@ -387,7 +388,7 @@ impl OnShard<'_> {
                 .arg(task.group.as_ref().map_or("", |group| group.as_str()))
                 .arg(record::unique_of(task))
                 .arg(task.scheduled_for.as_millis())
-                .arg(Fields::by(task.by.as_ref()).members());
+                .arg(by_members(task.by.as_ref()));
         }
         self.with_row(&mut invocation, row);
         let answer: Vec<Vec<u8>> = self.shared.conn.invoke(&invocation).await?;
@@ -520,7 +521,7 @@ impl OnShard<'_> {
             Some(rate) => invocation.arg(rate.count.max(1)).arg(millis(rate.per).max(1)),
             None => invocation.arg("").arg(""),
         };
-        invocation.arg(Fields::by(req.by.as_ref()).members());
+        invocation.arg(by_members(req.by.as_ref()));
         let answer: Vec<Vec<u8>> = self.shared.conn.invoke(&invocation).await?;
         let [score, key, now, grouped, rest @ ..] = answer.as_slice() else {
             return Err(corrupt("lease answered no head"));
@@ -579,7 +580,7 @@ impl OnShard<'_> {
             let (kind, at, error, anchor) = codes::completion(&req.completion);
             let t = &req.token;
             invocation.arg(t.key.as_str()).arg(t.task_id).arg(t.version).arg(t.fence).arg(kind).arg(at).arg(error);
-            invocation.arg(anchor).arg(Fields::acked(req).members());
+            invocation.arg(anchor).arg(acked_members(req));
         }
         let results: Vec<i64> = self.shared.conn.invoke(&invocation).await?;
         Ok(results.into_iter().map(|r| r == 1).collect())
@@ -588,7 +589,7 @@ impl OnShard<'_> {
     /// `lua/extend.lua`: the lease's new expiry, or `LeaseLost`.
     pub(crate) async fn extend(&self, req: &punctual_core::store::ExtendRequest) -> Result<Timestamp> {
         let mut invocation = self.invocation(&self.shared.scripts.extend, req.now);
-        with_token(&mut invocation, &req.token).arg(millis(req.lease_for)).arg(Fields::by(req.by.as_ref()).members());
+        with_token(&mut invocation, &req.token).arg(millis(req.lease_for)).arg(by_members(req.by.as_ref()));
         let expiry: i64 = self.shared.conn.invoke(&invocation).await?;
         if expiry < 0 { Err(Error::LeaseLost) } else { Ok(Timestamp::from_millis(expiry)) }
     }
@@ -623,7 +624,7 @@ impl OnShard<'_> {
     /// not dead.
     pub(crate) async fn retry_dead(&self, key: &TaskKey, now: Timestamp, by: Option<&Actor>) -> Result<Option<Task>> {
         let mut invocation = self.invocation(&self.shared.scripts.retry_dead, now);
-        invocation.arg(key.as_str()).arg(Fields::by(by).members());
+        invocation.arg(key.as_str()).arg(by_members(by));
         let record: Vec<u8> = self.shared.conn.invoke(&invocation).await?;
         if record.is_empty() {
             return Ok(None);
@@ -639,7 +640,7 @@ impl OnShard<'_> {
         by: Option<&Actor>,
     ) -> Result<RetriedBatch> {
         let mut invocation = self.invocation(&self.shared.scripts.retry_dead_many, now);
-        let fields = Fields::by(by).members();
+        let fields = by_members(by);
         match batch {
             DeadBatch::All { bound, size } => {
                 invocation.arg("all").arg(size).arg(fields).arg(bound);
@@ -673,7 +674,7 @@ impl OnShard<'_> {
             DeleteIf::Any => "any",
             DeleteIf::Dead => "dead",
         };
-        invocation.arg(key.as_str()).arg(only).arg(Fields::by(by).members());
+        invocation.arg(key.as_str()).arg(only).arg(by_members(by));
         self.with_row(&mut invocation, row);
         let deleted: i64 = self.shared.conn.invoke(&invocation).await?;
         Ok((deleted >= 0).then_some(deleted == 1))
@@ -700,7 +701,7 @@ impl OnShard<'_> {
     ) -> Result<Option<u64>> {
         let now = row.map_or(Timestamp::EPOCH, |row| row.now);
         let mut invocation = self.invocation(&self.shared.scripts.cancel_tag, now);
-        invocation.arg(tag.as_str()).arg(limit).arg(Fields::tagged(by, tag).members());
+        invocation.arg(tag.as_str()).arg(limit).arg(tagged_members(by, tag));
         self.with_row(&mut invocation, row);
         let deleted: i64 = self.shared.conn.invoke(&invocation).await?;
         Ok(u64::try_from(deleted).ok())
@@ -711,7 +712,7 @@ impl OnShard<'_> {
     pub(crate) async fn purge(&self, selection: PurgeSelection, limit: usize, by: Option<&Actor>) -> Result<Purged> {
         debug_assert!(limit >= 1, "a purge batch of 0 looks at nothing and tells nothing");
         let mut invocation = self.invocation(&self.shared.scripts.purge, Timestamp::EPOCH);
-        invocation.arg(codes::purge_selection(selection)).arg(limit).arg(Fields::by(by).members());
+        invocation.arg(codes::purge_selection(selection)).arg(limit).arg(by_members(by));
         let (deleted, more): (u64, i64) = self.shared.conn.invoke(&invocation).await?;
         Ok(Purged { deleted, more: more == 1 })
     }
