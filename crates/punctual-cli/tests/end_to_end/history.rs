@@ -185,6 +185,8 @@ fn the_audit_names_who_changed_queues_calendars_and_access_newest_first() {
         (Some("order.cancel"), Some(3))
     );
     assert!(audit.json["next_cursor"].is_null(), "one page");
+    let whole = ops.get(&format!("/v1/audit?limit={}", entries.len()));
+    assert!(whole.expect(200, "a page of all")["next_cursor"].is_null(), "a page that holds the rest ends the walk");
 
     // Paging, and the permission it takes.
     let first = ops.get("/v1/audit?limit=2");
