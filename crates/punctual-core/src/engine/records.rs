@@ -123,12 +123,16 @@ impl<S: Store> Engine<S> {
     }
 
     /// One page of the audit, newest first: at most `limit` entries (1 to
-    /// [`MAX_LIST_LIMIT`](crate::MAX_LIST_LIMIT)) older than the entry `before`.
-    pub async fn audit(&self, limit: u32, before: Option<u64>) -> Result<Vec<AuditEntry>> {
+    /// [`MAX_LIST_LIMIT`](crate::MAX_LIST_LIMIT)) older than the entry `before`, and
+    /// whether an older one exists (the store is asked for one more).
+    pub async fn audit(&self, limit: u32, before: Option<u64>) -> Result<(Vec<AuditEntry>, bool)> {
         if !(1..=crate::MAX_LIST_LIMIT).contains(&limit) {
             return Err(Error::invalid("limit", format!("{limit} is outside 1 to {}", crate::MAX_LIST_LIMIT)));
         }
-        self.inner.store.audit(AuditRequest::new(limit, before)).await
+        let mut entries = self.inner.store.audit(AuditRequest::new(limit + 1, before)).await?;
+        let more = entries.len() > limit as usize;
+        entries.truncate(limit as usize);
+        Ok((entries, more))
     }
 
     /// Sets (or, with `None`, removes) the task defaults of the queue set at run time,

@@ -359,10 +359,7 @@ pub(crate) async fn audit<S: Store>(
             ApiError::invalid("cursor", "this cursor was not issued by this server; start again without one")
         })?),
     };
-    // One entry more than the page tells whether a next page has any.
-    let mut entries = state.inner.engine.audit(limit + 1, before).await?;
-    let more = entries.len() > limit as usize;
-    entries.truncate(limit as usize);
+    let (entries, more) = state.inner.engine.audit(limit, before).await?;
     let next_cursor = entries.last().filter(|_| more).map(|last| last.seq.to_string());
     let entries = entries
         .into_iter()
