@@ -4,9 +4,12 @@
 //! Invariants: nothing is written unless the lease is live (`lease::live`); then each
 //! completion is one statement, atomic by itself, then its history (the ack appended
 //! to the task's pending events, or those and the ack moved to the key's history; see
-//! `history`), but the deletion of a tagged task or of one with a dedupe window (which
-//! writes its completion record, `completions`), which runs in a savepoint: so a
-//! failed completion leaves its task as it was. A task put back to scheduled
+//! `history`); the deletion of a tagged task or of one with a dedupe window (which
+//! writes its completion record, `completions`) runs in a savepoint. A write that fails
+//! after another of its completion fails the whole job ([`complete`]'s outer
+//! `Result`), which the job's savepoint undoes: so no completion is left half written,
+//! its change without its history event, and a batch of completions needs no
+//! savepoint per completion. A task put back to scheduled
 //! takes its lane's code. A reschedule anchors the task at the completion's anchor; no
 //! completion writes the task's timing.
 
@@ -46,8 +49,19 @@ static DIE: Sql = Sql::new(|| {
     )
 });
 
-pub(crate) fn complete(conn: &Connection, store: StoreId, req: &CompleteRequest) -> Result<()> {
-    let Live { queue_id, task, pending } = live(conn, store, &req.token, req.now)?;
+/// The outer `Result` fails the whole job (a write failed after others of this
+/// completion, which the job's savepoint undoes); the inner one is this completion's
+/// own answer (its lease is not live: nothing was written).
+pub(crate) fn complete(conn: &Connection, store: StoreId, req: &CompleteRequest) -> Result<Result<()>> {
+    match live(conn, store, &req.token, req.now) {
+        Ok(live) => write(conn, live, req).map(Ok),
+        Err(refused) => Ok(Err(refused)),
+    }
+}
+
+/// The writes of `req`, whose lease `live` holds: the completion, then its history.
+fn write(conn: &Connection, live: Live, req: &CompleteRequest) -> Result<()> {
+    let Live { queue_id, task, pending } = live;
     let id = i64::try_from(task.meta.id).map_err(corrupt)?;
     let (key, now) = (req.token.key.as_str(), req.now.as_millis());
     let update = |sql: &str, parameters: &[&dyn rusqlite::ToSql]| {

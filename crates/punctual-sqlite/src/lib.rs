@@ -378,16 +378,16 @@ impl Store for SqliteStore {
 
     async fn complete(&self, req: CompleteRequest) -> Result<()> {
         let id = self.shared.id;
-        self.write_soft(move |conn| complete::complete(conn, id, &req)).await
+        self.write_soft(move |conn| complete::complete(conn, id, &req)?).await
     }
 
     async fn complete_many(&self, reqs: Vec<CompleteRequest>) -> Result<Vec<Result<()>>> {
         let id = self.shared.id;
         self.write_soft(move |conn| {
             // Each ack applies alone without a savepoint of its own: `complete::complete`
-            // writes nothing until the lease is found live, then one statement (atomic
-            // by itself), or a savepoint around the several a tagged task's deletion takes.
-            Ok(reqs.iter().map(|req| complete::complete(conn, id, req)).collect())
+            // writes nothing until the lease is found live (a refusal is the ack's own
+            // answer), and a write that fails after another fails the job, undone whole.
+            reqs.iter().map(|req| complete::complete(conn, id, req)).collect()
         })
         .await
     }

@@ -71,7 +71,9 @@ fn leasing_in_turns_compiles_no_statement_again() {
         let batch = crate::lease::lease(&conn, store, &request, 0).unwrap();
         let Some(lease) = batch.leases.into_iter().next() else { break };
         leased += 1;
-        crate::complete::complete(&conn, store, &CompleteRequest::new(lease.token, Completion::Done, now)).unwrap();
+        crate::complete::complete(&conn, store, &CompleteRequest::new(lease.token, Completion::Done, now))
+            .unwrap()
+            .unwrap();
     }
     assert_eq!(leased, 40);
     assert_compiled_once(
@@ -106,7 +108,9 @@ fn leasing_under_a_rate_compiles_no_statement_again() {
         let batch = crate::lease::lease(&conn, store, &request.group_limit(Some(2)), 0).unwrap();
         for lease in batch.leases {
             leased += 1;
-            crate::complete::complete(&conn, store, &CompleteRequest::new(lease.token, Completion::Done, now)).unwrap();
+            crate::complete::complete(&conn, store, &CompleteRequest::new(lease.token, Completion::Done, now))
+                .unwrap()
+                .unwrap();
         }
         if leased == 40 {
             break;
