@@ -95,7 +95,10 @@ test("a task's page shows its history, oldest first; once it is gone, its page s
   for (const event of ["leased", "acked"]) assert.equal(await cell(event, "event").textContent(), `${event} by mailer`);
   assert.match(await cell("created", "details").textContent(), /^due .+ \(in 59 min \d+ s\)$/);
   assert.match(await cell("replaced", "details").textContent(), /^changed due_at, payload · due /);
-  assert.match(await cell("leased", "details").textContent(), /^try 1 · lease \d+ · until /);
+  // The lease: on which node, with the delivery id the worker saw.
+  const leasedDetails = await cell("leased", "details").textContent();
+  assert.match(leasedDetails, /^try 1 · lease \d+ · until .+ · on .+:\d+ \(pid \d+\) · delivery /);
+  assert.ok(leasedDetails.endsWith(` · delivery ${lease.delivery_id}`), leasedDetails);
   assert.match(await cell("acked", "details").textContent(), /^try 1 · lease \d+ · retry at .+: boom$/);
   assert.equal(await cell("cancelled", "details").textContent(), "–");
   assert.deepEqual(await rows().locator('td[data-col="state"]').allTextContents(),

@@ -70,6 +70,12 @@ type HistoryEvent struct {
 	TookMs *int64  `json:"took_ms"`
 	Status *int    `json:"status"`
 	Answer *string `json:"answer"`
+	// A lease (leased only): Node is the name of the server node that handed it out,
+	// e.g. "web-1:7575 (pid 4242)" (nil for a lease taken through the library without a
+	// node name); DeliveryID is the lease's delivery id, the one its Lease and a push
+	// delivery carry, the same for every try of one occurrence.
+	Node       *string `json:"node"`
+	DeliveryID *string `json:"delivery_id"`
 }
 
 // AuditAction is what an entry of the audit log records.

@@ -44,7 +44,8 @@ func TestHistoryOfAScheduledReplacedCancelledTask(t *testing.T) {
 		kinds, states = append(kinds, e.Event), append(states, e.State)
 		// A server without tokens names nobody; a schedule is neither a try nor a lease.
 		if e.By != nil || e.Attempt != nil || e.Lease != nil || e.LeaseExpiresAt != nil || e.Outcome != nil ||
-			e.Error != nil || e.Tag != nil || e.TookMs != nil || e.Status != nil || e.Answer != nil {
+			e.Error != nil || e.Tag != nil || e.TookMs != nil || e.Status != nil || e.Answer != nil || e.Node != nil ||
+			e.DeliveryID != nil {
 			t.Errorf("%s: a field that does not apply is set: %+v", e.Event, e)
 		}
 	}
@@ -142,6 +143,18 @@ func TestHistoryEventEveryField(t *testing.T) {
 		Changed: []string{"target"}, Tag: &tag, TookMs: &took, Status: &status, Answer: &answer}
 	if !reflect.DeepEqual(e, want) {
 		t.Errorf("read %+v, want %+v", e, want)
+	}
+	// Node and DeliveryID come on a leased event only (want leaves them nil on the acked one).
+	var leased punctual.HistoryEvent
+	err = json.Unmarshal([]byte(`{"at": "2026-12-06T05:56:06.219Z", "event": "leased", "state": "leased", "attempt": 2,
+		"lease": 7, "lease_expires_at": "2026-12-06T05:56:36.219Z", "node": "web-1:7575 (pid 4242)",
+		"delivery_id": "0000000000001-7f-1-1"}`), &leased)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if leased.Event != punctual.HistoryLeased || leased.Node == nil || *leased.Node != "web-1:7575 (pid 4242)" ||
+		leased.DeliveryID == nil || *leased.DeliveryID != "0000000000001-7f-1-1" {
+		t.Errorf("read %+v, want its node and delivery id", leased)
 	}
 	var a punctual.AuditEntry
 	if err := json.Unmarshal([]byte(`{"at": "2026-12-06T05:56:06.219Z", "by": "ops", "action": "calendar.set",

@@ -35,7 +35,7 @@ def test_history_of_a_scheduled_replaced_cancelled_task(client: punctual.Client,
     # A server without tokens names nobody, and a schedule is neither a try nor a lease.
     for event in history.events:
         assert (event.by, event.attempt, event.lease, event.outcome, event.error) == (None,) * 5
-        assert (event.tag, event.took, event.status, event.answer) == (None,) * 4
+        assert (event.tag, event.took, event.status, event.answer, event.node, event.delivery_id) == (None,) * 6
     assert cancelled.due_at is None and cancelled.raw["event"] == "cancelled"
 
     with pytest.raises(punctual.NotFound):
@@ -74,6 +74,13 @@ def test_every_field_of_an_event_read() -> None:
         lease_expires_at=dt.datetime(2026, 12, 6, 5, 56, 36, 219000, tzinfo=utc), outcome="retry",
         error="HTTP 503", changed=["target"], tag="t", took=dt.timedelta(milliseconds=1500), status=503,
         answer="busy")
+    assert (event.node, event.delivery_id) == (None, None)  # a leased event's only
+    leased = punctual.HistoryEvent.from_json({
+        "at": "2026-12-06T05:56:06.219Z", "event": "leased", "state": "leased", "attempt": 2, "lease": 7,
+        "lease_expires_at": "2026-12-06T05:56:36.219Z", "node": "web-1:7575 (pid 4242)",
+        "delivery_id": "0000000000001-7f-1-1"})
+    assert (leased.event, leased.node, leased.delivery_id) == (
+        "leased", "web-1:7575 (pid 4242)", "0000000000001-7f-1-1")
     entry = punctual.AuditEntry.from_json({
         "at": "2026-12-06T05:56:06.219Z", "by": "ops", "action": "calendar.set", "calendar": "cn-office",
         "detail": {"version": 2, "hours_changed": True}})

@@ -482,6 +482,13 @@ export interface HistoryEvent {
   status?: number;
   /** A push delivery's ack: the first bytes (at most 200) of the far end's answer. */
   answer?: string;
+  /**
+   * A lease (leased): the name of the server node that handed it out, e.g. "web-1:7575 (pid 4242)";
+   * absent for a lease taken through the library without a node name.
+   */
+  node?: string;
+  /** A lease (leased): its deliveryId (see Lease), the same for every try of one occurrence. */
+  deliveryId?: string;
 }
 
 /** What happened to a task, also once it is gone: its events, oldest first (at most the latest 100). */

@@ -34,7 +34,8 @@ test("history: schedule, replace, cancel; gone afterwards, its events kept", asy
   assert.equal(cancelled.dueAt, undefined);
   for (const e of history.events) {
     // A server without tokens names nobody; a schedule is neither a try nor a lease.
-    for (const member of ["by", "attempt", "lease", "leaseExpiresAt", "outcome", "error", "tag", "tookMs", "status", "answer"]) {
+    for (const member of ["by", "attempt", "lease", "leaseExpiresAt", "outcome", "error", "tag", "tookMs", "status", "answer",
+      "node", "deliveryId"]) {
       assert.equal(e[member], undefined, `${e.event}.${member}`);
     }
   }
@@ -77,6 +78,9 @@ test("history: every member of an event read, those the server tests do not reac
       at: "2026-12-06T05:56:06.219Z", event: "acked", by: "shop", state: "scheduled", attempt: 2, lease: 7,
       due_at: "2026-12-06T06:00:00.000Z", lease_expires_at: "2026-12-06T05:56:36.219Z", outcome: "retry",
       error: "HTTP 503", changed: ["due_at", "policies"], tag: "t", took_ms: 1500, status: 503, answer: "busy",
+    }, {
+      at: "2026-12-06T05:56:06.219Z", event: "leased", state: "leased", attempt: 2, lease: 7,
+      lease_expires_at: "2026-12-06T05:56:36.219Z", node: "web-1:7575 (pid 4242)", delivery_id: "0000000000001-7f-1-1",
     }],
   };
   assert.deepEqual(fromWire(wire, SHAPES.history), {
@@ -87,6 +91,10 @@ test("history: every member of an event read, those the server tests do not reac
       at: "2026-12-06T05:56:06.219Z", event: "acked", by: "shop", state: "scheduled", attempt: 2, lease: 7,
       dueAt: "2026-12-06T06:00:00.000Z", leaseExpiresAt: "2026-12-06T05:56:36.219Z", outcome: "retry",
       error: "HTTP 503", changed: ["dueAt", "policies"], tag: "t", tookMs: 1500, status: 503, answer: "busy",
+    }, {
+      // node and deliveryId come on a leased event only (deepEqual: absent on the acked one).
+      at: "2026-12-06T05:56:06.219Z", event: "leased", state: "leased", attempt: 2, lease: 7,
+      leaseExpiresAt: "2026-12-06T05:56:36.219Z", node: "web-1:7575 (pid 4242)", deliveryId: "0000000000001-7f-1-1",
     }],
   });
 });

@@ -61,6 +61,7 @@ const canAdmin: boolean = (await client.access()).permissions.includes("admin");
 const history = await client.history("order.cancel", "order-1234");
 const retention: number = history.retentionMs;
 history.events.forEach((e) => e.at.toUpperCase() + e.by?.toUpperCase() + (e.attempt ?? 0).toFixed() + e.changed?.join(",") + e.tookMs);
+history.events.forEach((e) => e.event + e.node?.toUpperCase() + e.deliveryId?.toUpperCase());
 const gone: boolean = history.events.some((e) => e.state === "gone" && e.event === "cancelled" && e.outcome !== "dead");
 // @ts-expect-error a history event is camelCase: no lease_expires_at
 history.events[0]?.lease_expires_at;

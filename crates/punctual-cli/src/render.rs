@@ -240,6 +240,8 @@ pub(crate) fn history_table(history: &Value, now: &Now) -> String {
             add("outcome", &e["outcome"]);
             add("due", &Value::from(e["due_at"].as_str().map(|_| now.time(&e["due_at"]))));
             add("until", &Value::from(e["lease_expires_at"].as_str().map(|_| now.time(&e["lease_expires_at"]))));
+            add("on", &e["node"]);
+            add("delivery", &e["delivery_id"]);
             add("tag", &e["tag"]);
             add("status", &e["status"]);
             add("took ms", &e["took_ms"]);

@@ -24,7 +24,7 @@
 //! | cancel | `cancelled` | |
 //! | cancel by tag | `cancelled` | `tag` |
 //! | purge | `purged` | |
-//! | lease | `leased` | `attempt` (the try: attempts + 1), `lease` (the fence), `until` |
+//! | lease | `leased` | `node` (the request's), `delivery_id`, `attempt` (the try: attempts + 1), `lease` (the fence), `until` |
 //! | extend | `extended` | `lease`, `until` |
 //! | release | `released` | `lease` |
 //! | complete | `acked` | `lease`, `attempt`, `outcome`, `due_at` (when scheduled again), `error`, and the [`DeliveryReport`] |
@@ -48,6 +48,8 @@
 //! | kind | `e` | the event's name |
 //! | by | `by` | text |
 //! | state | `s` | `scheduled`, `leased`, `dead`; left out when gone |
+//! | node | `nd` | text |
+//! | delivery_id | `di` | text ([`Task::delivery_id`]) |
 //! | attempt | `n` | number |
 //! | lease | `l` | number |
 //! | due_at | `d` | epoch ms |
@@ -196,6 +198,10 @@ pub struct HistoryEvent {
     pub by: Option<String>,
     /// The task's state after the event; `None` when it is gone.
     pub state: Option<TaskState>,
+    /// The node that leased (a `leased` event).
+    pub node: Option<String>,
+    /// The lease's [`Task::delivery_id`] (a `leased` event).
+    pub delivery_id: Option<String>,
     pub attempt: Option<u32>,
     pub lease: Option<u64>,
     pub due_at: Option<Timestamp>,
@@ -215,6 +221,8 @@ impl HistoryEvent {
             kind,
             by: by.map(|by| by.as_str().to_owned()),
             state,
+            node: None,
+            delivery_id: None,
             attempt: None,
             lease: None,
             due_at: None,
@@ -241,9 +249,11 @@ impl HistoryEvent {
         }
     }
 
-    /// `leased` of `task` as a lease left it.
-    pub fn leased(task: &Task, by: Option<&Actor>, now: Timestamp) -> HistoryEvent {
+    /// `leased` of `task` as a lease on `node` left it.
+    pub fn leased(task: &Task, by: Option<&Actor>, node: Option<&str>, now: Timestamp) -> HistoryEvent {
         HistoryEvent {
+            node: node.map(str::to_owned),
+            delivery_id: Some(task.delivery_id()),
             attempt: Some(task.attempts + 1),
             lease: Some(task.meta.fence),
             until: task.lease_expires_at,
@@ -360,6 +370,10 @@ struct Stored {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     s: Option<TaskState>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    nd: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    di: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     n: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     l: Option<u64>,
@@ -407,6 +421,8 @@ pub fn encode(event: &HistoryEvent) -> String {
         e: event.kind,
         by: event.by.clone(),
         s: event.state,
+        nd: event.node.clone(),
+        di: event.delivery_id.clone(),
         n: event.attempt,
         l: event.lease,
         d: event.due_at.map(Timestamp::as_millis),
@@ -449,6 +465,8 @@ pub fn decode(text: &str) -> Result<HistoryEvent> {
         kind: stored.e,
         by: stored.by,
         state: stored.s,
+        node: stored.nd,
+        delivery_id: stored.di,
         attempt: stored.n,
         lease: stored.l,
         due_at: stored.d.map(Timestamp::from_millis),
@@ -484,6 +502,10 @@ mod tests {
         let mut replaced = HistoryEvent::new(Timestamp::EPOCH, EventKind::Replaced, None, None);
         replaced.changed = vec!["due_at".into(), "payload".into()];
         assert_eq!(decode(&encode(&replaced)).unwrap(), replaced);
+        let mut leased = HistoryEvent::new(Timestamp::EPOCH, EventKind::Leased, None, Some(TaskState::Leased));
+        leased.node = Some("web-1:7575 (pid 42)".into());
+        leased.delivery_id = Some("aaaaaaaaaaaaa-1f-2-3".into());
+        assert_eq!(decode(&encode(&leased)).unwrap(), leased);
     }
 
     #[test]

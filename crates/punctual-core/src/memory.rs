@@ -633,7 +633,7 @@ impl Inner {
             let Some((group, key)) = self.next_head(req, &prefer) else { break };
             let Some(task) = self.get(&req.queue, &key) else { break };
             let leased = transitions::lease(task, req.lease_for, req.now);
-            let event = HistoryEvent::leased(&leased, req.by.as_ref(), req.now);
+            let event = HistoryEvent::leased(&leased, req.by.as_ref(), req.node.as_deref(), req.now);
             self.record(&req.queue, &key, event);
             self.put(leased.clone());
             leases.push(Lease::of(leased));

@@ -17,6 +17,7 @@
 //!   process using it. A store found emptied gets a new one ([`StoreReset`]).
 
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::audit::{AuditAction, AuditEntry, AuditRequest};
@@ -236,11 +237,30 @@ pub struct LeaseRequest {
     pub group_rate: Option<Rate>,
     /// Who leases, for the history's `leased` events.
     pub by: Option<Actor>,
+    /// The node that leases (its name among those sharing the store), for the
+    /// history's `leased` events.
+    pub node: Option<Arc<str>>,
 }
 
 impl LeaseRequest {
     pub fn new(queue: QueueName, max: u32, lease_for: Duration, now: Timestamp) -> LeaseRequest {
-        LeaseRequest { queue, lane: Lane::Handler, max, lease_for, now, group_limit: None, group_rate: None, by: None }
+        LeaseRequest {
+            queue,
+            lane: Lane::Handler,
+            max,
+            lease_for,
+            now,
+            group_limit: None,
+            group_rate: None,
+            by: None,
+            node: None,
+        }
+    }
+
+    /// Leases on the node named `node`.
+    pub fn on_node(mut self, node: Option<Arc<str>>) -> LeaseRequest {
+        self.node = node;
+        self
     }
 
     pub fn by(mut self, by: Option<Actor>) -> LeaseRequest {

@@ -31,7 +31,7 @@
 //!   after shard until the request's limit.
 
 use punctual_core::history::{self, Actor, EventKind, HistoryEvent};
-use punctual_core::store::{CompleteRequest, HistoryRequest, HistorySweepRequest, corrupt};
+use punctual_core::store::{CompleteRequest, HistoryRequest, HistorySweepRequest, LeaseRequest, corrupt};
 use punctual_core::{Result, Tag, Timestamp};
 
 use crate::keys::ShardKeys;
@@ -44,6 +44,13 @@ use crate::{SCRIPT_BATCH, Shared};
 /// The members that say who did it.
 pub(crate) fn by_members(by: Option<&Actor>) -> String {
     history::encode_members(&only_by(by))
+}
+
+/// The members of a lease's events that its request knows: who leases, on which node.
+pub(crate) fn leased_members(req: &LeaseRequest) -> String {
+    let mut leased = only_by(req.by.as_ref());
+    leased.node = req.node.as_deref().map(str::to_owned);
+    history::encode_members(&leased)
 }
 
 /// The members of a cancel by `tag`, by `by`.

@@ -42,7 +42,7 @@ use redis::{Script, ScriptInvocation};
 use crate::bands::{Bands, HeadTask};
 use crate::cursor::Cursor;
 use crate::heads::Bound;
-use crate::history::{acked_members, by_members, tagged_members};
+use crate::history::{acked_members, by_members, leased_members, tagged_members};
 use crate::keys::{self, ShardKeys};
 use crate::nodes::Announcement;
 use crate::shards::Sharding;
@@ -521,7 +521,7 @@ impl OnShard<'_> {
             Some(rate) => invocation.arg(rate.count.max(1)).arg(millis(rate.per).max(1)),
             None => invocation.arg("").arg(""),
         };
-        invocation.arg(by_members(req.by.as_ref()));
+        invocation.arg(leased_members(req)).arg(format!("{}-", self.store()));
         let answer: Vec<Vec<u8>> = self.shared.conn.invoke(&invocation).await?;
         let [score, key, now, grouped, rest @ ..] = answer.as_slice() else {
             return Err(corrupt("lease answered no head"));

@@ -257,7 +257,8 @@ async fn run<S: Store>(
     }
     let clock: Arc<dyn Clock> = sharing.clock.unwrap_or_else(|| Arc::new(SystemClock));
     let port = listener.local_addr().map_or(0, |a| a.port());
-    let engine = Engine::start(store, settings.engine_config().clock(Arc::clone(&clock)));
+    let node = policy::node_name(port);
+    let engine = Engine::start(store, settings.engine_config().clock(Arc::clone(&clock)).node(node.as_str()));
     let state = match AppState::new(engine.clone(), HttpOptions::from(settings)).await {
         Ok(state) => state,
         Err(e) => {
@@ -275,7 +276,7 @@ async fn run<S: Store>(
                 Some(nodes) => {
                     let announcer = policy::Announcer {
                         nodes,
-                        node: policy::node_name(port),
+                        node,
                         policy: policy::DeliveryPolicy::new(&settings.egress, settings.targets_secret.as_ref()),
                         peers: state.delivery_policy().clone(),
                         note: queue_workers.runtime().refusal_note(),

@@ -28,7 +28,7 @@
 
 use punctual_core::history::{Actor, EventKind, HISTORY_LIMIT, HistoryEvent, decode, encode};
 use punctual_core::store::{HistoryRequest, HistorySweepRequest};
-use punctual_core::{Result, TaskState, Timestamp};
+use punctual_core::{Result, StoreId, TaskState, Timestamp};
 use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::map_err;
@@ -56,18 +56,26 @@ pub(crate) fn appending(event: &str) -> String {
 
 /// SQL: the stored form of the `leased` event of a row that a lease statement leases,
 /// from the parameter `head` (holding [`leased_head`]), the SQL `fence` of its new
-/// fence and `until` of its lease's expiry (the try is its attempts so far, plus one).
+/// fence and `until` of its lease's expiry: the head, the rest of the row's delivery
+/// id, then the try (its attempts so far, plus one), the fence and the expiry.
 pub(crate) fn leased_sql(head: &str, fence: &str, until: &str) -> String {
-    format!("{head} || (attempts + 1) || ',\"l\":' || {fence} || ',\"u\":' || {until} || '}}'")
+    format!(
+        "{head} || printf('%x-%d-%d', id, version, occurrence) || '\",\"n\":' || (attempts + 1) \
+         || ',\"l\":' || {fence} || ',\"u\":' || {until} || '}}'"
+    )
 }
 
-/// The stored form of a `leased` event by `by` at `now` up to its try's number, which
-/// [`leased_sql`] goes on from: as `encode` writes it, so the two agree (tested).
-pub(crate) fn leased_head(by: Option<&Actor>, now: Timestamp) -> String {
+/// The stored form of a `leased` event by `by` on `node` at `now`, of a task of the
+/// store `store`, up to its delivery id's part after the store's, which [`leased_sql`]
+/// goes on from: as `encode` writes it, so the two agree (tested).
+pub(crate) fn leased_head(by: Option<&Actor>, node: Option<&str>, store: StoreId, now: Timestamp) -> String {
     let mut event = HistoryEvent::new(now, EventKind::Leased, by, Some(TaskState::Leased));
-    (event.attempt, event.lease, event.until) = (Some(1), Some(1), Some(now));
+    let store = format!("{store}-");
+    event.node = node.map(str::to_owned);
+    event.delivery_id = Some(store.clone());
     let text = encode(&event);
-    let cut = text.find("\"n\":").map_or(text.len(), |at| at + 4);
+    let opening = format!("\"di\":\"{store}");
+    let cut = text.find(&opening).map_or(text.len(), |at| at + opening.len());
     text[..cut].to_owned()
 }
 
@@ -207,23 +215,25 @@ mod tests {
     }
 
     /// The `leased` event a lease statement writes in SQL is the one `encode` writes,
-    /// byte for byte, with and without a name.
+    /// byte for byte (its delivery id the lease's), with and without names.
     #[test]
     fn a_lease_tells_its_event_as_encode_writes_it() {
         let conn = crate::schema::in_memory();
         let (store, now) = (StoreId::from_bits(7), Timestamp::from_millis(1_000));
         let queue = QueueName::new("reminders").unwrap();
-        for (name, by) in [("named", Some(Actor::new("worker \"7\""))), ("anonymous", None)] {
+        let named = (Some(Actor::new("worker \"7\"")), Some(std::sync::Arc::from("web-1:7575 (pid 42)")));
+        for (name, (by, node)) in [("named", named), ("anonymous", (None, None))] {
             let task = NewTask::new(queue.clone(), TaskKey::new(name).unwrap(), now);
             crate::schedule::schedule(&conn, store, vec![task], now).unwrap().pop().unwrap().unwrap();
-            let request = LeaseRequest::new(queue.clone(), 1, Duration::from_secs(30), now).by(by.clone());
+            let request =
+                LeaseRequest::new(queue.clone(), 1, Duration::from_secs(30), now).by(by.clone()).on_node(node.clone());
             let batch = crate::lease::lease(&conn, store, &request, 0).unwrap();
             let leased = &batch.leases[0].task;
             let (count, events) = pending_of(&conn, name);
             let events = events.unwrap();
             assert_eq!(count, 2, "created and leased");
             let told = events.split('\n').nth(1).unwrap();
-            assert_eq!(told, encode(&HistoryEvent::leased(leased, by.as_ref(), now)), "{name}");
+            assert_eq!(told, encode(&HistoryEvent::leased(leased, by.as_ref(), node.as_deref(), now)), "{name}");
         }
     }
 

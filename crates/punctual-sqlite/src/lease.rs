@@ -36,7 +36,7 @@ pub(crate) fn lease(conn: &Connection, store: StoreId, req: &LeaseRequest, fence
         fence_floor,
         group_limit: req.group_limit.map_or(i64::MAX, i64::from),
         group_rate: req.group_rate.map(|rate| RateTerms::new(rate, req.now)),
-        leased_head: history::leased_head(req.by.as_ref(), req.now),
+        leased_head: history::leased_head(req.by.as_ref(), req.node.as_deref(), store, req.now),
     };
     if leasing.group_rate.is_some() {
         crate::group_rate::drop_ended(conn, queue_id, leasing.now)?;

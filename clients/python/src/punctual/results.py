@@ -530,7 +530,10 @@ class HistoryEvent:
     error or why a lease expired; ``changed`` what a replace changed (``due_at``,
     ``payload``, ``tags``, ``priority``, ``group``, ``target``, ``policies``); ``tag`` the
     tag of a cancel by tag; ``took``, ``status`` and ``answer`` what a push delivery's far
-    end answered, and how fast."""
+    end answered, and how fast; ``node`` the name of the server node that handed out a
+    lease (leased; such as ``web-1:7575 (pid 4242)``, None for a lease taken through the
+    library without a node name) and ``delivery_id`` the lease's ``Lease.delivery_id``
+    (leased; the same for every try of one occurrence)."""
 
     at: _dt.datetime
     event: HistoryEventKind
@@ -547,6 +550,8 @@ class HistoryEvent:
     took: Optional[_dt.timedelta] = None
     status: Optional[int] = None
     answer: Optional[str] = None
+    node: Optional[str] = None
+    delivery_id: Optional[str] = None
     raw: Raw = _raw()
 
     @classmethod
@@ -568,6 +573,8 @@ class HistoryEvent:
             took=_millis(data.get("took_ms")),
             status=None if status is None else int(status),
             answer=data.get("answer"),
+            node=data.get("node"),
+            delivery_id=data.get("delivery_id"),
             raw=dict(data),
         )
 

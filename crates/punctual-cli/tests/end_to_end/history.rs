@@ -86,6 +86,10 @@ url = "http://{}/hook"
     assert_eq!((e[0]["by"].as_str(), e[0]["state"].as_str()), (Some("shop"), Some("scheduled")));
     assert_eq!(e[1]["changed"], json!(["due_at"]), "only the due time moved");
     assert_eq!((e[2]["by"].as_str(), e[2]["attempt"].as_u64()), (Some("worker-eu"), Some(1)));
+    let node = format!(":{} (pid {})", server.addr().port(), server.pid().expect("running"));
+    assert!(e[2]["node"].as_str().is_some_and(|name| name.ends_with(&node)), "the node that leased: {}", e[2]);
+    assert_eq!(e[2]["delivery_id"], lease["delivery_id"], "the lease's delivery id");
+    assert!(e[2]["delivery_id"].is_string(), "{lease}");
     assert_eq!((e[3]["outcome"].as_str(), e[3]["error"].as_str()), (Some("retry"), Some("mail server down")));
     assert!(e[3]["due_at"].is_string(), "a retry tells when it is due again: {}", e[3]);
     assert_eq!((e[4]["by"].as_str(), e[4]["state"].as_str()), (Some("ops"), Some("gone")));
@@ -124,6 +128,8 @@ url = "http://{}/hook"
     assert_eq!(lines.len(), 6, "a header and five events:\n{stdout}");
     assert!(lines[1].contains("created") && lines[1].contains("shop"), "{stdout}");
     assert!(lines[2].contains("changed due_at"), "{stdout}");
+    let delivery = lease["delivery_id"].as_str().expect("a delivery id");
+    assert!(lines[3].contains(&format!("delivery {delivery}")) && lines[3].contains(&node), "{stdout}");
     assert!(lines[4].contains("acked") && lines[4].contains("error: mail server down"), "{stdout}");
     assert!(lines[5].contains("cancelled") && lines[5].contains("ops") && lines[5].contains("gone"), "{stdout}");
 

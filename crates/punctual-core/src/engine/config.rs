@@ -89,6 +89,9 @@ pub struct EngineConfig {
     /// refuses their names); [`Engine::set_config_calendars`](crate::Engine::set_config_calendars)
     /// replaces them.
     pub calendars: BTreeMap<CalendarName, Arc<Calendar>>,
+    /// This node's name among those sharing the store, told with each lease it takes
+    /// (the history's `leased` events); `None`: none told.
+    pub node: Option<Arc<str>>,
 }
 
 impl Default for EngineConfig {
@@ -104,6 +107,7 @@ impl Default for EngineConfig {
             history_retention: HashMap::new(),
             observers: Observers::default(),
             calendars: BTreeMap::new(),
+            node: None,
         }
     }
 }
@@ -133,6 +137,11 @@ impl EngineConfig {
     /// Keeps the queue's tasks' histories for `keep` after their latest event.
     pub fn history_retention(mut self, queue: QueueName, keep: Duration) -> EngineConfig {
         self.history_retention.insert(queue, keep);
+        self
+    }
+    /// Names this node `node` in the history of the leases it takes.
+    pub fn node(mut self, node: impl Into<Arc<str>>) -> EngineConfig {
+        self.node = Some(node.into());
         self
     }
     /// Serves `calendar` as `name`, from the config file.

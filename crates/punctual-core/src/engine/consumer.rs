@@ -96,7 +96,8 @@ impl<S: Store> Engine<S> {
                     .in_lane(lane)
                     .group_limit(group_limit)
                     .group_rate(group_rate)
-                    .by(acting());
+                    .by(acting())
+                    .on_node(self.inner.config.node.clone());
                 match self.inner.store.lease(request).await {
                     Ok(batch) => {
                         waker.offer(batch.next_due);

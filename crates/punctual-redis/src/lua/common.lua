@@ -425,14 +425,23 @@ local function fresh(due, anc, id, max, now, tags, tgt, pri, dbu, grp, uq, body)
   return 'S' .. table.concat(f, ',', 1, n) .. '|' .. tags .. tgt .. grp .. body
 end
 
+-- The part of a delivery id (Task::delivery_id) after the store's, of the task `id` at
+-- version `ver` and occurrence `occ`.
+local function delivery_suffix(id, ver, occ)
+  return string.format('%x-%d-%d', id, ver, occ)
+end
+
 -- The scheduled record `rec` leased with `fence` from `now` for `lease_ms`: what
 -- encode(t) writes after decode(rec) and those changes, the debounce bound cleared (a
--- lease ends the burst); and the task's attempts (for the history's event). In format 2 without a bound only the fields that change
+-- lease ends the burst); and for the history's event the task's attempts and its
+-- delivery_suffix. In format 2 without a bound only the fields that change
 -- (lease, fence, age) are made anew, between the header's first five fields and its
 -- fields from the ninth on, both copied as written, found by their commas without
 -- splitting the header. A record with a bound (a 16th field not empty, found by one
 -- match from the ninth field) is decoded and encoded.
 local SIXTEENTH_FROM_NINTH = '^' .. string.rep('[^,|]*,', 7) .. '([^,|]*)'
+-- From the eighth field's comma on: the ninth to the twelfth fields (att, errlen, ver, occ).
+local AFTER_EIGHTH = '^,([^,|]*),?([^,|]*),?([^,|]*),?([^,|]*)'
 local function leased(rec, fence, now, lease_ms)
   local format_2 = STATE_OF_MARK[string.sub(rec, 1, 1)] ~= nil
   local bar = string.find(rec, '|', 2, true)
@@ -449,7 +458,7 @@ local function leased(rec, fence, now, lease_ms)
   if not format_2 or (bound and bound ~= '') then
     local t = decode(rec)
     t.st, t.fence, t.exp, t.updated, t.dbu = 1, fence, now + lease_ms, now, nil
-    return encode(t), t.att
+    return encode(t), t.att, delivery_suffix(t.id, t.ver, t.occ)
   end
   local fields = #commas + 1
   local lead = ''
@@ -463,11 +472,16 @@ local function leased(rec, fence, now, lease_ms)
   end
   local age = unless(now - (due - field(lead, 0)), 0, b36)
   local rest = string.sub(rec, commas[8] or bar)
-  -- The ninth field, the attempts, opens `rest` after its comma (none: 0).
-  local att = 0
-  if commas[8] then att = field(string.match(rest, '^,([^,|]*)'), 0) end
+  -- The ninth field, the attempts, opens `rest` after its comma, the version and the
+  -- occurrence two and three fields on (none: their usual values).
+  local att, ver, occ = 0, 1, 1
+  if commas[8] then
+    local a, _, v, o = string.match(rest, AFTER_EIGHTH)
+    att, ver, occ = field(a, 0), field(v, 1), field(o, 1)
+  end
+  local id = field(string.sub(rec, commas[1] + 1, (commas[2] or bar) - 1))
   if age ~= '' or commas[8] then age = ',' .. age end
-  return 'L' .. first_five .. b36(lease_ms) .. ',' .. b36(fence) .. age .. rest, att
+  return 'L' .. first_five .. b36(lease_ms) .. ',' .. b36(fence) .. age .. rest, att, delivery_suffix(id, ver, occ)
 end
 
 -- What a completion that deletes the task needs of `rec`: state, id, ver, fence, exp,

@@ -14,8 +14,10 @@
 --   that many leased tasks offers none. ARGV[12] the group rate's count ('': none) and
 --   ARGV[13] its per in ms: a group with count slots counting offers none, and each
 --   lease of a group's task takes a slot (group_slots.lua). ARGV[14] the history's
---   fields from the caller (who leases; see tell in common.lua): each task leased is
---   told 'leased' with its try (attempts + 1), its fence and its lease's expiry.
+--   fields from the caller (who leases and on which node; see tell in common.lua) and
+--   ARGV[15] the store's part of a delivery id, with its '-': each task leased is told
+--   'leased' with its try (attempts + 1), its fence, its lease's expiry and its
+--   delivery id.
 -- Returns: { next due ms of what stays scheduled in the lane or '' (leaving out the
 --   groups at the limit; of a group the rate holds, the later of its earliest due time
 --   and its room), the key of the lane's head without a group or '',
@@ -129,9 +131,10 @@ if #due > 0 then
     if rec and i <= urgent_taken and string.sub(rec, 1, 1) ~= 'S' then rec = false end
     if rec then
       fence = fence + 1
-      local att
-      rec, att = leased(rec, fence, now, lease_ms)
-      tell_event(key, head .. ',"n":' .. dec(att + 1) .. ',"l":' .. dec(fence) .. ',"u":' .. exp .. ARGV[14] .. '}')
+      local att, delivery
+      rec, att, delivery = leased(rec, fence, now, lease_ms)
+      tell_event(key, head .. ',"n":' .. dec(att + 1) .. ',"l":' .. dec(fence) .. ',"u":' .. exp .. ARGV[14]
+        .. ',"di":"' .. ARGV[15] .. delivery .. '"}')
       written[#written + 1] = key
       written[#written + 1] = rec
       leases[#leases + 1] = exp

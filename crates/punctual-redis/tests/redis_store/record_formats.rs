@@ -203,7 +203,9 @@ async fn tasks_stored_in_format_1_are_served_as_before_and_new_ones_in_format_2(
     assert!(record("due-1").starts_with("1,"), "a task read in format 1 is written back in format 1");
 
     // Completed: done, retried (error kept), rescheduled (next occurrence).
-    let token = |k: &str| batch.leases.iter().find(|l| l.task.key.as_str() == k).expect("leased").token.clone();
+    let lease_of = |k: &str| batch.leases.iter().find(|l| l.task.key.as_str() == k).expect("leased");
+    let token = |k: &str| lease_of(k).token.clone();
+    let repeating_delivery = lease_of("repeating").delivery_id.clone();
     let acks = vec![
         CompleteRequest::new(token("due-1"), Completion::Done, at(1)),
         CompleteRequest::new(token("due-2"), Completion::Retry { at: at(1000), error: "again".into() }, at(1)),
@@ -255,13 +257,15 @@ async fn tasks_stored_in_format_1_are_served_as_before_and_new_ones_in_format_2(
     assert!(record("repeating").starts_with('S'), "{}", record("repeating"));
     let again = store.get(&q, &key("repeating")).await.expect("get").expect("replaced");
     assert_eq!((again.payload, again.due_at, again.repeat), (json!({"n": 7}), at(120_000), None));
-    // Told as any task's life: its lease (the try and fence read from format 1), its ack,
-    // and the replace, whose body of format 1 is told changed as payload and policies.
+    // Told as any task's life: its lease (the try, fence and delivery id read from format
+    // 1), its ack, and the replace, whose body of format 1 is told changed as payload and
+    // policies.
     let told = store.history(HistoryRequest::new(q.clone(), key("repeating"), Timestamp::EPOCH)).await;
     let told = told.expect("history");
     let kinds: Vec<EventKind> = told.iter().map(|event| event.kind).collect();
     assert_eq!(kinds, [EventKind::Leased, EventKind::Acked, EventKind::Replaced], "{told:#?}");
     assert_eq!((told[0].attempt, told[0].lease), (Some(1), Some(10)));
+    assert_eq!(told[0].delivery_id, Some(repeating_delivery));
     assert_eq!((told[1].outcome, told[1].due_at), (Some(AckOutcome::Reschedule), Some(at(59_000))));
     assert_eq!(told[2].changed, ["due_at", "payload", "policies"]);
 

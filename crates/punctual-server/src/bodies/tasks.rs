@@ -570,6 +570,13 @@ pub(crate) struct HistoryItem {
     /// The task's state after the event: `scheduled`, `leased`, `dead` or `gone`.
     #[schema(value_type = schema::HistoryState)]
     pub(crate) state: &'static str,
+    /// A lease: the name of the node that handed it out (`host:port (pid N)`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) node: Option<String>,
+    /// A lease: its delivery id, as the lease answer and each push delivery carry it
+    /// (the same for every try of one occurrence).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) delivery_id: Option<String>,
     /// The try this event belongs to (leased, acked, expired).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) attempt: Option<u32>,
@@ -616,6 +623,8 @@ impl From<HistoryEvent> for HistoryItem {
             event: event.kind.as_str(),
             by: event.by,
             state: event.state.map_or("gone", TaskState::as_str),
+            node: event.node,
+            delivery_id: event.delivery_id,
             attempt: event.attempt,
             lease: event.lease,
             due_at: event.due_at,

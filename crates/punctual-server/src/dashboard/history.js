@@ -76,6 +76,8 @@ function details(e) {
       break;
     case "leased": case "extended":
       if (e.lease_expires_at) parts.push(`until ${shortTime(e.lease_expires_at)}`);
+      if (e.node) parts.push(`on ${e.node}`);
+      if (e.delivery_id) parts.push(`delivery ${e.delivery_id}`);
       break;
     case "acked": case "expired":
       parts.push(outcome(e, at));

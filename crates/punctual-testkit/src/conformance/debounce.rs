@@ -5,12 +5,14 @@
 //! that never fires), a bound that moves with every schedule instead of holding the
 //! first one's, a bound lost in the store's encoding (kept on `get`, through a restart
 //! of the record's reading), a burst that survives a lease (a schedule after the task
-//! fired capped by an old bound, so it fires at once), and a plain replace that keeps
-//! capping the due time.
+//! fired capped by an old bound, so it fires at once), a plain replace that keeps
+//! capping the due time, and the lease of a task in a burst told with another delivery
+//! id than it handed out.
 
 use std::time::Duration;
 
-use punctual_core::store::Completion;
+use punctual_core::history::EventKind;
+use punctual_core::store::{Completion, HistoryRequest};
 use punctual_core::{IfExists, NewTask, ScheduleOutcome, Store, TaskSpec, Timestamp};
 use serde_json::json;
 
@@ -49,6 +51,13 @@ pub async fn a_debounced_burst_fires_once_with_the_last_payload_by_its_first_tim
     assert_eq!(keys_of(&batch.leases), ["order-7"], "one firing for the burst");
     assert_eq!(batch.leases[0].task.payload, json!({"status": 3}), "with the last payload");
     assert_eq!(batch.leases[0].task.meta.debounce_until, None, "a lease ends the burst");
+    let told = store.history(HistoryRequest::new(queue("notify"), key("order-7"), T0)).await.expect("history");
+    let leased = told.last().expect("the lease is told");
+    assert_eq!(
+        (leased.kind, leased.delivery_id.as_deref()),
+        (EventKind::Leased, Some(batch.leases[0].delivery_id.as_str())),
+        "the lease of a debounced task is told with its delivery id"
+    );
 }
 
 /// A lease ends the burst: a debounced schedule while the task runs, or after it was

@@ -49,11 +49,13 @@ pub async fn a_tasks_life_is_told_event_by_event_and_outlives_it<S: Store>(store
     upsert(&store, second, at_secs(1)).await;
 
     // First try: fails, with what the webhook answered.
+    let node = Some(std::sync::Arc::from("web-1:7575 (pid 42)"));
     let leased = store
-        .lease(LeaseRequest::new(queue("orders"), 1, secs(30), at_secs(120)).by(by("worker-1")))
+        .lease(LeaseRequest::new(queue("orders"), 1, secs(30), at_secs(120)).by(by("worker-1")).on_node(node))
         .await
         .expect("lease");
     let token = leased.leases[0].token.clone();
+    let delivery_id = leased.leases[0].delivery_id.clone();
     let retry = Completion::Retry { at: at_secs(180), error: "the shop answered 503".into() };
     let report = DeliveryReport::new(Some(41), Some(503), Some("busy".into()));
     store
@@ -95,6 +97,11 @@ pub async fn a_tasks_life_is_told_event_by_event_and_outlives_it<S: Store>(store
     );
     assert_eq!((leased.attempt, leased.lease, leased.until), (Some(1), Some(token.fence), Some(at_secs(150))));
     assert_eq!(
+        (leased.node.as_deref(), leased.delivery_id.as_deref()),
+        (Some("web-1:7575 (pid 42)"), Some(delivery_id.as_str())),
+        "the node that leased and the lease's delivery id"
+    );
+    assert_eq!(
         (failed.at, failed.by.as_deref(), failed.outcome),
         (at_secs(121), Some("worker-1"), Some(AckOutcome::Retry))
     );
@@ -103,6 +110,12 @@ pub async fn a_tasks_life_is_told_event_by_event_and_outlives_it<S: Store>(store
     assert_eq!(failed.report.as_ref(), Some(&report), "what the delivery saw is kept with the ack");
 
     assert_eq!((leased_again.attempt, leased_again.lease), (Some(2), Some(second_lease.token.fence)));
+    assert_eq!(
+        (leased_again.node.as_deref(), leased_again.delivery_id.as_deref()),
+        (None, Some(second_lease.delivery_id.as_str())),
+        "a lease on no named node names none"
+    );
+    assert_eq!(second_lease.delivery_id, delivery_id, "one occurrence, one delivery id");
     assert!(second_lease.token.fence > token.fence, "a later lease, a higher fence");
     assert_eq!((expired.at, expired.by.as_deref(), expired.state), (at_secs(210), None, Some(TaskState::Dead)));
     assert_eq!((expired.attempt, expired.lease), (Some(2), Some(second_lease.token.fence)));

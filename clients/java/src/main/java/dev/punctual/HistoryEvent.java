@@ -26,10 +26,15 @@ import java.util.OptionalLong;
  * @param took           a push delivery's ack: how long the delivery took
  * @param status         a push delivery's ack: the HTTP status the far end answered
  * @param answer         a push delivery's ack: the first bytes (at most 200) of its answer
+ * @param node           a lease (leased): the name of the server node that handed it out, such as
+ *                       {@code web-1:7575 (pid 4242)} (null for a lease taken through the library
+ *                       without a node name)
+ * @param deliveryId     a lease (leased): its {@link Delivery#deliveryId()}, the same for every try
+ *                       of one occurrence
  */
 public record HistoryEvent(Instant at, Kind event, State state, String by, OptionalInt attempt, OptionalLong lease,
         Instant dueAt, Instant leaseExpiresAt, AckOutcome outcome, String error, List<String> changed, String tag,
-        Duration took, OptionalInt status, String answer, JsonNode json) {
+        Duration took, OptionalInt status, String answer, String node, String deliveryId, JsonNode json) {
 
     /**
      * What happened to the task. {@link #RETRIED} and {@link #DELETED} are a dead task put
@@ -65,6 +70,6 @@ public record HistoryEvent(Instant at, Kind event, State state, String by, Optio
                 lease == null ? OptionalLong.empty() : OptionalLong.of(lease.asLong()), Json.instant(e, "due_at"),
                 Json.instant(e, "lease_expires_at"), Json.enumOf(AckOutcome.class, e, "outcome"), Json.text(e, "error"),
                 Json.texts(e, "changed"), Json.text(e, "tag"), Json.millis(e, "took_ms"), Json.optionalInt(e, "status"),
-                Json.text(e, "answer"), e);
+                Json.text(e, "answer"), Json.text(e, "node"), Json.text(e, "delivery_id"), e);
     }
 }

@@ -56,7 +56,8 @@ class HistoryTest {
                 assertEquals(OptionalLong.empty(), e.lease());
                 assertEquals(OptionalInt.empty(), e.status());
                 assertTrue(e.leaseExpiresAt() == null && e.outcome() == null && e.error() == null && e.tag() == null
-                        && e.took() == null && e.answer() == null, e.toString());
+                        && e.took() == null && e.answer() == null && e.node() == null && e.deliveryId() == null,
+                        e.toString());
             }
             assertEquals("cancelled", cancelled.json().path("event").asText());
 
@@ -143,7 +144,14 @@ class HistoryTest {
                 HistoryEvent.State.SCHEDULED, "shop", OptionalInt.of(2), OptionalLong.of(7),
                 Instant.parse("2026-12-06T06:00:00Z"), Instant.parse("2026-12-06T05:56:36.219Z"),
                 HistoryEvent.AckOutcome.RETRY, "HTTP 503", List.of("target"), "t", Duration.ofMillis(1500),
-                OptionalInt.of(503), "busy", e.json()), e);
+                OptionalInt.of(503), "busy", null, null, e.json()), e);
+        // The node and the delivery id come on a leased event only (null on the acked one above).
+        HistoryEvent leased = HistoryEvent.of(Json.MAPPER.readTree("""
+                {"at": "2026-12-06T05:56:06.219Z", "event": "leased", "state": "leased", "attempt": 2, "lease": 7,
+                 "lease_expires_at": "2026-12-06T05:56:36.219Z", "node": "web-1:7575 (pid 4242)",
+                 "delivery_id": "0000000000001-7f-1-1"}"""));
+        assertEquals(List.of(HistoryEvent.Kind.LEASED, "web-1:7575 (pid 4242)", "0000000000001-7f-1-1"),
+                List.of(leased.event(), leased.node(), leased.deliveryId()));
         AuditEntry a = AuditEntry.of(Json.MAPPER.readTree("""
                 {"at": "2026-12-06T05:56:06.219Z", "by": "ops", "action": "calendar.set", "calendar": "cn-office",
                  "detail": {"version": 2}}"""));
