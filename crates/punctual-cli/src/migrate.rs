@@ -1,12 +1,14 @@
 //! `punctual migrate`: copies a deployment from one store to another (the embedded store,
 //! Redis, a Cluster), then compares them.
 //!
-//! What moves, in this order: calendars, queue records (settings and pauses), then each
-//! queue's tasks page by page in due order through [`Store::import`], then the queue's
-//! dedupe records that still hold. Invariants:
+//! What moves, in this order: calendars, queue records (settings and pauses), then for
+//! each queue its task histories page by page through [`Store::import_histories`], its
+//! tasks page by page in due order through [`Store::import`] (each tells `imported`
+//! after the history it brought), then its dedupe records that still hold. Invariants:
 //! - nothing in the destination is overwritten: a task, calendar or queue record already
-//!   there stays, so running it again resumes an interrupted run and writes nothing
-//!   twice; a calendar or record that differs from the source's is reported by the check;
+//!   there stays, and a history gains only the source's events older than its own, so
+//!   running it again resumes an interrupted run and writes nothing twice; a calendar or
+//!   record that differs from the source's is reported by the check;
 //! - the check reads every task of the source and the destination's task of its key, and
 //!   passes only when each is there with every field equal but the store's own identity,
 //!   id and fence (see [`transitions::imported`](punctual_core::transitions::imported));
@@ -16,7 +18,9 @@ use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 use punctual_core::calendar::{CalendarChange, CalendarChangeRequest};
-use punctual_core::store::{CompletionsRequest, ImportRequest, Imported, ListRequest, QueueChangeRequest};
+use punctual_core::store::{
+    CompletionsRequest, HistoriesRequest, ImportRequest, Imported, ListRequest, QueueChangeRequest,
+};
 use punctual_core::transitions::as_moved;
 use punctual_core::{Clock, QueueChange, QueueName, Stopwatch, Store, SystemClock, Task, Timestamp};
 use punctual_server::OpenedStore;
@@ -74,6 +78,8 @@ struct QueueReport {
     present: u64,
     /// Dedupe records read from the source (those whose key had none are written).
     records: u64,
+    /// History events written into the destination.
+    history_events: u64,
 }
 
 /// Calendars or queue records: copied, already there alike, already there different.
@@ -270,6 +276,15 @@ async fn copy_queue<A: Store, B: Store>(
     clock: &SystemClock,
 ) -> Result<QueueReport> {
     let mut report = QueueReport { queue: queue.to_string(), ..QueueReport::default() };
+    let mut cursor = None;
+    loop {
+        let page = from.histories(HistoriesRequest::new(queue.clone(), batch, cursor, Timestamp::EPOCH)).await?;
+        report.history_events += to.import_histories(queue, page.histories).await?;
+        cursor = page.next_cursor;
+        if cursor.is_none() {
+            break;
+        }
+    }
     let total: u64 = from.stats(Some(queue)).await?.iter().map(|s| s.scheduled + s.leased + s.dead).sum();
     eprintln!("{queue}: copying {total} task(s)…");
     let mut cursor = None;
@@ -300,8 +315,8 @@ async fn copy_queue<A: Store, B: Store>(
         }
     }
     eprintln!(
-        "{queue}: {} written, {} already there, {} dedupe record(s)",
-        report.written, report.present, report.records
+        "{queue}: {} written, {} already there, {} dedupe record(s), {} history event(s)",
+        report.written, report.present, report.records, report.history_events
     );
     Ok(report)
 }
@@ -363,8 +378,8 @@ fn render(
     let mut lines = Vec::new();
     for queue in copied {
         lines.push(format!(
-            "{}: {} task(s) written, {} already there, {} dedupe record(s)",
-            queue.queue, queue.written, queue.present, queue.records
+            "{}: {} task(s) written, {} already there, {} dedupe record(s), {} history event(s)",
+            queue.queue, queue.written, queue.present, queue.records, queue.history_events
         ));
     }
     let written: u64 = copied.iter().map(|q| q.written).sum();

@@ -322,6 +322,17 @@ impl HistoryEvent {
     }
 }
 
+/// The first of `events` (oldest first) that are older than `oldest`, a key's oldest
+/// event in a store (all of them when it has none): what
+/// [`Store::import_histories`](crate::Store::import_histories) adds before that key's
+/// own events.
+pub fn older_than(events: &[HistoryEvent], oldest: Option<Timestamp>) -> &[HistoryEvent] {
+    match oldest {
+        None => events,
+        Some(oldest) => &events[..events.partition_point(|event| event.at < oldest)],
+    }
+}
+
 /// The names (as the API's task object has them) of the fields a caller wrote that
 /// differ between `old` and `new`, in a fixed order.
 pub fn changed_fields(old: &Task, new: &Task) -> Vec<String> {

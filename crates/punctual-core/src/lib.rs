@@ -62,8 +62,9 @@ pub use policy::{Backoff, CronSyntax, Repeat};
 pub use store::Completed;
 pub use store::{
     ApplyOnceRequest, CompletionsPage, CompletionsRequest, DeadSelection, GroupCounts, GroupsPage, GroupsRequest,
-    HistoryRequest, HistorySweepRequest, ImportRequest, Imported, Lease, LeaseToken, OnceEffect, OnceOp, Peers,
-    PurgeSelection, QueueChange, QueueRecord, ScheduleOutcome, Scheduled, Store, StoreReset, Wakeup,
+    HistoriesPage, HistoriesRequest, HistoryRequest, HistorySweepRequest, ImportRequest, Imported, KeyHistory, Lease,
+    LeaseToken, OnceEffect, OnceOp, Peers, PurgeSelection, QueueChange, QueueRecord, ScheduleOutcome, Scheduled, Store,
+    StoreReset, Wakeup,
 };
 pub use target::{Lane, Target, TargetMethod};
 pub use time::{Timestamp, parse_duration};

@@ -48,10 +48,10 @@ use crate::model::{Group, NewTask, Priority, QueueName, Tag, Task, TaskKey, Task
 use crate::outbox::Marks;
 use crate::store::{
     ApplyOnceRequest, CompleteRequest, Completed, CompletionsPage, CompletionsRequest, DeadSelection, ExtendRequest,
-    GroupCounts, GroupsPage, GroupsRequest, HistoryRequest, HistorySweepRequest, ImportRequest, Imported, Lease,
-    LeaseBatch, LeaseRequest, LeaseToken, ListRequest, OnceEffect, OnceOp, Page, PurgeRequest, QueueChangeRequest,
-    QueueRecord, QueueStats, ReapResult, Reaped, RetriedDead, RetryDeadBatchRequest, RetryDeadRequest, ScheduleOutcome,
-    Scheduled, Store, SweepRequest, Swept,
+    GroupCounts, GroupsPage, GroupsRequest, HistoriesPage, HistoriesRequest, HistoryRequest, HistorySweepRequest,
+    ImportRequest, Imported, KeyHistory, Lease, LeaseBatch, LeaseRequest, LeaseToken, ListRequest, OnceEffect, OnceOp,
+    Page, PurgeRequest, QueueChangeRequest, QueueRecord, QueueStats, ReapResult, Reaped, RetriedDead,
+    RetryDeadBatchRequest, RetryDeadRequest, ScheduleOutcome, Scheduled, Store, SweepRequest, Swept,
 };
 use crate::target::Lane;
 use crate::time::Timestamp;
@@ -509,6 +509,53 @@ impl Inner {
         history.into_iter().flatten().filter(|event| event.at >= req.since).cloned().collect()
     }
 
+    /// Keys after the cursor (the last key of the previous page), in key order.
+    fn histories(&self, req: &HistoriesRequest) -> Result<HistoriesPage> {
+        let after = req.cursor.as_deref().map(|key| TaskKey::new(key).map_err(|_| foreign_cursor())).transpose()?;
+        let Some(histories) = self.histories.get(&req.queue) else { return Ok(HistoriesPage::new(Vec::new(), None)) };
+        let from = match &after {
+            Some(key) => Bound::Excluded(key),
+            None => Bound::Unbounded,
+        };
+        let limit = req.limit.max(1) as usize;
+        let mut page = Vec::new();
+        let mut keys = histories.by_key.range::<TaskKey, _>((from, Bound::Unbounded));
+        for (key, events) in keys.by_ref() {
+            let events: Vec<HistoryEvent> = events.iter().filter(|event| event.at >= req.since).cloned().collect();
+            if !events.is_empty() {
+                page.push(KeyHistory::new(key.clone(), events));
+                if page.len() == limit {
+                    break;
+                }
+            }
+        }
+        let more = page.len() == limit && keys.next().is_some();
+        let next_cursor = page.last().filter(|_| more).map(|last| last.key.to_string());
+        Ok(HistoriesPage::new(page, next_cursor))
+    }
+
+    fn import_histories(&mut self, queue: &QueueName, histories: Vec<KeyHistory>) -> u64 {
+        let mut added = 0;
+        for KeyHistory { key, events } in histories {
+            let own: Vec<HistoryEvent> = self
+                .histories
+                .get_mut(queue)
+                .and_then(|histories| histories.by_key.remove(&key))
+                .map(Vec::from)
+                .unwrap_or_default();
+            if let Some(latest) = own.last() {
+                let by_latest = &mut self.histories.get_mut(queue).expect("the key's queue").by_latest;
+                by_latest.remove(&(latest.at, key.clone()));
+            }
+            let older = crate::history::older_than(&events, own.first().map(|event| event.at));
+            added += older.len() as u64;
+            for event in older.iter().cloned().chain(own) {
+                self.record(queue, &key, event);
+            }
+        }
+        added
+    }
+
     fn sweep_history(&mut self, req: &HistorySweepRequest) -> u64 {
         let Some(histories) = self.histories.get_mut(&req.queue) else { return 0 };
         let mut deleted = 0;
@@ -957,6 +1004,14 @@ impl Store for MemoryStore {
 
     async fn history(&self, req: HistoryRequest) -> Result<Vec<HistoryEvent>> {
         Ok(self.open()?.history(&req))
+    }
+
+    async fn histories(&self, req: HistoriesRequest) -> Result<HistoriesPage> {
+        self.open()?.histories(&req)
+    }
+
+    async fn import_histories(&self, queue: &QueueName, histories: Vec<KeyHistory>) -> Result<u64> {
+        Ok(self.open()?.import_histories(queue, histories))
     }
 
     async fn sweep_history(&self, req: HistorySweepRequest) -> Result<u64> {

@@ -864,6 +864,54 @@ impl HistoryRequest {
     }
 }
 
+/// Read a page of a queue's histories, key by key ([`Store::histories`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct HistoriesRequest {
+    pub queue: QueueName,
+    /// About this many keys (≥ 1; see [`Store::histories`]).
+    pub limit: u32,
+    /// From a previous page's `next_cursor`; `None` for the first page.
+    pub cursor: Option<String>,
+    /// Only events at or after this instant; a key without any is left out.
+    pub since: Timestamp,
+}
+
+impl HistoriesRequest {
+    pub fn new(queue: QueueName, limit: u32, cursor: Option<String>, since: Timestamp) -> HistoriesRequest {
+        HistoriesRequest { queue, limit, cursor, since }
+    }
+}
+
+/// One key's history, oldest event first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct KeyHistory {
+    pub key: TaskKey,
+    pub events: Vec<HistoryEvent>,
+}
+
+impl KeyHistory {
+    pub fn new(key: TaskKey, events: Vec<HistoryEvent>) -> KeyHistory {
+        KeyHistory { key, events }
+    }
+}
+
+/// A page of a queue's histories.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct HistoriesPage {
+    pub histories: Vec<KeyHistory>,
+    /// Pass back for the next page; `None` at the end.
+    pub next_cursor: Option<String>,
+}
+
+impl HistoriesPage {
+    pub fn new(histories: Vec<KeyHistory>, next_cursor: Option<String>) -> HistoriesPage {
+        HistoriesPage { histories, next_cursor }
+    }
+}
+
 /// Forget the histories of a queue's keys that nothing happened to since `before`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -1184,6 +1232,27 @@ pub trait Store: Send + Sync + 'static {
     /// first, also once no task is there (see [`crate::history`], whose rules every
     /// store's writes keep: each change's events written in the change's atomic step).
     fn history(&self, req: HistoryRequest) -> impl Future<Output = Result<Vec<HistoryEvent>>> + Send;
+
+    /// One page of the queue's histories (each as [`Store::history`] reads it): a walk
+    /// of the pages from `cursor` `None` to a page without `next_cursor` meets every key
+    /// that had events since `req.since` for the whole walk at least once, a key's
+    /// events whole in one page. A page holds about `limit` keys (a store that reads
+    /// in steps of its own, such as Redis' `HSCAN`, may give more or fewer), none only
+    /// at the end. For moving histories to another store ([`Store::import_histories`]).
+    fn histories(&self, req: HistoriesRequest) -> impl Future<Output = Result<HistoriesPage>> + Send;
+
+    /// Adds to each key's history of `queue` the given events (oldest first, as
+    /// [`Store::histories`] read them in another store) that are older than its oldest
+    /// event here, all of them when it has none, before its own, keeping its latest
+    /// [`HISTORY_LIMIT`](crate::history::HISTORY_LIMIT) (see
+    /// [`history::older_than`](crate::history::older_than)): a history moved again, or
+    /// moved after the key's task was imported, is whole and told once. Each key's in
+    /// one atomic write; the count of events added.
+    fn import_histories(
+        &self,
+        queue: &QueueName,
+        histories: Vec<KeyHistory>,
+    ) -> impl Future<Output = Result<u64>> + Send;
 
     /// Deletes the histories of up to `limit` keys of the queue whose latest event is
     /// before `req.before`, in one atomic write (on a sharded store, per shard); how

@@ -19,9 +19,10 @@ use crate::history::HistoryEvent;
 use crate::model::{Actor, NewTask, QueueName, Tag, Task, TaskKey};
 use crate::store::{
     ApplyOnceRequest, CompleteRequest, CompletionsPage, CompletionsRequest, ExtendRequest, GroupsPage, GroupsRequest,
-    HistoryRequest, HistorySweepRequest, ImportRequest, Imported, LeaseBatch, LeaseRequest, LeaseToken, ListRequest,
-    OnceEffect, Page, Peers, PurgeRequest, QueueChangeRequest, QueueRecord, QueueStats, ReapResult, RetriedDead,
-    RetryDeadBatchRequest, RetryDeadRequest, Scheduled, Store, SweepRequest, Swept,
+    HistoriesPage, HistoriesRequest, HistoryRequest, HistorySweepRequest, ImportRequest, Imported, KeyHistory,
+    LeaseBatch, LeaseRequest, LeaseToken, ListRequest, OnceEffect, Page, Peers, PurgeRequest, QueueChangeRequest,
+    QueueRecord, QueueStats, ReapResult, RetriedDead, RetryDeadBatchRequest, RetryDeadRequest, Scheduled, Store,
+    SweepRequest, Swept,
 };
 use crate::time::Timestamp;
 
@@ -118,6 +119,12 @@ impl<S: Store> Store for Timed<S> {
     }
     async fn history(&self, req: HistoryRequest) -> Result<Vec<HistoryEvent>> {
         self.call(StoreOp::History, self.store.history(req)).await
+    }
+    async fn histories(&self, req: HistoriesRequest) -> Result<HistoriesPage> {
+        self.call(StoreOp::History, self.store.histories(req)).await
+    }
+    async fn import_histories(&self, queue: &QueueName, histories: Vec<KeyHistory>) -> Result<u64> {
+        self.call(StoreOp::Import, self.store.import_histories(queue, histories)).await
     }
     async fn sweep_history(&self, req: HistorySweepRequest) -> Result<u64> {
         self.call(StoreOp::SweepHistory, self.store.sweep_history(req)).await

@@ -31,8 +31,13 @@
 //!   after shard until the request's limit.
 
 use punctual_core::history::{self, Actor, EventKind, HistoryEvent};
-use punctual_core::store::{CompleteRequest, HistoryRequest, HistorySweepRequest, LeaseRequest, corrupt};
-use punctual_core::{Result, Tag, Timestamp};
+use std::collections::BTreeMap;
+
+use punctual_core::store::{
+    CompleteRequest, HistoriesPage, HistoriesRequest, HistoryRequest, HistorySweepRequest, KeyHistory, LeaseRequest,
+    corrupt,
+};
+use punctual_core::{Error, QueueName, Result, Tag, TaskKey, Timestamp};
 
 use crate::keys::ShardKeys;
 use crate::{SCRIPT_BATCH, Shared};
@@ -76,6 +81,12 @@ fn only_by(by: Option<&Actor>) -> HistoryEvent {
     HistoryEvent::new(Timestamp::EPOCH, EventKind::Created, by, None)
 }
 
+/// A cursor of [`Shared::histories`]: its shard and scan cursor.
+fn parse_histories_cursor(cursor: &str) -> Result<(u32, u64)> {
+    let parsed = cursor.split_once('.').and_then(|(shard, scan)| Some((shard.parse().ok()?, scan.parse().ok()?)));
+    parsed.ok_or_else(|| Error::invalid("cursor", "this cursor was not issued by this store; start again without one"))
+}
+
 /// The events of a key's stored history (see the module docs), oldest first.
 pub(crate) fn events(stored: &str) -> Result<Vec<HistoryEvent>> {
     let mut lines = stored.split('\n');
@@ -96,6 +107,58 @@ impl Shared {
         let mut events = events(&stored)?;
         events.retain(|event| event.at >= req.since);
         Ok(events)
+    }
+
+    /// Shard by shard, one `HSCAN` (`COUNT` the limit) of a shard's history Hash per
+    /// page, so a page holds what that scan gives, which may be more than the limit (a
+    /// small Hash is given whole) or nothing while the shard holds more; pages go on
+    /// until one holds a key or the last shard is done. The cursor is
+    /// `<shard>.<scan cursor>`.
+    pub(crate) async fn histories(&self, req: &HistoriesRequest) -> Result<HistoriesPage> {
+        let (mut shard, mut scan) = match req.cursor.as_deref() {
+            None => (0, 0),
+            Some(cursor) => parse_histories_cursor(cursor)?,
+        };
+        let shards = self.shard_count(&req.queue, false).await?;
+        let mut page = Vec::new();
+        while shard < shards {
+            let keys = ShardKeys::new(&self.config.prefix, &req.queue, shard);
+            let scanned: (u64, Vec<(String, String)>) = self
+                .conn
+                .query(redis::cmd("HSCAN").arg(&keys.history).arg(scan).arg("COUNT").arg(req.limit.max(1)))
+                .await?;
+            let (next, fields) = scanned;
+            for (key, stored) in fields {
+                let mut events = events(&stored)?;
+                events.retain(|event| event.at >= req.since);
+                if !events.is_empty() {
+                    let key = TaskKey::new(key).map_err(|e| corrupt(format!("a history's key: {e}")))?;
+                    page.push(KeyHistory::new(key, events));
+                }
+            }
+            (shard, scan) = if next == 0 { (shard + 1, 0) } else { (shard, next) };
+            if !page.is_empty() {
+                break;
+            }
+        }
+        let next_cursor = (shard < shards).then(|| format!("{shard}.{scan}"));
+        Ok(HistoriesPage::new(page, next_cursor))
+    }
+
+    /// Each key's events to its shard, in scripts of at most [`SCRIPT_BATCH`] keys.
+    pub(crate) async fn import_histories(&self, queue: &QueueName, histories: Vec<KeyHistory>) -> Result<u64> {
+        let mut by_shard: BTreeMap<u32, Vec<KeyHistory>> = BTreeMap::new();
+        for history in histories.into_iter().filter(|history| !history.events.is_empty()) {
+            let shard = self.shard_of(queue, &history.key, true).await?;
+            by_shard.entry(shard).or_default().push(history);
+        }
+        let mut added = 0;
+        for (shard, histories) in by_shard {
+            for batch in histories.chunks(SCRIPT_BATCH) {
+                added += self.on(queue, shard).import_history(batch).await?;
+            }
+        }
+        Ok(added)
     }
 
     /// Shard by shard, in scripts that each look at up to [`SCRIPT_BATCH`] keys, until

@@ -101,9 +101,10 @@ use punctual_core::calendar::{CalendarChangeRequest, CalendarRecord};
 use punctual_core::history::HistoryEvent;
 use punctual_core::store::{
     ApplyOnceRequest, CompleteRequest, CompletionsPage, CompletionsRequest, ExtendRequest, GroupsPage, GroupsRequest,
-    HistoryRequest, HistorySweepRequest, ImportRequest, Imported, LeaseBatch, LeaseRequest, LeaseToken, ListRequest,
-    OnceEffect, Page, Peers, PurgeRequest, QueueChangeRequest, QueueRecord, QueueStats, ReapResult, RetriedDead,
-    RetryDeadBatchRequest, RetryDeadRequest, Scheduled, SweepRequest, Swept,
+    HistoriesPage, HistoriesRequest, HistoryRequest, HistorySweepRequest, ImportRequest, Imported, KeyHistory,
+    LeaseBatch, LeaseRequest, LeaseToken, ListRequest, OnceEffect, Page, Peers, PurgeRequest, QueueChangeRequest,
+    QueueRecord, QueueStats, ReapResult, RetriedDead, RetryDeadBatchRequest, RetryDeadRequest, Scheduled, SweepRequest,
+    Swept,
 };
 use punctual_core::{
     Actor, Clock, Error, NewTask, QueueName, Result, Store, StoreId, SystemClock, Tag, Task, TaskKey, Timestamp, Wakeup,
@@ -351,6 +352,14 @@ impl Store for RedisStore {
 
     async fn history(&self, req: HistoryRequest) -> Result<Vec<HistoryEvent>> {
         self.open()?.history(&req).await
+    }
+
+    async fn histories(&self, req: HistoriesRequest) -> Result<HistoriesPage> {
+        self.open()?.histories(&req).await
+    }
+
+    async fn import_histories(&self, queue: &QueueName, histories: Vec<KeyHistory>) -> Result<u64> {
+        self.open()?.import_histories(queue, histories).await
     }
 
     async fn sweep_history(&self, req: HistorySweepRequest) -> Result<u64> {

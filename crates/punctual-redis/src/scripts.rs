@@ -6,7 +6,7 @@
 //! followed by its own file (the lease script by `lua/group_slots.lua`,
 //! `lua/lease_groups.lua` and then its own); but `lua/ids.lua`, `lua/change_record.lua`,
 //! `lua/announce.lua` and `lua/register_queue.lua`, which work on no shard, and
-//! `lua/sweep_history.lua` (one shard's histories alone) stand alone, and `lua/rate.lua` (no shard either) and `lua/completions_index.lua` (one shard's
+//! `lua/sweep_history.lua` and `lua/import_history.lua` (one shard's histories alone) stand alone, and `lua/rate.lua` (no shard either) and `lua/completions_index.lua` (one shard's
 //! index of completion records and the records alone) have only `lua/clock.lua` before
 //! them. Loaded once per Redis node and called by SHA; redis-rs
 //! reloads a script the node answers NOSCRIPT for (after a restart or a `SCRIPT
@@ -28,11 +28,12 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use punctual_core::audit::{self, AuditEntry};
+use punctual_core::history::{self, HISTORY_LIMIT};
 use punctual_core::outbox::MARK_RETENTION;
 use punctual_core::policy::Rate;
 use punctual_core::store::{
-    CompleteRequest, Completed, GroupCounts, Lease, LeaseBatch, LeaseRequest, LeaseToken, PurgeSelection, QueueStats,
-    ReapResult, Reaped, Scheduled, Swept, corrupt,
+    CompleteRequest, Completed, GroupCounts, KeyHistory, Lease, LeaseBatch, LeaseRequest, LeaseToken, PurgeSelection,
+    QueueStats, ReapResult, Reaped, Scheduled, Swept, corrupt,
 };
 use punctual_core::{
     Actor, Error, Group, NewTask, Priority, QueueName, Result, StoreId, Tag, Task, TaskKey, TaskState, Timestamp,
@@ -85,6 +86,7 @@ pub(crate) struct Scripts {
     import: Script,
     completions_index: Script,
     sweep_history: Script,
+    import_history: Script,
 }
 
 fn with_common(body: &str) -> Script {
@@ -138,6 +140,7 @@ impl Scripts {
                 include_str!("lua/completions_index.lua")
             )),
             sweep_history: Script::new(include_str!("lua/sweep_history.lua")),
+            import_history: Script::new(include_str!("lua/import_history.lua")),
         }
     }
 }
@@ -726,6 +729,21 @@ impl OnShard<'_> {
         invocation.arg(before.as_millis()).arg(limit.max(1)).arg(looks.max(limit).max(1));
         let (deleted, more): (u64, i64) = self.shared.conn.invoke(&invocation).await?;
         Ok(SweptHistories { deleted, more: more == 1 })
+    }
+
+    /// `lua/import_history.lua`: adds to each of `histories` (of keys of this shard) its
+    /// events older than its oldest here; how many.
+    pub(crate) async fn import_history(&self, histories: &[KeyHistory]) -> Result<u64> {
+        let mut invocation = self.shared.scripts.import_history.prepare_invoke();
+        invocation.key(&self.keys.history).key(&self.keys.history_latest);
+        invocation.arg(HISTORY_LIMIT).arg(histories.len());
+        for history in histories {
+            invocation.arg(history.key.as_str()).arg(history.events.len());
+            for event in &history.events {
+                invocation.arg(history::encode(event));
+            }
+        }
+        self.shared.conn.invoke(&invocation).await
     }
 
     /// `lua/list.lua`: up to `limit + 1` tasks after `after`, in (due, key) order.

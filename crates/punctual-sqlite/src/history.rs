@@ -26,13 +26,13 @@
 //! retention. The sweep never touches a live task's pending events, which reads filter
 //! by time like the others.
 
-use punctual_core::history::{Actor, EventKind, HISTORY_LIMIT, HistoryEvent, decode, encode};
-use punctual_core::store::{HistoryRequest, HistorySweepRequest};
-use punctual_core::{Result, StoreId, TaskState, Timestamp};
+use punctual_core::history::{Actor, EventKind, HISTORY_LIMIT, HistoryEvent, decode, encode, older_than};
+use punctual_core::store::{HistoriesPage, HistoriesRequest, HistoryRequest, HistorySweepRequest, KeyHistory, corrupt};
+use punctual_core::{QueueName, Result, StoreId, TaskKey, TaskState, Timestamp};
 use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::map_err;
-use crate::queues::queue_id;
+use crate::queues::{queue_id, queue_id_or_create};
 
 /// How many events a live task's row keeps before they move to its key's history.
 pub(crate) const PENDING_LIMIT: i64 = 16;
@@ -163,6 +163,90 @@ pub(crate) fn read(conn: &Connection, req: &HistoryRequest) -> Result<Vec<Histor
         }
     }
     Ok(read)
+}
+
+/// The keys of queue `?1` after `?2` with a history or pending events, in key order,
+/// at most `?3`.
+const KEYS_WITH_EVENTS: &str = "SELECT key FROM history WHERE queue_id = ?1 AND key > ?2 \
+     UNION SELECT key FROM tasks WHERE queue_id = ?1 AND key > ?2 AND pending_count > 0 ORDER BY key LIMIT ?3";
+
+/// A page of `req.queue`'s histories, in key order after the cursor (the last key
+/// looked at), each as [`read`] reads it; a key without events since `req.since` is
+/// left out.
+pub(crate) fn histories(conn: &Connection, req: &HistoriesRequest) -> Result<HistoriesPage> {
+    let Some(queue_id) = queue_id(conn, &req.queue)? else { return Ok(HistoriesPage::new(Vec::new(), None)) };
+    let limit = req.limit.max(1) as usize;
+    let mut after = req.cursor.clone().unwrap_or_default();
+    let mut page = Vec::new();
+    loop {
+        let keys: Vec<String> = conn
+            .prepare_cached(KEYS_WITH_EVENTS)
+            .and_then(|mut stmt| stmt.query_map(params![queue_id, after, limit + 1], |row| row.get(0))?.collect())
+            .map_err(map_err)?;
+        let last_batch = keys.len() <= limit;
+        for key in keys {
+            if page.len() == limit {
+                return Ok(HistoriesPage::new(page, Some(after)));
+            }
+            let key = TaskKey::new(key).map_err(|e| corrupt(format!("a history's key: {e}")))?;
+            let events = read(conn, &HistoryRequest::new(req.queue.clone(), key.clone(), req.since))?;
+            after = key.to_string();
+            if !events.is_empty() {
+                page.push(KeyHistory::new(key, events));
+            }
+        }
+        if last_batch {
+            return Ok(HistoriesPage::new(page, None));
+        }
+    }
+}
+
+/// Adds to each key's history of `queue` the given events older than its oldest (its
+/// history's first, or its live task's first pending one), before them, as
+/// `Store::import_histories` says; the count added. Older events only ever go to the
+/// `history` row, so every pending event stays newer than every event there.
+pub(crate) fn import_histories(conn: &Connection, queue: &QueueName, histories: &[KeyHistory]) -> Result<u64> {
+    let queue_id = queue_id_or_create(conn, queue)?;
+    let mut added = 0;
+    for KeyHistory { key, events, .. } in histories {
+        let key = key.as_str();
+        let stored: Option<(String, i64)> = conn
+            .prepare_cached("SELECT events, latest FROM history WHERE queue_id = ?1 AND key = ?2")
+            .and_then(|mut stmt| {
+                stmt.query_row(params![queue_id, key], |row| Ok((row.get(0)?, row.get(1)?))).optional()
+            })
+            .map_err(map_err)?;
+        let first_line = match &stored {
+            Some((events, _)) => events.split('\n').next().map(str::to_owned),
+            None => conn
+                .prepare_cached("SELECT pending_events FROM tasks WHERE queue_id = ?1 AND key = ?2")
+                .and_then(|mut stmt| stmt.query_row(params![queue_id, key], |row| row.get::<_, Option<String>>(0)))
+                .optional()
+                .map_err(map_err)?
+                .flatten()
+                .and_then(|pending| pending.split('\n').next().map(str::to_owned)),
+        };
+        let oldest = first_line.as_deref().map(decode).transpose()?.map(|event| event.at);
+        let older = older_than(events, oldest);
+        let Some(newest_older) = older.last() else { continue };
+        added += older.len() as u64;
+        let mut lines: Vec<String> = older.iter().map(encode).collect();
+        let latest = match &stored {
+            Some((events, latest)) => {
+                lines.extend(events.split('\n').map(str::to_owned));
+                *latest
+            }
+            None => newest_older.at.as_millis(),
+        };
+        let kept = &lines[lines.len().saturating_sub(HISTORY_LIMIT)..];
+        conn.prepare_cached(
+            "INSERT INTO history (queue_id, key, latest, looked, count, events) VALUES (?1, ?2, ?3, ?3, ?4, ?5) \
+             ON CONFLICT (queue_id, key) DO UPDATE SET count = excluded.count, events = excluded.events",
+        )
+        .and_then(|mut stmt| stmt.execute(params![queue_id, key, latest, kept.len(), kept.join("\n")]))
+        .map_err(map_err)?;
+    }
+    Ok(added)
 }
 
 /// Deletes the histories of up to `req.limit` keys of the queue whose latest event is

@@ -77,9 +77,9 @@ use punctual_core::calendar::{CalendarChangeRequest, CalendarRecord};
 use punctual_core::history::{Actor, HistoryEvent};
 use punctual_core::store::{
     ApplyOnceRequest, CompleteRequest, CompletionsPage, CompletionsRequest, ExtendRequest, GroupsPage, GroupsRequest,
-    HistoryRequest, HistorySweepRequest, ImportRequest, Imported, LeaseBatch, LeaseRequest, LeaseToken, ListRequest,
-    OnceEffect, Page, PurgeRequest, QueueChangeRequest, QueueRecord, QueueStats, ReapResult, RetriedDead,
-    RetryDeadBatchRequest, RetryDeadRequest, Scheduled, SweepRequest, Swept,
+    HistoriesPage, HistoriesRequest, HistoryRequest, HistorySweepRequest, ImportRequest, Imported, KeyHistory,
+    LeaseBatch, LeaseRequest, LeaseToken, ListRequest, OnceEffect, Page, PurgeRequest, QueueChangeRequest, QueueRecord,
+    QueueStats, ReapResult, RetriedDead, RetryDeadBatchRequest, RetryDeadRequest, Scheduled, SweepRequest, Swept,
 };
 use punctual_core::{Error, NewTask, QueueName, Result, Store, StoreId, Tag, Task, TaskKey, Timestamp};
 use rusqlite::{Connection, OpenFlags, TransactionBehavior};
@@ -437,6 +437,15 @@ impl Store for SqliteStore {
 
     async fn history(&self, req: HistoryRequest) -> Result<Vec<HistoryEvent>> {
         self.read(move |conn| history::read(conn, &req)).await
+    }
+
+    async fn histories(&self, req: HistoriesRequest) -> Result<HistoriesPage> {
+        self.read(move |conn| history::histories(conn, &req)).await
+    }
+
+    async fn import_histories(&self, queue: &QueueName, histories: Vec<KeyHistory>) -> Result<u64> {
+        let queue = queue.clone();
+        self.write(move |conn| history::import_histories(conn, &queue, &histories)).await
     }
 
     async fn sweep_history(&self, req: HistorySweepRequest) -> Result<u64> {

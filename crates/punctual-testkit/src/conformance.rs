@@ -243,6 +243,7 @@ macro_rules! store_conformance {
             a_history_keeps_its_latest_events_and_a_read_only_those_since,
             sweeping_histories_forgets_the_keys_quiet_since_the_cutoff,
             a_grouped_tasks_lease_is_told,
+            histories_are_read_page_by_page_and_imported_before_a_keys_own,
             // trace contexts
             a_tasks_trace_context_lives_through_its_tries_and_a_replace_writes_its_own,
             // audit

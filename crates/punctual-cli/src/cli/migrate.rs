@@ -20,7 +20,7 @@ pub(crate) struct MigrateArgs {
     /// Tasks read and written per step
     #[arg(long, value_name = "N", default_value_t = BATCH, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub(crate) batch: u32,
-    /// Print JSON: {"queues": [{"queue", "written", "present", "records"}], "calendars", "settings", "check": {"same", "missing", "differ", "examples"}, "seconds"}
+    /// Print JSON: {"queues": [{"queue", "written", "present", "records", "history_events"}], "calendars", "settings", "check": {"same", "missing", "differ", "examples"}, "seconds"}
     #[arg(long)]
     pub(crate) json: bool,
 }
@@ -35,8 +35,8 @@ Examples:
 
 Stop the servers on the source first: what they change during the copy may be missed.
 Copies every task as it stands (state, due time, attempts, version, repeats, tags, groups,
-priorities, targets, timing), the dedupe windows still running, queue settings, pauses and
-calendars; then compares every task of the source with the destination and exits 1 if one
+priorities, targets, timing), each key's history, the dedupe windows still running, queue
+settings, pauses and calendars; then compares every task of the source with the destination and exits 1 if one
 is missing or differs. A task already in the destination is never overwritten, so an
 interrupted run is resumed by running it again. A task leased when the servers stopped
 runs again once its lease expires, as after any crash. Guide: docs/operations.md.";

@@ -107,6 +107,10 @@ fn a_deployment_moves_to_redis_and_back_with_every_task_as_it_was() {
     assert_eq!(report["check"]["same"], total, "{report}");
     let written: u64 = report["queues"].as_array().unwrap().iter().map(|q| q["written"].as_u64().unwrap()).sum();
     assert_eq!(written, total as u64, "{report}");
+    let history_events = |report: &Value| -> u64 {
+        report["queues"].as_array().unwrap().iter().map(|q| q["history_events"].as_u64().unwrap()).sum()
+    };
+    assert!(history_events(&report) > total as u64, "every task's history moved, a done one's too: {report}");
     assert_eq!(report["calendars"]["copied"], json!(["office"]), "{report}");
     let settings = report["settings"]["copied"].as_array().unwrap();
     assert!(settings.contains(&json!("flow.remind")) && settings.contains(&json!("order.cancel")), "{report}");
@@ -117,10 +121,18 @@ fn a_deployment_moves_to_redis_and_back_with_every_task_as_it_was() {
     let present: u64 = again["queues"].as_array().unwrap().iter().map(|q| q["present"].as_u64().unwrap()).sum();
     let written: u64 = again["queues"].as_array().unwrap().iter().map(|q| q["written"].as_u64().unwrap()).sum();
     assert_eq!((written, present), (0, total as u64), "run again, nothing is written twice: {again}");
+    assert_eq!(history_events(&again), 0, "nor any history event: {again}");
 
     let mut second = start(server_builder().store(redis.url()));
     let on_redis = Api::of(&second);
     assert_eq!(every_task(&on_redis), before, "the server on Redis answers every task as the first did");
+    let told = |api: &Api, queue: &str, key: &str| -> Vec<String> {
+        let history = api.get(&format!("/v1/queues/{queue}/tasks/{key}/history"));
+        let events = history.expect(200, "a history")["events"].as_array().unwrap().clone();
+        events.iter().map(|e| e["event"].as_str().unwrap().to_owned()).collect()
+    };
+    assert_eq!(told(&on_redis, "work", "flaky"), ["created", "leased", "acked", "imported"], "its past, then its move");
+    assert_eq!(told(&on_redis, "receipts", "r-1"), ["created", "leased", "acked"], "a done task's history moved too");
     on_redis.get("/v1/calendars/office").expect(200, "the calendar moved");
     let remind = on_redis.get("/v1/queues/flow.remind/settings");
     assert_eq!(remind.expect(200, "settings moved")["defaults"]["max_attempts"], 7);

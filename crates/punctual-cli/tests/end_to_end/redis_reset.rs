@@ -77,7 +77,8 @@ fn an_emptied_redis_is_logged_counted_and_shown_by_readyz() {
     assert_eq!(error["level"], "ERROR", "{error}");
     assert!(message(&error).contains("Every task scheduled before is gone"), "{error}");
 
-    assert_eq!(sample(&api, "punctual_store_resets_total"), Some(1.0));
+    // Logged as it is found, counted once the engine hears of it, a moment later.
+    until("the reset is counted", || (sample(&api, "punctual_store_resets_total") == Some(1.0)).then_some(()));
     let ready = api.get("/readyz");
     let body = ready.expect(200, "still ready: the node serves on");
     let reason = body["reason"].as_str().unwrap_or_default();

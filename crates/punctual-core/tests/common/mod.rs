@@ -5,7 +5,7 @@
 
 use punctual_core::audit::{AuditEntry, AuditRequest};
 use punctual_core::history::HistoryEvent;
-use punctual_core::{Actor, HistoryRequest, HistorySweepRequest};
+use punctual_core::{Actor, HistoriesPage, HistoriesRequest, HistoryRequest, HistorySweepRequest, KeyHistory};
 use std::collections::VecDeque;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -85,6 +85,12 @@ impl Store for Faulty {
     }
     async fn history(&self, req: HistoryRequest) -> Result<Vec<HistoryEvent>> {
         self.inner.history(req).await
+    }
+    async fn histories(&self, req: HistoriesRequest) -> Result<HistoriesPage> {
+        self.inner.histories(req).await
+    }
+    async fn import_histories(&self, queue: &QueueName, histories: Vec<KeyHistory>) -> Result<u64> {
+        self.inner.import_histories(queue, histories).await
     }
     async fn sweep_history(&self, req: HistorySweepRequest) -> Result<u64> {
         self.inner.sweep_history(req).await

@@ -11,8 +11,8 @@
 
 use punctual_core::history::{AckOutcome, Actor, DeliveryReport, EventKind, HISTORY_LIMIT, HistoryEvent};
 use punctual_core::store::{
-    CompleteRequest, Completion, ExtendRequest, HistoryRequest, HistorySweepRequest, ImportRequest, LeaseRequest,
-    PurgeRequest, PurgeSelection, RetryDeadRequest, SweepRequest,
+    CompleteRequest, Completion, ExtendRequest, HistoriesRequest, HistoryRequest, HistorySweepRequest, ImportRequest,
+    KeyHistory, LeaseRequest, PurgeRequest, PurgeSelection, RetryDeadRequest, SweepRequest,
 };
 use punctual_core::transitions::imported;
 use punctual_core::{Group, IfExists, MemoryStore, Store, StoreId, TaskState, Timestamp};
@@ -303,4 +303,82 @@ pub async fn a_grouped_tasks_lease_is_told<S: Store>(store: S) {
         (events[1].by.as_deref(), events[1].attempt, events[1].lease),
         (Some("worker-3"), Some(1), Some(leased.leases[0].token.fence))
     );
+}
+
+/// All of a queue's histories read from another store page by page, whole, since a
+/// cutoff.
+async fn all_histories<S: Store>(store: &S, queue_name: &str, since: Timestamp) -> Vec<KeyHistory> {
+    let mut read: Vec<KeyHistory> = Vec::new();
+    let mut cursor = None;
+    loop {
+        let request = HistoriesRequest::new(queue(queue_name), 1, cursor, since);
+        let page = store.histories(request).await.expect("histories");
+        assert!(!page.histories.is_empty() || page.next_cursor.is_none(), "only the last page is empty");
+        for history in page.histories {
+            if !read.iter().any(|known| known.key == history.key) {
+                read.push(history);
+            }
+        }
+        cursor = page.next_cursor;
+        if cursor.is_none() {
+            return read;
+        }
+    }
+}
+
+/// `histories` and `import_histories`, as `punctual migrate` moves a queue's histories:
+/// every key's history is read, page by page and whole (a gone task's too, only the
+/// events since the cutoff); imported into another store, each key's events go before
+/// those it has there (a task imported first tells `imported` after its past); moved
+/// again, nothing is added twice.
+pub async fn histories_are_read_page_by_page_and_imported_before_a_keys_own<S: Store>(store: S) {
+    // Here: a done task, a waiting one, and one whose events are all before the cutoff.
+    create(&store, new_task("orders", "old", at_secs(1_000)), T0).await;
+    upsert(&store, new_task("orders", "old", at_secs(2_000)), at_secs(2)).await;
+    for name in ["done", "waiting"] {
+        create(&store, new_task("orders", name, at_secs(60)), at_secs(10)).await;
+    }
+    let done = lease(&store, "orders", 1, secs(30), at_secs(60)).await;
+    complete_ok(&store, &done.leases[0].token, Completion::Done, at_secs(61)).await;
+    create(&store, new_task("elsewhere", "done", at_secs(60)), at_secs(10)).await;
+
+    let since = at_secs(5);
+    let read = all_histories(&store, "orders", since).await;
+    let mut keys: Vec<&str> = read.iter().map(|history| history.key.as_str()).collect();
+    keys.sort_unstable();
+    assert_eq!(keys, ["done", "waiting"], "the keys with events since the cutoff, once each");
+    for history in &read {
+        let whole = history_of(&store, "orders", history.key.as_str()).await;
+        assert_eq!(history.events, whole, "{}: whole, as history reads it", history.key);
+    }
+    assert!(all_histories(&store, "nowhere", Timestamp::EPOCH).await.is_empty());
+
+    // Elsewhere: "moved" has a past only there, "both" a past there and its task
+    // imported here before its history came.
+    let source = MemoryStore::new();
+    for name in ["moved", "both"] {
+        let mut task = new_task("orders", name, at_secs(900));
+        task.by = by("shop");
+        create(&source, task, at_secs(1)).await;
+        upsert(&source, new_task("orders", name, at_secs(950)), at_secs(2)).await;
+    }
+    let both = stored(&source, "orders", "both").await;
+    let both = imported(both, StoreId::from_bits(1), 1);
+    store.import(ImportRequest::new(vec![both], Vec::new(), at_secs(20))).await.expect("import");
+    let theirs = all_histories(&source, "orders", Timestamp::EPOCH).await;
+    assert_eq!(theirs.len(), 2);
+    let added = store.import_histories(&queue("orders"), theirs.clone()).await.expect("import_histories");
+    assert_eq!(added, 4, "two events of each key, none here before them");
+    let moved = history_of(&store, "orders", "moved").await;
+    assert_eq!(kinds(&moved), ["created", "replaced"], "{moved:#?}");
+    assert_eq!((moved[0].at, moved[0].by.as_deref()), (at_secs(1), Some("shop")), "as the source told it");
+    let both = history_of(&store, "orders", "both").await;
+    assert_eq!(kinds(&both), ["created", "replaced", "imported"], "its past, then its arrival: {both:#?}");
+    assert_eq!(
+        store.import_histories(&queue("orders"), theirs).await.expect("import_histories"),
+        0,
+        "moved again: nothing older than what is here"
+    );
+    assert_eq!(kinds(&history_of(&store, "orders", "both").await), ["created", "replaced", "imported"]);
+    assert_eq!(history_of(&store, "orders", "moved").await, moved);
 }
