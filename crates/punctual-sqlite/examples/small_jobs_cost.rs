@@ -61,7 +61,9 @@ async fn drain(store: &Arc<SqliteStore>, queue: &QueueName, tasks: usize) {
             let (store, done, queue) = (Arc::clone(store), Arc::clone(&done), queue.clone());
             tokio::spawn(async move {
                 while done.load(Ordering::SeqCst) < tasks {
-                    let request = LeaseRequest::new(queue.clone(), LEASE_SIZE, Duration::from_secs(300), now());
+                    // Named as a server names its node, whose leases' history events say so.
+                    let request = LeaseRequest::new(queue.clone(), LEASE_SIZE, Duration::from_secs(300), now())
+                        .on_node(Some(Arc::from("web-1:7575 (pid 4242)")));
                     let batch = store.lease(request).await.expect("lease");
                     if batch.leases.is_empty() {
                         tokio::task::yield_now().await;
