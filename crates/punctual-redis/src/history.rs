@@ -2,7 +2,8 @@
 //! writes the change's events in the same step (`lua/common.lua`, `tell` and
 //! `save_history`) to its shard's `history` Hash, one field per task key, and indexes
 //! the key in `history:latest` (see `keys`). This module gives the scripts what only
-//! the caller knows of an event, reads a key's history, and sweeps a queue's quiet
+//! the caller knows of an event, reads a key's history (or a queue's, page by page,
+//! and adds another store's: `lua/import_history.lua`), and sweeps a queue's quiet
 //! histories.
 //!
 //! - **Caller's fields**: who did it, an ack's fence, due time, outcome, error and
@@ -30,9 +31,9 @@
 //!   bounded scripts (`lua/sweep_history.lua`), the index and the Hash together, shard
 //!   after shard until the request's limit.
 
-use punctual_core::history::{self, Actor, EventKind, HistoryEvent};
 use std::collections::BTreeMap;
 
+use punctual_core::history::{self, Actor, EventKind, HistoryEvent};
 use punctual_core::store::{
     CompleteRequest, HistoriesPage, HistoriesRequest, HistoryRequest, HistorySweepRequest, KeyHistory, LeaseRequest,
     corrupt,

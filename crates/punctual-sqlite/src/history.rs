@@ -24,7 +24,8 @@
 //! before its cutoff, deletes those whose `latest` is too, and moves the others'
 //! `looked` to their `latest`: a row something happens to is read about once per
 //! retention. The sweep never touches a live task's pending events, which reads filter
-//! by time like the others.
+//! by time like the others. Events imported from another store ([`import_histories`])
+//! are older than every event of their key here and go to its `history` row only.
 
 use punctual_core::history::{Actor, EventKind, HISTORY_LIMIT, HistoryEvent, decode, encode, older_than};
 use punctual_core::store::{HistoriesPage, HistoriesRequest, HistoryRequest, HistorySweepRequest, KeyHistory, corrupt};
