@@ -141,25 +141,51 @@ pub(crate) fn settle(conn: &Connection, queue_id: i64, key: &str, task_id: i64, 
     move_pending(conn, queue_id, key, pending.as_deref(), None)
 }
 
+/// What is stored of one key: its `history` row's events and latest time, and its live
+/// task's pending events, each if any.
+struct Stored {
+    history: Option<(String, i64)>,
+    pending: Option<String>,
+}
+
+impl Stored {
+    /// Of the key `key` of the queue `queue_id`.
+    fn read(conn: &Connection, queue_id: i64, key: &str) -> Result<Stored> {
+        let history = conn
+            .prepare_cached("SELECT events, latest FROM history WHERE queue_id = ?1 AND key = ?2")
+            .and_then(|mut stmt| {
+                stmt.query_row(params![queue_id, key], |row| Ok((row.get(0)?, row.get(1)?))).optional()
+            })
+            .map_err(map_err)?;
+        let pending: Option<Option<String>> = conn
+            .prepare_cached("SELECT pending_events FROM tasks WHERE queue_id = ?1 AND key = ?2")
+            .and_then(|mut stmt| stmt.query_row(params![queue_id, key], |row| row.get(0)).optional())
+            .map_err(map_err)?;
+        Ok(Stored { history, pending: pending.flatten() })
+    }
+
+    /// Its events' lines, oldest first: the history's, then the pending ones.
+    fn lines(&self) -> impl Iterator<Item = &str> {
+        let history = self.history.as_ref().map(|(events, _)| events.as_str());
+        history.into_iter().chain(self.pending.as_deref()).flat_map(|events| events.split('\n'))
+    }
+}
+
 /// The events of `req`'s key at or after `req.since`, oldest first: its history's,
 /// then its live task's pending ones, the latest [`HISTORY_LIMIT`] of them.
 pub(crate) fn read(conn: &Connection, req: &HistoryRequest) -> Result<Vec<HistoryEvent>> {
     let Some(queue_id) = queue_id(conn, &req.queue)? else { return Ok(Vec::new()) };
-    let key = req.key.as_str();
-    let text = |sql: &str| -> Result<Option<String>> {
-        let found: Option<Option<String>> = conn
-            .prepare_cached(sql)
-            .and_then(|mut stmt| stmt.query_row(params![queue_id, key], |row| row.get(0)).optional())
-            .map_err(map_err)?;
-        Ok(found.flatten())
-    };
-    let stored = text("SELECT events FROM history WHERE queue_id = ?1 AND key = ?2")?;
-    let pending = text("SELECT pending_events FROM tasks WHERE queue_id = ?1 AND key = ?2")?;
-    let lines: Vec<&str> = stored.iter().chain(pending.iter()).flat_map(|events| events.split('\n')).collect();
+    events_since(conn, queue_id, req.key.as_str(), req.since)
+}
+
+/// [`read`] of the key `key` of the queue `queue_id`.
+fn events_since(conn: &Connection, queue_id: i64, key: &str, since: Timestamp) -> Result<Vec<HistoryEvent>> {
+    let stored = Stored::read(conn, queue_id, key)?;
+    let lines: Vec<&str> = stored.lines().collect();
     let mut read = Vec::new();
     for line in &lines[lines.len().saturating_sub(HISTORY_LIMIT)..] {
         let event = decode(line)?;
-        if event.at >= req.since {
+        if event.at >= since {
             read.push(event);
         }
     }
@@ -189,12 +215,12 @@ pub(crate) fn histories(conn: &Connection, req: &HistoriesRequest) -> Result<His
             if page.len() == limit {
                 return Ok(HistoriesPage::new(page, Some(after)));
             }
-            let key = TaskKey::new(key).map_err(|e| corrupt(format!("a history's key: {e}")))?;
-            let events = read(conn, &HistoryRequest::new(req.queue.clone(), key.clone(), req.since))?;
-            after = key.to_string();
+            let events = events_since(conn, queue_id, &key, req.since)?;
             if !events.is_empty() {
-                page.push(KeyHistory::new(key, events));
+                let name = TaskKey::new(key.as_str()).map_err(|e| corrupt(format!("a history's key: {e}")))?;
+                page.push(KeyHistory::new(name, events));
             }
+            after = key;
         }
         if last_batch {
             return Ok(HistoriesPage::new(page, None));
@@ -211,28 +237,13 @@ pub(crate) fn import_histories(conn: &Connection, queue: &QueueName, histories: 
     let mut added = 0;
     for KeyHistory { key, events, .. } in histories {
         let key = key.as_str();
-        let stored: Option<(String, i64)> = conn
-            .prepare_cached("SELECT events, latest FROM history WHERE queue_id = ?1 AND key = ?2")
-            .and_then(|mut stmt| {
-                stmt.query_row(params![queue_id, key], |row| Ok((row.get(0)?, row.get(1)?))).optional()
-            })
-            .map_err(map_err)?;
-        let first_line = match &stored {
-            Some((events, _)) => events.split('\n').next().map(str::to_owned),
-            None => conn
-                .prepare_cached("SELECT pending_events FROM tasks WHERE queue_id = ?1 AND key = ?2")
-                .and_then(|mut stmt| stmt.query_row(params![queue_id, key], |row| row.get::<_, Option<String>>(0)))
-                .optional()
-                .map_err(map_err)?
-                .flatten()
-                .and_then(|pending| pending.split('\n').next().map(str::to_owned)),
-        };
-        let oldest = first_line.as_deref().map(decode).transpose()?.map(|event| event.at);
+        let stored = Stored::read(conn, queue_id, key)?;
+        let oldest = stored.lines().next().map(decode).transpose()?.map(|event| event.at);
         let older = older_than(events, oldest);
         let Some(newest_older) = older.last() else { continue };
         added += older.len() as u64;
         let mut lines: Vec<String> = older.iter().map(encode).collect();
-        let latest = match &stored {
+        let latest = match &stored.history {
             Some((events, latest)) => {
                 lines.extend(events.split('\n').map(str::to_owned));
                 *latest

@@ -15,7 +15,6 @@ use crate::map_err;
 use crate::queues::queue_id;
 use crate::row::{RawTask, TASK_COLUMN_COUNT, TASK_COLUMNS};
 
-static LOAD_BY_KEY: Sql = Sql::new(|| format!("SELECT {TASK_COLUMNS} FROM tasks WHERE queue_id = ?1 AND key = ?2"));
 static LOAD_COUNTING: Sql =
     Sql::new(|| format!("SELECT {TASK_COLUMNS}, pending_count FROM tasks WHERE queue_id = ?1 AND key = ?2"));
 static LOAD_BY_ID: Sql = Sql::new(|| format!("SELECT {TASK_COLUMNS} FROM tasks WHERE id = ?1"));
@@ -35,11 +34,7 @@ pub(crate) fn load(
     queue: &QueueName,
     key: &str,
 ) -> Result<Option<Task>> {
-    let raw = conn
-        .prepare_cached(&LOAD_BY_KEY)
-        .and_then(|mut stmt| stmt.query_row(params![queue_id, key], RawTask::from_row).optional())
-        .map_err(map_err)?;
-    raw.map(|raw| raw.decode(store, queue)).transpose()
+    Ok(load_counting(conn, store, queue_id, queue, key)?.map(|(task, _)| task))
 }
 
 /// The task `key` of the queue `queue_id`, named `queue`, with how many history events

@@ -445,24 +445,25 @@ async fn a_layout_5_store_is_migrated_with_every_task_at_the_default_timing() {
     assert_eq!((once.timing, once.meta.anchor, once.due_at), (timing, at_secs(10), at_secs(12)));
 }
 
-/// A layout-6 store (every history event in `history`): a task's history reads whole
-/// after the migration, and goes on through a lease and its ack, in order.
-#[tokio::test]
-async fn a_layout_6_store_is_migrated_and_its_histories_go_on() {
+/// A store holding `tasks`, scheduled at `NOW`, as punctual of layout 6 left it on disk.
+async fn layout_6_store_of(tasks: Vec<NewTask>) -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("temp dir");
     let store = SqliteStore::open(dir.path()).expect("open");
-    store
-        .schedule(vec![NewTask::new(queue(), key("kept"), NOW)], NOW)
-        .await
-        .expect("schedule")
-        .pop()
-        .expect("one")
-        .expect("created");
+    for scheduled in store.schedule(tasks, NOW).await.expect("schedule") {
+        scheduled.expect("created");
+    }
     store.close().await.expect("close");
     drop(store);
     let db = rusqlite::Connection::open(dir.path().join(DB_FILE)).expect("open the database");
     db.execute_batch(BACK_TO_LAYOUT_6).expect("as punctual of layout 6 wrote it");
-    drop(db);
+    dir
+}
+
+/// A layout-6 store (every history event in `history`): a task's history reads whole
+/// after the migration, and goes on through a lease and its ack, in order.
+#[tokio::test]
+async fn a_layout_6_store_is_migrated_and_its_histories_go_on() {
+    let dir = layout_6_store_of(vec![NewTask::new(queue(), key("kept"), NOW)]).await;
 
     let store = SqliteStore::open(dir.path()).expect("open the layout-6 store");
     assert_eq!(layout_version(dir.path()), CURRENT_LAYOUT, "the open migrates the layout");
@@ -470,8 +471,7 @@ async fn a_layout_6_store_is_migrated_and_its_histories_go_on() {
     let read = || store.history(HistoryRequest::new(queue(), key("kept"), Timestamp::EPOCH));
     assert_eq!(kinds(read().await.expect("history")), [EventKind::Created]);
     let batch = store.lease(LeaseRequest::new(queue(), 1, Duration::from_secs(30), NOW)).await.expect("lease");
-    let leased = store.history(HistoryRequest::new(queue(), key("kept"), Timestamp::EPOCH)).await.expect("history");
-    assert_eq!(kinds(leased), [EventKind::Created, EventKind::Leased]);
+    assert_eq!(kinds(read().await.expect("history")), [EventKind::Created, EventKind::Leased]);
     store
         .complete(CompleteRequest::new(batch.leases[0].token.clone(), Completion::Done, at_secs(1)))
         .await
@@ -484,17 +484,8 @@ async fn a_layout_6_store_is_migrated_and_its_histories_go_on() {
 /// trace context that survives a reopen.
 #[tokio::test]
 async fn a_layout_6_store_is_migrated_with_no_task_in_a_trace() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let store = SqliteStore::open(dir.path()).expect("open");
     let tasks = vec![NewTask::new(queue(), key("first"), NOW), NewTask::new(queue(), key("second"), at_secs(5))];
-    for scheduled in store.schedule(tasks, NOW).await.expect("schedule") {
-        scheduled.expect("created");
-    }
-    store.close().await.expect("close");
-    drop(store);
-    let db = rusqlite::Connection::open(dir.path().join(DB_FILE)).expect("open the database");
-    db.execute_batch(BACK_TO_LAYOUT_6).expect("as punctual of layout 6 wrote it");
-    drop(db);
+    let dir = layout_6_store_of(tasks).await;
 
     let store = SqliteStore::open(dir.path()).expect("open the layout-6 store");
     assert_eq!(layout_version(dir.path()), CURRENT_LAYOUT, "the open migrates the layout");
