@@ -1,7 +1,7 @@
 """Bytes per history event: starts `punctual serve` (the binary given) on a fresh data directory,
-schedules 5,000 tasks in batches, leases and acks them over HTTP, then reads the store's `history`
-table: stored text per event, one event of each kind, and (where SQLite has dbstat) the pages of
-the table and its index. With `redis`, the server runs on a `redis-server` of its own instead, and
+schedules 5,000 tasks in batches, leases and acks them over HTTP, then reads what the store keeps
+of them: each done task's row kept as its history (state -1), its stored text per event, one event
+of each kind, and (where SQLite has dbstat) the pages of the tables and indexes that hold them. With `redis`, the server runs on a `redis-server` of its own instead, and
 the script reads the history hash and what Redis' `used_memory` grew by (every task is done, so
 the histories are all that is left of them).
 
@@ -67,14 +67,24 @@ if REDIS:
     sys.exit(0)
 p.terminate(); p.wait()
 db = sqlite3.connect(os.path.join(d, "punctual.db"))
-rows, events, text = db.execute("SELECT count(*), sum(count), sum(length(events)) FROM history").fetchone()
-print(f"keys {rows}, events {events}, stored text {text} bytes: {text/events:.1f} B per event")
+# Every task is done: each done task's row is kept as its key's history (state -1, its
+# events in `pending_events`); a key's events go to the table `history` only when they
+# move (not here).
+rows, events, text = db.execute(
+    "SELECT count(*), sum(pending_count), sum(length(pending_events)) FROM tasks WHERE state = -1").fetchone()
+moved = db.execute("SELECT count(*) FROM history").fetchone()[0]
+print(f"keys {rows} (kept rows; {moved} in the table history), events {events}, stored text {text} bytes: "
+      f"{text/events:.1f} B per event")
+sample = db.execute("SELECT pending_events FROM tasks WHERE state = -1 LIMIT 1").fetchone()[0].split("\n")
 for kind in ["created", "leased", "acked"]:
-    sample = db.execute("SELECT events FROM history LIMIT 1").fetchone()[0].split("\n")
     line = [l for l in sample if f'"e":"{kind}"' in l][0]
     print(kind, len(line), line)
 try:
-    pages = db.execute("SELECT sum(pgsize) FROM dbstat WHERE name IN ('history', 'history_looked')").fetchone()[0]
-    print(f"history table and index: {pages} bytes on disk, {pages/events:.1f} B per event")
+    names = ["tasks", "tasks_by_key", "tasks_by_due", "tasks_urgent", "tasks_by_expiry", "tasks_dead_by_death",
+             "tasks_by_group", "history", "history_looked"]
+    marks = ",".join("?" * len(names))
+    pages = db.execute(f"SELECT sum(pgsize) FROM dbstat WHERE name IN ({marks})", names).fetchone()[0]
+    print(f"tasks and history tables and their indexes, holding only done tasks' histories: {pages} bytes on disk, "
+          f"{pages/events:.1f} B per event")
 except Exception as e:
     print("dbstat unavailable:", e)

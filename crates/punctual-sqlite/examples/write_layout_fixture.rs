@@ -1,6 +1,7 @@
 //! Writes the fixture of the embedded store's current layout that `tests/layout_fixtures.rs`
 //! opens: a store of one queue holding a task in each state, with the fields each
-//! layout added (tags, priority, group, repeat, target, last error), all at fixed times.
+//! layout added (tags, priority, group, repeat, target, last error), all at fixed times, and
+//! a done task's history.
 //! Run it once per layout, when the layout changes, and keep every fixture written
 //! before: each is a store as that release of punctual left it.
 //!
@@ -39,6 +40,12 @@ async fn main() {
     let token = lease.leases.into_iter().next().expect("dead is due").token;
     let failed = Completion::Dead { error: "410 Gone".into() };
     store.complete(CompleteRequest::new(token, failed, NOW)).await.expect("dead");
+
+    // Done: gone from the tasks, its history kept (created, leased, acked).
+    store.schedule(vec![task("done", NOW)], NOW).await.expect("schedule").pop().expect("one").expect("scheduled");
+    let lease = store.lease(LeaseRequest::new(queue.clone(), 1, Duration::from_secs(60), NOW)).await.expect("lease");
+    let token = lease.leases.into_iter().next().expect("done is due").token;
+    store.complete(CompleteRequest::new(token, Completion::Done, NOW)).await.expect("done");
 
     // Leased for an hour.
     store.schedule(vec![task("leased", NOW)], NOW).await.expect("schedule").pop().expect("one").expect("scheduled");

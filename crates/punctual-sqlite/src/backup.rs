@@ -25,6 +25,7 @@ use punctual_core::{Error, Result};
 use rusqlite::backup::{Backup, StepResult};
 use rusqlite::{Connection, OpenFlags};
 
+use crate::codes::ANY_TASK;
 use crate::{DB_FILE, SqliteStore, map_err, schema};
 
 /// What a backup or a restore holds.
@@ -109,7 +110,11 @@ pub fn restore(from: &Path, dir: &Path, replace: bool) -> Result<StoreSummary> {
         let current = dir.join(DB_FILE);
         if current.is_file() && !replace {
             let tasks = Connection::open_with_flags(&current, OpenFlags::SQLITE_OPEN_READ_ONLY)
-                .and_then(|conn| conn.query_row("SELECT count(*) FROM tasks", [], |row| row.get::<_, u64>(0)))
+                .and_then(|conn| {
+                    conn.query_row(&format!("SELECT count(*) FROM tasks WHERE {ANY_TASK}"), [], |row| {
+                        row.get::<_, u64>(0)
+                    })
+                })
                 .map_or_else(
                     |_| "a store".to_owned(),
                     |tasks| format!("a store of {tasks} task{}", if tasks == 1 { "" } else { "s" }),
@@ -176,7 +181,9 @@ fn summary_of(conn: &Connection, path: &Path, field: &str) -> Result<StoreSummar
         ));
     }
     let (tasks, queues): (u64, u64) = conn
-        .query_row("SELECT count(*), count(DISTINCT queue_id) FROM tasks", [], |row| Ok((row.get(0)?, row.get(1)?)))
+        .query_row(&format!("SELECT count(*), count(DISTINCT queue_id) FROM tasks WHERE {ANY_TASK}"), [], |row| {
+            Ok((row.get(0)?, row.get(1)?))
+        })
         .map_err(|e| not_a_store(e.to_string()))?;
     let bytes = fs::metadata(path).map_or(0, |m| m.len());
     Ok(StoreSummary { tasks, queues, layout, bytes })

@@ -29,6 +29,14 @@ pub(crate) const SCHEDULED_TARGET_LANE: i64 = 3;
 pub(crate) const GROUPED_HANDLER_LANE: i64 = 4;
 /// Scheduled, in the target lane, in a group.
 pub(crate) const GROUPED_TARGET_LANE: i64 = 5;
+/// Not a task: the row of a task that completed done, kept as its key's newest history
+/// events (`history`) until the key is scheduled again or the retention sweep deletes
+/// it. Below every task's code, so it is a range of `tasks_by_due` of its own, in the
+/// order of its `due_at` (the time of its last event), outside `tasks_by_group` and
+/// before the others: a statement that reads tasks of any state says so ([`ANY_TASK`]).
+pub(crate) const KEPT: i64 = -1;
+/// SQL: the row is a task, in any state (not [`KEPT`]).
+pub(crate) const ANY_TASK: &str = "state >= 0";
 /// Every code of a scheduled task.
 pub(crate) const SCHEDULED_CODES: [i64; 4] =
     [SCHEDULED_HANDLER_LANE, SCHEDULED_TARGET_LANE, GROUPED_HANDLER_LANE, GROUPED_TARGET_LANE];
@@ -122,9 +130,9 @@ mod tests {
         }
         assert_eq!(state_of(LEASED).unwrap(), TaskState::Leased);
         assert_eq!(state_of(DEAD).unwrap(), TaskState::Dead);
-        assert!(state_of(6).is_err() && state_of(-1).is_err());
+        assert!(state_of(6).is_err() && state_of(KEPT).is_err(), "a kept row is no task");
         // Fixed by the on-disk layout (`schema`): stores already written hold them.
-        assert_eq!([SCHEDULED_HANDLER_LANE, LEASED, DEAD, SCHEDULED_TARGET_LANE], [0, 1, 2, 3]);
+        assert_eq!([KEPT, SCHEDULED_HANDLER_LANE, LEASED, DEAD, SCHEDULED_TARGET_LANE], [-1, 0, 1, 2, 3]);
         assert_eq!(Lane::ALL.map(scheduled_code), [0, 3]);
         assert_eq!(Lane::ALL.map(grouped_code), [4, 5]);
     }

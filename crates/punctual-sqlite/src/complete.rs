@@ -1,15 +1,17 @@
-//! Completing a lease: its task done (deleted), retried, rescheduled (its next
-//! occurrence) or dead.
+//! Completing a lease: its task done (its row kept as its history, or deleted),
+//! retried, rescheduled (its next occurrence) or dead.
 //!
 //! Invariants: nothing is written unless the lease is live (`lease::live`); then each
 //! completion is one statement, atomic by itself, then its history (the ack appended
 //! to the task's pending events, or those and the ack moved to the key's history; see
-//! `history`); the deletion of a tagged task or of one with a dedupe window (which
-//! writes its completion record, `completions`) runs in a savepoint. A write that fails
-//! after another of its completion fails the whole job ([`complete`]'s outer
-//! `Result`), which the job's savepoint undoes: so no completion is left half written,
-//! its change without its history event, and a batch of completions needs no
-//! savepoint per completion. A task put back to scheduled
+//! `history`). A task done without a dedupe window is the hot path: one `UPDATE` turns
+//! its row into the key's kept events (`codes::KEPT`, `KEEP`), after the deletion of
+//! its rows in `tags` if it has tags, with no write to `history`. The deletion of a
+//! task with a dedupe window (which writes its completion record, `completions`) runs
+//! in a savepoint. A write that fails after another of its completion fails the whole
+//! job ([`complete`]'s outer `Result`), which the job's savepoint undoes: so no
+//! completion is left half written, its change without its history event, and a batch
+//! of completions needs no savepoint per completion. A task put back to scheduled
 //! takes its lane's code. A reschedule anchors the task at the completion's anchor; no
 //! completion writes the task's timing.
 
@@ -18,10 +20,11 @@ use punctual_core::store::{CompleteRequest, Completion, corrupt};
 use punctual_core::{Result, StoreId, transitions};
 use rusqlite::{Connection, params};
 
-use crate::codes::{DEAD, Sql, scheduled_by_target};
+use crate::codes::{DEAD, KEPT, Sql, scheduled_by_target};
 use crate::history;
 use crate::lease::{Live, live};
-use crate::tasks::delete_task;
+use crate::queues::QueueIds;
+use crate::tasks::{delete_tags, delete_task};
 use crate::{completions, map_err, writer};
 
 static RETRY: Sql = Sql::new(|| {
@@ -41,6 +44,18 @@ static RESCHEDULE: Sql = Sql::new(|| {
         scheduled_by_target()
     )
 });
+/// A done task's row kept as its key's newest history events (`codes::KEPT`): no longer
+/// a task (its lease, payload, policies, tags and group let go; its group's row counts
+/// it out through the triggers, and its rows in `tags` go first), the ack appended,
+/// `due_at` the ack's time, which the retention sweep reads.
+static KEEP: Sql = Sql::new(|| {
+    format!(
+        "UPDATE OR FAIL tasks SET state = {KEPT}, due_at = ?2, lease_expires_at = NULL, updated_at = ?2, payload = '', \
+         repeat = NULL, tags = NULL, last_error = NULL, target = NULL, priority = 0, debounce_until = NULL, \
+         group_name = NULL, timing = NULL, traceparent = NULL, {} WHERE id = ?1",
+        history::appending("?3")
+    )
+});
 static DIE: Sql = Sql::new(|| {
     format!(
         "UPDATE OR FAIL tasks SET state = {DEAD}, lease_expires_at = NULL, attempts = attempts + 1, last_error = ?2, \
@@ -53,7 +68,24 @@ static DIE: Sql = Sql::new(|| {
 /// completion, which the job's savepoint undoes); the inner one is this completion's
 /// own answer (its lease is not live: nothing was written).
 pub(crate) fn complete(conn: &Connection, store: StoreId, req: &CompleteRequest) -> Result<Result<()>> {
-    match live(conn, store, &req.token, req.now) {
+    complete_in(conn, &mut QueueIds::default(), store, req)
+}
+
+/// [`complete`] of each of `reqs`, in order, looking each queue's id up once: one job's
+/// acks.
+pub(crate) fn complete_each(conn: &Connection, store: StoreId, reqs: &[CompleteRequest]) -> Result<Vec<Result<()>>> {
+    let mut queue_ids = QueueIds::default();
+    reqs.iter().map(|req| complete_in(conn, &mut queue_ids, store, req)).collect()
+}
+
+/// [`complete`], with the queue ids its job read so far.
+fn complete_in(
+    conn: &Connection,
+    queue_ids: &mut QueueIds,
+    store: StoreId,
+    req: &CompleteRequest,
+) -> Result<Result<()>> {
+    match live(conn, queue_ids, store, &req.token, req.now) {
         Ok(live) => write(conn, live, req).map(Ok),
         Err(refused) => Ok(Err(refused)),
     }
@@ -61,7 +93,7 @@ pub(crate) fn complete(conn: &Connection, store: StoreId, req: &CompleteRequest)
 
 /// The writes of `req`, whose lease `live` holds: the completion, then its history.
 fn write(conn: &Connection, live: Live, req: &CompleteRequest) -> Result<()> {
-    let Live { queue_id, task, pending } = live;
+    let Live { queue_id, task, pending_count } = live;
     let id = i64::try_from(task.meta.id).map_err(corrupt)?;
     let (key, now) = (req.token.key.as_str(), req.now.as_millis());
     let update = |sql: &str, parameters: &[&dyn rusqlite::ToSql]| {
@@ -71,28 +103,32 @@ fn write(conn: &Connection, live: Live, req: &CompleteRequest) -> Result<()> {
     let acked = transitions::acked(&task, &req.completion, req.now).by(req.by.as_ref()).report(req.report.as_ref());
     // The task's pending history events and its ack move to its key's history when
     // its row goes or its occurrence ends; else the ack joins them.
-    let moved = || history::move_pending(conn, queue_id, key, pending.events.as_deref(), Some(&acked));
+    let moved = |pending: Option<String>| history::move_pending(conn, queue_id, key, pending.as_deref(), Some(&acked));
     match &req.completion {
-        Completion::Done if task.tags.is_empty() && record.is_none() => {
-            delete_task(conn, queue_id, &task)?;
-            moved()
+        Completion::Done if record.is_none() => {
+            if !task.tags.is_empty() {
+                delete_tags(conn, queue_id, id, &task.tags)?;
+            }
+            update(&KEEP, params![id, now, encode(&acked)])
         }
         Completion::Done => writer::in_savepoint(conn, |conn| {
+            let pending = history::pending_events(conn, id)?;
             delete_task(conn, queue_id, &task)?;
             record.as_ref().map_or(Ok(()), |record| completions::write(conn, queue_id, record))?;
-            moved()
+            moved(pending)
         }),
         Completion::Retry { at, error } => {
             update(&RETRY, params![id, at.as_millis(), error, now, encode(&acked)])?;
-            history::settle(conn, queue_id, key, id, pending.count + 1)
+            history::settle(conn, queue_id, key, id, pending_count + 1)
         }
         Completion::Reschedule { at, anchor } => {
+            let pending = history::pending_events(conn, id)?;
             update(&RESCHEDULE, params![id, at.as_millis(), anchor.as_millis(), now])?;
-            moved()
+            moved(pending)
         }
         Completion::Dead { error } => {
             update(&DIE, params![id, error, now, encode(&acked)])?;
-            history::settle(conn, queue_id, key, id, pending.count + 1)
+            history::settle(conn, queue_id, key, id, pending_count + 1)
         }
     }
 }

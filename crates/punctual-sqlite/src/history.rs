@@ -8,14 +8,19 @@
 //! history's first.
 //!
 //! A live task's events move to its key's history ([`move_pending`]) in the
-//! transaction that deletes its row (done, cancelled, purged, deleted; see
-//! `tasks::delete_told`) or ends its occurrence (a reschedule), and once
-//! [`PENDING_LIMIT`] wait ([`settle`]), so a row keeps few events whatever happens to
-//! it: a task costs its history one write in its life, not one per event.
+//! transaction that deletes its row (cancelled, purged, deleted, done with a
+//! dedupe window; see `tasks::delete_told`) or ends its occurrence (a reschedule), and
+//! once [`PENDING_LIMIT`] wait ([`settle`]), so a row keeps few events whatever happens
+//! to it. A task done without a dedupe window keeps its row instead, as the key's
+//! newest events (`codes::KEPT`, written by `complete`'s one `UPDATE`): its events
+//! move only if a task is created under the key again (`tasks::retire_kept`), and the
+//! sweep deletes the row once its last event (`due_at`) is past the retention. So the
+//! usual task costs its history no write of its own in its life.
 //!
 //! Invariants: `pending_count` is the number of lines of `pending_events` (0 when
 //! NULL), below [`PENDING_LIMIT`] after every write but the lease's (which appends one
-//! with no look; the next write under the lease, or its reap, settles). Every pending
+//! with no look; the next write under the lease, or its reap, settles) and a kept
+//! row's last (never written again). Every pending
 //! event is newer than every event of the key's history. `count` is the number of
 //! lines of `events`, at most [`HISTORY_LIMIT`]: a move drops the oldest past it.
 //! `looked` is at or before `latest`: when the row was made, then the latest a sweep
@@ -32,18 +37,18 @@ use punctual_core::store::{HistoriesPage, HistoriesRequest, HistoryRequest, Hist
 use punctual_core::{QueueName, Result, StoreId, TaskKey, TaskState, Timestamp};
 use rusqlite::{Connection, OptionalExtension, params};
 
+use crate::codes::{KEPT, Sql};
 use crate::map_err;
 use crate::queues::{queue_id, queue_id_or_create};
 
 /// How many events a live task's row keeps before they move to its key's history.
 pub(crate) const PENDING_LIMIT: i64 = 16;
 
-/// A live task's pending events, as its row holds them.
-pub(crate) struct Pending {
-    /// How many.
-    pub(crate) count: i64,
-    /// Their stored forms, one per line; `None` for none.
-    pub(crate) events: Option<String>,
+/// The pending events of the task row `id`, one per line; `None` for none.
+pub(crate) fn pending_events(conn: &Connection, id: i64) -> Result<Option<String>> {
+    conn.prepare_cached("SELECT pending_events FROM tasks WHERE id = ?1")
+        .and_then(|mut stmt| stmt.query_row([id], |row| row.get(0)))
+        .map_err(map_err)
 }
 
 /// SQL assignments of an `UPDATE` of a task row: the event whose stored form is the
@@ -131,10 +136,7 @@ pub(crate) fn settle(conn: &Connection, queue_id: i64, key: &str, task_id: i64, 
     if count < PENDING_LIMIT {
         return Ok(());
     }
-    let pending: Option<String> = conn
-        .prepare_cached("SELECT pending_events FROM tasks WHERE id = ?1")
-        .and_then(|mut stmt| stmt.query_row([task_id], |row| row.get(0)))
-        .map_err(map_err)?;
+    let pending = pending_events(conn, task_id)?;
     conn.prepare_cached("UPDATE tasks SET pending_events = NULL, pending_count = 0 WHERE id = ?1")
         .and_then(|mut stmt| stmt.execute([task_id]))
         .map_err(map_err)?;
@@ -261,17 +263,31 @@ pub(crate) fn import_histories(conn: &Connection, queue: &QueueName, histories: 
     Ok(added)
 }
 
+/// Deletes up to `req.limit` kept rows of queue `?1` whose last event (`due_at`) is
+/// before `?2`, oldest first: one range of `tasks_by_due`.
+static SWEEP_KEPT: Sql = Sql::new(|| {
+    format!(
+        "DELETE FROM tasks WHERE id IN (SELECT id FROM tasks WHERE queue_id = ?1 AND state = {KEPT} AND due_at < ?2 \
+         ORDER BY due_at LIMIT ?3)"
+    )
+});
+
 /// Deletes the histories of up to `req.limit` keys of the queue whose latest event is
-/// before `req.before`; how many. It reads `req.limit` rows at a time whose `looked` is
-/// before the cutoff, deleting those whose latest event is and moving the others'
-/// `looked` to their latest, until it deleted some or no row is left to look at: 0
-/// means none is left to delete.
+/// before `req.before`; how many. Done tasks' kept rows go first; then it reads
+/// `req.limit` rows of `history` at a time whose `looked` is before the cutoff,
+/// deleting those whose latest event is and moving the others' `looked` to their
+/// latest, until it deleted some or no row is left to look at: 0 means none is left
+/// to delete.
 pub(crate) fn sweep(conn: &Connection, req: &HistorySweepRequest) -> Result<u64> {
     let Some(queue_id) = queue_id(conn, &req.queue)? else { return Ok(0) };
     let (before, limit) = (req.before.as_millis(), req.limit.max(1));
     let run = |sql: &str| {
         conn.prepare_cached(sql).and_then(|mut stmt| stmt.execute(params![queue_id, before, limit])).map_err(map_err)
     };
+    let kept = run(&SWEEP_KEPT)?;
+    if kept > 0 {
+        return Ok(kept as u64);
+    }
     loop {
         let deleted = run("DELETE FROM history WHERE (queue_id, key) IN (SELECT queue_id, key FROM history \
              WHERE queue_id = ?1 AND looked < ?2 ORDER BY looked LIMIT ?3) AND latest < ?2")?;

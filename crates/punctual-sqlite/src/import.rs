@@ -3,7 +3,7 @@
 //! of the writer, so it is written whole or, on an error, not at all.
 //!
 //! Invariants: a task is written only where its (queue, key) holds no task, in any
-//! state, and then as `transitions::imported` makes it: every column as the task gives
+//! state (a done task's kept row gives way, as to a schedule), and then as `transitions::imported` makes it: every column as the task gives
 //! it (`schedule::IMPORT`, from the list of columns a schedule writes), an id that is
 //! the next of `tasks`' sequence as a creation's, and fence 0. Its rows in `tags` are
 //! written with it, and its group's row in `task_groups` by the triggers, as for any
@@ -15,15 +15,16 @@
 use punctual_core::history::{HistoryEvent, encode};
 use punctual_core::store::{ImportRequest, Imported};
 use punctual_core::{Error, Result, Task, Timestamp};
-use rusqlite::{Connection, ToSql, params};
+use rusqlite::{Connection, OptionalExtension, ToSql, params};
 
+use crate::codes::KEPT;
 use crate::queues::queue_id_or_create;
 use crate::schedule::{IMPORT, Written};
-use crate::tasks::write_tags;
+use crate::tasks::{retire_kept, write_tags};
 use crate::{completions, map_err};
 
-/// Whether queue `?1` holds a task of key `?2`, in any state.
-const PRESENT: &str = "SELECT EXISTS (SELECT 1 FROM tasks WHERE queue_id = ?1 AND key = ?2)";
+/// The id and state code of the row of key `?2` of queue `?1`, if any.
+const PRESENT: &str = "SELECT id, state FROM tasks WHERE queue_id = ?1 AND key = ?2";
 
 /// Writes `req`'s tasks and records as the module docs say; an answer per task, in order.
 pub(crate) fn import(conn: &Connection, req: &ImportRequest) -> Result<Vec<Imported>> {
@@ -40,12 +41,14 @@ pub(crate) fn import(conn: &Connection, req: &ImportRequest) -> Result<Vec<Impor
 fn import_task(conn: &Connection, task: &Task, now: Timestamp) -> Result<Imported> {
     let queue_id = queue_id_or_create(conn, &task.queue)?;
     let key = task.key.as_str();
-    let present: bool = conn
+    let present: Option<(i64, i64)> = conn
         .prepare_cached(PRESENT)
-        .and_then(|mut stmt| stmt.query_row(params![queue_id, key], |row| row.get(0)))
+        .and_then(|mut stmt| stmt.query_row(params![queue_id, key], |row| Ok((row.get(0)?, row.get(1)?))).optional())
         .map_err(map_err)?;
-    if present {
-        return Ok(Imported::Present);
+    match present {
+        Some((id, KEPT)) => retire_kept(conn, queue_id, key, id)?,
+        Some(_) => return Ok(Imported::Present),
+        None => {}
     }
     let version = i64::try_from(task.version)
         .map_err(|_| Error::invalid("version", format!("{} of task '{}' is out of range", task.version, task.key)))?;

@@ -16,12 +16,12 @@ use punctual_core::history::{HistoryEvent, encode};
 use punctual_core::{Error, Result, StoreId, Task, TaskMeta, Timestamp};
 use rusqlite::{Connection, OptionalExtension, params};
 
-use crate::codes::{Sql, grouped_code, scheduled_by_target, scheduled_code, state_of};
+use crate::codes::{KEPT, Sql, grouped_code, scheduled_by_target, scheduled_code, state_of};
 use crate::group_rate::RateTerms;
-use crate::history::{self, Pending};
+use crate::history;
 use crate::leasing::{Leasing, earliest};
 use crate::map_err;
-use crate::queues::queue_id;
+use crate::queues::{QueueIds, queue_id};
 use crate::row::{blank_task, tags_of, unique_of};
 
 /// `fence_floor`: every fence handed out is at least this (see the crate docs).
@@ -60,16 +60,22 @@ pub(crate) fn lease(conn: &Connection, store: StoreId, req: &LeaseRequest, fence
 
 /// The task of a live lease, or `LeaseLost`: only what the writes under a lease use
 /// (its id and tags; its attempts, occurrence and dedupe window for a completion
-/// record; its pending history events) and what liveness is decided on (state, id,
-/// version, fence and expiry), with its queue's id. The payload and policies are not
-/// read, let alone parsed: every ack, extend and release comes here, on the writer's
-/// thread.
-pub(crate) fn live(conn: &Connection, store: StoreId, token: &LeaseToken, now: Timestamp) -> Result<Live> {
-    let queue_id = queue_id(conn, &token.queue)?.ok_or(Error::LeaseLost)?;
+/// record; how many history events its row holds) and what liveness is decided on
+/// (state, id, version, fence and expiry), with its queue's id. The payload, policies
+/// and pending events are not read, let alone parsed: every ack, extend and release
+/// comes here, on the writer's thread.
+pub(crate) fn live(
+    conn: &Connection,
+    queue_ids: &mut QueueIds,
+    store: StoreId,
+    token: &LeaseToken,
+    now: Timestamp,
+) -> Result<Live> {
+    let queue_id = queue_ids.get(conn, &token.queue)?.ok_or(Error::LeaseLost)?;
     let row = conn
         .prepare_cached(
             "SELECT id, state, version, fence, lease_expires_at, tags, attempts, occurrence, unique_window_ms, \
-             unique_dead, pending_count, pending_events FROM tasks WHERE queue_id = ?1 AND key = ?2",
+             unique_dead, pending_count FROM tasks WHERE queue_id = ?1 AND key = ?2",
         )
         .and_then(|mut stmt| {
             stmt.query_row(params![queue_id, token.key.as_str()], |row| {
@@ -83,13 +89,13 @@ pub(crate) fn live(conn: &Connection, store: StoreId, token: &LeaseToken, now: T
                     attempts: row.get(6)?,
                     occurrence: row.get(7)?,
                     unique: (row.get(8)?, row.get(9)?),
-                    pending: Pending { count: row.get(10)?, events: row.get(11)? },
+                    pending_count: row.get(10)?,
                 })
             })
             .optional()
         })
         .map_err(map_err)?;
-    let row = row.ok_or(Error::LeaseLost)?;
+    let row = row.filter(|row| row.state != KEPT).ok_or(Error::LeaseLost)?;
     let count = |n: i64| u32::try_from(n).map_err(corrupt);
     let meta = TaskMeta::new(
         store,
@@ -110,14 +116,15 @@ pub(crate) fn live(conn: &Connection, store: StoreId, token: &LeaseToken, now: T
     }
     task.attempts = count(row.attempts)?;
     task.unique_for = unique_of(row.unique)?;
-    Ok(Live { queue_id, task, pending: row.pending })
+    Ok(Live { queue_id, task, pending_count: row.pending_count })
 }
 
 /// A live lease's task, as [`live`] reads it.
 pub(crate) struct Live {
     pub(crate) queue_id: i64,
     pub(crate) task: Task,
-    pub(crate) pending: Pending,
+    /// How many history events wait in its row (see `history`).
+    pub(crate) pending_count: i64,
 }
 
 /// The columns [`live`] reads.
@@ -131,7 +138,7 @@ struct LiveRow {
     attempts: i64,
     occurrence: i64,
     unique: (Option<i64>, bool),
-    pending: Pending,
+    pending_count: i64,
 }
 
 /// A lease's expiry moved, the row's `?1`, to `?2`, at `?3`; `?4` the event that tells it.
@@ -141,14 +148,14 @@ static EXTEND: Sql = Sql::new(|| {
 
 pub(crate) fn extend(conn: &Connection, store: StoreId, req: &ExtendRequest) -> Result<Timestamp> {
     let now = req.now;
-    let Live { queue_id, task, pending } = live(conn, store, &req.token, now)?;
+    let Live { queue_id, task, pending_count } = live(conn, &mut QueueIds::default(), store, &req.token, now)?;
     let expires = now.saturating_add(req.lease_for);
     let extended = encode(&HistoryEvent::extended(req.token.fence, expires, req.by.as_ref(), now));
     let id = i64::try_from(task.meta.id).map_err(corrupt)?;
     conn.prepare_cached(&EXTEND)
         .and_then(|mut stmt| stmt.execute(params![id, expires.as_millis(), now.as_millis(), extended]))
         .map_err(map_err)?;
-    history::settle(conn, queue_id, req.token.key.as_str(), id, pending.count + 1)?;
+    history::settle(conn, queue_id, req.token.key.as_str(), id, pending_count + 1)?;
     Ok(expires)
 }
 
@@ -161,11 +168,11 @@ static RELEASE: Sql = Sql::new(|| {
 });
 
 pub(crate) fn release(conn: &Connection, store: StoreId, token: &LeaseToken, now: Timestamp) -> Result<()> {
-    let Live { queue_id, task, pending } = live(conn, store, token, now)?;
+    let Live { queue_id, task, pending_count } = live(conn, &mut QueueIds::default(), store, token, now)?;
     let released = encode(&HistoryEvent::released(token.fence, now));
     let id = i64::try_from(task.meta.id).map_err(corrupt)?;
     conn.prepare_cached(&RELEASE)
         .and_then(|mut stmt| stmt.execute(params![id, now.as_millis(), released]))
         .map_err(map_err)?;
-    history::settle(conn, queue_id, token.key.as_str(), id, pending.count + 1)
+    history::settle(conn, queue_id, token.key.as_str(), id, pending_count + 1)
 }

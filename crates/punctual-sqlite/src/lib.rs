@@ -387,7 +387,7 @@ impl Store for SqliteStore {
             // Each ack applies alone without a savepoint of its own: `complete::complete`
             // writes nothing until the lease is found live (a refusal is the ack's own
             // answer), and a write that fails after another fails the job, undone whole.
-            reqs.iter().map(|req| complete::complete(conn, id, req)).collect()
+            complete::complete_each(conn, id, &reqs)
         })
         .await
     }

@@ -11,7 +11,7 @@ use punctual_core::store::{ListRequest, Page};
 use punctual_core::{Error, Result, StoreId, Tag, TaskState};
 use rusqlite::{Connection, params};
 
-use crate::codes::{DEAD, LEASED, SCHEDULED_CODES, SCHEDULED_HANDLER_LANE};
+use crate::codes::{ANY_TASK, DEAD, LEASED, SCHEDULED_CODES, SCHEDULED_HANDLER_LANE};
 use crate::map_err;
 use crate::queues::queue_id;
 use crate::row::{RawTask, TASK_COLUMNS};
@@ -78,7 +78,9 @@ fn listing(codes: Codes, tagged: bool) -> String {
             )
         }
         (Codes::Bound, _) => format!("{} ORDER BY due_at, tasks.id LIMIT ?4", select("AND state = ?5")),
-        (Codes::Any, _) => format!("{} ORDER BY due_at, tasks.id LIMIT ?4", select("AND ?5 = ?5")),
+        (Codes::Any, _) => {
+            format!("{} ORDER BY due_at, tasks.id LIMIT ?4", select(&format!("AND {ANY_TASK} AND ?5 = ?5")))
+        }
     }
 }
 

@@ -16,7 +16,7 @@ use punctual_core::{
 };
 use rusqlite::Row;
 
-use crate::codes::{code_of_scheduled, state_of};
+use crate::codes::{KEPT, code_of_scheduled, state_of};
 
 /// The task columns every read of whole tasks selects, in the order
 /// [`RawTask::from_row`] reads them.
@@ -89,12 +89,18 @@ impl RawTask {
         })
     }
 
-    /// The task of `queue` this row holds, stamped with the identity of `store`.
     /// The task's group, as stored.
     pub(crate) fn group(&self) -> Option<&str> {
         self.group.as_deref()
     }
 
+    /// The row's id when it holds no task but a done task's kept events
+    /// (`codes::KEPT`).
+    pub(crate) fn kept(&self) -> Option<i64> {
+        (self.state == KEPT).then_some(self.id)
+    }
+
+    /// The task of `queue` this row holds, stamped with the identity of `store`.
     pub(crate) fn decode(self, store: StoreId, queue: &QueueName) -> Result<Task> {
         let count = |n: i64| u32::try_from(n).map_err(|_| corrupt(format!("count {n} out of range")));
         let backoff = Backoff::new(

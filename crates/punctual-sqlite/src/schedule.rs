@@ -25,8 +25,8 @@ use rusqlite::{Connection, Statement, ToSql};
 
 use crate::codes::{Sql, code_of, code_of_scheduled};
 use crate::history;
-use crate::queues::queue_id_or_create;
-use crate::tasks::{delete_tags, load_counting, write_tags};
+use crate::queues::QueueIds;
+use crate::tasks::{KeyRow, delete_tags, load_counting, retire_kept, write_tags};
 use crate::{completions, map_err};
 
 /// Every column a schedule writes, created or replaced alike, with its value: SQL, or a
@@ -260,9 +260,10 @@ pub(crate) fn schedule(
     tasks: Vec<NewTask>,
     now: Timestamp,
 ) -> Result<Vec<Result<Scheduled>>> {
+    let mut queue_ids = QueueIds::default();
     let mut results = Vec::with_capacity(tasks.len());
     for task in tasks {
-        results.push(schedule_one(conn, store, task, now)?);
+        results.push(schedule_in(conn, &mut queue_ids, store, task, now)?);
     }
     Ok(results)
 }
@@ -272,12 +273,28 @@ pub(crate) fn schedule(
 pub(crate) fn schedule_one(
     conn: &Connection,
     store: StoreId,
+    task: NewTask,
+    now: Timestamp,
+) -> Result<Result<Scheduled>> {
+    schedule_in(conn, &mut QueueIds::default(), store, task, now)
+}
+
+/// [`schedule_one`], with the queue ids its job read so far.
+fn schedule_in(
+    conn: &Connection,
+    queue_ids: &mut QueueIds,
+    store: StoreId,
     mut task: NewTask,
     now: Timestamp,
 ) -> Result<Result<Scheduled>> {
-    let queue_id = queue_id_or_create(conn, &task.queue)?;
-    // The task under the key, with how many history events it has pending.
-    let existing = load_counting(conn, store, queue_id, &task.queue, task.key.as_str())?;
+    let queue_id = queue_ids.get_or_create(conn, &task.queue)?;
+    // The task under the key, with how many history events it has pending; or the row
+    // a done task left, which a task created under the key takes the place of.
+    let (existing, kept) = match load_counting(conn, store, queue_id, &task.queue, task.key.as_str())? {
+        Some(KeyRow::Task(old, pending)) => (Some((old, pending)), None),
+        Some(KeyRow::Kept(id)) => (None, Some(id)),
+        None => (None, None),
+    };
     // Dedupe windows first, whatever the task's own if_exists.
     match &existing {
         Some((old, _)) if transitions::held_dead(old, now) => {
@@ -295,6 +312,9 @@ pub(crate) fn schedule_one(
     let written = Written::of(&task, debounce_until, now)?;
     match existing {
         None => {
+            if let Some(id) = kept {
+                retire_kept(conn, queue_id, task.key.as_str(), id)?;
+            }
             let anchor = transitions::anchor(&task);
             let mut meta = TaskMeta::new(store, 0, 0, 1, anchor);
             meta.debounce_until = debounce_until;

@@ -10,7 +10,9 @@
 //!   scheduled in the target lane, 1 leased, 2 dead (named in `codes`, which the SQL
 //!   uses). A scheduled task's code is 3 exactly when it has a target, so each lane's
 //!   scheduled tasks are one range of `tasks_by_due` and a lease of one lane never reads
-//!   the other's rows. Done and cancelled tasks are deleted. `id` is AUTOINCREMENT so it
+//!   the other's rows. Cancelled tasks are deleted, and done ones too unless their row is
+//!   kept as their key's newest history events: code -1 (`codes::KEPT`, no task; its
+//!   `due_at` the time of its last event, which the retention sweep reads). `id` is AUTOINCREMENT so it
 //!   is never reused: it is the task's `meta.id`, unique per creation. `target` is the
 //!   task's HTTP target as `Target::to_stored` writes it, NULL for none. `priority` is
 //!   the task's priority, 0–9; `debounce_until` its debounce burst's bound
@@ -116,6 +118,11 @@
 //!   them; it must refuse the store. Migrating adds the columns, every task without a
 //!   trace context (NULL) and with none pending (its events so far are in `history`,
 //!   where layout 6 wrote each).
+//! - 8: state code -1, a done task's row kept as its key's newest history events
+//!   (`codes::KEPT`). A change of layout: a punctual of layout 7 would fail on the
+//!   code when it reads the key, and would create a task under a key a kept row holds
+//!   (a unique index error); it must refuse the store. Migrating changes nothing: a
+//!   store of layout 7 deleted its done tasks' rows.
 
 use crate::codes::{DEAD, GROUPED_HANDLER_LANE, GROUPED_TARGET_LANE, LEASED, Sql};
 
@@ -123,11 +130,11 @@ use crate::codes::{DEAD, GROUPED_HANDLER_LANE, GROUPED_TARGET_LANE, LEASED, Sql}
 /// bumping it, keep a store of the layout it leaves: `cargo run -p punctual-sqlite
 /// --example write_layout_fixture -- crates/punctual-sqlite/tests/fixtures/layout-N.db`
 /// (`tests/layout_fixtures.rs` opens every one kept).
-pub(crate) const VERSION: i64 = 7;
+pub(crate) const VERSION: i64 = 8;
 
 /// What turns a store of each older layout into one of the next: `(from, statements)`,
 /// applied in order from the store's layout on.
-pub(crate) const MIGRATIONS: [(i64, &str); 6] = [
+pub(crate) const MIGRATIONS: [(i64, &str); 7] = [
     (1, "ALTER TABLE tasks ADD COLUMN target TEXT;"),
     (
         2,
@@ -151,6 +158,8 @@ pub(crate) const MIGRATIONS: [(i64, &str); 6] = [
          ALTER TABLE tasks ADD COLUMN pending_count INTEGER NOT NULL DEFAULT 0; \
          ALTER TABLE tasks ADD COLUMN pending_events TEXT;",
     ),
+    // No task of a layout-7 store is kept: its done tasks' rows were deleted.
+    (7, ""),
 ];
 
 /// Every table, each made at an open that finds it missing; then the open migrates an

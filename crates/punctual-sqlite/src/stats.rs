@@ -2,21 +2,25 @@
 //!
 //! Invariants: each state code's count is added to the state it decodes to
 //! (`codes::state_of`), so both lanes' scheduled tasks count as scheduled and an
-//! unknown code is an error; the stats of every queue leave out a queue that holds no
-//! task.
+//! unknown code is an error; a done task's kept row (`codes::KEPT`) is no task and is
+//! not counted; the stats of every queue leave out a queue that holds no task.
 
 use punctual_core::store::{QueueStats, corrupt};
 use punctual_core::{Lane, QueueName, Result};
 use rusqlite::Connection;
 
-use crate::codes::counts_by_state;
+use crate::codes::{ANY_TASK, Sql, counts_by_state};
 use crate::leasing::next_due;
 use crate::map_err;
 use crate::queues::queue_id;
 
+/// A queue's task counts by state code.
+static COUNTS: Sql =
+    Sql::new(|| format!("SELECT state, COUNT(*) FROM tasks WHERE queue_id = ?1 AND {ANY_TASK} GROUP BY state"));
+
 fn stats_of(conn: &Connection, queue_id: i64, name: QueueName) -> Result<QueueStats> {
     let rows: Vec<(i64, i64)> = conn
-        .prepare_cached("SELECT state, COUNT(*) FROM tasks WHERE queue_id = ?1 GROUP BY state")
+        .prepare_cached(&COUNTS)
         .and_then(|mut stmt| stmt.query_map([queue_id], |row| Ok((row.get(0)?, row.get(1)?)))?.collect())
         .map_err(map_err)?;
     let (scheduled, leased, dead) = counts_by_state(rows)?;

@@ -34,18 +34,29 @@ pub(crate) fn load(
     queue: &QueueName,
     key: &str,
 ) -> Result<Option<Task>> {
-    Ok(load_counting(conn, store, queue_id, queue, key)?.map(|(task, _)| task))
+    Ok(match load_counting(conn, store, queue_id, queue, key)? {
+        Some(KeyRow::Task(task, _)) => Some(task),
+        Some(KeyRow::Kept(_)) | None => None,
+    })
 }
 
-/// The task `key` of the queue `queue_id`, named `queue`, with how many history events
-/// it has pending (see `history`).
+/// What a key's row in `tasks` is.
+pub(crate) enum KeyRow {
+    /// Its task, with how many history events it has pending (see `history`).
+    Task(Task, i64),
+    /// The row `id` of its task that completed done, kept as its newest history events
+    /// (`codes::KEPT`): no task.
+    Kept(i64),
+}
+
+/// The row of the key `key` of the queue `queue_id`, named `queue`.
 pub(crate) fn load_counting(
     conn: &Connection,
     store: StoreId,
     queue_id: i64,
     queue: &QueueName,
     key: &str,
-) -> Result<Option<(Task, i64)>> {
+) -> Result<Option<KeyRow>> {
     let raw = conn
         .prepare_cached(&LOAD_COUNTING)
         .and_then(|mut stmt| {
@@ -53,7 +64,19 @@ pub(crate) fn load_counting(
                 .optional()
         })
         .map_err(map_err)?;
-    raw.map(|(raw, pending)| Ok((raw.decode(store, queue)?, pending))).transpose()
+    raw.map(|(raw, pending)| match raw.kept() {
+        Some(id) => Ok(KeyRow::Kept(id)),
+        None => Ok(KeyRow::Task(raw.decode(store, queue)?, pending)),
+    })
+    .transpose()
+}
+
+/// Moves the events of the kept row `id` of the key `key` of the queue `queue_id` to
+/// the key's history and deletes the row, so that a task can be written under the key.
+pub(crate) fn retire_kept(conn: &Connection, queue_id: i64, key: &str, id: i64) -> Result<()> {
+    let pending = crate::history::pending_events(conn, id)?;
+    conn.prepare_cached("DELETE FROM tasks WHERE id = ?1").and_then(|mut stmt| stmt.execute([id])).map_err(map_err)?;
+    crate::history::move_pending(conn, queue_id, key, pending.as_deref(), None)
 }
 
 /// The task `id`, of the queue named `queue`.
@@ -98,10 +121,7 @@ pub(crate) fn delete_task(conn: &Connection, queue_id: i64, task: &Task) -> Resu
 /// `event`, which tells why, to its key's history.
 pub(crate) fn delete_told(conn: &Connection, queue_id: i64, task: &Task, event: &HistoryEvent) -> Result<()> {
     let id = i64::try_from(task.meta.id).map_err(corrupt)?;
-    let pending: Option<String> = conn
-        .prepare_cached("SELECT pending_events FROM tasks WHERE id = ?1")
-        .and_then(|mut stmt| stmt.query_row([id], |row| row.get(0)))
-        .map_err(map_err)?;
+    let pending = crate::history::pending_events(conn, id)?;
     delete_task(conn, queue_id, task)?;
     crate::history::move_pending(conn, queue_id, task.key.as_str(), pending.as_deref(), Some(event))
 }

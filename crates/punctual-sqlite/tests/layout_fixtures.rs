@@ -12,8 +12,9 @@
 use std::path::Path;
 use std::time::Duration;
 
-use punctual_core::store::{LeaseRequest, ListRequest};
-use punctual_core::{QueueName, Store, TaskState, Timestamp};
+use punctual_core::history::EventKind;
+use punctual_core::store::{HistoryRequest, LeaseRequest, ListRequest};
+use punctual_core::{QueueName, Store, TaskKey, TaskState, Timestamp};
 use punctual_sqlite::{DB_FILE, SqliteStore};
 
 /// 2026-11-30T12:00:00Z, the time the fixtures were written at.
@@ -34,6 +35,11 @@ fn fixtures() -> Vec<std::path::PathBuf> {
     files.sort();
     assert!(!files.is_empty(), "no fixture in {}", dir.display());
     files
+}
+
+/// The layout of a fixture, from its name (`layout-N.db`).
+fn layout_of(name: &str) -> u32 {
+    name.trim_start_matches("layout-").trim_end_matches(".db").parse().expect("a fixture's name is layout-N.db")
 }
 
 #[tokio::test]
@@ -76,6 +82,15 @@ async fn every_kept_store_opens_upgraded_with_its_tasks_as_they_were() {
             Some("https://shop.example.com/hooks/cancel".to_owned()),
             "{name}"
         );
+
+        // A done task's history, in the fixtures written since layouts kept one (7 on),
+        // reads as it was told; the task itself is gone.
+        let done =
+            store.history(HistoryRequest::new(queue.clone(), TaskKey::new("done").expect("a key"), Timestamp::EPOCH));
+        let kinds: Vec<EventKind> = done.await.expect("history").iter().map(|event| event.kind).collect();
+        if layout_of(&name) >= 7 {
+            assert_eq!(kinds, [EventKind::Created, EventKind::Leased, EventKind::Acked], "{name}");
+        }
 
         // And it goes on: a day later the reaper finds the lease of before expired, and
         // the tasks for pull workers are leased (the targeted one is the push lane's).

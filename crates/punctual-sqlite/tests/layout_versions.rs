@@ -1,7 +1,7 @@
 //! Layout versions on disk: a store of layout 1 (before targets), 2 (before
 //! priorities), 3 (before groups and dedupe windows), 4 (before group rates), 5
 //! (before timing policies) or 6 (before trace contexts and pending history events) is
-//! migrated at its next open to the current layout, 7, and keeps its tasks; a store of
+//! migrated at its next open to the current layout, 8, and keeps its tasks; a store of
 //! a newer layout is refused.
 //!
 //! Guards against an upgrade that cannot open a layout-1 store (it has no `target`
@@ -40,7 +40,7 @@ use serde_json::json;
 const NOW: Timestamp = Timestamp::from_millis(1_796_040_000_000);
 
 /// The layout this punctual writes.
-const CURRENT_LAYOUT: i64 = 7;
+const CURRENT_LAYOUT: i64 = 8;
 
 /// What turns a store of the current layout into one of layout 6, as punctual of
 /// layout 6 wrote it: no trace contexts; every history event in `history`, none pending

@@ -242,6 +242,7 @@ macro_rules! store_conformance {
             cancels_purges_and_other_changes_are_told_and_no_change_is_not,
             a_history_keeps_its_latest_events_and_a_read_only_those_since,
             sweeping_histories_forgets_the_keys_quiet_since_the_cutoff,
+            a_done_tasks_key_keeps_only_its_history_until_a_task_comes_again,
             a_grouped_tasks_lease_is_told,
             histories_are_read_page_by_page_and_imported_before_a_keys_own,
             // trace contexts

@@ -11,8 +11,8 @@
 
 use punctual_core::history::{AckOutcome, Actor, DeliveryReport, EventKind, HISTORY_LIMIT, HistoryEvent};
 use punctual_core::store::{
-    CompleteRequest, Completion, ExtendRequest, HistoriesRequest, HistoryRequest, HistorySweepRequest, ImportRequest,
-    KeyHistory, LeaseRequest, PurgeRequest, PurgeSelection, RetryDeadRequest, SweepRequest,
+    CompleteRequest, Completion, ExtendRequest, GroupsRequest, HistoriesRequest, HistoryRequest, HistorySweepRequest,
+    ImportRequest, Imported, KeyHistory, LeaseRequest, PurgeRequest, PurgeSelection, RetryDeadRequest, SweepRequest,
 };
 use punctual_core::transitions::imported;
 use punctual_core::{Group, IfExists, MemoryStore, Store, StoreId, TaskState, Timestamp};
@@ -287,6 +287,55 @@ pub async fn sweeping_histories_forgets_the_keys_quiet_since_the_cutoff<S: Store
     assert_eq!(kinds(&history_of(&store, "quiet", "busy").await), ["created", "leased", "acked"]);
     assert_eq!(history_of(&store, "loud", "old").await.len(), 1, "another queue's history is left alone");
     assert!(stored(&store, "quiet", "old-waiting").await.state == TaskState::Scheduled, "the task stays");
+}
+
+/// A task done is gone from every read and write of tasks (a read by key, a listing,
+/// the counts, its group's, its lease, a cancel by key or tag) but its history; a task
+/// created again under its key, or imported there, is a task of its own and adds to
+/// that history.
+pub async fn a_done_tasks_key_keeps_only_its_history_until_a_task_comes_again<S: Store>(store: S) {
+    // The group is the key's hash tag, as a sharded queue asks of a grouped task.
+    let mut task = tagged("orders", "{customer-7}pay-7", &["order-7"]);
+    task.group = Some(Group::new("customer-7").expect("a valid group"));
+    let first = create(&store, task, T0).await;
+    create(&store, new_task("orders", "later", at_secs(3_600)), T0).await;
+    let leased = lease_one(&store, "orders", secs(30), at_secs(1)).await;
+    complete_ok(&store, &leased.token, Completion::Done, at_secs(2)).await;
+
+    assert!(get(&store, "orders", "{customer-7}pay-7").await.is_none(), "done: no task");
+    assert_eq!(list_all(&store, "orders", None).await.iter().map(name_of).collect::<Vec<_>>(), ["orders/later"]);
+    let counts = &stats(&store, Some("orders")).await[0];
+    assert_eq!((counts.scheduled, counts.leased, counts.dead), (1, 0, 0), "only the live task counts");
+    let groups = store.groups(GroupsRequest::new(queue("orders"), 10, None)).await.expect("groups");
+    assert!(groups.groups.is_empty(), "the group held only the done task: {groups:?}");
+    let again_at = at_secs(3);
+    assert_lease_lost(store.extend(ExtendRequest::new(leased.token.clone(), secs(30), again_at)).await, "extend");
+    assert_lease_lost(store.release(&leased.token, again_at).await, "release");
+    assert_lease_lost(complete(&store, &leased.token, Completion::Done, again_at).await, "a second ack");
+    assert!(
+        !store.cancel(&queue("orders"), &key("{customer-7}pay-7"), None).await.expect("cancel"),
+        "no task to cancel"
+    );
+    assert_eq!(store.cancel_tag(&queue("orders"), &tag("order-7"), None).await.expect("cancel_tag"), 0, "nor by tag");
+    assert_eq!(kinds(&history_of(&store, "orders", "{customer-7}pay-7").await), ["created", "leased", "acked"]);
+
+    // Created again: a task of its own, at its first try; the history goes on.
+    let again = create(&store, new_task("orders", "{customer-7}pay-7", at_secs(10)), at_secs(5)).await;
+    assert_ne!(again.meta.id, first.meta.id, "a new task, not the done one");
+    assert_eq!((again.attempts, again.group.as_ref(), again.version), (0, None, 1));
+    let second = lease_one(&store, "orders", secs(30), at_secs(10)).await;
+    assert_eq!(second.task.meta.id, again.meta.id);
+    complete_ok(&store, &second.token, Completion::Done, at_secs(11)).await;
+    // Imported there once done again: written, as where no task is.
+    let answers = store.import(ImportRequest::new(vec![again.clone()], Vec::new(), at_secs(12))).await;
+    assert_eq!(answers.expect("import"), [Imported::Written]);
+    assert_eq!(stored(&store, "orders", "{customer-7}pay-7").await.due_at, at_secs(10));
+    let events = history_of(&store, "orders", "{customer-7}pay-7").await;
+    assert_eq!(kinds(&events), ["created", "leased", "acked", "created", "leased", "acked", "imported"]);
+    assert_eq!(
+        events.iter().map(|event| event.at).collect::<Vec<_>>()[..6],
+        [T0, at_secs(1), at_secs(2), at_secs(5), at_secs(10), at_secs(11)]
+    );
 }
 
 /// A lease of a grouped task (a store's group path) tells it like any lease.
