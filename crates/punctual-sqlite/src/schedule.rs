@@ -291,7 +291,7 @@ fn schedule_in(
     // The task under the key, with how many history events it has pending; or the row
     // a done task left, which a task created under the key takes the place of.
     let (existing, kept) = match load_counting(conn, store, queue_id, &task.queue, task.key.as_str())? {
-        Some(KeyRow::Task(old, pending)) => (Some((old, pending)), None),
+        Some(KeyRow::Task(old, pending)) => (Some((*old, pending)), None),
         Some(KeyRow::Kept(id)) => (None, Some(id)),
         None => (None, None),
     };

@@ -35,7 +35,7 @@ pub(crate) fn load(
     key: &str,
 ) -> Result<Option<Task>> {
     Ok(match load_counting(conn, store, queue_id, queue, key)? {
-        Some(KeyRow::Task(task, _)) => Some(task),
+        Some(KeyRow::Task(task, _)) => Some(*task),
         Some(KeyRow::Kept(_)) | None => None,
     })
 }
@@ -43,7 +43,7 @@ pub(crate) fn load(
 /// What a key's row in `tasks` is.
 pub(crate) enum KeyRow {
     /// Its task, with how many history events it has pending (see `history`).
-    Task(Task, i64),
+    Task(Box<Task>, i64),
     /// The row `id` of its task that completed done, kept as its newest history events
     /// (`codes::KEPT`): no task.
     Kept(i64),
@@ -66,7 +66,7 @@ pub(crate) fn load_counting(
         .map_err(map_err)?;
     raw.map(|(raw, pending)| match raw.kept() {
         Some(id) => Ok(KeyRow::Kept(id)),
-        None => Ok(KeyRow::Task(raw.decode(store, queue)?, pending)),
+        None => Ok(KeyRow::Task(Box::new(raw.decode(store, queue)?), pending)),
     })
     .transpose()
 }
