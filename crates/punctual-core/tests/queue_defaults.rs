@@ -1,5 +1,7 @@
 //! A queue's default policies apply to tasks that set none, and only to those: a
-//! reminder queue whose tasks repeat every day unless a task says otherwise.
+//! reminder queue whose tasks repeat every day unless a task says otherwise. Defaults
+//! and history retentions replaced at run time (a config file read again) apply to the
+//! next call.
 
 use std::time::Duration;
 
@@ -60,5 +62,31 @@ async fn config_defaults_replaced_at_run_time_apply_to_the_next_schedule() {
     assert_eq!(max_attempts("flow.remind", "c").await, built_in, "a queue dropped from the config");
     engine.set_queue_defaults(&queue("order.cancel"), None);
     assert_eq!(max_attempts("order.cancel", "c").await, 5);
+    engine.shutdown().await.expect("shutdown");
+}
+
+/// A queue's history retention replaced while the engine runs (a config file read
+/// again): a history read at once keeps only the events within the new one, and a
+/// queue dropped from it keeps its histories the default 7 days again.
+#[tokio::test(start_paused = true)]
+async fn a_history_retention_replaced_at_run_time_applies_to_the_next_read() {
+    let start = punctual_core::Timestamp::from_millis(1_796_040_000_000);
+    let clock = punctual_core::ManualClock::new(start);
+    let queue = QueueName::new("flow.remind").expect("a valid queue");
+    let day = Duration::from_secs(86_400);
+    let config =
+        EngineConfig::default().clock(std::sync::Arc::new(clock.clone())).history_retention(queue.clone(), day);
+    let engine = Engine::start(MemoryStore::new(), config);
+    engine.schedule("flow.remind", "step-1", TaskSpec::after(Duration::from_secs(60))).await.expect("scheduled");
+    clock.advance(Duration::from_secs(2 * 3600));
+    let told = || async { engine.history("flow.remind", "step-1").await.expect("history").len() };
+    assert_eq!((engine.history_retention(&queue), told().await), (day, 1), "created two hours ago, kept a day");
+
+    let hour = Duration::from_secs(3600);
+    engine.set_history_retention([(queue.clone(), hour)].into());
+    assert_eq!((engine.history_retention(&queue), told().await), (hour, 0), "kept an hour: past it");
+    engine.set_history_retention(std::collections::HashMap::new());
+    let default = punctual_core::history::DEFAULT_HISTORY_RETENTION;
+    assert_eq!((engine.history_retention(&queue), told().await), (default, 1), "the default again");
     engine.shutdown().await.expect("shutdown");
 }

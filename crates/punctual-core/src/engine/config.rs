@@ -81,6 +81,8 @@ pub struct EngineConfig {
     pub dead_retention: HashMap<QueueName, Duration>,
     /// Per queue, how long its tasks' histories are kept (see [`crate::history`]); a
     /// queue not listed keeps them [`DEFAULT_HISTORY_RETENTION`](crate::history::DEFAULT_HISTORY_RETENTION).
+    /// At start: [`Engine::set_history_retention`](crate::Engine::set_history_retention)
+    /// replaces them.
     pub history_retention: HashMap<QueueName, Duration>,
     /// Observers that hear every event from the start ([`EngineConfig::observe`]).
     pub observers: Observers,

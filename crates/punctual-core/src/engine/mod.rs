@@ -90,6 +90,9 @@ struct Inner<S> {
     /// The config's per-queue task defaults ([`EngineConfig::queues`] at start, then
     /// as [`Engine::set_config_queues`] last set them).
     config_queues: RwLock<HashMap<QueueName, QueueDefaults>>,
+    /// How long each queue's histories are kept ([`EngineConfig::history_retention`] at
+    /// start, then as [`Engine::set_history_retention`] last set them).
+    history_retention: RwLock<HashMap<QueueName, std::time::Duration>>,
     /// Task defaults set at run time, over the config's (see `queues`).
     run_time_defaults: RwLock<HashMap<QueueName, QueueDefaults>>,
     /// The store's queue records as last read, and whether they were read yet.
@@ -128,6 +131,7 @@ impl<S: Store> Engine<S> {
                 store: Timed::new(store, Arc::clone(&bus)),
                 bus,
                 config_queues: RwLock::new(config.queues.clone()),
+                history_retention: RwLock::new(config.history_retention.clone()),
                 config,
                 queues: Mutex::new(HashMap::new()),
                 run_time_defaults: RwLock::new(HashMap::new()),

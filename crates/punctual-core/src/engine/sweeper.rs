@@ -2,6 +2,7 @@
 //! dead-task retention, and the histories nothing happened to for the queue's history
 //! retention (looked at every [`HISTORY_SWEEP_EVERY`]).
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use super::Engine;
@@ -17,7 +18,15 @@ use crate::time::Timestamp;
 impl<S: Store> Engine<S> {
     /// How long the queue's histories are kept after their latest event.
     pub fn history_retention(&self, queue: &QueueName) -> Duration {
-        self.inner.config.history_retention.get(queue).copied().unwrap_or(DEFAULT_HISTORY_RETENTION)
+        let retention = self.inner.history_retention.read().expect("history retention lock poisoned");
+        retention.get(queue).copied().unwrap_or(DEFAULT_HISTORY_RETENTION)
+    }
+
+    /// Replaces each queue's history retention (a queue not named keeps its histories
+    /// for [`DEFAULT_HISTORY_RETENTION`]): reads filter by it at once, and the next sweep
+    /// deletes by it.
+    pub fn set_history_retention(&self, retention: HashMap<QueueName, Duration>) {
+        *self.inner.history_retention.write().expect("history retention lock poisoned") = retention;
     }
 
     /// Deletes the histories of every queue's keys once nothing happened to them for
