@@ -87,33 +87,39 @@ impl<S: Store> Engine<S> {
     /// Cancels every task of the queue in `selection`, in batches (leased ones for
     /// good: their acks are then refused); how many.
     /// The purge is told in the audit once done (what it selected and how many it
-    /// cancelled).
+    /// cancelled), and so is one whose later batch failed after others cancelled tasks
+    /// (it then answers that error). An entry the store cannot write is logged, and the
+    /// purge still answers what it cancelled: the tasks are gone, and an error would
+    /// tell the caller to purge again.
     pub async fn purge(&self, queue: &str, selection: PurgeSelection) -> Result<u64> {
         self.check_running()?;
         let queue = QueueName::new(queue)?;
         let by = acting();
         let mut total = 0;
-        loop {
-            let cancelled =
-                self.inner.store.purge(PurgeRequest::new(queue.clone(), selection, PURGE_BATCH).by(acting())).await?;
-            if cancelled == 0 {
-                break;
+        let purged = loop {
+            match self.inner.store.purge(PurgeRequest::new(queue.clone(), selection, PURGE_BATCH).by(acting())).await {
+                Ok(0) => break Ok(total),
+                Ok(cancelled) => total += cancelled,
+                Err(e) => break Err(e),
             }
-            total += cancelled;
-        }
-        let selected = match selection {
-            PurgeSelection::Scheduled => "scheduled",
-            PurgeSelection::Dead => "dead",
-            PurgeSelection::All => "all",
         };
-        let entry = AuditEntry::new(self.now(), by.as_ref(), AuditAction::QueuePurge)
-            .on_queue(queue.as_str())
-            .detail(serde_json::json!({"state": selected, "cancelled": total}));
-        self.inner.store.append_audit(entry).await?;
         if total > 0 {
-            self.publish(Event::Cancelled { queue, key: None, count: total });
+            self.publish(Event::Cancelled { queue: queue.clone(), key: None, count: total });
         }
-        Ok(total)
+        if purged.is_ok() || total > 0 {
+            let selected = match selection {
+                PurgeSelection::Scheduled => "scheduled",
+                PurgeSelection::Dead => "dead",
+                PurgeSelection::All => "all",
+            };
+            let entry = AuditEntry::new(self.now(), by.as_ref(), AuditAction::QueuePurge)
+                .on_queue(queue.as_str())
+                .detail(serde_json::json!({"state": selected, "cancelled": total}));
+            if let Err(e) = self.inner.store.append_audit(entry).await {
+                tracing::warn!(queue = %queue, cancelled = total, error = %e, "purged, but its audit entry cannot be written");
+            }
+        }
+        purged
     }
 
     /// Keeps `entry` in the audit (for a change the store does not see, such as a

@@ -1,6 +1,6 @@
 //! The embedded reference store with the faults a test asks for: a reap that never
 //! returns (a hung call), completions that go unanswered (a store that stopped
-//! answering, before or after it applied the completion). Every other call passes
+//! answering, before or after it applied the completion), audit entries refused. Every other call passes
 //! through unchanged.
 
 use punctual_core::audit::{AuditEntry, AuditRequest};
@@ -31,6 +31,9 @@ pub struct Faulty {
     pub unanswered_completes: Mutex<VecDeque<bool>>,
     /// Completions asked for so far.
     pub completes: AtomicUsize,
+    /// Whether audit entries are refused (`Unavailable`), as by a store that failed
+    /// after the change they tell of.
+    pub refused_audit: bool,
 }
 
 /// The store with no faults.
@@ -42,6 +45,7 @@ impl Default for Faulty {
             hung_reaps: 0,
             unanswered_completes: Mutex::new(VecDeque::new()),
             completes: AtomicUsize::new(0),
+            refused_audit: false,
         }
     }
 }
@@ -75,6 +79,9 @@ impl Store for Faulty {
         self.inner.import(req).await
     }
     async fn append_audit(&self, entry: AuditEntry) -> Result<()> {
+        if self.refused_audit {
+            return Err(Error::Unavailable("the store refuses audit entries (a test's fault)".into()));
+        }
         self.inner.append_audit(entry).await
     }
     async fn audit(&self, req: AuditRequest) -> Result<Vec<AuditEntry>> {
