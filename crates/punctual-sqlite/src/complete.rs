@@ -24,7 +24,7 @@ use crate::codes::{DEAD, KEPT, Sql, scheduled_by_target};
 use crate::history;
 use crate::lease::{Live, live};
 use crate::queues::QueueIds;
-use crate::tasks::{delete_tags, delete_task};
+use crate::tasks::{delete_tags, delete_told};
 use crate::{completions, map_err, writer};
 
 static RETRY: Sql = Sql::new(|| {
@@ -102,8 +102,7 @@ fn write(conn: &Connection, live: Live, req: &CompleteRequest) -> Result<()> {
     let record = transitions::completion_record(&task, &req.completion, req.now);
     let acked = transitions::acked(&task, &req.completion, req.now).by(req.by.as_ref()).report(req.report.as_ref());
     // The task's pending history events and its ack move to its key's history when
-    // its row goes or its occurrence ends; else the ack joins them.
-    let moved = |pending: Option<String>| history::move_pending(conn, queue_id, key, pending.as_deref(), Some(&acked));
+    // its row goes (`delete_told`) or its occurrence ends; else the ack joins them.
     match &req.completion {
         Completion::Done if record.is_none() => {
             if !task.tags.is_empty() {
@@ -112,19 +111,16 @@ fn write(conn: &Connection, live: Live, req: &CompleteRequest) -> Result<()> {
             update(&KEEP, params![id, now, encode(&acked)])
         }
         Completion::Done => writer::in_savepoint(conn, |conn| {
-            let pending = history::pending_events(conn, id)?;
-            delete_task(conn, queue_id, &task)?;
-            record.as_ref().map_or(Ok(()), |record| completions::write(conn, queue_id, record))?;
-            moved(pending)
+            delete_told(conn, queue_id, &task, &acked)?;
+            record.as_ref().map_or(Ok(()), |record| completions::write(conn, queue_id, record))
         }),
         Completion::Retry { at, error } => {
             update(&RETRY, params![id, at.as_millis(), error, now, encode(&acked)])?;
             history::settle(conn, queue_id, key, id, pending_count + 1)
         }
         Completion::Reschedule { at, anchor } => {
-            let pending = history::pending_events(conn, id)?;
-            update(&RESCHEDULE, params![id, at.as_millis(), anchor.as_millis(), now])?;
-            moved(pending)
+            history::move_pending(conn, queue_id, key, id, Some(&acked))?;
+            update(&RESCHEDULE, params![id, at.as_millis(), anchor.as_millis(), now])
         }
         Completion::Dead { error } => {
             update(&DIE, params![id, error, now, encode(&acked)])?;

@@ -44,13 +44,6 @@ use crate::queues::{queue_id, queue_id_or_create};
 /// How many events a live task's row keeps before they move to its key's history.
 pub(crate) const PENDING_LIMIT: i64 = 16;
 
-/// The pending events of the task row `id`, one per line; `None` for none.
-pub(crate) fn pending_events(conn: &Connection, id: i64) -> Result<Option<String>> {
-    conn.prepare_cached("SELECT pending_events FROM tasks WHERE id = ?1")
-        .and_then(|mut stmt| stmt.query_row([id], |row| row.get(0)))
-        .map_err(map_err)
-}
-
 /// SQL assignments of an `UPDATE` of a task row: the event whose stored form is the
 /// SQL expression `event` appended to the row's pending events.
 pub(crate) fn appending(event: &str) -> String {
@@ -85,18 +78,23 @@ pub(crate) fn leased_head(by: Option<&Actor>, node: Option<&str>, store: StoreId
     text[..cut].to_owned()
 }
 
-/// Moves `pending` (a live task's pending events, one per line, or none), then `last`,
-/// to the history of the key `key` of the queue `queue_id`: for a write that deletes
-/// the task's row or empties its pending events. `latest` is the time of the newest.
+/// Moves the pending events of the task row `row_id` (of the key `key` of the queue
+/// `queue_id`), then `last`, to the key's history: for a write, in the same
+/// transaction and after this, that deletes the row or empties its pending events.
+/// `latest` is the time of the newest.
 pub(crate) fn move_pending(
     conn: &Connection,
     queue_id: i64,
     key: &str,
-    pending: Option<&str>,
+    row_id: i64,
     last: Option<&HistoryEvent>,
 ) -> Result<()> {
+    let pending: Option<String> = conn
+        .prepare_cached("SELECT pending_events FROM tasks WHERE id = ?1")
+        .and_then(|mut stmt| stmt.query_row([row_id], |row| row.get(0)))
+        .map_err(map_err)?;
     let last_line = last.map(encode);
-    let mut lines: Vec<&str> = pending.map_or_else(Vec::new, |pending| pending.split('\n').collect());
+    let mut lines: Vec<&str> = pending.as_deref().map_or_else(Vec::new, |pending| pending.split('\n').collect());
     lines.extend(last_line.as_deref());
     let Some(newest) = lines.last() else { return Ok(()) };
     let latest = match last {
@@ -136,11 +134,11 @@ pub(crate) fn settle(conn: &Connection, queue_id: i64, key: &str, task_id: i64, 
     if count < PENDING_LIMIT {
         return Ok(());
     }
-    let pending = pending_events(conn, task_id)?;
+    move_pending(conn, queue_id, key, task_id, None)?;
     conn.prepare_cached("UPDATE tasks SET pending_events = NULL, pending_count = 0 WHERE id = ?1")
         .and_then(|mut stmt| stmt.execute([task_id]))
         .map_err(map_err)?;
-    move_pending(conn, queue_id, key, pending.as_deref(), None)
+    Ok(())
 }
 
 /// What is stored of one key: its `history` row's events and latest time, and its live

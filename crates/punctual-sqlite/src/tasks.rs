@@ -74,9 +74,9 @@ pub(crate) fn load_counting(
 /// Moves the events of the kept row `id` of the key `key` of the queue `queue_id` to
 /// the key's history and deletes the row, so that a task can be written under the key.
 pub(crate) fn retire_kept(conn: &Connection, queue_id: i64, key: &str, id: i64) -> Result<()> {
-    let pending = crate::history::pending_events(conn, id)?;
+    crate::history::move_pending(conn, queue_id, key, id, None)?;
     conn.prepare_cached("DELETE FROM tasks WHERE id = ?1").and_then(|mut stmt| stmt.execute([id])).map_err(map_err)?;
-    crate::history::move_pending(conn, queue_id, key, pending.as_deref(), None)
+    Ok(())
 }
 
 /// The task `id`, of the queue named `queue`.
@@ -121,9 +121,8 @@ pub(crate) fn delete_task(conn: &Connection, queue_id: i64, task: &Task) -> Resu
 /// `event`, which tells why, to its key's history.
 pub(crate) fn delete_told(conn: &Connection, queue_id: i64, task: &Task, event: &HistoryEvent) -> Result<()> {
     let id = i64::try_from(task.meta.id).map_err(corrupt)?;
-    let pending = crate::history::pending_events(conn, id)?;
-    delete_task(conn, queue_id, task)?;
-    crate::history::move_pending(conn, queue_id, task.key.as_str(), pending.as_deref(), Some(event))
+    crate::history::move_pending(conn, queue_id, task.key.as_str(), id, Some(event))?;
+    delete_task(conn, queue_id, task)
 }
 
 /// Deletes the tasks `ids` of one queue as `cancel` deletes one: each row with its
