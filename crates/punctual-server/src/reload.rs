@@ -3,8 +3,9 @@
 //! - the access rules (`tokens`, `[[access]]` with their permissions, queues and
 //!   rates), for the next request;
 //! - the queues (`[queues."name"]`: task defaults, `group_concurrency`, `group_rate`,
-//!   `history_retention` and push actions), for the next schedule, lease, settings and
-//!   history read and history sweep on this node: a
+//!   `history_retention`, `dead_retention` and push actions), for the next schedule,
+//!   lease, settings and history read and history sweep on this node (a queue whose
+//!   `dead_retention` is new or changed has its dead tasks swept at once): a
 //!   queue added to the file is declared, one removed no longer is (its tasks stay,
 //!   and stored settings it has apply again), and `strict_queues` follows the file. A
 //!   push action added, changed or removed starts, replaces or stops its worker; a
@@ -20,7 +21,7 @@
 //! ([`AppState::apply_config_file`]), so a reload applies them as a restart would.
 //! What the file sets besides is read at start only, and a change to it is named in
 //! the log as waiting for a restart ([`needs_restart`]): `listen`, the store, `[redis]`,
-//! a queue's `shards` and `dead_retention`, `[[outbox]]`, `[egress]` and `[targets]`,
+//! a queue's `shards`, `[[outbox]]`, `[egress]` and `[targets]`,
 //! the TLS files' paths, the limits, `[telemetry]`. Until then what the server started with stays
 //! (the settings API shows the `shards` in use).
 //!
@@ -144,12 +145,11 @@ fn needs_restart(running: &Settings, read: &Settings) -> Vec<&'static str> {
     let limits = |s: &Settings| {
         (s.request_timeout, s.max_payload_bytes, s.max_batch, s.max_body_bytes, s.max_overdue, s.grace_period)
     };
-    let checks: [(&'static str, bool); 10] = [
+    let checks: [(&'static str, bool); 9] = [
         ("listen", running.listen != read.listen),
         ("the store (data, store)", running.backend != read.backend),
         ("[redis]", running.redis != read.redis),
         ("shards", running.shards != read.shards),
-        ("dead_retention", running.dead_retention != read.dead_retention),
         ("[[outbox]]", prints_apart(&running.outboxes, &read.outboxes)),
         ("[egress] and [targets]", running.egress != read.egress || running.targets_secret != read.targets_secret),
         ("TLS files", running.tls != read.tls),
@@ -167,8 +167,8 @@ mod tests {
 
     /// Queues' shards and retentions are kept in hash maps: two reads of one file hold
     /// them in another order, which must not read as a change (it did when they were
-    /// compared as they print). A queue's policies, its history retention, its action and
-    /// the calendars are reloaded, so a change to them takes no restart.
+    /// compared as they print). A queue's policies, its retentions, its action and the
+    /// calendars are reloaded, so a change to them takes no restart.
     #[test]
     fn a_file_read_again_needs_a_restart_only_for_what_a_reload_does_not_apply() {
         let queues: String = (0..8)
@@ -188,7 +188,9 @@ mod tests {
             "strict_queues = true\n{}[queues.\"new\"]\nmax_attempts = 4\nhistory_retention = \"3d\"\n\
              [queues.\"new\".action]\nkind = \"webhook\"\n\
              url = \"https://hooks.example.com/\"\n[calendars.office]\ntz = \"UTC\"\nhours = {{ mon = [\"09:00-17:00\"] }}\n",
-            queues.replace("max_attempts = 9", "max_attempts = 10")
+            queues
+                .replace("max_attempts = 9", "max_attempts = 10")
+                .replace("dead_retention = \"3d\"", "dead_retention = \"4d\"")
         );
         assert_eq!(needs_restart(&running, &read(&reloaded)), Vec::<&str>::new());
         let resharded = queues.replace("shards = 8", "shards = 9");

@@ -132,6 +132,7 @@ impl<S: Store> AppState<S> {
         let engine = &self.inner.engine;
         engine.set_config_queues(settings.queues.clone());
         engine.set_history_retention(settings.history_retention.clone());
+        engine.set_dead_retention(settings.dead_retention.clone());
         let calendars = settings.calendars.iter().map(|(name, calendar)| (name.clone(), Arc::new(calendar.clone())));
         engine.set_config_calendars(calendars.collect()).await;
         self.inner.file_queues.send_replace(Arc::new(FileQueues::of_settings(settings)));

@@ -175,6 +175,7 @@ macro_rules! store_conformance {
             sweep_dead_deletes_what_died_by_the_time_those_first,
             engine_retries_dead_tasks_in_bulk_and_wakes_a_waiting_consumer,
             engine_deletes_dead_tasks_once_past_the_queues_retention,
+            engine_applies_a_dead_retention_set_while_it_runs,
             // repeat
             every_repeats_at_a_fixed_rate_and_skips_missed_occurrences,
             times_fires_exactly_n_times_then_the_task_is_gone,

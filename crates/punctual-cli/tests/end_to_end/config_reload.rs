@@ -73,11 +73,11 @@ fn sighup_puts_new_access_rules_in_force_and_keeps_them_through_a_bad_file() {
     assert_eq!((status_with(&api, "beta-token"), status_with(&api, "gamma-token")), (200, 401));
 
     // What is read at start only is named, and the rules still reload beside it.
-    let retention = RULES.replace("TOKEN", "delta-token") + "\n[queues.\"order.cancel\"]\ndead_retention = \"30d\"\n";
-    std::fs::write(&file, retention).expect("rewrite");
+    let limits = RULES.replace("TOKEN", "delta-token").replace("tokens =", "max_payload_bytes = 1024\ntokens =");
+    std::fs::write(&file, limits).expect("rewrite");
     hang_up(pid);
     let logs = server.wait_for_log("restart to apply", Duration::from_secs(20)).expect("the restart is named");
-    assert!(logs.contains("restart to apply the file's changes to dead_retention;"), "{logs}");
+    assert!(logs.contains("restart to apply the file's changes to limits;"), "{logs}");
     assert_eq!((status_with(&api, "beta-token"), status_with(&api, "delta-token")), (401, 200));
     Api::of(&server).get("/readyz").expect(200, "the server goes on");
 }

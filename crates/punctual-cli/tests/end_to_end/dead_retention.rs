@@ -1,7 +1,8 @@
 //! Dead-task retention through the real server: with `dead_retention` in its
 //! `[queues."…"]` table, a queue's dead tasks are deleted once they have been dead that
-//! long; a queue with a longer one, or none, keeps them. Guards against what issue 15
-//! (11) found: dead tasks piled up for ever.
+//! long; a queue with a longer one, or none, keeps them, and a retention changed in
+//! the file applies at the SIGHUP. Guards against what issue 15 (11) found: dead tasks
+//! piled up for ever.
 //!
 //! The server's wall clock is libfaketime's, read from a file at start, so the server
 //! can stop and start again ten minutes later (by its clock) with the same data: the
@@ -75,4 +76,14 @@ fn dead_tasks_are_deleted_once_past_their_queues_retention() {
     assert_eq!(dead_count(&api, "kept"), 1, "a queue without a retention keeps its dead tasks");
     let logged = server.wait_for_log("deleted dead tasks past their retention", PATIENCE);
     assert!(logged.is_ok(), "{}", logged.unwrap_err());
+
+    // `long` kept five minutes instead, by a SIGHUP: its task, dead ten, goes at once.
+    std::fs::write(&config, "[queues.short]\ndead_retention = \"1m\"\n\n[queues.long]\ndead_retention = \"5m\"\n")
+        .unwrap();
+    let status = std::process::Command::new("kill").args(["-HUP", &server.pid().unwrap().to_string()]).status();
+    assert!(status.unwrap().success(), "kill -HUP");
+    let deleted = punctual_testkit::poll_until(PATIENCE, || (dead_count(&api, "long") == 0).then_some(()));
+    assert!(deleted.is_some(), "long's dead task was not deleted after the reload:\n{}", server.logs());
+    assert_eq!(dead_count(&api, "kept"), 1, "still no retention");
+    assert!(!server.logs().contains("restart to apply"), "a retention takes no restart:\n{}", server.logs());
 }

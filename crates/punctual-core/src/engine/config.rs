@@ -77,7 +77,8 @@ pub struct EngineConfig {
     /// The watchdog of stalled loops; `None` turns it off.
     pub watchdog: Option<WatchdogConfig>,
     /// Per queue, how long dead tasks are kept after they died; a queue not listed
-    /// keeps them until they are retried or deleted.
+    /// keeps them until they are retried or deleted. At start:
+    /// [`Engine::set_dead_retention`](crate::Engine::set_dead_retention) replaces them.
     pub dead_retention: HashMap<QueueName, Duration>,
     /// Per queue, how long its tasks' histories are kept (see [`crate::history`]); a
     /// queue not listed keeps them [`DEFAULT_HISTORY_RETENTION`](crate::history::DEFAULT_HISTORY_RETENTION).

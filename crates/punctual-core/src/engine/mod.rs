@@ -18,11 +18,12 @@
 //! wake-ups; the engine passes them on and, since a notification can be lost, also
 //! looks at each queue it serves every `safety_poll`.
 //!
-//! Queues with a dead-task retention ([`EngineConfig::dead_retention`]) are swept by
-//! one more loop on the timer: it deletes their dead tasks that died longer ago than
-//! the retention, in batches, then sleeps until the earliest dead task left is due to
-//! go (a task that dies later goes later still), at most [`MAX_SWEEP_WAIT`], so a queue
-//! with nothing to delete costs one store call per wait.
+//! Queues with a dead-task retention ([`EngineConfig::dead_retention`] at start, then
+//! [`Engine::set_dead_retention`]) are swept by one more loop on the timer: it deletes
+//! their dead tasks that died longer ago than the retention, in batches, then sleeps
+//! until the earliest dead task left is due to go (a task that dies later goes later
+//! still), at most [`MAX_SWEEP_WAIT`], so a queue with nothing to delete costs one
+//! store call per wait. A queue whose retention is set anew is looked at again at once.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
@@ -93,6 +94,10 @@ struct Inner<S> {
     /// How long each queue's histories are kept ([`EngineConfig::history_retention`] at
     /// start, then as [`Engine::set_history_retention`] last set them).
     history_retention: RwLock<HashMap<QueueName, std::time::Duration>>,
+    /// How long each queue's dead tasks are kept ([`EngineConfig::dead_retention`] at
+    /// start, then as [`Engine::set_dead_retention`] last set them); the sweeper
+    /// watches it.
+    dead_retention: tokio::sync::watch::Sender<HashMap<QueueName, std::time::Duration>>,
     /// Task defaults set at run time, over the config's (see `queues`).
     run_time_defaults: RwLock<HashMap<QueueName, QueueDefaults>>,
     /// The store's queue records as last read, and whether they were read yet.
@@ -132,6 +137,7 @@ impl<S: Store> Engine<S> {
                 bus,
                 config_queues: RwLock::new(config.queues.clone()),
                 history_retention: RwLock::new(config.history_retention.clone()),
+                dead_retention: tokio::sync::watch::Sender::new(config.dead_retention.clone()),
                 config,
                 queues: Mutex::new(HashMap::new()),
                 run_time_defaults: RwLock::new(HashMap::new()),
@@ -158,10 +164,8 @@ impl<S: Store> Engine<S> {
         }
         let sweeper = tokio::spawn(engine.clone().run_history_sweeper());
         engine.inner.background.lock().expect("background lock poisoned").push(sweeper);
-        if !engine.inner.config.dead_retention.is_empty() {
-            let sweeper = tokio::spawn(engine.clone().run_sweeper());
-            engine.inner.background.lock().expect("background lock poisoned").push(sweeper);
-        }
+        let sweeper = tokio::spawn(engine.clone().run_sweeper());
+        engine.inner.background.lock().expect("background lock poisoned").push(sweeper);
         engine
     }
 

@@ -63,42 +63,64 @@ impl<S: Store> Engine<S> {
         Ok(())
     }
 
+    /// Replaces each queue's dead-task retention (a queue not named keeps its dead
+    /// tasks): the sweeper looks at once at each queue whose retention is new or
+    /// changed, and no longer at the others.
+    pub fn set_dead_retention(&self, retention: HashMap<QueueName, Duration>) {
+        self.inner.dead_retention.send_if_modified(|running| {
+            let changed = *running != retention;
+            *running = retention;
+            changed
+        });
+    }
+
     /// Deletes the dead tasks of each queue with a retention once they are due to go,
-    /// sleeping between looks (see the module docs).
+    /// sleeping between looks (see the module docs), and plans again each time the
+    /// retentions are replaced.
     pub(super) async fn run_sweeper(self) {
-        let now = self.now();
-        let mut queues: Vec<Retention> = self
-            .inner
-            .config
-            .dead_retention
-            .iter()
-            .map(|(queue, keep)| Retention { queue: queue.clone(), keep: *keep, next: now })
-            .collect();
+        let mut retentions = self.inner.dead_retention.subscribe();
+        let mut queues: Vec<Retention> = Vec::new();
         let mut failures = 0u32;
         loop {
             let now = self.now();
-            for retention in queues.iter_mut().filter(|retention| retention.next <= now) {
-                match self.sweep(retention, now).await {
-                    Ok(at) => {
-                        failures = 0;
-                        retention.next = at;
-                    }
-                    Err(e) => {
-                        failures += 1;
-                        if failures == 1 {
-                            tracing::warn!(queue = %retention.queue, error = %e, "dead-task retention cannot reach the store; retrying");
+            queues = plan(&retentions.borrow_and_update(), queues, now);
+            loop {
+                let now = self.now();
+                for retention in queues.iter_mut().filter(|retention| retention.next <= now) {
+                    match self.sweep(retention, now).await {
+                        Ok(at) => {
+                            failures = 0;
+                            retention.next = at;
                         }
-                        retention.next = now.saturating_add(Duration::from_millis(100u64 << failures.min(6)));
+                        Err(e) => {
+                            failures += 1;
+                            if failures == 1 {
+                                tracing::warn!(queue = %retention.queue, error = %e, "dead-task retention cannot reach the store; retrying");
+                            }
+                            retention.next = now.saturating_add(Duration::from_millis(100u64 << failures.min(6)));
+                        }
+                    }
+                    if self.inner.stopping.is_cancelled() {
+                        return;
                     }
                 }
-                if self.inner.stopping.is_cancelled() {
-                    return;
+                let wake = queues.iter().map(|retention| retention.next).min();
+                let looked_at = async {
+                    match wake {
+                        Some(wake) => self.inner.timer.sleep_until(wake).await,
+                        None => std::future::pending().await,
+                    }
+                };
+                tokio::select! {
+                    () = looked_at => {}
+                    changed = retentions.changed() => {
+                        if changed.is_err() {
+                            return;
+                        }
+                        break;
+                    }
+                    () = self.inner.stopping.cancelled() => return,
                 }
-            }
-            let Some(wake) = queues.iter().map(|retention| retention.next).min() else { return };
-            tokio::select! {
-                _ = self.inner.timer.sleep_until(wake) => {}
-                _ = self.inner.stopping.cancelled() => return,
             }
         }
     }
@@ -126,6 +148,25 @@ impl<S: Store> Engine<S> {
     }
 }
 
+/// The queues the sweeper looks at under `retentions`, from those it looked at before
+/// (`before`): a queue whose retention is unchanged keeps its next look, a new or
+/// changed one is looked at `now`.
+fn plan(retentions: &HashMap<QueueName, Duration>, before: Vec<Retention>, now: Timestamp) -> Vec<Retention> {
+    let mut unchanged: HashMap<QueueName, Timestamp> = before
+        .into_iter()
+        .filter(|old| retentions.get(&old.queue) == Some(&old.keep))
+        .map(|old| (old.queue, old.next))
+        .collect();
+    retentions
+        .iter()
+        .map(|(queue, keep)| Retention {
+            queue: queue.clone(),
+            keep: *keep,
+            next: unchanged.remove(queue).unwrap_or(now),
+        })
+        .collect()
+}
+
 /// A queue with a dead-task retention, as the sweeper keeps it.
 #[derive(Debug)]
 struct Retention {
@@ -134,4 +175,29 @@ struct Retention {
     keep: Duration,
     /// When the sweeper looks at the queue next.
     next: Timestamp,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_new_plan_keeps_the_next_look_of_unchanged_retentions_only() {
+        let queue = |name: &str| QueueName::new(name).expect("a valid queue");
+        let (now, later) = (Timestamp::from_millis(1_000), Timestamp::from_millis(9_000));
+        let hour = Duration::from_secs(3600);
+        let before = ["same", "changed", "dropped"]
+            .map(|name| Retention { queue: queue(name), keep: hour, next: later })
+            .into_iter()
+            .collect();
+        let retentions = [(queue("same"), hour), (queue("changed"), 2 * hour), (queue("new"), hour)].into();
+        let mut planned: Vec<(String, Duration, Timestamp)> = plan(&retentions, before, now)
+            .into_iter()
+            .map(|retention| (retention.queue.as_str().to_owned(), retention.keep, retention.next))
+            .collect();
+        planned.sort();
+        let expected = [("changed", 2 * hour, now), ("new", hour, now), ("same", hour, later)]
+            .map(|(name, keep, next)| (name.to_owned(), keep, next));
+        assert_eq!(planned, expected);
+    }
 }

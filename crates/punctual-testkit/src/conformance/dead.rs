@@ -328,3 +328,39 @@ pub async fn engine_deletes_dead_tasks_once_past_the_queues_retention<S: Store>(
     assert_eq!(stored(engine.store(), "mail", "kept").await.state, TaskState::Dead, "mail keeps its dead tasks");
     within("the engine to shut down", engine.shutdown()).await.expect("shutdown");
 }
+
+/// Retention set while the engine runs (`Engine::set_dead_retention`, a config file
+/// read again): a queue given one is swept at once, by it; the same retentions set
+/// again change nothing (the next sweep stays when the next task is due to go); a
+/// changed one is swept at once by the new one.
+pub async fn engine_applies_a_dead_retention_set_while_it_runs<S: Store>(store: S) {
+    let (observer, mut signals) = signals();
+    let clock = ManualClock::new(T0);
+    let engine = Engine::start(store, EngineConfig::default().clock(Arc::new(clock.clone())).observe(observer));
+    let kill = |key_name: &'static str| {
+        let engine = engine.clone();
+        async move {
+            engine.schedule("orders", key_name, TaskSpec::now().max_attempts(1)).await.expect("schedule");
+            let lease = engine_lease_one(&engine, "orders", secs(30)).await;
+            engine.ack(&lease.token, punctual_core::Outcome::fail("gave up")).await.expect("ack");
+        }
+    };
+    kill("early").await;
+    clock.advance(secs(7200));
+    kill("late").await;
+
+    let hour: std::collections::HashMap<_, _> = [(queue("orders"), secs(3600))].into();
+    engine.set_dead_retention(hour.clone());
+    assert_eq!(signals.sweep_of("orders").await, 1, "swept at once: 'early' has been dead two hours");
+    assert_eq!(get(engine.store(), "orders", "early").await, None);
+    engine.set_dead_retention(hour);
+    clock.advance(secs(3600));
+    assert_eq!(signals.sweep_of("orders").await, 1, "the next sweep: when 'late' has been dead an hour");
+    assert_eq!(get(engine.store(), "orders", "late").await, None);
+
+    kill("third").await;
+    clock.advance(secs(1800));
+    engine.set_dead_retention([(queue("orders"), secs(1800))].into());
+    assert_eq!(signals.sweep_of("orders").await, 1, "a shorter retention, swept at once");
+    within("the engine to shut down", engine.shutdown()).await.expect("shutdown");
+}
