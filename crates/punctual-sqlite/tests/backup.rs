@@ -3,7 +3,8 @@
 //! torn; a restore of it opens as a store with exactly those tasks. A backup never
 //! overwrites a file; a restore never runs into a store in use, never replaces a store
 //! that holds tasks unless told to, and refuses what is not a punctual store or is of
-//! a newer layout, changing nothing.
+//! a newer layout, changing nothing. Their counts are of tasks: a done task's history
+//! (its kept row) goes with the backup and counts as none.
 //!
 //! Guards against a copy of the database file taken mid-commit (a torn store), a copy
 //! that misses the WAL (tasks answered but not checkpointed), and a restore under a
@@ -14,7 +15,10 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use punctual_core::store::ListRequest;
+use std::time::Duration;
+
+use punctual_core::history::EventKind;
+use punctual_core::store::{CompleteRequest, Completion, HistoryRequest, LeaseRequest, ListRequest};
 use punctual_core::{Error, NewTask, QueueName, Store, Task, TaskKey, Timestamp};
 use punctual_sqlite::SqliteStore;
 use punctual_sqlite::backup::{backup, restore};
@@ -136,12 +140,14 @@ async fn a_restore_refuses_a_store_in_use_or_holding_tasks_and_what_is_not_a_sto
     let source = tempfile::tempdir().expect("temp dir");
     {
         let store = SqliteStore::open(source.path()).expect("open");
+        done(&store, task(0, 3)).await;
         store.schedule(vec![task(0, 1), task(0, 2)], NOW).await.expect("schedule");
         store.close().await.expect("close");
     }
     let files = tempfile::tempdir().expect("temp dir");
     let file = files.path().join("two.backup");
-    assert_eq!(backup(source.path(), &file).expect("backup of a closed store").tasks, 2);
+    let summary = backup(source.path(), &file).expect("backup of a closed store");
+    assert_eq!((summary.tasks, summary.queues), (2, 1), "a done task's kept history is no task");
     let (field, reason) = invalid_field(backup(source.path(), &file));
     assert_eq!(field, "to", "{reason}");
     assert!(reason.contains("exists"), "{reason}");
@@ -152,6 +158,7 @@ async fn a_restore_refuses_a_store_in_use_or_holding_tasks_and_what_is_not_a_sto
     let target = tempfile::tempdir().expect("temp dir");
     let running = SqliteStore::open(target.path()).expect("open");
     running.schedule(vec![task(1, 1)], NOW).await.expect("schedule");
+    done(&running, task(2, 1)).await;
     match restore(&file, target.path(), true) {
         Err(Error::Unavailable(why)) => assert!(why.contains("in use"), "{why}"),
         other => panic!("a restore into a store in use: {other:?}"),
@@ -167,6 +174,9 @@ async fn a_restore_refuses_a_store_in_use_or_holding_tasks_and_what_is_not_a_sto
     let restored = SqliteStore::open(target.path()).expect("open");
     assert!(restored.get(&queue(1), &TaskKey::new("k1").expect("a key")).await.expect("get").is_none());
     assert!(restored.get(&queue(0), &TaskKey::new("k2").expect("a key")).await.expect("get").is_some());
+    let told = restored.history(HistoryRequest::new(queue(0), TaskKey::new("k3").expect("a key"), Timestamp::EPOCH));
+    let kinds: Vec<EventKind> = told.await.expect("history").iter().map(|event| event.kind).collect();
+    assert_eq!(kinds, [EventKind::Created, EventKind::Leased, EventKind::Acked], "the done task's history restored");
     restored.close().await.expect("close");
 
     // Not a store, or a newer one.
@@ -182,6 +192,17 @@ async fn a_restore_refuses_a_store_in_use_or_holding_tasks_and_what_is_not_a_sto
     assert_eq!(field, "from");
     assert!(reason.contains("layout 1000"), "{reason}");
     assert!(!empty.path().join(punctual_sqlite::DB_FILE).exists(), "a refused restore wrote a store");
+}
+
+/// Schedules `new`, leases it and acknowledges it done (the only task due in its
+/// queue): its row stays as its history.
+async fn done(store: &SqliteStore, new: NewTask) {
+    let (queue, new_key) = (new.queue.clone(), new.key.clone());
+    store.schedule(vec![new], NOW).await.expect("schedule");
+    let mut batch = store.lease(LeaseRequest::new(queue, 1, Duration::from_secs(60), NOW)).await.expect("lease");
+    let lease = batch.leases.pop().expect("the task is due");
+    assert_eq!(lease.task.key, new_key, "the only task due");
+    store.complete(CompleteRequest::new(lease.token, Completion::Done, NOW)).await.expect("done");
 }
 
 fn set_layout(file: &Path, layout: i64) {
