@@ -79,48 +79,44 @@ impl<S: Store> Engine<S> {
     /// retentions are replaced.
     pub(super) async fn run_sweeper(self) {
         let mut retentions = self.inner.dead_retention.subscribe();
-        let mut queues: Vec<Retention> = Vec::new();
+        let mut queues = plan(&retentions.borrow_and_update(), Vec::new(), self.now());
         let mut failures = 0u32;
         loop {
             let now = self.now();
-            queues = plan(&retentions.borrow_and_update(), queues, now);
-            loop {
-                let now = self.now();
-                for retention in queues.iter_mut().filter(|retention| retention.next <= now) {
-                    match self.sweep(retention, now).await {
-                        Ok(at) => {
-                            failures = 0;
-                            retention.next = at;
-                        }
-                        Err(e) => {
-                            failures += 1;
-                            if failures == 1 {
-                                tracing::warn!(queue = %retention.queue, error = %e, "dead-task retention cannot reach the store; retrying");
-                            }
-                            retention.next = now.saturating_add(Duration::from_millis(100u64 << failures.min(6)));
-                        }
+            for retention in queues.iter_mut().filter(|retention| retention.next <= now) {
+                match self.sweep(retention, now).await {
+                    Ok(at) => {
+                        failures = 0;
+                        retention.next = at;
                     }
-                    if self.inner.stopping.is_cancelled() {
+                    Err(e) => {
+                        failures += 1;
+                        if failures == 1 {
+                            tracing::warn!(queue = %retention.queue, error = %e, "dead-task retention cannot reach the store; retrying");
+                        }
+                        retention.next = now.saturating_add(Duration::from_millis(100u64 << failures.min(6)));
+                    }
+                }
+                if self.inner.stopping.is_cancelled() {
+                    return;
+                }
+            }
+            let wake = queues.iter().map(|retention| retention.next).min();
+            let next_look = async {
+                match wake {
+                    Some(wake) => self.inner.timer.sleep_until(wake).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                () = next_look => {}
+                changed = retentions.changed() => {
+                    if changed.is_err() {
                         return;
                     }
+                    queues = plan(&retentions.borrow_and_update(), queues, self.now());
                 }
-                let wake = queues.iter().map(|retention| retention.next).min();
-                let looked_at = async {
-                    match wake {
-                        Some(wake) => self.inner.timer.sleep_until(wake).await,
-                        None => std::future::pending().await,
-                    }
-                };
-                tokio::select! {
-                    () = looked_at => {}
-                    changed = retentions.changed() => {
-                        if changed.is_err() {
-                            return;
-                        }
-                        break;
-                    }
-                    () = self.inner.stopping.cancelled() => return,
-                }
+                () = self.inner.stopping.cancelled() => return,
             }
         }
     }
