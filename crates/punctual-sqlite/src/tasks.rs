@@ -75,8 +75,7 @@ pub(crate) fn load_counting(
 /// the key's history and deletes the row, so that a task can be written under the key.
 pub(crate) fn retire_kept(conn: &Connection, queue_id: i64, key: &str, id: i64) -> Result<()> {
     crate::history::move_pending(conn, queue_id, key, id, None)?;
-    conn.prepare_cached("DELETE FROM tasks WHERE id = ?1").and_then(|mut stmt| stmt.execute([id])).map_err(map_err)?;
-    Ok(())
+    delete_row(conn, id)
 }
 
 /// The task `id`, of the queue named `queue`.
@@ -113,6 +112,11 @@ pub(crate) fn delete_tags(conn: &Connection, queue_id: i64, task_id: i64, tags: 
 pub(crate) fn delete_task(conn: &Connection, queue_id: i64, task: &Task) -> Result<()> {
     let id = i64::try_from(task.meta.id).map_err(corrupt)?;
     delete_tags(conn, queue_id, id, &task.tags)?;
+    delete_row(conn, id)
+}
+
+/// Deletes the row `id` of `tasks` (its group's row follows by the triggers).
+fn delete_row(conn: &Connection, id: i64) -> Result<()> {
     conn.prepare_cached("DELETE FROM tasks WHERE id = ?1").and_then(|mut stmt| stmt.execute([id])).map_err(map_err)?;
     Ok(())
 }

@@ -97,7 +97,8 @@ impl<S: Store> Engine<S> {
         let by = acting();
         let mut total = 0;
         let purged = loop {
-            match self.inner.store.purge(PurgeRequest::new(queue.clone(), selection, PURGE_BATCH).by(acting())).await {
+            match self.inner.store.purge(PurgeRequest::new(queue.clone(), selection, PURGE_BATCH).by(by.clone())).await
+            {
                 Ok(0) => break Ok(total),
                 Ok(cancelled) => total += cancelled,
                 Err(e) => break Err(e),

@@ -304,18 +304,10 @@ pub async fn engine_deletes_dead_tasks_once_past_the_queues_retention<S: Store>(
         .observe(observer);
     let engine = Engine::start(store, config);
     assert_eq!(signals.sweep_of("orders").await, 0, "a sweep at start, with nothing dead");
-    let kill = |queue_name: &'static str, key_name: &'static str| {
-        let engine = engine.clone();
-        async move {
-            engine.schedule(queue_name, key_name, TaskSpec::now().max_attempts(1)).await.expect("schedule");
-            let lease = engine_lease_one(&engine, queue_name, secs(30)).await;
-            engine.ack(&lease.token, punctual_core::Outcome::fail("gave up")).await.expect("ack");
-        }
-    };
-    kill("orders", "early").await;
-    kill("mail", "kept").await;
+    engine_kill(&engine, "orders", "early").await;
+    engine_kill(&engine, "mail", "kept").await;
     clock.advance(secs(1800));
-    kill("orders", "late").await;
+    engine_kill(&engine, "orders", "late").await;
 
     clock.advance(secs(1800));
     assert_eq!(signals.sweep_of("orders").await, 1, "the next sweep is an hour after the start, and deletes one");
@@ -337,17 +329,9 @@ pub async fn engine_applies_a_dead_retention_set_while_it_runs<S: Store>(store: 
     let (observer, mut signals) = signals();
     let clock = ManualClock::new(T0);
     let engine = Engine::start(store, EngineConfig::default().clock(Arc::new(clock.clone())).observe(observer));
-    let kill = |key_name: &'static str| {
-        let engine = engine.clone();
-        async move {
-            engine.schedule("orders", key_name, TaskSpec::now().max_attempts(1)).await.expect("schedule");
-            let lease = engine_lease_one(&engine, "orders", secs(30)).await;
-            engine.ack(&lease.token, punctual_core::Outcome::fail("gave up")).await.expect("ack");
-        }
-    };
-    kill("early").await;
+    engine_kill(&engine, "orders", "early").await;
     clock.advance(secs(7200));
-    kill("late").await;
+    engine_kill(&engine, "orders", "late").await;
 
     let hour: std::collections::HashMap<_, _> = [(queue("orders"), secs(3600))].into();
     engine.set_dead_retention(hour.clone());
@@ -358,9 +342,17 @@ pub async fn engine_applies_a_dead_retention_set_while_it_runs<S: Store>(store: 
     assert_eq!(signals.sweep_of("orders").await, 1, "the next sweep: when 'late' has been dead an hour");
     assert_eq!(get(engine.store(), "orders", "late").await, None);
 
-    kill("third").await;
+    engine_kill(&engine, "orders", "third").await;
     clock.advance(secs(1800));
     engine.set_dead_retention([(queue("orders"), secs(1800))].into());
     assert_eq!(signals.sweep_of("orders").await, 1, "a shorter retention, swept at once");
     within("the engine to shut down", engine.shutdown()).await.expect("shutdown");
+}
+
+/// Kills a task of `queue_name` through `engine`, now: one try, leased, its handler
+/// gives up.
+async fn engine_kill<S: Store>(engine: &Engine<S>, queue_name: &str, key_name: &str) {
+    engine.schedule(queue_name, key_name, TaskSpec::now().max_attempts(1)).await.expect("schedule");
+    let lease = engine_lease_one(engine, queue_name, secs(30)).await;
+    engine.ack(&lease.token, punctual_core::Outcome::fail("gave up")).await.expect("ack");
 }

@@ -317,6 +317,8 @@ pub async fn a_done_tasks_key_keeps_only_its_history_until_a_task_comes_again<S:
         "no task to cancel"
     );
     assert_eq!(store.cancel_tag(&queue("orders"), &tag("order-7"), None).await.expect("cancel_tag"), 0, "nor by tag");
+    let purge = PurgeRequest::new(queue("orders"), PurgeSelection::All, 10);
+    assert_eq!(store.purge(purge).await.expect("purge"), 1, "a purge of every task takes only the live one");
     assert_eq!(kinds(&history_of(&store, "orders", "{customer-7}pay-7").await), ["created", "leased", "acked"]);
 
     // Created again: a task of its own, at its first try; the history goes on.
