@@ -273,9 +273,12 @@ static SWEEP_KEPT: Sql = Sql::new(|| {
 /// Deletes the histories of up to `req.limit` keys of the queue whose latest event is
 /// before `req.before`; how many. Done tasks' kept rows go first; then it reads
 /// `req.limit` rows of `history` at a time whose `looked` is before the cutoff,
-/// deleting those whose latest event is and moving the others' `looked` to their
-/// latest, until it deleted some or no row is left to look at: 0 means none is left
-/// to delete.
+/// deleting those whose latest event is unless the key's row in `tasks` (a live task
+/// or a kept row) changed since (every write that tells an event sets its
+/// `updated_at`): something happened to the key, so its older events stay. It moves
+/// the others' `looked` to their latest or, for those the key's row holds, to the
+/// cutoff (looked at again by the next sweep), until it deleted some or no row is
+/// left to look at: 0 means none is left to delete.
 pub(crate) fn sweep(conn: &Connection, req: &HistorySweepRequest) -> Result<u64> {
     let Some(queue_id) = queue_id(conn, &req.queue)? else { return Ok(0) };
     let (before, limit) = (req.before.as_millis(), req.limit.max(1));
@@ -288,11 +291,13 @@ pub(crate) fn sweep(conn: &Connection, req: &HistorySweepRequest) -> Result<u64>
     }
     loop {
         let deleted = run("DELETE FROM history WHERE (queue_id, key) IN (SELECT queue_id, key FROM history \
-             WHERE queue_id = ?1 AND looked < ?2 ORDER BY looked LIMIT ?3) AND latest < ?2")?;
+             WHERE queue_id = ?1 AND looked < ?2 ORDER BY looked LIMIT ?3) AND latest < ?2 \
+             AND NOT EXISTS (SELECT 1 FROM tasks WHERE tasks.queue_id = ?1 AND tasks.key = history.key \
+             AND tasks.updated_at >= ?2)")?;
         if deleted > 0 {
             return Ok(deleted as u64);
         }
-        let moved = run("UPDATE history SET looked = latest WHERE (queue_id, key) IN (SELECT queue_id, key \
+        let moved = run("UPDATE history SET looked = MAX(latest, ?2) WHERE (queue_id, key) IN (SELECT queue_id, key \
              FROM history WHERE queue_id = ?1 AND looked < ?2 ORDER BY looked LIMIT ?3)")?;
         if moved == 0 {
             return Ok(0);
@@ -345,6 +350,40 @@ mod tests {
             let told = events.split('\n').nth(1).unwrap();
             assert_eq!(told, encode(&HistoryEvent::leased(leased, by.as_ref(), node.as_deref(), now)), "{name}");
         }
+    }
+
+    /// The older events of a key whose task is live again stay through a sweep whose
+    /// cutoff is past them (something happened to the key since: its newer events are
+    /// in its row), and go with the rest once nothing happened to the key since.
+    #[test]
+    fn a_sweep_keeps_the_older_events_of_a_key_still_in_use() {
+        let conn = crate::schema::in_memory();
+        let store = StoreId::from_bits(7);
+        let queue = QueueName::new("reminders").unwrap();
+        let key = TaskKey::new("order-1").unwrap();
+        let first = Timestamp::from_millis(1_000);
+        let task = NewTask::new(queue.clone(), key.clone(), first);
+        crate::schedule::schedule(&conn, store, vec![task], first).unwrap().pop().unwrap().unwrap();
+        assert!(crate::cancel::cancel(&conn, store, &queue, &key, None).unwrap());
+        let cancelled_at =
+            read(&conn, &HistoryRequest::new(queue.clone(), key.clone(), Timestamp::EPOCH)).unwrap()[1].at;
+        let again = Timestamp::from_millis(cancelled_at.as_millis() + 86_400_000);
+        let task = NewTask::new(queue.clone(), key.clone(), again);
+        crate::schedule::schedule(&conn, store, vec![task], again).unwrap().pop().unwrap().unwrap();
+
+        let cutoff = Timestamp::from_millis(cancelled_at.as_millis() + 3_600_000);
+        let sweep_request = HistorySweepRequest::new(queue.clone(), cutoff, 10);
+        assert_eq!(sweep(&conn, &sweep_request).unwrap(), 0, "the key had events since the cutoff");
+        let kinds = |conn: &Connection| -> Vec<EventKind> {
+            let request = HistoryRequest::new(queue.clone(), key.clone(), Timestamp::EPOCH);
+            read(conn, &request).unwrap().iter().map(|event| event.kind).collect()
+        };
+        assert_eq!(kinds(&conn), [EventKind::Created, EventKind::Cancelled, EventKind::Created]);
+
+        assert!(crate::cancel::cancel(&conn, store, &queue, &key, None).unwrap());
+        let later = Timestamp::from_millis(again.as_millis() + 3_600_000);
+        assert_eq!(sweep(&conn, &HistorySweepRequest::new(queue.clone(), later, 10)).unwrap(), 1);
+        assert!(kinds(&conn).is_empty(), "nothing happened to the key since the cutoff");
     }
 
     /// A lease extended again and again keeps few events in its row: at
