@@ -275,7 +275,9 @@ static SWEEP_KEPT: Sql = Sql::new(|| {
 /// `req.limit` rows of `history` at a time whose `looked` is before the cutoff,
 /// deleting those whose latest event is unless the key's row in `tasks` (a live task
 /// or a kept row) changed since (every write that tells an event sets its
-/// `updated_at`): something happened to the key, so its older events stay. It moves
+/// `updated_at`, but an import, which keeps the task's own: an imported key's older
+/// events go by its task's time): something happened to the key, so its older events
+/// stay. It moves
 /// the others' `looked` to their latest or, for those the key's row holds, to the
 /// cutoff (looked at again by the next sweep), until it deleted some or no row is
 /// left to look at: 0 means none is left to delete.
