@@ -11,13 +11,14 @@ rounds=$1 bench=$2
 shift 2
 . "$(dirname "$0")/serve_run.sh"
 cpu_of() { local total=0; for pid in "$@"; do total=$((total + $(awk '{print $14 + $15}' "/proc/$pid/stat"))); done; echo "$total"; }
+# The bench and the punctual-bench it runs beside it.
+bench_pids() { echo "$bench_pid" $(pgrep -P "$bench_pid" || true); }
 for round in $(seq "$rounds"); do
   for bin in "$@"; do
     start_serve "$bin"
     "$bench" bench throughput --server "http://127.0.0.1:$port" --baselines=false --duration 10s --json \
       >"$dir/bench.json" 2>/dev/null &
     bench_pid=$!
-    bench_pids() { echo "$bench_pid" $(pgrep -P "$bench_pid" || true); }
     sleep 1
     serve0=$(cpu_of "$pid") bench0=$(cpu_of $(bench_pids)) redis0=0
     [ -n "$redis_pid" ] && redis0=$(cpu_of "$redis_pid")

@@ -277,10 +277,9 @@ static SWEEP_KEPT: Sql = Sql::new(|| {
 /// or a kept row) changed since (every write that tells an event sets its
 /// `updated_at`, but an import, which keeps the task's own: an imported key's older
 /// events go by its task's time): something happened to the key, so its older events
-/// stay. It moves
-/// the others' `looked` to their latest or, for those the key's row holds, to the
-/// cutoff (looked at again by the next sweep), until it deleted some or no row is
-/// left to look at: 0 means none is left to delete.
+/// stay. It moves the others' `looked` to their latest or, for those the key's row
+/// holds, to the cutoff (looked at again by the next sweep), until it deleted some or
+/// no row is left to look at: 0 means none is left to delete.
 pub(crate) fn sweep(conn: &Connection, req: &HistorySweepRequest) -> Result<u64> {
     let Some(queue_id) = queue_id(conn, &req.queue)? else { return Ok(0) };
     let (before, limit) = (req.before.as_millis(), req.limit.max(1));
