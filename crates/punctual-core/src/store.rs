@@ -1258,7 +1258,9 @@ pub trait Store: Send + Sync + 'static {
     /// before `req.before`, in one atomic write (on a sharded store, per shard); how
     /// many. A store may delete fewer while more remain: callers repeat until a call
     /// deletes none. A history with later events may keep its events before `before`
-    /// (at most [`HISTORY_LIMIT`](crate::history::HISTORY_LIMIT) of them).
+    /// (at most [`HISTORY_LIMIT`](crate::history::HISTORY_LIMIT) of them), and so may a
+    /// live task's own events where the store keeps them with the task (the embedded
+    /// store keeps its newest in its row): a read from a later `since` shows none.
     fn sweep_history(&self, req: HistorySweepRequest) -> impl Future<Output = Result<u64>> + Send;
 
     /// Keeps `entry` in the audit (see [`crate::audit`]) with the next sequence number.

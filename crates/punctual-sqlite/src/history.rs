@@ -353,40 +353,6 @@ mod tests {
         }
     }
 
-    /// The older events of a key whose task is live again stay through a sweep whose
-    /// cutoff is past them (something happened to the key since: its newer events are
-    /// in its row), and go with the rest once nothing happened to the key since.
-    #[test]
-    fn a_sweep_keeps_the_older_events_of_a_key_still_in_use() {
-        let conn = crate::schema::in_memory();
-        let store = StoreId::from_bits(7);
-        let queue = QueueName::new("reminders").unwrap();
-        let key = TaskKey::new("order-1").unwrap();
-        let first = Timestamp::from_millis(1_000);
-        let task = NewTask::new(queue.clone(), key.clone(), first);
-        crate::schedule::schedule(&conn, store, vec![task], first).unwrap().pop().unwrap().unwrap();
-        assert!(crate::cancel::cancel(&conn, store, &queue, &key, None).unwrap());
-        let cancelled_at =
-            read(&conn, &HistoryRequest::new(queue.clone(), key.clone(), Timestamp::EPOCH)).unwrap()[1].at;
-        let again = Timestamp::from_millis(cancelled_at.as_millis() + 86_400_000);
-        let task = NewTask::new(queue.clone(), key.clone(), again);
-        crate::schedule::schedule(&conn, store, vec![task], again).unwrap().pop().unwrap().unwrap();
-
-        let cutoff = Timestamp::from_millis(cancelled_at.as_millis() + 3_600_000);
-        let sweep_request = HistorySweepRequest::new(queue.clone(), cutoff, 10);
-        assert_eq!(sweep(&conn, &sweep_request).unwrap(), 0, "the key had events since the cutoff");
-        let kinds = |conn: &Connection| -> Vec<EventKind> {
-            let request = HistoryRequest::new(queue.clone(), key.clone(), Timestamp::EPOCH);
-            read(conn, &request).unwrap().iter().map(|event| event.kind).collect()
-        };
-        assert_eq!(kinds(&conn), [EventKind::Created, EventKind::Cancelled, EventKind::Created]);
-
-        assert!(crate::cancel::cancel(&conn, store, &queue, &key, None).unwrap());
-        let later = Timestamp::from_millis(again.as_millis() + 3_600_000);
-        assert_eq!(sweep(&conn, &HistorySweepRequest::new(queue.clone(), later, 10)).unwrap(), 1);
-        assert!(kinds(&conn).is_empty(), "nothing happened to the key since the cutoff");
-    }
-
     /// A lease extended again and again keeps few events in its row: at
     /// [`PENDING_LIMIT`] they move to the key's history, and a read still tells every
     /// one of the latest [`HISTORY_LIMIT`], in order.

@@ -248,18 +248,20 @@ pub async fn a_history_keeps_its_latest_events_and_a_read_only_those_since<S: St
 }
 
 /// `sweep_history` forgets the keys nothing happened to since its cutoff, done tasks'
-/// and live ones' alike, and only those; a queue whose only trace is a history is among
-/// `queue_names`.
+/// and live ones' alike, and only those: a key that had an event since keeps its older
+/// events too, those of a task before its own. A queue whose only trace is a history is
+/// among `queue_names`.
 pub async fn sweeping_histories_forgets_the_keys_quiet_since_the_cutoff<S: Store>(store: S) {
-    for name in ["old-done", "old-waiting"] {
+    for name in ["old-done", "old-waiting", "returned"] {
         create(&store, new_task("quiet", name, at_secs(60)), T0).await;
     }
     create(&store, new_task("quiet", "busy", at_secs(60)), T0).await;
     create(&store, new_task("loud", "old", at_secs(60)), T0).await;
-    let done = lease(&store, "quiet", 3, secs(10_000), at_secs(60)).await.leases;
+    let done = lease(&store, "quiet", 4, secs(10_000), at_secs(60)).await.leases;
+    assert_eq!(done.len(), 4);
     for lease in done {
         match lease.token.key.as_str() {
-            "old-done" => complete_ok(&store, &lease.token, Completion::Done, at_secs(61)).await,
+            "old-done" | "returned" => complete_ok(&store, &lease.token, Completion::Done, at_secs(61)).await,
             "old-waiting" => {
                 let later = Completion::Reschedule { at: at_secs(100_000), anchor: at_secs(100_000) };
                 complete_ok(&store, &lease.token, later, at_secs(61)).await;
@@ -267,26 +269,40 @@ pub async fn sweeping_histories_forgets_the_keys_quiet_since_the_cutoff<S: Store
             _ => complete_ok(&store, &lease.token, Completion::Done, at_secs(5_000)).await,
         }
     }
+    // A task of its own under a done task's key, after the first sweep's cutoff.
+    create(&store, new_task("quiet", "returned", at_secs(2_000)), at_secs(2_000)).await;
     assert!(store.queue_names().await.expect("queue_names").contains(&queue("quiet")));
 
-    let mut swept = 0;
-    loop {
-        let batch = store
-            .sweep_history(HistorySweepRequest::new(queue("quiet"), at_secs(1_000), 1))
-            .await
-            .expect("sweep_history");
-        assert!(batch <= 1, "at most the limit");
-        if batch == 0 {
-            break;
+    let sweep_all = async |before: Timestamp| {
+        let mut swept = 0;
+        loop {
+            let batch =
+                store.sweep_history(HistorySweepRequest::new(queue("quiet"), before, 1)).await.expect("sweep_history");
+            assert!(batch <= 1, "at most the limit");
+            if batch == 0 {
+                return swept;
+            }
+            swept += batch;
         }
-        swept += batch;
-    }
-    assert_eq!(swept, 2, "old-done and old-waiting were quiet since 61 s");
+    };
+    assert_eq!(sweep_all(at_secs(1_000)).await, 2, "old-done and old-waiting were quiet since 61 s");
     assert!(history_of(&store, "quiet", "old-done").await.is_empty());
     assert!(history_of(&store, "quiet", "old-waiting").await.is_empty());
     assert_eq!(kinds(&history_of(&store, "quiet", "busy").await), ["created", "leased", "acked"]);
+    assert_eq!(
+        kinds(&history_of(&store, "quiet", "returned").await),
+        ["created", "leased", "acked", "created"],
+        "its key had an event since the cutoff, so its done task's events stay"
+    );
     assert_eq!(history_of(&store, "loud", "old").await.len(), 1, "another queue's history is left alone");
     assert!(stored(&store, "quiet", "old-waiting").await.state == TaskState::Scheduled, "the task stays");
+
+    let back = lease_one(&store, "quiet", secs(30), at_secs(2_000)).await;
+    assert_eq!(back.token.key.as_str(), "returned");
+    complete_ok(&store, &back.token, Completion::Done, at_secs(2_001)).await;
+    assert!(sweep_all(at_secs(3_000)).await >= 1, "returned was quiet since 2,001 s");
+    assert!(history_of(&store, "quiet", "returned").await.is_empty(), "its older events went with the rest");
+    assert_eq!(kinds(&history_of(&store, "quiet", "busy").await), ["created", "leased", "acked"]);
 }
 
 /// A task done is gone from every read and write of tasks (a read by key, a listing,
