@@ -261,31 +261,37 @@ pub(crate) fn import_histories(conn: &Connection, queue: &QueueName, histories: 
     Ok(added)
 }
 
-/// Deletes up to `req.limit` kept rows of queue `?1` whose last event (`due_at`) is
-/// before `?2`, oldest first: one range of `tasks_by_due`.
-static SWEEP_KEPT: Sql = Sql::new(|| {
+/// Up to `?3` kept rows of queue `?1` whose last event (`due_at`) is before `?2`,
+/// oldest first: one range of `tasks_by_due`, in `due_at` then `id` order, so the two
+/// statements below take the same rows.
+fn kept_before(column: &str) -> String {
     format!(
-        "DELETE FROM tasks WHERE id IN (SELECT id FROM tasks WHERE queue_id = ?1 AND state = {KEPT} AND due_at < ?2 \
-         ORDER BY due_at LIMIT ?3)"
+        "SELECT {column} FROM tasks WHERE queue_id = ?1 AND state = {KEPT} AND due_at < ?2 ORDER BY due_at LIMIT ?3"
     )
-});
+}
+/// Deletes the older events (in `history`) of the keys of those kept rows, then the
+/// rows: a key's history goes whole, counted once.
+static SWEEP_KEPT_OLDER: Sql =
+    Sql::new(|| format!("DELETE FROM history WHERE queue_id = ?1 AND key IN ({})", kept_before("key")));
+static SWEEP_KEPT: Sql = Sql::new(|| format!("DELETE FROM tasks WHERE id IN ({})", kept_before("id")));
 
 /// Deletes the histories of up to `req.limit` keys of the queue whose latest event is
-/// before `req.before`; how many. Done tasks' kept rows go first; then it reads
-/// `req.limit` rows of `history` at a time whose `looked` is before the cutoff,
-/// deleting those whose latest event is unless the key's row in `tasks` (a live task
-/// or a kept row) changed since (every write that tells an event sets its
-/// `updated_at`, but an import, which keeps the task's own: an imported key's older
-/// events go by its task's time): something happened to the key, so its older events
-/// stay. It moves the others' `looked` to their latest or, for those the key's row
-/// holds, to the cutoff (looked at again by the next sweep), until it deleted some or
-/// no row is left to look at: 0 means none is left to delete.
+/// before `req.before`; how many. Done tasks' kept rows go first, each with its key's
+/// older events; then it reads `req.limit` rows of `history` at a time whose `looked`
+/// is before the cutoff, deleting those whose latest event is unless the key's row in
+/// `tasks` (a live task or a kept row) changed since (every write that tells an event
+/// sets its `updated_at`, but an import, which keeps the task's own: an imported key's
+/// older events go by its task's time): something happened to the key, so its older
+/// events stay. It moves the others' `looked` to their latest or, for those the key's
+/// row holds, to the cutoff (looked at again by the next sweep), until it deleted some
+/// or no row is left to look at: 0 means none is left to delete.
 pub(crate) fn sweep(conn: &Connection, req: &HistorySweepRequest) -> Result<u64> {
     let Some(queue_id) = queue_id(conn, &req.queue)? else { return Ok(0) };
     let (before, limit) = (req.before.as_millis(), req.limit.max(1));
     let run = |sql: &str| {
         conn.prepare_cached(sql).and_then(|mut stmt| stmt.execute(params![queue_id, before, limit])).map_err(map_err)
     };
+    run(&SWEEP_KEPT_OLDER)?;
     let kept = run(&SWEEP_KEPT)?;
     if kept > 0 {
         return Ok(kept as u64);
