@@ -262,11 +262,11 @@ pub(crate) fn import_histories(conn: &Connection, queue: &QueueName, histories: 
 }
 
 /// Up to `?3` kept rows of queue `?1` whose last event (`due_at`) is before `?2`,
-/// oldest first: one range of `tasks_by_due`, in `due_at` then `id` order, so the two
-/// statements below take the same rows.
+/// oldest first: one range of `tasks_by_due`, ordered by `due_at` then `id` to the
+/// last tie, so the two statements below take the same rows whatever their plans.
 fn kept_before(column: &str) -> String {
     format!(
-        "SELECT {column} FROM tasks WHERE queue_id = ?1 AND state = {KEPT} AND due_at < ?2 ORDER BY due_at LIMIT ?3"
+        "SELECT {column} FROM tasks WHERE queue_id = ?1 AND state = {KEPT} AND due_at < ?2 ORDER BY due_at, id LIMIT ?3"
     )
 }
 /// Deletes the older events (in `history`) of the keys of those kept rows, then the

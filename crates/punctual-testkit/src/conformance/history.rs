@@ -300,6 +300,12 @@ pub async fn sweeping_histories_forgets_the_keys_quiet_since_the_cutoff<S: Store
     let back = lease_one(&store, "quiet", secs(30), at_secs(2_000)).await;
     assert_eq!(back.token.key.as_str(), "returned");
     complete_ok(&store, &back.token, Completion::Done, at_secs(2_001)).await;
+    assert_eq!(sweep_all(at_secs(2_000)).await, 0, "returned's task was done after this cutoff");
+    assert_eq!(
+        kinds(&history_of(&store, "quiet", "returned").await),
+        ["created", "leased", "acked", "created", "leased", "acked"],
+        "a done task's key keeps the events of the task before it while its own are newer than the cutoff"
+    );
     assert_eq!(sweep_all(at_secs(3_000)).await, 1, "returned was quiet since 2,001 s: one key");
     assert!(history_of(&store, "quiet", "returned").await.is_empty(), "its older events went with the rest");
     assert_eq!(kinds(&history_of(&store, "quiet", "busy").await), ["created", "leased", "acked"]);
